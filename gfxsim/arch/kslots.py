@@ -1,0 +1,56 @@
+"""Which tokens each matrix instruction consumes when lanes load consecutive tokens along K.
+
+The question of seed 000: each lane loads ``load_bytes`` consecutive 8-bit tokens of one column
+(V cache token-innermost) with a single vector load; lane group g = lane // MN gets tokens
+``load_bytes*g ..``; the loaded registers then feed consecutive instructions, ``regs(op)`` VGPRs each.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .matrix_insn import MatrixInstruction
+
+
+def tokens_per_instruction(insn: MatrixInstruction, operand: str = "B", load_bytes: int = 16):
+    """Return ``tokens[m][k]``: the token feeding K slot k of instruction m, for the
+    ``load_bytes * 8 // (regs*32)`` instructions one load feeds (-1 where a K slot gets
+    no loaded byte, e.g. an 8-byte load that covers only part of the fragment)."""
+    lay = insn.operand(operand)
+    op = lay.operand
+    if op not in ("A", "B"):
+        raise ValueError(f"token sets are defined for K-carrying operands A and B, not {operand!r}")
+    ebytes = lay.elem_bits // 8
+    if lay.elem_bits % 8 or load_bytes % 4 or load_bytes <= 0:
+        raise ValueError(f"load_bytes must be a positive multiple of 4 (got {load_bytes})")
+    op_bytes = lay.n_regs * 4
+    n_insn = max(load_bytes // op_bytes, 1)
+    mn_groups = lay.wave_size // (lay.rows if op == "A" else lay.cols)
+    tokens_per_lane = load_bytes // ebytes
+    k_axis = "col" if op == "A" else "row"
+    out = np.full((n_insn, insn.K), -1, np.int64)
+    # lane index along M/N is irrelevant to the token: use the first row/column.
+    k = np.arange(insn.K)
+    kw = dict(row=k, col=np.zeros_like(k)) if k_axis == "row" else dict(row=np.zeros_like(k), col=k)
+    lane, reg, elem = lay.to_register(**kw)
+    group = lane // (lay.wave_size // mn_groups)
+    for m in range(n_insn):
+        byte = (m * lay.n_regs + reg) * 4 + elem * ebytes
+        ok = byte < load_bytes
+        out[m, ok] = group[ok] * tokens_per_lane + byte[ok] // ebytes
+    return out
+
+
+def format_token_set(tokens) -> str:
+    """Compact ranges: [0..7,16..23] -> '{0-7,16-23}'."""
+    t = sorted(int(x) for x in set(np.asarray(tokens).ravel()) if x >= 0)
+    if not t:
+        return "{}"
+    runs, start, prev = [], t[0], t[0]
+    for x in t[1:] + [None]:
+        if x is not None and x == prev + 1:
+            prev = x
+            continue
+        runs.append(f"{start}-{prev}" if prev > start else f"{start}")
+        if x is not None:
+            start = prev = x
+    return "{" + ",".join(runs) + "}"

@@ -1,0 +1,140 @@
+"""The record of one matrix instruction (v_mfma_* / v_mmac_*) and builders for its layouts."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional
+
+from .dtypes import ElemType, elem_type
+from .layout import OperandLayout
+
+OPERANDS = ("A", "B", "C", "D")
+OPERAND_FIELDS = {"A": "Src0", "B": "Src1", "C": "Src2", "D": "Vdst"}
+
+
+@dataclass(frozen=True)
+class AccumulatorPrecision:
+    """How the accumulator rounds. ``mantissa_bits`` None means exact in the C/D type
+    (int32: exact, overflow detected; f32: one IEEE rounding per product-sum step).
+    A smaller value models a reduced accumulator, e.g. 13 for NVIDIA FP8 mma (SageAttention2's
+    "FP22" finding): the sum is rounded to that many mantissa bits after each instruction."""
+    mantissa_bits: Optional[int] = None
+    note: str = "exact"
+
+
+@dataclass(frozen=True)
+class MatrixInstruction:
+    """One matrix instruction, frozen. Everything else (execution, tables, plots) derives from it.
+
+    Operand shapes: A is M x K, B is K x N, C and D are M x N, each per block.
+    """
+    mnemonic: str                 # verbatim ISA name
+    M: int
+    N: int
+    K: int
+    blocks: int
+    a_type: str
+    b_type: str
+    cd_type: str
+    layouts: Mapping[str, OperandLayout]
+    source: str                   # where the layout was taken from
+    cycles: Optional[int] = None  # pass cycles, where the vendor publishes them
+    builtin: Optional[str] = None  # compiler builtin that emits it
+    accumulator: AccumulatorPrecision = field(default_factory=AccumulatorPrecision)
+    notes: str = ""
+
+    def __post_init__(self):
+        if set(self.layouts) != set(OPERANDS):
+            raise ValueError(f"{self.mnemonic}: layouts must name exactly {OPERANDS}")
+        want = {"A": (self.M, self.K), "B": (self.K, self.N), "C": (self.M, self.N), "D": (self.M, self.N)}
+        bits = {"A": self.a.bits, "B": self.b.bits, "C": self.cd.bits, "D": self.cd.bits}
+        for op, lay in self.layouts.items():
+            if (lay.rows, lay.cols, lay.blocks) != (*want[op], self.blocks):
+                raise ValueError(f"{self.mnemonic}: operand {op} layout is {lay.rows}x{lay.cols}x{lay.blocks}, "
+                                 f"expected {want[op][0]}x{want[op][1]}x{self.blocks}")
+            if lay.elem_bits != bits[op]:
+                raise ValueError(f"{self.mnemonic}: operand {op} layout uses {lay.elem_bits}-bit elements, "
+                                 f"type says {bits[op]}")
+
+    @property
+    def a(self) -> ElemType:
+        return elem_type(self.a_type)
+
+    @property
+    def b(self) -> ElemType:
+        return elem_type(self.b_type)
+
+    @property
+    def cd(self) -> ElemType:
+        return elem_type(self.cd_type)
+
+    def operand(self, name: str) -> OperandLayout:
+        key = name.upper()
+        if key not in self.layouts:
+            raise ValueError(f"{self.mnemonic}: unknown operand {name!r}; operands are A, B, C, D")
+        return self.layouts[key]
+
+    def elem_type_of(self, name: str) -> ElemType:
+        return {"A": self.a, "B": self.b, "C": self.cd, "D": self.cd}[self.operand(name).operand]
+
+    def regs(self, name: str) -> int:
+        return self.operand(name).n_regs
+
+    @property
+    def wave_size(self) -> int:
+        return self.layouts["A"].wave_size
+
+    @property
+    def ops(self) -> int:
+        return 2 * self.M * self.N * self.K * self.blocks
+
+
+# -- layout builders: one per layout family in the vendor tables ------------------------------
+
+def ab_kgroups(op: str, mn: int, k: int, bits: int, wave: int = 64) -> OperandLayout:
+    """A (MxK) or B (KxN) of a single-block instruction: lane = mn + MN*(k // kpl),
+    the lane's kpl consecutive k values packed into registers little-endian.
+    (CDNA3 16x16x32 i8: A[i][k] at lane i + 16*(k//8), reg (k//4)%2, byte k%4.)"""
+    groups = wave // mn
+    kpl, epr = k // groups, 32 // bits
+    mn_axis, k_axis = ("row", "col") if op == "A" else ("col", "row")
+    return OperandLayout(op, *((mn, k) if op == "A" else (k, mn)), 1, bits,
+                         lane=[(mn, mn_axis, 1), (groups, k_axis, kpl)],
+                         reg=[(max(kpl // epr, 1), k_axis, epr)],
+                         elem=[(min(epr, kpl), k_axis, 1)], wave_size=wave)
+
+
+def cd_cdna(op: str, m: int, n: int, bits: int = 32, wave: int = 64) -> OperandLayout:
+    """CDNA C/D: lane%N is the column, each lane holds 4 consecutive rows per register group.
+    (16x16: D[i][j] at lane j + 16*(i//4), reg i%4; 32x32: lane j + 32*((i//4)%2), reg 4*(i//8) + i%4.)"""
+    groups = wave // n
+    return OperandLayout(op, m, n, 1, bits,
+                         lane=[(n, "col", 1), (groups, "row", 4)],
+                         reg=[(4, "row", 1), (m // (4 * groups), "row", 4 * groups)],
+                         elem=[], wave_size=wave)
+
+
+def cd_jump(op: str, m: int = 16, n: int = 16, bits: int = 32, wave: int = 64) -> OperandLayout:
+    """Hygon gfx936/gfx928 MMAC C/D, the "jump" layout: D[m][n] at lane m + 16*(n%4), reg n//4.
+    lane%16 is the row; a lane's 4 registers hold columns rowid + 4*i."""
+    groups = wave // m
+    return OperandLayout(op, m, n, 1, bits,
+                         lane=[(m, "row", 1), (groups, "col", 1)],
+                         reg=[(n // groups, "col", groups)],
+                         elem=[], wave_size=wave)
+
+
+def blocks_4x4(op: str, k: int, bits: int, blocks: int = 16, wave: int = 64) -> OperandLayout:
+    """Multi-block 4x4xK: block b uses lanes 4b..4b+3.
+    A[i][k] at lane 4b+i, k packed in registers; B[k][j] at lane 4b+j; D[i][j] at lane 4b+j, reg i."""
+    epr = 32 // bits
+    lane_axis = {"A": "row", "B": "col", "C": "col", "D": "col"}[op]
+    if op in ("A", "B"):
+        k_axis = "col" if op == "A" else "row"
+        shape = (4, k) if op == "A" else (k, 4)
+        return OperandLayout(op, *shape, blocks, bits,
+                             lane=[(4, lane_axis, 1), (blocks, "block", 1)],
+                             reg=[(max(k // epr, 1), k_axis, epr)],
+                             elem=[(min(epr, k), k_axis, 1)], wave_size=wave)
+    return OperandLayout(op, 4, 4, blocks, bits,
+                         lane=[(4, "col", 1), (blocks, "block", 1)],
+                         reg=[(4, "row", 1)], elem=[], wave_size=wave)

@@ -1,0 +1,41 @@
+"""Architecture profiles: wave size, LDS geometry, register files, the matrix instructions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Tuple
+
+from .matrix_insn import MatrixInstruction
+
+
+@dataclass(frozen=True)
+class ArchProfile:
+    name: str                      # canonical target name, e.g. "gfx942"
+    family: str                    # "CDNA3", "CDNA2", "Hygon DCU"
+    aliases: Tuple[str, ...]       # other target names served by this profile
+    wave_size: int                 # lanes per wave (64 on gfx9; 32 for NVIDIA warp profiles)
+    lds_bytes: int                 # LDS per workgroup
+    lds_banks: int
+    lds_bank_bytes: int
+    vgprs: int                     # VGPRs per lane addressable by one wave (arch + acc where unified)
+    agprs: int                     # AccVGPRs per lane (0 where there are none)
+    sgprs: int                     # SGPRs addressable by one wave
+    instructions: Mapping[str, MatrixInstruction]
+    c_layout: str                  # "cdna" or "jump": which accumulator layout family the arch uses
+    source: str
+
+    def __post_init__(self):
+        for m, insn in self.instructions.items():
+            if m != insn.mnemonic:
+                raise ValueError(f"{self.name}: instruction key {m!r} != mnemonic {insn.mnemonic!r}")
+            if insn.wave_size != self.wave_size:
+                raise ValueError(f"{self.name}: {m} is laid out for wave{insn.wave_size}, arch is wave{self.wave_size}")
+
+    def instruction(self, mnemonic: str) -> MatrixInstruction:
+        key = mnemonic.strip().lower()
+        if key in self.instructions:
+            return self.instructions[key]
+        raise KeyError(f"{self.name} has no matrix instruction {mnemonic!r}; "
+                       f"it has: {', '.join(self.instructions)}")
+
+    def __repr__(self):
+        return f"ArchProfile({self.name}, {self.family}, wave{self.wave_size}, {len(self.instructions)} matrix insns)"

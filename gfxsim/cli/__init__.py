@@ -1,0 +1,38 @@
+"""The `gfxsim` command: one sub-command per module, each registering its own parser."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import layout_cmd
+
+COMMANDS = [layout_cmd]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gfxsim", description="wave64 matrix-instruction simulator and "
+                                "fragment-mapping debugger (Hygon gfx936 MMAC, AMD CDNA MFMA)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for mod in COMMANDS:
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args) or 0
+    except BrokenPipeError:          # `gfxsim layout ... | head`
+        return 0
+    except (KeyError, ValueError, IndexError, FileNotFoundError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"gfxsim {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
