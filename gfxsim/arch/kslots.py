@@ -42,7 +42,9 @@ def tokens_per_instruction(insn: MatrixInstruction, operand: str = "B", load_byt
 
 def format_token_set(tokens) -> str:
     """Compact ranges: [0..7,16..23] -> '{0-7,16-23}'."""
-    t = sorted(int(x) for x in set(np.asarray(tokens).ravel()) if x >= 0)
+    if isinstance(tokens, (set, frozenset)):
+        tokens = list(tokens)
+    t = sorted({int(x) for x in np.asarray(tokens).ravel() if x >= 0})
     if not t:
         return "{}"
     runs, start, prev = [], t[0], t[0]

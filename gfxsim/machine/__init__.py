@@ -1,0 +1,11 @@
+"""The back end: wave state, memory, matrix instructions, provenance, trace, findings."""
+from .errors import GfxSimError, MemoryFault
+from .findings import KINDS, Finding
+from .launch import Machine, Run, launch
+from .memory import Buffer, LdsRegion
+from .trace import Event, MmaEvent, Stepper, Trace
+from .vgpr import VGPRs
+from .wave import Cond, Wave
+
+__all__ = ["launch", "Run", "Machine", "Buffer", "LdsRegion", "Wave", "VGPRs", "Cond", "Trace", "Event",
+           "MmaEvent", "Stepper", "Finding", "KINDS", "GfxSimError", "MemoryFault"]

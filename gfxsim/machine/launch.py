@@ -1,0 +1,226 @@
+"""launch(): run a kernel over a grid of workgroups, and the Run it returns."""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..arch import get_arch
+from .findings import Finding
+from .memory import Buffer
+from .provenance import TagTable
+from .trace import Trace
+from .wave import Wave
+from .workgroup import Workgroup
+
+
+class Machine:
+    """State shared by every wave of one launch: arch, tags, trace, findings."""
+
+    def __init__(self, arch, kernel_name, *, trace=True, provenance=True, check_races=True, lds_bytes=None):
+        self.arch = get_arch(arch)
+        self.kernel_name = kernel_name
+        self.tags = TagTable()
+        self.trace = Trace(trace)
+        self.provenance = provenance
+        self.check_races = check_races
+        self.lds_bytes = lds_bytes or self.arch.lds_bytes
+        if self.lds_bytes > self.arch.lds_bytes:
+            raise ValueError(f"{kernel_name}: {self.lds_bytes} B of LDS requested, {self.arch.name} has "
+                             f"{self.arch.lds_bytes}")
+        self.findings: list[Finding] = []
+        self._dedupe: dict = {}
+        self._common_cache: dict = {}
+
+    def report(self, kind, message, *, dedupe=None, details=None, **coords):
+        if dedupe is not None:
+            key = (kind,) + tuple(dedupe)
+            got = self._dedupe.get(key)
+            if got is not None:
+                got.details["count"] = got.details.get("count", 1) + 1
+                return got
+        f = Finding(kind, message, kernel=self.kernel_name, details=dict(details or {}), **coords)
+        if dedupe is not None:
+            f.details["count"] = 1
+            self._dedupe[(kind,) + tuple(dedupe)] = f
+        self.findings.append(f)
+        return f
+
+    def check_scale(self, wave, res, fp_id, ka_id, kb_id, lane, mask):
+        """A group scale (footprint fp) applied to a matrix result whose K sets are ka (A rows) / kb (B cols)."""
+        t = self.tags
+        fp = t.sets[fp_id]
+        if fp == t.sets[ka_id] or fp == t.sets[kb_id]:
+            return
+        lanes = [int(x) for x in np.unique(np.nonzero(mask)[1])]
+        key = ("scale", res.mma_event, wave.wg.id, wave.wave_id)
+        seen = self._dedupe.get(("scale-group-mismatch",) + key)
+        if seen is not None:          # one finding per instruction: add this row's lanes
+            seen.details["lanes"] = sorted(set(seen.details["lanes"]) | set(lanes))
+            seen.details["groups"] = seen.details.get("groups", 1) + 1
+            return
+        # describe along the field that varies across the K set (token for PV, dim for QK)
+        field_name = _varying_field(t, t.sets[ka_id]) or _varying_field(t, fp) or "token"
+        k_vals = t.set_field_values(ka_id, field_name)
+        f_vals = t.set_field_values(fp_id, field_name)
+        foreign = sorted(k_vals - f_vals)            # consumed by the instruction, scale from elsewhere
+        extra = sorted(f_vals - k_vals)              # in the scale's group, not in the instruction
+        from ..arch.kslots import format_token_set
+        wave.finding(
+            "scale-group-mismatch",
+            f"scale applied to the result of instruction #{res.mma_event} was computed over {field_name}s "
+            f"{format_token_set(sorted(f_vals))}, but the instruction consumed {format_token_set(sorted(k_vals))}: "
+            f"{len(foreign)} {field_name}s took their scale from another group {format_token_set(foreign)}",
+            lane=lane, instruction=res.mma_event,
+            field=field_name, scale_over=sorted(f_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
+            lanes=lanes, mma_event=res.mma_event, dedupe=key)
+
+
+def _varying_field(t, members):
+    vals = {}
+    for i in members:
+        for f, v in t.identities[i]:
+            vals.setdefault(f, set()).add(v)
+    var = [t.fields[f] for f, s in vals.items() if len(s) > 1]
+    for pref in ("token", "dim"):
+        if pref in var:
+            return pref
+    return var[0] if var else None
+
+
+@dataclass
+class Run:
+    """What one launch produced: trace, findings and the buffers after the kernel."""
+    kernel: str
+    arch: str
+    grid: tuple
+    waves_per_group: int
+    trace: Trace
+    findings: list
+    machine: Machine = field(repr=False)
+    seconds: float = 0.0
+    lane_threads: int = 0
+
+    def mmacs(self):
+        return self.trace.mmacs()
+
+    @property
+    def events(self):
+        return self.trace.events
+
+    def findings_of(self, kind: str):
+        return [f for f in self.findings if f.kind == kind]
+
+    @property
+    def errors(self):
+        """Correctness findings (everything but performance findings)."""
+        return [f for f in self.findings if not f.is_performance]
+
+    def replay(self, workgroup=(0, 0, 0), wave=0):
+        return self.trace.replay(_wg(workgroup), wave)
+
+    def history(self, workgroup, wave, lane, reg):
+        return self.trace.history(_wg(workgroup), wave, lane, reg)
+
+    def summary(self) -> str:
+        kinds = {}
+        for f in self.findings:
+            kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        found = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) or "no findings"
+        return (f"{self.kernel} on {self.arch}: grid {self.grid} x {self.waves_per_group} waves, "
+                f"{self.trace.n_events} events, {len(self.mmacs())} matrix instructions traced, {found} "
+                f"({self.seconds:.2f} s)")
+
+
+def _wg(x, fill=0):
+    """A workgroup id (missing dims 0) or, with fill=1, a grid (missing dims 1)."""
+    if isinstance(x, (int, np.integer)):
+        x = (int(x),)
+    x = tuple(int(v) for v in x)
+    return x + (fill,) * (3 - len(x))
+
+
+def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(), kwargs=None,
+           trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes=None,
+           name: str | None = None) -> Run:
+    """Run ``kernel(w, *args, **kwargs)`` on every wave of every workgroup of ``grid``.
+
+    Workgroups run one after another in x-fastest order, each with fresh (poisoned) LDS; within a
+    workgroup, waves run deterministically between barriers. Returns a Run with the trace and the
+    findings; errors (out-of-bounds access, bad operands) raise with their coordinates.
+    """
+    prof = get_arch(arch)
+    if not 1 <= waves_per_group <= 16:
+        raise ValueError(f"waves_per_group must be 1..16, got {waves_per_group}")
+    grid = _wg(grid, fill=1)
+    if any(g < 1 for g in grid):
+        raise ValueError(f"grid {grid} has an empty dimension")
+    for a in list(args) + list((kwargs or {}).values()):
+        if isinstance(a, np.ndarray):
+            raise TypeError("pass device memory as gfxsim Buffer objects, not bare numpy arrays "
+                            f"(got an array of shape {a.shape})")
+    kname = name or getattr(kernel, "__name__", "kernel")
+    m = Machine(prof, kname, trace=trace, provenance=provenance, check_races=check_races, lds_bytes=lds_bytes)
+    t0 = time.perf_counter()
+    kw = kwargs or {}
+    fn = lambda w: kernel(w, *args, **kw)
+    for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0])):
+        wg = Workgroup(m, (x, y, z), waves_per_group)
+        wg.run(fn, lambda g, i: Wave(m, g, i))
+    run = Run(kname, prof.name, grid, waves_per_group, m.trace, m.findings, m,
+              seconds=time.perf_counter() - t0,
+              lane_threads=int(np.prod(grid)) * waves_per_group * prof.wave_size)
+    return run
+
+
+class coverage:
+    """``with w.coverage(key, expect=tokens):`` — count, per output tile, how often each expected
+    token fed a K slot of the matrix instructions issued inside; zero or several is a finding."""
+
+    def __init__(self, wave, key, expect, field="token", operand="B"):
+        self.wave, self.key, self.field, self.operand = wave, key, field, operand.upper()
+        self.expect = sorted(int(x) for x in expect)
+        self.counts: dict = {}
+        self.first = None
+
+    def add(self, wave, insn, a_ids, b_ids, idx):
+        if a_ids is None:
+            return
+        ids = b_ids if self.operand == "B" else a_ids
+        t = wave.machine.tags
+        vals = t.field_values(ids, self.field)
+        per_k = vals[0, :, 0] if self.operand == "B" else vals[0, 0, :]
+        for v in per_k.tolist():
+            self.counts[v] = self.counts.get(v, 0) + 1
+        self.first = idx if self.first is None else self.first
+
+    def __enter__(self):
+        self.wave._coverage.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        self.wave._coverage.remove(self)
+        if exc[0] is not None:
+            return False
+        from ..arch.kslots import format_token_set
+        never = [t for t in self.expect if self.counts.get(t, 0) == 0]
+        multi = {t: c for t, c in self.counts.items() if t in set(self.expect) and c > 1}
+        if never or multi:
+            msg = []
+            if never:
+                msg.append(f"{len(never)} {self.field}s never consumed {format_token_set(never)}")
+            if multi:
+                msg.append(f"{len(multi)} consumed more than once {format_token_set(sorted(multi))}")
+            self.wave.finding("token-coverage", f"output tile {self.key!r}: " + "; ".join(msg),
+                              instruction=self.first, tile=repr(self.key), never=never,
+                              multiple={int(k): int(v) for k, v in multi.items()})
+        return False
+
+
+def _coverage_method(self, key, expect, field="token", operand="B"):
+    return coverage(self, key, expect, field, operand)
+
+
+Wave.coverage = _coverage_method

@@ -1,0 +1,90 @@
+"""Matrix-instruction execution from the instruction record: gather, compute, scatter.
+
+Operands are gathered through the record's layout (``slot_of``), so one code path serves every
+v_mfma_*/v_mmac_* shape and block count, and any arch whose record exists (wave32 included).
+int8 -> int32 is exact with overflow detection; float inputs are widened exactly to float64,
+each output's K-sum plus C is formed in float64 and rounded once to fp32 ("exact fp32"); a record
+with a reduced accumulator (``AccumulatorPrecision.mantissa_bits``) rounds the result to that many
+mantissa bits after every instruction (SageAttention2's FP22 finding for FP8 mma).
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+_PLANS: dict = {}
+
+
+def gather_plan(insn, op):
+    """(element index, lane) arrays ``[blocks, rows, cols]`` for an operand, from its record.
+    The element index counts elements of the operand's type within the lane's registers."""
+    key = (id(insn), op)
+    got = _PLANS.get(key)
+    if got is None or got[0] is not insn:
+        got = _PLANS[key] = (insn, *_plan(insn, op))
+    return got[1], got[2]
+
+
+def _plan(insn, op):
+    lay = insn.operand(op)
+    lane, reg, elem = lay.slot_of()
+    epr = 32 // lay.elem_bits
+    e = (reg.astype(np.int64) * epr + elem)
+    return e, lane.astype(np.int64)
+
+
+@numba.njit(cache=True)
+def _mma_int(a, b, c, blocks, M, N, K):
+    d = np.empty((blocks, M, N), np.int64)
+    for bl in range(blocks):
+        for m in range(M):
+            for n in range(N):
+                s = c[bl, m, n]
+                for k in range(K):
+                    s += np.int64(a[bl, m, k]) * np.int64(b[bl, k, n])
+                d[bl, m, n] = s
+    return d
+
+
+@numba.njit(cache=True)
+def _mma_f64(a, b, c, blocks, M, N, K):
+    d = np.empty((blocks, M, N), np.float64)
+    for bl in range(blocks):
+        for m in range(M):
+            for n in range(N):
+                s = 0.0
+                for k in range(K):
+                    s += a[bl, m, k] * b[bl, k, n]
+                d[bl, m, n] = s + c[bl, m, n]
+    return d
+
+
+def round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
+    """Round fp32 values to ``bits`` explicit mantissa bits (nearest, ties to even)."""
+    x = np.asarray(x, np.float32)
+    drop = 23 - bits
+    if drop <= 0:
+        return x
+    u = x.view(np.uint32).astype(np.uint64)
+    half = np.uint64(1 << (drop - 1))
+    lsb = (u >> np.uint64(drop)) & np.uint64(1)
+    u = (u + half - np.uint64(1) + lsb) & ~np.uint64((1 << drop) - 1)
+    return u.astype(np.uint32).view(np.float32)
+
+
+def compute(insn, a_mat, b_mat, c_mat):
+    """D = A.B + C for ``[blocks, M, K] x [blocks, K, N] + [blocks, M, N]``.
+    Returns (D typed like the record's C/D, overflow mask or None)."""
+    bl, M, N, K = insn.blocks, insn.M, insn.N, insn.K
+    if insn.cd_type == "i32":
+        d = _mma_int(a_mat.astype(np.int64), b_mat.astype(np.int64), c_mat.astype(np.int64), bl, M, N, K)
+        overflow = (d < INT32_MIN) | (d > INT32_MAX)
+        return d.astype(np.int64).astype(np.uint64).astype(np.uint32).view(np.int32), overflow
+    d = _mma_f64(a_mat.astype(np.float64), b_mat.astype(np.float64), c_mat.astype(np.float64), bl, M, N, K)
+    d = d.astype(np.float32)
+    if insn.accumulator.mantissa_bits is not None:
+        d = round_mantissa(d, insn.accumulator.mantissa_bits)
+    return d, None

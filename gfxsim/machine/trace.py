@@ -1,0 +1,171 @@
+"""Trace: the ordered record of what every wave did, queryable and replayable."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .dtypes import to_bytes
+
+
+def words_of(val: np.ndarray) -> np.ndarray:
+    """Typed ``[n, lanes]`` -> 32-bit words ``[regs, lanes]`` (the VGPR contents)."""
+    raw = to_bytes(val)
+    pad = (-raw.shape[0]) % 4
+    if pad:
+        raw = np.concatenate([raw, np.zeros((pad, raw.shape[1]), np.uint8)])
+    return np.ascontiguousarray(raw.T).view(np.uint32).T.copy()
+
+
+@dataclass
+class Operand:
+    """One register operand of an event: its VGPR range, type and per-lane values."""
+    regs: tuple            # (first VGPR, count)
+    dtype: str
+    values: np.ndarray     # [n, lanes], typed
+
+    @property
+    def name(self) -> str:
+        base, n = self.regs
+        return f"v{base}" if n == 1 else f"v[{base}:{base + n - 1}]"
+
+
+@dataclass
+class Event:
+    index: int
+    op: str                          # ISA-style name: v_mul_f32, global_load_dwordx4, ds_read_b64, v_mmac_...
+    kernel: str
+    workgroup: tuple
+    wave: int
+    source: Optional[str]
+    exec_mask: np.ndarray            # [lanes] bool
+    inputs: list = field(default_factory=list)     # [Operand]
+    outputs: list = field(default_factory=list)    # [Operand] written under exec_mask
+    details: dict = field(default_factory=dict)
+
+    def __repr__(self):
+        ins = ", ".join(o.name for o in self.inputs)
+        outs = ", ".join(o.name for o in self.outputs)
+        return f"#{self.index} wg{self.workgroup} w{self.wave} {self.op} {outs}{' <- ' if ins else ''}{ins}  {self.source or ''}"
+
+
+@dataclass
+class MmaEvent(Event):
+    """A matrix instruction: per K slot, the provenance of A and B."""
+    insn: object = None
+    a_ids: Optional[np.ndarray] = None      # [blocks, M, K] identity ids
+    b_ids: Optional[np.ndarray] = None      # [blocks, K, N]
+    tags: object = None                     # the machine's TagTable
+
+    def slot_tags(self, operand: str, field: str = "token") -> np.ndarray:
+        """Field values of every element of A ``[blocks, M, K]`` or B ``[blocks, K, N]`` (-1 = untagged)."""
+        ids = {"A": self.a_ids, "B": self.b_ids}[operand.upper()]
+        return self.tags.field_values(ids, field)
+
+    def tokens(self, operand: str = "B", field: str = "token", block: int = 0) -> np.ndarray:
+        """The token feeding each K slot ``[K]`` (of row 0 of A / column 0 of B)."""
+        t = self.slot_tags(operand, field)[block]
+        return t[0, :] if operand.upper() == "A" else t[:, 0]
+
+    def token_set(self, operand: str = "B", field: str = "token") -> set:
+        t = self.slot_tags(operand, field)
+        return set(int(x) for x in np.unique(t) if x >= 0)
+
+
+class Trace:
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.events: list[Event] = []
+        self.n_events = 0                # counted even when not recorded
+
+    def __len__(self):
+        return len(self.events)
+
+    def __getitem__(self, i):
+        return self.events[i]
+
+    def mmacs(self) -> list:
+        """All matrix-instruction events, in issue order."""
+        return [e for e in self.events if isinstance(e, MmaEvent)]
+
+    def of_wave(self, workgroup, wave) -> list:
+        wg = tuple(workgroup) if not isinstance(workgroup, int) else (workgroup, 0, 0)
+        return [e for e in self.events if e.workgroup == wg and e.wave == wave]
+
+    def history(self, workgroup, wave, lane: int, reg: int) -> list:
+        """Every write to VGPR ``reg`` of one lane: [(event, 32-bit word written)]."""
+        out = []
+        for e in self.of_wave(workgroup, wave):
+            if not e.exec_mask[lane]:
+                continue
+            for o in e.outputs:
+                base, n = o.regs
+                if base <= reg < base + n:
+                    out.append((e, int(words_of(o.values)[reg - base, lane])))
+        return out
+
+    def replay(self, workgroup=0, wave=0) -> "Stepper":
+        return Stepper(self.of_wave(workgroup, wave))
+
+
+class Stepper:
+    """Step forward and back through one wave's events, with its VGPR file reconstructed."""
+
+    def __init__(self, events):
+        self.events = events
+        self.pos = 0                       # number of events applied
+        lanes = len(events[0].exec_mask) if events else 64
+        top = max((o.regs[0] + o.regs[1] for e in events for o in e.outputs), default=1)
+        self.vgpr = np.zeros((top, lanes), np.uint32)
+        self.written = np.zeros((top, lanes), bool)
+        self._undo = []
+
+    @property
+    def current(self) -> Optional[Event]:
+        """The event about to execute (None at the end)."""
+        return self.events[self.pos] if self.pos < len(self.events) else None
+
+    @property
+    def previous(self) -> Optional[Event]:
+        return self.events[self.pos - 1] if self.pos else None
+
+    def step(self, n: int = 1):
+        for _ in range(n):
+            if self.pos >= len(self.events):
+                break
+            e = self.events[self.pos]
+            undo = []
+            for o in e.outputs:
+                base, cnt = o.regs
+                words = words_of(o.values)[:cnt]
+                undo.append((base, cnt, self.vgpr[base:base + cnt].copy(), self.written[base:base + cnt].copy()))
+                m = e.exec_mask
+                self.vgpr[base:base + cnt, m] = words[:, m]
+                self.written[base:base + cnt, m] = True
+            self._undo.append(undo)
+            self.pos += 1
+        return self
+
+    def back(self, n: int = 1):
+        for _ in range(n):
+            if not self.pos:
+                break
+            for base, cnt, old, oldw in reversed(self._undo.pop()):
+                self.vgpr[base:base + cnt] = old
+                self.written[base:base + cnt] = oldw
+            self.pos -= 1
+        return self
+
+    def goto(self, index: int):
+        while self.pos < index:
+            self.step()
+        while self.pos > index:
+            self.back()
+        return self
+
+    def register(self, reg: int, lane: Optional[int] = None, dtype: str = "u32"):
+        """Contents of VGPR ``reg`` now (one lane or all), viewed as ``dtype``."""
+        from .dtypes import np_dtype
+        w = self.vgpr[reg] if lane is None else self.vgpr[reg, lane:lane + 1]
+        return w.view(np_dtype(dtype)) if np_dtype(dtype).itemsize == 4 else w

@@ -1,0 +1,92 @@
+"""Workgroups: 1-16 waves sharing LDS, scheduled deterministically between barriers.
+
+Each wave of a multi-wave workgroup runs its kernel function in its own thread, but only one runs
+at a time: wave 0 runs until its next s_barrier (or its end), then wave 1, ... Once every live wave
+has arrived, the barrier epoch advances and the round starts again. The order is fixed, so a run
+is reproducible, and LDS races are found by epoch, independently of the order.
+"""
+from __future__ import annotations
+
+import threading
+
+from .memory import LDS
+
+
+class _Abort(BaseException):
+    """Unwinds the other waves when one wave raised."""
+
+
+class Workgroup:
+    def __init__(self, machine, wg_id: tuple, num_waves: int):
+        arch = machine.arch
+        self.machine = machine
+        self.id = wg_id
+        self.num_waves = num_waves
+        self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes)
+        self.epoch = 0
+        self._go = None
+
+    def run(self, fn, make_wave):
+        if self.num_waves == 1:
+            fn(make_wave(self, 0))
+            return
+        n = self.num_waves
+        go = [threading.Semaphore(0) for _ in range(n)]
+        yielded = threading.Semaphore(0)
+        state = ["running"] * n           # running | barrier | done | error
+        errors = [None] * n
+        abort = threading.Event()
+        self._go, self._yielded, self._abort = go, yielded, abort
+
+        def body(i):
+            go[i].acquire()
+            try:
+                if abort.is_set():
+                    raise _Abort()
+                fn(make_wave(self, i))
+                state[i] = "done"
+            except _Abort:
+                state[i] = "done"
+            except BaseException as e:           # noqa: BLE001 - re-raised by the scheduler
+                errors[i] = e
+                state[i] = "error"
+            finally:
+                yielded.release()
+
+        self._state = state
+        threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(n)]
+        for t in threads:
+            t.start()
+        try:
+            while True:
+                live = [i for i in range(n) if state[i] != "done"]
+                if not live:
+                    break
+                for i in live:
+                    state[i] = "running"
+                    go[i].release()
+                    yielded.acquire()
+                    if state[i] == "error":
+                        raise errors[i]
+                if all(s == "done" for s in state):
+                    break
+                self.epoch += 1
+        finally:
+            if any(s not in ("done",) for s in state) or any(errors):
+                abort.set()
+                for i in range(n):
+                    if state[i] != "done":
+                        go[i].release()
+            for t in threads:
+                t.join(timeout=5)
+
+    def barrier(self, wave):
+        if self.num_waves == 1:
+            self.epoch += 1
+            return
+        i = wave.wave_id
+        self._state[i] = "barrier"
+        self._yielded.release()
+        self._go[i].acquire()
+        if self._abort.is_set():
+            raise _Abort()

@@ -1,0 +1,177 @@
+"""Each finding fires on a minimal kernel with the defect and stays silent on the corrected one."""
+import itertools
+
+import numpy as np
+import pytest
+
+from gfxsim import Buffer, launch
+from gfxsim.arch.kslots import format_token_set
+
+MMAC = "v_mmac_i32_16x16x32_i8"
+TOK = np.broadcast_to(np.arange(64), (16, 64))
+ROW = np.broadcast_to(np.arange(16)[:, None], (16, 64))
+
+
+def pv_tile(w, wbuf, vbuf, obuf, *, grouping="fragment", load_bytes=16):
+    """The seed's PV tile: 16 rows x 64 tokens, V [dim][token] int8, two K=32 MMACs."""
+    rowid, lane16id = w.lane_id // 16, w.lane_id % 16
+    vq = w.global_load(vbuf, lane16id * 64 + rowid * 16, nbytes=load_bytes, dtype="i8")
+    o = w.zeros("f32", 4)
+    with w.coverage("O", expect=range(64)):
+        for j in range(2):
+            base = (lane16id * 64 + rowid * 16 + 8 * j) * 4          # my fragment of W
+            wv = w.cat(w.global_load(wbuf, base, 16, "f32"), w.global_load(wbuf, base + 16, 16, "f32"))
+            if grouping == "fragment":
+                grp = wv
+            else:                                                   # tokens 32j + 8*rowid .. +7
+                cb = (lane16id * 64 + 32 * j + 8 * rowid) * 4
+                grp = w.cat(w.global_load(wbuf, cb, 16, "f32"), w.global_load(wbuf, cb + 16, 16, "f32"))
+            amax = abs(grp[0])
+            for b in range(1, 8):
+                amax = w.max(amax, abs(grp[b]))
+            amax = w.max(amax, w.shfl_xor(amax, 16))
+            amax = w.max(amax, w.shfl_xor(amax, 32))
+            sw = w.group_scale(amax * (1 / 127))
+            wq = w.clamp(w.rint(wv * (127.0 / amax)), -127.0, 127.0).to("i32").to("i8")
+            vj = vq.bytes(8 * j, 8) if load_bytes == 16 else vq
+            o += w.dequant(w.mma(MMAC, wq, vj), sw)
+    w.global_store(obuf, w.lane_id * 16, o)
+
+
+def run_pv(grouping="fragment", load_bytes=16, seed=0):
+    rng = np.random.default_rng(seed)
+    W = rng.random((16, 64)).astype(np.float32)
+    V = rng.integers(-127, 128, (16, 64)).astype(np.int8)
+    out = Buffer.empty("out", (64, 4), np.float32)
+    run = launch(pv_tile, grid=1, arch="gfx936", args=(Buffer("w", W, {"token": TOK, "head": ROW}),
+                                                      Buffer("v_cache", V, {"token": TOK, "dim": ROW}), out),
+                 kwargs=dict(grouping=grouping, load_bytes=load_bytes))
+    return run, W, V, out.array
+
+
+def test_seed_16_byte_load_reports_the_interleaved_token_sets():
+    run, W, V, out = run_pv()
+    sets = [(format_token_set(m.token_set("A")), format_token_set(m.token_set("B"))) for m in run.mmacs()]
+    assert sets == [("{0-7,16-23,32-39,48-55}",) * 2, ("{8-15,24-31,40-47,56-63}",) * 2]
+    assert list(run.mmacs()[0].tokens("B")) == [16 * (k // 8) + k % 8 for k in range(32)]
+    assert run.findings == []
+    # and the numbers are the fragment-grouped INT8 PV computed independently in numpy
+    groups = [np.array([16 * r + 8 * j + b for r in range(4) for b in range(8)]) for j in range(2)]
+    ref = np.zeros((16, 16), np.float64)
+    for g in groups:
+        amax = np.abs(W[:, g]).max(axis=1, keepdims=True).astype(np.float32)
+        wq = np.clip(np.rint(W[:, g] * (np.float32(127.0) / amax)), -127, 127)
+        ref += (wq @ V[:, g].T.astype(np.float64)) * (amax * np.float32(1 / 127))
+    got = np.zeros((16, 16))
+    lane = np.arange(64)
+    for i in range(4):     # gfx936 jump layout: lane (rowid, lane16id) reg i = O[lane16id][rowid + 4i]
+        got[lane % 16, lane // 16 + 4 * i] = out[lane, i]
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-5)
+
+
+def test_seed_contiguous_scales_are_a_scale_group_finding_per_mmac():
+    run, *_ = run_pv("contiguous")
+    f = run.findings_of("scale-group-mismatch")
+    assert [x.instruction for x in f] == [m.index for m in run.mmacs()]
+    assert f[0].details["foreign"] == list(range(32, 40)) + list(range(48, 56))
+    assert f[1].details["foreign"] == list(range(8, 16)) + list(range(24, 32))
+    assert f[0].details["scale_over"] == list(range(32)) and len(f[0].details["lanes"]) == 64
+    assert "took their scale from another group {32-39,48-55}" in f[0].message
+
+
+def test_seed_8_byte_load_reports_tokens_never_consumed():
+    run, *_ = run_pv(load_bytes=8)
+    cov = run.findings_of("token-coverage")
+    assert len(cov) == 1 and cov[0].details["never"] == [t for t in range(64) if (t % 16) >= 8]
+    assert run.findings_of("ab-kslot-mismatch")          # A brought tokens 8-15.., B 0-7..
+    assert not run_pv(load_bytes=16)[0].findings_of("token-coverage")
+
+
+@pytest.mark.parametrize("barrier_at", [None, 0, 1, 2])
+def test_lds_race_reported_exactly_when_no_barrier_separates(barrier_at):
+    """wave 0 writes LDS, wave 1 reads it; the barrier sits before the write (0), between (1),
+    after the read (2) or nowhere. Only placement 1 orders them."""
+    def k(w):
+        reg = w.shared("x", (64,), np.float32)
+        for step in range(3):
+            if step == barrier_at:
+                w.barrier()
+            if step == 0 and w.wave_id == 0:
+                w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+            if step == 1 and w.wave_id == 1:
+                w.lds_load(reg, w.lane_id * 4, 4, "f32")
+    run = launch(k, grid=1, waves_per_group=2, arch="gfx942")
+    races = run.findings_of("lds-race")
+    assert bool(races) == (barrier_at != 1)
+    if races:
+        assert races[0].wave == 1 and races[0].details["other_wave"] == 0 and races[0].address is not None
+
+
+def test_lds_race_write_after_read():
+    def k(w, sync):
+        reg = w.shared("x", (64,), np.float32)
+        if w.wave_id == 0:
+            w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+        w.barrier()
+        if w.wave_id == 1:
+            w.lds_load(reg, w.lane_id * 4, 4, "f32")
+        if sync:
+            w.barrier()
+        if w.wave_id == 0:
+            w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+    assert launch(k, 1, 2, arch="gfx942", args=(False,)).findings_of("lds-race")
+    assert not launch(k, 1, 2, arch="gfx942", args=(True,)).findings_of("lds-race")
+
+
+def test_uninitialized_register_and_lds_reads():
+    def k(w, fixed):
+        v = w.zeros("f32") if fixed else None
+        with w.if_(w.lane_id < 32):
+            v2 = w.lane_id.to("f32")
+        v = v2 if not fixed else w.select(w.lane_id < 32, w.lane_id.to("f32"), v)
+        v + 1.0                                             # read in all 64 lanes
+        reg = w.shared("s", (64,), np.float32)
+        if fixed:
+            w.lds_store(reg, w.lane_id * 4, v)
+        w.lds_load(reg, w.lane_id * 4, 4, "f32")
+    bad = launch(k, arch="gfx942", args=(False,)).findings_of("uninitialized-read")
+    assert len(bad) == 2 and "never-written v" in bad[0].message and bad[0].lane == 32
+    assert "LDS" in bad[1].message
+    assert not launch(k, arch="gfx942", args=(True,)).findings_of("uninitialized-read")
+
+
+def test_uninitialized_global_output_read():
+    out = Buffer.empty("out", (64,), np.float32)
+
+    def k(w):
+        w.global_load(out, w.lane_id * 4, 4, "f32")
+    assert launch(k).findings_of("uninitialized-read")[0].details["count"] == 1
+
+
+@pytest.mark.parametrize("nbytes,stride,degree", [(4, 4, 1), (4, 128, 32), (4, 8, 2), (4, 0, 1),
+                                                   (8, 8, 1), (8, 16, 2), (16, 16, 1), (16, 32, 2), (16, 128, 8)])
+def test_lds_bank_conflicts_gfx9_rules(nbytes, stride, degree):
+    def k(w):
+        reg = w.shared("b", (64 * 128 + 16,), np.uint8)
+        w.lds_store(reg, w.lane_id * stride, w.zeros("u8", nbytes))
+    run = launch(k, arch="gfx942")
+    f = run.findings_of("lds-bank-conflict")
+    if degree == 1:
+        assert not f
+    else:
+        assert f[0].details["degree"] == degree and f[0].is_performance and not run.errors
+
+
+def test_ab_kslot_mismatch_names_the_slots():
+    tok = np.broadcast_to(np.arange(64), (16, 64))
+    a = Buffer("a", np.ones((16, 64), np.int8), {"token": tok})
+    b = Buffer("b", np.ones((16, 64), np.int8), {"token": tok})
+
+    def k(w, shift):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        av = w.global_load(a, c * 64 + r * 8, 8, "i8")
+        bv = w.global_load(b, c * 64 + r * 8 + shift, 8, "i8")
+        w.mma(MMAC, av, bv)
+    f = launch(k, args=(8,)).findings_of("ab-kslot-mismatch")
+    assert f and f[0].details["k_slot"] == 0 and f[0].details["a_values"] == [0] and f[0].details["b_values"] == [8]
+    assert not launch(k, args=(0,)).findings
