@@ -1,0 +1,190 @@
+"""numpy reference of the INT8 KV-cache producer (`int8_kv_cache`) and of the paged cache it fills.
+
+Layouts, rounding and the smooth-K convention are those of kernels_py/ALGORITHMS.md:
+  k_cache [num_blocks, kv_heads, head_dim/16, block_size, 16] i8
+  v_cache [num_blocks, kv_heads, head_dim, block_size]        i8   (token innermost)
+  k_scale, v_scale [num_blocks, kv_heads, block_size]          f32  (per token, absmax/127)
+Slots nobody wrote are poisoned so that a kernel reading them shows it: int8 -128 (symmetric
+quantization never produces it) and scale NaN. Unused block-table entries are -1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+QMAX = np.float32(127.0)
+POISON_I8 = -128            # never written by the producer: values are clamped to [-127, 127]
+HEAD_DIMS = (64, 128)
+BLOCK_SIZES = (16, 32)
+
+
+def quantize_with_amax(x: np.ndarray, amax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Quantize `x` with a given absmax (broadcast against x), the kernels' exact fp32 recipe.
+
+    scale = amax/127, inv = 127/amax (both fp32; amax == 0 -> 0), q = clamp(rint(x*inv), ±127).
+    Returns (q int8 shaped like x, scale f32 shaped like amax).
+    """
+    x = np.asarray(x, np.float32)
+    amax = np.asarray(amax, np.float32)
+    with np.errstate(divide="ignore"):
+        inv = np.where(amax > 0, QMAX / amax, np.float32(0)).astype(np.float32)
+    q = np.clip(np.rint(x * inv), -127, 127).astype(np.int8)     # rint: half to even (v_rndne_f32)
+    return q, (amax / QMAX).astype(np.float32)
+
+
+def quantize_int8(x: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric per-vector int8: absmax over `axis`. Returns (q int8 like x, scale f32 without axis)."""
+    x = np.asarray(x, np.float32)
+    amax = np.max(np.abs(x), axis=axis, keepdims=True)
+    q, scale = quantize_with_amax(x, amax)
+    return q, np.squeeze(scale, axis)
+
+
+@dataclass(frozen=True)
+class PagedKVCache:
+    """A filled INT8 paged KV cache plus the bookkeeping a kernel launch needs."""
+    k_cache: np.ndarray       # [num_blocks, kv_heads, head_dim/16, block_size, 16] i8
+    v_cache: np.ndarray       # [num_blocks, kv_heads, head_dim, block_size] i8
+    k_scale: np.ndarray       # [num_blocks, kv_heads, block_size] f32
+    v_scale: np.ndarray       # [num_blocks, kv_heads, block_size] f32
+    block_tables: np.ndarray  # [num_seqs, max_blocks_per_seq] i32, -1 where unused
+    context_lens: np.ndarray  # [num_seqs] i32
+    slot_mapping: np.ndarray  # [sum(context_lens)] i32, sequences concatenated in order
+    k_mean: np.ndarray | None  # [num_seqs, kv_heads, head_dim] f32 subtracted before quantizing K
+
+    @property
+    def block_size(self) -> int:
+        return self.k_cache.shape[3]
+
+    @property
+    def num_kv_heads(self) -> int:
+        return self.k_cache.shape[1]
+
+    @property
+    def head_dim(self) -> int:
+        return self.v_cache.shape[2]
+
+    def token_slots(self, seq: int) -> tuple[np.ndarray, np.ndarray]:
+        """(physical block, offset) of each logical token 0..context_len-1 of `seq`."""
+        t = np.arange(int(self.context_lens[seq]))
+        blk = self.block_tables[seq, t // self.block_size]
+        if np.any(blk < 0) or np.any(blk >= self.k_cache.shape[0]):
+            raise IndexError(f"block_tables[{seq}] has no valid block for some of its "
+                             f"{t.size} tokens (block_size {self.block_size})")
+        return blk, t % self.block_size
+
+
+def make_block_tables(context_lens, block_size: int, *, seed: int = 0,
+                      num_blocks: int | None = None) -> tuple[np.ndarray, int]:
+    """Block tables over a seeded permutation of the physical blocks (so paging bugs show).
+
+    `num_blocks` defaults to the blocks needed plus a few spare ones, so that a wrong block index
+    usually lands on a poisoned block rather than out of bounds. Returns (block_tables, num_blocks).
+    """
+    lens = np.asarray(context_lens, np.int64)
+    need = -(-lens // block_size)
+    total = int(need.sum())
+    num_blocks = total + max(2, total // 8) if num_blocks is None else int(num_blocks)
+    if num_blocks < total:
+        raise ValueError(f"num_blocks={num_blocks} < {total} blocks needed for context_lens {lens.tolist()}")
+    perm = np.random.default_rng(seed).permutation(num_blocks)[:total]
+    tables = np.full((lens.size, max(int(need.max(initial=0)), 1)), -1, np.int32)
+    start = np.concatenate([[0], np.cumsum(need)])
+    for s, n in enumerate(need):
+        tables[s, :n] = perm[start[s]:start[s + 1]]
+    return tables, num_blocks
+
+
+def slot_mapping_for(block_tables: np.ndarray, context_lens, block_size: int) -> np.ndarray:
+    """Physical slot `block*block_size + off` of every token, sequences concatenated."""
+    slots = []
+    for s, n in enumerate(np.asarray(context_lens)):
+        t = np.arange(int(n))
+        slots.append(block_tables[s, t // block_size].astype(np.int64) * block_size + t % block_size)
+    return np.concatenate(slots).astype(np.int32) if slots else np.zeros(0, np.int32)
+
+
+def int8_kv_cache(key, value, slot_mapping, k_cache, v_cache, k_scale, v_scale) -> None:
+    """Reference of the producer kernel (same argument order): quantize each token per kv head over
+    head_dim and scatter it into the cache in place. key/value [num_tokens, kv_heads, head_dim] f32;
+    slot -1 skips the token."""
+    key = np.asarray(key, np.float32)
+    value = np.asarray(value, np.float32)
+    slot_mapping = np.asarray(slot_mapping, np.int64)
+    n, kvh, hd = key.shape
+    bs = k_cache.shape[3]
+    keep = slot_mapping >= 0
+    blk, off = slot_mapping[keep] // bs, slot_mapping[keep] % bs
+    kq, ks = quantize_int8(key[keep])
+    vq, vs = quantize_int8(value[keep])
+    # Advanced indices (blk, off) separated by slices: the indexed view is [n, kv_heads, ...].
+    k_cache[blk, :, :, off, :] = kq.reshape(-1, kvh, hd // 16, 16)
+    v_cache[blk, :, :, off] = vq
+    k_scale[blk, :, off] = ks
+    v_scale[blk, :, off] = vs
+
+
+def context_mean(k: np.ndarray, context_lens) -> np.ndarray:
+    """Per-channel mean of K over each sequence's context, per kv head: [num_seqs, kv_heads, head_dim] f32."""
+    return np.stack([np.asarray(k[s, :int(n)], np.float64).mean(axis=0)
+                     for s, n in enumerate(context_lens)]).astype(np.float32)
+
+
+def build_paged_cache(k, v, context_lens, *, block_size: int = 16, smooth_k: bool = False,
+                      block_tables: np.ndarray | None = None, num_blocks: int | None = None,
+                      seed: int = 0) -> PagedKVCache:
+    """Quantize padded K/V [num_seqs, max_context, kv_heads, head_dim] f32 into a paged INT8 cache.
+
+    smooth_k subtracts each sequence's per-channel K mean (per kv head) before quantizing; softmax
+    is invariant to it (each query's logits shift by a constant q·k_mean/sqrt(d)). Without
+    `block_tables`, a seeded shuffled one is made.
+    """
+    k = np.asarray(k, np.float32)
+    v = np.asarray(v, np.float32)
+    lens = np.asarray(context_lens, np.int32)
+    num_seqs, _, kvh, hd = k.shape
+    if hd not in HEAD_DIMS:
+        raise ValueError(f"head_dim {hd} not in {HEAD_DIMS}")
+    if block_size not in BLOCK_SIZES:
+        raise ValueError(f"block_size {block_size} not in {BLOCK_SIZES}")
+    if block_tables is None:
+        block_tables, num_blocks = make_block_tables(lens, block_size, seed=seed, num_blocks=num_blocks)
+    else:
+        block_tables = np.asarray(block_tables, np.int32)
+        need = -(-lens.astype(np.int64) // block_size)
+        if block_tables.shape[0] != num_seqs or block_tables.shape[1] < need.max(initial=0):
+            raise ValueError(f"block_tables shape {block_tables.shape} cannot hold context_lens "
+                             f"{lens.tolist()} with block_size {block_size}")
+        used = np.concatenate([block_tables[s, :n] for s, n in enumerate(need)])
+        if np.any(used < 0) or np.unique(used).size != used.size:
+            raise ValueError("block_tables: a block used by a context is negative or used twice")
+        num_blocks = max(int(used.max(initial=-1)) + 1, num_blocks or 0)
+    slots = slot_mapping_for(block_tables, lens, block_size)
+    k_mean = context_mean(k, lens) if smooth_k else None
+    keys = [k[s, :n] - (k_mean[s] if smooth_k else 0) for s, n in enumerate(lens)]
+    key = np.concatenate(keys).astype(np.float32)
+    value = np.concatenate([v[s, :n] for s, n in enumerate(lens)])
+    k_cache = np.full((num_blocks, kvh, hd // 16, block_size, 16), POISON_I8, np.int8)
+    v_cache = np.full((num_blocks, kvh, hd, block_size), POISON_I8, np.int8)
+    k_scale = np.full((num_blocks, kvh, block_size), np.nan, np.float32)
+    v_scale = np.full((num_blocks, kvh, block_size), np.nan, np.float32)
+    int8_kv_cache(key, value, slots, k_cache, v_cache, k_scale, v_scale)
+    return PagedKVCache(k_cache, v_cache, k_scale, v_scale, block_tables, lens, slots, k_mean)
+
+
+def gather_int8(cache: PagedKVCache, seq: int):
+    """A sequence's raw cache contents in logical token order:
+    (kq [ctx, kv_heads, head_dim] i8, k_scale [ctx, kv_heads], vq [ctx, kv_heads, head_dim] i8, v_scale)."""
+    blk, off = cache.token_slots(seq)
+    kq = cache.k_cache[blk, :, :, off, :].reshape(blk.size, cache.num_kv_heads, cache.head_dim)
+    return kq, cache.k_scale[blk, :, off], cache.v_cache[blk, :, :, off], cache.v_scale[blk, :, off]
+
+
+def gather_kv(cache: PagedKVCache, seq: int, *, add_mean: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Dequantized (k, v) of one sequence, [ctx, kv_heads, head_dim] f32 (k_mean added back unless told not)."""
+    kq, ks, vq, vs = gather_int8(cache, seq)
+    k = kq.astype(np.float32) * ks[..., None]
+    if add_mean and cache.k_mean is not None:
+        k = k + cache.k_mean[seq]
+    return k, vq.astype(np.float32) * vs[..., None]
