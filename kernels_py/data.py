@@ -1,0 +1,131 @@
+"""Seeded, realistic attention inputs for the INT8 kernels and their references.
+
+What real LLM attention inputs look like, and how each trait is made here:
+- Peaked softmax rows. Every query row matches a few keys strongly: q = z + Σ_p a_p·k̃_p, with k̃ the
+  keys centred over the context and a solved so that each planted key's logit q·k̃_p/sqrt(d) is
+  exactly its Δ_p. Token 0 is an attention sink for every row (Δ ∈ [0.8, 1]·`sink_logit`) whose V
+  is `sink_v_scale` times smaller, as sinks carry little value; `peaks` further keys per row,
+  drawn from the tokens the row can see, get Δ ∈ [0.7, 1]·`peak_logit`. z ~ N(0, σ_h²) gives bulk
+  logits of std `logit_std·τ_h` (τ_h ∈ `temperature_range`, a per-query-head temperature); the
+  planted part adds ΣΔ²/d of bulk variance (a query that singles out a few keys in d = 128 dims
+  cannot be orthogonal to the rest), so with the defaults the bulk logit std is 1.4-1.7 and its
+  largest values reach the planted ones. At 4K context the sink holds about 35-60% of a row's mass,
+  at 16K 10-30%; the next largest probability is typically 0.3-1.5%, at times several %.
+- Outlier channels in K. `k_outliers` channels per kv head carry a large offset (|mean| about
+  `k_outlier_offset`, random sign) and a wider spread (`k_outlier_std`); every channel also has a
+  small mean and a log-normal std. The offsets shift all logits of a query by the same amount
+  (softmax does not see them) but they set K's per-token absmax, hence its int8 step: this is
+  what smooth-K (subtracting the per-channel mean before quantizing) repairs.
+- Per-token V magnitude spread. V = v_std·s_t·c_d·N(0, 1), s_t log-normal (`v_token_sigma`) per
+  token, c_d a mild per-channel spread; no outlier channels (as in real V caches).
+Model-level traits (channel stds and means, outlier channels, temperatures) are drawn once per
+call and shared by all sequences; tokens and queries are drawn per sequence. Padding past a
+sequence's context is NaN, so a consumer that reads it shows it.
+
+The int8 errors scale with the outputs: the fragment-grouped INT8 math stays at a relative L1 of
+about 2% of the BF16 reference whatever the magnitudes, so max_abs grows linearly with `v_std`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels_py.int8_cache_ref import HEAD_DIMS
+
+
+@dataclass(frozen=True)
+class AttentionDataSpec:
+    logit_std: float = 1.0                  # std of z's logits q·k/sqrt(d) at temperature 1
+    temperature_range: tuple[float, float] = (0.75, 1.25)
+    peaks: int = 4                          # planted matching keys per query row (besides the sink)
+    peak_logit: float = 5.0                 # planted logit above the bulk mean, times U(0.7, 1)
+    sink_logit: float = 10.0                # token 0's logit, times U(0.8, 1); 0: no sink
+    sink_v_scale: float = 0.1               # token 0's V is this much smaller
+    k_channel_mean: float = 0.5             # std of the small per-channel means of K
+    k_channel_sigma: float = 0.25           # log-normal sigma of K's per-channel std
+    k_outliers: int = 4                     # outlier channels per kv head
+    k_outlier_offset: float = 12.0          # |mean| of an outlier channel, times U(0.75, 1.25)
+    k_outlier_std: float = 1.5
+    v_std: float = 0.5                      # median per-token scale of V (elements ~N(0, v_std²))
+    v_token_sigma: float = 0.5              # log-normal sigma of the per-token V scale
+    v_channel_sigma: float = 0.2
+
+    def __post_init__(self):
+        lo, hi = self.temperature_range
+        if not 0 < lo <= hi:
+            raise ValueError(f"temperature_range {self.temperature_range} must satisfy 0 < lo <= hi")
+        if self.peaks < 0 or self.k_outliers < 0:
+            raise ValueError("peaks and k_outliers must be >= 0")
+
+
+def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 8,
+                          num_kv_heads: int = 1, head_dim: int = 128, context_lens=4096,
+                          num_queries: int | None = None,
+                          spec: AttentionDataSpec = AttentionDataSpec()) -> dict[str, np.ndarray]:
+    """Seeded attention inputs.
+
+    num_queries None: decode, q [num_seqs, num_heads, head_dim]. An int N: prefix prefill,
+    q [num_seqs, N, num_heads, head_dim], the queries being the last N positions of each context.
+    context_lens: an int (all sequences) or one per sequence.
+    Returns dict(q f32, k f32 [num_seqs, max_context, num_kv_heads, head_dim], v f32 (same),
+    context_lens i32 [num_seqs]) -- the shape `kernels_py.inputs.load_inputs` returns.
+    """
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim {head_dim} not in {HEAD_DIMS}")
+    if num_kv_heads < 1 or num_heads % num_kv_heads:
+        raise ValueError(f"num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}")
+    lens = np.broadcast_to(np.asarray(context_lens, np.int64), (num_seqs,)).copy()
+    nq = 1 if num_queries is None else int(num_queries)
+    if np.any(lens < max(nq, 1)):
+        raise ValueError(f"context_lens {lens.tolist()} must be >= num_queries {nq} and >= 1")
+    rng = np.random.default_rng(seed)
+    kvh, d, ratio = num_kv_heads, head_dim, num_heads // num_kv_heads
+
+    # Model-level traits, shared by every sequence.
+    k_std = np.exp(spec.k_channel_sigma * rng.standard_normal((kvh, d)))
+    k_off = spec.k_channel_mean * rng.standard_normal((kvh, d))
+    for g in range(kvh):
+        ch = rng.choice(d, spec.k_outliers, replace=False)
+        k_off[g, ch] = rng.choice([-1.0, 1.0], ch.size) * spec.k_outlier_offset * rng.uniform(0.75, 1.25, ch.size)
+        k_std[g, ch] = spec.k_outlier_std
+    v_ch = np.exp(spec.v_channel_sigma * rng.standard_normal((kvh, d)))
+    tau = rng.uniform(*spec.temperature_range, num_heads)
+
+    T = int(lens.max())
+    k = np.full((num_seqs, T, kvh, d), np.nan, np.float32)
+    v = np.full((num_seqs, T, kvh, d), np.nan, np.float32)
+    q = np.zeros((num_seqs, nq, num_heads, d), np.float32)
+    for s, ctx in enumerate(lens):
+        ks = k_off + k_std * rng.standard_normal((ctx, kvh, d))
+        vs = spec.v_std * np.exp(spec.v_token_sigma * rng.standard_normal((ctx, kvh, 1))) \
+            * v_ch * rng.standard_normal((ctx, kvh, d))
+        if spec.sink_logit:
+            vs[0] *= spec.sink_v_scale
+        k[s, :ctx], v[s, :ctx] = ks, vs
+        pos = ctx - nq + np.arange(nq)
+        for h in range(num_heads):
+            q[s, :, h] = _plant_queries(rng, ks[:, h // ratio], pos, spec.logit_std * tau[h], spec)
+    return dict(q=q[:, 0] if num_queries is None else q, k=k, v=v, context_lens=lens.astype(np.int32))
+
+
+def _plant_queries(rng, keys: np.ndarray, pos: np.ndarray, bulk_std: float,
+                   spec: AttentionDataSpec) -> np.ndarray:
+    """Queries [len(pos), d]: q = z + Σ_p a_p·k̃_p with z giving logits of std bulk_std and a solved
+    so that each planted key's logit q·k̃_p/sqrt(d) is exactly its Δ_p (token 0, the sink, first)."""
+    ctx, d = keys.shape
+    kc = keys - keys.mean(axis=0)                        # centred: the channel offsets move no logit
+    z = rng.standard_normal((pos.size, d)) * (bulk_std / np.sqrt(kc.var(axis=0).mean()))
+    sink = 1 if spec.sink_logit else 0
+    n = min(spec.peaks, int(pos.min()) + 1 - sink)      # peaks drawn from the visible tokens 1..pos
+    idx = np.stack([rng.choice(np.arange(sink, p + 1), n, replace=False) for p in pos]).reshape(pos.size, n)
+    delta = spec.peak_logit * rng.uniform(0.7, 1.0, (pos.size, n))
+    if sink:
+        idx = np.concatenate([np.zeros((pos.size, 1), int), idx], axis=1)
+        delta = np.concatenate([spec.sink_logit * rng.uniform(0.8, 1.0, (pos.size, 1)), delta], axis=1)
+    if idx.shape[1] == 0:
+        return z.astype(np.float32)
+    kp = kc[idx]                                                                   # [rows, n, d]
+    rhs = np.sqrt(d) * delta - np.einsum("rnd,rd->rn", kp, z)
+    a = np.linalg.solve(kp @ kp.transpose(0, 2, 1), rhs[..., None])[..., 0]
+    return (z + np.einsum("rn,rnd->rd", a, kp)).astype(np.float32)
