@@ -108,11 +108,14 @@ def validate_inputs(arrays: Mapping[str, np.ndarray], *, source: str = "inputs")
         kp[s, :n], vp[s, :n] = k[src], v[src]
     out = dict(q=q.astype(np.float32), k=kp, v=vp, context_lens=lens.astype(np.int32))
     for name in ("q", "k", "v"):
-        valid = out[name] if name == "q" else np.concatenate([out[name][s, :n] for s, n in enumerate(lens)])
-        if not np.all(np.isfinite(valid)):
-            bad = np.argwhere(~np.isfinite(valid))[0]
-            fail(f"array {name!r} has a non-finite value inside the context (first at "
-                 f"{'index' if name == 'q' else 'token-major index'} {tuple(int(i) for i in bad)})")
+        a = out[name]
+        bad = ~np.isfinite(a)
+        if name != "q":
+            bad &= np.arange(T)[None, :, None, None] < lens[:, None, None, None]   # padding may be anything
+        if bad.any():
+            where = "[seq, token, kv_head, d]" if name != "q" else "index"
+            fail(f"array {name!r} has a non-finite value inside the context, first at {where} "
+                 f"{tuple(int(i) for i in np.argwhere(bad)[0])} (padded coordinates)")
 
     if "block_tables" in arrays:
         bt = np.asarray(arrays["block_tables"])

@@ -22,15 +22,16 @@ BLOCK_SIZES = (16, 32)
 def quantize_with_amax(x: np.ndarray, amax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Quantize `x` with a given absmax (broadcast against x), the kernels' exact fp32 recipe.
 
-    scale = amax/127, inv = 127/amax (both fp32; amax == 0 -> 0), q = clamp(rint(x*inv), ±127).
-    Returns (q int8 shaped like x, scale f32 shaped like amax).
+    scale = amax/127, inv = 127/amax (both fp32), q = clamp(rint(x*inv), ±127). amax == 0 gives
+    scale 0 and q 0; so does an amax so small (< 127/FLT_MAX, e.g. exp underflow in W) that inv
+    would overflow to inf and 0*inf make NaN. Returns (q int8 like x, scale f32 like amax).
     """
     x = np.asarray(x, np.float32)
     amax = np.asarray(amax, np.float32)
-    with np.errstate(divide="ignore"):
-        inv = np.where(amax > 0, QMAX / amax, np.float32(0)).astype(np.float32)
+    live = amax >= QMAX / np.finfo(np.float32).max
+    inv = np.where(live, QMAX / np.where(live, amax, 1), 0).astype(np.float32)
     q = np.clip(np.rint(x * inv), -127, 127).astype(np.int8)     # rint: half to even (v_rndne_f32)
-    return q, (amax / QMAX).astype(np.float32)
+    return q, np.where(live, amax / QMAX, 0).astype(np.float32)
 
 
 def quantize_int8(x: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,151 @@
+"""The data generator's documented traits and the INT8 cache producer's layout and rounding."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from kernels_py.data import AttentionDataSpec, make_attention_inputs
+from kernels_py.int8_cache_ref import (POISON_I8, build_paged_cache, gather_int8, gather_kv, int8_kv_cache,
+                                       make_block_tables, quantize_int8, quantize_with_amax)
+
+SPEC = AttentionDataSpec()
+
+
+def centred_logits(q, k):
+    """[rows, ctx] q·(k - mean k)/sqrt(d) for one sequence and kv head."""
+    kc = k - k.mean(axis=0)
+    return q.astype(np.float64) @ kc.T / np.sqrt(k.shape[-1])
+
+
+# -- generator ----------------------------------------------------------------------------------
+
+def test_seeded_and_shaped():
+    a = make_attention_inputs(1, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100, 70])
+    b = make_attention_inputs(1, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100, 70])
+    c = make_attention_inputs(2, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100, 70])
+    for n in a:
+        np.testing.assert_array_equal(a[n], b[n])
+    assert not np.allclose(a["q"], c["q"])
+    assert a["q"].shape == (2, 4, 64) and a["k"].shape == a["v"].shape == (2, 100, 2, 64)
+    assert a["q"].dtype == a["k"].dtype == np.float32 and a["context_lens"].tolist() == [100, 70]
+    assert np.isnan(a["k"][1, 70:]).all() and np.isfinite(a["k"][1, :70]).all()   # poisoned padding
+    p = make_attention_inputs(1, num_queries=9, context_lens=50, head_dim=64)
+    assert p["q"].shape == (1, 9, 8, 64)
+
+
+def test_rows_are_peaked_on_the_sink_and_the_planted_keys():
+    d = make_attention_inputs(0, context_lens=4096)
+    s = centred_logits(d["q"][0], d["k"][0, :, 0])
+    # The sink's and the planted keys' logits are exact by construction.
+    assert np.all(s[:, 0] >= 0.8 * SPEC.sink_logit - 1e-3)
+    top = np.sort(s[:, 1:], axis=1)[:, -SPEC.peaks:]
+    assert np.all(top >= 0.7 * SPEC.peak_logit - 1e-3)
+    bulk = np.median(np.abs(s - np.median(s, axis=1, keepdims=True)), axis=1) * 1.4826   # robust std
+    assert np.all((bulk > 1.2) & (bulk < 2.0)), bulk
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    assert np.all((p[:, 0] > 0.2) & (p[:, 0] < 0.8))                      # sink mass at 4K
+    rest = p[:, 1:]
+    assert np.all(rest.max(axis=1) > 15 * rest.mean(axis=1))              # peaked beyond the sink
+
+
+def test_prefill_peaks_are_visible_to_their_query():
+    d = make_attention_inputs(1, num_queries=16, context_lens=64, head_dim=64, num_heads=2)
+    for i in range(16):
+        pos = 64 - 16 + i
+        s = centred_logits(d["q"][0, i], d["k"][0, :, 0])
+        assert np.all(np.sort(s[:, 1:pos + 1], axis=1)[:, -SPEC.peaks:] >= 0.7 * SPEC.peak_logit - 1e-3)
+
+
+def test_k_has_outlier_channels_that_smooth_k_removes_from_the_absmax():
+    d = make_attention_inputs(0, context_lens=2048, num_kv_heads=2, num_heads=8)
+    k = d["k"][0]
+    mean = np.abs(k.mean(axis=0))                                          # [kv_heads, d]
+    for g in range(2):
+        assert np.sum(mean[g] > 0.75 * SPEC.k_outlier_offset - 1) == SPEC.k_outliers
+    amax = np.abs(k).max(axis=-1)
+    amax_smooth = np.abs(k - k.mean(axis=0)).max(axis=-1)
+    assert np.median(amax / amax_smooth) > 2
+
+
+def test_v_per_token_scale_spread_is_log_normal():
+    d = make_attention_inputs(0, context_lens=8192)
+    norms = np.linalg.norm(d["v"][0, 1:, 0], axis=-1)                      # the sink's V is scaled down
+    assert np.std(np.log(norms)) == pytest.approx(SPEC.v_token_sigma, rel=0.1)
+    assert np.median(norms) / np.sqrt(128) == pytest.approx(SPEC.v_std, rel=0.1)
+
+
+def test_bad_generator_arguments_raise():
+    with pytest.raises(ValueError, match="head_dim"):
+        make_attention_inputs(head_dim=96)
+    with pytest.raises(ValueError, match="multiple"):
+        make_attention_inputs(num_heads=6, num_kv_heads=4)
+    with pytest.raises(ValueError, match="num_queries"):
+        make_attention_inputs(context_lens=4, num_queries=8)
+
+
+# -- quantization and the paged cache -------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float32, (4, 64), elements=st.floats(-1e4, 1e4, width=32)))
+def test_per_token_quantization_round_trip_bound(x):
+    q, scale = quantize_int8(x)
+    assert q.dtype == np.int8 and np.all(np.abs(q.astype(int)) <= 127)
+    err = np.abs(q.astype(np.float32) * scale[:, None] - x)
+    assert np.all(err <= scale[:, None] * np.float32(0.5 + 1e-5) + 1e-35)   # half a step
+    amax = np.abs(x).max(axis=1)
+    hit = amax >= np.float32(127) / np.finfo(np.float32).max                 # else scale 0, q 0
+    assert np.all(np.abs(q[hit]).max(axis=1) == 127)                          # the absmax lands on ±127
+
+
+def test_quantization_rounds_half_to_even_and_zero_amax_gives_zero_scale():
+    q, s = quantize_with_amax(np.float32([0.5, 1.5, 2.5, -0.5, -2.5]), np.float32(127))
+    assert q.tolist() == [0, 2, 2, 0, -2] and s == 1
+    q, s = quantize_int8(np.zeros((2, 16), np.float32))
+    assert np.all(q == 0) and np.all(s == 0)
+
+
+@pytest.mark.parametrize("block_size,head_dim,smooth_k", [(16, 128, False), (32, 64, True)])
+def test_cache_layout_and_round_trip(block_size, head_dim, smooth_k):
+    d = make_attention_inputs(3, num_seqs=3, num_heads=4, num_kv_heads=2, head_dim=head_dim,
+                              context_lens=[75, 130, 33])
+    k, v, lens = d["k"], d["v"], d["context_lens"]
+    cache = build_paged_cache(k, v, lens, block_size=block_size, smooth_k=smooth_k, seed=5)
+    assert cache.k_cache.shape[1:] == (2, head_dim // 16, block_size, 16)
+    assert cache.v_cache.shape[1:] == (2, head_dim, block_size)
+    # Blocks are shuffled, distinct across sequences, and not the identity.
+    used = np.concatenate([cache.block_tables[s, :-(-n // block_size)] for s, n in enumerate(lens)])
+    assert np.unique(used).size == used.size and not np.array_equal(used, np.arange(used.size))
+    # The index formulas of ALGORITHMS.md, element by element, for one token.
+    s, t, g = 1, 100, 1
+    kk = k[s, t, g] - (cache.k_mean[s, g] if smooth_k else 0)
+    kq, ks = quantize_int8(kk)
+    vq, vs = quantize_int8(v[s, t, g])
+    blk, off = cache.block_tables[s, t // block_size], t % block_size
+    assert cache.slot_mapping[lens[0] + t] == blk * block_size + off
+    for dd in range(head_dim):
+        assert cache.k_cache[blk, g, dd // 16, off, dd % 16] == kq[dd]
+        assert cache.v_cache[blk, g, dd, off] == vq[dd]
+    assert cache.k_scale[blk, g, off] == ks and cache.v_scale[blk, g, off] == vs
+    # Gathering back: within half a step of the inputs.
+    for s, n in enumerate(lens):
+        kd, vd = gather_kv(cache, s)
+        _, ksc, _, vsc = gather_int8(cache, s)
+        assert np.all(np.abs(kd - k[s, :n]) <= ksc[..., None] * 0.51 + 1e-6)
+        assert np.all(np.abs(vd - v[s, :n]) <= vsc[..., None] * 0.51 + 1e-6)
+    # Slots nobody wrote stay poisoned.
+    written = np.zeros(cache.k_scale.shape[0] * block_size, bool)
+    written[cache.slot_mapping] = True
+    written = written.reshape(-1, block_size)
+    assert np.all(np.isnan(cache.k_scale[:, 0][~written]))
+    assert np.all(cache.v_cache.transpose(0, 3, 1, 2)[~written] == POISON_I8)
+
+
+def test_producer_skips_slot_minus_one():
+    tables, nb = make_block_tables([32], 16, seed=0)
+    k_cache = np.zeros((nb, 1, 4, 16, 16), np.int8)
+    v_cache = np.zeros((nb, 1, 64, 16), np.int8)
+    k_scale, v_scale = np.zeros((nb, 1, 16), np.float32), np.zeros((nb, 1, 16), np.float32)
+    x = np.ones((2, 1, 64), np.float32)
+    int8_kv_cache(x, x, np.array([-1, 5], np.int32), k_cache, v_cache, k_scale, v_scale)
+    assert k_scale[0, 0, 5] == np.float32(1 / 127) and np.count_nonzero(k_scale) == 1

@@ -1,0 +1,180 @@
+"""The numpy references against each other, against the spec written out naively, and the project's figures."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from kernels_py.accuracy import accuracy_row
+from kernels_py.data import make_attention_inputs
+from kernels_py.int8_cache_ref import build_paged_cache, gather_int8, quantize_int8
+from kernels_py.reference import (attention_bf16, attention_fp32, attention_int8, contiguous_group,
+                                  decode_int8_partials, metrics, mmac_set, pv_int8_chunks, quantize_w,
+                                  reduce_partitions)
+
+SMALL = dict(num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[300, 131])
+
+
+def naive_attention(q, k, v, lens):
+    """Float64 loop over (seq, query, head), straight from the definition."""
+    q4 = q[:, None] if q.ndim == 3 else q
+    out = np.zeros(q4.shape)
+    ratio = q4.shape[2] // k.shape[2]
+    for s, n in enumerate(lens):
+        for i in range(q4.shape[1]):
+            pos = n - q4.shape[1] + i
+            for h in range(q4.shape[2]):
+                kk = k[s, :pos + 1, h // ratio].astype(np.float64)
+                sc = kk @ q4[s, i, h].astype(np.float64) / np.sqrt(q4.shape[-1])
+                p = np.exp(sc - sc.max())
+                out[s, i, h] = p @ v[s, :pos + 1, h // ratio] / p.sum()
+    return out.reshape(q.shape)
+
+
+@pytest.mark.parametrize("num_queries", [None, 5])
+def test_fp32_reference_matches_naive_loop(num_queries):
+    d = make_attention_inputs(3, num_queries=num_queries, **SMALL)
+    got = attention_fp32(d["q"], d["k"], d["v"], d["context_lens"])
+    np.testing.assert_allclose(got, naive_attention(d["q"], d["k"], d["v"], d["context_lens"]),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("num_queries", [None, 5])
+def test_bf16_reference_is_within_bf16_error_of_fp32(num_queries):
+    d = make_attention_inputs(4, num_queries=num_queries, **SMALL)
+    m = metrics(attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
+                attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]))
+    assert m["rel_l1"] < 8 * 2.0**-9 and m["cos_sim"] > 0.9999       # a few bf16 ulps
+
+
+@pytest.mark.parametrize("head_dim,block_size,num_heads,num_kv_heads,num_queries", [
+    (128, 16, 8, 1, None), (64, 32, 4, 2, None), (128, 32, 16, 1, None), (64, 16, 4, 4, 7)])
+def test_int8_reference_within_quantization_error_of_fp32(head_dim, block_size, num_heads,
+                                                         num_kv_heads, num_queries):
+    d = make_attention_inputs(5, num_seqs=2, num_heads=num_heads, num_kv_heads=num_kv_heads,
+                              head_dim=head_dim, context_lens=[700, 259], num_queries=num_queries)
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=block_size, smooth_k=True)
+    m = metrics(attention_int8(d["q"], cache), attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]))
+    assert m["rel_l1"] < 0.04 and m["cos_sim"] > 0.999
+
+
+def test_decode_partitions_equal_one_partition():
+    d = make_attention_inputs(6, **SMALL)
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], smooth_k=True)
+    many = attention_int8(d["q"], cache)                                   # 2 and 1 partitions of 256
+    one = attention_int8(d["q"], cache, partition_size=320)                # one partition each
+    # W differs between the two only by a per-(row, partition) factor, which the group scales absorb.
+    np.testing.assert_allclose(many, one, atol=1e-6)
+
+
+def test_decode_reduce_weights_partitions_by_their_mass():
+    d = make_attention_inputs(7, context_lens=600)
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"])
+    p = decode_int8_partials(d["q"], cache)
+    assert p.tmp_out.shape[2] == 3 and np.all(np.isfinite(p.max_logits))
+    w = p.exp_sums * np.exp(p.max_logits - p.max_logits.max(-1, keepdims=True))
+    want = np.einsum("shp,shpd->shd", w / w.sum(-1, keepdims=True), p.tmp_out)
+    np.testing.assert_allclose(reduce_partitions(p), want, rtol=1e-5, atol=1e-7)
+
+
+def test_prefill_with_one_query_equals_decode():
+    d = make_attention_inputs(8, **SMALL)
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=32)
+    np.testing.assert_allclose(attention_int8(d["q"][:, None], cache)[:, 0], attention_int8(d["q"], cache),
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("num_queries", [None, 3])
+def test_gqa_maps_query_head_h_to_kv_head_h_over_ratio(num_queries):
+    d = make_attention_inputs(9, num_seqs=1, num_heads=6, num_kv_heads=2, head_dim=64,
+                              context_lens=200, num_queries=num_queries)
+    q, k, v, lens = d["q"], d["k"], d["v"], d["context_lens"]
+    k_rep, v_rep = np.repeat(k, 3, axis=2), np.repeat(v, 3, axis=2)     # one kv head per query head
+    np.testing.assert_allclose(attention_fp32(q, k, v, lens), attention_fp32(q, k_rep, v_rep, lens), rtol=1e-6)
+    np.testing.assert_array_equal(attention_bf16(q, k, v, lens), attention_bf16(q, k_rep, v_rep, lens))
+    gqa = attention_int8(q, build_paged_cache(k, v, lens))
+    rep = attention_int8(q, build_paged_cache(k_rep, v_rep, lens))
+    np.testing.assert_allclose(gqa, rep, rtol=1e-6, atol=1e-7)
+    swapped = attention_int8(q, build_paged_cache(k[:, :, ::-1], v[:, :, ::-1], lens))
+    assert metrics(swapped, gqa)["rel_l1"] > 0.1                        # the mapping is really exercised
+
+
+def test_smooth_k_leaves_softmax_unchanged():
+    d = make_attention_inputs(10, **SMALL)
+    q, k, v, lens = d["q"], d["k"], d["v"], d["context_lens"]
+    cache = build_paged_cache(k, v, lens, smooth_k=True)
+    smoothed = k - cache.k_mean[:, None]
+    np.testing.assert_allclose(attention_fp32(q, smoothed, v, lens), attention_fp32(q, k, v, lens),
+                               rtol=1e-4, atol=1e-6)
+
+
+# -- the quantized PV against ALGORITHMS.md written out token by token --------------------------
+
+def naive_pv(w, vq, grouping):
+    """Per (row, chunk): scales over the grouping's token sets, each MMAC j sums its own token set
+    {16r + 8j + b} in int, times the scale assigned to MMAC j."""
+    rows, T = w.shape
+    out = np.zeros((rows, vq.shape[1]), np.float64)
+    t = np.arange(64)
+    for r in range(rows):
+        for c in range(T // 64):
+            wc, vc = w[r, 64 * c:64 * c + 64].astype(np.float32), vq[64 * c:64 * c + 64].astype(np.int64)
+            group = mmac_set(t) if grouping == "fragment" else contiguous_group(t)
+            amax = np.array([np.abs(wc[group == g]).max() for g in (0, 1)], np.float32)
+            scale = amax / np.float32(127)
+            inv = np.where(amax > 0, np.float32(127) / np.where(amax > 0, amax, 1), 0).astype(np.float32)
+            wq = np.clip(np.rint(wc * inv[group]), -127, 127).astype(np.int64)
+            for j in (0, 1):
+                ks = mmac_set(t) == j
+                out[r] += (wq[ks] @ vc[ks]).astype(np.float32) * scale[j]
+    return out
+
+
+@pytest.mark.parametrize("grouping", ["fragment", "contiguous"])
+def test_grouped_pv_matches_token_by_token_spec(grouping):
+    rng = np.random.default_rng(11)
+    w = (rng.exponential(1, (3, 192)) * rng.lognormal(0, 1, 192)).astype(np.float32)
+    w[1, 64:128] = 0                                        # an all-zero chunk: scale 0, no NaN
+    vq = rng.integers(-127, 128, (192, 16)).astype(np.int8)
+    got = pv_int8_chunks(w, vq, grouping).sum(axis=1)
+    np.testing.assert_allclose(got, naive_pv(w, vq, grouping), rtol=1e-5, atol=1e-5)
+
+
+def test_mmac_token_sets_are_the_seeds():
+    t = np.arange(64)
+    assert t[mmac_set(t) == 0].tolist() == [*range(0, 8), *range(16, 24), *range(32, 40), *range(48, 56)]
+    assert t[contiguous_group(t) == 0].tolist() == list(range(32))
+
+
+@settings(max_examples=50, deadline=None)
+@given(arrays(np.float32, (2, 128), elements=st.floats(0, 1e3, width=32)))
+def test_fragment_scales_are_each_mmac_sets_absmax(w):
+    wq, sw = quantize_w(w, "fragment")
+    t = np.arange(128)
+    for c in range(2):
+        for j in range(2):
+            sel = (t // 64 == c) & (mmac_set(t) == j)
+            amax = w[:, sel].max(axis=1)
+            live = amax >= np.float32(127) / np.finfo(np.float32).max   # else 127/amax overflows: scale 0
+            np.testing.assert_array_equal(sw[:, c, j], np.where(live, amax / np.float32(127), 0))
+            assert np.all(np.abs(wq[:, sel].astype(np.float32) * sw[:, c, j, None] - w[:, sel])
+                          <= sw[:, c, j, None] * 0.5000001 + 1e-30)
+
+
+# -- metrics and the project's figures ------------------------------------------------------------
+
+def test_metrics_definitions():
+    rng = np.random.default_rng(12)
+    ref = rng.standard_normal(1000)
+    m = metrics(ref * 1.01, ref)
+    assert m["rel_l1"] == pytest.approx(0.01) and m["cos_sim"] == pytest.approx(1.0)
+    assert m["rms"] == pytest.approx(0.01 * np.sqrt(np.mean(ref**2)))
+    assert m["max_abs"] == pytest.approx(0.01 * np.abs(ref).max())
+    assert metrics(-ref, ref)["cos_sim"] == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize("context_len", [4096, 8192, 16384])
+def test_figures_fragment_within_seed_bound_and_contiguous_ten_times_worse(context_len):
+    row = accuracy_row(context_len)
+    assert row["fragment"] <= 2e-3, row
+    assert row["contiguous"] >= 10 * row["fragment"], row
+    assert row["fragment_no_smooth"] > row["fragment"], row          # smooth-K's gain is visible
