@@ -11,7 +11,10 @@ h // (num_heads // num_kv_heads).
 - attention_int8: the kernels' quantized math from a PagedKVCache: int8 Q per row, int8 K/V per
   token, W = P·sV quantized per (row, 64-token chunk, MMAC token set), exact integer dot products,
   fp32 everywhere else. Decode uses 256-token partitions and the log-sum-exp reduce; prefill the
-  online softmax over 64-token chunks.
+  online softmax over 64-token chunks. pv="bf16" swaps in the pv_bf16 twin's PV (bf16 W, exact
+  Vq, no W scale) on the same int8 cache and QK: the seed's PV-only comparison.
+The pieces (quantize_w, pv_int8_chunks, qk_int8_scores, decode_int8_partials, reduce_partitions)
+are what single kernel stages compute, for stage-by-stage comparisons with the twins.
 """
 from __future__ import annotations
 
