@@ -16,11 +16,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from gfxsim.arch import get_arch
+from gfxsim.arch.matrix_insn import OPERAND_FIELDS
 
 from . import grid, style
 
 VIEWS = ("matrix", "register")
-_ROLE = {"A": "Src0, M×K", "B": "Src1, K×N", "C": "Src2, accumulator in, M×N", "D": "Vdst, result, M×N"}
+_ROLE = {"A": "M×K", "B": "K×N", "C": "accumulator in, M×N", "D": "result, M×N"}
 _AXIS_WORDS = {"i": "row i (M)", "j": "column j (N)", "k": "k (K, the summed dimension)"}
 _AXIS_SHORT = {"i": "row i", "j": "column j", "k": "k"}
 
@@ -137,7 +138,7 @@ def title(profile, insn, op: str, view: str) -> str:
     what = ("which lane and VGPR hold each element" if view == "matrix"
             else "which element each lane's VGPRs hold")
     return (f"{profile.name} {insn.mnemonic}, operand {op}: {what}\n"
-            f"{op} = {_ROLE[op]}; {shape} {t}; {lay.n_regs} VGPR{'s' if lay.n_regs > 1 else ''} per lane")
+            f"{op} = {OPERAND_FIELDS[op]}, {_ROLE[op]}; {shape} {t}; {lay.n_regs} VGPR{'s' if lay.n_regs > 1 else ''} per lane")
 
 
 def plot_layout(arch, instruction, operand: str = "D", view: str = "matrix") -> Figure:

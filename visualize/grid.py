@@ -5,11 +5,11 @@ Row 0 is at the top, as in a matrix or a register table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
-import numpy as np
 import matplotlib
+import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
@@ -78,8 +78,8 @@ def draw(fig, panels: Sequence[Panel], size: Sizing):
 def _draw_panel(ax, panel: Panel, single: bool, first_row: bool, first_col: bool):
     rows, cols = panel.shape
     ax.set_gid(panel.gid)
-    # One collection per lane group: a hatch belongs to a collection, and it draws 10x faster
-    # than a patch per cell.
+    # One collection per lane group: a hatch belongs to a whole collection, and one collection
+    # draws far faster than a patch per cell.
     for g in np.unique(panel.groups):
         face, hatch, hcolor = style.group_style(int(g))
         cells = [Rectangle((c - 0.5, r - 0.5), 1, 1) for r, c in np.argwhere(panel.groups == g)]
@@ -130,7 +130,7 @@ def legend_handles(groups, extra=()):
     handles = []
     for g in sorted(set(int(x) for x in groups)):
         face, hatch, hcolor = style.group_style(g)
-        handles.append(Patch(facecolor=face, hatch=hatch or None, edgecolor=hcolor or "#BFA900",
+        handles.append(Patch(facecolor=face, hatch=hatch or None, edgecolor=hcolor,
                              linewidth=0.6, label=style.group_label(g)))
     return handles + list(extra)
 

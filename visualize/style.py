@@ -15,7 +15,7 @@ LANES_PER_GROUP = 16
 
 # (fill, hatch, hatch colour); the hatch colour is the fill darkened, so it never fights the text.
 LANE_GROUP_STYLE = (
-    ("#FFF3A0", "", ""),             # L* 95, Okabe-Ito yellow
+    ("#FFF3A0", "", "#BFA900"),      # L* 95, Okabe-Ito yellow (no hatch: the lightest stays plain)
     ("#ADDAFB", "//", "#7FB6DE"),    # L* 85, sky blue
     ("#E3B066", "..", "#B8863C"),    # L* 75, orange
     ("#C28FAA", "\\\\", "#9C6A86"),    # L* 65, reddish purple
@@ -30,13 +30,8 @@ DPI = 110                # PNG resolution: 7 pt cell text is ~11 px high, legibl
 
 DIFF_EDGE = "#000000"    # outline of a cell two layouts place differently (black: survives greyscale)
 DIFF_LINEWIDTH = 1.4
-SAME_FACE = "#FFFFFF"
 
 FORMATS = ("png", "svg")
-
-
-def lane_group(lane) -> int:
-    return int(lane) // LANES_PER_GROUP
 
 
 def group_style(group: int):
