@@ -10,9 +10,9 @@ import importlib
 import sys
 from importlib.metadata import entry_points
 
-from . import layout_cmd
+from . import hip_cmd, layout_cmd
 
-COMMANDS = [layout_cmd]
+COMMANDS = [layout_cmd, hip_cmd]
 
 
 def _plugin_commands():

@@ -1,0 +1,151 @@
+"""Compile the HIP twins (kernels_hip/*.hip) to assembly and a linked code object per target.
+
+Output: <build dir>/<arch>/<kernel>.s and .co (default build dir: build/hip/ in the repository),
+and build.json beside them recording the compiler path and --version, every command line, and a
+hash of the sources; a kernel is recompiled only when one of those changed or an output is missing.
+The .co is assembled from the very .s that `gfxsim hip inspect` reads, so the two always agree.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .toolchain import Target, Toolchain, find_toolchain, get_target
+
+REPO = Path(__file__).resolve().parents[2]
+KERNELS_DIR = REPO / "kernels_hip"
+DEFAULT_BUILD_ROOT = REPO / "build" / "hip"
+KERNELS = ("int8_kv_cache", "qk_int8", "pv_int8", "pv_bf16", "paged_attention_decode", "prefix_prefill")
+
+# -nogpuinc -nogpulib: gfxsim_hip.h replaces hip_runtime.h, so no hidden kernel arguments and no
+# device-library calls. -fhip-kernel-arg-name puts the argument names in the metadata, so the
+# hardware harness and the asm front end bind arguments by name.
+CFLAGS = ("-x", "hip", "-std=c++17", "-O3", "-Wall", "-nogpuinc", "-nogpulib", "--cuda-device-only",
+          "-fhip-kernel-arg-name")
+RECORD = "build.json"
+_DEFINE = re.compile(r"^[A-Za-z_]\w*(=\S*)?$")
+
+
+@dataclass(frozen=True)
+class KernelBuild:
+    kernel: str             # file stem, e.g. "pv_int8"
+    arch: str               # target asked for, e.g. "gfx936"
+    source: Path
+    asm: Path
+    code_object: Path
+    rebuilt: bool           # False: the outputs were up to date
+    seconds: float
+
+
+def kernel_source(kernel: str) -> Path:
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown HIP kernel {kernel!r}; kernels_hip/ has: {', '.join(KERNELS)}")
+    src = KERNELS_DIR / f"{kernel}.hip"
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: HIP source not found (gfxsim hip needs a source checkout)")
+    return src
+
+
+def arch_dir(arch: str, build_dir: Path | str | None = None) -> Path:
+    return Path(build_dir or DEFAULT_BUILD_ROOT) / get_target(arch).arch
+
+
+def compile_flags(target: Target, defines=()) -> list[str]:
+    for d in defines:
+        if not _DEFINE.match(d):
+            raise ValueError(f"bad define {d!r}; use NAME or NAME=VALUE")
+    return [*CFLAGS, f"--offload-arch={target.offload_arch}", *(f"-D{d}" for d in (*target.defines, *defines))]
+
+
+def inputs_hash(source: Path) -> str:
+    """The source and every header in kernels_hip/ (the twins include only those)."""
+    h = hashlib.sha256()
+    for p in [source, *sorted(KERNELS_DIR.glob("*.h"))]:
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _commands(tc: Toolchain, target: Target, flags, src: Path, out: Path) -> list[list[str]]:
+    s, o, co = out.with_suffix(".s"), out.with_suffix(".o"), out.with_suffix(".co")
+    return [
+        [str(tc.clang), *flags, "-S", str(src), "-o", str(s)],
+        [str(tc.clang), "--target=amdgcn-amd-amdhsa", f"-mcpu={target.offload_arch}", "-c", str(s), "-o", str(o)],
+        [str(tc.ld_lld), "-shared", str(o), "-o", str(co)],
+    ]
+
+
+def _run(cmds, kernel: str, arch: str):
+    for cmd in cmds:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise ValueError(f"{Path(cmd[0]).name} failed for kernels_hip/{kernel}.hip --arch {arch} "
+                             f"(exit {r.returncode}):\n{' '.join(cmd)}\n{r.stderr.strip()}")
+
+
+def load_record(directory: Path) -> dict:
+    try:
+        return json.loads((directory / RECORD).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def build(kernels=None, arch: str = "gfx942", *, build_dir=None, defines=(), force: bool = False,
+          jobs: int | None = None) -> list[KernelBuild]:
+    """Compile `kernels` (default: all) for `arch`; up-to-date outputs are kept."""
+    target = get_target(arch)
+    kernels = list(kernels or KERNELS)
+    sources = {k: kernel_source(k) for k in kernels}
+    tc = find_toolchain(target.arch)
+    flags = compile_flags(target, defines)
+    out_dir = arch_dir(target.arch, build_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    old = load_record(out_dir)
+    compiler = {**tc.describe(), "version_full": subprocess.run([str(tc.clang), "--version"], capture_output=True,
+                                                                text=True).stdout.strip()}
+    same_setup = old.get("compiler") == compiler and old.get("flags") == flags
+    entries = dict(old.get("kernels", {})) if same_setup else {}
+
+    def one(kernel: str) -> KernelBuild:
+        src, stem = sources[kernel], out_dir / kernel
+        digest = inputs_hash(src)
+        rec = entries.get(kernel, {})
+        fresh = (not force and rec.get("inputs_sha256") == digest
+                 and stem.with_suffix(".s").is_file() and stem.with_suffix(".co").is_file())
+        t0 = time.perf_counter()
+        if not fresh:
+            tmp = out_dir / f".{kernel}.{os.getpid()}"
+            cmds = _commands(tc, target, flags, src, tmp)
+            try:
+                _run(cmds, kernel, target.arch)
+                for ext in (".s", ".co"):
+                    os.replace(tmp.with_suffix(ext), stem.with_suffix(ext))
+            finally:
+                for ext in (".s", ".o", ".co"):
+                    tmp.with_suffix(ext).unlink(missing_ok=True)
+            entries[kernel] = {"source": str(src.relative_to(REPO)), "inputs_sha256": digest,
+                               "asm": f"{kernel}.s", "code_object": f"{kernel}.co",
+                               "commands": [[a.replace(str(tmp), str(stem)) for a in c] for c in cmds]}
+        return KernelBuild(kernel, target.arch, src, stem.with_suffix(".s"), stem.with_suffix(".co"), not fresh,
+                           time.perf_counter() - t0)
+
+    with ThreadPoolExecutor(max_workers=jobs or min(len(kernels), os.cpu_count() or 1)) as pool:
+        results = list(pool.map(one, kernels))
+    if any(r.rebuilt for r in results) or not same_setup:
+        record = {"arch": target.arch, "offload_arch": target.offload_arch, "stand_in": target.stand_in,
+                  "note": target.note, "compiler": compiler, "flags": flags, "kernels": entries}
+        tmp = out_dir / f".{RECORD}.{os.getpid()}"
+        tmp.write_text(json.dumps(record, indent=2) + "\n")
+        os.replace(tmp, out_dir / RECORD)
+    return results
+
+
+def asm_path(kernel: str, arch: str, *, build_dir=None) -> Path:
+    """The kernel's assembly for `arch`, compiled first if missing or stale."""
+    return build([kernel], arch, build_dir=build_dir)[0].asm

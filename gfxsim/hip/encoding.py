@@ -1,0 +1,65 @@
+"""Encoding families from the machine code itself: `llvm-mc --show-encoding` re-assembles a .s and
+prints every instruction's bytes; the first dword's fixed bits name the family (CDNA3 ISA,
+"Microcode formats"). The ground truth that asm.encoding_family's mnemonic rules are tested against.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+_ENC = re.compile(r"^\s*([a-z_][\w.]*)\b(.*?);\s*encoding:\s*\[([^\]]*)\]")
+
+
+def family_from_encoding(words: bytes, mnemonic: str = "") -> str:
+    """Family of one encoded instruction (little-endian bytes, first dword decides)."""
+    w = int.from_bytes(words[:4], "little")
+    top = lambda n: w >> (32 - n)                   # the n most significant bits
+    if top(1) == 0:                                 # VOP1 0111111, VOPC 0111110, else VOP2
+        vop = {0b0111111: "VOP1", 0b0111110: "VOPC"}.get(top(7), "VOP2")
+        return {0xF9: "SDWA", 0xFA: "DPP"}.get(w & 0x1FF, vop)    # src0 = 0xF9/0xFA: an SDWA/DPP word follows
+    if top(9) == 0b101111101:
+        return "SOP1"
+    if top(9) == 0b101111110:
+        return "SOPC"
+    if top(9) == 0b101111111:
+        return "SOPP"
+    if top(4) == 0b1011:
+        return "SOPK"
+    if top(2) == 0b10:
+        return "SOP2"
+    six = top(6)
+    if six == 0b110000:
+        return "SMEM"
+    if six == 0b110100:
+        if top(9) == 0b110100111:                   # VOP3P; MAI opcodes have op[6] (bit 22) set
+            return "MFMA" if (w >> 22) & 1 else "VOP3P"
+        return "VOP3"
+    if six == 0b110110:
+        return "DS"
+    if six == 0b110111:
+        return {0: "FLAT", 1: "SCRATCH", 2: "GLOBAL"}[(w >> 14) & 3]
+    if six == 0b111000:
+        return "MUBUF"
+    if six == 0b111010:
+        return "MTBUF"
+    if six == 0b111100:
+        return "MIMG"
+    if six == 0b110001:
+        return "EXP"
+    raise ValueError(f"{mnemonic or 'instruction'}: first dword {w:#010x} matches no encoding family")
+
+
+def llvm_mc_families(asm: Path, mcpu: str, llvm_mc: Path) -> list[tuple[str, str]]:
+    """(mnemonic, family) of every instruction of `asm`, in order, as llvm-mc encodes it."""
+    r = subprocess.run([str(llvm_mc), "-triple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "--show-encoding", str(asm)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ValueError(f"llvm-mc failed on {asm}:\n{r.stderr.strip()[:2000]}")
+    out = []
+    for line in r.stdout.splitlines():
+        m = _ENC.match(line)
+        if m:
+            data = bytes(int(b, 16) for b in m.group(3).split(","))
+            out.append((m.group(1), family_from_encoding(data, m.group(1))))
+    return out
