@@ -33,6 +33,7 @@ class Machine:
         self.findings: list[Finding] = []
         self._dedupe: dict = {}
         self._common_cache: dict = {}
+        self._operand_cache: dict = {}
 
     def report(self, kind, message, *, dedupe=None, details=None, **coords):
         if dedupe is not None:
@@ -54,6 +55,12 @@ class Machine:
         fp = t.sets[fp_id]
         if fp == t.sets[ka_id] or fp == t.sets[kb_id]:
             return
+        # compare along the field that varies over the K set (token for PV, dim for QK): the scale
+        # must cover exactly the elements the instruction summed over
+        field_name = _varying_field(t, t.sets[ka_id]) or _varying_field(t, fp)
+        if field_name is None or any(t.set_field_values(fp_id, field_name) == t.set_field_values(k, field_name)
+                                     for k in (ka_id, kb_id)):
+            return
         lanes = [int(x) for x in np.unique(np.nonzero(mask)[1])]
         key = ("scale", res.mma_event, wave.wg.id, wave.wave_id)
         seen = self._dedupe.get(("scale-group-mismatch",) + key)
@@ -61,8 +68,6 @@ class Machine:
             seen.details["lanes"] = sorted(set(seen.details["lanes"]) | set(lanes))
             seen.details["groups"] = seen.details.get("groups", 1) + 1
             return
-        # describe along the field that varies across the K set (token for PV, dim for QK)
-        field_name = _varying_field(t, t.sets[ka_id]) or _varying_field(t, fp) or "token"
         k_vals = t.set_field_values(ka_id, field_name)
         f_vals = t.set_field_values(fp_id, field_name)
         foreign = sorted(k_vals - f_vals)            # consumed by the instruction, scale from elsewhere

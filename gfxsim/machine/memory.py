@@ -12,7 +12,7 @@ class Buffer:
 
     ``tags`` maps provenance fields to integer arrays of the buffer's shape (or broadcastable to it),
     e.g. ``{"token": tok, "dim": d}`` for a V cache: every byte loaded from element e carries the
-    identity (token=tok[e], dim=d[e]). ``Buffer.empty`` makes an output whose unwritten bytes are
+    identity (token=tok[e], dim=d[e]); a negative value means "no tag" (e.g. an unused cache slot). ``Buffer.empty`` makes an output whose unwritten bytes are
     poison and detectable.
     """
 
@@ -33,6 +33,7 @@ class Buffer:
         self.written = None if written else np.zeros(self.raw.size, bool)
         self.ids = None           # per-byte identity of stored values (allocated on first store)
         self.fp = None
+        self.tag_table = None     # the TagTable those ids belong to (the launch that stored them)
 
     @classmethod
     def empty(cls, name, shape, dtype, tags=None):

@@ -77,6 +77,7 @@ class Trace:
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
         self.events: list[Event] = []
+        self.matrix_events: list = []    # matrix instructions of an untraced run
         self.n_events = 0                # counted even when not recorded
 
     def __len__(self):
@@ -87,6 +88,8 @@ class Trace:
 
     def mmacs(self) -> list:
         """All matrix-instruction events, in issue order."""
+        if not self.enabled:
+            return list(self.matrix_events)
         return [e for e in self.events if isinstance(e, MmaEvent)]
 
     def of_wave(self, workgroup, wave) -> list:

@@ -15,11 +15,12 @@ from .dtypes import FLOAT, INT, SIGNED, from_bytes, itemsize, np_dtype, to_bytes
 
 
 class VGPRs:
+    __array_ufunc__ = None       # numpy scalars defer to our operators (np.float32(127) / v)
     __slots__ = ("w", "val", "dtype", "ids", "valid", "fp", "ka", "kb", "mma_event", "is_scale",
                  "regs", "name", "__weakref__")
 
     def __init__(self, w, val, dtype, ids=None, valid=None, fp=None, ka=None, kb=None, mma_event=None,
-                 is_scale=False, name=None):
+                 is_scale=False, name=None, literal=False):
         self.w = w
         self.dtype = dtype
         self.val = val                       # [n, lanes] numpy, typed
@@ -33,7 +34,8 @@ class VGPRs:
         self.mma_event = mma_event
         self.is_scale = is_scale
         self.name = name
-        self.regs = w._alloc(self.n_regs) if w is not None else None
+        # a literal/inline constant occupies no VGPR
+        self.regs = w._alloc(self.n_regs) if (w is not None and not literal) else None
 
     def __del__(self):
         try:

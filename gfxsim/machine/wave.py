@@ -122,13 +122,15 @@ class Wave:
         tr.n_events += 1
         if not tr.enabled and cls is Event:
             return None
+        # matrix instructions are always recorded (the token queries need them); their per-lane
+        # operand values only when tracing
         ev = cls(index=idx, op=op, kernel=self.kernel, workgroup=self.wg.id, wave=self.wave_id,
                  source=self.source(), exec_mask=self.exec.copy(),
-                 inputs=[Operand(v.regs, v.dtype, v.val.copy()) for v in ins if isinstance(v, VGPRs)],
-                 outputs=[Operand(v.regs, v.dtype, v.val.copy()) for v in outs],
-                 details=details) if tr.enabled else None
-        if ev is not None:
-            tr.events.append(ev)
+                 inputs=[Operand(v.regs, v.dtype, v.val.copy()) for v in ins if isinstance(v, VGPRs)]
+                 if tr.enabled else [],
+                 outputs=[Operand(v.regs, v.dtype, v.val.copy()) for v in outs] if tr.enabled else [],
+                 details=details)
+        (tr.events if tr.enabled else tr.matrix_events).append(ev)
         return ev
 
     # -- value construction --------------------------------------------------------------------
@@ -174,8 +176,13 @@ class Wave:
 
     # -- checks ----------------------------------------------------------------------------------
     def _check_read(self, *vals):
+        full = self.exec.all()
         for v in vals:
-            if isinstance(v, VGPRs) and not v.valid[:, self.exec].all():
+            if v.regs is None:                       # literal
+                continue
+            if v.valid.all() if full else (v.valid | ~self.exec).all():
+                continue
+            if True:
                 bad = np.argwhere(~v.valid & self.exec[None, :])
                 lane = int(bad[0, 1])
                 self.finding("uninitialized-read", f"read of never-written {v.reg_name()} "
@@ -186,7 +193,7 @@ class Wave:
         if isinstance(x, VGPRs):
             return x
         if isinstance(x, (int, float, np.integer, np.floating)):
-            return VGPRs(self, np.full((1, self.lanes), x, dtype=np_dtype(dtype)), dtype)
+            return VGPRs(self, np.full((1, self.lanes), x, dtype=np_dtype(dtype)), dtype, literal=True)
         raise self.error(TypeError, f"expected a per-lane value or a number, got {type(x).__name__}")
 
     # -- elementwise ALU --------------------------------------------------------------------------
@@ -241,10 +248,17 @@ class Wave:
         else:
             ia, ib = _bcast(a.element_ids(), n), _bcast(b.element_ids(), n)
             fa, fb = _bcast(a.fp, n), _bcast(b.fp, n)
-            if self.machine.provenance and (ia.any() or ib.any() or fa.any() or fb.any()):
-                ids, fp = self.machine.tags.combine(ia, fa, ib, fb, reducing=op in ("max", "min", "add"))
+            a_none, b_none = not (ia.any() or fa.any()), not (ib.any() or fb.any())
+            if not self.machine.provenance or (a_none and b_none):
+                ids, fp = ia, fa
+            elif b_none:                # a constant or untagged operand changes nothing
+                ids, fp = ia, fa
+            elif a_none:
+                ids, fp = ib, fb
+            elif np.array_equal(ia, ib) and not (fa.any() or fb.any()):
+                ids, fp = ia, fa        # the same elements on both sides
             else:
-                ids, fp = np.maximum(ia, ib), np.maximum(fa, fb)
+                ids, fp = self.machine.tags.combine(ia, fa, ib, fb, reducing=op in ("max", "min", "add"))
         ka = kb = None
         src = a.mma_event
         for v in (a, b):
@@ -259,9 +273,7 @@ class Wave:
         if not self.machine.provenance:
             return s1
         t = self.machine.tags
-        u, inv = np.unique(np.stack([s1.ravel(), s2.ravel()], axis=1), axis=0, return_inverse=True)
-        res = np.array([t.union(int(p), int(q)) for p, q in u], np.int32)
-        return res[inv.ravel()].reshape(s1.shape)
+        return t.unions(s1, s2)
 
     def _unary(self, op, x, fn=None) -> VGPRs:
         x = self._coerce(x, "f32")
@@ -331,8 +343,11 @@ class Wave:
         m = _mask(cond)
         self._check_read(a, b)
         n = max(a.n, b.n)
-        r = np.where(m[None, :] if m.ndim == 1 else m, _bcast(a.val, n), _bcast(b.val, n))
-        ids = np.where(m, _bcast(a.ids, r.shape[0] * itemsize(dtype)), _bcast(b.ids, r.shape[0] * itemsize(dtype)))
+        m = m[None, :] if m.ndim == 1 else m
+        r = np.where(m, _bcast(a.val, n), _bcast(b.val, n))
+        size = itemsize(dtype)
+        mb = np.repeat(m, size, axis=0) if m.shape[0] > 1 else m
+        ids = np.where(mb, _bcast(a.ids, n * size), _bcast(b.ids, n * size))
         fp = np.where(m, _bcast(a.fp, n), _bcast(b.fp, n))
         out = self._new(r.astype(np_dtype(dtype)), dtype, ids=ids.astype(np.int32), fp=fp.astype(np.int32))
         self._event("v_cndmask_b32", ins=[a, b], outs=[out])
@@ -341,12 +356,14 @@ class Wave:
     def _compare(self, op, a, b) -> Cond:
         dtype = a.dtype if isinstance(a, VGPRs) else b.dtype
         a, b = self._coerce(a, dtype), self._coerce(b, dtype)
-        if a.n != 1 or b.n != 1:
-            raise self.error(ValueError, f"v_cmp_{op}: compare single-element values (got {a.n} and {b.n})")
+        if a.n != b.n and 1 not in (a.n, b.n):
+            raise self.error(ValueError, f"v_cmp_{op}: {a.n} elements vs {b.n} elements")
         self._check_read(a, b)
         f = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
              "eq": np.equal, "ne": np.not_equal}[op]
-        m = f(a.val[0], b.val[0]) & self.exec      # VOPC writes 0 for inactive lanes
+        m = f(a.val, b.val) & self.exec[None, :]     # VOPC writes 0 for inactive lanes
+        if m.shape[0] == 1:
+            m = m[0]
         self._event(f"v_cmp_{op}_{dtype}", ins=[a, b])
         return Cond(m)
 
@@ -410,6 +427,8 @@ class Wave:
     @contextlib.contextmanager
     def if_(self, cond):
         """``with w.if_(c):`` narrows EXEC to the lanes where c holds (s_and_saveexec_b64)."""
+        if _mask(cond).ndim != 1:
+            raise self.error(ValueError, "w.if_ needs a one-element condition (one bit per lane)")
         saved = self.exec.copy()
         self.exec = saved & _mask(cond)
         try:
@@ -507,10 +526,10 @@ class Wave:
             if buf.tags:
                 ids[:, act] = buf.element_identities(self.machine.tags, safe[:, act])
             elif buf.ids is not None:
-                ids[:, act] = buf.ids[safe[:, act]]
+                ids[:, act] = self.machine.tags.import_ids(buf.tag_table, buf.ids[safe[:, act]])
         fp = np.zeros((nbytes // itemsize(dtype), self.lanes), np.int32)
-        if buf.fp is not None:
-            fp[:, act] = buf.fp[safe[:: itemsize(dtype), act]]
+        if buf.fp is not None and self.machine.provenance:
+            fp[:, act] = self.machine.tags.import_sets(buf.tag_table, buf.fp[safe[:: itemsize(dtype), act]])
         v = self._new(from_bytes(raw, dtype), dtype, ids=ids, fp=fp)
         if buf.written is not None and not buf.written[safe[:, act]].all():
             l = int(np.nonzero(act)[0][np.argmax(~buf.written[safe[:, act]].all(axis=0))])
@@ -519,6 +538,22 @@ class Wave:
             v.valid[:, act] &= buf.written[safe[:, act]]
         self._event(f"global_load_{_LOAD_NAMES[nbytes]}", outs=[v], buffer=buf.name, address=addr.copy())
         return v
+
+    def scalar_load(self, buf: Buffer, offset: int, dtype: str | None = None):
+        """s_load_dword: one uniform value (an SGPR), returned as a Python number."""
+        dtype = dtype or _dtype_name(buf.array.dtype)
+        size = itemsize(dtype)
+        offset = int(offset)
+        if offset < 0 or offset + size > buf.nbytes:
+            raise self.error(MemoryFault, f"s_load from {buf.name!r}: bytes [{offset}, {offset + size}) outside "
+                             f"[0, {buf.nbytes})", address=offset)
+        if offset % min(size, 4):
+            raise self.error(MemoryFault, f"s_load from {buf.name!r}: address {offset} is not aligned", address=offset)
+        if buf.written is not None and not buf.written[offset:offset + size].all():
+            self.finding("uninitialized-read", f"s_load from {buf.name!r} reads never-written bytes",
+                         address=offset, dedupe=("uninit-smem", buf.name, self.source()))
+        self._event("s_load_dword", buffer=buf.name, address=offset)
+        return buf.raw[offset:offset + size].view(np_dtype(dtype))[0].item()
 
     def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
         """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
@@ -532,9 +567,10 @@ class Wave:
         if buf.written is not None:
             buf.written[byte_addr[:, act]] = True
         if self.machine.provenance and (value.ids.any() or value.fp.any()):
-            if buf.ids is None:
+            if buf.ids is None or buf.tag_table is not self.machine.tags:
                 buf.ids = np.zeros(buf.raw.size, np.int32)
                 buf.fp = np.zeros(buf.raw.size, np.int32)
+                buf.tag_table = self.machine.tags
             buf.ids[byte_addr[:, act]] = value.ids[:nbytes][:, act]
             buf.fp[byte_addr[:, act]] = np.repeat(value.fp, itemsize(value.dtype), axis=0)[:nbytes][:, act]
         self._event(f"global_store_{_LOAD_NAMES[nbytes]}", ins=[value], buffer=buf.name, address=addr.copy())
@@ -671,9 +707,9 @@ class Wave:
         b_ids = b.element_ids()[eb, lb]                 # [blocks, K, N]
         if not (a_ids.any() or b_ids.any()):
             return a_ids, b_ids
+        pa, pb = self._operand_provenance(a_ids, "A"), self._operand_provenance(b_ids, "B")
         # A/B agreement per K slot, on every field both sides carry
-        shared = self._shared_fields(a_ids, b_ids)
-        for f in shared:
+        for f in sorted(pa["fields"] & pb["fields"]):
             fa = t.field_values(a_ids, f)               # [bl, M, K]
             fb = t.field_values(b_ids, f)               # [bl, K, N]
             va = np.where(fa >= 0, fa, np.iinfo(np.int64).max)
@@ -690,31 +726,41 @@ class Wave:
                              field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                              slots=[int(x) for x in np.argwhere(bad)[:, 1]])
         # K sets of each output element: the A row's and B column's identities (plus C's chain)
-        row_sets = t.sets_of_rows(a_ids)                         # [bl, M]
-        col_sets = t.sets_of_rows(np.swapaxes(b_ids, 1, 2))      # [bl, N]
         ed, ld = gather_plan(insn, "D")
         ka = np.zeros(out.val.shape, np.int32)
         kb = np.zeros(out.val.shape, np.int32)
-        ka[ed, ld] = row_sets[:, :, None].repeat(insn.N, axis=2)
-        kb[ed, ld] = col_sets[:, None, :].repeat(insn.M, axis=1)
+        ka[ed, ld] = pa["sets"][:, :, None].repeat(insn.N, axis=2)
+        kb[ed, ld] = pb["sets"][:, None, :].repeat(insn.M, axis=1)
         if c.ka is not None:
             ka, kb = self._union_sets(ka, c.ka), self._union_sets(kb, c.kb)
         out.ka, out.kb = ka, kb
         # identity of D[m][n]: the fields constant along K of A's row m and of B's column n
         ident = np.zeros(out.val.shape, np.int32)
-        ra = np.vectorize(self._common_identity, otypes=[np.int32])(row_sets)
-        cb = np.vectorize(self._common_identity, otypes=[np.int32])(col_sets)
-        dm = np.vectorize(lambda x, y: t._merge_pair(int(x), int(y))[0], otypes=[np.int32])(
-            ra[:, :, None], cb[:, None, :])
+        ra, cb = pa["common"], pb["common"]
+        dm = t.merge_ids(np.broadcast_to(ra[:, :, None], (insn.blocks, insn.M, insn.N)),
+                         np.broadcast_to(cb[:, None, :], (insn.blocks, insn.M, insn.N)))[0]
         ident[ed, ld] = dm
         out.ids = np.repeat(ident, itemsize(out.dtype), axis=0)
         return a_ids, b_ids
 
-    def _shared_fields(self, a_ids, b_ids):
-        t = self.machine.tags
-        fa = {f for i in np.unique(a_ids) for f, _ in t.identities[int(i)]}
-        fb = {f for i in np.unique(b_ids) for f, _ in t.identities[int(i)]}
-        return [t.fields[f] for f in sorted(fa & fb)]
+    def _operand_provenance(self, ids, op):
+        """Per A row / B column: its K set, the identity fields constant along K, the fields present.
+        Cached on the tags themselves: a kernel feeds the same A fragment to many instructions."""
+        cache = self.machine._operand_cache
+        key = (op, ids.shape, ids.tobytes())
+        got = cache.get(key)
+        if got is None:
+            t = self.machine.tags
+            rows = ids if op == "A" else np.swapaxes(ids, 1, 2)
+            sets = t.sets_of_rows(rows)
+            common = np.array([self._common_identity(x) for x in sets.ravel().tolist()],
+                              np.int32).reshape(sets.shape)
+            fields = {t.fields[f] for i in np.unique(ids).tolist() for f, _ in t.identities[i]}
+            got = {"sets": sets, "common": common, "fields": fields}
+            if len(cache) > 4096:
+                cache.clear()
+            cache[key] = got
+        return got
 
     def _common_identity(self, sid):
         t = self.machine.tags
