@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .asm import AsmFile, parse_file
 from .toolchain import Target, Toolchain, find_toolchain, get_target
 
 REPO = Path(__file__).resolve().parents[2]
@@ -89,6 +90,10 @@ def _run(cmds, kernel: str, arch: str):
                              f"(exit {r.returncode}):\n{' '.join(cmd)}\n{r.stderr.strip()}")
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
 def load_record(directory: Path) -> dict:
     try:
         return json.loads((directory / RECORD).read_text())
@@ -129,7 +134,7 @@ def build(kernels=None, arch: str = "gfx942", *, build_dir=None, defines=(), for
             finally:
                 for ext in (".s", ".o", ".co"):
                     tmp.with_suffix(ext).unlink(missing_ok=True)
-            entries[kernel] = {"source": str(src.relative_to(REPO)), "inputs_sha256": digest,
+            entries[kernel] = {"source": _shown(src), "inputs_sha256": digest,
                                "asm": f"{kernel}.s", "code_object": f"{kernel}.co",
                                "commands": [[a.replace(str(tmp), str(stem)) for a in c] for c in cmds]}
         return KernelBuild(kernel, target.arch, src, stem.with_suffix(".s"), stem.with_suffix(".co"), not fresh,
@@ -149,3 +154,13 @@ def build(kernels=None, arch: str = "gfx942", *, build_dir=None, defines=(), for
 def asm_path(kernel: str, arch: str, *, build_dir=None) -> Path:
     """The kernel's assembly for `arch`, compiled first if missing or stale."""
     return build([kernel], arch, build_dir=build_dir)[0].asm
+
+
+def find_entry(entry: str, arch: str, *, build_dir=None, defines=()) -> tuple[KernelBuild, AsmFile]:
+    """The build and parsed assembly of the kernel file that defines entry point `entry`."""
+    for b in build(None, arch, build_dir=build_dir, defines=defines):
+        f = parse_file(b.asm)
+        if entry in f.kernels:
+            return b, f
+    raise ValueError(f"no HIP kernel {entry!r}: not a kernels_hip/ file ({', '.join(KERNELS)}) nor one of "
+                     f"their entry points (e.g. pv_int8_fragment, paged_attention_reduce) for {arch}")

@@ -160,12 +160,8 @@ def _find(kernel: str, arch: str, build_dir, defines) -> tuple[Path, AsmFile, li
         path = hipbuild.build([kernel], arch, build_dir=build_dir, defines=defines)[0].asm
         f = parse_file(path)
         return path, f, list(f.kernels)
-    for b in hipbuild.build(None, arch, build_dir=build_dir, defines=defines):
-        f = parse_file(b.asm)
-        if kernel in f.kernels:
-            return b.asm, f, [kernel]
-    raise ValueError(f"no HIP kernel or entry point {kernel!r}; kernels: {', '.join(hipbuild.KERNELS)} "
-                     f"(or an entry point such as pv_int8_fragment, or a path to a .s file)")
+    b, f = hipbuild.find_entry(kernel, arch, build_dir=build_dir, defines=defines)
+    return b.asm, f, [kernel]
 
 
 def inspect(kernel: str, arch: str = "gfx942", *, build_dir=None, defines=()) -> Inspection:
