@@ -1,0 +1,127 @@
+"""Run a kernel on the simulator with its references, and report what happened.
+
+``run_kernel(name, ...)`` prepares the inputs (generated or the user's), builds the INT8 cache, runs
+the Python twin on the wave64 machine, computes the numpy references and returns a KernelRun whose
+``report()`` is the JSON of ``gfxsim run``: metrics, one entry per matrix instruction and the findings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import reference as R
+from .data import make_attention_inputs
+from .int8_cache_ref import build_paged_cache
+
+DEFAULTS = dict(arch="gfx936", context=4096, grouping="fragment", smooth_k=True, heads=8, kv_heads=1, head_dim=128,
+                block_size=16, seed=0)
+
+
+@dataclass
+class KernelRun:
+    kernel: str
+    arch: str
+    context: int
+    params: dict
+    out: np.ndarray                  # what the kernel wrote
+    refs: dict                       # name -> reference output of the same shape
+    runs: list                       # gfxsim Runs (kernel, then e.g. the reduce kernel)
+    extra_metrics: dict = field(default_factory=dict)
+
+    @property
+    def run(self):
+        return self.runs[0]
+
+    @property
+    def findings(self):
+        return [f for r in self.runs for f in r.findings]
+
+    def mmacs(self):
+        return [m for r in self.runs for m in r.mmacs()]
+
+    def metrics(self) -> dict:
+        m = {f"vs_{name}": R.metrics(self.out, ref) for name, ref in self.refs.items()}
+        m.update(self.extra_metrics)
+        return m
+
+    def report(self) -> dict:
+        mm = []
+        for m in self.mmacs():
+            mm.append({"index": m.index, "instruction": m.op, "workgroup": list(m.workgroup), "wave": m.wave,
+                       "source": m.source,
+                       "a_tokens": [int(x) for x in m.tokens("A")] if m.a_ids is not None else [],
+                       "b_tokens": [int(x) for x in m.tokens("B")] if m.b_ids is not None else []})
+        return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
+                "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
+                "seconds": round(sum(r.seconds for r in self.runs), 3)}
+
+
+def prepare_inputs(*, context, heads, kv_heads, head_dim, seed, inputs=None, num_queries=None):
+    """The attention inputs: the user's arrays (validated by kernels_py.inputs) or generated ones."""
+    if inputs is not None:
+        return inputs
+    return make_attention_inputs(seed=seed, num_seqs=1, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                                 context_lens=[context], num_queries=num_queries)
+
+
+def _decode(p, inputs, trace):
+    from .host import run_decode
+    d = prepare_inputs(inputs=inputs, **{k: p[k] for k in ("context", "heads", "kv_heads", "head_dim", "seed")})
+    if d["q"].ndim != 3:
+        raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=p["smooth_k"],
+                              block_tables=d.get("block_tables"), seed=p["seed"])
+    res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace)
+    refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
+            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
+            "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"])}
+    extra = {}
+    if p["smooth_k"]:
+        # the same quantized math without smooth-K, so the report shows what smooth-K buys
+        plain = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=False,
+                                  block_tables=d.get("block_tables"), seed=p["seed"])
+        extra["reference_int8_without_smooth_k_vs_bf16"] = R.metrics(
+            R.attention_int8(d["q"], plain, grouping=p["grouping"]), refs["bf16"])
+    return res.out, refs, res.runs, extra, int(d["context_lens"].max())
+
+
+KERNELS: dict[str, Callable] = {
+    "paged_attention_decode": _decode,
+}
+
+
+def register(name: str, fn: Callable) -> None:
+    """Add a kernel runner: fn(params, inputs, trace) -> (out, refs, runs, extra_metrics, context)."""
+    KERNELS[name] = fn
+
+
+def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", **params) -> KernelRun:
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
+    p = dict(DEFAULTS)
+    unknown = set(params) - set(p)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(p)}")
+    p.update(params)
+    p["formula"] = formula
+    _validate(p)
+    out, refs, runs, extra, ctx = KERNELS[kernel](p, inputs, trace)
+    shown = {k: v for k, v in p.items() if k not in ("arch", "context")}
+    return KernelRun(kernel, runs[0].arch, ctx, shown, out, refs, runs, extra)
+
+
+def _validate(p):
+    from gfxsim.arch import get_arch
+    get_arch(p["arch"])
+    if p["grouping"] not in ("fragment", "contiguous"):
+        raise ValueError(f"--grouping must be fragment or contiguous, got {p['grouping']!r}")
+    if p["head_dim"] not in (64, 128):
+        raise ValueError(f"--head-dim must be 64 or 128, got {p['head_dim']}")
+    if p["block_size"] not in (16, 32):
+        raise ValueError(f"--block-size must be 16 or 32, got {p['block_size']}")
+    if p["context"] < 1:
+        raise ValueError(f"--context must be >= 1, got {p['context']}")
+    if p["kv_heads"] < 1 or p["heads"] % p["kv_heads"] or not 1 <= p["heads"] // p["kv_heads"] <= 16:
+        raise ValueError(f"--heads {p['heads']} / --kv-heads {p['kv_heads']}: the GQA ratio must be an integer 1..16")
