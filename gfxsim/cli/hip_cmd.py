@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..hip import build as hipbuild
+from ..hip.inspect import shown_path
 from ..hip.toolchain import TARGETS
 from .tables import render
 
@@ -47,10 +48,11 @@ def run_build(args) -> int:
         for r in hipbuild.build(args.kernels or None, arch, build_dir=args.build_dir, defines=args.define,
                                 force=args.force):
             rows.append([r.kernel, r.arch, "compiled" if r.rebuilt else "up to date", f"{r.seconds:.2f}",
-                         r.asm, r.code_object.name])
+                         shown_path(r.asm), r.code_object.name])
     print(render(["kernel", "arch", "status", "seconds", "assembly", "code object"], rows, "text"))
     for arch in archs:
-        print(f"{arch}: compiler, flags and commands in {hipbuild.arch_dir(arch, args.build_dir) / hipbuild.RECORD}")
+        print(f"{arch}: compiler, flags and commands in "
+              f"{shown_path(hipbuild.arch_dir(arch, args.build_dir) / hipbuild.RECORD)}")
     return 0
 
 

@@ -180,8 +180,14 @@ def _counts(d: dict[str, int], limit: int | None = None) -> str:
     return text + (f", +{len(items) - limit} more" if limit and len(items) > limit else "")
 
 
+def shown_path(path: Path) -> str:
+    """Relative to the working directory when below it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
 def format_text(res: Inspection) -> str:
-    head = [f"{res.kernel} for {res.arch}: {res.asm}"]
+    head = [f"{res.kernel} for {res.arch}: {shown_path(res.asm)}"]
     if res.stand_in:
         head.append(f"  gfx936 stand-in: {res.processor} code with gfx936's D-layout index formulas "
                     "(jump layout); its v_mfma_* stand for v_mmac_*")
