@@ -51,7 +51,8 @@ __device__ __forceinline__ void paged_attention_decode(
   int64_t qa[QKHELOOP];
   load_q_operand(qa, &q_lds[0][0], rowid, lane16id);
 
-  // 2. QK of the wave's 64 tokens; tokens at or past the context get -inf.
+  // 2. QK of the wave's 64 tokens; tokens at or past the context get -inf. One chunk per wave,
+  //    so the limit-checked (TAIL) path serves all of them: the last partition may end inside it.
   const int chunk_start = partition_start + warpid * TOKENS_PER_CHUNK;
   float s[TLOOP][4];
   qk_chunk<true>(s, qa, sq_lds, k_cache, k_scale, block_table, num_kv_heads, kvh, chunk_start, context_len, rowid,
