@@ -27,6 +27,10 @@ def add_parser(sub):
     p.add_argument("--head-dim", type=int, default=DEFAULTS["head_dim"], choices=(64, 128))
     p.add_argument("--block-size", type=int, default=DEFAULTS["block_size"], choices=(16, 32))
     p.add_argument("--seed", type=int, default=DEFAULTS["seed"])
+    p.add_argument("--partition-size", type=int, default=DEFAULTS["partition_size"],
+                   help="decode partition (multiple of 256; the seed tried 512)")
+    p.add_argument("--no-provenance", dest="provenance", action="store_false",
+                   help="numbers only, about 3x faster: no tags travel, so no K-slot/scale/coverage findings")
     p.add_argument("--inputs", metavar="FILE.npz", help="run on your own q, k, v (see README 'Data')")
     p.add_argument("--formula", choices=("derived", "gfx936", "gfx942"), default="derived",
                    help="force one arch's hand-written output-layout formula (to see it caught on the other)")
@@ -44,7 +48,8 @@ def run(args) -> int:
     reports = []
     contexts = [None] if inputs is not None else args.context
     for ctx in contexts:
-        kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace, formula=args.formula, arch=args.arch,
+        kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace, formula=args.formula,
+                        provenance=args.provenance, partition_size=args.partition_size, arch=args.arch,
                         context=ctx if ctx is not None else DEFAULTS["context"], grouping=args.grouping,
                         smooth_k=args.smooth_k, heads=args.heads, kv_heads=args.kv_heads, head_dim=args.head_dim,
                         block_size=args.block_size, seed=args.seed)

@@ -78,8 +78,10 @@ class DecodeResult:
 
 
 def run_decode(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived",
-               trace=True, provenance=True) -> DecodeResult:
+               trace=True, provenance=True, partition_size=PARTITION) -> DecodeResult:
     """paged_attention_decode + paged_attention_reduce on the simulator."""
+    if partition_size % PARTITION or partition_size < PARTITION:
+        raise ValueError(f"partition_size must be a multiple of {PARTITION} (4 waves x 64 tokens), got {partition_size}")
     q = np.asarray(q, np.float32)
     num_seqs, num_heads, hd = q.shape
     kvh = cache.num_kv_heads
@@ -90,7 +92,7 @@ def run_decode(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", fo
     if num_seqs != len(cache.context_lens):
         raise ValueError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
     bufs = cache_buffers(cache)
-    max_parts = int(-(-int(cache.context_lens.max()) // PARTITION))
+    max_parts = int(-(-int(cache.context_lens.max()) // partition_size))
     tmp = Buffer.empty("tmp_out", (num_seqs, num_heads, max_parts, hd), np.float32)
     ml = Buffer.empty("max_logits", (num_seqs, num_heads, max_parts), np.float32)
     es = Buffer.empty("exp_sums", (num_seqs, num_heads, max_parts), np.float32)
@@ -100,10 +102,12 @@ def run_decode(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", fo
     r1 = launch(paged_attention_decode, grid=(num_seqs, max_parts, kvh), waves_per_group=4, arch=arch,
                 args=(q_buffer(q), bufs["k_cache"], bufs["v_cache"], bufs["k_scale"], bufs["v_scale"],
                       bufs["block_tables"], bufs["context_lens"], es, ml, tmp),
-                kwargs=dict(grouping=grouping, formula=formula, **geo), trace=trace, provenance=provenance)
+                kwargs=dict(grouping=grouping, formula=formula, partition_size=partition_size, **geo), trace=trace,
+                provenance=provenance)
     r2 = launch(paged_attention_reduce, grid=(num_heads, num_seqs), waves_per_group=-(-hd // get_arch(arch).wave_size),
                 arch=arch, args=(tmp, es, ml, bufs["context_lens"], out),
-                kwargs=dict(num_heads=num_heads, head_dim=hd, max_partitions=max_parts), trace=trace,
+                kwargs=dict(num_heads=num_heads, head_dim=hd, max_partitions=max_parts,
+                            partition_size=partition_size), trace=trace,
                 provenance=provenance)
     return DecodeResult(out.array, tmp.array, ml.array, es.array, [r1, r2], cache)
 

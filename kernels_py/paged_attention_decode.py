@@ -18,10 +18,11 @@ PARTITION = 256
 
 def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_tables, context_lens,
                            exp_sums, max_logits, tmp_out, *, num_heads, num_kv_heads, head_dim, block_size,
-                           max_blocks, max_partitions, grouping="fragment", formula="derived"):
+                           max_blocks, max_partitions, grouping="fragment", formula="derived",
+                           partition_size=PARTITION):
     seq, part, kvh = w.workgroup_id
     ctx = w.scalar_load(context_lens, seq * 4, "i32")
-    if part * PARTITION >= ctx:
+    if part * partition_size >= ctx:
         return                                                   # s_endpgm: nothing to attend to
     gqa = num_heads // num_kv_heads
     mma = int8_mma(w.arch)
@@ -37,28 +38,40 @@ def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_table
                         head_dim=head_dim, rows_valid=gqa)
     w.barrier()
 
-    # QK for the wave's 4 token tiles, S in the D layout
-    chunk_start = part * PARTITION + 64 * w.wave_id
+    # QK for the wave's 64-token chunks (one per 256 tokens of the partition), S in the D layout
+    chunks = [part * partition_size + 256 * it + 64 * w.wave_id for it in range(partition_size // 256)]
     geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
     sq = load_row_scales(w, sq_lds, dlay)
-    S, tokens = [], []
-    for td in range(4):
-        s, token = qk_tile(w, mma, q_lds, k_cache, k_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx,
-                           head_dim=head_dim, dlay=dlay, sq=sq, **geo)
-        S.append(s)
-        tokens.append(token - chunk_start)                       # offset within the 64-token chunk
+    S, tokens = [], []                   # per chunk: 4 tiles of scores and token offsets
+    for chunk_start in chunks:
+        tiles = [qk_tile(w, mma, q_lds, k_cache, k_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx,
+                         head_dim=head_dim, dlay=dlay, sq=sq, **geo) for td in range(4)]
+        S.append([s for s, _ in tiles])
+        tokens.append([token - chunk_start for _, token in tiles])     # offsets within the chunk
     # partition max and sum over the 4 waves (per row: registers, then lanes, then waves via LDS)
-    m = w.max(w.max(S[0], S[1]), w.max(S[2], S[3]))
+    m = None
+    for s in (x for c in S for x in c):
+        m = s if m is None else w.max(m, s)
     m_part = across_waves(w, dlay.reduce_rows(m, "max"), red_lds, 0, dlay, "max")
-    E = [w.exp(S[td] - m_part) for td in range(4)]
-    l = (E[0] + E[1]) + (E[2] + E[3])
+    E = [[w.exp(s - m_part) for s in c] for c in S]
+    l = None
+    for c in E:
+        part_sum = (c[0] + c[1]) + (c[2] + c[3])
+        l = part_sum if l is None else l + part_sum
     l_part = across_waves(w, dlay.reduce_rows(l, "sum"), red_lds, 1, dlay, "sum")
 
-    # W = P * sV, then INT8 PV over the wave's chunk
-    W = [fold_v_scale(w, E[td] / l_part, v_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx, dlay, **geo)
-         for td in range(4)]
-    o = pv_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tables, seq, kvh, head_dim=head_dim,
-                 dlay=dlay, grouping=grouping, **geo)
+    # W = P * sV, then INT8 PV per chunk, accumulated in fp32
+    o = None
+    for chunk_start, e, tok in zip(chunks, E, tokens):
+        W = [fold_v_scale(w, e[td] / l_part, v_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx, dlay,
+                          **geo) for td in range(4)]
+        oc = pv_chunk(w, mma, W, tok, chunk_start, ctx, w_lds, v_cache, block_tables, seq, kvh, head_dim=head_dim,
+                      dlay=dlay, grouping=grouping, **geo)
+        if o is None:
+            o = oc
+        else:
+            for dt in range(len(o)):
+                o[dt] += oc[dt]
 
     # partition outputs: tmp_out[seq][head][part][d], max_logits, exp_sums
     sum_waves_to(w, o, o_lds, tmp_out, dlay, head_dim=head_dim, rows=gqa,
@@ -92,12 +105,12 @@ def across_waves(w, vals, red_lds, slot, dlay, op):
 
 
 def paged_attention_reduce(w, tmp_out, exp_sums, max_logits, context_lens, out, *, num_heads, head_dim,
-                           max_partitions):
+                           max_partitions, partition_size=PARTITION):
     """Merge partitions: M = max m_p, w_p = l_p·exp(m_p - M), out = sum tmp_p·w_p / sum w_p.
     Grid (num_heads, num_seqs); wave k handles head elements 64k .. 64k+63."""
     head, seq = w.workgroup_id[0], w.workgroup_id[1]
     ctx = w.scalar_load(context_lens, seq * 4, "i32")
-    n_part = -(-ctx // PARTITION)
+    n_part = -(-ctx // partition_size)
     d = w.lane_id + w.wave_id * w.lanes
     row = (seq * num_heads + head) * max_partitions
     mx = [w.global_load(max_logits, w.zeros("i32") + (row + p) * 4, 4, "f32") for p in range(n_part)]

@@ -16,7 +16,7 @@ from .data import make_attention_inputs
 from .int8_cache_ref import build_paged_cache
 
 DEFAULTS = dict(arch="gfx936", context=4096, grouping="fragment", smooth_k=True, heads=8, kv_heads=1, head_dim=128,
-                block_size=16, seed=0)
+                block_size=16, seed=0, partition_size=256)
 
 
 @dataclass
@@ -73,10 +73,12 @@ def _decode(p, inputs, trace):
         raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=p["smooth_k"],
                               block_tables=d.get("block_tables"), seed=p["seed"])
-    res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace)
+    res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace,
+                     provenance=p["provenance"], partition_size=p["partition_size"])
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
             "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
-            "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"])}
+            "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"],
+                                               partition_size=p["partition_size"])}
     extra = {}
     if p["smooth_k"]:
         # the same quantized math without smooth-K, so the report shows what smooth-K buys
@@ -97,7 +99,10 @@ def register(name: str, fn: Callable) -> None:
     KERNELS[name] = fn
 
 
-def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", **params) -> KernelRun:
+def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
+               **params) -> KernelRun:
+    """Run ``kernel`` with DEFAULTS overridden by ``params``. ``provenance=False`` runs faster and
+    gives the numbers only: no tags travel, so no K-slot, scale-group or coverage findings."""
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
     p = dict(DEFAULTS)
@@ -106,9 +111,10 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
         raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(p)}")
     p.update(params)
     p["formula"] = formula
+    p["provenance"] = provenance
     _validate(p)
     out, refs, runs, extra, ctx = KERNELS[kernel](p, inputs, trace)
-    shown = {k: v for k, v in p.items() if k not in ("arch", "context")}
+    shown = {k: v for k, v in p.items() if k not in ("arch", "context", "provenance")}
     return KernelRun(kernel, runs[0].arch, ctx, shown, out, refs, runs, extra)
 
 
@@ -121,6 +127,8 @@ def _validate(p):
         raise ValueError(f"--head-dim must be 64 or 128, got {p['head_dim']}")
     if p["block_size"] not in (16, 32):
         raise ValueError(f"--block-size must be 16 or 32, got {p['block_size']}")
+    if p["partition_size"] < 256 or p["partition_size"] % 256:
+        raise ValueError(f"--partition-size must be a multiple of 256 (4 waves x 64 tokens), got {p['partition_size']}")
     if p["context"] < 1:
         raise ValueError(f"--context must be >= 1, got {p['context']}")
     if p["kv_heads"] < 1 or p["heads"] % p["kv_heads"] or not 1 <= p["heads"] // p["kv_heads"] <= 16:

@@ -175,3 +175,20 @@ def test_ab_kslot_mismatch_names_the_slots():
     f = launch(k, args=(8,)).findings_of("ab-kslot-mismatch")
     assert f and f[0].details["k_slot"] == 0 and f[0].details["a_values"] == [0] and f[0].details["b_values"] == [8]
     assert not launch(k, args=(0,)).findings
+
+
+def test_reduction_identity_stays_the_aggregate():
+    """max over tokens 0..3 has no single token, whatever order the elements arrive in."""
+    tok = np.broadcast_to(np.arange(4), (64, 4))
+    buf = Buffer("x", np.arange(256, dtype=np.float32).reshape(64, 4), {"token": tok})
+
+    def k(w):
+        v = w.global_load(buf, w.lane_id * 16, 16, "f32")
+        m = v[0]
+        for i in range(1, 4):
+            m = w.max(m, v[i])
+        return m.tags("token"), w.machine.tags.set_field_values(int(m.fp[0, 0]), "token")
+    out = {}
+    launch(lambda w: out.setdefault("r", k(w)))
+    tags, fp = out["r"]
+    assert np.all(tags == -1) and fp == {0, 1, 2, 3}

@@ -77,7 +77,11 @@ class Machine:
             "scale-group-mismatch",
             f"scale applied to the result of instruction #{res.mma_event} was computed over {field_name}s "
             f"{format_token_set(sorted(f_vals))}, but the instruction consumed {format_token_set(sorted(k_vals))}: "
-            f"{len(foreign)} {field_name}s took their scale from another group {format_token_set(foreign)}",
+            + "; ".join(x for x in (
+                f"{len(foreign)} {field_name}s took their scale from another group {format_token_set(foreign)}"
+                if foreign else "",
+                f"the scale also covers {len(extra)} {field_name}s the instruction did not consume "
+                f"{format_token_set(extra)}" if extra else "") if x),
             lane=lane, instruction=res.mma_event,
             field=field_name, scale_over=sorted(f_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
             lanes=lanes, mma_event=res.mma_event, dedupe=key)

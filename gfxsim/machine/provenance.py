@@ -284,8 +284,11 @@ class TagTable:
         Otherwise the more specific operand's footprint survives (``S - m`` keeps S's), and equal
         identities unite footprints."""
         ident, conflict, sub_a, sub_b = self.merge_ids(ia, ib)
-        if reducing:      # aggregate (less specific, has a footprint) absorbs an element
-            conflict = conflict | ((sub_a != sub_b) & np.where(sub_a, fa != 0, fb != 0))
+        if reducing:      # an aggregate (less specific, has a footprint) absorbs an element
+            absorb = ~conflict & (sub_a != sub_b) & np.where(sub_a, fa != 0, fb != 0)
+            if absorb.any():      # ... and stays the aggregate: max_t(..) has no single token
+                ident = np.where(absorb, np.where(sub_a, ia, ib), ident).astype(np.int32)
+                conflict = conflict | absorb
         fp = np.where(sub_b & ~sub_a, fa, np.where(sub_a & ~sub_b, fb, 0)).astype(np.int32)
         both = ~conflict & (sub_a == sub_b)          # equal identities, or unrelated ones
         if both.any():

@@ -1,0 +1,143 @@
+"""paged_attention_decode on the simulator: zero findings and reference agreement for the fragment
+kernel, a finding per affected instruction for the seed's contiguous bug, the accuracy figures,
+partition invariance, the wrong-arch formula caught, bad parameters named."""
+import numpy as np
+import pytest
+
+from kernels_py import reference as R
+from kernels_py.data import make_attention_inputs
+from kernels_py.host import make_cache, run_decode
+from kernels_py.runs import run_kernel
+
+# native vs reference-INT8: the integer parts are exact and every fp32 operation is the same, but
+# the kernel sums exp() per lane, then across lanes and waves, and the waves' PV partials in wave
+# order, while numpy sums pairwise: a few ulp of fp32 on values of magnitude <= max|V| ~ 2.
+NATIVE_VS_REF_ATOL = 2e-6
+
+
+def small(ctx=300, heads=8, kv_heads=1, head_dim=128, seed=0, block_size=16):
+    d = make_attention_inputs(seed=seed, num_seqs=1, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                              context_lens=[ctx])
+    return d, make_cache(d["k"], d["v"], d["context_lens"], block_size=block_size, smooth_k=True, seed=seed)
+
+
+@pytest.mark.parametrize("arch", ["gfx936", "gfx942"])
+@pytest.mark.parametrize("ctx,heads,kv_heads,head_dim,block_size", [
+    (300, 8, 1, 128, 16),      # partial last partition and chunk
+    (77, 16, 1, 64, 32),       # one partial chunk, GQA 16, head_dim 64
+    (513, 2, 2, 64, 16),       # two kv heads, GQA 1, three partitions
+])
+def test_fragment_decode_has_no_findings_and_matches_reference_int8(arch, ctx, heads, kv_heads, head_dim, block_size):
+    d, cache = small(ctx, heads, kv_heads, head_dim, block_size=block_size)
+    res = run_decode(d["q"], cache, arch=arch, trace=False)
+    assert [f for r in res.runs for f in r.findings] == []
+    ref = R.attention_int8(d["q"], cache, grouping="fragment")
+    np.testing.assert_allclose(res.out, ref, rtol=0, atol=NATIVE_VS_REF_ATOL)
+    pv = [m for m in res.run.mmacs() if m.token_set("A")]
+    assert pv and all(m.token_set("A") == m.token_set("B") for m in pv)
+
+
+def _contiguous_expectation(m, ctx):
+    """Independent of the debugger: the tokens MMAC m consumed and the contiguous group (t//32 of
+    its 64-token chunk) whose scale it was given."""
+    k = sorted(t for t in m.token_set("B") if t < ctx)
+    chunk = k[0] // 64 * 64
+    j = (k[0] % 16) // 8
+    group = set(range(chunk + 32 * j, min(chunk + 32 * j + 32, ctx)))
+    return set(k), group
+
+
+@pytest.mark.parametrize("arch", ["gfx936", "gfx942"])
+def test_contiguous_grouping_names_the_mixed_tokens_for_every_affected_instruction(arch):
+    ctx = 300
+    d, cache = small(ctx)
+    res = run_decode(d["q"], cache, arch=arch, grouping="contiguous", trace=False)
+    found = {f.instruction: f for f in res.run.findings_of("scale-group-mismatch")}
+    pv = [m for m in res.run.mmacs() if m.token_set("A")]
+    affected = {}
+    for m in pv:
+        consumed, group = _contiguous_expectation(m, ctx)
+        if consumed != group:
+            affected[m.index] = sorted(consumed - group)
+    assert affected and set(found) == set(affected)
+    for idx, foreign in affected.items():
+        assert found[idx].details["foreign"] == foreign
+        assert found[idx].details["k_set"] == sorted(m for m in found[idx].details["k_set"])
+    assert not res.run.findings_of("ab-kslot-mismatch") and not res.run.findings_of("token-coverage")
+
+
+@pytest.mark.parametrize("wrong,arch", [("gfx936", "gfx942"), ("gfx942", "gfx936")])
+def test_running_one_archs_formula_on_the_other_is_caught(wrong, arch):
+    d, cache = small(300)
+    res = run_decode(d["q"], cache, arch=arch, formula=wrong, trace=False)
+    assert res.run.findings_of("scale-group-mismatch")
+    assert R.metrics(res.out, R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]))["max_abs"] > 0.1
+    right = run_decode(d["q"], cache, arch=arch, formula=arch, trace=False)
+    assert not right.run.findings
+
+
+def test_several_partitions_match_one_partition():
+    d, cache = small(1000, heads=4, head_dim=64, seed=1)
+    many = run_decode(d["q"], cache, trace=False, provenance=False)
+    one = run_decode(d["q"], cache, trace=False, provenance=False, partition_size=1024)
+    assert many.tmp_out.shape[2] == 4 and one.tmp_out.shape[2] == 1
+    np.testing.assert_allclose(many.out, one.out, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("context", [4096, 8192, 16384])
+def test_fragment_accuracy_figures(context):
+    """Seed figure: fragment decode within 2e-3 of BF16 (seed: <= 0.000977), smooth-K on since the
+    default data has outlier K channels; the report also carries the no-smooth-K reference."""
+    kr = run_kernel("paged_attention_decode", context=context, provenance=False)
+    m = kr.metrics()
+    assert m["vs_bf16"]["max_abs"] <= 2e-3
+    assert m["vs_reference_int8"]["max_abs"] <= NATIVE_VS_REF_ATOL
+    assert m["reference_int8_without_smooth_k_vs_bf16"]["max_abs"] > m["vs_bf16"]["max_abs"]
+
+
+@pytest.mark.parametrize("arch", ["gfx936", "gfx942"])
+def test_contiguous_error_is_at_least_10x_fragment(arch):
+    frag = run_kernel("paged_attention_decode", arch=arch, context=4096, provenance=False).metrics()
+    cont = run_kernel("paged_attention_decode", arch=arch, context=4096, grouping="contiguous",
+                      provenance=False).metrics()
+    assert cont["vs_bf16"]["max_abs"] >= 10 * frag["vs_bf16"]["max_abs"]
+    assert frag["vs_bf16"]["max_abs"] <= 2e-3
+
+
+def test_report_json_schema():
+    kr = run_kernel("paged_attention_decode", context=130, grouping="contiguous")
+    rep = kr.report()
+    assert set(rep) >= {"metrics", "mmacs", "findings"}
+    assert set(rep["metrics"]) >= {"vs_fp32", "vs_bf16", "vs_reference_int8"}
+    assert set(rep["metrics"]["vs_bf16"]) == {"max_abs", "rms", "cos_sim", "rel_l1"}
+    e = rep["mmacs"][-1]
+    assert set(e) >= {"index", "instruction", "workgroup", "wave", "a_tokens", "b_tokens"}
+    assert len(e["a_tokens"]) == len(e["b_tokens"]) == 32
+    f = [x for x in rep["findings"] if x["kind"] == "scale-group-mismatch"]
+    assert f and {"workgroup", "wave", "lane", "instruction", "source", "details"} <= set(f[0])
+
+
+@pytest.mark.parametrize("bad,msg", [(dict(head_dim=96), "head-dim must be 64 or 128"),
+                                     (dict(heads=8, kv_heads=3), "GQA ratio"),
+                                     (dict(heads=32, kv_heads=1), "GQA ratio"),
+                                     (dict(block_size=8), "block-size"),
+                                     (dict(grouping="rows"), "grouping"),
+                                     (dict(partition_size=300), "partition-size"),
+                                     (dict(arch="gfx1100"), "unknown arch")])
+def test_bad_parameters_are_named(bad, msg):
+    with pytest.raises((ValueError, KeyError), match=msg):
+        run_kernel("paged_attention_decode", context=64, **bad)
+
+
+def test_cli_lists_kernels_and_runs_json(capsys):
+    import json
+    from gfxsim.cli import main
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "paged_attention_decode" in capsys.readouterr().out
+    assert main(["run", "paged_attention_decode", "--context", "70", "100", "--report", "json", "--head-dim",
+                 "64", "--heads", "4"]) == 0
+    reps = json.loads(capsys.readouterr().out)
+    assert [r["context"] for r in reps] == [70, 100] and all(r["findings"] == [] for r in reps)
+    assert main(["run", "nonexistent"]) == 2
+    assert "unknown kernel 'nonexistent'" in capsys.readouterr().err
