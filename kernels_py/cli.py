@@ -14,6 +14,16 @@ def add_parser(sub):
     p = sub.add_parser("run", help="run a kernel on the simulator with references and findings",
                        description=f"Run one of the Python twin kernels on gfxsim. Kernels: {kernels}. "
                                    "Default: paged_attention_decode at 4096 tokens on gfx936 with generated data.")
+    add_run_options(p)
+    p.add_argument("--report", choices=("text", "json"), default="text")
+    p.add_argument("--trace", action="store_true", help="keep the full per-lane trace (slower)")
+    p.set_defaults(func=run)
+    return p
+
+
+def add_run_options(p):
+    """The options that choose one kernel run; `gfxsim run` and `gfxsim plot run` share them."""
+    kernels = ", ".join(sorted(KERNELS))
     p.add_argument("kernel", nargs="?", default="paged_attention_decode", help=f"one of: {kernels}")
     p.add_argument("--arch", default=DEFAULTS["arch"], help="gfx936 (jump C/D layout) or gfx942 (CDNA3)")
     p.add_argument("--context", type=int, nargs="+", default=[DEFAULTS["context"]], help="history length(s)")
@@ -34,10 +44,15 @@ def add_parser(sub):
     p.add_argument("--inputs", metavar="FILE.npz", help="run on your own q, k, v (see README 'Data')")
     p.add_argument("--formula", choices=("derived", "gfx936", "gfx942"), default="derived",
                    help="force one arch's hand-written output-layout formula (to see it caught on the other)")
-    p.add_argument("--report", choices=("text", "json"), default="text")
-    p.add_argument("--trace", action="store_true", help="keep the full per-lane trace (slower)")
-    p.set_defaults(func=run)
     return p
+
+
+def run_options(args, context) -> dict:
+    """run_kernel keyword arguments of the options add_run_options added (--inputs is loaded by the caller)."""
+    return dict(formula=args.formula, provenance=args.provenance,
+                partition_size=args.partition_size, arch=args.arch, context=context, grouping=args.grouping,
+                smooth_k=args.smooth_k, heads=args.heads, kv_heads=args.kv_heads, head_dim=args.head_dim,
+                block_size=args.block_size, seed=args.seed)
 
 
 def run(args) -> int:
@@ -48,11 +63,8 @@ def run(args) -> int:
     reports = []
     contexts = [None] if inputs is not None else args.context
     for ctx in contexts:
-        kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace, formula=args.formula,
-                        provenance=args.provenance, partition_size=args.partition_size, arch=args.arch,
-                        context=ctx if ctx is not None else DEFAULTS["context"], grouping=args.grouping,
-                        smooth_k=args.smooth_k, heads=args.heads, kv_heads=args.kv_heads, head_dim=args.head_dim,
-                        block_size=args.block_size, seed=args.seed)
+        kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace,
+                        **run_options(args, ctx if ctx is not None else DEFAULTS["context"]))
         if args.report == "json":
             reports.append(kr.report())
         else:
