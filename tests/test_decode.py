@@ -141,3 +141,20 @@ def test_cli_lists_kernels_and_runs_json(capsys):
     assert [r["context"] for r in reps] == [70, 100] and all(r["findings"] == [] for r in reps)
     assert main(["run", "nonexistent"]) == 2
     assert "unknown kernel 'nonexistent'" in capsys.readouterr().err
+
+
+def test_cli_runs_on_user_inputs_and_names_bad_files(tmp_path, capsys):
+    import json
+    from gfxsim.cli import main
+    d = make_attention_inputs(seed=3, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[90, 40])
+    good = tmp_path / "good.npz"
+    np.savez(good, q=d["q"], k=d["k"], v=d["v"], context_lens=d["context_lens"])
+    assert main(["run", "--inputs", str(good), "--report", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    ref = R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"])
+    assert rep["context"] == 90 and rep["findings"] == [] and rep["metrics"]["vs_bf16"]["max_abs"] < 0.05
+    assert {tuple(m["workgroup"]) for m in rep["mmacs"]} >= {(0, 0, 0), (1, 0, 1)}     # both seqs, both kv heads
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, q=d["q"], v=d["v"])
+    assert main(["run", "--inputs", str(bad)]) == 2
+    assert "missing array(s) 'k'" in capsys.readouterr().err
