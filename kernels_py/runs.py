@@ -133,3 +133,6 @@ def _validate(p):
         raise ValueError(f"--context must be >= 1, got {p['context']}")
     if p["kv_heads"] < 1 or p["heads"] % p["kv_heads"] or not 1 <= p["heads"] // p["kv_heads"] <= 16:
         raise ValueError(f"--heads {p['heads']} / --kv-heads {p['kv_heads']}: the GQA ratio must be an integer 1..16")
+
+
+from . import host_twins  # noqa: E402,F401  registers qk_int8, pv_int8, pv_bf16, prefix_prefill, int8_kv_cache

@@ -1,0 +1,305 @@
+"""Host side of the standalone twins (qk_int8, pv_int8, pv_bf16), prefix_prefill and the cache
+producer int8_kv_cache: tagged buffers, launches, and the runners of `gfxsim run` (registered in
+runs.KERNELS when kernels_py.runs is imported).
+
+The standalone kernels take 16 query rows of kv head 0 of sequence 0 (``query_rows``); the PV
+kernels are given P, the exact softmax of those rows' int8 QK scores over the whole context.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from gfxsim import Buffer, launch
+
+from . import reference as R
+from .host import cache_buffers
+from .int8_cache_ref import (BLOCK_SIZES, HEAD_DIMS, POISON_I8, PagedKVCache, build_paged_cache, gather_int8,
+                             gather_kv, quantize_int8)
+from .int8_kv_cache import int8_kv_cache
+from .prefix_prefill import prefix_prefill
+from .pv_bf16 import pv_bf16
+from .pv_int8 import pv_int8
+from .qk_int8 import ROWS, qk_int8
+from .runs import prepare_inputs, register
+
+WAVES = 4                 # waves per workgroup of every attention twin
+CHUNK = 64                # tokens per wave and iteration
+PREFILL_QUERIES = 64      # generated prefill queries (one workgroup's 4 x 16 rows) unless num_queries is given
+PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
+
+
+def _bf16(x):
+    return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+# ---- inputs of the standalone kernels ------------------------------------------------------
+
+def query_rows(q, num_kv_heads: int) -> np.ndarray:
+    """The 16 M rows: the query heads of kv head 0 of sequence 0 at the last query positions, row
+    = query*ratio + head (the references' order); zero rows where q has fewer than 16."""
+    q = np.asarray(q, np.float32)
+    q4 = q[:, None] if q.ndim == 3 else q
+    if q4.ndim != 4:
+        raise ValueError(f"q must be [num_seqs, num_heads, head_dim] or [num_seqs, num_queries, num_heads, "
+                         f"head_dim], got shape {q.shape}")
+    ratio = q4.shape[2] // num_kv_heads
+    rows = q4[0, :, :ratio].reshape(-1, q4.shape[-1])[-ROWS:]
+    return np.concatenate([rows, np.zeros((ROWS - len(rows), rows.shape[1]), np.float32)])
+
+
+def softmax_rows(rows, cache: PagedKVCache) -> np.ndarray:
+    """P [16][context_len] f32: the exact (float64) softmax of the rows' int8 QK scores against kv
+    head 0 over the whole context of sequence 0."""
+    kq, sk, _, _ = gather_int8(cache, 0)
+    qq, sq = quantize_int8(rows)
+    s = R.qk_int8_scores(qq, sq, kq[:, 0], sk[:, 0]).astype(np.float64)
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def sum_in_wave_order(chunks: np.ndarray) -> np.ndarray:
+    """Per-chunk partial outputs [rows, C, D] summed as the standalone kernels do: wave w adds its
+    chunks w, w+4, ... in order, then the waves' partials are added in wave order."""
+    waves = []
+    for wv in range(WAVES):
+        acc = np.zeros((chunks.shape[0], chunks.shape[2]), np.float32)
+        for c in range(wv, chunks.shape[1], WAVES):
+            acc = acc + chunks[:, c]
+        waves.append(acc)
+    total = waves[0]
+    for acc in waves[1:]:
+        total = total + acc
+    return total
+
+
+def _padded_w_v(p, cache: PagedKVCache):
+    """W = P·sV and Vq of kv head 0, zero-padded to whole 64-token chunks (the references' input)."""
+    _, _, vq, sv = gather_int8(cache, 0)
+    ctx = vq.shape[0]
+    T = -(-ctx // CHUNK) * CHUNK
+    W = np.zeros((ROWS, T), np.float32)
+    W[:, :ctx] = p * sv[:, 0]
+    V = np.zeros((T, cache.head_dim), np.int8)
+    V[:ctx] = vq[:, 0]
+    return W, V
+
+
+def _check_standalone(what, cache: PagedKVCache):
+    if cache.head_dim not in HEAD_DIMS:
+        raise ValueError(f"{what}: head_dim {cache.head_dim} not in {HEAD_DIMS}")
+
+
+# ---- launches -------------------------------------------------------------------------------
+
+def run_qk_int8(rows, cache: PagedKVCache, *, arch="gfx936", formula="derived", trace=True, provenance=True):
+    """qk_int8 of 16 query rows against kv head 0 of sequence 0: (S [16][context_len], Run)."""
+    _check_standalone("qk_int8", cache)
+    rows = np.asarray(rows, np.float32)
+    hd, ctx = cache.head_dim, int(cache.context_lens[0])
+    if rows.shape != (ROWS, hd):
+        raise ValueError(f"qk_int8: q must be [{ROWS}, head_dim {hd}], got shape {rows.shape}")
+    bufs = cache_buffers(cache)
+    q = Buffer("q", rows, {"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
+    s_out = Buffer.empty("s_out", (ROWS, ctx), np.float32)
+    run = launch(qk_int8, grid=1, waves_per_group=WAVES, arch=arch,
+                 args=(q, bufs["k_cache"], bufs["k_scale"], bufs["block_tables"], s_out),
+                 kwargs=dict(context_len=ctx, head_dim=hd, block_size=cache.block_size,
+                             num_kv_heads=cache.num_kv_heads, formula=formula), trace=trace, provenance=provenance)
+    return s_out.array, run
+
+
+def run_pv(kernel: str, p, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived",
+           trace=True, provenance=True):
+    """pv_int8 or pv_bf16 of P [16][context_len] against kv head 0 of sequence 0: (O [16][head_dim], Run)."""
+    if kernel not in PV_KERNELS:
+        raise ValueError(f"kernel must be one of {sorted(PV_KERNELS)}, got {kernel!r}")
+    if kernel == "pv_bf16" and grouping != "fragment":
+        raise ValueError(f"pv_bf16 has no W scale: grouping {grouping!r} does not apply")
+    _check_standalone(kernel, cache)
+    p = np.asarray(p, np.float32)
+    hd, ctx = cache.head_dim, int(cache.context_lens[0])
+    if p.shape != (ROWS, ctx):
+        raise ValueError(f"{kernel}: P must be [{ROWS}, context_len {ctx}], got shape {p.shape}")
+    bufs = cache_buffers(cache)
+    pb = Buffer("p", p, {"row": np.arange(ROWS)[:, None], "token": np.arange(ctx)[None, :]})
+    out = Buffer.empty("out", (ROWS, hd), np.float32)
+    kwargs = dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads,
+                  formula=formula)
+    if kernel == "pv_int8":
+        kwargs["grouping"] = grouping
+    run = launch(PV_KERNELS[kernel], grid=1, waves_per_group=WAVES, arch=arch,
+                 args=(pb, bufs["v_cache"], bufs["v_scale"], bufs["block_tables"], out), kwargs=kwargs,
+                 trace=trace, provenance=provenance)
+    return out.array, run
+
+
+def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived", trace=True,
+                provenance=True):
+    """prefix_prefill per sequence: q [num_seqs, num_queries, num_heads, head_dim], the queries being
+    the last num_queries positions of each context. Returns (out like q, [Run per sequence])."""
+    q = np.asarray(q, np.float32)
+    if q.ndim != 4:
+        raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got shape {q.shape}")
+    num_seqs, nq, num_heads, hd = q.shape
+    kvh = cache.num_kv_heads
+    if num_heads % kvh:
+        raise ValueError(f"num_heads {num_heads} is not a multiple of num_kv_heads {kvh}")
+    if hd != cache.head_dim:
+        raise ValueError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
+    if num_seqs != len(cache.context_lens):
+        raise ValueError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
+    if nq < 1 or nq > int(cache.context_lens.min()):
+        raise ValueError(f"num_queries {nq} must be 1..context_len (context_lens {cache.context_lens.tolist()})")
+    bufs = cache_buffers(cache)
+    out = np.empty_like(q)
+    runs = []
+    for s in range(num_seqs):
+        qb = Buffer("q", q[s], {"seq": np.asarray(s), "query": np.arange(nq)[:, None, None],
+                                "head": np.arange(num_heads)[None, :, None], "dim": np.arange(hd)[None, None, :]})
+        bt = Buffer("block_table", np.ascontiguousarray(cache.block_tables[s], np.int32))
+        ob = Buffer.empty("out", (nq, num_heads, hd), np.float32)
+        runs.append(launch(prefix_prefill, grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES,
+                           arch=arch, args=(qb, bufs["k_cache"], bufs["v_cache"], bufs["k_scale"], bufs["v_scale"],
+                                            bt, ob),
+                           kwargs=dict(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads,
+                                       num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
+                                       grouping=grouping, formula=formula), trace=trace, provenance=provenance))
+        out[s] = ob.array
+    return out, runs
+
+
+def empty_cache(num_blocks: int, num_kv_heads: int, head_dim: int, block_size: int):
+    """(k_cache, v_cache, k_scale, v_scale) poisoned as int8_cache_ref does: -128 and NaN."""
+    return (np.full((num_blocks, num_kv_heads, head_dim // 16, block_size, 16), POISON_I8, np.int8),
+            np.full((num_blocks, num_kv_heads, head_dim, block_size), POISON_I8, np.int8),
+            np.full((num_blocks, num_kv_heads, block_size), np.nan, np.float32),
+            np.full((num_blocks, num_kv_heads, block_size), np.nan, np.float32))
+
+
+def run_int8_kv_cache(key, value, slot_mapping, *, num_blocks: int, block_size: int, arch="gfx936", trace=True,
+                      provenance=True):
+    """The producer over every (token, kv head) into fresh poisoned caches:
+    ((k_cache, v_cache, k_scale, v_scale), Run)."""
+    key, value = np.asarray(key, np.float32), np.asarray(value, np.float32)
+    slots = np.asarray(slot_mapping, np.int32)
+    if key.ndim != 3 or key.shape != value.shape:
+        raise ValueError(f"key and value must both be [num_tokens, num_kv_heads, head_dim], got {key.shape} and "
+                         f"{value.shape}")
+    n, kvh, hd = key.shape
+    if n < 1:
+        raise ValueError("int8_kv_cache: no tokens")
+    if hd not in HEAD_DIMS:
+        raise ValueError(f"head_dim {hd} not in {HEAD_DIMS}")
+    if block_size not in BLOCK_SIZES:
+        raise ValueError(f"block_size {block_size} not in {BLOCK_SIZES}")
+    if slots.shape != (n,):
+        raise ValueError(f"slot_mapping must be [num_tokens {n}], got shape {slots.shape}")
+    bad = (slots < -1) | (slots >= num_blocks * block_size)
+    if bad.any():
+        raise ValueError(f"slot_mapping[{int(np.argmax(bad))}] = {int(slots[bad][0])} is outside "
+                         f"[0, {num_blocks * block_size}) and not -1")
+    kept = slots[slots >= 0]
+    if np.unique(kept).size != kept.size:
+        raise ValueError("slot_mapping writes one slot twice")
+    caches = [Buffer(name, arr) for name, arr in zip(("k_cache", "v_cache", "k_scale", "v_scale"),
+                                                     empty_cache(num_blocks, kvh, hd, block_size))]
+    # lds_bytes: the producer declares no LDS (as its HIP twin); each of its num_tokens x kv_heads
+    # one-wave workgroups would otherwise set up a poisoned 64 KiB LDS
+    run = launch(int8_kv_cache, grid=(n, kvh), waves_per_group=1, arch=arch,
+                 args=(Buffer("key", key), Buffer("value", value), Buffer("slot_mapping", slots), *caches),
+                 kwargs=dict(num_kv_heads=kvh, head_dim=hd, block_size=block_size), trace=trace,
+                 provenance=provenance, lds_bytes=4)
+    return tuple(b.array for b in caches), run
+
+
+# ---- `gfxsim run` runners: fn(params, inputs, trace) -> (out, refs, runs, extra_metrics, context) ----
+
+def _inputs_and_cache(p, inputs, num_queries=None):
+    d = prepare_inputs(inputs=inputs, num_queries=num_queries,
+                       **{k: p[k] for k in ("context", "heads", "kv_heads", "head_dim", "seed")})
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=p["smooth_k"],
+                              block_tables=d.get("block_tables"), seed=p["seed"])
+    return d, cache
+
+
+def _standalone_inputs(p, inputs):
+    """Generated: just enough query positions for 16 rows of kv head 0 (GQA ratio rows each)."""
+    ratio = p["heads"] // p["kv_heads"]
+    d, cache = _inputs_and_cache(p, inputs, num_queries=min(-(-ROWS // ratio), p["context"]))
+    return d, cache, query_rows(d["q"], cache.num_kv_heads)
+
+
+def _opts(p):
+    return dict(arch=p["arch"], formula=p["formula"], provenance=p.get("provenance", True))
+
+
+def _qk(p, inputs, trace):
+    d, cache, rows = _standalone_inputs(p, inputs)
+    s, run = run_qk_int8(rows, cache, trace=trace, **_opts(p))
+    ctx = int(cache.context_lens[0])
+    kq, sk, _, _ = gather_int8(cache, 0)
+    qq, sq = quantize_int8(rows)
+    # the kernel scores K with the per-channel mean removed when smooth-K is on: so do the references
+    k = d["k"][0, :ctx, 0] - (cache.k_mean[0, 0] if cache.k_mean is not None else 0)
+    scale = 1 / np.sqrt(cache.head_dim)
+    refs = {"fp32": (rows.astype(np.float64) @ k.T.astype(np.float64) * scale).astype(np.float32),
+            "bf16": (_bf16(rows) @ _bf16(k).T) * np.float32(scale),
+            "reference_int8": R.qk_int8_scores(qq, sq, kq[:, 0], sk[:, 0])}
+    return s, refs, [run], {}, ctx
+
+
+def _pv(kernel):
+    def runner(p, inputs, trace):
+        d, cache, rows = _standalone_inputs(p, inputs)
+        P = softmax_rows(rows, cache)
+        out, run = run_pv(kernel, P, cache, grouping=p["grouping"], trace=trace, **_opts(p))
+        ctx = int(cache.context_lens[0])
+        v = d["v"][0, :ctx, 0]
+        W, V = _padded_w_v(P, cache)
+        refs = {"fp32": (P.astype(np.float64) @ v.astype(np.float64)).astype(np.float32),
+                "bf16": _bf16(P) @ _bf16(v)}
+        if kernel == "pv_int8":
+            refs["reference_int8"] = sum_in_wave_order(R.pv_int8_chunks(W, V, p["grouping"]))
+        else:
+            refs["reference_bf16_pv"] = sum_in_wave_order(R.pv_bf16_chunks(W, V))
+        return out, refs, [run], {}, ctx
+    runner.__name__ = f"_{kernel}"
+    return runner
+
+
+def _prefill(p, inputs, trace):
+    nq = p.get("num_queries") or min(PREFILL_QUERIES, p["context"])
+    d, cache = _inputs_and_cache(p, inputs, num_queries=nq)
+    if d["q"].ndim != 4:
+        raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got {d['q'].shape}")
+    out, runs = run_prefill(d["q"], cache, grouping=p["grouping"], trace=trace, **_opts(p))
+    refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
+            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
+            "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"])}
+    return out, refs, runs, {}, int(d["context_lens"].max())
+
+
+def _kv_cache(p, inputs, trace):
+    """The producer fed what build_paged_cache feeds the numpy producer (smooth-K applied by the
+    caller); out and references are the dequantized K and V in logical token order, [2, tokens, ...]."""
+    d, ref = _inputs_and_cache(p, inputs)
+    lens = d["context_lens"]
+    mean = ref.k_mean if ref.k_mean is not None else np.zeros((len(lens),) + d["k"].shape[2:], np.float32)
+    key = np.concatenate([d["k"][s, :n] - mean[s] for s, n in enumerate(lens)]).astype(np.float32)
+    value = np.concatenate([d["v"][s, :n] for s, n in enumerate(lens)])
+    arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
+                                    block_size=ref.block_size, arch=p["arch"], trace=trace,
+                                    provenance=p.get("provenance", True))
+    mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
+
+    def dequantized(cache):
+        kv = [gather_kv(cache, s, add_mean=False) for s in range(len(lens))]
+        return np.stack([np.concatenate([k for k, _ in kv]), np.concatenate([v for _, v in kv])])
+    refs = {"fp32": np.stack([key, value]), "reference_int8": dequantized(ref)}
+    return dequantized(mine), refs, [run], {}, int(lens.max())
+
+
+for _name, _fn in (("qk_int8", _qk), ("pv_int8", _pv("pv_int8")), ("pv_bf16", _pv("pv_bf16")),
+                   ("prefix_prefill", _prefill), ("int8_kv_cache", _kv_cache)):
+    register(_name, _fn)
