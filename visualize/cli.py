@@ -10,6 +10,8 @@ import argparse
 
 OPERANDS = ("A", "B", "C", "D")
 VIEWS = ("matrix", "register")
+# `plot run --what`: picture -> whether the run must keep its full trace (coverage, LDS accesses)
+RUN_PICTURES = {"tokens": True, "scales": False, "errors": False, "banks": True}
 
 
 def add_parser(sub):
@@ -18,9 +20,7 @@ def add_parser(sub):
                                    ".png or .svg.")
     kinds = p.add_subparsers(dest="plot_kind", metavar="KIND")
     _add_layout(kinds)
-    # Pictures of kernel runs belong here, as a sibling of `layout`, once the simulator records
-    # runs: `gfxsim plot run KERNEL ... --what tokens|scales|errors|banks -o FILE`, drawn by a
-    # visualize/runs.py beside fragments.py and reusing grid.py and style.py.
+    _add_run(kinds)
     p.set_defaults(func=lambda args: _no_kind(p))
     return p
 
@@ -47,6 +47,32 @@ def _add_layout(kinds):
     return q
 
 
+def _add_run(kinds):
+    from kernels_py.cli import add_run_options
+    q = kinds.add_parser("run", help="pictures of a kernel run: token map, scale groups, errors, LDS banks",
+                         description="Run a kernel as `gfxsim run` does (same options) and draw one picture of "
+                                     "it: tokens (the token in every K slot of each matrix instruction that sums "
+                                     "over tokens, and the tokens consumed per output tile), scales (each slot's "
+                                     "scale group, misaligned slots outlined), errors (|output - reference| per "
+                                     "query row and head element, against fp32 and bf16), banks (LDS accesses by "
+                                     "bank-conflict degree, and one access lane by lane).",
+                         epilog="example: gfxsim plot run --context 300 --grouping contiguous --what scales "
+                                "--instructions 4 -o pv_scales.png")
+    add_run_options(q)
+    q.add_argument("--what", choices=tuple(RUN_PICTURES), required=True, help="the picture to draw")
+    q.add_argument("-o", "--output", required=True, metavar="FILE", help="picture to write: FILE.png or FILE.svg")
+    q.add_argument("--workgroup", default="0,0,0", metavar="X,Y,Z",
+                   help="tokens/scales: the workgroup whose wave is drawn (default 0,0,0)")
+    q.add_argument("--wave", type=int, default=0, help="tokens/scales: the wave drawn (default 0)")
+    q.add_argument("--all-waves", action="store_true", help="tokens/scales: draw every wave's instructions")
+    q.add_argument("--instructions", type=int, metavar="N",
+                   help="tokens/scales: draw the first N instructions (default: tokens 4, scales all of the wave)")
+    q.add_argument("--event", type=int, metavar="INDEX",
+                   help="banks: the trace index of the LDS access drawn lane by lane (default: the worst)")
+    q.set_defaults(func=run_run)
+    return q
+
+
 def _no_kind(parser) -> int:
     parser.print_help()
     return 2
@@ -64,3 +90,54 @@ def run_layout(args) -> int:
     path = save(fig, args.output)
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
     return 0
+
+
+def _workgroup(text: str) -> tuple:
+    try:
+        wg = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        wg = ()
+    if not 1 <= len(wg) <= 3 or min(wg) < 0:
+        raise ValueError(f"--workgroup {text!r}: give X, X,Y or X,Y,Z with non-negative integers, e.g. 0,1,0")
+    return wg
+
+
+def run_run(args) -> int:
+    from kernels_py.cli import run_options
+    from kernels_py.runs import DEFAULTS, run_kernel
+
+    from .style import picture_format, save
+    picture_format(args.output)              # bad input fails before the kernel runs
+    if len(args.context) != 1:
+        raise ValueError(f"--context: a picture is of one run; give one history length, got {args.context}")
+    if args.instructions is not None and args.instructions < 1:
+        raise ValueError(f"--instructions must be >= 1, got {args.instructions}")
+    if args.what in ("tokens", "scales") and not args.provenance:
+        raise ValueError(f"--what {args.what} draws the tokens that reached the K slots; drop --no-provenance")
+    wg = _workgroup(args.workgroup)
+    inputs = None
+    if args.inputs:
+        from kernels_py.inputs import load_inputs
+        inputs = load_inputs(args.inputs)
+    kr = run_kernel(args.kernel, inputs=inputs, trace=RUN_PICTURES[args.what],
+                    **run_options(args, args.context[0] if inputs is None else DEFAULTS["context"]))
+    fig = draw_run(kr, args.what, workgroup=None if args.all_waves else wg, wave=None if args.all_waves else args.wave,
+                   limit=args.instructions, event=args.event)
+    path = save(fig, args.output)
+    print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
+    return 0
+
+
+def draw_run(kr, what: str, *, workgroup=(0, 0, 0), wave=0, limit=None, event=None):
+    """The figure ``gfxsim plot run --what`` draws."""
+    if what == "tokens":
+        from .tokens import plot_tokens
+        return plot_tokens(kr, workgroup, wave, limit=4 if limit is None else limit)
+    if what == "scales":
+        from .scales import plot_scales
+        return plot_scales(kr, workgroup, wave, limit)
+    if what == "errors":
+        from .errors import plot_errors
+        return plot_errors(kr)
+    from .lds import plot_banks
+    return plot_banks(kr, event)
