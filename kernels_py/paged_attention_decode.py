@@ -22,8 +22,8 @@ def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_table
                            partition_size=PARTITION):
     seq, part, kvh = w.workgroup_id
     ctx = w.scalar_load(context_lens, seq * 4, "i32")
-    if part * partition_size >= ctx:
-        return                                                   # s_endpgm: nothing to attend to
+    if w.end_program(part * partition_size >= ctx):              # s_endpgm: nothing to attend to
+        return
     gqa = num_heads // num_kv_heads
     mma = int8_mma(w.arch)
     dlay = DLayout(w, w.insn(mma), formula)
@@ -110,17 +110,23 @@ def paged_attention_reduce(w, tmp_out, exp_sums, max_logits, context_lens, out, 
     Grid (num_heads, num_seqs); wave k handles head elements 64k .. 64k+63."""
     head, seq = w.workgroup_id[0], w.workgroup_id[1]
     ctx = w.scalar_load(context_lens, seq * 4, "i32")
-    n_part = -(-ctx // partition_size)
+    n_part = (ctx + (partition_size - 1)) // partition_size
     d = w.lane_id + w.wave_id * w.lanes
     row = (seq * num_heads + head) * max_partitions
-    mx = [w.global_load(max_logits, w.zeros("i32") + (row + p) * 4, 4, "f32") for p in range(n_part)]
+    mx = []
+    for p in range(max_partitions):          # partitions past this sequence's context are skipped
+        m_p = w.const(-np.inf, "f32")
+        with w.if_(n_part > p):
+            m_p[:] = w.global_load(max_logits, w.zeros("i32") + (row + p) * 4, 4, "f32")
+        mx.append(m_p)
     M = mx[0]
-    for p in range(1, n_part):
+    for p in range(1, max_partitions):
         M = w.max(M, mx[p])
     acc, total = w.zeros("f32"), w.zeros("f32")
     with w.if_(d < head_dim):
-        for p in range(n_part):
-            wp = w.global_load(exp_sums, w.zeros("i32") + (row + p) * 4, 4, "f32") * w.exp(mx[p] - M)
-            acc += w.global_load(tmp_out, ((row + p) * head_dim + d) * 4, 4, "f32") * wp
-            total += wp
+        for p in range(max_partitions):
+            with w.if_(n_part > p):
+                wp = w.global_load(exp_sums, w.zeros("i32") + (row + p) * 4, 4, "f32") * w.exp(mx[p] - M)
+                acc += w.global_load(tmp_out, ((row + p) * head_dim + d) * 4, 4, "f32") * wp
+                total += wp
         w.global_store(out, ((seq * num_heads + head) * head_dim + d) * 4, acc / total)

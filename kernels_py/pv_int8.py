@@ -89,7 +89,7 @@ def pv_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tables, 
         v_base[:] = ((blk * num_kv_heads + kvh) * head_dim + lane16id) * block_size + off
     out = []
     for dt in range(head_dim // 16):
-        with w.coverage(("O", w.wave_id, chunk_start, dt), expect=range(chunk_start, min(chunk_start + 64, ctx))):
+        with w.coverage(("O", w.wave_id, dt), expect=(chunk_start, w.min(chunk_start + 64, ctx))):
             vq = v_load(w, v_cache, v_base, 16 * dt * block_size, full, partial, t0, ctx, block_tables, seq, kvh,
                         16 * dt + lane16id, head_dim=head_dim, block_size=block_size, num_kv_heads=num_kv_heads,
                         max_blocks=max_blocks)

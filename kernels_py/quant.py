@@ -15,7 +15,9 @@ def quant_params(w, amax):
     """(inv, scale) for an amax value: both 0 where amax is below AMAX_MIN."""
     live = amax >= AMAX_MIN
     inv = w.select(live, QMAX / w.max(amax, AMAX_MIN), 0.0)
-    scale = w.select(live, amax / QMAX, 0.0)
+    # amax * 0 rather than a literal 0: the zero scale of an all-zero group still names the elements
+    # it was computed over, so the debugger can tell it from a scale computed over nothing
+    scale = w.select(live, amax / QMAX, amax * np.float32(0))
     return inv, scale
 
 

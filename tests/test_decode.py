@@ -158,3 +158,16 @@ def test_cli_runs_on_user_inputs_and_names_bad_files(tmp_path, capsys):
     np.savez(bad, q=d["q"], v=d["v"])
     assert main(["run", "--inputs", str(bad)]) == 2
     assert "missing array(s) 'k'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("grouping", ["fragment", "contiguous"])
+def test_batched_workgroups_match_one_at_a_time(grouping):
+    """trace=False runs every workgroup side by side (launch batch); same outputs, same findings."""
+    d, cache = small(300, heads=4, kv_heads=2, head_dim=64)
+    one = run_decode(d["q"], cache, grouping=grouping, trace=True)            # batch 1
+    many = run_decode(d["q"], cache, grouping=grouping, trace=False)          # all 4 workgroups at once
+    assert np.array_equal(one.out, many.out) and np.array_equal(one.tmp_out, many.tmp_out, equal_nan=True)
+    key = lambda f: (f.kind, f.workgroup, f.wave, f.lane, tuple(f.details.get("foreign", ())))
+    assert sorted(map(key, one.run.findings)) == sorted(map(key, many.run.findings))
+    tok = lambda r: sorted((m.workgroup, m.wave, tuple(m.tokens("A")), tuple(m.tokens("B"))) for m in r.mmacs())
+    assert tok(one.run) == tok(many.run)

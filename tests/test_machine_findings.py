@@ -192,3 +192,29 @@ def test_reduction_identity_stays_the_aggregate():
     launch(lambda w: out.setdefault("r", k(w)))
     tags, fp = out["r"]
     assert np.all(tags == -1) and fp == {0, 1, 2, 3}
+
+
+def test_batched_launch_keeps_workgroups_apart():
+    """Four workgroups side by side: separate LDS (no race across them), per-workgroup early exit,
+    per-workgroup findings with their own coordinates."""
+    out = Buffer.empty("out", (4, 2, 64), np.float32)
+
+    def k(w, out):
+        x = w.workgroup_id[0]
+        if w.end_program(x == 3 if isinstance(x, int) else x.eq(3)):   # workgroup 3 ends at once
+            return
+        reg = w.shared("s", (64,), np.float32)
+        if w.wave_id == 0:
+            w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32") + (x * 100).to("f32") if not isinstance(x, int)
+                        else w.lane_id.to("f32") + float(x * 100))
+        w.barrier()
+        v = w.lds_load(reg, (63 - w.lane_id) * 4, 4, "f32")
+        w.global_store(out, ((x * 2 + w.wave_id) * 64 + w.lane_id) * 4, v)
+        if w.wave_id == 1:
+            w.lds_load(w.shared("t", (64,), np.float32), w.lane_id * 4, 4, "f32")   # never written
+    runs = [launch(k, grid=4, waves_per_group=2, arch="gfx942", args=(out,), trace=False, batch=b) for b in (1, 4)]
+    want = np.stack([np.stack([(63 - np.arange(64)) + 100.0 * x] * 2) for x in range(4)])
+    assert np.array_equal(out.array[:3], want[:3]) and not out.written.reshape(4, -1)[3].any()
+    for r in runs:
+        assert not r.findings_of("lds-race")
+        assert sorted(f.workgroup for f in r.findings_of("uninitialized-read")) == [(0, 0, 0), (1, 0, 0), (2, 0, 0)]

@@ -34,6 +34,7 @@ class Machine:
         self._dedupe: dict = {}
         self._common_cache: dict = {}
         self._operand_cache: dict = {}
+        self._plan_cache: dict = {}
 
     def report(self, kind, message, *, dedupe=None, details=None, **coords):
         if dedupe is not None:
@@ -61,9 +62,13 @@ class Machine:
         if field_name is None or any(t.set_field_values(fp_id, field_name) == t.set_field_values(k, field_name)
                                      for k in (ka_id, kb_id)):
             return
-        lanes = [int(x) for x in np.unique(np.nonzero(mask)[1])]
-        key = ("scale", res.mma_event, wave.wg.id, wave.wave_id)
-        seen = self._dedupe.get(("scale-group-mismatch",) + key)
+        if not t.set_field_values(ka_id, field_name):
+            return                     # the instruction summed nothing tagged along K
+        wg, _ = wave._coords(lane)
+        insn_index = res.mma_event + (lane // wave.lanes if wave.members > 1 else 0)
+        lanes = [int(x) % wave.lanes for x in np.unique(np.nonzero(mask)[1])]
+        key = ("scale", insn_index, wave.wave_id)
+        seen = self._dedupe.get(("scale-group-mismatch",) + key + (wg,))
         if seen is not None:          # one finding per instruction: add this row's lanes
             seen.details["lanes"] = sorted(set(seen.details["lanes"]) | set(lanes))
             seen.details["groups"] = seen.details.get("groups", 1) + 1
@@ -75,8 +80,9 @@ class Machine:
         from ..arch.kslots import format_token_set
         wave.finding(
             "scale-group-mismatch",
-            f"scale applied to the result of instruction #{res.mma_event} was computed over {field_name}s "
-            f"{format_token_set(sorted(f_vals))}, but the instruction consumed {format_token_set(sorted(k_vals))}: "
+            f"scale applied to the result of instruction #{insn_index} was computed over "
+            + (f"{field_name}s {format_token_set(sorted(f_vals))}" if f_vals else f"no {field_name}s")
+            + f", but the instruction consumed {format_token_set(sorted(k_vals))}: "
             + "; ".join(x for x in (
                 f"{len(foreign)} {field_name}s took their scale from another group {format_token_set(foreign)}"
                 if foreign else "",
@@ -84,7 +90,7 @@ class Machine:
                 f"{format_token_set(extra)}" if extra else "") if x),
             lane=lane, instruction=res.mma_event,
             field=field_name, scale_over=sorted(f_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
-            lanes=lanes, mma_event=res.mma_event, dedupe=key)
+            lanes=lanes, mma_event=insn_index, dedupe=key)
 
 
 def _varying_field(t, members):
@@ -153,13 +159,22 @@ def _wg(x, fill=0):
 
 def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(), kwargs=None,
            trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes=None,
-           name: str | None = None) -> Run:
+           name: str | None = None, batch: int = 1) -> Run:
     """Run ``kernel(w, *args, **kwargs)`` on every wave of every workgroup of ``grid``.
 
     Workgroups run one after another in x-fastest order, each with fresh (poisoned) LDS; within a
     workgroup, waves run deterministically between barriers. Returns a Run with the trace and the
     findings; errors (out-of-bounds access, bad operands) raise with their coordinates.
+
+    ``batch=N`` runs N workgroups side by side: every wave statement then acts on N waves at once
+    (one register array N*wave_size wide), which amortises the simulator's per-statement cost.
+    The kernel must then treat workgroup ids and scalar loads as per-lane values (uniform per wave)
+    and branch on them with w.if_/w.end_program; the full per-lane trace needs batch=1.
     """
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    if batch > 1 and trace:
+        raise ValueError("the full trace records one workgroup at a time: use trace=False with batch > 1")
     prof = get_arch(arch)
     if not 1 <= waves_per_group <= 16:
         raise ValueError(f"waves_per_group must be 1..16, got {waves_per_group}")
@@ -175,8 +190,9 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     t0 = time.perf_counter()
     kw = kwargs or {}
     fn = lambda w: kernel(w, *args, **kw)
-    for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0])):
-        wg = Workgroup(m, (x, y, z), waves_per_group)
+    ids = [(x, y, z) for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]))]
+    for i in range(0, len(ids), batch):
+        wg = Workgroup(m, ids[i:i + batch], waves_per_group)
         wg.run(fn, lambda g, i: Wave(m, g, i))
     run = Run(kname, prof.name, grid, waves_per_group, m.trace, m.findings, m,
               seconds=time.perf_counter() - t0,
@@ -186,23 +202,33 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
 
 class coverage:
     """``with w.coverage(key, expect=tokens):`` — count, per output tile, how often each expected
-    token fed a K slot of the matrix instructions issued inside; zero or several is a finding."""
+    token fed a K slot of the matrix instructions issued inside; zero or several is a finding.
+    ``expect`` is an iterable of tokens, or (lo, hi) for tokens lo..hi-1 where lo and hi may be
+    per-lane values (uniform per wave; one range per workgroup of a batched launch)."""
 
     def __init__(self, wave, key, expect, field="token", operand="B"):
         self.wave, self.key, self.field, self.operand = wave, key, field, operand.upper()
-        self.expect = sorted(int(x) for x in expect)
-        self.counts: dict = {}
+        self.expect = [self._expected(expect, m) for m in range(wave.members)]
+        self.counts = [dict() for _ in range(wave.members)]
         self.first = None
+
+    def _expected(self, expect, member):
+        if isinstance(expect, tuple) and len(expect) == 2:
+            lo, hi = (int(x.val[0, member * self.wave.lanes]) if hasattr(x, "val") else int(x) for x in expect)
+            return list(range(lo, hi))
+        return sorted(int(x) for x in expect)
 
     def add(self, wave, insn, a_ids, b_ids, idx):
         if a_ids is None:
             return
         ids = b_ids if self.operand == "B" else a_ids
-        t = wave.machine.tags
-        vals = t.field_values(ids, self.field)
-        per_k = vals[0, :, 0] if self.operand == "B" else vals[0, 0, :]
-        for v in per_k.tolist():
-            self.counts[v] = self.counts.get(v, 0) + 1
+        vals = wave.machine.tags.field_values(ids, self.field)
+        per_k = vals[::insn.blocks, :, 0] if self.operand == "B" else vals[::insn.blocks, 0, :]   # [members, K]
+        live = wave.exec.reshape(wave.members, wave.lanes).any(axis=1)
+        for m in np.nonzero(live)[0].tolist():
+            counts = self.counts[m]
+            for v in per_k[m].tolist():
+                counts[v] = counts.get(v, 0) + 1
         self.first = idx if self.first is None else self.first
 
     def __enter__(self):
@@ -214,17 +240,18 @@ class coverage:
         if exc[0] is not None:
             return False
         from ..arch.kslots import format_token_set
-        never = [t for t in self.expect if self.counts.get(t, 0) == 0]
-        multi = {t: c for t, c in self.counts.items() if t in set(self.expect) and c > 1}
-        if never or multi:
-            msg = []
-            if never:
-                msg.append(f"{len(never)} {self.field}s never consumed {format_token_set(never)}")
-            if multi:
-                msg.append(f"{len(multi)} consumed more than once {format_token_set(sorted(multi))}")
-            self.wave.finding("token-coverage", f"output tile {self.key!r}: " + "; ".join(msg),
-                              instruction=self.first, tile=repr(self.key), never=never,
-                              multiple={int(k): int(v) for k, v in multi.items()})
+        for m, (expect, counts) in enumerate(zip(self.expect, self.counts)):
+            never = [t for t in expect if counts.get(t, 0) == 0]
+            multi = {t: c for t, c in counts.items() if t in set(expect) and c > 1}
+            if never or multi:
+                msg = []
+                if never:
+                    msg.append(f"{len(never)} {self.field}s never consumed {format_token_set(never)}")
+                if multi:
+                    msg.append(f"{len(multi)} consumed more than once {format_token_set(sorted(multi))}")
+                self.wave.finding("token-coverage", f"output tile {self.key!r}: " + "; ".join(msg),
+                                  lane=m * self.wave.lanes, instruction=self.first, tile=repr(self.key),
+                                  never=never, multiple={int(k): int(v) for k, v in multi.items()})
         return False
 
 

@@ -75,17 +75,19 @@ class LdsRegion:
 class LDS:
     """Workgroup-shared memory: bytes, a written bit, provenance and per-byte access epochs."""
 
-    def __init__(self, size: int, banks: int, bank_bytes: int):
+    def __init__(self, size: int, banks: int, bank_bytes: int, members: int = 1):
         self.size, self.banks, self.bank_bytes = size, banks, bank_bytes
-        self.raw = np.resize(POISON_BYTES, size).astype(np.uint8)
-        self.written = np.zeros(size, bool)
-        self.ids = np.zeros(size, np.int32)
-        self.fp = np.zeros(size, np.int32)
+        self.member_bytes = size                    # a batched launch keeps one LDS per workgroup
+        total = size * members
+        self.raw = np.resize(POISON_BYTES, total).astype(np.uint8)
+        self.written = np.zeros(total, bool)
+        self.ids = np.zeros(total, np.int32)
+        self.fp = np.zeros(total, np.int32)
         # race detection: last writer (wave, epoch) and readers (bitmask of waves, epoch)
-        self.w_wave = np.full(size, -1, np.int32)
-        self.w_epoch = np.full(size, -1, np.int64)
-        self.r_mask = np.zeros(size, np.uint64)
-        self.r_epoch = np.full(size, -1, np.int64)
+        self.w_wave = np.full(total, -1, np.int32)
+        self.w_epoch = np.full(total, -1, np.int64)
+        self.r_mask = np.zeros(total, np.uint64)
+        self.r_epoch = np.full(total, -1, np.int64)
         self.regions: dict[str, LdsRegion] = {}
         self.allocated = 0
 

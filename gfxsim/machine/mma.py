@@ -75,10 +75,10 @@ def round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
     return u.astype(np.uint32).view(np.float32)
 
 
-def compute(insn, a_mat, b_mat, c_mat):
-    """D = A.B + C for ``[blocks, M, K] x [blocks, K, N] + [blocks, M, N]``.
+def compute(insn, a_mat, b_mat, c_mat, batch: int = 1):
+    """D = A.B + C for ``[batch*blocks, M, K] x [batch*blocks, K, N] + [batch*blocks, M, N]``.
     Returns (D typed like the record's C/D, overflow mask or None)."""
-    bl, M, N, K = insn.blocks, insn.M, insn.N, insn.K
+    bl, M, N, K = insn.blocks * batch, insn.M, insn.N, insn.K
     if insn.cd_type == "i32":
         d = _mma_int(a_mat.astype(np.int64), b_mat.astype(np.int64), c_mat.astype(np.int64), bl, M, N, K)
         overflow = (d < INT32_MIN) | (d > INT32_MAX)

@@ -49,26 +49,45 @@ def _mask(c):
     return c.mask if isinstance(c, Cond) else np.asarray(c, bool)
 
 
+def _full_mask(c, width):
+    m = _mask(c)
+    return np.full(width, bool(m)) if m.ndim == 0 else m
+
+
 class Wave:
     def __init__(self, machine, workgroup, wave_id: int):
         self.machine = machine
         self.wg = workgroup
         self.arch = machine.arch
-        self.lanes = machine.arch.wave_size
+        self.lanes = machine.arch.wave_size              # lanes of one wave (what kernels see)
+        self.members = workgroup.members                 # workgroups run side by side in a batch
+        self.width = self.lanes * self.members           # columns of every register array
         self.wave_id = wave_id
-        self.exec = np.ones(self.lanes, bool)
+        self.exec = np.ones(self.width, bool)
+        self._base = (np.arange(self.width) // self.lanes) * self.lanes     # first lane of each member
         self._free_regs = []
         self._next_reg = 0
         self.max_regs = 0
         self._coverage = []
-        lane = np.arange(self.lanes, dtype=np.int32)
+        lane = (np.arange(self.width) % self.lanes).astype(np.int32)
         self.lane_id = self._new(lane[None, :], "i32")
         self.thread_id = self._new((lane + wave_id * self.lanes)[None, :].astype(np.int32), "i32")
+        if self.members > 1:     # workgroup ids differ per member: uniform per wave, held per lane
+            ids = np.repeat(np.array(workgroup.ids, np.int32), self.lanes, axis=0)      # [width, 3]
+            self._wg_ids = tuple(self._new(ids[:, d][None, :], "i32") for d in range(3))
 
     # -- identity ----------------------------------------------------------------------------
     @property
     def workgroup_id(self) -> tuple:
-        return self.wg.id
+        """(x, y, z): Python ints, or per-lane i32 values when workgroups run batched."""
+        return self.wg.id if self.members == 1 else self._wg_ids
+
+    def _coords(self, lane):
+        """(workgroup, lane within its wave) of a column of the register arrays."""
+        if lane is None:
+            return self.wg.id, None
+        lane = int(lane)
+        return self.wg.ids[lane // self.lanes], lane % self.lanes
 
     @property
     def num_waves(self) -> int:
@@ -108,11 +127,17 @@ class Wave:
         return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
 
     def error(self, cls, message, lane=None, address=None):
-        return located(cls, message, kernel=self.kernel, workgroup=self.wg.id, wave=self.wave_id, lane=lane,
-                   instruction=self.machine.trace.n_events, source=self.source(), address=address)
+        wg, lane = self._coords(lane)
+        return located(cls, message, kernel=self.kernel, workgroup=wg, wave=self.wave_id, lane=lane,
+                       instruction=self.machine.trace.n_events, source=self.source(), address=address)
 
     def finding(self, kind, message, lane=None, address=None, instruction=None, dedupe=None, **details):
-        self.machine.report(kind, message, workgroup=self.wg.id, wave=self.wave_id, lane=lane,
+        if instruction is not None and lane is not None and self.members > 1:
+            instruction = instruction + int(lane) // self.lanes     # a batched instruction: one index per member
+        wg, lane = self._coords(lane)
+        if dedupe is not None:
+            dedupe = tuple(dedupe) + (wg,)
+        self.machine.report(kind, message, workgroup=wg, wave=self.wave_id, lane=lane,
                             instruction=self.machine.trace.n_events if instruction is None else instruction,
                             source=self.source(), address=address, dedupe=dedupe, details=details)
 
@@ -142,7 +167,7 @@ class Wave:
 
     def const(self, value, dtype: str = "i32", n: int = 1) -> VGPRs:
         """A uniform value in every lane (v_mov_b32 of an SGPR/literal)."""
-        val = np.full((n, self.lanes), value, dtype=np_dtype(dtype))
+        val = np.full((n, self.width), value, dtype=np_dtype(dtype))
         v = self._new(val, dtype)
         self._event("v_mov_b32", outs=[v])
         return v
@@ -155,7 +180,9 @@ class Wave:
         val = np.asarray(values).astype(np_dtype(dtype))
         if val.ndim == 1:
             val = val[None, :]
-        if val.shape[1] != self.lanes:
+        if val.shape[1] == self.lanes and self.members > 1:
+            val = np.tile(val, (1, self.members))            # the same per-lane values in every member
+        if val.shape[1] != self.width:
             raise self.error(ValueError, f"per-lane values have {val.shape[1]} lanes, the wave has {self.lanes}")
         v = self._new(val.copy(), dtype)
         self._event("v_mov_b32", outs=[v])
@@ -182,18 +209,23 @@ class Wave:
                 continue
             if v.valid.all() if full else (v.valid | ~self.exec).all():
                 continue
-            if True:
-                bad = np.argwhere(~v.valid & self.exec[None, :])
-                lane = int(bad[0, 1])
+            bad = ~v.valid & self.exec[None, :]
+            for lane in self._first_lanes(bad.any(axis=0)):
+                m = slice(lane - lane % self.lanes, lane - lane % self.lanes + self.lanes)
                 self.finding("uninitialized-read", f"read of never-written {v.reg_name()} "
-                             f"(byte {int(bad[0, 0])}) in {len(np.unique(bad[:, 1]))} active lane(s)",
-                             lane=lane, dedupe=("uninit-reg", self.source()))
+                             f"(byte {int(np.argmax(bad[:, lane]))}) in {int(bad[:, m].any(axis=0).sum())} "
+                             f"active lane(s)", lane=lane, dedupe=("uninit-reg", self.source()))
+
+    def _first_lanes(self, mask):
+        """The first column where ``mask`` holds, in every workgroup of the batch that has one."""
+        per = np.asarray(mask, bool).reshape(self.members, self.lanes)
+        return [int(m * self.lanes + np.argmax(per[m])) for m in np.nonzero(per.any(axis=1))[0]]
 
     def _coerce(self, x, dtype, n=1) -> VGPRs:
         if isinstance(x, VGPRs):
             return x
         if isinstance(x, (int, float, np.integer, np.floating)):
-            return VGPRs(self, np.full((1, self.lanes), x, dtype=np_dtype(dtype)), dtype, literal=True)
+            return VGPRs(self, np.full((1, self.width), x, dtype=np_dtype(dtype)), dtype, literal=True)
         raise self.error(TypeError, f"expected a per-lane value or a number, got {type(x).__name__}")
 
     # -- elementwise ALU --------------------------------------------------------------------------
@@ -315,9 +347,13 @@ class Wave:
         return self._unary("rndne", x, np.rint)
 
     def max(self, a, b):
+        if not isinstance(a, VGPRs) and not isinstance(b, VGPRs):
+            return max(a, b)              # two uniform numbers: s_max
         return self._binary("max", a, b)
 
     def min(self, a, b):
+        if not isinstance(a, VGPRs) and not isinstance(b, VGPRs):
+            return min(a, b)
         return self._binary("min", a, b)
 
     def clamp(self, x, lo, hi):
@@ -340,7 +376,7 @@ class Wave:
         """Per lane: a where cond else b (v_cndmask_b32)."""
         dtype = a.dtype if isinstance(a, VGPRs) else b.dtype
         a, b = self._coerce(a, dtype), self._coerce(b, dtype)
-        m = _mask(cond)
+        m = self._m(cond)
         self._check_read(a, b)
         n = max(a.n, b.n)
         m = m[None, :] if m.ndim == 1 else m
@@ -427,26 +463,46 @@ class Wave:
     @contextlib.contextmanager
     def if_(self, cond):
         """``with w.if_(c):`` narrows EXEC to the lanes where c holds (s_and_saveexec_b64)."""
-        if _mask(cond).ndim != 1:
+        m = self._m(cond)
+        if m.ndim != 1:
             raise self.error(ValueError, "w.if_ needs a one-element condition (one bit per lane)")
         saved = self.exec.copy()
-        self.exec = saved & _mask(cond)
+        self.exec = saved & m
         try:
             yield Cond(self.exec.copy())
         finally:
             self.exec = saved
 
+    def _m(self, cond):
+        """A condition as a mask over the register columns: a Python bool is uniform, a per-lane
+        numpy mask of one wave applies to every workgroup of a batch."""
+        m = _full_mask(cond, self.width)
+        if m.ndim >= 1 and m.shape[-1] == self.lanes and self.members > 1:
+            m = np.tile(m, (1,) * (m.ndim - 1) + (self.members,))
+        return m
+
     def any(self, cond) -> bool:
-        return bool((_mask(cond) & self.exec).any())
+        return bool((self._m(cond) & self.exec).any())
 
     def all(self, cond) -> bool:
-        return bool((_mask(cond) | ~self.exec).all())
+        return bool((self._m(cond) | ~self.exec).all())
+
+    def end_program(self, cond) -> bool:
+        """s_endpgm where ``cond`` holds (uniform per wave): those lanes stop for good. Returns True
+        when no lane is left, so a kernel writes ``if w.end_program(part * P >= ctx): return``."""
+        m = self._m(cond)
+        if m.ndim != 1:
+            raise self.error(ValueError, "w.end_program needs a one-element condition")
+        self.exec = self.exec & ~m
+        return not self.exec.any()
 
     # -- cross-lane -------------------------------------------------------------------------------------
     def bpermute(self, v: VGPRs, src_lane) -> VGPRs:
         """out[l] = v[src_lane[l]] (ds_bpermute_b32); the source lane's data is read even if it is inactive."""
         src = src_lane.val[0].astype(np.int64) if isinstance(src_lane, VGPRs) else np.asarray(src_lane, np.int64)
-        src = np.broadcast_to(src, (self.lanes,)) % self.lanes
+        if src.ndim == 1 and src.shape[0] == self.lanes and self.members > 1:
+            src = np.tile(src, self.members)
+        src = self._base + np.broadcast_to(src, (self.width,)) % self.lanes
         self._check_read(v)
         if not v.valid[:, src[self.exec]].all():
             self.finding("uninitialized-read", f"bpermute reads a never-written lane of {v.reg_name()}",
@@ -471,6 +527,8 @@ class Wave:
     def readlane(self, v: VGPRs, lane: int):
         """v_readlane_b32: the value of one lane, as a Python number (an SGPR)."""
         self._check_read(v)
+        if self.members > 1:
+            raise self.error(ValueError, "readlane gives one number per wave; in a batched launch use w.bpermute")
         return v.val[0, lane].item()
 
     def reduce(self, v: VGPRs, op: str = "max", width: int | None = None) -> VGPRs:
@@ -495,7 +553,7 @@ class Wave:
                                  f"{offset.n} x {offset.dtype}")
             addr = offset.val[0].astype(np.int64)
         else:
-            addr = np.full(self.lanes, int(offset), np.int64)
+            addr = np.full(self.width, int(offset), np.int64)
         act = self.exec
         bad = act & ((addr < 0) | (addr + nbytes > limit))
         if bad.any():
@@ -527,21 +585,25 @@ class Wave:
                 ids[:, act] = buf.element_identities(self.machine.tags, safe[:, act])
             elif buf.ids is not None:
                 ids[:, act] = self.machine.tags.import_ids(buf.tag_table, buf.ids[safe[:, act]])
-        fp = np.zeros((nbytes // itemsize(dtype), self.lanes), np.int32)
+        fp = np.zeros((nbytes // itemsize(dtype), self.width), np.int32)
         if buf.fp is not None and self.machine.provenance:
             fp[:, act] = self.machine.tags.import_sets(buf.tag_table, buf.fp[safe[:: itemsize(dtype), act]])
         v = self._new(from_bytes(raw, dtype), dtype, ids=ids, fp=fp)
         if buf.written is not None and not buf.written[safe[:, act]].all():
-            l = int(np.nonzero(act)[0][np.argmax(~buf.written[safe[:, act]].all(axis=0))])
-            self.finding("uninitialized-read", f"global_load from {buf.name!r} reads never-written bytes",
-                         lane=l, address=int(addr[l]), dedupe=("uninit-global", buf.name, self.source()))
+            unwritten = act & ~buf.written[safe].all(axis=0)
+            for l in self._first_lanes(unwritten):
+                self.finding("uninitialized-read", f"global_load from {buf.name!r} reads never-written bytes",
+                             lane=l, address=int(addr[l]), dedupe=("uninit-global", buf.name, self.source()))
             v.valid[:, act] &= buf.written[safe[:, act]]
         self._event(f"global_load_{_LOAD_NAMES[nbytes]}", outs=[v], buffer=buf.name, address=addr.copy())
         return v
 
-    def scalar_load(self, buf: Buffer, offset: int, dtype: str | None = None):
-        """s_load_dword: one uniform value (an SGPR), returned as a Python number."""
+    def scalar_load(self, buf: Buffer, offset, dtype: str | None = None):
+        """s_load_dword: one uniform value (an SGPR), returned as a Python number; in a batched
+        launch the offset may differ per workgroup and the result is a per-lane value."""
         dtype = dtype or _dtype_name(buf.array.dtype)
+        if isinstance(offset, VGPRs):
+            return self.global_load(buf, offset, itemsize(dtype), dtype)
         size = itemsize(dtype)
         offset = int(offset)
         if offset < 0 or offset + size > buf.nbytes:
@@ -588,22 +650,33 @@ class Wave:
             raise self.error(TypeError, f"LDS access needs a region from w.shared(), got {type(region).__name__}")
         rel = self._addresses(offset, nbytes, region.nbytes, f"ds_{'write' if is_write else 'read'} of "
                               f"{region.name!r}", min(nbytes, 16) if nbytes in (4, 8, 16) else nbytes)
-        addr = rel + region.offset
+        addr = rel + region.offset + (self._base // self.lanes) * lds.member_bytes
         act = self.exec
-        if self.machine.check_races and self.wg.num_waves > 1:
-            hl, ha, hw = lds_track(addr, act, nbytes, self.wave_id, self.wg.epoch, is_write,
-                                   lds.w_wave, lds.w_epoch, lds.r_mask, lds.r_epoch)
-            if hl >= 0:
-                self.finding("lds-race", f"{'write' if is_write else 'read'} of LDS byte {ha} "
-                             f"({region.name}) races with wave {hw}: no barrier between them",
-                             lane=hl, address=int(ha), dedupe=("race", self.source(), int(hw)), other_wave=int(hw))
-        deg, cycles, passes = bank_conflicts(addr, act, nbytes, lds.banks, lds.bank_bytes)
-        if deg > 1:
-            self.finding("lds-bank-conflict", f"ds_{'write' if is_write else 'read'}_{_DS_NAMES[nbytes]} on "
-                         f"{region.name!r}: {deg}-way bank conflict ({cycles} cycles for {passes} passes)",
-                         address=int(addr[np.argmax(act)]), dedupe=("bank", self.source(), deg),
-                         degree=int(deg), cycles=int(cycles), passes=int(passes))
-        return addr, deg
+        worst = 0
+        for m in range(self.members):                    # each workgroup of a batch has its own LDS
+            cols = slice(m * self.lanes, (m + 1) * self.lanes)
+            if not act[cols].any():
+                continue
+            a, on = addr[cols], act[cols]
+            if self.machine.check_races and self.wg.num_waves > 1:
+                hl, ha, hw = lds_track(a, on, nbytes, self.wave_id, self.wg.epoch, is_write,
+                                       lds.w_wave, lds.w_epoch, lds.r_mask, lds.r_epoch)
+                if hl >= 0:
+                    ha -= m * lds.member_bytes
+                    self.finding("lds-race", f"{'write' if is_write else 'read'} of LDS byte {ha} "
+                                 f"({region.name}) races with wave {hw}: no barrier between them",
+                                 lane=m * self.lanes + hl, address=int(ha), dedupe=("race", self.source(), int(hw)),
+                                 other_wave=int(hw))
+            deg, cycles, passes = bank_conflicts(a, on, nbytes, lds.banks, lds.bank_bytes)
+            worst = max(worst, deg)
+            if deg > 1:
+                self.finding("lds-bank-conflict", f"ds_{'write' if is_write else 'read'}_{_DS_NAMES[nbytes]} on "
+                             f"{region.name!r}: {deg}-way bank conflict ({cycles} cycles for {passes} passes)",
+                             lane=m * self.lanes + int(np.argmax(on)),
+                             address=int(a[np.argmax(on)] - m * lds.member_bytes),
+                             dedupe=("bank", self.source(), deg), degree=int(deg), cycles=int(cycles),
+                             passes=int(passes))
+        return addr, worst
 
     def lds_load(self, region: LdsRegion, offset, nbytes: int = 4, dtype: str | None = None) -> VGPRs:
         """ds_read_b*: ``nbytes`` per lane from byte ``offset`` of the region."""
@@ -619,9 +692,10 @@ class Wave:
         wr = lds.written[safe]
         v.valid &= wr | ~act[None, :]
         if not wr[:, act].all():
-            l = int(np.nonzero(act)[0][np.argmax(~wr[:, act].all(axis=0))])
-            self.finding("uninitialized-read", f"ds_read of {region.name!r} reads never-written LDS bytes",
-                         lane=l, address=int(addr[l]), dedupe=("uninit-lds", self.source()))
+            for l in self._first_lanes(act & ~wr.all(axis=0)):
+                self.finding("uninitialized-read", f"ds_read of {region.name!r} reads never-written LDS bytes",
+                             lane=l, address=int(addr[l] - (l // self.lanes) * lds.member_bytes),
+                             dedupe=("uninit-lds", self.source()))
         self._event(f"ds_read_{_DS_NAMES[nbytes]}", outs=[v], region=region.name, address=addr.copy(),
                     bank_conflict=int(deg))
         return v
@@ -651,7 +725,7 @@ class Wave:
         insn = self.insn(mnemonic)
         need = {"A": (a, insn.a_type), "B": (b, insn.b_type)}
         if c is None:
-            c = VGPRs(self, np.zeros((insn.regs("C"), self.lanes), np_dtype(insn.cd_type)), insn.cd_type)
+            c = VGPRs(self, np.zeros((insn.regs("C"), self.width), np_dtype(insn.cd_type)), insn.cd_type)
         need["C"] = (c, insn.cd_type)
         for op, (v, t) in need.items():
             lay = insn.operand(op)
@@ -664,45 +738,72 @@ class Wave:
             if v.n != n_want:
                 raise self.error(ValueError, f"{mnemonic}: operand {op} needs {n_want} x {t} per lane "
                                  f"({lay.n_regs} VGPRs), got {v.n}")
-        if not self.exec.all():
-            raise self.error(GfxSimError, f"{mnemonic} issued with EXEC {self.exec.sum()}/{self.lanes}: "
-                             "matrix instructions need the whole wave")
+        ex = self.exec.reshape(self.members, self.lanes)
+        live = ex.all(axis=1)
+        if not np.all(live | ~ex.any(axis=1)):
+            m = int(np.argmax(~(live | ~ex.any(axis=1))))
+            raise self.error(GfxSimError, f"{mnemonic} issued with EXEC {ex[m].sum()}/{self.lanes}: "
+                             "matrix instructions need the whole wave", lane=m * self.lanes)
         self._check_read(a, b, c)
-        mats = {}
-        for op, v in (("A", a), ("B", b), ("C", c)):
-            e, l = gather_plan(insn, op)
-            mats[op] = v.val[e, l]
-        d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"])
-        e, l = gather_plan(insn, "D")
-        dval = np.empty((insn.regs("D"), self.lanes), np_dtype(insn.cd_type))
-        dval[e, l] = d_mat
+        plans = {op: self._batched_plan(insn, op) for op in "ABCD"}      # [members*blocks, rows, cols]
+        mats = {op: v.val[plans[op]] for op, v in (("A", a), ("B", b), ("C", c))}
+        d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
+        dval = np.empty((insn.regs("D"), self.width), np_dtype(insn.cd_type))
+        dval[plans["D"]] = d_mat
         tr = self.machine.trace
         idx = tr.n_events
-        out = VGPRs(self, dval, insn.cd_type, mma_event=idx)
+        out = self._new(dval, insn.cd_type, mma_event=idx)
         a_ids = b_ids = None
         if self.machine.provenance:
-            a_ids, b_ids = self._mma_provenance(insn, a, b, c, out, idx)
-        if overflow is not None and overflow.any():
-            blk, m, n = (int(x) for x in np.argwhere(overflow)[0])
-            lane = int(l[blk, m, n])
+            a_ids, b_ids = self._mma_provenance(insn, a, b, c, out, idx, plans)
+        if overflow is not None and (overflow & np.repeat(live, insn.blocks)[:, None, None]).any():
+            blk, m, n = (int(x) for x in np.argwhere(overflow & np.repeat(live, insn.blocks)[:, None, None])[0])
+            lane = int(plans["D"][1][blk, m, n])
             self.finding("int32-overflow", f"{mnemonic}: int32 accumulator overflow at D[{m}][{n}]"
-                         + (f" block {blk}" if insn.blocks > 1 else ""), lane=lane, instruction=idx,
+                         + (f" block {blk % insn.blocks}" if insn.blocks > 1 else ""), lane=lane, instruction=idx,
                          elements=int(overflow.sum()))
-        ev = self._event(mnemonic, ins=[a, b, c], outs=[out], cls=MmaEvent, insn=insn, a_ids=a_ids, b_ids=b_ids,
-                         tags=self.machine.tags)
-        if ev is not None:
-            ev.insn, ev.a_ids, ev.b_ids, ev.tags = insn, a_ids, b_ids, self.machine.tags
-            ev.details.pop("insn", None), ev.details.pop("a_ids", None), ev.details.pop("b_ids", None)
-            ev.details.pop("tags", None)
+        self._mma_events(mnemonic, insn, a, b, c, out, a_ids, b_ids, live)
         for cov in self._coverage:
             cov.add(self, insn, a_ids, b_ids, idx)
         return out
 
-    def _mma_provenance(self, insn, a, b, c, out, idx):
+    def _batched_plan(self, insn, op):
+        """(element, column) index arrays ``[members*blocks, rows, cols]`` of an operand."""
+        key = (id(insn), op, self.members, self.lanes)
+        cache = self.machine._plan_cache
+        got = cache.get(key)
+        if got is None:
+            e, l = gather_plan(insn, op)
+            base = (np.arange(self.members) * self.lanes)[:, None, None, None]
+            got = cache[key] = (np.broadcast_to(e, (self.members,) + e.shape).reshape((-1,) + e.shape[1:]),
+                                (l[None] + base).reshape((-1,) + l.shape[1:]))
+        return got
+
+    def _mma_events(self, mnemonic, insn, a, b, c, out, a_ids, b_ids, live):
+        """One MmaEvent per workgroup: a batched instruction is one instruction in every member."""
+        if self.members == 1:
+            ev = self._event(mnemonic, ins=[a, b, c], outs=[out], cls=MmaEvent)
+            if ev is not None:
+                ev.insn, ev.a_ids, ev.b_ids, ev.tags = insn, a_ids, b_ids, self.machine.tags
+            return
+        tr = self.machine.trace
+        idx = tr.n_events
+        tr.n_events += self.members          # member m's instruction is event idx + m
+        src = self.source()
+        bl = insn.blocks
+        for m in np.nonzero(live)[0].tolist():
+            cols = slice(m * self.lanes, (m + 1) * self.lanes)
+            ev = MmaEvent(index=idx + m, op=mnemonic, kernel=self.kernel, workgroup=self.wg.ids[m], wave=self.wave_id,
+                          source=src, exec_mask=self.exec[cols].copy())
+            ev.insn, ev.tags = insn, self.machine.tags
+            ev.a_ids = None if a_ids is None else a_ids[m * bl:(m + 1) * bl]
+            ev.b_ids = None if b_ids is None else b_ids[m * bl:(m + 1) * bl]
+            tr.matrix_events.append(ev)
+
+    def _mma_provenance(self, insn, a, b, c, out, idx, plans):
         """K-slot tags of A and B, the A/B agreement check, and the K sets of the result."""
         t = self.machine.tags
-        ea, la = gather_plan(insn, "A")
-        eb, lb = gather_plan(insn, "B")
+        (ea, la), (eb, lb) = plans["A"], plans["B"]
         a_ids = a.element_ids()[ea, la]                 # [blocks, M, K]
         b_ids = b.element_ids()[eb, lb]                 # [blocks, K, N]
         if not (a_ids.any() or b_ids.any()):
@@ -726,7 +827,8 @@ class Wave:
                              field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                              slots=[int(x) for x in np.argwhere(bad)[:, 1]])
         # K sets of each output element: the A row's and B column's identities (plus C's chain)
-        ed, ld = gather_plan(insn, "D")
+        ed, ld = plans["D"]
+        nb = ed.shape[0]
         ka = np.zeros(out.val.shape, np.int32)
         kb = np.zeros(out.val.shape, np.int32)
         ka[ed, ld] = pa["sets"][:, :, None].repeat(insn.N, axis=2)
@@ -737,8 +839,8 @@ class Wave:
         # identity of D[m][n]: the fields constant along K of A's row m and of B's column n
         ident = np.zeros(out.val.shape, np.int32)
         ra, cb = pa["common"], pb["common"]
-        dm = t.merge_ids(np.broadcast_to(ra[:, :, None], (insn.blocks, insn.M, insn.N)),
-                         np.broadcast_to(cb[:, None, :], (insn.blocks, insn.M, insn.N)))[0]
+        dm = t.merge_ids(np.broadcast_to(ra[:, :, None], (nb, insn.M, insn.N)),
+                         np.broadcast_to(cb[:, None, :], (nb, insn.M, insn.N)))[0]
         ident[ed, ld] = dm
         out.ids = np.repeat(ident, itemsize(out.dtype), axis=0)
         return a_ids, b_ids
@@ -796,15 +898,21 @@ class Wave:
                 continue
             n = max(res.n, sc.n)
             fp = _bcast(sc.fp, n)
+            # a reduction over a single element has no footprint of its own: it is that element
+            fp = np.where(fp != 0, fp, self.machine.tags._self_sets(_bcast(sc.element_ids(), n)))
             ka, kb = _bcast(res.ka, n), _bcast(res.kb, n)
-            act = self.exec[None, :] & (fp != 0) & (ka != 0)
+            # a scale over no tagged element at all (fp 0) applied to a result that did sum tagged
+            # elements is checked too: e.g. a contiguous group with no token left, whose scale 0
+            # silently drops the tokens the instruction consumed
+            act = self.exec[None, :] & (ka != 0)
             if not act.any():
                 continue
-            trip = np.stack([fp[act], ka[act], kb[act]], axis=1)
-            uk, first = np.unique(trip, axis=0, return_index=True)
+            member = np.broadcast_to(self._base // self.lanes, act.shape)
+            quad = np.stack([fp[act], ka[act], kb[act], member[act]], axis=1)
+            uk, first = np.unique(quad, axis=0, return_index=True)
             el, ln = np.nonzero(act)
-            for (f_, a_, b_), i0 in zip(uk.tolist(), first):
-                mask = act & (fp == f_) & (ka == a_) & (kb == b_)
+            for (f_, a_, b_, m_), i0 in zip(uk.tolist(), first):
+                mask = act & (fp == f_) & (ka == a_) & (kb == b_) & (member == m_)
                 self.machine.check_scale(self, res, f_, a_, b_, lane=int(ln[i0]), mask=mask)
 
 

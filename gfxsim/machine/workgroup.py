@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from .memory import LDS
 
 
@@ -17,12 +19,16 @@ class _Abort(BaseException):
 
 
 class Workgroup:
-    def __init__(self, machine, wg_id: tuple, num_waves: int):
+    def __init__(self, machine, wg_ids, num_waves: int):
+        """``wg_ids``: one workgroup id, or a list of them run side by side as a batch (each wave then
+        holds the same wave of every member, member m in columns m*wave_size ...)."""
         arch = machine.arch
         self.machine = machine
-        self.id = wg_id
+        self.ids = [tuple(wg_ids)] if isinstance(wg_ids[0], (int, np.integer)) else [tuple(i) for i in wg_ids]
+        self.id = self.ids[0]
+        self.members = len(self.ids)
         self.num_waves = num_waves
-        self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes)
+        self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes, members=self.members)
         self.epoch = 0
         self._go = None
 
