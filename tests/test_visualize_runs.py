@@ -97,7 +97,7 @@ def test_one_wave_legend_names_the_groups_the_findings_name(contiguous):
     groups = [t.get_text() for t in fig.legends[0].get_texts()]
     f = scale_findings(contiguous)
     first = sorted(f)[:2]
-    assert groups[:2] == ["scale group 0: tokens {0-31}", "scale group 1: tokens {32-63}"]
+    assert groups[:2] == ["group 0: tokens {0-31} (scale)", "group 1: tokens {32-63} (scale)"]
     assert [set(f[i].details["scale_over"]) for i in first] == [set(range(32)), set(range(32, 64))]
     assert "32 of 64 K slots" in fig._suptitle.get_text()
 

@@ -19,11 +19,17 @@ from . import style
 from .runs import name_of
 
 REFERENCES = ("fp32", "bf16")
+# The output's axes, leading ones flattened into rows: (row axes, column axis) of each kernel's output.
+AXES = {"paged_attention_decode": (("seq", "query head"), "head element (dim)"),
+        "prefix_prefill": (("seq", "query", "head"), "head element (dim)"),
+        "pv_int8": (("query row",), "head element (dim)"), "qk_int8": (("query row",), "token"),
+        "int8_kv_cache": (("K/V", "token", "kv head"), "head element (dim)")}
+MAX_ROW_LABELS = 32
 CMAP, LEVELS = "cividis", 16      # discrete levels: a PNG's 128-colour palette (style.save) keeps them exact
 
 
 def error_rows(run, ref: str):
-    """(|out - ref| as [query rows, head_dim], row labels); rows are (sequence, head)."""
+    """(|out - ref| as [rows, last axis], row labels): the output's leading axes flattened into rows."""
     refs = getattr(run, "refs", None)
     if refs is None:
         raise ValueError("error heatmaps need a kernel run with references (kernels_py run_kernel), "
@@ -34,23 +40,37 @@ def error_rows(run, ref: str):
     if out.shape != want.shape:
         raise ValueError(f"output {out.shape} and reference {ref} {want.shape} differ in shape")
     err = np.abs(out - want).reshape(-1, out.shape[-1])
-    seqs, heads = (out.shape[0], out.shape[1]) if out.ndim == 3 else (1, err.shape[0])
-    labels = [f"seq {s} head {h}" if seqs > 1 else f"head {h}" for s in range(seqs) for h in range(heads)]
+    names = axes_of(run)[0]
+    lead = [size for size in out.shape[:-1] if size > 1] or [1]       # axes of length 1 are left out
+    labels = [" ".join(f"{n} {i}" for n, i in zip(names, idx)) for idx in np.ndindex(*lead)]
     return err, labels
 
 
-def plot_errors(run, refs=REFERENCES, vmax=None) -> Figure:
-    """|kernel output - reference| heatmaps, query row x head element, one panel per reference;
-    ``vmax`` fixes the top of the colour scale (to compare two runs' figures)."""
+def axes_of(run):
+    """(names of the leading axes longer than 1, name of the last axis) of the run's output."""
+    shape = np.shape(run.out)
+    names = AXES.get(getattr(run, "kernel", None))
+    if names is None or len(names[0]) != len(shape) - 1:
+        names = tuple(f"axis {i}" for i in range(len(shape) - 1)), "last axis of the output"
+    return tuple(n for n, size in zip(names[0], shape) if size > 1) or names[0][-1:], names[1]
+
+
+def plot_errors(run, refs=None, vmax=None) -> Figure:
+    """|kernel output - reference| heatmaps, output rows x last axis (query row x head element for
+    attention), one panel per reference (default: those of fp32 and bf16 the run has); ``vmax``
+    fixes the top of the colour scale (to compare two runs' figures)."""
+    if refs is None:
+        refs = [r for r in REFERENCES if r in (getattr(run, "refs", None) or {})] or list(REFERENCES)
     if not refs:
         raise ValueError("name at least one reference")
     errs = [error_rows(run, r) for r in refs]
     rows, cols = errs[0][0].shape
+    row_words, col_words = axes_of(run)
     vmax = vmax or max(float(e.max()) for e, _ in errs) or 1.0
-    panel_h = max(1.2, 0.16 * rows + 0.5)
+    panel_h = min(4.0, max(1.2, 0.16 * rows + 0.5))
     fig = Figure(figsize=(max(7.5, 0.07 * cols + 2.5), len(refs) * (panel_h + 0.45) + 1.3), layout="constrained",
                  dpi=style.DPI)
-    fig.suptitle(f"{name_of(run)}: |kernel output − reference| per query row and head element",
+    fig.suptitle(f"{name_of(run)}: |kernel output − reference| per {', '.join(row_words)} and {col_words}",
                  fontsize=style.TITLE_SIZE)
     axes = fig.subplots(len(refs), 1, squeeze=False)[:, 0]
     for ax, ref, (err, labels) in zip(axes, refs, errs):
@@ -61,12 +81,14 @@ def plot_errors(run, refs=REFERENCES, vmax=None) -> Figure:
         ax.plot([c], [r], marker="x", markersize=7, markeredgewidth=1.8, color="white", linestyle="none")
         ax.plot([c], [r], marker="x", markersize=5, markeredgewidth=0.9, color="black", linestyle="none")
         rms = float(np.sqrt(np.mean(err ** 2)))
-        ax.set_title(f"against the {ref} reference: max abs {err.max():.3g} (head element {c}, {labels[r]}), "
-                     f"rms {rms:.3g}", fontsize=style.LABEL_SIZE, loc="left")
-        ax.set_yticks(range(rows), labels, fontsize=style.TICK_SIZE)
-        ax.tick_params(axis="x", labelsize=style.TICK_SIZE)
-        ax.set_ylabel("query row", fontsize=style.LABEL_SIZE)
-        ax.set_xlabel("head element (dim)", fontsize=style.LABEL_SIZE)
+        ax.set_title(f"against the {ref} reference: max abs {err.max():.3g} ({col_words.split(' (')[0]} {c}, "
+                     f"{labels[r]}), rms {rms:.3g}", fontsize=style.LABEL_SIZE, loc="left")
+        if rows <= MAX_ROW_LABELS:
+            ax.set_yticks(range(rows), labels, fontsize=style.TICK_SIZE)
+        ax.tick_params(labelsize=style.TICK_SIZE)
+        ax.set_ylabel(", ".join(row_words) if rows <= MAX_ROW_LABELS else
+                      f"row = ({', '.join(row_words)}) flattened", fontsize=style.LABEL_SIZE)
+        ax.set_xlabel(col_words, fontsize=style.LABEL_SIZE)
     bar = fig.colorbar(im, ax=list(axes), shrink=0.9, pad=0.01)
     bar.set_label("|output − reference|", fontsize=style.LABEL_SIZE)
     bar.ax.tick_params(labelsize=style.TICK_SIZE)
@@ -76,4 +98,4 @@ def plot_errors(run, refs=REFERENCES, vmax=None) -> Figure:
     return fig
 
 
-__all__ = ["plot_errors", "error_rows", "REFERENCES"]
+__all__ = ["plot_errors", "error_rows", "REFERENCES", "AXES"]

@@ -106,9 +106,11 @@ def select(run, workgroup=(0, 0, 0), wave=0, limit=None) -> list:
     slots = slot_scales(run, None if wave is None else workgroup, wave)
     if not slots:
         have = waves(s.event for s in slot_scales(run))
-        where = "the run" if wave is None else f"workgroup {_wg(workgroup)} wave {wave}"
-        raise ValueError(f"{where} issued no matrix instruction that sums over tokens; waves that did: "
-                         + (", ".join(f"workgroup {wg} wave {w}" for wg, w in have[:6]) or "none"))
+        if not have:
+            raise ValueError(f"{name_of(run)} issued no matrix instruction whose K slots hold several tokens "
+                             "(a QK instruction sums over head elements, one token per column)")
+        raise ValueError(f"workgroup {_wg(workgroup)} wave {wave} issued no matrix instruction that sums over "
+                         "tokens; waves that did: " + ", ".join(f"workgroup {wg} wave {w}" for wg, w in have[:6]))
     if limit is not None and limit < 1:
         raise ValueError(f"the number of instructions to draw must be >= 1, got {limit}")
     return slots[:limit]
