@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from .fragments import DLayout, bf16_mma, int8_mma
-from .pv_int8 import fold_v_scale, o_lds_shape, sum_waves_to, v_load
+from .pv_int8 import load_w_chunk, o_lds_shape, sum_waves_to, v_load
 from .qk_int8 import LDS_PAD, ROWS, token_slot
 
 # bytes per row of a wave's bf16 W slab: 64 tokens x 2 bytes + the pad. Rows 34 dwords apart put the
@@ -70,21 +70,10 @@ def pv_bf16(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, 
     o_lds = w.shared("o_lds", o_lds_shape(w, dlay, head_dim), np.float32)
     max_blocks = max_blocks or block_table.array.shape[-1]
     geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
-    qrow, col = qk_lay.rows(), qk_lay.cols()
     o = [w.zeros("f32", dlay.n_regs) for _ in range(head_dim // 16)]
     for chunk in range(w.wave_id, -(-context_len // 64), w.num_waves):
         start = 64 * chunk
-        W, tokens = [], []
-        for td in range(4):
-            tok = col + 16 * td
-            t = tok + start
-            p_ = w.zeros("f32", qk_lay.n_regs)
-            addr = (qrow * context_len + t) * 4
-            for i in range(qk_lay.n_regs):
-                with w.if_(t[i] < context_len):
-                    p_[i] = w.global_load(p, addr[i], 4, "f32")
-            W.append(fold_v_scale(w, p_, v_scale, block_table, 0, kvh, start + 16 * td, context_len, qk_lay, **geo))
-            tokens.append(tok)
+        W, tokens = load_w_chunk(w, p, v_scale, block_table, kvh, start, context_len, qk_lay, **geo)
         o = pv_bf16_chunk(w, mma, W, tokens, start, context_len, w_lds, v_cache, block_table, 0, kvh, o,
                           head_dim=head_dim, dlay=qk_lay, **geo)
     sum_waves_to(w, o, o_lds, out, dlay, head_dim=head_dim, rows=ROWS, out_addr=lambda r, d: (r * head_dim + d) * 4)

@@ -113,6 +113,24 @@ def fold_v_scale(w, p, v_scale, block_tables, seq, kvh, tile_start, ctx, dlay, *
     return w.select(token < ctx, p * to_d_layout(w, sv, dlay), 0.0)
 
 
+def load_w_chunk(w, p, v_scale, block_table, kvh, start, context_len, dlay, **geo):
+    """The standalone PV kernels' input: W = P·sV of one 64-token chunk, P read from p[16][context_len]
+    into the layout QK would leave it (D[row][token]). Returns (W[td], token offsets[td])."""
+    qrow, col = dlay.rows(), dlay.cols()
+    W, tokens = [], []
+    for td in range(4):
+        tok = col + 16 * td
+        t = tok + start
+        pv_ = w.zeros("f32", dlay.n_regs)
+        addr = (qrow * context_len + t) * 4
+        for i in range(dlay.n_regs):
+            with w.if_(t[i] < context_len):
+                pv_[i] = w.global_load(p, addr[i], 4, "f32")
+        W.append(fold_v_scale(w, pv_, v_scale, block_table, 0, kvh, start + 16 * td, context_len, dlay, **geo))
+        tokens.append(tok)
+    return W, tokens
+
+
 def sum_waves_to(w, acc, o_lds, out, dlay, *, head_dim, rows, out_addr):
     """Sum the waves' partial outputs through LDS in wave order 0..n-1; wave k stores rows k, k+n, ..."""
     qrow, col = dlay.rows(), dlay.cols()
@@ -149,21 +167,10 @@ def pv_int8(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, 
     o_lds = w.shared("o_lds", o_lds_shape(w, dlay, head_dim), np.float32)
     max_blocks = max_blocks or block_table.array.shape[-1]
     geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
-    qrow, col = dlay.rows(), dlay.cols()
     acc = [w.zeros("f32", dlay.n_regs) for _ in range(head_dim // 16)]
     for chunk in range(w.wave_id, -(-context_len // 64), w.num_waves):
         start = 64 * chunk
-        W, tokens = [], []
-        for td in range(4):             # P in the layout QK would leave it: D[row][token]
-            tok = col + 16 * td
-            t = tok + start
-            pv_ = w.zeros("f32", dlay.n_regs)
-            addr = (qrow * context_len + t) * 4
-            for i in range(dlay.n_regs):
-                with w.if_(t[i] < context_len):
-                    pv_[i] = w.global_load(p, addr[i], 4, "f32")
-            W.append(fold_v_scale(w, pv_, v_scale, block_table, 0, kvh, start + 16 * td, context_len, dlay, **geo))
-            tokens.append(tok)
+        W, tokens = load_w_chunk(w, p, v_scale, block_table, kvh, start, context_len, dlay, **geo)
         part = pv_chunk(w, mma, W, tokens, start, context_len, w_lds, v_cache, block_table, 0, kvh,
                         head_dim=head_dim, dlay=dlay, grouping=grouping, **geo)
         for dt in range(head_dim // 16):

@@ -10,6 +10,7 @@ import os
 import struct
 
 import pytest
+from conftest import need_toolchain
 
 from gfxsim.cli import main
 from gfxsim.hip import build as hipbuild
@@ -43,13 +44,6 @@ EF_AMDGPU_MACH = {"gfx940": 0x40, "gfx941": 0x4B, "gfx942": 0x4C}   # ELF e_flag
 EM_AMDGPU = 224
 
 
-def need_toolchain(arch: str):
-    try:
-        return toolchain.find_toolchain(arch)
-    except ToolchainError as e:
-        if os.environ.get("GFXSIM_REQUIRE_TOOLCHAIN"):
-            pytest.fail(str(e))
-        pytest.skip(str(e))
 
 
 @pytest.fixture(scope="session")

@@ -10,14 +10,13 @@ import os
 import re
 
 import pytest
+from conftest import need_toolchain
 
 from gfxsim.cli import main
 from gfxsim.hip import build as hipbuild
-from gfxsim.hip import toolchain
 from gfxsim.hip.asm import encoding_family, parse
 from gfxsim.hip.encoding import llvm_mc_families
 from gfxsim.hip.inspect import inspect, occupancy
-from gfxsim.hip.toolchain import ToolchainError
 
 ARCHS = ("gfx940", "gfx942", "gfx936")
 I8, BF16 = "v_mfma_i32_16x16x32_i8", "v_mfma_f32_16x16x16_bf16"
@@ -57,13 +56,7 @@ MATRIX = {
 }
 
 
-def need(arch: str):
-    try:
-        return toolchain.find_toolchain(arch)
-    except ToolchainError as e:
-        if os.environ.get("GFXSIM_REQUIRE_TOOLCHAIN"):
-            pytest.fail(str(e))
-        pytest.skip(str(e))
+need = need_toolchain   # tests/conftest.py
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,4 @@
 """Each finding fires on a minimal kernel with the defect and stays silent on the corrected one."""
-import itertools
 
 import numpy as np
 import pytest

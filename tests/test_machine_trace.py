@@ -1,7 +1,7 @@
 """Trace queries, register history, replay forward and back, tracing off."""
 import numpy as np
 
-from gfxsim import Buffer, launch
+from gfxsim import launch
 from test_machine_findings import run_pv
 
 

@@ -9,7 +9,6 @@ formulas both ways are printed from the same digits.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Tuple
 
 import numpy as np

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from ..arch import OPERANDS, arch_names, get_arch, get_instruction
+from ..arch import OPERANDS, get_arch, get_instruction
 from ..arch.kslots import format_token_set, tokens_per_instruction
 from ..arch.matrix_insn import OPERAND_FIELDS
 from .tables import render

@@ -9,7 +9,6 @@ import numpy as np
 
 from ..arch import get_arch
 from .findings import Finding
-from .memory import Buffer
 from .provenance import TagTable
 from .trace import Trace
 from .wave import Wave
