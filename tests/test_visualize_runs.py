@@ -277,6 +277,19 @@ def test_stepper_without_ipywidgets_falls_back_to_the_static_view(fragment, caps
     assert fig.axes
 
 
+def test_stepper_widget_moves_and_redraws(fragment):
+    pytest.importorskip("ipywidgets")
+    st = RunStepper(fragment, lane=3)
+    row, lane, status, text, image = st.widget().children
+    row.children[3].click()                                          # next matrix instruction
+    assert isinstance(st.current, MmaEvent) and st.instruction() in text.value and image.value
+    lane.value = 40
+    assert st.lane == 40 and "lane 40" in text.value
+    row.children[0].click()                                          # back: before the first one
+    row.children[2].click()
+    assert "no matrix instruction before" in status.value
+
+
 def test_stepper_on_an_untraced_run_says_what_to_do():
     run = run_tile(16)
     run.trace.enabled = False

@@ -15,6 +15,8 @@ outlined; for any other instruction, each operand VGPR across the 64 lanes, the 
 """
 from __future__ import annotations
 
+import html
+import io
 from dataclasses import replace
 
 import numpy as np
@@ -133,21 +135,26 @@ class RunStepper:
         tags = e.slot_tags(role)
         return [int(tags[b, r, c]) for b, r, c in zip(blocks.ravel(), rows.ravel(), cols.ravel())]
 
+    def instruction(self) -> str:
+        """'#2060 v_mmac_i32_16x16x32_i8 at pv_int8.py:98': the event about to execute."""
+        e = self.current
+        return "end of the wave" if e is None else f"#{e.index} {e.op} at {e.source}"
+
     def text(self) -> str:
         e = self.current
         head = (f"workgroup {self.workgroup} wave {self.wave}, lane {self.lane} (rowid {self.lane // 16}, "
                 f"lane16id {self.lane % 16}); {self.position} of {len(self.replay.events)} events executed")
         if e is None:
             return head + "; at the end of the wave"
-        lines = [head, f"next: #{e.index} {e.op} at {e.source}" + ("" if e.exec_mask[self.lane] else
-                                                                  "  (this lane is off in EXEC)")]
+        lines = [head, f"next: {self.instruction()}" + ("" if e.exec_mask[self.lane] else
+                                                       "  (this lane is off in EXEC)")]
         for role, name, dtype, vals in self.registers():
-            verb = "writes" if role in ("D",) or role.startswith("dst") else "reads "
+            verb = "writes" if role == "D" or role.startswith("dst") else "reads"
             shown = " ".join(_fmt(v, dtype) for v in vals)
             tok = ""
             if isinstance(e, MmaEvent) and role in ("A", "B") and getattr(e, f"{role.lower()}_ids") is not None:
                 tok = "   tokens " + " ".join(str(t) if t >= 0 else "·" for t in self.lane_tokens(role))
-            lines.append(f"  {verb} {role:>4} {name:<11} {dtype} x{len(vals)}: {shown}{tok}")
+            lines.append(f"  {verb:<6} {role:<4} {name:<11} {dtype} x{len(vals)}: {shown}{tok}")
         lines.append(f"  {len(self.vgprs())} VGPRs of lane {self.lane} written so far (.vgprs())")
         return "\n".join(lines)
 
@@ -252,33 +259,31 @@ class RunStepper:
         is installed; otherwise prints how to get it and returns the static figure."""
         try:
             import ipywidgets as W
-            from IPython.display import display
         except ImportError:
             print("ipywidgets is not installed (pip install 'gfxsim[notebook]'); static view. Move with "
                   ".step() / .back() / .next_mma() and call .show() again.")
             return self.show()
-        out = W.Output()
+        # Text and picture go into HTML and Image widgets rather than an Output widget: no display
+        # call is captured, so the view works the same in Jupyter and in headless notebook runners.
+        text, image, status = W.HTML(), W.Image(format="png"), W.HTML()
 
-        def redraw(*_):
-            with out:
-                out.clear_output(wait=True)
-                print(self.text())
-                if self.current is not None:
-                    display(self.figure())
+        def redraw():
+            text.value = f"<pre>{html.escape(self.text())}</pre>"
+            image.value = _png(self.figure()) if self.current is not None else b""
 
         def move(fn):
             def click(_):
                 try:
                     fn()
                 except ValueError as err:        # no further matrix instruction: say so, stay put
-                    with out:
-                        print(err)
+                    status.value = f"<i>{html.escape(str(err))}</i>"
                     return
+                status.value = ""
                 redraw()
             return click
 
-        buttons = [(("◀ back"), lambda: self.back()), ("step ▶", lambda: self.step()),
-                   ("◀ matrix instr.", lambda: self.prev_mma()), ("matrix instr. ▶", lambda: self.next_mma())]
+        buttons = [("◀ back", self.back), ("step ▶", self.step),
+                   ("◀ matrix instr.", self.prev_mma), ("matrix instr. ▶", self.next_mma)]
         row = []
         for label, fn in buttons:
             b = W.Button(description=label)
@@ -291,7 +296,15 @@ class RunStepper:
             redraw()
         lane.observe(set_lane, names="value")
         redraw()
-        return W.VBox([W.HBox(row), lane, out])
+        return W.VBox([W.HBox(row), lane, status, text, image])
+
+
+def _png(fig) -> bytes:
+    import matplotlib
+    buf = io.BytesIO()
+    with matplotlib.rc_context({"hatch.linewidth": style.HATCH_LINEWIDTH}):
+        fig.savefig(buf, format="png", dpi=style.DPI)
+    return buf.getvalue()
 
 
 def _lane_patch(lane: int):
