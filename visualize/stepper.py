@@ -197,24 +197,24 @@ class RunStepper:
 
     def mma_panel(self, e, op: str, values: bool = False) -> grid.Panel:
         """Operand ``op`` of matrix event ``e`` (block 0) as a matrix; the lane's cells outlined."""
-        lay = e.insn.operand(op)
+        lay, operand = e.insn.operand(op), dict(self.operands())[op]
         lane, reg, elem = lay.slot_of()[:, 0]                               # [rows, cols] each
         tokens = e.slot_tags(op)[0] if getattr(e, f"{op.lower()}_ids") is not None else None
         if not values and tokens is not None and (tokens >= 0).any():
             labels = np.vectorize(lambda t: str(t) if t >= 0 else "·", otypes=[object])(tokens)
             what = "tokens"
         else:
-            vals = dict(self.operands())[op].values
-            per = 32 // lay.elem_bits
-            labels = np.vectorize(lambda l, r, x: _fmt(vals[r * per + x, l], dict(self.operands())[op].dtype),
+            per = 32 // lay.elem_bits                                       # elements per VGPR
+            labels = np.vectorize(lambda l, r, x: _fmt(operand.values[r * per + x, l], operand.dtype),
                                   otypes=[object])(lane, reg, elem)
             what = "values"
         rname, cname = lay.axis_names()
         return grid.Panel(labels=labels, groups=lane // style.LANES_PER_GROUP,
-                      title=f"{op} ({lay.rows}×{lay.cols}, {what}) {dict(self.operands())[op].name}",
-                      gid=f"stepper:{e.index}:{op}", xticks=[str(c) for c in range(lay.cols)],
-                      yticks=[str(r) for r in range(lay.rows)], xlabel=f"{cname} ({'K' if cname == 'k' else 'N'})",
-                      ylabel=f"{rname} ({'K' if rname == 'k' else 'M'})", outline=lane == self.lane)
+                          title=f"{op} ({lay.rows}×{lay.cols}, {what}) {operand.name}",
+                          gid=f"stepper:{e.index}:{op}", xticks=[str(c) for c in range(lay.cols)],
+                          yticks=[str(r) for r in range(lay.rows)],
+                          xlabel=f"{cname} ({'K' if cname == 'k' else 'N'})",
+                          ylabel=f"{rname} ({'K' if rname == 'k' else 'M'})", outline=lane == self.lane)
 
     def _register_figure(self, e) -> Figure:
         panels = []
@@ -231,7 +231,7 @@ class RunStepper:
             return fig
         shown = panels[:MAX_REG_PANELS]
         size = grid.sizing(shown)
-        more = f"; {len(panels) - len(shown)} more VGPRs in .registers()" if len(panels) > len(shown) else ""
+        more = f"; the first {len(shown)} of {len(panels)} VGPRs" if len(panels) > len(shown) else ""
         handles = grid.legend_handles(np.concatenate([p.groups.ravel() for p in shown]), [_lane_patch(self.lane)])
         fig = grid.figure(size.width, size.height, self._title(e), handles,
                           f"cell: the VGPR's value in that lane (32-bit word in hex for packed types){more}")
