@@ -217,3 +217,21 @@ def test_batched_launch_keeps_workgroups_apart():
     for r in runs:
         assert not r.findings_of("lds-race")
         assert sorted(f.workgroup for f in r.findings_of("uninitialized-read")) == [(0, 0, 0), (1, 0, 0), (2, 0, 0)]
+
+
+def test_b128_phases_pair_non_adjacent_lane_groups():
+    """gfx9 serves ds_*_b128 in phases {0-3,20-23}, {4-7,16-19}, ...: lanes 0-3 and 20-23 hitting
+    the same banks conflict even though every 8 consecutive lanes cover all 32 banks."""
+    from gfxsim.machine.banks import phases
+    ph = phases(16)
+    assert ph[0] == ph[3] == ph[20] == ph[23] and ph[4] == ph[16] and ph[8] == ph[28] and ph[12] == ph[24]
+    assert ph[0] != ph[4] and ph[32] == ph[52] and ph[0] != ph[32]
+    l = np.arange(64)
+    # 8 consecutive lanes cover banks 0-31; lanes 20-23 reuse 0-3's banks at other addresses
+    addr = 16 * (l % 4) + 64 * (((l // 4) + (l // 16)) % 2) + 1024 * (l // 8)
+
+    def k(w):
+        reg = w.shared("b", (8 * 1024 + 64,), np.uint8)
+        w.lds_store(reg, w.from_lanes(addr, "i32"), w.zeros("u8", 16))
+    f = launch(k, arch="gfx942").findings_of("lds-bank-conflict")
+    assert f and f[0].details["degree"] == 2

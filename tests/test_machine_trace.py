@@ -49,3 +49,21 @@ def test_readme_example_runs():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "{0-7,16-23,32-39,48-55}" in out.stdout and "{8-15,24-31,40-47,56-63}" in out.stdout
+
+
+def test_operand_halves_name_the_loaded_registers():
+    """vq.bytes(8, 8) is v[n+2:n+3] of the 16-byte load, so the stepper's register file has it."""
+    import numpy as np
+    from gfxsim import Buffer
+    v = Buffer("v", np.arange(64 * 16, dtype=np.int8).reshape(64, 16))
+
+    def k(w):
+        vq = w.global_load(v, w.lane_id * 16, 16, "i8")
+        w.mma("v_mmac_i32_16x16x32_i8", vq.bytes(0, 8), vq.bytes(8, 8))
+    run = launch(k, arch="gfx936")
+    load, mma = run.events[-2], run.events[-1]
+    base = load.outputs[0].regs[0]
+    assert [o.regs for o in mma.inputs[:2]] == [(base, 2), (base + 2, 2)]
+    st = run.replay().goto(len(run.events))
+    assert np.array_equal(st.register(base + 2, dtype="u32").view(np.uint8).reshape(64, 4), v.array[:, 8:12].view(np.uint8))
+    assert "v_mmac" in repr(mma) and len(repr(mma)) < 300

@@ -3,8 +3,8 @@
 Top: every DS access (ds_read_b*/ds_write_b*) of the run counted by statement and by the conflict
 degree gfxsim recorded for it (1-way = conflict-free). Bottom: one access lane by lane: which
 bank each lane's dwords fall in, one row per pass, the lanes that share a bank with another
-dword of their pass outlined. Passes follow gfxsim's gfx9 model (gfxsim.machine.banks): each pass
-moves 128 bytes, so 32 lanes of b8-b32, 16 of b64, 8 of b128.
+dword of their pass outlined. Passes are gfxsim's gfx9 phases (gfxsim.machine.banks): 32 lanes of
+b8-b32, 16 of b64, and for b128 two groups of 4 lanes such as {0-3, 20-23}.
 
 >>> from visualize import plot_banks
 >>> fig = plot_banks(run_kernel("paged_attention_decode", context=300, trace=True))
@@ -20,6 +20,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from gfxsim.arch import get_arch
+from gfxsim.arch.kslots import format_token_set
+from gfxsim.machine.banks import phases
 
 from . import grid, style
 from .runs import name_of, runs_of
@@ -66,13 +68,14 @@ class BankMap:
 
 def bank_map(e, n_banks: int, bank_bytes: int, lanes_per_wave: int = 64) -> BankMap:
     nbytes = width(e.op)
-    per_pass = max(1, (n_banks * bank_bytes) // max(nbytes, bank_bytes))
     dwords = max(1, nbytes // bank_bytes)
     addr = np.asarray(e.details["address"], np.int64)
     lanes, banks, conflicted = [], [], []
     degree = cycles = 0
-    for start in range(0, lanes_per_wave, per_pass):
-        ls = [l for l in range(start, min(start + per_pass, lanes_per_wave)) if e.exec_mask[l]]
+    ph = phases(nbytes, lanes_per_wave)              # the machine's phases: b128 pairs {0-3, 20-23}, ...
+    for p in range(int(ph.max()) + 1):
+        members = [int(l) for l in np.nonzero(ph == p)[0]]
+        ls = [l for l in members if e.exec_mask[l]]
         dw = {l: [int(addr[l]) // bank_bytes + d for d in range(dwords)] for l in ls}
         served = {}                                             # bank -> distinct dwords
         for l in ls:
@@ -81,7 +84,7 @@ def bank_map(e, n_banks: int, bank_bytes: int, lanes_per_wave: int = 64) -> Bank
         deg = max((len(s) for s in served.values()), default=0)
         if ls:
             degree, cycles = max(degree, deg), cycles + deg
-        lanes.append(list(range(start, min(start + per_pass, lanes_per_wave))))
+        lanes.append(members)
         banks.append([tuple(d % n_banks for d in dw.get(l, [])) for l in lanes[-1]])
         conflicted.append([any(len(served[b]) > 1 for b in bk) for bk in banks[-1]])
     return BankMap(e, lanes, banks, conflicted, degree, cycles)
@@ -145,7 +148,7 @@ def map_panel(bm: BankMap) -> grid.Panel:
     per = len(bm.lanes[0])
     return grid.Panel(labels=labels, groups=groups, title="", gid=f"lds:access:{bm.event.index}",
                       xticks=[str(i) for i in range(per)],
-                      yticks=[f"pass {p}: lanes {row[0]}-{row[-1]}" for p, row in enumerate(bm.lanes)],
+                      yticks=[f"pass {p}: lanes {format_token_set(row)[1:-1]}" for p, row in enumerate(bm.lanes)],
                       xlabel="lane within the pass; cell: the LDS bank(s) of the lane's dwords",
                       ylabel="pass", outline=np.array(bm.conflicted))
 

@@ -50,7 +50,7 @@ class Event:
         return f"#{self.index} wg{self.workgroup} w{self.wave} {self.op} {outs}{' <- ' if ins else ''}{ins}  {self.source or ''}"
 
 
-@dataclass
+@dataclass(repr=False)          # Event's one-line repr, not every array
 class MmaEvent(Event):
     """A matrix instruction: per K slot, the provenance of A and B."""
     insn: object = None

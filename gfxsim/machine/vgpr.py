@@ -17,11 +17,12 @@ from .dtypes import FLOAT, INT, SIGNED, from_bytes, itemsize, np_dtype, to_bytes
 class VGPRs:
     __array_ufunc__ = None       # numpy scalars defer to our operators (np.float32(127) / v)
     __slots__ = ("w", "val", "dtype", "ids", "valid", "fp", "ka", "kb", "mma_event", "is_scale",
-                 "regs", "name", "__weakref__")
+                 "regs", "name", "owner", "__weakref__")
 
     def __init__(self, w, val, dtype, ids=None, valid=None, fp=None, ka=None, kb=None, mma_event=None,
-                 is_scale=False, name=None, literal=False):
+                 is_scale=False, name=None, literal=False, alias=None):
         self.w = w
+        self.owner = None
         self.dtype = dtype
         self.val = val                       # [n, lanes] numpy, typed
         n, lanes = val.shape
@@ -34,12 +35,16 @@ class VGPRs:
         self.mma_event = mma_event
         self.is_scale = is_scale
         self.name = name
-        # a literal/inline constant occupies no VGPR
-        self.regs = w._alloc(self.n_regs) if (w is not None and not literal) else None
+        # a literal/inline constant occupies no VGPR; a register sub-range (v[2:3] of v[0:3]) is
+        # the same registers, kept alive by its owner
+        if alias is not None:
+            self.owner, self.regs = alias
+        else:
+            self.regs = w._alloc(self.n_regs) if (w is not None and not literal) else None
 
     def __del__(self):
         try:
-            if self.regs is not None and self.w is not None:
+            if self.regs is not None and self.w is not None and self.owner is None:
                 self.w._free(self.regs)
         except Exception:            # interpreter shutdown
             pass
@@ -94,9 +99,15 @@ class VGPRs:
         size = itemsize(self.dtype)
         idx = np.arange(self.n)[sl]
         bidx = (idx[:, None] * size + np.arange(size)).ravel()
+        alias = None
+        first = int(idx[0]) * size if len(idx) else 0
+        if self.regs is not None and len(idx) and np.all(np.diff(idx) == 1) and first % 4 == 0:
+            # whole registers of this value: the slice names them (v[n+2:n+3]), no copy is made
+            alias = (self.owner or self, (self.regs[0] + first // 4, -(-(len(idx) * size) // 4)))
         return VGPRs(self.w, self.val[idx].copy(), self.dtype, self.ids[bidx].copy(), self.valid[bidx].copy(),
                      self.fp[idx].copy(), None if self.ka is None else self.ka[idx].copy(),
-                     None if self.kb is None else self.kb[idx].copy(), self.mma_event, self.is_scale)
+                     None if self.kb is None else self.kb[idx].copy(), self.mma_event, self.is_scale,
+                     alias=alias)
 
     def __getitem__(self, i) -> "VGPRs":
         if isinstance(i, (int, np.integer)):
