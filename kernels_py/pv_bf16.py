@@ -12,8 +12,8 @@ import ml_dtypes
 import numpy as np
 
 from .fragments import DLayout, bf16_mma, int8_mma
-from .pv_int8 import load_w_chunk, o_lds_shape, sum_waves_to, v_load
-from .qk_int8 import LDS_PAD, ROWS, token_slot
+from .pv_int8 import load_w_chunk, o_lds_shape, sum_waves_to, v_chunk_base, v_load
+from .qk_int8 import LDS_PAD, ROWS
 
 # bytes per row of a wave's bf16 W slab: 64 tokens x 2 bytes + the pad. Rows 34 dwords apart put the
 # 16 rows of a ds_write_b16 (gfx936: one row per lane16id; CDNA3: rows i and 4+i) and the 16 lanes
@@ -39,16 +39,10 @@ def pv_bf16_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tab
     # A lane: row lane16id, tokens 16*rowid + 4m .. +3 of the slab for instruction m
     a_addr = slab + lane16id * W_STRIDE + 2 * 16 * rowid
     wa = [w.lds_load(w_lds, a_addr + 8 * m, 8, "bf16") for m in range(N_MMA)]
-    # B: tokens 16*rowid .. +15 of the chunk, all in one cache block (block_size is 16 or 32)
-    t0 = chunk_start + 16 * rowid
-    full = (t0 + 16) <= ctx
-    partial = ~full & (t0 < ctx) if w.any(~full & (t0 < ctx)) else None
-    v_base = w.zeros("i32")
-    with w.if_(full):
-        blk, off = token_slot(w, block_tables, seq, t0, max_blocks=max_blocks, block_size=block_size)
-        v_base[:] = ((blk * num_kv_heads + kvh) * head_dim + lane16id) * block_size + off
+    t0, full, partial, v_base = v_chunk_base(w, block_tables, seq, kvh, chunk_start, ctx, head_dim=head_dim,
+                                             block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
     for dt in range(head_dim // 16):
-        with w.coverage(("O", w.wave_id, chunk_start, dt), expect=range(chunk_start, min(chunk_start + 64, ctx))):
+        with w.coverage(("O", w.wave_id, dt), expect=(chunk_start, w.min(chunk_start + 64, ctx))):
             vq = v_load(w, v_cache, v_base, 16 * dt * block_size, full, partial, t0, ctx, block_tables, seq, kvh,
                         16 * dt + lane16id, head_dim=head_dim, block_size=block_size, num_kv_heads=num_kv_heads,
                         max_blocks=max_blocks)

@@ -54,6 +54,22 @@ def quantize_w_to_lds(w, W, tokens, groups, inv, w_lds, dlay):
             w.lds_store(w_lds, addr[i], wq[i])
 
 
+def v_chunk_base(w, block_tables, seq, kvh, chunk_start, ctx, *, head_dim, block_size, num_kv_heads, max_blocks):
+    """Where the lane's 16 tokens 16*rowid .. +15 of a chunk start in the V cache (one cache block,
+    as block_size is 16 or 32) for head element lane16id: (t0, full, partial, v_base). ``full``
+    lanes use one 16-byte load; ``partial`` (None when no lane has one) marks a group that runs
+    past the context."""
+    rowid, lane16id = w.lane_id // 16, w.lane_id % 16
+    t0 = chunk_start + 16 * rowid
+    full = (t0 + 16) <= ctx
+    partial = ~full & (t0 < ctx) if w.any(~full & (t0 < ctx)) else None
+    v_base = w.zeros("i32")
+    with w.if_(full):
+        blk, off = token_slot(w, block_tables, seq, t0, max_blocks=max_blocks, block_size=block_size)
+        v_base[:] = ((blk * num_kv_heads + kvh) * head_dim + lane16id) * block_size + off
+    return t0, full, partial, v_base
+
+
 def v_load(w, v_cache, v_base, ks, full, partial, t0, ctx, block_tables, seq, kvh, d, *, head_dim, block_size,
            num_kv_heads, max_blocks):
     """16 consecutive tokens of head element d: one 16-byte load from v_base (+ one head-element row
@@ -79,14 +95,8 @@ def pv_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tables, 
     slab = w.wave_id * ROWS * W_STRIDE
     a_addr = slab + lane16id * W_STRIDE + 16 * rowid
     wq = [w.lds_load(w_lds, a_addr + 8 * j, 8, "i8") for j in range(2)]
-    # B: tokens 16*rowid .. +15 of the chunk, all in one cache block (block_size is 16 or 32)
-    t0 = chunk_start + 16 * rowid
-    full = (t0 + 16) <= ctx
-    partial = ~full & (t0 < ctx) if w.any(~full & (t0 < ctx)) else None
-    v_base = w.zeros("i32")
-    with w.if_(full):
-        blk, off = token_slot(w, block_tables, seq, t0, max_blocks=max_blocks, block_size=block_size)
-        v_base[:] = ((blk * num_kv_heads + kvh) * head_dim + lane16id) * block_size + off
+    t0, full, partial, v_base = v_chunk_base(w, block_tables, seq, kvh, chunk_start, ctx, head_dim=head_dim,
+                                             block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
     out = []
     for dt in range(head_dim // 16):
         with w.coverage(("O", w.wave_id, dt), expect=(chunk_start, w.min(chunk_start + 64, ctx))):

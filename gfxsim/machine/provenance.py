@@ -118,32 +118,29 @@ class TagTable:
         return ids[inv.ravel()].reshape(np.shape(field_values[names[0]]))
 
     # -- carrying provenance across launches (a buffer written by one kernel, read by the next) ------
-    def import_ids(self, other: "TagTable", ids: np.ndarray) -> np.ndarray:
-        if other is self:
-            return ids
-        u, inv = np.unique(ids, return_inverse=True)
-        cache = self._import_cache.setdefault((id(other), "id"), {})
+    @staticmethod
+    def _map_unique(arr: np.ndarray, cache: dict, fn) -> np.ndarray:
+        """Apply ``fn`` to each distinct id of ``arr`` once (memoised in ``cache``)."""
+        u, inv = np.unique(arr, return_inverse=True)
         out = np.empty(len(u), np.int32)
         for n, i in enumerate(u.tolist()):
             got = cache.get(i)
             if got is None:
-                got = cache[i] = self.identity((self.field(other.fields[f]), v) for f, v in other.identities[i])
+                got = cache[i] = fn(i)
             out[n] = got
-        return out[inv.ravel()].reshape(ids.shape)
+        return out[inv.ravel()].reshape(np.shape(arr))
+
+    def import_ids(self, other: "TagTable", ids: np.ndarray) -> np.ndarray:
+        if other is self:
+            return ids
+        return self._map_unique(ids, self._import_cache.setdefault((id(other), "id"), {}), lambda i: self.identity(
+            (self.field(other.fields[f]), v) for f, v in other.identities[i]))
 
     def import_sets(self, other: "TagTable", sids: np.ndarray) -> np.ndarray:
         if other is self:
             return sids
-        u, inv = np.unique(sids, return_inverse=True)
-        cache = self._import_cache.setdefault((id(other), "set"), {})
-        out = np.empty(len(u), np.int32)
-        for n, s_ in enumerate(u.tolist()):
-            got = cache.get(s_)
-            if got is None:
-                got = cache[s_] = self.set_id(self.import_ids(other, np.array(sorted(other.sets[s_]), np.int32))) \
-                    if s_ else 0
-            out[n] = got
-        return out[inv.ravel()].reshape(sids.shape)
+        return self._map_unique(sids, self._import_cache.setdefault((id(other), "set"), {}), lambda s_: self.set_id(
+            self.import_ids(other, np.array(sorted(other.sets[s_]), np.int32))) if s_ else 0)
 
     # -- reading back ----------------------------------------------------------------------------
     def fields_of(self, ident: int) -> dict:
@@ -254,15 +251,7 @@ class TagTable:
 
     def _self_sets(self, ids: np.ndarray) -> np.ndarray:
         """The singleton set {id} of each identity (0 for none)."""
-        u, inv = np.unique(ids, return_inverse=True)
-        c = self._single_cache
-        out = np.empty(len(u), np.int32)
-        for n, i in enumerate(u.tolist()):
-            got = c.get(i)
-            if got is None:
-                got = c[i] = self.set_id([i]) if i else 0
-            out[n] = got
-        return out[inv.ravel()].reshape(ids.shape)
+        return self._map_unique(ids, self._single_cache, lambda i: self.set_id([i]) if i else 0)
 
     def unions(self, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
         """Elementwise union of set ids."""
