@@ -34,6 +34,7 @@ class Machine:
         self._common_cache: dict = {}
         self._operand_cache: dict = {}
         self._plan_cache: dict = {}
+        self._verdicts: dict = {}
 
     def report(self, kind, message, *, dedupe=None, details=None, **coords):
         if dedupe is not None:
@@ -49,20 +50,31 @@ class Machine:
         self.findings.append(f)
         return f
 
-    def check_scale(self, wave, res, fp_id, ka_id, kb_id, lane, mask):
-        """A group scale (footprint fp) applied to a matrix result whose K sets are ka (A rows) / kb (B cols)."""
+    def scale_verdict(self, fp_id, ka_id, kb_id):
+        """None when a scale with footprint fp fits a result whose K sets are ka (A rows) / kb
+        (B columns); else (field, scale's values, K set's values). Memoised: a kernel applies the
+        same few scale/K-set pairs over and over."""
+        key = (fp_id, ka_id, kb_id)
+        if key in self._verdicts:
+            return self._verdicts[key]
         t = self.tags
         fp = t.sets[fp_id]
-        if fp == t.sets[ka_id] or fp == t.sets[kb_id]:
-            return
-        # compare along the field that varies over the K set (token for PV, dim for QK): the scale
-        # must cover exactly the elements the instruction summed over
-        field_name = _varying_field(t, t.sets[ka_id]) or _varying_field(t, fp)
-        if field_name is None or any(t.set_field_values(fp_id, field_name) == t.set_field_values(k, field_name)
-                                     for k in (ka_id, kb_id)):
-            return
-        if not t.set_field_values(ka_id, field_name):
-            return                     # the instruction summed nothing tagged along K
+        verdict = None
+        if fp != t.sets[ka_id] and fp != t.sets[kb_id]:
+            # compare along the field that varies over the K set (token for PV, dim for QK): the
+            # scale must cover exactly the elements the instruction summed over
+            field_name = _varying_field(t, t.sets[ka_id]) or _varying_field(t, fp)
+            if field_name is not None:
+                f_vals = t.set_field_values(fp_id, field_name)
+                k_vals = t.set_field_values(ka_id, field_name)
+                if k_vals and f_vals != k_vals and f_vals != t.set_field_values(kb_id, field_name):
+                    verdict = (field_name, f_vals, k_vals)
+        self._verdicts[key] = verdict
+        return verdict
+
+    def report_scale(self, wave, res, verdict, lane, mask):
+        """One scale-group finding per instruction (and workgroup), naming the foreign tokens."""
+        field_name, f_vals, k_vals = verdict
         wg, _ = wave._coords(lane)
         insn_index = res.mma_event + (lane // wave.lanes if wave.members > 1 else 0)
         lanes = [int(x) % wave.lanes for x in np.unique(np.nonzero(mask)[1])]
@@ -72,8 +84,6 @@ class Machine:
             seen.details["lanes"] = sorted(set(seen.details["lanes"]) | set(lanes))
             seen.details["groups"] = seen.details.get("groups", 1) + 1
             return
-        k_vals = t.set_field_values(ka_id, field_name)
-        f_vals = t.set_field_values(fp_id, field_name)
         foreign = sorted(k_vals - f_vals)            # consumed by the instruction, scale from elsewhere
         extra = sorted(f_vals - k_vals)              # in the scale's group, not in the instruction
         from ..arch.kslots import format_token_set

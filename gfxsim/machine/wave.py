@@ -907,13 +907,18 @@ class Wave:
             act = self.exec[None, :] & (ka != 0)
             if not act.any():
                 continue
+            trip = np.stack([fp[act], ka[act], kb[act]], axis=1)
+            uk = np.unique(trip, axis=0)
+            bad = [(t_, v) for t_, v in ((t_, self.machine.scale_verdict(*t_)) for t_ in uk.tolist()) if v]
+            if not bad:
+                continue
             member = np.broadcast_to(self._base // self.lanes, act.shape)
-            quad = np.stack([fp[act], ka[act], kb[act], member[act]], axis=1)
-            uk, first = np.unique(quad, axis=0, return_index=True)
-            el, ln = np.nonzero(act)
-            for (f_, a_, b_, m_), i0 in zip(uk.tolist(), first):
-                mask = act & (fp == f_) & (ka == a_) & (kb == b_) & (member == m_)
-                self.machine.check_scale(self, res, f_, a_, b_, lane=int(ln[i0]), mask=mask)
+            for (f_, a_, b_), verdict in bad:
+                hit = act & (fp == f_) & (ka == a_) & (kb == b_)
+                for m_ in np.unique(member[hit]).tolist():
+                    mask = hit & (member == m_)
+                    lane = int(np.nonzero(mask)[1][0])
+                    self.machine.report_scale(self, res, verdict, lane=lane, mask=mask)
 
 
 def _bcast(x, n):
