@@ -84,9 +84,10 @@ def text_report(kr) -> str:
         lines.append(f"  {name:<44}{v['max_abs']:>10.3g}{v['rms']:>10.3g}{v['cos_sim']:>12.8f}{v['rel_l1']:>10.3g}")
     mm = kr.mmacs()
     lines.append(f"  {len(mm)} matrix instructions; the first PV ones consumed:")
-    shown = 0
+    shown, first = 0, None
     for e in mm:
-        if e.a_ids is not None and e.token_set("A") and shown < 2:
+        if e.a_ids is not None and e.token_set("A") and shown < 2 and first in (None, (e.workgroup, e.wave)):
+            first = (e.workgroup, e.wave)
             lines.append(f"    #{e.index} {e.op} wg{e.workgroup} wave {e.wave}: A tokens "
                          f"{format_token_set(e.token_set('A'))}, B tokens {format_token_set(e.token_set('B'))}")
             shown += 1
