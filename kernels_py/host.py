@@ -34,7 +34,7 @@ def cache_token_map(cache: PagedKVCache):
 def cache_buffers(cache: PagedKVCache) -> dict:
     """k_cache, v_cache, k_scale, v_scale, block_tables, context_lens as tagged Buffers."""
     seq_of, first = cache_token_map(cache)
-    nb, kvh, hd16, bs, x = cache.k_cache.shape
+    bs = cache.block_size
     off = np.arange(bs)
     tok = first[:, None] + off[None, :]                                           # [nb, bs]
     ctx = np.where(seq_of >= 0, cache.context_lens[np.maximum(seq_of, 0)], 0)

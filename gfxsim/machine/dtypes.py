@@ -45,9 +45,5 @@ def from_bytes(raw: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(raw.T).view(dt).reshape(lanes, -1).T.copy()
 
 
-def as_float64(val: np.ndarray) -> np.ndarray:
-    return val.astype(np.float64)
-
-
 __all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "itemsize", "to_bytes", "from_bytes",
            "ml_dtypes"]

@@ -166,9 +166,6 @@ class TagTable:
             self._luts[key] = lut
         return lut
 
-    def set_members(self, sid: int) -> frozenset:
-        return self.sets[int(sid)]
-
     def set_field_values(self, sid: int, name: str) -> set:
         f = self._field_idx.get(name)
         if f is None:

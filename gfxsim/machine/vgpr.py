@@ -86,10 +86,6 @@ class VGPRs:
         """Identity of each element: the tag of its first byte, ``[n, lanes]``."""
         return self.ids[:: itemsize(self.dtype)]
 
-    def element_valid(self) -> np.ndarray:
-        size = itemsize(self.dtype)
-        return self.valid.reshape(self.n, size, -1).all(axis=1)
-
     def tags(self, field: str) -> np.ndarray:
         """One provenance field (e.g. "token") of every element, ``[n, lanes]`` (-1 where absent)."""
         return self.w.machine.tags.field_values(self.element_ids(), field)
