@@ -80,3 +80,147 @@ def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int
     ph = phases(int(nbytes), addr.shape[0])
     return _conflicts(addr, np.asarray(active, np.bool_), ph, int(ph.max()) + 1, int(nbytes), int(banks),
                       int(bank_bytes))
+
+
+# ------------------------------------------------------------------------------------------------
+# Batched: one DS access by the same wave of N workgroups side by side (a batched launch gives every
+# workgroup, a "member", its own LDS). Bank conflicts depend on the address pattern only, and the
+# batched members of a launch nearly always share it, so it is computed once per distinct pattern.
+#
+# Shift invariance: adding k * bank_bytes to every address of a row adds k to every dword. That keeps
+# which dwords are equal and maps banks one to one (b -> (b + k) mod banks), so the number of distinct
+# dwords per bank of every phase is only permuted: degree, cycles and passes stay. (A shift by
+# k * banks * bank_bytes even keeps every bank.) A shift that is not a multiple of bank_bytes can
+# change the result (bytes 0 and 3 share a dword; bytes 1 and 4 do not).
+# A member whose active lanes equal an already computed member's and whose addresses differ from its
+# by one multiple of bank_bytes copies that member's result (compared against the first member with
+# an active lane and the last member computed with another pattern); any other member is computed on
+# its own, so the result is exact whatever the patterns are.
+
+
+@lru_cache(maxsize=None)
+def _phase_lanes(nbytes: int, lanes: int):
+    """Lanes of a wave ordered by phase and where each phase starts: (order, starts[n_phase + 1])."""
+    ph = phases(nbytes, lanes)
+    order = np.argsort(ph, kind="stable").astype(np.int64)
+    starts = np.searchsorted(ph[order], np.arange(int(ph.max()) + 2)).astype(np.int64)
+    order.setflags(write=False)
+    starts.setflags(write=False)
+    return order, starts
+
+
+@numba.njit(cache=True)
+def _same_pattern(addr, active, m, r, first, span):
+    """Row m is row r shifted by one multiple of ``span`` (bank_bytes) bytes on the same active lanes."""
+    if not active[r, first]:
+        return False
+    d = addr[m, first] - addr[r, first]
+    if d % span != 0:
+        return False
+    for l in range(addr.shape[1]):
+        if active[m, l] != active[r, l]:
+            return False
+        if active[m, l] and addr[m, l] - addr[r, l] != d:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _row_conflicts(addr, active, m, order, starts, dwords, banks, bank_bytes, bucket, cnt):
+    """_conflicts for row m, with the distinct dwords of a phase kept per bank (same result)."""
+    worst = 0
+    cycles = 0
+    used = 0
+    for p in range(starts.shape[0] - 1):
+        cnt[:] = 0
+        n = 0
+        for i in range(starts[p], starts[p + 1]):
+            l = order[i]
+            if not active[m, l]:
+                continue
+            base = addr[m, l] // bank_bytes
+            for d in range(dwords):
+                dw = base + d
+                b = dw % banks
+                k = cnt[b]
+                dup = False
+                for s in range(k):
+                    if bucket[b, s] == dw:
+                        dup = True
+                        break
+                if not dup:
+                    bucket[b, k] = dw
+                    cnt[b] = k + 1
+                    n += 1
+        if n == 0:
+            continue
+        used += 1
+        degree = 0
+        for b in range(banks):
+            if cnt[b] > degree:
+                degree = cnt[b]
+        cycles += degree
+        if degree > worst:
+            worst = degree
+    return worst, cycles, used
+
+
+@numba.njit(cache=True)
+def _conflicts_batched(addr, active, order, starts, dwords, banks, bank_bytes):
+    members, lanes = addr.shape
+    degree = np.zeros(members, np.int64)
+    cycles = np.zeros(members, np.int64)
+    passes = np.zeros(members, np.int64)
+    span = bank_bytes
+    bucket = np.empty((banks, max(1, lanes * dwords)), np.int64)
+    cnt = np.zeros(banks, np.int64)
+    ref = -1            # the first member with an active lane
+    other = -1          # the last member computed with a pattern other than ref's
+    for m in range(members):
+        first = -1
+        for l in range(lanes):
+            if active[m, l]:
+                first = l
+                break
+        if first < 0:
+            continue                                    # no active lane: 0, 0, 0
+        src = -1
+        if ref >= 0 and _same_pattern(addr, active, m, ref, first, span):
+            src = ref
+        elif other >= 0 and _same_pattern(addr, active, m, other, first, span):
+            src = other
+        if src >= 0:
+            degree[m], cycles[m], passes[m] = degree[src], cycles[src], passes[src]
+            continue
+        degree[m], cycles[m], passes[m] = _row_conflicts(addr, active, m, order, starts, dwords, banks,
+                                                         bank_bytes, bucket, cnt)
+        if ref < 0:
+            ref = m
+        else:
+            other = m
+    return degree, cycles, passes
+
+
+def bank_conflicts_batched(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32,
+                           bank_bytes: int = 4, lanes: int = 64):
+    """(degree, cycles, passes), each int64 [members], of one DS access by one wave of every member.
+
+    ``addr`` (int) and ``active`` (bool) are [members, lanes], or flat [members * lanes]; addresses
+    are bytes relative to each member's own LDS. Member m's result equals
+    ``bank_conflicts(addr[m], active[m], nbytes, banks, bank_bytes)``; a member with no active lane
+    gets (0, 0, 0). One numba call; a pattern shared by the members (up to a shift of all addresses by
+    one multiple of bank_bytes, which changes no result) is computed once.
+    """
+    addr = np.asarray(addr)
+    active = np.asarray(active, np.bool_)
+    if addr.ndim == 1:
+        addr = addr.reshape(-1, lanes)
+    if active.ndim == 1:
+        active = active.reshape(-1, lanes)
+    if addr.ndim != 2 or addr.shape != active.shape or addr.shape[1] != lanes:
+        raise ValueError(f"addr {addr.shape} and active {active.shape} must both be [members, {lanes}]")
+    addr = np.ascontiguousarray(addr, np.int64)
+    active = np.ascontiguousarray(active)
+    order, starts = _phase_lanes(int(nbytes), int(lanes))
+    return _conflicts_batched(addr, active, order, starts, max(1, int(nbytes) // int(bank_bytes)), int(banks),
+                              int(bank_bytes))

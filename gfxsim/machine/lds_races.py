@@ -1,0 +1,96 @@
+"""LDS race detection for the members of a batched launch at once.
+
+Every member (a workgroup of a batched launch) has its own LDS of ``size`` bytes; the state is one row
+per member, indexed by the member-relative byte address:
+  w_wave  int32  [members, size]: the wave that last wrote the byte (-1: never written);
+  w_epoch int64  [members, size]: the barrier epoch of that write (-1: never);
+  r_mask  uint64 [members, size]: bit w set when wave w read the byte in epoch r_epoch;
+  r_epoch int64  [members, size]: the barrier epoch of those reads (-1: never read).
+A race is an access by a wave to a byte that another wave accessed in the same barrier epoch, at
+least one of the two accesses writing: a read or write after another wave's write, or a write after
+another wave's read. Waves are numbered 0..63 within a workgroup (the reader mask is 64 bits).
+The semantics are those of ``lds_track`` in memory.py (one wave, one member), member by member.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+MAX_WAVES = 64
+
+
+@numba.njit(cache=True)
+def track(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
+    """Record one DS access of ``nbytes`` per lane by ``wave`` in ``epoch`` for every member.
+
+    ``addr`` int64 and ``active`` bool are [members, lanes], addresses member-relative; the state
+    arrays are [members, size] and are updated in place. Returns int64 arrays [members]: the lane,
+    byte address (member-relative) and other wave of each member's first race (in lane, then byte
+    order), or -1 where the member has none. Raises IndexError, before recording anything, when an
+    active lane's bytes fall outside [0, size).
+    """
+    members, lanes = addr.shape
+    size = w_wave.shape[1]
+    for m in range(members):
+        for l in range(lanes):
+            if active[m, l] and (addr[m, l] < 0 or addr[m, l] + nbytes > size):
+                raise IndexError("LDS access outside the member's LDS")
+    hit_lane = np.full(members, -1, np.int64)
+    hit_addr = np.full(members, -1, np.int64)
+    hit_wave = np.full(members, -1, np.int64)
+    bit = np.uint64(1) << np.uint64(wave)
+    others = ~bit
+    for m in range(members):
+        hl, ha, hw = -1, -1, -1
+        for l in range(lanes):
+            if not active[m, l]:
+                continue
+            for b in range(nbytes):
+                a = addr[m, l] + b
+                if hl < 0 and w_epoch[m, a] == epoch and w_wave[m, a] != wave:
+                    hl, ha, hw = l, a, w_wave[m, a]
+                if is_write:
+                    if hl < 0 and r_epoch[m, a] == epoch and (r_mask[m, a] & others) != 0:
+                        o = 0
+                        k = r_mask[m, a] & others
+                        while (k & np.uint64(1)) == 0:
+                            k = k >> np.uint64(1)
+                            o += 1
+                        hl, ha, hw = l, a, o
+                    w_wave[m, a] = wave
+                    w_epoch[m, a] = epoch
+                else:
+                    if r_epoch[m, a] != epoch:
+                        r_epoch[m, a] = epoch
+                        r_mask[m, a] = bit
+                    else:
+                        r_mask[m, a] |= bit
+        hit_lane[m], hit_addr[m], hit_wave[m] = hl, ha, hw
+    return hit_lane, hit_addr, hit_wave
+
+
+class RaceState:
+    """The race-detection state of ``members`` LDS of ``size`` bytes each (see the module docstring)."""
+
+    def __init__(self, members: int, size: int):
+        self.members, self.size = int(members), int(size)
+        shape = (self.members, self.size)
+        self.w_wave = np.full(shape, -1, np.int32)
+        self.w_epoch = np.full(shape, -1, np.int64)
+        self.r_mask = np.zeros(shape, np.uint64)
+        self.r_epoch = np.full(shape, -1, np.int64)
+
+    def track(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool, lanes: int | None = None):
+        """``track`` on this state; ``addr``/``active`` [members, lanes] or flat [members * lanes]."""
+        addr = np.asarray(addr)
+        active = np.asarray(active, np.bool_)
+        if addr.ndim == 1:
+            addr = addr.reshape(self.members, -1 if lanes is None else lanes)
+        if active.ndim == 1:
+            active = active.reshape(addr.shape)
+        if addr.shape != active.shape or addr.shape[0] != self.members:
+            raise ValueError(f"addr {addr.shape} and active {active.shape} must be [{self.members}, lanes]")
+        if not 0 <= int(wave) < MAX_WAVES:
+            raise ValueError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
+        return track(np.ascontiguousarray(addr, np.int64), np.ascontiguousarray(active), int(nbytes), int(wave),
+                     int(epoch), bool(is_write), self.w_wave, self.w_epoch, self.r_mask, self.r_epoch)

@@ -1,0 +1,270 @@
+"""Batched LDS analysis (bank conflicts, races) equals the per-workgroup functions, member by member."""
+import numpy as np
+import pytest
+
+from gfxsim.machine.banks import bank_conflicts, bank_conflicts_batched
+from gfxsim.machine.lds_races import RaceState, track
+
+NBYTES = (1, 2, 4, 8, 12, 16)
+LANES = 64
+
+
+def loop_conflicts(addr, active, nbytes, banks=32, bank_bytes=4):
+    out = np.zeros((3, addr.shape[0]), np.int64)
+    for m in range(addr.shape[0]):
+        if active[m].any():
+            out[:, m] = bank_conflicts(addr[m], active[m], nbytes, banks, bank_bytes)
+    return out
+
+
+def random_row(rng, nbytes, size=4096):
+    kind = rng.integers(4)
+    lane = np.arange(LANES)
+    if kind == 0:                                         # fully random, aligned to the access
+        a = rng.integers(0, size // nbytes - 1, LANES) * nbytes
+    elif kind == 1:                                       # strided
+        a = lane * int(rng.choice([nbytes, 16, 64, 128, 132, 256])) % (size - 16)
+    elif kind == 2:                                       # few distinct addresses (broadcasts)
+        a = rng.choice(rng.integers(0, size - 16, 3), LANES)
+    else:                                                 # unaligned bytes
+        a = rng.integers(0, size - 16, LANES)
+    return a.astype(np.int64)
+
+
+def random_active(rng):
+    kind = rng.integers(4)
+    if kind == 0:
+        return np.ones(LANES, bool)
+    if kind == 1:
+        return rng.random(LANES) < 0.5
+    if kind == 2:
+        return np.arange(LANES) < rng.integers(0, LANES + 1)
+    return np.zeros(LANES, bool)
+
+
+def batch(rng, nbytes, members, mode):
+    """[members, lanes] rows: identical, shifted by multiples of 128 B (or not), or all different."""
+    a0, on0 = random_row(rng, nbytes), random_active(rng)
+    on0[rng.integers(LANES)] = True
+    if mode == "identical":
+        addr, on = np.tile(a0, (members, 1)), np.tile(on0, (members, 1))
+    elif mode == "shifted":
+        addr = a0[None, :] + 128 * rng.integers(0, 8, (members, 1))
+        on = np.tile(on0, (members, 1))
+    elif mode == "shifted-by-dwords":
+        addr = a0[None, :] + rng.choice([0, 4, 8, 12, 16, 64, 124, 128, 256], (members, 1))
+        on = np.tile(on0, (members, 1))
+    elif mode == "shifted-by-bytes":                      # may change the result: must not be reused
+        addr = a0[None, :] + rng.choice([0, 1, 2, 3, 5, 6, 130], (members, 1))
+        on = np.tile(on0, (members, 1))
+    elif mode == "mixed":
+        addr, on = np.tile(a0, (members, 1)), np.tile(on0, (members, 1))
+        for m in rng.choice(members, members // 3, replace=False):
+            addr[m], on[m] = random_row(rng, nbytes), random_active(rng)
+        on[rng.random(members) < 0.1] = False
+    else:
+        addr = np.stack([random_row(rng, nbytes) for _ in range(members)])
+        on = np.stack([random_active(rng) for _ in range(members)])
+    return addr, on
+
+
+@pytest.mark.parametrize("nbytes", NBYTES)
+@pytest.mark.parametrize("mode", ["identical", "shifted", "shifted-by-dwords", "shifted-by-bytes", "mixed", "different"])
+def test_bank_conflicts_batched_equals_loop(nbytes, mode):
+    rng = np.random.default_rng(nbytes * 100 + len(mode))
+    for _ in range(20):
+        addr, on = batch(rng, nbytes, int(rng.integers(1, 40)), mode)
+        got = np.stack(bank_conflicts_batched(addr, on, nbytes))
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, loop_conflicts(addr, on, nbytes))
+
+
+def test_bank_conflicts_batched_other_geometry_and_flat_input():
+    rng = np.random.default_rng(7)
+    for nbytes in NBYTES:
+        addr, on = batch(rng, nbytes, 16, "mixed")
+        for banks, bank_bytes in ((32, 4), (64, 4), (16, 8)):
+            got = np.stack(bank_conflicts_batched(addr, on, nbytes, banks, bank_bytes))
+            np.testing.assert_array_equal(got, loop_conflicts(addr, on, nbytes, banks, bank_bytes))
+        flat = np.stack(bank_conflicts_batched(addr.ravel(), on.ravel(), nbytes))
+        np.testing.assert_array_equal(flat, loop_conflicts(addr, on, nbytes))
+
+
+def test_byte_shift_is_not_a_dword_shift():
+    addr = np.zeros((2, LANES), np.int64)
+    addr[:, 1] = 3                                       # member 0: bytes 0 and 3, one dword
+    addr[1] += 1                                         # member 1: bytes 1 and 4, two dwords
+    on = np.zeros((2, LANES), bool)
+    on[:, :2] = True
+    assert bank_conflicts(addr[0], on[0], 1) == (1, 1, 1)
+    assert bank_conflicts(addr[1], on[1], 1) == (1, 1, 1)
+    addr[:, 1] += 128                                    # now dwords 0, 32 (2-way) vs 0, 33 (none)
+    assert [bank_conflicts(addr[m], on[m], 1)[0] for m in range(2)] == [2, 1]
+    assert bank_conflicts_batched(addr, on, 1)[0].tolist() == [2, 1]
+    assert bank_conflicts_batched(addr[::-1].copy(), on, 1)[0].tolist() == [1, 2]
+
+
+def test_bank_conflicts_batched_inactive_members_and_empty():
+    addr = np.tile(np.arange(LANES) * 4, (3, 1))
+    on = np.ones((3, LANES), bool)
+    on[1] = False
+    deg, cyc, pas = bank_conflicts_batched(addr, on, 4)
+    assert deg.tolist() == [1, 0, 1] and cyc.tolist() == [2, 0, 2] and pas.tolist() == [2, 0, 2]
+    deg, cyc, pas = bank_conflicts_batched(np.zeros((0, LANES), np.int64), np.zeros((0, LANES), bool), 4)
+    assert deg.shape == cyc.shape == pas.shape == (0,)
+    with pytest.raises(ValueError):
+        bank_conflicts_batched(np.zeros((2, 32), np.int64), np.ones((2, 32), bool), 4)
+
+
+def test_b128_pairs_lanes_0_3_with_20_23():
+    # lanes 0-3 and 20-23 (one phase) read the same 16 bytes of bank 0..3 offset by 128 B: 2-way;
+    # the other lanes read conflict-free addresses
+    lane = np.arange(LANES)
+    addr = lane * 16
+    addr[20:24] = 128 + lane[0:4] * 16 + 512       # bank of lane l-20 + 128 B: collides with lanes 0-3
+    on = np.zeros(LANES, bool)
+    on[0:4] = on[20:24] = True
+    assert bank_conflicts(addr, on, 16)[0] == 2
+    # lanes 0-3 and 4-7 are different phases: the same collision costs nothing
+    addr2 = lane * 16
+    addr2[4:8] = 512 + lane[0:4] * 16
+    on2 = np.zeros(LANES, bool)
+    on2[0:8] = True
+    assert bank_conflicts(addr2, on2, 16) == (1, 2, 2)
+    got = bank_conflicts_batched(np.stack([addr, addr2]), np.stack([on, on2]), 16)
+    assert got[0].tolist() == [2, 1] and got[1].tolist() == [2, 2] and got[2].tolist() == [1, 2]
+
+
+def test_row_stride_128_is_16_way_and_broadcast_is_free():
+    lane = np.arange(LANES)
+    stride = lane * 128                                # row stride 128 B: every lane on bank 0
+    assert bank_conflicts(stride, np.ones(LANES, bool), 4) == (32, 64, 2)   # 32 dwords per phase
+    on16 = (lane % 32) < 16                            # 16 lanes of each phase: the 16-way conflict
+    assert bank_conflicts(stride, on16, 4) == (16, 32, 2)
+    half = (lane % 16) * 128                           # 16 distinct rows, each dword read by 2 lanes
+    assert bank_conflicts(half, np.ones(LANES, bool), 4) == (16, 32, 2)
+    bcast = np.full(LANES, 36)
+    assert bank_conflicts(bcast, np.ones(LANES, bool), 4) == (1, 2, 2)
+    members = 8
+    got = bank_conflicts_batched(np.tile(half, (members, 1)) + 1024 * np.arange(members)[:, None],
+                                 np.ones((members, LANES), bool), 4)
+    assert got[0].tolist() == [16] * members
+    got = bank_conflicts_batched(np.tile(bcast, (members, 1)) + 4 * np.arange(members)[:, None],
+                                 np.ones((members, LANES), bool), 4)
+    assert got[0].tolist() == [1] * members and got[1].tolist() == [2] * members
+
+
+# ---------------------------------------------------------------------------------------- races
+def ref_track(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
+    """lds_track (memory.py) transcribed: one member, 1-D state."""
+    bit = 1 << wave
+    hit = (-1, -1, -1)
+    for l in range(addr.shape[0]):
+        if not active[l]:
+            continue
+        for b in range(nbytes):
+            a = int(addr[l]) + b
+            if w_epoch[a] == epoch and w_wave[a] != wave and hit[0] < 0:
+                hit = (l, a, int(w_wave[a]))
+            if is_write:
+                others = int(r_mask[a]) & ~bit
+                if r_epoch[a] == epoch and others and hit[0] < 0:
+                    hit = (l, a, (others & -others).bit_length() - 1)
+                w_wave[a], w_epoch[a] = wave, epoch
+            elif r_epoch[a] != epoch:
+                r_epoch[a], r_mask[a] = epoch, bit
+            else:
+                r_mask[a] = int(r_mask[a]) | bit
+    return hit
+
+
+def per_member_loop(func, state, addr, on, nbytes, wave, epoch, is_write):
+    hits = np.full((3, addr.shape[0]), -1, np.int64)
+    for m in range(addr.shape[0]):
+        hits[:, m] = func(addr[m], on[m], nbytes, wave, epoch, is_write, state.w_wave[m], state.w_epoch[m],
+                          state.r_mask[m], state.r_epoch[m])
+    return hits
+
+
+def _lds_track():
+    try:
+        from gfxsim.machine.memory import lds_track
+    except ImportError:
+        return None
+    return lds_track
+
+
+@pytest.mark.parametrize("reference", ["transcribed", "memory.lds_track"])
+def test_track_equals_per_member_loop(reference):
+    func = ref_track if reference == "transcribed" else _lds_track()
+    if func is None:
+        pytest.skip("memory.lds_track is gone")
+    rng = np.random.default_rng(3)
+    members, size = 6, 512
+    got_state, want_state = RaceState(members, size), RaceState(members, size)
+    epoch = 0
+    n_races = 0
+    for step in range(300):
+        nbytes = int(rng.choice(NBYTES))
+        if rng.random() < 0.05:
+            epoch += 1
+        wave = int(rng.integers(0, 16))
+        is_write = bool(rng.random() < 0.5)
+        base = rng.integers(0, (size - 16) // 16, LANES) * 16 if rng.random() < 0.5 else \
+            rng.integers(0, size - nbytes, LANES)
+        addr = np.tile(base, (members, 1))
+        addr[rng.random(members) < 0.3] = rng.integers(0, size - nbytes, LANES)
+        on = rng.random((members, LANES)) < rng.random()
+        got = np.stack(got_state.track(addr, on, nbytes, wave, epoch, is_write))
+        want = per_member_loop(func, want_state, addr, on, nbytes, wave, epoch, is_write)
+        np.testing.assert_array_equal(got, want, err_msg=f"step {step}")
+        n_races += int((got[0] >= 0).sum())
+        for name in ("w_wave", "w_epoch", "r_mask", "r_epoch"):
+            np.testing.assert_array_equal(getattr(got_state, name), getattr(want_state, name))
+    assert n_races > 0
+
+
+def one(addr_list, members=2):
+    addr = np.zeros((members, LANES), np.int64)
+    on = np.zeros((members, LANES), bool)
+    for m, a in enumerate(addr_list):
+        if a is not None:
+            addr[m, 0], on[m, 0] = a, True
+    return addr, on
+
+
+def test_race_cases():
+    st = RaceState(2, 256)
+    addr, on = one([8, 8])
+    st.track(addr, on, 4, 0, 0, True)
+    hl, ha, hw = st.track(*one([10, None]), 1, 1, 0, False)      # read of a byte wave 0 wrote: race
+    assert (hl.tolist(), ha.tolist(), hw.tolist()) == ([0, -1], [10, -1], [0, -1])
+    hl, ha, hw = st.track(*one([8, 8]), 4, 0, 0, False)           # the writer reading back: none
+    assert hl.tolist() == [-1, -1]
+    hl, ha, hw = st.track(*one([8, 11]), 4, 2, 1, False)          # next epoch: none
+    assert hl.tolist() == [-1, -1]
+    hl, ha, hw = st.track(*one([8, 8]), 4, 3, 1, False)           # read/read in one epoch: none
+    assert hl.tolist() == [-1, -1]
+    hl, ha, hw = st.track(*one([None, 11]), 1, 5, 1, True)        # write after waves 2, 3 read: race,
+    assert (hl.tolist(), ha.tolist(), hw.tolist()) == ([-1, 0], [-1, 11], [-1, 2])   # the lowest named
+    hl, ha, hw = st.track(*one([None, 9]), 1, 5, 1, True)         # byte 9: only wave 3 read it
+    assert (hl.tolist(), ha.tolist(), hw.tolist()) == ([-1, 0], [-1, 9], [-1, 3])
+    hl, ha, hw = st.track(*one([100, 100]), 8, 7, 1, True)        # write / write of different waves
+    hl, ha, hw = st.track(*one([104, 96]), 8, 6, 1, True)
+    assert (hl.tolist(), ha.tolist(), hw.tolist()) == ([0, 0], [104, 100], [7, 7])
+    hl, ha, hw = st.track(*one([104, 96]), 8, 6, 2, True)         # and in the next epoch: none
+    assert hl.tolist() == [-1, -1]
+
+
+def test_track_bounds_and_wave_checks():
+    st = RaceState(2, 64)
+    with pytest.raises(IndexError):
+        st.track(*one([62, 0]), 4, 0, 0, True)
+    assert (st.w_epoch == -1).all()                               # nothing recorded
+    with pytest.raises(ValueError):
+        st.track(*one([0, 0]), 4, 64, 0, True)
+    flat_addr, flat_on = (x.ravel() for x in one([4, 8]))
+    st.track(flat_addr, flat_on, 4, 0, 0, True)
+    assert st.w_wave[0, 4:8].tolist() == [0] * 4 and st.w_wave[1, 8:12].tolist() == [0] * 4
+    hl, _, _ = track(*one([4, 8]), 4, 1, 0, False, st.w_wave, st.w_epoch, st.r_mask, st.r_epoch)
+    assert hl.tolist() == [0, 0]
