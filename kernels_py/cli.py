@@ -86,7 +86,7 @@ def text_report(kr) -> str:
     lines.append(f"  {len(mm)} matrix instructions; the first PV ones consumed:")
     shown, first = 0, None
     for e in mm:
-        if e.a_ids is not None and e.token_set("A") and shown < 2 and first in (None, (e.workgroup, e.wave)):
+        if e.tagged and e.token_set("A") and shown < 2 and first in (None, (e.workgroup, e.wave)):
             first = (e.workgroup, e.wave)
             lines.append(f"    #{e.index} {e.op} wg{e.workgroup} wave {e.wave}: A tokens "
                          f"{format_token_set(e.token_set('A'))}, B tokens {format_token_set(e.token_set('B'))}")

@@ -51,8 +51,8 @@ class KernelRun:
         for m in self.mmacs():
             mm.append({"index": m.index, "instruction": m.op, "workgroup": list(m.workgroup), "wave": m.wave,
                        "source": m.source,
-                       "a_tokens": [int(x) for x in m.tokens("A")] if m.a_ids is not None else [],
-                       "b_tokens": [int(x) for x in m.tokens("B")] if m.b_ids is not None else []})
+                       "a_tokens": [int(x) for x in m.tokens("A")] if m.tagged else [],
+                       "b_tokens": [int(x) for x in m.tokens("B")] if m.tagged else []})
         return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                 "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
                 "seconds": round(sum(r.seconds for r in self.runs), 3)}

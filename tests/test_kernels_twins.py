@@ -169,8 +169,9 @@ def test_contiguous_prefill_names_the_mixed_tokens(arch):
         chunk, j = min(k) // 64 * 64, (min(k) % 16) // 8
         group = set(range(chunk + 32 * j, min(chunk + 32 * j + 32, wave_end)))
         # A group with no token left (tail chunks shorter than 33) gives a scale computed over
-        # nothing: the instruction's tokens are all foreign to it, and that is reported too.
-        if group != k:
+        # nothing: the instruction's tokens are all foreign to it, and that is reported too. A
+        # group that covers more than the instruction consumed is harmless: not a finding.
+        if not k <= group:
             expected[m.index] = (sorted(k - group), sorted(group - k))
     assert set(found) == set(expected)
     for idx, (foreign, extra) in expected.items():

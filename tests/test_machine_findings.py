@@ -186,7 +186,7 @@ def test_reduction_identity_stays_the_aggregate():
         m = v[0]
         for i in range(1, 4):
             m = w.max(m, v[i])
-        return m.tags("token"), w.machine.tags.set_field_values(int(m.fp[0, 0]), "token")
+        return m.tags("token"), m.footprint("token")
     out = {}
     launch(lambda w: out.setdefault("r", k(w)))
     tags, fp = out["r"]

@@ -127,7 +127,7 @@ def test_token_map_labels_are_the_mma_tokens(contiguous):
 def test_fragment_coverage_is_each_token_once_per_tile(fragment):
     fig = plot_tokens(fragment)
     img = axes_by_gid(fig)["coverage"].images[0].get_array()
-    pv = [e for e in fragment.mmacs() if e.a_ids is not None and len(e.token_set("A")) > 1]
+    pv = [e for e in fragment.mmacs() if e.tagged and len(e.token_set("A")) > 1]
     assert img.shape == (len(pv) // 2, CONTEXT), "two K=32 instructions per 16-column output tile"
     assert set(np.unique(img)) == {0, 1}
     assert (img.sum(axis=0) == 128 // 16).all(), "every context token once in each of the 8 column tiles"

@@ -42,7 +42,7 @@ def slot_tokens(e: MmaEvent) -> np.ndarray:
 
 def sums_over_tokens(e: MmaEvent) -> bool:
     """True for an instruction whose K slots hold several tokens (PV), not one token per column (QK)."""
-    if e.a_ids is None:
+    if not e.tagged:
         return False
     return any(np.unique(t[t >= 0]).size > 1 for t in (e.tokens("A"), e.tokens("B")))
 

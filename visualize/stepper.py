@@ -152,7 +152,7 @@ class RunStepper:
             verb = "writes" if role == "D" or role.startswith("dst") else "reads"
             shown = " ".join(_fmt(v, dtype) for v in vals)
             tok = ""
-            if isinstance(e, MmaEvent) and role in ("A", "B") and getattr(e, f"{role.lower()}_ids") is not None:
+            if isinstance(e, MmaEvent) and role in ("A", "B") and e.tagged:
                 tok = "   tokens " + " ".join(str(t) if t >= 0 else "·" for t in self.lane_tokens(role))
             lines.append(f"  {verb:<6} {role:<4} {name:<11} {dtype} x{len(vals)}: {shown}{tok}")
         lines.append(f"  {len(self.vgprs())} VGPRs of lane {self.lane} written so far (.vgprs())")
@@ -199,7 +199,7 @@ class RunStepper:
         """Operand ``op`` of matrix event ``e`` (block 0) as a matrix; the lane's cells outlined."""
         lay, operand = e.insn.operand(op), dict(self.operands())[op]
         lane, reg, elem = lay.slot_of()[:, 0]                               # [rows, cols] each
-        tokens = e.slot_tags(op)[0] if getattr(e, f"{op.lower()}_ids") is not None else None
+        tokens = e.slot_tags(op)[0] if e.tagged and op in "AB" else None
         if not values and tokens is not None and (tokens >= 0).any():
             labels = np.vectorize(lambda t: str(t) if t >= 0 else "·", otypes=[object])(tokens)
             what = "tokens"

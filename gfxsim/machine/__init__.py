@@ -1,11 +1,12 @@
 """The back end: wave state, memory, matrix instructions, provenance, trace, findings."""
 from .errors import GfxSimError, MemoryFault
-from .findings import KINDS, Finding
+from .findings import KINDS, REGISTRY, Finding
 from .launch import Machine, Run, launch
 from .memory import Buffer, LdsRegion
+from .ops import UnknownOperation
 from .trace import Event, MmaEvent, Stepper, Trace
 from .vgpr import VGPRs
 from .wave import Cond, Wave
 
 __all__ = ["launch", "Run", "Machine", "Buffer", "LdsRegion", "Wave", "VGPRs", "Cond", "Trace", "Event",
-           "MmaEvent", "Stepper", "Finding", "KINDS", "GfxSimError", "MemoryFault"]
+           "MmaEvent", "Stepper", "Finding", "KINDS", "REGISTRY", "UnknownOperation", "GfxSimError", "MemoryFault"]

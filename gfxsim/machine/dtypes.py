@@ -26,6 +26,21 @@ def np_dtype(name: str) -> np.dtype:
         raise ValueError(f"unknown register element type {name!r}; known: {', '.join(NP)}") from None
 
 
+def dtype_name(dt) -> str:
+    """The register type name of ``dt``: an ISA-style string ("i8", "f32", "bf16") or anything
+    numpy accepts as a dtype (np.int8, "int8", np.dtype("float32"))."""
+    if isinstance(dt, str) and dt in NP:
+        return dt
+    try:
+        d = np.dtype(dt)
+    except TypeError:
+        raise ValueError(f"unknown register element type {dt!r}; known: {', '.join(NP)}") from None
+    for k, v in NP.items():
+        if v == d:
+            return k
+    raise ValueError(f"no register type for numpy dtype {d}; known: {', '.join(NP)}")
+
+
 def itemsize(name: str) -> int:
     return np_dtype(name).itemsize
 
@@ -45,5 +60,5 @@ def from_bytes(raw: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(raw.T).view(dt).reshape(lanes, -1).T.copy()
 
 
-__all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "itemsize", "to_bytes", "from_bytes",
+__all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "dtype_name", "itemsize", "to_bytes", "from_bytes",
            "ml_dtypes"]

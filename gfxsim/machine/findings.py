@@ -1,18 +1,92 @@
-"""Findings: what the debugger reports, each with the coordinates where it applies."""
+"""Findings: what the debugger reports — one registry entry per kind.
+
+Each kind names a frozen details record (the fields its findings carry, checked when a finding is
+made) and its dedupe key: the coordinates and details that make two reports one finding (the
+finding then counts them, ``details["count"]``). An empty key means every report stands alone.
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Optional
 
-KINDS = {
-    "ab-kslot-mismatch": "A and B feed different tags into the same K slot",
-    "scale-group-mismatch": "a quantization scale was computed over other elements than the instruction's K set",
-    "token-coverage": "a token was consumed zero or several times for one output tile",
-    "lds-race": "two waves touched one LDS byte in the same barrier epoch, at least one writing",
-    "uninitialized-read": "a never-written register, LDS or global byte was read",
-    "int32-overflow": "an int32 accumulator overflowed",
-    "lds-bank-conflict": "an LDS access serialised on a bank (performance)",
-}
+
+@dataclass(frozen=True, kw_only=True)
+class ABKSlotMismatch:
+    field: str
+    k_slot: int
+    a_values: list
+    b_values: list
+    slots: list
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleGroupMismatch:
+    field: str
+    scale_over: list            # the scale's set (first distinct mismatch)
+    k_set: list                 # what the instruction consumed
+    foreign: list               # consumed, but scaled by a group without them
+    extra: list                 # in the scale's group, not consumed (harmless)
+    lanes: list
+    mma_event: int              # the instruction's index
+    mismatches: list = ()       # every distinct (scale_over, k_set, foreign, lanes) of the instruction
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenCoverage:
+    tile: str
+    never: list
+    multiple: dict
+
+
+@dataclass(frozen=True, kw_only=True)
+class LdsRace:
+    other_wave: int
+    where: str                  # region+offset
+
+
+@dataclass(frozen=True, kw_only=True)
+class UninitializedRead:
+    what: str                   # register | lds | global | operand A/B/C
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Int32Overflow:
+    elements: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class LdsBankConflict:
+    degree: int
+    cycles: int
+    passes: int
+    region: str
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    summary: str
+    details: type
+    dedupe: tuple               # names of coordinates/details; () = never deduplicated
+    performance: bool = False
+
+
+REGISTRY = {k.name: k for k in (
+    Kind("ab-kslot-mismatch", "A and B feed different tags into the same K slot", ABKSlotMismatch,
+         ("instruction", "workgroup", "field")),
+    Kind("scale-group-mismatch", "a quantization scale does not cover every element an instruction consumed",
+         ScaleGroupMismatch, ("mma_event", "wave")),
+    Kind("token-coverage", "a token was consumed zero or several times for one output tile", TokenCoverage, ()),
+    Kind("lds-race", "two waves touched one LDS byte in the same barrier epoch, at least one writing", LdsRace,
+         ("source", "other_wave", "workgroup")),
+    Kind("uninitialized-read", "a never-written register, LDS or global byte was read", UninitializedRead,
+         ("source", "what", "name", "workgroup")),
+    Kind("int32-overflow", "an int32 accumulator overflowed", Int32Overflow, ("instruction", "workgroup")),
+    Kind("lds-bank-conflict", "an LDS access serialised on a bank (performance)", LdsBankConflict,
+         ("source", "degree", "workgroup"), performance=True),
+)}
+KINDS = {k: v.summary for k, v in REGISTRY.items()}
 
 
 @dataclass
@@ -23,21 +97,22 @@ class Finding:
     workgroup: Optional[tuple] = None
     wave: Optional[int] = None
     lane: Optional[int] = None
-    instruction: Optional[int] = None      # index of the event in the trace
+    instruction: Optional[int] = None      # index of the instruction in the launch
     source: Optional[str] = None           # file:line of the kernel statement
     address: Optional[int] = None
     details: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown finding kind {self.kind!r}")
+        if self.kind not in REGISTRY:
+            raise ValueError(f"unknown finding kind {self.kind!r}; known: {', '.join(REGISTRY)}")
 
     @property
     def is_performance(self) -> bool:
-        return self.kind == "lds-bank-conflict"
+        return REGISTRY[self.kind].performance
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["details"] = dict(self.details)
         d["workgroup"] = list(self.workgroup) if self.workgroup is not None else None
         return d
 
@@ -47,3 +122,43 @@ class Finding:
                  if v is not None]
         loc = f" at {self.source}" if self.source else ""
         return f"[{self.kind}] {self.message} ({', '.join(where)}){loc}"
+
+
+class FindingLog:
+    """The findings of a launch, deduplicated by each kind's key."""
+
+    def __init__(self, kernel: str):
+        self.kernel = kernel
+        self.findings: list[Finding] = []
+        self._seen: dict = {}
+
+    def report(self, kind: str, message: str, details: dict, **coords) -> Finding:
+        k = REGISTRY.get(kind)
+        if k is None:
+            raise ValueError(f"unknown finding kind {kind!r}; known: {', '.join(REGISTRY)}")
+        rec = k.details(**details)            # the kind's fields, no more, no fewer
+        d = asdict(rec)
+        key = None
+        if k.dedupe:
+            both = {**coords, **d}
+            key = (kind,) + tuple(_hashable(both.get(n)) for n in k.dedupe)
+            got = self._seen.get(key)
+            if got is not None:
+                got.details["count"] += 1
+                if "lanes" in d:
+                    got.details["lanes"] = sorted(set(got.details["lanes"]) | set(d["lanes"]))
+                return got
+            d["count"] = 1
+        f = Finding(kind, message, kernel=self.kernel, details=d, **coords)
+        if key is not None:
+            self._seen[key] = f
+        self.findings.append(f)
+        return f
+
+
+def _hashable(x):
+    if isinstance(x, list):
+        return tuple(x)
+    if isinstance(x, dict):
+        return tuple(sorted(x.items()))
+    return x

@@ -1,19 +1,83 @@
-"""Global memory (named, optionally tagged buffers) and LDS (bytes, banks, barrier epochs)."""
+"""Byte-addressed memories: global buffers (named, optionally tagged) and the LDS of a workgroup.
+
+Both keep, beside their bytes, a written bit per byte (poison is detectable) and — when a launch
+with provenance stores into them — per-byte provenance (``MemProv``), so identities, footprints
+and scale marks survive a store and a load, within one launch and across launches.
+"""
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-from .dtypes import POISON_BYTES
+from .dtypes import POISON_BYTES, dtype_name
+from .provenance import WORDS, Mask, Prov, fill_value
+
+
+def poison(n: int) -> np.ndarray:
+    """n bytes of the poison pattern (a quiet-NaN word repeated)."""
+    return np.tile(POISON_BYTES, -(-n // 4))[:n].copy()
+
+
+class MemProv:
+    """Per-byte provenance of a memory of ``size`` bytes: 1-D planes, allocated per field on the
+    first store that carries the field."""
+
+    def __init__(self, size: int, ids: dict | None = None):
+        self.size = size
+        self.ids: dict[str, np.ndarray] = ids or {}        # field -> int32 [size]
+        self.fp: dict[str, Mask] = {}                       # field -> Mask [size]
+        self.flags: np.ndarray | None = None               # uint8 [size]
+
+    def gather(self, addr: np.ndarray) -> Prov | None:
+        """Provenance of the bytes at ``addr`` ``[nbytes, width]`` (per byte)."""
+        if not self.ids and not self.fp and self.flags is None:
+            return None
+        ids = {f: a[addr] for f, a in self.ids.items()}
+        ids = {f: a for f, a in ids.items() if (a >= 0).any()}      # a field none of these bytes holds
+        return Prov(1, ids, {f: m.map(lambda x: x[addr]) for f, m in self.fp.items()},
+                    None if self.flags is None else self.flags[addr])
+
+    def scatter(self, addr: np.ndarray, p: Prov | None):
+        """Bytes ``addr`` (any shape) take ``p``'s planes (same leading shape, per byte); fields
+        the value does not carry are cleared there."""
+        for f in set(self.ids) | (set(p.ids) if p is not None else set()):
+            plane = self.ids.get(f)
+            if plane is None:
+                plane = self.ids[f] = np.full(self.size, -1, np.int32)
+            plane[addr] = p.ids[f] if p is not None and f in p.ids else -1
+        for f in set(self.fp) | (set(p.fp) if p is not None else set()):
+            m = self.fp.get(f)
+            if m is None:
+                m = self.fp[f] = Mask.empty((self.size,))
+            if p is not None and f in p.fp:
+                m.assign(addr, p.fp[f])
+            else:
+                m.base[addr] = -1
+                m.wide[addr] = 0
+        if self.flags is not None or (p is not None and p.flags is not None):
+            if self.flags is None:
+                self.flags = np.zeros(self.size, np.uint8)
+            self.flags[addr] = 0 if p is None or p.flags is None else p.flags
+
+    def relayout(self, members: int, old: int, new: int):
+        """The LDS grew from ``old`` to ``new`` bytes per member."""
+        def grow(a):
+            out = np.full((members, new) + a.shape[1:], fill_value(a), a.dtype)
+            out[:, :old] = a.reshape((members, old) + a.shape[1:])
+            return out.reshape((members * new,) + a.shape[1:])
+        self.size = members * new
+        self.ids = {f: grow(a) for f, a in self.ids.items()}
+        self.fp = {f: m.map(grow) for f, m in self.fp.items()}
+        if self.flags is not None:
+            self.flags = grow(self.flags)
 
 
 class Buffer:
     """A named global-memory buffer over a numpy array, addressed in bytes from its start.
 
     ``tags`` maps provenance fields to integer arrays of the buffer's shape (or broadcastable to it),
-    e.g. ``{"token": tok, "dim": d}`` for a V cache: every byte loaded from element e carries the
-    identity (token=tok[e], dim=d[e]); a negative value means "no tag" (e.g. an unused cache slot). ``Buffer.empty`` makes an output whose unwritten bytes are
-    poison and detectable.
+    e.g. ``{"token": tok, "seq": s}`` for a V cache: every byte loaded from element e carries the
+    identity (token=tok[e], seq=s[e]); a negative value means "no tag" (e.g. an unused cache slot).
+    ``Buffer.empty`` makes an output whose unwritten bytes are poison and detectable.
     """
 
     def __init__(self, name: str, array: np.ndarray, tags: dict | None = None, *, written: bool = True):
@@ -22,25 +86,36 @@ class Buffer:
         self.name = name
         self.array = np.ascontiguousarray(array)
         self.raw = self.array.reshape(-1).view(np.uint8)
-        self.tags = {}
+        self._tags = {}
         for field, t in (tags or {}).items():
             t = np.asarray(t)
             try:
-                self.tags[field] = np.broadcast_to(t, self.array.shape).reshape(-1)
+                np.broadcast_shapes(t.shape, self.array.shape)
             except ValueError:
                 raise ValueError(f"buffer {name!r}: tag {field!r} has shape {t.shape}, "
                                  f"buffer has {self.array.shape}") from None
+            self._tags[field] = t
+        self._flat_tags = None
         self.written = None if written else np.zeros(self.raw.size, bool)
-        self.ids = None           # per-byte identity of stored values (allocated on first store)
-        self.fp = None
-        self.tag_table = None     # the TagTable those ids belong to (the launch that stored them)
+        self.prov: MemProv | None = None       # what stores with provenance left here
 
     @classmethod
     def empty(cls, name, shape, dtype, tags=None):
-        arr = np.empty(shape, dtype)
-        raw = arr.reshape(-1).view(np.uint8)
-        raw[:] = np.resize(POISON_BYTES, raw.size)
+        arr = np.empty(shape, np.dtype(dtype))
+        arr.reshape(-1).view(np.uint8)[:] = poison(arr.nbytes)
         return cls(name, arr, tags, written=False)
+
+    @property
+    def tags(self) -> dict:
+        """field -> int32 tag of every element (flat), built on first use (provenance runs only)."""
+        if self._flat_tags is None:
+            self._flat_tags = {f: np.ascontiguousarray(np.broadcast_to(t, self.array.shape), np.int32).reshape(-1)
+                               for f, t in self._tags.items()}
+        return self._flat_tags
+
+    @property
+    def tagged(self) -> bool:
+        return bool(self._tags)
 
     @property
     def nbytes(self) -> int:
@@ -50,12 +125,30 @@ class Buffer:
     def itemsize(self) -> int:
         return self.array.itemsize
 
-    def element_identities(self, table, byte_addr: np.ndarray) -> np.ndarray:
-        """Identity ids of the elements that contain the given byte addresses."""
-        if not self.tags:
-            return np.zeros(byte_addr.shape, np.int32)
+    @property
+    def dtype(self) -> str:
+        return dtype_name(self.array.dtype)
+
+    def load_prov(self, byte_addr: np.ndarray, size: int) -> Prov | None:
+        """Provenance of a load of elements of ``size`` bytes at ``byte_addr`` ``[nbytes, width]``."""
+        if self.prov is not None:
+            p = self.prov.gather(byte_addr)
+            return None if p is None else (p.per_element(size) if size > 1 else p)
+        if not self._tags:
+            return None
+        if self.itemsize % size == 0:          # every loaded element lies in one buffer element
+            elem = byte_addr[::size] // self.itemsize
+            return Prov(size, {f: t[elem] for f, t in self.tags.items()})
         elem = byte_addr // self.itemsize
-        return table.identities_for({f: t[elem] for f, t in self.tags.items()})
+        p = Prov(1, {f: t[elem] for f, t in self.tags.items()})
+        return p.per_element(size) if size > 1 else p
+
+    def store_prov(self, byte_addr: np.ndarray, p: Prov | None):
+        if self.prov is None:
+            if p is None:
+                return
+            self.prov = MemProv(self.nbytes, {f: np.repeat(t, self.itemsize) for f, t in self.tags.items()})
+        self.prov.scatter(byte_addr, p)
 
     def __repr__(self):
         return f"Buffer({self.name!r}, {self.array.shape}, {self.array.dtype})"
@@ -68,74 +161,68 @@ class LdsRegion:
         self.name, self.offset, self.shape, self.dtype = name, offset, tuple(shape), np.dtype(dtype)
         self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
 
+    def describe(self, rel: int) -> str:
+        """``name+offset`` of a byte of the region (what a finding names)."""
+        return f"{self.name}+{int(rel)}"
+
     def __repr__(self):
         return f"LdsRegion({self.name!r}, bytes [{self.offset}, {self.offset + self.nbytes}), {self.shape} {self.dtype})"
 
 
 class LDS:
-    """Workgroup-shared memory: bytes, a written bit, provenance and per-byte access epochs."""
+    """Workgroup-shared memory sized to the regions the kernel declares (up to ``limit`` bytes per
+    workgroup): bytes, a written bit and provenance, one copy per batched workgroup."""
 
-    def __init__(self, size: int, banks: int, bank_bytes: int, members: int = 1):
-        self.size, self.banks, self.bank_bytes = size, banks, bank_bytes
-        self.member_bytes = size                    # a batched launch keeps one LDS per workgroup
-        total = size * members
-        self.raw = np.resize(POISON_BYTES, total).astype(np.uint8)
-        self.written = np.zeros(total, bool)
-        self.ids = np.zeros(total, np.int32)
-        self.fp = np.zeros(total, np.int32)
-        # race detection: last writer (wave, epoch) and readers (bitmask of waves, epoch)
-        self.w_wave = np.full(total, -1, np.int32)
-        self.w_epoch = np.full(total, -1, np.int64)
-        self.r_mask = np.zeros(total, np.uint64)
-        self.r_epoch = np.full(total, -1, np.int64)
+    def __init__(self, limit: int, banks: int, bank_bytes: int, members: int = 1):
+        self.limit, self.banks, self.bank_bytes = limit, banks, bank_bytes
+        self.members = members
+        self.member_bytes = 0
+        self.raw = np.zeros(0, np.uint8)
+        self.written = np.zeros(0, bool)
+        self.prov = MemProv(0)
         self.regions: dict[str, LdsRegion] = {}
         self.allocated = 0
+        self.races = None                  # ds.RaceTracker, made by the first access that checks races
 
     def region(self, name, shape, dtype) -> LdsRegion:
+        dtype = np.dtype(dtype)
         got = self.regions.get(name)
         if got is not None:
-            if got.shape != tuple(shape) or got.dtype != np.dtype(dtype):
+            if got.shape != tuple(shape) or got.dtype != dtype:
                 raise ValueError(f"LDS region {name!r} declared again with a different shape or type "
-                                 f"({got.shape} {got.dtype} vs {tuple(shape)} {np.dtype(dtype)})")
+                                 f"({got.shape} {got.dtype} vs {tuple(shape)} {dtype})")
             return got
-        align = 16
-        off = -(-self.allocated // align) * align
+        off = -(-self.allocated // 16) * 16
         reg = LdsRegion(name, off, shape, dtype)
-        if off + reg.nbytes > self.size:
+        if off + reg.nbytes > self.limit:
             raise MemoryError(f"LDS region {name!r} ({reg.nbytes} B) does not fit: {off} B already "
-                              f"allocated of {self.size} B")
+                              f"allocated of {self.limit} B")
         self.regions[name] = reg
         self.allocated = off + reg.nbytes
+        self._grow(-(-self.allocated // 16) * 16)
         return reg
 
+    def _grow(self, new: int):
+        old, m = self.member_bytes, self.members
+        if new <= old:
+            return
+        raw = np.empty((m, new), np.uint8)
+        raw[:, :old] = self.raw.reshape(m, old)
+        raw[:, old:] = poison(new - old)
+        wr = np.zeros((m, new), bool)
+        wr[:, :old] = self.written.reshape(m, old)
+        self.raw, self.written = raw.reshape(-1), wr.reshape(-1)
+        self.prov.relayout(m, old, new)
+        if self.races is not None:
+            self.races.grow(old, new)
+        self.member_bytes = new
 
-@numba.njit(cache=True)
-def lds_track(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
-    """Record one DS access per byte; return (lane, byte address, other wave) of the first race
-    with another wave in the same barrier epoch, or (-1, -1, -1)."""
-    bit = np.uint64(1) << np.uint64(wave)
-    hit_l, hit_a, hit_w = -1, -1, -1
-    for l in range(addr.shape[0]):
-        if not active[l]:
-            continue
-        for b in range(nbytes):
-            a = addr[l] + b
-            if w_epoch[a] == epoch and w_wave[a] != wave and hit_l < 0:
-                hit_l, hit_a, hit_w = l, a, w_wave[a]
-            if is_write:
-                if r_epoch[a] == epoch and (r_mask[a] & ~bit) != 0 and hit_l < 0:
-                    other = 0
-                    m = r_mask[a] & ~bit
-                    while (m & np.uint64(1)) == 0:
-                        m = m >> np.uint64(1)
-                        other += 1
-                    hit_l, hit_a, hit_w = l, a, other
-                w_wave[a] = wave
-                w_epoch[a] = epoch
-            else:
-                if r_epoch[a] != epoch:
-                    r_epoch[a] = epoch
-                    r_mask[a] = bit
-                else:
-                    r_mask[a] |= bit
-    return hit_l, hit_a, hit_w
+    def region_at(self, addr: int):
+        """(region, offset in it) of a member-relative LDS byte address."""
+        for r in self.regions.values():
+            if r.offset <= addr < r.offset + r.nbytes:
+                return r, addr - r.offset
+        return None, addr
+
+
+__all__ = ["Buffer", "LdsRegion", "LDS", "MemProv", "poison", "WORDS"]

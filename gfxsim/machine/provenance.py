@@ -1,299 +1,384 @@
-"""Provenance: identity tags on every byte, and the footprints of reduced values.
+"""Provenance as arrays: identities per byte, footprints as bitmask windows, flags that travel.
 
-* An **identity** says which element a byte is: an interned tuple of (field, value) pairs such as
-  (("row", 3), ("token", 17)). Loads from a tagged buffer give the element's fields; arithmetic
-  merges them field by field (equal or one-sided fields survive, conflicting fields are dropped —
-  ``max(S[t1], S[t2])`` has no single token).
-* A **footprint** is the set of identities a value was reduced over. It grows only when an
-  operation merges two different elements (a conflict): so ``amax = max_t |W[q][t]|`` carries the
-  tokens it saw, while ``P = exp(S - m)`` stays the element ``(q, t)``. A quantization scale's
-  footprint is compared with a matrix instruction's K set when the scale is applied.
-* A **K set** is attached to matrix-instruction results: per output element, the identities of
-  the A row and the B column that fed its K slots (accumulated over a chain through C).
+State (every array is ``[rows, width]``: rows are bytes, or elements when ``g`` > 1, width is the
+register columns — lanes x batched workgroups):
 
-Identity 0 and set 0 mean "none". Everything is interned per machine so arrays hold int32 ids.
+* **identity** — one int32 plane per tag field (``token``, ``head``, ``dim``, ...), -1 where the
+  byte has no value in that field. Loads from a tagged buffer fill them; byte moves route them
+  exactly; arithmetic keeps, per element, the fields both operands agree on. Reserved fields start
+  with ``@``: ``@mma`` (global index of the matrix instruction whose result this is) and ``@mn``
+  (the element of that result, ``(block*M + m)*N + n``).
+* **footprint** — per element and field, the set of values a reduction consumed (``amax`` over
+  tokens, a row sum over dims): a ``Mask`` of ``WORDS`` uint64 words over a window of ``WINDOW``
+  values aligned to ``WINDOW``; a set that leaves its window is kept exactly in ``WideSets``.
+* **flags** — uint8 per element: ``SCALE`` marks a quantization scale (``w.group_scale``).
+
+``g`` is the bytes per row: 1 (per byte) or the element size, used while all bytes of every
+element agree (the common case: an fp32 value costs one row per element, not four). Storage that
+is byte-addressed (LDS, global memory) always holds ``g == 1`` planes.
 """
 from __future__ import annotations
 
 import numpy as np
 
+WORDS = 4                         # uint64 words per window
+WINDOW = 64 * WORDS               # values per window (tokens of a 256-token partition, 128 dims, ...)
+SCALE = np.uint8(1)               # flag: a quantization scale
+RESERVED = ("@mma", "@mn")        # identity-only fields (never a footprint)
 
-class _SetStore:
-    """Set ids -> frozensets of identity ids. A union is stored as a node (a, b) and materialised
-    only when someone looks at it: reductions build thousands of partial footprints (every step of
-    a softmax max), and only the few that reach a scale check are ever compared."""
+
+class WideSets:
+    """Exact sets for the rare footprint that leaves one window: id -> frozenset of values, or a
+    lazy union node (a, b) materialised only when someone reads it (reductions build thousands of
+    partial sets and only a few are ever compared)."""
 
     def __init__(self):
         self.nodes: list = [frozenset()]
+        self._ids: dict = {frozenset(): 0}
+        self._unions: dict = {}
 
-    def __len__(self):
-        return len(self.nodes)
-
-    def append(self, fs: frozenset):
-        self.nodes.append(fs)
-
-    def union_node(self, a: int, b: int) -> int:
-        self.nodes.append((a, b))
-        return len(self.nodes) - 1
-
-    def __getitem__(self, sid) -> frozenset:
-        sid = int(sid)
-        if isinstance(self.nodes[sid], frozenset):
-            return self.nodes[sid]
-        stack = [sid]
-        while stack:                          # post-order, iterative: chains can be thousands deep
-            s = stack[-1]
-            node = self.nodes[s]
-            if isinstance(node, frozenset):
-                stack.pop()
-                continue
-            a, b = node
-            pa, pb = self.nodes[a], self.nodes[b]
-            if not isinstance(pa, frozenset):
-                stack.append(a)
-            elif not isinstance(pb, frozenset):
-                stack.append(b)
-            else:
-                self.nodes[s] = pa | pb
-                stack.pop()
-        return self.nodes[sid]
-
-
-class TagTable:
-    def __init__(self):
-        self.fields: list[str] = []
-        self._field_idx: dict[str, int] = {}
-        self.identities: list[tuple] = [()]          # id -> ((field_idx, value), ...)
-        self._ident_id: dict[tuple, int] = {(): 0}
-        self.sets = _SetStore()                      # set id -> frozenset of identity ids
-        self._set_id: dict[frozenset, int] = {frozenset(): 0}
-        self._merge_cache: dict = {}           # (a << 32 | b) -> [identity, conflict, a<=b, b<=a]
-        self._union_cache: dict[tuple, int] = {}
-        self._luts: dict = {}
-        self._schemes: dict = {}
-        self._fm = None
-        self._single_cache: dict = {}
-        self._rowset_cache: dict = {}
-        self._import_cache: dict = {}
-
-    # -- interning ---------------------------------------------------------------------------
-    def field(self, name: str) -> int:
-        if name not in self._field_idx:
-            self._field_idx[name] = len(self.fields)
-            self.fields.append(name)
-        return self._field_idx[name]
-
-    def identity(self, items) -> int:
-        key = tuple(sorted(items))
-        got = self._ident_id.get(key)
+    def intern(self, values) -> int:
+        key = frozenset(int(v) for v in values)
+        got = self._ids.get(key)
         if got is None:
-            got = self._ident_id[key] = len(self.identities)
-            self.identities.append(key)
+            got = self._ids[key] = len(self.nodes)
+            self.nodes.append(key)
         return got
 
-    def set_id(self, ids) -> int:
-        key = frozenset(int(i) for i in ids if i)
-        got = self._set_id.get(key)
-        if got is None:
-            got = self._set_id[key] = len(self.sets)
-            self.sets.append(key)
-        return got
-
-    def identities_for(self, field_values: dict[str, np.ndarray]) -> np.ndarray:
-        """Vectorised: identity ids for elements whose fields are given as equal-shape int arrays."""
-        names = list(field_values)
-        if not names:
-            return None
-        stack = np.stack([np.asarray(field_values[n], np.int64).ravel() for n in names], axis=1)
-        uniq, inv = np.unique(stack, axis=0, return_inverse=True)
-        fidx = [self.field(n) for n in names]
-        scheme = self._schemes.setdefault(tuple(fidx), {})
-        ids = np.empty(len(uniq), np.int32)
-        for n, row in enumerate(map(tuple, uniq.tolist())):
-            got = scheme.get(row)
-            if got is None:
-                # a negative tag value means "no tag" (padding, unused cache slots)
-                got = scheme[row] = self.identity((f, v) for f, v in zip(fidx, row) if v >= 0)
-            ids[n] = got
-        return ids[inv.ravel()].reshape(np.shape(field_values[names[0]]))
-
-    # -- carrying provenance across launches (a buffer written by one kernel, read by the next) ------
-    @staticmethod
-    def _map_unique(arr: np.ndarray, cache: dict, fn) -> np.ndarray:
-        """Apply ``fn`` to each distinct id of ``arr`` once (memoised in ``cache``)."""
-        u, inv = np.unique(arr, return_inverse=True)
-        out = np.empty(len(u), np.int32)
-        for n, i in enumerate(u.tolist()):
-            got = cache.get(i)
-            if got is None:
-                got = cache[i] = fn(i)
-            out[n] = got
-        return out[inv.ravel()].reshape(np.shape(arr))
-
-    def import_ids(self, other: "TagTable", ids: np.ndarray) -> np.ndarray:
-        if other is self:
-            return ids
-        return self._map_unique(ids, self._import_cache.setdefault((id(other), "id"), {}), lambda i: self.identity(
-            (self.field(other.fields[f]), v) for f, v in other.identities[i]))
-
-    def import_sets(self, other: "TagTable", sids: np.ndarray) -> np.ndarray:
-        if other is self:
-            return sids
-        return self._map_unique(sids, self._import_cache.setdefault((id(other), "set"), {}), lambda s_: self.set_id(
-            self.import_ids(other, np.array(sorted(other.sets[s_]), np.int32))) if s_ else 0)
-
-    # -- reading back ----------------------------------------------------------------------------
-    def fields_of(self, ident: int) -> dict:
-        return {self.fields[f]: v for f, v in self.identities[int(ident)]}
-
-    def field_values(self, ids: np.ndarray, name: str, missing: int = -1) -> np.ndarray:
-        """Project identity ids onto one field (``missing`` where the identity lacks it)."""
-        ids = np.asarray(ids)
-        if name not in self._field_idx:
-            return np.full(ids.shape, missing, np.int64)
-        return self._lut(name, missing)[ids]
-
-    def _lut(self, name, missing):
-        """identity id -> value of one field, grown as identities are interned."""
-        key = (name, missing)
-        lut = self._luts.get(key)
-        n = len(self.identities)
-        if lut is None or len(lut) < n:
-            f = self._field_idx[name]
-            start = 0 if lut is None else len(lut)
-            ext = np.array([dict(t).get(f, missing) for t in self.identities[start:n]], np.int64)
-            lut = ext if lut is None else np.concatenate([lut, ext])
-            self._luts[key] = lut
-        return lut
-
-    def set_field_values(self, sid: int, name: str) -> set:
-        f = self._field_idx.get(name)
-        if f is None:
-            return set()
-        return {dict(self.identities[i]).get(f) for i in self.sets[int(sid)]} - {None}
-
-    # -- merging ---------------------------------------------------------------------------------
     def union(self, a: int, b: int) -> int:
         if a == b or b == 0:
             return a
         if a == 0:
             return b
         key = (a, b) if a < b else (b, a)
-        got = self._union_cache.get(key)
+        got = self._unions.get(key)
         if got is None:
-            got = self._union_cache[key] = self.sets.union_node(a, b)
+            self.nodes.append(key)
+            got = self._unions[key] = len(self.nodes) - 1
         return got
 
-    # -- vectorised merging ----------------------------------------------------------------------
-    def _fmat(self) -> np.ndarray:
-        """[identities, fields] matrix of field values (-1 where absent), grown incrementally."""
-        n, F = len(self.identities), len(self.fields)
-        m = self._fm
-        if m is None or m.shape[1] != F:
-            m = np.full((n, F), -1, np.int64)
-            start = 0
-        elif m.shape[0] < n:
-            start = m.shape[0]
-            m = np.concatenate([m, np.full((n - start, F), -1, np.int64)])
-        else:
-            return m
-        for i in range(start, n):
-            for f, v in self.identities[i]:
-                m[i, f] = v
-        self._fm = m
-        return m
+    def values(self, sid: int) -> frozenset:
+        sid = int(sid)
+        stack = [sid]
+        while stack:                      # post-order, iterative: chains can be thousands deep
+            s = stack[-1]
+            node = self.nodes[s]
+            if isinstance(node, frozenset):
+                stack.pop()
+                continue
+            pa, pb = self.nodes[node[0]], self.nodes[node[1]]
+            if not isinstance(pa, frozenset):
+                stack.append(node[0])
+            elif not isinstance(pb, frozenset):
+                stack.append(node[1])
+            else:
+                self.nodes[s] = pa | pb
+                stack.pop()
+        return self.nodes[sid]
 
-    def _intern_rows(self, rows: np.ndarray) -> np.ndarray:
-        """Identity ids of field-value rows ``[N, fields]`` (-1 = absent)."""
-        ids = np.empty(len(rows), np.int32)
-        for n, row in enumerate(rows.tolist()):
-            key = tuple((f, v) for f, v in enumerate(row) if v >= 0)      # already sorted by field
-            got = self._ident_id.get(key)
-            if got is None:
-                got = self._ident_id[key] = len(self.identities)
-                self.identities.append(key)
-            ids[n] = got
-        return ids
 
-    def merge_ids(self, ia: np.ndarray, ib: np.ndarray):
-        """Field-wise merge of identity arrays: (identity, conflict, a_subset_of_b, b_subset_of_a)."""
-        shape = np.shape(ia)
-        key = (np.asarray(ia, np.int64).ravel() << 32) | np.asarray(ib, np.int64).ravel()
-        uk, inv = np.unique(key, return_inverse=True)
-        res = np.empty((len(uk), 4), np.int32)          # ident, conflict, a<=b, b<=a per unique pair
-        cache = self._merge_cache
-        known = [cache.get(k) for k in uk.tolist()]
-        new = [n for n, got in enumerate(known) if got is None]
-        for n, got in enumerate(known):
-            if got is not None:
-                res[n] = got
-        if new:
-            nk = uk[new]
-            a_u, b_u = (nk >> 32).astype(np.int64), (nk & 0xFFFFFFFF).astype(np.int64)
-            M = self._fmat()
-            va, vb = M[a_u], M[b_u]
-            has_a, has_b = va >= 0, vb >= 0
-            same = va == vb
-            conf = has_a & has_b & ~same
-            out = np.where(has_a, va, vb)
-            out[conf] = -1
-            rows = np.stack([self._intern_rows(out), conf.any(axis=1), np.all(~has_a | same, axis=1),
-                             np.all(~has_b | same, axis=1)], axis=1).astype(np.int32)
-            res[new] = rows
-            for k, row in zip(nk.tolist(), rows.tolist()):
-                cache[k] = row
-        res = res[inv.ravel()]
-        r = lambda x: x.reshape(shape)
-        return r(res[:, 0]), r(res[:, 1].astype(bool)), r(res[:, 2].astype(bool)), r(res[:, 3].astype(bool))
+def _bits_values(base: int, bits: np.ndarray) -> list:
+    """The values of one window: base + the set bit positions."""
+    out = []
+    for w, word in enumerate(bits.tolist()):
+        while word:
+            low = word & -word
+            out.append(base + 64 * w + low.bit_length() - 1)
+            word ^= low
+    return out
 
-    def _self_sets(self, ids: np.ndarray) -> np.ndarray:
-        """The singleton set {id} of each identity (0 for none)."""
-        return self._map_unique(ids, self._single_cache, lambda i: self.set_id([i]) if i else 0)
 
-    def unions(self, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
-        """Elementwise union of set ids."""
-        out = np.where(s1 == 0, s2, np.where((s2 == 0) | (s1 == s2), s1, -1)).astype(np.int32)
-        need = out < 0
-        if need.any():
-            key = (s1[need].astype(np.int64) << 32) | s2[need]
-            uk, inv = np.unique(key, return_inverse=True)
-            res = np.array([self.union(int(k >> 32), int(k & 0xFFFFFFFF)) for k in uk], np.int32)
-            out[need] = res[inv.ravel()]
+class Mask:
+    """A set of values per element: ``base`` int64 ``[R, L]`` (-1 = empty), ``bits`` uint64
+    ``[R, L, WORDS]`` (value ``base + 64*w + b`` is bit b of word w) and ``wide`` int32 ``[R, L]``
+    (a WideSets id; 0 = the window is the whole set)."""
+    __slots__ = ("base", "bits", "wide")
+
+    def __init__(self, base, bits, wide):
+        self.base, self.bits, self.wide = base, bits, wide
+
+    @classmethod
+    def empty(cls, shape) -> "Mask":
+        return cls(np.full(shape, -1, np.int64), np.zeros(tuple(shape) + (WORDS,), np.uint64),
+                   np.zeros(shape, np.uint32))
+
+    @classmethod
+    def of_values(cls, v: np.ndarray) -> "Mask":
+        """The one-value set {v} per element (empty where v < 0)."""
+        v = np.asarray(v, np.int64)
+        present = v >= 0
+        base = np.where(present, (v // WINDOW) * WINDOW, -1)
+        off = np.where(present, v - base, 0)
+        word, bit = off // 64, (off % 64).astype(np.uint64)
+        one = np.where(present, np.left_shift(np.uint64(1), bit), np.uint64(0)).astype(np.uint64)
+        bits = np.zeros(v.shape + (WORDS,), np.uint64)
+        for w in range(WORDS):
+            bits[..., w] = np.where(word == w, one, np.uint64(0))
+        return cls(base, bits, np.zeros(v.shape, np.uint32))
+
+    # -- structure: every array indexed alike on its leading [R, L] axes ----------------------
+    def map(self, fn) -> "Mask":
+        return Mask(fn(self.base), fn(self.bits), fn(self.wide))
+
+    @staticmethod
+    def concat(masks, axis=0) -> "Mask":
+        return Mask(np.concatenate([m.base for m in masks], axis), np.concatenate([m.bits for m in masks], axis),
+                    np.concatenate([m.wide for m in masks], axis))
+
+    @staticmethod
+    def where(cond, a: "Mask", b: "Mask") -> "Mask":
+        return Mask(np.where(cond, a.base, b.base), np.where(cond[..., None], a.bits, b.bits),
+                    np.where(cond, a.wide, b.wide))
+
+    def assign(self, sel, other: "Mask"):
+        """self[sel] = other (``sel`` an index tuple over the leading axes)."""
+        self.base[sel] = other.base
+        self.bits[sel] = other.bits
+        self.wide[sel] = other.wide
+
+    @property
+    def shape(self):
+        return self.base.shape
+
+    def nonempty(self) -> np.ndarray:
+        return (self.base >= 0) | (self.wide != 0)
+
+    # -- set algebra ---------------------------------------------------------------------------
+    def union(self, other: "Mask", wide: WideSets) -> "Mask":
+        e1, e2 = ~self.nonempty(), ~other.nonempty()
+        same = (self.base == other.base) & (self.wide == 0) & (other.wide == 0)
+        out = Mask(np.where(e1, other.base, self.base),
+                   np.where(e1[..., None], other.bits,
+                            np.where(e2[..., None], self.bits, self.bits | other.bits)),
+                   np.where(e1, other.wide, self.wide))
+        need = ~e1 & ~e2 & ~same
+        if need.any():              # two windows meet: the exact fallback, per distinct pair
+            ia, ib = self._wide_ids(need, wide), other._wide_ids(need, wide)
+            pairs, inv = np.unique(np.stack([ia, ib], 1), axis=0, return_inverse=True)
+            res = np.array([wide.union(int(a), int(b)) for a, b in pairs.tolist()], np.int32)
+            out.wide[need] = res[inv.ravel()]
+            out.base[need] = -1
+            out.bits[need] = 0
         return out
 
-    def combine(self, ia, fa, ib, fb, reducing: bool = False):
-        """Elementwise merge of two operands' (identity, footprint) arrays of equal shape.
+    def _wide_ids(self, sel, wide: WideSets) -> np.ndarray:
+        """WideSets ids of the selected elements (narrow windows interned)."""
+        w = self.wide[sel].copy()
+        narrow = w == 0
+        if narrow.any():
+            base, bits = self.base[sel][narrow], self.bits[sel][narrow]
+            rows, inv = np.unique(np.concatenate([base[:, None].view(np.uint64), bits], 1), axis=0,
+                                  return_inverse=True)
+            ids = np.array([0 if int(r[0].view(np.int64)) < 0 else
+                            wide.intern(_bits_values(int(r[0].view(np.int64)), r[1:])) for r in rows], np.int32)
+            w[narrow] = ids[inv.ravel()]
+        return w
 
-        Footprint rule: a conflict (two different elements meet) is a reduction step, so the result's
-        footprint is the union of both sides' footprints-or-selves. So is an accumulating op
-        (``reducing``: max, min, add) of an aggregate with an element (``amax = max(amax, |w_t|)``).
-        Otherwise the more specific operand's footprint survives (``S - m`` keeps S's), and equal
-        identities unite footprints."""
-        ident, conflict, sub_a, sub_b = self.merge_ids(ia, ib)
-        if reducing:      # an aggregate (less specific, has a footprint) absorbs an element
-            absorb = ~conflict & (sub_a != sub_b) & np.where(sub_a, fa != 0, fb != 0)
-            if absorb.any():      # ... and stays the aggregate: max_t(..) has no single token
-                ident = np.where(absorb, np.where(sub_a, ia, ib), ident).astype(np.int32)
-                conflict = conflict | absorb
-        fp = np.where(sub_b & ~sub_a, fa, np.where(sub_a & ~sub_b, fb, 0)).astype(np.int32)
-        both = ~conflict & (sub_a == sub_b)          # equal identities, or unrelated ones
-        if both.any():
-            fp[both] = self.unions(fa[both], fb[both])
-        if conflict.any():
-            s1 = np.where(fa != 0, fa, self._self_sets(ia))
-            s2 = np.where(fb != 0, fb, self._self_sets(ib))
-            fp[conflict] = self.unions(s1[conflict], s2[conflict])
-        return ident, fp
+    def subset_of(self, other: "Mask", wide: WideSets) -> np.ndarray:
+        """Elementwise: self ⊆ other (the empty set is a subset of everything)."""
+        e1 = ~self.nonempty()
+        narrow = (self.wide == 0) & (other.wide == 0)
+        ok = e1 | (narrow & (self.base == other.base) &
+                   ((self.bits & ~other.bits) == 0).all(axis=-1))
+        odd = ~e1 & ~narrow
+        if odd.any():
+            for i in zip(*np.nonzero(odd)):
+                ok[i] = self.values_at(i, wide) <= other.values_at(i, wide)
+        return ok
 
-    def sets_of_rows(self, ids: np.ndarray) -> np.ndarray:
-        """Intern the set of identities along the last axis: ``[..., K] -> [...]`` set ids."""
-        flat = ids.reshape(-1, ids.shape[-1])
-        uniq, inv = np.unique(np.sort(flat, axis=1), axis=0, return_inverse=True)
-        sids = np.empty(len(uniq), np.int32)
-        for n, row in enumerate(uniq):
-            k = row.tobytes()
-            got = self._rowset_cache.get(k)
-            if got is None:
-                got = self._rowset_cache[k] = self.set_id(row.tolist())
-            sids[n] = got
-        return sids[inv.ravel()].reshape(ids.shape[:-1])
+    def values_at(self, i, wide: WideSets) -> frozenset:
+        if self.wide[i]:
+            return wide.values(self.wide[i])
+        if self.base[i] < 0:
+            return frozenset()
+        return frozenset(_bits_values(int(self.base[i]), self.bits[i]))
+
+
+class Prov:
+    """The provenance of a block of rows x columns (see the module docstring)."""
+    __slots__ = ("g", "ids", "fp", "flags")
+
+    def __init__(self, g: int, ids: dict, fp: dict | None = None, flags: np.ndarray | None = None):
+        self.g = g
+        self.ids = ids                  # field -> int32 [R, L]
+        self.fp = fp or {}              # field -> Mask
+        self.flags = flags              # uint8 [R, L] or None
+
+    def arrays(self):
+        return list(self.ids.values()) + [m.base for m in self.fp.values()] + \
+            ([self.flags] if self.flags is not None else [])
+
+    @property
+    def shape(self):
+        for a in self.arrays():
+            return a.shape
+        return None
+
+    def empty_like(self) -> bool:
+        return not self.ids and not self.fp and self.flags is None
+
+    def map(self, fn) -> "Prov":
+        """Apply the same row/column indexing to every plane."""
+        return Prov(self.g, {f: fn(a) for f, a in self.ids.items()}, {f: m.map(fn) for f, m in self.fp.items()},
+                    None if self.flags is None else fn(self.flags))
+
+    def field(self, name, shape) -> np.ndarray:
+        got = self.ids.get(name)
+        return got if got is not None else np.full(shape, -1, np.int32)
+
+    def scale_flag(self) -> np.ndarray | None:
+        return None if self.flags is None else (self.flags & SCALE) != 0
+
+    # -- granularity ----------------------------------------------------------------------------
+    def per_byte(self) -> "Prov":
+        if self.g == 1:
+            return self
+        g = self.g
+        p = self.map(lambda a: np.repeat(a, g, axis=0))
+        p.g = 1
+        return p
+
+    def per_element(self, size: int) -> "Prov":
+        """Rows of ``size`` bytes: a field survives where all bytes of the element agree (the
+        bytes of a u32 holding four tokens have no single token); footprints unite; flags OR."""
+        if self.g == size:
+            return self
+        if self.g != 1:
+            return self.per_byte().per_element(size)
+        ids = {}
+        for f, a in self.ids.items():
+            r = a.reshape(-1, size, a.shape[1])
+            hi = r.max(axis=1)            # a byte with no value (zero padding) does not conflict
+            lo = np.where(r < 0, np.iinfo(np.int32).max, r).min(axis=1)
+            ids[f] = np.where(lo == hi, hi, -1).astype(np.int32)
+        fp = {f: m.map(lambda x: x[::size]) for f, m in self.fp.items()}     # a byte's set is its element's
+        flags = None if self.flags is None else np.bitwise_or.reduce(
+            self.flags.reshape(-1, size, self.flags.shape[1]), axis=1)
+        return Prov(size, ids, fp, flags)
+
+    # -- combining -------------------------------------------------------------------------------
+    @staticmethod
+    def concat(provs, rows_each, width) -> "Prov | None":
+        """Row-wise concatenation; parts without provenance contribute empty rows."""
+        if all(p is None for p in provs):
+            return None
+        g = min(p.g for p in provs if p is not None)
+        provs = [None if p is None else (p if p.g == g else p.per_byte()) for p in provs]
+        fields = sorted({f for p in provs if p is not None for f in p.ids})
+        fpf = sorted({f for p in provs if p is not None for f in p.fp})
+        ids = {f: np.concatenate([p.field(f, (n, width)) if p is not None else np.full((n, width), -1, np.int32)
+                                  for p, n in zip(provs, rows_each)]) for f in fields}
+        fp = {f: Mask.concat([p.fp[f] if p is not None and f in p.fp else Mask.empty((n, width))
+                              for p, n in zip(provs, rows_each)]) for f in fpf}
+        flags = None
+        if any(p is not None and p.flags is not None for p in provs):
+            flags = np.concatenate([p.flags if p is not None and p.flags is not None else np.zeros((n, width), np.uint8)
+                                    for p, n in zip(provs, rows_each)])
+        return Prov(g, ids, fp, flags)
+
+    @staticmethod
+    def select(cond, a: "Prov | None", b: "Prov | None", shape) -> "Prov | None":
+        """Per row and column: a where cond else b (cond broadcast to ``shape``)."""
+        if a is None and b is None:
+            return None
+        g = min(p.g for p in (a, b) if p is not None)
+        a = _empty(g) if a is None else (a if a.g == g else a.per_byte())
+        b = _empty(g) if b is None else (b if b.g == g else b.per_byte())
+        cond = np.broadcast_to(cond, shape)
+        ids = {f: np.where(cond, a.field(f, shape), b.field(f, shape)).astype(np.int32)
+               for f in sorted(a.ids.keys() | b.ids.keys())}
+        fp = {f: Mask.where(cond, a.fp.get(f) or Mask.empty(shape), b.fp.get(f) or Mask.empty(shape))
+              for f in sorted(a.fp.keys() | b.fp.keys())}
+        flags = None
+        if a.flags is not None or b.flags is not None:
+            z = np.zeros(shape, np.uint8)
+            flags = np.where(cond, z if a.flags is None else a.flags, z if b.flags is None else b.flags)
+        return Prov(g, ids, fp, flags)
+
+
+def _empty(g):
+    return Prov(g, {})
+
+
+def fill_value(a: np.ndarray):
+    """What a plane holds where there is nothing: -1 for identities and window bases, 0 else."""
+    return -1 if a.dtype in (np.int32, np.int64) else 0
+
+
+def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Prov | None:
+    """Elementwise merge of two operands' provenance (equal shapes, equal g).
+
+    Per field: equal values survive, a one-sided value survives, conflicting values are dropped —
+    ``max(S[t1], S[t2])`` has no single token. A conflict is a reduction step, so the result's
+    footprint is the union of both sides' footprints and values; so is an accumulating op
+    (``reducing``: max, min, add) of an aggregate with an element (``amax = max(amax, |w_t|)``),
+    which stays the aggregate. Otherwise the more specific operand's footprint survives
+    (``S - m`` keeps S's: none). An operand without provenance changes nothing, so a scale
+    multiplied by a constant stays a scale; a mark never survives arithmetic between two tagged
+    values (the dequantized product is not a scale)."""
+    if a is None or a.empty_like():
+        return b
+    if b is None or b.empty_like():
+        return a
+    shape = a.shape or b.shape
+    ids, fp = {}, {}
+    for f in sorted(a.ids.keys() | b.ids.keys() | a.fp.keys() | b.fp.keys()):
+        ia, ib = a.ids.get(f), b.ids.get(f)
+        fa, fb = a.fp.get(f), b.fp.get(f)
+        if ia is ib and fa is None and fb is None:
+            if ia is not None:
+                ids[f] = ia
+            continue
+        ia = ia if ia is not None else np.full(shape, -1, np.int32)
+        ib = ib if ib is not None else np.full(shape, -1, np.int32)
+        pa, pb = ia >= 0, ib >= 0
+        conflict = pa & pb & (ia != ib)
+        out = np.where(pa, ia, ib)
+        if f in RESERVED:
+            out[conflict] = -1
+            if (out >= 0).any():
+                ids[f] = out.astype(np.int32)
+            continue
+        absorb = np.zeros(shape, bool)
+        if reducing and (fa is not None or fb is not None):
+            na = fa.nonempty() if fa is not None else np.zeros(shape, bool)
+            nb = fb.nonempty() if fb is not None else np.zeros(shape, bool)
+            absorb = (pa & ~pb & nb) | (pb & ~pa & na)
+        step = conflict | absorb
+        out = np.where(step, -1, out).astype(np.int32)
+        if (out >= 0).any():
+            ids[f] = out
+        if fa is None and fb is None and not step.any():
+            continue
+        # footprint = (a's set, unless b is more specific) ∪ (b's, unless a is) ∪ the values met
+        keep_a = ~(pb & ~pa) | step
+        keep_b = ~(pa & ~pb) | step
+        sa = _side(fa, ia, keep_a, step & pa, wide, shape)
+        sb = _side(fb, ib, keep_b, step & pb, wide, shape)
+        u = sa.union(sb, wide)
+        if u.nonempty().any():
+            fp[f] = u
+    return Prov(a.g, ids, fp, None)
+
+
+def _side(m: Mask | None, ident, keep, with_self, wide, shape) -> Mask:
+    base = m if m is not None else Mask.empty(shape)
+    if m is not None and not keep.all():
+        base = Mask.where(keep, m, Mask.empty(shape))
+    if with_self.any():
+        base = base.union(Mask.of_values(np.where(with_self, ident, -1)), wide)
+    return base
+
+
+def broadcast_rows(p: Prov | None, rows: int) -> Prov | None:
+    """A one-element value used against an n-element one."""
+    if p is None:
+        return None
+    r = p.shape[0] if p.shape is not None else rows
+    if r == rows:
+        return p
+    if r == 1:
+        return p.map(lambda a: np.repeat(a, rows, axis=0))
+    if rows % r == 0:
+        return p.map(lambda a: np.tile(a, (rows // r,) + (1,) * (a.ndim - 1)))
+    raise ValueError(f"cannot broadcast {r} rows to {rows}")

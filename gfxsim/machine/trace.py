@@ -20,13 +20,20 @@ def words_of(val: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Operand:
-    """One register operand of an event: its VGPR range, type and per-lane values."""
-    regs: tuple            # (first VGPR, count)
+    """One operand of an event: its VGPR range (None for an inline constant), type and values."""
+    regs: Optional[tuple]  # (first VGPR, count)
     dtype: str
     values: np.ndarray     # [n, lanes], typed
 
+    @classmethod
+    def of(cls, v) -> "Operand":
+        return cls(v.regs, v.dtype, v.val.copy())
+
     @property
     def name(self) -> str:
+        if self.regs is None:
+            vals = np.unique(self.values)
+            return str(vals[0].item()) if len(vals) == 1 else "literal"
         base, n = self.regs
         return f"v{base}" if n == 1 else f"v[{base}:{base + n - 1}]"
 
@@ -52,16 +59,41 @@ class Event:
 
 @dataclass(repr=False)          # Event's one-line repr, not every array
 class MmaEvent(Event):
-    """A matrix instruction: per K slot, the provenance of A and B."""
+    """A matrix instruction of one workgroup: a view of its launch's compact record."""
     insn: object = None
-    a_ids: Optional[np.ndarray] = None      # [blocks, M, K] identity ids
-    b_ids: Optional[np.ndarray] = None      # [blocks, K, N]
-    tags: object = None                     # the machine's TagTable
+    record: object = None                   # matrix.MmaRecord
+    member: int = 0                         # which workgroup of the record's batch
+
+    @classmethod
+    def from_record(cls, rec, member: int) -> "MmaEvent":
+        lanes = len(rec.exec_mask) // len(rec.workgroups)
+        cols = slice(member * lanes, (member + 1) * lanes)
+        ins, outs = rec.operands if rec.operands is not None else ([], [])
+        return cls(index=rec.first + member, op=rec.op, kernel=rec.kernel, workgroup=tuple(rec.workgroups[member]),
+                   wave=rec.wave, source=rec.source, exec_mask=rec.exec_mask[cols], inputs=ins, outputs=outs,
+                   insn=rec.insn, record=rec, member=member)
+
+    @property
+    def tagged(self) -> bool:
+        """Whether the operands carried provenance (a launch with provenance, tagged inputs)."""
+        return self.record is not None and self.record.a is not None
+
+    def fields(self, operand: str) -> list:
+        side = self.record.a if operand.upper() == "A" else self.record.b
+        return sorted(side or ())
 
     def slot_tags(self, operand: str, field: str = "token") -> np.ndarray:
         """Field values of every element of A ``[blocks, M, K]`` or B ``[blocks, K, N]`` (-1 = untagged)."""
-        ids = {"A": self.a_ids, "B": self.b_ids}[operand.upper()]
-        return self.tags.field_values(ids, field)
+        from .matrix import _expand
+        op = operand.upper()
+        insn = self.insn
+        shape = (insn.blocks, insn.M, insn.K) if op == "A" else (insn.blocks, insn.K, insn.N)
+        side = self.record.a if op == "A" else self.record.b
+        if not side or field not in side:
+            return np.full(shape, -1, np.int64)
+        kind, arr = side[field]
+        rows = self.record.member_rows(self.member)
+        return np.asarray(_expand(kind, arr[rows], op, insn.M, insn.N, insn.K), np.int64)
 
     def tokens(self, operand: str = "B", field: str = "token", block: int = 0) -> np.ndarray:
         """The token feeding each K slot ``[K]`` (of row 0 of A / column 0 of B)."""
@@ -77,7 +109,7 @@ class Trace:
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
         self.events: list[Event] = []
-        self.matrix_events: list = []    # matrix instructions of an untraced run
+        self.mma_log = None              # matrix.MmaLog of the launch (set by the machine)
         self.n_events = 0                # counted even when not recorded
 
     def __len__(self):
@@ -87,10 +119,10 @@ class Trace:
         return self.events[i]
 
     def mmacs(self) -> list:
-        """All matrix-instruction events, in issue order."""
-        if not self.enabled:
-            return list(self.matrix_events)
-        return [e for e in self.events if isinstance(e, MmaEvent)]
+        """All matrix-instruction events, in issue order (views of the launch's MmaLog)."""
+        if self.enabled:
+            return [e for e in self.events if isinstance(e, MmaEvent)]
+        return self.mma_log.events() if self.mma_log is not None else []
 
     def of_wave(self, workgroup, wave) -> list:
         wg = tuple(workgroup) if not isinstance(workgroup, int) else (workgroup, 0, 0)

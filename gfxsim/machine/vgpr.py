@@ -1,53 +1,35 @@
-"""VGPRs: a block of vector registers of one wave, ``[element, lane]``, with per-byte provenance.
+"""VGPRs: the value handle a Python kernel holds — ``n`` elements of one type per lane.
 
-A ``VGPRs`` value is what a Python kernel statement produces: ``n`` elements of one type per lane,
-packed little-endian into ``ceil(n*size/4)`` 32-bit VGPRs (so 16 int8 tokens are ``v[k:k+3]``).
-Per byte it carries an identity tag and a written bit (poison for never-written lanes); per
-element a footprint (what it was reduced over) and, for matrix-instruction results, K sets.
-Arithmetic acts on all lanes under the wave's EXEC mask; inactive lanes of a new value are
-unwritten, inactive lanes of an updated value keep their old contents.
+Numbers are ``val`` ``[n, width]`` typed (width = lanes x batched workgroups), packed
+little-endian into ``ceil(n*size/4)`` 32-bit VGPRs (16 int8 tokens are ``v[k:k+3]``). ``prov`` is
+the value's provenance (``provenance.Prov``; None when the launch runs without provenance or the
+value carries none), ``valid`` the written bit per byte (None: every byte written).
+
+Register numbers are virtual and deterministic: every new value takes the next numbers of its
+wave (SSA style, never reused), so the same statement of the same run always writes the same
+VGPRs, whatever Python keeps alive. A slice of whole registers names the same registers.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import FLOAT, INT, SIGNED, from_bytes, itemsize, np_dtype, to_bytes
+from .dtypes import FLOAT, INT, SIGNED, dtype_name, from_bytes, itemsize, np_dtype, to_bytes
 
 
 class VGPRs:
     __array_ufunc__ = None       # numpy scalars defer to our operators (np.float32(127) / v)
-    __slots__ = ("w", "val", "dtype", "ids", "valid", "fp", "ka", "kb", "mma_event", "is_scale",
-                 "regs", "name", "owner", "__weakref__")
+    __slots__ = ("w", "val", "dtype", "prov", "valid", "regs", "literal")
 
-    def __init__(self, w, val, dtype, ids=None, valid=None, fp=None, ka=None, kb=None, mma_event=None,
-                 is_scale=False, name=None, literal=False, alias=None):
+    def __init__(self, w, val, dtype, prov=None, valid=None, *, regs=None, literal=False):
         self.w = w
-        self.owner = None
         self.dtype = dtype
-        self.val = val                       # [n, lanes] numpy, typed
-        n, lanes = val.shape
-        nb = n * itemsize(dtype)
-        self.ids = ids if ids is not None else np.zeros((nb, lanes), np.int32)
-        self.valid = valid if valid is not None else np.ones((nb, lanes), bool)
-        self.fp = fp if fp is not None else np.zeros((n, lanes), np.int32)
-        self.ka = ka
-        self.kb = kb
-        self.mma_event = mma_event
-        self.is_scale = is_scale
-        self.name = name
-        # a literal/inline constant occupies no VGPR; a register sub-range (v[2:3] of v[0:3]) is
-        # the same registers, kept alive by its owner
-        if alias is not None:
-            self.owner, self.regs = alias
-        else:
-            self.regs = w._alloc(self.n_regs) if (w is not None and not literal) else None
-
-    def __del__(self):
-        try:
-            if self.regs is not None and self.w is not None and self.owner is None:
-                self.w._free(self.regs)
-        except Exception:            # interpreter shutdown
-            pass
+        self.val = val                       # [n, width] numpy, typed
+        self.prov = prov
+        self.valid = valid                   # [nbytes, width] bool or None (all written)
+        self.literal = literal               # an inline constant / SGPR: occupies no VGPR
+        if regs is None and w is not None and not literal:
+            regs = w._alloc(self.n_regs)
+        self.regs = regs
 
     # -- shape -------------------------------------------------------------------------------
     @property
@@ -76,71 +58,94 @@ class VGPRs:
 
     # -- reading ------------------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """Values ``[n, lanes]`` (a copy; poison where never written)."""
+        """Values ``[n, width]`` (a copy; poison where never written)."""
         return self.val.copy()
 
     def lane(self, lane: int) -> np.ndarray:
         return self.val[:, lane].copy()
 
-    def element_ids(self) -> np.ndarray:
-        """Identity of each element: the tag of its first byte, ``[n, lanes]``."""
-        return self.ids[:: itemsize(self.dtype)]
+    def written(self) -> np.ndarray:
+        """The written bit of every byte ``[nbytes, width]``."""
+        return np.ones((self.nbytes, self.val.shape[1]), bool) if self.valid is None else self.valid
+
+    def byte_prov(self):
+        """Provenance per byte (``g == 1``), or None."""
+        return None if self.prov is None else self.prov.per_byte()
 
     def tags(self, field: str) -> np.ndarray:
-        """One provenance field (e.g. "token") of every element, ``[n, lanes]`` (-1 where absent)."""
-        return self.w.machine.tags.field_values(self.element_ids(), field)
+        """One identity field (e.g. "token") of every element, ``[n, width]`` (-1 where absent or
+        where the bytes of an element disagree)."""
+        shape = self.val.shape
+        if self.prov is None:
+            return np.full(shape, -1, np.int64)
+        p = self.prov.per_element(itemsize(self.dtype))
+        return p.field(field, shape).astype(np.int64)
+
+    def footprint(self, field: str, element: int = 0, lane: int = 0) -> set:
+        """The values of ``field`` one element was reduced over (its footprint)."""
+        if self.prov is None:
+            return set()
+        p = self.prov.per_element(itemsize(self.dtype))
+        m = p.fp.get(field)
+        return set() if m is None else set(m.values_at((element, lane), self.w.machine.wide))
+
+    def is_scale(self) -> bool:
+        """Whether any element carries the quantization-scale mark."""
+        f = None if self.prov is None else self.prov.scale_flag()
+        return bool(f is not None and f.any())
 
     # -- element access -----------------------------------------------------------------------
-    def _sub(self, sl) -> "VGPRs":
+    def _rows(self, idx) -> "VGPRs":
+        """Elements ``idx`` (an index array): a copy, naming the same registers when they are
+        whole registers of this value."""
         size = itemsize(self.dtype)
-        idx = np.arange(self.n)[sl]
-        bidx = (idx[:, None] * size + np.arange(size)).ravel()
-        alias = None
+        regs = None
         first = int(idx[0]) * size if len(idx) else 0
         if self.regs is not None and len(idx) and np.all(np.diff(idx) == 1) and first % 4 == 0:
-            # whole registers of this value: the slice names them (v[n+2:n+3]), no copy is made
-            alias = (self.owner or self, (self.regs[0] + first // 4, -(-(len(idx) * size) // 4)))
-        return VGPRs(self.w, self.val[idx].copy(), self.dtype, self.ids[bidx].copy(), self.valid[bidx].copy(),
-                     self.fp[idx].copy(), None if self.ka is None else self.ka[idx].copy(),
-                     None if self.kb is None else self.kb[idx].copy(), self.mma_event, self.is_scale,
-                     alias=alias)
+            regs = (self.regs[0] + first // 4, -(-(len(idx) * size) // 4))
+        prov = None
+        if self.prov is not None:
+            g = self.prov.g
+            ridx = idx if g == size else (idx[:, None] * size + np.arange(size)).ravel()
+            prov = self.prov.map(lambda a: a[ridx])
+        valid = None
+        if self.valid is not None:
+            valid = self.valid[(idx[:, None] * size + np.arange(size)).ravel()]
+        return VGPRs(self.w, self.val[idx], self.dtype, prov, valid, regs=regs)
 
     def __getitem__(self, i) -> "VGPRs":
         if isinstance(i, (int, np.integer)):
             if not -self.n <= i < self.n:
                 raise IndexError(f"element {i} of a {self.n}-element {self.dtype} value")
             i = slice(i % self.n, i % self.n + 1)
-        return self._sub(i)
+        return self._rows(np.arange(self.n)[i])
 
     def __setitem__(self, i, value):
         if isinstance(i, (int, np.integer)):
+            if not -self.n <= i < self.n:
+                raise IndexError(f"element {i} of a {self.n}-element {self.dtype} value")
             i = slice(i % self.n, i % self.n + 1)
         idx = np.arange(self.n)[i]
-        value = self.w._coerce(value, self.dtype, len(idx))
-        self.w._write_into(self, idx, value, "v_mov_b32")
+        self.w._write_into(self, idx, value)
 
     def bytes(self, offset: int, count: int) -> "VGPRs":
-        """Byte slice [offset, offset+count) reinterpreted in the same type (operand halves of a load)."""
+        """Byte slice [offset, offset+count) in the same type (operand halves of a load)."""
         size = itemsize(self.dtype)
         if offset % size or count % size or offset < 0 or offset + count > self.nbytes:
-            raise ValueError(f"byte slice [{offset}, {offset + count}) of a {self.nbytes}-byte {self.dtype} value")
-        return self._sub(slice(offset // size, (offset + count) // size))
+            raise self.w.error(ValueError, f"byte slice [{offset}, {offset + count}) of a {self.nbytes}-byte "
+                               f"{self.dtype} value {self.reg_name()}")
+        return self._rows(np.arange(offset // size, (offset + count) // size))
 
     # -- conversions --------------------------------------------------------------------------
-    def to(self, dtype: str) -> "VGPRs":
+    def to(self, dtype) -> "VGPRs":
         """Value conversion (v_cvt_*): f32<->i32 (f32->i32 truncates toward zero, saturates,
         NaN->0 as v_cvt_i32_f32), f32->f16/bf16 round to nearest even, int narrowing only when
         every active value fits (a wrap would be a silent bug)."""
-        return self.w._convert(self, dtype)
+        return self.w._convert(self, dtype_name(dtype))
 
-    def bitcast(self, dtype: str) -> "VGPRs":
-        """Reinterpret the bytes (no conversion)."""
-        if self.nbytes % itemsize(dtype):
-            raise ValueError(f"cannot bitcast {self.nbytes} bytes of {self.dtype} to {dtype}")
-        out = VGPRs(self.w, from_bytes(to_bytes(self.val), dtype), dtype, self.ids.copy(), self.valid.copy())
-        out.fp = np.repeat(self.fp, max(1, itemsize(self.dtype) // itemsize(dtype)), axis=0)[:out.n] \
-            if itemsize(dtype) <= itemsize(self.dtype) else self.fp[:: itemsize(dtype) // itemsize(self.dtype)]
-        return out
+    def bitcast(self, dtype) -> "VGPRs":
+        """Reinterpret the bytes (no conversion, no instruction): provenance routed per byte."""
+        return self.w.bitcast(self, dtype)
 
     # -- arithmetic: every operator is a lockstep VALU op under EXEC ------------------------------
     def __add__(self, o): return self.w._binary("add", self, o)
@@ -154,7 +159,9 @@ class VGPRs:
     def __floordiv__(self, o): return self.w._binary("idiv", self, o)
     def __mod__(self, o): return self.w._binary("mod", self, o)
     def __and__(self, o): return self.w._binary("and", self, o)
+    def __rand__(self, o): return self.w._binary("and", o, self)
     def __or__(self, o): return self.w._binary("or", self, o)
+    def __ror__(self, o): return self.w._binary("or", o, self)
     def __xor__(self, o): return self.w._binary("xor", self, o)
     def __lshift__(self, o): return self.w._binary("shl", self, o)
     def __rshift__(self, o): return self.w._binary("shr", self, o)
@@ -184,4 +191,4 @@ def is_float(dtype: str) -> bool:
     return dtype in FLOAT
 
 
-__all__ = ["VGPRs", "is_float", "np_dtype", "INT", "SIGNED"]
+__all__ = ["VGPRs", "is_float", "np_dtype", "INT", "SIGNED", "from_bytes", "to_bytes"]

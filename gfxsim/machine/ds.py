@@ -1,0 +1,149 @@
+"""DS: LDS regions, ds_read/ds_write, s_barrier, and the per-access bank-conflict and race analysis.
+
+Each batched workgroup has its own LDS; an access is analysed for all of them in one call
+(``banks.bank_conflicts_batched``: once per distinct address pattern, exactly per workgroup where
+patterns differ). Races are tracked in one state while every workgroup has made the same accesses,
+and per workgroup from the first access where they differ (an exact fallback).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .banks import bank_conflicts_batched
+from .dtypes import dtype_name, from_bytes, itemsize, to_bytes
+from .errors import MemoryFault
+from .lds_races import RaceState
+from .memory import LdsRegion
+from .vgpr import VGPRs
+
+
+class RaceTracker:
+    """LDS race state of a batch: shared while the workgroups' accesses agree, then per workgroup."""
+
+    def __init__(self, members: int, size: int):
+        self.members = members
+        self.state = RaceState(1, size)
+        self.split = members == 1
+
+    def track(self, rel, act, nbytes, wave, epoch, is_write):
+        if not self.split:
+            if (rel == rel[0]).all() and (act == act[0]).all():
+                hits = self.state.track(rel[:1], act[:1], nbytes, wave, epoch, is_write)
+                return tuple(np.repeat(h, self.members) for h in hits)
+            s = self.state
+            big = RaceState(0, 0)
+            big.members, big.size = self.members, s.size
+            big.w_wave, big.w_epoch, big.r_mask, big.r_epoch = (np.repeat(a, self.members, axis=0)
+                                                                for a in (s.w_wave, s.w_epoch, s.r_mask, s.r_epoch))
+            self.state, self.split = big, True
+        return self.state.track(rel, act, nbytes, wave, epoch, is_write)
+
+    def grow(self, old, new):
+        s = self.state
+        for name, fill in (("w_wave", -1), ("w_epoch", -1), ("r_mask", 0), ("r_epoch", -1)):
+            a = getattr(s, name)
+            b = np.full((a.shape[0], new), fill, a.dtype)
+            b[:, :old] = a
+            setattr(s, name, b)
+        s.size = new
+
+
+class DsOps:
+    def shared(self, name: str, shape, dtype) -> LdsRegion:
+        """A ``__shared__`` array of the workgroup (the same region for every wave); ``dtype`` an ISA
+        type name ("i8", "f32") or a numpy dtype."""
+        try:
+            from .dtypes import np_dtype
+            return self.wg.lds.region(name, shape, np_dtype(dtype_name(dtype)))
+        except (MemoryError, ValueError) as e:
+            raise self.error(MemoryFault if isinstance(e, MemoryError) else ValueError, str(e)) from None
+
+    def _lds_access(self, region, offset, nbytes, is_write):
+        lds = self.wg.lds
+        if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
+            raise self.error(TypeError, f"LDS access needs a region from w.shared(), got {region!r}")
+        what = f"ds_{'write' if is_write else 'read'} of {region.name!r}"
+        rel = self._addresses(offset, nbytes, region.nbytes, what, min(nbytes, 16) if nbytes in (4, 8, 16) else nbytes)
+        rel = rel + region.offset                          # member-relative LDS address
+        act = self.exec
+        r2, a2 = rel.reshape(self.members, self.lanes), act.reshape(self.members, self.lanes)
+        if self.machine.check_races and self.wg.num_waves > 1:
+            if lds.races is None:
+                from .ds import RaceTracker
+                lds.races = RaceTracker(self.members, lds.member_bytes)
+            hl, ha, hw = lds.races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write)
+            for m in np.nonzero(hl >= 0)[0].tolist():
+                reg, off = lds.region_at(int(ha[m]))
+                where = reg.describe(off) if reg is not None else str(int(ha[m]))
+                self.finding("lds-race", f"{'write' if is_write else 'read'} of LDS {where} races with wave "
+                             f"{int(hw[m])}: no barrier between them", lane=m * self.lanes + int(hl[m]),
+                             address=int(ha[m]), other_wave=int(hw[m]), where=where)
+        deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes)
+        worst = int(deg.max()) if deg.size else 0
+        if worst > 1:
+            for m in np.nonzero(deg > 1)[0].tolist():
+                l = int(np.argmax(a2[m]))
+                self.finding("lds-bank-conflict", f"{ops.DS_WRITE[nbytes] if is_write else ops.DS_READ[nbytes]} on "
+                             f"{region.name!r}: {int(deg[m])}-way bank conflict ({int(cycles[m])} cycles for "
+                             f"{int(passes[m])} passes)", lane=m * self.lanes + l,
+                             address=int(r2[m, l]), degree=int(deg[m]), cycles=int(cycles[m]), passes=int(passes[m]),
+                             region=region.name)
+        return rel + self._base // self.lanes * lds.member_bytes, worst
+
+    def lds_load(self, region: LdsRegion, offset, nbytes: int = 4, dtype=None) -> VGPRs:
+        """ds_read_b*: ``nbytes`` per lane from byte ``offset`` of the region."""
+        dtype = dtype_name(dtype) if dtype is not None else dtype_name(region.dtype)
+        size = itemsize(dtype)
+        if nbytes % size:
+            raise self.error(ValueError, f"ds_read of {nbytes} bytes as {dtype}")
+        addr, deg = self._lds_access(region, offset, nbytes, False)
+        lds = self.wg.lds
+        ba = self._byte_addr(addr, nbytes)
+        prov = None
+        if self.machine.provenance:
+            prov = lds.prov.gather(ba)
+            if prov is not None and size > 1:
+                prov = prov.per_element(size)
+        v = self._new(from_bytes(lds.raw[ba], dtype), dtype, prov)
+        wr = lds.written[ba]
+        if not self._full:
+            wr = wr | ~self.exec[None, :]
+        if not wr.all():
+            for l in self._first_lanes(~wr.all(axis=0)):
+                rel = int(addr[l] - (l // self.lanes) * lds.member_bytes)
+                reg, off = lds.region_at(rel)
+                self.finding("uninitialized-read", f"ds_read of {reg.describe(off) if reg else rel} reads "
+                             f"never-written LDS bytes", lane=l, address=rel, what="lds", name=region.name)
+            v.valid = wr if v.valid is None else (v.valid & wr)
+        self._event(ops.Op("DS", ops.DS_READ[nbytes]), outs=[v], region=region.name, address=addr,
+                    bank_conflict=deg)
+        return v
+
+    def lds_store(self, region: LdsRegion, offset, value: VGPRs, nbytes: int | None = None):
+        """ds_write_b*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of the region."""
+        if not isinstance(value, VGPRs):
+            raise self.error(TypeError, f"ds_write to {region.name!r} needs a per-lane value, got "
+                             f"{type(value).__name__}")
+        nbytes = nbytes or value.nbytes
+        self._check_read(value)
+        addr, deg = self._lds_access(region, offset, nbytes, True)
+        lds, act = self.wg.lds, self.exec
+        ba = addr[None, :] + np.arange(nbytes)[:, None]
+        raw = to_bytes(value.val)[:nbytes]
+        sel = ba if self._full else ba[:, act]
+        lds.raw[sel] = raw if self._full else raw[:, act]
+        lds.written[sel] = True
+        if self.machine.provenance:
+            p = value.byte_prov()
+            if p is not None:
+                p = p.map(lambda a: a[:nbytes] if self._full else a[:nbytes][:, act])
+            if p is not None or lds.prov.ids or lds.prov.fp or lds.prov.flags is not None:
+                lds.prov.scatter(sel, p)
+        self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=addr,
+                    bank_conflict=deg)
+
+    def barrier(self):
+        """s_barrier: wait until every live wave of the workgroup arrives."""
+        self._event(ops.OTHER["barrier"])
+        self.wg.barrier(self)

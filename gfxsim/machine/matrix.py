@@ -1,0 +1,289 @@
+"""Matrix instructions: operands gathered through the instruction record, D computed exactly,
+and one compact record per issued instruction (``MmaLog``).
+
+Provenance of a matrix instruction, per (batched workgroup, block):
+* the K-slot check: on every identity field both A and B carry, K slot k must hold one value;
+* the record keeps, per field, the values feeding the K slots (compact: ``[K]`` when a field is
+  the same along M (A) / N (B), ``[M]``/``[N]`` when it is the same along K, else the full grid);
+* the K set of D[m][n], per field that varies along K: A row m's values ∪ B column n's values,
+  as bitmask windows (``Mask``); through C it chains to the instruction that produced C;
+* D[m][n]'s identity: the fields constant along K of A's row m and B's column n, plus ``@mma``
+  (this instruction's index) and ``@mn`` — the mark that lets a scale check or a finding name
+  the instruction wherever the result travels (moves, LDS, bpermute, conversions).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import itemsize, np_dtype
+from .errors import GfxSimError
+from .mma import compute, gather_plan
+from .provenance import RESERVED, Mask, Prov, WideSets
+from .trace import MmaEvent, Operand
+from .vgpr import VGPRs
+
+_BIG = np.iinfo(np.int32).max
+
+
+def _compact(arr, along_same, along_k):
+    """(kind, array) of one operand field: arr [mb, X, Y] where axis ``along_k`` is K."""
+    if (arr == np.take(arr, [0], axis=along_k)).all():
+        return ("mn", np.take(arr, 0, axis=along_k))                 # [mb, M] or [mb, N]: not a K field
+    if (arr == np.take(arr, [0], axis=along_same)).all():
+        return ("k", np.take(arr, 0, axis=along_same))               # [mb, K]
+    return ("full", arr)
+
+
+def _varies(v, axis) -> bool:
+    """Whether some row along ``axis`` holds two different present values."""
+    return bool((np.where(v >= 0, v, _BIG).min(axis=axis) < v.max(axis=axis)).any())
+
+
+def _expand(kind, a, op, M, N, K):
+    if kind == "full":
+        return a
+    if op == "A":
+        return np.broadcast_to(a[:, None, :], a.shape[:1] + (M, K)) if kind == "k" else \
+            np.broadcast_to(a[:, :, None], a.shape[:1] + (M, K))
+    return np.broadcast_to(a[:, :, None], a.shape[:1] + (K, N)) if kind == "k" else \
+        np.broadcast_to(a[:, None, :], a.shape[:1] + (K, N))
+
+
+def _row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
+    """The set of non-negative values along the last axis, per leading index, as a Mask."""
+    present = vals >= 0
+    lo = np.where(present, vals, _BIG).min(axis=-1)
+    hi = vals.max(axis=-1)
+    shape = lo.shape
+    out = Mask.empty(shape)
+    any_ = hi >= 0
+    from .provenance import WINDOW, WORDS
+    base = np.where(any_, (lo // WINDOW) * WINDOW, -1).astype(np.int64)
+    narrow = any_ & (hi < base + WINDOW)
+    off = np.where(present & narrow[..., None], vals - base[..., None], -1)
+    for w in range(WORDS):
+        inw = (off >= 64 * w) & (off < 64 * (w + 1))
+        bits = np.where(inw, np.left_shift(np.uint64(1), np.where(inw, off - 64 * w, 0).astype(np.uint64)),
+                        np.uint64(0))
+        out.bits[..., w] = np.bitwise_or.reduce(bits.astype(np.uint64), axis=-1)
+    out.base[narrow] = base[narrow]
+    for i in zip(*np.nonzero(any_ & ~narrow)):       # a K slot set wider than a window: exact
+        out.wide[i] = wide.intern(set(vals[i][vals[i] >= 0].tolist()))
+    return out
+
+
+class MmaRecord:
+    """One issued matrix instruction (one statement; member m of a batch is instruction first+m)."""
+    __slots__ = ("first", "insn", "op", "kernel", "wave", "workgroups", "live", "source", "exec_mask",
+                 "a", "b", "ks_a", "ks_b", "c_mma", "c_mn", "operands")
+
+    def member_rows(self, member):
+        bl = self.insn.blocks
+        return slice(member * bl, (member + 1) * bl)
+
+
+class MmaLog:
+    """Every matrix instruction of a launch, in issue order, as compact records."""
+
+    def __init__(self):
+        self.records: list[MmaRecord] = []
+        self._starts = []
+
+    def add(self, rec: MmaRecord):
+        self.records.append(rec)
+        self._starts.append(rec.first)
+
+    def events(self, tags=True) -> list:
+        """One MmaEvent view per instruction and live workgroup, in index order."""
+        out = []
+        for r in self.records:
+            for m in r.live:
+                out.append(MmaEvent.from_record(r, m))
+        return out
+
+    def ksets(self, ids: np.ndarray, mn: np.ndarray, wide: WideSets) -> dict:
+        """K sets (field -> Mask [N]) of result elements named by (@mma, @mn), chained through C."""
+        starts = np.asarray(self._starts, np.int64)
+        out: dict = {}
+        ids = np.asarray(ids, np.int64)
+        mn = np.asarray(mn, np.int64)
+        todo = np.arange(len(ids))
+        while len(todo):
+            ri = np.searchsorted(starts, ids[todo], "right") - 1
+            nxt_pos, nxt_ids, nxt_mn = [], [], []
+            for r_i in np.unique(ri).tolist():
+                sel = todo[ri == r_i]
+                rec = self.records[r_i]
+                insn = rec.insn
+                M, N, bl = insn.M, insn.N, insn.blocks
+                member = ids[sel] - rec.first
+                e = mn[sel]
+                blk, m, n = e // (M * N), (e // N) % M, e % N
+                row = member * bl + blk
+                for f in rec.ks_a.keys() | rec.ks_b.keys():
+                    parts = []
+                    if f in rec.ks_a:
+                        parts.append(rec.ks_a[f].map(lambda x: x[row, m]))
+                    if f in rec.ks_b:
+                        parts.append(rec.ks_b[f].map(lambda x: x[row, n]))
+                    s = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
+                    cur = out.get(f)
+                    if cur is None:
+                        cur = out[f] = Mask.empty((len(ids),))
+                    cur.assign(sel, cur.map(lambda x: x[sel]).union(s, wide))
+                if rec.c_mma is not None:
+                    cm = rec.c_mma[row, m, n]
+                    keep = cm >= 0
+                    nxt_pos.append(sel[keep])
+                    nxt_ids.append(cm[keep])
+                    nxt_mn.append(rec.c_mn[row, m, n][keep])
+            if not nxt_pos:
+                break
+            todo = np.concatenate(nxt_pos)
+            ids = ids.copy()
+            mn = mn.copy()
+            ids[todo] = np.concatenate(nxt_ids)
+            mn[todo] = np.concatenate(nxt_mn)
+        return out
+
+
+class MatrixOps:
+    def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None) -> VGPRs:
+        """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted)."""
+        insn = self.insn(mnemonic)
+        need = {"A": (a, insn.a_type), "B": (b, insn.b_type)}
+        if c is None:
+            c = VGPRs(self, np.zeros((insn.regs("C"), self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
+        need["C"] = (c, insn.cd_type)
+        for op, (v, t) in need.items():
+            lay = insn.operand(op)
+            n_want = lay.n_regs * (32 // lay.elem_bits)
+            if not isinstance(v, VGPRs):
+                raise self.error(TypeError, f"{mnemonic}: operand {op} must be a register value")
+            if v.dtype != t and not (itemsize(v.dtype) == itemsize(t) and op in "AB" and
+                                     {v.dtype, t} <= {"i8", "u8"}):
+                raise self.error(TypeError, f"{mnemonic}: operand {op} must be {t}, got {v.dtype}")
+            if v.n != n_want:
+                raise self.error(ValueError, f"{mnemonic}: operand {op} needs {n_want} x {t} per lane "
+                                 f"({lay.n_regs} VGPRs), got {v.n}")
+        ex = self.exec.reshape(self.members, self.lanes)
+        live = ex.all(axis=1)
+        if not np.all(live | ~ex.any(axis=1)):
+            m = int(np.argmax(~(live | ~ex.any(axis=1))))
+            raise self.error(GfxSimError, f"{mnemonic} issued with EXEC {ex[m].sum()}/{self.lanes}: "
+                             "matrix instructions need the whole wave", lane=m * self.lanes)
+        for op, v in (("A", a), ("B", b), ("C", c)):
+            if v.valid is not None and (~v.valid & self.exec[None, :]).any():
+                lane = self._first_lanes((~v.valid & self.exec[None, :]).any(axis=0))[0]
+                self.finding("uninitialized-read", f"{mnemonic}: operand {op} ({v.reg_name()}) holds never-written "
+                             f"bytes", lane=lane, what=f"operand {op}", name=v.reg_name())
+        plans = {op: self._batched_plan(insn, op) for op in "ABCD"}      # [members*blocks, rows, cols]
+        mats = {op: v.val[plans[op]] for op, v in (("A", a), ("B", b), ("C", c))}
+        d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
+        dval = np.empty((insn.regs("D"), self.width), np_dtype(insn.cd_type))
+        dval[plans["D"]] = d_mat
+        tr = self.machine.trace
+        idx = tr.n_events
+        tr.n_events += self.members             # member m's instruction is idx + m
+        out = self._new(dval, insn.cd_type)
+        rec = MmaRecord()
+        rec.first, rec.insn, rec.op, rec.kernel, rec.wave = idx, insn, mnemonic, self.kernel, self.wave_id
+        rec.workgroups, rec.live = self.wg.ids, np.nonzero(live)[0].tolist()
+        rec.source = self.source()
+        rec.exec_mask = self.exec
+        rec.a = rec.b = None
+        rec.ks_a, rec.ks_b, rec.c_mma, rec.c_mn = {}, {}, None, None
+        rec.operands = None
+        if self.machine.provenance and (a.prov is not None or b.prov is not None or c.prov is not None):
+            out.prov = self._mma_provenance(insn, a, b, c, idx, plans, rec, live)
+        if overflow is not None and (overflow & np.repeat(live, insn.blocks)[:, None, None]).any():
+            blk, m, n = (int(x) for x in np.argwhere(overflow & np.repeat(live, insn.blocks)[:, None, None])[0])
+            lane = int(plans["D"][1][blk, m, n])
+            self.finding("int32-overflow", f"{mnemonic}: int32 accumulator overflow at D[{m}][{n}]"
+                         + (f" block {blk % insn.blocks}" if insn.blocks > 1 else ""), lane=lane, instruction=idx,
+                         elements=int(overflow.sum()))
+        if tr.enabled:
+            rec.operands = ([Operand.of(v) for v in (a, b, c) if v.regs is not None], [Operand.of(out)])
+            ev = MmaEvent.from_record(rec, 0)
+            tr.events.append(ev)
+        self.machine.mma_log.add(rec)
+        for cov in self._coverage:
+            cov.add(self, rec)
+        return out
+
+    def _batched_plan(self, insn, op):
+        """(element, column) index arrays ``[members*blocks, rows, cols]`` of an operand."""
+        key = (insn.mnemonic, op, self.members, self.lanes)
+        cache = self.machine.plan_cache
+        got = cache.get(key)
+        if got is None:
+            e, l = gather_plan(insn, op)
+            base = (np.arange(self.members) * self.lanes)[:, None, None, None]
+            got = cache[key] = (np.broadcast_to(e, (self.members,) + e.shape).reshape((-1,) + e.shape[1:]),
+                                (l[None] + base).reshape((-1,) + l.shape[1:]))
+        return got
+
+    def _mma_provenance(self, insn, a, b, c, idx, plans, rec, live):
+        """K-slot check, the record's per-field K-slot values and K sets, and D's provenance."""
+        M, N, K, bl = insn.M, insn.N, insn.K, insn.blocks
+        nb = self.members * bl
+        wide = self.machine.wide
+        pa = self._elem_prov(a, a.n)
+        pb = self._elem_prov(b, b.n)
+        fa = {f: p[plans["A"]] for f, p in (pa.ids.items() if pa is not None else ()) if f not in RESERVED}
+        fb = {f: p[plans["B"]] for f, p in (pb.ids.items() if pb is not None else ()) if f not in RESERVED}
+        live_rows = np.repeat(live, bl)
+        # the K-slot check: on every field both carry, one value per K slot
+        for f in sorted(fa.keys() & fb.keys()):
+            va, vb = fa[f], fb[f]                                     # [nb, M, K], [nb, K, N]
+            la, lb = np.where(va >= 0, va, _BIG).min(axis=1), np.where(vb >= 0, vb, _BIG).min(axis=2)
+            ha, hb = va.max(axis=1), vb.max(axis=2)
+            # both sides hold a value in the slot, and the values are not all one
+            bad = (ha >= 0) & (hb >= 0) & (np.minimum(la, lb) != np.maximum(ha, hb)) & live_rows[:, None]
+            if bad.any():
+                for row in np.nonzero(bad.any(axis=1))[0].tolist():
+                    k = int(np.argmax(bad[row]))
+                    ka_set = sorted(set(va[row, :, k].tolist()) - {-1})
+                    kb_set = sorted(set(vb[row, k, :].tolist()) - {-1})
+                    lane = int(plans["A"][1][row, 0, k])
+                    self.finding("ab-kslot-mismatch", f"{insn.mnemonic}: K slot {k} gets {f} {ka_set} from A but "
+                                 f"{kb_set} from B ({int(bad[row].sum())} K slots disagree)", lane=lane,
+                                 instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
+                                 slots=[int(x) for x in np.nonzero(bad[row])[0]])
+        rec.a = {f: _compact(v, 1, 2) for f, v in fa.items()}
+        rec.b = {f: _compact(v, 2, 1) for f, v in fb.items()}
+        # K sets per field that varies along K (two present values in one A row or B column)
+        k_fields = {f for f, v in fa.items() if rec.a[f][0] != "mn" and _varies(v, 2)} | \
+                   {f for f, v in fb.items() if rec.b[f][0] != "mn" and _varies(v, 1)}
+        for f in k_fields:
+            if f in fa:
+                rec.ks_a[f] = _row_sets(fa[f], wide)                   # [nb, M]
+            if f in fb:
+                rec.ks_b[f] = _row_sets(np.swapaxes(fb[f], 1, 2), wide)    # [nb, N]
+        # D[m][n]: fields constant along K of A row m and B column n, then @mma/@mn
+        ed, ld = plans["D"]
+        shape = (insn.regs("D"), self.width)
+        ids = {}
+        for f in sorted(fa.keys() | fb.keys()):
+            ra = rec.a[f][1] if f in fa and rec.a[f][0] == "mn" else None        # [nb, M]
+            cb = rec.b[f][1] if f in fb and rec.b[f][0] == "mn" else None        # [nb, N]
+            if ra is None and cb is None:
+                continue
+            va = np.broadcast_to(ra[:, :, None], (nb, M, N)) if ra is not None else np.full((nb, M, N), -1)
+            vb = np.broadcast_to(cb[:, None, :], (nb, M, N)) if cb is not None else np.full((nb, M, N), -1)
+            d = np.where(va < 0, vb, np.where((vb < 0) | (va == vb), va, -1))
+            plane = np.full(shape, -1, np.int32)
+            plane[ed, ld] = d
+            ids[f] = plane
+        member = np.repeat(np.arange(self.members), bl)
+        mma_ids = np.full(shape, -1, np.int32)
+        mma_ids[ed, ld] = np.broadcast_to((idx + member)[:, None, None], (nb, M, N))
+        mn = np.full(shape, -1, np.int32)
+        blk = np.tile(np.arange(bl), self.members)
+        mn[ed, ld] = ((blk[:, None, None] * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :])
+        ids["@mma"], ids["@mn"] = mma_ids, mn
+        pc = self._elem_prov(c, c.n)
+        if pc is not None and "@mma" in pc.ids:
+            rec.c_mma = pc.ids["@mma"][plans["C"]]
+            rec.c_mn = pc.ids["@mn"][plans["C"]]
+        return Prov(4, ids)

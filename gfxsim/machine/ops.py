@@ -1,0 +1,143 @@
+"""The operations of the Python front end by hardware unit, each with its verbatim gfx9 mnemonic.
+
+Every event in the trace names an instruction from this table. A Python operation that no single
+instruction performs is a *pseudo-op*: its name starts with ``pseudo.`` and the table lists the
+instructions it stands for (e.g. ``e**x`` is ``v_mul_f32`` by log2(e), then ``v_exp_f32``, which
+computes 2**x). An (operation, type) the table does not have raises ``UnknownOperation``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+UNITS = ("VALU", "SALU", "VMEM", "SMEM", "DS", "matrix")
+
+
+@dataclass(frozen=True)
+class Op:
+    unit: str
+    mnemonic: str                    # verbatim ISA name, or "pseudo.<name>"
+    expands: tuple = ()              # the instructions a pseudo-op stands for
+
+    @property
+    def pseudo(self) -> bool:
+        return self.mnemonic.startswith("pseudo.")
+
+
+class UnknownOperation(TypeError):
+    """An (operation, type) pair with no instruction or pseudo-op."""
+
+
+def _v(m):
+    return Op("VALU", m)
+
+
+def _p(name, *expands, unit="VALU"):
+    return Op(unit, f"pseudo.{name}", tuple(expands))
+
+
+_DIV_F32 = ("v_div_scale_f32", "v_rcp_f32", "v_fma_f32", "v_div_fmas_f32", "v_div_fixup_f32")
+_IDIV = ("v_cvt_f32_u32", "v_rcp_iflag_f32", "v_mul_f32", "v_cvt_u32_f32", "v_mul_lo_u32", "v_mul_hi_u32",
+         "v_sub_u32", "v_cndmask_b32")
+
+# (operation, type) -> Op. Integer ops wrap (two's complement) as the hardware's do.
+VALU = {
+    **{("add", t): _v(m) for t, m in (("f32", "v_add_f32"), ("f16", "v_add_f16"), ("i32", "v_add_u32"),
+                                      ("u32", "v_add_u32"), ("i16", "v_add_u16"), ("u16", "v_add_u16"))},
+    **{("sub", t): _v(m) for t, m in (("f32", "v_sub_f32"), ("f16", "v_sub_f16"), ("i32", "v_sub_u32"),
+                                      ("u32", "v_sub_u32"), ("i16", "v_sub_u16"), ("u16", "v_sub_u16"))},
+    **{("mul", t): _v(m) for t, m in (("f32", "v_mul_f32"), ("f16", "v_mul_f16"), ("i32", "v_mul_lo_u32"),
+                                      ("u32", "v_mul_lo_u32"), ("i16", "v_mul_lo_u16"), ("u16", "v_mul_lo_u16"))},
+    **{("max", t): _v(m) for t, m in (("f32", "v_max_f32"), ("f16", "v_max_f16"), ("i32", "v_max_i32"),
+                                      ("u32", "v_max_u32"), ("i16", "v_max_i16"), ("u16", "v_max_u16"))},
+    **{("min", t): _v(m) for t, m in (("f32", "v_min_f32"), ("f16", "v_min_f16"), ("i32", "v_min_i32"),
+                                      ("u32", "v_min_u32"), ("i16", "v_min_i16"), ("u16", "v_min_u16"))},
+    **{(op, t): _v(f"v_{op}_b32") for op in ("and", "or", "xor") for t in ("i32", "u32")},
+    **{(op, t): _v(f"v_{op}_b16") for op in ("and", "or", "xor") for t in ("i16", "u16")},
+    ("shl", "i32"): _v("v_lshlrev_b32"), ("shl", "u32"): _v("v_lshlrev_b32"),
+    ("shr", "i32"): _v("v_ashrrev_i32"), ("shr", "u32"): _v("v_lshrrev_b32"),
+    ("shl", "i16"): _v("v_lshlrev_b16"), ("shl", "u16"): _v("v_lshlrev_b16"),
+    ("shr", "i16"): _v("v_ashrrev_i16"), ("shr", "u16"): _v("v_lshrrev_b16"),
+    ("div", "f32"): _p("div_f32", *_DIV_F32),
+    ("div", "f16"): _p("div_f16", "v_cvt_f32_f16", "v_rcp_f32", "v_mul_f32", "v_cvt_f16_f32", "v_div_fixup_f16"),
+    ("idiv", "i32"): _p("div_i32", *_IDIV), ("idiv", "u32"): _p("div_u32", *_IDIV),
+    ("mod", "i32"): _p("rem_i32", *_IDIV), ("mod", "u32"): _p("rem_u32", *_IDIV),
+    ("exp", "f32"): _p("exp_f32", "v_mul_f32", "v_exp_f32"),       # e**x = 2**(x*log2 e)
+    ("exp2", "f32"): _v("v_exp_f32"),
+    ("sqrt", "f32"): _v("v_sqrt_f32"),
+    ("rcp", "f32"): _v("v_rcp_f32"),
+    ("rndne", "f32"): _v("v_rndne_f32"),
+    ("abs", "f32"): _v("v_and_b32"),                                  # clear the sign bit
+    ("abs", "f16"): _v("v_and_b32"),
+    ("abs", "i32"): _p("abs_i32", "v_sub_u32", "v_max_i32"),
+    ("fma", "f32"): _v("v_fma_f32"),
+    ("cndmask", "any"): _v("v_cndmask_b32"),
+    ("mov", "any"): _v("v_mov_b32"),
+    ("perm", "any"): _v("v_perm_b32"),
+    ("bfe", "i32"): _v("v_bfe_i32"), ("bfe", "u32"): _v("v_bfe_u32"),
+}
+for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
+    for _t, _s in (("f32", "f32"), ("f16", "f16"), ("i32", "i32"), ("u32", "u32"), ("i16", "i16"), ("u16", "u16")):
+        VALU[(f"cmp_{_op}", _t)] = _v(f"v_cmp_{_op}_{_s}")
+
+# conversions (source, destination) -> Op
+CVT = {
+    ("i32", "f32"): _v("v_cvt_f32_i32"), ("u32", "f32"): _v("v_cvt_f32_u32"),
+    ("f32", "i32"): _v("v_cvt_i32_f32"), ("f32", "u32"): _v("v_cvt_u32_f32"),
+    ("f32", "f16"): _v("v_cvt_f16_f32"), ("f16", "f32"): _v("v_cvt_f32_f16"),
+    ("f32", "bf16"): _p("cvt_bf16_f32", "v_bfe_u32", "v_add3_u32", "v_cndmask_b32", "v_lshrrev_b32"),
+    ("bf16", "f32"): _v("v_lshlrev_b32"),                             # bf16 is the top half of an fp32
+    ("i8", "i32"): _v("v_bfe_i32"), ("u8", "u32"): _v("v_bfe_u32"), ("u8", "i32"): _v("v_bfe_u32"),
+    ("i16", "i32"): _v("v_bfe_i32"), ("u16", "u32"): _v("v_bfe_u32"), ("u16", "i32"): _v("v_bfe_u32"),
+    ("i8", "f32"): _v("v_cvt_f32_i32"), ("u8", "f32"): _v("v_cvt_f32_ubyte0"),
+    ("i32", "i8"): _p("cvt_i8_i32", "v_and_b32"), ("i32", "u8"): _p("cvt_u8_i32", "v_and_b32"),
+    ("i32", "i16"): _p("cvt_i16_i32", "v_and_b32"), ("i32", "u32"): _v("v_mov_b32"),
+    ("u32", "i32"): _v("v_mov_b32"), ("i32", "i64"): _v("v_ashrrev_i32"), ("u32", "u64"): _v("v_mov_b32"),
+    ("f32", "fp8"): _v("v_cvt_pk_fp8_f32"), ("f32", "bf8"): _v("v_cvt_pk_bf8_f32"),
+    ("fp8", "f32"): _v("v_cvt_f32_fp8"), ("bf8", "f32"): _v("v_cvt_f32_bf8"),
+    ("i8", "bf16"): _p("cvt_bf16_i8", "v_bfe_i32", "v_cvt_f32_i32", "v_lshrrev_b32"),     # exact: 8 bits fit
+    ("i8", "f16"): _p("cvt_f16_i8", "v_bfe_i32", "v_cvt_f16_i16"),
+    ("i32", "bf16"): _p("cvt_bf16_i32", "v_cvt_f32_i32", "v_bfe_u32", "v_add3_u32", "v_lshrrev_b32"),
+    ("f16", "bf16"): _p("cvt_bf16_f16", "v_cvt_f32_f16", "v_bfe_u32", "v_add3_u32", "v_lshrrev_b32"),
+    ("bf16", "f16"): _p("cvt_f16_bf16", "v_lshlrev_b32", "v_cvt_f16_f32"),
+    ("i16", "f32"): _v("v_cvt_f32_i32"), ("i32", "f16"): _p("cvt_f16_i32", "v_cvt_f32_i32", "v_cvt_f16_f32"),
+}
+
+VMEM_LOAD = {1: "global_load_ubyte", 2: "global_load_ushort", 4: "global_load_dword", 8: "global_load_dwordx2",
+             12: "global_load_dwordx3", 16: "global_load_dwordx4"}
+VMEM_STORE = {1: "global_store_byte", 2: "global_store_short", 4: "global_store_dword",
+              8: "global_store_dwordx2", 12: "global_store_dwordx3", 16: "global_store_dwordx4"}
+DS_READ = {1: "ds_read_u8", 2: "ds_read_u16", 4: "ds_read_b32", 8: "ds_read_b64", 12: "ds_read_b96",
+           16: "ds_read_b128"}
+DS_WRITE = {1: "ds_write_b8", 2: "ds_write_b16", 4: "ds_write_b32", 8: "ds_write_b64", 12: "ds_write_b96",
+            16: "ds_write_b128"}
+SMEM_LOAD = {4: "s_load_dword", 8: "s_load_dwordx2"}
+OTHER = {"barrier": Op("SALU", "s_barrier"), "bpermute": Op("DS", "ds_bpermute_b32"),
+         "endpgm": Op("SALU", "s_endpgm"), "saveexec": Op("SALU", "s_and_saveexec_b64"),
+         "readlane": Op("VALU", "v_readlane_b32")}
+
+
+def valu(op: str, dtype: str) -> Op:
+    got = VALU.get((op, dtype)) or VALU.get((op, "any"))
+    if got is None:
+        raise UnknownOperation(f"no instruction performs {op} on {dtype} values")
+    return got
+
+
+def cvt(src: str, dst: str) -> Op:
+    if src == dst:
+        return VALU[("mov", "any")]
+    got = CVT.get((src, dst))
+    if got is None:
+        raise UnknownOperation(f"no instruction converts {src} to {dst}")
+    return got
+
+
+def table() -> list:
+    """Every operation as (unit, key, mnemonic, expands): the README's and the tests' view."""
+    rows = [(o.unit, f"{k[0]}.{k[1]}", o.mnemonic, o.expands) for k, o in VALU.items()]
+    rows += [(o.unit, f"cvt.{s}->{d}", o.mnemonic, o.expands) for (s, d), o in CVT.items()]
+    for unit, tab in (("VMEM", VMEM_LOAD), ("VMEM", VMEM_STORE), ("DS", DS_READ), ("DS", DS_WRITE),
+                      ("SMEM", SMEM_LOAD)):
+        rows += [(unit, f"{n}B", m, ()) for n, m in tab.items()]
+    rows += [(o.unit, k, o.mnemonic, o.expands) for k, o in OTHER.items()]
+    return rows

@@ -1,0 +1,235 @@
+"""Byte routing and cross-lane moves: every byte's provenance goes where the byte goes.
+
+Rules (one test each in tests/test_machine_routing.py):
+* ``cat``, ``bytes``, ``bitcast``: bytes move, their identities, footprints and marks with them;
+* ``x << 8k``, ``x >> 8k`` (literal shift): byte i comes from byte i∓k, shifted-in bytes carry
+  nothing; ``>>`` of a signed value fills with copies of the top byte (they carry its identity);
+  a shift by a non-multiple of 8 mixes two neighbouring bytes (their agreeing fields survive);
+* ``x & m`` with a literal mask: bytes where m is 0x00 carry nothing, others keep x's;
+  ``x | y``, ``x ^ y``, ``x & y`` of two values: per byte, the fields both agree on (a byte one
+  side leaves without provenance, e.g. zero after a shift, takes the other side's);
+* ``w.perm(a, b, sel)`` — v_perm_b32: selector byte 0-3 picks b's byte, 4-7 a's byte, 8-11 the sign
+  of a byte (its identity), 12 is 0x00 and >= 13 is 0xFF (no provenance);
+* ``w.bpermute``/``shfl_xor``/``swizzle``: the source lane's bytes and provenance.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
+from .provenance import Prov, fill_value, merge
+from .valu import bcast
+from .vgpr import VGPRs
+
+_NONE = -1
+
+
+def _byte_prov(w, v: VGPRs, n_bytes=None):
+    if v.prov is None or not w.machine.provenance:
+        return None
+    p = v.prov.per_byte()
+    return p if n_bytes is None else p
+
+
+def _route(p: Prov | None, src, width) -> Prov | None:
+    """Rows of a per-byte Prov gathered by ``src`` ``[out_bytes, width]`` (-1: a byte with none)."""
+    if p is None:
+        return None
+    rows = p.shape[0]
+    cols = np.broadcast_to(np.arange(width), src.shape)
+    s = np.where(src >= 0, src, 0)
+    none = src < 0
+
+    def take(a):
+        r = a[s, cols]
+        if none.any():
+            fill = fill_value(a)
+            r = np.where(none.reshape(none.shape + (1,) * (r.ndim - 2)), fill, r)
+        return r
+    return p.map(take) if rows else None
+
+
+class RoutingOps:
+    # -- whole values ---------------------------------------------------------------------------
+    def cat(self, *parts) -> VGPRs:
+        """Concatenate values of one type element-wise (registers side by side)."""
+        dt = parts[0].dtype
+        for p in parts:
+            if not isinstance(p, VGPRs) or p.dtype != dt:
+                raise self.error(TypeError, f"cannot concatenate {dt} with {getattr(p, 'dtype', type(p).__name__)}")
+        self._check_read(*parts)
+        val = np.concatenate([p.val for p in parts])
+        prov = None
+        if self.machine.provenance and any(p.prov is not None for p in parts):
+            size = itemsize(dt)
+            g = min(p.prov.g for p in parts if p.prov is not None)
+            rows = [p.nbytes // g for p in parts]
+            prov = Prov.concat([None if p.prov is None else (p.prov if p.prov.g == g else p.prov.per_byte())
+                                for p in parts], rows, self.width)
+            if prov is not None and prov.g != g:
+                prov.g = g
+            del size
+        valid = None
+        if any(p.valid is not None for p in parts):
+            valid = np.concatenate([p.written() for p in parts])
+        v = VGPRs(self, val, dt, prov, valid)
+        self._event(ops.VALU[("mov", "any")], ins=list(parts), outs=[v])
+        return v
+
+    def bitcast(self, v: VGPRs, dtype) -> VGPRs:
+        """Reinterpret the bytes as ``dtype`` (no instruction): provenance per byte, unchanged."""
+        dtype = dtype_name(dtype)
+        if v.nbytes % itemsize(dtype):
+            raise self.error(ValueError, f"cannot bitcast {v.nbytes} bytes of {v.dtype} to {dtype}")
+        prov = v.prov
+        if prov is not None and prov.g != 1 and prov.g != itemsize(dtype):
+            prov = prov.per_byte()
+        return VGPRs(self, from_bytes(to_bytes(v.val), dtype), dtype, prov,
+                     None if v.valid is None else v.valid.copy(), regs=v.regs)
+
+    # -- bitwise ops and shifts that route bytes ---------------------------------------------------
+    def _bitwise(self, op, a: VGPRs, b: VGPRs):
+        """(result, Op) with exact per-byte provenance, or None for the generic path."""
+        insn = self._op(ops.valu, op, a.dtype)
+        if op in ("shl", "shr") and not b.literal:
+            return None
+        self._check_read(a, b)
+        size = itemsize(a.dtype)
+        dt = np_dtype(a.dtype)
+        with np.errstate(all="ignore"):
+            if op in ("shl", "shr"):
+                s = int(b.val[0, 0]) & (8 * size - 1)
+                r = (np.left_shift(a.val, dt.type(s)) if op == "shl" else np.right_shift(a.val, dt.type(s)))
+            else:
+                r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](a.val, b.val)
+        r = np.asarray(r).astype(dt, copy=False)
+        n = r.shape[0]
+        prov = None
+        if self.machine.provenance and (a.prov is not None or b.prov is not None):
+            pa = None if a.prov is None else bcast_prov(a.prov.per_byte(), n * size)
+            if op in ("shl", "shr"):
+                prov = _shift_prov(pa, s, size, op, a.dtype, n, self.width)
+            elif b.literal:
+                prov = pa
+                if op == "and" and pa is not None:       # bytes the mask clears carry nothing
+                    mb = to_bytes(np.broadcast_to(b.val, (n, self.width)).astype(dt))
+                    prov = _route(pa, np.where(mb != 0, np.arange(n * size)[:, None], -1), self.width)
+            else:
+                pb = None if b.prov is None else bcast_prov(b.prov.per_byte(), n * size)
+                prov = merge(pa, pb, False, self.machine.wide)
+        return self._new(r, a.dtype, prov), insn
+
+    def perm(self, a: VGPRs, b: VGPRs, sel) -> VGPRs:
+        """v_perm_b32 D = byte_permute({a, b}, sel): selector byte i picks the result's byte i —
+        0-3: b's bytes, 4-7: a's bytes, 8-11: 0xFF if the sign bit of byte 1, 3, 5, 7 of {a, b}
+        is set else 0x00, 12: 0x00, >= 13: 0xFF."""
+        for x in (a, b):
+            if not isinstance(x, VGPRs) or itemsize(x.dtype) * x.n != 4:
+                raise self.error(TypeError, f"v_perm_b32 takes 32-bit operands, got {getattr(x, 'dtype', x)}")
+        insn = ops.VALU[("perm", "any")]
+        sel = np.broadcast_to(sel.val.view(np.uint32)[0] if isinstance(sel, VGPRs) else np.uint32(sel),
+                              (self.width,)).astype(np.uint32)
+        self._check_read(a, b)
+        src = np.concatenate([to_bytes(b.val), to_bytes(a.val)])          # [8, width]: b = bytes 0-3
+        sb = np.stack([(sel >> np.uint32(8 * i)) & np.uint32(0xFF) for i in range(4)]).astype(np.int64)
+        cols = np.arange(self.width)[None, :]
+        direct = np.where(sb < 8, sb, 0)
+        sign_src = np.clip(2 * (sb - 8) + 1, 0, 7)
+        out = np.where(sb < 8, src[direct, cols], 0).astype(np.uint8)
+        sign = np.where((src[sign_src, cols] & 0x80) != 0, 0xFF, 0).astype(np.uint8)
+        out = np.where((sb >= 8) & (sb < 12), sign, out)
+        out = np.where(sb >= 13, 0xFF, out).astype(np.uint8)
+        prov = None
+        if self.machine.provenance and (a.prov is not None or b.prov is not None):
+            pb = b.prov.per_byte() if b.prov is not None else None
+            pa = a.prov.per_byte() if a.prov is not None else None
+            both = Prov.concat([pb, pa], [4, 4], self.width)
+            route = np.where(sb < 8, sb, np.where(sb < 12, sign_src, -1))
+            prov = _route(both, route, self.width)
+        v = self._new(from_bytes(out, "u32"), "u32", prov)
+        self._event(insn, ins=[a, b], outs=[v])
+        return v
+
+    # -- cross-lane -------------------------------------------------------------------------------------
+    def bpermute(self, v: VGPRs, src_lane) -> VGPRs:
+        """out[l] = v[src_lane[l]] (ds_bpermute_b32); the source lane's data is read even if it is inactive."""
+        src = src_lane.val[0].astype(np.int64) if isinstance(src_lane, VGPRs) else np.asarray(src_lane, np.int64)
+        if src.ndim == 1 and src.shape[0] == self.lanes and self.members > 1:
+            src = np.tile(src, self.members)
+        src = self._base + np.broadcast_to(src, (self.width,)) % self.lanes
+        self._check_read(v)
+        valid = None
+        if v.valid is not None:
+            if not v.valid[:, src[self.exec]].all():
+                self.finding("uninitialized-read", f"bpermute reads a never-written lane of {v.reg_name()}",
+                             what="register", name=v.reg_name())
+            valid = v.valid[:, src]
+        prov = None
+        if v.prov is not None and self.machine.provenance:
+            prov = v.prov.map(lambda a: a[:, src])
+        out = self._new(v.val[:, src], v.dtype, prov)
+        if valid is not None:
+            out.valid = valid if out.valid is None else (out.valid & valid)
+        self._event(ops.OTHER["bpermute"], ins=[v], outs=[out])
+        return out
+
+    def shfl_xor(self, v: VGPRs, mask: int) -> VGPRs:
+        """out[l] = v[l ^ mask] (a butterfly shuffle; ds_swizzle / DPP on hardware)."""
+        return self.bpermute(v, np.arange(self.lanes) ^ int(mask))
+
+    def swizzle(self, v: VGPRs, and_mask: int = 0x1F, or_mask: int = 0, xor_mask: int = 0) -> VGPRs:
+        """ds_swizzle_b32 bit-mask mode within each group of 32 lanes."""
+        l = np.arange(self.lanes)
+        src = (l & ~31) | ((((l & 31) & and_mask) | or_mask) ^ xor_mask)
+        return self.bpermute(v, src)
+
+    def readlane(self, v: VGPRs, lane: int):
+        """v_readlane_b32: the value of one lane, as a Python number (an SGPR)."""
+        self._check_read(v)
+        if self.members > 1:
+            raise self.error(ValueError, "readlane gives one number per wave; in a batched launch use w.bpermute")
+        self._event(ops.OTHER["readlane"], ins=[v])
+        return v.val[0, lane].item()
+
+    def reduce(self, v: VGPRs, op: str = "max", width: int | None = None) -> VGPRs:
+        """Butterfly reduction over groups of ``width`` lanes (default: the whole wave), every lane
+        ends with its group's result. Built from shuffles so provenance flows as on hardware."""
+        width = width or self.lanes
+        fn = {"max": self.max, "min": self.min, "sum": lambda a, b: a + b}[op]
+        k = 1
+        while k < width:
+            v = fn(v, self.shfl_xor(v, k))
+            k *= 2
+        return v
+
+
+def bcast_prov(p: Prov, rows: int) -> Prov:
+    r = p.shape[0]
+    if r == rows:
+        return p
+    return p.map(lambda a: bcast(a, rows).copy())
+
+
+def _shift_prov(pa, s, size, op, dtype, n, width):
+    """Provenance of x << s / x >> s per byte, for n elements of ``size`` bytes."""
+    if pa is None:
+        return None
+    k, r = divmod(s, 8)
+    i = np.arange(size)
+    if op == "shl":
+        lo, hi = i - k, i - k - 1          # byte i comes from bytes i-k (and i-k-1 when r > 0)
+    else:
+        lo, hi = i + k, i + k + 1
+    signed = dtype.startswith("i") and op == "shr"
+    first = np.where((lo >= 0) & (lo < size), lo, (size - 1) if signed else -1)
+    second = np.where((hi >= 0) & (hi < size), hi, (size - 1) if signed else -1)
+    base = (np.arange(n) * size)[:, None]
+    f1 = np.where(first >= 0, base + first, -1).reshape(-1)
+    p1 = _route(pa, np.broadcast_to(f1[:, None], (n * size, width)), width)
+    if r == 0:
+        return p1
+    f2 = np.where(second >= 0, base + second, -1).reshape(-1)
+    p2 = _route(pa, np.broadcast_to(f2[:, None], (n * size, width)), width)
+    from .provenance import WideSets
+    return merge(p1, p2, False, WideSets())

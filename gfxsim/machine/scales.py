@@ -1,0 +1,113 @@
+"""Quantization scales: the mark, and the scale-group check where a scale meets a matrix result.
+
+The rule: a scale on K (the summed dimension) must cover every element the instruction consumed
+in its K slots. When a marked scale multiplies a value carrying ``@mma`` (a matrix instruction's
+result, however it travelled), each element's K set — per field that varies along K, chained
+through C — must be a subset of the scale's set in that field (its footprint, or its own value
+when it was never reduced). An element outside is a ``scale-group-mismatch``: it took its scale
+from another group. A scale covering more than the K set (a per-row Q scale over all 128 dims
+applied to each 32-dim k-step) is harmless and not a finding.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .provenance import SCALE, WORDS, Mask, Prov
+from .vgpr import VGPRs
+
+
+class ScaleOps:
+    def group_scale(self, value: VGPRs) -> VGPRs:
+        """Mark ``value`` as a quantization scale (a move): its footprint — what it was reduced
+        over — is checked against the K set of every matrix result it is applied to."""
+        prov = None
+        if self.machine.provenance:
+            p = self._elem_prov(value, value.n) or Prov(4, {})
+            flags = np.full(value.val.shape, SCALE, np.uint8) if p.flags is None else p.flags | SCALE
+            prov = Prov(p.g, p.ids, p.fp, flags)
+        out = self._new(value.val.copy(), value.dtype, prov)
+        self._event(ops.VALU[("mov", "any")], ins=[value], outs=[out], scale=True)
+        return out
+
+    def dequant(self, acc: VGPRs, scale: VGPRs) -> VGPRs:
+        """float(acc) * scale: the explicit form of applying a group scale to a matrix result."""
+        return acc.to(scale.dtype) * scale
+
+    def _check_scale_application(self, a, b):
+        if not self.machine.provenance:
+            return
+        for res, sc in ((a, b), (b, a)):
+            if not isinstance(res, VGPRs) or not isinstance(sc, VGPRs) or res.prov is None or sc.prov is None:
+                continue
+            if "@mma" not in res.prov.ids or sc.prov.flags is None:
+                continue
+            n = max(res.n, sc.n)
+            pr, ps = self._elem_prov(res, n), self._elem_prov(sc, n)
+            fl = ps.scale_flag()
+            mma = pr.ids.get("@mma")
+            if fl is None or mma is None:
+                continue
+            act = (mma >= 0) & fl & self.exec[None, :]
+            if act.any():
+                self._scale_check(pr, ps, act)
+
+    def _scale_check(self, pr: Prov, ps: Prov, act):
+        wide = self.machine.wide
+        sel = np.nonzero(act)
+        ids, mn = pr.ids["@mma"][sel], pr.ids["@mn"][sel]
+        # on M and N the scale must be the result element's own: row r's scale on row r
+        for f in sorted((pr.ids.keys() & ps.ids.keys()) - {"@mma", "@mn"}):
+            x, y = pr.ids[f][sel], ps.ids[f][sel]
+            bad = (x >= 0) & (y >= 0) & (x != y)
+            if bad.any():
+                self._report_scale(f, ids[bad], Mask.of_values(x[bad]), Mask.of_values(y[bad]), sel[1][bad],
+                                   axis="M/N")
+        ks = self.machine.mma_log.ksets(ids, mn, wide)
+        for f, km in sorted(ks.items()):
+            side = ps.fp[f].map(lambda x: x[sel]) if f in ps.fp else Mask.empty(ids.shape)
+            if f in ps.ids:
+                side = side.union(Mask.of_values(ps.ids[f][sel]), wide)
+            bad = ~km.subset_of(side, wide)
+            if bad.any():
+                self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]),
+                                   sel[1][bad])
+
+    def _report_scale(self, field, ids, km: Mask, side: Mask, cols, axis="K"):
+        """One finding per instruction, listing each distinct (consumed, scale) pair it saw."""
+        from ..arch.kslots import format_token_set
+        wide = self.machine.wide
+        key = np.concatenate([ids[:, None].astype(np.int64), km.base[:, None], km.wide[:, None].astype(np.int64),
+                              km.bits.view(np.int64), side.base[:, None], side.wide[:, None].astype(np.int64),
+                              side.bits.view(np.int64)], axis=1)
+        uniq, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+        by_insn: dict = {}
+        for u, i in enumerate(first.tolist()):
+            k_vals, s_vals = km.values_at((i,), wide), side.values_at((i,), wide)
+            lanes = sorted({int(c) % self.lanes for c in cols[inv == u].tolist()})
+            by_insn.setdefault(int(ids[i]), []).append((k_vals, s_vals, lanes, int(cols[i])))
+        for insn_index, mism in by_insn.items():
+            k_vals, s_vals, _, col = mism[0]
+            foreign, extra = sorted(k_vals - s_vals), sorted(s_vals - k_vals)
+            lanes = sorted({l for m in mism for l in m[2]})
+            if axis == "K":
+                msg = (f"scale applied to the result of instruction #{insn_index} was computed over "
+                       + (f"{field}s {format_token_set(sorted(s_vals))}" if s_vals else f"no {field}s")
+                       + f", but the instruction consumed {format_token_set(sorted(k_vals))}: {len(foreign)} "
+                       f"{field}s took their scale from another group {format_token_set(foreign)}")
+            else:
+                msg = (f"scale of {field} {format_token_set(sorted(s_vals))} applied to the result of instruction "
+                       f"#{insn_index} at {field} {format_token_set(sorted(k_vals))}: a scale on M or N must be "
+                       f"the element's own")
+            if len(mism) > 1:
+                msg += f" ({len(mism)} distinct mismatches, see details)"
+            self.finding("scale-group-mismatch", msg, lane=col, instruction=insn_index - col // self.lanes
+                         if self.members > 1 else insn_index,
+                         field=field, scale_over=sorted(s_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
+                         lanes=lanes, mma_event=insn_index,
+                         mismatches=[{"scale_over": sorted(s), "k_set": sorted(k), "foreign": sorted(k - s),
+                                      "lanes": ln} for k, s, ln, _ in mism])
+
+
+__all__ = ["ScaleOps", "WORDS"]

@@ -1,0 +1,283 @@
+"""VALU: elementwise arithmetic, compares, selects and conversions under EXEC.
+
+Provenance: arithmetic keeps, per element, the identity fields its operands agree on
+(``provenance.merge``); bitwise ops and shifts by whole bytes route bytes exactly (``routing``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
+from .provenance import Prov, broadcast_rows, fill_value, merge
+from .vgpr import VGPRs
+
+_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+_CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+        "ne": np.not_equal}
+
+
+def bcast(x, n):
+    """Rows of a one-element (or n/k-element) operand repeated to n rows."""
+    if x.shape[0] == n:
+        return x
+    if x.shape[0] == 1:
+        return np.broadcast_to(x, (n,) + x.shape[1:])
+    if n % x.shape[0] == 0:
+        return np.tile(x, (n // x.shape[0],) + (1,) * (x.ndim - 1))
+    raise ValueError(f"cannot broadcast {x.shape[0]} elements to {n}")
+
+
+class ValuOps:
+    # -- provenance of a result ----------------------------------------------------------------
+    def _elem_prov(self, v: VGPRs, n: int):
+        """v's provenance per element, broadcast to n elements (None without provenance)."""
+        if v.prov is None or not self.machine.provenance:
+            return None
+        return broadcast_rows(v.prov.per_element(itemsize(v.dtype)), n)
+
+    def _merged(self, a, b, n, reducing=False):
+        if not self.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
+            return None
+        pa = self._elem_prov(a, n)
+        if b is None:
+            return pa
+        return merge(pa, self._elem_prov(b, n), reducing, self.machine.wide)
+
+    # -- elementwise ALU ----------------------------------------------------------------------------
+    def _binary(self, op, a, b, into=None) -> VGPRs:
+        dtype = a.dtype if isinstance(a, VGPRs) else (b.dtype if isinstance(b, VGPRs) else None)
+        if dtype is None:
+            raise self.error(TypeError, f"{op} of two numbers: compute it in Python")
+        a, b = self._coerce(a, dtype), self._coerce(b, dtype)
+        if a.dtype != b.dtype:
+            raise self.error(TypeError, f"{op}: operand types differ ({a.dtype} vs {b.dtype}); convert with .to()")
+        if a.n != b.n and 1 not in (a.n, b.n):
+            raise self.error(ValueError, f"{op}: {a.n} elements vs {b.n} elements")
+        if op in ("and", "or", "xor", "shl", "shr") and a.dtype in INT:
+            routed = self._bitwise(op, a, b)          # byte routing (routing.py)
+            if routed is not None:
+                return self._finish(routed, into, a, b)
+        insn = self._op(ops.valu, op, a.dtype)
+        self._check_read(a, b)
+        dt = np_dtype(a.dtype)
+        x, y = a.val, b.val
+        with np.errstate(all="ignore"):
+            if op in _BINARY:
+                r = _BINARY[op](x, y)
+            elif op == "div":
+                r = np.divide(x, y)
+            elif op in ("idiv", "mod"):
+                if np.any((y == 0) & self.exec[None, :]):
+                    raise self.error(ZeroDivisionError, "integer division by zero")
+                safe = np.where(y == 0, 1, y)
+                r = np.floor_divide(x, safe) if op == "idiv" else np.mod(x, safe)
+            else:                       # shifts by a per-lane amount
+                sh = (y & (8 * dt.itemsize - 1)).astype(dt)
+                r = np.left_shift(x, sh) if op == "shl" else np.right_shift(x, sh)
+        r = np.asarray(r).astype(dt, copy=False)
+        if op == "mul":
+            self._check_scale_application(a, b)
+        out = self._new(r, a.dtype, self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add")))
+        return self._finish((out, insn), into, a, b)
+
+    def _finish(self, routed, into, a, b):
+        out, insn = routed
+        if into is not None:             # x op= y: the result lands in x's registers
+            self._write_into(into, np.arange(into.n), out, record=False)
+            out = into
+        self._event(insn, ins=[a, b], outs=[out])
+        return out
+
+    def _unary(self, op, x, fn=None) -> VGPRs:
+        x = self._coerce(x, "f32")
+        insn = self._op(ops.valu, op, x.dtype)
+        self._check_read(x)
+        with np.errstate(all="ignore"):
+            r = np.abs(x.val) if op == "abs" else fn(x.val)
+        out = self._new(np.asarray(r).astype(np_dtype(x.dtype)), x.dtype, self._merged(x, None, x.n))
+        self._event(insn, ins=[x], outs=[out])
+        return out
+
+    def _float_only(self, x, op):
+        if not isinstance(x, VGPRs) or x.dtype not in ("f32", "f16", "bf16"):
+            raise self.error(TypeError, f"{op} needs a float value, got {getattr(x, 'dtype', type(x).__name__)}")
+
+    def exp(self, x):
+        """e**x in fp32, correctly rounded: the pseudo-op for v_mul_f32 by log2(e) then v_exp_f32
+        (2**x on the hardware, within 1 ulp — a stated difference)."""
+        self._float_only(x, "exp")
+        return self._unary("exp", x, np.exp)
+
+    def exp2(self, x):
+        """2**x (v_exp_f32), correctly rounded."""
+        self._float_only(x, "exp2")
+        return self._unary("exp2", x, np.exp2)
+
+    def sqrt(self, x):
+        self._float_only(x, "sqrt")
+        return self._unary("sqrt", x, np.sqrt)
+
+    def rcp(self, x):
+        """1/x, correctly rounded (hardware v_rcp_f32 is 1 ulp: an explicit, documented difference)."""
+        self._float_only(x, "rcp")
+        return self._unary("rcp", x, lambda v: np.float32(1) / v)
+
+    def rint(self, x):
+        """Round to nearest integer, ties to even (v_rndne_f32)."""
+        self._float_only(x, "rint")
+        return self._unary("rndne", x, np.rint)
+
+    def max(self, a, b):
+        if not isinstance(a, VGPRs) and not isinstance(b, VGPRs):
+            return max(a, b)              # two uniform numbers: s_max
+        return self._binary("max", a, b)
+
+    def min(self, a, b):
+        if not isinstance(a, VGPRs) and not isinstance(b, VGPRs):
+            return min(a, b)
+        return self._binary("min", a, b)
+
+    def clamp(self, x, lo, hi):
+        return self.min(self.max(x, lo), hi)
+
+    def fma(self, a, b, c):
+        """a*b+c with one rounding (v_fma_f32): formed in float64, where a*b is exact."""
+        if not isinstance(a, VGPRs):
+            raise self.error(TypeError, "fma: the first operand must be a per-lane value")
+        self._float_only(a, "fma")
+        a, b, c = (self._coerce(v, a.dtype) for v in (a, b, c))
+        insn = self._op(ops.valu, "fma", a.dtype)
+        self._check_read(a, b, c)
+        r = (a.val.astype(np.float64) * b.val + c.val).astype(np.float32)
+        self._check_scale_application(a, b)
+        n = r.shape[0]
+        prov = None
+        if self.machine.provenance:
+            ab = self._merged(a, b, n)
+            prov = merge(ab, self._elem_prov(c, n), True, self.machine.wide)
+        out = self._new(r, "f32", prov)
+        self._event(insn, ins=[a, b, c], outs=[out])
+        return out
+
+    def select(self, cond, a, b) -> VGPRs:
+        """Per lane: a where cond else b (v_cndmask_b32); provenance (marks included) selected alike."""
+        dtype = a.dtype if isinstance(a, VGPRs) else b.dtype
+        a, b = self._coerce(a, dtype), self._coerce(b, dtype)
+        m = self._m(cond)
+        self._check_read(a, b)
+        n = max(a.n, b.n)
+        m = m[None, :] if m.ndim == 1 else m
+        r = np.where(m, bcast(a.val, n), bcast(b.val, n))
+        prov = None
+        if self.machine.provenance and (a.prov is not None or b.prov is not None):
+            pa, pb = self._elem_prov(a, n), self._elem_prov(b, n)
+            prov = Prov.select(m, pa, pb, r.shape)
+        out = self._new(r.astype(np_dtype(dtype)), dtype, prov)
+        self._event(ops.VALU[("cndmask", "any")], ins=[a, b], outs=[out])
+        return out
+
+    def _compare(self, op, a, b):
+        from .wave import Cond
+        dtype = a.dtype if isinstance(a, VGPRs) else b.dtype
+        a, b = self._coerce(a, dtype), self._coerce(b, dtype)
+        if a.n != b.n and 1 not in (a.n, b.n):
+            raise self.error(ValueError, f"v_cmp_{op}: {a.n} elements vs {b.n} elements")
+        insn = self._op(ops.valu, f"cmp_{op}", dtype)
+        self._check_read(a, b)
+        m = _CMP[op](a.val, b.val) & self.exec[None, :]     # VOPC writes 0 for inactive lanes
+        if m.shape[0] == 1:
+            m = m[0]
+        self._event(insn, ins=[a, b])
+        return Cond(m)
+
+    # -- conversions -------------------------------------------------------------------------------
+    def _convert(self, x: VGPRs, dtype: str) -> VGPRs:
+        np_dtype(dtype)
+        src = x.dtype
+        insn = self._op(ops.cvt, src, dtype)
+        self._check_read(x)
+        v = x.val
+        with np.errstate(all="ignore"):
+            if src == dtype:
+                r = v.copy()
+            elif src in FLOAT and dtype in INT:
+                if dtype not in ("i32", "u32"):
+                    raise self.error(TypeError, f"no v_cvt from {src} to {dtype}: convert to i32 first")
+                f = v.astype(np.float64)
+                lo, hi = (-2.0 ** 31, 2.0 ** 31 - 1) if dtype == "i32" else (0.0, 2.0 ** 32 - 1)
+                r = np.where(np.isnan(f), 0, np.clip(np.trunc(f), lo, hi)).astype(np_dtype(dtype))
+            elif src in INT and dtype in INT:
+                info = np.iinfo(np_dtype(dtype))
+                wide = v.astype(np.int64)
+                if np_dtype(dtype).itemsize < np_dtype(src).itemsize or (src not in SIGNED) != (dtype not in SIGNED):
+                    bad = ((wide < info.min) | (wide > info.max)) & self.exec[None, :]
+                    if bad.any():
+                        e, l = (int(i) for i in np.argwhere(bad)[0])
+                        raise self.error(OverflowError, f"{src} value {int(wide[e, l])} does not fit {dtype} "
+                                         f"(a silent wrap would hide a bug)", lane=l)
+                r = wide.astype(np_dtype(dtype))
+            else:                       # int -> float, float -> float: round to nearest even
+                r = v.astype(np.float64).astype(np_dtype(dtype)) if src in INT else v.astype(np_dtype(dtype))
+        # one element in, one element out: its provenance (an extended byte keeps its identity)
+        out = self._new(r, dtype, self._elem_prov(x, x.n))
+        if out.prov is not None:
+            out.prov = Prov(itemsize(dtype), out.prov.ids, out.prov.fp, out.prov.flags)
+        self._event(insn, ins=[x], outs=[out])
+        return out
+
+    # -- in-place update under EXEC --------------------------------------------------------------
+    def _write_into(self, dst: VGPRs, idx, new, record=True):
+        """dst[idx] = new in the active lanes (the registers of dst keep their number)."""
+        if not isinstance(new, VGPRs):
+            new = self._coerce(new, dst.dtype)
+        if new.dtype != dst.dtype:
+            raise self.error(TypeError, f"cannot write {new.dtype} into a {dst.dtype} value {dst.reg_name()}")
+        if new.n not in (1, len(idx)):
+            raise self.error(ValueError, f"cannot write {new.n} x {new.dtype} into {len(idx)} elements of "
+                             f"{dst.reg_name()}")
+        size = itemsize(dst.dtype)
+        m = self.exec
+        full = self._full
+        nv = bcast(new.val, len(idx))
+        if full and len(idx) == dst.n:
+            dst.val = np.array(nv, copy=True)
+        else:
+            dst.val[np.ix_(idx, m)] = nv[:, m]
+        bidx = (idx[:, None] * size + np.arange(size)).ravel()
+        if new.valid is not None or dst.valid is not None:
+            dv = dst.written().copy()
+            dv[np.ix_(bidx, m)] = bcast(new.written(), len(bidx))[:, m]
+            dst.valid = None if dv.all() else dv
+        if self.machine.provenance and (dst.prov is not None or new.prov is not None):
+            dst.prov = self._prov_write(dst, idx, new, m, full)
+        if record:
+            self._event(ops.VALU[("mov", "any")], ins=[new], outs=[dst])
+
+    def _prov_write(self, dst, idx, new, m, full):
+        n = dst.n
+        pn = self._elem_prov(new, len(idx))
+        if full and len(idx) == n:
+            return pn
+        pd = self._elem_prov(dst, n)
+        rows = np.zeros(n, bool)
+        rows[idx] = True
+        sel = rows[:, None] & m[None, :]
+        expanded = Prov.select(np.zeros((n, self.width), bool), None, None, (n, self.width)) if pn is None else \
+            _scatter_rows(pn, idx, n, self.width)
+        return Prov.select(sel, expanded, pd, (n, self.width))
+
+
+def _scatter_rows(p: Prov, idx, n, width) -> Prov:
+    """p's rows placed at rows idx of an n-row block (other rows empty)."""
+    def place(a):
+        out = np.full((n,) + a.shape[1:], fill_value(a), a.dtype)
+        out[idx] = a
+        return out
+    return p.map(place)
+
+
+__all__ = ["ValuOps", "bcast", "dtype_name"]

@@ -1,0 +1,119 @@
+"""VMEM and SMEM: per-lane loads and stores of 1/2/4/8/12/16 bytes to global buffers, and scalar loads.
+
+A load's bytes carry the buffer's tags (or what an earlier store with provenance left there); a
+store leaves the value's per-byte provenance in the buffer. Out-of-bounds or misaligned accesses
+raise MemoryFault naming lane and address.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
+from .errors import MemoryFault
+from .memory import Buffer
+from .vgpr import VGPRs
+
+
+class VmemOps:
+    def _addresses(self, offset, nbytes, limit, what, align):
+        if nbytes not in ops.VMEM_LOAD:
+            raise self.error(ValueError, f"{what}: {nbytes}-byte accesses do not exist (use 1, 2, 4, 8, 12 or 16)")
+        if isinstance(offset, VGPRs):
+            self._check_read(offset)
+            if offset.dtype not in ("i32", "u32", "i64", "u64") or offset.n != 1:
+                raise self.error(TypeError, f"{what}: address must be one i32/u32/i64 per lane, got "
+                                 f"{offset.n} x {offset.dtype}")
+            addr = offset.val[0].astype(np.int64)
+        else:
+            addr = np.full(self.width, int(offset), np.int64)
+        act = self.exec
+        bad = (addr < 0) | (addr + nbytes > limit)
+        if not self._full:
+            bad &= act
+        if bad.any():
+            l = int(np.argmax(bad))
+            raise self.error(MemoryFault, f"{what}: lane {l % self.lanes} accesses bytes [{addr[l]}, "
+                             f"{addr[l] + nbytes}) outside [0, {limit})", lane=l, address=int(addr[l]))
+        mis = (addr % align) != 0
+        if not self._full:
+            mis &= act
+        if mis.any():
+            l = int(np.argmax(mis))
+            raise self.error(MemoryFault, f"{what}: lane {l % self.lanes} address {addr[l]} is not {align}-byte "
+                             f"aligned for a {nbytes}-byte access", lane=l, address=int(addr[l]))
+        return addr
+
+    def _byte_addr(self, addr, nbytes):
+        """[nbytes, width] byte addresses; inactive lanes read byte 0 (their result is poison)."""
+        a = addr if self._full else np.where(self.exec, addr, 0)
+        return a[None, :] + np.arange(nbytes)[:, None]
+
+    def global_load(self, buf: Buffer, offset, nbytes: int = 4, dtype=None) -> VGPRs:
+        """global_load_*: ``nbytes`` per lane from byte ``offset`` of ``buf`` (dtype defaults to the buffer's)."""
+        if not isinstance(buf, Buffer):
+            raise self.error(TypeError, f"global_load needs a Buffer, got {type(buf).__name__}")
+        dtype = dtype_name(dtype) if dtype is not None else buf.dtype
+        size = itemsize(dtype)
+        if nbytes % size:
+            raise self.error(ValueError, f"global_load of {nbytes} bytes as {dtype} from {buf.name!r}")
+        addr = self._addresses(offset, nbytes, buf.nbytes, f"global_load from {buf.name!r}", min(nbytes, 4))
+        ba = self._byte_addr(addr, nbytes)
+        prov = buf.load_prov(ba, size) if self.machine.provenance else None
+        v = self._new(from_bytes(buf.raw[ba], dtype), dtype, prov)
+        if buf.written is not None:
+            wr = buf.written[ba]
+            if not self._full:
+                wr = wr | ~self.exec[None, :]
+            if not wr.all():
+                for l in self._first_lanes(~wr.all(axis=0)):
+                    self.finding("uninitialized-read", f"global_load from {buf.name!r} reads never-written bytes",
+                                 lane=l, address=int(addr[l]), what="global", name=buf.name)
+                v.valid = wr if v.valid is None else (v.valid & wr)
+        self._event(ops.Op("VMEM", ops.VMEM_LOAD[nbytes]), outs=[v], buffer=buf.name, address=addr)
+        return v
+
+    def scalar_load(self, buf: Buffer, offset, dtype=None):
+        """s_load_dword: one uniform value (an SGPR), returned as a Python number; in a batched
+        launch the offset may differ per workgroup and the result is a per-lane value."""
+        dtype = dtype_name(dtype) if dtype is not None else buf.dtype
+        if isinstance(offset, VGPRs):
+            return self.global_load(buf, offset, itemsize(dtype), dtype)
+        size = itemsize(dtype)
+        offset = int(offset)
+        if offset < 0 or offset + size > buf.nbytes:
+            raise self.error(MemoryFault, f"s_load from {buf.name!r}: bytes [{offset}, {offset + size}) outside "
+                             f"[0, {buf.nbytes})", address=offset)
+        if offset % min(size, 4):
+            raise self.error(MemoryFault, f"s_load from {buf.name!r}: address {offset} is not aligned", address=offset)
+        if buf.written is not None and not buf.written[offset:offset + size].all():
+            self.finding("uninitialized-read", f"s_load from {buf.name!r} reads never-written bytes",
+                         address=offset, what="global", name=buf.name)
+        self._event(ops.Op("SMEM", ops.SMEM_LOAD.get(size, "s_load_dword")), buffer=buf.name, address=offset)
+        return buf.raw[offset:offset + size].view(np_dtype(dtype))[0].item()
+
+    def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
+        """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
+        if not isinstance(value, VGPRs):
+            raise self.error(TypeError, f"global_store to {buf.name!r} needs a per-lane value, got "
+                             f"{type(value).__name__}")
+        nbytes = nbytes or value.nbytes
+        self._check_read(value)
+        addr = self._addresses(offset, nbytes, buf.nbytes, f"global_store to {buf.name!r}", min(nbytes, 4))
+        act = self.exec
+        ba = addr[None, :] + np.arange(nbytes)[:, None]
+        raw = to_bytes(value.val)[:nbytes]
+        if self._full:
+            buf.raw[ba] = raw
+            sel = ba
+        else:
+            sel = ba[:, act]
+            buf.raw[sel] = raw[:, act]
+        if buf.written is not None:
+            buf.written[sel] = True
+        if self.machine.provenance and (value.prov is not None or buf.prov is not None):
+            p = value.byte_prov()
+            if p is not None:
+                p = p.map(lambda a: a[:nbytes] if self._full else a[:nbytes][:, act])
+            buf.store_prov(sel, p)
+        self._event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
