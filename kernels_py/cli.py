@@ -44,6 +44,8 @@ def add_run_options(p):
     p.add_argument("--inputs", metavar="FILE.npz", help="run on your own q, k, v (see README 'Data')")
     p.add_argument("--formula", choices=("derived", "gfx936", "gfx942"), default="derived",
                    help="force one arch's hand-written output-layout formula (to see it caught on the other)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr (shown otherwise: a bar on a terminal, a line every 5 s if not)")
     return p
 
 
@@ -55,6 +57,12 @@ def run_options(args, context) -> dict:
                 block_size=args.block_size, seed=args.seed)
 
 
+def progress_for(args, context=None):
+    """The stderr progress display of one run_kernel call (silent with --quiet)."""
+    from gfxsim.progress import Progress
+    return Progress(quiet=getattr(args, "quiet", False), label=f"context {context}" if context is not None else "")
+
+
 def run(args) -> int:
     inputs = None
     if args.inputs:
@@ -63,8 +71,9 @@ def run(args) -> int:
     reports = []
     contexts = [None] if inputs is not None else args.context
     for ctx in contexts:
-        kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace,
-                        **run_options(args, ctx if ctx is not None else DEFAULTS["context"]))
+        with progress_for(args, ctx) as progress:
+            kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace, progress=progress,
+                            **run_options(args, ctx if ctx is not None else DEFAULTS["context"]))
         if args.report == "json":
             reports.append(kr.report())
         else:

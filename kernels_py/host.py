@@ -78,7 +78,7 @@ class DecodeResult:
 
 
 def run_decode(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived",
-               trace=True, provenance=True, partition_size=PARTITION) -> DecodeResult:
+               trace=True, provenance=True, partition_size=PARTITION, progress=None) -> DecodeResult:
     """paged_attention_decode + paged_attention_reduce on the simulator."""
     if partition_size % PARTITION or partition_size < PARTITION:
         raise ValueError(f"partition_size must be a multiple of {PARTITION} (4 waves x 64 tokens), got {partition_size}")
@@ -105,14 +105,23 @@ def run_decode(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", fo
                 args=(q_buffer(q), bufs["k_cache"], bufs["v_cache"], bufs["k_scale"], bufs["v_scale"],
                       bufs["block_tables"], bufs["context_lens"], es, ml, tmp),
                 kwargs=dict(grouping=grouping, formula=formula, partition_size=partition_size, **geo), trace=trace,
-                provenance=provenance)
+                provenance=provenance, **_launch_kwargs(progress, "paged_attention_decode", launches=2))
     r2 = launch(paged_attention_reduce, grid=(num_heads, num_seqs), waves_per_group=-(-hd // get_arch(arch).wave_size),
                 batch=1 if trace else num_heads * num_seqs,
                 arch=arch, args=(tmp, es, ml, bufs["context_lens"], out),
                 kwargs=dict(num_heads=num_heads, head_dim=hd, max_partitions=max_parts,
                             partition_size=partition_size), trace=trace,
-                provenance=provenance)
+                provenance=provenance, **_launch_kwargs(progress, "paged_attention_reduce", launches=2))
     return DecodeResult(out.array, tmp.array, ml.array, es.array, [r1, r2], cache)
+
+
+def _launch_kwargs(progress, name: str, launches: int | None = None) -> dict:
+    """launch() keywords that report launch ``name`` (of ``launches``) to ``progress``, a
+    gfxsim.progress.Progress; {} without one. The one place the runners pass ``progress=``."""
+    if progress is None:
+        return {}
+    from gfxsim.progress import launch_kwargs
+    return launch_kwargs(progress, launch, name, launches)
 
 
 def make_cache(k, v, context_lens, *, block_size=16, smooth_k=False, seed=0) -> PagedKVCache:

@@ -13,7 +13,7 @@ import numpy as np
 from gfxsim import Buffer, launch
 
 from . import reference as R
-from .host import cache_buffers
+from .host import _launch_kwargs, cache_buffers
 from .int8_cache_ref import (BLOCK_SIZES, HEAD_DIMS, POISON_I8, PagedKVCache, build_paged_cache, gather_int8,
                              gather_kv, quantize_int8)
 from .int8_kv_cache import int8_kv_cache
@@ -92,7 +92,8 @@ def _check_standalone(what, cache: PagedKVCache):
 
 # ---- launches -------------------------------------------------------------------------------
 
-def run_qk_int8(rows, cache: PagedKVCache, *, arch="gfx936", formula="derived", trace=True, provenance=True):
+def run_qk_int8(rows, cache: PagedKVCache, *, arch="gfx936", formula="derived", trace=True, provenance=True,
+                progress=None):
     """qk_int8 of 16 query rows against kv head 0 of sequence 0: (S [16][context_len], Run)."""
     _check_standalone("qk_int8", cache)
     rows = np.asarray(rows, np.float32)
@@ -105,12 +106,13 @@ def run_qk_int8(rows, cache: PagedKVCache, *, arch="gfx936", formula="derived", 
     run = launch(qk_int8, grid=1, waves_per_group=WAVES, arch=arch,
                  args=(q, bufs["k_cache"], bufs["k_scale"], bufs["block_tables"], s_out),
                  kwargs=dict(context_len=ctx, head_dim=hd, block_size=cache.block_size,
-                             num_kv_heads=cache.num_kv_heads, formula=formula), trace=trace, provenance=provenance)
+                             num_kv_heads=cache.num_kv_heads, formula=formula), trace=trace, provenance=provenance,
+                 **_launch_kwargs(progress, "qk_int8", launches=1))
     return s_out.array, run
 
 
 def run_pv(kernel: str, p, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived",
-           trace=True, provenance=True):
+           trace=True, provenance=True, progress=None):
     """pv_int8 or pv_bf16 of P [16][context_len] against kv head 0 of sequence 0: (O [16][head_dim], Run)."""
     if kernel not in PV_KERNELS:
         raise ValueError(f"kernel must be one of {sorted(PV_KERNELS)}, got {kernel!r}")
@@ -130,12 +132,12 @@ def run_pv(kernel: str, p, cache: PagedKVCache, *, arch="gfx936", grouping="frag
         kwargs["grouping"] = grouping
     run = launch(PV_KERNELS[kernel], grid=1, waves_per_group=WAVES, arch=arch,
                  args=(pb, bufs["v_cache"], bufs["v_scale"], bufs["block_tables"], out), kwargs=kwargs,
-                 trace=trace, provenance=provenance)
+                 trace=trace, provenance=provenance, **_launch_kwargs(progress, kernel, launches=1))
     return out.array, run
 
 
 def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived", trace=True,
-                provenance=True):
+                provenance=True, progress=None):
     """prefix_prefill per sequence: q [num_seqs, num_queries, num_heads, head_dim], the queries being
     the last num_queries positions of each context. Returns (out like q, [Run per sequence])."""
     q = np.asarray(q, np.float32)
@@ -164,7 +166,8 @@ def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", f
                                             bt, ob),
                            kwargs=dict(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads,
                                        num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
-                                       grouping=grouping, formula=formula), trace=trace, provenance=provenance))
+                                       grouping=grouping, formula=formula), trace=trace, provenance=provenance,
+                           **_launch_kwargs(progress, "prefix_prefill", launches=num_seqs)))
         out[s] = ob.array
     return out, runs
 
@@ -178,7 +181,7 @@ def empty_cache(num_blocks: int, num_kv_heads: int, head_dim: int, block_size: i
 
 
 def run_int8_kv_cache(key, value, slot_mapping, *, num_blocks: int, block_size: int, arch="gfx936", trace=True,
-                      provenance=True):
+                      provenance=True, progress=None):
     """The producer over every (token, kv head) into fresh poisoned caches:
     ((k_cache, v_cache, k_scale, v_scale), Run)."""
     key, value = np.asarray(key, np.float32), np.asarray(value, np.float32)
@@ -209,7 +212,7 @@ def run_int8_kv_cache(key, value, slot_mapping, *, num_blocks: int, block_size: 
     run = launch(int8_kv_cache, grid=(n, kvh), waves_per_group=1, arch=arch,
                  args=(Buffer("key", key), Buffer("value", value), Buffer("slot_mapping", slots), *caches),
                  kwargs=dict(num_kv_heads=kvh, head_dim=hd, block_size=block_size), trace=trace,
-                 provenance=provenance, lds_bytes=4)
+                 provenance=provenance, lds_bytes=4, **_launch_kwargs(progress, "int8_kv_cache", launches=1))
     return tuple(b.array for b in caches), run
 
 
@@ -231,7 +234,8 @@ def _standalone_inputs(p, inputs):
 
 
 def _opts(p):
-    return dict(arch=p["arch"], formula=p["formula"], provenance=p.get("provenance", True))
+    return dict(arch=p["arch"], formula=p["formula"], provenance=p.get("provenance", True),
+                progress=p.get("progress"))
 
 
 def _qk(p, inputs, trace):
@@ -290,7 +294,7 @@ def _kv_cache(p, inputs, trace):
     value = np.concatenate([d["v"][s, :n] for s, n in enumerate(lens)])
     arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
                                     block_size=ref.block_size, arch=p["arch"], trace=trace,
-                                    provenance=p.get("provenance", True))
+                                    provenance=p.get("provenance", True), progress=p.get("progress"))
     mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
 
     def dequantized(cache):

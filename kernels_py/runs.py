@@ -74,7 +74,7 @@ def _decode(p, inputs, trace):
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=p["smooth_k"],
                               block_tables=d.get("block_tables"), seed=p["seed"])
     res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace,
-                     provenance=p["provenance"], partition_size=p["partition_size"])
+                     provenance=p["provenance"], partition_size=p["partition_size"], progress=p.get("progress"))
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
             "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
             "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"],
@@ -100,9 +100,10 @@ def register(name: str, fn: Callable) -> None:
 
 
 def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
-               **params) -> KernelRun:
+               progress=None, **params) -> KernelRun:
     """Run ``kernel`` with DEFAULTS overridden by ``params``. ``provenance=False`` runs faster and
-    gives the numbers only: no tags travel, so no K-slot, scale-group or coverage findings."""
+    gives the numbers only: no tags travel, so no K-slot, scale-group or coverage findings.
+    ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``params["progress"]``)."""
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
     p = dict(DEFAULTS)
@@ -112,9 +113,10 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
     p.update(params)
     p["formula"] = formula
     p["provenance"] = provenance
+    p["progress"] = progress
     _validate(p)
     out, refs, runs, extra, ctx = KERNELS[kernel](p, inputs, trace)
-    shown = {k: v for k, v in p.items() if k not in ("arch", "context", "provenance")}
+    shown = {k: v for k, v in p.items() if k not in ("arch", "context", "provenance", "progress")}
     return KernelRun(kernel, runs[0].arch, ctx, shown, out, refs, runs, extra)
 
 

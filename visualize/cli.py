@@ -103,7 +103,7 @@ def _workgroup(text: str) -> tuple:
 
 
 def run_run(args) -> int:
-    from kernels_py.cli import run_options
+    from kernels_py.cli import progress_for, run_options
     from kernels_py.runs import DEFAULTS, run_kernel
 
     from .style import picture_format, save
@@ -119,8 +119,9 @@ def run_run(args) -> int:
     if args.inputs:
         from kernels_py.inputs import load_inputs
         inputs = load_inputs(args.inputs)
-    kr = run_kernel(args.kernel, inputs=inputs, trace=RUN_PICTURES[args.what],
-                    **run_options(args, args.context[0] if inputs is None else DEFAULTS["context"]))
+    with progress_for(args, args.context[0] if inputs is None else None) as progress:
+        kr = run_kernel(args.kernel, inputs=inputs, trace=RUN_PICTURES[args.what], progress=progress,
+                        **run_options(args, args.context[0] if inputs is None else DEFAULTS["context"]))
     fig = draw_run(kr, args.what, workgroup=None if args.all_waves else wg, wave=None if args.all_waves else args.wave,
                    limit=args.instructions, event=args.event)
     path = save(fig, args.output)

@@ -1,34 +1,52 @@
-"""Element types of matrix operands, by the names the ISA uses, backed by ml_dtypes/numpy."""
+"""Element types of matrix operands, by the names the ISA uses, backed by ml_dtypes/numpy.
+
+The arch layer needs only names and bit widths; the numpy scalar types of bf16 and the FP8
+formats come from ml_dtypes, which is imported on the first use of ``ElemType.numpy`` (when
+values are computed), not on import: ml_dtypes 0.7 alone takes over a second to import, and
+`gfxsim layout` never touches a value.
+"""
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Union
 
-import ml_dtypes
-import numpy as np
+
+@lru_cache(maxsize=None)
+def _resolve(ref: str) -> type:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)
 class ElemType:
     name: str          # short ISA-style name: i8, f16, bf16, fp8 (e4m3), bf8 (e5m2), i32, f32
     bits: int
-    numpy: type
+    numpy_ref: Union[type, str]   # numpy scalar type, or "module:attr" naming one (imported on first use)
     is_float: bool
     description: str
 
+    @property
+    def numpy(self) -> type:
+        """The numpy scalar type (np.int8, ml_dtypes.bfloat16, ...); imports its module on first use."""
+        ref = self.numpy_ref
+        return _resolve(ref) if isinstance(ref, str) else ref
+
 
 ELEM_TYPES = {t.name: t for t in (
-    ElemType("i8", 8, np.int8, False, "signed 8-bit integer"),
-    ElemType("u8", 8, np.uint8, False, "unsigned 8-bit integer"),
-    ElemType("i16", 16, np.int16, False, "signed 16-bit integer"),
-    ElemType("f16", 16, np.float16, True, "IEEE binary16"),
-    ElemType("bf16", 16, ml_dtypes.bfloat16, True, "bfloat16"),
-    ElemType("fp8", 8, ml_dtypes.float8_e4m3fnuz, True, "FP8 E4M3 (CDNA3 'fp8', NaN-only-zero encoding)"),
-    ElemType("bf8", 8, ml_dtypes.float8_e5m2fnuz, True, "FP8 E5M2 (CDNA3 'bf8')"),
-    ElemType("fp8_e4m3", 8, ml_dtypes.float8_e4m3fn, True, "OCP FP8 E4M3 (NVIDIA, gfx950)"),
-    ElemType("fp8_e5m2", 8, ml_dtypes.float8_e5m2, True, "OCP FP8 E5M2"),
-    ElemType("i32", 32, np.int32, False, "signed 32-bit integer"),
-    ElemType("u32", 32, np.uint32, False, "unsigned 32-bit integer"),
-    ElemType("f32", 32, np.float32, True, "IEEE binary32"),
+    ElemType("i8", 8, "numpy:int8", False, "signed 8-bit integer"),
+    ElemType("u8", 8, "numpy:uint8", False, "unsigned 8-bit integer"),
+    ElemType("i16", 16, "numpy:int16", False, "signed 16-bit integer"),
+    ElemType("f16", 16, "numpy:float16", True, "IEEE binary16"),
+    ElemType("bf16", 16, "ml_dtypes:bfloat16", True, "bfloat16"),
+    ElemType("fp8", 8, "ml_dtypes:float8_e4m3fnuz", True, "FP8 E4M3 (CDNA3 'fp8', NaN-only-zero encoding)"),
+    ElemType("bf8", 8, "ml_dtypes:float8_e5m2fnuz", True, "FP8 E5M2 (CDNA3 'bf8')"),
+    ElemType("fp8_e4m3", 8, "ml_dtypes:float8_e4m3fn", True, "OCP FP8 E4M3 (NVIDIA, gfx950)"),
+    ElemType("fp8_e5m2", 8, "ml_dtypes:float8_e5m2", True, "OCP FP8 E5M2"),
+    ElemType("i32", 32, "numpy:int32", False, "signed 32-bit integer"),
+    ElemType("u32", 32, "numpy:uint32", False, "unsigned 32-bit integer"),
+    ElemType("f32", 32, "numpy:float32", True, "IEEE binary32"),
 )}
 
 

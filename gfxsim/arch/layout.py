@@ -5,13 +5,19 @@ A layout is written compactly as mixed-radix digits (the CuTe idea): each slot c
 ``digit * stride`` to one matrix axis. Every layout in the CDNA/MMAC tables has this form,
 so a record needs a handful of digits instead of a 2048-row table, and the closed-form
 formulas both ways are printed from the same digits.
+
+Construction needs no numpy (so `gfxsim layout` queries that need no table start fast): the
+bijection is proved from the digits, and the whole tables (numpy) are built, and checked slot by
+slot against the maps, on first use.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Tuple
+from typing import TYPE_CHECKING, Tuple
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 AXES = ("row", "col", "block")
 SLOTS = ("lane", "reg", "elem")
@@ -42,7 +48,10 @@ class OperandLayout:
     Type of the map:  (lane, reg, elem) -> (row, col, block)   and its inverse.
     ``reg`` counts VGPRs from the operand's first register; ``elem`` is the element inside
     the 32-bit register (byte for 8-bit types, half for 16-bit, 0 for 32-bit).
-    Construction proves the map is a bijection over every point.
+    Construction proves the map is a bijection: each matrix axis must be covered by its digits
+    as one mixed-radix number (strides 1, e1, e1*e2, ... up to the axis size), which holds exactly
+    when every slot holds one element and every element one slot. The tables (first use) check it
+    again point by point.
     """
     operand: str
     rows: int
@@ -64,12 +73,12 @@ class OperandLayout:
             raise ValueError(f"{self.operand}: lane digits cover {self.n_lanes} lanes, wave has {self.wave_size}")
         if self.n_elems > 32 // self.elem_bits:
             raise ValueError(f"{self.operand}: {self.n_elems} elements of {self.elem_bits} bits overflow a 32-bit register")
-        object.__setattr__(self, "_tables", self._build_and_prove())
+        self._prove()
 
     # -- sizes -------------------------------------------------------------------------
     @staticmethod
     def _extent(digits) -> int:
-        return int(np.prod([d.extent for d in digits])) if digits else 1
+        return math.prod(d.extent for d in digits)
 
     @property
     def n_lanes(self) -> int:
@@ -92,6 +101,7 @@ class OperandLayout:
     # -- the maps (vectorised numpy; scalars work too) ---------------------------------
     def to_matrix(self, lane, reg, elem=0):
         """(lane, reg, elem) -> (row, col, block)."""
+        import numpy as np
         lane, reg, elem = (np.asarray(x, dtype=np.int64) for x in (lane, reg, elem))
         self._check_range("lane", lane, self.wave_size)
         self._check_range("reg", reg, self.n_regs)
@@ -106,6 +116,7 @@ class OperandLayout:
 
     def to_register(self, row, col, block=0):
         """(row, col, block) -> (lane, reg, elem)."""
+        import numpy as np
         row, col, block = (np.asarray(x, dtype=np.int64) for x in (row, col, block))
         self._check_range("row", row, self.rows)
         self._check_range("col", col, self.cols)
@@ -120,15 +131,70 @@ class OperandLayout:
             res.append(np.asarray(value, dtype=np.int64) + np.zeros_like(row))
         return tuple(res)
 
+    def element_of(self, lane: int, reg: int, elem: int = 0) -> Tuple[int, int, int]:
+        """``to_matrix`` for one slot, in plain ints (no numpy)."""
+        coord = {"lane": int(lane), "reg": int(reg), "elem": int(elem)}
+        for name, limit in (("lane", self.wave_size), ("reg", self.n_regs), ("elem", self.n_elems)):
+            self._check_int(name, coord[name], limit)
+        out = dict.fromkeys(AXES, 0)
+        for slot, digits in zip(SLOTS, (self.lane, self.reg, self.elem)):
+            place = 1
+            for d in digits:
+                out[d.axis] += ((coord[slot] // place) % d.extent) * d.stride
+                place *= d.extent
+        return out["row"], out["col"], out["block"]
+
+    def register_of(self, row: int, col: int, block: int = 0) -> Tuple[int, int, int]:
+        """``to_register`` for one element, in plain ints (no numpy)."""
+        coord = {"row": int(row), "col": int(col), "block": int(block)}
+        for name, limit in (("row", self.rows), ("col", self.cols), ("block", self.blocks)):
+            self._check_int(name, coord[name], limit)
+        res = []
+        for digits in (self.lane, self.reg, self.elem):
+            value, place = 0, 1
+            for d in digits:
+                value += ((coord[d.axis] // d.stride) % d.extent) * place
+                place *= d.extent
+            res.append(value)
+        return tuple(res)
+
+    def _check_int(self, name, value, limit):
+        if not 0 <= value < limit:
+            raise IndexError(f"{self.operand}: {name} {value} out of range [0, {limit}) "
+                             f"for a {self.rows}x{self.cols}x{self.blocks}-block operand")
+
     def _check_range(self, name, value, limit):
+        import numpy as np
         bad = (value < 0) | (value >= limit)
         if np.any(bad):
             v = int(np.asarray(value)[bad].flat[0]) if np.ndim(value) else int(value)
             raise IndexError(f"{self.operand}: {name} {v} out of range [0, {limit}) "
                              f"for a {self.rows}x{self.cols}x{self.blocks}-block operand")
 
-    # -- whole tables -------------------------------------------------------------------
+    # -- the proof and the whole tables ---------------------------------------------------
+    def _prove(self) -> None:
+        """The bijection, from the digits alone (the messages of the point-by-point check)."""
+        n_slots = self.wave_size * self.n_regs * self.n_elems
+        if n_slots != self.size:
+            raise ValueError(f"{self.operand}: {n_slots} register slots for {self.size} matrix elements")
+        digits = [d for ds in (self.lane, self.reg, self.elem) for d in ds]
+        axes = [(name, lim, sorted((d for d in digits if d.axis == name), key=lambda d: (d.stride, d.extent)))
+                for name, lim in (("row", self.rows), ("col", self.cols), ("block", self.blocks))]
+        for name, lim, mine in axes:
+            top = sum((d.extent - 1) * d.stride for d in mine)
+            if top >= lim:
+                raise ValueError(f"{self.operand}: layout sends a slot to {name} {top} (size {lim})")
+        for name, lim, mine in axes:
+            if self._extent(mine) != lim or any(d.stride != s for d, s in zip(mine, _places(mine))):
+                raise ValueError(f"{self.operand}: layout is not a bijection (two slots hold one element)")
+
+    def _table_dict(self) -> dict:
+        if self._tables is None:
+            object.__setattr__(self, "_tables", self._build_and_prove())
+        return self._tables
+
     def _build_and_prove(self) -> dict:
+        import numpy as np
         lane, reg, elem = np.meshgrid(np.arange(self.wave_size), np.arange(self.n_regs),
                                       np.arange(self.n_elems), indexing="ij")
         lane, reg, elem = lane.ravel(), reg.ravel(), elem.ravel()
@@ -139,7 +205,7 @@ class OperandLayout:
             if v.min() < 0 or v.max() >= lim:
                 raise ValueError(f"{self.operand}: layout sends a slot to {name} {v.max()} (size {lim})")
         flat = (block * self.rows + row) * self.cols + col
-        if np.unique(flat).size != self.size:
+        if np.any(np.bincount(flat, minlength=self.size) != 1):
             raise ValueError(f"{self.operand}: layout is not a bijection (two slots hold one element)")
         back = self.to_register(row, col, block)
         if not all(np.array_equal(a, b) for a, b in zip(back, (lane, reg, elem))):
@@ -156,14 +222,15 @@ class OperandLayout:
     def table(self) -> np.ndarray:
         """Every slot, ordered by (lane, reg, elem): structured array with fields
         lane, reg, elem, row, col, block (read-only)."""
-        return self._tables["table"]
+        return self._table_dict()["table"]
 
     def slot_of(self) -> np.ndarray:
         """Array ``[3, blocks, rows, cols]`` holding (lane, reg, elem) of every element (read-only)."""
-        return self._tables["inverse"]
+        return self._table_dict()["inverse"]
 
     def matrix_of(self) -> np.ndarray:
         """Array ``[3, regs, elems, lanes]`` holding (row, col, block) of every slot."""
+        import numpy as np
         t = self.table()
         out = np.zeros((3, self.n_regs, self.n_elems, self.wave_size), np.int32)
         for i, a in enumerate(AXES):
@@ -199,6 +266,14 @@ class OperandLayout:
                 place *= d.extent
             out[slot] = " + ".join(sorted(parts, key=_term_order)) or "0"
         return out
+
+
+def _places(digits):
+    """1, e1, e1*e2, ...: the strides that make ``digits`` one mixed-radix number."""
+    place = 1
+    for d in digits:
+        yield place
+        place *= d.extent
 
 
 def _term(var, div, extent, total, mul) -> str:

@@ -1,36 +1,157 @@
 """The `gfxsim` command: one sub-command per module, each registering its own parser.
 
-Packages that depend on gfxsim (``visualize``) add sub-commands through the entry-point group
-``gfxsim.commands`` (a module with ``add_parser(subparsers)``), so gfxsim never imports them.
+Start-up is lazy. ``BUILTIN`` names each built-in sub-command's module and its one-line help, so
+``gfxsim --help`` imports no sub-command module and ``gfxsim CMD ...`` imports CMD's module only
+(``gfxsim layout`` loads neither numba nor ml_dtypes nor matplotlib).
+
+Packages that depend on gfxsim (``visualize``, ``kernels_py``) add sub-commands through the
+entry-point group ``gfxsim.commands``: the entry point's name is the command, its value a module
+with ``add_parser(subparsers)`` that registers a sub-parser of that name. gfxsim imports such a
+module only when its command is named; for the list in ``gfxsim --help`` it reads the help line
+from the module's source without importing it (the literal ``help=`` of its
+``add_parser("NAME", help=...)`` call, else a module-level string ``HELP``). A built-in name wins
+over an entry point of the same name.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
-from importlib.metadata import entry_points
+from typing import NamedTuple, Optional
 
-from . import hip_cmd, layout_cmd
-
-COMMANDS = [layout_cmd, hip_cmd]
-
-
-def _plugin_commands():
-    for ep in sorted(entry_points(group="gfxsim.commands"), key=lambda e: e.name):
-        yield importlib.import_module(ep.value)
+PLUGIN_GROUP = "gfxsim.commands"
+DESCRIPTION = ("wave64 matrix-instruction simulator and fragment-mapping debugger (Hygon gfx936 MMAC, "
+               "AMD CDNA MFMA)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gfxsim", description="wave64 matrix-instruction simulator and "
-                                "fragment-mapping debugger (Hygon gfx936 MMAC, AMD CDNA MFMA)")
+class Command(NamedTuple):
+    name: str
+    module: str                  # imported only when the command is named
+    help: Optional[str] = None   # the line in `gfxsim --help`; None: read from the module's source
+
+
+BUILTIN = (
+    Command("layout", "gfxsim.cli.layout_cmd", "matrix-instruction register layouts (calculator)"),
+    Command("hip", "gfxsim.cli.hip_cmd", "compile the HIP twins (kernels_hip/) and inspect their ISA"),
+)
+
+
+def plugin_commands() -> list[Command]:
+    """Entry points of group ``gfxsim.commands``, by name (first of duplicates), built-ins left out."""
+    from importlib.metadata import entry_points
+    builtin = {c.name for c in BUILTIN}
+    out = {}
+    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
+        if ep.name not in builtin and ep.name not in out:
+            out[ep.name] = Command(ep.name, ep.value)
+    return list(out.values())
+
+
+def commands(plugins: bool = True) -> list[Command]:
+    """Every sub-command, in `gfxsim --help` order: the built-ins, then the plugins by name."""
+    return [*BUILTIN, *(plugin_commands() if plugins else ())]
+
+
+def help_line(cmd: Command) -> str:
+    """``cmd.help``, or the help line read from its module's source without importing it."""
+    if cmd.help is not None:
+        return cmd.help
+    text = _source_help(cmd.module, cmd.name)
+    return text if text is not None else f"(from {cmd.module}; see gfxsim {cmd.name} --help)"
+
+
+def _module_file(modname: str) -> Optional[str]:
+    """Path of a module's source, found without executing it or any parent package."""
+    from importlib.machinery import PathFinder
+    from importlib.util import find_spec
+    parts = modname.split(".")
+    try:
+        spec = find_spec(parts[0])
+        for i in range(1, len(parts)):
+            if spec is None or not spec.submodule_search_locations:
+                return None
+            spec = PathFinder.find_spec(".".join(parts[:i + 1]), list(spec.submodule_search_locations))
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None and spec.has_location else None
+
+
+def _source_help(modname: str, name: str) -> Optional[str]:
+    import ast
+    path = _module_file(modname)
+    if not path or not path.endswith(".py"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_parser"
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == name):
+            for kw in node.keywords:
+                if kw.arg == "help" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    return kw.value.value
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "HELP" for t in node.targets)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            return node.value.value
+    return None
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__
+
+
+def _parser(real, listed) -> argparse.ArgumentParser:
+    """Top-level parser: the commands in ``real`` get their sub-parsers (their modules are imported),
+    those in ``listed`` an entry with their help line only; in `gfxsim --help` order."""
+    p = argparse.ArgumentParser(prog="gfxsim", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for mod in [*COMMANDS, *_plugin_commands()]:
-        mod.add_parser(sub)
+    rank = {c.name: i for i, c in enumerate(BUILTIN)}
+    chosen = {c.name: (c, False) for c in listed}
+    chosen.update({c.name: (c, True) for c in real})
+    for c, build in sorted(chosen.values(), key=lambda cb: (cb[0].name not in rank, rank.get(cb[0].name, 0),
+                                                              cb[0].name)):
+        if build:
+            importlib.import_module(c.module).add_parser(sub)
+        else:
+            sub.add_parser(c.name, help=help_line(c))
     return p
 
 
+def build_parser(names=None) -> argparse.ArgumentParser:
+    """The full parser: every sub-command's module imported and its sub-parser built (``names``:
+    only those commands). ``main`` builds only the sub-parser of the command it is given."""
+    cmds = commands()
+    if names is not None:
+        unknown = set(names) - {c.name for c in cmds}
+        if unknown:
+            raise KeyError(f"unknown gfxsim command(s): {', '.join(sorted(unknown))}")
+        cmds = [c for c in cmds if c.name in names]
+    return _parser(cmds, [])
+
+
+def _parser_for(argv) -> argparse.ArgumentParser:
+    """The parser ``main`` needs for ``argv``: with a command first, that command's sub-parser alone
+    (a built-in one needs no entry-point scan); otherwise (--help, --version, nothing, an unknown
+    name, a command after an option) every command listed, and a command named later built."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    cmd = next((c for c in BUILTIN if c.name == first), None)
+    if cmd is not None and argv[0] == first:
+        return _parser([cmd], [])
+    cmds = commands()
+    cmd = next((c for c in cmds if c.name == first), None)
+    if cmd is not None and argv[0] == first:
+        return _parser([cmd], [])
+    return _parser([cmd] if cmd else [], [c for c in cmds if c is not cmd])
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser_for(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

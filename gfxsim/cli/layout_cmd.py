@@ -1,12 +1,13 @@
-"""`gfxsim layout`: the matrix instruction calculator, from the arch records."""
+"""`gfxsim layout`: the matrix instruction calculator, from the arch records.
+
+numpy is imported only by the views that need whole tables; --get-register, --get-element,
+--list and --detail run on plain ints.
+"""
 from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from ..arch import OPERANDS, get_arch, get_instruction
-from ..arch.kslots import format_token_set, tokens_per_instruction
 from ..arch.matrix_insn import OPERAND_FIELDS
 from .tables import render
 
@@ -169,7 +170,7 @@ def register_view(insn, op, fmt):
 
 
 def get_register(insn, op, row, col, block, fmt):
-    lane, reg, elem = (int(x) for x in insn.operand(op).to_register(row, col, block))
+    lane, reg, elem = insn.operand(op).register_of(row, col, block)
     name = slot_name(insn, op, lane, reg, elem)
     if fmt == "json":
         return json.dumps({"operand": op, "row": row, "col": col, "block": block,
@@ -179,16 +180,15 @@ def get_register(insn, op, row, col, block, fmt):
 
 def get_element(insn, op, lane, reg, fmt):
     lay = insn.operand(op)
-    elems = np.arange(lay.n_elems)
-    row, col, block = lay.to_matrix(np.full_like(elems, lane), np.full_like(elems, reg), elems)
-    entries = [{"elem": int(e), "row": int(r), "col": int(c), "block": int(b),
-                "register": slot_name(insn, op, lane, reg, int(e))} for e, r, c, b in zip(elems, row, col, block)]
+    entries = [{"elem": e, "row": r, "col": c, "block": b, "register": slot_name(insn, op, lane, reg, e)}
+               for e, (r, c, b) in ((e, lay.element_of(lane, reg, e)) for e in range(lay.n_elems))]
     if fmt == "json":
         return json.dumps({"operand": op, "lane": lane, "reg": reg, "elements": entries})
     return "\n".join(f"{e['register']} = {elem_name(insn, op, e['row'], e['col'], e['block'])}" for e in entries)
 
 
 def token_sets(arch, insn, op, load_bytes, fmt):
+    from ..arch.kslots import format_token_set, tokens_per_instruction
     t = tokens_per_instruction(insn, op, load_bytes)
     tile = (insn.wave_size // (insn.M if op == "A" else insn.N)) * load_bytes // (insn.operand(op).elem_bits // 8)
     missing = sorted(set(range(tile)) - set(t[t >= 0].ravel().tolist()))
@@ -207,6 +207,7 @@ def token_sets(arch, insn, op, load_bytes, fmt):
 
 
 def compare(arch1, mn1, arch2, mn2, fmt="text"):
+    import numpy as np
     a, b = get_instruction(arch1, mn1), get_instruction(arch2, mn2)
     if (a.M, a.N, a.K, a.blocks) != (b.M, b.N, b.K, b.blocks):
         raise ValueError(f"cannot compare {mn1} ({a.M}x{a.N}x{a.K}x{a.blocks}) with "

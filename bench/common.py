@@ -1,0 +1,171 @@
+"""Timing helpers: subprocesses timed with their own peak RSS (os.wait4), in-process peak RSS, the machine."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def child_env(extra=None) -> dict:
+    """The environment of a measured child: this checkout first on sys.path (an installed gfxsim
+    may be an editable install of another checkout)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(extra or {})
+    return env
+
+
+def gfxsim_cmd() -> list[str]:
+    """How the `gfxsim` command is run: the console script's entry point, `python -m gfxsim`, on
+    this checkout (the same code path as the installed script, without a pyenv shim in front)."""
+    return [sys.executable, "-m", "gfxsim"]
+
+
+class ChildResult(dict):
+    """seconds (wall, spawn to exit), rss_bytes (the child's peak RSS), rc, stdout, stderr_tail, timed_out."""
+
+
+def run_child(cmd, *, timeout: float, env=None, mem_limit_bytes: int = 0, keep_stdout=True) -> ChildResult:
+    """Run cmd from the repository root; time it from spawn to exit and take its peak RSS from
+    os.wait4's rusage (ru_maxrss of that child alone). Stdout goes to a temporary file (reports can
+    be megabytes). On timeout the child is killed and timed_out is True."""
+    def limit():
+        if mem_limit_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (mem_limit_bytes, mem_limit_bytes))
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=ROOT, env=env or child_env(), stdout=out, stderr=err,
+                             preexec_fn=limit if mem_limit_bytes else None)
+        box = {}
+
+        def wait():
+            _, status, ru = os.wait4(p.pid, 0)
+            box["t"] = time.perf_counter()
+            box["status"], box["ru"] = status, ru
+
+        th = threading.Thread(target=wait, daemon=True)
+        th.start()
+        th.join(timeout)
+        timed_out = th.is_alive()
+        if timed_out:
+            p.kill()
+            th.join()
+        p.returncode = os.waitstatus_to_exitcode(box["status"])     # reaped by wait4: tell Popen
+        seconds = box["t"] - t0
+        rss = box["ru"].ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace") if keep_stdout else ""
+        stderr = err.read().decode(errors="replace")
+    return ChildResult(seconds=seconds, rss_bytes=rss, rc=p.returncode, stdout=stdout,
+                       stderr_tail=stderr[-2000:], timed_out=timed_out)
+
+
+def run_worker(module: str, args: list[str], *, timeout: float, env_extra=None) -> tuple[dict | None, ChildResult]:
+    """Run `python -m bench.<module> ARGS` (which prints one JSON object last on stdout)."""
+    r = run_child([sys.executable, "-m", f"bench.{module}", *args], timeout=timeout, env=child_env(env_extra))
+    data = None
+    if r["rc"] == 0 and not r["timed_out"]:
+        try:
+            data = json.loads(r["stdout"].strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            data = None
+    return data, r
+
+
+def failure_text(r: ChildResult, timeout: float) -> str:
+    if r["timed_out"]:
+        return f"timed out after {timeout:.0f} s"
+    tail = [ln for ln in r["stderr_tail"].strip().splitlines() if ln.strip()]
+    return f"exit {r['rc']}: {tail[-1][:160] if tail else 'no stderr'}"
+
+
+# -- in-process peak RSS -----------------------------------------------------------------------
+
+def reset_peak_rss() -> bool:
+    """Reset this process's peak RSS (VmHWM) where Linux allows it (/proc/self/clear_refs "5")."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak RSS since the last reset (VmHWM), else ru_maxrss (since start)."""
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def time_in_process(fn, repeat: int, warmup: int = 1):
+    """(median seconds, all seconds, peak RSS bytes during the timed calls, last result)."""
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    reset_peak_rss()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts), ts, peak_rss_bytes(), out
+
+
+# -- the machine -----------------------------------------------------------------------------
+
+def machine_info() -> dict:
+    info = {"os": platform.platform(), "python": platform.python_version(), "cores": os.cpu_count()}
+    try:
+        info["cores_usable"] = len(os.sched_getaffinity(0))
+    except AttributeError:
+        pass
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        info["cpu"] = platform.processor()
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                info["memory_bytes"] = int(line.split()[1]) * 1024
+                info["memory_gib"] = round(info["memory_bytes"] / 2**30, 1)
+    except OSError:
+        pass
+    for mod in ("numpy", "numba", "ml_dtypes"):
+        try:
+            from importlib.metadata import version
+            info[mod] = version(mod)
+        except Exception:                                   # noqa: BLE001  (not installed)
+            info[mod] = None
+    try:
+        info["gfxsim_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                                               text=True, timeout=10).stdout.strip() or None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        info["gfxsim_worktree_modified"] = bool(dirty)
+    except (OSError, subprocess.SubprocessError):
+        info["gfxsim_commit"] = None
+    return info
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None

@@ -1,0 +1,216 @@
+"""Start-up (issue 9 item 7): `gfxsim --help` and every `gfxsim layout` query import no heavy module
+and no other sub-command; a sub-command's module is imported only when it is named.
+
+Each case runs in a fresh interpreter, calls gfxsim.cli.main and then inspects sys.modules.
+No test here asserts a timing.
+"""
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+HEAVY = ("numba", "ml_dtypes", "matplotlib", "kernels_py", "visualize", "gfxsim.machine", "gfxsim.hip")
+
+MN = ["gfx942", "v_mfma_i32_16x16x32_i8"]
+LAYOUT_FORMS = {
+    "help": ["--help"],
+    "no-args": [],
+    "version": ["--version"],
+    "unknown-command": ["bogus"],
+    "layout-help": ["layout", "--help"],
+    "tour": ["layout"],
+    "list": ["layout", "gfx942", "--list"],
+    "list-by-default": ["layout", "gfx90a"],
+    "detail": ["layout", *MN, "--detail"],
+    "matrix": ["layout", *MN],
+    "matrix-one-operand": ["layout", *MN, "--operand", "B"],
+    "register-view": ["layout", "gfx936", "v_mmac_i32_16x16x32_i8", "--view", "register", "-o", "D"],
+    "get-register": ["layout", *MN, "--operand", "B", "--get-register", "13", "2"],
+    "get-register-block": ["layout", "gfx942", "v_mfma_f32_4x4x4_16b_f16", "-o", "D", "-g", "1", "2", "-b", "3"],
+    "get-element": ["layout", *MN, "--operand", "B", "--get-element", "17", "1"],
+    "token-sets": ["layout", "gfx936", "v_mmac_i32_16x16x32_i8", "--token-sets", "16"],
+    "compare": ["layout", "--compare", "gfx936", "v_mmac_i32_16x16x32_i8", *MN],
+    "error-unknown-arch": ["layout", "gfx999", "x"],
+    "error-out-of-range": ["layout", *MN, "-o", "A", "-g", "16", "0"],
+}
+FORMATS = ("text", "markdown", "csv", "json")
+FORMAT_FORMS = ["tour", "list", "detail", "matrix-one-operand", "register-view", "get-register", "get-element",
+                "token-sets", "compare"]
+
+PROBE = """
+import contextlib, io, json, sys
+from gfxsim.cli import main
+out, err = io.StringIO(), io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    try:
+        rc = main(json.loads(sys.argv[1]))
+    except SystemExit as e:
+        rc = e.code
+heavy = json.loads(sys.argv[2])
+loaded = sorted(m for m in sys.modules if any(m == h or m.startswith(h + ".") for h in heavy))
+print(json.dumps({"rc": rc, "loaded": loaded, "out": out.getvalue(), "err": err.getvalue()}))
+"""
+
+
+def probe(argv, heavy=HEAVY):
+    r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv), json.dumps(list(heavy))],
+                       capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+def cases():
+    for name, argv in LAYOUT_FORMS.items():
+        yield pytest.param(argv, id=name)
+    for name in FORMAT_FORMS:
+        for fmt in FORMATS:
+            if fmt != "text":
+                yield pytest.param([*LAYOUT_FORMS[name], "--format", fmt], id=f"{name}-{fmt}")
+
+
+@pytest.mark.parametrize("argv", cases())
+def test_help_and_layout_queries_import_nothing_heavy(argv):
+    r = probe(argv)
+    assert r["loaded"] == [], f"gfxsim {' '.join(argv)} imported {r['loaded']}"
+    assert r["out"] or r["err"]                       # it did answer
+
+
+def test_the_answers_are_still_right():
+    assert probe(LAYOUT_FORMS["get-register"])["out"] == "B[13][2] = v1{18}.[15:8]\n"
+    assert probe(LAYOUT_FORMS["get-element"])["out"].splitlines()[1] == "v1{17}.[15:8] = B[13][1]"
+    r = probe(LAYOUT_FORMS["error-out-of-range"])
+    assert r["rc"] == 2 and "A: row 16 out of range [0, 16)" in r["err"]
+
+
+def test_help_lists_every_command_without_importing_them():
+    r = probe(["--help"])
+    listed = [line.split()[0] for line in r["out"].splitlines() if line.startswith("    ")]
+    assert listed[:2] == ["layout", "hip"] and {"plot", "run"} <= set(listed)
+    assert "run a kernel on the simulator" in r["out"] and "draw pictures" in r["out"]
+    assert r["loaded"] == []
+
+
+def test_version():
+    from gfxsim import __version__
+    r = probe(["--version"])
+    assert r["rc"] == 0 and r["out"].strip() == f"gfxsim {__version__}"
+
+
+@pytest.mark.parametrize("argv, module, not_loaded", [
+    (["run", "--help"], "kernels_py.cli", ["visualize.cli", "gfxsim.hip", "gfxsim.cli.layout_cmd"]),
+    (["plot", "--help"], "visualize.cli", ["gfxsim.hip", "gfxsim.cli.layout_cmd"]),   # plot run reuses run's options
+    (["hip", "--help"], "gfxsim.hip", ["kernels_py.cli", "visualize.cli", "gfxsim.cli.layout_cmd"])])
+def test_a_named_command_imports_its_module(argv, module, not_loaded):
+    r = probe(argv, heavy=("kernels_py.cli", "visualize.cli", "gfxsim.hip", "gfxsim.cli.layout_cmd"))
+    assert r["rc"] == 0 and r["out"].startswith(f"usage: gfxsim {argv[0]}")
+    assert module in r["loaded"]
+    assert not set(not_loaded) & set(r["loaded"])
+
+
+def test_import_gfxsim_is_cheap_and_still_exports_the_machine():
+    code = ("import sys, gfxsim; assert 'gfxsim.machine' not in sys.modules and 'numba' not in sys.modules; "
+            "from gfxsim import Buffer, launch, GfxSimError, MemoryFault; "
+            "import gfxsim.machine as m; assert launch is m.launch and Buffer is m.Buffer; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "ok"
+
+
+def test_builtin_help_lines_match_the_sub_parsers():
+    """The command table's help lines (shown by `gfxsim --help`) are the ones the modules register."""
+    import importlib
+    import argparse
+    from gfxsim.cli import BUILTIN, help_line, plugin_commands
+    for cmd in [*BUILTIN, *plugin_commands()]:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(cmd.module).add_parser(sub)
+        registered = {a.dest: a.help for a in sub._choices_actions}
+        assert registered[cmd.name] == help_line(cmd), cmd.name
+
+
+def test_elem_types_resolve_their_numpy_types_on_use():
+    import ml_dtypes
+    import numpy as np
+    from gfxsim.arch import ELEM_TYPES, get_instruction
+    assert ELEM_TYPES["bf16"].numpy is ml_dtypes.bfloat16 and ELEM_TYPES["i8"].numpy is np.int8
+    assert ELEM_TYPES["fp8"].numpy is ml_dtypes.float8_e4m3fnuz
+    assert get_instruction("gfx942", "v_mfma_f32_16x16x32_fp8_fp8").a.numpy is ml_dtypes.float8_e4m3fnuz
+
+
+def test_records_pass_the_point_by_point_proof_too():
+    from gfxsim.arch import ARCHS
+    for arch in ARCHS.values():
+        for insn in arch.instructions.values():
+            for op in "ABCD":
+                lay = insn.operand(op)
+                lay._build_and_prove()
+                t = lay.table()
+                for e in t[:: max(1, len(t) // 97)]:
+                    want = (int(e["row"]), int(e["col"]), int(e["block"]))
+                    assert lay.element_of(e["lane"], e["reg"], e["elem"]) == want
+                    assert lay.register_of(*want) == (int(e["lane"]), int(e["reg"]), int(e["elem"]))
+
+
+def _unproved(rows, cols, lane, reg):
+    """An OperandLayout with its digits set but no proof run (bypasses __post_init__)."""
+    from gfxsim.arch.layout import OperandLayout, _digits
+    lay = object.__new__(OperandLayout)
+    for k, v in dict(operand="D", rows=rows, cols=cols, blocks=1, elem_bits=32, lane=_digits(lane),
+                     reg=_digits(reg), elem=(), wave_size=64, _tables=None).items():
+        object.__setattr__(lay, k, v)
+    return lay
+
+
+LANE_EXTENTS = [(64,), (16, 4), (4, 16), (8, 8), (4, 4, 4), (2, 8, 4), (2, 2, 2, 8), (32, 2), (2,) * 6]
+
+
+@st.composite
+def digit_layouts(draw):
+    axis, stride = st.sampled_from(["row", "col"]), st.sampled_from([1, 2, 4, 8, 16, 32])
+    lane = [(e, draw(axis), draw(stride)) for e in draw(st.sampled_from(LANE_EXTENTS))]
+    reg = [(draw(st.sampled_from([2, 4])), draw(axis), draw(stride)) for _ in range(draw(st.integers(0, 2)))]
+    return lane, reg, 4 * math.prod(d[0] for d in reg)
+
+
+@st.composite
+def near_bijections(draw):
+    """A bijection of 2-digits in a random order (16 rows, 4-16 columns), perhaps with one digit changed."""
+    n_reg = draw(st.integers(0, 2))
+    bits = [("row", 1 << i) for i in range(4)] + [("col", 1 << i) for i in range(2 + n_reg)]
+    digits = [(2, a, s) for a, s in draw(st.permutations(bits))]
+    if draw(st.booleans()):
+        i = draw(st.integers(0, len(digits) - 1))
+        _, a, s = digits[i]
+        digits[i] = draw(st.sampled_from([(2, a, 2 * s), (2, a, max(s // 2, 1)), (4, a, s),
+                                          (2, "col" if a == "row" else "row", s)]))
+    return digits[:6], digits[6:], 1 << (2 + n_reg)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(digit_layouts(), near_bijections()))
+def test_digit_proof_agrees_with_the_point_by_point_proof(layout):
+    """Construction proves the bijection from the digits; the tables check every point: same verdict."""
+    from gfxsim.arch.layout import OperandLayout
+    lane, reg, cols = layout
+    rows = 16
+    if math.prod(d[0] for d in lane) != 64:
+        return                            # rejected before any proof runs
+    try:
+        OperandLayout("D", rows, cols, 1, 32, lane=lane, reg=reg, elem=[])
+        digit_verdict = None
+    except ValueError as e:
+        digit_verdict = str(e)
+    try:
+        _unproved(rows, cols, lane, reg)._build_and_prove()
+        point_verdict = None
+    except ValueError as e:
+        point_verdict = str(e)
+    assert digit_verdict == point_verdict
+
+
+def test_digit_proof_accepts_a_mixed_radix_layout_in_any_digit_order():
+    from gfxsim.arch.layout import OperandLayout
+    lay = OperandLayout("D", 16, 16, 1, 32, lane=[(4, "col", 4), (4, "row", 1), (4, "row", 4)],
+                        reg=[(4, "col", 1)], elem=[])
+    assert lay.table().size == 256
