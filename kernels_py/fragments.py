@@ -100,10 +100,12 @@ def conflict_free_stride(dlay, row_elems: int, elem_bytes: int = 4, banks: int =
     register i at [row][col] of a row-major tile hits distinct banks (gfx9 model). The D layout
     decides it: gfx936 wants rows 2 banks apart, CDNA3 4."""
     from gfxsim.machine.banks import bank_conflicts
-    active = np.ones(dlay._rows.shape[1], bool)
+    lanes = dlay.w.lanes                    # one wave's lanes (the columns of a batch repeat them)
+    rows, cols = dlay._rows[:, :lanes], dlay._cols[:, :lanes]
+    active = np.ones(lanes, bool)
     for pad in range(0, banks):
         stride = row_elems + pad
-        if all(bank_conflicts((dlay._rows[i] * stride + dlay._cols[i]) * elem_bytes, active, elem_bytes)[0] == 1
+        if all(bank_conflicts((rows[i] * stride + cols[i]) * elem_bytes, active, elem_bytes)[0] == 1
                for i in range(dlay.n_regs)):
             return stride
     return row_elems

@@ -64,7 +64,8 @@ class DsOps:
         if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
             raise self.error(TypeError, f"LDS access needs a region from w.shared(), got {region!r}")
         what = f"ds_{'write' if is_write else 'read'} of {region.name!r}"
-        rel = self._addresses(offset, nbytes, region.nbytes, what, min(nbytes, 16) if nbytes in (4, 8, 16) else nbytes)
+        # gfx9 DS alignment (without unaligned-access mode): natural, b96 like b128 on 16 bytes
+        rel = self._addresses(offset, nbytes, region.nbytes, what, 16 if nbytes == 12 else nbytes)
         rel = rel + region.offset                          # member-relative LDS address
         act = self.exec
         r2, a2 = rel.reshape(self.members, self.lanes), act.reshape(self.members, self.lanes)
@@ -89,7 +90,9 @@ class DsOps:
                              f"{int(passes[m])} passes)", lane=m * self.lanes + l,
                              address=int(r2[m, l]), degree=int(deg[m]), cycles=int(cycles[m]), passes=int(passes[m]),
                              region=region.name)
-        return rel + self._base // self.lanes * lds.member_bytes, worst
+        member = self._base // self.lanes
+        # LDS byte address, and the index into the region's own provenance planes
+        return rel + member * lds.member_bytes, rel - region.offset + member * region.nbytes, worst
 
     def lds_load(self, region: LdsRegion, offset, nbytes: int = 4, dtype=None) -> VGPRs:
         """ds_read_b*: ``nbytes`` per lane from byte ``offset`` of the region."""
@@ -97,12 +100,12 @@ class DsOps:
         size = itemsize(dtype)
         if nbytes % size:
             raise self.error(ValueError, f"ds_read of {nbytes} bytes as {dtype}")
-        addr, deg = self._lds_access(region, offset, nbytes, False)
+        addr, ridx, deg = self._lds_access(region, offset, nbytes, False)
         lds = self.wg.lds
         ba = self._byte_addr(addr, nbytes)
         prov = None
         if self.machine.provenance:
-            prov = lds.prov.gather(ba)
+            prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes))
             if prov is not None and size > 1:
                 prov = prov.per_element(size)
         v = self._new(from_bytes(lds.raw[ba], dtype), dtype, prov)
@@ -127,19 +130,20 @@ class DsOps:
                              f"{type(value).__name__}")
         nbytes = nbytes or value.nbytes
         self._check_read(value)
-        addr, deg = self._lds_access(region, offset, nbytes, True)
+        addr, ridx, deg = self._lds_access(region, offset, nbytes, True)
         lds, act = self.wg.lds, self.exec
         ba = addr[None, :] + np.arange(nbytes)[:, None]
         raw = to_bytes(value.val)[:nbytes]
         sel = ba if self._full else ba[:, act]
         lds.raw[sel] = raw if self._full else raw[:, act]
         lds.written[sel] = True
-        if self.machine.provenance:
+        mp = lds.prov[region.name]
+        if self.machine.provenance and (value.prov is not None or mp.ids or mp.fp or mp.flags is not None):
             p = value.byte_prov()
             if p is not None:
                 p = p.map(lambda a: a[:nbytes] if self._full else a[:nbytes][:, act])
-            if p is not None or lds.prov.ids or lds.prov.fp or lds.prov.flags is not None:
-                lds.prov.scatter(sel, p)
+            rb = ridx[None, :] + np.arange(nbytes)[:, None]
+            mp.scatter(rb if self._full else rb[:, act], p)
         self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=addr,
                     bank_conflict=deg)
 

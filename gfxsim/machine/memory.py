@@ -58,18 +58,6 @@ class MemProv:
                 self.flags = np.zeros(self.size, np.uint8)
             self.flags[addr] = 0 if p is None or p.flags is None else p.flags
 
-    def relayout(self, members: int, old: int, new: int):
-        """The LDS grew from ``old`` to ``new`` bytes per member."""
-        def grow(a):
-            out = np.full((members, new) + a.shape[1:], fill_value(a), a.dtype)
-            out[:, :old] = a.reshape((members, old) + a.shape[1:])
-            return out.reshape((members * new,) + a.shape[1:])
-        self.size = members * new
-        self.ids = {f: grow(a) for f, a in self.ids.items()}
-        self.fp = {f: m.map(grow) for f, m in self.fp.items()}
-        if self.flags is not None:
-            self.flags = grow(self.flags)
-
 
 class Buffer:
     """A named global-memory buffer over a numpy array, addressed in bytes from its start.
@@ -179,7 +167,7 @@ class LDS:
         self.member_bytes = 0
         self.raw = np.zeros(0, np.uint8)
         self.written = np.zeros(0, bool)
-        self.prov = MemProv(0)
+        self.prov: dict[str, MemProv] = {}      # region -> its provenance, [members * region bytes]
         self.regions: dict[str, LdsRegion] = {}
         self.allocated = 0
         self.races = None                  # ds.RaceTracker, made by the first access that checks races
@@ -198,6 +186,7 @@ class LDS:
             raise MemoryError(f"LDS region {name!r} ({reg.nbytes} B) does not fit: {off} B already "
                               f"allocated of {self.limit} B")
         self.regions[name] = reg
+        self.prov[name] = MemProv(self.members * reg.nbytes)
         self.allocated = off + reg.nbytes
         self._grow(-(-self.allocated // 16) * 16)
         return reg
@@ -212,7 +201,6 @@ class LDS:
         wr = np.zeros((m, new), bool)
         wr[:, :old] = self.written.reshape(m, old)
         self.raw, self.written = raw.reshape(-1), wr.reshape(-1)
-        self.prov.relayout(m, old, new)
         if self.races is not None:
             self.races.grow(old, new)
         self.member_bytes = new

@@ -34,9 +34,11 @@ class ScaleOps:
         """float(acc) * scale: the explicit form of applying a group scale to a matrix result."""
         return acc.to(scale.dtype) * scale
 
-    def _check_scale_application(self, a, b):
+    def _check_scale_application(self, a, b) -> bool:
+        """Check a product of a marked scale and a matrix result; True when it is one (a dequant)."""
         if not self.machine.provenance:
-            return
+            return False
+        hit = False
         for res, sc in ((a, b), (b, a)):
             if not isinstance(res, VGPRs) or not isinstance(sc, VGPRs) or res.prov is None or sc.prov is None:
                 continue
@@ -50,7 +52,9 @@ class ScaleOps:
                 continue
             act = (mma >= 0) & fl & self.exec[None, :]
             if act.any():
+                hit = True
                 self._scale_check(pr, ps, act)
+        return hit
 
     def _scale_check(self, pr: Prov, ps: Prov, act):
         wide = self.machine.wide

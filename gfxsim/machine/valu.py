@@ -79,9 +79,10 @@ class ValuOps:
                 sh = (y & (8 * dt.itemsize - 1)).astype(dt)
                 r = np.left_shift(x, sh) if op == "shl" else np.right_shift(x, sh)
         r = np.asarray(r).astype(dt, copy=False)
-        if op == "mul":
-            self._check_scale_application(a, b)
-        out = self._new(r, a.dtype, self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add")))
+        prov = self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add"))
+        if op == "mul" and self._check_scale_application(a, b) and prov is not None:
+            prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
+        out = self._new(r, a.dtype, prov)
         return self._finish((out, insn), into, a, b)
 
     def _finish(self, routed, into, a, b):
@@ -153,11 +154,13 @@ class ValuOps:
         insn = self._op(ops.valu, "fma", a.dtype)
         self._check_read(a, b, c)
         r = (a.val.astype(np.float64) * b.val + c.val).astype(np.float32)
-        self._check_scale_application(a, b)
+        dequant = self._check_scale_application(a, b)
         n = r.shape[0]
         prov = None
         if self.machine.provenance:
             ab = self._merged(a, b, n)
+            if dequant and ab is not None:
+                ab = Prov(ab.g, ab.ids)
             prov = merge(ab, self._elem_prov(c, n), True, self.machine.wide)
         out = self._new(r, "f32", prov)
         self._event(insn, ins=[a, b, c], outs=[out])
@@ -174,8 +177,14 @@ class ValuOps:
         r = np.where(m, bcast(a.val, n), bcast(b.val, n))
         prov = None
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
-            pa, pb = self._elem_prov(a, n), self._elem_prov(b, n)
-            prov = Prov.select(m, pa, pb, r.shape)
+            size = itemsize(dtype)
+            if any(p is not None and p.g == 1 and size > 1 for p in (a.prov, b.prov)):   # route bytes
+                pa = None if a.prov is None else broadcast_rows(a.prov.per_byte(), n * size)
+                pb = None if b.prov is None else broadcast_rows(b.prov.per_byte(), n * size)
+                prov = Prov.select(np.repeat(m, size, axis=0) if m.shape[0] > 1 else m, pa, pb, (n * size, self.width))
+            else:
+                pa, pb = self._elem_prov(a, n), self._elem_prov(b, n)
+                prov = Prov.select(m, pa, pb, r.shape)
         out = self._new(r.astype(np_dtype(dtype)), dtype, prov)
         self._event(ops.VALU[("cndmask", "any")], ins=[a, b], outs=[out])
         return out
@@ -258,16 +267,22 @@ class ValuOps:
             self._event(ops.VALU[("mov", "any")], ins=[new], outs=[dst])
 
     def _prov_write(self, dst, idx, new, m, full):
-        n = dst.n
-        pn = self._elem_prov(new, len(idx))
+        n, size = dst.n, itemsize(dst.dtype)
+        bytewise = size > 1 and any(p is not None and p.g == 1 for p in (dst.prov, new.prov))
+        if bytewise:                        # route bytes: rows are bytes
+            idx = (idx[:, None] * size + np.arange(size)).ravel()
+            n *= size
+            pn = None if new.prov is None else broadcast_rows(new.prov.per_byte(), len(idx))
+            pd = None if dst.prov is None else dst.prov.per_byte()
+        else:
+            pn = self._elem_prov(new, len(idx))
+            pd = self._elem_prov(dst, n)
         if full and len(idx) == n:
             return pn
-        pd = self._elem_prov(dst, n)
         rows = np.zeros(n, bool)
         rows[idx] = True
         sel = rows[:, None] & m[None, :]
-        expanded = Prov.select(np.zeros((n, self.width), bool), None, None, (n, self.width)) if pn is None else \
-            _scatter_rows(pn, idx, n, self.width)
+        expanded = None if pn is None else _scatter_rows(pn, idx, n, self.width)
         return Prov.select(sel, expanded, pd, (n, self.width))
 
 
