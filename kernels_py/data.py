@@ -27,6 +27,7 @@ about 2% of the BF16 reference whatever the magnitudes, so max_abs grows linearl
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,29 +94,125 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     tau = rng.uniform(*spec.temperature_range, num_heads)
 
     T = int(lens.max())
-    k = np.full((num_seqs, T, kvh, d), np.nan, np.float32)
-    v = np.full((num_seqs, T, kvh, d), np.nan, np.float32)
+    k = np.empty((num_seqs, T, kvh, d), np.float32)
+    v = np.empty((num_seqs, T, kvh, d), np.float32)
     q = np.zeros((num_seqs, nq, num_heads, d), np.float32)
     for s, ctx in enumerate(lens):
-        ks = k_off + k_std * rng.standard_normal((ctx, kvh, d))
-        vs = spec.v_std * np.exp(spec.v_token_sigma * rng.standard_normal((ctx, kvh, 1))) \
-            * v_ch * rng.standard_normal((ctx, kvh, d))
-        if spec.sink_logit:
-            vs[0] *= spec.sink_v_scale
-        k[s, :ctx], v[s, :ctx] = ks, vs
+        ctx = int(ctx)
+        k[s, ctx:] = v[s, ctx:] = np.nan
+        # Every draw of the sequence first, in the generator's order: K, V's token scale, V, then per
+        # query head the planted queries' z, peaks and logits; then the float64 arithmetic, in place
+        # and over all kv heads at once (the same operations in the same order, so the same bits).
+        ks, vt, vs = _standard_normals(rng, [(ctx, kvh, d), (ctx, kvh, 1), (ctx, kvh, d)])
         pos = ctx - nq + np.arange(nq)
-        for h in range(num_heads):
-            q[s, :, h] = _plant_queries(rng, ks[:, h // ratio], pos, spec.logit_std * tau[h], spec)
+        draws = [_draw_queries(rng, pos, d, spec) for _ in range(num_heads)]
+
+        def make_v(s=s, ctx=ctx, vt=vt, vs=vs):
+            # V = ((v_std * exp(v_token_sigma * vt)) * v_ch) * z, token chunk by token chunk
+            vt = spec.v_std * np.exp(spec.v_token_sigma * vt)
+            for c in range(0, ctx, 2048):
+                vs[c:c + 2048] *= vt[c:c + 2048] * v_ch
+            if spec.sink_logit:
+                vs[0] *= spec.sink_v_scale
+            v[s, :ctx] = vs
+
+        with ThreadPoolExecutor(1) as pool:                         # V beside K (numpy frees the GIL)
+            v_done = pool.submit(make_v) if ks.size >= _PARALLEL_NORMALS else None
+            # K = k_off + k_std * z; then the keys centred per kv head (the channel offsets move
+            # no logit) and the variance of the centred keys per channel, as kc.var(axis=0): mean,
+            # subtract, square, mean. Token chunk by token chunk (in cache), the sums over tokens
+            # in token order as numpy's reduction over axis 0.
+            sums = _SequentialSum()
+            for c in range(0, ctx, _ROWS):
+                x = ks[c:c + _ROWS]
+                x *= k_std
+                x += k_off
+                k[s, c:min(c + _ROWS, ctx)] = x
+                sums.add(x)
+            mean, sums = sums.total / ctx, _SequentialSum()
+            for c in range(0, ctx, _ROWS):
+                x = ks[c:c + _ROWS]
+                x -= mean                                               # kc
+                sums.add(x)
+            kp_all = [ks[idx, h // ratio] for h, (_, idx, _) in enumerate(draws)]
+            mean, sums = sums.total / ctx, _SequentialSum()
+            for c in range(0, ctx, _ROWS):
+                x = ks[c:c + _ROWS] - mean
+                x *= x
+                sums.add(x)
+            var = sums.total / ctx                                      # [kvh, d]
+            if v_done is None:
+                make_v()
+            else:
+                v_done.result()
+        del ks, vt, vs
+        for h, (z, idx, delta) in enumerate(draws):
+            z = z * (spec.logit_std * tau[h] / np.sqrt(var[h // ratio].mean()))
+            q[s, :, h] = _solve_queries(z, kp_all[h], delta, d)
     return dict(q=q[:, 0] if num_queries is None else q, k=k, v=v, context_lens=lens.astype(np.int32))
 
 
-def _plant_queries(rng, keys: np.ndarray, pos: np.ndarray, bulk_std: float,
-                   spec: AttentionDataSpec) -> np.ndarray:
-    """Queries [len(pos), d]: q = z + Σ_p a_p·k̃_p with z giving logits of std bulk_std and a solved
-    so that each planted key's logit q·k̃_p/sqrt(d) is exactly its Δ_p (token 0, the sink, first)."""
-    ctx, d = keys.shape
-    kc = keys - keys.mean(axis=0)                        # centred: the channel offsets move no logit
-    z = rng.standard_normal((pos.size, d)) * (bulk_std / np.sqrt(kc.var(axis=0).mean()))
+_PARALLEL_NORMALS = 1 << 21       # from this many normals on, draw them on two threads
+
+
+_ROWS = 128                       # tokens per chunk of the in-place float64 arithmetic
+
+
+class _SequentialSum:
+    """Σ over axis 0 of arrays added in turn, in the order of np.add.reduce(whole, axis=0) (which
+    adds the rows of a leading axis one after the other): bit for bit the sum of their concatenation."""
+    total = None
+
+    def add(self, x: np.ndarray) -> None:
+        self.total = np.add.reduce(x if self.total is None else np.concatenate([self.total[None], x]), axis=0)
+
+
+def _standard_normals(rng: np.random.Generator, shapes) -> list[np.ndarray]:
+    """Consecutive `rng.standard_normal(shape)` draws, the same numbers and the same final state,
+    drawn on two threads when there are many (the draws are most of the generator's time).
+
+    The first half comes from rng; a second generator starts where the second half would start if
+    no normal took more than one 64-bit draw (the ziggurat rejects ~1% of draws, so the true start
+    is a little later) and draws as many. From the true start on its draws are the same sequence,
+    found by matching the first 16 true normals; the few normals it is short of come after its own
+    end, and rng takes its state. Without a match (it cannot merge, or another bit generator) the
+    second half is drawn in sequence."""
+    counts = [int(np.prod(s)) for s in shapes]
+    out = np.empty(sum(counts))
+    bg = rng.bit_generator
+    half = out.size // 2
+    if out.size < _PARALLEL_NORMALS or type(bg) not in (np.random.PCG64, np.random.PCG64DXSM):
+        rng.standard_normal(out=out)
+    else:
+        start = bg.state
+        spec = type(bg)()
+        spec.state = start
+        spec.advance(half)                                      # at or before the true second half
+        ahead = np.empty(out.size - half)
+        with ThreadPoolExecutor(1) as pool:
+            worker = pool.submit(np.random.Generator(spec).standard_normal, out=ahead)
+            rng.standard_normal(out=out[:half])
+            worker.result()
+        probe_bg = type(bg)()
+        probe_bg.state = bg.state
+        probe = np.random.Generator(probe_bg).standard_normal(16)
+        j = next((int(i) for i in np.flatnonzero(ahead == probe[0])
+                  if np.array_equal(ahead[i:i + 16], probe)), None)
+        if j is None:
+            rng.standard_normal(out=out[half:])
+        else:
+            out[half:out.size - j] = ahead[j:]
+            np.random.Generator(spec).standard_normal(out=out[out.size - j:])
+            state = spec.state                                  # rng's state after every draw
+            state["has_uint32"], state["uinteger"] = start["has_uint32"], start["uinteger"]
+            bg.state = state
+    return [a.reshape(s) for a, s in zip(np.split(out, np.cumsum(counts)[:-1]), shapes)]
+
+
+def _draw_queries(rng, pos: np.ndarray, d: int, spec: AttentionDataSpec):
+    """One query head's draws, in order: z [len(pos), d] (unscaled), the planted tokens idx
+    [len(pos), n] (token 0, the sink, first) and their logits delta [len(pos), n]."""
+    z = rng.standard_normal((pos.size, d))
     sink = 1 if spec.sink_logit else 0
     n = min(spec.peaks, int(pos.min()) + 1 - sink)      # peaks drawn from the visible tokens 1..pos
     idx = np.stack([rng.choice(np.arange(sink, p + 1), n, replace=False) for p in pos]).reshape(pos.size, n)
@@ -123,9 +220,15 @@ def _plant_queries(rng, keys: np.ndarray, pos: np.ndarray, bulk_std: float,
     if sink:
         idx = np.concatenate([np.zeros((pos.size, 1), int), idx], axis=1)
         delta = np.concatenate([spec.sink_logit * rng.uniform(0.8, 1.0, (pos.size, 1)), delta], axis=1)
-    if idx.shape[1] == 0:
+    return z, idx, delta
+
+
+def _solve_queries(z: np.ndarray, kp: np.ndarray, delta: np.ndarray, d: int) -> np.ndarray:
+    """Queries [rows, d]: q = z + Σ_p a_p·k̃_p with z giving logits of std bulk_std (z scaled by
+    bulk_std / sqrt(mean channel variance of k̃)) and a solved so that each planted key's logit
+    q·k̃_p/sqrt(d) is exactly its Δ_p. kp [rows, n, d]: the planted centred keys k̃_p."""
+    if kp.shape[1] == 0:
         return z.astype(np.float32)
-    kp = kc[idx]                                                                   # [rows, n, d]
     rhs = np.sqrt(d) * delta - np.einsum("rnd,rd->rn", kp, z)
     a = np.linalg.solve(kp @ kp.transpose(0, 2, 1), rhs[..., None])[..., 0]
     return (z + np.einsum("rn,rnd->rd", a, kp)).astype(np.float32)

@@ -9,6 +9,7 @@ quantization never produces it) and scale NaN. Unused block-table entries are -1
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,8 +31,10 @@ def quantize_with_amax(x: np.ndarray, amax: np.ndarray) -> tuple[np.ndarray, np.
     amax = np.asarray(amax, np.float32)
     live = amax >= QMAX / np.finfo(np.float32).max
     inv = np.where(live, QMAX / np.where(live, amax, 1), 0).astype(np.float32)
-    q = np.clip(np.rint(x * inv), -127, 127).astype(np.int8)     # rint: half to even (v_rndne_f32)
-    return q, np.where(live, amax / QMAX, 0).astype(np.float32)
+    y = np.asarray(x * inv)
+    np.rint(y, out=y)                                             # rint: half to even (v_rndne_f32)
+    np.clip(y, -127, 127, out=y)
+    return y.astype(np.int8)[()], np.where(live, amax / QMAX, 0).astype(np.float32)
 
 
 def quantize_int8(x: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
@@ -69,11 +72,16 @@ class PagedKVCache:
     def token_slots(self, seq: int) -> tuple[np.ndarray, np.ndarray]:
         """(physical block, offset) of each logical token 0..context_len-1 of `seq`."""
         t = np.arange(int(self.context_lens[seq]))
-        blk = self.block_tables[seq, t // self.block_size]
-        if np.any(blk < 0) or np.any(blk >= self.k_cache.shape[0]):
+        return np.repeat(self.seq_blocks(seq), self.block_size)[:t.size], t % self.block_size
+
+    def seq_blocks(self, seq: int) -> np.ndarray:
+        """The physical blocks of `seq`'s logical blocks 0..ceil(context_len/block_size)-1."""
+        n = int(self.context_lens[seq])
+        blk = self.block_tables[seq, :-(-n // self.block_size)]
+        if blk.size * self.block_size < n or np.any(blk < 0) or np.any(blk >= self.k_cache.shape[0]):
             raise IndexError(f"block_tables[{seq}] has no valid block for some of its "
-                             f"{t.size} tokens (block_size {self.block_size})")
-        return blk, t % self.block_size
+                             f"{n} tokens (block_size {self.block_size})")
+        return blk
 
 
 def make_block_tables(context_lens, block_size: int, *, seed: int = 0,
@@ -110,25 +118,71 @@ def int8_kv_cache(key, value, slot_mapping, k_cache, v_cache, k_scale, v_scale) 
     """Reference of the producer kernel (same argument order): quantize each token per kv head over
     head_dim and scatter it into the cache in place. key/value [num_tokens, kv_heads, head_dim] f32;
     slot -1 skips the token."""
-    key = np.asarray(key, np.float32)
-    value = np.asarray(value, np.float32)
+    _fill_cache(np.asarray(key, np.float32), np.asarray(value, np.float32), slot_mapping,
+                k_cache, v_cache, k_scale, v_scale)
+
+
+_CHUNK_ELEMS = 1 << 17       # quantize this many elements at a time (they stay in L2)
+
+
+def _fill_cache(key, value, slot_mapping, k_cache, v_cache, k_scale, v_scale, key_offset=None) -> None:
+    """int8_kv_cache on (key - key_offset) [num_tokens, kv_heads, head_dim] f32 (key_offset
+    [kv_heads, head_dim] f32 or None), a chunk of tokens at a time, K and V side by side on two
+    threads when large (numpy frees the GIL). Whole blocks written in slot order (a context filling
+    its blocks: nearly every token) are block copies, the other tokens go slot by slot; the bytes
+    are those of a slot-by-slot scatter (a slot given twice: all slot by slot)."""
     slot_mapping = np.asarray(slot_mapping, np.int64)
     n, kvh, hd = key.shape
     bs = k_cache.shape[3]
-    keep = slot_mapping >= 0
-    blk, off = slot_mapping[keep] // bs, slot_mapping[keep] % bs
-    kq, ks = quantize_int8(key[keep])
-    vq, vs = quantize_int8(value[keep])
-    # Advanced indices (blk, off) separated by slices: the indexed view is [n, kv_heads, ...].
-    k_cache[blk, :, :, off, :] = kq.reshape(-1, kvh, hd // 16, 16)
-    v_cache[blk, :, :, off] = vq
-    k_scale[blk, :, off] = ks
-    v_scale[blk, :, off] = vs
+    token = np.flatnonzero(slot_mapping >= 0)                # the key row of each written slot
+    slots = slot_mapping[token]
+    rest, chunks = np.arange(slots.size), []
+    if slots.size >= bs and np.unique(slots).size == slots.size:
+        steps = np.concatenate([[0], np.cumsum(np.diff(slots) == 1)])
+        i = np.arange(slots.size - bs + 1)
+        starts = i[(slots[i] % bs == 0) & (steps[i + bs - 1] - steps[i] == bs - 1)]
+        per = max(1, _CHUNK_ELEMS // (bs * kvh * hd))            # blocks per chunk
+        for c in range(0, starts.size, per):
+            st = starts[c:c + per]
+            t = token[(st[:, None] + np.arange(bs)).ravel()]
+            rows = slice(int(t[0]), int(t[-1]) + 1) if t[-1] - t[0] == t.size - 1 else t
+            chunks.append((slots[st] // bs, rows))
+        left = np.ones(slots.size, bool)
+        left[(starts[:, None] + np.arange(bs)).ravel()] = False
+        rest = rest[left]
+    blk, off = slots[rest] // bs, slots[rest] % bs
+
+    def fill(x, offset, cache, scale, is_k):
+        for blocks, rows in chunks:
+            xq, xs = quantize_int8(x[rows] if offset is None else x[rows] - offset)
+            if is_k:
+                cache[blocks] = xq.reshape(-1, bs, kvh, hd // 16, 16).transpose(0, 2, 3, 1, 4)
+            else:
+                cache[blocks] = xq.reshape(-1, bs, kvh, hd).transpose(0, 2, 3, 1)
+            scale[blocks] = xs.reshape(-1, bs, kvh).transpose(0, 2, 1)
+        if rest.size:
+            xq, xs = quantize_int8(x[token[rest]] if offset is None else x[token[rest]] - offset)
+            # Advanced indices (blk, off) separated by slices: the indexed view is [n, kv_heads, ...].
+            if is_k:
+                cache[blk, :, :, off, :] = xq.reshape(-1, kvh, hd // 16, 16)
+            else:
+                cache[blk, :, :, off] = xq
+            scale[blk, :, off] = xs
+
+    if key.size < _CHUNK_ELEMS * 8:
+        fill(key, key_offset, k_cache, k_scale, True)
+        fill(value, None, v_cache, v_scale, False)
+        return
+    with ThreadPoolExecutor(1) as pool:
+        v_done = pool.submit(fill, value, None, v_cache, v_scale, False)
+        fill(key, key_offset, k_cache, k_scale, True)
+        v_done.result()
 
 
 def context_mean(k: np.ndarray, context_lens) -> np.ndarray:
     """Per-channel mean of K over each sequence's context, per kv head: [num_seqs, kv_heads, head_dim] f32."""
-    return np.stack([np.asarray(k[s, :int(n)], np.float64).mean(axis=0)
+    # float64 sums token by token (numpy reduces a leading axis in order), without a float64 copy
+    return np.stack([np.add.reduce(k[s, :int(n)], axis=0, dtype=np.float64) / int(n)
                      for s, n in enumerate(context_lens)]).astype(np.float32)
 
 
@@ -163,23 +217,28 @@ def build_paged_cache(k, v, context_lens, *, block_size: int = 16, smooth_k: boo
         num_blocks = max(int(used.max(initial=-1)) + 1, num_blocks or 0)
     slots = slot_mapping_for(block_tables, lens, block_size)
     k_mean = context_mean(k, lens) if smooth_k else None
-    keys = [k[s, :n] - (k_mean[s] if smooth_k else 0) for s, n in enumerate(lens)]
-    key = np.concatenate(keys).astype(np.float32)
-    value = np.concatenate([v[s, :n] for s, n in enumerate(lens)])
     k_cache = np.full((num_blocks, kvh, hd // 16, block_size, 16), POISON_I8, np.int8)
     v_cache = np.full((num_blocks, kvh, hd, block_size), POISON_I8, np.int8)
     k_scale = np.full((num_blocks, kvh, block_size), np.nan, np.float32)
     v_scale = np.full((num_blocks, kvh, block_size), np.nan, np.float32)
-    int8_kv_cache(key, value, slots, k_cache, v_cache, k_scale, v_scale)
+    start = 0
+    for s, n in enumerate(lens):        # the producer on each sequence's tokens (K - k_mean in f32)
+        _fill_cache(k[s, :n], v[s, :n], slots[start:start + n], k_cache, v_cache, k_scale, v_scale,
+                    key_offset=k_mean[s] if smooth_k else None)
+        start += n
     return PagedKVCache(k_cache, v_cache, k_scale, v_scale, block_tables, lens, slots, k_mean)
 
 
 def gather_int8(cache: PagedKVCache, seq: int):
     """A sequence's raw cache contents in logical token order:
     (kq [ctx, kv_heads, head_dim] i8, k_scale [ctx, kv_heads], vq [ctx, kv_heads, head_dim] i8, v_scale)."""
-    blk, off = cache.token_slots(seq)
-    kq = cache.k_cache[blk, :, :, off, :].reshape(blk.size, cache.num_kv_heads, cache.head_dim)
-    return kq, cache.k_scale[blk, :, off], cache.v_cache[blk, :, :, off], cache.v_scale[blk, :, off]
+    blk = cache.seq_blocks(seq)                  # block by block, then tokens in logical order
+    n, kvh, hd = int(cache.context_lens[seq]), cache.num_kv_heads, cache.head_dim
+    kq = cache.k_cache[blk].transpose(0, 3, 1, 2, 4).reshape(-1, kvh, hd)[:n]
+    vq = cache.v_cache[blk].transpose(0, 3, 1, 2).reshape(-1, kvh, hd)[:n]
+    ks = cache.k_scale[blk].transpose(0, 2, 1).reshape(-1, kvh)[:n]
+    vs = cache.v_scale[blk].transpose(0, 2, 1).reshape(-1, kvh)[:n]
+    return kq, ks, vq, vs
 
 
 def gather_kv(cache: PagedKVCache, seq: int, *, add_mean: bool = True) -> tuple[np.ndarray, np.ndarray]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import ml_dtypes
 import numpy as np
 
 from kernels_py.int8_cache_ref import PagedKVCache, gather_int8, quantize_int8, quantize_with_amax
@@ -53,37 +52,75 @@ def _causal_mask(nq: int, ctx: int) -> np.ndarray:
 def attention_fp32(q, k, v, context_lens) -> np.ndarray:
     """Exact attention (float64 inside, returned as f32)."""
     q4, lens, ratio = _split(np.asarray(q), np.asarray(k), context_lens)
-    out = np.zeros(q4.shape, np.float64)
-    scale = 1.0 / np.sqrt(q4.shape[-1])
+    nq, num_heads, hd = q4.shape[1:]
+    out = np.zeros(q4.shape, np.float32)
+    scale = 1.0 / np.sqrt(hd)
     for s, ctx in enumerate(lens):
-        mask = _causal_mask(q4.shape[1], ctx)
-        for h in range(q4.shape[2]):
-            kk = np.asarray(k[s, :ctx, h // ratio], np.float64)
-            vv = np.asarray(v[s, :ctx, h // ratio], np.float64)
-            sc = np.where(mask, q4[s, :, h].astype(np.float64) @ kk.T * scale, -np.inf)
-            p = np.exp(sc - sc.max(axis=1, keepdims=True))
-            out[s, :, h] = (p @ vv) / p.sum(axis=1, keepdims=True)
-    return out.reshape(np.shape(q)).astype(np.float32)
+        mask = np.tile(_causal_mask(nq, ctx), (ratio, 1))                 # rows h*nq + i
+        for g in range(k.shape[2]):                                      # all query heads of a kv head at once
+            heads = slice(g * ratio, (g + 1) * ratio)
+            kk = np.asarray(k[s, :ctx, g], np.float64)
+            vv = np.asarray(v[s, :ctx, g], np.float64)
+            qg = np.asarray(q4[s, :, heads], np.float64).transpose(1, 0, 2).reshape(ratio * nq, hd)
+            sc = qg @ kk.T
+            sc *= scale
+            if nq > 1:
+                sc[~mask] = -np.inf
+            sc -= sc.max(axis=1, keepdims=True)
+            p = np.exp(sc, out=sc)
+            o = (p @ vv) / p.sum(axis=1, keepdims=True)
+            out[s, :, heads] = o.reshape(ratio, nq, hd).transpose(1, 0, 2)
+    return out.reshape(np.shape(q))
+
+
+_BF16_ROUND = np.uint32(0x7FFF)
+_BF16_MASK = np.uint32(0xFFFF0000)
+_CHUNK_ELEMS = 1 << 16          # elementwise passes over blocks of this size stay in L2
 
 
 def _bf16(x) -> np.ndarray:
-    return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+    """x rounded to bf16 (round to nearest even, as ml_dtypes and the hardware), as f32: on the
+    float32 bits, +0x7FFF + (bit 16), keep the top 16. NaN stays NaN (quieted). Returns a new
+    C-contiguous array."""
+    x = np.asarray(x, np.float32)
+    out = np.empty(x.shape, np.uint32)
+    xs = x.reshape(1, -1) if x.ndim < 2 else x.reshape(-1, x.shape[-1])   # a view where x has rows
+    os_ = out.reshape(xs.shape)
+    step = max(1, _CHUNK_ELEMS // max(xs.shape[1], 1))
+    for i in range(0, xs.shape[0], step):
+        u, r = xs[i:i + step].view(np.uint32), os_[i:i + step]
+        np.right_shift(u, 16, out=r)
+        r &= 1
+        r += _BF16_ROUND
+        r += u
+        r &= _BF16_MASK
+        nan = np.isnan(xs[i:i + step])
+        if nan.any():
+            r[nan] = (u[nan] | np.uint32(0x00400000)) & _BF16_MASK
+    return out.view(np.float32)
 
 
 def attention_bf16(q, k, v, context_lens) -> np.ndarray:
     """BF16 kernel math: q, k, v rounded to bf16; scores and softmax in fp32 (one softmax over the
     whole row); P rounded to bf16; PV accumulated in fp32. Returns f32."""
     q4, lens, ratio = _split(np.asarray(q), np.asarray(k), context_lens)
+    nq = q4.shape[1]
     out = np.zeros(q4.shape, np.float32)
     scale = np.float32(1.0 / np.sqrt(q4.shape[-1]))
     for s, ctx in enumerate(lens):
-        mask = _causal_mask(q4.shape[1], ctx)
-        for h in range(q4.shape[2]):
-            kk, vv = _bf16(k[s, :ctx, h // ratio]), _bf16(v[s, :ctx, h // ratio])
-            sc = np.where(mask, (_bf16(q4[s, :, h]) @ kk.T) * scale, np.float32(-np.inf))
-            e = np.exp(sc - sc.max(axis=1, keepdims=True))
-            p = _bf16(e / e.sum(axis=1, keepdims=True))
-            out[s, :, h] = p @ vv
+        mask = _causal_mask(nq, ctx)
+        qb = _bf16(q4[s])
+        for g in range(k.shape[2]):                                      # K, V rounded once per kv head
+            kk, vv = _bf16(k[s, :ctx, g]), _bf16(v[s, :ctx, g])
+            for h in range(g * ratio, (g + 1) * ratio):                  # one row product per head, as before
+                sc = np.ascontiguousarray(qb[:, h]) @ kk.T
+                sc *= scale
+                if nq > 1:
+                    sc[~mask] = -np.inf
+                sc -= sc.max(axis=1, keepdims=True)
+                e = np.exp(sc, out=sc)
+                e /= e.sum(axis=1, keepdims=True)
+                out[s, :, h] = _bf16(e) @ vv
     return out.reshape(np.shape(q))
 
 
@@ -131,26 +168,40 @@ def quantize_w(w: np.ndarray, grouping: Grouping) -> tuple[np.ndarray, np.ndarra
 def pv_int8_chunks(w: np.ndarray, vq: np.ndarray, grouping: Grouping) -> np.ndarray:
     """Per-chunk PV contributions `acc_0*sW_0 + acc_1*sW_1` (fp32, j = 0 then 1).
 
-    w [rows, T] f32 (W = 0 for masked tokens), vq [T, head_dim] int8 -> [rows, T/64, head_dim] f32.
-    acc_j sums Wq*Vq over MMAC j's 32 tokens exactly (|acc| <= 32*127*127, exact in float64).
+    w [..., rows, T] f32 (W = 0 for masked tokens), vq [..., T, head_dim] int8 -> [..., rows, T/64,
+    head_dim] f32 (leading axes, e.g. kv heads, batched). acc_j sums Wq*Vq over MMAC j's 32 tokens
+    exactly: |acc| <= 32*127*127 < 2^24, so a float32 product is exact in any summation order.
     """
+    *lead, T, D = vq.shape
+    L = len(lead)
+    b = vq.reshape(*lead, T // CHUNK, 4, 2, 8, D).transpose(*range(L), L, L + 2, L + 1, L + 3, L + 4)
+    return _pv_int8(w, b.astype(np.float32).reshape(*lead, T // CHUNK, 2, 32, D), grouping)
+
+
+def _pv_int8(w: np.ndarray, vb: np.ndarray, grouping: Grouping) -> np.ndarray:
+    """pv_int8_chunks with V given as MMAC operands: vb [..., C, 2, 32, D] f32, vb[..., c, j, 8r+b]
+    = Vq of token 64c + 16r + 8j + b."""
     wq, sw = quantize_w(w, grouping)
-    rows, T = wq.shape
-    C = T // CHUNK
-    a = wq.reshape(rows, C, 4, 2, 8).transpose(1, 3, 0, 2, 4).reshape(C, 2, rows, 32)
-    b = vq.reshape(C, 4, 2, 8, -1).transpose(0, 2, 1, 3, 4).reshape(C, 2, 32, -1)
-    acc = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)   # [C, 2, rows, D]
-    sw = sw.transpose(1, 2, 0)[..., None]                                      # [C, 2, rows, 1]
-    return (acc[:, 0] * sw[:, 0] + acc[:, 1] * sw[:, 1]).transpose(1, 0, 2)
+    *lead, rows, T = wq.shape
+    C, L = T // CHUNK, len(lead)
+    a = wq.reshape(*lead, rows, C, 4, 2, 8).transpose(*range(L), L + 1, L + 3, L, L + 2, L + 4)
+    acc = np.matmul(a.astype(np.float32).reshape(*lead, C, 2, rows, 32), vb)  # [..., C, 2, rows, D]
+    sw = np.moveaxis(sw, -3, -1)[..., None]                                    # [..., C, 2, rows, 1]
+    return np.swapaxes(acc[..., 0, :, :] * sw[..., 0, :, :] + acc[..., 1, :, :] * sw[..., 1, :, :], -3, -2)
 
 
 def pv_bf16_chunks(w: np.ndarray, vq: np.ndarray) -> np.ndarray:
     """The pv_bf16 twin's per-chunk sums: W rounded to bf16, Vq exact in bf16, fp32 accumulation, no
     W scale. Same shapes as pv_int8_chunks."""
-    rows, T = w.shape
-    C = T // CHUNK
-    a = _bf16(w).reshape(rows, C, CHUNK).transpose(1, 0, 2)
-    return (a @ vq.reshape(C, CHUNK, -1).astype(np.float32)).transpose(1, 0, 2)
+    *lead, T, D = vq.shape
+    return _pv_bf16(w, vq.reshape(*lead, T // CHUNK, CHUNK, D).astype(np.float32))
+
+
+def _pv_bf16(w: np.ndarray, vc: np.ndarray) -> np.ndarray:
+    """pv_bf16_chunks with V as f32 chunks vc [..., C, 64, D]."""
+    *lead, rows, T = w.shape
+    a = np.swapaxes(_bf16(w).reshape(*lead, rows, T // CHUNK, CHUNK), -3, -2)
+    return np.swapaxes(a @ vc, -3, -2)
 
 
 def _pv_chunks(w, vq, grouping: Grouping, pv: str) -> np.ndarray:
@@ -162,9 +213,12 @@ def _pv_chunks(w, vq, grouping: Grouping, pv: str) -> np.ndarray:
 
 
 def qk_int8_scores(qq: np.ndarray, sq: np.ndarray, kq: np.ndarray, sk: np.ndarray) -> np.ndarray:
-    """S = (Qq·Kqᵀ)·sQ·sK·(1/sqrt(d)): exact int dot, dequantize first, then the softmax scale."""
-    acc = (qq.astype(np.float64) @ kq.T.astype(np.float64)).astype(np.float32)
-    return acc * sq[:, None] * sk[None, :] * np.float32(1.0 / np.sqrt(qq.shape[-1]))
+    """S = (Qq·Kqᵀ)·sQ·sK·(1/sqrt(d)): exact int dot, dequantize first, then the softmax scale.
+    qq [..., rows, d], kq [..., T, d] (leading axes batched). |Qq·Kq| <= d*127*127 < 2^24: exact
+    in a float32 product."""
+    acc = np.swapaxes(np.matmul(np.asarray(kq, np.float32), np.swapaxes(np.asarray(qq, np.float32), -1, -2)),
+                      -1, -2)                                   # K·Qqᵀ: the faster BLAS layout here
+    return acc * sq[..., :, None] * sk[..., None, :] * np.float32(1.0 / np.sqrt(qq.shape[-1]))
 
 
 @dataclass(frozen=True)
@@ -176,6 +230,29 @@ class DecodePartials:
     exp_sums: np.ndarray     # [num_seqs, num_heads, max_partitions] f32  (l per partition)
 
 
+def _decode_operands(cache: PagedKVCache, seq: int, g: int, T: int, pv: str):
+    """One sequence's kv head g as the decode math consumes it, straight from the blocks (a gather
+    and a converting transpose each; a kv head at a time, so that the f32 copies stay in cache):
+    K f32 [ctx, hd], k_scale [ctx], V f32 as MMAC operands [T/64, 2, 32, hd] (pv "int8", see
+    _pv_int8) or as 64-token chunks [T/64, 64, hd] (pv "bf16"), zero past the context, v_scale [ctx]."""
+    if pv not in ("int8", "bf16"):
+        raise ValueError(f"pv must be 'int8' or 'bf16', got {pv!r}")
+    blk = cache.seq_blocks(seq)
+    ctx, bs, hd = int(cache.context_lens[seq]), cache.block_size, cache.head_dim
+    kf = cache.k_cache[blk, g].transpose(0, 2, 1, 3).astype(np.float32, order="C").reshape(-1, hd)[:ctx]
+    sk = cache.k_scale[blk, g].reshape(-1)[:ctx]
+    sv = cache.v_scale[blk, g].reshape(-1)[:ctx]
+    vb = np.zeros((T // bs, hd, bs), np.int8)
+    vb[:blk.size] = cache.v_cache[blk, g]
+    vb[blk.size - 1, :, ctx - (blk.size - 1) * bs:] = 0       # the last block's unwritten slots
+    C = T // CHUNK
+    if pv == "int8":                # token 64c + 16r + 8j + b, r = (CHUNK//bs block, bs//16 row)
+        vb = vb.reshape(C, CHUNK // bs, hd, bs // 16, 2, 8).transpose(0, 4, 1, 3, 5, 2)
+        return kf, sk, vb.astype(np.float32, order="C").reshape(C, 2, 32, hd), sv
+    vb = vb.reshape(C, CHUNK // bs, hd, bs).transpose(0, 1, 3, 2)
+    return kf, sk, vb.astype(np.float32, order="C").reshape(C, CHUNK, hd), sv
+
+
 def decode_int8_partials(q, cache: PagedKVCache, *, grouping: Grouping = "fragment",
                          partition_size: int = PARTITION, pv: str = "int8") -> DecodePartials:
     """paged_attention_decode: per partition m, l, P = exp(S-m)/l, W = P·sV quantized per group,
@@ -185,7 +262,8 @@ def decode_int8_partials(q, cache: PagedKVCache, *, grouping: Grouping = "fragme
     if partition_size % CHUNK:
         raise ValueError(f"partition_size {partition_size} is not a multiple of {CHUNK}")
     num_seqs, num_heads, hd = q.shape
-    ratio = num_heads // cache.num_kv_heads
+    kvh = cache.num_kv_heads
+    ratio = num_heads // kvh
     lens = cache.context_lens
     n_part = -(-lens.astype(np.int64) // partition_size)
     P = int(n_part.max(initial=1))
@@ -194,29 +272,30 @@ def decode_int8_partials(q, cache: PagedKVCache, *, grouping: Grouping = "fragme
     ls = np.zeros((num_seqs, num_heads, P), np.float32)
     waves = partition_size // CHUNK
     for s in range(num_seqs):
-        ctx, T = int(lens[s]), int(n_part[s]) * partition_size
-        kq, sk, vq, sv = gather_int8(cache, s)
-        for g in range(cache.num_kv_heads):
+        ctx, T, n = int(lens[s]), int(n_part[s]) * partition_size, int(n_part[s])
+        for g in range(kvh):
             heads = slice(g * ratio, (g + 1) * ratio)
+            kf, sk, vb, sv = _decode_operands(cache, s, g, T, pv)
             qq, sq = quantize_int8(q[s, heads])
             sc = np.full((ratio, T), -np.inf, np.float32)
-            sc[:, :ctx] = qk_int8_scores(qq, sq, kq[:, g], sk[:, g])
+            sc[:, :ctx] = qk_int8_scores(qq, sq, kf, sk)
             sc = sc.reshape(ratio, -1, partition_size)
             m = sc.max(axis=-1)                                          # finite: every partition has a token
-            e = np.exp(sc - m[..., None])
+            sc -= m[..., None]
+            e = np.exp(sc, out=sc)
             l = e.sum(axis=-1, dtype=np.float32)
+            e /= l[..., None]
             svp = np.zeros(T, np.float32)
-            svp[:ctx] = sv[:, g]
-            w = (e / l[..., None]).reshape(ratio, T) * svp               # W = P·sV, 0 past the context
-            vqp = np.zeros((T, hd), np.int8)
-            vqp[:ctx] = vq[:, g]
-            chunks = _pv_chunks(w, vqp, grouping, pv).reshape(ratio, -1, waves, hd)
+            svp[:ctx] = sv
+            w = e.reshape(ratio, T) * svp                                # W = P·sV, 0 past the context
+            chunks = _pv_int8(w, vb, grouping) if pv == "int8" else _pv_bf16(w, vb)
+            chunks = chunks.reshape(ratio, -1, waves, hd)
             o = chunks[:, :, 0]
             for wv in range(1, waves):                                   # LDS sum in wave order
                 o = o + chunks[:, :, wv]
-            tmp[s, heads, :n_part[s]] = o
-            mx[s, heads, :n_part[s]] = m
-            ls[s, heads, :n_part[s]] = l
+            tmp[s, heads, :n] = o
+            mx[s, heads, :n] = m
+            ls[s, heads, :n] = l
     return DecodePartials(tmp, mx, ls)
 
 
