@@ -14,15 +14,16 @@ class Coverage:
         self.wave, self.key, self.field, self.operand = wave, key, field, operand.upper()
         self.active = wave.machine.provenance
         if self.active:
-            self.expect = [self._expected(expect, m) for m in range(wave.members)]
-            self.counts = [dict() for _ in range(wave.members)]
+            self.ranges = [self._expected(expect, m) for m in range(wave.members)]
+            self.consumed = []                      # [members, K] per instruction (-1 = no token)
+            self.live = np.zeros(wave.members, bool)
         self.first = None
 
     def _expected(self, expect, member):
         if isinstance(expect, tuple) and len(expect) == 2:
             lo, hi = (int(x.val[0, member * self.wave.lanes]) if hasattr(x, "val") else int(x) for x in expect)
-            return list(range(lo, hi))
-        return sorted(int(x) for x in expect)
+            return np.arange(lo, max(lo, hi))
+        return np.array(sorted(int(x) for x in expect), np.int64)
 
     def add(self, wave, rec):
         if not self.active or rec.a is None:
@@ -36,10 +37,10 @@ class Coverage:
             per_k = full[::insn.blocks, :, 0] if self.operand == "B" else full[::insn.blocks, 0, :]   # [members, K]
         else:
             per_k = np.full((wave.members, insn.K), -1)
-        for m in rec.live:
-            counts = self.counts[m]
-            for v in per_k[m].tolist():
-                counts[v] = counts.get(v, 0) + 1
+        keep = np.zeros(wave.members, bool)
+        keep[rec.live] = True
+        self.consumed.append(np.where(keep[:, None], per_k, -1))
+        self.live |= keep
         self.first = rec.first if self.first is None else self.first
 
     def __enter__(self):
@@ -51,16 +52,27 @@ class Coverage:
         if exc[0] is not None or not self.active:
             return False
         from ..arch.kslots import format_token_set
-        for m, (expect, counts) in enumerate(zip(self.expect, self.counts)):
-            never = [t for t in expect if counts.get(t, 0) == 0]
-            multi = {t: c for t, c in counts.items() if t in set(expect) and c > 1}
-            if never or multi:
-                msg = []
-                if never:
-                    msg.append(f"{len(never)} {self.field}s never consumed {format_token_set(never)}")
-                if multi:
-                    msg.append(f"{len(multi)} consumed more than once {format_token_set(sorted(multi))}")
-                self.wave.finding("token-coverage", f"output tile {self.key!r}: " + "; ".join(msg),
-                                  lane=m * self.wave.lanes, instruction=self.first, tile=repr(self.key),
-                                  never=never, multiple={int(k): int(v) for k, v in multi.items()})
+        members = self.wave.members
+        lo = np.array([r[0] if len(r) else 0 for r in self.ranges], np.int64)
+        span = max([int(r[-1] - r[0] + 1) if len(r) else 0 for r in self.ranges] + [1])
+        got = np.concatenate(self.consumed, axis=1) if self.consumed else np.full((members, 0), -1)
+        off = got - lo[:, None]
+        ok = (got >= 0) & (off >= 0) & (off < span)
+        idx = (np.arange(members)[:, None] * span + off)[ok]
+        counts = np.bincount(idx, minlength=members * span).reshape(members, span)
+        want = np.zeros((members, span), bool)
+        for m, r in enumerate(self.ranges):
+            want[m, r - lo[m]] = True
+        bad = ((counts == 0) | (counts > 1)) & want
+        for m in np.nonzero(bad.any(axis=1))[0].tolist():
+            never = (np.nonzero(want[m] & (counts[m] == 0))[0] + lo[m]).tolist()
+            multi = {int(t + lo[m]): int(counts[m, t]) for t in np.nonzero(want[m] & (counts[m] > 1))[0]}
+            msg = []
+            if never:
+                msg.append(f"{len(never)} {self.field}s never consumed {format_token_set(never)}")
+            if multi:
+                msg.append(f"{len(multi)} consumed more than once {format_token_set(sorted(multi))}")
+            self.wave.finding("token-coverage", f"output tile {self.key!r}: " + "; ".join(msg),
+                              lane=m * self.wave.lanes, instruction=self.first, tile=repr(self.key),
+                              never=never, multiple=multi)
         return False

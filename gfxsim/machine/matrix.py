@@ -13,6 +13,7 @@ Provenance of a matrix instruction, per (batched workgroup, block):
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from .dtypes import itemsize, np_dtype
@@ -49,27 +50,46 @@ def _expand(kind, a, op, M, N, K):
         np.broadcast_to(a[:, None, :], a.shape[:1] + (K, N))
 
 
+@numba.njit(cache=True)
+def _row_bits(vals, window, base, bits):
+    """Per row of vals [R, K]: the window base of its present values and their bits; base -2 when
+    the values span more than one window (the caller keeps those exactly)."""
+    words = bits.shape[1]
+    for r in range(vals.shape[0]):
+        lo, hi = 2 ** 31 - 1, -1
+        for k in range(vals.shape[1]):
+            v = vals[r, k]
+            if v >= 0:
+                lo = min(lo, v)
+                hi = max(hi, v)
+        if hi < 0:
+            base[r] = -1
+            continue
+        b = (lo // window) * window
+        if hi >= b + window:
+            base[r] = -2
+            continue
+        base[r] = b
+        for k in range(vals.shape[1]):
+            v = vals[r, k]
+            if v >= 0:
+                o = v - b
+                bits[r, o // 64] |= np.uint64(1) << np.uint64(o % 64)
+
+
 def _row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
     """The set of non-negative values along the last axis, per leading index, as a Mask."""
-    present = vals >= 0
-    lo = np.where(present, vals, _BIG).min(axis=-1)
-    hi = vals.max(axis=-1)
-    shape = lo.shape
-    out = Mask.empty(shape)
-    any_ = hi >= 0
     from .provenance import WINDOW, WORDS
-    base = np.where(any_, (lo // WINDOW) * WINDOW, -1).astype(np.int64)
-    narrow = any_ & (hi < base + WINDOW)
-    off = np.where(present & narrow[..., None], vals - base[..., None], -1)
-    for w in range(WORDS):
-        inw = (off >= 64 * w) & (off < 64 * (w + 1))
-        bits = np.where(inw, np.left_shift(np.uint64(1), np.where(inw, off - 64 * w, 0).astype(np.uint64)),
-                        np.uint64(0))
-        out.bits[..., w] = np.bitwise_or.reduce(bits.astype(np.uint64), axis=-1)
-    out.base[narrow] = base[narrow]
-    for i in zip(*np.nonzero(any_ & ~narrow)):       # a K slot set wider than a window: exact
-        out.wide[i] = wide.intern(set(vals[i][vals[i] >= 0].tolist()))
-    return out
+    lead = vals.shape[:-1]
+    flat = np.ascontiguousarray(vals.reshape(-1, vals.shape[-1]), dtype=np.int64)
+    base = np.empty(len(flat), np.int64)
+    bits = np.zeros((len(flat), WORDS), np.uint64)
+    _row_bits(flat, WINDOW, base, bits)
+    out = Mask(base, bits, np.zeros(len(flat), np.uint32))
+    for i in np.nonzero(base == -2)[0].tolist():       # a K slot set wider than a window: exact
+        out.wide[i] = wide.intern(set(flat[i][flat[i] >= 0].tolist()))
+        out.base[i] = -1
+    return out.map(lambda x: x.reshape(lead + x.shape[1:]))
 
 
 class MmaRecord:
@@ -100,6 +120,27 @@ class MmaLog:
             for m in r.live:
                 out.append(MmaEvent.from_record(r, m))
         return out
+
+    def record_of(self, index: int):
+        """The record of instruction ``index`` (None if no record holds it)."""
+        i = int(np.searchsorted(np.asarray(self._starts, np.int64), index, "right")) - 1
+        if i < 0:
+            return None
+        r = self.records[i]
+        return r if index < r.first + len(r.workgroups) else None
+
+    def aligned(self, c_mma, c_mn, insn, members):
+        """The record whose D is exactly this C (``[nb, M, N]`` ids in the C layout), or None."""
+        prev = self.record_of(int(c_mma.flat[0])) if c_mma.size and c_mma.flat[0] >= 0 else None
+        if prev is None or prev.insn is not insn:
+            return None
+        nb = members * insn.blocks
+        member = np.repeat(np.arange(members), insn.blocks)[:, None, None]
+        blk = np.tile(np.arange(insn.blocks), members)[:, None, None]
+        mn = (blk * insn.M + np.arange(insn.M)[None, :, None]) * insn.N + np.arange(insn.N)[None, None, :]
+        if c_mma.shape[0] != nb or not (c_mma == prev.first + member).all() or not (c_mn == mn).all():
+            return None
+        return prev
 
     def ksets(self, ids: np.ndarray, mn: np.ndarray, wide: WideSets) -> dict:
         """K sets (field -> Mask [N]) of result elements named by (@mma, @mn), chained through C."""
@@ -284,6 +325,16 @@ class MatrixOps:
         ids["@mma"], ids["@mn"] = mma_ids, mn
         pc = self._elem_prov(c, c.n)
         if pc is not None and "@mma" in pc.ids:
-            rec.c_mma = pc.ids["@mma"][plans["C"]]
-            rec.c_mn = pc.ids["@mn"][plans["C"]]
+            c_mma, c_mn = pc.ids["@mma"][plans["C"]], pc.ids["@mn"][plans["C"]]
+            prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.members)
+            if prev is not None:         # C is the previous instruction's D, element for element
+                for side, pside in ((rec.ks_a, prev.ks_a), (rec.ks_b, prev.ks_b)):
+                    for f in pside.keys() | side.keys():
+                        if f in side and f in pside:
+                            side[f] = side[f].union(pside[f], wide)
+                        elif f in pside:
+                            side[f] = pside[f]
+                rec.c_mma, rec.c_mn = prev.c_mma, prev.c_mn
+            else:
+                rec.c_mma, rec.c_mn = c_mma, c_mn
         return Prov(4, ids)

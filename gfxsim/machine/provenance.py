@@ -19,6 +19,7 @@ is byte-addressed (LDS, global memory) always holds ``g == 1`` planes.
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 WORDS = 4                         # uint64 words per window
@@ -88,6 +89,20 @@ def _bits_values(base: int, bits: np.ndarray) -> list:
     return out
 
 
+def _unique_rows(rows: np.ndarray):
+    """(index of each distinct row's first occurrence, row -> distinct index) of a uint64 [n, k]
+    array: a 64-bit hash, verified (an exact row-wise unique where two rows share a hash)."""
+    h = np.zeros(len(rows), np.uint64)
+    for k in range(rows.shape[1]):
+        h = (h ^ rows[:, k]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(k + 1)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    if not (rows == rows[first][inv]).all():
+        _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+    return first, inv
+
+
 class Mask:
     """A set of values per element: ``base`` int64 ``[R, L]`` (-1 = empty), ``bits`` uint64
     ``[R, L, WORDS]`` (value ``base + 64*w + b`` is bit b of word w) and ``wide`` int32 ``[R, L]``
@@ -145,17 +160,19 @@ class Mask:
 
     # -- set algebra ---------------------------------------------------------------------------
     def union(self, other: "Mask", wide: WideSets) -> "Mask":
-        e1, e2 = ~self.nonempty(), ~other.nonempty()
-        same = (self.base == other.base) & (self.wide == 0) & (other.wide == 0)
-        out = Mask(np.where(e1, other.base, self.base),
-                   np.where(e1[..., None], other.bits,
-                            np.where(e2[..., None], self.bits, self.bits | other.bits)),
-                   np.where(e1, other.wide, self.wide))
-        need = ~e1 & ~e2 & ~same
+        # an empty set has no bits, so OR-ing is right wherever the windows agree or one is empty
+        a_on, b_on = self.base >= 0, other.base >= 0
+        out = Mask(np.where(a_on, self.base, other.base), self.bits | other.bits,
+                   self.wide if not other.wide.any() else np.where(self.wide != 0, self.wide, other.wide))
+        need = a_on & b_on & (self.base != other.base)
+        if self.wide.any() or other.wide.any():
+            need |= ((self.wide != 0) | a_on) & ((other.wide != 0) | b_on) & ((self.wide != 0) | (other.wide != 0))
         if need.any():              # two windows meet: the exact fallback, per distinct pair
             ia, ib = self._wide_ids(need, wide), other._wide_ids(need, wide)
-            pairs, inv = np.unique(np.stack([ia, ib], 1), axis=0, return_inverse=True)
-            res = np.array([wide.union(int(a), int(b)) for a, b in pairs.tolist()], np.int32)
+            pairs, inv = np.unique((ia.astype(np.int64) << 32) | ib, return_inverse=True)
+            res = np.array([wide.union(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
+            if out.wide is self.wide:
+                out.wide = self.wide.copy()
             out.wide[need] = res[inv.ravel()]
             out.base[need] = -1
             out.bits[need] = 0
@@ -167,11 +184,11 @@ class Mask:
         narrow = w == 0
         if narrow.any():
             base, bits = self.base[sel][narrow], self.bits[sel][narrow]
-            rows, inv = np.unique(np.concatenate([base[:, None].view(np.uint64), bits], 1), axis=0,
-                                  return_inverse=True)
-            ids = np.array([0 if int(r[0].view(np.int64)) < 0 else
-                            wide.intern(_bits_values(int(r[0].view(np.int64)), r[1:])) for r in rows], np.int32)
-            w[narrow] = ids[inv.ravel()]
+            rows = np.concatenate([base[:, None].view(np.uint64), bits], 1)
+            first, inv = _unique_rows(rows)
+            ids = np.array([0 if int(base[i]) < 0 else wide.intern(_bits_values(int(base[i]), bits[i]))
+                            for i in first.tolist()], np.uint32)
+            w[narrow] = ids[inv]
         return w
 
     def subset_of(self, other: "Mask", wide: WideSets) -> np.ndarray:
@@ -329,27 +346,19 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
             if ia is not None:
                 ids[f] = ia
             continue
-        ia = ia if ia is not None else np.full(shape, -1, np.int32)
-        ib = ib if ib is not None else np.full(shape, -1, np.int32)
-        pa, pb = ia >= 0, ib >= 0
-        conflict = pa & pb & (ia != ib)
-        out = np.where(pa, ia, ib)
-        if f in RESERVED:
-            out[conflict] = -1
-            if (out >= 0).any():
-                ids[f] = out.astype(np.int32)
-            continue
-        absorb = np.zeros(shape, bool)
-        if reducing and (fa is not None or fb is not None):
-            na = fa.nonempty() if fa is not None else np.zeros(shape, bool)
-            nb = fb.nonempty() if fb is not None else np.zeros(shape, bool)
-            absorb = (pa & ~pb & nb) | (pb & ~pa & na)
-        step = conflict | absorb
-        out = np.where(step, -1, out).astype(np.int32)
-        if (out >= 0).any():
+        ia = ia if ia is not None else np.broadcast_to(np.int32(-1), shape)
+        ib = ib if ib is not None else np.broadcast_to(np.int32(-1), shape)
+        red = reducing and f not in RESERVED and (fa is not None or fb is not None)
+        na = fa.nonempty() if red and fa is not None else _NO
+        nb = fb.nonempty() if red and fb is not None else _NO
+        out = np.empty(shape, np.int32)
+        step = np.empty(shape, np.bool_)
+        present, stepped = _merge_field(ia, ib, np.broadcast_to(na, shape), np.broadcast_to(nb, shape), red, out, step)
+        if present:
             ids[f] = out
-        if fa is None and fb is None and not step.any():
+        if f in RESERVED or (fa is None and fb is None and not stepped):
             continue
+        pa, pb = ia >= 0, ib >= 0
         # footprint = (a's set, unless b is more specific) ∪ (b's, unless a is) ∪ the values met
         keep_a = ~(pb & ~pa) | step
         keep_b = ~(pa & ~pb) | step
@@ -359,6 +368,41 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
         if u.nonempty().any():
             fp[f] = u
     return Prov(a.g, ids, fp, None)
+
+
+_NO = np.zeros((), np.bool_)
+
+
+@numba.njit(cache=True)
+def _merge_field(ia, ib, na, nb, reducing, out, step):
+    """One field of ``merge`` in one pass: out = the merged value (-1: none), step = a reduction
+    step (a conflict, or an aggregate absorbing an element). Returns (any value, any step)."""
+    present = False
+    stepped = False
+    for r in range(ia.shape[0]):
+        for l in range(ia.shape[1]):
+            x, y = ia[r, l], ib[r, l]
+            s = False
+            if x >= 0 and y >= 0:
+                o = x
+                if x != y:
+                    s = True
+            elif x >= 0:
+                o = x
+                s = reducing and nb[r, l]
+            elif y >= 0:
+                o = y
+                s = reducing and na[r, l]
+            else:
+                o = -1
+            if s:
+                o = -1
+                stepped = True
+            out[r, l] = o
+            step[r, l] = s
+            if o >= 0:
+                present = True
+    return present, stepped
 
 
 def _side(m: Mask | None, ident, keep, with_self, wide, shape) -> Mask:

@@ -57,6 +57,8 @@ class ScaleOps:
         return hit
 
     def _scale_check(self, pr: Prov, ps: Prov, act):
+        if self._scale_check_in_place(pr, ps, act):
+            return
         wide = self.machine.wide
         sel = np.nonzero(act)
         ids, mn = pr.ids["@mma"][sel], pr.ids["@mn"][sel]
@@ -76,6 +78,45 @@ class ScaleOps:
             if bad.any():
                 self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]),
                                    sel[1][bad])
+
+    def _scale_check_in_place(self, pr: Prov, ps: Prov, act) -> bool:
+        """The common case, done in the instruction's own D layout: the result still sits where its
+        instruction wrote it, and its K sets are the record's (chains through C folded in)."""
+        mma, mn = pr.ids["@mma"], pr.ids["@mn"]
+        rec = self.machine.mma_log.record_of(int(mma[act][0]))
+        if rec is None or rec.c_mma is not None or rec.insn.regs("D") != mma.shape[0] or \
+                len(rec.workgroups) != self.members:
+            return False
+        insn = rec.insn
+        ed, ld = self._batched_plan(insn, "D")
+        nb, M, N = ed.shape
+        member = np.repeat(np.arange(self.members), insn.blocks)[:, None, None]
+        blk = np.tile(np.arange(insn.blocks), self.members)[:, None, None]
+        want_mn = (blk * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :]
+        on = act[ed, ld]
+        if not ((mma[ed, ld] == rec.first + member) & (mn[ed, ld] == want_mn) | ~on).all():
+            return False
+        wide = self.machine.wide
+        ids = np.broadcast_to(rec.first + member, (nb, M, N))
+        for f in sorted(rec.ks_a.keys() | rec.ks_b.keys()):
+            parts = []
+            if f in rec.ks_a:
+                parts.append(rec.ks_a[f].map(lambda x: np.broadcast_to(x[:, :, None], (nb, M, N) + x.shape[2:])))
+            if f in rec.ks_b:
+                parts.append(rec.ks_b[f].map(lambda x: np.broadcast_to(x[:, None, :], (nb, M, N) + x.shape[2:])))
+            km = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
+            side = ps.fp[f].map(lambda x: x[ed, ld]) if f in ps.fp else Mask.empty((nb, M, N))
+            if f in ps.ids:
+                side = side.union(Mask.of_values(ps.ids[f][ed, ld]), wide)
+            bad = ~km.subset_of(side, wide) & on
+            if bad.any():
+                self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]), ld[bad])
+        for f in sorted((pr.ids.keys() & ps.ids.keys()) - {"@mma", "@mn"}):
+            x, y = pr.ids[f][ed, ld], ps.ids[f][ed, ld]
+            bad = (x >= 0) & (y >= 0) & (x != y) & on
+            if bad.any():
+                self._report_scale(f, ids[bad], Mask.of_values(x[bad]), Mask.of_values(y[bad]), ld[bad], axis="M/N")
+        return True
 
     def _report_scale(self, field, ids, km: Mask, side: Mask, cols, axis="K"):
         """One finding per instruction, listing each distinct (consumed, scale) pair it saw."""
