@@ -7,7 +7,6 @@ kernels are given P, the exact softmax of those rows' int8 QK scores over the wh
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from gfxsim import Buffer, launch
@@ -30,6 +29,7 @@ PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
 
 
 def _bf16(x):
+    import ml_dtypes                 # a second to import: only the BF16 twin needs it
     return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
 
 

@@ -8,7 +8,6 @@ tokens 16*rowid + 4m .. +3 and consumes {16r + 4m + c : r < 4, c < 4}.
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from .fragments import DLayout, bf16_mma, int8_mma
@@ -60,7 +59,7 @@ def pv_bf16(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, 
     mma = bf16_mma(w.arch)
     qk_lay = DLayout(w, w.insn(int8_mma(w.arch)), formula)      # where QK would leave P (and W)
     dlay = DLayout(w, w.insn(mma), formula)                    # where the bf16 instruction leaves O
-    w_lds = w.shared("w_lds", (w.num_waves, ROWS, W_STRIDE // 2), ml_dtypes.bfloat16)
+    w_lds = w.shared("w_lds", (w.num_waves, ROWS, W_STRIDE // 2), "bf16")
     o_lds = w.shared("o_lds", o_lds_shape(w, dlay, head_dim), np.float32)
     max_blocks = max_blocks or block_table.array.shape[-1]
     geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)

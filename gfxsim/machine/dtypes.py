@@ -1,16 +1,34 @@
-"""Register element types: numpy views of 32-bit VGPR words, via ml_dtypes for bf16/fp8."""
+"""Register element types: numpy views of 32-bit VGPR words (bf16/fp8 via ml_dtypes, loaded on first use)."""
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from ..arch.dtypes import ELEM_TYPES
 
-NP = {name: np.dtype(t.numpy) for name, t in ELEM_TYPES.items()}
-NP["i64"] = np.dtype(np.int64)
-NP["u64"] = np.dtype(np.uint64)
+_NATIVE = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32, "u32": np.uint32,
+           "f16": np.float16, "f32": np.float32, "f64": np.float64, "i64": np.int64, "u64": np.uint64}
+
+
+class _Types(dict):
+    """Type name -> numpy dtype; bf16 and the fp8 types come from ml_dtypes, whose import costs
+    about a second, so they are resolved when first asked for."""
+
+    def __missing__(self, name):
+        if name in ELEM_TYPES:
+            got = self[name] = np.dtype(ELEM_TYPES[name].numpy)
+            return got
+        raise KeyError(name)
+
+    def resolve_all(self):
+        for name in ELEM_TYPES:
+            self[name]
+        return self
+
+
+NP = _Types({n: np.dtype(t) for n, t in _NATIVE.items() if n in ELEM_TYPES or n in ("i64", "u64")})
+NAMES = tuple(ELEM_TYPES) + ("i64", "u64")
 FLOAT = {n for n, t in ELEM_TYPES.items() if t.is_float}
-INT = set(NP) - FLOAT
+INT = set(NAMES) - FLOAT
 SIGNED = {"i8", "i16", "i32", "i64"}
 
 # Poison: what a never-written register or LDS byte reads as (a quiet NaN pattern in every
@@ -23,22 +41,23 @@ def np_dtype(name: str) -> np.dtype:
     try:
         return NP[name]
     except KeyError:
-        raise ValueError(f"unknown register element type {name!r}; known: {', '.join(NP)}") from None
+        raise ValueError(f"unknown register element type {name!r}; known: {', '.join(NAMES)}") from None
 
 
 def dtype_name(dt) -> str:
     """The register type name of ``dt``: an ISA-style string ("i8", "f32", "bf16") or anything
     numpy accepts as a dtype (np.int8, "int8", np.dtype("float32"))."""
-    if isinstance(dt, str) and dt in NP:
+    if isinstance(dt, str) and dt in NAMES:
         return dt
     try:
         d = np.dtype(dt)
     except TypeError:
-        raise ValueError(f"unknown register element type {dt!r}; known: {', '.join(NP)}") from None
-    for k, v in NP.items():
+        raise ValueError(f"unknown register element type {dt!r}; known: {', '.join(NAMES)}") from None
+    table = NP if d.kind in "biuf" and d.name in {np.dtype(t).name for t in _NATIVE.values()} else NP.resolve_all()
+    for k, v in list(table.items()):
         if v == d:
             return k
-    raise ValueError(f"no register type for numpy dtype {d}; known: {', '.join(NP)}")
+    raise ValueError(f"no register type for numpy dtype {d}; known: {', '.join(NAMES)}")
 
 
 def itemsize(name: str) -> int:
@@ -60,5 +79,4 @@ def from_bytes(raw: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(raw.T).view(dt).reshape(lanes, -1).T.copy()
 
 
-__all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "dtype_name", "itemsize", "to_bytes", "from_bytes",
-           "ml_dtypes"]
+__all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "dtype_name", "itemsize", "to_bytes", "from_bytes"]

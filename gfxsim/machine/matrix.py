@@ -92,6 +92,32 @@ def _row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
     return out.map(lambda x: x.reshape(lead + x.shape[1:]))
 
 
+@numba.njit(cache=True)
+def _mma_i8_fused(a, b, c, ea, la, eb, lb, ec, lc, ed, ld, has_c, d, over):
+    """D = A.B + C for 8-bit A/B and int32 C/D read and written through the operand plans
+    (``[members*blocks, rows, cols]`` element and lane indices); int32 overflow flagged."""
+    nb, M, K = ea.shape
+    N = eb.shape[2]
+    A = np.empty((M, K), np.int64)
+    B = np.empty((K, N), np.int64)
+    for r in range(nb):
+        for m in range(M):
+            for k in range(K):
+                A[m, k] = a[ea[r, m, k], la[r, m, k]]
+        for k in range(K):
+            for n in range(N):
+                B[k, n] = b[eb[r, k, n], lb[r, k, n]]
+        for m in range(M):
+            for n in range(N):
+                s = np.int64(c[ec[r, m, n], lc[r, m, n]]) if has_c else np.int64(0)
+                for k in range(K):
+                    s += A[m, k] * B[k, n]
+                if s < -2147483648 or s > 2147483647:
+                    over[r, m, n] = True
+                d[ed[r, m, n], ld[r, m, n]] = np.int32(np.int64(np.uint32(s & 0xFFFFFFFF)) - (
+                    (np.int64(1) << 32) if (s & 0x80000000) else 0))
+
+
 class MmaRecord:
     """One issued matrix instruction (one statement; member m of a batch is instruction first+m)."""
     __slots__ = ("first", "insn", "op", "kernel", "wave", "workgroups", "live", "source", "exec_mask",
@@ -219,10 +245,18 @@ class MatrixOps:
                 self.finding("uninitialized-read", f"{mnemonic}: operand {op} ({v.reg_name()}) holds never-written "
                              f"bytes", lane=lane, what=f"operand {op}", name=v.reg_name())
         plans = {op: self._batched_plan(insn, op) for op in "ABCD"}      # [members*blocks, rows, cols]
-        mats = {op: v.val[plans[op]] for op, v in (("A", a), ("B", b), ("C", c))}
-        d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
         dval = np.empty((insn.regs("D"), self.width), np_dtype(insn.cd_type))
-        dval[plans["D"]] = d_mat
+        overflow = None
+        if insn.cd_type == "i32" and a.dtype in ("i8", "u8") and b.dtype in ("i8", "u8"):
+            # gather, sum exactly in int64 and scatter in one pass (the hot path of the INT8 kernels)
+            over = np.zeros(plans["D"][0].shape, np.bool_)
+            _mma_i8_fused(a.val, b.val, c.val if not c.literal else np.zeros((1, self.width), np.int32),
+                          *plans["A"], *plans["B"], *plans["C"], *plans["D"], not c.literal, dval, over)
+            overflow = over
+        else:
+            mats = {op: v.val[plans[op]] for op, v in (("A", a), ("B", b), ("C", c))}
+            d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
+            dval[plans["D"]] = d_mat
         tr = self.machine.trace
         idx = tr.n_events
         tr.n_events += self.members             # member m's instruction is idx + m
