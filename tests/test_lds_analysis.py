@@ -186,19 +186,8 @@ def per_member_loop(func, state, addr, on, nbytes, wave, epoch, is_write):
     return hits
 
 
-def _lds_track():
-    try:
-        from gfxsim.machine.memory import lds_track
-    except ImportError:
-        return None
-    return lds_track
-
-
-@pytest.mark.parametrize("reference", ["transcribed", "memory.lds_track"])
-def test_track_equals_per_member_loop(reference):
-    func = ref_track if reference == "transcribed" else _lds_track()
-    if func is None:
-        pytest.skip("memory.lds_track is gone")
+def test_track_equals_per_member_loop():
+    func = ref_track            # the transcription of the per-wave tracker the batched one replaced
     rng = np.random.default_rng(3)
     members, size = 6, 512
     got_state, want_state = RaceState(members, size), RaceState(members, size)
