@@ -100,11 +100,16 @@ def text_report(kr) -> str:
             lines.append(f"    #{e.index} {e.op} wg{e.workgroup} wave {e.wave}: A tokens "
                          f"{format_token_set(e.token_set('A'))}, B tokens {format_token_set(e.token_set('B'))}")
             shown += 1
+    checks = kr.checks()
+    if not shown and checks["not_run"]:
+        lines.append(f"    (not recorded: {checks['reason']})")
     kinds = {}
     for f in kr.findings:
         kinds.setdefault(f.kind, []).append(f)
+    if checks["not_run"]:
+        lines.append(f"  checks not run ({checks['reason']}): {', '.join(checks['not_run'])}")
     if not kinds:
-        lines.append("  findings: none")
+        lines.append("  findings: none" + (" among the checks that ran" if checks["not_run"] else ""))
     for k, fs in kinds.items():
         lines.append(f"  {len(fs)} {k} finding(s), e.g.:")
         for f in fs[:2]:

@@ -46,6 +46,12 @@ class KernelRun:
         m.update(self.extra_metrics)
         return m
 
+    def checks(self) -> dict:
+        """Which finding kinds did not run (provenance off: the provenance-based ones), so that an
+        empty findings list does not claim more than was checked."""
+        not_run = sorted({k for r in self.runs for k in r.checks_not_run})
+        return {"not_run": not_run, "reason": "provenance off" if not_run else None}
+
     def report(self) -> dict:
         mm = []
         for m in self.mmacs():
@@ -55,7 +61,7 @@ class KernelRun:
                        "b_tokens": [int(x) for x in m.tokens("B")] if m.tagged else []})
         return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                 "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
-                "seconds": round(sum(r.seconds for r in self.runs), 3)}
+                "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}
 
 
 def prepare_inputs(*, context, heads, kv_heads, head_dim, seed, inputs=None, num_queries=None):

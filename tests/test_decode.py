@@ -170,3 +170,57 @@ def test_batched_workgroups_match_one_at_a_time(grouping):
     assert sorted(map(key, one.run.findings)) == sorted(map(key, many.run.findings))
     tok = lambda r: sorted((m.workgroup, m.wave, tuple(m.tokens("A")), tuple(m.tokens("B"))) for m in r.mmacs())
     assert tok(one.run) == tok(many.run)
+
+
+PROVENANCE_CHECKS = ["ab-kslot-mismatch", "scale-group-mismatch", "token-coverage"]
+
+
+def test_no_provenance_reports_which_checks_did_not_run(capsys):
+    """Issue 9 item 5: without provenance no provenance-based check runs, and the report says which
+    did not (json: checks.not_run; text: one line, and "none" only among the checks that ran)."""
+    import json
+    from gfxsim.cli import main
+    small_run = ["run", "paged_attention_decode", "--context", "100", "--heads", "4", "--head-dim", "64", "--quiet"]
+    assert main(small_run + ["--no-provenance", "--report", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["findings"] == []
+    assert rep["checks"] == {"not_run": PROVENANCE_CHECKS, "reason": "provenance off"}
+    assert main(small_run + ["--report", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["findings"] == [] and rep["checks"]["not_run"] == []
+    assert main(small_run + ["--no-provenance"]) == 0
+    text = capsys.readouterr().out
+    assert "checks not run (provenance off): ab-kslot-mismatch, scale-group-mismatch, token-coverage" in text
+    assert "findings: none among the checks that ran" in text
+    assert main(small_run) == 0
+    text = capsys.readouterr().out
+    assert "checks not run" not in text and "findings: none" in text and "among the checks" not in text
+
+
+def test_contiguous_decode_without_provenance_says_the_scale_check_did_not_run(capsys):
+    import json
+    from gfxsim.cli import main
+    args = ["run", "--context", "130", "--heads", "4", "--head-dim", "64", "--grouping", "contiguous", "--quiet"]
+    assert main(args + ["--no-provenance", "--report", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert not [f for f in rep["findings"] if f["kind"] == "scale-group-mismatch"]
+    assert "scale-group-mismatch" in rep["checks"]["not_run"] and rep["checks"]["reason"] == "provenance off"
+    assert main(args + ["--no-provenance"]) == 0
+    text = capsys.readouterr().out
+    assert "scale-group-mismatch" in text.split("checks not run (provenance off):")[1].splitlines()[0]
+    # and with provenance the same kernel is found, with every check run
+    kr = run_kernel("paged_attention_decode", context=130, heads=4, head_dim=64, grouping="contiguous")
+    assert kr.report()["checks"]["not_run"] == [] and kr.run.findings_of("scale-group-mismatch")
+
+
+def test_kernel_run_checks_in_python():
+    off = run_kernel("paged_attention_decode", context=64, heads=2, head_dim=64, provenance=False)
+    assert off.findings == [] and off.checks() == {"not_run": PROVENANCE_CHECKS, "reason": "provenance off"}
+    assert all(sorted(r.checks_not_run) == PROVENANCE_CHECKS for r in off.runs)
+    on = run_kernel("paged_attention_decode", context=64, heads=2, head_dim=64)
+    assert on.checks() == {"not_run": [], "reason": None}
+
+
+def test_correct_decode_at_4k_without_provenance_has_no_false_coverage_findings():
+    kr = run_kernel("paged_attention_decode", context=4096, provenance=False)
+    assert kr.findings == [] and kr.report()["checks"]["not_run"] == PROVENANCE_CHECKS
