@@ -9,31 +9,34 @@ mantissa bits after every instruction (SageAttention2's FP22 finding for FP8 mma
 """
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
-_PLANS: dict = {}
-
-
 def gather_plan(insn, op):
     """(element index, lane) arrays ``[blocks, rows, cols]`` for an operand, from its record.
-    The element index counts elements of the operand's type within the lane's registers."""
-    key = (id(insn), op)
-    got = _PLANS.get(key)
-    if got is None or got[0] is not insn:
-        got = _PLANS[key] = (insn, *_plan(insn, op))
-    return got[1], got[2]
+    The element index counts elements of the operand's type within the lane's registers.
+
+    The plan depends on the operand's layout only, so it is cached by the layout record itself
+    (a frozen, hashable value compared field by field): two records with equal layouts share a
+    plan, a record never aliases another through a reused object address, and the cache keeps no
+    instruction record alive. The arrays are read-only (they are shared)."""
+    return _plan(insn.operand(op))
 
 
-def _plan(insn, op):
-    lay = insn.operand(op)
+@functools.lru_cache(maxsize=256)
+def _plan(lay):
     lane, reg, elem = lay.slot_of()
     epr = 32 // lay.elem_bits
-    e = (reg.astype(np.int64) * epr + elem)
-    return e, lane.astype(np.int64)
+    e = reg.astype(np.int64) * epr + elem
+    lane = lane.astype(np.int64)
+    e.setflags(write=False)
+    lane.setflags(write=False)
+    return e, lane
 
 
 @numba.njit(cache=True)

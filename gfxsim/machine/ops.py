@@ -52,7 +52,8 @@ VALU = {
     **{("min", t): _v(m) for t, m in (("f32", "v_min_f32"), ("f16", "v_min_f16"), ("i32", "v_min_i32"),
                                       ("u32", "v_min_u32"), ("i16", "v_min_i16"), ("u16", "v_min_u16"))},
     **{(op, t): _v(f"v_{op}_b32") for op in ("and", "or", "xor") for t in ("i32", "u32")},
-    **{(op, t): _v(f"v_{op}_b16") for op in ("and", "or", "xor") for t in ("i16", "u16")},
+    # gfx9 has no 16-bit bitwise ops (v_and_b16 & co. are gfx11 true16): the b32 op gives the low half
+    **{(op, t): _v(f"v_{op}_b32") for op in ("and", "or", "xor") for t in ("i16", "u16")},
     ("shl", "i32"): _v("v_lshlrev_b32"), ("shl", "u32"): _v("v_lshlrev_b32"),
     ("shr", "i32"): _v("v_ashrrev_i32"), ("shr", "u32"): _v("v_lshrrev_b32"),
     ("shl", "i16"): _v("v_lshlrev_b16"), ("shl", "u16"): _v("v_lshlrev_b16"),
@@ -132,12 +133,18 @@ def cvt(src: str, dst: str) -> Op:
     return got
 
 
-def table() -> list:
-    """Every operation as (unit, key, mnemonic, expands): the README's and the tests' view."""
+def table(arch=None) -> list:
+    """Every operation as (unit, key, mnemonic, expands): the README's and the tests' view.
+
+    The matrix unit's rows are the instruction records of ``arch`` (a name or profile), or of every
+    registered arch when None; their key is ``mma.<arch>`` (``w.mma(mnemonic, ...)``)."""
     rows = [(o.unit, f"{k[0]}.{k[1]}", o.mnemonic, o.expands) for k, o in VALU.items()]
     rows += [(o.unit, f"cvt.{s}->{d}", o.mnemonic, o.expands) for (s, d), o in CVT.items()]
     for unit, tab in (("VMEM", VMEM_LOAD), ("VMEM", VMEM_STORE), ("DS", DS_READ), ("DS", DS_WRITE),
                       ("SMEM", SMEM_LOAD)):
         rows += [(unit, f"{n}B", m, ()) for n, m in tab.items()]
     rows += [(o.unit, k, o.mnemonic, o.expands) for k, o in OTHER.items()]
+    from ..arch import ARCHS, get_arch
+    for prof in (ARCHS.values() if arch is None else (get_arch(arch),)):
+        rows += [("matrix", f"mma.{prof.name}", insn.mnemonic, ()) for insn in prof.instructions.values()]
     return rows
