@@ -99,15 +99,15 @@ def run_decode(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", fo
     out = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32)
     geo = dict(num_heads=num_heads, num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
                max_blocks=cache.block_tables.shape[1], max_partitions=max_parts)
-    # without the full trace, all workgroups run side by side (see gfxsim.launch's batch)
-    batch = 1 if trace else num_seqs * max_parts * kvh
+    # all workgroups run side by side (see gfxsim.launch's batch), traced or not
+    batch = num_seqs * max_parts * kvh
     r1 = launch(paged_attention_decode, grid=(num_seqs, max_parts, kvh), waves_per_group=4, arch=arch, batch=batch,
                 args=(q_buffer(q), bufs["k_cache"], bufs["v_cache"], bufs["k_scale"], bufs["v_scale"],
                       bufs["block_tables"], bufs["context_lens"], es, ml, tmp),
                 kwargs=dict(grouping=grouping, formula=formula, partition_size=partition_size, **geo), trace=trace,
                 provenance=provenance, **_launch_kwargs(progress, "paged_attention_decode", launches=2))
     r2 = launch(paged_attention_reduce, grid=(num_heads, num_seqs), waves_per_group=-(-hd // get_arch(arch).wave_size),
-                batch=1 if trace else num_heads * num_seqs,
+                batch=num_heads * num_seqs,
                 arch=arch, args=(tmp, es, ml, bufs["context_lens"], out),
                 kwargs=dict(num_heads=num_heads, head_dim=hd, max_partitions=max_parts,
                             partition_size=partition_size), trace=trace,

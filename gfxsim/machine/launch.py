@@ -117,15 +117,14 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     ``batch=N`` runs N workgroups side by side: every wave statement then acts on N waves at once
     (one register array N*wave_size wide), which amortises the simulator's per-statement cost.
     The kernel must then treat workgroup ids and scalar loads as per-lane values (uniform per wave)
-    and branch on them with w.if_/w.end_program; the full per-lane trace needs batch=1.
+    and branch on them with w.if_/w.end_program. The full trace records every statement once for
+    the whole batch; ``run.events`` and ``run.replay(workgroup, wave)`` view one workgroup.
 
     ``progress(done, total)``, if given, is called with the workgroups done: once at the start
     and after every batch.
     """
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
-    if batch > 1 and trace:
-        raise ValueError("the full trace records one workgroup at a time: use trace=False with batch > 1")
     prof = get_arch(arch)
     if not 1 <= waves_per_group <= 16:
         raise ValueError(f"waves_per_group must be 1..16, got {waves_per_group}")

@@ -20,7 +20,7 @@ from .dtypes import itemsize, np_dtype
 from .errors import GfxSimError
 from .mma import compute, gather_plan
 from .provenance import RESERVED, Mask, Prov, WideSets
-from .trace import MmaEvent, Operand
+from .trace import BatchEvent, MmaEvent
 from .vgpr import VGPRs
 
 _BIG = np.iinfo(np.int32).max
@@ -278,9 +278,9 @@ class MatrixOps:
                          + (f" block {blk % insn.blocks}" if insn.blocks > 1 else ""), lane=lane, instruction=idx,
                          elements=int(overflow.sum()))
         if tr.enabled:
-            rec.operands = ([Operand.of(v) for v in (a, b, c) if v.regs is not None], [Operand.of(out)])
-            ev = MmaEvent.from_record(rec, 0)
-            tr.events.append(ev)
+            rec.operands = (self._operands((a, b, c), False), self._operands((out,), True))
+            tr.raw.append(BatchEvent(idx, mnemonic, self.kernel, self.wg.ids, self.wave_id, rec.source, rec.exec_mask,
+                                     rec.operands[0], rec.operands[1], {}, self.lanes, record=rec))
         self.machine.mma_log.add(rec)
         for cov in self._coverage:
             cov.add(self, rec)

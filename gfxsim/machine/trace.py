@@ -57,6 +57,34 @@ class Event:
         return f"#{self.index} wg{self.workgroup} w{self.wave} {self.op} {outs}{' <- ' if ins else ''}{ins}  {self.source or ''}"
 
 
+class BatchEvent:
+    """One statement of a wave as recorded: its operands over every batched workgroup's columns.
+    ``view(member)`` is the Event of one workgroup (its columns, no copy)."""
+    __slots__ = ("index", "op", "kernel", "workgroups", "wave", "source", "exec_mask", "inputs", "outputs",
+                 "details", "lanes", "record")
+
+    def __init__(self, index, op, kernel, workgroups, wave, source, exec_mask, inputs, outputs, details, lanes,
+                 record=None):
+        self.index, self.op, self.kernel, self.workgroups, self.wave = index, op, kernel, workgroups, wave
+        self.source, self.exec_mask, self.inputs, self.outputs, self.details = source, exec_mask, inputs, outputs, details
+        self.lanes, self.record = lanes, record
+
+    def view(self, member: int) -> "Event":
+        cols = slice(member * self.lanes, (member + 1) * self.lanes)
+        width = self.exec_mask.shape[0]
+        ins = [Operand(o.regs, o.dtype, o.values[:, cols]) for o in self.inputs]
+        outs = [Operand(o.regs, o.dtype, o.values[:, cols]) for o in self.outputs]
+        if self.record is not None:
+            ev = MmaEvent.from_record(self.record, member)
+            ev.inputs, ev.outputs = ins, outs
+            return ev
+        det = {k: (v[cols] if isinstance(v, np.ndarray) and v.shape[-1:] == (width,) else v)
+               for k, v in self.details.items()}
+        return Event(index=self.index, op=self.op, kernel=self.kernel, workgroup=tuple(self.workgroups[member]),
+                     wave=self.wave, source=self.source, exec_mask=self.exec_mask[cols], inputs=ins, outputs=outs,
+                     details=det)
+
+
 @dataclass(repr=False)          # Event's one-line repr, not every array
 class MmaEvent(Event):
     """A matrix instruction of one workgroup: a view of its launch's compact record."""
@@ -68,7 +96,8 @@ class MmaEvent(Event):
     def from_record(cls, rec, member: int) -> "MmaEvent":
         lanes = len(rec.exec_mask) // len(rec.workgroups)
         cols = slice(member * lanes, (member + 1) * lanes)
-        ins, outs = rec.operands if rec.operands is not None else ([], [])
+        ins, outs = ([[Operand(o.regs, o.dtype, o.values[:, cols]) for o in side] for side in rec.operands]
+                     if rec.operands is not None else ([], []))
         return cls(index=rec.first + member, op=rec.op, kernel=rec.kernel, workgroup=tuple(rec.workgroups[member]),
                    wave=rec.wave, source=rec.source, exec_mask=rec.exec_mask[cols], inputs=ins, outputs=outs,
                    insn=rec.insn, record=rec, member=member)
@@ -106,11 +135,33 @@ class MmaEvent(Event):
 
 
 class Trace:
+    """The recorded statements (``raw``: one BatchEvent per statement of a batch) and, per
+    workgroup, their Event views: ``events`` (all, in issue order), ``of_wave(workgroup, wave)``."""
+
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
-        self.events: list[Event] = []
+        self.raw: list[BatchEvent] = []
+        self._events = None
+        self._events_n = 0
+        self._views: dict = {}
         self.mma_log = None              # matrix.MmaLog of the launch (set by the machine)
         self.n_events = 0                # counted even when not recorded
+
+    @property
+    def events(self) -> list:
+        """Every workgroup's events, statement by statement (built on first use)."""
+        if self._events is None or self._events_n != len(self.raw):
+            self._events_n = len(self.raw)
+            self._events = [self._view(i, m) for i, b in enumerate(self.raw) for m in range(len(b.workgroups))
+                            if b.record is None or m in b.record.live]
+        return self._events
+
+    def _view(self, i, member):
+        key = (i, member)
+        got = self._views.get(key)
+        if got is None:
+            got = self._views[key] = self.raw[i].view(member)
+        return got
 
     def __len__(self):
         return len(self.events)
@@ -120,13 +171,18 @@ class Trace:
 
     def mmacs(self) -> list:
         """All matrix-instruction events, in issue order (views of the launch's MmaLog)."""
-        if self.enabled:
-            return [e for e in self.events if isinstance(e, MmaEvent)]
         return self.mma_log.events() if self.mma_log is not None else []
 
     def of_wave(self, workgroup, wave) -> list:
         wg = tuple(workgroup) if not isinstance(workgroup, int) else (workgroup, 0, 0)
-        return [e for e in self.events if e.workgroup == wg and e.wave == wave]
+        out = []
+        for i, b in enumerate(self.raw):
+            if b.wave != wave:
+                continue
+            for m, w in enumerate(b.workgroups):
+                if tuple(w) == wg and (b.record is None or m in b.record.live):
+                    out.append(self._view(i, m))
+        return out
 
     def history(self, workgroup, wave, lane: int, reg: int) -> list:
         """Every write to VGPR ``reg`` of one lane: [(event, 32-bit word written)]."""

@@ -18,7 +18,7 @@ from .dtypes import FLOAT, INT, SIGNED, dtype_name, from_bytes, itemsize, np_dty
 
 class VGPRs:
     __array_ufunc__ = None       # numpy scalars defer to our operators (np.float32(127) / v)
-    __slots__ = ("w", "val", "dtype", "prov", "valid", "regs", "literal")
+    __slots__ = ("w", "val", "dtype", "prov", "valid", "regs", "literal", "traced")
 
     def __init__(self, w, val, dtype, prov=None, valid=None, *, regs=None, literal=False):
         self.w = w
@@ -30,6 +30,7 @@ class VGPRs:
         if regs is None and w is not None and not literal:
             regs = w._alloc(self.n_regs)
         self.regs = regs
+        self.traced = None                   # the trace's copy of these values (when tracing)
 
     # -- shape -------------------------------------------------------------------------------
     @property

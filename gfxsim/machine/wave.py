@@ -28,7 +28,7 @@ from .errors import located
 from .matrix import MatrixOps
 from .routing import RoutingOps
 from .scales import ScaleOps
-from .trace import Event, Operand
+from .trace import BatchEvent, Operand
 from .valu import ValuOps
 from .vgpr import VGPRs
 from .vmem import VmemOps
@@ -153,11 +153,24 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
             if op.pseudo:
                 details["expands"] = op.expands
             op = op.mnemonic
-        tr.events.append(Event(index=idx, op=op, kernel=self.kernel, workgroup=self.wg.id, wave=self.wave_id,
-                               source=self.source(), exec_mask=self.exec.copy(),
-                               inputs=[Operand.of(v) for v in ins if isinstance(v, VGPRs) and v.regs is not None],
-                               outputs=[Operand.of(v) for v in outs], details=details))
+        tr.raw.append(BatchEvent(idx, op, self.kernel, self.wg.ids, self.wave_id, self.source(), self.exec.copy(),
+                                 self._operands(ins, False), self._operands(outs, True), details, self.lanes))
         return idx
+
+    def _operands(self, vals, written):
+        """Trace operands: an output's values are copied (and remembered on the value); an input
+        that is still what an earlier event wrote refers to that copy."""
+        out = []
+        for v in vals:
+            if not isinstance(v, VGPRs) or v.regs is None:
+                continue
+            op = None if written else v.traced
+            if op is None or op.dtype != v.dtype:
+                op = Operand.of(v)
+                if written:
+                    v.traced = op
+            out.append(op)
+        return out
 
     # -- value construction --------------------------------------------------------------------
     def _new(self, val, dtype, prov=None) -> VGPRs:
