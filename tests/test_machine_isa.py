@@ -148,8 +148,6 @@ def test_exp_is_the_pseudo_op_for_a_multiply_then_v_exp_f32():
     assert abs(got["e"] - np.e) < 3e-7 and got["t"] == 8.0
 
 
-@pytest.mark.xfail(strict=True, reason="valu.py computes w.exp/w.exp2 with numpy's float32 np.exp/np.exp2 "
-                   "(SIMD, up to 2 ulp off for ~40% of inputs), not correctly rounded as the README states")
 def test_exp_and_exp2_are_correctly_rounded():
     x = np.linspace(-20, 20, 64 * 16, dtype=np.float32).reshape(16, 64)
     got = {}
@@ -169,8 +167,6 @@ def test_idiv_is_a_pseudo_op_naming_its_instructions():
     assert "v_mul_hi_u32" in e.details["expands"]
 
 
-@pytest.mark.xfail(strict=True, reason="matrix.py records the mnemonic as the kernel spelled it (rec.op = "
-                   "mnemonic), not the record's verbatim insn.mnemonic")
 def test_matrix_events_carry_the_records_verbatim_mnemonic():
     def k(w):
         a = w.const(1, "i8", 8)
@@ -315,8 +311,6 @@ def test_a_bad_dtype_string_is_a_value_error_naming_it(bad):
             launch(c, arch="gfx942")
 
 
-@pytest.mark.xfail(strict=True, reason="memory.py Buffer.empty passes dtype to np.dtype: 'i8' gives int64, "
-                   "'f32' raises TypeError (the ISA vocabulary does not reach Buffer.empty)")
 def test_buffer_empty_speaks_the_isa_vocabulary_too():
     assert Buffer.empty("o", (4,), "i8").array.dtype == np.int8
     assert Buffer.empty("o", (4,), "f32").array.dtype == np.float32

@@ -613,10 +613,8 @@ def test_batched_workgroups_report_what_one_at_a_time_reports(grouping):
         assert len(got[4]) == (8 if grouping == "contiguous" else 0), route
 
 
-# -- back-end bugs found while writing these tests (xfail strict: they pass once fixed) ---------------
+# -- back-end bugs found while writing these tests, fixed since -----------------------------------
 
-@pytest.mark.xfail(strict=True, reason="back-end bug: the sum of two matrix results loses @mma "
-                   "(provenance.merge drops conflicting reserved fields), so a scale applied to it is never checked")
 def test_scale_on_the_sum_of_two_results_is_checked_like_a_chain_through_c():
     """acc0 + acc1 (two instructions, one int32 add) is the same number as a chain through C; a scale
     covering only instruction 0's tokens must be found on both, and one covering both on neither."""
@@ -643,9 +641,6 @@ def test_scale_on_the_sum_of_two_results_is_checked_like_a_chain_through_c():
         assert len(f) == 1 and f[0].details["foreign"] == k_tokens(1), how
 
 
-@pytest.mark.xfail(strict=True, reason="back-end bug: a dword load (u32) from LDS or global memory "
-                   "collapses per-byte provenance to one element (Prov.per_element keeps byte 0's footprint, "
-                   "drops disagreeing identities), so packed f16 scales / packed token bytes lose theirs")
 def test_two_f16_scales_packed_in_one_dword_keep_their_footprints_through_lds_and_global():
     wbuf, vbuf, *_ = pv_buffers()
     g = Buffer.empty("g", (LANES,), np.uint32)
@@ -667,8 +662,6 @@ def test_two_f16_scales_packed_in_one_dword_keep_their_footprints_through_lds_an
     assert got == {"register": want, "lds": want, "global": want}
 
 
-@pytest.mark.xfail(strict=True, reason="back-end bug: the same collapse on identities: four token bytes "
-                   "loaded as one u32 (ds_read_b32 / global_load_dword) lose every token")
 def test_dword_load_of_four_token_bytes_keeps_each_bytes_token():
     tok = np.arange(LANES * 4).reshape(LANES, 4)
     buf = Buffer("v", (tok % 100).astype(np.int8), tags={"token": tok})
@@ -683,8 +676,6 @@ def test_dword_load_of_four_token_bytes_keeps_each_bytes_token():
     assert got == {"lds": [4, 5, 6, 7], "global": [4, 5, 6, 7]}
 
 
-@pytest.mark.xfail(strict=True, reason="back-end bug: a footprint wider than one window is a WideSets id of "
-                   "the storing launch (Machine.wide); a later launch that loads it looks the id up in its own")
 def test_wide_footprint_survives_a_launch_boundary_through_a_buffer():
     tok = np.arange(LANES * 16).reshape(LANES, 16)                     # 1024 tokens: four windows
     x = Buffer("x", np.ones((LANES, 16), np.float32), tags={"token": tok})
@@ -709,9 +700,6 @@ def test_wide_footprint_survives_a_launch_boundary_through_a_buffer():
     assert got["after"] == (True, set(range(1024)))
 
 
-@pytest.mark.xfail(strict=True, reason="back-end bug: @mma is a launch-local instruction index; a matrix result "
-                   "stored to a buffer and dequantized by a marked scale in a later launch is looked up in the "
-                   "later launch's MmaLog (IndexError in MmaLog.ksets, or another instruction's K sets)")
 @pytest.mark.parametrize("second_launch_mmas", [0, 1])
 def test_matrix_result_dequantized_in_a_later_launch(second_launch_mmas):
     """Launch 1 stores a PV result and its scale (the decode's tmp_out pattern); launch 2 loads both and

@@ -107,7 +107,7 @@ class DsOps:
         if self.machine.provenance:
             prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes))
             if prov is not None and size > 1:
-                prov = prov.per_element(size)
+                prov = prov.compact(size)
         v = self._new(from_bytes(lds.raw[ba], dtype), dtype, prov)
         wr = lds.written[ba]
         if not self._full:

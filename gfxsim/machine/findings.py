@@ -76,7 +76,7 @@ REGISTRY = {k.name: k for k in (
     Kind("ab-kslot-mismatch", "A and B feed different tags into the same K slot", ABKSlotMismatch,
          ("instruction", "workgroup", "field")),
     Kind("scale-group-mismatch", "a quantization scale does not cover every element an instruction consumed",
-         ScaleGroupMismatch, ("mma_event", "wave")),
+         ScaleGroupMismatch, ("mma_event", "wave", "field")),
     Kind("token-coverage", "a token was consumed zero or several times for one output tile", TokenCoverage, ()),
     Kind("lds-race", "two waves touched one LDS byte in the same barrier epoch, at least one writing", LdsRace,
          ("source", "other_wave", "workgroup")),

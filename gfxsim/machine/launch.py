@@ -23,7 +23,8 @@ class Machine:
         self.arch = get_arch(arch)
         self.kernel_name = kernel_name
         self.trace = Trace(trace)
-        self.mma_log = MmaLog()
+        self.wide = WideSets()           # exact sets of footprints wider than a window
+        self.mma_log = MmaLog(self.wide)
         self.trace.mma_log = self.mma_log
         self.provenance = provenance
         self.check_races = check_races
@@ -31,7 +32,6 @@ class Machine:
         if self.lds_bytes > self.arch.lds_bytes:
             raise ValueError(f"{kernel_name}: {self.lds_bytes} B of LDS requested, {self.arch.name} has "
                              f"{self.arch.lds_bytes}")
-        self.wide = WideSets()           # exact sets of footprints wider than a window
         self.log = FindingLog(kernel_name)
         self.findings = self.log.findings
         self.plan_cache: dict = {}

@@ -128,16 +128,48 @@ class MmaRecord:
         return slice(member * bl, (member + 1) * bl)
 
 
-class MmaLog:
-    """Every matrix instruction of a launch, in issue order, as compact records."""
+PAIR_BASE = 1 << 28          # ids of sums of two matrix results (PairRecords)
+FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1) * FOREIGN_BASE + its id
 
-    def __init__(self):
+
+class PairRecord:
+    """The sum of two matrix results, element for element: what each side was (@mma, @mn)."""
+    __slots__ = ("left", "right")
+
+    def __init__(self, left, right):
+        self.left, self.right = left, right          # (ids, mn) int64 arrays [n]
+
+
+class MmaLog:
+    """Every matrix instruction of a launch, in issue order, as compact records; the sums of two
+    results (pairs); and the logs of earlier launches whose results this launch read."""
+
+    def __init__(self, wide: WideSets | None = None):
         self.records: list[MmaRecord] = []
         self._starts = []
+        self.pairs: list[PairRecord] = []
+        self.foreign: list = []                      # [(MmaLog, its WideSets)]
+        self.wide = wide
 
     def add(self, rec: MmaRecord):
         self.records.append(rec)
         self._starts.append(rec.first)
+
+    def add_pair(self, left, right) -> int:
+        if len(self.pairs) >= FOREIGN_BASE - PAIR_BASE:
+            raise OverflowError("more sums of matrix results than the provenance ids can name")
+        self.pairs.append(PairRecord(left, right))
+        return PAIR_BASE + len(self.pairs) - 1
+
+    def foreign_base(self, log, wide) -> int:
+        """The id offset under which results of ``log`` (an earlier launch) are known here."""
+        for k, (l, _) in enumerate(self.foreign):
+            if l is log:
+                return (k + 1) * FOREIGN_BASE
+        if len(self.foreign) >= 2:
+            raise OverflowError("a launch can read matrix results of at most two earlier launches")
+        self.foreign.append((log, wide))
+        return len(self.foreign) * FOREIGN_BASE
 
     def events(self, tags=True) -> list:
         """One MmaEvent view per instruction and live workgroup, in index order."""
@@ -149,6 +181,8 @@ class MmaLog:
 
     def record_of(self, index: int):
         """The record of instruction ``index`` (None if no record holds it)."""
+        if index >= PAIR_BASE:
+            return None
         i = int(np.searchsorted(np.asarray(self._starts, np.int64), index, "right")) - 1
         if i < 0:
             return None
@@ -169,49 +203,89 @@ class MmaLog:
         return prev
 
     def ksets(self, ids: np.ndarray, mn: np.ndarray, wide: WideSets) -> dict:
-        """K sets (field -> Mask [N]) of result elements named by (@mma, @mn), chained through C."""
-        starts = np.asarray(self._starts, np.int64)
+        """K sets (field -> Mask [N]) of result elements named by (@mma, @mn): through chains in C,
+        sums of results and results of earlier launches."""
+        n = len(ids)
         out: dict = {}
+        pos = np.arange(n)
         ids = np.asarray(ids, np.int64)
         mn = np.asarray(mn, np.int64)
-        todo = np.arange(len(ids))
-        while len(todo):
-            ri = np.searchsorted(starts, ids[todo], "right") - 1
-            nxt_pos, nxt_ids, nxt_mn = [], [], []
-            for r_i in np.unique(ri).tolist():
-                sel = todo[ri == r_i]
-                rec = self.records[r_i]
-                insn = rec.insn
-                M, N, bl = insn.M, insn.N, insn.blocks
-                member = ids[sel] - rec.first
+        starts = np.asarray(self._starts, np.int64)
+        while len(pos):
+            nxt = ([], [], [])
+            local = ids < PAIR_BASE
+            if local.any():
+                self._from_records(pos[local], ids[local], mn[local], starts, out, nxt, n, wide)
+            pair = (ids >= PAIR_BASE) & (ids < FOREIGN_BASE)
+            for pid in np.unique(ids[pair]).tolist():
+                sel = pair & (ids == pid)
+                p = self.pairs[pid - PAIR_BASE]
                 e = mn[sel]
-                blk, m, n = e // (M * N), (e // N) % M, e % N
-                row = member * bl + blk
-                for f in rec.ks_a.keys() | rec.ks_b.keys():
-                    parts = []
-                    if f in rec.ks_a:
-                        parts.append(rec.ks_a[f].map(lambda x: x[row, m]))
-                    if f in rec.ks_b:
-                        parts.append(rec.ks_b[f].map(lambda x: x[row, n]))
-                    s = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
-                    cur = out.get(f)
-                    if cur is None:
-                        cur = out[f] = Mask.empty((len(ids),))
-                    cur.assign(sel, cur.map(lambda x: x[sel]).union(s, wide))
-                if rec.c_mma is not None:
-                    cm = rec.c_mma[row, m, n]
-                    keep = cm >= 0
-                    nxt_pos.append(sel[keep])
-                    nxt_ids.append(cm[keep])
-                    nxt_mn.append(rec.c_mn[row, m, n][keep])
-            if not nxt_pos:
+                for side_ids, side_mn in (p.left, p.right):
+                    got = side_ids[e]
+                    keep = got >= 0
+                    nxt[0].append(pos[sel][keep])
+                    nxt[1].append(got[keep])
+                    nxt[2].append(side_mn[e][keep])
+            far = ids >= FOREIGN_BASE
+            for k in np.unique(ids[far] // FOREIGN_BASE).tolist():
+                sel = far & (ids // FOREIGN_BASE == k)
+                log, their_wide = self.foreign[k - 1]
+                theirs = log.ksets(ids[sel] - k * FOREIGN_BASE, mn[sel], their_wide)
+                for f, m in theirs.items():
+                    _unite(out, f, pos[sel], _import_wide(m, their_wide, wide), n, wide)
+            if not nxt[0]:
                 break
-            todo = np.concatenate(nxt_pos)
-            ids = ids.copy()
-            mn = mn.copy()
-            ids[todo] = np.concatenate(nxt_ids)
-            mn[todo] = np.concatenate(nxt_mn)
+            pos, ids, mn = (np.concatenate(x) for x in nxt)
         return out
+
+    def _from_records(self, pos, ids, mn, starts, out, nxt, n, wide):
+        ri = np.searchsorted(starts, ids, "right") - 1
+        for r_i in np.unique(ri).tolist():
+            sel = ri == r_i
+            rec = self.records[r_i]
+            M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
+            e = mn[sel]
+            blk, m, nn = e // (M * N), (e // N) % M, e % N
+            row = (ids[sel] - rec.first) * bl + blk
+            for f in rec.ks_a.keys() | rec.ks_b.keys():
+                parts = []
+                if f in rec.ks_a:
+                    parts.append(rec.ks_a[f].map(lambda x: x[row, m]))
+                if f in rec.ks_b:
+                    parts.append(rec.ks_b[f].map(lambda x: x[row, nn]))
+                s = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
+                _unite(out, f, pos[sel], s, n, wide)
+            if rec.c_mma is not None:
+                cm = rec.c_mma[row, m, nn]
+                keep = cm >= 0
+                nxt[0].append(pos[sel][keep])
+                nxt[1].append(cm[keep].astype(np.int64))
+                nxt[2].append(rec.c_mn[row, m, nn][keep].astype(np.int64))
+
+
+def _unite(out, f, pos, s: Mask, n, wide):
+    """out[f][pos] |= s, where pos may repeat (two sides of a sum in one record)."""
+    cur = out.get(f)
+    if cur is None:
+        cur = out[f] = Mask.empty((n,))
+    idx = np.arange(len(pos))
+    while len(idx):
+        _, first = np.unique(pos[idx], return_index=True)
+        take = idx[first]
+        p = pos[take]
+        cur.assign(p, cur.map(lambda x: x[p]).union(s.map(lambda x: x[take]), wide))
+        idx = np.setdiff1d(idx, take, assume_unique=True)
+
+
+def _import_wide(m: Mask, theirs: WideSets, ours: WideSets) -> Mask:
+    """A mask whose wide ids belong to another launch's WideSets, re-interned in ours."""
+    if theirs is ours or not m.wide.any():
+        return m
+    out = m.map(lambda x: x.copy())
+    for wid in np.unique(m.wide[m.wide != 0]).tolist():
+        out.wide[m.wide == wid] = ours.intern(theirs.values(wid))
+    return out
 
 
 class MatrixOps:
@@ -262,7 +336,7 @@ class MatrixOps:
         tr.n_events += self.members             # member m's instruction is idx + m
         out = self._new(dval, insn.cd_type)
         rec = MmaRecord()
-        rec.first, rec.insn, rec.op, rec.kernel, rec.wave = idx, insn, mnemonic, self.kernel, self.wave_id
+        rec.first, rec.insn, rec.op, rec.kernel, rec.wave = idx, insn, insn.mnemonic, self.kernel, self.wave_id
         rec.workgroups, rec.live = self.wg.ids, np.nonzero(live)[0].tolist()
         rec.source = self.source()
         rec.exec_mask = self.exec
@@ -279,7 +353,7 @@ class MatrixOps:
                          elements=int(overflow.sum()))
         if tr.enabled:
             rec.operands = (self._operands((a, b, c), False), self._operands((out,), True))
-            tr.raw.append(BatchEvent(idx, mnemonic, self.kernel, self.wg.ids, self.wave_id, rec.source, rec.exec_mask,
+            tr.raw.append(BatchEvent(idx, insn.mnemonic, self.kernel, self.wg.ids, self.wave_id, rec.source, rec.exec_mask,
                                      rec.operands[0], rec.operands[1], {}, self.lanes, record=rec))
         self.machine.mma_log.add(rec)
         for cov in self._coverage:

@@ -86,10 +86,12 @@ class Buffer:
         self._flat_tags = None
         self.written = None if written else np.zeros(self.raw.size, bool)
         self.prov: MemProv | None = None       # what stores with provenance left here
+        self.origin = None                     # the launch (Machine) whose ids those planes use
 
     @classmethod
     def empty(cls, name, shape, dtype, tags=None):
-        arr = np.empty(shape, np.dtype(dtype))
+        from .dtypes import np_dtype
+        arr = np.empty(shape, np_dtype(dtype_name(dtype)))
         arr.reshape(-1).view(np.uint8)[:] = poison(arr.nbytes)
         return cls(name, arr, tags, written=False)
 
@@ -117,11 +119,14 @@ class Buffer:
     def dtype(self) -> str:
         return dtype_name(self.array.dtype)
 
-    def load_prov(self, byte_addr: np.ndarray, size: int) -> Prov | None:
-        """Provenance of a load of elements of ``size`` bytes at ``byte_addr`` ``[nbytes, width]``."""
+    def load_prov(self, byte_addr: np.ndarray, size: int, machine=None) -> Prov | None:
+        """Provenance of a load of elements of ``size`` bytes at ``byte_addr`` ``[nbytes, width]``;
+        what an earlier launch stored is translated into ``machine``'s namespaces."""
         if self.prov is not None:
             p = self.prov.gather(byte_addr)
-            return None if p is None else (p.per_element(size) if size > 1 else p)
+            if p is not None and machine is not None and self.origin is not None and self.origin is not machine:
+                p = _import(p, self.origin, machine)
+            return None if p is None else (p.compact(size) if size > 1 else p)
         if not self._tags:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
@@ -129,9 +134,16 @@ class Buffer:
             return Prov(size, {f: t[elem] for f, t in self.tags.items()})
         elem = byte_addr // self.itemsize
         p = Prov(1, {f: t[elem] for f, t in self.tags.items()})
-        return p.per_element(size) if size > 1 else p
+        return p.compact(size) if size > 1 else p
 
-    def store_prov(self, byte_addr: np.ndarray, p: Prov | None):
+    def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None):
+        if machine is not None and self.origin is not machine and self.prov is not None and self.origin is not None:
+            # a second launch writes: bring what the first left here into its namespaces
+            whole = self.prov.gather(np.arange(self.nbytes)[:, None])
+            self.prov = MemProv(self.nbytes)
+            if whole is not None:
+                self.prov.scatter(np.arange(self.nbytes)[:, None], _import(whole, self.origin, machine))
+        self.origin = machine
         if self.prov is None:
             if p is None:
                 return
@@ -140,6 +152,19 @@ class Buffer:
 
     def __repr__(self):
         return f"Buffer({self.name!r}, {self.array.shape}, {self.array.dtype})"
+
+
+def _import(p: Prov, origin, machine) -> Prov:
+    """Provenance stored by launch ``origin`` as launch ``machine`` reads it: footprints wider than
+    a window re-interned, matrix-result names (@mma) moved under an id offset of the earlier log."""
+    from .matrix import _import_wide
+    fp = {f: _import_wide(m, origin.wide, machine.wide) for f, m in p.fp.items()}
+    ids = dict(p.ids)
+    if "@mma" in ids:
+        base = machine.mma_log.foreign_base(origin.mma_log, origin.wide)
+        a = ids["@mma"]
+        ids["@mma"] = np.where(a >= 0, a.astype(np.int64) + base, -1).astype(np.int32)   # < 2**31
+    return Prov(p.g, ids, fp, p.flags)
 
 
 class LdsRegion:

@@ -255,6 +255,19 @@ class Prov:
         p.g = 1
         return p
 
+    def compact(self, size: int) -> "Prov":
+        """Per element when that loses nothing (every byte of every element agrees in every plane),
+        else per byte: loads stay exact for four token bytes read as one u32."""
+        if self.g != 1 or size == 1:
+            return self
+        planes = list(self.ids.values()) + [m.base for m in self.fp.values()] + [m.wide for m in self.fp.values()] + \
+            [m.bits for m in self.fp.values()] + ([self.flags] if self.flags is not None else [])
+        for a in planes:
+            r = a.reshape((-1, size) + a.shape[1:])
+            if not (r == r[:, :1]).all():
+                return self
+        return self.per_element(size)
+
     def per_element(self, size: int) -> "Prov":
         """Rows of ``size`` bytes: a field survives where all bytes of the element agree (the
         bytes of a u32 holding four tokens have no single token); footprints unite; flags OR."""
@@ -367,6 +380,12 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
         u = sa.union(sb, wide)
         if u.nonempty().any():
             fp[f] = u
+    if "@mma" in ids or "@mn" in ids:          # a result's name is the pair, or nothing
+        mma, mn = ids.pop("@mma", None), ids.pop("@mn", None)
+        if mma is not None and mn is not None:
+            keep = (mma >= 0) & (mn >= 0)
+            if keep.any():
+                ids["@mma"], ids["@mn"] = np.where(keep, mma, -1).astype(np.int32), np.where(keep, mn, -1).astype(np.int32)
     return Prov(a.g, ids, fp, None)
 
 

@@ -34,12 +34,12 @@ class ScaleOps:
         """float(acc) * scale: the explicit form of applying a group scale to a matrix result."""
         return acc.to(scale.dtype) * scale
 
-    def _check_scale_application(self, a, b) -> bool:
+    def _check_scale_application(self, a, b, divisor=False) -> bool:
         """Check a product of a marked scale and a matrix result; True when it is one (a dequant)."""
         if not self.machine.provenance:
             return False
         hit = False
-        for res, sc in ((a, b), (b, a)):
+        for res, sc in ((a, b),) if divisor else ((a, b), (b, a)):       # acc / s: s is the scale
             if not isinstance(res, VGPRs) or not isinstance(sc, VGPRs) or res.prov is None or sc.prov is None:
                 continue
             if "@mma" not in res.prov.ids or sc.prov.flags is None:

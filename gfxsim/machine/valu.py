@@ -31,6 +31,12 @@ def bcast(x, n):
     raise ValueError(f"cannot broadcast {x.shape[0]} elements to {n}")
 
 
+def _via_f64(fn):
+    """fn evaluated in float64 and rounded once to the value's type: correctly rounded except in
+    the rare double-rounding case (numpy's float32 exp/exp2 are up to 2 ulp off)."""
+    return lambda v: fn(v.astype(np.float64))
+
+
 class ValuOps:
     # -- provenance of a result ----------------------------------------------------------------
     def _elem_prov(self, v: VGPRs, n: int):
@@ -39,13 +45,36 @@ class ValuOps:
             return None
         return broadcast_rows(v.prov.per_element(itemsize(v.dtype)), n)
 
-    def _merged(self, a, b, n, reducing=False):
+    def _merged(self, a, b, n, reducing=False, summing=False):
         if not self.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
             return None
         pa = self._elem_prov(a, n)
         if b is None:
             return pa
-        return merge(pa, self._elem_prov(b, n), reducing, self.machine.wide)
+        pb = self._elem_prov(b, n)
+        out = merge(pa, pb, reducing, self.machine.wide)
+        if summing and pa is not None and pb is not None and "@mma" in pa.ids and "@mma" in pb.ids:
+            out = self._sum_of_results(pa, pb, out)
+        return out
+
+    def _sum_of_results(self, pa, pb, out):
+        """Two matrix results added: the sum's elements are named by a pair record, so a scale
+        applied to the sum is checked against both instructions' K sets."""
+        ia, ib, ma, mb = pa.ids["@mma"], pb.ids["@mma"], pa.ids["@mn"], pb.ids["@mn"]
+        both = (ia >= 0) & (ib >= 0) & ((ia != ib) | (ma != mb))
+        if not both.any():
+            return out
+        pid = self.machine.mma_log.add_pair((ia[both].astype(np.int64), ma[both].astype(np.int64)),
+                                            (ib[both].astype(np.int64), mb[both].astype(np.int64)))
+        ids = dict(out.ids)
+        mma = ids.get("@mma")
+        mma = np.full(both.shape, -1, np.int32) if mma is None else mma.copy()
+        mn = ids.get("@mn")
+        mn = np.full(both.shape, -1, np.int32) if mn is None else mn.copy()
+        mma[both] = pid
+        mn[both] = np.arange(int(both.sum()), dtype=np.int32)
+        ids["@mma"], ids["@mn"] = mma, mn
+        return Prov(out.g, ids, out.fp, out.flags)
 
     # -- elementwise ALU ----------------------------------------------------------------------------
     def _binary(self, op, a, b, into=None) -> VGPRs:
@@ -79,8 +108,8 @@ class ValuOps:
                 sh = (y & (8 * dt.itemsize - 1)).astype(dt)
                 r = np.left_shift(x, sh) if op == "shl" else np.right_shift(x, sh)
         r = np.asarray(r).astype(dt, copy=False)
-        prov = self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add"))
-        if op == "mul" and self._check_scale_application(a, b) and prov is not None:
+        prov = self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add"), summing=op in ("add", "sub"))
+        if op in ("mul", "div") and self._check_scale_application(a, b, divisor=op == "div") and prov is not None:
             prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
         out = self._new(r, a.dtype, prov)
         return self._finish((out, insn), into, a, b)
@@ -111,12 +140,12 @@ class ValuOps:
         """e**x in fp32, correctly rounded: the pseudo-op for v_mul_f32 by log2(e) then v_exp_f32
         (2**x on the hardware, within 1 ulp — a stated difference)."""
         self._float_only(x, "exp")
-        return self._unary("exp", x, np.exp)
+        return self._unary("exp", x, _via_f64(np.exp))
 
     def exp2(self, x):
         """2**x (v_exp_f32), correctly rounded."""
         self._float_only(x, "exp2")
-        return self._unary("exp2", x, np.exp2)
+        return self._unary("exp2", x, _via_f64(np.exp2))
 
     def sqrt(self, x):
         self._float_only(x, "sqrt")

@@ -59,7 +59,7 @@ class VmemOps:
             raise self.error(ValueError, f"global_load of {nbytes} bytes as {dtype} from {buf.name!r}")
         addr = self._addresses(offset, nbytes, buf.nbytes, f"global_load from {buf.name!r}", min(nbytes, 4))
         ba = self._byte_addr(addr, nbytes)
-        prov = buf.load_prov(ba, size) if self.machine.provenance else None
+        prov = buf.load_prov(ba, size, self.machine) if self.machine.provenance else None
         v = self._new(from_bytes(buf.raw[ba], dtype), dtype, prov)
         if buf.written is not None:
             wr = buf.written[ba]
@@ -115,5 +115,5 @@ class VmemOps:
             p = value.byte_prov()
             if p is not None:
                 p = p.map(lambda a: a[:nbytes] if self._full else a[:nbytes][:, act])
-            buf.store_prov(sel, p)
+            buf.store_prov(sel, p, self.machine)
         self._event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)

@@ -269,6 +269,12 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self._set_exec(self.exec & ~m)
         return not self.exec.any()
 
+    def register_file(self, count: int = 256, prefix: str = "v"):
+        """Numbered registers of this wave (regfile.RegisterFile), for front ends that address
+        registers by number; values move in and out with their bytes' provenance."""
+        from .regfile import RegisterFile
+        return RegisterFile(self, count, prefix)
+
     # -- finer checks --------------------------------------------------------------------------------
     def coverage(self, key, expect, field: str = "token", operand: str = "B") -> Coverage:
         """``with w.coverage(tile, expect=tokens):`` — every expected token must feed a K slot of the

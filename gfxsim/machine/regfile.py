@@ -1,0 +1,102 @@
+"""The register file: numbered 32-bit VGPRs of one wave (over every batched workgroup's columns),
+with the written bit and the provenance of every byte.
+
+The Python front end hands values around as ``VGPRs`` handles that own their numbers; a front end
+that addresses registers by number (the asm front end: ``v_perm_b32 v3, v1, v2, s4`` reads v1
+and v2 and writes v3) keeps them here and moves values in and out with ``read``/``write``, so
+both front ends share the value model: the same bytes, identities, footprints and marks.
+
+State: ``words`` uint32 ``[count, width]``; ``written`` bool ``[count*4, width]`` (per byte; a
+never-written register reads as poison and is flagged by the reader); ``prov`` a per-byte
+``Prov`` ``[count*4, width]`` or None.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import POISON_WORD, dtype_name, from_bytes, itemsize, to_bytes
+from .provenance import Prov, fill_value
+from .vgpr import VGPRs
+
+
+class RegisterFile:
+    def __init__(self, wave, count: int, prefix: str = "v"):
+        self.wave = wave
+        self.count = count
+        self.prefix = prefix                          # "v" VGPRs, "a" AGPRs, "s" SGPRs
+        self.words = np.full((count, wave.width), POISON_WORD, np.uint32)
+        self.written = np.zeros((count * 4, wave.width), bool)
+        self.prov: Prov | None = None
+
+    def name(self, first: int, n: int = 1) -> str:
+        return f"{self.prefix}{first}" if n == 1 else f"{self.prefix}[{first}:{first + n - 1}]"
+
+    def _check(self, first, n):
+        if first < 0 or first + n > self.count:
+            raise self.wave.error(IndexError, f"{self.name(first, n)} is outside the register file "
+                                  f"({self.prefix}0..{self.prefix}{self.count - 1})")
+
+    def read(self, first: int, n: int, dtype="u32") -> VGPRs:
+        """Registers first..first+n-1 as a value of ``dtype`` (bytes and provenance as they are)."""
+        self._check(first, n)
+        dtype = dtype_name(dtype)
+        raw = to_bytes(self.words[first:first + n])                   # [n*4, width]
+        if (n * 4) % itemsize(dtype):
+            raise self.wave.error(ValueError, f"{self.name(first, n)} ({n * 4} bytes) does not hold whole {dtype}s")
+        rows = slice(first * 4, (first + n) * 4)
+        prov = None if self.prov is None else self.prov.map(lambda a: a[rows]).compact(itemsize(dtype))
+        wr = self.written[rows]
+        return VGPRs(self.wave, from_bytes(raw, dtype), dtype, prov, None if wr.all() else wr.copy(),
+                     regs=(first, n))
+
+    def write(self, first: int, value: VGPRs):
+        """Write ``value``'s bytes into registers first.. in the active lanes (EXEC); a value that
+        does not fill whole registers is an error, not a silent pad."""
+        if value.nbytes % 4:
+            raise self.wave.error(ValueError, f"a {value.nbytes}-byte value does not fill whole registers "
+                                  f"at {self.name(first)}")
+        n = value.nbytes // 4
+        self._check(first, n)
+        act = self.wave.exec
+        words = from_bytes(to_bytes(value.val), "u32")
+        self.words[first:first + n][:, act] = words[:, act]
+        rows = slice(first * 4, (first + n) * 4)
+        self.written[rows][:, act] = value.written()[:, act]
+        p = value.byte_prov()
+        if p is None and self.prov is None:
+            return
+        if self.prov is None:
+            self.prov = Prov(1, {})
+        self.prov = _assign(self.prov, rows, act, p, self.count * 4, self.wave.width)
+
+
+def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int) -> Prov:
+    """mem with rows ``rows`` of the active columns replaced by p (fields p lacks cleared there)."""
+    out_ids = dict(mem.ids)
+    for f in set(mem.ids) | (set(p.ids) if p is not None else set()):
+        plane = out_ids.get(f)
+        plane = np.full((total, width), -1, np.int32) if plane is None else plane.copy()
+        src = p.ids.get(f) if p is not None else None
+        blk = plane[rows]
+        blk[:, act] = -1 if src is None else src[:, act]
+        plane[rows] = blk
+        out_ids[f] = plane
+    out_fp = dict(mem.fp)
+    for f in set(mem.fp) | (set(p.fp) if p is not None else set()):
+        from .provenance import Mask
+        m = out_fp.get(f)
+        m = Mask.empty((total, width)) if m is None else m.map(lambda x: x.copy())
+        src = p.fp.get(f) if p is not None else None
+        for name in ("base", "bits", "wide"):
+            a = getattr(m, name)
+            blk = a[rows]
+            blk[:, act] = fill_value(a) if src is None else getattr(src, name)[:, act]
+            a[rows] = blk
+        out_fp[f] = m
+    flags = mem.flags
+    if flags is not None or (p is not None and p.flags is not None):
+        flags = np.zeros((total, width), np.uint8) if flags is None else flags.copy()
+        blk = flags[rows]
+        blk[:, act] = 0 if p is None or p.flags is None else p.flags[:, act]
+        flags[rows] = blk
+    return Prov(1, out_ids, out_fp, flags)

@@ -1,0 +1,66 @@
+"""The numbered register file (the asm front end's registers) shares the value model."""
+import numpy as np
+import pytest
+
+from gfxsim import Buffer, GfxSimError, launch
+
+LANES = 64
+
+
+def tokens(n=8):
+    tok = np.arange(LANES * n).reshape(LANES, n)
+    return Buffer("v", (tok % 127).astype(np.int8), tags={"token": tok})
+
+
+def run(kernel):
+    out = {}
+    launch(lambda w: kernel(w, out), trace=False)
+    return out
+
+
+def test_bytes_and_their_tokens_go_in_and_out_by_register_number():
+    buf = tokens()
+
+    def k(w, out):
+        rf = w.register_file(16)
+        rf.write(4, w.global_load(buf, w.lane_id * 8, 8, "i8"))          # v[4:5]
+        hi = rf.read(5, 1, "u32")
+        out["name"] = hi.reg_name()
+        out["tok"] = hi.bitcast("i8").tags("token")[:, :2].T.tolist()
+        out["val"] = rf.read(4, 2, "i8").numpy()[:, 1].tolist()
+        words = rf.read(4, 2)
+        rf.write(8, w.perm(words[1], words[0], 0x04050001))               # v4 bytes 1, 0; v5 bytes 1, 0
+        out["perm"] = rf.read(8, 1, "i8").tags("token")[:, 0].tolist()
+    o = run(k)
+    assert o["name"] == "v5"
+    assert o["tok"] == [[4, 5, 6, 7], [12, 13, 14, 15]]
+    assert o["val"] == [8, 9, 10, 11, 12, 13, 14, 15]
+    assert o["perm"] == [1, 0, 5, 4]
+
+
+def test_exec_keeps_inactive_lanes_and_unwritten_registers_are_flagged():
+    def k(w, out):
+        rf = w.register_file(4)
+        with w.if_(w.lane_id < 32):
+            rf.write(1, w.const(7, "u32"))
+        v = rf.read(1, 1)
+        out["written"] = v.written()[0, [0, 40]].tolist()
+        out["poison"] = hex(int(v.numpy()[0, 40]))
+        v + 1                                                              # reads lanes never written
+        out["findings"] = [f.kind for f in w.machine.findings]
+    o = run(k)
+    assert o["written"] == [True, False]
+    assert o["poison"] == "0x7fbadbad"
+    assert o["findings"] == ["uninitialized-read"]
+
+
+def test_bad_register_numbers_and_partial_registers_are_errors():
+    def outside(w):
+        w.register_file(4).read(3, 2)
+
+    def partial(w):
+        w.register_file(4).write(0, w.const(1, "i16"))
+    with pytest.raises(GfxSimError, match=r"v\[3:4\] is outside the register file"):
+        launch(outside)
+    with pytest.raises(GfxSimError, match="does not fill whole registers"):
+        launch(partial)
