@@ -54,11 +54,15 @@ class KernelRun:
 
     def report(self) -> dict:
         mm = []
-        for m in self.mmacs():
-            mm.append({"index": m.index, "instruction": m.op, "workgroup": list(m.workgroup), "wave": m.wave,
-                       "source": m.source,
-                       "a_tokens": [int(x) for x in m.tokens("A")] if m.tagged else [],
-                       "b_tokens": [int(x) for x in m.tokens("B")] if m.tagged else []})
+        for r in self.runs:                     # one compact record per issued instruction
+            for rec in r.machine.mma_log.records:
+                a, b = rec.k_slots("A"), rec.k_slots("B")
+                a = a.tolist() if a is not None else None
+                b = b.tolist() if b is not None else None
+                for m in rec.live:
+                    mm.append({"index": rec.first + m, "instruction": rec.op, "workgroup": list(rec.workgroups[m]),
+                               "wave": rec.wave, "source": rec.source, "a_tokens": a[m] if a is not None else [],
+                               "b_tokens": b[m] if b is not None else []})
         return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                 "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
                 "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}

@@ -127,6 +127,19 @@ class MmaRecord:
         bl = self.insn.blocks
         return slice(member * bl, (member + 1) * bl)
 
+    def k_slots(self, operand: str, field: str = "token"):
+        """``field`` in each K slot of A's row 0 / B's column 0 (block 0), per workgroup of the
+        batch: int64 ``[members, K]`` (-1 where a slot carries none), or None untagged."""
+        side = self.a if operand.upper() == "A" else self.b
+        if side is None:
+            return None
+        insn = self.insn
+        if field not in side:
+            return np.full((len(self.workgroups), insn.K), -1, np.int64)
+        kind, arr = side[field]
+        full = _expand(kind, arr[::insn.blocks], operand.upper(), insn.M, insn.N, insn.K)
+        return np.asarray(full[:, 0, :] if operand.upper() == "A" else full[:, :, 0], np.int64)
+
 
 PAIR_BASE = 1 << 28          # ids of sums of two matrix results (PairRecords)
 FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1) * FOREIGN_BASE + its id
