@@ -49,6 +49,17 @@ class RaceTracker:
         s.size = new
 
 
+def _stored(value: VGPRs, nbytes: int, act, full: bool):
+    """The provenance of the first ``nbytes`` of value in the active columns (rows of its own g)."""
+    p = value.prov
+    if p is None:
+        return None
+    if nbytes % p.g:
+        p = p.per_byte()
+    rows = nbytes // p.g
+    return p.map(lambda a: a[:rows] if full else a[:rows][:, act])
+
+
 class DsOps:
     def shared(self, name: str, shape, dtype) -> LdsRegion:
         """A ``__shared__`` array of the workgroup (the same region for every wave); ``dtype`` an ISA
@@ -105,9 +116,7 @@ class DsOps:
         ba = self._byte_addr(addr, nbytes)
         prov = None
         if self.machine.provenance:
-            prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes))
-            if prov is not None and size > 1:
-                prov = prov.compact(size)
+            prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes), size)
         v = self._new(from_bytes(lds.raw[ba], dtype), dtype, prov)
         wr = lds.written[ba]
         if not self._full:
@@ -138,10 +147,8 @@ class DsOps:
         lds.raw[sel] = raw if self._full else raw[:, act]
         lds.written[sel] = True
         mp = lds.prov[region.name]
-        if self.machine.provenance and (value.prov is not None or mp.ids or mp.fp or mp.flags is not None):
-            p = value.byte_prov()
-            if p is not None:
-                p = p.map(lambda a: a[:nbytes] if self._full else a[:nbytes][:, act])
+        if self.machine.provenance and (value.prov is not None or not mp.empty()):
+            p = _stored(value, nbytes, act, self._full)
             rb = ridx[None, :] + np.arange(nbytes)[:, None]
             mp.scatter(rb if self._full else rb[:, act], p)
         self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=addr,

@@ -373,6 +373,17 @@ class MatrixOps:
             cov.add(self, rec)
         return out
 
+    def _flat_plan(self, insn, op):
+        """The operand plan as flat indices into a ``[regs, width]`` array: ``take`` is faster than
+        indexing with two arrays."""
+        key = (insn.mnemonic, op, self.members, self.lanes, "flat")
+        cache = self.machine.plan_cache
+        got = cache.get(key)
+        if got is None:
+            e, l = self._batched_plan(insn, op)
+            got = cache[key] = np.ascontiguousarray(e * self.width + l)
+        return got
+
     def _batched_plan(self, insn, op):
         """(element, column) index arrays ``[members*blocks, rows, cols]`` of an operand."""
         key = (insn.mnemonic, op, self.members, self.lanes)
@@ -392,8 +403,9 @@ class MatrixOps:
         wide = self.machine.wide
         pa = self._elem_prov(a, a.n)
         pb = self._elem_prov(b, b.n)
-        fa = {f: p[plans["A"]] for f, p in (pa.ids.items() if pa is not None else ()) if f not in RESERVED}
-        fb = {f: p[plans["B"]] for f, p in (pb.ids.items() if pb is not None else ()) if f not in RESERVED}
+        ta, tb = self._flat_plan(insn, "A"), self._flat_plan(insn, "B")
+        fa = {f: np.take(p, ta) for f, p in (pa.ids.items() if pa is not None else ()) if f not in RESERVED}
+        fb = {f: np.take(p, tb) for f, p in (pb.ids.items() if pb is not None else ()) if f not in RESERVED}
         live_rows = np.repeat(live, bl)
         # the K-slot check: on every field both carry, one value per K slot
         for f in sorted(fa.keys() & fb.keys()):

@@ -18,45 +18,79 @@ def poison(n: int) -> np.ndarray:
 
 
 class MemProv:
-    """Per-byte provenance of a memory of ``size`` bytes: 1-D planes, allocated per field on the
-    first store that carries the field."""
+    """Provenance of a byte-addressed memory of ``size`` bytes: 1-D planes, one entry per ``unit``
+    bytes (4 while every access has been whole dwords whose bytes agree — fp32 LDS arrays —, else
+    1), allocated per field on the first store that carries the field."""
 
-    def __init__(self, size: int, ids: dict | None = None):
-        self.size = size
-        self.ids: dict[str, np.ndarray] = ids or {}        # field -> int32 [size]
-        self.fp: dict[str, Mask] = {}                       # field -> Mask [size]
-        self.flags: np.ndarray | None = None               # uint8 [size]
+    def __init__(self, size: int, ids: dict | None = None, unit: int = 1):
+        self.size, self.unit = size, unit
+        self.ids: dict[str, np.ndarray] = ids or {}        # field -> int32 [size / unit]
+        self.fp: dict[str, Mask] = {}                       # field -> Mask [size / unit]
+        self.flags: np.ndarray | None = None               # uint8 [size / unit]
 
-    def gather(self, addr: np.ndarray) -> Prov | None:
-        """Provenance of the bytes at ``addr`` ``[nbytes, width]`` (per byte)."""
-        if not self.ids and not self.fp and self.flags is None:
+    def empty(self) -> bool:
+        return not self.ids and not self.fp and self.flags is None
+
+    def _planes(self):
+        return Prov(self.unit, self.ids, self.fp, self.flags)
+
+    def _per_byte(self):
+        """Give up the dword unit (an access that is not whole dwords)."""
+        if self.unit == 1:
+            return
+        u = self.unit
+        p = self._planes().map(lambda a: np.repeat(a, u, axis=0))
+        self.ids, self.fp, self.flags, self.unit = p.ids, p.fp, p.flags, 1
+
+    def _words(self, addr, g) -> np.ndarray | None:
+        """Dword indices of a dword-aligned access of whole dwords by a value with g == 4, else None."""
+        if self.unit != 4 or g != 4 or addr.shape[0] % 4 or (addr[0] % 4).any():
             return None
-        ids = {f: a[addr] for f, a in self.ids.items()}
+        return addr[::4] // 4
+
+    def gather(self, addr: np.ndarray, size: int) -> Prov | None:
+        """Provenance of a load of ``size``-byte elements at bytes ``addr`` ``[nbytes, width]``."""
+        if self.empty():
+            return None
+        words = self._words(addr, size if size == 4 else 0)
+        if words is not None:
+            idx, g = words, 4
+        else:
+            idx, g = (addr // self.unit) if self.unit > 1 else addr, 1
+        ids = {f: a[idx] for f, a in self.ids.items()}
         ids = {f: a for f, a in ids.items() if (a >= 0).any()}      # a field none of these bytes holds
-        return Prov(1, ids, {f: m.map(lambda x: x[addr]) for f, m in self.fp.items()},
-                    None if self.flags is None else self.flags[addr])
+        p = Prov(g, ids, {f: m.map(lambda x: x[idx]) for f, m in self.fp.items()},
+                 None if self.flags is None else self.flags[idx])
+        return p.compact(size) if g == 1 and size > 1 else p
 
     def scatter(self, addr: np.ndarray, p: Prov | None):
-        """Bytes ``addr`` (any shape) take ``p``'s planes (same leading shape, per byte); fields
-        the value does not carry are cleared there."""
+        """Bytes ``addr`` ``[nbytes, ...]`` take ``p``'s planes (rows of ``p.g`` bytes); fields the
+        value does not carry are cleared there."""
+        idx = self._words(addr, 4 if p is None else p.g)
+        if idx is None:
+            self._per_byte()
+            idx = addr
+            if p is not None:
+                p = p.per_byte()
+        n = self.size // self.unit
         for f in set(self.ids) | (set(p.ids) if p is not None else set()):
             plane = self.ids.get(f)
             if plane is None:
-                plane = self.ids[f] = np.full(self.size, -1, np.int32)
-            plane[addr] = p.ids[f] if p is not None and f in p.ids else -1
+                plane = self.ids[f] = np.full(n, -1, np.int32)
+            plane[idx] = p.ids[f] if p is not None and f in p.ids else -1
         for f in set(self.fp) | (set(p.fp) if p is not None else set()):
             m = self.fp.get(f)
             if m is None:
-                m = self.fp[f] = Mask.empty((self.size,))
+                m = self.fp[f] = Mask.empty((n,))
             if p is not None and f in p.fp:
-                m.assign(addr, p.fp[f])
+                m.assign(idx, p.fp[f])
             else:
-                m.base[addr] = -1
-                m.wide[addr] = 0
+                m.base[idx] = -1
+                m.wide[idx] = 0
         if self.flags is not None or (p is not None and p.flags is not None):
             if self.flags is None:
-                self.flags = np.zeros(self.size, np.uint8)
-            self.flags[addr] = 0 if p is None or p.flags is None else p.flags
+                self.flags = np.zeros(n, np.uint8)
+            self.flags[idx] = 0 if p is None or p.flags is None else p.flags
 
 
 class Buffer:
@@ -123,10 +157,10 @@ class Buffer:
         """Provenance of a load of elements of ``size`` bytes at ``byte_addr`` ``[nbytes, width]``;
         what an earlier launch stored is translated into ``machine``'s namespaces."""
         if self.prov is not None:
-            p = self.prov.gather(byte_addr)
+            p = self.prov.gather(byte_addr, size)
             if p is not None and machine is not None and self.origin is not None and self.origin is not machine:
                 p = _import(p, self.origin, machine)
-            return None if p is None else (p.compact(size) if size > 1 else p)
+            return p
         if not self._tags:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
@@ -139,7 +173,7 @@ class Buffer:
     def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None):
         if machine is not None and self.origin is not machine and self.prov is not None and self.origin is not None:
             # a second launch writes: bring what the first left here into its namespaces
-            whole = self.prov.gather(np.arange(self.nbytes)[:, None])
+            whole = self.prov.gather(np.arange(self.nbytes)[:, None], 1)
             self.prov = MemProv(self.nbytes)
             if whole is not None:
                 self.prov.scatter(np.arange(self.nbytes)[:, None], _import(whole, self.origin, machine))
@@ -147,7 +181,9 @@ class Buffer:
         if self.prov is None:
             if p is None:
                 return
-            self.prov = MemProv(self.nbytes, {f: np.repeat(t, self.itemsize) for f, t in self.tags.items()})
+            unit = 4 if self.itemsize % 4 == 0 else 1
+            self.prov = MemProv(self.nbytes, {f: np.repeat(t, self.itemsize // unit) for f, t in self.tags.items()},
+                                unit)
         self.prov.scatter(byte_addr, p)
 
     def __repr__(self):
@@ -211,7 +247,7 @@ class LDS:
             raise MemoryError(f"LDS region {name!r} ({reg.nbytes} B) does not fit: {off} B already "
                               f"allocated of {self.limit} B")
         self.regions[name] = reg
-        self.prov[name] = MemProv(self.members * reg.nbytes)
+        self.prov[name] = MemProv(self.members * reg.nbytes, unit=4 if dtype.itemsize >= 4 and reg.nbytes % 4 == 0 else 1)
         self.allocated = off + reg.nbytes
         self._grow(-(-self.allocated // 16) * 16)
         return reg

@@ -98,6 +98,10 @@ class ScaleOps:
             return False
         wide = self.machine.wide
         ids = np.broadcast_to(rec.first + member, (nb, M, N))
+        flat = self._flat_plan(insn, "D")
+
+        def at_d(x):                      # x [R, L] or [R, L, W] -> [nb, M, N] (+ W)
+            return np.take(x.reshape((-1,) + x.shape[2:]), flat, axis=0)
         for f in sorted(rec.ks_a.keys() | rec.ks_b.keys()):
             parts = []
             if f in rec.ks_a:
@@ -105,9 +109,9 @@ class ScaleOps:
             if f in rec.ks_b:
                 parts.append(rec.ks_b[f].map(lambda x: np.broadcast_to(x[:, None, :], (nb, M, N) + x.shape[2:])))
             km = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
-            side = ps.fp[f].map(lambda x: x[ed, ld]) if f in ps.fp else Mask.empty((nb, M, N))
+            side = ps.fp[f].map(at_d) if f in ps.fp else Mask.empty((nb, M, N))
             if f in ps.ids:
-                side = side.union(Mask.of_values(ps.ids[f][ed, ld]), wide)
+                side = side.union(Mask.of_values(at_d(ps.ids[f])), wide)
             bad = ~km.subset_of(side, wide) & on
             if bad.any():
                 self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]), ld[bad])

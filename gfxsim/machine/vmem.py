@@ -11,6 +11,7 @@ import numpy as np
 from . import ops
 from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
 from .errors import MemoryFault
+from .ds import _stored
 from .memory import Buffer
 from .vgpr import VGPRs
 
@@ -112,8 +113,5 @@ class VmemOps:
         if buf.written is not None:
             buf.written[sel] = True
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
-            p = value.byte_prov()
-            if p is not None:
-                p = p.map(lambda a: a[:nbytes] if self._full else a[:nbytes][:, act])
-            buf.store_prov(sel, p, self.machine)
+            buf.store_prov(sel, _stored(value, nbytes, act, self._full), self.machine)
         self._event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
