@@ -25,13 +25,6 @@ from .vgpr import VGPRs
 _NONE = -1
 
 
-def _byte_prov(w, v: VGPRs, n_bytes=None):
-    if v.prov is None or not w.machine.provenance:
-        return None
-    p = v.prov.per_byte()
-    return p if n_bytes is None else p
-
-
 def _route(p: Prov | None, src, width) -> Prov | None:
     """Rows of a per-byte Prov gathered by ``src`` ``[out_bytes, width]`` (-1: a byte with none)."""
     if p is None:
@@ -62,14 +55,10 @@ class RoutingOps:
         val = np.concatenate([p.val for p in parts])
         prov = None
         if self.machine.provenance and any(p.prov is not None for p in parts):
-            size = itemsize(dt)
             g = min(p.prov.g for p in parts if p.prov is not None)
             rows = [p.nbytes // g for p in parts]
             prov = Prov.concat([None if p.prov is None else (p.prov if p.prov.g == g else p.prov.per_byte())
                                 for p in parts], rows, self.width)
-            if prov is not None and prov.g != g:
-                prov.g = g
-            del size
         valid = None
         if any(p.valid is not None for p in parts):
             valid = np.concatenate([p.written() for p in parts])
@@ -109,7 +98,7 @@ class RoutingOps:
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             pa = None if a.prov is None else bcast_prov(a.prov.per_byte(), n * size)
             if op in ("shl", "shr"):
-                prov = _shift_prov(pa, s, size, op, a.dtype, n, self.width)
+                prov = _shift_prov(pa, s, size, op, a.dtype, n, self.width, self.machine.wide)
             elif b.literal:
                 prov = pa
                 if op == "and" and pa is not None:       # bytes the mask clears carry nothing
@@ -211,7 +200,7 @@ def bcast_prov(p: Prov, rows: int) -> Prov:
     return p.map(lambda a: bcast(a, rows).copy())
 
 
-def _shift_prov(pa, s, size, op, dtype, n, width):
+def _shift_prov(pa, s, size, op, dtype, n, width, wide):
     """Provenance of x << s / x >> s per byte, for n elements of ``size`` bytes."""
     if pa is None:
         return None
@@ -231,5 +220,4 @@ def _shift_prov(pa, s, size, op, dtype, n, width):
         return p1
     f2 = np.where(second >= 0, base + second, -1).reshape(-1)
     p2 = _route(pa, np.broadcast_to(f2[:, None], (n * size, width)), width)
-    from .provenance import WideSets
-    return merge(p1, p2, False, WideSets())
+    return merge(p1, p2, False, wide)
