@@ -38,6 +38,11 @@ class WideSets:
         self._ids: dict = {frozenset(): 0}
         self._unions: dict = {}
 
+    @staticmethod
+    def none() -> "WideSets":
+        """A table that refuses: for callers that have no machine (their sets never need one)."""
+        return _NoWideSets()
+
     def intern(self, values) -> int:
         key = frozenset(int(v) for v in values)
         got = self._ids.get(key)
@@ -76,6 +81,13 @@ class WideSets:
                 self.nodes[s] = pa | pb
                 stack.pop()
         return self.nodes[sid]
+
+
+class _NoWideSets(WideSets):
+    def intern(self, values):
+        raise ValueError("bytes of one element hold sets in different windows: pass the machine's WideSets")
+
+    union = intern
 
 
 def _bits_values(base: int, bits: np.ndarray) -> list:
@@ -268,20 +280,25 @@ class Prov:
                 return self
         return self.per_element(size)
 
-    def per_element(self, size: int) -> "Prov":
+    def per_element(self, size: int, wide: "WideSets | None" = None) -> "Prov":
         """Rows of ``size`` bytes: a field survives where all bytes of the element agree (the
         bytes of a u32 holding four tokens have no single token); footprints unite; flags OR."""
         if self.g == size:
             return self
         if self.g != 1:
-            return self.per_byte().per_element(size)
+            return self.per_byte().per_element(size, wide)
         ids = {}
         for f, a in self.ids.items():
             r = a.reshape(-1, size, a.shape[1])
             hi = r.max(axis=1)            # a byte with no value (zero padding) does not conflict
             lo = np.where(r < 0, np.iinfo(np.int32).max, r).min(axis=1)
             ids[f] = np.where(lo == hi, hi, -1).astype(np.int32)
-        fp = {f: m.map(lambda x: x[::size]) for f, m in self.fp.items()}     # a byte's set is its element's
+        fp = {}
+        for f, m in self.fp.items():          # the element's set: the union of its bytes' sets
+            u = m.map(lambda x: x[::size])
+            for b in range(1, size):
+                u = u.union(m.map(lambda x, b=b: x[b::size]), wide if wide is not None else WideSets.none())
+            fp[f] = u
         flags = None if self.flags is None else np.bitwise_or.reduce(
             self.flags.reshape(-1, size, self.flags.shape[1]), axis=1)
         return Prov(size, ids, fp, flags)

@@ -43,7 +43,7 @@ class ValuOps:
         """v's provenance per element, broadcast to n elements (None without provenance)."""
         if v.prov is None or not self.machine.provenance:
             return None
-        return broadcast_rows(v.prov.per_element(itemsize(v.dtype)), n)
+        return broadcast_rows(v.prov.per_element(itemsize(v.dtype), self.machine.wide), n)
 
     def _merged(self, a, b, n, reducing=False, summing=False):
         if not self.machine.provenance or (a.prov is None and (b is None or b.prov is None)):

@@ -79,14 +79,14 @@ class VGPRs:
         shape = self.val.shape
         if self.prov is None:
             return np.full(shape, -1, np.int64)
-        p = self.prov.per_element(itemsize(self.dtype))
+        p = self.prov.per_element(itemsize(self.dtype), self.w.machine.wide)
         return p.field(field, shape).astype(np.int64)
 
     def footprint(self, field: str, element: int = 0, lane: int = 0) -> set:
         """The values of ``field`` one element was reduced over (its footprint)."""
         if self.prov is None:
             return set()
-        p = self.prov.per_element(itemsize(self.dtype))
+        p = self.prov.per_element(itemsize(self.dtype), self.w.machine.wide)
         m = p.fp.get(field)
         return set() if m is None else set(m.values_at((element, lane), self.w.machine.wide))
 
