@@ -23,7 +23,8 @@ import numpy as np
 from . import ops
 from .coverage import Coverage
 from .ds import DsOps
-from .dtypes import dtype_name, np_dtype
+from .dtypes import dtype_name, from_bytes, np_dtype
+from .memory import poison
 from .errors import located
 from .matrix import MatrixOps
 from .routing import RoutingOps
@@ -189,6 +190,16 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
 
     def zeros(self, dtype="f32", n: int = 1) -> VGPRs:
         return self.const(0, dtype, n)
+
+    def undef(self, dtype="f32", n: int = 1) -> VGPRs:
+        """Registers allocated but never written (a declaration without an initialiser): they hold
+        the poison pattern (a quiet NaN in every 32-bit word), and reading them is an
+        ``uninitialized-read`` — a missing zero-init shows in the findings and in the numbers."""
+        dtype = dtype_name(dtype)
+        size = np_dtype(dtype).itemsize
+        raw = np.broadcast_to(poison(n * size)[:, None], (n * size, self.width))
+        return VGPRs(self, from_bytes(np.ascontiguousarray(raw), dtype), dtype, None,
+                     np.zeros((n * size, self.width), bool))
 
     def from_lanes(self, values, dtype) -> VGPRs:
         """A value given per lane: ``values`` is ``[lanes]`` or ``[n, lanes]``."""
