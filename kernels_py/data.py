@@ -147,7 +147,8 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
                 v_done.result()
         del ks, vt, vs
         for h, (z, idx, delta) in enumerate(draws):
-            z = z * (spec.logit_std * tau[h] / np.sqrt(var[h // ratio].mean()))
+            bulk = var[h // ratio].mean()          # 0 for a one-token context (its centred key is 0)
+            z = z * (spec.logit_std * tau[h] / np.sqrt(bulk)) if bulk > 0 else z * (spec.logit_std * tau[h])
             q[s, :, h] = _solve_queries(z, kp_all[h], delta, d)
     return dict(q=q[:, 0] if num_queries is None else q, k=k, v=v, context_lens=lens.astype(np.int32))
 
@@ -230,5 +231,11 @@ def _solve_queries(z: np.ndarray, kp: np.ndarray, delta: np.ndarray, d: int) -> 
     if kp.shape[1] == 0:
         return z.astype(np.float32)
     rhs = np.sqrt(d) * delta - np.einsum("rnd,rd->rn", kp, z)
-    a = np.linalg.solve(kp @ kp.transpose(0, 2, 1), rhs[..., None])[..., 0]
+    gram = kp @ kp.transpose(0, 2, 1)
+    try:
+        a = np.linalg.solve(gram, rhs[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        # degenerate planted keys (a context of 1-2 tokens: the centred keys are 0 or opposite):
+        # the least-squares a, so q is finite and matches what can be matched
+        a = np.stack([np.linalg.lstsq(g, r, rcond=None)[0] for g, r in zip(gram, rhs)])
     return (z + np.einsum("rn,rnd->rd", a, kp)).astype(np.float32)
