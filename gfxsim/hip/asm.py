@@ -281,7 +281,17 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
         ins = current["instructions"]
         ins.append(Instruction(len(ins), lineno, mnemonic, operands.strip(), current["label"]))
 
-    meta = yaml.safe_load(metadata_text) if metadata_text else {}
+    where = path if path else "assembly"
+    if meta_lines is not None:
+        raise ValueError(f"{where}: truncated: .amdgpu_metadata has no .end_amdgpu_metadata")
+    if desc_of is not None:
+        raise ValueError(f"{where}: truncated: .amdhsa_kernel {desc_of} has no .end_amdhsa_kernel")
+    try:
+        meta = yaml.safe_load(metadata_text) if metadata_text else {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"{where}: the .amdgpu_metadata block is not valid YAML: {str(e).splitlines()[0]}") from e
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where}: the .amdgpu_metadata block is not a YAML mapping")
     meta_by_name = {k.get(".name"): k for k in (meta or {}).get("amdhsa.kernels", [])}
     kernels = {}
     for name, f in funcs.items():
@@ -297,7 +307,15 @@ def parse_file(path: Path | str) -> AsmFile:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such assembly file")
-    return parse(path.read_text(), path)
+    data = path.read_bytes()
+    if not data.strip():
+        raise ValueError(f"{path}: empty assembly file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                         "expected a clang AMDGPU .s file") from e
+    return parse(text, path)
 
 
 # ---- encoding families ------------------------------------------------------------------------

@@ -155,6 +155,9 @@ def _find(kernel: str, arch: str, build_dir, defines) -> tuple[Path, AsmFile, li
     """(asm path, parsed file, entry points to report) for a stem, an entry point or a .s path."""
     if kernel.endswith(".s"):
         f = parse_file(kernel)
+        if not f.kernels:
+            raise ValueError(f"{kernel}: no kernel entry point (no .amdhsa_kernel descriptor): not clang "
+                             "AMDGPU assembly, or truncated")
         return Path(kernel), f, list(f.kernels)
     if kernel in hipbuild.KERNELS:
         path = hipbuild.build([kernel], arch, build_dir=build_dir, defines=defines)[0].asm
