@@ -130,6 +130,18 @@ def _bank_conflict(fixed):
     return launch(bank_conflict, arch="gfx942")
 
 
+def _store_mismatch(transposed):
+    """Row r of a tagged input stored to out[r] — or, transposed, to out[63 - r]."""
+    rows = np.arange(64)
+    x = Buffer("x", np.ones((64, 4), np.float32), tags={"row": rows[:, None]})
+    out = Buffer.empty("out", (64, 4), np.float32, tags={"row": rows[:, None]})
+
+    def k(w):
+        v = w.global_load(x, w.lane_id * 16, 16, "f32")
+        w.global_store(out, ((63 - w.lane_id) if transposed else w.lane_id) * 16, v)
+    return launch(k)
+
+
 PAIRS = {
     "ab-kslot-mismatch": [("B 8 tokens ahead", lambda: _ab_kslot(8), lambda: _ab_kslot(0))],
     "scale-group-mismatch": [("contiguous groups", lambda: _scale_group("contiguous"),
@@ -144,6 +156,7 @@ PAIRS = {
     ],
     "int32-overflow": [("C near INT32_MAX", lambda: _int32_overflow(False), lambda: _int32_overflow(True))],
     "lds-bank-conflict": [("128-byte stride", lambda: _bank_conflict(False), lambda: _bank_conflict(True))],
+    "store-mismatch": [("output transposed", lambda: _store_mismatch(True), lambda: _store_mismatch(False))],
 }
 
 # what a variant's finding says about itself, beyond the registry's fields

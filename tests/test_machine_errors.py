@@ -39,3 +39,25 @@ def test_instruction_numbers_are_the_same_with_and_without_the_trace():
     idx = [[m["index"] for m in r.report()["mmacs"]] for r in runs]
     found = [sorted((f.kind, f.instruction, f.workgroup, f.wave) for f in r.findings) for r in runs]
     assert idx[0] == idx[1] and found[0] == found[1] and found[0]
+
+
+def test_a_store_names_the_element_its_value_belongs_to():
+    """Store provenance (issue 10 item 2, the back-end rule): a PV-like result whose rows are
+    written transposed lands in other elements' places; the correct indexing stays silent."""
+    rows = np.arange(16)
+    x = Buffer("x", np.arange(16 * 64, dtype=np.float32).reshape(16, 64), tags={"head": rows[:, None]})
+    for transposed in (False, True):
+        out = Buffer.empty("out", (16, 64), "f32", tags={"head": rows[:, None], "dim": np.arange(64)[None, :]})
+
+        def k(w):
+            v = w.global_load(x, ((w.lane_id % 16) * 64 + w.lane_id // 16) * 4)     # head lane%16
+            dst = (w.lane_id // 16) * 64 + w.lane_id % 16 if transposed else (w.lane_id % 16) * 64 + w.lane_id // 16
+            w.global_store(out, dst * 4, v)
+        run = launch(k)
+        found = run.findings_of("store-mismatch")
+        if not transposed:
+            assert run.findings == []
+        else:
+            assert len(found) == 1 and found[0].details["field"] == "head"
+            assert found[0].details["buffer"] == "out" and len(found[0].details["element"]) == 2
+            assert "writes a value of head" in found[0].message

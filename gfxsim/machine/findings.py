@@ -51,6 +51,17 @@ class UninitializedRead:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StoreMismatch:
+    buffer: str
+    field: str
+    element: list               # the destination element's index in the buffer's shape
+    expected: int               # the destination's tag
+    holds: int                  # what the stored value's identity says
+    register: str
+    elements: int               # bytes of this store that disagree
+
+
+@dataclass(frozen=True, kw_only=True)
 class Int32Overflow:
     elements: int
 
@@ -83,6 +94,8 @@ REGISTRY = {k.name: k for k in (
     Kind("uninitialized-read", "a never-written register, LDS or global byte was read", UninitializedRead,
          ("source", "what", "name", "workgroup")),
     Kind("int32-overflow", "an int32 accumulator overflowed", Int32Overflow, ("instruction", "workgroup")),
+    Kind("store-mismatch", "a stored value's identity disagrees with the tags of the element it lands in",
+         StoreMismatch, ("source", "buffer", "field", "workgroup")),
     Kind("lds-bank-conflict", "an LDS access serialised on a bank (performance)", LdsBankConflict,
          ("source", "degree", "workgroup"), performance=True),
 )}

@@ -45,7 +45,7 @@ class Machine:
         return [] if self.provenance else list(PROVENANCE_KINDS)
 
 
-PROVENANCE_KINDS = ("ab-kslot-mismatch", "scale-group-mismatch", "token-coverage")
+PROVENANCE_KINDS = ("ab-kslot-mismatch", "scale-group-mismatch", "store-mismatch", "token-coverage")
 
 
 @dataclass

@@ -93,6 +93,31 @@ class VmemOps:
         self._event(ops.Op("SMEM", ops.SMEM_LOAD.get(size, "s_load_dword")), buffer=buf.name, address=offset)
         return buf.raw[offset:offset + size].view(np_dtype(dtype))[0].item()
 
+    def _check_store(self, buf: Buffer, sel, stored, value, act):
+        """Store provenance: where the value and the destination element both name a field (query
+        head, dim, ...), they must agree — else the value landed in another element's place."""
+        p = stored.per_byte()
+        elem = sel // buf.itemsize                                   # [nbytes, active cols]
+        cols = np.nonzero(act)[0] if not self._full else np.arange(self.width)
+        for f in sorted(p.ids.keys() & buf.tags.keys()):
+            got, want = p.ids[f], buf.tags[f][elem]
+            bad = (got >= 0) & (want >= 0) & (got != want)
+            if not bad.any():
+                continue
+            per_col = bad.any(axis=0)
+            for m in sorted({int(c) // self.lanes for c in cols[per_col]}):
+                in_m = per_col & (cols // self.lanes == m)
+                j = int(np.argmax(in_m))
+                b = int(np.argmax(bad[:, j]))
+                e = int(elem[b, j])
+                index = [int(i) for i in np.unravel_index(e, buf.array.shape)]
+                self.finding("store-mismatch", f"global_store to {buf.name}{index} writes a value of {f} "
+                             f"{int(got[b, j])} where the element is {f} {int(want[b, j])} "
+                             f"({int(bad[:, in_m].sum())} bytes of this store disagree)", lane=int(cols[j]),
+                             address=int(sel[b, j]), buffer=buf.name, field=f, element=index,
+                             expected=int(want[b, j]), holds=int(got[b, j]), register=value.reg_name(),
+                             elements=int(bad[:, in_m].sum()))
+
     def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
         """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
         if not isinstance(value, VGPRs):
@@ -113,5 +138,8 @@ class VmemOps:
         if buf.written is not None:
             buf.written[sel] = True
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
-            buf.store_prov(sel, _stored(value, nbytes, act, self._full), self.machine)
+            stored = _stored(value, nbytes, act, self._full)
+            if stored is not None and buf.tagged:
+                self._check_store(buf, sel, stored, value, act)
+            buf.store_prov(sel, stored, self.machine)
         self._event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
