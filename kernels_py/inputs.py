@@ -29,18 +29,39 @@ class InputError(ValueError):
     """A user tensor does not fit the kernels; the message names the array, the expectation and what was found."""
 
 
-def load_inputs(path: str | PathLike) -> dict[str, np.ndarray]:
+def load_inputs(path: str | PathLike, *, block_size: int | None = None) -> dict[str, np.ndarray]:
     """Read and validate an .npz of attention inputs (see the module docstring)."""
+    import os
+    import zipfile
+    shown = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError(f"{shown}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{shown}: is a directory, not an .npz file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+    except OSError as e:
+        raise InputError(f"{shown}: cannot read: {e.strerror or e}") from e
+    if head == b"\x93NUMPY":
+        raise InputError(f"{shown}: is a single-array .npy file; give an .npz with arrays q, k, v "
+                         f"(np.savez(path, q=q, k=k, v=v))")
+    if not zipfile.is_zipfile(path):
+        raise InputError(f"{shown}: cannot read as .npz: not a zip file; save the arrays with np.savez(path, q=q, k=k, v=v)")
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {name: z[name] for name in z.files}
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: cannot read as .npz: {e}") from e
-    return validate_inputs(arrays, source=str(path))
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"{shown}: cannot read as .npz: {msg}") from e
+    return validate_inputs(arrays, source=shown, block_size=block_size)
 
 
-def validate_inputs(arrays: Mapping[str, np.ndarray], *, source: str = "inputs") -> dict[str, np.ndarray]:
-    """Validate in-memory arrays named as in an .npz and return them in the generator's shape."""
+def validate_inputs(arrays: Mapping[str, np.ndarray], *, source: str = "inputs",
+                    block_size: int | None = None) -> dict[str, np.ndarray]:
+    """Validate in-memory arrays named as in an .npz and return them in the generator's shape.
+    ``block_size``: the cache's block size, to check the block_tables entries each sequence reads
+    (None: the entries read at the largest block size, the fewest)."""
     def fail(msg):
         raise InputError(f"{source}: {msg}")
 
@@ -124,8 +145,24 @@ def validate_inputs(arrays: Mapping[str, np.ndarray], *, source: str = "inputs")
         if bt.dtype.kind not in "iu" or bt.ndim != 2 or bt.shape[0] != num_seqs:
             fail(f"array 'block_tables' must be integer [num_seqs={num_seqs}, max_blocks]; "
                  f"found dtype {bt.dtype}, shape {bt.shape}")
-        if bt.shape[1] * max(BLOCK_SIZES) < T:
-            fail(f"array 'block_tables' has {bt.shape[1]} blocks per sequence, too few for context "
-                 f"{T} even at block_size {max(BLOCK_SIZES)}")
+        bs = block_size if block_size is not None else max(BLOCK_SIZES)
+        if bt.shape[1] * bs < T:
+            s = int(np.argmax(lens))
+            fail(f"array 'block_tables' has too few entries, {bt.shape[1]} per sequence; sequence {s} (context {T}) "
+                 f"needs {-(-T // bs)} at block_size {bs}" + ("" if block_size is not None else
+                                                               f" (the largest of {BLOCK_SIZES})"))
+        seen = {}
+        for s_, n in enumerate(lens):
+            need = -(-int(n) // bs)
+            for j in range(need):
+                b = int(bt[s_, j])
+                if b < 0:
+                    fail(f"array 'block_tables': sequence {s_} entry {j} is {b}; sequence {s_} (context "
+                         f"{int(n)}) reads entries 0..{need - 1} at block_size {bs}, each must be a block >= 0")
+                if b in seen:
+                    s0, j0 = seen[b]
+                    fail(f"array 'block_tables': sequence {s_} entry {j} is block {b}, already used by "
+                         f"sequence {s0} entry {j0}; a physical block holds one sequence's tokens")
+                seen[b] = (s_, j)
         out["block_tables"] = bt.astype(np.int32)
     return out
