@@ -6,7 +6,9 @@ them in every matrix instruction's K slots.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -64,6 +66,126 @@ def q_buffer(q: np.ndarray) -> Buffer:
 
 
 @dataclass
+class HostSetup:
+    """Everything ``gfxsim.launch`` needs to run one harness's kernel, except the kernel: the
+    tagged Buffers by name, the kernel's positional arguments (``args``, Buffers in its argument
+    order) and geometry keywords (``kwargs``), ``grid``, ``waves_per_group`` and ``batch``.
+
+    A kernel with the harness kernel's signature (yours, a copy of ours with a change) runs with
+    ``setup.launch(my_kernel, arch=...)`` or, spelled out,
+    ``launch(my_kernel, grid=setup.grid, waves_per_group=setup.waves_per_group, args=setup.args,
+    kwargs=setup.kwargs)``; what it wrote is then in ``setup.buffers["out"].array`` (or the
+    harness's output names). A setup's output Buffers are written by the launch: build a new
+    setup for each run."""
+    name: str                                  # the harness kernel's name (progress, error messages)
+    buffers: dict                              # name -> Buffer
+    args: tuple                                # positional Buffers, in the kernel's order
+    kwargs: dict                               # geometry keywords the kernel takes
+    grid: tuple = (1,)
+    waves_per_group: int = 1
+    batch: int = 1
+    lds_bytes: Optional[int] = None
+    outputs: tuple = ()                        # names of the Buffers the kernel writes
+
+    def launch(self, kernel: Callable, *, arch="gfx936", trace=True, provenance=True, progress=None,
+               launches: int = 1, **kernel_kwargs):
+        """Run ``kernel(w, *args, **kwargs, **kernel_kwargs)`` over the setup's grid: the Run."""
+        kw = dict(self.kwargs)
+        kw.update(kernel_kwargs)
+        return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, batch=self.batch,
+                      args=self.args, kwargs=kw, trace=trace, provenance=provenance, lds_bytes=self.lds_bytes,
+                      **_launch_kwargs(progress, self.name, launches=launches))
+
+    def output(self, name: Optional[str] = None) -> np.ndarray:
+        """The array of output Buffer ``name`` (default: the first output) after the launch."""
+        return self.buffers[name or self.outputs[0]].array
+
+
+def check_kernel(fn, what: str = "kernel") -> Callable:
+    """``fn`` if it is callable, else a TypeError naming ``what`` and what it got."""
+    if not callable(fn):
+        raise TypeError(f"{what} must be a kernel function fn(w, ...), got {type(fn).__name__} {fn!r}")
+    return fn
+
+
+def kernel_options(fn, what: str, **opts) -> dict:
+    """Of ``opts`` (name -> (value, default)), the keywords to pass ``fn``: those it takes. One it
+    does not take may only have its default value (else a ValueError naming ``what`` and it)."""
+    out = {}
+    for k, (v, default) in opts.items():
+        if accepts(fn, k):
+            out[k] = v
+        elif v != default:
+            raise ValueError(f"{what} {getattr(fn, '__name__', fn)!r} takes no {k!r} keyword: {k}={v!r} does not apply")
+    return out
+
+
+def accepts(fn, name: str) -> bool:
+    """Whether ``fn`` takes keyword ``name`` (or **kwargs)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+@dataclass
+class DecodeSetup:
+    """The two launches of decode: ``decode`` (paged_attention_decode's arguments) and ``reduce``
+    (paged_attention_reduce's), sharing ``buffers``: the tagged cache Buffers, q, and the
+    intermediate tmp_out, max_logits, exp_sums and the output out."""
+    buffers: dict
+    decode: HostSetup
+    reduce: HostSetup
+
+    def result(self, runs, cache=None) -> "DecodeResult":
+        b = self.buffers
+        return DecodeResult(b["out"].array, b["tmp_out"].array, b["max_logits"].array, b["exp_sums"].array,
+                            list(runs), cache)
+
+
+def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PARTITION) -> DecodeSetup:
+    """Buffers and launch geometry of paged-attention decode: q [num_seqs, num_heads, head_dim]
+    (tagged seq, head, dim) against ``cache`` (tagged seq, token), partitions of ``partition_size``
+    tokens. ``decode`` runs on grid (num_seqs, max_partitions, num_kv_heads) x 4 waves, all
+    workgroups batched; ``reduce`` on grid (num_heads, num_seqs) x head_dim/64 waves."""
+    if partition_size % PARTITION or partition_size < PARTITION:
+        raise ValueError(f"partition_size must be a multiple of {PARTITION} (4 waves x 64 tokens), got {partition_size}")
+    q = np.asarray(q, np.float32)
+    if q.ndim != 3:
+        raise ValueError(f"decode needs q [num_seqs, num_heads, head_dim], got shape {q.shape}")
+    num_seqs, num_heads, hd = q.shape
+    kvh = cache.num_kv_heads
+    if num_heads % kvh or num_heads // kvh > 16:
+        raise ValueError(f"num_heads {num_heads} / num_kv_heads {kvh}: the GQA ratio must be an integer 1..16")
+    if hd != cache.head_dim:
+        raise ValueError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
+    if num_seqs != len(cache.context_lens):
+        raise ValueError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
+    bufs = cache_buffers(cache)
+    max_parts = int(-(-int(cache.context_lens.max()) // partition_size))
+    bufs["q"] = q_buffer(q)
+    bufs["tmp_out"] = Buffer.empty("tmp_out", (num_seqs, num_heads, max_parts, hd), np.float32)
+    bufs["max_logits"] = Buffer.empty("max_logits", (num_seqs, num_heads, max_parts), np.float32)
+    bufs["exp_sums"] = Buffer.empty("exp_sums", (num_seqs, num_heads, max_parts), np.float32)
+    bufs["out"] = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32)
+    geo = dict(num_heads=num_heads, num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
+               max_blocks=cache.block_tables.shape[1], max_partitions=max_parts, partition_size=partition_size)
+    dec = HostSetup("paged_attention_decode", bufs,
+                    tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_tables",
+                                            "context_lens", "exp_sums", "max_logits", "tmp_out")),
+                    geo, grid=(num_seqs, max_parts, kvh), waves_per_group=4,
+                    batch=num_seqs * max_parts * kvh,          # all workgroups side by side, traced or not
+                    outputs=("tmp_out", "max_logits", "exp_sums"))
+    red = HostSetup("paged_attention_reduce", bufs,
+                    tuple(bufs[n] for n in ("tmp_out", "exp_sums", "max_logits", "context_lens", "out")),
+                    dict(num_heads=num_heads, head_dim=hd, max_partitions=max_parts, partition_size=partition_size),
+                    grid=(num_heads, num_seqs), waves_per_group=-(-hd // get_arch(arch).wave_size),
+                    batch=num_heads * num_seqs, outputs=("out",))
+    return DecodeSetup(bufs, dec, red)
+
+
+@dataclass
 class DecodeResult:
     out: np.ndarray                   # [num_seqs, num_heads, head_dim]
     tmp_out: np.ndarray
@@ -78,41 +200,23 @@ class DecodeResult:
 
 
 def run_decode(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived",
-               trace=True, provenance=True, partition_size=PARTITION, progress=None) -> DecodeResult:
-    """paged_attention_decode + paged_attention_reduce on the simulator."""
-    if partition_size % PARTITION or partition_size < PARTITION:
-        raise ValueError(f"partition_size must be a multiple of {PARTITION} (4 waves x 64 tokens), got {partition_size}")
-    q = np.asarray(q, np.float32)
-    num_seqs, num_heads, hd = q.shape
-    kvh = cache.num_kv_heads
-    if num_heads % kvh or num_heads // kvh > 16:
-        raise ValueError(f"num_heads {num_heads} / num_kv_heads {kvh}: the GQA ratio must be an integer 1..16")
-    if hd != cache.head_dim:
-        raise ValueError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
-    if num_seqs != len(cache.context_lens):
-        raise ValueError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
-    bufs = cache_buffers(cache)
-    max_parts = int(-(-int(cache.context_lens.max()) // partition_size))
-    tmp = Buffer.empty("tmp_out", (num_seqs, num_heads, max_parts, hd), np.float32)
-    ml = Buffer.empty("max_logits", (num_seqs, num_heads, max_parts), np.float32)
-    es = Buffer.empty("exp_sums", (num_seqs, num_heads, max_parts), np.float32)
-    out = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32)
-    geo = dict(num_heads=num_heads, num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
-               max_blocks=cache.block_tables.shape[1], max_partitions=max_parts)
-    # all workgroups run side by side (see gfxsim.launch's batch), traced or not
-    batch = num_seqs * max_parts * kvh
-    r1 = launch(paged_attention_decode, grid=(num_seqs, max_parts, kvh), waves_per_group=4, arch=arch, batch=batch,
-                args=(q_buffer(q), bufs["k_cache"], bufs["v_cache"], bufs["k_scale"], bufs["v_scale"],
-                      bufs["block_tables"], bufs["context_lens"], es, ml, tmp),
-                kwargs=dict(grouping=grouping, formula=formula, partition_size=partition_size, **geo), trace=trace,
-                provenance=provenance, **_launch_kwargs(progress, "paged_attention_decode", launches=2))
-    r2 = launch(paged_attention_reduce, grid=(num_heads, num_seqs), waves_per_group=-(-hd // get_arch(arch).wave_size),
-                batch=num_heads * num_seqs,
-                arch=arch, args=(tmp, es, ml, bufs["context_lens"], out),
-                kwargs=dict(num_heads=num_heads, head_dim=hd, max_partitions=max_parts,
-                            partition_size=partition_size), trace=trace,
-                provenance=provenance, **_launch_kwargs(progress, "paged_attention_reduce", launches=2))
-    return DecodeResult(out.array, tmp.array, ml.array, es.array, [r1, r2], cache)
+               trace=True, provenance=True, partition_size=PARTITION, progress=None,
+               kernel: Callable = paged_attention_decode, reduce_kernel: Callable = paged_attention_reduce
+               ) -> DecodeResult:
+    """paged_attention_decode + paged_attention_reduce on the simulator.
+
+    ``kernel`` / ``reduce_kernel``: your own functions with the signatures of
+    paged_attention_decode / paged_attention_reduce run in their place (buffers from
+    ``decode_buffers``); ``grouping`` and ``formula`` are passed to ``kernel`` where it takes them."""
+    check_kernel(kernel, "kernel")
+    check_kernel(reduce_kernel, "reduce_kernel")
+    setup = decode_buffers(q, cache, arch=arch, partition_size=partition_size)
+    opts = kernel_options(kernel, "kernel", grouping=(grouping, "fragment"), formula=(formula, "derived"))
+    r1 = setup.decode.launch(kernel, arch=arch, trace=trace, provenance=provenance, progress=progress, launches=2,
+                             **opts)
+    r2 = setup.reduce.launch(reduce_kernel, arch=arch, trace=trace, provenance=provenance, progress=progress,
+                             launches=2)
+    return setup.result([r1, r2], cache)
 
 
 def _launch_kwargs(progress, name: str, launches: int | None = None) -> dict:
@@ -125,4 +229,5 @@ def _launch_kwargs(progress, name: str, launches: int | None = None) -> dict:
 
 
 def make_cache(k, v, context_lens, *, block_size=16, smooth_k=False, seed=0) -> PagedKVCache:
+    """The INT8 paged cache of k, v (see int8_cache_ref.build_paged_cache)."""
     return build_paged_cache(k, v, context_lens, block_size=block_size, smooth_k=smooth_k, seed=seed)

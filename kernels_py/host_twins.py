@@ -12,13 +12,13 @@ import numpy as np
 from gfxsim import Buffer, launch
 
 from . import reference as R
-from .host import _launch_kwargs, cache_buffers
+from .host import HostSetup, accepts, cache_buffers, check_kernel, kernel_options
 from .int8_cache_ref import (BLOCK_SIZES, HEAD_DIMS, POISON_I8, PagedKVCache, build_paged_cache, gather_int8,
                              gather_kv, quantize_int8)
 from .int8_kv_cache import int8_kv_cache
 from .prefix_prefill import prefix_prefill
 from .pv_bf16 import pv_bf16
-from .pv_int8 import pv_int8
+from .pv_int8 import pv_int8, scale_group
 from .qk_int8 import ROWS, qk_int8
 from .runs import prepare_inputs, register
 
@@ -92,54 +92,77 @@ def _check_standalone(what, cache: PagedKVCache):
 
 # ---- launches -------------------------------------------------------------------------------
 
-def run_qk_int8(rows, cache: PagedKVCache, *, arch="gfx936", formula="derived", trace=True, provenance=True,
-                progress=None):
-    """qk_int8 of 16 query rows against kv head 0 of sequence 0: (S [16][context_len], Run)."""
+def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
+    """Buffers and geometry of qk_int8: q = 16 query rows [16][head_dim] (tagged row, dim) against
+    kv head 0 of sequence 0 of ``cache``; output ``s_out`` [16][context_len] f32. One workgroup of
+    4 waves."""
     _check_standalone("qk_int8", cache)
     rows = np.asarray(rows, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
     if rows.shape != (ROWS, hd):
         raise ValueError(f"qk_int8: q must be [{ROWS}, head_dim {hd}], got shape {rows.shape}")
     bufs = cache_buffers(cache)
-    q = Buffer("q", rows, {"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
-    s_out = Buffer.empty("s_out", (ROWS, ctx), np.float32)
-    run = launch(qk_int8, grid=1, waves_per_group=WAVES, arch=arch,
-                 args=(q, bufs["k_cache"], bufs["k_scale"], bufs["block_tables"], s_out),
-                 kwargs=dict(context_len=ctx, head_dim=hd, block_size=cache.block_size,
-                             num_kv_heads=cache.num_kv_heads, formula=formula), trace=trace, provenance=provenance,
-                 **_launch_kwargs(progress, "qk_int8", launches=1))
-    return s_out.array, run
+    bufs["q"] = Buffer("q", rows, {"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
+    bufs["s_out"] = Buffer.empty("s_out", (ROWS, ctx), np.float32)
+    return HostSetup("qk_int8", bufs, tuple(bufs[n] for n in ("q", "k_cache", "k_scale", "block_tables", "s_out")),
+                     dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
+                     grid=(1,), waves_per_group=WAVES, outputs=("s_out",))
 
 
-def run_pv(kernel: str, p, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived",
-           trace=True, provenance=True, progress=None):
-    """pv_int8 or pv_bf16 of P [16][context_len] against kv head 0 of sequence 0: (O [16][head_dim], Run)."""
-    if kernel not in PV_KERNELS:
-        raise ValueError(f"kernel must be one of {sorted(PV_KERNELS)}, got {kernel!r}")
-    if kernel == "pv_bf16" and grouping != "fragment":
-        raise ValueError(f"pv_bf16 has no W scale: grouping {grouping!r} does not apply")
-    _check_standalone(kernel, cache)
+def run_qk_int8(rows, cache: PagedKVCache, *, arch="gfx936", formula="derived", trace=True, provenance=True,
+                progress=None, kernel=qk_int8):
+    """qk_int8 of 16 query rows against kv head 0 of sequence 0: (S [16][context_len], Run).
+    ``kernel``: your function with qk_int8's signature, run in its place (buffers from qk_buffers)."""
+    check_kernel(kernel)
+    setup = qk_buffers(rows, cache)
+    run = setup.launch(kernel, arch=arch, trace=trace, provenance=provenance, progress=progress,
+                       **kernel_options(kernel, "kernel", formula=(formula, "derived")))
+    return setup.output(), run
+
+
+def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
+    """Buffers and geometry of the PV kernels (pv_int8, pv_bf16): P [16][context_len] f32 (tagged
+    row, token) against kv head 0 of sequence 0 of ``cache``; output ``out`` [16][head_dim] f32.
+    One workgroup of 4 waves."""
+    _check_standalone(what, cache)
     p = np.asarray(p, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
     if p.shape != (ROWS, ctx):
-        raise ValueError(f"{kernel}: P must be [{ROWS}, context_len {ctx}], got shape {p.shape}")
+        raise ValueError(f"{what}: P must be [{ROWS}, context_len {ctx}], got shape {p.shape}")
     bufs = cache_buffers(cache)
-    pb = Buffer("p", p, {"row": np.arange(ROWS)[:, None], "token": np.arange(ctx)[None, :]})
-    out = Buffer.empty("out", (ROWS, hd), np.float32)
-    kwargs = dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads,
-                  formula=formula)
-    if kernel == "pv_int8":
-        kwargs["grouping"] = grouping
-    run = launch(PV_KERNELS[kernel], grid=1, waves_per_group=WAVES, arch=arch,
-                 args=(pb, bufs["v_cache"], bufs["v_scale"], bufs["block_tables"], out), kwargs=kwargs,
-                 trace=trace, provenance=provenance, **_launch_kwargs(progress, kernel, launches=1))
-    return out.array, run
+    bufs["p"] = Buffer("p", p, {"row": np.arange(ROWS)[:, None], "token": np.arange(ctx)[None, :]})
+    bufs["out"] = Buffer.empty("out", (ROWS, hd), np.float32)
+    return HostSetup(what, bufs, tuple(bufs[n] for n in ("p", "v_cache", "v_scale", "block_tables", "out")),
+                     dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
+                     grid=(1,), waves_per_group=WAVES, outputs=("out",))
 
 
-def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived", trace=True,
-                provenance=True, progress=None):
-    """prefix_prefill per sequence: q [num_seqs, num_queries, num_heads, head_dim], the queries being
-    the last num_queries positions of each context. Returns (out like q, [Run per sequence])."""
+def run_pv(kernel, p, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived",
+           trace=True, provenance=True, progress=None):
+    """pv_int8 or pv_bf16 of P [16][context_len] against kv head 0 of sequence 0: (O [16][head_dim], Run).
+    ``kernel``: "pv_int8", "pv_bf16", or your function with their signature (buffers from
+    pv_buffers); ``grouping`` is passed to it where it takes a ``grouping`` keyword (as pv_int8)."""
+    if isinstance(kernel, str):
+        if kernel not in PV_KERNELS:
+            raise ValueError(f"kernel must be one of {sorted(PV_KERNELS)} or a kernel function, got {kernel!r}")
+        name, fn = kernel, PV_KERNELS[kernel]
+    else:
+        name, fn = getattr(check_kernel(kernel), "__name__", "pv"), kernel
+    if fn is pv_bf16 and grouping != "fragment":
+        raise ValueError(f"pv_bf16 has no W scale: grouping {grouping!r} does not apply")
+    if accepts(fn, "grouping"):
+        scale_group(0, grouping)              # an unknown grouping fails before the launch
+    setup = pv_buffers(p, cache, name)
+    opts = kernel_options(fn, "kernel", formula=(formula, "derived"), grouping=(grouping, "fragment"))
+    run = setup.launch(fn, arch=arch, trace=trace, provenance=provenance, progress=progress, **opts)
+    return setup.output(), run
+
+
+def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
+    """Buffers and geometry of prefix_prefill for sequence ``seq``: q[seq] [num_queries, num_heads,
+    head_dim] (tagged seq, query, head, dim; the queries are the last num_queries positions of the
+    context), the cache, that sequence's ``block_table`` and the output ``out`` like q[seq]. Grid
+    (ceil(num_queries / 64), num_heads) x 4 waves."""
     q = np.asarray(q, np.float32)
     if q.ndim != 4:
         raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got shape {q.shape}")
@@ -153,22 +176,35 @@ def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", f
         raise ValueError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
     if nq < 1 or nq > int(cache.context_lens.min()):
         raise ValueError(f"num_queries {nq} must be 1..context_len (context_lens {cache.context_lens.tolist()})")
+    s = seq
     bufs = cache_buffers(cache)
+    bufs["q"] = Buffer("q", q[s], {"seq": np.asarray(s), "query": np.arange(nq)[:, None, None],
+                                   "head": np.arange(num_heads)[None, :, None], "dim": np.arange(hd)[None, None, :]})
+    bufs["block_table"] = Buffer("block_table", np.ascontiguousarray(cache.block_tables[s], np.int32))
+    bufs["out"] = Buffer.empty("out", (nq, num_heads, hd), np.float32)
+    return HostSetup("prefix_prefill", bufs,
+                     tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
+                     dict(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads,
+                          num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size),
+                     grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES, outputs=("out",))
+
+
+def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived", trace=True,
+                provenance=True, progress=None, kernel=prefix_prefill):
+    """prefix_prefill per sequence: q [num_seqs, num_queries, num_heads, head_dim], the queries being
+    the last num_queries positions of each context. Returns (out like q, [Run per sequence]).
+    ``kernel``: your function with prefix_prefill's signature (buffers from prefill_buffers)."""
+    check_kernel(kernel)
+    q = np.asarray(q, np.float32)
+    prefill_buffers(q, cache, 0)                 # checks the shapes before anything runs
+    opts = kernel_options(kernel, "kernel", grouping=(grouping, "fragment"), formula=(formula, "derived"))
     out = np.empty_like(q)
     runs = []
-    for s in range(num_seqs):
-        qb = Buffer("q", q[s], {"seq": np.asarray(s), "query": np.arange(nq)[:, None, None],
-                                "head": np.arange(num_heads)[None, :, None], "dim": np.arange(hd)[None, None, :]})
-        bt = Buffer("block_table", np.ascontiguousarray(cache.block_tables[s], np.int32))
-        ob = Buffer.empty("out", (nq, num_heads, hd), np.float32)
-        runs.append(launch(prefix_prefill, grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES,
-                           arch=arch, args=(qb, bufs["k_cache"], bufs["v_cache"], bufs["k_scale"], bufs["v_scale"],
-                                            bt, ob),
-                           kwargs=dict(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads,
-                                       num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
-                                       grouping=grouping, formula=formula), trace=trace, provenance=provenance,
-                           **_launch_kwargs(progress, "prefix_prefill", launches=num_seqs)))
-        out[s] = ob.array
+    for s in range(q.shape[0]):
+        setup = prefill_buffers(q, cache, s)
+        runs.append(setup.launch(kernel, arch=arch, trace=trace, provenance=provenance, progress=progress,
+                                 launches=q.shape[0], **opts))
+        out[s] = setup.output()
     return out, runs
 
 
@@ -180,10 +216,10 @@ def empty_cache(num_blocks: int, num_kv_heads: int, head_dim: int, block_size: i
             np.full((num_blocks, num_kv_heads, block_size), np.nan, np.float32))
 
 
-def run_int8_kv_cache(key, value, slot_mapping, *, num_blocks: int, block_size: int, arch="gfx936", trace=True,
-                      provenance=True, progress=None):
-    """The producer over every (token, kv head) into fresh poisoned caches:
-    ((k_cache, v_cache, k_scale, v_scale), Run)."""
+def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: int) -> HostSetup:
+    """Buffers and geometry of the producer int8_kv_cache: key, value [num_tokens, num_kv_heads,
+    head_dim] f32 and slot_mapping [num_tokens] (-1: skip) into fresh poisoned outputs k_cache,
+    v_cache, k_scale, v_scale (see empty_cache). Grid (num_tokens, num_kv_heads) x 1 wave."""
     key, value = np.asarray(key, np.float32), np.asarray(value, np.float32)
     slots = np.asarray(slot_mapping, np.int32)
     if key.ndim != 3 or key.shape != value.shape:
@@ -205,15 +241,25 @@ def run_int8_kv_cache(key, value, slot_mapping, *, num_blocks: int, block_size: 
     kept = slots[slots >= 0]
     if np.unique(kept).size != kept.size:
         raise ValueError("slot_mapping writes one slot twice")
-    caches = [Buffer(name, arr) for name, arr in zip(("k_cache", "v_cache", "k_scale", "v_scale"),
-                                                     empty_cache(num_blocks, kvh, hd, block_size))]
+    names = ("k_cache", "v_cache", "k_scale", "v_scale")
+    bufs = {"key": Buffer("key", key), "value": Buffer("value", value), "slot_mapping": Buffer("slot_mapping", slots)}
+    bufs.update({name: Buffer(name, arr) for name, arr in zip(names, empty_cache(num_blocks, kvh, hd, block_size))})
     # lds_bytes: the producer declares no LDS (as its HIP twin); each of its num_tokens x kv_heads
     # one-wave workgroups would otherwise set up a poisoned 64 KiB LDS
-    run = launch(int8_kv_cache, grid=(n, kvh), waves_per_group=1, arch=arch,
-                 args=(Buffer("key", key), Buffer("value", value), Buffer("slot_mapping", slots), *caches),
-                 kwargs=dict(num_kv_heads=kvh, head_dim=hd, block_size=block_size), trace=trace,
-                 provenance=provenance, lds_bytes=4, **_launch_kwargs(progress, "int8_kv_cache", launches=1))
-    return tuple(b.array for b in caches), run
+    return HostSetup("int8_kv_cache", bufs, tuple(bufs[k] for k in ("key", "value", "slot_mapping") + names),
+                     dict(num_kv_heads=kvh, head_dim=hd, block_size=block_size), grid=(n, kvh), waves_per_group=1,
+                     lds_bytes=4, outputs=names)
+
+
+def run_int8_kv_cache(key, value, slot_mapping, *, num_blocks: int, block_size: int, arch="gfx936", trace=True,
+                      provenance=True, progress=None, kernel=int8_kv_cache):
+    """The producer over every (token, kv head) into fresh poisoned caches:
+    ((k_cache, v_cache, k_scale, v_scale), Run). ``kernel``: your function with int8_kv_cache's
+    signature (buffers from kv_cache_buffers)."""
+    check_kernel(kernel)
+    setup = kv_cache_buffers(key, value, slot_mapping, num_blocks=num_blocks, block_size=block_size)
+    run = setup.launch(kernel, arch=arch, trace=trace, provenance=provenance, progress=progress)
+    return tuple(setup.output(n) for n in setup.outputs), run
 
 
 # ---- `gfxsim run` runners: fn(params, inputs, trace) -> (out, refs, runs, extra_metrics, context) ----
@@ -240,7 +286,7 @@ def _opts(p):
 
 def _qk(p, inputs, trace):
     d, cache, rows = _standalone_inputs(p, inputs)
-    s, run = run_qk_int8(rows, cache, trace=trace, **_opts(p))
+    s, run = run_qk_int8(rows, cache, trace=trace, kernel=p.get("kernel_fn") or qk_int8, **_opts(p))
     ctx = int(cache.context_lens[0])
     kq, sk, _, _ = gather_int8(cache, 0)
     qq, sq = quantize_int8(rows)
@@ -257,7 +303,7 @@ def _pv(kernel):
     def runner(p, inputs, trace):
         d, cache, rows = _standalone_inputs(p, inputs)
         P = softmax_rows(rows, cache)
-        out, run = run_pv(kernel, P, cache, grouping=p["grouping"], trace=trace, **_opts(p))
+        out, run = run_pv(p.get("kernel_fn") or kernel, P, cache, grouping=p["grouping"], trace=trace, **_opts(p))
         ctx = int(cache.context_lens[0])
         v = d["v"][0, :ctx, 0]
         W, V = _padded_w_v(P, cache)
@@ -277,7 +323,8 @@ def _prefill(p, inputs, trace):
     d, cache = _inputs_and_cache(p, inputs, num_queries=nq)
     if d["q"].ndim != 4:
         raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got {d['q'].shape}")
-    out, runs = run_prefill(d["q"], cache, grouping=p["grouping"], trace=trace, **_opts(p))
+    out, runs = run_prefill(d["q"], cache, grouping=p["grouping"], trace=trace,
+                            kernel=p.get("kernel_fn") or prefix_prefill, **_opts(p))
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
             "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
             "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"])}
@@ -294,7 +341,8 @@ def _kv_cache(p, inputs, trace):
     value = np.concatenate([d["v"][s, :n] for s, n in enumerate(lens)])
     arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
                                     block_size=ref.block_size, arch=p["arch"], trace=trace,
-                                    provenance=p.get("provenance", True), progress=p.get("progress"))
+                                    provenance=p.get("provenance", True), progress=p.get("progress"),
+                                    kernel=p.get("kernel_fn") or int8_kv_cache)
     mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
 
     def dequantized(cache):

@@ -83,8 +83,9 @@ def _decode(p, inputs, trace):
         raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=p["smooth_k"],
                               block_tables=d.get("block_tables"), seed=p["seed"])
+    kw = {"kernel": p["kernel_fn"]} if p.get("kernel_fn") else {}
     res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace,
-                     provenance=p["provenance"], partition_size=p["partition_size"], progress=p.get("progress"))
+                     provenance=p["provenance"], partition_size=p["partition_size"], progress=p.get("progress"), **kw)
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
             "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
             "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"],
@@ -105,17 +106,73 @@ KERNELS: dict[str, Callable] = {
 
 
 def register(name: str, fn: Callable) -> None:
-    """Add a kernel runner: fn(params, inputs, trace) -> (out, refs, runs, extra_metrics, context)."""
+    """Add a kernel runner: fn(params, inputs, trace) -> (out, refs, runs, extra_metrics, context).
+    ``params["kernel_fn"]`` is the user's kernel function to run in place of the harness's (or None)."""
     KERNELS[name] = fn
 
 
+def load_kernel_fn(spec: str) -> Callable:
+    """The function ``FN`` of the Python file ``FILE`` named by ``spec`` = "FILE:FN" (the file is
+    imported as a module of its own, by path). Every failure is a ValueError of one line naming
+    the file or the function: a spec without ":FN", a missing file, a file that fails to import
+    (with the exception), no such function, or a name that is not callable."""
+    import importlib.util
+    import os
+    import sys
+    if not isinstance(spec, str) or ":" not in spec or spec.endswith(":") or spec.startswith(":"):
+        raise ValueError(f"--kernel-fn {spec!r}: expected FILE.py:FUNCTION, e.g. my_pv.py:my_pv_int8")
+    path, fn_name = spec.rsplit(":", 1)
+    if not os.path.isfile(path):
+        what = "is a directory" if os.path.isdir(path) else "no such file"
+        raise ValueError(f"--kernel-fn: {path}: {what}")
+    mod_name = "gfxsim_user_kernel_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
+    try:
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise ImportError("not a Python source file")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module              # dataclasses and pickling look modules up by name
+        loader_spec.loader.exec_module(module)
+    except Exception as e:                          # noqa: BLE001 -- anything the user's file raises
+        sys.modules.pop(mod_name, None)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ValueError(f"--kernel-fn: {path} failed to import: {type(e).__name__}"
+                         f"{': ' + first if first else ''}") from e
+    if not hasattr(module, fn_name):
+        defined = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                         and getattr(v, "__module__", None) == mod_name)
+        raise ValueError(f"--kernel-fn: {path} has no function {fn_name!r}"
+                         f"{'; it defines ' + ', '.join(defined) if defined else ''}")
+    fn = getattr(module, fn_name)
+    if not callable(fn):
+        raise ValueError(f"--kernel-fn: {path}:{fn_name} is a {type(fn).__name__}, not a function")
+    return fn
+
+
+def kernel_fn_label(fn) -> str | None:
+    """How a report names a swap-in kernel: "FILE:FN" as given, else the function's module:name."""
+    if fn is None:
+        return None
+    if isinstance(fn, str):
+        return fn
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
+
+
 def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
-               progress=None, **params) -> KernelRun:
+               progress=None, kernel_fn=None, **params) -> KernelRun:
     """Run ``kernel`` with DEFAULTS overridden by ``params``. ``provenance=False`` runs faster and
     gives the numbers only: no tags travel, so no K-slot, scale-group or coverage findings.
-    ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``params["progress"]``)."""
+    ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``params["progress"]``).
+    ``kernel_fn``: your kernel function (or "FILE.py:FN", loaded by load_kernel_fn) with the
+    signature of ``kernel``'s, run in its place by the same harness (inputs, buffers, references);
+    for paged_attention_decode it replaces the decode kernel, the reduce stays."""
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
+    label = kernel_fn_label(kernel_fn)
+    if isinstance(kernel_fn, str):
+        kernel_fn = load_kernel_fn(kernel_fn)
+    elif kernel_fn is not None and not callable(kernel_fn):
+        raise ValueError(f"kernel_fn must be a function or 'FILE.py:FN', got {type(kernel_fn).__name__}")
     p = dict(DEFAULTS)
     unknown = set(params) - set(p)
     if unknown:
@@ -124,9 +181,12 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
     p["formula"] = formula
     p["provenance"] = provenance
     p["progress"] = progress
+    p["kernel_fn"] = kernel_fn
     _validate(p)
     out, refs, runs, extra, ctx = KERNELS[kernel](p, inputs, trace)
-    shown = {k: v for k, v in p.items() if k not in ("arch", "context", "provenance", "progress")}
+    shown = {k: v for k, v in p.items() if k not in ("arch", "context", "provenance", "progress", "kernel_fn")}
+    if label is not None:
+        shown["kernel_fn"] = label
     return KernelRun(kernel, runs[0].arch, ctx, shown, out, refs, runs, extra)
 
 
