@@ -40,12 +40,27 @@ def add_parser(sub):
     return p
 
 
+LOAD_BYTES = (4, 8, 12, 16)      # --token-sets: one lane's load, 1-4 dwords (global_load_dwordx4 at most)
+
+
 def run(args) -> int:
     fmt = args.format
+    if args.token_sets is not None and args.token_sets not in LOAD_BYTES:
+        raise ValueError(f"--token-sets BYTES must be one of {', '.join(map(str, LOAD_BYTES))} (one lane's "
+                         f"load of consecutive K, at most a 16-byte dwordx4); got {args.token_sets}")
+    if args.block < 0:
+        raise ValueError(f"--block must be >= 0, got {args.block}")
     if args.compare:
         print(compare(*args.compare, fmt=fmt))
         return 0
     if args.arch is None:
+        if args.list:
+            raise ValueError("--list needs an ARCH, e.g. gfxsim layout gfx942 --list")
+        for flag, given in (("--get-register", args.get_register), ("--get-element", args.get_element),
+                            ("--token-sets", args.token_sets), ("--detail", args.detail)):
+            if given:
+                raise ValueError(f"{flag} needs an ARCH and an INSTRUCTION, e.g. gfxsim layout gfx942 "
+                                 f"v_mfma_i32_16x16x32_i8 {flag} ...")
         print(default_tour(fmt))
         return 0
     arch = get_arch(args.arch)
@@ -56,13 +71,13 @@ def run(args) -> int:
     ops = [args.operand] if args.operand else list(OPERANDS)
     if args.get_register:
         if not args.operand:
-            raise SystemExit("--get-register needs --operand A|B|C|D")
+            raise ValueError("--get-register needs --operand A|B|C|D")
         print(get_register(insn, args.operand, *args.get_register, args.block, fmt))
     elif args.get_element:
         if not args.operand:
-            raise SystemExit("--get-element needs --operand A|B|C|D")
+            raise ValueError("--get-element needs --operand A|B|C|D")
         print(get_element(insn, args.operand, *args.get_element, fmt))
-    elif args.token_sets:
+    elif args.token_sets is not None:
         print(token_sets(arch, insn, args.operand or "B", args.token_sets, fmt))
     elif args.detail:
         print(detail(arch, insn, fmt))
@@ -104,7 +119,10 @@ def list_instructions(arch, fmt):
              i.cycles if i.cycles is not None else "n/a"] for i in arch.instructions.values()]
     if fmt == "json":
         return json.dumps({"arch": arch.name, "family": arch.family, "aliases": list(arch.aliases),
-                           "instructions": [r[0] for r in rows]})
+                           "instructions": [{"instruction": i.mnemonic, "M": i.M, "N": i.N, "K": i.K,
+                                             "blocks": i.blocks, "a_type": i.a_type, "b_type": i.b_type,
+                                             "cd_type": i.cd_type, "cycles": i.cycles}
+                                            for i in arch.instructions.values()]})
     return render(["instruction", "MxNxK", "blocks", "types", "cycles"], rows, fmt,
                   title=f"{arch.name} ({arch.family}; aliases {', '.join(arch.aliases)}): matrix instructions")
 
@@ -175,6 +193,9 @@ def get_register(insn, op, row, col, block, fmt):
     if fmt == "json":
         return json.dumps({"operand": op, "row": row, "col": col, "block": block,
                            "lane": lane, "reg": reg, "elem": elem, "register": name})
+    if fmt in ("markdown", "csv"):
+        return render(["element", "lane", "reg", "elem", "register"],
+                      [[elem_name(insn, op, row, col, block), lane, reg, elem, name]], fmt)
     return f"{elem_name(insn, op, row, col, block)} = {name}"
 
 
@@ -184,6 +205,10 @@ def get_element(insn, op, lane, reg, fmt):
                for e, (r, c, b) in ((e, lay.element_of(lane, reg, e)) for e in range(lay.n_elems))]
     if fmt == "json":
         return json.dumps({"operand": op, "lane": lane, "reg": reg, "elements": entries})
+    if fmt in ("markdown", "csv"):
+        return render(["register", "element", "row", "col", "block"],
+                      [[e["register"], elem_name(insn, op, e["row"], e["col"], e["block"]), e["row"], e["col"],
+                        e["block"]] for e in entries], fmt)
     return "\n".join(f"{e['register']} = {elem_name(insn, op, e['row'], e['col'], e['block'])}" for e in entries)
 
 
