@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from gfxsim.testing import assert_findings, assert_no_findings
 from kernels_py import reference as R
 from kernels_py.data import make_attention_inputs
 from kernels_py.host import make_cache
@@ -53,7 +54,7 @@ def pv_instructions(run):
 def test_qk_int8_is_the_reference_bit_for_bit(arch, ctx, head_dim, block_size):
     d, cache, rows = standalone(ctx, head_dim, block_size)
     s, run = run_qk_int8(rows, cache, arch=arch, trace=False)
-    assert run.findings == []
+    assert_no_findings(run)
     # exact: integer dot products, then the same fp32 multiplies (sQ, sK, 1/sqrt(d)) in the same order
     kq, sk, _, _ = gather_int8(cache, 0)
     qq, sq = quantize_int8(rows)
@@ -71,7 +72,7 @@ def test_fragment_pv_int8_is_the_reference_bit_for_bit(arch, ctx, head_dim, bloc
     d, cache, rows = standalone(ctx, head_dim, block_size)
     P = softmax_rows(rows, cache)
     out, run = run_pv("pv_int8", P, cache, arch=arch, trace=False)
-    assert run.findings == []
+    assert_no_findings(run)
     # exact: integer MMACs, acc_0*sW_0 + acc_1*sW_1 per chunk as numpy does, and the chunks added in
     # the kernel's order (per wave, then the waves in order)
     W, V = padded_w_v(P, cache)
@@ -116,7 +117,7 @@ def test_pv_bf16_matches_its_reference_without_findings(arch, ctx, head_dim, blo
     d, cache, rows = standalone(ctx, head_dim, block_size)
     P = softmax_rows(rows, cache)
     out, run = run_pv("pv_bf16", P, cache, arch=arch, trace=False)
-    assert run.findings == []            # no scale groups to mismatch, no K-slot or coverage findings
+    assert_no_findings(run)              # no scale groups to mismatch, no K-slot or coverage findings
     W, V = padded_w_v(P, cache)
     ref = sum_in_wave_order(R.pv_bf16_chunks(W, V))
     np.testing.assert_allclose(out, ref, rtol=0, atol=ULPS * np.abs(ref).max())
@@ -147,7 +148,7 @@ def test_fragment_prefill_has_no_findings_and_matches_reference_int8(arch, ctx, 
                                                                      block_size):
     d, cache = prefill_case(ctx, nq, heads, kv_heads, head_dim, block_size)
     out, runs = run_prefill(d["q"], cache, arch=arch, trace=False)
-    assert [f for r in runs for f in r.findings] == []
+    assert_no_findings(runs)
     ref = R.attention_int8(d["q"], cache, grouping="fragment")
     np.testing.assert_allclose(out, ref, rtol=0, atol=ULPS * np.abs(ref).max())
     pv = [m for r in runs for m in pv_instructions(r)]
@@ -160,7 +161,7 @@ def test_contiguous_prefill_names_the_mixed_tokens(arch):
     d, cache = prefill_case([ctx], nq, 1, 1, 64)
     out, (run,) = run_prefill(d["q"], cache, arch=arch, grouping="contiguous", trace=False)
     found = {f.instruction: f for f in run.findings_of("scale-group-mismatch")}
-    assert found and set(f.kind for f in run.findings) == {"scale-group-mismatch"}
+    assert_findings(run, {"scale-group-mismatch": None})
     expected = {}
     for m in pv_instructions(run):
         k = m.token_set("B")
@@ -201,7 +202,7 @@ def test_producer_writes_the_reference_cache_bit_for_bit(head_dim, block_size, k
     slots[::7] = -1                      # padding tokens: skipped, their slots stay poisoned
     got, run = run_int8_kv_cache(key, value, slots, num_blocks=num_blocks, block_size=block_size, arch=arch,
                                  trace=False)
-    assert run.findings == []
+    assert_no_findings(run)
     ref = empty_cache(num_blocks, kv_heads, head_dim, block_size)
     int8_kv_cache_ref(key, value, slots, *ref)
     for name, a, b in zip(("k_cache", "v_cache", "k_scale", "v_scale"), got, ref):
