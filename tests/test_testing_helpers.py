@@ -135,3 +135,17 @@ def test_assert_lane_register_contents_at_an_instruction():
     untraced, _ = small(trace=False)
     with pytest.raises(NoTraceError, match="assert_lane needs the trace: launch 'pv' with trace=True"):
         assert_lane(untraced, 0, 0, 5, 0, 32)
+
+
+def test_readme_unit_test_example_passes(tmp_path):
+    """The README's gfxsim.testing example is a real pytest file that passes."""
+    import pathlib
+    import re
+    import subprocess
+    import sys
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    code = re.search(r"```python\n(# test_my_pv\.py.*?)```", readme, re.S).group(1)
+    (tmp_path / "test_my_pv.py").write_text(code)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout + out.stderr
