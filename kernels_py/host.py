@@ -165,10 +165,15 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
     bufs = cache_buffers(cache)
     max_parts = int(-(-int(cache.context_lens.max()) // partition_size))
     bufs["q"] = q_buffer(q)
-    bufs["tmp_out"] = Buffer.empty("tmp_out", (num_seqs, num_heads, max_parts, hd), np.float32)
-    bufs["max_logits"] = Buffer.empty("max_logits", (num_seqs, num_heads, max_parts), np.float32)
-    bufs["exp_sums"] = Buffer.empty("exp_sums", (num_seqs, num_heads, max_parts), np.float32)
-    bufs["out"] = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32)
+    # outputs say which (seq, head) each element belongs to: a store of another head's value there is
+    # a store-mismatch finding
+    s, h = np.arange(num_seqs), np.arange(num_heads)
+    part_tags = {"seq": s[:, None, None, None], "head": h[None, :, None, None]}
+    row_tags = {"seq": s[:, None, None], "head": h[None, :, None]}
+    bufs["tmp_out"] = Buffer.empty("tmp_out", (num_seqs, num_heads, max_parts, hd), np.float32, tags=part_tags)
+    bufs["max_logits"] = Buffer.empty("max_logits", (num_seqs, num_heads, max_parts), np.float32, tags=row_tags)
+    bufs["exp_sums"] = Buffer.empty("exp_sums", (num_seqs, num_heads, max_parts), np.float32, tags=row_tags)
+    bufs["out"] = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32, tags=row_tags)
     geo = dict(num_heads=num_heads, num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
                max_blocks=cache.block_tables.shape[1], max_partitions=max_parts, partition_size=partition_size)
     dec = HostSetup("paged_attention_decode", bufs,

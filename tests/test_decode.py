@@ -224,3 +224,26 @@ def test_kernel_run_checks_in_python():
 def test_correct_decode_at_4k_without_provenance_has_no_false_coverage_findings():
     kr = run_kernel("paged_attention_decode", context=4096, provenance=False)
     assert kr.findings == [] and kr.report()["checks"]["not_run"] == PROVENANCE_CHECKS
+
+
+def test_a_reduce_that_writes_each_head_into_the_next_heads_place_is_a_store_mismatch():
+    """The harness tags its outputs (seq, head): a store of head h's value into head h+1's row is
+    named element by element; the faithful reduce stays silent (issue 10 item 2)."""
+    import inspect
+    import kernels_py.paged_attention_decode as K
+    from kernels_py.host import run_decode
+    src = inspect.getsource(K.paged_attention_reduce)
+    bad = src.replace("((seq * num_heads + head) * head_dim + d) * 4, acc / total)",
+                      "((seq * num_heads + (head + 1) % num_heads) * head_dim + d) * 4, acc / total)")
+    assert bad != src
+    ns = dict(K.__dict__)
+    exec(bad.replace("def paged_attention_reduce", "def shifted_reduce"), ns)
+    d = make_attention_inputs(seed=0, num_heads=4, num_kv_heads=1, head_dim=64, context_lens=[300])
+    cache = make_cache(d["k"], d["v"], d["context_lens"], smooth_k=True)
+    good = run_decode(d["q"], cache, trace=False)
+    assert [f for r in good.runs for f in r.findings] == []
+    res = run_decode(d["q"], cache, trace=False, reduce_kernel=ns["shifted_reduce"])
+    found = [f for r in res.runs for f in r.findings]
+    assert {f.kind for f in found} == {"store-mismatch"} and len(found) == 4
+    f = min(found, key=lambda f: f.details["element"])
+    assert f.details["element"] == [0, 0, 0] and (f.details["holds"], f.details["expected"]) == (3, 0)
