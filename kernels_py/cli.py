@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
+
 from gfxsim.arch.kslots import format_token_set
 
 from .runs import DEFAULTS, KERNELS, run_kernel
@@ -15,7 +17,9 @@ def add_parser(sub):
                        description=f"Run one of the Python twin kernels on gfxsim. Kernels: {kernels}. "
                                    "Default: paged_attention_decode at 4096 tokens on gfx936 with generated data.")
     add_run_options(p)
-    p.add_argument("--report", choices=("text", "json"), default="text")
+    complete_help(p)
+    p.add_argument("--report", choices=("text", "json"), default="text",
+                   help="text, or json (one object per context; a metric that is not finite is null)")
     p.add_argument("--trace", action="store_true", help="keep the full per-lane trace (slower)")
     p.set_defaults(func=run)
     return p
@@ -67,24 +71,149 @@ def progress_for(args, context=None):
     return Progress(quiet=getattr(args, "quiet", False), label=f"context {context}" if context is not None else "")
 
 
-def run(args) -> int:
-    inputs = None
+# help for the run options that add_run_options registers without one (the formatter adds the defaults)
+RUN_OPTION_HELP = {
+    "--no-smooth-k": "quantize K as it is (turns --smooth-k off)",
+    "--kv-heads": "KV heads (GQA: --heads must be a multiple, ratio 1..16)",
+    "--head-dim": "head dimension",
+    "--block-size": "tokens per paged-cache block",
+    "--seed": "seed of the generated data and block tables (>= 0)",
+}
+
+# the shape flags --inputs replaces: the file's arrays give these
+SHAPE_FLAGS = (("context", "--context"), ("heads", "--heads"), ("kv_heads", "--kv-heads"),
+               ("head_dim", "--head-dim"))
+
+# bytes of host memory per (token, kv head, head dim) element of the K/V history, measured on
+# paged_attention_decode (peak RSS 175 MB at context 1, 239 MB at 4096, 426 MB at 16384 with tags;
+# ~125 B with provenance): f32 K/V inputs, the int8 caches and their per-byte tags, the references
+MEMORY_PER_ELEMENT = {"provenance": 160, "numbers": 64}
+MEMORY_BASE = 256 << 20
+MEMORY_TRACE_FACTOR = 2
+
+
+def complete_help(p):
+    """Give the run options without help text theirs (after add_run_options)."""
+    for a in p._actions:
+        for flag in a.option_strings:
+            if not a.help and flag in RUN_OPTION_HELP:
+                a.help = RUN_OPTION_HELP[flag]
+    return p
+
+
+def _mem_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+
+
+def memory_estimate(tokens: int, kv_heads: int, head_dim: int, *, provenance: bool = True,
+                    trace: bool = False) -> int:
+    """Estimated peak bytes of one run over ``tokens`` history tokens (all sequences)."""
+    per = MEMORY_PER_ELEMENT["provenance" if provenance else "numbers"] * (MEMORY_TRACE_FACTOR if trace else 1)
+    return MEMORY_BASE + tokens * kv_heads * head_dim * per
+
+
+def check_memory(args, inputs=None, *, trace: bool = False, available: int | None = None) -> None:
+    """Refuse, before anything is generated, a run whose estimated memory exceeds MemAvailable."""
+    available = _mem_available() if available is None else available
+    if available is None:
+        return
+    if inputs is not None:
+        k = inputs["k"]
+        tokens, kvh, hd, flag = int(inputs["context_lens"].sum()), k.shape[2], k.shape[3], f"--inputs {args.inputs}"
+    else:
+        tokens, kvh, hd = max(args.context), args.kv_heads, args.head_dim
+        flag = f"--context {tokens}"
+    need = memory_estimate(tokens, kvh, hd, provenance=args.provenance, trace=trace)
+    if need > available:
+        per = (need - MEMORY_BASE) / max(tokens, 1)
+        most = int((available - MEMORY_BASE) // per) if available > MEMORY_BASE else 0
+        raise ValueError(f"{flag}: the run needs about {_size(need)} (K/V inputs, int8 caches"
+                         f"{' with tags' if args.provenance else ''}{', trace' if trace else ''} and references: "
+                         f"{tokens} tokens x {kvh} kv heads x {hd} dims), more than the {_size(available)} "
+                         f"available (MemAvailable); at most about {most} tokens fit")
+
+
+def check_run_args(args) -> None:
+    """Usage errors of the run options that run_kernel does not check, before anything runs."""
+    if args.seed < 0:
+        raise ValueError(f"--seed must be >= 0, got {args.seed}")
     if args.inputs:
-        from .inputs import load_inputs
-        inputs = load_inputs(args.inputs)
+        given = getattr(args, "given_options", set())
+        for dest, flag in SHAPE_FLAGS:
+            if dest in given:
+                raise ValueError(f"{flag} cannot be combined with --inputs: the shapes come from "
+                                 f"{args.inputs}; drop {flag}")
+    for c in args.context:
+        if c < 1:
+            raise ValueError(f"--context must be >= 1, got {c}")
+
+
+def load_run_inputs(args):
+    """The --inputs arrays (validated at --block-size), or None."""
+    if not args.inputs:
+        return None
+    from .inputs import load_inputs
+    return load_inputs(args.inputs, block_size=args.block_size)
+
+
+def input_params(inputs, path) -> dict:
+    """The report params a --inputs file sets: its real shapes."""
+    q, k = inputs["q"], inputs["k"]
+    out = dict(inputs=str(path), num_seqs=int(q.shape[0]), heads=int(q.shape[-2]), kv_heads=int(k.shape[2]),
+               head_dim=int(q.shape[-1]), context_lens=[int(n) for n in inputs["context_lens"]])
+    if q.ndim == 4:
+        out["num_queries"] = int(q.shape[1])
+    return out
+
+
+def json_safe(obj):
+    """``obj`` with every non-finite float (NaN, ±inf) replaced by None, for strict JSON."""
+    import math
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "dtype") and getattr(obj, "shape", None) == ():      # numpy scalar
+        return json_safe(obj.item())
+    return obj
+
+
+def run(args) -> int:
+    check_run_args(args)
+    inputs = load_run_inputs(args)
+    check_memory(args, inputs, trace=args.trace)
     reports = []
     contexts = [None] if inputs is not None else args.context
     for ctx in contexts:
-        with progress_for(args, ctx) as progress:
+        with progress_for(args, ctx) as progress, np.errstate(invalid="ignore", divide="ignore"):
             kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace, progress=progress,
                             **run_options(args, ctx if ctx is not None else DEFAULTS["context"]))
-        if args.report == "json":
-            reports.append(kr.report())
-        else:
-            print(text_report(kr))
+        if inputs is not None:
+            kr.params.update(input_params(inputs, args.inputs))
+        with np.errstate(invalid="ignore", divide="ignore"):     # e.g. all-zero V: cos_sim 0/0 -> null
+            if args.report == "json":
+                reports.append(kr.report())
+            else:
+                print(text_report(kr))
             sys.stdout.flush()
     if args.report == "json":
-        print(json.dumps(reports[0] if len(reports) == 1 else reports))
+        print(json.dumps(json_safe(reports[0] if len(reports) == 1 else reports), allow_nan=False))
     return 0
 
 

@@ -48,7 +48,7 @@ def _add_layout(kinds):
 
 
 def _add_run(kinds):
-    from kernels_py.cli import add_run_options
+    from kernels_py.cli import add_run_options, complete_help
     q = kinds.add_parser("run", help="pictures of a kernel run: token map, scale groups, errors, LDS banks",
                          description="Run a kernel as `gfxsim run` does (same options) and draw one picture of "
                                      "it: tokens (the token in every K slot of each matrix instruction that sums "
@@ -59,6 +59,7 @@ def _add_run(kinds):
                          epilog="example: gfxsim plot run --context 300 --grouping contiguous --what scales "
                                 "--instructions 4 -o pv_scales.png")
     add_run_options(q)
+    complete_help(q)
     q.add_argument("--what", choices=tuple(RUN_PICTURES), required=True, help="the picture to draw")
     q.add_argument("-o", "--output", required=True, metavar="FILE", help="picture to write: FILE.png or FILE.svg")
     q.add_argument("--workgroup", default="0,0,0", metavar="X,Y,Z",
@@ -78,9 +79,35 @@ def _no_kind(parser) -> int:
     return 2
 
 
+def check_output(path) -> None:
+    """-o before any work: a file we can create or overwrite in an existing directory."""
+    import os
+    from pathlib import Path
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"-o {path}: is a directory; give a file, e.g. {p / 'picture.png'}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise ValueError(f"-o {path}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise ValueError(f"-o {path}: {parent} is not a directory")
+    existed = p.exists()
+    try:
+        with open(p, "ab"):
+            pass
+    except OSError as e:
+        raise ValueError(f"-o {path}: cannot write: {e.strerror or e}") from e
+    if not existed:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
 def run_layout(args) -> int:
     from .style import picture_format, save
     picture_format(args.output)              # a bad extension fails before any drawing
+    check_output(args.output)
     if args.compare:
         from .compare import plot_compare
         fig = plot_compare(args.arch, args.instruction, *args.compare, operand=args.operand, view=args.view)
@@ -103,11 +130,13 @@ def _workgroup(text: str) -> tuple:
 
 
 def run_run(args) -> int:
-    from kernels_py.cli import progress_for, run_options
+    from kernels_py.cli import check_memory, check_run_args, input_params, load_run_inputs, progress_for, run_options
     from kernels_py.runs import DEFAULTS, run_kernel
 
     from .style import picture_format, save
     picture_format(args.output)              # bad input fails before the kernel runs
+    check_output(args.output)
+    check_run_args(args)
     if len(args.context) != 1:
         raise ValueError(f"--context: a picture is of one run; give one history length, got {args.context}")
     if args.instructions is not None and args.instructions < 1:
@@ -115,13 +144,13 @@ def run_run(args) -> int:
     if args.what in ("tokens", "scales") and not args.provenance:
         raise ValueError(f"--what {args.what} draws the tokens that reached the K slots; drop --no-provenance")
     wg = _workgroup(args.workgroup)
-    inputs = None
-    if args.inputs:
-        from kernels_py.inputs import load_inputs
-        inputs = load_inputs(args.inputs)
+    inputs = load_run_inputs(args)
+    check_memory(args, inputs, trace=RUN_PICTURES[args.what])
     with progress_for(args, args.context[0] if inputs is None else None) as progress:
         kr = run_kernel(args.kernel, inputs=inputs, trace=RUN_PICTURES[args.what], progress=progress,
                         **run_options(args, args.context[0] if inputs is None else DEFAULTS["context"]))
+    if inputs is not None:
+        kr.params.update(input_params(inputs, args.inputs))
     fig = draw_run(kr, args.what, workgroup=None if args.all_waves else wg, wave=None if args.all_waves else args.wave,
                    limit=args.instructions, event=args.event)
     path = save(fig, args.output)

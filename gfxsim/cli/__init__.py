@@ -99,6 +99,67 @@ def _source_help(modname: str, name: str) -> Optional[str]:
     return None
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help shows its default: " (default: X)" is added unless the help already says
+    "default", the default is None, or the option is a flag (store_true/store_false/count)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("default" in text or default is None or default is argparse.SUPPRESS or default is False
+                or isinstance(action, (argparse._StoreConstAction, argparse._CountAction,
+                                       argparse._HelpAction, argparse._VersionAction))):
+            return text
+        if not action.option_strings and action.nargs not in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else default
+        return f"{text} (default: {shown})".strip() if text else f"(default: {shown})"
+
+
+class Parser(argparse.ArgumentParser):
+    """gfxsim's parsers (sub-parsers inherit the class): help texts show the defaults."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def walk_parsers(parser):
+    """The parser and every sub-parser below it, depth first, each once."""
+    seen, stack = [], [parser]
+    while stack:
+        p = stack.pop(0)
+        if any(p is q for q in seen):
+            continue
+        seen.append(p)
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                stack.extend(a.choices.values())
+    return seen
+
+
+def given_options(parser, argv) -> set:
+    """The dests the command line set explicitly (an option given with its default value included):
+    ``argv`` parsed again with every default suppressed."""
+    parsers = walk_parsers(parser)
+    saved = [(a, a.default) for p in parsers for a in p._actions]
+    saved_defaults = [(p, p._defaults) for p in parsers]
+    try:
+        for a, _ in saved:
+            a.default = argparse.SUPPRESS
+        for p in parsers:
+            p._defaults = {}
+        ns, _ = parser.parse_known_args(argv)
+        return set(vars(ns))
+    except SystemExit:
+        return set()
+    finally:
+        for a, d in saved:
+            a.default = d
+        for p, d in saved_defaults:
+            p._defaults = d
+
+
 def _version() -> str:
     from .. import __version__
     return __version__
@@ -107,7 +168,7 @@ def _version() -> str:
 def _parser(real, listed) -> argparse.ArgumentParser:
     """Top-level parser: the commands in ``real`` get their sub-parsers (their modules are imported),
     those in ``listed`` an entry with their help line only; in `gfxsim --help` order."""
-    p = argparse.ArgumentParser(prog="gfxsim", description=DESCRIPTION)
+    p = Parser(prog="gfxsim", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     rank = {c.name: i for i, c in enumerate(BUILTIN)}
@@ -151,11 +212,21 @@ def _parser_for(argv) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:        # Ctrl-C: one line, no traceback (the shell's 128 + SIGINT)
+        name = next((a for a in argv if not a.startswith("-")), None)
+        print(f"gfxsim{' ' + name if name else ''}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv) -> int:
     parser = _parser_for(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    args.given_options = given_options(parser, argv)
     try:
         return args.func(args) or 0
     except BrokenPipeError:          # `gfxsim layout ... | head`

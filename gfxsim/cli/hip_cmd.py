@@ -27,7 +27,7 @@ def add_parser(sub):
     i.add_argument("kernel", metavar="KERNEL",
                    help="a kernels_hip/ file stem (pv_int8), an entry point (pv_int8_fragment) or a .s path")
     i.add_argument("--arch", default="gfx942", help=f"one of {', '.join(TARGETS)} (default gfx942)")
-    i.add_argument("--format", "-f", choices=("text", "json"), default="text")
+    i.add_argument("--format", "-f", choices=("text", "json"), default="text", help="output format")
     _common(i)
     i.set_defaults(func=run_inspect)
     return p

@@ -35,7 +35,8 @@ def add_parser(sub):
                    help="tokens each instruction consumes when every lane loads BYTES consecutive K elements")
     p.add_argument("--compare", nargs=4, metavar=("ARCH1", "INSTR1", "ARCH2", "INSTR2"),
                    help="where two instructions place the same element differently")
-    p.add_argument("--format", "-f", choices=FORMATS, default="text")
+    p.add_argument("--format", "-f", choices=FORMATS, default="text",
+                   help="output format (json: the same fields as the tables, machine-readable)")
     p.set_defaults(func=run)
     return p
 
