@@ -204,6 +204,8 @@ def test_token_sets_out_of_range(capsys, n):
 def test_layout_list_needs_an_arch(capsys):
     one_line_error(capsys, "layout", "--list", names=("--list", "ARCH"))
     one_line_error(capsys, "layout", "--get-register", 1, 1, "--operand", "A", names=("--get-register",))
+    one_line_error(capsys, "layout", "gfx936", "--token-sets", 16, names=("--token-sets", "INSTRUCTION"))
+    one_line_error(capsys, "layout", "gfx942", "--detail", names=("--detail", "INSTRUCTION"))
 
 
 def test_get_register_needs_operand(capsys):

@@ -57,14 +57,12 @@ def run(args) -> int:
     if args.arch is None:
         if args.list:
             raise ValueError("--list needs an ARCH, e.g. gfxsim layout gfx942 --list")
-        for flag, given in (("--get-register", args.get_register), ("--get-element", args.get_element),
-                            ("--token-sets", args.token_sets), ("--detail", args.detail)):
-            if given:
-                raise ValueError(f"{flag} needs an ARCH and an INSTRUCTION, e.g. gfxsim layout gfx942 "
-                                 f"v_mfma_i32_16x16x32_i8 {flag} ...")
+        _need_instruction(args)
         print(default_tour(fmt))
         return 0
     arch = get_arch(args.arch)
+    if args.instruction is None:
+        _need_instruction(args)
     if args.list or args.instruction is None:
         print(list_instructions(arch, fmt))
         return 0
@@ -88,6 +86,15 @@ def run(args) -> int:
         views = matrix_view if args.view == "matrix" else register_view
         print("\n\n".join(views(insn, op, fmt) for op in ops))
     return 0
+
+
+def _need_instruction(args) -> None:
+    """An option that is about one instruction, given without ARCH INSTRUCTION: a usage error."""
+    for flag, given in (("--get-register", args.get_register), ("--get-element", args.get_element),
+                        ("--token-sets", args.token_sets is not None), ("--detail", args.detail)):
+        if given:
+            raise ValueError(f"{flag} needs an ARCH and an INSTRUCTION, e.g. gfxsim layout gfx942 "
+                             f"v_mfma_i32_16x16x32_i8 {flag} ...")
 
 
 # -- pieces ----------------------------------------------------------------------------------
