@@ -186,7 +186,8 @@ def json_safe(obj):
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
+        # the per-instruction token table holds only ints and names: not walked element by element
+        return {k: (v if k == "mmacs" else json_safe(v)) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
     if hasattr(obj, "dtype") and getattr(obj, "shape", None) == ():      # numpy scalar
