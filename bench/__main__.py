@@ -26,7 +26,7 @@ import sys
 import time
 import traceback
 
-from bench.common import (ROOT, failure_text, gfxsim_cmd, machine_info, median, run_child,
+from bench.common import (ROOT, failure_text, gfxsim_cmd, machine_info, median, repeat_child, run_child,
                           run_worker, time_in_process)
 
 USERS_SHAPE = dict(heads=64, kv_heads=8, head_dim=128, block_size=16, arch="gfx936")
@@ -229,14 +229,7 @@ class Bench:
         t_calc = None
         if calc:
             cmd = [a.calculator_python or sys.executable, calc] + CALC_ARGS
-            runs, rss, err = [], [], None
-            for _ in range(a.repeat):
-                r = run_child(cmd, timeout=a.timeout, env=dict(os.environ))
-                if r["rc"] != 0 or r["timed_out"]:
-                    err = failure_text(r, a.timeout)
-                    break
-                runs.append(r["seconds"])
-                rss.append(r["rss_bytes"])
+            runs, rss, err, r = repeat_child(cmd, a.repeat, a.timeout, env=dict(os.environ))
             if err:
                 self.add("layout", "AMD matrix_calculator.py -B -g -K 13 -J 2", error=err, command=" ".join(cmd))
             else:
@@ -250,14 +243,7 @@ class Bench:
         for name, sub in LAYOUT_QUERIES:
             cmd = gfxsim_cmd() + sub
             label = f"gfxsim {' '.join(sub)}"
-            runs, rss, err = [], [], None
-            for _ in range(a.repeat):
-                r = run_child(cmd, timeout=a.timeout)
-                if r["rc"] != 0 or r["timed_out"]:
-                    err = failure_text(r, a.timeout)
-                    break
-                runs.append(r["seconds"])
-                rss.append(r["rss_bytes"])
+            runs, rss, err, r = repeat_child(cmd, a.repeat, a.timeout)
             if err:
                 self.add("layout", label, error=err, query=name)
                 continue

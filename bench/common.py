@@ -84,6 +84,19 @@ def run_worker(module: str, args: list[str], *, timeout: float, env_extra=None) 
     return data, r
 
 
+def repeat_child(cmd, repeat: int, timeout: float, env=None):
+    """Run cmd ``repeat`` times: (seconds of each run, peak RSS of each, error text or None, the
+    last ChildResult). Stops at the first run that fails or times out."""
+    runs, rss, r = [], [], None
+    for _ in range(repeat):
+        r = run_child(cmd, timeout=timeout, env=env)
+        if r["rc"] != 0 or r["timed_out"]:
+            return runs, rss, failure_text(r, timeout), r
+        runs.append(r["seconds"])
+        rss.append(r["rss_bytes"])
+    return runs, rss, None, r
+
+
 def failure_text(r: ChildResult, timeout: float) -> str:
     if r["timed_out"]:
         return f"timed out after {timeout:.0f} s"

@@ -184,7 +184,7 @@ class MmaLog:
         self.foreign.append((log, wide))
         return len(self.foreign) * FOREIGN_BASE
 
-    def events(self, tags=True) -> list:
+    def events(self) -> list:
         """One MmaEvent view per instruction and live workgroup, in index order."""
         out = []
         for r in self.records:

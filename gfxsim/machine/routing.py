@@ -18,7 +18,7 @@ import numpy as np
 
 from . import ops
 from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
-from .provenance import Prov, fill_value, merge
+from .provenance import Prov, broadcast_rows, fill_value, merge
 from .valu import bcast
 from .vgpr import VGPRs
 
@@ -96,7 +96,7 @@ class RoutingOps:
         n = r.shape[0]
         prov = None
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
-            pa = None if a.prov is None else bcast_prov(a.prov.per_byte(), n * size)
+            pa = None if a.prov is None else broadcast_rows(a.prov.per_byte(), n * size)
             if op in ("shl", "shr"):
                 prov = _shift_prov(pa, s, size, op, a.dtype, n, self.width, self.machine.wide)
             elif b.literal:
@@ -105,7 +105,7 @@ class RoutingOps:
                     mb = to_bytes(np.broadcast_to(b.val, (n, self.width)).astype(dt))
                     prov = _route(pa, np.where(mb != 0, np.arange(n * size)[:, None], -1), self.width)
             else:
-                pb = None if b.prov is None else bcast_prov(b.prov.per_byte(), n * size)
+                pb = None if b.prov is None else broadcast_rows(b.prov.per_byte(), n * size)
                 prov = merge(pa, pb, False, self.machine.wide)
         return self._new(r, a.dtype, prov), insn
 
@@ -191,13 +191,6 @@ class RoutingOps:
             v = fn(v, self.shfl_xor(v, k))
             k *= 2
         return v
-
-
-def bcast_prov(p: Prov, rows: int) -> Prov:
-    r = p.shape[0]
-    if r == rows:
-        return p
-    return p.map(lambda a: bcast(a, rows).copy())
 
 
 def _shift_prov(pa, s, size, op, dtype, n, width, wide):

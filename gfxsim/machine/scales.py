@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from .provenance import SCALE, WORDS, Mask, Prov
+from .provenance import SCALE, Mask, Prov
 from .vgpr import VGPRs
 
 
@@ -159,4 +159,4 @@ class ScaleOps:
                                       "lanes": ln} for k, s, ln, _ in mism])
 
 
-__all__ = ["ScaleOps", "WORDS"]
+__all__ = ["ScaleOps"]
