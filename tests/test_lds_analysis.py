@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from gfxsim.machine.banks import bank_conflicts, bank_conflicts_batched
-from gfxsim.machine.lds_races import RaceState, track
+from gfxsim.machine.lds_races import RaceState, track, track_np
 
 NBYTES = (1, 2, 4, 8, 12, 16)
 LANES = 64
@@ -257,3 +257,30 @@ def test_track_bounds_and_wave_checks():
     assert st.w_wave[0, 4:8].tolist() == [0] * 4 and st.w_wave[1, 8:12].tolist() == [0] * 4
     hl, _, _ = track(*one([4, 8]), 4, 1, 0, False, st.w_wave, st.w_epoch, st.r_mask, st.r_epoch)
     assert hl.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_track_np_equals_track(members):
+    """The numpy tracker (one-member states: a batch whose workgroups agree) equals the numba one,
+    hits and state, on random accesses that overlap within and across waves and epochs."""
+    rng = np.random.default_rng(members)
+    size, n_races = 64, 0
+    for trial in range(300):
+        a = RaceState(members, size)
+        b = RaceState(members, size)
+        for step in range(6):
+            nbytes = int(rng.choice(NBYTES))
+            lanes = int(rng.choice([4, 8, LANES]))
+            addr = rng.integers(0, size - nbytes + 1, (members, lanes)).astype(np.int64)
+            on = rng.random((members, lanes)) < 0.6
+            args = (addr, on, nbytes, int(rng.integers(0, 3)), int(rng.integers(0, 2)), bool(rng.integers(2)))
+            want = track(*args, a.w_wave, a.w_epoch, a.r_mask, a.r_epoch)
+            got = track_np(*args, b.w_wave, b.w_epoch, b.r_mask, b.r_epoch)
+            np.testing.assert_array_equal(np.stack(got), np.stack(want), err_msg=f"trial {trial} step {step}")
+            n_races += int((want[0] >= 0).sum())
+            for name in ("w_wave", "w_epoch", "r_mask", "r_epoch"):
+                np.testing.assert_array_equal(getattr(b, name), getattr(a, name))
+    assert n_races > 100
+    with pytest.raises(IndexError):
+        track_np(np.array([[62]]), np.array([[True]]), 4, 0, 0, True, *(np.zeros((1, 64), t) for t in
+                                                                          (np.int32, np.int64, np.uint64, np.int64)))

@@ -214,3 +214,14 @@ def test_digit_proof_accepts_a_mixed_radix_layout_in_any_digit_order():
     lay = OperandLayout("D", 16, 16, 1, 32, lane=[(4, "col", 4), (4, "row", 1), (4, "row", 4)],
                         reg=[(4, "col", 1)], elem=[])
     assert lay.table().size == 256
+
+
+@pytest.mark.parametrize("kernel", ["paged_attention_decode", "pv_int8", "qk_int8"])
+def test_a_run_without_provenance_never_starts_numba(kernel):
+    """numba costs ~0.7 s to import and start: the provenance-off path (INT8 matrix instructions as
+    an exact float GEMM, bank conflicts and races of a batch that agrees in numpy) must not need it."""
+    r = probe(["run", kernel, "--context", "300", "--no-provenance", "--quiet", "--report", "json"], heavy=("numba",))
+    assert r["rc"] == 0, r["err"]
+    assert r["loaded"] == []
+    with_prov = probe(["run", kernel, "--context", "300", "--quiet", "--report", "json"], heavy=("numba",))
+    assert with_prov["rc"] == 0 and "numba" in with_prov["loaded"]          # the probe can see numba

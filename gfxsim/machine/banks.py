@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numba
+from .jit import njit
 import numpy as np
 
 _B128_PAIR = (0, 1, 2, 3, 1, 0, 3, 2)     # 4-lane group q (0..7 in a half) -> its phase in that half
@@ -35,51 +35,45 @@ def phases(nbytes: int, lanes: int = 64) -> np.ndarray:
     return ph
 
 
-@numba.njit(cache=True)
-def _conflicts(addr, active, phase, n_phase, nbytes, banks, bank_bytes):
-    dwords = max(1, nbytes // bank_bytes)
-    worst = 0
-    cycles = 0
-    used = 0
-    seen = np.empty(addr.shape[0] * dwords, np.int64)
-    for p in range(n_phase):
-        n = 0
-        for l in range(addr.shape[0]):
-            if active[l] and phase[l] == p:
-                base = addr[l] // bank_bytes
-                for d in range(dwords):
-                    dw = base + d
-                    dup = False
-                    for s in range(n):
-                        if seen[s] == dw:
-                            dup = True
-                            break
-                    if not dup:
-                        seen[n] = dw
-                        n += 1
-        if n == 0:
-            continue
-        used += 1
-        degree = 0
-        for b in range(banks):
-            c = 0
-            for s in range(n):
-                if seen[s] % banks == b:
-                    c += 1
-            if c > degree:
-                degree = c
-        cycles += degree
-        if degree > worst:
-            worst = degree
-    return worst, cycles, used
-
-
 def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32, bank_bytes: int = 4):
     """(conflict degree, cycles, phases used) of one DS access by the lanes of one wave."""
     addr = np.asarray(addr, np.int64)
-    ph = phases(int(nbytes), addr.shape[0])
-    return _conflicts(addr, np.asarray(active, np.bool_), ph, int(ph.max()) + 1, int(nbytes), int(banks),
-                      int(bank_bytes))
+    return _row_np(addr, np.asarray(active, np.bool_), int(nbytes), int(banks), int(bank_bytes))
+
+
+_ROW_CACHE: dict = {}          # a kernel repeats its few access patterns thousands of times
+
+
+def _row_np(addr, active, nbytes, banks, bank_bytes):
+    """``_row_np_uncached``, remembered per pattern (addresses shifted so that the first active lane
+    is in dword 0: a shift by whole dwords changes no result, see "Shift invariance" below)."""
+    on = np.flatnonzero(active)
+    if on.size == 0:
+        return 0, 0, 0
+    rel = addr - (addr[on[0]] // bank_bytes) * bank_bytes
+    key = (nbytes, banks, bank_bytes, rel.tobytes(), active.tobytes())
+    got = _ROW_CACHE.get(key)
+    if got is None:
+        if len(_ROW_CACHE) >= 4096:
+            _ROW_CACHE.clear()
+        got = _ROW_CACHE[key] = _row_np_uncached(rel, active, nbytes, banks, bank_bytes)
+    return got
+
+
+def _row_np_uncached(addr, active, nbytes, banks, bank_bytes):
+    """``_conflicts`` in numpy, for one row: the distinct dwords of each phase, counted per bank.
+    (numpy here, so that a launch whose workgroups share one pattern needs no numba at all.)"""
+    ph = phases(nbytes, addr.shape[0])
+    dwords = max(1, nbytes // bank_bytes)
+    dw = ((addr[active] // bank_bytes)[:, None] + np.arange(dwords)).ravel()
+    if dw.size == 0:
+        return 0, 0, 0
+    p = np.repeat(ph[active], dwords)
+    n_phase = int(ph.max()) + 1
+    pairs = np.unique(np.stack([p, dw]), axis=1)                   # distinct (phase, dword)
+    per_bank = np.bincount(pairs[0] * banks + pairs[1] % banks, minlength=n_phase * banks)
+    degree = per_bank.reshape(n_phase, banks).max(axis=1)
+    return int(degree.max()), int(degree.sum()), int((degree > 0).sum())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -109,7 +103,7 @@ def _phase_lanes(nbytes: int, lanes: int):
     return order, starts
 
 
-@numba.njit(cache=True)
+@njit
 def _same_pattern(addr, active, m, r, first, span):
     """Row m is row r shifted by one multiple of ``span`` (bank_bytes) bytes on the same active lanes."""
     if not active[r, first]:
@@ -125,9 +119,9 @@ def _same_pattern(addr, active, m, r, first, span):
     return True
 
 
-@numba.njit(cache=True)
+@njit
 def _row_conflicts(addr, active, m, order, starts, dwords, banks, bank_bytes, bucket, cnt):
-    """_conflicts for row m, with the distinct dwords of a phase kept per bank (same result)."""
+    """bank_conflicts for row m, with the distinct dwords of a phase kept per bank (same result)."""
     worst = 0
     cycles = 0
     used = 0
@@ -165,7 +159,7 @@ def _row_conflicts(addr, active, m, order, starts, dwords, banks, bank_bytes, bu
     return worst, cycles, used
 
 
-@numba.njit(cache=True)
+@njit
 def _conflicts_batched(addr, active, order, starts, dwords, banks, bank_bytes):
     members, lanes = addr.shape
     degree = np.zeros(members, np.int64)
@@ -208,8 +202,9 @@ def bank_conflicts_batched(addr: np.ndarray, active: np.ndarray, nbytes: int, ba
     ``addr`` (int) and ``active`` (bool) are [members, lanes], or flat [members * lanes]; addresses
     are bytes relative to each member's own LDS. Member m's result equals
     ``bank_conflicts(addr[m], active[m], nbytes, banks, bank_bytes)``; a member with no active lane
-    gets (0, 0, 0). One numba call; a pattern shared by the members (up to a shift of all addresses by
-    one multiple of bank_bytes, which changes no result) is computed once.
+    gets (0, 0, 0). The pattern of the first live member is computed once (numpy) for every member
+    that shares it up to a shift of all addresses by one multiple of bank_bytes (which changes no
+    result); the other members are computed exactly in one numba call.
     """
     addr = np.asarray(addr)
     active = np.asarray(active, np.bool_)
@@ -219,8 +214,23 @@ def bank_conflicts_batched(addr: np.ndarray, active: np.ndarray, nbytes: int, ba
         active = active.reshape(-1, lanes)
     if addr.ndim != 2 or addr.shape != active.shape or addr.shape[1] != lanes:
         raise ValueError(f"addr {addr.shape} and active {active.shape} must both be [members, {lanes}]")
-    addr = np.ascontiguousarray(addr, np.int64)
-    active = np.ascontiguousarray(active)
-    order, starts = _phase_lanes(int(nbytes), int(lanes))
-    return _conflicts_batched(addr, active, order, starts, max(1, int(nbytes) // int(bank_bytes)), int(banks),
-                              int(bank_bytes))
+    addr = np.asarray(addr, np.int64)
+    members = addr.shape[0]
+    out = np.zeros((3, members), np.int64)
+    live = active.any(axis=1)
+    if not live.any():
+        return out[0], out[1], out[2]
+    # the members sharing the first live member's pattern (numpy); any others exactly (numba)
+    ref = int(np.argmax(live))
+    first = int(np.argmax(active[ref]))
+    shift = addr[:, first] - addr[ref, first]
+    same = live & (shift % bank_bytes == 0) & (active == active[ref]).all(axis=1) & \
+        ((addr - shift[:, None] == addr[ref]) | ~active).all(axis=1)
+    out[:, same] = np.array(_row_np(addr[ref], active[ref], int(nbytes), int(banks), int(bank_bytes)))[:, None]
+    rest = np.nonzero(live & ~same)[0]
+    if rest.size:
+        order, starts = _phase_lanes(int(nbytes), int(lanes))
+        got = _conflicts_batched(np.ascontiguousarray(addr[rest]), np.ascontiguousarray(active[rest]), order,
+                                 starts, max(1, int(nbytes) // int(bank_bytes)), int(banks), int(bank_bytes))
+        out[:, rest] = np.stack(got)
+    return out[0], out[1], out[2]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from .banks import bank_conflicts_batched
-from .dtypes import dtype_name, from_bytes, itemsize, to_bytes
+from .banks import bank_conflicts, bank_conflicts_batched
+from .dtypes import all_written, dtype_name, itemsize, load_values, store_values
 from .errors import MemoryFault
 from .lds_races import RaceState
 from .memory import LdsRegion
@@ -26,9 +26,10 @@ class RaceTracker:
         self.state = RaceState(1, size)
         self.split = members == 1
 
-    def track(self, rel, act, nbytes, wave, epoch, is_write):
+    def track(self, rel, act, nbytes, wave, epoch, is_write, uniform):
+        """``uniform``: every member makes the same access (same addresses, same lanes)."""
         if not self.split:
-            if (rel == rel[0]).all() and (act == act[0]).all():
+            if uniform:
                 hits = self.state.track(rel[:1], act[:1], nbytes, wave, epoch, is_write)
                 return tuple(np.repeat(h, self.members) for h in hits)
             s = self.state
@@ -80,18 +81,23 @@ class DsOps:
         rel = rel + region.offset                          # member-relative LDS address
         act = self.exec
         r2, a2 = rel.reshape(self.members, self.lanes), act.reshape(self.members, self.lanes)
+        uniform = self.members == 1 or bool((r2 == r2[0]).all() and (self._full or (a2 == a2[0]).all()))
         if self.machine.check_races and self.wg.num_waves > 1:
             if lds.races is None:
                 from .ds import RaceTracker
                 lds.races = RaceTracker(self.members, lds.member_bytes)
-            hl, ha, hw = lds.races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write)
+            hl, ha, hw = lds.races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform)
             for m in np.nonzero(hl >= 0)[0].tolist():
                 reg, off = lds.region_at(int(ha[m]))
                 where = reg.describe(off) if reg is not None else str(int(ha[m]))
                 self.finding("lds-race", f"{'write' if is_write else 'read'} of LDS {where} races with wave "
                              f"{int(hw[m])}: no barrier between them", lane=m * self.lanes + int(hl[m]),
                              address=int(ha[m]), other_wave=int(hw[m]), where=where)
-        deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes)
+        if uniform:              # one pattern: computed once (and remembered), the same for every member
+            deg, cycles, passes = (np.full(self.members, x, np.int64) for x in
+                                   bank_conflicts(r2[0], a2[0], nbytes, lds.banks, lds.bank_bytes))
+        else:
+            deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes)
         worst = int(deg.max()) if deg.size else 0
         if worst > 1:
             for m in np.nonzero(deg > 1)[0].tolist():
@@ -113,15 +119,15 @@ class DsOps:
             raise self.error(ValueError, f"ds_read of {nbytes} bytes as {dtype}")
         addr, ridx, deg = self._lds_access(region, offset, nbytes, False)
         lds = self.wg.lds
-        ba = self._byte_addr(addr, nbytes)
+        a = addr if self._full else np.where(self.exec, addr, 0)     # inactive lanes read byte 0
         prov = None
         if self.machine.provenance:
             prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes), size)
-        v = self._new(from_bytes(lds.raw[ba], dtype), dtype, prov)
-        wr = lds.written[ba]
-        if not self._full:
+        v = self._new(load_values(lds.raw, a, nbytes, dtype), dtype, prov)
+        wr = None if all_written(lds.written, a, nbytes) else lds.written[self._byte_addr(addr, nbytes)]
+        if wr is not None and not self._full:
             wr = wr | ~self.exec[None, :]
-        if not wr.all():
+        if wr is not None and not wr.all():
             for l in self._first_lanes(~wr.all(axis=0)):
                 rel = int(addr[l] - (l // self.lanes) * lds.member_bytes)
                 reg, off = lds.region_at(rel)
@@ -141,11 +147,7 @@ class DsOps:
         self._check_read(value)
         addr, ridx, deg = self._lds_access(region, offset, nbytes, True)
         lds, act = self.wg.lds, self.exec
-        ba = addr[None, :] + np.arange(nbytes)[:, None]
-        raw = to_bytes(value.val)[:nbytes]
-        sel = ba if self._full else ba[:, act]
-        lds.raw[sel] = raw if self._full else raw[:, act]
-        lds.written[sel] = True
+        store_values(lds.raw, lds.written, addr, nbytes, value.val, None if self._full else act)
         mp = lds.prov[region.name]
         if self.machine.provenance and (value.prov is not None or not mp.empty()):
             p = _stored(value, nbytes, act, self._full)

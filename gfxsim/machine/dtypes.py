@@ -79,4 +79,61 @@ def from_bytes(raw: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(raw.T).view(dt).reshape(lanes, -1).T.copy()
 
 
-__all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "dtype_name", "itemsize", "to_bytes", "from_bytes"]
+# -- memory as dwords: a dword-sized access at dword-aligned addresses moves whole 32-bit words,
+# four times fewer elements to gather or scatter than bytes (the same bytes, little-endian) ------
+_ALL_WRITTEN = np.uint32(0x01010101)      # four True bytes of a written-bit array, as one word
+
+
+def _word_index(mem: np.ndarray, addr: np.ndarray, nbytes: int):
+    """[nbytes/4, lanes] dword indices into ``mem`` for a dword access at every address, or None
+    (a size that is not whole dwords, a memory not viewable as words, an unaligned address)."""
+    if nbytes % 4 or mem.size % 4 or (addr & 3).any():
+        return None
+    return (addr >> 2)[None, :] + np.arange(nbytes // 4)[:, None]
+
+
+def load_values(raw: np.ndarray, addr: np.ndarray, nbytes: int, name: str) -> np.ndarray:
+    """The [nbytes/itemsize, lanes] ``name`` values at byte address ``addr[l]`` of the flat byte
+    array ``raw`` for every lane l."""
+    wi = _word_index(raw, addr, nbytes)
+    if wi is None:
+        return from_bytes(raw[addr[None, :] + np.arange(nbytes)[:, None]], name)
+    words = raw.view(np.uint32)[wi]
+    dt = np_dtype(name)
+    if dt.itemsize == 4:
+        return words.view(dt)
+    return np.ascontiguousarray(words.T).view(dt).reshape(addr.size, -1).T.copy()
+
+
+def all_written(written: np.ndarray, addr: np.ndarray, nbytes: int) -> bool:
+    """Whether every byte of the access is marked written (one word compare per dword)."""
+    wi = _word_index(written, addr, nbytes)
+    if wi is None:
+        return bool(written[addr[None, :] + np.arange(nbytes)[:, None]].all())
+    return bool((written.view(np.uint32)[wi] == _ALL_WRITTEN).all())
+
+
+def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: np.ndarray, cols=None) -> None:
+    """Write the first ``nbytes`` bytes of every lane of ``val`` [n, lanes] at ``addr[l]`` of ``raw``
+    (and mark them in ``written``, if given); ``cols``: the lanes that write (None: all)."""
+    wi = None if (val.shape[0] * val.dtype.itemsize) % 4 else \
+        _word_index(raw, addr if cols is None else addr[cols], nbytes)
+    if wi is None:
+        ba = addr[None, :] + np.arange(nbytes)[:, None]
+        b = to_bytes(val)[:nbytes]
+        sel, b = (ba, b) if cols is None else (ba[:, cols], b[:, cols])
+        raw[sel] = b
+        if written is not None:
+            written[sel] = True
+        return
+    if val.dtype.itemsize == 4:
+        words = np.ascontiguousarray(val).view(np.uint32)[:nbytes // 4]
+    else:
+        words = np.ascontiguousarray(val.T).view(np.uint32).reshape(val.shape[1], -1).T[:nbytes // 4]
+    raw.view(np.uint32)[wi] = words if cols is None else words[:, cols]
+    if written is not None:
+        written.view(np.uint32)[wi] = _ALL_WRITTEN
+
+
+__all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "dtype_name", "itemsize", "to_bytes", "from_bytes",
+           "load_values", "store_values", "all_written"]

@@ -13,13 +13,13 @@ The semantics are those of ``lds_track`` in memory.py (one wave, one member), me
 """
 from __future__ import annotations
 
-import numba
+from .jit import njit
 import numpy as np
 
 MAX_WAVES = 64
 
 
-@numba.njit(cache=True)
+@njit
 def track(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
     """Record one DS access of ``nbytes`` per lane by ``wave`` in ``epoch`` for every member.
 
@@ -92,5 +92,51 @@ class RaceState:
             raise ValueError(f"addr {addr.shape} and active {active.shape} must be [{self.members}, lanes]")
         if not 0 <= int(wave) < MAX_WAVES:
             raise ValueError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
-        return track(np.ascontiguousarray(addr, np.int64), np.ascontiguousarray(active), int(nbytes), int(wave),
-                     int(epoch), bool(is_write), self.w_wave, self.w_epoch, self.r_mask, self.r_epoch)
+        args = (np.ascontiguousarray(addr, np.int64), np.ascontiguousarray(active), int(nbytes), int(wave),
+                int(epoch), bool(is_write), self.w_wave, self.w_epoch, self.r_mask, self.r_epoch)
+        # one member (the shared state of a batch whose workgroups agree): numpy, no numba start
+        return (track_np if self.members == 1 else track)(*args)
+
+
+def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
+    """``track`` in numpy, vectorised over the (member, lane, byte) accesses in that order. The
+    result equals the loop's: an access never races with itself (its bytes are all this wave's
+    reads or all its writes), so each byte's race condition can be read from the state before the
+    access, and the first (lane, byte) meeting it is the loop's first race; the updates it makes
+    are idempotent per byte."""
+    members, lanes = addr.shape
+    size = w_wave.shape[1]
+    bad = active & ((addr < 0) | (addr + nbytes > size))
+    if bad.any():
+        raise IndexError("LDS access outside the member's LDS")
+    out = np.full((3, members), -1, np.int64)
+    m, l = np.nonzero(active)                                # member-major, then lane order
+    if m.size == 0:
+        return out[0], out[1], out[2]
+    a = (addr[m, l][:, None] + np.arange(nbytes)).ravel()
+    m = np.repeat(m, nbytes)
+    l = np.repeat(l, nbytes)
+    bit = np.uint64(1) << np.uint64(wave)
+    ww = w_wave[m, a]
+    c1 = (w_epoch[m, a] == epoch) & (ww != wave)
+    if is_write:
+        rm = np.where(r_epoch[m, a] == epoch, r_mask[m, a] & ~bit, np.uint64(0))
+        hit = c1 | (rm != 0)
+    else:
+        hit = c1
+    if hit.any():
+        idx = np.nonzero(hit)[0]
+        mem, at = np.unique(m[idx], return_index=True)       # each member's first hit
+        h = idx[at]
+        other = np.where(c1[h], ww[h], 0).astype(np.int64)
+        if is_write:
+            low = rm[h] & (~rm[h] + np.uint64(1))            # lowest set bit of the other readers
+            other = np.where(c1[h], other, np.log2(np.maximum(low, 1).astype(np.float64)).astype(np.int64))
+        out[0, mem], out[1, mem], out[2, mem] = l[h], a[h], other
+    if is_write:
+        w_wave[m, a] = wave
+        w_epoch[m, a] = epoch
+    else:
+        r_mask[m, a] = np.where(r_epoch[m, a] == epoch, r_mask[m, a] | bit, bit)
+        r_epoch[m, a] = epoch
+    return out[0], out[1], out[2]

@@ -13,7 +13,7 @@ Provenance of a matrix instruction, per (batched workgroup, block):
 """
 from __future__ import annotations
 
-import numba
+from .jit import njit
 import numpy as np
 
 from .dtypes import itemsize, np_dtype
@@ -50,7 +50,7 @@ def _expand(kind, a, op, M, N, K):
         np.broadcast_to(a[:, None, :], a.shape[:1] + (K, N))
 
 
-@numba.njit(cache=True)
+@njit
 def _row_bits(vals, window, base, bits):
     """Per row of vals [R, K]: the window base of its present values and their bits; base -2 when
     the values span more than one window (the caller keeps those exactly)."""
@@ -92,30 +92,21 @@ def _row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
     return out.map(lambda x: x.reshape(lead + x.shape[1:]))
 
 
-@numba.njit(cache=True)
-def _mma_i8_fused(a, b, c, ea, la, eb, lb, ec, lc, ed, ld, has_c, d, over):
-    """D = A.B + C for 8-bit A/B and int32 C/D read and written through the operand plans
-    (``[members*blocks, rows, cols]`` element and lane indices); int32 overflow flagged."""
-    nb, M, K = ea.shape
-    N = eb.shape[2]
-    A = np.empty((M, K), np.int64)
-    B = np.empty((K, N), np.int64)
-    for r in range(nb):
-        for m in range(M):
-            for k in range(K):
-                A[m, k] = a[ea[r, m, k], la[r, m, k]]
-        for k in range(K):
-            for n in range(N):
-                B[k, n] = b[eb[r, k, n], lb[r, k, n]]
-        for m in range(M):
-            for n in range(N):
-                s = np.int64(c[ec[r, m, n], lc[r, m, n]]) if has_c else np.int64(0)
-                for k in range(K):
-                    s += A[m, k] * B[k, n]
-                if s < -2147483648 or s > 2147483647:
-                    over[r, m, n] = True
-                d[ed[r, m, n], ld[r, m, n]] = np.int32(np.int64(np.uint32(s & 0xFFFFFFFF)) - (
-                    (np.int64(1) << 32) if (s & 0x80000000) else 0))
+def _mma_i8(a, b, c, ta, tb, tc, td, d):
+    """D = A.B + C for 8-bit A/B and int32 C/D, read and written through the flat operand plans
+    (``[members*blocks, rows, cols]`` indices into ``[regs, width]``). The products are summed as
+    one batched float GEMM, which is exact: every partial sum is an integer below 2^24 (float32) or
+    2^53 (float64, chosen when K * |a|max * |b|max could reach 2^24). C is added in int64 and the sum
+    wrapped to int32; returns where it overflowed."""
+    K = ta.shape[2]
+    bound = K * (255 if a.dtype == np.uint8 else 128) * (255 if b.dtype == np.uint8 else 128)
+    ft = np.float32 if bound < 2 ** 24 else np.float64
+    s = np.matmul(np.take(a, ta).astype(ft), np.take(b, tb).astype(ft)).astype(np.int64)
+    if c is not None:
+        s += np.take(c, tc)
+    over = (s < -2 ** 31) | (s > 2 ** 31 - 1)
+    d.reshape(-1)[td] = s.astype(np.int32)          # C-style cast: wraps modulo 2^32
+    return over
 
 
 class MmaRecord:
@@ -335,11 +326,9 @@ class MatrixOps:
         dval = np.empty((insn.regs("D"), self.width), np_dtype(insn.cd_type))
         overflow = None
         if insn.cd_type == "i32" and a.dtype in ("i8", "u8") and b.dtype in ("i8", "u8"):
-            # gather, sum exactly in int64 and scatter in one pass (the hot path of the INT8 kernels)
-            over = np.zeros(plans["D"][0].shape, np.bool_)
-            _mma_i8_fused(a.val, b.val, c.val if not c.literal else np.zeros((1, self.width), np.int32),
-                          *plans["A"], *plans["B"], *plans["C"], *plans["D"], not c.literal, dval, over)
-            overflow = over
+            # the hot path of the INT8 kernels: one exact batched GEMM for every member and block
+            flat = [self._flat_plan(insn, op) for op in "ABCD"]
+            overflow = _mma_i8(a.val, b.val, None if c.literal else c.val, *flat, dval)
         else:
             mats = {op: v.val[plans[op]] for op, v in (("A", a), ("B", b), ("C", c))}
             d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)

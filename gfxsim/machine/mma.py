@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-import numba
+from .jit import njit
 import numpy as np
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -39,7 +39,7 @@ def _plan(lay):
     return e, lane
 
 
-@numba.njit(cache=True)
+@njit
 def _mma_int(a, b, c, blocks, M, N, K):
     d = np.empty((blocks, M, N), np.int64)
     for bl in range(blocks):
@@ -52,7 +52,7 @@ def _mma_int(a, b, c, blocks, M, N, K):
     return d
 
 
-@numba.njit(cache=True)
+@njit
 def _mma_f64(a, b, c, blocks, M, N, K):
     d = np.empty((blocks, M, N), np.float64)
     for bl in range(blocks):

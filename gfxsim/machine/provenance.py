@@ -19,7 +19,7 @@ is byte-addressed (LDS, global memory) always holds ``g == 1`` planes.
 """
 from __future__ import annotations
 
-import numba
+from .jit import njit
 import numpy as np
 
 WORDS = 4                         # uint64 words per window
@@ -409,7 +409,7 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
 _NO = np.zeros((), np.bool_)
 
 
-@numba.njit(cache=True)
+@njit
 def _merge_field(ia, ib, na, nb, reducing, out, step):
     """One field of ``merge`` in one pass: out = the merged value (-1: none), step = a reduction
     step (a conflict, or an aggregate absorbing an element). Returns (any value, any step)."""

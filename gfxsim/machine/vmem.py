@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
+from .dtypes import all_written, dtype_name, itemsize, load_values, np_dtype, store_values
 from .errors import MemoryFault
 from .ds import _stored
 from .memory import Buffer
@@ -59,11 +59,11 @@ class VmemOps:
         if nbytes % size:
             raise self.error(ValueError, f"global_load of {nbytes} bytes as {dtype} from {buf.name!r}")
         addr = self._addresses(offset, nbytes, buf.nbytes, f"global_load from {buf.name!r}", min(nbytes, 4))
-        ba = self._byte_addr(addr, nbytes)
-        prov = buf.load_prov(ba, size, self.machine) if self.machine.provenance else None
-        v = self._new(from_bytes(buf.raw[ba], dtype), dtype, prov)
-        if buf.written is not None:
-            wr = buf.written[ba]
+        a = addr if self._full else np.where(self.exec, addr, 0)     # inactive lanes read byte 0
+        prov = buf.load_prov(self._byte_addr(addr, nbytes), size, self.machine) if self.machine.provenance else None
+        v = self._new(load_values(buf.raw, a, nbytes, dtype), dtype, prov)
+        if buf.written is not None and not all_written(buf.written, a, nbytes):
+            wr = buf.written[self._byte_addr(addr, nbytes)]
             if not self._full:
                 wr = wr | ~self.exec[None, :]
             if not wr.all():
@@ -127,17 +127,10 @@ class VmemOps:
         self._check_read(value)
         addr = self._addresses(offset, nbytes, buf.nbytes, f"global_store to {buf.name!r}", min(nbytes, 4))
         act = self.exec
-        ba = addr[None, :] + np.arange(nbytes)[:, None]
-        raw = to_bytes(value.val)[:nbytes]
-        if self._full:
-            buf.raw[ba] = raw
-            sel = ba
-        else:
-            sel = ba[:, act]
-            buf.raw[sel] = raw[:, act]
-        if buf.written is not None:
-            buf.written[sel] = True
+        store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self._full else act)
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
+            ba = addr[None, :] + np.arange(nbytes)[:, None]
+            sel = ba if self._full else ba[:, act]
             stored = _stored(value, nbytes, act, self._full)
             if stored is not None and buf.tagged:
                 self._check_store(buf, sel, stored, value, act)
