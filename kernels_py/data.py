@@ -100,52 +100,46 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     for s, ctx in enumerate(lens):
         ctx = int(ctx)
         k[s, ctx:] = v[s, ctx:] = np.nan
-        # Every draw of the sequence first, in the generator's order: K, V's token scale, V, then per
-        # query head the planted queries' z, peaks and logits; then the float64 arithmetic, in place
-        # and over all kv heads at once (the same operations in the same order, so the same bits).
-        ks, vt, vs = _standard_normals(rng, [(ctx, kvh, d), (ctx, kvh, 1), (ctx, kvh, d)])
+        # K's and V's normals come from two streams seeded by rng (so they are drawn side by side,
+        # straight into k and v as float32); then V's token scale and the planted queries from rng.
+        k_rng, v_rng = (np.random.Generator(np.random.PCG64(int(x))) for x in rng.integers(0, 2 ** 63, 2))
+        vt = spec.v_std * np.exp(spec.v_token_sigma * rng.standard_normal((ctx, kvh, 1)))
         pos = ctx - nq + np.arange(nq)
         draws = [_draw_queries(rng, pos, d, spec) for _ in range(num_heads)]
+        ks, vs = k[s, :ctx], v[s, :ctx]                              # contiguous [ctx, kvh, d] views
 
-        def make_v(s=s, ctx=ctx, vt=vt, vs=vs):
-            # V = ((v_std * exp(v_token_sigma * vt)) * v_ch) * z, token chunk by token chunk
-            vt = spec.v_std * np.exp(spec.v_token_sigma * vt)
-            for c in range(0, ctx, 2048):
-                vs[c:c + 2048] *= vt[c:c + 2048] * v_ch
+        def make_v(vs=vs, vt=vt):
+            # V = (v_std * exp(v_token_sigma * vt)) * v_ch * z, token chunk by token chunk (in cache)
+            v_rng.standard_normal(dtype=np.float32, out=vs)
+            ch = v_ch.astype(np.float32)
+            for c in range(0, ctx, _ROWS):
+                vs[c:c + _ROWS] *= (vt[c:c + _ROWS] * ch).astype(np.float32)
             if spec.sink_logit:
-                vs[0] *= spec.sink_v_scale
-            v[s, :ctx] = vs
+                vs[0] *= np.float32(spec.sink_v_scale)
 
         with ThreadPoolExecutor(1) as pool:                         # V beside K (numpy frees the GIL)
-            v_done = pool.submit(make_v) if ks.size >= _PARALLEL_NORMALS else None
-            # K = k_off + k_std * z; then the keys centred per kv head (the channel offsets move
-            # no logit) and the variance of the centred keys per channel, as kc.var(axis=0): mean,
-            # subtract, square, mean. Token chunk by token chunk (in cache), the sums over tokens
-            # in token order as numpy's reduction over axis 0.
-            sums = _SequentialSum()
+            v_done = pool.submit(make_v) if ks.size >= _PARALLEL else None
+            # K = k_off + k_std * z; the channel means of K over the context (float64 sums), then
+            # the variance of the centred keys per channel (the channel offsets move no logit)
+            k_rng.standard_normal(dtype=np.float32, out=ks)
+            std, off = k_std.astype(np.float32), k_off.astype(np.float32)
+            total = np.zeros((kvh, d))
             for c in range(0, ctx, _ROWS):
                 x = ks[c:c + _ROWS]
-                x *= k_std
-                x += k_off
-                k[s, c:min(c + _ROWS, ctx)] = x
-                sums.add(x)
-            mean, sums = sums.total / ctx, _SequentialSum()
-            for c in range(0, ctx, _ROWS):
-                x = ks[c:c + _ROWS]
-                x -= mean                                               # kc
-                sums.add(x)
-            kp_all = [ks[idx, h // ratio] for h, (_, idx, _) in enumerate(draws)]
-            mean, sums = sums.total / ctx, _SequentialSum()
+                x *= std
+                x += off
+                total += np.add.reduce(x, axis=0, dtype=np.float64)
+            mean = total / ctx
+            sq = np.zeros((kvh, d))
             for c in range(0, ctx, _ROWS):
                 x = ks[c:c + _ROWS] - mean
-                x *= x
-                sums.add(x)
-            var = sums.total / ctx                                      # [kvh, d]
+                sq += np.add.reduce(x * x, axis=0)
+            var = sq / ctx                                              # [kvh, d]
+            kp_all = [ks[idx, h // ratio] - mean[h // ratio] for h, (_, idx, _) in enumerate(draws)]
             if v_done is None:
                 make_v()
             else:
                 v_done.result()
-        del ks, vt, vs
         for h, (z, idx, delta) in enumerate(draws):
             bulk = var[h // ratio].mean()          # 0 for a one-token context (its centred key is 0)
             z = z * (spec.logit_std * tau[h] / np.sqrt(bulk)) if bulk > 0 else z * (spec.logit_std * tau[h])
@@ -153,61 +147,8 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     return dict(q=q[:, 0] if num_queries is None else q, k=k, v=v, context_lens=lens.astype(np.int32))
 
 
-_PARALLEL_NORMALS = 1 << 21       # from this many normals on, draw them on two threads
-
-
-_ROWS = 128                       # tokens per chunk of the in-place float64 arithmetic
-
-
-class _SequentialSum:
-    """Σ over axis 0 of arrays added in turn, in the order of np.add.reduce(whole, axis=0) (which
-    adds the rows of a leading axis one after the other): bit for bit the sum of their concatenation."""
-    total = None
-
-    def add(self, x: np.ndarray) -> None:
-        self.total = np.add.reduce(x if self.total is None else np.concatenate([self.total[None], x]), axis=0)
-
-
-def _standard_normals(rng: np.random.Generator, shapes) -> list[np.ndarray]:
-    """Consecutive `rng.standard_normal(shape)` draws, the same numbers and the same final state,
-    drawn on two threads when there are many (the draws are most of the generator's time).
-
-    The first half comes from rng; a second generator starts where the second half would start if
-    no normal took more than one 64-bit draw (the ziggurat rejects ~1% of draws, so the true start
-    is a little later) and draws as many. From the true start on its draws are the same sequence,
-    found by matching the first 16 true normals; the few normals it is short of come after its own
-    end, and rng takes its state. Without a match (it cannot merge, or another bit generator) the
-    second half is drawn in sequence."""
-    counts = [int(np.prod(s)) for s in shapes]
-    out = np.empty(sum(counts))
-    bg = rng.bit_generator
-    half = out.size // 2
-    if out.size < _PARALLEL_NORMALS or type(bg) not in (np.random.PCG64, np.random.PCG64DXSM):
-        rng.standard_normal(out=out)
-    else:
-        start = bg.state
-        spec = type(bg)()
-        spec.state = start
-        spec.advance(half)                                      # at or before the true second half
-        ahead = np.empty(out.size - half)
-        with ThreadPoolExecutor(1) as pool:
-            worker = pool.submit(np.random.Generator(spec).standard_normal, out=ahead)
-            rng.standard_normal(out=out[:half])
-            worker.result()
-        probe_bg = type(bg)()
-        probe_bg.state = bg.state
-        probe = np.random.Generator(probe_bg).standard_normal(16)
-        j = next((int(i) for i in np.flatnonzero(ahead == probe[0])
-                  if np.array_equal(ahead[i:i + 16], probe)), None)
-        if j is None:
-            rng.standard_normal(out=out[half:])
-        else:
-            out[half:out.size - j] = ahead[j:]
-            np.random.Generator(spec).standard_normal(out=out[out.size - j:])
-            state = spec.state                                  # rng's state after every draw
-            state["has_uint32"], state["uinteger"] = start["has_uint32"], start["uinteger"]
-            bg.state = state
-    return [a.reshape(s) for a, s in zip(np.split(out, np.cumsum(counts)[:-1]), shapes)]
+_PARALLEL = 1 << 20               # from this many K elements on, V is made on a second thread
+_ROWS = 256                       # tokens per chunk of the in-place arithmetic (stays in cache)
 
 
 def _draw_queries(rng, pos: np.ndarray, d: int, spec: AttentionDataSpec):

@@ -118,6 +118,7 @@ class Buffer:
                                  f"buffer has {self.array.shape}") from None
             self._tags[field] = t
         self._flat_tags = None
+        self._tag_plans: dict = {}
         self.written = None if written else np.zeros(self.raw.size, bool)
         self.prov: MemProv | None = None       # what stores with provenance left here
         self.origin = None                     # the launch (Machine) whose ids those planes use
@@ -131,11 +132,45 @@ class Buffer:
 
     @property
     def tags(self) -> dict:
-        """field -> int32 tag of every element (flat), built on first use (provenance runs only)."""
+        """field -> int32 tag of every element (flat), built on first use. Loads and stores use
+        ``tag_at`` instead, which never materialises a broadcast tag (a cache's token tag would
+        be one int32 per cache byte)."""
         if self._flat_tags is None:
             self._flat_tags = {f: np.ascontiguousarray(np.broadcast_to(t, self.array.shape), np.int32).reshape(-1)
                                for f, t in self._tags.items()}
         return self._flat_tags
+
+    @property
+    def tag_fields(self):
+        return self._tags.keys()
+
+    def tag_at(self, field: str, elem: np.ndarray) -> np.ndarray:
+        """The int32 tag ``field`` of the flat elements ``elem`` (any shape): the element's
+        coordinates on the axes where the tag varies, looked up in the tag as given."""
+        plan = self._tag_plans.get(field)
+        if plan is None:
+            shape = self.array.shape
+            t = self._tags[field]
+            t = np.ascontiguousarray(t.reshape((1,) * (len(shape) - t.ndim) + t.shape), np.int32)
+            axes = [d for d in range(len(shape)) if t.shape[d] > 1]
+            if t.shape == shape:
+                axes = None                                # full size: index it directly
+            plan = self._tag_plans[field] = (t.reshape(-1), axes, t.shape)
+        flat, axes, tshape = plan
+        if axes is None:
+            return flat[elem]
+        if not axes:
+            return np.broadcast_to(flat[0], np.shape(elem)).copy()
+        shape = self.array.shape
+        inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
+        rest = np.asarray(elem) // inner if inner > 1 else np.asarray(elem)
+        idx, mult = 0, 1
+        for d in range(axes[-1], axes[0] - 1, -1):          # coordinates from the last varying axis up
+            if tshape[d] > 1:
+                idx = idx + (rest % shape[d]) * mult
+                mult *= shape[d]
+            rest = rest // shape[d]
+        return flat[idx]
 
     @property
     def tagged(self) -> bool:
@@ -165,9 +200,9 @@ class Buffer:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
             elem = byte_addr[::size] // self.itemsize
-            return Prov(size, {f: t[elem] for f, t in self.tags.items()})
+            return Prov(size, {f: self.tag_at(f, elem) for f in self.tag_fields})
         elem = byte_addr // self.itemsize
-        p = Prov(1, {f: t[elem] for f, t in self.tags.items()})
+        p = Prov(1, {f: self.tag_at(f, elem) for f in self.tag_fields})
         return p.compact(size) if size > 1 else p
 
     def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None):

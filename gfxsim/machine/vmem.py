@@ -99,8 +99,8 @@ class VmemOps:
         p = stored.per_byte()
         elem = sel // buf.itemsize                                   # [nbytes, active cols]
         cols = np.nonzero(act)[0] if not self._full else np.arange(self.width)
-        for f in sorted(p.ids.keys() & buf.tags.keys()):
-            got, want = p.ids[f], buf.tags[f][elem]
+        for f in sorted(p.ids.keys() & buf.tag_fields):
+            got, want = p.ids[f], buf.tag_at(f, elem)
             bad = (got >= 0) & (want >= 0) & (got != want)
             if not bad.any():
                 continue
