@@ -112,16 +112,15 @@ def attention_bf16(q, k, v, context_lens) -> np.ndarray:
         qb = _bf16(q4[s])
         for g in range(k.shape[2]):                                      # K, V rounded once per kv head
             kk, vv = _bf16(k[s, :ctx, g]), _bf16(v[s, :ctx, g])
-            heads = slice(g * ratio, (g + 1) * ratio)                    # the group's heads in one product
-            sc = (np.ascontiguousarray(qb[:, heads].transpose(1, 0, 2)).reshape(-1, qb.shape[-1]) @ kk.T)
-            sc = sc.reshape(ratio, nq, ctx)
-            sc *= scale
-            if nq > 1:
-                sc[:, ~mask] = -np.inf
-            sc -= sc.max(axis=2, keepdims=True)
-            e = np.exp(sc, out=sc)
-            e /= e.sum(axis=2, keepdims=True)
-            out[s, :, heads] = (_bf16(e).reshape(ratio * nq, ctx) @ vv).reshape(ratio, nq, -1).transpose(1, 0, 2)
+            for h in range(g * ratio, (g + 1) * ratio):                  # one row product per head, as before
+                sc = np.ascontiguousarray(qb[:, h]) @ kk.T
+                sc *= scale
+                if nq > 1:
+                    sc[~mask] = -np.inf
+                sc -= sc.max(axis=1, keepdims=True)
+                e = np.exp(sc, out=sc)
+                e /= e.sum(axis=1, keepdims=True)
+                out[s, :, h] = _bf16(e) @ vv
     return out.reshape(np.shape(q))
 
 
