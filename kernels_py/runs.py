@@ -59,10 +59,10 @@ class KernelRun:
                 a, b = rec.k_slots("A"), rec.k_slots("B")
                 a = a.tolist() if a is not None else None
                 b = b.tolist() if b is not None else None
-                for m in rec.live:
-                    mm.append({"index": rec.first + m, "instruction": rec.op, "workgroup": list(rec.workgroups[m]),
-                               "wave": rec.wave, "source": rec.source, "a_tokens": a[m] if a is not None else [],
-                               "b_tokens": b[m] if b is not None else []})
+                first, op, wgs, wave, src = rec.first, rec.op, rec.workgroups, rec.wave, rec.source
+                mm.extend({"index": first + m, "instruction": op, "workgroup": list(wgs[m]), "wave": wave,
+                           "source": src, "a_tokens": a[m] if a is not None else [],
+                           "b_tokens": b[m] if b is not None else []} for m in rec.live)
         return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                 "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
                 "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}

@@ -115,6 +115,25 @@ def _unique_rows(rows: np.ndarray):
     return first, inv
 
 
+@njit
+def _union_windows(ab, abits, aw, bb, bbits, bw, ob, obits, ow, need):
+    """Mask.union where the windows agree (one pass): base, bits OR-ed, wide id; ``need`` marks the
+    elements where two different windows, or a wide set, meet (the caller unions those exactly)."""
+    any_need = False
+    for i in range(ab.shape[0]):
+        x, y, xw, yw = ab[i], bb[i], aw[i], bw[i]
+        ob[i] = x if x >= 0 else y
+        ow[i] = xw if xw != 0 else yw
+        for k in range(abits.shape[1]):
+            obits[i, k] = abits[i, k] | bbits[i, k]
+        nd = x >= 0 and y >= 0 and x != y
+        if (xw != 0 or yw != 0) and (xw != 0 or x >= 0) and (yw != 0 or y >= 0):
+            nd = True
+        need[i] = nd
+        any_need = any_need or nd
+    return any_need
+
+
 class Mask:
     """A set of values per element: ``base`` int64 ``[R, L]`` (-1 = empty), ``bits`` uint64
     ``[R, L, WORDS]`` (value ``base + 64*w + b`` is bit b of word w) and ``wide`` int32 ``[R, L]``
@@ -173,18 +192,20 @@ class Mask:
     # -- set algebra ---------------------------------------------------------------------------
     def union(self, other: "Mask", wide: WideSets) -> "Mask":
         # an empty set has no bits, so OR-ing is right wherever the windows agree or one is empty
-        a_on, b_on = self.base >= 0, other.base >= 0
-        out = Mask(np.where(a_on, self.base, other.base), self.bits | other.bits,
-                   self.wide if not other.wide.any() else np.where(self.wide != 0, self.wide, other.wide))
-        need = a_on & b_on & (self.base != other.base)
-        if self.wide.any() or other.wide.any():
-            need |= ((self.wide != 0) | a_on) & ((other.wide != 0) | b_on) & ((self.wide != 0) | (other.wide != 0))
-        if need.any():              # two windows meet: the exact fallback, per distinct pair
+        shape = np.broadcast_shapes(self.base.shape, other.base.shape)
+        flat = [np.ascontiguousarray(np.broadcast_to(x, s)).reshape((-1,) + s[len(shape):]) for x, s in
+                ((self.base, shape), (self.bits, shape + (WORDS,)), (self.wide, shape),
+                 (other.base, shape), (other.bits, shape + (WORDS,)), (other.wide, shape))]
+        n = flat[0].shape[0]
+        ob, obits, ow = np.empty(n, np.int64), np.empty((n, WORDS), np.uint64), np.empty(n, np.uint32)
+        need = np.empty(n, np.bool_)
+        any_need = _union_windows(*flat, ob, obits, ow, need)
+        out = Mask(ob.reshape(shape), obits.reshape(shape + (WORDS,)), ow.reshape(shape))
+        need = need.reshape(shape)
+        if any_need:                # two windows meet: the exact fallback, per distinct pair
             ia, ib = self._wide_ids(need, wide), other._wide_ids(need, wide)
             pairs, inv = np.unique((ia.astype(np.int64) << 32) | ib, return_inverse=True)
             res = np.array([wide.union(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
-            if out.wide is self.wide:
-                out.wide = self.wide.copy()
             out.wide[need] = res[inv.ravel()]
             out.base[need] = -1
             out.bits[need] = 0
