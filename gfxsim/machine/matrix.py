@@ -35,6 +35,24 @@ def _compact(arr, along_same, along_k):
     return ("full", arr)
 
 
+def _one_along_k(v, axis):
+    """Per row: the one value ``v`` holds along K where present, -1 where none or several (slots
+    past the data carry nothing, and must not hide the row's identity)."""
+    hi = v.max(axis=axis)
+    lo = np.where(v >= 0, v, _BIG).min(axis=axis)
+    return np.where((hi >= 0) & (lo == hi), hi, -1)
+
+
+def _d_identity(f, fa, fb, rec):
+    """A's row values and B's column values of field ``f`` that name D[m][n] (None: no name).
+    A field on one side only (a query row, a V dim) names the row or column wherever it is one
+    value along K; a field on both sides is summed over (a token) or shared (a sequence), and
+    names D only where it is constant along K on both."""
+    if f in fa and f in fb:
+        return (rec.a[f][1] if rec.a[f][0] == "mn" else None), (rec.b[f][1] if rec.b[f][0] == "mn" else None)
+    return (_one_along_k(fa[f], 2) if f in fa else None), (_one_along_k(fb[f], 1) if f in fb else None)
+
+
 def _varies(v, axis) -> bool:
     """Whether some row along ``axis`` holds two different present values."""
     return bool((np.where(v >= 0, v, _BIG).min(axis=axis) < v.max(axis=axis)).any())
@@ -434,18 +452,24 @@ class MatrixOps:
                 rec.ks_a[f] = _row_sets(fa[f], wide)                   # [nb, M]
             if f in fb:
                 rec.ks_b[f] = _row_sets(np.swapaxes(fb[f], 1, 2), wide)    # [nb, N]
-        # D[m][n]: fields constant along K of A row m and B column n, then @mma/@mn
+        # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
         ed, ld = plans["D"]
         shape = (insn.regs("D"), self.width)
         ids = {}
-        for f in sorted(fa.keys() | fb.keys()):
-            ra = rec.a[f][1] if f in fa and rec.a[f][0] == "mn" else None        # [nb, M]
-            cb = rec.b[f][1] if f in fb and rec.b[f][0] == "mn" else None        # [nb, N]
-            if ra is None and cb is None:
+        pc = self._elem_prov(c, c.n)
+        fc = {f: p[plans["C"]] for f, p in (pc.ids.items() if pc is not None else ()) if f not in RESERVED}
+        for f in sorted(fa.keys() | fb.keys() | fc.keys()):
+            ra, cb = _d_identity(f, fa, fb, rec) if f in fa or f in fb else (None, None)   # [nb, M], [nb, N]
+            if ra is None and cb is None and f not in fc:
                 continue
             va = np.broadcast_to(ra[:, :, None], (nb, M, N)) if ra is not None else np.full((nb, M, N), -1)
             vb = np.broadcast_to(cb[:, None, :], (nb, M, N)) if cb is not None else np.full((nb, M, N), -1)
             d = np.where(va < 0, vb, np.where((vb < 0) | (va == vb), va, -1))
+            if f in fc:                  # D = A.B + C: C's element identity, where it agrees
+                vc = fc[f]
+                d = np.where(d < 0, vc, np.where((vc < 0) | (vc == d), d, -1))
+            if (d < 0).all():
+                continue
             plane = np.full(shape, -1, np.int32)
             plane[ed, ld] = d
             ids[f] = plane
@@ -456,7 +480,6 @@ class MatrixOps:
         blk = np.tile(np.arange(bl), self.members)
         mn[ed, ld] = ((blk[:, None, None] * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :])
         ids["@mma"], ids["@mn"] = mma_ids, mn
-        pc = self._elem_prov(c, c.n)
         if pc is not None and "@mma" in pc.ids:
             c_mma, c_mn = pc.ids["@mma"][plans["C"]], pc.ids["@mn"][plans["C"]]
             prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.members)
