@@ -60,7 +60,8 @@ class KernelRun:
                 a = a.tolist() if a is not None else None
                 b = b.tolist() if b is not None else None
                 for m in rec.live:
-                    mm.append({"index": rec.first + m, "instruction": rec.op, "workgroup": list(rec.workgroups[m]),
+                    mm.append({"index": rec.first + m, "instruction": rec.op, "label": rec.label,
+                               "workgroup": list(rec.workgroups[m]),
                                "wave": rec.wave, "source": rec.source, "a_tokens": a[m] if a is not None else [],
                                "b_tokens": b[m] if b is not None else []})
         return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,

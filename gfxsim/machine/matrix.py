@@ -139,7 +139,7 @@ def _mma_i8_fused(a, b, c, ea, la, eb, lb, ec, lc, ed, ld, has_c, d, over):
 class MmaRecord:
     """One issued matrix instruction (one statement; member m of a batch is instruction first+m)."""
     __slots__ = ("first", "insn", "op", "kernel", "wave", "workgroups", "live", "source", "exec_mask",
-                 "a", "b", "ks_a", "ks_b", "c_mma", "c_mn", "operands")
+                 "a", "b", "ks_a", "ks_b", "c_mma", "c_mn", "operands", "label")
 
     def member_rows(self, member):
         bl = self.insn.blocks
@@ -220,6 +220,12 @@ class MmaLog:
         r = self.records[i]
         return r if index < r.first + len(r.workgroups) else None
 
+    def describe(self, index: int) -> str:
+        """``#12 (chunk 0 tile 1 j 0)``: an instruction's index and the kernel's label for it."""
+        rec = self.record_of(index)
+        label = rec.label if rec is not None else None
+        return f"#{index}" + (f" ({label})" if label else "")
+
     def aligned(self, c_mma, c_mn, insn, members):
         """The record whose D is exactly this C (``[nb, M, N]`` ids in the C layout), or None."""
         prev = self.record_of(int(c_mma.flat[0])) if c_mma.size and c_mma.flat[0] >= 0 else None
@@ -295,6 +301,10 @@ class MmaLog:
                 nxt[2].append(rec.c_mn[row, m, nn][keep].astype(np.int64))
 
 
+def _labelled(label) -> str:
+    return f" ({label})" if label else ""
+
+
 def _unite(out, f, pos, s: Mask, n, wide):
     """out[f][pos] |= s, where pos may repeat (two sides of a sum in one record)."""
     cur = out.get(f)
@@ -320,8 +330,12 @@ def _import_wide(m: Mask, theirs: WideSets, ours: WideSets) -> Mask:
 
 
 class MatrixOps:
-    def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None) -> VGPRs:
-        """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted)."""
+    def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None, label: str | None = None) -> VGPRs:
+        """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted). ``label``: what the
+        kernel calls this instruction (e.g. "chunk 2 tile 1 j 0"), shown beside its index in the
+        pictures and the findings."""
+        if label is not None and not isinstance(label, str):
+            raise self.error(TypeError, f"{mnemonic}: label must be a str, got {type(label).__name__}")
         insn = self.insn(mnemonic)
         need = {"A": (a, insn.a_type), "B": (b, insn.b_type)}
         if c is None:
@@ -370,6 +384,7 @@ class MatrixOps:
         rec.first, rec.insn, rec.op, rec.kernel, rec.wave = idx, insn, insn.mnemonic, self.kernel, self.wave_id
         rec.workgroups, rec.live = self.wg.ids, np.nonzero(live)[0].tolist()
         rec.source = self.source()
+        rec.label = label
         rec.exec_mask = self.exec
         rec.a = rec.b = None
         rec.ks_a, rec.ks_b, rec.c_mma, rec.c_mn = {}, {}, None, None
@@ -379,7 +394,7 @@ class MatrixOps:
         if overflow is not None and (overflow & np.repeat(live, insn.blocks)[:, None, None]).any():
             blk, m, n = (int(x) for x in np.argwhere(overflow & np.repeat(live, insn.blocks)[:, None, None])[0])
             lane = int(plans["D"][1][blk, m, n])
-            self.finding("int32-overflow", f"{mnemonic}: int32 accumulator overflow at D[{m}][{n}]"
+            self.finding("int32-overflow", f"{mnemonic}{_labelled(label)}: int32 accumulator overflow at D[{m}][{n}]"
                          + (f" block {blk % insn.blocks}" if insn.blocks > 1 else ""), lane=lane, instruction=idx,
                          elements=int(overflow.sum()))
         if tr.enabled:
@@ -438,7 +453,8 @@ class MatrixOps:
                     ka_set = sorted(set(va[row, :, k].tolist()) - {-1})
                     kb_set = sorted(set(vb[row, k, :].tolist()) - {-1})
                     lane = int(plans["A"][1][row, 0, k])
-                    self.finding("ab-kslot-mismatch", f"{insn.mnemonic}: K slot {k} gets {f} {ka_set} from A but "
+                    self.finding("ab-kslot-mismatch", f"{insn.mnemonic}{_labelled(rec.label)}: K slot {k} gets {f} "
+                                 f"{ka_set} from A but "
                                  f"{kb_set} from B ({int(bad[row].sum())} K slots disagree)", lane=lane,
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
