@@ -68,7 +68,7 @@ def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_table
         W = [fold_v_scale(w, e[td] / l_part, v_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx, dlay,
                           **geo) for td in range(4)]
         oc = pv_chunk(w, mma, W, tok, chunk_start, ctx, w_lds, v_cache, block_tables, seq, kvh, head_dim=head_dim,
-                      dlay=dlay, grouping=grouping, label=name, **geo)
+                      dlay=dlay, label=name, grouping=grouping, **geo)
         if o is None:
             o = oc
         else:
