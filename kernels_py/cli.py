@@ -235,7 +235,8 @@ def text_report(kr) -> str:
     for e in mm:
         if e.tagged and e.token_set("A") and shown < 2 and first in (None, (e.workgroup, e.wave)):
             first = (e.workgroup, e.wave)
-            lines.append(f"    #{e.index} {e.op} wg{e.workgroup} wave {e.wave}: A tokens "
+            lines.append(f"    #{e.index} {e.op}{' (' + e.label + ')' if e.label else ''} wg{e.workgroup} "
+                         f"wave {e.wave}: A tokens "
                          f"{format_token_set(e.token_set('A'))}, B tokens {format_token_set(e.token_set('B'))}")
             shown += 1
     checks = kr.checks()

@@ -111,3 +111,11 @@ def test_error_heatmap_separates_kv_groups():
     assert f"kv 0 {err[:4].max():.3g}, kv 1 {err[4:].max():.3g}" in title
     one = plot_errors(run_kernel("paged_attention_decode", context=300, heads=4, kv_heads=1))
     assert not [l for l in axes_by_gid(one)["errors:fp32"].get_lines() if l.get_gid() == "kv-group"]
+
+
+def test_gfxsim_run_text_names_the_instructions_by_label(capsys):
+    from gfxsim.cli import main
+    assert main(["run", "pv_int8", "--context", "100", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"#\d+ v_mmac_i32_16x16x32_i8 \(chunk 0 tile 0 j 0\) wg\(0, 0, 0\) wave 0: A tokens", text)
+    assert re.search(r"#\d+ v_mmac_i32_16x16x32_i8 \(chunk 0 tile 0 j 1\) wg\(0, 0, 0\) wave 0: A tokens", text)
