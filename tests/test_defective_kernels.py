@@ -4,7 +4,9 @@ twin reports nothing and computes what the project's kernel computes.
 
 - swapped_pv.py: a BF16 PV with MMAC(V, W) that writes the result for query q, dim d into out[d][q]
   (within each 16-dim tile) -> store-mismatch;
-- no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs.
+- no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
+- a copy of pv_int8 with its operands swapped (seed 000's MMAC(V, P)) -> scale-group-mismatch on
+  rows and store-mismatch on dims.
 """
 import json
 import pathlib
@@ -63,3 +65,23 @@ def test_a_missing_accumulator_zero_init_is_an_uninitialized_read_and_nan_output
     good = run_json(capsys, "pv_int8", *SMALL, "--kernel-fn", f"{DEFECTIVE / 'no_zero_init.py'}:pv_zero_init")
     assert good["findings"] == []
     assert good["metrics"] == run_json(capsys, "pv_int8", *SMALL)["metrics"]
+
+
+def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
+    """pv_int8 with the operands swapped and nothing else changed (seed 000's MMAC(V, P)): the W
+    row scales land on D's rows, which now hold dims (a scale on M must be the element's own row),
+    and the stores put dim m where dim n belongs."""
+    from test_swap_in import copy_of
+    path = tmp_path / "pv_v_p.py"
+    path.write_text(copy_of("pv_int8", "pv_int8", "pv_v_p", ("acc = w.mma(mma, wq[j], vq.bytes(8 * j, 8),",
+                                                             "acc = w.mma(mma, vq.bytes(8 * j, 8), wq[j],")))
+    bad = run_json(capsys, "pv_int8", *SMALL, "--kernel-fn", f"{path}:pv_v_p")
+    kinds = {f["kind"] for f in bad["findings"]}
+    assert kinds == {"scale-group-mismatch", "store-mismatch"}
+    scale = [f for f in bad["findings"] if f["kind"] == "scale-group-mismatch"]
+    assert {f["details"]["field"] for f in scale} == {"row"}
+    assert "a scale on M or N must be the element's own" in scale[0]["message"]
+    store = [f for f in bad["findings"] if f["kind"] == "store-mismatch"]
+    assert {f["details"]["field"] for f in store} == {"dim"}
+    r, c = store[0]["details"]["element"]
+    assert store[0]["details"]["value"]["dim"] == 16 * (c // 16) + r != c
