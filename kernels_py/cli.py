@@ -52,6 +52,9 @@ def add_run_options(p):
     p.add_argument("--kernel-fn", metavar="FILE.py:FN", default=None,
                    help="run your own kernel function FN from FILE.py (the signature of KERNEL's) in place of "
                         "the project's, with the same inputs, buffers, references and checks (default: none)")
+    p.add_argument("--reduce-fn", metavar="FILE.py:FN", default=None,
+                   help="paged_attention_decode: run your own FN from FILE.py (paged_attention_reduce's "
+                        "signature) as the second launch, in place of the project's reduce (default: none)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress on stderr (shown otherwise: a bar on a terminal, a line every 5 s if not)")
     return p
@@ -62,7 +65,8 @@ def run_options(args, context) -> dict:
     return dict(formula=args.formula, provenance=args.provenance,
                 partition_size=args.partition_size, arch=args.arch, context=context, grouping=args.grouping,
                 smooth_k=args.smooth_k, heads=args.heads, kv_heads=args.kv_heads, head_dim=args.head_dim,
-                block_size=args.block_size, seed=args.seed, kernel_fn=getattr(args, "kernel_fn", None))
+                block_size=args.block_size, seed=args.seed, kernel_fn=getattr(args, "kernel_fn", None),
+                reduce_fn=getattr(args, "reduce_fn", None))
 
 
 def progress_for(args, context=None):
@@ -231,7 +235,8 @@ def text_report(kr) -> str:
     for e in mm:
         if e.tagged and e.token_set("A") and shown < 2 and first in (None, (e.workgroup, e.wave)):
             first = (e.workgroup, e.wave)
-            lines.append(f"    #{e.index} {e.op} wg{e.workgroup} wave {e.wave}: A tokens "
+            lines.append(f"    #{e.index} {e.op}{' (' + e.label + ')' if e.label else ''} wg{e.workgroup} "
+                         f"wave {e.wave}: A tokens "
                          f"{format_token_set(e.token_set('A'))}, B tokens {format_token_set(e.token_set('B'))}")
             shown += 1
     checks = kr.checks()

@@ -42,10 +42,12 @@ def cache_buffers(cache: PagedKVCache) -> dict:
     ctx = np.where(seq_of >= 0, cache.context_lens[np.maximum(seq_of, 0)], 0)
     tok = np.where((seq_of[:, None] >= 0) & (tok < ctx[:, None]), tok, -1)
     seq = np.where(tok >= 0, seq_of[:, None], -1)
-    # Cache bytes carry (seq, token): what the K slots must agree on. A per-element "dim" tag would
-    # cost one interned identity per cache byte (millions at 16K context) and adds nothing here.
+    # Cache bytes carry (seq, token): what the K slots must agree on. V bytes also carry their head
+    # element (dim): PV's D column n is V's dim n, so a store of it into another dim's place is a
+    # store-mismatch.
     k_tags = {"seq": seq[:, None, None, :, None], "token": tok[:, None, None, :, None]}
-    v_tags = {"seq": seq[:, None, None, :], "token": tok[:, None, None, :]}
+    hd = cache.v_cache.shape[2]
+    v_tags = {"seq": seq[:, None, None, :], "token": tok[:, None, None, :], "dim": np.arange(hd)[None, None, :, None]}
     s_tags = {"seq": seq[:, None, :], "token": tok[:, None, :]}
     return {
         "k_cache": Buffer("k_cache", cache.k_cache, k_tags),
@@ -165,15 +167,16 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
     bufs = cache_buffers(cache)
     max_parts = int(-(-int(cache.context_lens.max()) // partition_size))
     bufs["q"] = q_buffer(q)
-    # outputs say which (seq, head) each element belongs to: a store of another head's value there is
-    # a store-mismatch finding
-    s, h = np.arange(num_seqs), np.arange(num_heads)
-    part_tags = {"seq": s[:, None, None, None], "head": h[None, :, None, None]}
+    # outputs say which (seq, head, dim) each element belongs to: a store of another head's or dim's
+    # value there is a store-mismatch finding
+    s, h, dim = np.arange(num_seqs), np.arange(num_heads), np.arange(hd)
+    part_tags = {"seq": s[:, None, None, None], "head": h[None, :, None, None], "dim": dim[None, None, None, :]}
     row_tags = {"seq": s[:, None, None], "head": h[None, :, None]}
+    out_tags = {"seq": s[:, None, None], "head": h[None, :, None], "dim": dim[None, None, :]}
     bufs["tmp_out"] = Buffer.empty("tmp_out", (num_seqs, num_heads, max_parts, hd), np.float32, tags=part_tags)
     bufs["max_logits"] = Buffer.empty("max_logits", (num_seqs, num_heads, max_parts), np.float32, tags=row_tags)
     bufs["exp_sums"] = Buffer.empty("exp_sums", (num_seqs, num_heads, max_parts), np.float32, tags=row_tags)
-    bufs["out"] = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32, tags=row_tags)
+    bufs["out"] = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32, tags=out_tags)
     geo = dict(num_heads=num_heads, num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
                max_blocks=cache.block_tables.shape[1], max_partitions=max_parts, partition_size=partition_size)
     dec = HostSetup("paged_attention_decode", bufs,

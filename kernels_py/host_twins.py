@@ -94,8 +94,8 @@ def _check_standalone(what, cache: PagedKVCache):
 
 def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
     """Buffers and geometry of qk_int8: q = 16 query rows [16][head_dim] (tagged row, dim) against
-    kv head 0 of sequence 0 of ``cache``; output ``s_out`` [16][context_len] f32. One workgroup of
-    4 waves."""
+    kv head 0 of sequence 0 of ``cache``; output ``s_out`` [16][context_len] f32 (tagged row, token).
+    One workgroup of 4 waves."""
     _check_standalone("qk_int8", cache)
     rows = np.asarray(rows, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
@@ -103,7 +103,8 @@ def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
         raise ValueError(f"qk_int8: q must be [{ROWS}, head_dim {hd}], got shape {rows.shape}")
     bufs = cache_buffers(cache)
     bufs["q"] = Buffer("q", rows, {"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
-    bufs["s_out"] = Buffer.empty("s_out", (ROWS, ctx), np.float32)
+    bufs["s_out"] = Buffer.empty("s_out", (ROWS, ctx), np.float32,
+                                 tags={"row": np.arange(ROWS)[:, None], "token": np.arange(ctx)[None, :]})
     return HostSetup("qk_int8", bufs, tuple(bufs[n] for n in ("q", "k_cache", "k_scale", "block_tables", "s_out")),
                      dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
                      grid=(1,), waves_per_group=WAVES, outputs=("s_out",))
@@ -122,8 +123,8 @@ def run_qk_int8(rows, cache: PagedKVCache, *, arch="gfx936", formula="derived", 
 
 def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
     """Buffers and geometry of the PV kernels (pv_int8, pv_bf16): P [16][context_len] f32 (tagged
-    row, token) against kv head 0 of sequence 0 of ``cache``; output ``out`` [16][head_dim] f32.
-    One workgroup of 4 waves."""
+    row, token) against kv head 0 of sequence 0 of ``cache``; output ``out`` [16][head_dim] f32
+    (tagged row, dim). One workgroup of 4 waves."""
     _check_standalone(what, cache)
     p = np.asarray(p, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
@@ -131,7 +132,8 @@ def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
         raise ValueError(f"{what}: P must be [{ROWS}, context_len {ctx}], got shape {p.shape}")
     bufs = cache_buffers(cache)
     bufs["p"] = Buffer("p", p, {"row": np.arange(ROWS)[:, None], "token": np.arange(ctx)[None, :]})
-    bufs["out"] = Buffer.empty("out", (ROWS, hd), np.float32)
+    bufs["out"] = Buffer.empty("out", (ROWS, hd), np.float32,
+                               tags={"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
     return HostSetup(what, bufs, tuple(bufs[n] for n in ("p", "v_cache", "v_scale", "block_tables", "out")),
                      dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
                      grid=(1,), waves_per_group=WAVES, outputs=("out",))
@@ -161,7 +163,8 @@ def run_pv(kernel, p, cache: PagedKVCache, *, arch="gfx936", grouping="fragment"
 def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     """Buffers and geometry of prefix_prefill for sequence ``seq``: q[seq] [num_queries, num_heads,
     head_dim] (tagged seq, query, head, dim; the queries are the last num_queries positions of the
-    context), the cache, that sequence's ``block_table`` and the output ``out`` like q[seq]. Grid
+    context), the cache, that sequence's ``block_table`` and the output ``out`` like q[seq] (and
+    tagged like it). Grid
     (ceil(num_queries / 64), num_heads) x 4 waves."""
     q = np.asarray(q, np.float32)
     if q.ndim != 4:
@@ -178,10 +181,11 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
         raise ValueError(f"num_queries {nq} must be 1..context_len (context_lens {cache.context_lens.tolist()})")
     s = seq
     bufs = cache_buffers(cache)
-    bufs["q"] = Buffer("q", q[s], {"seq": np.asarray(s), "query": np.arange(nq)[:, None, None],
-                                   "head": np.arange(num_heads)[None, :, None], "dim": np.arange(hd)[None, None, :]})
+    qtags = {"seq": np.asarray(s), "query": np.arange(nq)[:, None, None], "head": np.arange(num_heads)[None, :, None],
+             "dim": np.arange(hd)[None, None, :]}
+    bufs["q"] = Buffer("q", q[s], qtags)
     bufs["block_table"] = Buffer("block_table", np.ascontiguousarray(cache.block_tables[s], np.int32))
-    bufs["out"] = Buffer.empty("out", (nq, num_heads, hd), np.float32)
+    bufs["out"] = Buffer.empty("out", (nq, num_heads, hd), np.float32, tags=qtags)
     return HostSetup("prefix_prefill", bufs,
                      tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
                      dict(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads,
@@ -219,7 +223,8 @@ def empty_cache(num_blocks: int, num_kv_heads: int, head_dim: int, block_size: i
 def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: int) -> HostSetup:
     """Buffers and geometry of the producer int8_kv_cache: key, value [num_tokens, num_kv_heads,
     head_dim] f32 and slot_mapping [num_tokens] (-1: skip) into fresh poisoned outputs k_cache,
-    v_cache, k_scale, v_scale (see empty_cache). Grid (num_tokens, num_kv_heads) x 1 wave."""
+    v_cache, k_scale, v_scale (see empty_cache), tagged token, kv_head, dim where the inputs are. Grid
+    (num_tokens, num_kv_heads) x 1 wave."""
     key, value = np.asarray(key, np.float32), np.asarray(value, np.float32)
     slots = np.asarray(slot_mapping, np.int32)
     if key.ndim != 3 or key.shape != value.shape:
@@ -242,8 +247,24 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
     if np.unique(kept).size != kept.size:
         raise ValueError("slot_mapping writes one slot twice")
     names = ("k_cache", "v_cache", "k_scale", "v_scale")
-    bufs = {"key": Buffer("key", key), "value": Buffer("value", value), "slot_mapping": Buffer("slot_mapping", slots)}
-    bufs.update({name: Buffer(name, arr) for name, arr in zip(names, empty_cache(num_blocks, kvh, hd, block_size))})
+    # inputs tagged (token = input row, kv_head, dim); every cache element with the same fields of
+    # the token its slot holds (-1: a slot no token maps to), so a store into another slot, head or
+    # head element is a store-mismatch
+    t, h, dim = np.arange(n), np.arange(kvh), np.arange(hd)
+    in_tags = {"token": t[:, None, None], "kv_head": h[None, :, None], "dim": dim[None, None, :]}
+    tok_of_slot = np.full(num_blocks * block_size, -1, np.int64)
+    tok_of_slot[slots[slots >= 0]] = np.nonzero(slots >= 0)[0]
+    tok = tok_of_slot.reshape(num_blocks, block_size)
+    cache_tags = {   # k_cache [blk][kvh][d/16][off][d%16], v_cache [blk][kvh][d][off], scales [blk][kvh][off]
+        "k_cache": {"token": tok[:, None, None, :, None], "kv_head": h[None, :, None, None, None],
+                    "dim": dim.reshape(hd // 16, 1, 16)[None, None]},
+        "v_cache": {"token": tok[:, None, None, :], "kv_head": h[None, :, None, None], "dim": dim[None, None, :, None]},
+        "k_scale": {"token": tok[:, None, :], "kv_head": h[None, :, None]},
+        "v_scale": {"token": tok[:, None, :], "kv_head": h[None, :, None]}}
+    bufs = {"key": Buffer("key", key, in_tags), "value": Buffer("value", value, in_tags),
+            "slot_mapping": Buffer("slot_mapping", slots)}
+    bufs.update({name: Buffer(name, arr, cache_tags[name])
+                 for name, arr in zip(names, empty_cache(num_blocks, kvh, hd, block_size))})
     # lds_bytes: the producer declares no LDS (as its HIP twin); each of its num_tokens x kv_heads
     # one-wave workgroups would otherwise set up a poisoned 64 KiB LDS
     return HostSetup("int8_kv_cache", bufs, tuple(bufs[k] for k in ("key", "value", "slot_mapping") + names),

@@ -43,9 +43,11 @@ def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_table
     geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
     sq = load_row_scales(w, sq_lds, dlay)
     S, tokens = [], []                   # per chunk: 4 tiles of scores and token offsets
-    for chunk_start in chunks:
+    # instruction labels name the chunk within the partition (4*it + wave: the start is per lane here)
+    names = [f"chunk {4 * it + w.wave_id}" for it in range(len(chunks))]
+    for chunk_start, name in zip(chunks, names):
         tiles = [qk_tile(w, mma, q_lds, k_cache, k_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx,
-                         head_dim=head_dim, dlay=dlay, sq=sq, **geo) for td in range(4)]
+                         head_dim=head_dim, dlay=dlay, sq=sq, label=f"{name} tile {td}", **geo) for td in range(4)]
         S.append([s for s, _ in tiles])
         tokens.append([token - chunk_start for _, token in tiles])     # offsets within the chunk
     # partition max and sum over the 4 waves (per row: registers, then lanes, then waves via LDS)
@@ -62,11 +64,11 @@ def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_table
 
     # W = P * sV, then INT8 PV per chunk, accumulated in fp32
     o = None
-    for chunk_start, e, tok in zip(chunks, E, tokens):
+    for chunk_start, e, tok, name in zip(chunks, E, tokens, names):
         W = [fold_v_scale(w, e[td] / l_part, v_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx, dlay,
                           **geo) for td in range(4)]
         oc = pv_chunk(w, mma, W, tok, chunk_start, ctx, w_lds, v_cache, block_tables, seq, kvh, head_dim=head_dim,
-                      dlay=dlay, grouping=grouping, **geo)
+                      dlay=dlay, label=name, grouping=grouping, **geo)
         if o is None:
             o = oc
         else:

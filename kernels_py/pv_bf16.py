@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fragments import DLayout, bf16_mma, int8_mma
-from .pv_int8 import load_w_chunk, o_lds_shape, sum_waves_to, v_chunk_base, v_load
+from .pv_int8 import chunk_label, load_w_chunk, o_lds_shape, sum_waves_to, v_chunk_base, v_load
 from .qk_int8 import LDS_PAD, ROWS
 
 # bytes per row of a wave's bf16 W slab: 64 tokens x 2 bytes + the pad. Rows 34 dwords apart put the
@@ -40,6 +40,7 @@ def pv_bf16_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tab
     wa = [w.lds_load(w_lds, a_addr + 8 * m, 8, "bf16") for m in range(N_MMA)]
     t0, full, partial, v_base = v_chunk_base(w, block_tables, seq, kvh, chunk_start, ctx, head_dim=head_dim,
                                              block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
+    name = chunk_label(chunk_start)
     for dt in range(head_dim // 16):
         with w.coverage(("O", w.wave_id, dt), expect=(chunk_start, w.min(chunk_start + 64, ctx))):
             vq = v_load(w, v_cache, v_base, 16 * dt * block_size, full, partial, t0, ctx, block_tables, seq, kvh,
@@ -47,7 +48,7 @@ def pv_bf16_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tab
                         max_blocks=max_blocks)
             vb = vq.to("bf16")                                  # exact
             for m in range(N_MMA):
-                o[dt] = w.mma(mma, wa[m], vb[4 * m:4 * m + 4], o[dt])
+                o[dt] = w.mma(mma, wa[m], vb[4 * m:4 * m + 4], o[dt], label=f"{name}tile {dt} j {m}")
     return o
 
 

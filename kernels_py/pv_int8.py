@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fragments import DLayout, conflict_free_stride, int8_mma
-from .qk_int8 import LDS_PAD, ROWS, gather_token_scale, to_d_layout, token_slot
+from .qk_int8 import LDS_PAD, ROWS, gather_token_scale, mma_label, to_d_layout, token_slot
 from .quant import quant_params, quantize
 
 GROUPINGS = ("fragment", "contiguous")
@@ -86,9 +86,17 @@ def v_load(w, v_cache, v_base, ks, full, partial, t0, ctx, block_tables, seq, kv
     return vq
 
 
+def chunk_label(chunk_start, label=None) -> str:
+    """"chunk c " of a chunk whose start is known on the host, or ``label`` (see qk_int8.mma_label)."""
+    if label is None and isinstance(chunk_start, (int, np.integer)):
+        label = f"chunk {chunk_start // 64}"
+    return mma_label(None, label)
+
+
 def pv_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tables, seq, kvh, *, head_dim,
-             block_size, num_kv_heads, max_blocks, dlay, grouping):
-    """One wave's 64-token chunk: returns o[dt] (4 f32 in the D layout) for every 16-column tile."""
+             block_size, num_kv_heads, max_blocks, dlay, grouping, label=None):
+    """One wave's 64-token chunk: returns o[dt] (4 f32 in the D layout) for every 16-column tile.
+    Instruction j of column tile dt is labelled "chunk c tile dt j j" (``label`` names the chunk)."""
     rowid, lane16id = w.lane_id // 16, w.lane_id % 16
     inv, sw, groups = group_scales(w, W, tokens, dlay, grouping)
     quantize_w_to_lds(w, W, tokens, groups, inv, w_lds, dlay)
@@ -98,6 +106,7 @@ def pv_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tables, 
     t0, full, partial, v_base = v_chunk_base(w, block_tables, seq, kvh, chunk_start, ctx, head_dim=head_dim,
                                              block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
     out = []
+    name = chunk_label(chunk_start, label)
     for dt in range(head_dim // 16):
         with w.coverage(("O", w.wave_id, dt), expect=(chunk_start, w.min(chunk_start + 64, ctx))):
             vq = v_load(w, v_cache, v_base, 16 * dt * block_size, full, partial, t0, ctx, block_tables, seq, kvh,
@@ -105,7 +114,7 @@ def pv_chunk(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tables, 
                         max_blocks=max_blocks)
             o = w.zeros("f32", dlay.n_regs)
             for j in range(2):
-                acc = w.mma(mma, wq[j], vq.bytes(8 * j, 8))
+                acc = w.mma(mma, wq[j], vq.bytes(8 * j, 8), label=f"{name}tile {dt} j {j}")
                 o += w.dequant(acc, sw[j])
         out.append(o)
     return out

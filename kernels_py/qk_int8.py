@@ -74,10 +74,19 @@ def to_d_layout(w, per_col, dlay):
     return w.cat(*[w.bpermute(per_col, col[i]) for i in range(dlay.n_regs)])
 
 
+def mma_label(tile_start, label=None):
+    """What a tile's matrix instructions are called: ``label``, else "chunk c tile t" of a token
+    offset known on the host (a per-lane offset, as in a batched launch, names nothing)."""
+    if label is None and isinstance(tile_start, (int, np.integer)):
+        label = f"chunk {tile_start // 64} tile {(tile_start // 16) % 4}"
+    return f"{label} " if label else ""
+
+
 def qk_tile(w, mma, q_lds, k_cache, k_scale, block_tables, seq, kvh, tile_start, ctx, *, head_dim,
-            block_size, num_kv_heads, max_blocks, dlay, sq):
+            block_size, num_kv_heads, max_blocks, dlay, sq, label=None):
     """Scores of 16 query rows x 16 tokens [tile_start, tile_start+16) in the D layout, -inf past
-    the context. Returns (s, token) with one f32 and one token index per output register."""
+    the context. Returns (s, token) with one f32 and one token index per output register.
+    ``label``: the tile's name in the instructions' labels ("chunk c tile t", then " j ks")."""
     rowid, lane16id = w.lane_id // 16, w.lane_id % 16
     t = lane16id + tile_start                                   # B column n = lane16id
     valid = t < ctx
@@ -90,12 +99,13 @@ def qk_tile(w, mma, q_lds, k_cache, k_scale, block_tables, seq, kvh, tile_start,
             + (rowid % 2) * 8
     a_addr = lane16id * q_lds_stride(head_dim) + 8 * rowid
     acc = None
+    name = mma_label(tile_start, label)
     for ks in range(head_dim // 32):
         kq = w.zeros("i8", 8)
         with w.if_(valid):
             kq[:] = w.global_load(k_cache, k_addr + ks * 2 * block_size * 16, 8, "i8")
         qq = w.lds_load(q_lds, a_addr + 32 * ks, 8, "i8")
-        acc = w.mma(mma, qq, kq, acc)
+        acc = w.mma(mma, qq, kq, acc, label=f"{name}j {ks}")
     sk = gather_token_scale(w, k_scale, block_tables, seq, kvh, t, valid, num_kv_heads=num_kv_heads, **geo)
     token = dlay.cols() + tile_start
     s = w.dequant(acc, sq) * to_d_layout(w, sk, dlay) * np.float32(1 / np.sqrt(head_dim))

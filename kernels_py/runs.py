@@ -59,9 +59,9 @@ class KernelRun:
                 a, b = rec.k_slots("A"), rec.k_slots("B")
                 a = a.tolist() if a is not None else None
                 b = b.tolist() if b is not None else None
-                first, op, wgs, wave, src = rec.first, rec.op, rec.workgroups, rec.wave, rec.source
-                mm.extend({"index": first + m, "instruction": op, "workgroup": list(wgs[m]), "wave": wave,
-                           "source": src, "a_tokens": a[m] if a is not None else [],
+                first, op, label, wgs, wave, src = rec.first, rec.op, rec.label, rec.workgroups, rec.wave, rec.source
+                mm.extend({"index": first + m, "instruction": op, "label": label, "workgroup": list(wgs[m]),
+                           "wave": wave, "source": src, "a_tokens": a[m] if a is not None else [],
                            "b_tokens": b[m] if b is not None else []} for m in rec.live)
         return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                 "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
@@ -84,6 +84,8 @@ def _decode(p, inputs, trace):
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=p["smooth_k"],
                               block_tables=d.get("block_tables"), seed=p["seed"])
     kw = {"kernel": p["kernel_fn"]} if p.get("kernel_fn") else {}
+    if p.get("reduce_fn"):
+        kw["reduce_kernel"] = p["reduce_fn"]
     res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace,
                      provenance=p["provenance"], partition_size=p["partition_size"], progress=p.get("progress"), **kw)
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
@@ -111,20 +113,24 @@ def register(name: str, fn: Callable) -> None:
     KERNELS[name] = fn
 
 
-def load_kernel_fn(spec: str) -> Callable:
+# the runners whose harness has a second kernel the user may swap (--reduce-fn)
+REDUCE_KERNELS = {"paged_attention_decode": "paged_attention_reduce"}
+
+
+def load_kernel_fn(spec: str, option: str = "--kernel-fn") -> Callable:
     """The function ``FN`` of the Python file ``FILE`` named by ``spec`` = "FILE:FN" (the file is
     imported as a module of its own, by path). Every failure is a ValueError of one line naming
-    the file or the function: a spec without ":FN", a missing file, a file that fails to import
-    (with the exception), no such function, or a name that is not callable."""
+    ``option``, the file or the function: a spec without ":FN", a missing file, a file that fails
+    to import (with the exception), no such function, or a name that is not callable."""
     import importlib.util
     import os
     import sys
     if not isinstance(spec, str) or ":" not in spec or spec.endswith(":") or spec.startswith(":"):
-        raise ValueError(f"--kernel-fn {spec!r}: expected FILE.py:FUNCTION, e.g. my_pv.py:my_pv_int8")
+        raise ValueError(f"{option} {spec!r}: expected FILE.py:FUNCTION, e.g. my_pv.py:my_pv_int8")
     path, fn_name = spec.rsplit(":", 1)
     if not os.path.isfile(path):
         what = "is a directory" if os.path.isdir(path) else "no such file"
-        raise ValueError(f"--kernel-fn: {path}: {what}")
+        raise ValueError(f"{option}: {path}: {what}")
     mod_name = "gfxsim_user_kernel_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
     try:
         loader_spec = importlib.util.spec_from_file_location(mod_name, path)
@@ -136,16 +142,16 @@ def load_kernel_fn(spec: str) -> Callable:
     except Exception as e:                          # noqa: BLE001 -- anything the user's file raises
         sys.modules.pop(mod_name, None)
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise ValueError(f"--kernel-fn: {path} failed to import: {type(e).__name__}"
+        raise ValueError(f"{option}: {path} failed to import: {type(e).__name__}"
                          f"{': ' + first if first else ''}") from e
     if not hasattr(module, fn_name):
         defined = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
                          and getattr(v, "__module__", None) == mod_name)
-        raise ValueError(f"--kernel-fn: {path} has no function {fn_name!r}"
+        raise ValueError(f"{option}: {path} has no function {fn_name!r}"
                          f"{'; it defines ' + ', '.join(defined) if defined else ''}")
     fn = getattr(module, fn_name)
     if not callable(fn):
-        raise ValueError(f"--kernel-fn: {path}:{fn_name} is a {type(fn).__name__}, not a function")
+        raise ValueError(f"{option}: {path}:{fn_name} is a {type(fn).__name__}, not a function")
     return fn
 
 
@@ -159,13 +165,15 @@ def kernel_fn_label(fn) -> str | None:
 
 
 def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
-               progress=None, kernel_fn=None, **params) -> KernelRun:
+               progress=None, kernel_fn=None, reduce_fn=None, **params) -> KernelRun:
     """Run ``kernel`` with DEFAULTS overridden by ``params``. ``provenance=False`` runs faster and
     gives the numbers only: no tags travel, so no K-slot, scale-group or coverage findings.
     ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``params["progress"]``).
     ``kernel_fn``: your kernel function (or "FILE.py:FN", loaded by load_kernel_fn) with the
     signature of ``kernel``'s, run in its place by the same harness (inputs, buffers, references);
-    for paged_attention_decode it replaces the decode kernel, the reduce stays."""
+    for paged_attention_decode it replaces the decode kernel, the reduce stays. ``reduce_fn``
+    (paged_attention_decode only): your function with paged_attention_reduce's signature, run as
+    the second launch."""
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
     label = kernel_fn_label(kernel_fn)
@@ -173,6 +181,14 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
         kernel_fn = load_kernel_fn(kernel_fn)
     elif kernel_fn is not None and not callable(kernel_fn):
         raise ValueError(f"kernel_fn must be a function or 'FILE.py:FN', got {type(kernel_fn).__name__}")
+    reduce_label = kernel_fn_label(reduce_fn)
+    if reduce_fn is not None and kernel not in REDUCE_KERNELS:
+        raise ValueError(f"--reduce-fn: {kernel} has no second kernel to swap (only "
+                         f"{', '.join(f'{k} ({v})' for k, v in REDUCE_KERNELS.items())})")
+    if isinstance(reduce_fn, str):
+        reduce_fn = load_kernel_fn(reduce_fn, "--reduce-fn")
+    elif reduce_fn is not None and not callable(reduce_fn):
+        raise ValueError(f"reduce_fn must be a function or 'FILE.py:FN', got {type(reduce_fn).__name__}")
     p = dict(DEFAULTS)
     unknown = set(params) - set(p)
     if unknown:
@@ -182,11 +198,15 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
     p["provenance"] = provenance
     p["progress"] = progress
     p["kernel_fn"] = kernel_fn
+    p["reduce_fn"] = reduce_fn
     _validate(p)
     out, refs, runs, extra, ctx = KERNELS[kernel](p, inputs, trace)
-    shown = {k: v for k, v in p.items() if k not in ("arch", "context", "provenance", "progress", "kernel_fn")}
+    shown = {k: v for k, v in p.items()
+             if k not in ("arch", "context", "provenance", "progress", "kernel_fn", "reduce_fn")}
     if label is not None:
         shown["kernel_fn"] = label
+    if reduce_label is not None:
+        shown["reduce_fn"] = reduce_label
     return KernelRun(kernel, runs[0].arch, ctx, shown, out, refs, runs, extra)
 
 

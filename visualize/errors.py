@@ -1,5 +1,8 @@
 """Error heatmaps of a kernel run: |kernel output - reference| per query row and head element,
-one panel per reference (fp32, bf16), on one shared colour scale so the panels compare.
+one panel per reference (fp32, bf16), on one shared colour scale so the panels compare. Where
+the query heads of a run share kv heads (GQA with several kv heads), lines separate the kv groups,
+the row labels name each row's kv head and each panel's title gives the largest error per group:
+a kernel that reads the wrong kv head shows as one bright band.
 
 The colour map is cividis: lightness rises monotonically with the error (greyscale keeps the
 order) and it was designed to read the same for the common colour-vision deficiencies. The
@@ -46,6 +49,29 @@ def error_rows(run, ref: str):
     return err, labels
 
 
+# kernels whose output rows (leading axes flattened) end in the query-head axis
+HEAD_LAST = {"paged_attention_decode", "prefix_prefill"}
+
+
+def kv_groups(run):
+    """[rows] kv head of every output row (query head // GQA ratio), or None when the output has
+    no query-head axis or the run one kv head."""
+    if getattr(run, "kernel", None) not in HEAD_LAST:
+        return None
+    params = getattr(run, "params", {}) or {}
+    shape = np.shape(run.out)
+    heads, kv = shape[-2], int(params.get("kv_heads", 1))
+    if kv <= 1 or heads % kv:
+        return None
+    rows = int(np.prod(shape[:-1]))
+    return (np.arange(rows) % heads) // (heads // kv)
+
+
+def _group_starts(groups) -> list:
+    """Rows where a new kv group begins (not row 0)."""
+    return [r for r in range(1, len(groups)) if groups[r] != groups[r - 1]]
+
+
 def axes_of(run):
     """(names of the leading axes longer than 1, name of the last axis) of the run's output."""
     shape = np.shape(run.out)
@@ -65,6 +91,9 @@ def plot_errors(run, refs=None, vmax=None) -> Figure:
         raise ValueError("name at least one reference")
     errs = [error_rows(run, r) for r in refs]
     rows, cols = errs[0][0].shape
+    groups = kv_groups(run)
+    if groups is not None:
+        errs = [(e, [f"{lab} (kv {g})" for lab, g in zip(labels, groups)]) for e, labels in errs]
     row_words, col_words = axes_of(run)
     vmax = vmax or max(float(e.max()) for e, _ in errs) or 1.0
     panel_h = min(4.0, max(1.2, 0.16 * rows + 0.5))
@@ -81,8 +110,15 @@ def plot_errors(run, refs=None, vmax=None) -> Figure:
         ax.plot([c], [r], marker="x", markersize=7, markeredgewidth=1.8, color="white", linestyle="none")
         ax.plot([c], [r], marker="x", markersize=5, markeredgewidth=0.9, color="black", linestyle="none")
         rms = float(np.sqrt(np.mean(err ** 2)))
-        ax.set_title(f"against the {ref} reference: max abs {err.max():.3g} ({col_words.split(' (')[0]} {c}, "
-                     f"{labels[r]}), rms {rms:.3g}", fontsize=style.LABEL_SIZE, loc="left")
+        head = (f"against the {ref} reference: max abs {err.max():.3g} ({col_words.split(' (')[0]} {c}, "
+                f"{labels[r]}), rms {rms:.3g}")
+        if groups is not None:
+            for r0 in _group_starts(groups):         # the kv groups, apart
+                ax.axhline(r0 - 0.5, color="white", linewidth=2.2, gid="kv-group")
+                ax.axhline(r0 - 0.5, color="black", linewidth=0.9, gid="kv-group")
+            per = [f"kv {g} {float(err[groups == g].max()):.3g}" for g in np.unique(groups)]
+            head += "\nmax abs per kv group (lines separate them): " + ", ".join(per)
+        ax.set_title(head, fontsize=style.LABEL_SIZE, loc="left")
         if rows <= MAX_ROW_LABELS:
             ax.set_yticks(range(rows), labels, fontsize=style.TICK_SIZE)
         ax.tick_params(labelsize=style.TICK_SIZE)

@@ -34,6 +34,12 @@ def name_of(run) -> str:
     return ", ".join(words)
 
 
+def instruction_name(e: MmaEvent) -> str:
+    """``#12 chunk 0 tile 1 j 0``: the instruction's trace index and, when the kernel gave one
+    (``w.mma(..., label=...)``), its label."""
+    return f"#{e.index}" + (f" {e.label}" if e.label else "")
+
+
 def slot_tokens(e: MmaEvent) -> np.ndarray:
     """The token feeding each K slot ``[K]``: A's (row 0) where A carries tokens, else B's (column 0)."""
     a = e.tokens("A")

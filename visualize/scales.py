@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from . import grid, style
-from .runs import describe_group, name_of, runs_of, scale_groups, select, waves
+from .runs import describe_group, instruction_name, name_of, runs_of, scale_groups, select, waves
 
 def _token_label(t) -> str:
     return str(int(t)) if t >= 0 else "·"
@@ -40,11 +40,11 @@ def panel(slots, gid: str = "scales") -> tuple:
             fills[r, k] = home % len(style.LANE_GROUP_STYLE)
         where = f"wg{s.event.workgroup} w{s.event.wave} " if many else ""
         how = f"scaled by group {applied}" if s.scale_over is not None else f"K set = group {applied}, no mismatch"
-        yticks.append(f"{where}#{s.event.index}: {how}")
+        yticks.append(f"{where}{instruction_name(s.event)}: {how}")
     k = labels.shape[1]
     p = grid.Panel(labels=labels, groups=fills, title="", gid=gid, xticks=[str(c) for c in range(k)],
                    yticks=yticks, xlabel="K slot k (the summed dimension); cell: the token fed to that slot",
-                   ylabel="matrix instruction (trace index)", outline=np.array([s.misaligned for s in slots]))
+                   ylabel="instruction # (label)", outline=np.array([s.misaligned for s in slots]))
     return p, per_wave
 
 

@@ -20,7 +20,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from . import grid, style
-from .runs import coverage, name_of, runs_of, select, token_mmacs, waves
+from .runs import coverage, instruction_name, name_of, runs_of, select, token_mmacs, waves
 
 # Times a tile consumed a token: 0, 1, 2, 3+. Lightness falls with the count (greyscale keeps the
 # order) and the hues are Okabe-Ito blue and vermillion, apart for every colour-vision type.
@@ -53,12 +53,12 @@ def token_map_panel(slots, gid: str = "tokens") -> grid.Panel:
             labels.append([_label(x) for x in t])
             fills.append(holder_groups(e.insn, op))
             marks.append(differ)
-            yticks.append(f"{where}#{e.index} {op}")
+            yticks.append(f"{where}{instruction_name(e)} {op}")
     k = len(labels[0])
     return grid.Panel(labels=np.array(labels, dtype=object), groups=np.array(fills), title="", gid=gid,
                       xticks=[str(c) for c in range(k)], yticks=yticks,
                       xlabel="K slot k (the summed dimension); cell: the token that reached the slot",
-                      ylabel="instruction #, operand", outline=np.array(marks))
+                      ylabel="instruction # (the kernel's label), operand", outline=np.array(marks))
 
 
 def coverage_matrix(tiles, n_tokens: int = 0):

@@ -59,6 +59,8 @@ class StoreMismatch:
     holds: int                  # what the stored value's identity says
     register: str
     elements: int               # bytes of this store that disagree
+    value: dict = field(default_factory=dict)   # every identity the stored byte holds (field -> value)
+    tags: dict = field(default_factory=dict)    # every tag of the destination element
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,6 +35,24 @@ def _compact(arr, along_same, along_k):
     return ("full", arr)
 
 
+def _one_along_k(v, axis):
+    """Per row: the one value ``v`` holds along K where present, -1 where none or several (slots
+    past the data carry nothing, and must not hide the row's identity)."""
+    hi = v.max(axis=axis)
+    lo = np.where(v >= 0, v, _BIG).min(axis=axis)
+    return np.where((hi >= 0) & (lo == hi), hi, -1)
+
+
+def _d_identity(f, fa, fb, rec):
+    """A's row values and B's column values of field ``f`` that name D[m][n] (None: no name).
+    A field on one side only (a query row, a V dim) names the row or column wherever it is one
+    value along K; a field on both sides is summed over (a token) or shared (a sequence), and
+    names D only where it is constant along K on both."""
+    if f in fa and f in fb:
+        return (rec.a[f][1] if rec.a[f][0] == "mn" else None), (rec.b[f][1] if rec.b[f][0] == "mn" else None)
+    return (_one_along_k(fa[f], 2) if f in fa else None), (_one_along_k(fb[f], 1) if f in fb else None)
+
+
 def _varies(v, axis) -> bool:
     """Whether some row along ``axis`` holds two different present values."""
     return bool((np.where(v >= 0, v, _BIG).min(axis=axis) < v.max(axis=axis)).any())
@@ -112,7 +130,7 @@ def _mma_i8(a, b, c, ta, tb, tc, td, d):
 class MmaRecord:
     """One issued matrix instruction (one statement; member m of a batch is instruction first+m)."""
     __slots__ = ("first", "insn", "op", "kernel", "wave", "workgroups", "live", "source", "exec_mask",
-                 "a", "b", "ks_a", "ks_b", "c_mma", "c_mn", "operands")
+                 "a", "b", "ks_a", "ks_b", "c_mma", "c_mn", "operands", "label")
 
     def member_rows(self, member):
         bl = self.insn.blocks
@@ -193,6 +211,12 @@ class MmaLog:
         r = self.records[i]
         return r if index < r.first + len(r.workgroups) else None
 
+    def describe(self, index: int) -> str:
+        """``#12 (chunk 0 tile 1 j 0)``: an instruction's index and the kernel's label for it."""
+        rec = self.record_of(index)
+        label = rec.label if rec is not None else None
+        return f"#{index}" + (f" ({label})" if label else "")
+
     def aligned(self, c_mma, c_mn, insn, members):
         """The record whose D is exactly this C (``[nb, M, N]`` ids in the C layout), or None."""
         prev = self.record_of(int(c_mma.flat[0])) if c_mma.size and c_mma.flat[0] >= 0 else None
@@ -268,6 +292,10 @@ class MmaLog:
                 nxt[2].append(rec.c_mn[row, m, nn][keep].astype(np.int64))
 
 
+def _labelled(label) -> str:
+    return f" ({label})" if label else ""
+
+
 def _unite(out, f, pos, s: Mask, n, wide):
     """out[f][pos] |= s, where pos may repeat (two sides of a sum in one record)."""
     cur = out.get(f)
@@ -293,8 +321,12 @@ def _import_wide(m: Mask, theirs: WideSets, ours: WideSets) -> Mask:
 
 
 class MatrixOps:
-    def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None) -> VGPRs:
-        """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted)."""
+    def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None, label: str | None = None) -> VGPRs:
+        """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted). ``label``: what the
+        kernel calls this instruction (e.g. "chunk 2 tile 1 j 0"), shown beside its index in the
+        pictures and the findings."""
+        if label is not None and not isinstance(label, str):
+            raise self.error(TypeError, f"{mnemonic}: label must be a str, got {type(label).__name__}")
         insn = self.insn(mnemonic)
         need = {"A": (a, insn.a_type), "B": (b, insn.b_type)}
         if c is None:
@@ -341,6 +373,7 @@ class MatrixOps:
         rec.first, rec.insn, rec.op, rec.kernel, rec.wave = idx, insn, insn.mnemonic, self.kernel, self.wave_id
         rec.workgroups, rec.live = self.wg.ids, np.nonzero(live)[0].tolist()
         rec.source = self.source()
+        rec.label = label
         rec.exec_mask = self.exec
         rec.a = rec.b = None
         rec.ks_a, rec.ks_b, rec.c_mma, rec.c_mn = {}, {}, None, None
@@ -350,7 +383,7 @@ class MatrixOps:
         if overflow is not None and (overflow & np.repeat(live, insn.blocks)[:, None, None]).any():
             blk, m, n = (int(x) for x in np.argwhere(overflow & np.repeat(live, insn.blocks)[:, None, None])[0])
             lane = int(plans["D"][1][blk, m, n])
-            self.finding("int32-overflow", f"{mnemonic}: int32 accumulator overflow at D[{m}][{n}]"
+            self.finding("int32-overflow", f"{mnemonic}{_labelled(label)}: int32 accumulator overflow at D[{m}][{n}]"
                          + (f" block {blk % insn.blocks}" if insn.blocks > 1 else ""), lane=lane, instruction=idx,
                          elements=int(overflow.sum()))
         if tr.enabled:
@@ -409,7 +442,8 @@ class MatrixOps:
                     ka_set = sorted(set(va[row, :, k].tolist()) - {-1})
                     kb_set = sorted(set(vb[row, k, :].tolist()) - {-1})
                     lane = int(plans["A"][1][row, 0, k])
-                    self.finding("ab-kslot-mismatch", f"{insn.mnemonic}: K slot {k} gets {f} {ka_set} from A but "
+                    self.finding("ab-kslot-mismatch", f"{insn.mnemonic}{_labelled(rec.label)}: K slot {k} gets {f} "
+                                 f"{ka_set} from A but "
                                  f"{kb_set} from B ({int(bad[row].sum())} K slots disagree)", lane=lane,
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
@@ -423,18 +457,24 @@ class MatrixOps:
                 rec.ks_a[f] = _row_sets(fa[f], wide)                   # [nb, M]
             if f in fb:
                 rec.ks_b[f] = _row_sets(np.swapaxes(fb[f], 1, 2), wide)    # [nb, N]
-        # D[m][n]: fields constant along K of A row m and B column n, then @mma/@mn
+        # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
         ed, ld = plans["D"]
         shape = (insn.regs("D"), self.width)
         ids = {}
-        for f in sorted(fa.keys() | fb.keys()):
-            ra = rec.a[f][1] if f in fa and rec.a[f][0] == "mn" else None        # [nb, M]
-            cb = rec.b[f][1] if f in fb and rec.b[f][0] == "mn" else None        # [nb, N]
-            if ra is None and cb is None:
+        pc = self._elem_prov(c, c.n)
+        fc = {f: p[plans["C"]] for f, p in (pc.ids.items() if pc is not None else ()) if f not in RESERVED}
+        for f in sorted(fa.keys() | fb.keys() | fc.keys()):
+            ra, cb = _d_identity(f, fa, fb, rec) if f in fa or f in fb else (None, None)   # [nb, M], [nb, N]
+            if ra is None and cb is None and f not in fc:
                 continue
             va = np.broadcast_to(ra[:, :, None], (nb, M, N)) if ra is not None else np.full((nb, M, N), -1)
             vb = np.broadcast_to(cb[:, None, :], (nb, M, N)) if cb is not None else np.full((nb, M, N), -1)
             d = np.where(va < 0, vb, np.where((vb < 0) | (va == vb), va, -1))
+            if f in fc:                  # D = A.B + C: C's element identity, where it agrees
+                vc = fc[f]
+                d = np.where(d < 0, vc, np.where((vc < 0) | (vc == d), d, -1))
+            if (d < 0).all():
+                continue
             plane = np.full(shape, -1, np.int32)
             plane[ed, ld] = d
             ids[f] = plane
@@ -445,7 +485,6 @@ class MatrixOps:
         blk = np.tile(np.arange(bl), self.members)
         mn[ed, ld] = ((blk[:, None, None] * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :])
         ids["@mma"], ids["@mn"] = mma_ids, mn
-        pc = self._elem_prov(c, c.n)
         if pc is not None and "@mma" in pc.ids:
             c_mma, c_mn = pc.ids["@mma"][plans["C"]], pc.ids["@mn"][plans["C"]]
             prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.members)

@@ -140,14 +140,15 @@ class ScaleOps:
             k_vals, s_vals, _, col = mism[0]
             foreign, extra = sorted(k_vals - s_vals), sorted(s_vals - k_vals)
             lanes = sorted({l for m in mism for l in m[2]})
+            name = self.machine.mma_log.describe(insn_index)        # "#12 (chunk 0 tile 1 j 0)"
             if axis == "K":
-                msg = (f"scale applied to the result of instruction #{insn_index} was computed over "
+                msg = (f"scale applied to the result of instruction {name} was computed over "
                        + (f"{field}s {format_token_set(sorted(s_vals))}" if s_vals else f"no {field}s")
                        + f", but the instruction consumed {format_token_set(sorted(k_vals))}: {len(foreign)} "
                        f"{field}s took their scale from another group {format_token_set(foreign)}")
             else:
                 msg = (f"scale of {field} {format_token_set(sorted(s_vals))} applied to the result of instruction "
-                       f"#{insn_index} at {field} {format_token_set(sorted(k_vals))}: a scale on M or N must be "
+                       f"{name} at {field} {format_token_set(sorted(k_vals))}: a scale on M or N must be "
                        f"the element's own")
             if len(mism) > 1:
                 msg += f" ({len(mism)} distinct mismatches, see details)"

@@ -103,6 +103,11 @@ class MmaEvent(Event):
                    insn=rec.insn, record=rec, member=member)
 
     @property
+    def label(self) -> str | None:
+        """What the kernel called this instruction (``w.mma(..., label=...)``), or None."""
+        return getattr(self.record, "label", None)
+
+    @property
     def tagged(self) -> bool:
         """Whether the operands carried provenance (a launch with provenance, tagged inputs)."""
         return self.record is not None and self.record.a is not None

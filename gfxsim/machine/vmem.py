@@ -111,12 +111,17 @@ class VmemOps:
                 b = int(np.argmax(bad[:, j]))
                 e = int(elem[b, j])
                 index = [int(i) for i in np.unravel_index(e, buf.array.shape)]
+                order = list(buf.tags) + sorted(g for g in p.ids if g not in buf.tags and not g.startswith("@"))
+                holds = {g: int(p.ids[g][b, j]) for g in order if g in p.ids and p.ids[g][b, j] >= 0}
+                tags = {g: int(t[e]) for g, t in buf.tags.items() if t[e] >= 0}
+                lane = int(cols[j])
                 self.finding("store-mismatch", f"global_store to {buf.name}{index} writes a value of {f} "
-                             f"{int(got[b, j])} where the element is {f} {int(want[b, j])} "
-                             f"({int(bad[:, in_m].sum())} bytes of this store disagree)", lane=int(cols[j]),
+                             f"{int(got[b, j])} where the element is {f} {int(want[b, j])}: lane "
+                             f"{lane % self.lanes} {value.reg_name()} holds {_ident(holds)}, the element is "
+                             f"{_ident(tags)} ({int(bad[:, in_m].sum())} bytes of this store disagree)", lane=lane,
                              address=int(sel[b, j]), buffer=buf.name, field=f, element=index,
                              expected=int(want[b, j]), holds=int(got[b, j]), register=value.reg_name(),
-                             elements=int(bad[:, in_m].sum()))
+                             elements=int(bad[:, in_m].sum()), value=holds, tags=tags)
 
     def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
         """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
@@ -136,3 +141,8 @@ class VmemOps:
                 self._check_store(buf, sel, stored, value, act)
             buf.store_prov(sel, stored, self.machine)
         self._event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
+
+
+def _ident(fields: dict) -> str:
+    """``row 3, dim 17``: an identity as a finding names it."""
+    return ", ".join(f"{k} {v}" for k, v in fields.items()) or "no identity"
