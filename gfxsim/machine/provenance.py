@@ -397,14 +397,25 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
             if ia is not None:
                 ids[f] = ia
             continue
-        ia = ia if ia is not None else np.broadcast_to(np.int32(-1), shape)
-        ib = ib if ib is not None else np.broadcast_to(np.int32(-1), shape)
         red = reducing and f not in RESERVED and (fa is not None or fb is not None)
-        na = fa.nonempty() if red and fa is not None else _NO
-        nb = fb.nonempty() if red and fb is not None else _NO
-        out = np.empty(shape, np.int32)
-        step = np.empty(shape, np.bool_)
-        present, stepped = _merge_field(ia, ib, np.broadcast_to(na, shape), np.broadcast_to(nb, shape), red, out, step)
+        if not red and (ia is None) != (ib is None):        # one side only: its values, no step
+            out = np.array(ia if ia is not None else ib, np.int32)
+            present, stepped, step = bool((out >= 0).any()), False, np.zeros(shape, np.bool_)
+            ia = ia if ia is not None else np.broadcast_to(np.int32(-1), shape)
+            ib = ib if ib is not None else np.broadcast_to(np.int32(-1), shape)
+        else:
+            ia = ia if ia is not None else np.broadcast_to(np.int32(-1), shape)
+            ib = ib if ib is not None else np.broadcast_to(np.int32(-1), shape)
+            out = np.empty(shape, np.int32)
+            step = np.empty(shape, np.bool_)
+            if red:
+                na = fa.nonempty() if fa is not None else _NO
+                nb = fb.nonempty() if fb is not None else _NO
+                present, stepped = _merge_field(ia, ib, np.broadcast_to(na, shape), np.broadcast_to(nb, shape), True,
+                                                out, step)
+            else:
+                present, stepped = _merge_ids(np.ascontiguousarray(ia).reshape(-1), np.ascontiguousarray(ib).reshape(-1),
+                                              out.reshape(-1), step.reshape(-1))
         if present:
             ids[f] = out
         if f in RESERVED or (fa is None and fb is None and not stepped):
@@ -428,6 +439,23 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
 
 
 _NO = np.zeros((), np.bool_)
+
+
+@njit
+def _merge_ids(ia, ib, out, step):
+    """``_merge_field`` without reduction, on flat arrays: equal or one-sided values survive, a
+    conflict is -1 and a step. Branch-free, so it vectorises."""
+    present = False
+    stepped = False
+    for i in range(ia.shape[0]):
+        x, y = ia[i], ib[i]
+        s = (x >= 0) & (y >= 0) & (x != y)
+        o = np.int32(-1) if s else (x if x >= 0 else y)
+        out[i] = o
+        step[i] = s
+        present |= o >= 0
+        stepped |= s
+    return present, stepped
 
 
 @njit
