@@ -6,6 +6,7 @@ the Python twin on the wave64 machine, computes the numpy references and returns
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -86,20 +87,31 @@ def _decode(p, inputs, trace):
     kw = {"kernel": p["kernel_fn"]} if p.get("kernel_fn") else {}
     if p.get("reduce_fn"):
         kw["reduce_kernel"] = p["reduce_fn"]
-    res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace,
-                     provenance=p["provenance"], partition_size=p["partition_size"], progress=p.get("progress"), **kw)
+    with ThreadPoolExecutor(1) as pool:          # the references beside the simulation (numpy frees the GIL)
+        refs_done = pool.submit(_decode_references, d, cache, p)
+        res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace,
+                         provenance=p["provenance"], partition_size=p["partition_size"], progress=p.get("progress"),
+                         **kw)
+        refs, plain = refs_done.result()
+    extra = {}
+    if plain is not None:       # metrics here: np.errstate (the caller's) does not reach another thread
+        extra["reference_int8_without_smooth_k_vs_bf16"] = R.metrics(plain, refs["bf16"])
+    return res.out, refs, res.runs, extra, int(d["context_lens"].max())
+
+
+def _decode_references(d, cache, p):
+    """fp32, BF16 and reference-INT8 outputs of the decode, and the INT8 math without smooth-K
+    (None when smooth-K is off)."""
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
             "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
             "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"],
                                                partition_size=p["partition_size"])}
-    extra = {}
-    if p["smooth_k"]:
-        # the same quantized math without smooth-K, so the report shows what smooth-K buys
-        plain = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=False,
-                                  block_tables=d.get("block_tables"), seed=p["seed"])
-        extra["reference_int8_without_smooth_k_vs_bf16"] = R.metrics(
-            R.attention_int8(d["q"], plain, grouping=p["grouping"]), refs["bf16"])
-    return res.out, refs, res.runs, extra, int(d["context_lens"].max())
+    if not p["smooth_k"]:
+        return refs, None
+    # the same quantized math without smooth-K, so the report shows what smooth-K buys
+    plain = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=False,
+                              block_tables=d.get("block_tables"), seed=p["seed"])
+    return refs, R.attention_int8(d["q"], plain, grouping=p["grouping"])
 
 
 KERNELS: dict[str, Callable] = {
