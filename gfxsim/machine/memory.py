@@ -145,32 +145,52 @@ class Buffer:
         return self._tags.keys()
 
     def tag_at(self, field: str, elem: np.ndarray) -> np.ndarray:
-        """The int32 tag ``field`` of the flat elements ``elem`` (any shape): the element's
-        coordinates on the axes where the tag varies, looked up in the tag as given."""
+        """The int32 tag ``field`` of the flat elements ``elem`` (any shape)."""
+        return self.tags_at(elem, (field,))[field]
+
+    def tags_at(self, elem: np.ndarray, fields=None) -> dict:
+        """field -> the int32 tag of the flat elements ``elem``: each tag is looked up, as given, at
+        the element's coordinates on the axes where it varies; the index is computed once per set
+        of axes (a cache's seq and token tags share theirs), in int32 when the buffer allows."""
+        fields = self._tags.keys() if fields is None else fields
+        shape = self.array.shape
+        e = np.asarray(elem)
+        if self.array.size < 2 ** 31 and e.dtype != np.int32:
+            e = e.astype(np.int32)
+        out, index = {}, {}
+        for f in fields:
+            flat, axes, tshape = self._tag_plan(f)
+            if axes is None:
+                out[f] = flat[e]
+                continue
+            if not axes:
+                out[f] = np.broadcast_to(flat[0], e.shape).copy()
+                continue
+            key = (tuple(axes), tshape)
+            idx = index.get(key)
+            if idx is None:
+                inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
+                rest = e // inner if inner > 1 else e
+                idx, mult = 0, 1
+                for d in range(axes[-1], axes[0] - 1, -1):      # coordinates from the last varying axis up
+                    if tshape[d] > 1:
+                        idx = idx + (rest % shape[d]) * mult
+                        mult *= shape[d]
+                    if d > axes[0]:
+                        rest = rest // shape[d]
+                index[key] = idx
+            out[f] = flat[idx]
+        return out
+
+    def _tag_plan(self, field):
         plan = self._tag_plans.get(field)
         if plan is None:
             shape = self.array.shape
             t = self._tags[field]
             t = np.ascontiguousarray(t.reshape((1,) * (len(shape) - t.ndim) + t.shape), np.int32)
-            axes = [d for d in range(len(shape)) if t.shape[d] > 1]
-            if t.shape == shape:
-                axes = None                                # full size: index it directly
+            axes = None if t.shape == shape else [d for d in range(len(shape)) if t.shape[d] > 1]
             plan = self._tag_plans[field] = (t.reshape(-1), axes, t.shape)
-        flat, axes, tshape = plan
-        if axes is None:
-            return flat[elem]
-        if not axes:
-            return np.broadcast_to(flat[0], np.shape(elem)).copy()
-        shape = self.array.shape
-        inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
-        rest = np.asarray(elem) // inner if inner > 1 else np.asarray(elem)
-        idx, mult = 0, 1
-        for d in range(axes[-1], axes[0] - 1, -1):          # coordinates from the last varying axis up
-            if tshape[d] > 1:
-                idx = idx + (rest % shape[d]) * mult
-                mult *= shape[d]
-            rest = rest // shape[d]
-        return flat[idx]
+        return plan
 
     @property
     def tagged(self) -> bool:
@@ -200,9 +220,9 @@ class Buffer:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
             elem = byte_addr[::size] // self.itemsize
-            return Prov(size, {f: self.tag_at(f, elem) for f in self.tag_fields})
+            return Prov(size, self.tags_at(elem))
         elem = byte_addr // self.itemsize
-        p = Prov(1, {f: self.tag_at(f, elem) for f in self.tag_fields})
+        p = Prov(1, self.tags_at(elem))
         return p.compact(size) if size > 1 else p
 
     def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None):
