@@ -103,12 +103,7 @@ class ScaleOps:
         def at_d(x):                      # x [R, L] or [R, L, W] -> [nb, M, N] (+ W)
             return np.take(x.reshape((-1,) + x.shape[2:]), flat, axis=0)
         for f in sorted(rec.ks_a.keys() | rec.ks_b.keys()):
-            parts = []
-            if f in rec.ks_a:
-                parts.append(rec.ks_a[f].map(lambda x: np.broadcast_to(x[:, :, None], (nb, M, N) + x.shape[2:])))
-            if f in rec.ks_b:
-                parts.append(rec.ks_b[f].map(lambda x: np.broadcast_to(x[:, None, :], (nb, M, N) + x.shape[2:])))
-            km = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
+            km = _d_kset(self.machine.plan_cache.setdefault("d_ksets", {}), rec, f, nb, M, N, wide)
             side = ps.fp[f].map(at_d) if f in ps.fp else Mask.empty((nb, M, N))
             if f in ps.ids:
                 side = side.union(Mask.of_values(at_d(ps.ids[f])), wide)
@@ -160,4 +155,24 @@ class ScaleOps:
                                       "lanes": ln} for k, s, ln, _ in mism])
 
 
+def _d_kset(cache: dict, rec, f, nb, M, N, wide) -> Mask:
+    """K set of every D element [nb, M, N] of a record (A row m's ∪ B column n's). The last few
+    are kept: a result is often scaled more than once (a row scale, then a token scale), and they
+    are large (44 bytes per element), so no more than a few, in the launch's ``cache``."""
+    key = (id(rec), f)
+    got = cache.get(key)
+    if got is None or got[0] is not rec:
+        parts = []
+        if f in rec.ks_a:
+            parts.append(rec.ks_a[f].map(lambda x: np.broadcast_to(x[:, :, None], (nb, M, N) + x.shape[2:])))
+        if f in rec.ks_b:
+            parts.append(rec.ks_b[f].map(lambda x: np.broadcast_to(x[:, None, :], (nb, M, N) + x.shape[2:])))
+        got = (rec, parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide))
+        if len(cache) >= 4:
+            cache.pop(next(iter(cache)))
+        cache[key] = got
+    return got[1]
+
+
 __all__ = ["ScaleOps"]
+
