@@ -418,6 +418,25 @@ class MatrixOps:
                                 (l[None] + base).reshape((-1,) + l.shape[1:]))
         return got
 
+    def _name_planes(self, insn, shape):
+        """(member, @mn) planes of D in its registers (-1 where D has no element): the same for every
+        instruction of this shape and batch, so made once per launch (read-only)."""
+        key = (insn.mnemonic, "names", self.members, self.lanes)
+        got = self.machine.plan_cache.get(key)
+        if got is None:
+            ed, ld = self._batched_plan(insn, "D")
+            nb, M, N = ed.shape
+            bl = insn.blocks
+            member = np.full(shape, -1, np.int32)
+            member[ed, ld] = np.broadcast_to(np.repeat(np.arange(self.members), bl)[:, None, None], (nb, M, N))
+            mn = np.full(shape, -1, np.int32)
+            blk = np.tile(np.arange(bl), self.members)
+            mn[ed, ld] = ((blk[:, None, None] * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :])
+            for p in (member, mn):
+                p.setflags(write=False)
+            got = self.machine.plan_cache[key] = (member, mn)
+        return got
+
     def _mma_provenance(self, insn, a, b, c, idx, plans, rec, live):
         """K-slot check, the record's per-field K-slot values and K sets, and D's provenance."""
         M, N, K, bl = insn.M, insn.N, insn.K, insn.blocks
@@ -478,13 +497,9 @@ class MatrixOps:
             plane = np.full(shape, -1, np.int32)
             plane[ed, ld] = d
             ids[f] = plane
-        member = np.repeat(np.arange(self.members), bl)
-        mma_ids = np.full(shape, -1, np.int32)
-        mma_ids[ed, ld] = np.broadcast_to((idx + member)[:, None, None], (nb, M, N))
-        mn = np.full(shape, -1, np.int32)
-        blk = np.tile(np.arange(bl), self.members)
-        mn[ed, ld] = ((blk[:, None, None] * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :])
-        ids["@mma"], ids["@mn"] = mma_ids, mn
+        member_plane, mn_plane = self._name_planes(insn, shape)
+        ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
+        ids["@mn"] = mn_plane.copy()
         if pc is not None and "@mma" in pc.ids:
             c_mma, c_mn = pc.ids["@mma"][plans["C"]], pc.ids["@mn"][plans["C"]]
             prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.members)
