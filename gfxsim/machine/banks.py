@@ -1,4 +1,4 @@
-"""LDS bank conflicts under the gfx9 model: 32 banks of 4 bytes.
+"""LDS bank conflicts under the gfx9 model (and NVIDIA shared memory, rule "nvidia"): 32 banks of 4 bytes.
 
 A wave64 DS access is served in phases; only lanes of the same phase can conflict. The phases
 (AMD's LDS conflict sets, as dh_comms/omniprobe document them for gfx9):
@@ -20,11 +20,21 @@ import numpy as np
 _B128_PAIR = (0, 1, 2, 3, 1, 0, 3, 2)     # 4-lane group q (0..7 in a half) -> its phase in that half
 
 
+RULES = ("gfx9", "nvidia")
+
+
 @lru_cache(maxsize=None)
-def phases(nbytes: int, lanes: int = 64) -> np.ndarray:
-    """Phase (conflict set) of every lane of a wave for an access of ``nbytes`` per lane."""
+def phases(nbytes: int, lanes: int = 64, rule: str = "gfx9") -> np.ndarray:
+    """Phase (conflict set) of every lane of a wave for an access of ``nbytes`` per lane.
+    rule "nvidia" (a warp's shared-memory request): up to 4 bytes the whole warp is one phase,
+    8 bytes two half-warps, 16 bytes four quarter-warps of consecutive threads (CUDA C++
+    Programming Guide, "Shared Memory" of compute capability 5.x and later)."""
     l = np.arange(lanes)
-    if nbytes <= 4:
+    if rule not in RULES:
+        raise ValueError(f"unknown bank-conflict rule {rule!r}; known: {', '.join(RULES)}")
+    if rule == "nvidia":
+        ph = (l * max(1, nbytes // 4)) // 32
+    elif nbytes <= 4:
         ph = l // 32
     elif nbytes <= 8:
         ph = l // 16
@@ -74,10 +84,11 @@ def _conflicts(addr, active, phase, n_phase, nbytes, banks, bank_bytes):
     return worst, cycles, used
 
 
-def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32, bank_bytes: int = 4):
+def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32, bank_bytes: int = 4,
+                   rule: str = "gfx9"):
     """(conflict degree, cycles, phases used) of one DS access by the lanes of one wave."""
     addr = np.asarray(addr, np.int64)
-    ph = phases(int(nbytes), addr.shape[0])
+    ph = phases(int(nbytes), addr.shape[0], rule)
     return _conflicts(addr, np.asarray(active, np.bool_), ph, int(ph.max()) + 1, int(nbytes), int(banks),
                       int(bank_bytes))
 
@@ -99,9 +110,9 @@ def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int
 
 
 @lru_cache(maxsize=None)
-def _phase_lanes(nbytes: int, lanes: int):
+def _phase_lanes(nbytes: int, lanes: int, rule: str = "gfx9"):
     """Lanes of a wave ordered by phase and where each phase starts: (order, starts[n_phase + 1])."""
-    ph = phases(nbytes, lanes)
+    ph = phases(nbytes, lanes, rule)
     order = np.argsort(ph, kind="stable").astype(np.int64)
     starts = np.searchsorted(ph[order], np.arange(int(ph.max()) + 2)).astype(np.int64)
     order.setflags(write=False)
@@ -202,7 +213,7 @@ def _conflicts_batched(addr, active, order, starts, dwords, banks, bank_bytes):
 
 
 def bank_conflicts_batched(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32,
-                           bank_bytes: int = 4, lanes: int = 64):
+                           bank_bytes: int = 4, lanes: int = 64, rule: str = "gfx9"):
     """(degree, cycles, passes), each int64 [members], of one DS access by one wave of every member.
 
     ``addr`` (int) and ``active`` (bool) are [members, lanes], or flat [members * lanes]; addresses
@@ -221,6 +232,6 @@ def bank_conflicts_batched(addr: np.ndarray, active: np.ndarray, nbytes: int, ba
         raise ValueError(f"addr {addr.shape} and active {active.shape} must both be [members, {lanes}]")
     addr = np.ascontiguousarray(addr, np.int64)
     active = np.ascontiguousarray(active)
-    order, starts = _phase_lanes(int(nbytes), int(lanes))
+    order, starts = _phase_lanes(int(nbytes), int(lanes), rule)
     return _conflicts_batched(addr, active, order, starts, max(1, int(nbytes) // int(bank_bytes)), int(banks),
                               int(bank_bytes))

@@ -91,7 +91,8 @@ class DsOps:
                 self.finding("lds-race", f"{'write' if is_write else 'read'} of LDS {where} races with wave "
                              f"{int(hw[m])}: no barrier between them", lane=m * self.lanes + int(hl[m]),
                              address=int(ha[m]), other_wave=int(hw[m]), where=where)
-        deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes)
+        deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes,
+                                                     self.arch.lds_rule)
         worst = int(deg.max()) if deg.size else 0
         if worst > 1:
             for m in np.nonzero(deg > 1)[0].tolist():
