@@ -295,3 +295,24 @@ def test_triton_promotion_adds_each_k32_block_in_fp32(golden):
             part = _replay(blk, {"c": 0.0, "steps": [st]}, 32, 64, 16)
             d = np.float32(d + np.float32(part))
         assert float(d) == e["d"], (e["name"], e["x"])
+
+
+def test_token_sets_follow_the_ptx_k_groups():
+    """A lane's K group on mma.sync is threadID_in_group (lane % 4), not lane // 16: with 16-byte
+    B loads the two k32 instructions take the seed's interleaved token sets; 8-byte loads feed one
+    instruction with all 32 tokens."""
+    from gfxsim.arch.kslots import format_token_set, tokens_per_instruction
+    insn = get_instruction("sm_90", S8)
+    t16 = tokens_per_instruction(insn, "B", 16)
+    assert [format_token_set(r) for r in t16] == ["{0-7,16-23,32-39,48-55}", "{8-15,24-31,40-47,56-63}"]
+    assert format_token_set(tokens_per_instruction(insn, "B", 8)[0]) == "{0-31}"
+    with pytest.raises(ValueError, match="spreads a lane's registers"):
+        tokens_per_instruction(insn, "A", 16)           # a lane's A registers hold rows g and g+8
+    with pytest.raises(ValueError, match="byte-sized elements"):
+        tokens_per_instruction(get_instruction("sm_90", S4), "B", 16)
+
+
+def test_layout_detail_json_states_the_accumulator_record(capsys):
+    assert main(["layout", "sm_90", F16, "--detail", "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)["accumulator_record"]
+    assert (rec["mantissa_bits"], rec["rounding"], rec["c_entry"]) == (25, "truncate", "fused")
