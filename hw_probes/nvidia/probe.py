@@ -112,6 +112,21 @@ def sh(cmd) -> str:
     return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
 
 
+def sass_by_function(text: str) -> dict:
+    """{kernel function: {tensor-core opcode: count}} from ``cuobjdump -sass`` output."""
+    out, fn = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            fn = m.group(1)
+            out.setdefault(fn, {})
+            continue
+        for op in re.findall(r"\b([A-Z]*MMA[A-Z0-9._x]*)", line):
+            if fn is not None:
+                out[fn][op] = out[fn].get(op, 0) + 1
+    return out
+
+
 def build(arch: str, tmp: str) -> dict:
     libs, logs = {}, {}
     for name in ("mma_probe", "mma_e4m3"):
@@ -124,8 +139,7 @@ def build(arch: str, tmp: str) -> dict:
             lib = ctypes.CDLL(so)
             lib.probe_mma.restype = ctypes.c_int
             libs[name] = lib
-            sass = sh(f"cuobjdump -sass {so} | grep -oE '[A-Z]*MMA[A-Z0-9._]*' | sort | uniq -c")
-            logs[name]["sass_mma"] = sass.splitlines()
+            logs[name]["sass_mma"] = sass_by_function(sh(f"cuobjdump -sass {so}"))
     return {"libs": libs, "logs": logs}
 
 
@@ -200,6 +214,11 @@ def experiments(t: str, K: int, rng) -> list:
             add(f"loop{n}_c_plus_1", s, 2.0 ** s, [[term(0, 0)] for _ in range(n)])
     vals = sorted(v for v in (E4M3 if t == "fp8_e4m3" else np.arange(-64, 65) / 8.0)
                   if not math.isnan(v) and abs(v) <= 64 and representable(t, v))
+    for i in range(48):           # a few products of random values and a random C: the adder's details
+        n = int(rng.integers(2, 5))
+        ks = rng.choice(K, n, replace=False)
+        c = float(np.float32(rng.normal() * 2.0 ** rng.integers(-4, 12)))
+        add("random_small", i, c, [[(int(k), float(rng.choice(vals)), float(rng.choice(vals))) for k in ks]])
     for i in range(24):
         n_steps = 1 if i < 16 else 4
         c = float(np.float32(rng.normal() * 2.0 ** rng.integers(-4, 12)))
@@ -306,8 +325,7 @@ def triton_part(rng, log):
                 info.setdefault("ptx_wgmma_count", {})[str(K)] = len(re.findall(r"wgmma\.mma_async", ptx))
                 with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
                     f.write(h.asm["cubin"])
-                info.setdefault("sass_mma", {})[str(K)] = sh(
-                    f"cuobjdump -sass {f.name} | grep -oE '[A-Z]*MMA[A-Z0-9._x]*' | sort | uniq -c").splitlines()
+                info.setdefault("sass_mma", {})[str(K)] = sass_by_function(sh(f"cuobjdump -sass {f.name}"))
             except Exception as e:  # noqa: BLE001 - the asm is a report, not a requirement
                 info["asm_error"] = repr(e)
             return td.cpu().numpy().astype(np.float64)
