@@ -30,6 +30,8 @@ class AccumulatorPrecision:
     (toward zero). The result is then rounded to fp32 by ``rounding`` too. ``k_steps`` splits K
     into fused steps (the K indices of each), each step's fp32 sum entering the next as its C.
     A product's alignment exponent is the sum of its inputs' exponents (its significand is in [1, 4)).
+    ``result_bits`` cuts each step's result to that many mantissa bits by ``rounding`` (the H200's
+    QGMMA writes 13: FP22 = 1 + 8 + 13).
     The arithmetic is ``gfxsim.machine.accum``."""
     mantissa_bits: Optional[int] = None
     note: str = "exact"
@@ -37,6 +39,7 @@ class AccumulatorPrecision:
     c_entry: str = "exact"
     source: str = ""
     k_steps: Optional[Tuple[Tuple[int, ...], ...]] = None   # K indices of each fused step (None: all K at once)
+    result_bits: Optional[int] = None   # mantissa bits each step's result keeps (None: fp32's 23)
 
     def __post_init__(self):
         if self.rounding not in ROUNDINGS:
@@ -51,7 +54,8 @@ class AccumulatorPrecision:
 
     def as_dict(self) -> dict:
         return {"mantissa_bits": self.mantissa_bits, "rounding": self.rounding, "c_entry": self.c_entry,
-                "k_steps": [list(st) for st in self.k_steps] if self.k_steps else None, "note": self.note, "source": self.source}
+                "k_steps": [list(st) for st in self.k_steps] if self.k_steps else None,
+                "result_bits": self.result_bits, "note": self.note, "source": self.source}
 
 
 @dataclass(frozen=True)

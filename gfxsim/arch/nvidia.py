@@ -44,7 +44,8 @@ def ptx_m16n8(op: str, bits: int) -> OperandLayout:
 INT_EXACT = Acc(None, "exact int32; wraps on overflow (no .satfinite)")
 FP22_ADA = Acc(13, "FP22 (1+8+13) as SageAttention2 reports for FP8 mma on RTX 4090 (Ada): modelled as the "
                "13-bit fused adder the H200's QGMMA shows (C and products aligned to the largest exponent, cut "
-               "toward zero); not measured on Ada", rounding="truncate", c_entry="fused",
+               "toward zero, result cut to 13 mantissa bits); not measured on Ada", rounding="truncate",
+               c_entry="fused", result_bits=13,
                source="SageAttention2 core.py docstring / arXiv 2411.10958; adder shape from golden_h200.json wgmma")
 
 
@@ -84,11 +85,11 @@ SM90_MMA_E4M3 = Acc(25, "sm_90 has no FP8 mma.sync unit: ptxas emits two f16 HMM
                     k_steps=(tuple(k for k in range(32) if k % 4 < 2), tuple(k for k in range(32) if k % 4 >= 2)),
                     source=_GOLDEN)
 # wgmma.mma_async m64nNk32 e4m3 -> f32 (QGMMA, a warpgroup instruction: no warp-level record here).
-# Structured experiments reproduce bit for bit; random sums of 32 mixed-sign products agree to one
-# unit of the 13-bit window (2^(emax-13)), see hw_probes/nvidia/README.md.
+# Every experiment of the golden file, random ones included, reproduces bit for bit.
 SM90_WGMMA_E4M3 = Acc(13, "QGMMA.64xNx32.F32.E4M3: C and the 32 products aligned to the largest exponent, "
-                      "13 fraction bits kept (cut toward zero): DeepSeek-V3's '~14 bits'", rounding="truncate",
-                      c_entry="fused", source=_GOLDEN)
+                      "13 fraction bits kept (cut toward zero), the result cut to 13 mantissa bits (FP22; "
+                      "DeepSeek-V3's '~14 bits')", rounding="truncate",
+                      c_entry="fused", result_bits=13, source=_GOLDEN)
 
 
 F32_EXACT_ADA = Acc(None, "exact fp32 (not measured on Ada; sm_90's HMMA keeps 25 bits: "

@@ -6,7 +6,8 @@ what the H200 probe measured (hw_probes/nvidia/README.md):
   fused  every term (the products, and C) is aligned to the largest exponent among them and cut to
          ``mantissa_bits`` fraction bits below it (toward zero, or to nearest), the cut terms are
          summed exactly and the sum is rounded to fp32 (toward zero, or to nearest). HMMA f16/bf16
-         on sm_90 keeps 25 bits and truncates; wgmma e4m3 (QGMMA) keeps 13 and truncates.
+         on sm_90 keeps 25 bits and truncates; wgmma e4m3 (QGMMA) keeps 13, truncates, and writes
+         a result truncated to 13 mantissa bits (``result_bits``).
   after  the products alone go through the fused adder (one ``k_steps`` step at a time, each
          step's sum entering the next as its C), then C is added by an fp32 add (nearest even). This
          is how sm_90 runs mma.sync e4m3: two f16 HMMA.16816 (K slots k%4 < 2, then k%4 >= 2) and
@@ -63,10 +64,14 @@ def fused_sum(terms, exps, bits, rounding):
     return _cut(terms, quantum, rounding).sum(axis=-1)
 
 
-def _step(prod, pexp, run, bits, rnd):
+def _step(prod, pexp, run, bits, rnd, result_bits=None):
     terms = np.concatenate([prod, run[..., None]], axis=-1)
     exps = np.concatenate([pexp, exponent(run)[..., None]], axis=-1)
-    return to_f32(fused_sum(terms, exps, bits, rnd), rnd).astype(np.float64)
+    d = to_f32(fused_sum(terms, exps, bits, rnd), rnd)
+    if result_bits is not None:
+        from .mma import round_mantissa
+        d = truncate_mantissa(d, result_bits) if rnd == "truncate" else round_mantissa(d, result_bits)
+    return d.astype(np.float64)
 
 
 def accumulate(acc, prod, pexp, c):
@@ -86,7 +91,7 @@ def accumulate(acc, prod, pexp, c):
     run = c if acc.c_entry == "fused" else np.zeros_like(c)
     for ks in steps:
         ks = list(ks)
-        run = _step(prod[..., ks], pexp[..., ks], run, bits, rnd)
+        run = _step(prod[..., ks], pexp[..., ks], run, bits, rnd, acc.result_bits)
     if acc.c_entry == "after":                                  # C joins last, by an fp32 add
         return (run.astype(np.float32) + c.astype(np.float32)).astype(np.float32)
     return run.astype(np.float32)
