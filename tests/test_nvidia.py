@@ -321,3 +321,19 @@ def test_layout_detail_json_states_the_accumulator_record(capsys):
     assert main(["layout", "sm_90", F16, "--detail", "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)["accumulator_record"]
     assert (rec["mantissa_bits"], rec["rounding"], rec["c_entry"]) == (25, "truncate", "fused")
+
+
+def test_cross_lane_ops_span_the_warp():
+    """Shuffles and reductions act on the 32 lanes of a warp (the quantization amax of a SageAttention
+    thread group reduces over lane % 4 with xor 1, 2)."""
+    out = {}
+
+    def k(w):
+        x = w.lane_id.to("f32")
+        out["sum"] = w.reduce(x, "sum").numpy()[0]
+        out["xor16"] = w.shfl_xor(w.lane_id, 16).numpy()[0]
+        out["quad_max"] = w.reduce(x, "max", width=4).numpy()[0]
+    launch(k, arch="sm_90")
+    l = np.arange(32)
+    assert np.all(out["sum"] == l.sum()) and np.array_equal(out["xor16"], l ^ 16)
+    assert np.array_equal(out["quad_max"], (l // 4) * 4 + 3)

@@ -49,6 +49,25 @@ FP22_ADA = Acc(13, "FP22 (1+8+13) as SageAttention2 reports for FP8 mma on RTX 4
                source="SageAttention2 core.py docstring / arXiv 2411.10958; adder shape from golden_h200.json wgmma")
 
 
+F32_EXACT = Acc(None, "exact fp32 (one rounding of the K-sum plus C)")
+_GOLDEN = "hw_probes/nvidia/golden_h200.json (H200, driver 580.159.04, CUDA 13.0)"
+# Measured on the H200 (hw_probes/nvidia): every structured and random experiment reproduced bit for bit.
+SM90_HMMA = Acc(25, "HMMA.16816.F32: C and the 16 products aligned to the largest exponent, 25 fraction "
+                "bits kept (cut toward zero), exact sum, fp32 result truncated", rounding="truncate",
+                c_entry="fused", source=_GOLDEN)
+SM90_MMA_E4M3 = Acc(25, "sm_90 has no FP8 mma.sync unit: ptxas emits two f16 HMMA.16816 (K slots "
+                    "k%4<2, then k%4>=2, chained, 25 bits, truncated) and adds C with an fp32 FADD "
+                    "(nearest even)", rounding="truncate", c_entry="after",
+                    k_steps=(tuple(k for k in range(32) if k % 4 < 2), tuple(k for k in range(32) if k % 4 >= 2)),
+                    source=_GOLDEN)
+# wgmma.mma_async m64nNk32 e4m3 -> f32 (QGMMA, a warpgroup instruction: no warp-level record here).
+# Every experiment of the golden file, random ones included, reproduces bit for bit.
+SM90_WGMMA_E4M3 = Acc(13, "QGMMA.64xNx32.F32.E4M3: C and the 32 products aligned to the largest exponent, "
+                      "13 fraction bits kept (cut toward zero), the result cut to 13 mantissa bits (FP22; "
+                      "DeepSeek-V3's '~14 bits')", rounding="truncate",
+                      c_entry="fused", result_bits=13, source=_GOLDEN)
+
+
 def _mma(ptx_type: str, t: str, cd: str, bits: int, acc: Acc) -> MI:
     k = 8 * (32 // bits)
     mn = f"mma.sync.aligned.m16n8k{k}.row.col.{cd}.{ptx_type}.{ptx_type}.{cd}"
@@ -73,25 +92,6 @@ def profile(name, family, aliases, smem_bytes, f32_acc, source) -> ArchProfile:
                        instructions=instructions(f32_acc), c_layout="ptx", source=source, lds_rule="nvidia")
 
 
-F32_EXACT = Acc(None, "exact fp32 (one rounding of the K-sum plus C)")
-_GOLDEN = "hw_probes/nvidia/golden_h200.json (H200, driver 580.159.04, CUDA 13.0)"
-# Measured on the H200 (hw_probes/nvidia): every structured and random experiment reproduced bit for bit.
-SM90_HMMA = Acc(25, "HMMA.16816.F32: C and the 16 products aligned to the largest exponent, 25 fraction "
-                "bits kept (cut toward zero), exact sum, fp32 result truncated", rounding="truncate",
-                c_entry="fused", source=_GOLDEN)
-SM90_MMA_E4M3 = Acc(25, "sm_90 has no FP8 mma.sync unit: ptxas emits two f16 HMMA.16816 (K slots "
-                    "k%4<2, then k%4>=2, chained, 25 bits, truncated) and adds C with an fp32 FADD "
-                    "(nearest even)", rounding="truncate", c_entry="after",
-                    k_steps=(tuple(k for k in range(32) if k % 4 < 2), tuple(k for k in range(32) if k % 4 >= 2)),
-                    source=_GOLDEN)
-# wgmma.mma_async m64nNk32 e4m3 -> f32 (QGMMA, a warpgroup instruction: no warp-level record here).
-# Every experiment of the golden file, random ones included, reproduces bit for bit.
-SM90_WGMMA_E4M3 = Acc(13, "QGMMA.64xNx32.F32.E4M3: C and the 32 products aligned to the largest exponent, "
-                      "13 fraction bits kept (cut toward zero), the result cut to 13 mantissa bits (FP22; "
-                      "DeepSeek-V3's '~14 bits')", rounding="truncate",
-                      c_entry="fused", result_bits=13, source=_GOLDEN)
-
-
 F32_EXACT_ADA = Acc(None, "exact fp32 (not measured on Ada; sm_90's HMMA keeps 25 bits: "
                     "ACCUMULATORS['sm90_hmma'] selects that)")
 SM89 = profile("sm_89", "NVIDIA Ada", ("sm89", "ada", "rtx4090", "l40s"), 99 * 1024,
@@ -104,5 +104,5 @@ SM90 = profile("sm_90", "NVIDIA Hopper", ("sm90", "sm_90a", "hopper", "h100", "h
                "227 KiB shared memory per block (opt-in), 32 banks of 4 bytes")
 PROFILES = (SM89, SM90)
 # the accumulator records a user can select (ArchProfile.with_accumulator)
-ACCUMULATORS = {"exact": F32_EXACT, "f32_exact": F32_EXACT, "fp22_ada": FP22_ADA, "sm90_hmma": SM90_HMMA, "sm90_mma_e4m3": SM90_MMA_E4M3,
+ACCUMULATORS = {"exact": F32_EXACT, "fp22_ada": FP22_ADA, "sm90_hmma": SM90_HMMA, "sm90_mma_e4m3": SM90_MMA_E4M3,
                 "sm90_wgmma_e4m3": SM90_WGMMA_E4M3}
