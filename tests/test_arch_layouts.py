@@ -19,7 +19,35 @@ CD16 = lambda l, r, e: (4 * (l // 16) + r % 4, l % 16, 0)
 CD32 = lambda l, r, e: ((8 * (r // 4)) % 32 + 4 * (l // 32) + r % 4, l % 32, 0)
 JUMP = lambda l, r, e: (l % 16, (l // 16) + 4 * r, 0)                                     # gfx936 C/D
 
+# NVIDIA PTX ISA fragment tables ("Matrix Fragments for mma.m16n8k16/k32/k64"), transcribed as
+# the PTX writes them: per thread element index i (a_i, b_i, c_i) with groupID = lane >> 2 and
+# threadID_in_group = lane % 4; i = reg * (32 / bits) + elem.
+def _ptx_a(epr):
+    def f(l, r, e):
+        g, t, i = l >> 2, l % 4, r * epr + e
+        row = g if (i < epr or 2 * epr <= i < 3 * epr) else g + 8
+        return row, t * epr + (i % epr) + (4 * epr if i >= 2 * epr else 0), 0
+    return f
+
+
+def _ptx_b(epr):
+    def f(l, r, e):
+        g, t, i = l >> 2, l % 4, r * epr + e
+        return t * epr + (i % epr) + (4 * epr if i >= epr else 0), g, 0
+    return f
+
+
+PTX_CD = lambda l, r, e: ((l >> 2) + (8 if r >= 2 else 0), (l % 4) * 2 + (r & 1), 0)
+PTX = {"s8": (_ptx_a(4), _ptx_b(4), PTX_CD), "e4m3": (_ptx_a(4), _ptx_b(4), PTX_CD),
+       "s4": (_ptx_a(8), _ptx_b(8), PTX_CD), "f16": (_ptx_a(2), _ptx_b(2), PTX_CD), "bf16": (_ptx_a(2), _ptx_b(2), PTX_CD)}
+NV_MNEMONICS = {"s8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+                "s4": "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32",
+                "e4m3": "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+                "f16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                "bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"}
+
 PUBLISHED = {
+    **{(arch, mn): PTX[t] for arch in ("sm_89", "sm_90") for t, mn in NV_MNEMONICS.items()},
     ("gfx942", "v_mfma_i32_16x16x32_i8"): (K8(16, 8), KB8(16, 8), CD16),
     ("gfx942", "v_mfma_f32_16x16x32_fp8_fp8"): (K8(16, 8), KB8(16, 8), CD16),
     ("gfx942", "v_mfma_i32_32x32x16_i8"): (K8(32, 8), KB8(32, 8), CD32),

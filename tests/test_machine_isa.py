@@ -22,6 +22,8 @@ MATRIX = {i.mnemonic for p in ARCHS.values() for i in p.instructions.values()}
 NOT_GFX9 = {"v_add_i32", "v_sub_i32", "v_mul_i32", "v_mod_i32", "v_idiv_i32", "v_div_i32", "v_exp_e32",
             "v_and_b16", "v_or_b16", "v_xor_b16", "v_not_b16"}
 ISA_NAME = re.compile(r"^(v|s|ds|global|buffer|flat)_[a-z0-9_]+$")
+PTX_NAME = re.compile(r"^mma\.sync\.aligned\.m\d+n\d+k\d+\.row\.col(\.[a-z0-9]+){4}$")    # NVIDIA records
+NVIDIA = {p.name for p in ARCHS.values() if p.family.startswith("NVIDIA")}
 
 
 # -- (a) the trace records the table's mnemonics ------------------------------------------------------
@@ -76,11 +78,14 @@ def test_the_trace_records_only_mnemonics_of_the_ops_table():
 
 
 def test_the_table_names_gfx9_instructions_only():
+    """gfx9 mnemonics everywhere, except the NVIDIA profiles' matrix rows, which carry PTX names."""
     for unit, key, mnem, expands in TABLE:
         assert mnem not in NOT_GFX9, (key, mnem)
         if mnem.startswith("pseudo."):
             assert expands, f"pseudo-op {mnem} ({key}) lists no instructions"
             assert all(ISA_NAME.match(x) and x not in NOT_GFX9 for x in expands), (key, expands)
+        elif key.startswith("mma.") and key[4:] in NVIDIA:
+            assert PTX_NAME.match(mnem) and not expands, (key, mnem, expands)
         else:
             assert ISA_NAME.match(mnem) and not expands, (key, mnem, expands)
 

@@ -15,7 +15,7 @@ from gfxsim.cli import main
 from visualize import plot_compare, plot_layout
 from visualize.style import LANE_GROUP_STYLE, LANES_PER_GROUP
 
-SLICE = re.compile(r"^L(\d+)\nv(\d+)(?:\.[bw](\d+))?$")          # matrix view: "L18\nv1.b2"
+SLICE = re.compile(r"^L(\d+)\nv(\d+)(?:\.[bwn](\d+))?$")          # matrix view: "L18\nv1.b2"
 COORD = re.compile(r"^(\d+),(\d+)(?:\nblk(\d+))?$")               # register view: "5,7" / "3,1\nblk5"
 
 CASES = [
@@ -28,6 +28,10 @@ CASES = [
     ("gfx942", "v_mfma_f32_4x4x4_16b_f16", "D"),
     ("gfx90a", "v_mfma_i32_16x16x16i8", "B"),
     ("gfx936", "v_mmac_f32_16x16x16_bf16", "C"),
+    ("sm_90", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "A"),      # warp32, PTX fragments
+    ("sm_90", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "B"),
+    ("sm_90", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "D"),
+    ("sm_90", "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32", "A"),      # 4-bit elements
 ]
 
 

@@ -33,11 +33,11 @@ def resolve(arch, instruction):
 
 
 # Sub-dword slices take the SDWA select names: BYTE_0..3 -> .b0...b3, WORD_0..1 -> .w0, .w1.
-_SLICE = {8: "b", 16: "w"}
+_SLICE = {4: "n", 8: "b", 16: "w"}          # nibble, byte, word (half) of a VGPR
 
 
 def vgpr_slice(reg: int, elem: int, bits: int) -> str:
-    """A VGPR slice relative to the operand's first VGPR: ``v1`` (32-bit), ``v1.b2`` (byte 2)."""
+    """A VGPR slice relative to the operand's first VGPR: ``v1`` (32-bit), ``v1.b2`` (byte 2), ``v1.n5`` (nibble 5)."""
     if bits == 32:
         return f"v{reg}"
     return f"v{reg}.{_SLICE[bits]}{elem}"
@@ -120,7 +120,7 @@ def cell_note(insn, op: str, view: str) -> str:
     rname, cname = lay.axis_names()
     bits = lay.elem_bits
     if bits < 32:
-        unit = {8: "byte", 16: "16-bit word"}[bits]
+        unit = {4: "nibble", 8: "byte", 16: "16-bit word"}[bits]
         ex = vgpr_slice(1, 1, bits)
         slice_words = f"\"{ex}\" = {unit} 1 (bits {slice_bits(1, bits)}) of the operand's 2nd VGPR (v0 = its first)"
     else:

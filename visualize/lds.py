@@ -66,13 +66,13 @@ class BankMap:
     cycles: int
 
 
-def bank_map(e, n_banks: int, bank_bytes: int, lanes_per_wave: int = 64) -> BankMap:
+def bank_map(e, n_banks: int, bank_bytes: int, lanes_per_wave: int = 64, rule: str = "gfx9") -> BankMap:
     nbytes = width(e.op)
     dwords = max(1, nbytes // bank_bytes)
     addr = np.asarray(e.details["address"], np.int64)
     lanes, banks, conflicted = [], [], []
     degree = cycles = 0
-    ph = phases(nbytes, lanes_per_wave)              # the machine's phases: b128 pairs {0-3, 20-23}, ...
+    ph = phases(nbytes, lanes_per_wave, rule)        # the machine's phases: b128 pairs {0-3, 20-23}, ...
     for p in range(int(ph.max()) + 1):
         members = [int(l) for l in np.nonzero(ph == p)[0]]
         ls = [l for l in members if e.exec_mask[l]]
@@ -170,7 +170,7 @@ def plot_banks(run, event=None) -> Figure:
     acc = accesses(run)
     r, e = pick(acc, event)
     arch = get_arch(r.arch)
-    bm = bank_map(e, arch.lds_banks, arch.lds_bank_bytes, len(e.exec_mask))
+    bm = bank_map(e, arch.lds_banks, arch.lds_bank_bytes, len(e.exec_mask), arch.lds_rule)
     bottom = map_panel(bm)
     s_bot = grid.sizing([bottom])
     top_h = 0.22 * len(by_statement(acc)) + 0.8

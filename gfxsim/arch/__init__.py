@@ -6,13 +6,13 @@
 """
 from __future__ import annotations
 
-from . import gfx90a, gfx936, gfx942
+from . import gfx90a, gfx936, gfx942, nvidia
 from .dtypes import ELEM_TYPES, ElemType, elem_type
 from .layout import Digit, OperandLayout
 from .matrix_insn import OPERANDS, AccumulatorPrecision, MatrixInstruction
 from .profile import ArchProfile
 
-ARCHS = {p.name: p for p in (gfx942.PROFILE, gfx90a.PROFILE, gfx936.PROFILE)}
+ARCHS = {p.name: p for p in (gfx942.PROFILE, gfx90a.PROFILE, gfx936.PROFILE, *nvidia.PROFILES)}
 _ALIASES = {a: p.name for p in ARCHS.values() for a in p.aliases}
 
 
@@ -21,7 +21,7 @@ def arch_names():
 
 
 def get_arch(name) -> ArchProfile:
-    """Profile by target name or alias (gfx940/gfx941 -> gfx942, gfx928 -> gfx936)."""
+    """Profile by target name or alias (gfx940/gfx941 -> gfx942, gfx928 -> gfx936, h200 -> sm_90)."""
     if isinstance(name, ArchProfile):
         return name
     key = str(name).strip().lower()

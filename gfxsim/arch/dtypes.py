@@ -36,6 +36,7 @@ class ElemType:
 
 ELEM_TYPES = {t.name: t for t in (
     ElemType("i8", 8, "numpy:int8", False, "signed 8-bit integer"),
+    ElemType("i4", 4, "ml_dtypes:int4", False, "signed 4-bit integer (packed 8 per 32-bit register)"),
     ElemType("u8", 8, "numpy:uint8", False, "unsigned 8-bit integer"),
     ElemType("i16", 16, "numpy:int16", False, "signed 16-bit integer"),
     ElemType("f16", 16, "numpy:float16", True, "IEEE binary16"),

@@ -11,6 +11,16 @@ import numpy as np
 from .matrix_insn import MatrixInstruction
 
 
+def k_lane_groups(lay) -> int:
+    """How many lane groups split K (CDNA 16x16x32: lane // 16, 4 groups; PTX m16n8k32: lane % 4, 4)."""
+    k_axis = "col" if lay.operand == "A" else "row"
+    n = 1
+    for d in lay.lane:
+        if d.axis == k_axis:
+            n *= d.extent
+    return n
+
+
 def tokens_per_instruction(insn: MatrixInstruction, operand: str = "B", load_bytes: int = 16):
     """Return ``tokens[m][k]``: the token feeding K slot k of instruction m, for the
     ``load_bytes * 8 // (regs*32)`` instructions one load feeds (-1 where a K slot gets
@@ -19,20 +29,31 @@ def tokens_per_instruction(insn: MatrixInstruction, operand: str = "B", load_byt
     op = lay.operand
     if op not in ("A", "B"):
         raise ValueError(f"token sets are defined for K-carrying operands A and B, not {operand!r}")
-    ebytes = lay.elem_bits // 8
-    if lay.elem_bits % 8 or load_bytes % 4 or load_bytes <= 0:
+    if lay.elem_bits % 8:
+        raise ValueError(f"token sets need byte-sized elements; {insn.mnemonic} packs {lay.elem_bits}-bit "
+                         f"elements in operand {op}")
+    if load_bytes % 4 or load_bytes <= 0:
         raise ValueError(f"load_bytes must be a positive multiple of 4 (got {load_bytes})")
+    k_axis, mn_axis = ("col", "row") if op == "A" else ("row", "col")
+    if any(d.axis == mn_axis for d in lay.reg + lay.elem):
+        raise ValueError(f"token sets need all registers of a lane on one {'row' if op == 'A' else 'column'}; "
+                         f"operand {op} of {insn.mnemonic} spreads a lane's registers over several")
+    ebytes = lay.elem_bits // 8
     op_bytes = lay.n_regs * 4
     n_insn = max(load_bytes // op_bytes, 1)
-    mn_groups = lay.wave_size // (lay.rows if op == "A" else lay.cols)
     tokens_per_lane = load_bytes // ebytes
-    k_axis = "col" if op == "A" else "row"
     out = np.full((n_insn, insn.K), -1, np.int64)
     # lane index along M/N is irrelevant to the token: use the first row/column.
     k = np.arange(insn.K)
     kw = dict(row=k, col=np.zeros_like(k)) if k_axis == "row" else dict(row=np.zeros_like(k), col=k)
     lane, reg, elem = lay.to_register(**kw)
-    group = lane // (lay.wave_size // mn_groups)
+    # the lane's K group: its lane digits on K read as one mixed-radix number
+    group, place, radix = np.zeros_like(lane), 1, 1
+    for d in lay.lane:
+        if d.axis == k_axis:
+            group = group + ((lane // place) % d.extent) * radix
+            radix *= d.extent
+        place *= d.extent
     for m in range(n_insn):
         byte = (m * lay.n_regs + reg) * 4 + elem * ebytes
         ok = byte < load_bytes

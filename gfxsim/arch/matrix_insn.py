@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Tuple
 
 from .dtypes import ElemType, elem_type
 from .layout import OperandLayout
@@ -11,14 +11,51 @@ OPERANDS = ("A", "B", "C", "D")
 OPERAND_FIELDS = {"A": "Src0", "B": "Src1", "C": "Src2", "D": "Vdst"}
 
 
+ROUNDINGS = ("nearest", "truncate")
+C_ENTRIES = ("exact", "fused", "after")
+
+
 @dataclass(frozen=True)
 class AccumulatorPrecision:
-    """How the accumulator rounds. ``mantissa_bits`` None means exact in the C/D type
-    (int32: exact, overflow detected; f32: one IEEE rounding per product-sum step).
-    A smaller value models a reduced accumulator, e.g. 13 for NVIDIA FP8 mma (SageAttention2's
-    "FP22" finding): the sum is rounded to that many mantissa bits after each instruction."""
+    """How the accumulator of one instruction rounds. ``mantissa_bits`` None means exact in the
+    C/D type (int32: exact, overflow detected; f32: the K-sum plus C rounded once to fp32).
+
+    A number models a reduced accumulator. ``c_entry`` says how C meets the products:
+      "exact"  the exact sum of products and C is rounded to ``mantissa_bits`` mantissa bits
+               (SageAttention2's "FP22": 13 bits for FP8 mma on Ada);
+      "fused"  C and the products are aligned to the largest exponent among them and each is cut
+               to ``mantissa_bits`` bits below it before one exact sum (a fused multi-term adder);
+      "after"  the products are aligned and cut among themselves, then C is added in fp32.
+    ``rounding`` is what happens to the bits cut off: "nearest" (ties to even) or "truncate"
+    (toward zero). The result is then rounded to fp32 by ``rounding`` too. ``k_steps`` splits K
+    into fused steps (the K indices of each), each step's fp32 sum entering the next as its C.
+    A product's alignment exponent is the sum of its inputs' exponents (its significand is in [1, 4)).
+    ``result_bits`` cuts each step's result to that many mantissa bits by ``rounding`` (the H200's
+    QGMMA writes 13: FP22 = 1 + 8 + 13).
+    The arithmetic is ``gfxsim.machine.accum``."""
     mantissa_bits: Optional[int] = None
     note: str = "exact"
+    rounding: str = "nearest"
+    c_entry: str = "exact"
+    source: str = ""
+    k_steps: Optional[Tuple[Tuple[int, ...], ...]] = None   # K indices of each fused step (None: all K at once)
+    result_bits: Optional[int] = None   # mantissa bits each step's result keeps (None: fp32's 23)
+
+    def __post_init__(self):
+        if self.rounding not in ROUNDINGS:
+            raise ValueError(f"accumulator rounding {self.rounding!r} is not one of {ROUNDINGS}")
+        if self.c_entry not in C_ENTRIES:
+            raise ValueError(f"accumulator c_entry {self.c_entry!r} is not one of {C_ENTRIES}")
+        if self.mantissa_bits is not None and not 1 <= self.mantissa_bits <= 40:
+            raise ValueError(f"accumulator mantissa_bits {self.mantissa_bits} outside 1..40")
+        if self.k_steps is not None and sorted(k for st in self.k_steps for k in st) != list(
+                range(sum(len(st) for st in self.k_steps))):
+            raise ValueError("accumulator k_steps must split 0..K-1, each K index once")
+
+    def as_dict(self) -> dict:
+        return {"mantissa_bits": self.mantissa_bits, "rounding": self.rounding, "c_entry": self.c_entry,
+                "k_steps": [list(st) for st in self.k_steps] if self.k_steps else None,
+                "result_bits": self.result_bits, "note": self.note, "source": self.source}
 
 
 @dataclass(frozen=True)

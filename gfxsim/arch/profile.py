@@ -1,7 +1,7 @@
 """Architecture profiles: wave size, LDS geometry, register files, the matrix instructions."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Tuple
 
 from .matrix_insn import MatrixInstruction
@@ -20,8 +20,9 @@ class ArchProfile:
     agprs: int                     # AccVGPRs per lane (0 where there are none)
     sgprs: int                     # SGPRs addressable by one wave
     instructions: Mapping[str, MatrixInstruction]
-    c_layout: str                  # "cdna" or "jump": which accumulator layout family the arch uses
+    c_layout: str                  # "cdna", "jump" or "ptx": which accumulator layout family the arch uses
     source: str
+    lds_rule: str = "gfx9"         # bank-conflict phases: "gfx9" (AMD) or "nvidia" (banks.phases)
 
     def __post_init__(self):
         for m, insn in self.instructions.items():
@@ -29,6 +30,14 @@ class ArchProfile:
                 raise ValueError(f"{self.name}: instruction key {m!r} != mnemonic {insn.mnemonic!r}")
             if insn.wave_size != self.wave_size:
                 raise ValueError(f"{self.name}: {m} is laid out for wave{insn.wave_size}, arch is wave{self.wave_size}")
+
+    def with_accumulator(self, mnemonic: str, accumulator, name: str | None = None) -> "ArchProfile":
+        """This profile with one instruction's accumulator record replaced (e.g. sm_89's FP8 mma
+        with the FP22 record, or exact fp32 to see what the reduced accumulator costs)."""
+        insn = self.instruction(mnemonic)
+        table = dict(self.instructions)
+        table[insn.mnemonic] = replace(insn, accumulator=accumulator)
+        return replace(self, name=name or self.name, instructions=table, aliases=() if name else self.aliases)
 
     def instruction(self, mnemonic: str) -> MatrixInstruction:
         key = mnemonic.strip().lower()

@@ -143,6 +143,7 @@ def detail(arch, insn, fmt):
         "types": {"A": insn.a.description, "B": insn.b.description, "C": insn.cd.description,
                   "D": insn.cd.description},
         "accumulator": insn.accumulator.note,
+        "accumulator_record": insn.accumulator.as_dict(),
         "registers": {op: insn.regs(op) for op in OPERANDS},
         "fields": OPERAND_FIELDS,
         "element_to_register": {op: insn.operand(op).formulas_to_register() for op in OPERANDS},
@@ -221,9 +222,9 @@ def get_element(insn, op, lane, reg, fmt):
 
 
 def token_sets(arch, insn, op, load_bytes, fmt):
-    from ..arch.kslots import format_token_set, tokens_per_instruction
+    from ..arch.kslots import format_token_set, k_lane_groups, tokens_per_instruction
     t = tokens_per_instruction(insn, op, load_bytes)
-    tile = (insn.wave_size // (insn.M if op == "A" else insn.N)) * load_bytes // (insn.operand(op).elem_bits // 8)
+    tile = k_lane_groups(insn.operand(op)) * load_bytes // (insn.operand(op).elem_bits // 8)
     missing = sorted(set(range(tile)) - set(t[t >= 0].ravel().tolist()))
     rows = [[m, format_token_set(t[m]), int((t[m] >= 0).sum())] for m in range(t.shape[0])]
     if fmt == "json":

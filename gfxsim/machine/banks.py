@@ -1,4 +1,4 @@
-"""LDS bank conflicts under the gfx9 model: 32 banks of 4 bytes.
+"""LDS bank conflicts under the gfx9 model (and NVIDIA shared memory, rule "nvidia"): 32 banks of 4 bytes.
 
 A wave64 DS access is served in phases; only lanes of the same phase can conflict. The phases
 (AMD's LDS conflict sets, as dh_comms/omniprobe document them for gfx9):
@@ -20,11 +20,21 @@ import numpy as np
 _B128_PAIR = (0, 1, 2, 3, 1, 0, 3, 2)     # 4-lane group q (0..7 in a half) -> its phase in that half
 
 
+RULES = ("gfx9", "nvidia")
+
+
 @lru_cache(maxsize=None)
-def phases(nbytes: int, lanes: int = 64) -> np.ndarray:
-    """Phase (conflict set) of every lane of a wave for an access of ``nbytes`` per lane."""
+def phases(nbytes: int, lanes: int = 64, rule: str = "gfx9") -> np.ndarray:
+    """Phase (conflict set) of every lane of a wave for an access of ``nbytes`` per lane.
+    rule "nvidia" (a warp's shared-memory request): up to 4 bytes the whole warp is one phase,
+    8 bytes two half-warps, 16 bytes four quarter-warps of consecutive threads (CUDA C++
+    Programming Guide, "Shared Memory" of compute capability 5.x and later)."""
     l = np.arange(lanes)
-    if nbytes <= 4:
+    if rule not in RULES:
+        raise ValueError(f"unknown bank-conflict rule {rule!r}; known: {', '.join(RULES)}")
+    if rule == "nvidia":
+        ph = (l * max(1, nbytes // 4)) // 32
+    elif nbytes <= 4:
         ph = l // 32
     elif nbytes <= 8:
         ph = l // 16
@@ -35,35 +45,36 @@ def phases(nbytes: int, lanes: int = 64) -> np.ndarray:
     return ph
 
 
-def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32, bank_bytes: int = 4):
+def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32, bank_bytes: int = 4,
+                   rule: str = "gfx9"):
     """(conflict degree, cycles, phases used) of one DS access by the lanes of one wave."""
     addr = np.asarray(addr, np.int64)
-    return _row_np(addr, np.asarray(active, np.bool_), int(nbytes), int(banks), int(bank_bytes))
+    return _row_np(addr, np.asarray(active, np.bool_), int(nbytes), int(banks), int(bank_bytes), rule)
 
 
 _ROW_CACHE: dict = {}          # a kernel repeats its few access patterns thousands of times
 
 
-def _row_np(addr, active, nbytes, banks, bank_bytes):
+def _row_np(addr, active, nbytes, banks, bank_bytes, rule):
     """``_row_np_uncached``, remembered per pattern (addresses shifted so that the first active lane
     is in dword 0: a shift by whole dwords changes no result, see "Shift invariance" below)."""
     on = np.flatnonzero(active)
     if on.size == 0:
         return 0, 0, 0
     rel = addr - (addr[on[0]] // bank_bytes) * bank_bytes
-    key = (nbytes, banks, bank_bytes, rel.tobytes(), active.tobytes())
+    key = (nbytes, banks, bank_bytes, rule, rel.tobytes(), active.tobytes())
     got = _ROW_CACHE.get(key)
     if got is None:
         if len(_ROW_CACHE) >= 4096:
             _ROW_CACHE.clear()
-        got = _ROW_CACHE[key] = _row_np_uncached(rel, active, nbytes, banks, bank_bytes)
+        got = _ROW_CACHE[key] = _row_np_uncached(rel, active, nbytes, banks, bank_bytes, rule)
     return got
 
 
-def _row_np_uncached(addr, active, nbytes, banks, bank_bytes):
+def _row_np_uncached(addr, active, nbytes, banks, bank_bytes, rule):
     """``_conflicts`` in numpy, for one row: the distinct dwords of each phase, counted per bank.
     (numpy here, so that a launch whose workgroups share one pattern needs no numba at all.)"""
-    ph = phases(nbytes, addr.shape[0])
+    ph = phases(nbytes, addr.shape[0], rule)
     dwords = max(1, nbytes // bank_bytes)
     dw = ((addr[active] // bank_bytes)[:, None] + np.arange(dwords)).ravel()
     if dw.size == 0:
@@ -93,9 +104,9 @@ def _row_np_uncached(addr, active, nbytes, banks, bank_bytes):
 
 
 @lru_cache(maxsize=None)
-def _phase_lanes(nbytes: int, lanes: int):
+def _phase_lanes(nbytes: int, lanes: int, rule: str = "gfx9"):
     """Lanes of a wave ordered by phase and where each phase starts: (order, starts[n_phase + 1])."""
-    ph = phases(nbytes, lanes)
+    ph = phases(nbytes, lanes, rule)
     order = np.argsort(ph, kind="stable").astype(np.int64)
     starts = np.searchsorted(ph[order], np.arange(int(ph.max()) + 2)).astype(np.int64)
     order.setflags(write=False)
@@ -196,7 +207,7 @@ def _conflicts_batched(addr, active, order, starts, dwords, banks, bank_bytes):
 
 
 def bank_conflicts_batched(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32,
-                           bank_bytes: int = 4, lanes: int = 64):
+                           bank_bytes: int = 4, lanes: int = 64, rule: str = "gfx9"):
     """(degree, cycles, passes), each int64 [members], of one DS access by one wave of every member.
 
     ``addr`` (int) and ``active`` (bool) are [members, lanes], or flat [members * lanes]; addresses
@@ -226,10 +237,10 @@ def bank_conflicts_batched(addr: np.ndarray, active: np.ndarray, nbytes: int, ba
     shift = addr[:, first] - addr[ref, first]
     same = live & (shift % bank_bytes == 0) & (active == active[ref]).all(axis=1) & \
         ((addr - shift[:, None] == addr[ref]) | ~active).all(axis=1)
-    out[:, same] = np.array(_row_np(addr[ref], active[ref], int(nbytes), int(banks), int(bank_bytes)))[:, None]
+    out[:, same] = np.array(_row_np(addr[ref], active[ref], int(nbytes), int(banks), int(bank_bytes), rule))[:, None]
     rest = np.nonzero(live & ~same)[0]
     if rest.size:
-        order, starts = _phase_lanes(int(nbytes), int(lanes))
+        order, starts = _phase_lanes(int(nbytes), int(lanes), rule)
         got = _conflicts_batched(np.ascontiguousarray(addr[rest]), np.ascontiguousarray(active[rest]), order,
                                  starts, max(1, int(nbytes) // int(bank_bytes)), int(banks), int(bank_bytes))
         out[:, rest] = np.stack(got)

@@ -95,9 +95,10 @@ class DsOps:
                              address=int(ha[m]), other_wave=int(hw[m]), where=where)
         if uniform:              # one pattern: computed once (and remembered), the same for every member
             deg, cycles, passes = (np.full(self.members, x, np.int64) for x in
-                                   bank_conflicts(r2[0], a2[0], nbytes, lds.banks, lds.bank_bytes))
+                                   bank_conflicts(r2[0], a2[0], nbytes, lds.banks, lds.bank_bytes, self.arch.lds_rule))
         else:
-            deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes)
+            deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes,
+                                                         self.arch.lds_rule)
         worst = int(deg.max()) if deg.size else 0
         if worst > 1:
             for m in np.nonzero(deg > 1)[0].tolist():

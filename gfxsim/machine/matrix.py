@@ -320,6 +320,25 @@ def _import_wide(m: Mask, theirs: WideSets, ours: WideSets) -> Mask:
     return out
 
 
+def _unpack_nibbles(w, insn, op, v):
+    """A 4-bit operand (mma.sync .s4) arrives as its packed 32-bit registers (i32/u32, one per
+    VGPR, as PTX passes .b32): unpack it into one signed element per nibble, little-endian, each
+    nibble taking the provenance and written bit of its byte. Other operands pass through."""
+    lay = insn.operand(op)
+    if lay.elem_bits != 4 or not isinstance(v, VGPRs):
+        return v
+    if v.dtype not in ("i32", "u32") or v.n != lay.n_regs:
+        raise w.error(TypeError, f"{insn.mnemonic}: operand {op} ({lay.n_regs * 8} x i4) must be passed as its "
+                      f"{lay.n_regs} packed 32-bit registers (i32/u32), got {v.n} x {v.dtype}")
+    raw = np.ascontiguousarray(v.val).view(np.uint32)
+    shifts = (np.arange(8, dtype=np.uint32) * 4)[None, :, None]
+    nib = ((raw[:, None, :] >> shifts) & np.uint32(0xF)).astype(np.int8)       # [regs, 8, width]
+    nib = np.where(nib > 7, nib - 16, nib).astype(np.int8).reshape(-1, raw.shape[1])
+    prov = None if v.prov is None else v.prov.per_byte().map(lambda x: np.repeat(x, 2, axis=0))
+    valid = None if v.valid is None else np.repeat(v.valid, 2, axis=0)
+    return VGPRs(None, nib, "i4", prov, valid, regs=v.regs)
+
+
 class MatrixOps:
     def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None, label: str | None = None) -> VGPRs:
         """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted). ``label``: what the
@@ -328,6 +347,8 @@ class MatrixOps:
         if label is not None and not isinstance(label, str):
             raise self.error(TypeError, f"{mnemonic}: label must be a str, got {type(label).__name__}")
         insn = self.insn(mnemonic)
+        regs_in = (a, b)                   # as the kernel passed them (the trace shows these)
+        a, b = (_unpack_nibbles(self, insn, op, v) for op, v in (("A", a), ("B", b)))
         need = {"A": (a, insn.a_type), "B": (b, insn.b_type)}
         if c is None:
             c = VGPRs(self, np.zeros((insn.regs("C"), self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
@@ -387,7 +408,7 @@ class MatrixOps:
                          + (f" block {blk % insn.blocks}" if insn.blocks > 1 else ""), lane=lane, instruction=idx,
                          elements=int(overflow.sum()))
         if tr.enabled:
-            rec.operands = (self._operands((a, b, c), False), self._operands((out,), True))
+            rec.operands = (self._operands((*regs_in, c), False), self._operands((out,), True))
             tr.raw.append(BatchEvent(idx, insn.mnemonic, self.kernel, self.wg.ids, self.wave_id, rec.source, rec.exec_mask,
                                      rec.operands[0], rec.operands[1], {}, self.lanes, record=rec))
         self.machine.mma_log.add(rec)

@@ -86,6 +86,9 @@ def compute(insn, a_mat, b_mat, c_mat, batch: int = 1):
         d = _mma_int(a_mat.astype(np.int64), b_mat.astype(np.int64), c_mat.astype(np.int64), bl, M, N, K)
         overflow = (d < INT32_MIN) | (d > INT32_MAX)
         return d.astype(np.int64).astype(np.uint64).astype(np.uint32).view(np.int32), overflow
+    if insn.accumulator.mantissa_bits is not None and insn.accumulator.c_entry != "exact":
+        from .accum import mma_f32          # a measured reduced accumulator (sm_90 HMMA/QGMMA, FP22)
+        return mma_f32(insn.accumulator, a_mat, b_mat, c_mat), None
     d = _mma_f64(a_mat.astype(np.float64), b_mat.astype(np.float64), c_mat.astype(np.float64), bl, M, N, K)
     d = d.astype(np.float32)
     if insn.accumulator.mantissa_bits is not None:
