@@ -420,13 +420,7 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
             ids[f] = out
         if f in RESERVED or (fa is None and fb is None and not stepped):
             continue
-        pa, pb = ia >= 0, ib >= 0
-        # footprint = (a's set, unless b is more specific) ∪ (b's, unless a is) ∪ the values met
-        keep_a = ~(pb & ~pa) | step
-        keep_b = ~(pa & ~pb) | step
-        sa = _side(fa, ia, keep_a, step & pa, wide, shape)
-        sb = _side(fb, ib, keep_b, step & pb, wide, shape)
-        u = sa.union(sb, wide)
+        u = _merged_footprint(fa, fb, ia, ib, step, wide, shape)
         if u.nonempty().any():
             fp[f] = u
     if "@mma" in ids or "@mn" in ids:          # a result's name is the pair, or nothing
@@ -488,6 +482,88 @@ def _merge_field(ia, ib, na, nb, reducing, out, step):
             if o >= 0:
                 present = True
     return present, stepped
+
+
+def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
+    """footprint = (a's set, unless b is more specific) ∪ (b's, unless a is) ∪ the values met at a
+    step. One numba pass where everything lies in one window; the elements where windows differ
+    or a wide set takes part are done exactly (``_side`` and ``Mask.union``)."""
+    n = int(np.prod(shape))
+    flat = lambda x: np.ascontiguousarray(np.broadcast_to(x, shape + x.shape[len(shape):])).reshape((n,) + x.shape[len(shape):])
+    none = (np.zeros(1, np.int64), np.zeros((1, WORDS), np.uint64), np.zeros(1, np.uint32))
+    ma = (flat(fa.base), flat(fa.bits), flat(fa.wide)) if fa is not None else none
+    mb = (flat(fb.base), flat(fb.bits), flat(fb.wide)) if fb is not None else none
+    ob, obits, ow = np.empty(n, np.int64), np.empty((n, WORDS), np.uint64), np.zeros(n, np.uint32)
+    need = np.empty(n, np.bool_)
+    any_need = _merge_fp(*ma, fa is not None, *mb, fb is not None, flat(ia), flat(ib), flat(step), WINDOW,
+                         ob, obits, need)
+    out = Mask(ob.reshape(shape), obits.reshape(shape + (WORDS,)), ow.reshape(shape))
+    if any_need:
+        sel = np.nonzero(need.reshape(shape))
+        pick = lambda m: m.map(lambda x: x[sel]) if m is not None else None
+        a, b, st = ia[sel], ib[sel], step[sel]
+        pa, pb = a >= 0, b >= 0
+        k = a.shape
+        sa = _side(pick(fa), a, ~(pb & ~pa) | st, st & pa, wide, k)
+        sb = _side(pick(fb), b, ~(pa & ~pb) | st, st & pb, wide, k)
+        out.assign(sel, sa.union(sb, wide))
+    return out
+
+
+@njit
+def _merge_fp(a_base, a_bits, a_wide, a_has, b_base, b_bits, b_wide, b_has, ia, ib, step, window, ob, obits, need):
+    """``_merged_footprint`` per element where one window holds the whole set: the pieces are a's
+    window (kept unless b is more specific, or at a step), b's likewise, and the values of a step.
+    need[i]: two windows differ or a wide set takes part (the caller does those exactly)."""
+    words = obits.shape[1]
+    any_need = False
+    for i in range(ia.shape[0]):
+        x, y, st = ia[i], ib[i], step[i]
+        pa, pb = x >= 0, y >= 0
+        base = np.int64(-1)
+        for w in range(words):
+            obits[i, w] = 0
+        bad = False
+        for piece in range(4):
+            if piece == 0 or piece == 2:                       # a window of a side's footprint
+                has = a_has if piece == 0 else b_has
+                keep = (not (pb and not pa) or st) if piece == 0 else (not (pa and not pb) or st)
+                if not has or not keep:
+                    continue
+                src_b = a_base[i] if piece == 0 else b_base[i]
+                src_w = a_wide[i] if piece == 0 else b_wide[i]
+                if src_w != 0:
+                    bad = True
+                    break
+                if src_b < 0:
+                    continue
+                if base >= 0 and base != src_b:
+                    bad = True
+                    break
+                base = src_b
+                for w in range(words):
+                    obits[i, w] |= a_bits[i, w] if piece == 0 else b_bits[i, w]
+            else:                                               # a value met at a step
+                v = x if piece == 1 else y
+                if not st or v < 0:
+                    continue
+                vb = (np.int64(v) // window) * window
+                if base >= 0 and base != vb:
+                    bad = True
+                    break
+                base = vb
+                o = np.int64(v) - vb
+                obits[i, o // 64] |= np.uint64(1) << np.uint64(o % 64)
+        if bad:
+            need[i] = True
+            any_need = True
+            ob[i] = -1
+            for w in range(words):
+                obits[i, w] = 0
+        else:
+            need[i] = False
+            ob[i] = base
+    return any_need
 
 
 def _side(m: Mask | None, ident, keep, with_self, wide, shape) -> Mask:
