@@ -159,7 +159,7 @@ def _d_kset(cache: dict, rec, f, nb, M, N, wide) -> Mask:
     """K set of every D element [nb, M, N] of a record (A row m's ∪ B column n's). The last few
     are kept: a result is often scaled more than once (a row scale, then a token scale), and they
     are large (44 bytes per element), so no more than a few, in the launch's ``cache``."""
-    key = (id(rec), f)
+    key = (rec.first, f)                    # unique in the launch; the record is checked too
     got = cache.get(key)
     if got is None or got[0] is not rec:
         parts = []
