@@ -103,12 +103,18 @@ class ScaleOps:
         def at_d(x):                      # x [R, L] or [R, L, W] -> [nb, M, N] (+ W)
             return np.take(x.reshape((-1,) + x.shape[2:]), flat, axis=0)
         for f in sorted(rec.ks_a.keys() | rec.ks_b.keys()):
-            km = _d_kset(self.machine.plan_cache.setdefault("d_ksets", {}), rec, f, nb, M, N, wide)
             side = ps.fp[f].map(at_d) if f in ps.fp else Mask.empty((nb, M, N))
             if f in ps.ids:
                 side = side.union(Mask.of_values(at_d(ps.ids[f])), wide)
-            bad = ~km.subset_of(side, wide) & on
+            # K set of D[m][n] = A row m's ∪ B column n's: within the scale's iff both are (so the
+            # union is made only to report what went wrong)
+            bad = np.zeros((nb, M, N), np.bool_)
+            for part in _d_parts(rec, f, nb, M, N):
+                bad |= ~part.subset_of(side, wide)
+            bad &= on
             if bad.any():
+                a_b = _d_parts(rec, f, nb, M, N)
+                km = a_b[0] if len(a_b) == 1 else a_b[0].union(a_b[1], wide)
                 self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]), ld[bad])
         for f in sorted((pr.ids.keys() & ps.ids.keys()) - {"@mma", "@mn"}):
             x, y = pr.ids[f][ed, ld], ps.ids[f][ed, ld]
@@ -155,23 +161,14 @@ class ScaleOps:
                                       "lanes": ln} for k, s, ln, _ in mism])
 
 
-def _d_kset(cache: dict, rec, f, nb, M, N, wide) -> Mask:
-    """K set of every D element [nb, M, N] of a record (A row m's ∪ B column n's). The last few
-    are kept: a result is often scaled more than once (a row scale, then a token scale), and they
-    are large (44 bytes per element), so no more than a few, in the launch's ``cache``."""
-    key = (rec.first, f)                    # unique in the launch; the record is checked too
-    got = cache.get(key)
-    if got is None or got[0] is not rec:
-        parts = []
-        if f in rec.ks_a:
-            parts.append(rec.ks_a[f].map(lambda x: np.broadcast_to(x[:, :, None], (nb, M, N) + x.shape[2:])))
-        if f in rec.ks_b:
-            parts.append(rec.ks_b[f].map(lambda x: np.broadcast_to(x[:, None, :], (nb, M, N) + x.shape[2:])))
-        got = (rec, parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide))
-        if len(cache) >= 4:
-            cache.pop(next(iter(cache)))
-        cache[key] = got
-    return got[1]
+def _d_parts(rec, f, nb, M, N) -> list:
+    """A rows' and B columns' K sets of field f as [nb, M, N] views (the rows/columns broadcast)."""
+    parts = []
+    if f in rec.ks_a:
+        parts.append(rec.ks_a[f].map(lambda x: np.broadcast_to(x[:, :, None], (nb, M, N) + x.shape[2:])))
+    if f in rec.ks_b:
+        parts.append(rec.ks_b[f].map(lambda x: np.broadcast_to(x[:, None, :], (nb, M, N) + x.shape[2:])))
+    return parts
 
 
 __all__ = ["ScaleOps"]
