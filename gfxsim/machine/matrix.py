@@ -26,36 +26,74 @@ from .vgpr import VGPRs
 _BIG = np.iinfo(np.int32).max
 
 
-def _compact(arr, along_same, along_k):
-    """(kind, array) of one operand field: arr [mb, X, Y] where axis ``along_k`` is K."""
-    if (arr == np.take(arr, [0], axis=along_k)).all():
-        return ("mn", np.take(arr, 0, axis=along_k))                 # [mb, M] or [mb, N]: not a K field
-    if (arr == np.take(arr, [0], axis=along_same)).all():
-        return ("k", np.take(arr, 0, axis=along_same))               # [mb, K]
-    return ("full", arr)
+class _Field:
+    """One operand field gathered as ``[nb, R, K]`` (A: R = M; B: its N x K view), summarised in
+    one pass (``_field_summary``): per K slot the smallest present value and the largest over the
+    rows (lo_r, hi_r [nb, K]), per row the same along K (lo_k, hi_k [nb, R]), and whether the
+    field is the same along K (eq_k) or along the rows (eq_r), absent values (-1) included."""
+    __slots__ = ("v", "lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k")
+
+    def __init__(self, v):
+        self.v = v
+        self.lo_r, self.hi_r, self.lo_k, self.hi_k, self.eq_r, self.eq_k = _field_summary(v, _BIG)
+
+    def compact(self, operand):
+        """(kind, array) for the record: "mn" [nb, R] (not a K field), "k" [nb, K], or "full"
+        (in the operand's own [nb, M, K] / [nb, K, N] order)."""
+        if self.eq_k:                      # copies: a view would keep the whole gather alive
+            return ("mn", self.v[:, :, 0].copy())
+        if self.eq_r:
+            return ("k", self.v[:, 0, :].copy())
+        return ("full", self.v if operand == "A" else np.swapaxes(self.v, 1, 2))
+
+    def varies(self) -> bool:
+        """Whether some row holds two different present values along K."""
+        return bool((self.lo_k < self.hi_k).any())
+
+    def one_along_k(self):
+        """Per row: the one value held along K where present, -1 where none or several (slots
+        past the data carry nothing, and must not hide the row's identity)."""
+        return np.where((self.hi_k >= 0) & (self.lo_k == self.hi_k), self.hi_k, -1)
 
 
-def _one_along_k(v, axis):
-    """Per row: the one value ``v`` holds along K where present, -1 where none or several (slots
-    past the data carry nothing, and must not hide the row's identity)."""
-    hi = v.max(axis=axis)
-    lo = np.where(v >= 0, v, _BIG).min(axis=axis)
-    return np.where((hi >= 0) & (lo == hi), hi, -1)
+@njit
+def _field_summary(v, big):
+    nb, R, K = v.shape
+    lo_r = np.full((nb, K), big, np.int32)
+    hi_r = np.full((nb, K), -1, np.int32)
+    lo_k = np.full((nb, R), big, np.int32)
+    hi_k = np.full((nb, R), -1, np.int32)
+    eq_r = True
+    eq_k = True
+    for b in range(nb):
+        for r in range(R):
+            first = v[b, r, 0]
+            for k in range(K):
+                x = v[b, r, k]
+                if x != first:
+                    eq_k = False
+                if x != v[b, 0, k]:
+                    eq_r = False
+                if x > hi_r[b, k]:
+                    hi_r[b, k] = x
+                if x > hi_k[b, r]:
+                    hi_k[b, r] = x
+                if x >= 0:
+                    if x < lo_r[b, k]:
+                        lo_r[b, k] = x
+                    if x < lo_k[b, r]:
+                        lo_k[b, r] = x
+    return lo_r, hi_r, lo_k, hi_k, eq_r, eq_k
 
 
-def _d_identity(f, fa, fb, rec):
+def _d_identity(f, sa, sb, rec):
     """A's row values and B's column values of field ``f`` that name D[m][n] (None: no name).
     A field on one side only (a query row, a V dim) names the row or column wherever it is one
     value along K; a field on both sides is summed over (a token) or shared (a sequence), and
     names D only where it is constant along K on both."""
-    if f in fa and f in fb:
+    if f in sa and f in sb:
         return (rec.a[f][1] if rec.a[f][0] == "mn" else None), (rec.b[f][1] if rec.b[f][0] == "mn" else None)
-    return (_one_along_k(fa[f], 2) if f in fa else None), (_one_along_k(fb[f], 1) if f in fb else None)
-
-
-def _varies(v, axis) -> bool:
-    """Whether some row along ``axis`` holds two different present values."""
-    return bool((np.where(v >= 0, v, _BIG).min(axis=axis) < v.max(axis=axis)).any())
+    return (sa[f].one_along_k() if f in sa else None), (sb[f].one_along_k() if f in sb else None)
 
 
 def _expand(kind, a, op, M, N, K):
@@ -469,11 +507,12 @@ class MatrixOps:
         fa = {f: np.take(p, ta) for f, p in (pa.ids.items() if pa is not None else ()) if f not in RESERVED}
         fb = {f: np.take(p, tb) for f, p in (pb.ids.items() if pb is not None else ()) if f not in RESERVED}
         live_rows = np.repeat(live, bl)
+        sa = {f: _Field(v) for f, v in fa.items()}                       # [nb, M, K]
+        sb = {f: _Field(np.swapaxes(v, 1, 2)) for f, v in fb.items()}    # [nb, N, K]
         # the K-slot check: on every field both carry, one value per K slot
         for f in sorted(fa.keys() & fb.keys()):
             va, vb = fa[f], fb[f]                                     # [nb, M, K], [nb, K, N]
-            la, lb = np.where(va >= 0, va, _BIG).min(axis=1), np.where(vb >= 0, vb, _BIG).min(axis=2)
-            ha, hb = va.max(axis=1), vb.max(axis=2)
+            la, lb, ha, hb = sa[f].lo_r, sb[f].lo_r, sa[f].hi_r, sb[f].hi_r
             # both sides hold a value in the slot, and the values are not all one
             bad = (ha >= 0) & (hb >= 0) & (np.minimum(la, lb) != np.maximum(ha, hb)) & live_rows[:, None]
             if bad.any():
@@ -487,11 +526,11 @@ class MatrixOps:
                                  f"{kb_set} from B ({int(bad[row].sum())} K slots disagree)", lane=lane,
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
-        rec.a = {f: _compact(v, 1, 2) for f, v in fa.items()}
-        rec.b = {f: _compact(v, 2, 1) for f, v in fb.items()}
+        rec.a = {f: x.compact("A") for f, x in sa.items()}
+        rec.b = {f: x.compact("B") for f, x in sb.items()}
         # K sets per field that varies along K (two present values in one A row or B column)
-        k_fields = {f for f, v in fa.items() if rec.a[f][0] != "mn" and _varies(v, 2)} | \
-                   {f for f, v in fb.items() if rec.b[f][0] != "mn" and _varies(v, 1)}
+        k_fields = {f for f, x in sa.items() if rec.a[f][0] != "mn" and x.varies()} | \
+                   {f for f, x in sb.items() if rec.b[f][0] != "mn" and x.varies()}
         for f in k_fields:
             if f in fa:
                 rec.ks_a[f] = _row_sets(fa[f], wide)                   # [nb, M]
@@ -504,7 +543,7 @@ class MatrixOps:
         pc = self._elem_prov(c, c.n)
         fc = {f: p[plans["C"]] for f, p in (pc.ids.items() if pc is not None else ()) if f not in RESERVED}
         for f in sorted(fa.keys() | fb.keys() | fc.keys()):
-            ra, cb = _d_identity(f, fa, fb, rec) if f in fa or f in fb else (None, None)   # [nb, M], [nb, N]
+            ra, cb = _d_identity(f, sa, sb, rec) if f in sa or f in sb else (None, None)   # [nb, M], [nb, N]
             if ra is None and cb is None and f not in fc:
                 continue
             va = np.broadcast_to(ra[:, :, None], (nb, M, N)) if ra is not None else np.full((nb, M, N), -1)
