@@ -541,7 +541,9 @@ class MatrixOps:
         shape = (insn.regs("D"), self.width)
         ids = {}
         pc = self._elem_prov(c, c.n)
-        fc = {f: p[plans["C"]] for f, p in (pc.ids.items() if pc is not None else ()) if f not in RESERVED}
+        fc = {f: np.take(p, self._flat_plan(insn, "C")) for f, p in (pc.ids.items() if pc is not None else ())
+              if f not in RESERVED}
+        flat_d = self._flat_plan(insn, "D")
         for f in sorted(fa.keys() | fb.keys() | fc.keys()):
             ra, cb = _d_identity(f, sa, sb, rec) if f in sa or f in sb else (None, None)   # [nb, M], [nb, N]
             if ra is None and cb is None and f not in fc:
@@ -555,7 +557,7 @@ class MatrixOps:
             if (d < 0).all():
                 continue
             plane = np.full(shape, -1, np.int32)
-            plane[ed, ld] = d
+            plane.reshape(-1)[flat_d] = d                # one flat index: faster than (ed, ld)
             ids[f] = plane
         member_plane, mn_plane = self._name_planes(insn, shape)
         ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
