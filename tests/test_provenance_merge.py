@@ -40,3 +40,25 @@ def test_fused_footprint_equals_the_mask_algebra(seed):
     got = _merged_footprint(fa, fb, ia, ib, step, wide, shape)
     assert sets(got, wide) == sets(want, wide)
     assert np.array_equal(got.nonempty(), want.nonempty())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_operand_field_summary_equals_numpy(seed):
+    """matrix._Field: one pass gives what the numpy reductions give (absent values are -1)."""
+    from gfxsim.machine.matrix import _Field
+    rng = np.random.default_rng(seed)
+    v = rng.integers(-1, 6, (5, 4, 8)).astype(np.int32)
+    if seed % 3 == 0:
+        v[:] = v[:, :, :1]                       # constant along K
+    if seed % 3 == 1:
+        v[:] = v[:, :1, :]                       # constant along the rows
+    for view in (v, np.swapaxes(v, 1, 2)):
+        x = _Field(view)
+        big = np.iinfo(np.int32).max
+        np.testing.assert_array_equal(x.lo_r, np.where(view >= 0, view, big).min(axis=1))
+        np.testing.assert_array_equal(x.hi_r, view.max(axis=1))
+        np.testing.assert_array_equal(x.lo_k, np.where(view >= 0, view, big).min(axis=2))
+        np.testing.assert_array_equal(x.hi_k, view.max(axis=2))
+        assert x.eq_k == bool((view == view[:, :, :1]).all()) and x.eq_r == bool((view == view[:, :1, :]).all())
+        one = np.where((x.hi_k >= 0) & (x.lo_k == x.hi_k), x.hi_k, -1)
+        np.testing.assert_array_equal(x.one_along_k(), one)
