@@ -84,9 +84,14 @@ def _combine(a: Fp | None, b: Fp | None, fn) -> Fp | None:
     ia, ib = a.index, b.index
     if ia is None and ib is None:
         return Fp(fn(a.table, b.table))
-    if ia is not None and ib is not None and len(a.table.base) == len(b.table.base) and \
-            len(a.table.base) <= 2 * len(ia) and (ia is ib or np.array_equal(ia, ib)):
-        return Fp(fn(a.table, b.table), ia)              # aligned: one op per table row
+    if ia is not None and ib is not None:
+        if len(a.table.base) == len(b.table.base) and len(a.table.base) <= 2 * len(ia) and \
+                (ia is ib or np.array_equal(ia, ib)):
+            return Fp(fn(a.table, b.table), ia)          # aligned: one op per table row
+        if a.table.wide.any() or b.table.wide.any():     # sets wider than a window: per distinct pair
+            nb = len(b.table.base)
+            pairs, inv = np.unique(ia.astype(np.int64) * nb + ib, return_inverse=True)
+            return Fp(fn(a.table.map(lambda x: x[pairs // nb]), b.table.map(lambda x: x[pairs % nb])), inv.ravel())
     return Fp(fn(a.mask(), b.mask()))
 
 
@@ -121,21 +126,32 @@ def _is_all(idx, n) -> bool:
 
 def _place(dst: dict, f: str, pos, n: int, u: Fp, d: Fp | None):
     """dst[f] at positions pos (the groups of one footprints() call are disjoint) takes (u, d)."""
-    cur = dst.get(f)
-    if cur is None and len(pos) == n:          # pos is 0..n-1 (sorted, distinct): no copy
-        dst[f] = [u, d]
-        return
-    if cur is None:
-        cur = dst[f] = [Fp(Mask.empty((n,))), None]
-    elif cur[0].index is not None:
-        cur[0] = Fp(cur[0].mask().map(np.copy))
-    cur[0].table.assign(pos, u.mask())
-    if d is not None:
-        if cur[1] is None:
-            cur[1] = Fp(Mask.empty((n,)))
-        elif cur[1].index is not None:
-            cur[1] = Fp(cur[1].mask().map(np.copy))
-        cur[1].table.assign(pos, d.mask())
+    dst.setdefault(f, []).append((pos, u, d))
+
+
+def _assemble(groups, n: int):
+    """(U, D) Fps of n elements from disjoint groups (pos, u, d): the groups' tables side by side
+    and one index (a last empty row for positions no group covers), so nothing is expanded."""
+    if len(groups) == 1 and len(groups[0][0]) == n:
+        return groups[0][1], groups[0][2]
+    return _stack([(pos, u) for pos, u, _ in groups], n), \
+        (_stack([(pos, d) for pos, _, d in groups if d is not None], n) if any(g[2] is not None for g in groups)
+         else None)
+
+
+def _stack(parts, n: int) -> Fp:
+    tables, index, off = [], np.full(n, -1, np.int64), 0
+    for pos, fp in parts:
+        idx = fp.index
+        t = fp.table
+        if idx is not None and len(t.base) > 4 * len(idx):       # a few rows of a big table: take them
+            t, idx = fp.mask(), None
+        index[pos] = off + (np.arange(len(t.base)) if idx is None else idx)
+        tables.append(t)
+        off += len(t.base)
+    tables.append(Mask.empty((1,)))
+    index[index < 0] = off
+    return Fp(Mask.concat(tables), index)
 
 
 # -- footprints of named values -----------------------------------------------------------------
@@ -149,7 +165,7 @@ def footprints(log, ids, mn):
     cell = np.full(n, -1, np.int64)          # the cells
     out: dict = {}
     if n and _one_kind(log, ids, mn, n, cell, out, wide):
-        return cell, {f: (u, d) for f, (u, d) in out.items()}
+        return cell, {f: _assemble(g, n) for f, g in out.items()}
     local = np.nonzero((ids >= 0) & (ids < PAIR_BASE))[0]
     if len(local):
         starts = np.asarray(log._starts, np.int64)
@@ -166,7 +182,7 @@ def footprints(log, ids, mn):
     for k in _distinct(ids[far] // FOREIGN_BASE):
         sel = np.nonzero(far & (ids // FOREIGN_BASE == k))[0]
         _from_foreign(log, k, ids[sel], mn[sel], sel, n, cell, out, wide)
-    return cell, {f: (u, d) for f, (u, d) in out.items()}
+    return cell, {f: _assemble(g, n) for f, g in out.items()}
 
 
 def _one_kind(log, ids, mn, n, cell, out, wide) -> bool:
@@ -286,8 +302,12 @@ def pair_footprint(log, rec, conflict=None, op="add"):
     void = np.ones(n, bool)
     overlap = {}
     fp = {}
+    cl = None
     if conflict is None or not conflict.all():
         cl, fl = footprints(log, li, lm)
+        if not (cl >= 0).any():                      # a reduction plus anything: a reduction
+            cl = None
+    if cl is not None:
         cr, fr = footprints(log, ri, rm)
         same = (cl >= 0) & (cl == cr)
         if conflict is not None:
@@ -496,9 +516,14 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         void[named] = v < 0
         if field in fp:
             fu, fd = fp[field]
-            u.assign(named, fu.mask())
-            if fd is not None:
-                d.assign(named, fd.mask())
+            if len(named) == n:                   # every element holds a result: no copy
+                u = fu.mask()
+                if fd is not None:
+                    d = fd.mask()
+            else:
+                u.assign(named, fu.mask())
+                if fd is not None:
+                    d.assign(named, fd.mask())
     want, fits = _range_masks(lo, hi)
     same = (u.wide == 0) & (u.base == want.base) & (u.bits == want.bits).all(axis=-1) if exact else \
         (u.wide == 0) & (u.base == want.base) & ((want.bits & ~u.bits) == 0).all(axis=-1)

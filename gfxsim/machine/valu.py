@@ -277,7 +277,11 @@ class ValuOps:
         # one element in, one element out: its provenance (an extended byte keeps its identity)
         out = self._new(r, dtype, self._elem_prov(x, x.n))
         if out.prov is not None:
-            out.prov = Prov(itemsize(dtype), out.prov.ids, out.prov.fp, out.prov.flags)
+            ids = out.prov.ids
+            if src in FLOAT and dtype in INT and "@mma" in ids:
+                # quantized: a new operand (an MMA's A or B), no longer a result that travels
+                ids = {f: a for f, a in ids.items() if f not in ("@mma", "@mn")}
+            out.prov = Prov(itemsize(dtype), ids, out.prov.fp, out.prov.flags)
         self._event(insn, ins=[x], outs=[out])
         return out
 
