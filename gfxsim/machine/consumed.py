@@ -233,17 +233,50 @@ def _uniform(ks: Mask) -> bool:
                 (ks.bits == ks.bits[:, :1]).all())
 
 
+def _k_fields(log) -> set:
+    """The fields some matrix instruction of the launch consumed along K (token, dim), and those
+    the launch's output buffers declare (``log.declared``, set by launch)."""
+    got = log.__dict__.get("_k_field_names")
+    if got is None or got[0] != len(log.records):
+        names = set(log.__dict__.get("declared", ()))
+        for r in log.records:
+            names |= r.ks_a.keys() | r.ks_b.keys()
+        got = log.__dict__["_k_field_names"] = (len(log.records), names)
+    return got[1]
+
+
+def _k_sets(log, r_i, rec):
+    """(A's, B's) {field: Mask [rows, M] / [rows, N]}: the record's K sets, and a K field that
+    holds one value in this instruction's slots (the one token left at the end of the context,
+    the others empty) — a field the record keeps no K set of, as it does not vary along K."""
+    cache = log.__dict__.setdefault("_k_sets", {})
+    got = cache.get(r_i)
+    if got is None:
+        from .matrix import _expand, _row_sets
+        ksa, ksb = dict(rec.ks_a), dict(rec.ks_b)
+        insn = rec.insn
+        for f in _k_fields(log):
+            for side, ks, op in ((rec.a, ksa, "A"), (rec.b, ksb, "B")):
+                if f in ks or not side or f not in side or side[f][0] == "mn":
+                    continue
+                full = _expand(*side[f], op, insn.M, insn.N, insn.K)          # [rows, M, K] / [rows, K, N]
+                ks[f] = _row_sets(full if op == "A" else np.swapaxes(full, 1, 2), log.wide)
+        got = cache[r_i] = (ksa, ksb)
+    return got
+
+
 def _row_table(log, r_i, rec, wide):
     """{field: Mask [rows]} of a record whose K set is one per (workgroup, block), else None."""
     cache = log.__dict__.setdefault("_k_tables", {})
     got = cache.get(r_i, False)
     if got is False:
         got = None
-        if rec.c_mma is None and all(_uniform(k) for k in list(rec.ks_a.values()) + list(rec.ks_b.values())):
+        ksa, ksb = _k_sets(log, r_i, rec)
+        if rec.c_mma is None and all(_uniform(k) for k in list(ksa.values()) + list(ksb.values())):
             got = {}
-            for f in rec.ks_a.keys() | rec.ks_b.keys():
-                a = rec.ks_a[f].map(lambda x: x[:, 0]) if f in rec.ks_a else None
-                b = rec.ks_b[f].map(lambda x: x[:, 0]) if f in rec.ks_b else None
+            for f in ksa.keys() | ksb.keys():
+                a = ksa[f].map(lambda x: x[:, 0]) if f in ksa else None
+                b = ksb[f].map(lambda x: x[:, 0]) if f in ksb else None
                 got[f] = _union(a, b, wide)
         cache[r_i] = got
     return got
@@ -268,9 +301,10 @@ def _leaf(log, r_i, ids, mn, pos, n, cell, out, wide):
 
     def take(ks, at):
         return ks.map(lambda x: np.take(x.reshape((-1,) + x.shape[2:]), at, axis=0))
-    for f in rec.ks_a.keys() | rec.ks_b.keys():
-        a = take(rec.ks_a[f], at_a) if f in rec.ks_a else None
-        b = take(rec.ks_b[f], at_b) if f in rec.ks_b else None
+    ksa, ksb = _k_sets(log, r_i, rec)
+    for f in ksa.keys() | ksb.keys():
+        a = take(ksa[f], at_a) if f in ksa else None
+        b = take(ksb[f], at_b) if f in ksb else None
         own[f] = [_union(a, b, wide), None]
     if rec.c_mma is not None:
         cm = rec.c_mma[row, m, nn].astype(np.int64)
@@ -378,6 +412,15 @@ def is_void(log, ids, mn) -> np.ndarray:
     return out
 
 
+def _consumes(log, ids, mn, fields) -> np.ndarray:
+    """Whether each named value consumed something in one of ``fields``."""
+    _, fp = footprints(log, ids, mn)
+    got = np.zeros(len(ids), bool)
+    for f in fields & fp.keys():
+        got |= fp[f][0].nonempty()
+    return got
+
+
 def product_names(log, pa, pb, out):
     """A product of two named values: where one side is a reduction over an identity (void: 1/l, a
     weight), the other's name survives; two element values multiplied keep neither (as merge)."""
@@ -388,6 +431,16 @@ def product_names(log, pa, pb, out):
     va = is_void(log, ia[both], ma[both])
     vb = is_void(log, ib[both], mb[both])
     take_a, take_b = vb & ~va, va & ~vb
+    two = ~va & ~vb
+    declared = log.__dict__.get("declared")
+    if two.any() and declared:
+        # two element values (a one-token row sum is that token's score): the factor that consumed
+        # what the launch's outputs declare (the PV partial, not its weight) keeps its name
+        sel = np.nonzero(both)
+        ha = _consumes(log, ia[sel][two], ma[sel][two], declared)
+        hb = _consumes(log, ib[sel][two], mb[sel][two], declared)
+        take_a[two] = ha & ~hb
+        take_b[two] = hb & ~ha
     if not (take_a.any() or take_b.any()):
         return out
     from .provenance import Prov
@@ -401,6 +454,26 @@ def product_names(log, pa, pb, out):
         sel[both] = take
         mma[sel], mnn[sel] = i[sel], m[sel]
     ids["@mma"], ids["@mn"] = mma, mnn
+    return Prov(out.g, ids, out.fp, out.flags)
+
+
+def extremum_names(pa, pb, out):
+    """max/min: a result's name survives only where both operands are that element. The max of a
+    result and anything else (the row max over tokens, a clamp) is no partial sum of it: with its
+    name, ``exp(-inf - m)`` past the context would pass for the element m came from."""
+    from .provenance import Prov
+    if pa is None or pb is None or "@mma" not in pa.ids or "@mma" not in pb.ids:
+        ids = {f: a for f, a in out.ids.items() if f not in ("@mma", "@mn")}
+    else:
+        keep = (pa.ids["@mma"] == pb.ids["@mma"]) & (pa.ids["@mn"] == pb.ids["@mn"]) & (pa.ids["@mma"] >= 0)
+        ids = dict(out.ids)
+        if keep.all():
+            return out
+        if not keep.any():
+            ids = {f: a for f, a in ids.items() if f not in ("@mma", "@mn")}
+        else:
+            ids["@mma"] = np.where(keep, ids["@mma"], -1).astype(np.int32)
+            ids["@mn"] = np.where(keep, ids["@mn"], -1).astype(np.int32)
     return Prov(out.g, ids, out.fp, out.flags)
 
 
@@ -443,15 +516,17 @@ def counts(log, i: int, e: int, field: str) -> Counter:
             for ids, mn in (rec.left, rec.right):
                 stack.append((lg, int(ids[e]), int(mn[e])))
         else:
-            rec = lg.record_of(i)
+            r_i = int(np.searchsorted(np.asarray(lg._starts, np.int64), i, "right")) - 1
+            rec = lg.records[r_i]
             M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
             blk, m, n = e // (M * N), (e // N) % M, e % N
             row = (i - rec.first) * bl + blk
             vals = set()
-            if field in rec.ks_a:
-                vals |= rec.ks_a[field].values_at((row, m), lg.wide)
-            if field in rec.ks_b:
-                vals |= rec.ks_b[field].values_at((row, n), lg.wide)
+            ksa, ksb = _k_sets(lg, r_i, rec)
+            if field in ksa:
+                vals |= ksa[field].values_at((row, m), lg.wide)
+            if field in ksb:
+                vals |= ksb[field].values_at((row, n), lg.wide)
             got.update(vals)
             if rec.c_mma is not None:
                 stack.append((lg, int(rec.c_mma[row, m, n]), int(rec.c_mn[row, m, n])))

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..arch import get_arch
 from .findings import FindingLog
+from .memory import Buffer
 from .consumed import check_outputs
 from .matrix import MmaLog
 from .provenance import WideSets
@@ -140,6 +141,8 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
                             f"(got an array of shape {a.shape})")
     kname = name or getattr(kernel, "__name__", "kernel")
     m = Machine(prof, kname, trace=trace, provenance=provenance, check_races=check_races, lds_bytes=lds_bytes)
+    m.mma_log.declared = {f for a in list(args) + list((kwargs or {}).values()) if isinstance(a, Buffer)
+                          for f in a.expects}          # K fields the outputs must consume (consumed.py)
     t0 = time.perf_counter()
     kw = kwargs or {}
     fn = lambda w: kernel(w, *args, **kw)

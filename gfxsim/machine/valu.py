@@ -9,7 +9,7 @@ import numpy as np
 
 from . import ops
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
-from .consumed import product_names, sum_made
+from .consumed import extremum_names, product_names, sum_made
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .vgpr import VGPRs
 
@@ -46,9 +46,9 @@ class ValuOps:
             return None
         return broadcast_rows(v.prov.per_element(itemsize(v.dtype), self.machine.wide), n)
 
-    def _merged(self, a, b, n, reducing=False, summing=None, product=False):
+    def _merged(self, a, b, n, reducing=False, summing=None, product=False, extremum=False):
         """``summing``: "add"/"sub" (a sum of two named results becomes a pair); ``product``: a mul
-        or div (consumed.product_names)."""
+        or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names)."""
         if not self.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
             return None
         pa = self._elem_prov(a, n)
@@ -56,6 +56,8 @@ class ValuOps:
             return pa
         pb = self._elem_prov(b, n)
         out = merge(pa, pb, reducing, self.machine.wide)
+        if extremum and out is not None and "@mma" in out.ids:
+            out = extremum_names(pa, pb, out)
         if pa is not None and pb is not None and "@mma" in pa.ids and "@mma" in pb.ids:
             if summing:
                 out = self._sum_of_results(pa, pb, out, summing)
@@ -119,7 +121,8 @@ class ValuOps:
                 r = np.left_shift(x, sh) if op == "shl" else np.right_shift(x, sh)
         r = np.asarray(r).astype(dt, copy=False)
         prov = self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add"),
-                            summing=op if op in ("add", "sub") else None, product=op in ("mul", "div"))
+                            summing=op if op in ("add", "sub") else None, product=op in ("mul", "div"),
+                            extremum=op in ("max", "min"))
         if op in ("mul", "div") and self._check_scale_application(a, b, divisor=op == "div") and prov is not None:
             prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
         out = self._new(r, a.dtype, prov)
