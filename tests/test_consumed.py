@@ -235,3 +235,17 @@ def test_a_partial_sum_added_twice_is_named(capsys):
     assert cov["details"]["where"] == "out[0-15, 0-127]" and cov["details"]["never"] == []
     assert cov["details"]["multiple"] == {str(t): 2 for t in wave0}
     assert run_json(capsys, "pv_int8", "--context", "512")["findings"] == []
+
+
+def test_a_row_max_is_no_partial_of_the_element_it_came_from():
+    """m = max(S, -inf) of one valid token, then exp(-inf - m) for the tiles past the context:
+    those zeros must not pass for partials of m's element (adding them is no double count)."""
+    v = v_buffer()
+
+    def row_max(w):
+        s = tile(w, v, 0)
+        m = w.max(s, -np.inf)
+        past = [w.exp(w.const(-np.inf, "f32", 4) - m) for _ in range(2)]
+        w.exp(s - m) + past[0]
+        past[0] + past[1]
+    assert not launch(row_max, arch="gfx936").findings

@@ -327,7 +327,7 @@ def _leaf(log, r_i, ids, mn, pos, n, cell, out, wide):
         _place(out, f, pos, n, Fp(u), None if d is None else Fp(d))
 
 
-def pair_footprint(log, rec, conflict=None, op="add"):
+def pair_footprint(log, rec, conflict=None, op="add", active=None):
     """Fill ``rec.cell`` and ``rec.fp`` from its two sides; returns {field: (overlap Fp, where)} of an add."""
     (li, lm), (ri, rm) = rec.left, rec.right
     n = len(li)
@@ -356,6 +356,8 @@ def pair_footprint(log, rec, conflict=None, op="add"):
             if op == "add" and ul is not None and ur is not None:
                 over = _combine(ul, ur, lambda x, y: intersect(x, y, wide))
                 hit = over.nonempty() & ~void
+                if active is not None:
+                    hit &= active                    # lanes under EXEC: the others' sums are never written
                 if hit.any():
                     overlap[f] = (over, hit)
                     d = _union_fp(d, over, wide)
@@ -377,7 +379,8 @@ def sum_made(wave, pid, pa, pb, both, op):
     for f in sorted((pa.ids.keys() & pb.ids.keys()) - set(RESERVED)):
         x, y = (pa.ids[f].ravel(), pb.ids[f].ravel()) if every else (pa.ids[f][both], pb.ids[f][both])
         conflict |= (x >= 0) & (y >= 0) & (x != y)
-    overlap = pair_footprint(log, rec, conflict, op)
+    active = None if wave._full else wave.exec[np.nonzero(both)[1]]
+    overlap = pair_footprint(log, rec, conflict, op, active)
     for f, (over, hit) in sorted(overlap.items()):
         i = int(np.argmax(hit))
         col = int(np.nonzero(both)[1][i])
@@ -561,7 +564,7 @@ def _range_masks(lo, hi):
 
 def check_outputs(machine):
     """token-coverage findings for every declared buffer this launch stored into."""
-    for buf, source in list(machine.outputs.values()):
+    for buf, source in list(machine.outputs):
         for f, (lo, hi, exact) in sorted(buf.expects.items()):
             _check_buffer(machine, buf, source, f, lo, hi, exact)
 

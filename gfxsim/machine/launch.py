@@ -28,7 +28,7 @@ class Machine:
         self.wide = WideSets()           # exact sets of footprints wider than a window
         self.mma_log = MmaLog(self.wide)
         self.mma_log.kernel = kernel_name  # how a later launch's findings name this one
-        self.outputs: dict = {}          # id -> (Buffer with Buffer.expect declarations, first store's source)
+        self.outputs: list = []          # (Buffer with Buffer.expect declarations, its first store's source)
         self.trace.mma_log = self.mma_log
         self.provenance = provenance
         self.check_races = check_races

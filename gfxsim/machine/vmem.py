@@ -137,8 +137,8 @@ class VmemOps:
             buf.raw[sel] = raw[:, act]
         if buf.written is not None:
             buf.written[sel] = True
-        if buf.expects and self.machine.provenance and id(buf) not in self.machine.outputs:
-            self.machine.outputs[id(buf)] = (buf, self.source())      # checked at the launch's end
+        if buf.expects and self.machine.provenance and all(b is not buf for b, _ in self.machine.outputs):
+            self.machine.outputs.append((buf, self.source()))          # checked at the launch's end
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
             stored = _stored(value, nbytes, act, self._full)
             if stored is not None and buf.tagged:
