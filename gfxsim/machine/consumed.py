@@ -545,6 +545,22 @@ def _launches(log) -> list:
 
 
 # -- output declarations ----------------------------------------------------------------------------
+def _row_stats(m: Mask, wide):
+    """(min, max, size) of every set of a (small) table; min -1 and size 0 for an empty one."""
+    rows = len(m.base)
+    bits = np.unpackbits(np.ascontiguousarray(m.bits, "<u8").view(np.uint8).reshape(rows, -1), axis=1,
+                         bitorder="little").astype(bool)
+    count = bits.sum(axis=1).astype(np.int64)
+    has = count > 0
+    first = np.where(has, m.base + bits.argmax(axis=1), -1)
+    last = np.where(has, m.base + (WINDOW - 1 - bits[:, ::-1].argmax(axis=1)), -1)
+    for r in np.nonzero(m.wide != 0)[0].tolist():
+        vals = wide.values(int(m.wide[r]))
+        first[r], last[r], count[r] = (min(vals), max(vals), len(vals)) if vals else (-1, -1, 0)
+    count[(m.base < 0) & (m.wide == 0)] = 0
+    return first, last, count
+
+
 def _range_masks(lo, hi):
     """(Mask of [lo, hi) per element, fits one window)."""
     base = (lo // WINDOW) * WINDOW
@@ -589,9 +605,22 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     named = np.nonzero(ids >= 0)[0]
     void = np.zeros(n, bool)
     u, d = Mask.empty((n,)), Mask.empty((n,))
+    fp = {}
     if len(named):
         v, fp = footprints(log, ids[named], mn[named])
         void[named] = v < 0
+    if exact and len(named) == n and field in fp and fp[field][0].index is not None and \
+            len(fp[field][0].table.base) <= n // 4:
+        # the common case, per table row: a set is [lo, hi) when its min, max and size say so
+        fu, fd = fp[field]
+        first, last, count = _row_stats(fu.table, wide)
+        t = fu.index
+        ok = (count[t] == hi - lo) & (first[t] == lo) & (last[t] == hi - 1)
+        if fd is not None:
+            ok &= ~fd.nonempty()
+        if (void | (written & ok)).all():
+            return
+    if len(named):
         if field in fp:
             fu, fd = fp[field]
             if len(named) == n:                   # every element holds a result: no copy
