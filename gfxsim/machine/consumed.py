@@ -88,7 +88,8 @@ def _combine(a: Fp | None, b: Fp | None, fn) -> Fp | None:
         if len(a.table.base) == len(b.table.base) and len(a.table.base) <= 2 * len(ia) and \
                 (ia is ib or np.array_equal(ia, ib)):
             return Fp(fn(a.table, b.table), ia)          # aligned: one op per table row
-        if a.table.wide.any() or b.table.wide.any():     # sets wider than a window: per distinct pair
+        if a.table.wide.any() or b.table.wide.any() or \
+                len(a.table.base) + len(b.table.base) <= len(ia) // 4:   # few sets: per distinct pair
             nb = len(b.table.base)
             pairs, inv = np.unique(ia.astype(np.int64) * nb + ib, return_inverse=True)
             return Fp(fn(a.table.map(lambda x: x[pairs // nb]), b.table.map(lambda x: x[pairs % nb])), inv.ravel())
