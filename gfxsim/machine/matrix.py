@@ -151,9 +151,9 @@ class PairRecord:
 
     def __init__(self, left, right):
         self.left, self.right = left, right          # (ids, mn) int64 arrays [n]
-        self.site = None                             # (instruction, source, wave) of the add (consumed.py)
+        self.site = None                             # where the add ran: instruction, source, wave, ... (consumed.py)
         self.cell = None                             # int64 [n]: the D element summed, -1: a reduction (consumed.py)
-        self.fp = None                               # field -> (consumed, consumed twice) Masks [n]
+        self.fp = None                               # field -> (consumed, consumed twice) as consumed.Fp
 
 
 class MmaLog:
