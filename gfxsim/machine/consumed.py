@@ -237,13 +237,11 @@ def _uniform(ks: Mask) -> bool:
 def _k_fields(log) -> set:
     """The fields some matrix instruction of the launch consumed along K (token, dim), and those
     the launch's output buffers declare (``log.declared``, set by launch)."""
-    got = log.__dict__.get("_k_field_names")
-    if got is None or got[0] != len(log.records):
-        names = set(log.__dict__.get("declared", ()))
-        for r in log.records:
-            names |= r.ks_a.keys() | r.ks_b.keys()
-        got = log.__dict__["_k_field_names"] = (len(log.records), names)
-    return got[1]
+    seen, names = log.__dict__.get("_k_field_names") or (0, set(log.__dict__.get("declared", ())))
+    for r in log.records[seen:]:                  # the records added since the last call
+        names |= r.ks_a.keys() | r.ks_b.keys()
+    log.__dict__["_k_field_names"] = (len(log.records), names)
+    return names
 
 
 def _k_sets(log, r_i, rec):
