@@ -202,7 +202,7 @@ def report_json(obj) -> str:
     """Strict JSON (no NaN: json_safe) of a report. orjson writes it: the per-instruction token
     table of a 16K decode is ~30 MB, which the json module takes ~10x longer to write."""
     import orjson
-    return orjson.dumps(json_safe(obj)).decode()
+    return orjson.dumps(json_safe(obj), option=orjson.OPT_NON_STR_KEYS).decode()   # int keys as json does
 
 
 def run(args) -> int:

@@ -177,6 +177,7 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
     bufs["max_logits"] = Buffer.empty("max_logits", (num_seqs, num_heads, max_parts), np.float32, tags=row_tags)
     bufs["exp_sums"] = Buffer.empty("exp_sums", (num_seqs, num_heads, max_parts), np.float32, tags=row_tags)
     bufs["out"] = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32, tags=out_tags)
+    declare_decode_coverage(bufs["tmp_out"], bufs["out"], cache.context_lens, partition_size)
     geo = dict(num_heads=num_heads, num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
                max_blocks=cache.block_tables.shape[1], max_partitions=max_parts, partition_size=partition_size)
     dec = HostSetup("paged_attention_decode", bufs,
@@ -191,6 +192,15 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
                     grid=(num_heads, num_seqs), waves_per_group=-(-hd // get_arch(arch).wave_size),
                     batch=num_heads * num_seqs, outputs=("out",))
     return DecodeSetup(bufs, dec, red)
+
+
+def declare_decode_coverage(tmp_out: Buffer, out: Buffer, context_lens, partition_size: int):
+    """What decode's outputs must consume, each token exactly once: tmp_out[s][h][p][d] the tokens
+    of partition p of sequence s, out[s][h][d] every token of the sequence's context."""
+    ctx = np.asarray(context_lens, np.int64)[:, None, None, None]
+    p = np.arange(tmp_out.array.shape[2])[None, None, :, None]
+    tmp_out.expect("token", p * partition_size, np.minimum((p + 1) * partition_size, ctx))
+    out.expect("token", 0, ctx[..., 0])
 
 
 @dataclass

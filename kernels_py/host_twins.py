@@ -105,6 +105,8 @@ def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
     bufs["q"] = Buffer("q", rows, {"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
     bufs["s_out"] = Buffer.empty("s_out", (ROWS, ctx), np.float32,
                                  tags={"row": np.arange(ROWS)[:, None], "token": np.arange(ctx)[None, :]})
+    # every score consumed each head element (the K of QK) once
+    bufs["s_out"].expect("dim", 0, hd)
     return HostSetup("qk_int8", bufs, tuple(bufs[n] for n in ("q", "k_cache", "k_scale", "block_tables", "s_out")),
                      dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
                      grid=(1,), waves_per_group=WAVES, outputs=("s_out",))
@@ -134,6 +136,7 @@ def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
     bufs["p"] = Buffer("p", p, {"row": np.arange(ROWS)[:, None], "token": np.arange(ctx)[None, :]})
     bufs["out"] = Buffer.empty("out", (ROWS, hd), np.float32,
                                tags={"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
+    bufs["out"].expect("token", 0, ctx)                                               # every token once
     return HostSetup(what, bufs, tuple(bufs[n] for n in ("p", "v_cache", "v_scale", "block_tables", "out")),
                      dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
                      grid=(1,), waves_per_group=WAVES, outputs=("out",))
@@ -186,6 +189,10 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     bufs["q"] = Buffer("q", q[s], qtags)
     bufs["block_table"] = Buffer("block_table", np.ascontiguousarray(cache.block_tables[s], np.int32))
     bufs["out"] = Buffer.empty("out", (nq, num_heads, hd), np.float32, tags=qtags)
+    # query qi (position ctx - nq + qi) consumes the tokens up to its own once; a wave may feed the
+    # later tokens its other rows see with weight 0 (the causal mask), so the range is not exact
+    ctx = int(cache.context_lens[s])
+    bufs["out"].expect("token", 0, (ctx - nq + 1 + np.arange(nq))[:, None, None], exact=False)
     return HostSetup("prefix_prefill", bufs,
                      tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
                      dict(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads,

@@ -173,7 +173,8 @@ def test_batched_workgroups_match_one_at_a_time(grouping):
     assert tok(one.run) == tok(many.run)
 
 
-PROVENANCE_CHECKS = ["ab-kslot-mismatch", "scale-group-mismatch", "store-mismatch", "token-coverage"]
+PROVENANCE_CHECKS = ["ab-kslot-mismatch", "double-count", "scale-group-mismatch", "store-mismatch",
+                     "token-coverage"]
 
 
 def test_no_provenance_reports_which_checks_did_not_run(capsys):
@@ -191,7 +192,8 @@ def test_no_provenance_reports_which_checks_did_not_run(capsys):
     assert rep["findings"] == [] and rep["checks"]["not_run"] == []
     assert main(small_run + ["--no-provenance"]) == 0
     text = capsys.readouterr().out
-    assert "checks not run (provenance off): ab-kslot-mismatch, scale-group-mismatch, store-mismatch, token-coverage" in text
+    assert ("checks not run (provenance off): ab-kslot-mismatch, double-count, scale-group-mismatch, store-mismatch, "
+            "token-coverage") in text
     assert "findings: none among the checks that ran" in text
     assert main(small_run) == 0
     text = capsys.readouterr().out

@@ -142,6 +142,22 @@ def _store_mismatch(transposed):
     return launch(k)
 
 
+# -- double-count: a k-step's result added to the accumulator a second time --------------------------
+def _double_count(fixed):
+    v = Buffer("v", np.ones((16, 64), np.int8), {"token": TOK})
+
+    def double_count(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        p = w.const(1, "i8", 8)
+        o = w.zeros("f32", 4)
+        for j in range(2):
+            acc = w.mma(MMAC, p, w.global_load(v, c * 64 + r * 16 + 8 * j, 8, "i8")).to("f32")
+            o += acc
+        if not fixed:
+            o += acc                                     # the defect: step 1 added again
+    return launch(double_count, arch="gfx936")
+
+
 PAIRS = {
     "ab-kslot-mismatch": [("B 8 tokens ahead", lambda: _ab_kslot(8), lambda: _ab_kslot(0))],
     "scale-group-mismatch": [("contiguous groups", lambda: _scale_group("contiguous"),
@@ -157,6 +173,7 @@ PAIRS = {
     "int32-overflow": [("C near INT32_MAX", lambda: _int32_overflow(False), lambda: _int32_overflow(True))],
     "lds-bank-conflict": [("128-byte stride", lambda: _bank_conflict(False), lambda: _bank_conflict(True))],
     "store-mismatch": [("output transposed", lambda: _store_mismatch(True), lambda: _store_mismatch(False))],
+    "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True))],
 }
 
 # what a variant's finding says about itself, beyond the registry's fields
@@ -169,6 +186,8 @@ EXPECT = {
     ("lds-bank-conflict", "128-byte stride"): {"degree": 32, "region": "rows"},
     ("ab-kslot-mismatch", "B 8 tokens ahead"): {"field": "token", "k_slot": 0, "a_values": [0], "b_values": [8]},
     ("token-coverage", "k-step reloaded"): {"tile": repr("O")},     # the key as written (repr)
+    ("double-count", "k-step added twice"): {"field": "token",
+                                             "values": [t for t in range(64) if t % 16 >= 8]},
 }
 
 

@@ -33,9 +33,27 @@ class ScaleGroupMismatch:
 
 @dataclass(frozen=True, kw_only=True)
 class TokenCoverage:
-    tile: str
+    tile: str                   # the w.coverage scope's key ("" for an output buffer's declaration)
     never: list
-    multiple: dict
+    multiple: dict              # value -> how often (for an output: of its first element)
+    buffer: str = ""            # an output buffer's declaration (Buffer.expect): the buffer,
+    field: str = "token"
+    where: str = ""             # the elements, as index ranges and the buffer's tags
+    elements: list = ()         # their indices (the first 16)
+    element_count: int = 0
+    unexpected: list = ()       # consumed, but outside the declaration
+    launches: list = ()         # the launches the stored values were made by (a chain: decode, reduce)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DoubleCount:
+    field: str
+    values: list                # what both partial sums consumed (the first element that overlaps)
+    left: str                   # where each operand came from
+    right: str
+    left_instruction: int
+    right_instruction: int
+    elements: int               # elements of this add whose operands overlap
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +108,10 @@ REGISTRY = {k.name: k for k in (
          ("instruction", "workgroup", "field")),
     Kind("scale-group-mismatch", "a quantization scale does not cover every element an instruction consumed",
          ScaleGroupMismatch, ("mma_event", "wave", "field")),
-    Kind("token-coverage", "a token was consumed zero or several times for one output tile", TokenCoverage, ()),
+    Kind("token-coverage", "a token was consumed zero or several times for one output tile or output element",
+         TokenCoverage, ()),
+    Kind("double-count", "an add of two partial sums of one element that consumed the same tokens", DoubleCount,
+         ("source", "field", "workgroup")),
     Kind("lds-race", "two waves touched one LDS byte in the same barrier epoch, at least one writing", LdsRace,
          ("source", "other_wave", "workgroup")),
     Kind("uninitialized-read", "a never-written register, LDS or global byte was read", UninitializedRead,
@@ -136,7 +157,7 @@ class Finding:
                                          ("instruction", self.instruction), ("address", self.address))
                  if v is not None]
         loc = f" at {self.source}" if self.source else ""
-        return f"[{self.kind}] {self.message} ({', '.join(where)}){loc}"
+        return f"[{self.kind}] {self.message}" + (f" ({', '.join(where)})" if where else "") + loc
 
 
 class FindingLog:

@@ -9,6 +9,8 @@ import numpy as np
 
 from ..arch import get_arch
 from .findings import FindingLog
+from .memory import Buffer
+from .consumed import check_outputs
 from .matrix import MmaLog
 from .provenance import WideSets
 from .trace import Trace
@@ -25,6 +27,8 @@ class Machine:
         self.trace = Trace(trace)
         self.wide = WideSets()           # exact sets of footprints wider than a window
         self.mma_log = MmaLog(self.wide)
+        self.mma_log.kernel = kernel_name  # how a later launch's findings name this one
+        self.outputs: list = []          # (Buffer with Buffer.expect declarations, its first store's source)
         self.trace.mma_log = self.mma_log
         self.provenance = provenance
         self.check_races = check_races
@@ -45,7 +49,7 @@ class Machine:
         return [] if self.provenance else list(PROVENANCE_KINDS)
 
 
-PROVENANCE_KINDS = ("ab-kslot-mismatch", "scale-group-mismatch", "store-mismatch", "token-coverage")
+PROVENANCE_KINDS = ("ab-kslot-mismatch", "scale-group-mismatch", "store-mismatch", "token-coverage", "double-count")
 
 
 @dataclass
@@ -137,6 +141,8 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
                             f"(got an array of shape {a.shape})")
     kname = name or getattr(kernel, "__name__", "kernel")
     m = Machine(prof, kname, trace=trace, provenance=provenance, check_races=check_races, lds_bytes=lds_bytes)
+    m.mma_log.declared = {f for a in list(args) + list((kwargs or {}).values()) if isinstance(a, Buffer)
+                          for f in a.expects}          # K fields the outputs must consume (consumed.py)
     t0 = time.perf_counter()
     kw = kwargs or {}
     fn = lambda w: kernel(w, *args, **kw)
@@ -148,6 +154,8 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
         wg.run(fn, lambda g, i: Wave(m, g, i))
         if progress is not None:
             progress(min(i + batch, len(ids)), len(ids))
+    if m.provenance:
+        check_outputs(m)                 # the output declarations (Buffer.expect) of what it stored
     run = Run(kname, prof.name, grid, waves_per_group, m.trace, m.findings, m,
               seconds=time.perf_counter() - t0,
               lane_threads=int(np.prod(grid)) * waves_per_group * prof.wave_size)

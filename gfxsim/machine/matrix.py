@@ -194,10 +194,13 @@ FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1)
 
 class PairRecord:
     """The sum of two matrix results, element for element: what each side was (@mma, @mn)."""
-    __slots__ = ("left", "right")
+    __slots__ = ("left", "right", "site", "cell", "fp")
 
     def __init__(self, left, right):
         self.left, self.right = left, right          # (ids, mn) int64 arrays [n]
+        self.site = None                             # where the add ran: instruction, source, wave, ... (consumed.py)
+        self.cell = None                             # int64 [n]: the D element summed, -1: a reduction (consumed.py)
+        self.fp = None                               # field -> (consumed, consumed twice) as consumed.Fp
 
 
 class MmaLog:

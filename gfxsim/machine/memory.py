@@ -122,6 +122,7 @@ class Buffer:
         self.written = None if written else np.zeros(self.raw.size, bool)
         self.prov: MemProv | None = None       # what stores with provenance left here
         self.origin = None                     # the launch (Machine) whose ids those planes use
+        self.expects: dict = {}                # field -> (lo, hi, exact): see expect()
 
     @classmethod
     def empty(cls, name, shape, dtype, tags=None):
@@ -129,6 +130,24 @@ class Buffer:
         arr = np.empty(shape, np_dtype(dtype_name(dtype)))
         arr.reshape(-1).view(np.uint8)[:] = poison(arr.nbytes)
         return cls(name, arr, tags, written=False)
+
+    def expect(self, field: str, lo, hi, *, exact: bool = True) -> "Buffer":
+        """Declare what each element must have consumed: every value ``lo[e] <= v < hi[e]`` of
+        ``field`` (a K identity: ``token``, ``dim``) exactly once, through the matrix instructions,
+        sums, LDS and launches that made the value stored there; ``exact`` also forbids values
+        outside the range (off: a causal mask may feed later tokens with weight 0). ``lo``/``hi``
+        broadcast to the buffer's shape; an element with ``lo >= hi`` is not checked. Checked at
+        the end of every launch that stores into the buffer (``token-coverage`` findings)."""
+        try:
+            lo = np.broadcast_to(np.asarray(lo, np.int64), self.array.shape).reshape(-1)
+            hi = np.broadcast_to(np.asarray(hi, np.int64), self.array.shape).reshape(-1)
+        except ValueError:
+            raise ValueError(f"buffer {self.name!r}: expect({field!r}) bounds of shapes {np.shape(lo)}, "
+                             f"{np.shape(hi)} do not broadcast to {self.array.shape}") from None
+        if field.startswith("@"):
+            raise ValueError(f"buffer {self.name!r}: {field!r} is a reserved field")
+        self.expects[field] = (lo, hi, bool(exact))
+        return self
 
     @property
     def tags(self) -> dict:

@@ -91,14 +91,9 @@ class _NoWideSets(WideSets):
 
 
 def _bits_values(base: int, bits: np.ndarray) -> list:
-    """The values of one window: base + the set bit positions."""
-    out = []
-    for w, word in enumerate(bits.tolist()):
-        while word:
-            low = word & -word
-            out.append(base + 64 * w + low.bit_length() - 1)
-            word ^= low
-    return out
+    """The values of one window: base + the set bit positions (word w's bit b is 64w + b)."""
+    flat = np.unpackbits(np.ascontiguousarray(bits, "<u8").view(np.uint8), bitorder="little")
+    return (np.flatnonzero(flat) + base).tolist()
 
 
 def _unique_rows(rows: np.ndarray):

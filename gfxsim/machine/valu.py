@@ -9,6 +9,7 @@ import numpy as np
 
 from . import ops
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
+from .consumed import extremum_names, product_names, sum_made
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .vgpr import VGPRs
 
@@ -45,7 +46,9 @@ class ValuOps:
             return None
         return broadcast_rows(v.prov.per_element(itemsize(v.dtype), self.machine.wide), n)
 
-    def _merged(self, a, b, n, reducing=False, summing=False):
+    def _merged(self, a, b, n, reducing=False, summing=None, product=False, extremum=False):
+        """``summing``: "add"/"sub" (a sum of two named results becomes a pair); ``product``: a mul
+        or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names)."""
         if not self.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
             return None
         pa = self._elem_prov(a, n)
@@ -53,19 +56,28 @@ class ValuOps:
             return pa
         pb = self._elem_prov(b, n)
         out = merge(pa, pb, reducing, self.machine.wide)
-        if summing and pa is not None and pb is not None and "@mma" in pa.ids and "@mma" in pb.ids:
-            out = self._sum_of_results(pa, pb, out)
+        if extremum and out is not None and "@mma" in out.ids:
+            out = extremum_names(pa, pb, out)
+        if pa is not None and pb is not None and "@mma" in pa.ids and "@mma" in pb.ids:
+            if summing:
+                out = self._sum_of_results(pa, pb, out, summing)
+            elif product:
+                out = product_names(self.machine.mma_log, pa, pb, out)
         return out
 
-    def _sum_of_results(self, pa, pb, out):
+    def _sum_of_results(self, pa, pb, out, op="add"):
         """Two matrix results added: the sum's elements are named by a pair record, so a scale
-        applied to the sum is checked against both instructions' K sets."""
+        applied to the sum is checked against both instructions' K sets, and what the sum consumed
+        is known (consumed.sum_made; x + x of one element is a pair too: a double count)."""
         ia, ib, ma, mb = pa.ids["@mma"], pb.ids["@mma"], pa.ids["@mn"], pb.ids["@mn"]
-        both = (ia >= 0) & (ib >= 0) & ((ia != ib) | (ma != mb))
+        both = (ia >= 0) & (ib >= 0)
+        if op != "add":
+            both &= (ia != ib) | (ma != mb)
         if not both.any():
             return out
         pid = self.machine.mma_log.add_pair((ia[both].astype(np.int64), ma[both].astype(np.int64)),
                                             (ib[both].astype(np.int64), mb[both].astype(np.int64)))
+        sum_made(self, pid, pa, pb, both, op)
         ids = dict(out.ids)
         mma = ids.get("@mma")
         mma = np.full(both.shape, -1, np.int32) if mma is None else mma.copy()
@@ -108,7 +120,9 @@ class ValuOps:
                 sh = (y & (8 * dt.itemsize - 1)).astype(dt)
                 r = np.left_shift(x, sh) if op == "shl" else np.right_shift(x, sh)
         r = np.asarray(r).astype(dt, copy=False)
-        prov = self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add"), summing=op in ("add", "sub"))
+        prov = self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add"),
+                            summing=op if op in ("add", "sub") else None, product=op in ("mul", "div"),
+                            extremum=op in ("max", "min"))
         if op in ("mul", "div") and self._check_scale_application(a, b, divisor=op == "div") and prov is not None:
             prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
         out = self._new(r, a.dtype, prov)
@@ -187,10 +201,13 @@ class ValuOps:
         n = r.shape[0]
         prov = None
         if self.machine.provenance:
-            ab = self._merged(a, b, n)
+            ab = self._merged(a, b, n, product=True)
             if dequant and ab is not None:
                 ab = Prov(ab.g, ab.ids)
-            prov = merge(ab, self._elem_prov(c, n), True, self.machine.wide)
+            pc = self._elem_prov(c, n)
+            prov = merge(ab, pc, True, self.machine.wide)
+            if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
+                prov = self._sum_of_results(ab, pc, prov)      # c + a*b: an add of two named values
         out = self._new(r, "f32", prov)
         self._event(insn, ins=[a, b, c], outs=[out])
         return out
@@ -263,7 +280,11 @@ class ValuOps:
         # one element in, one element out: its provenance (an extended byte keeps its identity)
         out = self._new(r, dtype, self._elem_prov(x, x.n))
         if out.prov is not None:
-            out.prov = Prov(itemsize(dtype), out.prov.ids, out.prov.fp, out.prov.flags)
+            ids = out.prov.ids
+            if src in FLOAT and dtype in INT and "@mma" in ids:
+                # quantized: a new operand (an MMA's A or B), no longer a result that travels
+                ids = {f: a for f, a in ids.items() if f not in ("@mma", "@mn")}
+            out.prov = Prov(itemsize(dtype), ids, out.prov.fp, out.prov.flags)
         self._event(insn, ins=[x], outs=[out])
         return out
 

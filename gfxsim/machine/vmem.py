@@ -133,6 +133,8 @@ class VmemOps:
         addr = self._addresses(offset, nbytes, buf.nbytes, f"global_store to {buf.name!r}", min(nbytes, 4))
         act = self.exec
         store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self._full else act)
+        if buf.expects and self.machine.provenance and all(b is not buf for b, _ in self.machine.outputs):
+            self.machine.outputs.append((buf, self.source()))          # checked at the launch's end
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
             ba = addr[None, :] + np.arange(nbytes)[:, None]
             sel = ba if self._full else ba[:, act]

@@ -1,0 +1,703 @@
+"""Coverage without scopes: what every matrix result, and every sum of them, consumed.
+
+A value named by ``@mma``/``@mn`` — a matrix result, a sum of two (a PairRecord), or a result of
+an earlier launch — consumed, per K field (``token``, ``dim``), a set ``U`` (the values in its K
+slots, through C chains, adds, LDS and launches) and a set ``D`` of those it consumed more than
+once. Footprints of sums are computed at the add and kept on the pair record, so resolving a
+stored value is a lookup, not a walk.
+
+* A value is a partial sum of one D element (``cell``: its @mn, however it travelled). An add of
+  two partials of one element — same cell, identities that agree — whose ``U`` overlap is a
+  ``double-count`` finding at that add, naming where both operands came from.
+* An add of values of different elements (``S[t1] + S[t2]``: the cells or the identities
+  differ) is a reduction across elements: its K footprint has no per-element meaning (cell -1,
+  "void"). A product of a value and such a reduction (``o / l``, a partition's weight) keeps the
+  value's name.
+* What is never checked: a sum over an axis that carries no tag and stays in one D element
+  (tiles of one untagged column added): tag the summed axis (the harnesses tag tokens).
+* ``Buffer.expect`` declares what each element must consume; at the end of a launch every declared
+  buffer it stored into is checked (``check_outputs``): ``token-coverage`` findings naming the
+  elements, the values never consumed, consumed more than once, and consumed but not expected.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .matrix import FOREIGN_BASE, PAIR_BASE
+from .provenance import RESERVED, WINDOW, WORDS, Mask
+
+_FIRST = 16                      # element indices a finding lists
+
+
+# -- set algebra on Masks -----------------------------------------------------------------------
+def intersect(a: Mask, b: Mask, wide) -> Mask:
+    """Elementwise a ∩ b (an empty result has base -1)."""
+    out = Mask.empty(a.shape)
+    narrow = (a.wide == 0) & (b.wide == 0)
+    bits = a.bits & b.bits
+    hit = narrow & (a.base >= 0) & (a.base == b.base) & bits.any(axis=-1)
+    out.base[hit] = a.base[hit]
+    out.bits[hit] = bits[hit]
+    odd = ~narrow & a.nonempty() & b.nonempty()
+    if odd.any():                   # a set wider than a window: exactly, per distinct pair
+        ia, ib = a._wide_ids(odd, wide), b._wide_ids(odd, wide)
+        pairs, inv = np.unique((ia.astype(np.int64) << 32) | ib, return_inverse=True)
+        res = np.array([wide.intern(wide.values(int(k >> 32)) & wide.values(int(k & 0xFFFFFFFF)))
+                        for k in pairs.tolist()], np.uint32)
+        out.wide[odd] = res[inv.ravel()]
+    return out
+
+
+class Fp:
+    """A set per element, stored as a table of sets and an index: element i's set is
+    ``table[index[i]]`` (``index`` None: one table row per element). A matrix result's K sets are
+    one row per (workgroup, block) when every row of A and column of B hold the same set — the
+    common case —, so a sum of two results aligned element for element is one op per row."""
+    __slots__ = ("table", "index")
+
+    def __init__(self, table: Mask, index=None):
+        self.table, self.index = table, index
+
+    def mask(self) -> Mask:
+        if self.index is None:
+            return self.table
+        idx = self.index
+        return self.table.map(lambda x: np.take(x, idx, axis=0))
+
+    def at(self, e) -> "Fp":
+        return Fp(self.table, e if self.index is None else self.index[e])
+
+    def nonempty(self) -> np.ndarray:
+        ne = self.table.nonempty()
+        return ne if self.index is None else ne[self.index]
+
+    def values_at(self, i: int, wide) -> frozenset:
+        return self.table.values_at((int(i if self.index is None else self.index[i]),), wide)
+
+
+def _combine(a: Fp | None, b: Fp | None, fn) -> Fp | None:
+    """fn elementwise on two footprints of the same elements (None: an empty side, for unions)."""
+    if a is None or b is None:
+        return a if b is None else b
+    ia, ib = a.index, b.index
+    if ia is None and ib is None:
+        return Fp(fn(a.table, b.table))
+    if ia is not None and ib is not None:
+        if len(a.table.base) == len(b.table.base) and len(a.table.base) <= 2 * len(ia) and \
+                (ia is ib or np.array_equal(ia, ib)):
+            return Fp(fn(a.table, b.table), ia)          # aligned: one op per table row
+        if a.table.wide.any() or b.table.wide.any() or \
+                len(a.table.base) + len(b.table.base) <= len(ia) // 4:   # few sets: per distinct pair
+            nb = len(b.table.base)
+            pairs, inv = np.unique(ia.astype(np.int64) * nb + ib, return_inverse=True)
+            return Fp(fn(a.table.map(lambda x: x[pairs // nb]), b.table.map(lambda x: x[pairs % nb])), inv.ravel())
+    return Fp(fn(a.mask(), b.mask()))
+
+
+def _union_fp(a, b, wide):
+    return _combine(a, b, lambda x, y: x.union(y, wide))
+
+
+def _union(a: Mask | None, b: Mask | None, wide) -> Mask | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a.union(b, wide)
+
+
+def _take(m: Mask | None, idx) -> Mask | None:
+    return None if m is None else m.map(lambda x: x[idx])
+
+
+def _distinct(a) -> list:
+    """np.unique(a).tolist(), without the sort when a holds one value (the common case)."""
+    if not len(a):
+        return []
+    lo, hi = a.min(), a.max()
+    return [int(lo)] if lo == hi else np.unique(a).tolist()
+
+
+def _is_all(idx, n) -> bool:
+    """Whether index array idx is 0..n-1 in order (a gather by it is the identity)."""
+    return len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and bool((np.diff(idx) == 1).all())))
+
+
+def _place(dst: dict, f: str, pos, n: int, u: Fp, d: Fp | None):
+    """dst[f] at positions pos (the groups of one footprints() call are disjoint) takes (u, d)."""
+    dst.setdefault(f, []).append((pos, u, d))
+
+
+def _assemble(groups, n: int):
+    """(U, D) Fps of n elements from disjoint groups (pos, u, d): the groups' tables side by side
+    and one index (a last empty row for positions no group covers), so nothing is expanded."""
+    if len(groups) == 1 and len(groups[0][0]) == n:
+        return groups[0][1], groups[0][2]
+    return _stack([(pos, u) for pos, u, _ in groups], n), \
+        (_stack([(pos, d) for pos, _, d in groups if d is not None], n) if any(g[2] is not None for g in groups)
+         else None)
+
+
+def _stack(parts, n: int) -> Fp:
+    tables, index, off = [], np.full(n, -1, np.int64), 0
+    for pos, fp in parts:
+        idx = fp.index
+        t = fp.table
+        if idx is not None and len(t.base) > 4 * len(idx):       # a few rows of a big table: take them
+            t, idx = fp.mask(), None
+        index[pos] = off + (np.arange(len(t.base)) if idx is None else idx)
+        tables.append(t)
+        off += len(t.base)
+    tables.append(Mask.empty((1,)))
+    index[index < 0] = off
+    return Fp(Mask.concat(tables), index)
+
+
+# -- footprints of named values -----------------------------------------------------------------
+def footprints(log, ids, mn):
+    """(cell int64 [n], {field: (U, D or None)} as Fp) of result elements named (@mma, @mn) in
+    ``log``; cell -1 marks a reduction across elements (void)."""
+    ids = np.asarray(ids, np.int64)
+    mn = np.asarray(mn, np.int64)
+    n = len(ids)
+    wide = log.wide
+    cell = np.full(n, -1, np.int64)          # the cells
+    out: dict = {}
+    if n and _one_kind(log, ids, mn, n, cell, out, wide):
+        return cell, {f: _assemble(g, n) for f, g in out.items()}
+    local = np.nonzero((ids >= 0) & (ids < PAIR_BASE))[0]
+    if len(local):
+        starts = np.asarray(log._starts, np.int64)
+        ri = np.searchsorted(starts, ids[local], "right") - 1
+        recs = _distinct(ri)
+        for r_i in recs:
+            sel = local if len(recs) == 1 else local[ri == r_i]
+            _leaf(log, r_i, ids[sel], mn[sel], sel, n, cell, out, wide)
+    pair = (ids >= PAIR_BASE) & (ids < FOREIGN_BASE)
+    for pid in _distinct(ids[pair]):
+        sel = np.nonzero(pair & (ids == pid))[0]
+        _from_pair(log, pid, mn[sel], sel, n, cell, out)
+    far = ids >= FOREIGN_BASE
+    for k in _distinct(ids[far] // FOREIGN_BASE):
+        sel = np.nonzero(far & (ids // FOREIGN_BASE == k))[0]
+        _from_foreign(log, k, ids[sel], mn[sel], sel, n, cell, out, wide)
+    return cell, {f: _assemble(g, n) for f, g in out.items()}
+
+
+def _one_kind(log, ids, mn, n, cell, out, wide) -> bool:
+    """The common case without masks: every id is of one record, one pair or one earlier launch."""
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0:
+        return False
+    pos = np.arange(n)
+    if hi < PAIR_BASE:
+        starts = np.asarray(log._starts, np.int64)
+        r_lo, r_hi = (int(np.searchsorted(starts, x, "right")) - 1 for x in (lo, hi))
+        if r_lo != r_hi:
+            return False
+        _leaf(log, r_lo, ids, mn, pos, n, cell, out, wide)
+        return True
+    if lo == hi and lo < FOREIGN_BASE:
+        _from_pair(log, lo, mn, pos, n, cell, out)
+        return True
+    if lo >= FOREIGN_BASE and lo // FOREIGN_BASE == hi // FOREIGN_BASE:
+        _from_foreign(log, lo // FOREIGN_BASE, ids, mn, pos, n, cell, out, wide)
+        return True
+    return False
+
+
+def _from_pair(log, pid, e, sel, n, cell, out):
+    rec = log.pairs[pid - PAIR_BASE]
+    if rec.cell is None:
+        pair_footprint(log, rec)
+    whole = _is_all(e, len(rec.cell))
+    cell[sel] = rec.cell if whole else rec.cell[e]
+    for f, (u, d) in rec.fp.items():
+        _place(out, f, sel, n, u if whole else u.at(e), d if whole or d is None else d.at(e))
+
+
+def _from_foreign(log, k, ids, mn, sel, n, cell, out, wide):
+    from .matrix import _import_wide
+    theirs, their_wide = log.foreign[k - 1]
+    v, fp = footprints(theirs, ids - k * FOREIGN_BASE, mn)
+    cell[sel] = v
+    for f, (u, d) in fp.items():
+        _place(out, f, sel, n, Fp(_import_wide(u.table, their_wide, wide), u.index),
+               None if d is None else Fp(_import_wide(d.table, their_wide, wide), d.index))
+
+
+def _uniform(ks: Mask) -> bool:
+    """Whether every row (M) of A, or column (N) of B, of each (workgroup, block) holds one set."""
+    return bool((ks.base == ks.base[:, :1]).all() and (ks.wide == ks.wide[:, :1]).all() and
+                (ks.bits == ks.bits[:, :1]).all())
+
+
+def _k_fields(log) -> set:
+    """The fields some matrix instruction of the launch consumed along K (token, dim), and those
+    the launch's output buffers declare (``log.declared``, set by launch)."""
+    seen, names = log.__dict__.get("_k_field_names") or (0, set(log.__dict__.get("declared", ())))
+    for r in log.records[seen:]:                  # the records added since the last call
+        names |= r.ks_a.keys() | r.ks_b.keys()
+    log.__dict__["_k_field_names"] = (len(log.records), names)
+    return names
+
+
+def _k_sets(log, r_i, rec):
+    """(A's, B's) {field: Mask [rows, M] / [rows, N]}: the record's K sets, and a K field that
+    holds one value in this instruction's slots (the one token left at the end of the context,
+    the others empty) — a field the record keeps no K set of, as it does not vary along K. Such a
+    field must be on both A and B (what K slots share); on one side it names M rows or N columns."""
+    cache = log.__dict__.setdefault("_k_sets", {})
+    got = cache.get(r_i)
+    if got is None:
+        from .matrix import _expand, _row_sets
+        ksa, ksb = dict(rec.ks_a), dict(rec.ks_b)
+        insn = rec.insn
+        for f in _k_fields(log):
+            if not (rec.a and rec.b and f in rec.a and f in rec.b):
+                continue        # on one side only it names rows or columns (a V dim), not K slots
+            for side, ks, op in ((rec.a, ksa, "A"), (rec.b, ksb, "B")):
+                if f in ks or not side or f not in side or side[f][0] == "mn":
+                    continue
+                full = _expand(*side[f], op, insn.M, insn.N, insn.K)          # [rows, M, K] / [rows, K, N]
+                ks[f] = _row_sets(full if op == "A" else np.swapaxes(full, 1, 2), log.wide)
+        got = cache[r_i] = (ksa, ksb)
+    return got
+
+
+def _row_table(log, r_i, rec, wide):
+    """{field: Mask [rows]} of a record whose K set is one per (workgroup, block), else None."""
+    cache = log.__dict__.setdefault("_k_tables", {})
+    got = cache.get(r_i, False)
+    if got is False:
+        got = None
+        ksa, ksb = _k_sets(log, r_i, rec)
+        if rec.c_mma is None and all(_uniform(k) for k in list(ksa.values()) + list(ksb.values())):
+            got = {}
+            for f in ksa.keys() | ksb.keys():
+                a = ksa[f].map(lambda x: x[:, 0]) if f in ksa else None
+                b = ksb[f].map(lambda x: x[:, 0]) if f in ksb else None
+                got[f] = _union(a, b, wide)
+        cache[r_i] = got
+    return got
+
+
+def _leaf(log, r_i, ids, mn, pos, n, cell, out, wide):
+    """Matrix results of one record: the K sets of D[m][n] (A row m ∪ B column n), and through C
+    what the accumulator held (a C that consumed the same values: consumed twice)."""
+    rec = log.records[r_i]
+    M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
+    blk = mn // (M * N)
+    row = (ids - rec.first) * bl + blk
+    cell[pos] = mn                                   # a result is a partial of its own element
+    table = _row_table(log, r_i, rec, wide)
+    if table is not None:
+        for f, t in table.items():
+            _place(out, f, pos, n, Fp(t, row), None)
+        return
+    m, nn = (mn // N) % M, mn % N
+    own = {}
+    at_a, at_b = row * M + m, row * N + nn           # flat indices into [rows, M] / [rows, N]
+
+    def take(ks, at):
+        return ks.map(lambda x: np.take(x.reshape((-1,) + x.shape[2:]), at, axis=0))
+    ksa, ksb = _k_sets(log, r_i, rec)
+    for f in ksa.keys() | ksb.keys():
+        a = take(ksa[f], at_a) if f in ksa else None
+        b = take(ksb[f], at_b) if f in ksb else None
+        own[f] = [_union(a, b, wide), None]
+    if rec.c_mma is not None:
+        cm = rec.c_mma[row, m, nn].astype(np.int64)
+        keep = np.nonzero(cm >= 0)[0]
+        if len(keep):
+            cv, cfp = footprints(log, cm[keep], rec.c_mn[row, m, nn][keep])
+            cell[pos[keep]] = np.where(cv < 0, -1, mn[keep])     # C a reduction: so is this
+            for f, (uc, dc) in cfp.items():
+                cur = own.get(f)
+                if cur is None:
+                    cur = own[f] = [Mask.empty((len(ids),)), None]
+                mine = _take(cur[0], keep)
+                ucm = uc.mask()
+                d = _union(intersect(mine, ucm, wide), None if dc is None else dc.mask(), wide)
+                cur[0].assign(keep, mine.union(ucm, wide))
+                if cur[1] is None:
+                    cur[1] = Mask.empty((len(ids),))
+                cur[1].assign(keep, d)
+    for f, (u, d) in own.items():
+        _place(out, f, pos, n, Fp(u), None if d is None else Fp(d))
+
+
+def pair_footprint(log, rec, conflict=None, op="add", active=None):
+    """Fill ``rec.cell`` and ``rec.fp`` from its two sides; returns {field: (overlap Fp, where)} of an add."""
+    (li, lm), (ri, rm) = rec.left, rec.right
+    n = len(li)
+    wide = log.wide
+    cell = np.full(n, -1, np.int64)
+    void = np.ones(n, bool)
+    overlap = {}
+    fp = {}
+    cl = None
+    if conflict is None or not conflict.all():
+        cl, fl = footprints(log, li, lm)
+        if not (cl >= 0).any():                      # a reduction plus anything: a reduction
+            cl = None
+    if cl is not None:
+        cr, fr = footprints(log, ri, rm)
+        same = (cl >= 0) & (cl == cr)
+        if conflict is not None:
+            same &= ~conflict
+        cell = np.where(same, cl, -1)
+        void = ~same
+        for f in fl.keys() | fr.keys():
+            ul, dl = fl.get(f, (None, None))
+            ur, dr = fr.get(f, (None, None))
+            u = _union_fp(ul, ur, wide)
+            d = _union_fp(dl, dr, wide)
+            if op == "add" and ul is not None and ur is not None:
+                over = _combine(ul, ur, lambda x, y: intersect(x, y, wide))
+                hit = over.nonempty() & ~void
+                if active is not None:
+                    hit &= active                    # lanes under EXEC: the others' sums are never written
+                if hit.any():
+                    overlap[f] = (over, hit)
+                    d = _union_fp(d, over, wide)
+            fp[f] = (u, d)
+    rec.cell, rec.fp = cell, fp
+    return overlap
+
+
+# -- the hooks: an add of two named values, a product of two -------------------------------------
+def sum_made(wave, pid, pa, pb, both, op):
+    """An add (or sub) of two named values became pair ``pid``: its footprints, and the
+    double-count check of an add."""
+    log = wave.machine.mma_log
+    rec = log.pairs[pid - PAIR_BASE]
+    rec.site = (wave.machine.trace.n_events, wave.source(), wave.wave_id, both if wave.members > 1 else None,
+                wave.wg.ids, wave.lanes)
+    every = bool(both.all())
+    conflict = np.zeros(both.size if every else int(both.sum()), bool)
+    for f in sorted((pa.ids.keys() & pb.ids.keys()) - set(RESERVED)):
+        x, y = (pa.ids[f].ravel(), pb.ids[f].ravel()) if every else (pa.ids[f][both], pb.ids[f][both])
+        conflict |= (x >= 0) & (y >= 0) & (x != y)
+    active = None if wave._full else wave.exec[np.nonzero(both)[1]]
+    overlap = pair_footprint(log, rec, conflict, op, active)
+    for f, (over, hit) in sorted(overlap.items()):
+        i = int(np.argmax(hit))
+        col = int(np.nonzero(both)[1][i])
+        vals = sorted(over.values_at(i, log.wide))
+        (li, lm), (ri, rm) = rec.left, rec.right
+        left, l_idx = describe(log, int(li[i]), int(lm[i]))
+        right, r_idx = describe(log, int(ri[i]), int(rm[i]))
+        from ..arch.kslots import format_token_set
+        same = " (the same value twice)" if (li[i], lm[i]) == (ri[i], rm[i]) else ""
+        wave.finding("double-count", f"add of two partial sums that both consumed {f}s {format_token_set(vals)}"
+                     f"{same}: {left} + {right} ({int(hit.sum())} elements overlap)", lane=col, field=f,
+                     values=vals, left=left, right=right, left_instruction=l_idx, right_instruction=r_idx,
+                     elements=int(hit.sum()))
+
+
+def is_void(log, ids, mn) -> np.ndarray:
+    """Whether each named value is a reduction across elements (a pair of cell -1)."""
+    ids = np.asarray(ids, np.int64)
+    mn = np.asarray(mn, np.int64)
+    out = np.zeros(len(ids), bool)
+    pair = (ids >= PAIR_BASE) & (ids < FOREIGN_BASE)
+    for pid in _distinct(ids[pair]):
+        sel = pair & (ids == pid)
+        rec = log.pairs[pid - PAIR_BASE]
+        if rec.cell is None:
+            pair_footprint(log, rec)
+        out[sel] = rec.cell[mn[sel]] < 0
+    far = ids >= FOREIGN_BASE
+    for k in _distinct(ids[far] // FOREIGN_BASE):
+        sel = far & (ids // FOREIGN_BASE == k)
+        out[sel] = is_void(log.foreign[k - 1][0], ids[sel] - k * FOREIGN_BASE, mn[sel])
+    return out
+
+
+def _consumes(log, ids, mn, fields) -> np.ndarray:
+    """Whether each named value consumed something in one of ``fields``."""
+    _, fp = footprints(log, ids, mn)
+    got = np.zeros(len(ids), bool)
+    for f in fields & fp.keys():
+        got |= fp[f][0].nonempty()
+    return got
+
+
+def product_names(log, pa, pb, out):
+    """A product of two named values: where one side is a reduction over an identity (void: 1/l, a
+    weight), the other's name survives; two element values multiplied keep neither (as merge)."""
+    ia, ib, ma, mb = pa.ids["@mma"], pb.ids["@mma"], pa.ids["@mn"], pb.ids["@mn"]
+    both = (ia >= 0) & (ib >= 0) & ((ia != ib) | (ma != mb))
+    if not both.any():
+        return out
+    va = is_void(log, ia[both], ma[both])
+    vb = is_void(log, ib[both], mb[both])
+    take_a, take_b = vb & ~va, va & ~vb
+    two = ~va & ~vb
+    declared = log.__dict__.get("declared")
+    if two.any() and declared:
+        # two element values (a one-token row sum is that token's score): the factor that consumed
+        # what the launch's outputs declare (the PV partial, not its weight) keeps its name
+        sel = np.nonzero(both)
+        ha = _consumes(log, ia[sel][two], ma[sel][two], declared)
+        hb = _consumes(log, ib[sel][two], mb[sel][two], declared)
+        take_a[two] = ha & ~hb
+        take_b[two] = hb & ~ha
+    if not (take_a.any() or take_b.any()):
+        return out
+    from .provenance import Prov
+    ids = dict(out.ids)
+    mma = ids.get("@mma")
+    mma = np.full(both.shape, -1, np.int32) if mma is None else mma.copy()
+    mnn = ids.get("@mn")
+    mnn = np.full(both.shape, -1, np.int32) if mnn is None else mnn.copy()
+    for take, i, m in ((take_a, ia, ma), (take_b, ib, mb)):
+        sel = np.zeros(both.shape, bool)
+        sel[both] = take
+        mma[sel], mnn[sel] = i[sel], m[sel]
+    ids["@mma"], ids["@mn"] = mma, mnn
+    return Prov(out.g, ids, out.fp, out.flags)
+
+
+def extremum_names(pa, pb, out):
+    """max/min: a result's name survives only where both operands are that element. The max of a
+    result and anything else (the row max over tokens, a clamp) is no partial sum of it: with its
+    name, ``exp(-inf - m)`` past the context would pass for the element m came from."""
+    from .provenance import Prov
+    if pa is None or pb is None or "@mma" not in pa.ids or "@mma" not in pb.ids:
+        ids = {f: a for f, a in out.ids.items() if f not in ("@mma", "@mn")}
+    else:
+        keep = (pa.ids["@mma"] == pb.ids["@mma"]) & (pa.ids["@mn"] == pb.ids["@mn"]) & (pa.ids["@mma"] >= 0)
+        ids = dict(out.ids)
+        if keep.all():
+            return out
+        if not keep.any():
+            ids = {f: a for f, a in ids.items() if f not in ("@mma", "@mn")}
+        else:
+            ids["@mma"] = np.where(keep, ids["@mma"], -1).astype(np.int32)
+            ids["@mn"] = np.where(keep, ids["@mn"], -1).astype(np.int32)
+    return Prov(out.g, ids, out.fp, out.flags)
+
+
+# -- where a value came from ------------------------------------------------------------------------
+def describe(log, i: int, e: int, prefix: str = ""):
+    """(words, instruction index) for the value named (i, e) in ``log``."""
+    if i >= FOREIGN_BASE:
+        k = i // FOREIGN_BASE
+        theirs = log.foreign[k - 1][0]
+        return describe(theirs, i - k * FOREIGN_BASE, e, f"launch {getattr(theirs, 'kernel', '?')}: ")
+    if i >= PAIR_BASE:
+        rec = log.pairs[i - PAIR_BASE]
+        if rec.site is None:
+            return f"{prefix}a sum", -1
+        idx, src, wv, both, wgs, lanes = rec.site
+        wg = wgs[int(np.nonzero(both)[1][e]) // lanes] if both is not None else wgs[0]
+        return f"{prefix}the sum made at #{idx} ({src}, workgroup {tuple(wg)}, wave {wv})", int(idx)
+    rec = log.record_of(i)
+    if rec is None:
+        return f"{prefix}the result of #{i}", i
+    M, N = rec.insn.M, rec.insn.N
+    wg = tuple(rec.workgroups[i - rec.first])
+    return (f"{prefix}the result of #{i} {rec.op} ({rec.source}, workgroup {wg}, wave {rec.wave}) "
+            f"D[{(e // N) % M}][{e % N}]"), i
+
+
+def counts(log, i: int, e: int, field: str) -> Counter:
+    """How often each value of ``field`` fed the element named (i, e): the exact multiset."""
+    got: Counter = Counter()
+    stack = [(log, i, e)]
+    while stack:
+        lg, i, e = stack.pop()
+        if i < 0:
+            continue
+        if i >= FOREIGN_BASE:
+            k = i // FOREIGN_BASE
+            stack.append((lg.foreign[k - 1][0], i - k * FOREIGN_BASE, e))
+        elif i >= PAIR_BASE:
+            rec = lg.pairs[i - PAIR_BASE]
+            for ids, mn in (rec.left, rec.right):
+                stack.append((lg, int(ids[e]), int(mn[e])))
+        else:
+            r_i = int(np.searchsorted(np.asarray(lg._starts, np.int64), i, "right")) - 1
+            rec = lg.records[r_i]
+            M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
+            blk, m, n = e // (M * N), (e // N) % M, e % N
+            row = (i - rec.first) * bl + blk
+            vals = set()
+            ksa, ksb = _k_sets(lg, r_i, rec)
+            if field in ksa:
+                vals |= ksa[field].values_at((row, m), lg.wide)
+            if field in ksb:
+                vals |= ksb[field].values_at((row, n), lg.wide)
+            got.update(vals)
+            if rec.c_mma is not None:
+                stack.append((lg, int(rec.c_mma[row, m, n]), int(rec.c_mn[row, m, n])))
+    return got
+
+
+def _launches(log) -> list:
+    """The launches whose results ``log``'s launch read (transitively), then itself."""
+    names = []
+    for theirs, _ in log.foreign:
+        names += [n for n in _launches(theirs) if n not in names]
+    return names + [getattr(log, "kernel", "?")]
+
+
+# -- output declarations ----------------------------------------------------------------------------
+def _row_stats(m: Mask, wide):
+    """(min, max, size) of every set of a (small) table; min -1 and size 0 for an empty one."""
+    rows = len(m.base)
+    bits = np.unpackbits(np.ascontiguousarray(m.bits, "<u8").view(np.uint8).reshape(rows, -1), axis=1,
+                         bitorder="little").astype(bool)
+    count = bits.sum(axis=1).astype(np.int64)
+    has = count > 0
+    first = np.where(has, m.base + bits.argmax(axis=1), -1)
+    last = np.where(has, m.base + (WINDOW - 1 - bits[:, ::-1].argmax(axis=1)), -1)
+    for r in np.nonzero(m.wide != 0)[0].tolist():
+        vals = wide.values(int(m.wide[r]))
+        first[r], last[r], count[r] = (min(vals), max(vals), len(vals)) if vals else (-1, -1, 0)
+    count[(m.base < 0) & (m.wide == 0)] = 0
+    return first, last, count
+
+
+def _range_masks(lo, hi):
+    """(Mask of [lo, hi) per element, fits one window)."""
+    base = (lo // WINDOW) * WINDOW
+    fits = (hi > lo) & ((hi - 1) // WINDOW * WINDOW == base)
+    m = Mask.empty(lo.shape)
+    m.base[fits] = base[fits]
+    for w in range(WORDS):
+        a = np.clip(lo - base - 64 * w, 0, 64)
+        b = np.clip(hi - base - 64 * w, 0, 64)
+        cnt = (b - a).astype(np.uint64)
+        ones = np.where(cnt >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
+                        (np.left_shift(np.uint64(1), np.minimum(cnt, 63)) - np.uint64(1)))
+        word = np.where(cnt > 0, np.left_shift(ones, a.astype(np.uint64)), np.uint64(0))
+        m.bits[..., w] = np.where(fits, word, np.uint64(0))
+    return m, fits
+
+
+def check_outputs(machine):
+    """token-coverage findings for every declared buffer this launch stored into."""
+    for buf, source in list(machine.outputs):
+        for f, (lo, hi, exact) in sorted(buf.expects.items()):
+            _check_buffer(machine, buf, source, f, lo, hi, exact)
+
+
+def _check_buffer(machine, buf, source, field, lo, hi, exact):
+    from ..arch.kslots import format_token_set
+    log, wide = machine.mma_log, machine.wide
+    el = np.nonzero(lo < hi)[0]
+    if not len(el):
+        return
+    lo, hi = lo[el], hi[el]
+    size = buf.itemsize
+    written = np.ones(len(el), bool) if buf.written is None else \
+        buf.written.reshape(-1, size)[el].all(axis=1)
+    n = len(el)
+    ids = np.full(n, -1, np.int64)
+    mn = np.zeros(n, np.int64)
+    if buf.prov is not None and buf.origin is machine and "@mma" in buf.prov.ids:
+        idx = el * size // buf.prov.unit
+        ids = buf.prov.ids["@mma"][idx].astype(np.int64)
+        mn = buf.prov.ids["@mn"][idx].astype(np.int64)
+    named = np.nonzero(ids >= 0)[0]
+    void = np.zeros(n, bool)
+    u, d = Mask.empty((n,)), Mask.empty((n,))
+    fp = {}
+    if len(named):
+        v, fp = footprints(log, ids[named], mn[named])
+        void[named] = v < 0
+    if exact and len(named) == n and field in fp and fp[field][0].index is not None and \
+            len(fp[field][0].table.base) <= n // 4:
+        # the common case, per table row: a set is [lo, hi) when its min, max and size say so
+        fu, fd = fp[field]
+        first, last, count = _row_stats(fu.table, wide)
+        t = fu.index
+        ok = (count[t] == hi - lo) & (first[t] == lo) & (last[t] == hi - 1)
+        if fd is not None:
+            ok &= ~fd.nonempty()
+        if (void | (written & ok)).all():
+            return
+    if len(named):
+        if field in fp:
+            fu, fd = fp[field]
+            if len(named) == n:                   # every element holds a result: no copy
+                u = fu.mask()
+                if fd is not None:
+                    d = fd.mask()
+            else:
+                u.assign(named, fu.mask())
+                if fd is not None:
+                    d.assign(named, fd.mask())
+    want, fits = _range_masks(lo, hi)
+    same = (u.wide == 0) & (u.base == want.base) & (u.bits == want.bits).all(axis=-1) if exact else \
+        (u.wide == 0) & (u.base == want.base) & ((want.bits & ~u.bits) == 0).all(axis=-1)
+    ok = void | (written & fits & same & ~d.nonempty())
+    bad = np.nonzero(~ok)[0]
+    if not len(bad):
+        return
+    # the rest, per distinct (consumed, consumed twice, range, written)
+    key = np.concatenate([u.base[bad, None], u.wide[bad, None].astype(np.int64), u.bits[bad].view(np.int64),
+                          d.base[bad, None], d.wide[bad, None].astype(np.int64), d.bits[bad].view(np.int64),
+                          lo[bad, None], hi[bad, None], written[bad, None].astype(np.int64)], axis=1)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    groups: dict = {}
+    for g, i in enumerate(first.tolist()):
+        j = bad[i]
+        expected = set(range(int(lo[j]), int(hi[j])))
+        got = u.values_at((j,), wide) if written[j] else frozenset()
+        never = sorted(expected - got)
+        twice = sorted(d.values_at((j,), wide)) if written[j] else []
+        extra = sorted(got - expected) if exact else []
+        if not (never or twice or extra):
+            continue
+        groups.setdefault((tuple(never), tuple(twice), tuple(extra), bool(written[j])), []).append(g)
+    for (never, twice, extra, wr), gs in groups.items():
+        members = bad[np.isin(inv, gs)]
+        flat = el[members]
+        rep = int(members[0])
+        multiple = {}
+        if twice:
+            c = counts(log, int(ids[rep]), int(mn[rep]), field)
+            multiple = {int(t): int(c[t]) for t in twice}
+        where = _where(buf, flat)
+        launches = _launches(log)
+        parts = []
+        if not wr:
+            parts.append(f"never written: {len(never)} {field}s never consumed {format_token_set(never)}")
+        elif never:
+            parts.append(f"{len(never)} {field}s never consumed {format_token_set(never)}")
+        if twice:
+            parts.append(f"{len(twice)} consumed more than once {format_token_set(twice)}")
+        if extra:
+            parts.append(f"{len(extra)} consumed but not expected {format_token_set(list(extra))}")
+        chain = f" (values made by {' -> '.join(launches)})" if len(launches) > 1 else ""
+        machine.report("token-coverage", f"{where}: " + "; ".join(parts) + chain, source=source,
+                       details=dict(tile="", never=list(never), multiple=multiple, buffer=buf.name, field=field,
+                                    where=where, elements=[[int(x) for x in np.unravel_index(e, buf.array.shape)]
+                                                           for e in flat[:_FIRST].tolist()],
+                                    element_count=len(flat), unexpected=list(extra), launches=launches))
+
+
+def _where(buf, flat) -> str:
+    """``name[0, 0-7, 1, 0-127]`` (a box of elements) or ``name[...] and N more``, with its tags."""
+    from ..arch.kslots import format_token_set
+    shape = buf.array.shape
+    idx = np.unravel_index(flat, shape)
+    axes = [np.unique(a) for a in idx]
+    box = int(np.prod([len(a) for a in axes])) == len(flat)
+
+    def fmt(a):
+        s = format_token_set(a)[1:-1]
+        return s
+    if box:
+        text = f"{buf.name}[{', '.join(fmt(a) for a in axes)}]"
+    else:
+        text = f"{buf.name}[{', '.join(str(int(a[0])) for a in idx)}] and {len(flat) - 1} more elements"
+    tags = [f"{t} {fmt(np.unique(v[flat]))}" for t, v in sorted(buf.tags.items()) if (v[flat] >= 0).any()]
+    return text + (f" ({', '.join(tags)})" if tags else "")
