@@ -211,7 +211,7 @@ __device__ __forceinline__ void quantize_w(float (&sw)[2][4], const float (&W)[T
   for (int td = 0; td < TLOOP; ++td)
     for (int i = 0; i < 4; ++i) {
       const int token = 16 * td + d_col(rowid, lane16id, i);
-      const int8_t wq = (int8_t)quantize(W[td][i], inv[scale_group<GROUPING>(token)][i]);
+      const int8_t wq = (int8_t)quantize(W[td][i], scale_group<GROUPING>(token) == 0 ? inv[0][i] : inv[1][i]);
       w_lds[d_row(rowid, lane16id, i) * W_STRIDE + token] = wq;
     }
 }

@@ -24,18 +24,30 @@ HEAD_DIM, TOKENS = 128, 64
 DTILES, KSTEPS = HEAD_DIM // 16, HEAD_DIM // 32        # 16-column PV tiles, K=32 QK steps
 
 # LDS of the declared __shared__ arrays, in bytes.
-W_LDS, SW_LDS, O_LDS = 4 * 16 * TOKENS, 4 * 2 * 16 * 4, 3 * 16 * HEAD_DIM * 4   # Wq slabs, sW, waves 1..3's O
-LDS = {
-    "int8_kv_cache": 0,
-    "qk_int8": 16 * HEAD_DIM + 16 * 4,                                          # Qq, sQ
-    "pv_int8_fragment": W_LDS + SW_LDS + O_LDS,
-    "pv_int8_contiguous": W_LDS + SW_LDS + O_LDS,
-    "pv_bf16": 2 * W_LDS + O_LDS,                                               # bf16 W slabs
-    "paged_attention_decode_fragment": 16 * HEAD_DIM + 16 * 4 + 2 * 4 * 16 * 4 + W_LDS + SW_LDS + O_LDS,
-    "paged_attention_decode_contiguous": 16 * HEAD_DIM + 16 * 4 + 2 * 4 * 16 * 4 + W_LDS + SW_LDS + O_LDS,
-    "paged_attention_reduce": 0,
-    "prefix_prefill": 4 * 16 * HEAD_DIM + 4 * 16 * 4 + W_LDS + SW_LDS,         # per-wave Qq, sQ
-}
+# Rows padded by LDS_PAD = 8 bytes (Q, Wq, bf16 W); o_lds rows of HEAD_DIM + 2 floats on gfx936's
+# jump layout, HEAD_DIM + 4 on CDNA3 (int8_attention.h "LDS row strides").
+Q_LDS, W_LDS = 16 * (HEAD_DIM + 8), 4 * 16 * (TOKENS + 8)          # Qq, the waves' Wq slabs
+BF16_W_LDS = 4 * 16 * (2 * TOKENS + 8)
+
+
+def o_lds(arch):                                                    # the 4 waves' partial O
+    return 4 * 16 * (HEAD_DIM + (2 if arch == "gfx936" else 4)) * 4
+
+
+def lds(name, arch):
+    return {
+        "int8_kv_cache": 0,
+        "qk_int8": Q_LDS + 16 * 4,                                              # Qq, sQ
+        "pv_int8_fragment": W_LDS + o_lds(arch),
+        "pv_int8_contiguous": W_LDS + o_lds(arch),
+        "pv_bf16": BF16_W_LDS + o_lds(arch),                                    # bf16 W slabs
+        "paged_attention_decode_fragment": Q_LDS + 16 * 4 + 2 * 4 * 16 * 4 + W_LDS + o_lds(arch),
+        "paged_attention_decode_contiguous": Q_LDS + 16 * 4 + 2 * 4 * 16 * 4 + W_LDS + o_lds(arch),
+        "paged_attention_reduce": 0,
+        "prefix_prefill": 4 * Q_LDS + 4 * 16 * 4 + W_LDS,                       # per-wave Qq, sQ
+    }[name]
+
+
 # Matrix instructions per 64-token chunk of a wave:
 #   QK: 4 token tiles x HEAD_DIM/32 K=32 steps                                   = 16
 #   PV int8: 2 K=32 instructions (bytes 0-7, 8-15 of the 16-byte V load) x 8 column tiles = 16
@@ -72,7 +84,9 @@ def reports():
 
 
 def test_every_entry_point_is_checked(reports):
-    assert set(reports) == set(MATRIX) == set(LDS)
+    assert set(reports) == set(MATRIX)
+    for name in reports:
+        lds(name, "gfx942")                                    # raises for an entry it does not know
 
 
 def test_no_scratch_and_no_spills(reports):
@@ -84,7 +98,7 @@ def test_no_scratch_and_no_spills(reports):
 def test_lds_is_what_the_kernel_declares_and_fits_64k(reports):
     for name, by_arch in reports.items():
         for arch, r in by_arch.items():
-            assert r.lds_bytes == LDS[name] <= 64 * 1024, f"{name} {arch}: {r.lds_bytes} bytes"
+            assert r.lds_bytes == lds(name, arch) <= 64 * 1024, f"{name} {arch}: {r.lds_bytes} bytes"
 
 
 def test_matrix_instructions_per_chunk(reports):
@@ -115,12 +129,12 @@ def test_pv_loads_v_16_bytes_at_a_time(reports):
 
 
 def test_stand_in_keeps_gfx936_reductions(reports):
-    """The scale-group amax of W crosses the lanes that hold one D row: on gfx942 register i is
-    row 4*rowid+i, so 3 shuffles (lanes xor 1, 2, 4 share the row and pv_tile) per register = 12;
-    contiguous groups need all 16 lanes of the row (4 shuffles) for both groups of the 4 rows = 32.
-    On gfx936 (jump layout) the row is lane16id and pv_tile = i/2 lives in the registers: 2 shuffles
-    (xor 16, 32) per group, 2 groups = 4 for either grouping."""
-    expect = {("pv_int8_fragment", "gfx942"): 12, ("pv_int8_contiguous", "gfx942"): 32,
+    """The scale-group amax of W crosses the lanes that hold one D row, for both groups (every lane
+    keeps both instructions' sW in registers): on gfx942 register i is row 4*rowid+i, held by the 16
+    lanes of a rowid, so 4 shuffles (xor 1, 2, 4, 8) per register and group = 32 for either grouping.
+    On gfx936 (jump layout) the row is lane16id and its registers share it: 2 shuffles (xor 16, 32)
+    per group, 2 groups = 4 for either grouping."""
+    expect = {("pv_int8_fragment", "gfx942"): 32, ("pv_int8_contiguous", "gfx942"): 32,
               ("pv_int8_fragment", "gfx936"): 4, ("pv_int8_contiguous", "gfx936"): 4}
     for (name, arch), n in expect.items():
         k = parse(hipbuild.arch_dir(arch).joinpath("pv_int8.s").read_text()).kernel(name)
@@ -165,7 +179,9 @@ def test_loops_are_the_ones_clang_annotates(reports):
     for arch in ARCHS:
         for kernel in hipbuild.KERNELS:
             text = hipbuild.arch_dir(arch).joinpath(f"{kernel}.s").read_text()
-            clang = set(re.findall(r"^(\.\w+):\s*; =>This (?:Inner )?Loop Header", text, re.M))
+            # "; =>This Loop Header", or for a nested loop "; Parent Loop ..." with the header on the next line
+            clang = set(re.findall(r"^(\.\w+):[ \t]*;(?:[^\n]*\n[ \t]+;)*?[^\n]*=>\s*This (?:Inner )?Loop Header",
+                                   text, re.M))
             ours = {lp.header for k in parse(text).kernels.values() for lp in k.loops}
             assert ours == clang, f"{kernel} {arch}"
 
@@ -251,7 +267,7 @@ def test_family_rules(mnemonic, operands, family):
 def test_cli_inspect_pv_int8_gfx942(reports, capsys):
     assert main(["hip", "inspect", "pv_int8", "--arch", "gfx942"]) == 0
     text = capsys.readouterr().out
-    for figure in ("pv_int8_fragment", "pv_int8_contiguous", f"{PV} {I8}", f"LDS            {LDS['pv_int8_fragment']} bytes",
+    for figure in ("pv_int8_fragment", "pv_int8_contiguous", f"{PV} {I8}", f"LDS            {lds('pv_int8_fragment', 'gfx942')} bytes",
                    "VGPR", "AGPR", "SGPR", "scratch        0 bytes", "occupancy", "waves/SIMD", "global_load_dwordx4",
                    "MFMA", "VOP3P", "SOPP"):
         assert figure in text, figure
@@ -259,7 +275,7 @@ def test_cli_inspect_pv_int8_gfx942(reports, capsys):
     res = json.loads(capsys.readouterr().out)
     k, = res["kernels"]
     assert res["stand_in"] and res["processor"] == "gfx942" and k["name"] == "pv_int8_fragment"
-    assert k["loops"][0]["matrix"] == {I8: PV} and k["lds_bytes"] == LDS["pv_int8_fragment"]
+    assert k["loops"][0]["matrix"] == {I8: PV} and k["lds_bytes"] == lds("pv_int8_fragment", "gfx936")
     assert main(["hip", "inspect", "pv_int9", "--arch", "gfx942"]) == 2
     assert "gfxsim hip: error: no HIP kernel 'pv_int9'" in capsys.readouterr().err
 
