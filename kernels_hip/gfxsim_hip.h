@@ -125,5 +125,4 @@ __device__ __forceinline__ int d_col(int /*rowid*/, int lane16id, int /*i*/) { r
 #define D_SAME_ROW_LANES 1, 2, 4, 8
 __device__ __forceinline__ bool d_row_leader(int /*rowid*/, int lane16id) { return lane16id == 0; }
 #endif
-// Every register of a lane holds the same D row (gfx936), or each its own (CDNA3).
-constexpr bool D_REGS_SHARE_ROW = GFXSIM_JUMP_LAYOUT;
+

@@ -29,6 +29,7 @@ constexpr int DTILES = HEAD_DIM / 16;             // 16-column PV tiles over hea
 constexpr float QMAX = 127.0f;
 constexpr float SM_SCALE = HEAD_DIM == 128 ? 0.0883883476483184405f : 0.125f;   // 1/sqrt(head_dim)
 static_assert(TLOOP == 4, "row_sum adds the 4 tiles pairwise");
+constexpr bool D_REGS_SHARE_ROW = GFXSIM_JUMP_LAYOUT;      // a lane's registers hold one D row (gfx936)
 
 // LDS row strides (ALGORITHMS.md "LDS layouts"): 8 bytes of padding put the 16 rows that 16 lanes
 // read 8 bytes of (Q and Wq, ds_read_b64) and the rows that the W stores hit in distinct banks;

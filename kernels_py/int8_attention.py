@@ -35,6 +35,24 @@ REGS = slice(None)                          # every output register i at once (H
 HEAD_DIMS = (64, 128)
 BLOCK_SIZES = (16, 32)
 
+# Parameters only the Python twins have (tests/test_twin_correspondence.py allows these and no others):
+PYTHON_ONLY_PARAMETERS = {
+    "w": "the wave every statement acts on (HIP: implicit, the thread's own)",
+    "cfg": "HEAD_DIM, BLOCK_SIZE and the D layout: compile-time in HIP (-D, #if GFXSIM_JUMP_LAYOUT)",
+    "label": "what the matrix instructions are called in the trace and the findings",
+}
+# Launch options of the Python kernels that the HIP kernels fix otherwise:
+LAUNCH_OPTIONS = {
+    "head_dim": "HIP: -D GFXSIM_HEAD_DIM (64 or 128)",
+    "block_size": "HIP: -D GFXSIM_BLOCK_SIZE (16 or 32)",
+    "grouping": "HIP: the entry point's suffix, _fragment or _contiguous (prefix_prefill: fragment only)",
+    "formula": "Python only: force one arch's hand-written D-layout formula (the wrong-arch experiment)",
+    "num_kv_heads": "the standalone kernels' cache may hold several kv heads (HIP: one)",
+    "kvh": "the kv head a standalone kernel reads (HIP: 0)",
+    "max_blocks": "Python: defaults to the block table's length",
+    "partition_size": "decode partitions of several 256-token blocks (HIP: 256)",
+}
+
 
 class Config:
     """What a HIP twin fixes at compile time, for one wave: HEAD_DIM and BLOCK_SIZE (-D), the
