@@ -10,13 +10,16 @@ import os
 import re
 
 import pytest
-from conftest import need_toolchain
+from conftest import need_toolchain, repo_project
 
 from gfxsim.cli import main
 from gfxsim.hip import build as hipbuild
-from gfxsim.hip.asm import encoding_family, parse
-from gfxsim.hip.encoding import llvm_mc_families
-from gfxsim.hip.inspect import inspect, occupancy
+from gfxsim.asm import encoding_family, parse
+from gfxsim.asm.encoding import llvm_mc_families
+from gfxsim.asm.inspect import occupancy
+from gfxsim.hip.inspect import inspect
+
+PROJECT = repo_project()
 
 ARCHS = ("gfx940", "gfx942", "gfx936")
 I8, BF16 = "v_mfma_i32_16x16x32_i8", "v_mfma_f32_16x16x16_bf16"
@@ -77,8 +80,8 @@ def reports():
     out: dict[str, dict] = {}
     for arch in ARCHS:
         need(arch)
-        for kernel in hipbuild.KERNELS:
-            for r in inspect(kernel, arch).reports:
+        for kernel in PROJECT.kernels:
+            for r in inspect(kernel, arch, project=PROJECT).reports:
                 out.setdefault(r.name, {})[arch] = r
     return out
 
@@ -137,7 +140,7 @@ def test_stand_in_keeps_gfx936_reductions(reports):
     expect = {("pv_int8_fragment", "gfx942"): 32, ("pv_int8_contiguous", "gfx942"): 32,
               ("pv_int8_fragment", "gfx936"): 4, ("pv_int8_contiguous", "gfx936"): 4}
     for (name, arch), n in expect.items():
-        k = parse(hipbuild.arch_dir(arch).joinpath("pv_int8.s").read_text()).kernel(name)
+        k = parse(hipbuild.arch_dir(arch, PROJECT).joinpath("pv_int8.s").read_text()).kernel(name)
         loop, = [lp for lp in k.loops if any(i.is_matrix for i in k.body(lp))]
         assert sum(i.mnemonic == "ds_bpermute_b32" for i in k.body(loop)) == n, f"{name} {arch}"
 
@@ -166,7 +169,7 @@ def test_families_agree_with_llvm_mc_encodings():
         if tc.llvm_mc is None:
             msg = f"llvm-mc-{tc.major} not installed (apt-get install llvm-{tc.major})"
             pytest.fail(msg) if os.environ.get("GFXSIM_REQUIRE_TOOLCHAIN") else pytest.skip(msg)
-        for b in hipbuild.build(None, arch):
+        for b in hipbuild.build(None, arch, project=PROJECT):
             f = parse(b.asm.read_text())
             ours = [(i.mnemonic, i.family) for k in f.kernels.values() for i in k.instructions]
             truth = llvm_mc_families(b.asm, f.processor, tc.llvm_mc)
@@ -177,8 +180,8 @@ def test_families_agree_with_llvm_mc_encodings():
 
 def test_loops_are_the_ones_clang_annotates(reports):
     for arch in ARCHS:
-        for kernel in hipbuild.KERNELS:
-            text = hipbuild.arch_dir(arch).joinpath(f"{kernel}.s").read_text()
+        for kernel in PROJECT.kernels:
+            text = hipbuild.arch_dir(arch, PROJECT).joinpath(f"{kernel}.s").read_text()
             # "; =>This Loop Header", or for a nested loop "; Parent Loop ..." with the header on the next line
             clang = set(re.findall(r"^(\.\w+):[ \t]*;(?:[^\n]*\n[ \t]+;)*?[^\n]*=>\s*This (?:Inner )?Loop Header",
                                    text, re.M))
