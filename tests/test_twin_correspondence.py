@@ -248,3 +248,59 @@ def test_the_kernels_take_the_same_arguments(path):
         assert not extra, f"{base}: Python-only arguments {extra} are not launch options"
         if base != entry:
             assert "grouping" in keywords, f"{entry}: the Python kernel has no grouping"
+
+
+# ---- LDS: the same __shared__ arrays, so the bank model sees the HIP twin's layout ------------------
+def hip_shared(path: pathlib.Path, consts: dict) -> dict:
+    """{name: (shape, element bytes)} of every ``__shared__ T name[..]..;`` in the file."""
+    size = {"int8_t": 1, "uint8_t": 1, "uint16_t": 2, "float": 4, "int32_t": 4, "int": 4}
+    out = {}
+    for m in re.finditer(r"__shared__\s+(\w+)\s+(\w+)((?:\[[^\]]+\])+);", _strip_comments(path.read_text())):
+        dims = tuple(_c_eval(d, consts, True) for d in re.findall(r"\[([^\]]+)\]", m.group(3)))
+        out[m.group(2)] = (dims, size[m.group(1)])
+    return out
+
+
+def _python_shared(stem, arch):
+    """{name: (shape, element bytes)} of the LDS regions the Python twin declares, from one small run."""
+    import functools
+
+    from kernels_py.data import make_attention_inputs
+    from kernels_py.host import make_cache, run_decode
+    from kernels_py.host_twins import query_rows, run_prefill, run_pv, run_qk_int8, softmax_rows
+    seen = {}
+
+    def spy(kernel):
+        @functools.wraps(kernel)
+        def k(w, *a, **kw):
+            kernel(w, *a, **kw)
+            seen.update({n: (r.shape, r.dtype.itemsize) for n, r in w.wg.lds.regions.items()})
+        return k
+
+    d = make_attention_inputs(seed=0, num_heads=2, num_kv_heads=1, head_dim=128, context_lens=[100], num_queries=16)
+    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16)
+    rows = query_rows(d["q"], 1)
+    run = dict(trace=False, provenance=False, arch=arch)
+    if stem == "qk_int8":
+        run_qk_int8(rows, cache, kernel=spy(IA_kernel("qk_int8")), **run)
+    elif stem in ("pv_int8", "pv_bf16"):
+        run_pv(spy(IA_kernel(stem)), softmax_rows(rows, cache), cache, **run)
+    elif stem == "paged_attention_decode":
+        run_decode(d["q"][:, -1], cache, kernel=spy(IA_kernel(stem)), **run)
+    elif stem == "prefix_prefill":
+        run_prefill(d["q"], cache, kernel=spy(IA_kernel(stem)), **run)
+    return seen
+
+
+def IA_kernel(stem):
+    return getattr(importlib.import_module(f"kernels_py.{stem}"), stem)
+
+
+@pytest.mark.parametrize("arch,jump", [("gfx936", 1), ("gfx942", 0)])
+@pytest.mark.parametrize("stem", ["qk_int8", "pv_int8", "pv_bf16", "paged_attention_decode", "prefix_prefill"])
+def test_the_lds_arrays_are_the_hip_twins(stem, arch, jump):
+    header = constants(HIP / f"{HEADER}.h", 128, jump)
+    consts = {**header, **constants(HIP / f"{stem}.hip", 128, jump, header), "WARP_SIZE": 64}
+    hip = hip_shared(HIP / f"{stem}.hip", consts)
+    assert hip, f"{stem}.hip declares no __shared__ arrays"
+    assert _python_shared(stem, arch) == hip
