@@ -193,28 +193,49 @@ __device__ __forceinline__ int scale_group(int token) {
 }
 
 // W[td][i] in the QK output layout. Writes Wq to w_lds[16 rows][W_STRIDE] (this wave's slab) and
-// returns sw[j][i], the scale of instruction j for register i's row, over the lanes holding it.
+// returns sw[j][i], the scale of instruction j for register i's row, held by every lane of the row.
+//   fragment:   own = the amax of register i's group (its row, pv_tile) over the registers and the
+//               lanes holding it; the row's other group comes from the register or lane holding it
+//               (other_half), so both instructions' scales stay in registers.
+//   contiguous: the amax of tiles 2g, 2g+1 over the whole row, per group g.
 template <Grouping GROUPING>
 __device__ __forceinline__ void quantize_w(float (&sw)[2][4], const float (&W)[TLOOP][4], int8_t* w_lds, int rowid,
                                            int lane16id) {
-  float inv[2][4];
-  for (int j = 0; j < 2; ++j) {
-    float in_group[TLOOP][4], amax[4];
-    for (int td = 0; td < TLOOP; ++td)
-      for (int i = 0; i < 4; ++i)
-        in_group[td][i] = scale_group<GROUPING>(16 * td + d_col(rowid, lane16id, i)) == j ? __builtin_fabsf(W[td][i]) : 0.f;
-    row_max(amax, in_group, rowid, lane16id);
+  float inv[TLOOP][4];                                       // what each value is quantized with
+  if constexpr (GROUPING == Grouping::fragment) {
+    float own[4];
     for (int i = 0; i < 4; ++i) {
-      inv[j][i] = quant_inv(amax[i]);
-      sw[j][i] = quant_scale(amax[i]);
+      const int pv_tile = scale_group<GROUPING>(d_col(rowid, lane16id, i));
+      float amax = 0.f;
+      for (int k = 0; k < 4; ++k)
+        if (d_row(rowid, lane16id, k) == d_row(rowid, lane16id, i) &&
+            scale_group<GROUPING>(d_col(rowid, lane16id, k)) == pv_tile)
+          for (int td = 0; td < TLOOP; ++td) amax = __builtin_fmaxf(amax, __builtin_fabsf(W[td][k]));
+      own[i] = max_over_lanes<D_SAME_ROW_HALF_LANES>(amax);
+    }
+    for (int i = 0; i < 4; ++i) {
+      const bool first = scale_group<GROUPING>(d_col(rowid, lane16id, i)) == 0;
+      const float other = other_half(own, i);
+      sw[0][i] = quant_scale(first ? own[i] : other);
+      sw[1][i] = quant_scale(first ? other : own[i]);
+      for (int td = 0; td < TLOOP; ++td) inv[td][i] = quant_inv(own[i]);
+    }
+  } else {
+    for (int g = 0; g < 2; ++g) {
+      float in_group[TLOOP][4], amax[4];
+      for (int td = 0; td < TLOOP; ++td)
+        for (int i = 0; i < 4; ++i) in_group[td][i] = td / 2 == g ? __builtin_fabsf(W[td][i]) : 0.f;
+      row_max(amax, in_group, rowid, lane16id);
+      for (int i = 0; i < 4; ++i) {
+        sw[g][i] = quant_scale(amax[i]);
+        for (int td = 2 * g; td < 2 * g + 2; ++td) inv[td][i] = quant_inv(amax[i]);
+      }
     }
   }
   for (int td = 0; td < TLOOP; ++td)
-    for (int i = 0; i < 4; ++i) {
-      const int token = 16 * td + d_col(rowid, lane16id, i);
-      const int8_t wq = (int8_t)quantize(W[td][i], scale_group<GROUPING>(token) == 0 ? inv[0][i] : inv[1][i]);
-      w_lds[d_row(rowid, lane16id, i) * W_STRIDE + token] = wq;
-    }
+    for (int i = 0; i < 4; ++i)
+      w_lds[d_row(rowid, lane16id, i) * W_STRIDE + 16 * td + d_col(rowid, lane16id, i)] =
+          (int8_t)quantize(W[td][i], inv[td][i]);
 }
 
 // ---- PV ------------------------------------------------------------------------------------
@@ -282,21 +303,19 @@ __device__ __forceinline__ void load_w(float (&W)[TLOOP][4], const float* p, con
 }
 
 // ---- the 4 waves' partial outputs ------------------------------------------------------------
-// Every wave publishes o (D layout) to o_lds[NWARPS][16][O_STRIDE]; then wave warpid adds rows
-// warpid, warpid + NWARPS, ... of the first `rows` in wave order, ((o0 + o1) + o2) + o3, lane by
-// head element, and stores them to out[row * out_row_stride + d]. Every thread of the workgroup
-// must call this.
-__device__ __forceinline__ void sum_waves(const floatx4 (&o)[DTILES], float* o_lds, float* out,
-                                          int64_t out_row_stride, int rows, int warpid, int rowid, int lane16id) {
-  for (int dt = 0; dt < DTILES; ++dt)
-    for (int i = 0; i < 4; ++i)
-      o_lds[(warpid * 16 + d_row(rowid, lane16id, i)) * O_STRIDE + 16 * dt + d_col(rowid, lane16id, i)] = o[dt][i];
+// Waves 1..3 publish o (D layout) to o_lds[NWARPS-1][16][O_STRIDE]; wave 0 adds them in wave
+// order, so its o ends as ((o0 + o1) + o2) + o3 (three waves' partials keep the decode kernel's LDS
+// within half of 64 KiB: two workgroups per CU). Every thread of the workgroup must call this.
+__device__ __forceinline__ void sum_waves(floatx4 (&o)[DTILES], float* o_lds, int warpid, int rowid, int lane16id) {
+  if (warpid > 0)
+    for (int dt = 0; dt < DTILES; ++dt)
+      for (int i = 0; i < 4; ++i)
+        o_lds[((warpid - 1) * 16 + d_row(rowid, lane16id, i)) * O_STRIDE + 16 * dt + d_col(rowid, lane16id, i)] =
+            o[dt][i];
   __syncthreads();
-  const int lane = 16 * rowid + lane16id;
-  for (int r = warpid; r < rows; r += NWARPS)
-    for (int d = lane; d < HEAD_DIM; d += WARP_SIZE) {
-      float total = o_lds[r * O_STRIDE + d];
-      for (int k = 1; k < NWARPS; ++k) total += o_lds[(k * 16 + r) * O_STRIDE + d];
-      out[r * out_row_stride + d] = total;
-    }
+  if (warpid == 0)
+    for (int k = 1; k < NWARPS; ++k)
+      for (int dt = 0; dt < DTILES; ++dt)
+        for (int i = 0; i < 4; ++i)
+          o[dt][i] += o_lds[((k - 1) * 16 + d_row(rowid, lane16id, i)) * O_STRIDE + 16 * dt + d_col(rowid, lane16id, i)];
 }

@@ -45,7 +45,7 @@ __device__ __forceinline__ void paged_attention_decode(
   __shared__ float sq_lds[16];
   __shared__ float red_lds[2][NWARPS][16];                 // each wave's row max, then row sum
   __shared__ int8_t w_lds[NWARPS][16][W_STRIDE];           // Wq slab of each wave: [row][token]
-  __shared__ float o_lds[NWARPS][16][O_STRIDE];            // partial O of each wave
+  __shared__ float o_lds[NWARPS - 1][16][O_STRIDE];        // partial O of waves 1..3
 
   const int seq = blockIdx.x, partition = blockIdx.y, kvh = blockIdx.z;
   const int context_len = context_lens[seq];
@@ -107,8 +107,15 @@ __device__ __forceinline__ void paged_attention_decode(
   // 5. The waves' partial outputs, summed in wave order: tmp_out[seq][kvh*gqa + row][partition][d]
   //    for the rows < gqa; max_logits = m and exp_sums = l from wave 0's row leaders.
   const int64_t head0 = (int64_t)seq * num_heads + kvh * gqa;
-  sum_waves(o, &o_lds[0][0][0], tmp_out + (head0 * max_partitions + partition) * HEAD_DIM,
-            (int64_t)max_partitions * HEAD_DIM, gqa, warpid, rowid, lane16id);
+  sum_waves(o, &o_lds[0][0][0], warpid, rowid, lane16id);
+  if (warpid == 0)
+    for (int dt = 0; dt < DTILES; ++dt)
+      for (int i = 0; i < 4; ++i) {
+        const int qrow = d_row(rowid, lane16id, i);
+        if (qrow < gqa)
+          tmp_out[((head0 + qrow) * max_partitions + partition) * HEAD_DIM + 16 * dt + d_col(rowid, lane16id, i)] =
+              o[dt][i];
+      }
   if (warpid == 0 && d_row_leader(rowid, lane16id))
     for (int i = 0; i < 4; ++i) {
       const int qrow = d_row(rowid, lane16id, i);

@@ -63,7 +63,7 @@ __device__ __forceinline__ void pv_bf16_chunk(floatx4 (&o)[DTILES], const float*
 extern "C" __global__ __launch_bounds__(256) void pv_bf16(const float* p, const int8_t* v_cache, const float* v_scale,
                                                            const int* block_table, int context_len, float* out) {
   __shared__ uint16_t w_lds[NWARPS][16][W16_STRIDE];        // bf16 W slab of each wave: [row][token]
-  __shared__ float o_lds[NWARPS][16][O_STRIDE];             // partial O of each wave
+  __shared__ float o_lds[NWARPS - 1][16][O_STRIDE];         // partial O of waves 1..3
 
   const int warpid = __builtin_amdgcn_readfirstlane(threadIdx.x / WARP_SIZE);
   const int lane = threadIdx.x % WARP_SIZE;
@@ -79,5 +79,9 @@ extern "C" __global__ __launch_bounds__(256) void pv_bf16(const float* p, const 
     pv_bf16_chunk<true>(o, p, v_cache, v_scale, block_table, context_len, chunk * TOKENS_PER_CHUNK,
                         &w_lds[warpid][0][0], rowid, lane16id);
 
-  sum_waves(o, &o_lds[0][0][0], out, HEAD_DIM, 16, warpid, rowid, lane16id);
+  sum_waves(o, &o_lds[0][0][0], warpid, rowid, lane16id);
+  if (warpid == 0)
+    for (int dt = 0; dt < DTILES; ++dt)
+      for (int i = 0; i < 4; ++i)
+        out[d_row(rowid, lane16id, i) * HEAD_DIM + 16 * dt + d_col(rowid, lane16id, i)] = o[dt][i];
 }

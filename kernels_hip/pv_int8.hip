@@ -28,7 +28,7 @@ template <Grouping GROUPING>
 __device__ __forceinline__ void pv_int8(const float* p, const int8_t* v_cache, const float* v_scale,
                                         const int* block_table, int context_len, float* out) {
   __shared__ int8_t w_lds[NWARPS][16][W_STRIDE];           // Wq slab of each wave: [row][token]
-  __shared__ float o_lds[NWARPS][16][O_STRIDE];            // partial O of each wave
+  __shared__ float o_lds[NWARPS - 1][16][O_STRIDE];        // partial O of waves 1..3
 
   const int warpid = __builtin_amdgcn_readfirstlane(threadIdx.x / WARP_SIZE);
   const int lane = threadIdx.x % WARP_SIZE;
@@ -44,7 +44,11 @@ __device__ __forceinline__ void pv_int8(const float* p, const int8_t* v_cache, c
     pv_int8_chunk<GROUPING, true>(o, p, v_cache, v_scale, block_table, context_len, chunk * TOKENS_PER_CHUNK,
                                   &w_lds[warpid][0][0], rowid, lane16id);
 
-  sum_waves(o, &o_lds[0][0][0], out, HEAD_DIM, 16, warpid, rowid, lane16id);
+  sum_waves(o, &o_lds[0][0][0], warpid, rowid, lane16id);
+  if (warpid == 0)
+    for (int dt = 0; dt < DTILES; ++dt)
+      for (int i = 0; i < 4; ++i)
+        out[d_row(rowid, lane16id, i) * HEAD_DIM + 16 * dt + d_col(rowid, lane16id, i)] = o[dt][i];
 }
 
 extern "C" __global__ __launch_bounds__(256) void pv_int8_fragment(const float* p, const int8_t* v_cache,

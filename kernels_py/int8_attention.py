@@ -82,6 +82,27 @@ class Config:
         self.NUM_KV_HEADS, self.KVH = num_kv_heads, kvh
         self._rows, self._cols = self.dlay.rows(), self.dlay.cols()
         self._leader = self.dlay.row_leader()
+        self._halves(w)
+
+    def _halves(self, w):
+        """Where a row's 8-column halves (pv_tile = col % 16 / 8) live, from the layout: the lane masks
+        that keep row and half (D_SAME_ROW_HALF_LANES), the registers of the same row and half, and
+        the row's other half: in another register of the lane, or in register i of lane ^ mask."""
+        rows, cols = self.dlay._rows[:, :w.lanes], self.dlay._cols[:, :w.lanes]
+        half, lane = cols % 16 // 8, np.arange(w.lanes)
+        self.D_SAME_ROW_HALF_LANES = tuple(m for m in self.D_SAME_ROW_LANES if (half[:, lane ^ m] == half).all())
+        regs = range(rows.shape[0])
+        self._same_half_regs = [tuple(k for k in regs if (rows[k] == rows[i]).all() and (half[k] == half[i]).all())
+                                for i in regs]
+        other = [[k for k in regs if (rows[k] == rows[i]).all() and (half[k] != half[i]).all()] for i in regs]
+        if all(other):
+            self._other_half = ("reg", [o[0] for o in other])
+        else:
+            masks = [m for m in self.D_SAME_ROW_LANES if (half[:, lane ^ m] != half).all()
+                     and (rows[:, lane ^ m] == rows).all()]
+            if not masks:
+                raise ValueError(f"{self.MMA}: no register or lane holds the other half of a D row")
+            self._other_half = ("lane", masks[0])
 
 
 # ---- where D[m][n] lives (gfxsim_hip.h) -----------------------------------------------------
@@ -98,6 +119,17 @@ def d_col(w, rowid, lane16id, i, *, cfg):
 def d_row_leader(w, rowid, lane16id, *, cfg):
     """One lane per (row, register): the lane whose column bits are zero."""
     return cfg._leader
+
+
+def other_half(w, v, i, *, cfg):
+    """Register i's value for the other 8-column half of its row: another register of the lane
+    (gfx936: i^2) or register i of another lane (CDNA3: lane ^ 8); i = REGS: every register's."""
+    kind, where = cfg._other_half
+    if kind == "reg":
+        out = w.cat(*[v[k] for k in where])
+    else:
+        out = w.shfl_xor(v, where)
+    return out if i is REGS else out[i]
 
 
 # ---- small helpers ------------------------------------------------------------------------
@@ -263,22 +295,42 @@ def scale_group(token, grouping):
 
 def quantize_w(w, sw, W, w_lds, rowid, lane16id, *, grouping, cfg):
     """W[td] in the QK output layout. Writes Wq to w_lds[16 rows][W_STRIDE] (this wave's slab) and
-    sw[j], the scale of instruction j for each register's row, over the lanes holding it."""
+    sw[j], the scale of instruction j for each register's row, held by every lane of the row.
+    fragment: own = the amax of a register's group (its row, pv_tile) over the registers and lanes
+    holding it; the row's other group comes from the register or lane holding it (other_half).
+    contiguous: the amax of tiles 2g, 2g+1 over the whole row, per group g."""
     token_offset = d_col(w, rowid, lane16id, REGS, cfg=cfg)
-    inv = [None, None]
-    for j in range(2):
-        in_group = [w.select(scale_group(16 * td + token_offset, grouping).eq(j), abs(W[td]), 0.0)
-                    for td in range(TLOOP)]
-        amax = w.undef("f32", 4)
-        row_max(w, amax, in_group, rowid, lane16id, cfg=cfg)
-        inv[j] = quant_inv(w, amax)
-        sw[j] = w.group_scale(quant_scale(w, amax))
+    if grouping == "fragment":
+        tiles = abs(W[0])
+        for td in range(1, TLOOP):
+            tiles = w.max(tiles, abs(W[td]))
+        amax = []
+        for i in range(4):                      # registers of the same row and pv_tile
+            same = cfg._same_half_regs[i]
+            v = tiles[same[0]]
+            for k in same[1:]:
+                v = w.max(v, tiles[k])
+            amax.append(v)
+        own = max_over_lanes(w, w.cat(*amax), masks=cfg.D_SAME_ROW_HALF_LANES)
+        first = scale_group(token_offset, grouping).eq(0)
+        other = other_half(w, own, REGS, cfg=cfg)
+        sw[0] = w.group_scale(quant_scale(w, w.select(first, own, other)))
+        sw[1] = w.group_scale(quant_scale(w, w.select(first, other, own)))
+        inv = [quant_inv(w, own)] * TLOOP
+    else:
+        scale_group(0, grouping)                # an unknown grouping is named
+        inv = [None] * TLOOP
+        for g in range(2):
+            in_group = [abs(W[td]) if td // 2 == g else w.zeros("f32", 4) for td in range(TLOOP)]
+            amax = w.undef("f32", 4)
+            row_max(w, amax, in_group, rowid, lane16id, cfg=cfg)
+            sw[g] = w.group_scale(quant_scale(w, amax))
+            inv[2 * g] = inv[2 * g + 1] = quant_inv(w, amax)
     qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)
     for td in range(TLOOP):
-        token = 16 * td + token_offset
-        wq = quantize(w, W[td], w.select(scale_group(token, grouping).eq(0), inv[0], inv[1]))
+        wq = quantize(w, W[td], inv[td])
         for i in range(4):
-            (w_lds + qrow[i] * W_STRIDE + token[i]).store(wq[i])
+            (w_lds + qrow[i] * W_STRIDE + 16 * td + token_offset[i]).store(wq[i])
 
 
 # ---- PV ------------------------------------------------------------------------------------
@@ -342,25 +394,22 @@ def load_w(w, W, p, v_scale, block_table, context_len, chunk_start, rowid, lane1
 
 
 # ---- the 4 waves' partial outputs ------------------------------------------------------------
-def sum_waves(w, o, o_lds, out, out_row_stride, rows, warpid, rowid, lane16id, *, cfg):
-    """Every wave publishes o (D layout) to o_lds[NWARPS][16][O_STRIDE]; then wave warpid adds rows
-    warpid, warpid + NWARPS, ... of the first ``rows`` in wave order, ((o0 + o1) + o2) + o3, lane
-    by head element, and stores them to out[row * out_row_stride + d]. Every wave must call this."""
+def sum_waves(w, o, o_lds, warpid, rowid, lane16id, *, cfg):
+    """Waves 1..3 publish o (D layout) to o_lds[NWARPS-1][16][O_STRIDE]; wave 0 adds them in wave
+    order, so its o ends as ((o0 + o1) + o2) + o3 (three waves' partials keep the decode kernel's LDS
+    within half of 64 KiB: two workgroups per CU). Every wave must call this."""
     qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)
     col = d_col(w, rowid, lane16id, REGS, cfg=cfg)
-    for dt in range(cfg.DTILES):
-        for i in range(4):
-            (o_lds + (warpid * 16 + qrow[i]) * cfg.O_STRIDE + 16 * dt + col[i]).store(o[dt][i])
+    if warpid > 0:
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                (o_lds + ((warpid - 1) * 16 + qrow[i]) * cfg.O_STRIDE + 16 * dt + col[i]).store(o[dt][i])
     w.barrier()
-    lane = 16 * rowid + lane16id
-    for r in range(warpid, rows, NWARPS):
-        for d0 in range(0, cfg.HEAD_DIM, w.lanes):
-            d = lane + d0
-            with w.if_(d < cfg.HEAD_DIM):
-                total = (o_lds + r * cfg.O_STRIDE + d).load()
-                for k in range(1, NWARPS):
-                    total = total + (o_lds + (k * 16 + r) * cfg.O_STRIDE + d).load()
-                (out + r * out_row_stride + d).store(total)
+    if warpid == 0:
+        for k in range(1, NWARPS):
+            for dt in range(cfg.DTILES):
+                o[dt] += w.cat(*[(o_lds + ((k - 1) * 16 + qrow[i]) * cfg.O_STRIDE + 16 * dt + col[i]).load()
+                                 for i in range(4)])
 
 
 def _chunk_name(chunk_start, label):

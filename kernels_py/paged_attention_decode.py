@@ -58,7 +58,7 @@ def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_table
     sq_lds = w.view(w.shared("sq_lds", (ROWS,), np.float32))
     red_lds = w.view(w.shared("red_lds", (2, NWARPS, ROWS), np.float32))  # each wave's row max, then row sum
     w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W_STRIDE), np.int8))  # Wq slab of each wave: [row][token]
-    o_lds = w.view(w.shared("o_lds", (NWARPS, ROWS, cfg.O_STRIDE), np.float32))   # partial O of each wave
+    o_lds = w.view(w.shared("o_lds", (NWARPS - 1, ROWS, cfg.O_STRIDE), np.float32))   # partial O of waves 1..3
 
     warpid = w.wave_id
     lane = w.lane_id
@@ -124,11 +124,15 @@ def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_table
     # 5. The waves' partial outputs, summed in wave order: tmp_out[seq][kvh*gqa + row][partition][d]
     #    for the rows < gqa; max_logits = m and exp_sums = l from wave 0's row leaders.
     head0 = seq * num_heads + kvh * gqa
-    sum_waves(w, o, o_lds, tmp_out + (head0 * max_partitions + partition) * head_dim, max_partitions * head_dim, gqa,
-              warpid, rowid, lane16id, cfg=cfg)
+    sum_waves(w, o, o_lds, warpid, rowid, lane16id, cfg=cfg)
     if warpid == 0:
+        qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                with w.if_(qrow[i] < gqa):
+                    (tmp_out + ((head0 + qrow[i]) * max_partitions + partition) * head_dim + 16 * dt
+                     + token_offset[i]).store(o[dt][i])
         with w.if_(d_row_leader(w, rowid, lane16id, cfg=cfg)):
-            qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)
             for i in range(4):
                 with w.if_(qrow[i] < gqa):
                     (max_logits + (head0 + qrow[i]) * max_partitions + partition).store(m[i])

@@ -10,8 +10,8 @@ it consumes the tokens {16r + 4m + c : r < 4, c < 4}.
 from __future__ import annotations
 
 from .fragments import bf16_mma
-from .int8_attention import (LDS_PAD, NWARPS, TLOOP, TOKENS_PER_CHUNK, Config, _chunk_name, cache_head, d_col,
-                             d_row, load_v_partial, load_w, sum_waves)
+from .int8_attention import (LDS_PAD, NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, Config, _chunk_name, cache_head,
+                             d_col, d_row, load_v_partial, load_w, sum_waves)
 from .qk_int8 import ROWS
 
 # bf16 per row of a wave's W slab: rows 34 dwords apart put the 16 rows of a ds_write_b16 (gfx936: one
@@ -80,7 +80,7 @@ def pv_bf16(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, 
     p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
     block_table = w.view(block_table, (block_table.array.size,))
     w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W16_STRIDE), "bf16"))   # bf16 W slab of each wave: [row][token]
-    o_lds = w.view(w.shared("o_lds", (NWARPS, ROWS, cfg.O_STRIDE), "f32"))  # partial O of each wave
+    o_lds = w.view(w.shared("o_lds", (NWARPS - 1, ROWS, cfg.O_STRIDE), "f32"))  # partial O of waves 1..3
 
     warpid = w.wave_id
     lane = w.lane_id
@@ -97,4 +97,9 @@ def pv_bf16(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, 
         pv_bf16_chunk(w, o, p, v_cache, v_scale, block_table, context_len, chunk * TOKENS_PER_CHUNK, w_lds[warpid],
                       rowid, lane16id, tail=True, cfg=cfg)
 
-    sum_waves(w, o, o_lds, out, head_dim, ROWS, warpid, rowid, lane16id, cfg=cfg)
+    sum_waves(w, o, o_lds, warpid, rowid, lane16id, cfg=cfg)
+    if warpid == 0:
+        qrow, col = d_row(w, rowid, lane16id, REGS, cfg=cfg), d_col(w, rowid, lane16id, REGS, cfg=cfg)
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                (out + qrow[i] * head_dim + 16 * dt + col[i]).store(o[dt][i])

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .int8_attention import (GROUPINGS, NWARPS, TLOOP, TOKENS_PER_CHUNK, W_STRIDE, Config, load_w, pv_chunk,
-                             quantize_w, scale_group, sum_waves)
+from .int8_attention import (GROUPINGS, NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, W_STRIDE, Config, d_col, d_row,
+                             load_w, pv_chunk, quantize_w, scale_group, sum_waves)
 from .qk_int8 import ROWS
 
 __all__ = ["pv_int8", "pv_int8_chunk", "scale_group", "GROUPINGS", "W_STRIDE"]
@@ -38,7 +38,7 @@ def pv_int8(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, 
     p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
     block_table = w.view(block_table, (block_table.array.size,))
     w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W_STRIDE), np.int8))       # Wq slab of each wave: [row][token]
-    o_lds = w.view(w.shared("o_lds", (NWARPS, ROWS, cfg.O_STRIDE), np.float32))  # partial O of each wave
+    o_lds = w.view(w.shared("o_lds", (NWARPS - 1, ROWS, cfg.O_STRIDE), np.float32))  # partial O of waves 1..3
 
     warpid = w.wave_id
     lane = w.lane_id
@@ -55,4 +55,9 @@ def pv_int8(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, 
         pv_int8_chunk(w, o, p, v_cache, v_scale, block_table, context_len, chunk * TOKENS_PER_CHUNK, w_lds[warpid],
                       rowid, lane16id, grouping=grouping, tail=True, cfg=cfg)
 
-    sum_waves(w, o, o_lds, out, head_dim, ROWS, warpid, rowid, lane16id, cfg=cfg)
+    sum_waves(w, o, o_lds, warpid, rowid, lane16id, cfg=cfg)
+    if warpid == 0:
+        qrow, col = d_row(w, rowid, lane16id, REGS, cfg=cfg), d_col(w, rowid, lane16id, REGS, cfg=cfg)
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                (out + qrow[i] * head_dim + 16 * dt + col[i]).store(o[dt][i])

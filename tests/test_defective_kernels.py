@@ -38,7 +38,7 @@ def test_swapped_pv_operands_is_a_store_mismatch_naming_query_and_dim(capsys, ar
         assert (q, dim) != (r, c)
         assert f"global_store to out[{r}, {c}]" in f["message"]
         assert f"holds row {q}, dim {dim}" in f["message"] and f"lane {f['lane']} {d['register']}" in f["message"]
-        assert f["kernel"] == "swapped_pv" and f["source"].startswith("int8_attention.py:")   # sum_waves' store
+        assert f["kernel"] == "swapped_pv" and f["source"].startswith("swapped_pv.py:")       # its store of O
         assert d["count"] == 32                      # 32 stores of the 16 x 128 output, each mostly misplaced
     assert bad["metrics"]["vs_reference_bf16_pv"]["max_abs"] > 1e-2                    # and the numbers show it
     good = run_json(capsys, "pv_bf16", *SMALL, "--arch", arch,

@@ -27,14 +27,14 @@ HEAD_DIM, TOKENS = 128, 64
 DTILES, KSTEPS = HEAD_DIM // 16, HEAD_DIM // 32        # 16-column PV tiles, K=32 QK steps
 
 # LDS of the declared __shared__ arrays, in bytes.
-# Rows padded by LDS_PAD = 8 bytes (Q, Wq, bf16 W); o_lds rows of HEAD_DIM + 2 floats on gfx936's
+# Rows padded by LDS_PAD = 8 bytes (Q, Wq, bf16 W); waves 1..3's o_lds rows of HEAD_DIM + 2 floats on gfx936's
 # jump layout, HEAD_DIM + 4 on CDNA3 (int8_attention.h "LDS row strides").
 Q_LDS, W_LDS = 16 * (HEAD_DIM + 8), 4 * 16 * (TOKENS + 8)          # Qq, the waves' Wq slabs
 BF16_W_LDS = 4 * 16 * (2 * TOKENS + 8)
 
 
-def o_lds(arch):                                                    # the 4 waves' partial O
-    return 4 * 16 * (HEAD_DIM + (2 if arch == "gfx936" else 4)) * 4
+def o_lds(arch):                                                    # waves 1..3's partial O
+    return 3 * 16 * (HEAD_DIM + (2 if arch == "gfx936" else 4)) * 4
 
 
 def lds(name, arch):
@@ -132,12 +132,13 @@ def test_pv_loads_v_16_bytes_at_a_time(reports):
 
 
 def test_stand_in_keeps_gfx936_reductions(reports):
-    """The scale-group amax of W crosses the lanes that hold one D row, for both groups (every lane
-    keeps both instructions' sW in registers): on gfx942 register i is row 4*rowid+i, held by the 16
-    lanes of a rowid, so 4 shuffles (xor 1, 2, 4, 8) per register and group = 32 for either grouping.
-    On gfx936 (jump layout) the row is lane16id and its registers share it: 2 shuffles (xor 16, 32)
-    per group, 2 groups = 4 for either grouping."""
-    expect = {("pv_int8_fragment", "gfx942"): 32, ("pv_int8_contiguous", "gfx942"): 32,
+    """The scale-group amax of W crosses the lanes that hold one D row and pv_tile: on gfx942
+    register i is row 4*rowid+i and pv_tile = lane16id/8, so 3 shuffles (xor 1, 2, 4) per register
+    = 12, and one more per register (xor 8) fetches the row's other group = 16; contiguous groups
+    need all 16 lanes of the row (4 shuffles) for both groups of the 4 rows = 32. On gfx936 (jump
+    layout) the row is lane16id and pv_tile = i/2 lives in the registers: 2 shuffles (xor 16, 32) per
+    group, 2 groups = 4 for either grouping, and the other group is a register of the lane."""
+    expect = {("pv_int8_fragment", "gfx942"): 16, ("pv_int8_contiguous", "gfx942"): 32,
               ("pv_int8_fragment", "gfx936"): 4, ("pv_int8_contiguous", "gfx936"): 4}
     for (name, arch), n in expect.items():
         k = parse(hipbuild.arch_dir(arch, PROJECT).joinpath("pv_int8.s").read_text()).kernel(name)

@@ -222,9 +222,14 @@ def test_every_named_constant_has_the_same_value(arch, jump, head_dim):
 def test_the_lanes_sharing_a_row_are_the_macros(arch, jump):
     text = (HIP / f"{SHIM}.h").read_text()
     branches = re.split(r"^#else\b", text.split("#if GFXSIM_JUMP_LAYOUT\n", 1)[1], maxsplit=1, flags=re.M)
-    macro = re.search(r"#define D_SAME_ROW_LANES ([\d, ]+)", branches[0 if jump else 1]).group(1)
     cfg = _config(arch, 128)
-    assert cfg.D_SAME_ROW_LANES == tuple(int(x) for x in macro.split(","))
+    for name in ("D_SAME_ROW_LANES", "D_SAME_ROW_HALF_LANES"):
+        macro = re.search(rf"#define {name} ([\d, ]+)", branches[0 if jump else 1]).group(1)
+        assert getattr(cfg, name) == tuple(int(x) for x in macro.split(",")), name
+    # the other half of a row: register i^2 of the lane (gfx936), register i of lane ^ 8 (CDNA3)
+    other = re.search(r"other_half\(const float \(&v\)\[4\], int i\) \{ return ([^;]+);", branches[0 if jump else 1])
+    assert cfg._other_half == (("reg", [2, 3, 0, 1]) if other.group(1) == "v[i ^ 2]" else ("lane", 8))
+    assert other.group(1) == ("v[i ^ 2]" if jump else "__shfl_xor(v[i], 8)")
 
 
 # ---- kernels ----------------------------------------------------------------------------------

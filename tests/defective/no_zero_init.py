@@ -7,7 +7,7 @@ is an uninitialized-read naming the register, and the poison (a quiet NaN) reach
 """
 import numpy as np
 
-from kernels_py.int8_attention import NWARPS, TOKENS_PER_CHUNK, W_STRIDE, Config, sum_waves
+from kernels_py.int8_attention import NWARPS, REGS, TOKENS_PER_CHUNK, W_STRIDE, Config, d_col, d_row, sum_waves
 from kernels_py.pv_int8 import pv_int8_chunk
 from kernels_py.qk_int8 import ROWS
 
@@ -18,7 +18,7 @@ def _pv(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, bloc
     p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
     block_table = w.view(block_table, (block_table.array.size,))
     w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W_STRIDE), np.int8))
-    o_lds = w.view(w.shared("o_lds", (NWARPS, ROWS, cfg.O_STRIDE), np.float32))
+    o_lds = w.view(w.shared("o_lds", (NWARPS - 1, ROWS, cfg.O_STRIDE), np.float32))
     rowid, lane16id = w.lane_id // 16, w.lane_id % 16
     declare = w.zeros if zero_init else w.undef          # the defect: no initialiser
     acc = [declare("f32", 4) for _ in range(cfg.DTILES)]
@@ -29,7 +29,12 @@ def _pv(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, bloc
                       lane16id, grouping=grouping, tail=start + TOKENS_PER_CHUNK > context_len, cfg=cfg)
         for dt in range(cfg.DTILES):
             acc[dt] += part[dt]
-    sum_waves(w, acc, o_lds, out, head_dim, ROWS, w.wave_id, rowid, lane16id, cfg=cfg)
+    sum_waves(w, acc, o_lds, w.wave_id, rowid, lane16id, cfg=cfg)
+    if w.wave_id == 0:
+        qrow, col = d_row(w, rowid, lane16id, REGS, cfg=cfg), d_col(w, rowid, lane16id, REGS, cfg=cfg)
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                (out + qrow[i] * head_dim + 16 * dt + col[i]).store(acc[dt][i])
 
 
 def pv_no_zero_init(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size,

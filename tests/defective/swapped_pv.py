@@ -53,30 +53,22 @@ def _pv_swapped(w, p, v_cache, v_scale, block_table, out, *, context_len, head_d
     p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
     block_table = w.view(block_table, (block_table.array.size,))
     w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W16_STRIDE), "bf16"))
-    o_lds = w.view(w.shared("o_lds", (NWARPS, ROWS, cfg.O_STRIDE), np.float32))
+    o_lds = w.view(w.shared("o_lds", (NWARPS - 1, ROWS, cfg.O_STRIDE), np.float32))
     rowid, lane16id = w.lane_id // 16, w.lane_id % 16
     o = [w.zeros("f32", 4) for _ in range(cfg.DTILES)]
     for chunk in range(w.wave_id, -(-context_len // TOKENS_PER_CHUNK), NWARPS):
         chunk_swapped(w, o, p, v_cache, v_scale, block_table, context_len, TOKENS_PER_CHUNK * chunk, w_lds[w.wave_id],
                       rowid, lane16id, cfg=cfg)
-    # o_lds[wave][m][16*dt + n] holds D[m][n] of tile dt: query n, dim 16*dt + m
-    if not fixed:                   # the defect: stored as pv_bf16 stores O
-        sum_waves(w, o, o_lds, out, head_dim, ROWS, w.wave_id, rowid, lane16id, cfg=cfg)
-        return
-    qrow, col = d_row(w, rowid, lane16id, slice(None), cfg=cfg), d_col(w, rowid, lane16id, slice(None), cfg=cfg)
-    for dt in range(cfg.DTILES):
-        for i in range(4):
-            (o_lds + (w.wave_id * 16 + qrow[i]) * cfg.O_STRIDE + 16 * dt + col[i]).store(o[dt][i])
-    w.barrier()
-    d = w.lane_id
-    for r in range(w.wave_id, ROWS, NWARPS):
-        for d0 in range(0, head_dim, w.lanes):
-            with w.if_(d + d0 < head_dim):
-                total = (o_lds + r * cfg.O_STRIDE + d + d0).load()
-                for k in range(1, NWARPS):
-                    total = total + (o_lds + (k * 16 + r) * cfg.O_STRIDE + d + d0).load()
-                # the fix: o_lds[r][d] goes to out[query d % 16][dim 16*(d // 16) + r]
-                (out + (d + d0) % 16 * head_dim + 16 * ((d + d0) // 16) + r).store(total)
+    sum_waves(w, o, o_lds, w.wave_id, rowid, lane16id, cfg=cfg)
+    if w.wave_id == 0:
+        # register i of tile dt holds D[qrow][col]: query col, dim 16*dt + qrow
+        qrow, col = d_row(w, rowid, lane16id, slice(None), cfg=cfg), d_col(w, rowid, lane16id, slice(None), cfg=cfg)
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                if fixed:           # the fix: each element to its own place, out[query][dim]
+                    (out + col[i] * head_dim + 16 * dt + qrow[i]).store(o[dt][i])
+                else:               # the defect: stored as pv_bf16 stores O
+                    (out + qrow[i] * head_dim + 16 * dt + col[i]).store(o[dt][i])
 
 
 def swapped_pv(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size, num_kv_heads=1,
