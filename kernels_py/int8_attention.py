@@ -96,7 +96,8 @@ class Config:
                                 for i in regs]
         other = [[k for k in regs if (rows[k] == rows[i]).all() and (half[k] != half[i]).all()] for i in regs]
         if all(other):
-            self._other_half = ("reg", [o[0] for o in other])
+            # the register at the same place in the other half (gfx936: i ^ 2)
+            self._other_half = ("reg", [o[self._same_half_regs[i].index(i) % len(o)] for i, o in enumerate(other)])
         else:
             masks = [m for m in self.D_SAME_ROW_LANES if (half[:, lane ^ m] != half).all()
                      and (rows[:, lane ^ m] == rows).all()]
