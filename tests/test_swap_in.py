@@ -38,7 +38,8 @@ def copy_of(module: str, fn: str, new_name: str, mistake=None) -> str:
 
 
 # the seed's bug in a user's copy: the scale groups hard-coded to tokens 0-31 | 32-63
-CONTIGUOUS = ("return token % 16 // 8", "return token // 32")
+CONTIGUOUS = ("quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping=grouping,",
+              'quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping="contiguous",')
 
 
 @pytest.fixture(scope="module")
