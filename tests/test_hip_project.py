@@ -78,7 +78,11 @@ def test_hip_build_from_a_copy_of_the_package_outside_the_checkout(tmp_path):
                     reason="setuptools cannot build a wheel here (no 'wheel' package), so no non-editable pip install")
 def test_hip_build_from_a_non_editable_install(tmp_path):
     need_toolchain("gfx942")
-    site = tmp_path / "site"
+    site, tree = tmp_path / "site", tmp_path / "tree"      # built from a copy: setuptools writes build/ in it
+    for d in ("gfxsim", "kernels_py", "visualize"):
+        shutil.copytree(ROOT / d, tree / d, ignore=shutil.ignore_patterns("__pycache__"))
+    for f in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / f, tree / f)
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-                    "--quiet", "--target", str(site), str(ROOT)], check=True)
+                    "--quiet", "--target", str(site), str(tree)], check=True)
     _builds_every_kernel(site, tmp_path)
