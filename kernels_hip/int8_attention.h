@@ -1,5 +1,7 @@
 // int8_attention.h: the pieces of kernels_py/ALGORITHMS.md that the INT8 attention twins share
 // (Q quantization, the QK tile, W quantization per scale group, the PV chunk, the cross-wave sum).
+// Twin of kernels_py/int8_attention.py, helper for helper: same names, parameters in the same
+// order, same named constants (tests/test_twin_correspondence.py parses this file to check).
 //
 // Lane coordinates, as in ALGORITHMS.md: warpid = threadIdx.x / 64 (4 waves, 256 threads),
 // lane = threadIdx.x % 64, rowid = lane / 16, lane16id = lane % 16. Values held "in the QK output

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fragments import DLayout, conflict_free_stride, int8_mma
+from .fragments import DLayout, bf16_mma, conflict_free_stride, int8_mma
 
 NWARPS = 4                                  # waves per workgroup
 TOKENS_PER_CHUNK = 64                       # a wave's tokens per iteration
@@ -76,6 +76,9 @@ class Config:
         self.Q_STRIDE = head_dim + LDS_PAD       # bytes per row of q_lds
         self.MMA = int8_mma(w.arch)
         self.dlay = DLayout(w, w.insn(self.MMA), formula)
+        self.BF16_MMA = bf16_mma(w.arch) if _has_bf16(w.arch) else None     # pv_bf16's; same D layout
+        if self.BF16_MMA and DLayout(w, w.insn(self.BF16_MMA), formula)._rows.tolist() != self.dlay._rows.tolist():
+            raise ValueError(f"{w.arch.name}: {self.BF16_MMA} and {self.MMA} place D differently")
         self.O_STRIDE = conflict_free_stride(self.dlay, head_dim)     # floats per row of o_lds
         self.D_SAME_ROW_LANES = tuple(self.dlay.row_xor_masks)
         self.D_REGS_SHARE_ROW = bool(self.dlay.regs_share_row)
@@ -411,6 +414,14 @@ def sum_waves(w, o, o_lds, warpid, rowid, lane16id, *, cfg):
             for dt in range(cfg.DTILES):
                 o[dt] += w.cat(*[(o_lds + ((k - 1) * 16 + qrow[i]) * cfg.O_STRIDE + 16 * dt + col[i]).load()
                                  for i in range(4)])
+
+
+def _has_bf16(arch) -> bool:
+    try:
+        bf16_mma(arch)
+        return True
+    except KeyError:
+        return False
 
 
 def _chunk_name(chunk_start, label):

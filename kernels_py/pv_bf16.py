@@ -9,7 +9,6 @@ it consumes the tokens {16r + 4m + c : r < 4, c < 4}.
 """
 from __future__ import annotations
 
-from .fragments import bf16_mma
 from .int8_attention import (LDS_PAD, NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, Config, _chunk_name, cache_head,
                              d_col, d_row, load_v_partial, load_w, sum_waves)
 from .qk_int8 import ROWS
@@ -74,9 +73,8 @@ def pv_bf16_chunk(w, o, p, v_cache, v_scale, block_table, context_len, chunk_sta
 def pv_bf16(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size, num_kv_heads=1, kvh=0,
             max_blocks=None, formula="derived"):
     cfg = Config(w, head_dim, block_size, formula, num_kv_heads=num_kv_heads, kvh=kvh)
-    cfg.BF16_MMA = bf16_mma(w.arch)          # its D layout is the int8 instruction's (checked below)
-    if cfg.dlay.__class__(w, w.insn(cfg.BF16_MMA), formula)._rows.tolist() != cfg.dlay._rows.tolist():
-        raise ValueError(f"{w.arch.name}: {cfg.BF16_MMA} and {cfg.MMA} place D differently")
+    if cfg.BF16_MMA is None:
+        raise KeyError(f"{w.arch.name} has no 16x16x16 bf16 matrix instruction")
     p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
     block_table = w.view(block_table, (block_table.array.size,))
     w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W16_STRIDE), "bf16"))   # bf16 W slab of each wave: [row][token]

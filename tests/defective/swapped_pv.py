@@ -47,9 +47,7 @@ def chunk_swapped(w, o, p, v_cache, v_scale, block_table, context_len, chunk_sta
 
 def _pv_swapped(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size, num_kv_heads, kvh,
                 max_blocks, formula, fixed):
-    from kernels_py.fragments import bf16_mma
     cfg = Config(w, head_dim, block_size, formula, num_kv_heads=num_kv_heads, kvh=kvh)
-    cfg.BF16_MMA = bf16_mma(w.arch)
     p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
     block_table = w.view(block_table, (block_table.array.size,))
     w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W16_STRIDE), "bf16"))
