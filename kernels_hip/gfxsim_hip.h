@@ -114,16 +114,23 @@ __device__ __forceinline__ floatx4 mma_f32_16x16x16_bf16(bf16x4 a, bf16x4 b, flo
 // gfx936 "jump" layout: D[m][n] at lane m + 16*(n%4), reg n/4.
 __device__ __forceinline__ int d_row(int /*rowid*/, int lane16id, int /*i*/) { return lane16id; }
 __device__ __forceinline__ int d_col(int rowid, int /*lane16id*/, int i) { return rowid + 4 * i; }
-// Lanes holding the same D row: the 4 lanes of one lane16id.
+// Lanes holding the same D row: the 4 lanes of one lane16id; one of them (rowid 0) leads.
 #define D_SAME_ROW_LANES 16, 32
-// ... and the same 8-column half (col/8 = i/2 is a register index, not a lane index).
+__device__ __forceinline__ bool d_row_leader(int rowid, int /*lane16id*/) { return rowid == 0; }
+// ... and the same 8-column half (col/8 = i/2 is a register index, not a lane index); the row's
+// other half is in register i^2 of the same lane.
 #define D_SAME_ROW_HALF_LANES 16, 32
+__device__ __forceinline__ float other_half(const float (&v)[4], int i) { return v[i ^ 2]; }
 #else
 // CDNA3: D[m][n] at lane n + 16*(m/4), reg m%4.
 __device__ __forceinline__ int d_row(int rowid, int /*lane16id*/, int i) { return 4 * rowid + i; }
 __device__ __forceinline__ int d_col(int /*rowid*/, int lane16id, int /*i*/) { return lane16id; }
-// Lanes holding the same D row (register by register): the 16 lanes of one rowid.
+// Lanes holding the same D row (register by register): the 16 lanes of one rowid; lane16id 0 leads.
 #define D_SAME_ROW_LANES 1, 2, 4, 8
-// ... and the same 8-column half: col/8 = lane16id/8, so bit 3 of the lane stays fixed.
+__device__ __forceinline__ bool d_row_leader(int /*rowid*/, int lane16id) { return lane16id == 0; }
+// ... and the same 8-column half: col/8 = lane16id/8, so bit 3 of the lane stays fixed; the row's
+// other half is in register i of lane ^ 8.
 #define D_SAME_ROW_HALF_LANES 1, 2, 4
+__device__ __forceinline__ float other_half(const float (&v)[4], int i) { return __shfl_xor(v[i], 8); }
 #endif
+

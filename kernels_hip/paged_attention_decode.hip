@@ -19,17 +19,33 @@
 
 constexpr int PARTITION_SIZE = NWARPS * TOKENS_PER_CHUNK;   // 256 tokens, 64 per wave
 
-template <Grouping G>
+// One per-row value combined over the workgroup's waves: the row's leader lanes write it to
+// red_lds[warpid][row], a barrier, then every lane combines the waves' values in wave order.
+template <Reduce OP>
+__device__ __forceinline__ void across_waves(float (&out)[4], const float (&v)[4], float* red_lds, int warpid,
+                                             int rowid, int lane16id) {
+  if (d_row_leader(rowid, lane16id))
+    for (int i = 0; i < 4; ++i) red_lds[warpid * 16 + d_row(rowid, lane16id, i)] = v[i];
+  __syncthreads();
+  for (int i = 0; i < 4; ++i) {
+    out[i] = red_lds[d_row(rowid, lane16id, i)];
+    for (int k = 1; k < NWARPS; ++k) {
+      const float x = red_lds[k * 16 + d_row(rowid, lane16id, i)];
+      out[i] = OP == Reduce::max ? __builtin_fmaxf(out[i], x) : out[i] + x;
+    }
+  }
+}
+
+template <Grouping GROUPING>
 __device__ __forceinline__ void paged_attention_decode(
     const float* q, const int8_t* k_cache, const int8_t* v_cache, const float* k_scale, const float* v_scale,
     const int* block_tables, const int* context_lens, float* exp_sums, float* max_logits, float* tmp_out,
     int num_heads, int num_kv_heads, int max_blocks, int max_partitions) {
-  __shared__ int8_t q_lds[16][HEAD_DIM];                   // Qq of the GQA group, rows >= gqa zero
+  __shared__ int8_t q_lds[16][Q_STRIDE];                   // Qq of the GQA group, rows >= gqa zero
   __shared__ float sq_lds[16];
-  __shared__ float wave_max[NWARPS][16], wave_sum[NWARPS][16];
-  __shared__ int8_t w_lds[NWARPS][16][TOKENS_PER_CHUNK];   // Wq slab of each wave: [row][token]
-  __shared__ float sw_lds[NWARPS][2][16];                  // sW[j][row] of each wave
-  __shared__ float o_lds[NWARPS - 1][16][HEAD_DIM];        // partial O of waves 1..3
+  __shared__ float red_lds[2][NWARPS][16];                 // each wave's row max, then row sum
+  __shared__ int8_t w_lds[NWARPS][16][W_STRIDE];           // Wq slab of each wave: [row][token]
+  __shared__ float o_lds[NWARPS - 1][16][O_STRIDE];        // partial O of waves 1..3
 
   const int seq = blockIdx.x, partition = blockIdx.y, kvh = blockIdx.z;
   const int context_len = context_lens[seq];
@@ -43,82 +59,71 @@ __device__ __forceinline__ void paged_attention_decode(
   const int rowid = lane / 16;
   const int lane16id = lane % 16;
 
-  // 1. Q rows of the GQA group, quantized per row: wave warpid takes rows 4*warpid + rowid.
-  const int row = 4 * warpid + rowid;
+  // 1. Q rows of the GQA group, quantized per row: wave warpid takes rows q_row(warpid, rowid).
+  const int row = q_row(warpid, rowid);
   quantize_q_row(q + ((int64_t)seq * num_heads + kvh * gqa + row) * HEAD_DIM, row < gqa, lane16id, q_lds[row],
                  &sq_lds[row]);
   __syncthreads();
   int64_t qa[QKHELOOP];
-  load_q_operand(qa, &q_lds[0][0], rowid, lane16id);
+  float sq[4];
+  load_q_operand(qa, sq, &q_lds[0][0], sq_lds, rowid, lane16id);
 
   // 2. QK of the wave's 64 tokens; tokens at or past the context get -inf. One chunk per wave,
   //    so the limit-checked (TAIL) path serves all of them: the last partition may end inside it.
   const int chunk_start = partition_start + warpid * TOKENS_PER_CHUNK;
   float s[TLOOP][4];
-  qk_chunk<true>(s, qa, sq_lds, k_cache, k_scale, block_table, num_kv_heads, kvh, chunk_start, context_len, rowid,
+  qk_chunk<true>(s, qa, sq, k_cache, k_scale, block_table, num_kv_heads, kvh, chunk_start, context_len, rowid,
                  lane16id);
 
   // 3. Partition max m and sum l per row: over the wave's lanes holding the row, then over the
-  //    4 waves through LDS in wave order. P = exp(S - m) / l.
-  float mx[4], m[4];
+  //    4 waves through LDS in wave order. P = exp(S - m) * (1/l).
+  float mx[4], m[4], e[TLOOP][4], ls[4], l[4], inv_l[4];
   row_max(mx, s, rowid, lane16id);
-  for (int i = 0; i < 4; ++i) wave_max[warpid][d_row(rowid, lane16id, i)] = mx[i];
-  __syncthreads();
-  for (int i = 0; i < 4; ++i) {
-    m[i] = wave_max[0][d_row(rowid, lane16id, i)];
-    for (int w = 1; w < NWARPS; ++w) m[i] = __builtin_fmaxf(m[i], wave_max[w][d_row(rowid, lane16id, i)]);
-  }
-  float p[TLOOP][4], ls[4], inv_l[4];
+  across_waves<Reduce::max>(m, mx, &red_lds[0][0][0], warpid, rowid, lane16id);
   for (int td = 0; td < TLOOP; ++td)
-    for (int i = 0; i < 4; ++i) p[td][i] = __builtin_expf(s[td][i] - m[i]);
-  row_sum(ls, p, rowid, lane16id);
-  for (int i = 0; i < 4; ++i) wave_sum[warpid][d_row(rowid, lane16id, i)] = ls[i];
-  __syncthreads();
-  for (int i = 0; i < 4; ++i) {
-    float l = wave_sum[0][d_row(rowid, lane16id, i)];
-    for (int w = 1; w < NWARPS; ++w) l += wave_sum[w][d_row(rowid, lane16id, i)];
-    inv_l[i] = 1.0f / l;
-  }
+    for (int i = 0; i < 4; ++i) e[td][i] = __builtin_expf(s[td][i] - m[i]);
+  row_sum(ls, e, rowid, lane16id);
+  across_waves<Reduce::sum>(l, ls, &red_lds[1][0][0], warpid, rowid, lane16id);
+  for (int i = 0; i < 4; ++i) inv_l[i] = 1.0f / l[i];
 
   // 4. W = P * sV, quantized per scale group, and PV over the wave's chunk.
-  float w[TLOOP][4];
+  float W[TLOOP][4], sw[2][4];
   for (int td = 0; td < TLOOP; ++td) {
     const int tile_start = chunk_start + 16 * td;
-    for (int i = 0; i < 4; ++i) w[td][i] = 0.f;
+    for (int i = 0; i < 4; ++i) W[td][i] = 0.f;
     if (tile_start >= context_len) continue;
     const int64_t slot0 = tile_slot(block_table, num_kv_heads, kvh, tile_start);
     for (int i = 0; i < 4; ++i) {
       const int token_offset = d_col(rowid, lane16id, i);
-      if (tile_start + token_offset < context_len) w[td][i] = p[td][i] * inv_l[i] * v_scale[slot0 + token_offset];
+      if (tile_start + token_offset < context_len) W[td][i] = e[td][i] * inv_l[i] * v_scale[slot0 + token_offset];
     }
   }
-  quantize_w<G>(w, rowid, lane16id, &w_lds[warpid][0][0], &sw_lds[warpid][0][0]);
+  quantize_w<GROUPING>(sw, W, &w_lds[warpid][0][0], rowid, lane16id);
   __syncwave();
   floatx4 o[DTILES] = {};
-  pv_chunk<true>(o, &w_lds[warpid][0][0], &sw_lds[warpid][0][0], v_cache, block_table, num_kv_heads, kvh,
-                 chunk_start, context_len, rowid, lane16id);
+  pv_chunk<true>(o, &w_lds[warpid][0][0], sw, v_cache, block_table, num_kv_heads, kvh, chunk_start, context_len,
+                 rowid, lane16id);
 
-  // 5. The waves' partial outputs, summed in wave order; rows >= gqa are not stored.
+  // 5. The waves' partial outputs, summed in wave order: tmp_out[seq][kvh*gqa + row][partition][d]
+  //    for the rows < gqa; max_logits = m and exp_sums = l from wave 0's row leaders.
+  const int64_t head0 = (int64_t)seq * num_heads + kvh * gqa;
   sum_waves(o, &o_lds[0][0][0], warpid, rowid, lane16id);
   if (warpid == 0)
     for (int dt = 0; dt < DTILES; ++dt)
       for (int i = 0; i < 4; ++i) {
         const int qrow = d_row(rowid, lane16id, i);
-        const int64_t head = (int64_t)seq * num_heads + kvh * gqa + qrow;
         if (qrow < gqa)
-          tmp_out[(head * max_partitions + partition) * HEAD_DIM + 16 * dt + d_col(rowid, lane16id, i)] = o[dt][i];
+          tmp_out[((head0 + qrow) * max_partitions + partition) * HEAD_DIM + 16 * dt + d_col(rowid, lane16id, i)] =
+              o[dt][i];
       }
-  if ((int)threadIdx.x < gqa) {
-    const int qrow = threadIdx.x;
-    float m_row = wave_max[0][qrow], l_row = wave_sum[0][qrow];
-    for (int w = 1; w < NWARPS; ++w) {
-      m_row = __builtin_fmaxf(m_row, wave_max[w][qrow]);
-      l_row += wave_sum[w][qrow];
+  if (warpid == 0 && d_row_leader(rowid, lane16id))
+    for (int i = 0; i < 4; ++i) {
+      const int qrow = d_row(rowid, lane16id, i);
+      if (qrow < gqa) {
+        max_logits[(head0 + qrow) * max_partitions + partition] = m[i];
+        exp_sums[(head0 + qrow) * max_partitions + partition] = l[i];
+      }
     }
-    const int64_t head = (int64_t)seq * num_heads + kvh * gqa + qrow;
-    max_logits[head * max_partitions + partition] = m_row;
-    exp_sums[head * max_partitions + partition] = l_row;
-  }
 }
 
 #define DECODE_ARGS                                                                                              \
@@ -157,5 +162,5 @@ extern "C" __global__ __launch_bounds__(HEAD_DIM) void paged_attention_reduce(
     acc += o_p[p * HEAD_DIM] * w_p;
     w_sum += w_p;
   }
-  out[seq_head * HEAD_DIM + d] = acc * (1.0f / w_sum);
+  out[seq_head * HEAD_DIM + d] = acc / w_sum;        // one division per element either way
 }

@@ -15,14 +15,14 @@
 
 // One 64-token chunk of a wave: S, the online-softmax update of m and l, W, o = alpha*o + PV.
 // TAIL: the chunk reaches past wave_end (the tokens any of the wave's rows sees).
-template <bool TAIL>
+template <Grouping GROUPING, bool TAIL>
 __device__ __forceinline__ void prefix_prefill_chunk(
     floatx4 (&o)[DTILES], float (&m)[4], float (&l)[4], const int (&row_end)[4], const int64_t (&qa)[QKHELOOP],
-    const float* sq_lds, const int8_t* k_cache, const int8_t* v_cache, const float* k_scale, const float* v_scale,
-    const int* block_table, int num_kv_heads, int kvh, int chunk_start, int wave_end, int8_t* w_lds, float* sw_lds,
-    int rowid, int lane16id) {
+    const float (&sq)[4], const int8_t* k_cache, const int8_t* v_cache, const float* k_scale, const float* v_scale,
+    const int* block_table, int num_kv_heads, int kvh, int chunk_start, int wave_end, int8_t* w_lds, int rowid,
+    int lane16id) {
   float s[TLOOP][4];
-  qk_chunk<TAIL>(s, qa, sq_lds, k_cache, k_scale, block_table, num_kv_heads, kvh, chunk_start, wave_end, rowid,
+  qk_chunk<TAIL>(s, qa, sq, k_cache, k_scale, block_table, num_kv_heads, kvh, chunk_start, wave_end, rowid,
                  lane16id);
   for (int td = 0; td < TLOOP; ++td)                       // causal mask: row i sees t < row_end[i]
     for (int i = 0; i < 4; ++i)
@@ -44,32 +44,31 @@ __device__ __forceinline__ void prefix_prefill_chunk(
   }
 
   // W = p~ * sV; masked tokens have p~ = 0, tokens at or past wave_end load no scale.
-  float w[TLOOP][4];
+  float W[TLOOP][4], sw[2][4];
   for (int td = 0; td < TLOOP; ++td) {
     const int tile_start = chunk_start + 16 * td;
-    for (int i = 0; i < 4; ++i) w[td][i] = 0.f;
+    for (int i = 0; i < 4; ++i) W[td][i] = 0.f;
     if (TAIL && tile_start >= wave_end) continue;
     const int64_t slot0 = tile_slot(block_table, num_kv_heads, kvh, tile_start);
     for (int i = 0; i < 4; ++i) {
       const int token_offset = d_col(rowid, lane16id, i);
-      if (!TAIL || tile_start + token_offset < wave_end) w[td][i] = p[td][i] * v_scale[slot0 + token_offset];
+      if (!TAIL || tile_start + token_offset < wave_end) W[td][i] = p[td][i] * v_scale[slot0 + token_offset];
     }
   }
   __syncwave();                                            // the previous chunk's reads of w_lds are done
-  quantize_w<Grouping::fragment>(w, rowid, lane16id, w_lds, sw_lds);
+  quantize_w<GROUPING>(sw, W, w_lds, rowid, lane16id);
   __syncwave();
   for (int dt = 0; dt < DTILES; ++dt)
     for (int i = 0; i < 4; ++i) o[dt][i] *= alpha[i];
-  pv_chunk<TAIL>(o, w_lds, sw_lds, v_cache, block_table, num_kv_heads, kvh, chunk_start, wave_end, rowid, lane16id);
+  pv_chunk<TAIL>(o, w_lds, sw, v_cache, block_table, num_kv_heads, kvh, chunk_start, wave_end, rowid, lane16id);
 }
 
 extern "C" __global__ __launch_bounds__(256) void prefix_prefill(
     const float* q, const int8_t* k_cache, const int8_t* v_cache, const float* k_scale, const float* v_scale,
     const int* block_table, int context_len, int query_len, float* out, int num_heads, int num_kv_heads) {
-  __shared__ int8_t q_lds[NWARPS][16][HEAD_DIM];           // Qq of each wave's 16 rows
+  __shared__ int8_t q_lds[NWARPS][16][Q_STRIDE];           // Qq of each wave's 16 rows
   __shared__ float sq_lds[NWARPS][16];
-  __shared__ int8_t w_lds[NWARPS][16][TOKENS_PER_CHUNK];   // Wq slab of each wave: [row][token]
-  __shared__ float sw_lds[NWARPS][2][16];                  // sW[j][row] of each wave
+  __shared__ int8_t w_lds[NWARPS][16][W_STRIDE];           // Wq slab of each wave: [row][token]
 
   const int h = blockIdx.y;
   const int kvh = h / (num_heads / num_kv_heads);
@@ -82,16 +81,17 @@ extern "C" __global__ __launch_bounds__(256) void prefix_prefill(
   if (wave_q0 >= query_len) return;                          // the waves share no LDS and no barrier
   const int query_start = context_len - query_len;           // position of query row 0
 
-  // Q: the wave's 16 rows, 4 per pass (row 4*pass + rowid), quantized per row.
+  // Q: the wave's 16 rows, 4 per pass (row q_row(pass, rowid)), quantized per row.
   for (int pass = 0; pass < 4; ++pass) {
-    const int row = 4 * pass + rowid;
+    const int row = q_row(pass, rowid);
     const int qi = wave_q0 + row;
     quantize_q_row(q + ((int64_t)qi * num_heads + h) * HEAD_DIM, qi < query_len, lane16id, q_lds[warpid][row],
                    &sq_lds[warpid][row]);
   }
   __syncwave();
   int64_t qa[QKHELOOP];
-  load_q_operand(qa, &q_lds[warpid][0][0], rowid, lane16id);
+  float sq[4];
+  load_q_operand(qa, sq, &q_lds[warpid][0][0], sq_lds[warpid], rowid, lane16id);
 
   // Row i of the D layout sees t < row_end[i]; rows past query_len (never stored) take the last
   // row's limit. wave_end: the tokens any row of the wave sees.
@@ -105,13 +105,13 @@ extern "C" __global__ __launch_bounds__(256) void prefix_prefill(
   for (int i = 0; i < 4; ++i) m[i] = -__builtin_inff(), l[i] = 0.f;
   int chunk_start = 0;
   for (; chunk_start + TOKENS_PER_CHUNK <= wave_end; chunk_start += TOKENS_PER_CHUNK)
-    prefix_prefill_chunk<false>(o, m, l, row_end, qa, sq_lds[warpid], k_cache, v_cache, k_scale, v_scale, block_table,
-                                num_kv_heads, kvh, chunk_start, wave_end, &w_lds[warpid][0][0], &sw_lds[warpid][0][0],
-                                rowid, lane16id);
+    prefix_prefill_chunk<Grouping::fragment, false>(o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale, v_scale, block_table,
+                                num_kv_heads, kvh, chunk_start, wave_end, &w_lds[warpid][0][0], rowid,
+                                lane16id);
   if (chunk_start < wave_end)
-    prefix_prefill_chunk<true>(o, m, l, row_end, qa, sq_lds[warpid], k_cache, v_cache, k_scale, v_scale, block_table,
-                               num_kv_heads, kvh, chunk_start, wave_end, &w_lds[warpid][0][0], &sw_lds[warpid][0][0],
-                               rowid, lane16id);
+    prefix_prefill_chunk<Grouping::fragment, true>(o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale, v_scale, block_table,
+                               num_kv_heads, kvh, chunk_start, wave_end, &w_lds[warpid][0][0], rowid,
+                               lane16id);
 
   // out = o / l
   for (int i = 0; i < 4; ++i) {

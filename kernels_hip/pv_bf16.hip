@@ -8,6 +8,13 @@
 // so it consumes the tokens {16r + 4m + c : r < 4, c < 4}.
 #include "int8_attention.h"
 
+// bf16 per row of a wave's W slab: rows 34 dwords apart put the 16 rows of a ds_write_b16 (gfx936:
+// one row per lane16id; CDNA3: rows i and 4+i) and the 16 lanes of a ds_read_b64 in distinct
+// banks. (ds_read_b128 of 8 tokens would need rows 4 banks apart, which the gfx936 stores cannot
+// have: so A is read as four 8-byte reads, one per instruction.)
+constexpr int W16_STRIDE = TOKENS_PER_CHUNK + LDS_PAD / 2;
+constexpr int N_MMA = 4;                          // instructions per 64-token chunk
+
 // Round to nearest even (W is finite).
 __device__ __forceinline__ uint16_t bf16_rne(float x) {
   const uint32_t u = __builtin_bit_cast(uint32_t, x);
@@ -29,17 +36,16 @@ template <bool TAIL>
 __device__ __forceinline__ void pv_bf16_chunk(floatx4 (&o)[DTILES], const float* p, const int8_t* v_cache,
                                               const float* v_scale, const int* block_table, int context_len,
                                               int chunk_start, uint16_t* w_lds, int rowid, int lane16id) {
-  float w[TLOOP][4];
-  load_w<TAIL>(w, p, v_scale, block_table, context_len, chunk_start, rowid, lane16id);
+  float W[TLOOP][4];
+  load_w<TAIL>(W, p, v_scale, block_table, context_len, chunk_start, rowid, lane16id);
   __syncwave();                                // the previous chunk's reads of w_lds are done
   for (int td = 0; td < TLOOP; ++td)
     for (int i = 0; i < 4; ++i)
-      w_lds[d_row(rowid, lane16id, i) * TOKENS_PER_CHUNK + 16 * td + d_col(rowid, lane16id, i)] = bf16_rne(w[td][i]);
+      w_lds[d_row(rowid, lane16id, i) * W16_STRIDE + 16 * td + d_col(rowid, lane16id, i)] = bf16_rne(W[td][i]);
   __syncwave();
-  // A lane: row lane16id, tokens 16*rowid .. +15 (two 16-byte LDS reads); halves 4m..4m+3 feed m.
-  const bf16x8 w_lo = *(const bf16x8*)(w_lds + lane16id * TOKENS_PER_CHUNK + 16 * rowid);
-  const bf16x8 w_hi = *(const bf16x8*)(w_lds + lane16id * TOKENS_PER_CHUNK + 16 * rowid + 8);
-  const bf16x4 wa[4] = {w_lo.s0123, w_lo.s4567, w_hi.s0123, w_hi.s4567};
+  // A lane: row lane16id, tokens 16*rowid + 4m .. +3 for instruction m (an 8-byte LDS read each).
+  bf16x4 wa[N_MMA];
+  for (int m = 0; m < N_MMA; ++m) wa[m] = *(const bf16x4*)(w_lds + lane16id * W16_STRIDE + 16 * rowid + 4 * m);
 
   const int t0 = chunk_start + 16 * rowid;
   const int n_valid = TAIL ? context_len - t0 : 16;
@@ -50,14 +56,14 @@ __device__ __forceinline__ void pv_bf16_chunk(floatx4 (&o)[DTILES], const float*
     int64x2 vq = {0, 0};
     if (n_valid >= 16) vq = *(const int64x2*)v_col;                  // global_load_dwordx4
     else if (n_valid > 0) vq = load_v_partial(v_col, n_valid);
-    for (int m = 0; m < 4; ++m) o[dt] = mma_f32_16x16x16_bf16(wa[m], v_operand(vq, m), o[dt]);
+    for (int m = 0; m < N_MMA; ++m) o[dt] = mma_f32_16x16x16_bf16(wa[m], v_operand(vq, m), o[dt]);
   }
 }
 
 extern "C" __global__ __launch_bounds__(256) void pv_bf16(const float* p, const int8_t* v_cache, const float* v_scale,
                                                            const int* block_table, int context_len, float* out) {
-  __shared__ uint16_t w_lds[NWARPS][16][TOKENS_PER_CHUNK];  // bf16 W slab of each wave: [row][token]
-  __shared__ float o_lds[NWARPS - 1][16][HEAD_DIM];         // partial O of waves 1..3
+  __shared__ uint16_t w_lds[NWARPS][16][W16_STRIDE];        // bf16 W slab of each wave: [row][token]
+  __shared__ float o_lds[NWARPS - 1][16][O_STRIDE];         // partial O of waves 1..3
 
   const int warpid = __builtin_amdgcn_readfirstlane(threadIdx.x / WARP_SIZE);
   const int lane = threadIdx.x % WARP_SIZE;

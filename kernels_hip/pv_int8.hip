@@ -12,25 +12,23 @@
 
 // One 64-token chunk of a wave: W = P * sV in the QK output layout, quantized per scale group
 // into the wave's LDS slab, then PV. TAIL: the chunk reaches past context_len.
-template <Grouping G, bool TAIL>
+template <Grouping GROUPING, bool TAIL>
 __device__ __forceinline__ void pv_int8_chunk(floatx4 (&o)[DTILES], const float* p, const int8_t* v_cache,
                                               const float* v_scale, const int* block_table, int context_len,
-                                              int chunk_start, int8_t* w_lds, float* sw_lds, int rowid,
-                                              int lane16id) {
-  float w[TLOOP][4];
-  load_w<TAIL>(w, p, v_scale, block_table, context_len, chunk_start, rowid, lane16id);
+                                              int chunk_start, int8_t* w_lds, int rowid, int lane16id) {
+  float W[TLOOP][4], sw[2][4];
+  load_w<TAIL>(W, p, v_scale, block_table, context_len, chunk_start, rowid, lane16id);
   __syncwave();                                // the previous chunk's reads of w_lds are done
-  quantize_w<G>(w, rowid, lane16id, w_lds, sw_lds);
+  quantize_w<GROUPING>(sw, W, w_lds, rowid, lane16id);
   __syncwave();
-  pv_chunk<TAIL>(o, w_lds, sw_lds, v_cache, block_table, 1, 0, chunk_start, context_len, rowid, lane16id);
+  pv_chunk<TAIL>(o, w_lds, sw, v_cache, block_table, 1, 0, chunk_start, context_len, rowid, lane16id);
 }
 
-template <Grouping G>
+template <Grouping GROUPING>
 __device__ __forceinline__ void pv_int8(const float* p, const int8_t* v_cache, const float* v_scale,
                                         const int* block_table, int context_len, float* out) {
-  __shared__ int8_t w_lds[NWARPS][16][TOKENS_PER_CHUNK];   // Wq slab of each wave: [row][token]
-  __shared__ float sw_lds[NWARPS][2][16];                  // sW[j][row] of each wave
-  __shared__ float o_lds[NWARPS - 1][16][HEAD_DIM];        // partial O of waves 1..3
+  __shared__ int8_t w_lds[NWARPS][16][W_STRIDE];           // Wq slab of each wave: [row][token]
+  __shared__ float o_lds[NWARPS - 1][16][O_STRIDE];        // partial O of waves 1..3
 
   const int warpid = __builtin_amdgcn_readfirstlane(threadIdx.x / WARP_SIZE);
   const int lane = threadIdx.x % WARP_SIZE;
@@ -40,11 +38,11 @@ __device__ __forceinline__ void pv_int8(const float* p, const int8_t* v_cache, c
   floatx4 o[DTILES] = {};
   int chunk = warpid;
   for (; (chunk + 1) * TOKENS_PER_CHUNK <= context_len; chunk += NWARPS)
-    pv_int8_chunk<G, false>(o, p, v_cache, v_scale, block_table, context_len, chunk * TOKENS_PER_CHUNK,
-                            &w_lds[warpid][0][0], &sw_lds[warpid][0][0], rowid, lane16id);
+    pv_int8_chunk<GROUPING, false>(o, p, v_cache, v_scale, block_table, context_len, chunk * TOKENS_PER_CHUNK,
+                                   &w_lds[warpid][0][0], rowid, lane16id);
   if (chunk * TOKENS_PER_CHUNK < context_len)     // this wave owns the partial last chunk
-    pv_int8_chunk<G, true>(o, p, v_cache, v_scale, block_table, context_len, chunk * TOKENS_PER_CHUNK,
-                           &w_lds[warpid][0][0], &sw_lds[warpid][0][0], rowid, lane16id);
+    pv_int8_chunk<GROUPING, true>(o, p, v_cache, v_scale, block_table, context_len, chunk * TOKENS_PER_CHUNK,
+                                  &w_lds[warpid][0][0], rowid, lane16id);
 
   sum_waves(o, &o_lds[0][0][0], warpid, rowid, lane16id);
   if (warpid == 0)

@@ -8,7 +8,7 @@ per-channel mean of K subtracted first) is the caller's job.
 """
 from __future__ import annotations
 
-from .quant import quant_params, quantize
+from .int8_attention import max_over_lanes, quant_inv, quant_scale, quantize
 
 
 def int8_kv_cache(w, key, value, slot_mapping, k_cache, v_cache, k_scale, v_scale, *, num_kv_heads, head_dim,
@@ -30,12 +30,9 @@ def int8_kv_cache(w, key, value, slot_mapping, k_cache, v_cache, k_scale, v_scal
     amax = a[0:2]
     for e in range(1, he):
         amax = w.max(amax, a[2 * e:2 * e + 2])
-    mask = w.lanes // 2
-    while mask:                                                  # shuffle-xor 32, 16, 8, 4, 2, 1
-        amax = w.max(amax, w.shfl_xor(amax, mask))
-        mask //= 2
-    inv, scale = quant_params(w, amax)                           # [inv_k, inv_v], [k_scale, v_scale]
-    scale = w.group_scale(scale)                                 # computed over the token's head_dim
+    amax = max_over_lanes(w, amax, masks=tuple(1 << k for k in reversed(range(w.lanes.bit_length() - 1))))
+    inv = quant_inv(w, amax)                                     # [inv_k, inv_v]
+    scale = w.group_scale(quant_scale(w, amax))                  # computed over the token's head_dim
     kvq = quantize(w, kv, w.cat(*[inv] * he))
     head = (blk * num_kv_heads + kvh) * head_dim * block_size    # byte 0 of (blk, kvh) in either cache
     k_addr = (d // 16) * (block_size * 16) + d % 16 + (head + off * 16)      # [blk][kvh][d/16][off][d%16]

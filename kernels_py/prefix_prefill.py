@@ -1,82 +1,122 @@
-"""Prefix prefill with INT8 QK, INT8 PV and an online softmax (ALGORITHMS.md "prefix_prefill").
+"""prefix_prefill: new query tokens attend causally over the paged INT8 cache (the prefix and the
+new tokens themselves), with an online softmax; W = p~ * sV is quantized per scale group as in
+pv_int8. Twin of kernels_hip/prefix_prefill.hip; the algorithm is ALGORITHMS.md "prefix_prefill",
+the shared pieces kernels_py/int8_attention.py.
 
-New query tokens, at the last query_len positions of the context and already in the cache, attend
-causally over the paged INT8 cache: query row qi at position pos = context_len - query_len + qi sees
-the tokens t <= pos. Grid (ceil(query_len/64), num_heads), 4 waves; wave warpid owns the 16 query
-rows 16*(4*blockIdx.x + warpid) .. of query head blockIdx.y (kv head h / ratio) and walks the
-64-token chunks up to the last token any of its rows sees, keeping (m, l, o) per row:
-  m_new = max(m, rowmax), alpha = exp(m - m_new), p~ = exp(s - m_new), l = alpha*l + sum p~,
-  W = p~·sV quantized per group exactly as pv_int8, o = alpha*o + sum_j sW_j·acc_j;  out = o / l.
-The waves share no rows: no barrier, no LDS sum.
+prefix_prefill(q, k_cache, v_cache, k_scale, v_scale, block_table, out, *, context_len, query_len,
+               num_heads, num_kv_heads, head_dim, block_size, grouping)
+  q[query_len][num_heads][head_dim] f32: the new tokens, already written to the cache, at positions
+  context_len - query_len .. context_len - 1; block_table[] i32 of the sequence; out like q.
+  Grid (ceil(query_len / 64), num_heads), 4 waves: wave warpid owns the 16 query rows
+  16*(4*blockIdx.x + warpid) .. of query head blockIdx.y (kv head h / ratio). Query row qi at
+  position pos = context_len - query_len + qi sees the tokens t <= pos. The waves share no rows:
+  no barrier, no LDS sum. (HIP: grouping "fragment" only.)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .fragments import DLayout, int8_mma
-from .pv_int8 import W_STRIDE, fold_v_scale, pv_chunk
-from .qk_int8 import ROWS, load_row_scales, q_lds_stride, qk_tile, quantize_q_rows
+from .int8_attention import (NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, W_STRIDE, Config, d_col, d_row, load_q_operand, q_row,
+                             pv_chunk, qk_chunk, quantize_q_row, quantize_w, row_max, row_sum, scale_group, tile_slot)
+from .qk_int8 import ROWS
+
+
+def prefix_prefill_chunk(w, o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale, v_scale, block_table, num_kv_heads,
+                         kvh, chunk_start, wave_end, w_lds, rowid, lane16id, *, grouping, tail, cfg):
+    """One 64-token chunk of a wave: S, the online-softmax update of m and l, W, o = alpha*o + PV.
+    tail: the chunk reaches past wave_end (the tokens any of the wave's rows sees)."""
+    s = [None] * TLOOP
+    qk_chunk(w, s, qa, sq, k_cache, k_scale, block_table, num_kv_heads, kvh, chunk_start, wave_end, rowid, lane16id,
+             tail=tail, cfg=cfg)
+    token_offset = d_col(w, rowid, lane16id, REGS, cfg=cfg)
+    for td in range(TLOOP):        # causal mask, with a -inf that still names its row and token: the
+        # token's V is loaded for the wave's other rows, so its zero W must say which token it is
+        s[td] = w.select(chunk_start + 16 * td + token_offset < row_end, s[td], s[td] - np.inf)
+
+    # m_new = max(m, rowmax), alpha = exp(m - m_new), p~ = exp(s - m_new), l = alpha*l + sum p~.
+    rowmax, rowsum = w.undef("f32", 4), w.undef("f32", 4)
+    row_max(w, rowmax, s, rowid, lane16id, cfg=cfg)
+    m_new = w.max(m, rowmax)          # finite: token 0 of chunk 0 is seen by every row
+    alpha = w.exp(m - m_new)          # m = -inf before the first chunk: alpha = 0
+    p = [w.exp(s[td] - m_new) for td in range(TLOOP)]
+    row_sum(w, rowsum, p, rowid, lane16id, cfg=cfg)
+    l[:] = alpha * l + rowsum
+    m[:] = m_new
+
+    # W = p~ * sV; masked tokens have p~ = 0, tokens at or past wave_end load no scale.
+    W, sw = [None] * TLOOP, [None] * 2
+    for td in range(TLOOP):
+        tile_start = chunk_start + 16 * td
+        W[td] = w.zeros("f32", 4)
+        if tail and tile_start >= wave_end:
+            continue
+        slot0 = tile_slot(w, block_table, num_kv_heads, kvh, tile_start, cfg=cfg)
+        for i in range(4):
+            with w.if_(not tail or tile_start + token_offset[i] < wave_end):
+                W[td][i] = p[td][i] * (v_scale + slot0 + token_offset[i]).load()
+    quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping=grouping, cfg=cfg)       # (HIP: between __syncwave()s)
+    for dt in range(cfg.DTILES):
+        o[dt] *= alpha
+    pv_chunk(w, o, w_lds, sw, v_cache, block_table, num_kv_heads, kvh, chunk_start, wave_end, rowid, lane16id,
+             tail=tail, cfg=cfg)
 
 
 def prefix_prefill(w, q, k_cache, v_cache, k_scale, v_scale, block_table, out, *, context_len, query_len, num_heads,
                    num_kv_heads, head_dim, block_size, max_blocks=None, grouping="fragment", formula="derived"):
-    """q [query_len][num_heads][head_dim] f32, out the same; block_table[] of the sequence."""
+    scale_group(0, grouping)
     h = w.workgroup_id[1]
     kvh = h // (num_heads // num_kv_heads)
     warpid = w.wave_id
-    wave_q0 = ROWS * (w.num_waves * w.workgroup_id[0] + warpid)    # the wave's first query row
+    lane = w.lane_id
+    rowid = lane // 16
+    lane16id = lane % 16
+
+    wave_q0 = 16 * (NWARPS * w.workgroup_id[0] + warpid)   # the wave's first query row
     if wave_q0 >= query_len:
-        return                                                     # the waves share no LDS and no barrier
-    query_start = context_len - query_len                          # position of query row 0
-    mma = int8_mma(w.arch)
-    dlay = DLayout(w, w.insn(mma), formula)
-    # Qq and sQ of the wave's own 16 rows (the HIP twin's q_lds[warpid]: qk_int8's helpers address
-    # one 16-row slab); the Wq slabs are one region, w_lds[warpid][16 rows][64 tokens + pad].
-    q_lds = w.shared(f"q_lds[{warpid}]", (ROWS, q_lds_stride(head_dim)), np.int8)
-    sq_lds = w.shared(f"sq_lds[{warpid}]", (ROWS,), np.float32)
-    w_lds = w.shared("w_lds", (w.num_waves, ROWS, W_STRIDE), np.int8)
-    rows_valid = min(ROWS, query_len - wave_q0)
-    quantize_q_rows(w, q, lambda r: ((r + wave_q0) * num_heads + h) * head_dim * 4, q_lds, sq_lds,
-                    head_dim=head_dim, rows_valid=rows_valid)
-    sq = load_row_scales(w, sq_lds, dlay)
+        return                                             # the waves share no LDS and no barrier
+    query_start = context_len - query_len                  # position of query row 0
+    cfg = Config(w, head_dim, block_size, formula)
+    q, k_cache, v_cache, k_scale, v_scale, out = (w.view(x) for x in (q, k_cache, v_cache, k_scale, v_scale, out))
+    block_table = w.view(block_table, (block_table.array.size,))
+    q_lds = w.view(w.shared("q_lds", (NWARPS, ROWS, cfg.Q_STRIDE), np.int8))     # Qq of each wave's 16 rows
+    sq_lds = w.view(w.shared("sq_lds", (NWARPS, ROWS), np.float32))
+    w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W_STRIDE), np.int8))        # Wq slab of each wave: [row][token]
 
-    # Register i's row sees t < row_end[i]; rows past query_len (never stored) take the last row's
-    # limit. wave_end: the tokens any row of the wave sees.
-    qrow = dlay.rows()
-    row_end = w.min(qrow + wave_q0, query_len - 1) + (query_start + 1)
-    wave_end = query_start + wave_q0 + rows_valid
-    geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks or block_table.array.shape[-1])
-    m = w.const(-np.inf, "f32", dlay.n_regs)
-    l = w.zeros("f32", dlay.n_regs)
-    n_dt = head_dim // 16
-    o = w.zeros("f32", dlay.n_regs * n_dt)                         # o[4*dt + i]: column tile dt, register i
-    for chunk_start in range(0, wave_end, 64):
-        S, tokens = [], []
-        for td in range(4):
-            s, token = qk_tile(w, mma, q_lds, k_cache, k_scale, block_table, 0, kvh, chunk_start + 16 * td, wave_end,
-                               head_dim=head_dim, dlay=dlay, sq=sq, **geo)
-            # causal mask, with a -inf that still names its row and token: the token's V is loaded
-            # for the wave's other rows, so its zero W must say which token it is
-            S.append(w.select(token < row_end, s, s - np.inf))
-            tokens.append(token)
-        rowmax = dlay.reduce_rows(w.max(w.max(S[0], S[1]), w.max(S[2], S[3])), "max")
-        m_new = w.max(m, rowmax)                # finite: token 0 of chunk 0 is seen by every row
-        alpha = w.exp(m - m_new)                # m = -inf before the first chunk: alpha = 0
-        P = [w.exp(s - m_new) for s in S]       # p~
-        l = alpha * l + dlay.reduce_rows((P[0] + P[1]) + (P[2] + P[3]), "sum")
-        m = m_new
-        # W = p~·sV: 0 for masked tokens (p~ = exp(-inf)), and set to 0 past wave_end, where no V is loaded
-        W = [fold_v_scale(w, P[td], v_scale, block_table, 0, kvh, chunk_start + 16 * td, wave_end, dlay, **geo)
-             for td in range(4)]
-        part = pv_chunk(w, mma, W, [tok - chunk_start for tok in tokens], chunk_start, wave_end, w_lds, v_cache,
-                        block_table, 0, kvh, head_dim=head_dim, dlay=dlay, grouping=grouping, **geo)
-        o = w.cat(*[alpha] * n_dt) * o + w.cat(*part)
+    # Q: the wave's 16 rows, 4 per pass (row q_row(pass, rowid)), quantized per row.
+    for ps in range(4):
+        row = q_row(ps, rowid)
+        qi = wave_q0 + row
+        quantize_q_row(w, q + (qi * num_heads + h) * head_dim, qi < query_len, lane16id, q_lds[warpid][row],
+                       sq_lds[warpid][row], cfg=cfg)
+    qa = [None] * cfg.QKHELOOP                             # (HIP: after a __syncwave())
+    sq = w.undef("f32", 4)
+    load_q_operand(w, qa, sq, q_lds[warpid], sq_lds[warpid], rowid, lane16id, cfg=cfg)
 
-    # out = o / l, rows past query_len not stored
-    res = o / w.cat(*[l] * n_dt)
-    addr = (((qrow + wave_q0) * num_heads + h) * head_dim + dlay.cols()) * 4
-    addr = w.cat(*[addr + 64 * dt for dt in range(n_dt)])         # in o's order
-    for i in range(dlay.n_regs):
-        with w.if_(qrow[i] < rows_valid):
-            for dt in range(n_dt):
-                w.global_store(out, addr[dlay.n_regs * dt + i], res[dlay.n_regs * dt + i])
+    # Row i of the D layout sees t < row_end[i]; rows past query_len (never stored) take the last
+    # row's limit. wave_end: the tokens any row of the wave sees.
+    row_end = query_start + w.min(wave_q0 + d_row(w, rowid, lane16id, REGS, cfg=cfg), query_len - 1) + 1
+    wave_end = query_start + min(wave_q0 + 15, query_len - 1) + 1
+
+    o = [w.zeros("f32", 4) for _ in range(cfg.DTILES)]
+    m = w.const(-np.inf, "f32", 4)
+    l = w.zeros("f32", 4)
+    chunk_start = 0
+    while chunk_start + TOKENS_PER_CHUNK <= wave_end:
+        prefix_prefill_chunk(w, o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale, v_scale, block_table,
+                             num_kv_heads, kvh, chunk_start, wave_end, w_lds[warpid], rowid, lane16id,
+                             grouping=grouping, tail=False, cfg=cfg)
+        chunk_start += TOKENS_PER_CHUNK
+    if chunk_start < wave_end:
+        prefix_prefill_chunk(w, o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale, v_scale, block_table,
+                             num_kv_heads, kvh, chunk_start, wave_end, w_lds[warpid], rowid, lane16id,
+                             grouping=grouping, tail=True, cfg=cfg)
+
+    # out = o / l, as o * (1/l)
+    qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)
+    col = d_col(w, rowid, lane16id, REGS, cfg=cfg)
+    qi = wave_q0 + qrow
+    inv_l = 1.0 / l
+    for i in range(4):
+        with w.if_(qi[i] < query_len):
+            for dt in range(cfg.DTILES):
+                (out + (qi[i] * num_heads + h) * head_dim + 16 * dt + col[i]).store(o[dt][i] * inv_l[i])

@@ -15,3 +15,11 @@ def need_toolchain(arch: str):
         if os.environ.get("GFXSIM_REQUIRE_TOOLCHAIN"):
             pytest.fail(str(e))
         pytest.skip(str(e))
+
+
+def repo_project():
+    """The checkout's HIP project: kernels_hip/ built into build/hip/ (what `gfxsim hip` defaults to)."""
+    from pathlib import Path
+    from gfxsim.hip.project import Project
+    root = Path(__file__).resolve().parents[1]
+    return Project(root / "kernels_hip", root / "build" / "hip")

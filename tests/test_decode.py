@@ -236,8 +236,8 @@ def test_a_reduce_that_writes_each_head_into_the_next_heads_place_is_a_store_mis
     import kernels_py.paged_attention_decode as K
     from kernels_py.host import run_decode
     src = inspect.getsource(K.paged_attention_reduce)
-    bad = src.replace("((seq * num_heads + head) * head_dim + d) * 4, acc / total)",
-                      "((seq * num_heads + (head + 1) % num_heads) * head_dim + d) * 4, acc / total)")
+    bad = src.replace("(out + seq_head * head_dim + d).store(acc / w_sum)",
+                      "(out + (seq * num_heads + (head + 1) % num_heads) * head_dim + d).store(acc / w_sum)")
     assert bad != src
     ns = dict(K.__dict__)
     exec(bad.replace("def paged_attention_reduce", "def shifted_reduce"), ns)

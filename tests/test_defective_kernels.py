@@ -38,7 +38,7 @@ def test_swapped_pv_operands_is_a_store_mismatch_naming_query_and_dim(capsys, ar
         assert (q, dim) != (r, c)
         assert f"global_store to out[{r}, {c}]" in f["message"]
         assert f"holds row {q}, dim {dim}" in f["message"] and f"lane {f['lane']} {d['register']}" in f["message"]
-        assert f["kernel"] == "swapped_pv" and f["source"].startswith("pv_int8.py:")      # sum_waves_to's store
+        assert f["kernel"] == "swapped_pv" and f["source"].startswith("swapped_pv.py:")       # its store of O
         assert d["count"] == 32                      # 32 stores of the 16 x 128 output, each mostly misplaced
     assert bad["metrics"]["vs_reference_bf16_pv"]["max_abs"] > 1e-2                    # and the numbers show it
     good = run_json(capsys, "pv_bf16", *SMALL, "--arch", arch,
@@ -73,8 +73,8 @@ def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
     and the stores put dim m where dim n belongs."""
     from test_swap_in import copy_of
     path = tmp_path / "pv_v_p.py"
-    path.write_text(copy_of("pv_int8", "pv_int8", "pv_v_p", ("acc = w.mma(mma, wq[j], vq.bytes(8 * j, 8),",
-                                                             "acc = w.mma(mma, vq.bytes(8 * j, 8), wq[j],")))
+    path.write_text(copy_of("pv_int8", "pv_int8", "pv_v_p", ("w.mma(cfg.MMA, wq[j], vq.bytes(8 * j, 8),",
+                                                             "w.mma(cfg.MMA, vq.bytes(8 * j, 8), wq[j],")))
     bad = run_json(capsys, "pv_int8", *SMALL, "--kernel-fn", f"{path}:pv_v_p")
     kinds = {f["kind"] for f in bad["findings"]}
     assert kinds == {"scale-group-mismatch", "store-mismatch"}

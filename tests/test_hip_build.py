@@ -10,13 +10,15 @@ import os
 import struct
 
 import pytest
-from conftest import need_toolchain
+from conftest import need_toolchain, repo_project
 
 from gfxsim.cli import main
 from gfxsim.hip import build as hipbuild
 from gfxsim.hip import toolchain
-from gfxsim.hip.asm import parse_file
+from gfxsim.asm import parse_file
 from gfxsim.hip.toolchain import ToolchainError
+
+PROJECT = repo_project()
 
 ARCHS = ("gfx940", "gfx942", "gfx936")
 ENTRY_POINTS = {
@@ -52,14 +54,14 @@ def builds():
     out = {}
     for arch in ARCHS:
         need_toolchain(arch)
-        out[arch] = {b.kernel: b for b in hipbuild.build(None, arch)}
+        out[arch] = {b.kernel: b for b in hipbuild.build(None, arch, project=PROJECT)}
     return out
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_twin_compiles_to_assembly_and_a_code_object(builds, arch):
     target = toolchain.get_target(arch)
-    assert set(builds[arch]) == set(hipbuild.KERNELS)
+    assert set(builds[arch]) == set(PROJECT.kernels)
     for kernel, b in builds[arch].items():
         asm = parse_file(b.asm)
         assert asm.processor == target.offload_arch
@@ -84,31 +86,31 @@ def test_arguments_follow_the_specification_and_none_is_hidden(builds):
 
 def test_build_record_names_compiler_flags_and_sources(builds):
     for arch in ARCHS:
-        rec = json.loads((hipbuild.arch_dir(arch) / hipbuild.RECORD).read_text())
+        rec = json.loads((hipbuild.arch_dir(arch, PROJECT) / hipbuild.RECORD).read_text())
         target = toolchain.get_target(arch)
         assert rec["arch"] == arch and rec["offload_arch"] == target.offload_arch
         assert "clang version" in rec["compiler"]["version"] and os.path.exists(rec["compiler"]["clang"])
         assert {"-nogpuinc", "-nogpulib", "-O3", f"--offload-arch={target.offload_arch}"} <= set(rec["flags"])
         assert ("-DGFXSIM_JUMP_LAYOUT=1" in rec["flags"]) == (arch == "gfx936") == rec["stand_in"]
-        for kernel in hipbuild.KERNELS:
+        for kernel in PROJECT.kernels:
             entry = rec["kernels"][kernel]
-            assert entry["inputs_sha256"] == hipbuild.inputs_hash(hipbuild.kernel_source(kernel))
+            assert entry["inputs_sha256"] == hipbuild.inputs_hash(PROJECT.source(kernel), PROJECT)
             assert entry["commands"][0][-1].endswith(f"{kernel}.s") and entry["commands"][-1][-1].endswith(f"{kernel}.co")
 
 
 def test_rebuilds_only_what_is_stale(tmp_path):
     need_toolchain("gfx942")
-    first, = hipbuild.build(["int8_kv_cache"], "gfx942", build_dir=tmp_path)
-    again, = hipbuild.build(["int8_kv_cache"], "gfx942", build_dir=tmp_path)
+    first, = hipbuild.build(["int8_kv_cache"], "gfx942", project=PROJECT.with_build(tmp_path))
+    again, = hipbuild.build(["int8_kv_cache"], "gfx942", project=PROJECT.with_build(tmp_path))
     assert first.rebuilt and not again.rebuilt
-    forced, = hipbuild.build(["int8_kv_cache"], "gfx942", build_dir=tmp_path, force=True)
+    forced, = hipbuild.build(["int8_kv_cache"], "gfx942", project=PROJECT.with_build(tmp_path), force=True)
     assert forced.rebuilt
 
 
 def test_defines_select_the_head_dim(tmp_path):
     """-D GFXSIM_HEAD_DIM=64 is a different build: QK takes head_dim/32 = 2 k-steps per 16-token tile."""
     need_toolchain("gfx942")
-    b, = hipbuild.build(["qk_int8"], "gfx942", build_dir=tmp_path, defines=["GFXSIM_HEAD_DIM=64"])
+    b, = hipbuild.build(["qk_int8"], "gfx942", project=PROJECT.with_build(tmp_path), defines=["GFXSIM_HEAD_DIM=64"])
     k = parse_file(b.asm).kernel("qk_int8")
     loop, = [lp for lp in k.loops if any(i.is_matrix for i in k.body(lp))]
     assert sum(i.is_matrix for i in k.body(loop)) == 4 * 2
@@ -127,9 +129,9 @@ def test_missing_compiler_names_the_packages(monkeypatch, capsys):
 
 def test_bad_kernel_and_arch_are_named(capsys):
     with pytest.raises(ValueError, match="unknown HIP kernel 'pv_int4'"):
-        hipbuild.build(["pv_int4"], "gfx942")
+        hipbuild.build(["pv_int4"], "gfx942", project=PROJECT)
     with pytest.raises(ValueError, match="unknown HIP target 'gfx90a'"):
-        hipbuild.build(["pv_int8"], "gfx90a")
+        hipbuild.build(["pv_int8"], "gfx90a", project=PROJECT)
     assert main(["hip", "build", "pv_int8", "--arch", "gfx1100"]) == 2
     assert "unknown HIP target 'gfx1100'" in capsys.readouterr().err
 

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import repo_project
 
 from gfxsim.hip import harness, toolchain
 from gfxsim.hip.toolchain import ToolchainError
+
+PROJECT = repo_project()
 
 F32 = np.float32
 HEAD_DIM, BLOCK_SIZE = 128, 16                       # the default build of the twins
@@ -72,7 +75,7 @@ def pv_int8_reference(a: dict, grouping: str) -> np.ndarray:
 
 
 def test_host_code_compiles_with_hipcc(tmp_path):
-    exe = need(lambda: harness.build_host(build_dir=tmp_path, force=True))
+    exe = need(lambda: harness.build_host(project=PROJECT.with_build(tmp_path), force=True))
     assert exe.is_file() and os.access(exe, os.X_OK)
     rec = (tmp_path / "harness" / "build.json").read_text()
     assert "HIP version" in rec and "--offload-arch=gfx90a" in rec
@@ -84,7 +87,7 @@ def test_inputs_reach_the_host_and_come_back(tmp_path):
     need(toolchain.find_toolchain, "gfx942")
     need(harness.find_hipcc)
     a = pv_inputs(100)
-    out = harness.run_on_gpu("pv_int8_fragment", (1,), a, check=True, workdir=tmp_path)
+    out = harness.run_on_gpu("pv_int8_fragment", (1,), a, project=PROJECT, check=True, workdir=tmp_path)
     assert set(out) == {"p", "v_cache", "v_scale", "block_table", "out"}
     for name, arr in out.items():
         assert arr.dtype == a[name].dtype and arr.shape == a[name].shape
@@ -100,11 +103,11 @@ def test_bad_launches_are_named(tmp_path):
     need(harness.find_hipcc)
     a = pv_inputs(64)
     with pytest.raises(ValueError, match=r"pv_int8_fragment\(p, v_cache.*missing out"):
-        harness.run_on_gpu("pv_int8_fragment", (1,), {k: v for k, v in a.items() if k != "out"}, check=True)
+        harness.run_on_gpu("pv_int8_fragment", (1,), {k: v for k, v in a.items() if k != "out"}, project=PROJECT, check=True)
     with pytest.raises(ValueError, match="context_len: 8 bytes given, the kernel takes 4"):
-        harness.run_on_gpu("pv_int8_fragment", (1,), {**a, "context_len": np.int64(64)}, check=True)
+        harness.run_on_gpu("pv_int8_fragment", (1,), {**a, "context_len": np.int64(64)}, project=PROJECT, check=True)
     with pytest.raises(ValueError, match="stand-in"):
-        harness.run_on_gpu("pv_int8_fragment", (1,), a, arch="gfx936")
+        harness.run_on_gpu("pv_int8_fragment", (1,), a, project=PROJECT, arch="gfx936")
 
 
 def rocm_arch() -> str:
@@ -133,7 +136,7 @@ def test_pv_int8_on_gpu(tmp_path):
     exact = (a["p"].astype(np.float64) * sv) @ vq
     err = {}
     for grouping in ("fragment", "contiguous"):
-        out = harness.run_on_gpu(f"pv_int8_{grouping}", (1,), a, arch=arch)["out"]
+        out = harness.run_on_gpu(f"pv_int8_{grouping}", (1,), a, project=PROJECT, arch=arch)["out"]
         save({"out": out}, f"pv_int8_{grouping}.{arch}", tmp_path)
         ref = pv_int8_reference(a, grouping)
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
@@ -152,7 +155,7 @@ def test_qk_int8_on_gpu(tmp_path):
              k_scale=rng.uniform(1e-3, 2e-2, (nblk, 1, BLOCK_SIZE)).astype(F32),
              block_table=rng.permutation(nblk).astype(np.int32), context_len=np.int32(n),
              s_out=np.full((16, n), np.nan, F32))
-    s = harness.run_on_gpu("qk_int8", (1,), a, arch=arch)["s_out"]
+    s = harness.run_on_gpu("qk_int8", (1,), a, project=PROJECT, arch=arch)["s_out"]
     save({"s_out": s}, f"qk_int8.{arch}", tmp_path)
     t = np.arange(n)
     blk, off = a["block_table"][t // BLOCK_SIZE], t % BLOCK_SIZE

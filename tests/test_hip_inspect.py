@@ -10,13 +10,16 @@ import os
 import re
 
 import pytest
-from conftest import need_toolchain
+from conftest import need_toolchain, repo_project
 
 from gfxsim.cli import main
 from gfxsim.hip import build as hipbuild
-from gfxsim.hip.asm import encoding_family, parse
-from gfxsim.hip.encoding import llvm_mc_families
-from gfxsim.hip.inspect import inspect, occupancy
+from gfxsim.asm import encoding_family, parse
+from gfxsim.asm.encoding import llvm_mc_families
+from gfxsim.asm.inspect import occupancy
+from gfxsim.hip.inspect import inspect
+
+PROJECT = repo_project()
 
 ARCHS = ("gfx940", "gfx942", "gfx936")
 I8, BF16 = "v_mfma_i32_16x16x32_i8", "v_mfma_f32_16x16x16_bf16"
@@ -24,18 +27,30 @@ HEAD_DIM, TOKENS = 128, 64
 DTILES, KSTEPS = HEAD_DIM // 16, HEAD_DIM // 32        # 16-column PV tiles, K=32 QK steps
 
 # LDS of the declared __shared__ arrays, in bytes.
-W_LDS, SW_LDS, O_LDS = 4 * 16 * TOKENS, 4 * 2 * 16 * 4, 3 * 16 * HEAD_DIM * 4   # Wq slabs, sW, waves 1..3's O
-LDS = {
-    "int8_kv_cache": 0,
-    "qk_int8": 16 * HEAD_DIM + 16 * 4,                                          # Qq, sQ
-    "pv_int8_fragment": W_LDS + SW_LDS + O_LDS,
-    "pv_int8_contiguous": W_LDS + SW_LDS + O_LDS,
-    "pv_bf16": 2 * W_LDS + O_LDS,                                               # bf16 W slabs
-    "paged_attention_decode_fragment": 16 * HEAD_DIM + 16 * 4 + 2 * 4 * 16 * 4 + W_LDS + SW_LDS + O_LDS,
-    "paged_attention_decode_contiguous": 16 * HEAD_DIM + 16 * 4 + 2 * 4 * 16 * 4 + W_LDS + SW_LDS + O_LDS,
-    "paged_attention_reduce": 0,
-    "prefix_prefill": 4 * 16 * HEAD_DIM + 4 * 16 * 4 + W_LDS + SW_LDS,         # per-wave Qq, sQ
-}
+# Rows padded by LDS_PAD = 8 bytes (Q, Wq, bf16 W); waves 1..3's o_lds rows of HEAD_DIM + 2 floats on gfx936's
+# jump layout, HEAD_DIM + 4 on CDNA3 (int8_attention.h "LDS row strides").
+Q_LDS, W_LDS = 16 * (HEAD_DIM + 8), 4 * 16 * (TOKENS + 8)          # Qq, the waves' Wq slabs
+BF16_W_LDS = 4 * 16 * (2 * TOKENS + 8)
+
+
+def o_lds(arch):                                                    # waves 1..3's partial O
+    return 3 * 16 * (HEAD_DIM + (2 if arch == "gfx936" else 4)) * 4
+
+
+def lds(name, arch):
+    return {
+        "int8_kv_cache": 0,
+        "qk_int8": Q_LDS + 16 * 4,                                              # Qq, sQ
+        "pv_int8_fragment": W_LDS + o_lds(arch),
+        "pv_int8_contiguous": W_LDS + o_lds(arch),
+        "pv_bf16": BF16_W_LDS + o_lds(arch),                                    # bf16 W slabs
+        "paged_attention_decode_fragment": Q_LDS + 16 * 4 + 2 * 4 * 16 * 4 + W_LDS + o_lds(arch),
+        "paged_attention_decode_contiguous": Q_LDS + 16 * 4 + 2 * 4 * 16 * 4 + W_LDS + o_lds(arch),
+        "paged_attention_reduce": 0,
+        "prefix_prefill": 4 * Q_LDS + 4 * 16 * 4 + W_LDS,                       # per-wave Qq, sQ
+    }[name]
+
+
 # Matrix instructions per 64-token chunk of a wave:
 #   QK: 4 token tiles x HEAD_DIM/32 K=32 steps                                   = 16
 #   PV int8: 2 K=32 instructions (bytes 0-7, 8-15 of the 16-byte V load) x 8 column tiles = 16
@@ -65,14 +80,16 @@ def reports():
     out: dict[str, dict] = {}
     for arch in ARCHS:
         need(arch)
-        for kernel in hipbuild.KERNELS:
-            for r in inspect(kernel, arch).reports:
+        for kernel in PROJECT.kernels:
+            for r in inspect(kernel, arch, project=PROJECT).reports:
                 out.setdefault(r.name, {})[arch] = r
     return out
 
 
 def test_every_entry_point_is_checked(reports):
-    assert set(reports) == set(MATRIX) == set(LDS)
+    assert set(reports) == set(MATRIX)
+    for name in reports:
+        lds(name, "gfx942")                                    # raises for an entry it does not know
 
 
 def test_no_scratch_and_no_spills(reports):
@@ -84,7 +101,7 @@ def test_no_scratch_and_no_spills(reports):
 def test_lds_is_what_the_kernel_declares_and_fits_64k(reports):
     for name, by_arch in reports.items():
         for arch, r in by_arch.items():
-            assert r.lds_bytes == LDS[name] <= 64 * 1024, f"{name} {arch}: {r.lds_bytes} bytes"
+            assert r.lds_bytes == lds(name, arch) <= 64 * 1024, f"{name} {arch}: {r.lds_bytes} bytes"
 
 
 def test_matrix_instructions_per_chunk(reports):
@@ -115,15 +132,16 @@ def test_pv_loads_v_16_bytes_at_a_time(reports):
 
 
 def test_stand_in_keeps_gfx936_reductions(reports):
-    """The scale-group amax of W crosses the lanes that hold one D row: on gfx942 register i is
-    row 4*rowid+i, so 3 shuffles (lanes xor 1, 2, 4 share the row and pv_tile) per register = 12;
-    contiguous groups need all 16 lanes of the row (4 shuffles) for both groups of the 4 rows = 32.
-    On gfx936 (jump layout) the row is lane16id and pv_tile = i/2 lives in the registers: 2 shuffles
-    (xor 16, 32) per group, 2 groups = 4 for either grouping."""
-    expect = {("pv_int8_fragment", "gfx942"): 12, ("pv_int8_contiguous", "gfx942"): 32,
+    """The scale-group amax of W crosses the lanes that hold one D row and pv_tile: on gfx942
+    register i is row 4*rowid+i and pv_tile = lane16id/8, so 3 shuffles (xor 1, 2, 4) per register
+    = 12, and one more per register (xor 8) fetches the row's other group = 16; contiguous groups
+    need all 16 lanes of the row (4 shuffles) for both groups of the 4 rows = 32. On gfx936 (jump
+    layout) the row is lane16id and pv_tile = i/2 lives in the registers: 2 shuffles (xor 16, 32) per
+    group, 2 groups = 4 for either grouping, and the other group is a register of the lane."""
+    expect = {("pv_int8_fragment", "gfx942"): 16, ("pv_int8_contiguous", "gfx942"): 32,
               ("pv_int8_fragment", "gfx936"): 4, ("pv_int8_contiguous", "gfx936"): 4}
     for (name, arch), n in expect.items():
-        k = parse(hipbuild.arch_dir(arch).joinpath("pv_int8.s").read_text()).kernel(name)
+        k = parse(hipbuild.arch_dir(arch, PROJECT).joinpath("pv_int8.s").read_text()).kernel(name)
         loop, = [lp for lp in k.loops if any(i.is_matrix for i in k.body(lp))]
         assert sum(i.mnemonic == "ds_bpermute_b32" for i in k.body(loop)) == n, f"{name} {arch}"
 
@@ -152,7 +170,7 @@ def test_families_agree_with_llvm_mc_encodings():
         if tc.llvm_mc is None:
             msg = f"llvm-mc-{tc.major} not installed (apt-get install llvm-{tc.major})"
             pytest.fail(msg) if os.environ.get("GFXSIM_REQUIRE_TOOLCHAIN") else pytest.skip(msg)
-        for b in hipbuild.build(None, arch):
+        for b in hipbuild.build(None, arch, project=PROJECT):
             f = parse(b.asm.read_text())
             ours = [(i.mnemonic, i.family) for k in f.kernels.values() for i in k.instructions]
             truth = llvm_mc_families(b.asm, f.processor, tc.llvm_mc)
@@ -163,9 +181,11 @@ def test_families_agree_with_llvm_mc_encodings():
 
 def test_loops_are_the_ones_clang_annotates(reports):
     for arch in ARCHS:
-        for kernel in hipbuild.KERNELS:
-            text = hipbuild.arch_dir(arch).joinpath(f"{kernel}.s").read_text()
-            clang = set(re.findall(r"^(\.\w+):\s*; =>This (?:Inner )?Loop Header", text, re.M))
+        for kernel in PROJECT.kernels:
+            text = hipbuild.arch_dir(arch, PROJECT).joinpath(f"{kernel}.s").read_text()
+            # "; =>This Loop Header", or for a nested loop "; Parent Loop ..." with the header on the next line
+            clang = set(re.findall(r"^(\.\w+):[ \t]*;(?:[^\n]*\n[ \t]+;)*?[^\n]*=>\s*This (?:Inner )?Loop Header",
+                                   text, re.M))
             ours = {lp.header for k in parse(text).kernels.values() for lp in k.loops}
             assert ours == clang, f"{kernel} {arch}"
 
@@ -251,7 +271,7 @@ def test_family_rules(mnemonic, operands, family):
 def test_cli_inspect_pv_int8_gfx942(reports, capsys):
     assert main(["hip", "inspect", "pv_int8", "--arch", "gfx942"]) == 0
     text = capsys.readouterr().out
-    for figure in ("pv_int8_fragment", "pv_int8_contiguous", f"{PV} {I8}", f"LDS            {LDS['pv_int8_fragment']} bytes",
+    for figure in ("pv_int8_fragment", "pv_int8_contiguous", f"{PV} {I8}", f"LDS            {lds('pv_int8_fragment', 'gfx942')} bytes",
                    "VGPR", "AGPR", "SGPR", "scratch        0 bytes", "occupancy", "waves/SIMD", "global_load_dwordx4",
                    "MFMA", "VOP3P", "SOPP"):
         assert figure in text, figure
@@ -259,7 +279,7 @@ def test_cli_inspect_pv_int8_gfx942(reports, capsys):
     res = json.loads(capsys.readouterr().out)
     k, = res["kernels"]
     assert res["stand_in"] and res["processor"] == "gfx942" and k["name"] == "pv_int8_fragment"
-    assert k["loops"][0]["matrix"] == {I8: PV} and k["lds_bytes"] == LDS["pv_int8_fragment"]
+    assert k["loops"][0]["matrix"] == {I8: PV} and k["lds_bytes"] == lds("pv_int8_fragment", "gfx936")
     assert main(["hip", "inspect", "pv_int9", "--arch", "gfx942"]) == 2
     assert "gfxsim hip: error: no HIP kernel 'pv_int9'" in capsys.readouterr().err
 

@@ -2,6 +2,7 @@
 the project's: `gfxsim run KERNEL --kernel-fn FILE:FN`, run_pv(kernel=...), run_decode(kernel=...),
 and the public host helpers that build each harness's buffers."""
 import json
+import re
 import pathlib
 
 import numpy as np
@@ -19,9 +20,15 @@ KP = pathlib.Path(__file__).parents[1] / "kernels_py"
 
 
 def copy_of(module: str, fn: str, new_name: str, mistake=None) -> str:
-    """kernels_py/<module>.py as a user's file would hold it (absolute imports, the kernel renamed),
-    with ``mistake`` = (old, new) applied once."""
-    src = (KP / f"{module}.py").read_text().replace("from .", "from kernels_py.")
+    """kernels_py/<module>.py as a user's file would hold it: one file (the helpers of
+    kernels_py/int8_attention.py it imports copied in, absolute imports), the kernel renamed, with
+    ``mistake`` = (old, new) applied once, wherever it is."""
+    src = (KP / f"{module}.py").read_text()
+    shared = re.search(r"^from \.int8_attention import \([^)]*\)\n|^from \.int8_attention import [^\n]*\n", src, re.M)
+    if shared:
+        helpers = (KP / "int8_attention.py").read_text().split("from __future__ import annotations\n", 1)[1]
+        src = src[:shared.start()] + helpers + src[shared.end():]
+    src = src.replace("from .", "from kernels_py.")
     src = src.replace(f"def {fn}(w,", f"def {new_name}(w,")
     if mistake is not None:
         old, new = mistake
@@ -31,7 +38,8 @@ def copy_of(module: str, fn: str, new_name: str, mistake=None) -> str:
 
 
 # the seed's bug in a user's copy: the scale groups hard-coded to tokens 0-31 | 32-63
-CONTIGUOUS = ("return (tokens % 16) // 8", "return tokens // 32")
+CONTIGUOUS = ("quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping=grouping,",
+              'quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping="contiguous",')
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +49,8 @@ def user_files(tmp_path_factory):
              "bad_pv": copy_of("pv_int8", "pv_int8", "my_pv_int8", CONTIGUOUS),
              "good_decode": copy_of("paged_attention_decode", "paged_attention_decode", "my_decode"),
              "bad_decode": copy_of("paged_attention_decode", "paged_attention_decode", "my_decode",
-                                   ("grouping=grouping, **geo)", 'grouping="contiguous", **geo)'))}
+                                   ("w_lds[warpid], rowid, lane16id, grouping=grouping,",
+                                    'w_lds[warpid], rowid, lane16id, grouping="contiguous",'))}
     paths = {}
     for name, text in files.items():
         paths[name] = d / f"{name}.py"

@@ -24,15 +24,15 @@ from test_swap_in import copy_of
 # (module, function, the user's name, the mistake): each stores into another element's place
 MISTAKES = {
     "qk_int8": ("qk_int8", "qk_int8", "my_qk",
-                ("addr = (qrow * context_len + token) * 4", "addr = (((qrow + 1) % 16) * context_len + token) * 4")),
+                ("(s_out + qrow[i] * context_len + t[i])", "(s_out + (qrow[i] + 1) % 16 * context_len + t[i])")),
     "prefix_prefill": ("prefix_prefill", "prefix_prefill", "my_prefill",
-                       ("addr = (((qrow + wave_q0) * num_heads + h) * head_dim",
-                        "addr = (((qrow + wave_q0) * num_heads + (h + 1) % num_heads) * head_dim")),
+                       ("(out + (qi[i] * num_heads + h) * head_dim",
+                        "(out + (qi[i] * num_heads + (h + 1) % num_heads) * head_dim")),
     "int8_kv_cache": ("int8_kv_cache", "int8_kv_cache", "my_kv_cache",
                       ("v_addr = d * block_size + (head + off)", "v_addr = ((d + 1) % head_dim) * block_size + (head + off)")),
     "paged_attention_reduce": ("paged_attention_decode", "paged_attention_reduce", "my_reduce",
-                               ("((seq * num_heads + head) * head_dim + d) * 4, acc / total)",
-                                "((seq * num_heads + (head + 1) % num_heads) * head_dim + d) * 4, acc / total)")),
+                               ("(out + seq_head * head_dim + d).store(acc / w_sum)",
+                                "(out + (seq * num_heads + (head + 1) % num_heads) * head_dim + d).store(acc / w_sum)")),
 }
 # the field each mistake gets wrong, and the buffer
 WRONG = {"qk_int8": ("s_out", "row"), "prefix_prefill": ("out", "head"), "int8_kv_cache": ("v_cache", "dim"),

@@ -9,7 +9,7 @@ import json
 
 from ..arch import OPERANDS, get_arch, get_instruction
 from ..arch.matrix_insn import OPERAND_FIELDS
-from .tables import render
+from ..tables import render
 
 FORMATS = ("text", "markdown", "csv", "json")
 

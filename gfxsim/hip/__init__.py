@@ -1,6 +1,9 @@
-"""HIP twins: compile kernels_hip/ with clang (build, toolchain), read the assembly (asm, encoding),
-report on it (inspect), and run a twin on a ROCm GPU (harness).
+"""HIP twins: compile a project's .hip files with clang (project, build, toolchain) and run a twin on
+a ROCm GPU (harness). Reading the assembly is gfxsim.asm's (parse, encoding, inspect); inspect.py
+here builds a kernel first and hands its .s to gfxsim.asm.inspect.
 
-    gfxsim hip build pv_int8 --arch gfx942        # build/hip/gfx942/pv_int8.{s,co} + build.json
-    gfxsim hip inspect pv_int8 --arch gfx942      # families, matrix per loop, LDS, registers, occupancy
+    project = Project("kernels_hip", "build/hip")
+    build(["pv_int8"], "gfx942", project=project)   # build/hip/gfx942/pv_int8.{s,co} + build.json
+    gfxsim hip build --sources kernels_hip           # the same from the command line
+    gfxsim hip inspect pv_int8 --arch gfx942         # families, matrix per loop, LDS, registers, occupancy
 """

@@ -1,9 +1,10 @@
-"""Compile the HIP twins (kernels_hip/*.hip) to assembly and a linked code object per target.
+"""Compile a project's HIP kernels (project.sources/*.hip, see project.py) to assembly and a linked
+code object per target.
 
-Output: <build dir>/<arch>/<kernel>.s and .co (default build dir: build/hip/ in the repository),
-and build.json beside them recording the compiler path and --version, every command line, and a
-hash of the sources; a kernel is recompiled only when one of those changed or an output is missing.
-The .co is assembled from the very .s that `gfxsim hip inspect` reads, so the two always agree.
+Output: <project.build>/<arch>/<kernel>.s and .co, and build.json beside them recording the
+compiler path and --version, every command line, and a hash of the sources; a kernel is recompiled
+only when one of those changed or an output is missing. The .co is assembled from the very .s that
+`gfxsim hip inspect` reads, so the two always agree.
 """
 from __future__ import annotations
 
@@ -17,13 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .asm import AsmFile, parse_file
+from ..asm.parse import AsmFile, parse_file
+from .project import Project
 from .toolchain import Target, Toolchain, find_toolchain, get_target
-
-REPO = Path(__file__).resolve().parents[2]
-KERNELS_DIR = REPO / "kernels_hip"
-DEFAULT_BUILD_ROOT = REPO / "build" / "hip"
-KERNELS = ("int8_kv_cache", "qk_int8", "pv_int8", "pv_bf16", "paged_attention_decode", "prefix_prefill")
 
 # -nogpuinc -nogpulib: gfxsim_hip.h replaces hip_runtime.h, so no hidden kernel arguments and no
 # device-library calls. -fhip-kernel-arg-name puts the argument names in the metadata, so the
@@ -45,17 +42,8 @@ class KernelBuild:
     seconds: float
 
 
-def kernel_source(kernel: str) -> Path:
-    if kernel not in KERNELS:
-        raise ValueError(f"unknown HIP kernel {kernel!r}; kernels_hip/ has: {', '.join(KERNELS)}")
-    src = KERNELS_DIR / f"{kernel}.hip"
-    if not src.is_file():
-        raise FileNotFoundError(f"{src}: HIP source not found (gfxsim hip needs a source checkout)")
-    return src
-
-
-def arch_dir(arch: str, build_dir: Path | str | None = None) -> Path:
-    return Path(build_dir or DEFAULT_BUILD_ROOT) / get_target(arch).arch
+def arch_dir(arch: str, project: Project) -> Path:
+    return project.build / get_target(arch).arch
 
 
 def compile_flags(target: Target, defines=()) -> list[str]:
@@ -65,10 +53,10 @@ def compile_flags(target: Target, defines=()) -> list[str]:
     return [*CFLAGS, f"--offload-arch={target.offload_arch}", *(f"-D{d}" for d in (*target.defines, *defines))]
 
 
-def inputs_hash(source: Path) -> str:
-    """The source and every header in kernels_hip/ (the twins include only those)."""
+def inputs_hash(source: Path, project: Project) -> str:
+    """The source and every header of the project's sources (the twins include only those)."""
     h = hashlib.sha256()
-    for p in [source, *sorted(KERNELS_DIR.glob("*.h"))]:
+    for p in [source, *project.headers]:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -86,12 +74,13 @@ def _run(cmds, kernel: str, arch: str):
     for cmd in cmds:
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
-            raise ValueError(f"{Path(cmd[0]).name} failed for kernels_hip/{kernel}.hip --arch {arch} "
+            raise ValueError(f"{Path(cmd[0]).name} failed for {kernel}.hip --arch {arch} "
                              f"(exit {r.returncode}):\n{' '.join(cmd)}\n{r.stderr.strip()}")
 
 
-def _shown(path: Path) -> str:
-    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+def _shown(path: Path, project: Project) -> str:
+    root = project.sources.parent
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def load_record(directory: Path) -> dict:
@@ -101,15 +90,15 @@ def load_record(directory: Path) -> dict:
         return {}
 
 
-def build(kernels=None, arch: str = "gfx942", *, build_dir=None, defines=(), force: bool = False,
+def build(kernels=None, arch: str = "gfx942", *, project: Project, defines=(), force: bool = False,
           jobs: int | None = None) -> list[KernelBuild]:
-    """Compile `kernels` (default: all) for `arch`; up-to-date outputs are kept."""
+    """Compile the project's `kernels` (default: all) for `arch`; up-to-date outputs are kept."""
     target = get_target(arch)
-    kernels = list(kernels or KERNELS)
-    sources = {k: kernel_source(k) for k in kernels}
+    kernels = list(kernels or project.kernels)
+    sources = {k: project.source(k) for k in kernels}
     tc = find_toolchain(target.arch)
     flags = compile_flags(target, defines)
-    out_dir = arch_dir(target.arch, build_dir)
+    out_dir = arch_dir(target.arch, project)
     out_dir.mkdir(parents=True, exist_ok=True)
     old = load_record(out_dir)
     compiler = {**tc.describe(), "version_full": subprocess.run([str(tc.clang), "--version"], capture_output=True,
@@ -119,7 +108,7 @@ def build(kernels=None, arch: str = "gfx942", *, build_dir=None, defines=(), for
 
     def one(kernel: str) -> KernelBuild:
         src, stem = sources[kernel], out_dir / kernel
-        digest = inputs_hash(src)
+        digest = inputs_hash(src, project)
         rec = entries.get(kernel, {})
         fresh = (not force and rec.get("inputs_sha256") == digest
                  and stem.with_suffix(".s").is_file() and stem.with_suffix(".co").is_file())
@@ -134,7 +123,7 @@ def build(kernels=None, arch: str = "gfx942", *, build_dir=None, defines=(), for
             finally:
                 for ext in (".s", ".o", ".co"):
                     tmp.with_suffix(ext).unlink(missing_ok=True)
-            entries[kernel] = {"source": _shown(src), "inputs_sha256": digest,
+            entries[kernel] = {"source": _shown(src, project), "inputs_sha256": digest,
                                "asm": f"{kernel}.s", "code_object": f"{kernel}.co",
                                "commands": [[a.replace(str(tmp), str(stem)) for a in c] for c in cmds]}
         return KernelBuild(kernel, target.arch, src, stem.with_suffix(".s"), stem.with_suffix(".co"), not fresh,
@@ -151,16 +140,16 @@ def build(kernels=None, arch: str = "gfx942", *, build_dir=None, defines=(), for
     return results
 
 
-def asm_path(kernel: str, arch: str, *, build_dir=None) -> Path:
+def asm_path(kernel: str, arch: str, *, project: Project) -> Path:
     """The kernel's assembly for `arch`, compiled first if missing or stale."""
-    return build([kernel], arch, build_dir=build_dir)[0].asm
+    return build([kernel], arch, project=project)[0].asm
 
 
-def find_entry(entry: str, arch: str, *, build_dir=None, defines=()) -> tuple[KernelBuild, AsmFile]:
+def find_entry(entry: str, arch: str, *, project: Project, defines=()) -> tuple[KernelBuild, AsmFile]:
     """The build and parsed assembly of the kernel file that defines entry point `entry`."""
-    for b in build(None, arch, build_dir=build_dir, defines=defines):
+    for b in build(None, arch, project=project, defines=defines):
         f = parse_file(b.asm)
         if entry in f.kernels:
             return b, f
-    raise ValueError(f"no HIP kernel {entry!r}: not a kernels_hip/ file ({', '.join(KERNELS)}) nor one of "
-                     f"their entry points (e.g. pv_int8_fragment, paged_attention_reduce) for {arch}")
+    raise ValueError(f"no HIP kernel {entry!r}: not a file of {project.sources} ({', '.join(project.kernels)}) "
+                     f"nor one of their entry points (e.g. pv_int8_fragment, paged_attention_reduce) for {arch}")

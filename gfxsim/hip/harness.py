@@ -1,12 +1,12 @@
 """Run a HIP twin on a ROCm GPU with the numpy inputs its Python twin takes, and get its outputs
 back as numpy arrays, for comparison with the simulator.
 
-The host program kernels_hip/harness/run_kernel.cpp (compiled with Debian's hipcc) knows no kernel
+The host program <sources>/harness/run_kernel.cpp (compiled with Debian's hipcc) knows no kernel
 signature: this module writes a manifest from the entry point's metadata (argument names, offsets,
 sizes; the twins are compiled with -fhip-kernel-arg-name), one .npy per buffer argument, and reads
 back <name>.out.npy for every buffer.
 
-    out = run_on_gpu("pv_int8_fragment", grid=(1, 1, 1),
+    out = run_on_gpu("pv_int8_fragment", grid=(1, 1, 1), project=Project("kernels_hip", "build/hip"),
                      args=dict(p=p, v_cache=v_cache, v_scale=v_scale, block_table=bt,
                                context_len=np.int32(n), out=np.zeros((16, 128), np.float32)))
     out["out"]            # [16, 128] f32 as the GPU wrote it
@@ -25,11 +25,11 @@ from typing import Mapping
 
 import numpy as np
 
+from ..asm.parse import Kernel
 from . import build as hipbuild
-from .asm import Kernel
+from .project import Project
 from .toolchain import ToolchainError, get_target
 
-HOST_SOURCE = hipbuild.KERNELS_DIR / "harness" / "run_kernel.cpp"
 HIPCC_HINT = "apt-get install -y --no-install-recommends hipcc"
 # Host code only, so any offload arch Debian's hipcc (clang-15) knows will do; naming one keeps
 # hipcc from running rocm_agent_enumerator, which fails without a GPU.
@@ -47,16 +47,20 @@ def find_hipcc() -> Path:
     return Path(found)
 
 
-def build_host(*, build_dir=None, force: bool = False) -> Path:
-    """Compile run_kernel.cpp to <build dir>/harness/run_kernel (kept while source and hipcc are unchanged)."""
+def build_host(*, project: Project, force: bool = False) -> Path:
+    """Compile <sources>/harness/run_kernel.cpp to <build>/harness/run_kernel (kept while source and
+    hipcc are unchanged)."""
     hipcc = find_hipcc()
-    out_dir = Path(build_dir or hipbuild.DEFAULT_BUILD_ROOT) / "harness"
+    host_source = project.harness_source
+    if not host_source.is_file():
+        raise FileNotFoundError(f"{host_source}: the harness host program is not in the project's sources")
+    out_dir = project.build / "harness"
     out_dir.mkdir(parents=True, exist_ok=True)
     exe, rec_path = out_dir / "run_kernel", out_dir / hipbuild.RECORD
     env = {**os.environ, "HIP_PLATFORM": "amd"}     # hipcc picks nvcc whenever nvcc is on PATH
     version = subprocess.run([str(hipcc), "--version"], capture_output=True, text=True, env=env).stdout.strip()
-    digest = hashlib.sha256(HOST_SOURCE.read_bytes()).hexdigest()
-    cmd = [str(hipcc), *HOST_FLAGS, str(HOST_SOURCE), "-o", str(exe)]
+    digest = hashlib.sha256(host_source.read_bytes()).hexdigest()
+    cmd = [str(hipcc), *HOST_FLAGS, str(host_source), "-o", str(exe)]
     record = {"hipcc": str(hipcc), "version": version, "HIP_PLATFORM": "amd", "command": cmd, "source_sha256": digest}
     if not force and exe.is_file() and hipbuild.load_record(out_dir) == record:
         return exe
@@ -64,7 +68,7 @@ def build_host(*, build_dir=None, force: bool = False) -> Path:
     r = subprocess.run([*cmd[:-1], str(tmp)], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise ValueError(f"hipcc failed on {HOST_SOURCE} (exit {r.returncode}):\n{' '.join(cmd)}\n{r.stderr.strip()}")
+        raise ValueError(f"hipcc failed on {host_source} (exit {r.returncode}):\n{' '.join(cmd)}\n{r.stderr.strip()}")
     os.replace(tmp, exe)
     rec_path.write_text(json.dumps(record, indent=2) + "\n")
     return exe
@@ -136,8 +140,8 @@ def write_manifest(kernel: Kernel, code_object: Path, grid, args: Mapping[str, o
     return path
 
 
-def run_on_gpu(entry: str, grid, args: Mapping[str, object], *, arch: str | None = None, block: int | None = None,
-               build_dir=None, defines=(), workdir=None, check: bool = False) -> dict[str, np.ndarray]:
+def run_on_gpu(entry: str, grid, args: Mapping[str, object], *, project: Project, arch: str | None = None,
+               block: int | None = None, defines=(), workdir=None, check: bool = False) -> dict[str, np.ndarray]:
     """Launch `entry` (e.g. "pv_int8_fragment") on grid `grid` with `args` by argument name, return every
     buffer argument as the kernel left it. check=True runs run_kernel --check: no GPU, the buffers
     come back unchanged (arch then defaults to gfx942). Outputs stay in `workdir` when one is given."""
@@ -147,8 +151,8 @@ def run_on_gpu(entry: str, grid, args: Mapping[str, object], *, arch: str | None
     if target.stand_in and not check:
         raise ValueError(f"the {arch} build is a stand-in (gfx942 code with gfx936's D-layout formulas): it computes "
                          "wrong results on real hardware; run gfx940/gfx941/gfx942 on a ROCm GPU")
-    b, f = hipbuild.find_entry(entry, target.arch, build_dir=build_dir, defines=defines)
-    host = build_host(build_dir=build_dir)
+    b, f = hipbuild.find_entry(entry, target.arch, project=project, defines=defines)
+    host = build_host(project=project)
     with tempfile.TemporaryDirectory(prefix="gfxsim-hip-") as tmp:
         wd = Path(workdir or tmp)
         wd.mkdir(parents=True, exist_ok=True)

@@ -280,6 +280,12 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self._set_exec(self.exec & ~m)
         return not self.exec.any()
 
+    def view(self, mem, shape=None, dtype=None):
+        """``mem`` (a Buffer or an LDS region) indexed like HIP code: ``v[row][col]``, ``v.at(offset)``
+        (views.View); ``shape``/``dtype`` default to the memory's own."""
+        from .views import View
+        return View(self, mem, shape, dtype)
+
     def register_file(self, count: int = 256, prefix: str = "v"):
         """Numbered registers of this wave (regfile.RegisterFile), for front ends that address
         registers by number; values move in and out with their bytes' provenance."""

@@ -7,29 +7,34 @@ is an uninitialized-read naming the register, and the poison (a quiet NaN) reach
 """
 import numpy as np
 
-from kernels_py.fragments import DLayout, int8_mma
-from kernels_py.pv_int8 import W_STRIDE, load_w_chunk, o_lds_shape, pv_chunk, sum_waves_to
+from kernels_py.int8_attention import NWARPS, REGS, TOKENS_PER_CHUNK, W_STRIDE, Config, d_col, d_row, sum_waves
+from kernels_py.pv_int8 import pv_int8_chunk
 from kernels_py.qk_int8 import ROWS
 
 
 def _pv(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size, grouping, num_kv_heads, kvh,
         max_blocks, formula, zero_init):
-    mma = int8_mma(w.arch)
-    dlay = DLayout(w, w.insn(mma), formula)
-    w_lds = w.shared("w_lds", (w.num_waves, ROWS, W_STRIDE), np.int8)
-    o_lds = w.shared("o_lds", o_lds_shape(w, dlay, head_dim), np.float32)
-    max_blocks = max_blocks or block_table.array.shape[-1]
-    geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
+    cfg = Config(w, head_dim, block_size, formula, num_kv_heads=num_kv_heads, kvh=kvh)
+    p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
+    block_table = w.view(block_table, (block_table.array.size,))
+    w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W_STRIDE), np.int8))
+    o_lds = w.view(w.shared("o_lds", (NWARPS - 1, ROWS, cfg.O_STRIDE), np.float32))
+    rowid, lane16id = w.lane_id // 16, w.lane_id % 16
     declare = w.zeros if zero_init else w.undef          # the defect: no initialiser
-    acc = [declare("f32", dlay.n_regs) for _ in range(head_dim // 16)]
-    for chunk in range(w.wave_id, -(-context_len // 64), w.num_waves):
-        start = 64 * chunk
-        W, tokens = load_w_chunk(w, p, v_scale, block_table, kvh, start, context_len, dlay, **geo)
-        part = pv_chunk(w, mma, W, tokens, start, context_len, w_lds, v_cache, block_table, 0, kvh,
-                        head_dim=head_dim, dlay=dlay, grouping=grouping, **geo)
-        for dt in range(head_dim // 16):
+    acc = [declare("f32", 4) for _ in range(cfg.DTILES)]
+    for chunk in range(w.wave_id, -(-context_len // TOKENS_PER_CHUNK), NWARPS):
+        start = TOKENS_PER_CHUNK * chunk
+        part = [w.zeros("f32", 4) for _ in range(cfg.DTILES)]        # this chunk's PV
+        pv_int8_chunk(w, part, p, v_cache, v_scale, block_table, context_len, start, w_lds[w.wave_id], rowid,
+                      lane16id, grouping=grouping, tail=start + TOKENS_PER_CHUNK > context_len, cfg=cfg)
+        for dt in range(cfg.DTILES):
             acc[dt] += part[dt]
-    sum_waves_to(w, acc, o_lds, out, dlay, head_dim=head_dim, rows=ROWS, out_addr=lambda r, d: (r * head_dim + d) * 4)
+    sum_waves(w, acc, o_lds, w.wave_id, rowid, lane16id, cfg=cfg)
+    if w.wave_id == 0:
+        qrow, col = d_row(w, rowid, lane16id, REGS, cfg=cfg), d_col(w, rowid, lane16id, REGS, cfg=cfg)
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                (out + qrow[i] * head_dim + 16 * dt + col[i]).store(acc[dt][i])
 
 
 def pv_no_zero_init(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size,

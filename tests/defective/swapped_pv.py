@@ -10,54 +10,63 @@ diagonals. ``swapped_pv_fixed`` keeps the swap and writes each element to its ow
 """
 import numpy as np
 
-from kernels_py.fragments import DLayout, bf16_mma, int8_mma
-from kernels_py.pv_bf16 import N_MMA, W_STRIDE
-from kernels_py.pv_int8 import load_w_chunk, o_lds_shape, sum_waves_to, v_chunk_base, v_load
+from kernels_py.int8_attention import NWARPS, TLOOP, TOKENS_PER_CHUNK, Config, cache_head, d_col, d_row, load_w, \
+    sum_waves
+from kernels_py.pv_bf16 import N_MMA, W16_STRIDE, v_operand
 from kernels_py.qk_int8 import ROWS
 
 
-def chunk_swapped(w, mma, W, tokens, chunk_start, ctx, w_lds, v_cache, block_tables, kvh, o, *, head_dim,
-                  block_size, num_kv_heads, max_blocks, dlay):
+def chunk_swapped(w, o, p, v_cache, v_scale, block_table, context_len, chunk_start, w_lds, rowid, lane16id, *, cfg):
     """pv_bf16_chunk with V as A and W as B."""
-    rowid, lane16id = w.lane_id // 16, w.lane_id % 16
-    slab = w.wave_id * ROWS * W_STRIDE
-    row_addr = slab + dlay.rows() * W_STRIDE
+    W = [None] * TLOOP
+    load_w(w, W, p, v_scale, block_table, context_len, chunk_start, rowid, lane16id, tail=True, cfg=cfg)
+    qrow, col = d_row(w, rowid, lane16id, slice(None), cfg=cfg), d_col(w, rowid, lane16id, slice(None), cfg=cfg)
     wb = w.cat(*W).to("bf16")
-    for td in range(4):
-        addr = row_addr + 2 * tokens[td]
-        for i in range(dlay.n_regs):
-            w.lds_store(w_lds, addr[i], wb[dlay.n_regs * td + i])
-    a_addr = slab + lane16id * W_STRIDE + 2 * 16 * rowid
-    wa = [w.lds_load(w_lds, a_addr + 8 * m, 8, "bf16") for m in range(N_MMA)]
-    t0, full, partial, v_base = v_chunk_base(w, block_tables, 0, kvh, chunk_start, ctx, head_dim=head_dim,
-                                             block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
-    for dt in range(head_dim // 16):
-        vq = v_load(w, v_cache, v_base, 16 * dt * block_size, full, partial, t0, ctx, block_tables, 0, kvh,
-                    16 * dt + lane16id, head_dim=head_dim, block_size=block_size, num_kv_heads=num_kv_heads,
-                    max_blocks=max_blocks)
-        vb = vq.to("bf16")
+    for td in range(TLOOP):
+        for i in range(4):
+            (w_lds + qrow[i] * W16_STRIDE + 16 * td + col[i]).store(wb[4 * td + i])
+    wa = [(w_lds + lane16id * W16_STRIDE + 16 * rowid + 4 * m).load(8) for m in range(N_MMA)]
+    t0 = chunk_start + 16 * rowid
+    n_valid = context_len - t0
+    v_tok = w.zeros("i32")
+    with w.if_(n_valid > 0):
+        v_tok[:] = cache_head(w, block_table, cfg.NUM_KV_HEADS, cfg.KVH, t0, cfg=cfg) * cfg.HEAD_DIM * cfg.BLOCK_SIZE \
+            + t0 % cfg.BLOCK_SIZE
+    for dt in range(cfg.DTILES):
+        v_col = v_cache + v_tok + (16 * dt + lane16id) * cfg.BLOCK_SIZE
+        vq = w.zeros("i8", 16)
+        with w.if_(n_valid >= 16):
+            vq[:] = v_col.load(16)
+        for b in range(16):                                  # a partial 16-token group, byte by byte
+            with w.if_((n_valid < 16) & (n_valid > b)):
+                vq[b] = (v_col + b).load(1)
         for m in range(N_MMA):
-            o[dt] = w.mma(mma, vb[4 * m:4 * m + 4], wa[m], o[dt], label=f"chunk {chunk_start // 64} tile {dt} j {m}")
-    return o
+            o[dt] = w.mma(cfg.BF16_MMA, v_operand(w, vq, m), wa[m], o[dt],
+                          label=f"chunk {chunk_start // 64} tile {dt} j {m}")
 
 
 def _pv_swapped(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size, num_kv_heads, kvh,
-                max_blocks, formula, out_addr):
-    mma = bf16_mma(w.arch)
-    qk_lay = DLayout(w, w.insn(int8_mma(w.arch)), formula)
-    dlay = DLayout(w, w.insn(mma), formula)
-    w_lds = w.shared("w_lds", (w.num_waves, ROWS, W_STRIDE // 2), "bf16")
-    o_lds = w.shared("o_lds", o_lds_shape(w, dlay, head_dim), np.float32)
-    max_blocks = max_blocks or block_table.array.shape[-1]
-    geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
-    o = [w.zeros("f32", dlay.n_regs) for _ in range(head_dim // 16)]
-    for chunk in range(w.wave_id, -(-context_len // 64), w.num_waves):
-        start = 64 * chunk
-        W, tokens = load_w_chunk(w, p, v_scale, block_table, kvh, start, context_len, qk_lay, **geo)
-        o = chunk_swapped(w, mma, W, tokens, start, context_len, w_lds, v_cache, block_table, kvh, o,
-                          head_dim=head_dim, dlay=qk_lay, **geo)
-    # o_lds[wave][m][16*dt + n] holds D[m][n] of tile dt: query n, dim 16*dt + m
-    sum_waves_to(w, o, o_lds, out, dlay, head_dim=head_dim, rows=ROWS, out_addr=out_addr)
+                max_blocks, formula, fixed):
+    cfg = Config(w, head_dim, block_size, formula, num_kv_heads=num_kv_heads, kvh=kvh)
+    p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
+    block_table = w.view(block_table, (block_table.array.size,))
+    w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W16_STRIDE), "bf16"))
+    o_lds = w.view(w.shared("o_lds", (NWARPS - 1, ROWS, cfg.O_STRIDE), np.float32))
+    rowid, lane16id = w.lane_id // 16, w.lane_id % 16
+    o = [w.zeros("f32", 4) for _ in range(cfg.DTILES)]
+    for chunk in range(w.wave_id, -(-context_len // TOKENS_PER_CHUNK), NWARPS):
+        chunk_swapped(w, o, p, v_cache, v_scale, block_table, context_len, TOKENS_PER_CHUNK * chunk, w_lds[w.wave_id],
+                      rowid, lane16id, cfg=cfg)
+    sum_waves(w, o, o_lds, w.wave_id, rowid, lane16id, cfg=cfg)
+    if w.wave_id == 0:
+        # register i of tile dt holds D[qrow][col]: query col, dim 16*dt + qrow
+        qrow, col = d_row(w, rowid, lane16id, slice(None), cfg=cfg), d_col(w, rowid, lane16id, slice(None), cfg=cfg)
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                if fixed:           # the fix: each element to its own place, out[query][dim]
+                    (out + col[i] * head_dim + 16 * dt + qrow[i]).store(o[dt][i])
+                else:               # the defect: stored as pv_bf16 stores O
+                    (out + qrow[i] * head_dim + 16 * dt + col[i]).store(o[dt][i])
 
 
 def swapped_pv(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size, num_kv_heads=1,
@@ -66,7 +75,7 @@ def swapped_pv(w, p, v_cache, v_scale, block_table, out, *, context_len, head_di
     dim 16*(d // 16) + r."""
     _pv_swapped(w, p, v_cache, v_scale, block_table, out, context_len=context_len, head_dim=head_dim,
                 block_size=block_size, num_kv_heads=num_kv_heads, kvh=kvh, max_blocks=max_blocks, formula=formula,
-                out_addr=lambda r, d: (r * head_dim + d) * 4)
+                fixed=False)
 
 
 def swapped_pv_fixed(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size, num_kv_heads=1,
@@ -74,4 +83,4 @@ def swapped_pv_fixed(w, p, v_cache, v_scale, block_table, out, *, context_len, h
     """The fix: o_lds[r][d] goes to out[query d % 16][dim 16*(d // 16) + r]."""
     _pv_swapped(w, p, v_cache, v_scale, block_table, out, context_len=context_len, head_dim=head_dim,
                 block_size=block_size, num_kv_heads=num_kv_heads, kvh=kvh, max_blocks=max_blocks, formula=formula,
-                out_addr=lambda r, d: ((d % 16) * head_dim + 16 * (d // 16) + r) * 4)
+                fixed=True)

@@ -1,132 +1,132 @@
 """A user's copy of kernels_py/paged_attention_decode.py with one mistake: the chunks of partition
-``part`` start at ``part * PARTITION`` (256) instead of ``part * partition_size``. With
+``partition`` start at ``partition * 256`` instead of ``partition * partition_size``. With
 ``--partition-size 512`` partition 1 re-reads tokens 256-511 of partition 0 and the last 256 tokens
-of a 1024-token context are never read. The per-chunk ``w.coverage`` scopes start from the same
-wrong offset and see nothing; the output declarations of the harness do. (tests/test_consumed.py)
+of a 1024-token context are never read. The per-chunk ``w.coverage`` scopes would start from the
+same wrong offset and see nothing; the output declarations of the harness do. (tests/test_consumed.py)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kernels_py.fragments import DLayout, int8_mma
-from kernels_py.pv_int8 import W_STRIDE, fold_v_scale, o_lds_shape, pv_chunk, sum_waves_to
-from kernels_py.qk_int8 import ROWS, load_row_scales, q_lds_stride, qk_tile, quantize_q_rows
+from kernels_py.int8_attention import (NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, W_STRIDE, Config, d_col, d_row, d_row_leader, q_row,
+                             load_q_operand, pv_chunk, qk_chunk, quantize_q_row, quantize_w, row_max, row_sum,
+                             scale_group, sum_waves, tile_slot)
+from kernels_py.qk_int8 import ROWS
 
-PARTITION = 256
+PARTITION_SIZE = NWARPS * TOKENS_PER_CHUNK      # 256 tokens, 64 per wave
+PARTITION = PARTITION_SIZE                      # the name the host code imports
 
 
-def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_tables, context_lens,
-                           exp_sums, max_logits, tmp_out, *, num_heads, num_kv_heads, head_dim, block_size,
-                           max_blocks, max_partitions, grouping="fragment", formula="derived",
-                           partition_size=PARTITION):
-    seq, part, kvh = w.workgroup_id
-    ctx = w.scalar_load(context_lens, seq * 4, "i32")
-    if w.end_program(part * partition_size >= ctx):              # s_endpgm: nothing to attend to
+def across_waves(w, out, v, red_lds, warpid, rowid, lane16id, *, op, cfg):
+    """One per-row value combined over the workgroup's waves: the row's leader lanes write it to
+    red_lds[warpid][row], a barrier, then every lane combines the waves' values in wave order."""
+    qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)
+    with w.if_(d_row_leader(w, rowid, lane16id, cfg=cfg)):
+        for i in range(4):
+            (red_lds + warpid * 16 + qrow[i]).store(v[i])
+    w.barrier()
+    total = w.cat(*[(red_lds + qrow[i]).load() for i in range(4)])
+    for k in range(1, NWARPS):
+        x = w.cat(*[(red_lds + k * 16 + qrow[i]).load() for i in range(4)])
+        total = w.max(total, x) if op == "max" else total + x
+    out[:] = total
+
+
+def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_tables, context_lens, exp_sums,
+                           max_logits, tmp_out, *, num_heads, num_kv_heads, head_dim, block_size, max_blocks,
+                           max_partitions, grouping="fragment", formula="derived", partition_size=PARTITION_SIZE):
+    seq, partition, kvh = w.workgroup_id
+    context_len = w.scalar_load(context_lens, seq * 4, "i32")
+    partition_start = partition * partition_size
+    if w.end_program(partition_start >= context_len):        # s_endpgm: nothing to attend to
         return
-    gqa = num_heads // num_kv_heads
-    mma = int8_mma(w.arch)
-    dlay = DLayout(w, w.insn(mma), formula)
-    q_lds = w.shared("q_lds", (ROWS, q_lds_stride(head_dim)), np.int8)
-    sq_lds = w.shared("sq_lds", (ROWS,), np.float32)
-    red_lds = w.shared("red_lds", (2, w.num_waves, ROWS), np.float32)
-    w_lds = w.shared("w_lds", (w.num_waves, ROWS, W_STRIDE), np.int8)
-    o_lds = w.shared("o_lds", o_lds_shape(w, dlay, head_dim), np.float32)
-    if w.wave_id == 0:
-        head0 = kvh * gqa
-        quantize_q_rows(w, q, lambda r: ((seq * num_heads + head0 + r) * head_dim) * 4, q_lds, sq_lds,
-                        head_dim=head_dim, rows_valid=gqa)
+    scale_group(0, grouping)
+    gqa = num_heads // num_kv_heads                           # query heads of this kv head: rows 0..gqa-1
+    cfg = Config(w, head_dim, block_size, formula)
+    q, k_cache, v_cache, k_scale, v_scale, exp_sums, max_logits, tmp_out = (
+        w.view(x) for x in (q, k_cache, v_cache, k_scale, v_scale, exp_sums, max_logits, tmp_out))
+    block_table = w.view(block_tables, (block_tables.array.size // max_blocks, max_blocks))[seq]
+    q_lds = w.view(w.shared("q_lds", (ROWS, cfg.Q_STRIDE), np.int8))      # Qq of the GQA group, rows >= gqa zero
+    sq_lds = w.view(w.shared("sq_lds", (ROWS,), np.float32))
+    red_lds = w.view(w.shared("red_lds", (2, NWARPS, ROWS), np.float32))  # each wave's row max, then row sum
+    w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W_STRIDE), np.int8))  # Wq slab of each wave: [row][token]
+    o_lds = w.view(w.shared("o_lds", (NWARPS - 1, ROWS, cfg.O_STRIDE), np.float32))   # partial O of waves 1..3
+
+    warpid = w.wave_id
+    lane = w.lane_id
+    rowid = lane // 16
+    lane16id = lane % 16
+
+    # 1. Q rows of the GQA group, quantized per row: wave warpid takes rows q_row(warpid, rowid).
+    row = q_row(warpid, rowid)
+    quantize_q_row(w, q + ((seq * num_heads + kvh * gqa + row) * head_dim), row < gqa, lane16id, q_lds[row],
+                   sq_lds[row], cfg=cfg)
     w.barrier()
+    qa = [None] * cfg.QKHELOOP
+    sq = w.undef("f32", 4)
+    load_q_operand(w, qa, sq, q_lds, sq_lds, rowid, lane16id, cfg=cfg)
 
-    # QK for the wave's 64-token chunks (one per 256 tokens of the partition), S in the D layout
-    # THE MISTAKE: partitions addressed with the 256-token constant, not the launch's partition size
-    chunks = [part * PARTITION + 256 * it + 64 * w.wave_id for it in range(partition_size // 256)]
-    geo = dict(block_size=block_size, num_kv_heads=num_kv_heads, max_blocks=max_blocks)
-    sq = load_row_scales(w, sq_lds, dlay)
-    S, tokens = [], []                   # per chunk: 4 tiles of scores and token offsets
-    for chunk_start in chunks:
-        tiles = [qk_tile(w, mma, q_lds, k_cache, k_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx,
-                         head_dim=head_dim, dlay=dlay, sq=sq, **geo) for td in range(4)]
-        S.append([s for s, _ in tiles])
-        tokens.append([token - chunk_start for _, token in tiles])     # offsets within the chunk
-    # partition max and sum over the 4 waves (per row: registers, then lanes, then waves via LDS)
-    m = None
-    for s in (x for c in S for x in c):
-        m = s if m is None else w.max(m, s)
-    m_part = across_waves(w, dlay.reduce_rows(m, "max"), red_lds, 0, dlay, "max")
-    E = [[w.exp(s - m_part) for s in c] for c in S]
-    l = None
-    for c in E:
-        part_sum = (c[0] + c[1]) + (c[2] + c[3])
-        l = part_sum if l is None else l + part_sum
-    l_part = across_waves(w, dlay.reduce_rows(l, "sum"), red_lds, 1, dlay, "sum")
+    # 2. QK of the wave's 64 tokens (per 256 of the partition); tokens at or past the context get
+    #    -inf. Instruction labels name the chunk within the partition (4*it + warpid).
+    # THE MISTAKE: the chunks start from the 256-token constant, not the launch's partition size
+    chunks = [partition * PARTITION_SIZE + PARTITION_SIZE * it + warpid * TOKENS_PER_CHUNK
+              for it in range(partition_size // PARTITION_SIZE)]
+    names = [f"chunk {NWARPS * it + warpid}" for it in range(len(chunks))]
+    s = [[None] * TLOOP for _ in chunks]
+    for c, chunk_start in enumerate(chunks):
+        qk_chunk(w, s[c], qa, sq, k_cache, k_scale, block_table, num_kv_heads, kvh, chunk_start, context_len, rowid,
+                 lane16id, tail=True, cfg=cfg, label=names[c])
 
-    # W = P * sV, then INT8 PV per chunk, accumulated in fp32
-    o = None
-    for chunk_start, e, tok in zip(chunks, E, tokens):
-        W = [fold_v_scale(w, e[td] / l_part, v_scale, block_tables, seq, kvh, chunk_start + 16 * td, ctx, dlay,
-                          **geo) for td in range(4)]
-        oc = pv_chunk(w, mma, W, tok, chunk_start, ctx, w_lds, v_cache, block_tables, seq, kvh, head_dim=head_dim,
-                      dlay=dlay, grouping=grouping, **geo)
-        if o is None:
-            o = oc
-        else:
-            for dt in range(len(o)):
-                o[dt] += oc[dt]
+    # 3. Partition max m and sum l per row: over the wave's lanes holding the row, then over the
+    #    4 waves through LDS in wave order. P = exp(S - m) * (1/l).
+    mx, m, ls, l = (w.undef("f32", 4) for _ in range(4))
+    row_max(w, mx, s[0], rowid, lane16id, cfg=cfg)
+    for c in range(1, len(s)):                               # partitions of several 256-token blocks
+        mc = w.undef("f32", 4)
+        row_max(w, mc, s[c], rowid, lane16id, cfg=cfg)
+        mx[:] = w.max(mx, mc)
+    across_waves(w, m, mx, red_lds[0], warpid, rowid, lane16id, op="max", cfg=cfg)
+    e = [[w.exp(x - m) for x in sc] for sc in s]
+    row_sum(w, ls, e[0], rowid, lane16id, cfg=cfg)
+    for c in range(1, len(e)):                               # partitions of several 256-token blocks
+        lc = w.undef("f32", 4)
+        row_sum(w, lc, e[c], rowid, lane16id, cfg=cfg)
+        ls[:] = ls + lc
+    across_waves(w, l, ls, red_lds[1], warpid, rowid, lane16id, op="sum", cfg=cfg)
+    inv_l = 1.0 / l
 
-    # partition outputs: tmp_out[seq][head][part][d], max_logits, exp_sums
-    sum_waves_to(w, o, o_lds, tmp_out, dlay, head_dim=head_dim, rows=gqa,
-                 out_addr=lambda r, d: (((seq * num_heads + kvh * gqa + r) * max_partitions + part) * head_dim + d) * 4)
-    qrow = dlay.rows()
-    with w.if_(dlay.row_leader()):
-        for i in range(dlay.n_regs):
-            with w.if_(qrow[i] < gqa):
-                idx = ((seq * num_heads + kvh * gqa + qrow[i]) * max_partitions + part) * 4
-                if w.wave_id == 0:
-                    w.global_store(max_logits, idx, m_part[i])
-                    w.global_store(exp_sums, idx, l_part[i])
+    # 4. W = P * sV, quantized per scale group, and PV over the wave's chunk.
+    token_offset = d_col(w, rowid, lane16id, REGS, cfg=cfg)
+    o = [w.zeros("f32", 4) for _ in range(cfg.DTILES)]
+    for c, chunk_start in enumerate(chunks):
+        W, sw = [None] * TLOOP, [None] * 2
+        for td in range(TLOOP):
+            tile_start = chunk_start + 16 * td
+            W[td] = w.zeros("f32", 4)
+            if not w.any(tile_start < context_len):
+                continue
+            with w.if_(tile_start < context_len):
+                slot0 = tile_slot(w, block_table, num_kv_heads, kvh, tile_start, cfg=cfg)
+                for i in range(4):
+                    with w.if_(tile_start + token_offset[i] < context_len):
+                        W[td][i] = e[c][td][i] * inv_l[i] * (v_scale + slot0 + token_offset[i]).load()
+        quantize_w(w, sw, W, w_lds[warpid], rowid, lane16id, grouping=grouping, cfg=cfg)
+        pv_chunk(w, o, w_lds[warpid], sw, v_cache, block_table, num_kv_heads, kvh, chunk_start, context_len, rowid,
+                 lane16id, tail=True, cfg=cfg, label=names[c])
 
-
-def across_waves(w, vals, red_lds, slot, dlay, op):
-    """Combine one per-row value over the workgroup's waves: the row's leader lanes write it to
-    red_lds[slot][wave][row], a barrier, then every lane reads all waves' values in wave order."""
-    qrow = dlay.rows()
-    addr = ((slot * w.num_waves + w.wave_id) * ROWS + qrow) * 4
-    with w.if_(dlay.row_leader()):
-        for i in range(dlay.n_regs):
-            w.lds_store(red_lds, addr[i], vals[i])
-    w.barrier()
-    fn = {"max": w.max, "sum": lambda a, b: a + b}[op]
-    total = None
-    for k in range(w.num_waves):
-        a = ((slot * w.num_waves + k) * ROWS + qrow) * 4
-        v = w.cat(*[w.lds_load(red_lds, a[i], 4, "f32") for i in range(dlay.n_regs)])
-        total = v if total is None else fn(total, v)
-    return total
-
-
-def paged_attention_reduce(w, tmp_out, exp_sums, max_logits, context_lens, out, *, num_heads, head_dim,
-                           max_partitions, partition_size=PARTITION):
-    """Merge partitions: M = max m_p, w_p = l_p·exp(m_p - M), out = sum tmp_p·w_p / sum w_p.
-    Grid (num_heads, num_seqs); wave k handles head elements 64k .. 64k+63."""
-    head, seq = w.workgroup_id[0], w.workgroup_id[1]
-    ctx = w.scalar_load(context_lens, seq * 4, "i32")
-    n_part = (ctx + (partition_size - 1)) // partition_size
-    d = w.lane_id + w.wave_id * w.lanes
-    row = (seq * num_heads + head) * max_partitions
-    mx = []
-    for p in range(max_partitions):          # partitions past this sequence's context are skipped
-        m_p = w.const(-np.inf, "f32")
-        with w.if_(n_part > p):
-            m_p[:] = w.global_load(max_logits, w.zeros("i32") + (row + p) * 4, 4, "f32")
-        mx.append(m_p)
-    M = mx[0]
-    for p in range(1, max_partitions):
-        M = w.max(M, mx[p])
-    acc, total = w.zeros("f32"), w.zeros("f32")
-    with w.if_(d < head_dim):
-        for p in range(max_partitions):
-            with w.if_(n_part > p):
-                wp = w.global_load(exp_sums, w.zeros("i32") + (row + p) * 4, 4, "f32") * w.exp(mx[p] - M)
-                acc += w.global_load(tmp_out, ((row + p) * head_dim + d) * 4, 4, "f32") * wp
-                total += wp
-        w.global_store(out, ((seq * num_heads + head) * head_dim + d) * 4, acc / total)
+    # 5. The waves' partial outputs, summed in wave order: tmp_out[seq][kvh*gqa + row][partition][d]
+    #    for the rows < gqa; max_logits = m and exp_sums = l from wave 0's row leaders.
+    head0 = seq * num_heads + kvh * gqa
+    sum_waves(w, o, o_lds, warpid, rowid, lane16id, cfg=cfg)
+    if warpid == 0:
+        qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)
+        for dt in range(cfg.DTILES):
+            for i in range(4):
+                with w.if_(qrow[i] < gqa):
+                    (tmp_out + ((head0 + qrow[i]) * max_partitions + partition) * head_dim + 16 * dt
+                     + token_offset[i]).store(o[dt][i])
+        with w.if_(d_row_leader(w, rowid, lane16id, cfg=cfg)):
+            for i in range(4):
+                with w.if_(qrow[i] < gqa):
+                    (max_logits + (head0 + qrow[i]) * max_partitions + partition).store(m[i])
+                    (exp_sums + (head0 + qrow[i]) * max_partitions + partition).store(l[i])

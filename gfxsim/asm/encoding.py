@@ -1,6 +1,6 @@
 """Encoding families from the machine code itself: `llvm-mc --show-encoding` re-assembles a .s and
 prints every instruction's bytes; the first dword's fixed bits name the family (CDNA3 ISA,
-"Microcode formats"). The ground truth that asm.encoding_family's mnemonic rules are tested against.
+"Microcode formats"). The ground truth that parse.encoding_family's mnemonic rules are tested against.
 """
 from __future__ import annotations
 

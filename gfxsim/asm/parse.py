@@ -5,7 +5,7 @@ Per kernel: the instructions (mnemonic, operand text, basic-block label, line), 
 `.amdhsa_*` kernel-descriptor directives, its entry of the `amdhsa.kernels` metadata (YAML), and
 the "; Key: value" statistics clang prints after the function. Loops are found from backward
 branches. Encoding families follow the mnemonic rules of the CDNA3 ISA; the tests check them
-against `llvm-mc --show-encoding` (gfxsim/hip/encoding.py).
+against `llvm-mc --show-encoding` (gfxsim/asm/encoding.py).
 """
 from __future__ import annotations
 
