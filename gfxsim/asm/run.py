@@ -1,0 +1,171 @@
+"""Run a clang-compiled kernel on the back end, instruction by instruction.
+
+    from gfxsim.asm.run import run_asm
+    run = run_asm("qk_int8", grid=(1,), block=256, args=dict(q=q_buf, k_cache=..., context_len=300))
+
+``entry`` is a kernel of kernels_hip/ (built with ``gfxsim hip build`` rules for ``arch``), or a
+(gfxsim.hip.asm Kernel) parsed from any clang .s. Each wave of each workgroup executes the
+kernel's instructions from its AMDHSA initial state (launch.py) until s_endpgm; the waves of a
+workgroup meet at s_barrier through the back end's Workgroup. The result is the back end's Run:
+trace, matrix-instruction records, findings, and the Buffers as the kernel left them.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..machine.launch import Machine, Run
+from ..machine.memory import Buffer
+from ..machine.wave import Wave
+from ..machine.workgroup import Workgroup
+from . import semantics
+from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
+from .operands import Operands, parse_instruction_operands
+from .state import AsmError, WaveState
+
+SUFFIXES = ("_e32", "_e64", "_sdwa", "_dpp")
+MATRIX = ("v_mfma_", "v_mmac_", "v_smfmac_")
+
+
+@dataclass(frozen=True)
+class Decoded:
+    ins: object                 # gfxsim.hip.asm.Instruction
+    mnemonic: str               # base mnemonic (encoding suffix stripped)
+    enc: str                    # "e32" | "e64" | "sdwa" | "dpp" | ""
+    ops: Operands
+
+
+def decode(ins, kernel_name: str) -> Decoded:
+    mn, enc = ins.mnemonic, ""
+    for s in SUFFIXES:
+        if mn.endswith(s):
+            mn, enc = mn[:-len(s)], s[1:]
+            break
+    return Decoded(ins, mn, enc, parse_instruction_operands(ins, kernel_name))
+
+
+class Program:
+    """A kernel's decoded instructions and the semantics of each (looked up once)."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
+        self.abi = KernelABI.of(kernel)
+        self.fns = tuple(_semantics(d) for d in self.decoded)
+
+    def unsupported(self) -> list[str]:
+        """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
+        return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded, self.fns) if f is None]
+
+
+def _semantics(d: Decoded):
+    if d.enc == "dpp":
+        return None
+    if d.mnemonic.startswith(MATRIX):
+        return semantics.mfma.mfma
+    return semantics.OPS.get(d.mnemonic)
+
+
+def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
+    """Run one wave from st.pc until s_endpgm."""
+    n = len(program.decoded)
+    steps = 0
+    while not st.done:
+        if not 0 <= st.pc < n:
+            st.current = None
+            raise st.error(f"execution ran off the end of {program.kernel.name} (pc {st.pc}) without s_endpgm")
+        d = program.decoded[st.pc]
+        st.current = d
+        fn = program.fns[st.pc]
+        if fn is None:
+            what = "DPP" if d.enc == "dpp" else "opcode"
+            raise st.error(f"unsupported {what} {d.ins.mnemonic}")
+        nxt = fn(st, d)
+        st.pc = st.pc + 1 if nxt is None else nxt
+        steps += 1
+        if steps > max_steps:
+            raise st.error(f"more than {max_steps} instructions executed: an endless loop?")
+
+
+_PROGRAMS: dict = {}
+
+
+def _program_of(kernel) -> Program:
+    """The kernel's Program, decoded once per Kernel object."""
+    hit = _PROGRAMS.get(id(kernel))
+    if hit is None or hit[0] is not kernel:
+        hit = _PROGRAMS[id(kernel)] = (kernel, Program(kernel))
+    return hit[1]
+
+
+def find_kernel(entry: str, arch: str, *, build_dir=None, defines=()):
+    """The parsed Kernel of kernels_hip/ entry point ``entry`` built for ``arch``."""
+    from ..hip.build import find_entry
+    _, f = find_entry(entry, arch, build_dir=build_dir, defines=defines)
+    return f.kernel(entry)
+
+
+def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
+            provenance: bool = True, check_races: bool = True, build_dir=None, defines=()) -> Run:
+    """Run kernel ``entry`` (a kernels_hip/ entry point name, or a parsed Kernel) over ``grid``
+    workgroups of ``block`` work-items, with ``args`` (a dict by argument name, or a sequence in
+    the metadata's order: Buffers for pointers, numbers for by-value arguments)."""
+    kernel = find_kernel(entry, arch, build_dir=build_dir, defines=defines) if isinstance(entry, str) else entry
+    program = _program_of(kernel)
+    abi = program.abi
+    grid = _dims(grid, "grid")
+    block = _dims(block, "block")
+    n_items = block[0] * block[1] * block[2]
+    if n_items > abi.max_workgroup:
+        raise LaunchError(f"{kernel.name}: block {block} has {n_items} work-items, the kernel allows "
+                          f"{abi.max_workgroup} (.max_flat_workgroup_size)")
+    bufs, scalars = bind_args(abi, args)
+    kernarg = Buffer(KERNARG, np.zeros(max(abi.kernarg_size, 4), np.uint8))
+    seen = {}
+    for b in bufs.values():
+        if b.name in seen and seen[b.name] is not b:
+            raise LaunchError(f"{kernel.name}: two different Buffers are named {b.name!r}")
+        seen[b.name] = b
+    if KERNARG in seen:
+        raise LaunchError(f"{kernel.name}: a Buffer may not be named {KERNARG!r} (the kernarg segment)")
+    space = AddressSpace([kernarg, *seen.values()])
+    kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars)
+    m = Machine(arch, kernel.name, trace=trace, provenance=provenance, check_races=check_races,
+                lds_bytes=abi.lds_bytes or None)
+    if abi.wave_size != m.arch.wave_size:
+        raise LaunchError(f"{kernel.name} is compiled for wave{abi.wave_size}, {m.arch.name} runs wave{m.arch.wave_size}")
+    waves = -(-n_items // m.arch.wave_size)
+    if waves > 16:
+        raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
+    t0 = time.perf_counter()
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                wg = Workgroup(m, (x, y, z), waves)
+                wg.run(lambda w: _wave(w, program, space, kernarg, (x, y, z), block), lambda g, i: Wave(m, g, i))
+    return Run(kernel.name, m.arch.name, grid, waves, m.trace, m.findings, m, seconds=time.perf_counter() - t0,
+               lane_threads=int(np.prod(grid)) * n_items)
+
+
+def _wave(w, program, space, kernarg, wg_id, block):
+    abi = program.abi
+    st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
+    if abi.lds_bytes:
+        st.lds = w.shared("lds", (abi.lds_bytes,), "u8")
+    initial_state(st, abi, space, kernarg, wg_id, block, w.wave_id)
+    if st.exec.any():
+        execute(st, program)
+
+
+def _dims(x, what):
+    if isinstance(x, (int, np.integer)):
+        x = (int(x),)
+    x = tuple(int(v) for v in x)
+    if not 1 <= len(x) <= 3 or any(v < 1 for v in x):
+        raise LaunchError(f"{what} must be 1 to 3 positive extents, got {x}")
+    return x + (1,) * (3 - len(x))
+
+
+__all__ = ["run_asm", "Program", "decode", "execute", "AsmError"]
