@@ -213,7 +213,7 @@ def _scalar_bytes(abi, a: Arg, v) -> bytes:
 
 def kernarg_segment(abi: KernelABI, space: AddressSpace, bufs: dict, scalars: dict) -> np.ndarray:
     """The kernarg bytes: every pointer the address of its buffer, every scalar its bytes."""
-    seg = np.zeros(max(abi.kernarg_size, 4), np.uint8)
+    seg = np.zeros(-(-max(abi.kernarg_size, 4) // 64) * 64, np.uint8)
     for a in abi.args:
         if a.offset + a.size > len(seg):
             raise LaunchError(f"{abi.name}: argument {a.name} at [{a.offset}, {a.offset + a.size}) outside the "

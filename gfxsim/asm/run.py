@@ -122,7 +122,9 @@ def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bo
         raise LaunchError(f"{kernel.name}: block {block} has {n_items} work-items, the kernel allows "
                           f"{abi.max_workgroup} (.max_flat_workgroup_size)")
     bufs, scalars = bind_args(abi, args)
-    kernarg = Buffer(KERNARG, np.zeros(max(abi.kernarg_size, 4), np.uint8))
+    # clang merges the argument loads into s_load_dwordx8/x16 that may read past the last argument
+    # (the runtime's kernarg allocation is padded): the segment is zero-padded to 64 bytes
+    kernarg = Buffer(KERNARG, np.zeros(-(-max(abi.kernarg_size, 4) // 64) * 64, np.uint8))
     seen = {}
     for b in bufs.values():
         if b.name in seen and seen[b.name] is not b:
@@ -144,14 +146,26 @@ def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bo
         for y in range(grid[1]):
             for x in range(grid[0]):
                 wg = Workgroup(m, (x, y, z), waves)
-                wg.run(lambda w: _wave(w, program, space, kernarg, (x, y, z), block), lambda g, i: Wave(m, g, i))
+                wg.run(lambda w: _wave(w, program, space, kernarg, (x, y, z), block), lambda g, i: AsmWave(m, g, i))
     return Run(kernel.name, m.arch.name, grid, waves, m.trace, m.findings, m, seconds=time.perf_counter() - t0,
                lane_threads=int(np.prod(grid)) * n_items)
+
+
+class AsmWave(Wave):
+    """A back-end wave whose findings and errors name the assembly line being executed."""
+    asm = None                      # its WaveState
+
+    def source(self):
+        st = self.asm
+        if st is None or st.current is None:
+            return super().source()
+        return f"{st.kernel.name}.s:{st.current.ins.line} ({st.current.ins.mnemonic})"
 
 
 def _wave(w, program, space, kernarg, wg_id, block):
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
+    w.asm = st
     if abi.lds_bytes:
         st.lds = w.shared("lds", (abi.lds_bytes,), "u8")
     initial_state(st, abi, space, kernarg, wg_id, block, w.wave_id)

@@ -126,22 +126,19 @@ class WaveState:
         raise self.error(f"no vector register file {f!r}")
 
     def vwords(self, f: str, first: int, count: int = 1) -> np.ndarray:
-        """Words [count, width] of v/a registers (a view); active never-written bytes are reported."""
+        """Words [count, width] of v/a registers (a view). Reading never-written registers is not
+        reported here: clang legitimately reads undefined halves whose result bits are unused (the
+        high word of v_mad_u64_u32's addend when only the low word is kept); the back end reports
+        them where a value is consumed (stores, LDS writes, matrix operands: ``vread``)."""
         rf = self.regfile(f)
         rf._check(first, count)
-        wr = rf.written[first * 4:(first + count) * 4]
-        if not wr[:, self.exec].all():
-            bad = ~wr & self.exec[None, :]
-            lane = int(np.argmax(bad.any(axis=0)))
-            self.w.finding("uninitialized-read", f"{self.where()}: read of never-written {rf.name(first, count)} "
-                           f"in {int(bad.any(axis=0).sum())} active lane(s)", lane=lane, what="register",
-                           name=rf.name(first, count))
         return rf.words[first:first + count]
 
     def vread(self, f: str, first: int, count: int, dtype="u32") -> VGPRs:
-        """Registers as a back-end value (bytes and provenance), for moves and memory."""
-        self.vwords(f, first, count)                    # the uninitialized-read check
-        return self.regfile(f).read(first, count, dtype)
+        """Registers as a back-end value (bytes, written bits and provenance), for moves and memory."""
+        rf = self.regfile(f)
+        rf._check(first, count)
+        return rf.read(first, count, dtype)
 
     def vwrite(self, f: str, first: int, words: np.ndarray):
         """Write words [n, width] (uint32) under EXEC; the registers' provenance is cleared there

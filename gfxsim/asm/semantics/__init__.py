@@ -79,7 +79,7 @@ def u64(st, o) -> np.ndarray:
             return np.full(w, st.sget64(o.first), np.uint64)
         ww = st.vwords(o.file, o.first, 2).astype(np.uint64)
         return ww[0] | (ww[1] << np.uint64(32))
-    if o.kind == "int" and o.inline:
+    if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):     # see sop.LITERAL64
         return np.full(w, o.value & ((1 << 64) - 1), np.uint64)
     raise st.error(f"operand {o.text} is not a 64-bit source (64-bit literals and float constants are not modelled)")
 
@@ -123,6 +123,22 @@ def no_mods(st, d, allowed=()):
 def count(st, d, n):
     if len(d.ops) != n:
         raise st.error(f"{d.mnemonic} takes {n} operands, got {len(d.ops)}")
+
+
+def widen(st, v, signed: bool):
+    """A 1- or 2-byte loaded value zero- (signed: sign-) extended to a 32-bit word, its bytes'
+    provenance kept: the extension bytes carry none (zero) or the top byte's (sign copies)."""
+    from ...machine.provenance import Prov
+    from ...machine.vgpr import VGPRs
+    k = v.nbytes
+    words = v.val[0].astype(np.int64).astype(np.uint32)[None, :]
+    prov = None
+    if v.prov is not None:
+        p = v.prov.per_byte()
+        top = p.map(lambda a: a[k - 1:k]) if signed else None
+        prov = Prov.concat([p] + [top] * (4 - k), [k] + [1] * (4 - k), st.w.width)
+    return VGPRs(st.w, words, "u32", prov, None if v.valid is None else
+                 np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 
 
 from . import ds, mem, mfma, sop, vop  # noqa: E402,F401  (they register their operations)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import no_mods, op, u32
+from . import no_mods, op, u32, widen
 from ...machine.vgpr import VGPRs
 
 U32 = np.uint32
@@ -109,7 +109,7 @@ def _ds_read_ext(nbytes, signed):
         a = _vaddr(st, addr)
         t = {(1, False): "u8", (1, True): "i8", (2, False): "u16", (2, True): "i16"}[(nbytes, signed)]
         v = st.w.lds_load(_region(st), _off(st, a, d.ops.mods.get("offset", 0)), nbytes, t)
-        st.vwrite(dst.file, dst.first, v.val[0].astype(np.int64).astype(U32)[None, :])
+        st.vwrite_value(dst.file, dst.first, widen(st, v, signed))
     return run
 
 

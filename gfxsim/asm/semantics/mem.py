@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import no_mods, op, u32
+from . import no_mods, op, u32, widen
 from ...machine.vgpr import VGPRs
 
 U32, U64 = np.uint32, np.uint64
@@ -72,8 +72,7 @@ def _global_load(kind):
                 else:
                     v = st.w.global_load(buf, o, nbytes, {1: "u8", 2: "u16"}[nbytes] if fill == "u"
                                          else {1: "i8", 2: "i16"}[nbytes])
-                    st.vwrite("v" if dst.file == "v" else "a", dst.first,
-                              v.val[0].astype(np.int64).astype(U32)[None, :])
+                    st.vwrite_value(dst.file, dst.first, widen(st, v, fill == "s"))
             _with_exec(st, lanes, one)
     return run
 

@@ -25,9 +25,15 @@ def s64(st, o) -> int:
         if o.file != "s" or o.count != 2:
             raise st.error(f"operand {o.text}: an SGPR pair expected")
         return st.sget64(o.first)
-    if o.kind == "int" and o.inline:
+    if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):
         return o.value & M64
-    raise st.error(f"operand {o.text} is not a 64-bit scalar source")
+    raise st.error(f"operand {o.text} is not a 64-bit scalar source ({LITERAL64})")
+
+
+# A 32-bit literal in a 64-bit operand is sign-extended for signed operands and zero-extended for
+# unsigned ones (llvm-project PR 70274; clang then emits no negative ones): one below 2^31 means
+# the same either way, any other is refused rather than guessed.
+LITERAL64 = "a 64-bit operand takes inline constants and 32-bit literals below 2^31"
 
 
 def _dst(st, o, n):

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import OPS, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
 from . import fp
+from ...machine.routing import _shift_prov
 from ...machine.vgpr import VGPRs
 
 U32, I32, F32, U64 = np.uint32, np.int32, np.float32, np.uint64
@@ -158,6 +159,33 @@ del u, i, f
 # VOP3 forms with float modifiers allowed on their float sources; clamp/omod are refused
 _FLOAT_TYPES = {"f32"}
 
+# Byte-routing operations: the same operation on back-end values, whose provenance (each result
+# byte's identities, routing.py) the result takes; the value itself is the row of VALU. A shift
+# routes when its amount is uniform (a constant or an SGPR), else the result has no identity.
+ROUTE = {
+    "v_and_b32": lambda a, b: a & b,
+    "v_or_b32": lambda a, b: a | b,
+    "v_xor_b32": lambda a, b: a ^ b,
+    "v_lshlrev_b32": lambda a, b: b << a if a.literal else None,
+    "v_lshrrev_b32": lambda a, b: b >> a if a.literal else None,
+    "v_lshl_or_b32": lambda a, b, c: (a << b) | c if b.literal else None,
+    "v_and_or_b32": lambda a, b, c: (a & b) | c,
+    "v_or3_b32": lambda a, b, c: a | b | c,
+}
+
+
+def _routed_prov(st, name, srcs):
+    """The provenance of ``name`` on these sources through the back end, or None."""
+    if not st.w.provenance or name not in ROUTE:
+        return None
+    if not any(o.kind == "reg" and o.file in "va" for o in srcs):
+        return None
+    vals = [_value(st, o) for o in srcs]
+    if all(v.prov is None for v in vals):
+        return None
+    out = ROUTE[name](*vals)
+    return None if out is None else out.prov
+
 
 def _read(st, o, t):
     if t == "f32":
@@ -227,7 +255,13 @@ def _valu(name, types, fn):
         r = r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
         if sdwa:
             r = _sdwa_dst(st, d, dst, r)
-        put(st, dst, r)
+            prov = None
+        else:
+            prov = _routed_prov(st, name, srcs)
+        if prov is None:
+            put(st, dst, r)
+        else:
+            st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u32", prov, regs=(dst.first, 1)))
     return run
 
 
@@ -357,7 +391,17 @@ def v_shift64(st, d):
         r = x >> sh
     else:
         r = (x.view(np.int64) >> sh.astype(np.int64)).view(U64)
-    put64(st, dst, r)
+    prov = None
+    uniform = s.kind != "reg" or s.file == "s"
+    if st.w.provenance and uniform and a.kind == "reg" and a.file in "va":
+        v = st.vread(a.file, a.first, 2, "i64" if d.mnemonic == "v_ashrrev_i64" else "u64")
+        if v.prov is not None:     # a uniform shift routes the bytes (the back end's rule, routing.py)
+            prov = _shift_prov(v.prov.per_byte(), int(sh[0]), 8, "shl" if d.mnemonic == "v_lshlrev_b64" else "shr",
+                               v.dtype, 1, st.w.width, st.w.machine.wide)
+    if prov is None:
+        put64(st, dst, r)
+    else:
+        st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u64", prov, regs=(dst.first, 2)))
 
 
 @op("v_mad_u64_u32", "v_mad_i64_i32")
