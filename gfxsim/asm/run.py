@@ -156,21 +156,117 @@ class AsmWave(Wave):
     asm = None                      # its WaveState
 
     def source(self):
-        st = self.asm
-        if st is None or st.current is None:
-            return super().source()
-        return f"{st.kernel.name}.s:{st.current.ins.line} ({st.current.ins.mnemonic})"
+        return _asm_source(self.asm) or super().source()
 
 
-def _wave(w, program, space, kernarg, wg_id, block):
+def _asm_source(st):
+    if st is None or st.current is None:
+        return None
+    return f"{st.kernel.name}.s:{st.current.ins.line} ({st.current.ins.mnemonic})"
+
+
+def run_wave(w, program, space, kernarg, wg_id, block):
+    """Execute ``program`` on back-end wave ``w`` of workgroup ``wg_id`` (block = work-items per
+    workgroup, (x, y, z)) from its AMDHSA initial state to s_endpgm."""
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
-    w.asm = st
+    if isinstance(w, AsmWave):
+        w.asm = st
+    else:                           # a plain Wave of gfxsim.launch: its findings still name the line
+        w.source = lambda: _asm_source(st) or Wave.source(w)
     if abi.lds_bytes:
         st.lds = w.shared("lds", (abi.lds_bytes,), "u8")
     initial_state(st, abi, space, kernarg, wg_id, block, w.wave_id)
     if st.exec.any():
         execute(st, program)
+    return st
+
+
+def _wave(w, program, space, kernarg, wg_id, block):
+    run_wave(w, program, space, kernarg, wg_id, block)
+
+
+# ---- the compiled twin in a Python twin's place -------------------------------------------------
+# Python-twin keywords that the HIP twins fix at compile time (kernels_hip/int8_attention.h)
+DEFINES = {"head_dim": ("GFXSIM_HEAD_DIM", 128), "block_size": ("GFXSIM_BLOCK_SIZE", 16)}
+# keywords of the Python twins that only choose between equivalent Python index formulas, or
+# that the standalone HIP twins fix: (allowed value, why)
+FIXED = {"kvh": (0, "the standalone HIP twins read kv head 0"),
+         "num_kv_heads": (1, "the standalone HIP twins' cache holds one kv head"),
+         "max_blocks": (None, "the HIP twin reads the block table's first row"),
+         "formula": ("derived", "the HIP twin's index formulas are compiled in")}
+
+
+def twin_kernel(entry, python_kernel, *, build_dir=None):
+    """A kernel function with ``python_kernel``'s signature, for gfxsim.launch and the harnesses
+    (run_kernel(kernel_fn=...), gfxsim run --frontend asm), that runs the compiled HIP entry point
+    ``entry`` on each wave instead: Buffers bind to the HIP arguments by name, a keyword that is a
+    HIP argument becomes a scalar argument, head_dim/block_size select the compile-time defines
+    (a build of their own), and any other keyword must have the value the HIP twin fixes.
+    ``entry`` may also be ``{keyword: {value: entry}}``: the entry point chosen by a keyword
+    (pv_int8's grouping)."""
+    import inspect
+    sig = inspect.signature(python_kernel)
+    chooser, choices, default = None, None, None
+    if isinstance(entry, dict):
+        (chooser, choices), = entry.items()
+        default = sig.parameters[chooser].default if chooser in sig.parameters else None
+    positional = [p.name for p in list(sig.parameters.values())[1:]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    launches = {}
+
+    def kernel(w, *buffers, **kwargs):
+        name = entry
+        if chooser is not None:
+            value = kwargs.pop(chooser, default)
+            if value not in choices:
+                raise LaunchError(f"{python_kernel.__name__}: {chooser}={value!r} has no compiled entry point "
+                                  f"(one of {', '.join(map(repr, choices))})")
+            name = choices[value]
+        if w.members != 1:
+            raise LaunchError(f"{name}: the asm front end runs one workgroup per wave (batch=1)")
+        if len(buffers) != len(positional):
+            raise LaunchError(f"{name}: {len(buffers)} buffers for {python_kernel.__name__}'s {positional}")
+        defines = []
+        for k, (macro, compiled) in DEFINES.items():
+            if k in kwargs and kwargs[k] != compiled:
+                defines.append(f"{macro}={int(kwargs[k])}")
+        key = (id(w.machine), name, tuple(defines))
+        if key not in launches:
+            launches.clear()                    # one launch at a time: drop the last one's state
+            bdir = build_dir
+            if defines and bdir is None:
+                from ..hip.build import DEFAULT_BUILD_ROOT
+                bdir = DEFAULT_BUILD_ROOT.parent / ("hip-" + "-".join(d.lower().replace("gfxsim_", "")
+                                                                       .replace("=", "") for d in defines))
+            kern = find_kernel(name, w.arch.name, build_dir=bdir, defines=tuple(defines))
+            program = _program_of(kern)
+            names = {a.name for a in program.abi.args}
+            args = dict(zip(positional, buffers))
+            for k, v in kwargs.items():
+                if k in names:
+                    args[k] = v
+                elif k in FIXED and v != FIXED[k][0]:
+                    raise LaunchError(f"{name}: {k}={v!r} does not apply ({FIXED[k][1]}: {k}={FIXED[k][0]!r})")
+                elif k not in FIXED and k not in DEFINES:
+                    raise LaunchError(f"{name}: keyword {k}={v!r} of {python_kernel.__name__} has no HIP argument "
+                                      f"or define")
+            extra = set(args) - names
+            if extra:
+                raise LaunchError(f"{name} has no argument {', '.join(sorted(extra))}")
+            bufs, scalars = bind_args(program.abi, args)
+            kernarg = Buffer(KERNARG, np.zeros(-(-max(program.abi.kernarg_size, 4) // 64) * 64, np.uint8))
+            space = AddressSpace([kernarg, *{b.name: b for b in bufs.values()}.values()])
+            kernarg.raw[:] = kernarg_segment(program.abi, space, bufs, scalars)
+            launches[key] = (program, space, kernarg)
+        program, space, kernarg = launches[key]
+        run_wave(w, program, space, kernarg, w.workgroup_id, (w.num_waves * w.lanes, 1, 1))
+
+    shown = entry if chooser is None else "|".join(choices.values())
+    kernel.__name__ = f"{python_kernel.__name__}_asm"
+    kernel.__qualname__ = f"twin_kernel({shown})"
+    kernel.__signature__ = sig
+    return kernel
 
 
 def _dims(x, what):
