@@ -269,6 +269,38 @@ def twin_kernel(entry, python_kernel, *, build_dir=None):
     return kernel
 
 
+def kernel_from_text(body: str, name: str = "snippet", *, args=(), lds: int = 0, vgprs: int = 64, agprs: int = 0,
+                     workgroup_ids: str = "x", workitem_ids: int = 0, arch: str = "gfx942", extra_descriptor=None):
+    """A Kernel from hand-written instructions (one per line, labels allowed; s_endpgm appended):
+    the .s clang would write around them, with a kernarg pointer in s[0:1], the workgroup ids
+    ``workgroup_ids`` enabled and ``args`` = [(name, "global_buffer" | "by_value", size), ...] at
+    8-byte-aligned offsets. For lane-level tests of instructions and small hand-written kernels."""
+    from ..hip.asm import parse
+    lines, offsets, off = [], [], 0
+    for a_name, kind, size in args:
+        off = -(-off // 8) * 8 if kind == "global_buffer" else -(-off // size) * size
+        offsets.append(off)
+        lines.append(f"      - .name: {a_name}\n        .offset: {off}\n        .size: {size}\n"
+                     f"        .value_kind: {kind}" + ("\n        .address_space: global" if kind == "global_buffer" else ""))
+        off += size
+    desc = {".amdhsa_group_segment_fixed_size": lds, ".amdhsa_private_segment_fixed_size": 0,
+            ".amdhsa_kernarg_size": off, ".amdhsa_user_sgpr_count": 2, ".amdhsa_user_sgpr_kernarg_segment_ptr": 1,
+            **{f".amdhsa_system_sgpr_workgroup_id_{c}": int(c in workgroup_ids) for c in "xyz"},
+            ".amdhsa_system_vgpr_workitem_id": workitem_ids, ".amdhsa_next_free_vgpr": vgprs + agprs,
+            ".amdhsa_next_free_sgpr": 100, ".amdhsa_accum_offset": vgprs, ".amdhsa_float_denorm_mode_32": 3,
+            ".amdhsa_ieee_mode": 1, ".amdhsa_dx10_clamp": 1, **(extra_descriptor or {})}
+    text = "\n".join([
+        f'\t.amdgcn_target "amdgcn-amd-amdhsa--{arch}"', "\t.text", f"\t.globl\t{name}",
+        f"\t.type\t{name},@function", f"{name}:", *(ln if ln.rstrip().endswith(":") else f"\t{ln.strip()}"
+                                                    for ln in body.strip().splitlines() if ln.strip()),
+        "\ts_endpgm", ".Lfunc_end0:", "\t.rodata", f"\t.amdhsa_kernel {name}",
+        *(f"\t\t{k} {v}" for k, v in desc.items()), "\t.end_amdhsa_kernel", "\t.amdgpu_metadata", "---",
+        "amdhsa.kernels:", f"  - .name: {name}", f"    .symbol: {name}.kd", "    .args:" if lines else "    .args: []",
+        *lines, f"    .vgpr_count: {vgprs + agprs}", f"    .agpr_count: {agprs}", "    .wavefront_size: 64",
+        "    .max_flat_workgroup_size: 1024", "...", "\t.end_amdgpu_metadata", ""])
+    return parse(text).kernel(name)
+
+
 def _dims(x, what):
     if isinstance(x, (int, np.integer)):
         x = (int(x),)

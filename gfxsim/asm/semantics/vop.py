@@ -519,16 +519,20 @@ def v_div_scale_f32(st, d):
 
 @op("v_div_fmas_f32")
 def v_div_fmas_f32(st, d):
-    """D = fma(S0, S1, S2) where VCC is clear. Where VCC is set (a quotient that div_scale scaled
-    on one side: operands within 2^96 of the fp32 range limits) the ISA applies a final scale
-    this front end does not model, so those lanes raise."""
+    """D = fma(S0, S1, S2) where VCC is clear. Where VCC is set (div_scale scaled one side of the
+    division: exponents 96 or more apart, a denominator above 2^126, a subnormal quotient) the ISA
+    scales the result by 2^64 or 2^-64; the published pseudocode of that choice is known to be
+    inexact, so a lane where it would change a finite non-zero result raises instead of guessing.
+    (A zero, infinite or NaN result is the same under either scale; v_div_fixup then decides.)"""
     no_mods(st, d)
     dst, a, b, c = d.ops.positional
-    vcc = st.mask_of(106) & st.exec
+    r = fp.fma(f32(st, a), f32(st, b), f32(st, c))
+    vcc = st.mask_of(106) & st.exec & np.isfinite(r) & (r != 0)
     if vcc.any():
-        raise st.error("v_div_fmas_f32 with VCC set (a scaled quotient near the fp32 range limits) is not "
-                       "modelled", lane=int(np.argmax(vcc)))
-    put(st, dst, fp.fma(f32(st, a), f32(st, b), f32(st, c)).view(U32))
+        raise st.error("v_div_fmas_f32 with VCC set (a quotient div_scale scaled on one side: operands 2^96 "
+                       "apart, a denominator above 2^126 or a subnormal quotient) is not modelled",
+                       lane=int(np.argmax(vcc)))
+    put(st, dst, r.view(U32))
 
 
 @op("v_div_fixup_f32")
