@@ -17,8 +17,8 @@ QNAN_BIT = np.uint32(0x00400000)
 
 def fma(a, b, c) -> np.ndarray:
     """a*b + c rounded once to binary32 (arrays of float32)."""
-    a, b, c = (np.asarray(x, F32).astype(F64) for x in (a, b, c))
     with np.errstate(all="ignore"):
+        a, b, c = (np.asarray(x, F32).astype(F64) for x in (a, b, c))
         p = a * b                                   # exact: 24 + 24 significant bits
         s = p + c
         bp = s - c                                  # TwoSum: s + e == p + c exactly

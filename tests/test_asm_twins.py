@@ -1,0 +1,105 @@
+"""The compiled HIP twins on the asm front end against their Python twins (issue 12, items 3-4 and
+6-7 for the twins wired so far): same inputs through the same harness, outputs compared exactly
+where both round the same operations in the same order, matrix-instruction token sets compared
+instruction for instruction, findings compared."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+from conftest import need_toolchain
+
+from gfxsim.cli import main
+from kernels_py.host_twins import (kv_cache_buffers, run_int8_kv_cache, run_pv, run_qk_int8, softmax_rows)
+from kernels_py.runs import asm_kernel_fn
+from test_kernels_twins import standalone
+
+ARCHS = ["gfx942", "gfx936"]
+
+
+def b_sets(run):
+    return sorted(tuple(sorted(m.token_set("B"))) for m in run.mmacs() if m.token_set("B"))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("ctx,head_dim,block_size", [(200, 128, 16), (77, 64, 32)])
+def test_qk_int8_asm_is_the_python_twin_bit_for_bit(arch, ctx, head_dim, block_size):
+    need_toolchain(arch)
+    _, cache, rows = standalone(ctx, head_dim, block_size)
+    s_py, run_py = run_qk_int8(rows, cache, arch=arch, trace=False)
+    s_asm, run = run_qk_int8(rows, cache, arch=arch, trace=False, kernel=asm_kernel_fn("qk_int8"))
+    # exact: both quantize Q by the IEEE quotient 127/amax (clang's div_scale/rcp/fma/div_fmas/
+    # div_fixup sequence is correctly rounded), then the same integer products and fp32 multiplies
+    np.testing.assert_array_equal(s_asm, s_py)
+    # every token fed head_dim/32 instructions, and the instructions' token sets are the Python
+    # twin's (the compiled tail skips tiles wholly past the context, which consume no token)
+    uses = Counter(t for m in run.mmacs() for t in m.token_set("B"))
+    assert uses == {t: head_dim // 32 for t in range(ctx)}
+    assert b_sets(run) == b_sets(run_py)
+    assert not run_py.findings
+    # the one difference: the HIP twin's q_lds[16][HEAD_DIM] has no row pad (the Python twin's
+    # LDS_PAD), so 16 lanes reading 8 bytes of 16 rows hit one bank group
+    kinds = {(f.kind, f.source.split(" ")[1]) for f in run.findings}
+    assert kinds == {("lds-bank-conflict", "(ds_read2_b64)")}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_int8_kv_cache_asm_writes_the_python_twins_bytes(arch):
+    need_toolchain(arch)
+    rng = np.random.default_rng(3)
+    n, kvh, hd, bs, nb = 6, 2, 128, 16, 4
+    key = rng.standard_normal((n, kvh, hd)).astype(np.float32)
+    value = (rng.standard_normal((n, kvh, hd)) * 5).astype(np.float32)
+    key[2, 1] = 0                                       # an all-zero head: scale 0, bytes 0
+    slots = np.array([3, 17, -1, 40, 0, 63], np.int32)
+    outs_py, run_py = run_int8_kv_cache(key, value, slots, num_blocks=nb, block_size=bs, arch=arch, trace=False)
+    outs, run = run_int8_kv_cache(key, value, slots, num_blocks=nb, block_size=bs, arch=arch, trace=False,
+                                  kernel=asm_kernel_fn("int8_kv_cache"))
+    for a, b in zip(outs, outs_py):
+        assert a.tobytes() == b.tobytes()                # quantized bytes, scales and untouched poison alike
+    assert not run.findings and not run_py.findings
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_pv_int8_asm_token_sets_and_outputs(arch):
+    need_toolchain(arch)
+    _, cache, rows = standalone(300, 128, 16)
+    P = softmax_rows(rows, cache)
+    o_py, run_py = run_pv("pv_int8", P, cache, arch=arch, trace=False)
+    o, run = run_pv(asm_kernel_fn("pv_int8"), P, cache, arch=arch, trace=False)
+    # the tail chunk's lanes load their tokens byte by byte (global_load_ubyte, shifts, ors):
+    # the bytes' tokens are routed through them, so every instruction's K set is the Python twin's
+    assert b_sets(run) == b_sets(run_py)
+    # clang contracts o += acc*sW into one fma (rounded once) where the Python twin rounds the
+    # product and the sum: a few fp32 ulps of the output
+    assert np.abs(o - o_py).max() <= 4 * np.finfo(np.float32).eps * np.abs(o_py).max()
+
+
+def test_gfxsim_run_frontend_asm_report(capsys):
+    need_toolchain("gfx942")
+    assert main(["run", "qk_int8", "--frontend", "asm", "--context", "100", "--arch", "gfx942", "--quiet",
+                 "--report", "json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    rep = rep[0] if isinstance(rep, list) else rep
+    assert rep["params"]["frontend"] == "asm"
+    assert rep["metrics"]["vs_reference_int8"]["max_abs"] == 0.0
+    assert {m["source"].split(" ")[0].split(":")[0] for m in rep["mmacs"]} == {"qk_int8.s"}
+    assert main(["run", "qk_int8", "--context", "100", "--arch", "gfx942", "--quiet", "--report", "json"]) == 0
+    py = json.loads(capsys.readouterr().out)
+    py = py[0] if isinstance(py, list) else py
+    assert "frontend" not in py["params"]
+    def ksets(r):
+        return sorted(s for s in (tuple(sorted(set(m["b_tokens"]) - {-1})) for m in r["mmacs"]) if s)
+    assert ksets(rep) == ksets(py)
+
+
+def test_frontend_asm_errors_are_named():
+    with pytest.raises(ValueError, match="--frontend asm runs .*paged_attention_decode is not wired"):
+        asm_kernel_fn("paged_attention_decode")
+    from kernels_py.runs import run_kernel
+    with pytest.raises(ValueError, match="does not take --kernel-fn"):
+        run_kernel("qk_int8", frontend="asm", kernel_fn=lambda w: None, context=64)
+    with pytest.raises(ValueError, match="--frontend must be python or asm"):
+        run_kernel("qk_int8", frontend="rtl", context=64)
