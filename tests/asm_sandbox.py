@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from gfxsim.asm.launch import AddressSpace
-from gfxsim.asm.run import AsmWave, Program, execute, kernel_from_text
+from gfxsim.asm.run import AsmWave, Program, kernel_from_text
 from gfxsim.asm.state import WaveState
 from gfxsim.machine.launch import Machine
 from gfxsim.machine.workgroup import Workgroup

@@ -4,7 +4,6 @@ integer wrap-around, VCC and SCC carry chains, EXEC partly off, compares, fp32 e
 packed fp32 selects, lane counts, cross-lane and scalar control."""
 from __future__ import annotations
 
-import struct
 from fractions import Fraction
 
 import numpy as np

@@ -12,7 +12,7 @@ import pytest
 from conftest import need_toolchain
 
 from gfxsim.cli import main
-from kernels_py.host_twins import (kv_cache_buffers, run_int8_kv_cache, run_pv, run_qk_int8, softmax_rows)
+from kernels_py.host_twins import run_int8_kv_cache, run_pv, run_qk_int8, softmax_rows
 from kernels_py.runs import asm_kernel_fn
 from test_kernels_twins import standalone
 

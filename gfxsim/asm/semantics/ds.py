@@ -30,10 +30,6 @@ def _off(st, a, extra):
     return VGPRs(st.w, ((a + extra) & 0xFFFFFFFF)[None, :], "i64", literal=True)
 
 
-def _dtype(nbytes):
-    return "u32" if nbytes % 4 == 0 else {1: "u8", 2: "u16"}[nbytes]
-
-
 def _ds_read(nbytes):
     def run(st, d):
         no_mods(st, d, ("offset",))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import no_mods, op, u32, widen
+from . import no_mods, op, widen
 from ...machine.vgpr import VGPRs
 
 U32, U64 = np.uint32, np.uint64

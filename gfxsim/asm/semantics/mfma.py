@@ -9,7 +9,7 @@ record, so its D takes the jump layout.
 """
 from __future__ import annotations
 
-from . import no_mods, op, OPS
+from . import no_mods
 
 
 def _record_name(st, mnemonic: str) -> str:
@@ -50,7 +50,3 @@ def mfma(st, d):
     out = st.w.mma(name, va, vb, vc, label=label)
     st.vwrite_value(dst.file, dst.first, out)
 
-
-def register_matrix(mnemonic: str):
-    if mnemonic not in OPS:
-        op(mnemonic)(mfma)
