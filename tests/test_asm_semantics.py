@@ -400,3 +400,45 @@ def test_unsupported_modifier_and_operand_are_named():
         sb.run("v_add_f32_e64 v2, v1, v1 clamp")
     with pytest.raises(AsmError, match=r"modifier on -v1: an integer source of v_add_u32"):
         sb.run("v_add_u32_e64 v2, -v1, v1")
+
+
+def _nearest_f32(exact, approx):
+    """The binary32 nearest to Decimal ``exact`` (ties to even), searched around ``approx``."""
+    from decimal import Decimal
+    c = [np.float32(approx)]
+    for _ in range(2):
+        c = sorted({*c, *(np.nextafter(v, np.float32(np.inf)) for v in c), *(np.nextafter(v, np.float32(-np.inf))
+                                                                           for v in c)}, key=float)
+    return min(c, key=lambda v: (abs(Decimal(float(v)) - exact), int(_bits(v)) & 1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(x=arrays(np.float32, 64, elements=st.floats(-140, 120, width=32)),
+       y=arrays(np.float32, 64, elements=st.floats(2.0 ** -100, 2.0 ** 100, width=32)))
+def test_v_exp_f32_and_v_log_f32_are_correctly_rounded(x, y):
+    from decimal import Decimal, localcontext
+    sb = Sandbox()
+    sb.v[1], sb.v[2] = _bits(x), _bits(y)
+    sb.run("v_exp_f32_e32 v3, v1", "v_log_f32_e32 v4, v2")
+    with localcontext() as ctx:
+        ctx.prec = 50
+        ln2 = Decimal(2).ln()
+        want_e = [_nearest_f32((Decimal(float(v)) * ln2).exp(), np.exp2(np.float64(v))) for v in x]
+        want_l = [_nearest_f32(Decimal(float(v)).ln() / ln2, np.log2(np.float64(v))) for v in y]
+    np.testing.assert_array_equal(sb.v[3], _bits(np.array(want_e, np.float32)))
+    np.testing.assert_array_equal(sb.v[4], _bits(np.array(want_l, np.float32)))
+
+
+def test_exp_log_special_values_and_s_abs_i32():
+    sb = Sandbox()
+    sb.v[1] = _bits(np.array([-150, -149, 0, 128, np.inf, -np.inf, np.nan, 7] * 8, np.float32))
+    sb.v[2] = _bits(np.array([0, -1, 1, 2 ** -140, np.inf, 8, 0.5, 3] * 8, np.float32))
+    sb.run("v_exp_f32_e32 v3, v1", "v_log_f32_e32 v4, v2")
+    e, lg = sb.v.f32(3)[:8], sb.v.f32(4)[:8]
+    assert list(e[:6]) == [0.0, np.float32(2.0 ** -149), 1.0, np.inf, np.inf, 0.0] and np.isnan(e[6]) and e[7] == 128
+    assert lg[0] == -np.inf and np.isnan(lg[1]) and list(lg[2:6]) == [0.0, -140.0, np.inf, 3.0] and lg[6] == -1.0
+    sb.set_sgpr(0, 0xFFFFFFF9, 0x80000000, 0)
+    sb.run("s_abs_i32 s3, s0")
+    assert sb.sgpr(3) == [7] and sb.st.scc == 1
+    sb.run("s_abs_i32 s4, s1", "s_abs_i32 s5, s2")
+    assert sb.sgpr(4, 2) == [0x80000000, 0] and sb.st.scc == 0

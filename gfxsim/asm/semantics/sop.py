@@ -149,6 +149,16 @@ def s_not_b64(st, d):
     st.scc = int(r != 0)
 
 
+@op("s_abs_i32")
+def s_abs_i32(st, d):
+    """D = |S0| (wrapping: |-2^31| = -2^31); SCC = D != 0."""
+    count(st, d, 2)
+    no_mods(st, d)
+    r = abs(sx(s32(st, d.ops[1]))) & M32
+    st.sset(_dst(st, d.ops[0], 1), [r])
+    st.scc = int(r != 0)
+
+
 # saveexec: D = EXEC; EXEC = f(S0, EXEC); SCC = EXEC != 0
 SAVEEXEC = {
     "s_and_saveexec_b64": lambda s, e: s & e,

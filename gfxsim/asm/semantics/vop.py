@@ -151,6 +151,9 @@ VALU = {
     "v_ceil_f32": ((f,), _f(np.ceil)),
     "v_fract_f32": ((f,), _f(lambda a: np.where(np.isinf(a), F32(np.nan), a - np.floor(a)))),
     "v_rcp_f32": ((f,), fp.rcp),
+    "v_rcp_iflag_f32": ((f,), fp.rcp),                # the rcp of integer division: same value
+    "v_exp_f32": ((f,), fp.exp2),
+    "v_log_f32": ((f,), fp.log2),
     "v_sqrt_f32": ((f,), _f(np.sqrt)),                # correctly rounded (hardware: 1 ulp)
     "v_ldexp_f32": ((f, i), _f(lambda a, e: np.ldexp(a, np.clip(e, -400, 400)))),
 }
