@@ -178,19 +178,24 @@ def kernel_fn_label(fn) -> str | None:
 
 # --frontend asm: the kernels_hip/ entry point run in place of each Python twin (gfxsim.asm)
 ASM_ENTRIES = {"qk_int8": "qk_int8", "int8_kv_cache": "int8_kv_cache", "pv_bf16": "pv_bf16",
-               "pv_int8": {"grouping": {"fragment": "pv_int8_fragment", "contiguous": "pv_int8_contiguous"}}}
+               "pv_int8": {"grouping": {"fragment": "pv_int8_fragment", "contiguous": "pv_int8_contiguous"}},
+               "prefix_prefill": "prefix_prefill",
+               "paged_attention_decode": {"grouping": {"fragment": "paged_attention_decode_fragment",
+                                                       "contiguous": "paged_attention_decode_contiguous"}}}
 
 
 def asm_kernel_fn(kernel: str):
     """The compiled HIP twin of ``kernel`` as a kernel function with the Python twin's signature."""
-    if kernel not in ASM_ENTRIES:
+    if kernel not in ASM_ENTRIES and kernel not in REDUCE_KERNELS.values():
         raise ValueError(f"--frontend asm runs {', '.join(sorted(ASM_ENTRIES))}; {kernel} is not wired to the asm "
                          "front end yet")
     from gfxsim.asm.run import twin_kernel
-    from . import int8_kv_cache, pv_bf16, pv_int8, qk_int8
+    from . import int8_kv_cache, paged_attention_decode, prefix_prefill, pv_bf16, pv_int8, qk_int8
     python = {"qk_int8": qk_int8.qk_int8, "int8_kv_cache": int8_kv_cache.int8_kv_cache, "pv_bf16": pv_bf16.pv_bf16,
-              "pv_int8": pv_int8.pv_int8}[kernel]
-    return twin_kernel(ASM_ENTRIES[kernel], python)
+              "pv_int8": pv_int8.pv_int8, "prefix_prefill": prefix_prefill.prefix_prefill,
+              "paged_attention_decode": paged_attention_decode.paged_attention_decode,
+              "paged_attention_reduce": paged_attention_decode.paged_attention_reduce}[kernel]
+    return twin_kernel(ASM_ENTRIES.get(kernel, kernel), python)
 
 
 def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
@@ -212,12 +217,16 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
         if kernel_fn is not None:
             raise ValueError("--frontend asm runs the compiled twin: it does not take --kernel-fn")
         kernel_fn = asm_kernel_fn(kernel)
+        if kernel in REDUCE_KERNELS:
+            if reduce_fn is not None:
+                raise ValueError("--frontend asm runs the compiled twins: it does not take --reduce-fn")
+            reduce_fn = asm_kernel_fn(REDUCE_KERNELS[kernel])
     label = kernel_fn_label(kernel_fn) if frontend == "python" else None
     if isinstance(kernel_fn, str):
         kernel_fn = load_kernel_fn(kernel_fn)
     elif kernel_fn is not None and not callable(kernel_fn):
         raise ValueError(f"kernel_fn must be a function or 'FILE.py:FN', got {type(kernel_fn).__name__}")
-    reduce_label = kernel_fn_label(reduce_fn)
+    reduce_label = kernel_fn_label(reduce_fn) if frontend == "python" else None
     if reduce_fn is not None and kernel not in REDUCE_KERNELS:
         raise ValueError(f"--reduce-fn: {kernel} has no second kernel to swap (only "
                          f"{', '.join(f'{k} ({v})' for k, v in REDUCE_KERNELS.items())})")

@@ -96,8 +96,8 @@ def test_gfxsim_run_frontend_asm_report(capsys):
 
 
 def test_frontend_asm_errors_are_named():
-    with pytest.raises(ValueError, match="--frontend asm runs .*paged_attention_decode is not wired"):
-        asm_kernel_fn("paged_attention_decode")
+    with pytest.raises(ValueError, match="--frontend asm runs .*nope is not wired"):
+        asm_kernel_fn("nope")
     from kernels_py.runs import run_kernel
     with pytest.raises(ValueError, match="does not take --kernel-fn"):
         run_kernel("qk_int8", frontend="asm", kernel_fn=lambda w: None, context=64)

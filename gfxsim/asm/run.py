@@ -194,7 +194,9 @@ DEFINES = {"head_dim": ("GFXSIM_HEAD_DIM", 128), "block_size": ("GFXSIM_BLOCK_SI
 FIXED = {"kvh": (0, "the standalone HIP twins read kv head 0"),
          "num_kv_heads": (1, "the standalone HIP twins' cache holds one kv head"),
          "max_blocks": (None, "the HIP twin reads the block table's first row"),
-         "formula": ("derived", "the HIP twin's index formulas are compiled in")}
+         "formula": ("derived", "the HIP twin's index formulas are compiled in"),
+         "partition_size": (256, "the HIP decode's PARTITION_SIZE is compiled in"),
+         "grouping": ("fragment", "the HIP twin has one grouping")}
 
 
 def twin_kernel(entry, python_kernel, *, build_dir=None):
@@ -266,6 +268,7 @@ def twin_kernel(entry, python_kernel, *, build_dir=None):
     kernel.__name__ = f"{python_kernel.__name__}_asm"
     kernel.__qualname__ = f"twin_kernel({shown})"
     kernel.__signature__ = sig
+    kernel.unbatched = True              # one workgroup per wave (a harness then launches with batch=1)
     return kernel
 
 

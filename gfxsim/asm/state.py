@@ -138,7 +138,10 @@ class WaveState:
         """Registers as a back-end value (bytes, written bits and provenance), for moves and memory."""
         rf = self.regfile(f)
         rf._check(first, count)
-        return rf.read(first, count, dtype)
+        v = rf.read(first, count, dtype)
+        if v.prov is not None and v.prov.shape is None:     # a register file whose provenance has no field yet
+            v.prov = None
+        return v
 
     def vwrite(self, f: str, first: int, words: np.ndarray):
         """Write words [n, width] (uint32) under EXEC; the registers' provenance is cleared there

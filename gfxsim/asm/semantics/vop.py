@@ -14,7 +14,8 @@ import numpy as np
 
 from . import OPS, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
 from . import fp
-from ...machine.routing import _shift_prov
+from ...machine.provenance import merge
+from ...machine.routing import _route, _shift_prov
 from ...machine.vgpr import VGPRs
 
 U32, I32, F32, U64 = np.uint32, np.int32, np.float32, np.uint64
@@ -177,17 +178,86 @@ ROUTE = {
 }
 
 
-def _routed_prov(st, name, srcs):
-    """The provenance of ``name`` on these sources through the back end, or None."""
-    if not st.w.provenance or name not in ROUTE:
+# Arithmetic: the back end's rule for the same operation (valu.py: a field survives where the
+# operands agree; a reduction — max, min, add — unites footprints; a sum of two matrix results is
+# named by a pair record), so a compiled value carries what its Python twin's would.
+REDUCING = {"v_add_f32", "v_add_u32", "v_add3_u32", "v_max_f32", "v_min_f32", "v_max3_f32", "v_min3_f32",
+            "v_med3_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_min_u32", "v_max3_i32", "v_min3_i32",
+            "v_max3_u32", "v_min3_u32", "v_med3_i32", "v_med3_u32"}
+SUMMING = {"v_add_f32", "v_sub_f32", "v_subrev_f32", "v_add_u32", "v_sub_u32", "v_subrev_u32", "v_add3_u32"}
+FUSED = {"v_fma_f32"}                       # a*b, then + c as an accumulation (valu.fma)
+
+
+def arith_prov(st, name, vals):
+    """Provenance of an elementwise result from its sources' back-end values (None if none has any)."""
+    w = st.w
+    if not w.provenance or all(v.prov is None for v in vals):
         return None
-    if not any(o.kind == "reg" and o.file in "va" for o in srcs):
-        return None
+    wide = w.machine.wide
+    if name in FUSED:
+        return merge(w._merged(vals[0], vals[1], 1), w._elem_prov(vals[2], 1), True, wide)
+    red, summ = name in REDUCING, name in SUMMING
+    p = w._merged(vals[0], vals[1] if len(vals) > 1 else None, 1, red, summ)
+    for v in vals[2:]:
+        p = merge(p, w._elem_prov(v, 1), red, wide)
+    return p
+
+
+def _src_values(st, d, srcs):
+    """Each source as a back-end value; an SDWA byte/word select keeps the selected bytes' identity."""
     vals = [_value(st, o) for o in srcs]
+    if d.enc == "sdwa":
+        for k, (o, v) in enumerate(zip(srcs, vals)):
+            sel = d.ops.mods.get(f"src{k}_sel", "DWORD")
+            if sel != "DWORD" and v.prov is not None:
+                first, n = SDWA_FIELD[sel][0] // 8, SDWA_FIELD[sel][1] // 8
+                rows = np.full((4, st.w.width), first, np.int64)
+                rows[:n] += np.arange(n)[:, None]
+                if n == 2:
+                    rows[2:] = first + 1                  # the extension repeats the top byte
+                vals[k] = VGPRs(st.w, v.val, "u32", _route(v.prov.per_byte(), rows, st.w.width), literal=True)
+    return vals
+
+
+def _result_prov(st, d, name, srcs):
+    """The provenance of a VALU table row's result: routed bytes where the operation moves bytes,
+    the arithmetic rule otherwise."""
+    if not st.w.provenance or not any(o.kind == "reg" and o.file in "va" for o in srcs):
+        return None
+    vals = _src_values(st, d, srcs)
     if all(v.prov is None for v in vals):
         return None
-    out = ROUTE[name](*vals)
-    return None if out is None else out.prov
+    if name in ROUTE and d.enc != "sdwa":
+        out = ROUTE[name](*vals)
+        return None if out is None else out.prov
+    if name in BYTE_EXTRACT:
+        return BYTE_EXTRACT[name](st, srcs, vals)
+    return arith_prov(st, name, vals)
+
+
+def _bfe_prov(signed):
+    """v_bfe_u32/i32 D = S0[off +: width]: with a whole-byte offset and width (uniform), the bytes
+    move to the bottom; the extension bytes carry nothing (zero) or the top byte's identity."""
+    def rule(st, srcs, vals):
+        if srcs[1].kind == "reg" or srcs[2].kind == "reg" or vals[0].prov is None:
+            return arith_prov(st, "v_bfe", vals[:1])
+        off, width = int(vals[1].val[0, 0]) & 31, int(vals[2].val[0, 0]) & 31
+        if off % 8 or width % 8 or not width:
+            return arith_prov(st, "v_bfe", vals[:1])
+        nb = width // 8
+        rows = np.full((4, st.w.width), -1, np.int64)
+        for i in range(4):
+            if i < nb and off // 8 + i < 4:
+                rows[i] = off // 8 + i
+            elif signed:
+                rows[i] = min(off // 8 + nb - 1, 3)
+        return _route(vals[0].prov.per_byte(), rows, st.w.width)
+    return rule
+
+
+BYTE_EXTRACT = {"v_bfe_u32": _bfe_prov(False), "v_bfe_i32": _bfe_prov(True)}
+SDWA_FIELD = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8),
+              "WORD_0": (0, 16), "WORD_1": (16, 16)}
 
 
 def _read(st, o, t):
@@ -256,11 +326,11 @@ def _valu(name, types, fn):
             vals = [_read(st, o, t) for o, t in zip(srcs, types)]
         r = np.asarray(fn(*vals))
         r = r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
+        prov = _result_prov(st, d, name, srcs)
         if sdwa:
             r = _sdwa_dst(st, d, dst, r)
-            prov = None
-        else:
-            prov = _routed_prov(st, name, srcs)
+            if d.ops.mods.get("dst_sel", "DWORD") != "DWORD":
+                prov = None                 # a partial-word destination: not routed (no identity)
         if prov is None:
             put(st, dst, r)
         else:
@@ -350,10 +420,13 @@ def v_perm_b32(st, d):
 
 
 def _value(st, o) -> VGPRs:
-    """A 32-bit source as a back-end value: a VGPR with its provenance, else the plain word."""
-    if o.kind == "reg" and o.file in "va" and not (o.neg or o.abs):
+    """A 32-bit source as a back-end value: a VGPR with its provenance (a -/|| modifier changes
+    the sign bit, not whose value it is), else the plain word."""
+    if o.kind == "reg" and o.file in "va":
+        if o.count != 1:
+            raise st.error(f"operand {o.text}: one 32-bit register expected")
         return st.vread(o.file, o.first, 1)
-    return VGPRs(st.w, u32(st, o)[None, :].copy(), "u32", literal=True)
+    return VGPRs(st.w, u32(st, o, mods_ok=True)[None, :].copy(), "u32", literal=True)
 
 
 @op("v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32")
