@@ -108,7 +108,7 @@ SMEM = {"s_load_dword": 1, "s_load_dwordx2": 2, "s_load_dwordx4": 4, "s_load_dwo
 
 def _s_load(n):
     def run(st, d):
-        no_mods(st, d, ("glc",))
+        no_mods(st, d, ("glc", "offset"))
         dst, base, off = d.ops.positional
         if dst.kind != "reg" or dst.file != "s" or dst.count != n:
             raise st.error(f"destination {dst.text}: {n} SGPRs expected")
@@ -120,6 +120,7 @@ def _s_load(n):
             o = st.sget(off.first)[0]
         else:
             raise st.error(f"offset {off.text}: an immediate or an SGPR expected")
+        o += d.ops.mods.get("offset", 0)                # gfx9: an SGPR offset plus an immediate one
         addr = (st.sget64(base.first) + o) & ~3 & ((1 << 64) - 1)      # SMEM addresses are dword aligned
         buf, rel = st.memory.scalar(st, addr, 4 * n)
         st.sset(dst.first, [st.w.scalar_load(buf, rel + 4 * k, "u32") for k in range(n)])

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import OPS, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
 from . import fp
-from ...machine.provenance import merge
+from ...machine.provenance import Prov, merge
 from ...machine.routing import _route, _shift_prov
 from ...machine.vgpr import VGPRs
 
@@ -354,7 +354,7 @@ def v_fmac_f32(st, d):
     else:
         with np.errstate(all="ignore"):
             r = (x * y + acc).astype(F32)
-    put(st, dst, r.view(U32))
+    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", (a, b, dst)))
 
 
 # -- moves: VGPR sources move their bytes' provenance ----------------------------------------
@@ -417,6 +417,15 @@ def v_perm_b32(st, d):
     a, b = (_value(st, o) for o in (s0, s1))
     r = st.w.perm(a, b, VGPRs(st.w, u32(st, sel)[None, :].copy(), "u32", literal=True))
     st.vwrite_value(dst.file, dst.first, r)
+
+
+def _put_prov(st, dst, words, prov):
+    """Write one register's words with ``prov`` (None: no identity)."""
+    if prov is None:
+        put(st, dst, words)
+    else:
+        st.vwrite_value(dst.file, dst.first, VGPRs(st.w, np.asarray(words, U32)[None, :].copy(), "u32", prov,
+                                                   regs=(dst.first, 1)))
 
 
 def _value(st, o) -> VGPRs:
@@ -534,7 +543,12 @@ def v_cndmask_b32(st, d):
     dst, a, b, m = d.ops.positional
     mask = mask_src(st, m)
     x, y = f32(st, a).view(U32), f32(st, b).view(U32)
-    put(st, dst, np.where(mask, y, x))
+    prov = None
+    if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
+        va, vb = _value(st, a), _value(st, b)
+        if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
+            prov = Prov.select(mask[None, :], st.w._elem_prov(vb, 1), st.w._elem_prov(va, 1), (1, st.w.width))
+    _put_prov(st, dst, np.where(mask, y, x), prov)
 
 
 # -- compares: v_cmp[x]_<op>_<type> -----------------------------------------------------------------
@@ -664,7 +678,24 @@ def _pk(name, n, fn):
         with np.errstate(all="ignore"):
             lo = np.asarray(fn(*[operand(k, False) for k in range(n)]), F32)
             hi = np.asarray(fn(*[operand(k, True) for k in range(n)]), F32)
-        put(st, dst, np.stack([lo.view(U32), hi.view(U32)]))
+        words = np.stack([lo.view(U32), hi.view(U32)])
+        prov = None
+        if st.w.provenance and any(o.file in "va" for o in srcs):
+            scalar = {"v_pk_mul_f32": "v_mul_f32", "v_pk_add_f32": "v_add_f32", "v_pk_fma_f32": "v_fma_f32"}[name]
+            halves_p = []
+            for hi_half in (False, True):           # each half from the sources' selected halves
+                vals = []
+                for k, o in enumerate(srcs):
+                    h = (sel_hi if hi_half else sel)[k]
+                    vals.append(st.vread(o.file, o.first + h, 1) if o.file in "va" else
+                                VGPRs(st.w, np.zeros((1, st.w.width), U32), "u32", literal=True))
+                halves_p.append(arith_prov(st, scalar, vals))
+            if any(p_ is not None for p_ in halves_p):
+                prov = Prov.concat(halves_p, [1, 1], st.w.width)
+        if prov is None:
+            put(st, dst, words)
+        else:
+            st.vwrite_value(dst.file, dst.first, VGPRs(st.w, words.copy(), "u32", prov, regs=(dst.first, 2)))
     return run
 
 
