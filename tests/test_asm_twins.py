@@ -103,3 +103,37 @@ def test_frontend_asm_errors_are_named():
         run_kernel("qk_int8", frontend="asm", kernel_fn=lambda w: None, context=64)
     with pytest.raises(ValueError, match="--frontend must be python or asm"):
         run_kernel("qk_int8", frontend="rtl", context=64)
+
+
+def kernel_ksets(kr, op):
+    return sorted(s for run in kr.runs for s in (tuple(sorted(m.token_set(op))) for m in run.mmacs()) if s)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_pv_bf16_asm_is_the_python_twin_bit_for_bit(arch):
+    need_toolchain(arch)
+    _, cache, rows = standalone(130, 128, 16)
+    P = softmax_rows(rows, cache)
+    o_py, run_py = run_pv("pv_bf16", P, cache, arch=arch, trace=False)
+    o, run = run_pv(asm_kernel_fn("pv_bf16"), P, cache, arch=arch, trace=False)
+    np.testing.assert_array_equal(o, o_py)
+    # V's bytes reach the bf16 B operand through v_bfe_i32, an SDWA sext select, v_cvt_f32_i32 and
+    # v_perm_b32: each step keeps the token, so the K sets are the Python twin's
+    assert b_sets(run) == b_sets(run_py)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_paged_attention_decode_asm_token_sets_are_the_python_twins(arch):
+    """The issue's 'Done when' for the fragment grouping at a small context: both launches of the
+    compiled decode (decode, then reduce) through the same harness."""
+    need_toolchain(arch)
+    from kernels_py.runs import run_kernel
+    py = run_kernel("paged_attention_decode", context=300, arch=arch)
+    asm = run_kernel("paged_attention_decode", context=300, arch=arch, frontend="asm")
+    for op in "AB":                    # A = Q (QK) and Wq (PV), B = the K and V caches
+        assert kernel_ksets(asm, op) == kernel_ksets(py, op)
+    # exp is clang's range-reduced expansion around v_exp_f32 and clang contracts into fma: a
+    # few fp32 ulps of the output
+    assert np.abs(asm.out - py.out).max() <= 4 * np.finfo(np.float32).eps * np.abs(py.out).max()
+    assert not py.findings
+    assert {f.kind for f in asm.findings} <= {"lds-bank-conflict"}
