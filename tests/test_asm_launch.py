@@ -123,3 +123,50 @@ def test_running_off_the_end_and_unknown_labels_are_named():
     from gfxsim.asm.state import AsmError
     with pytest.raises(AsmError, match=r"branch target .LBB9_9 is not a label of snippet"):
         run_snippet("s_branch .LBB9_9")
+
+
+PACK = """
+    s_load_dwordx4 s[4:7], s[0:1], 0x0
+    v_lshlrev_b32_e32 v1, 2, v0
+    v_mov_b32_e32 v2, 0
+    s_waitcnt lgkmcnt(0)
+    global_load_ubyte v3, v1, s[4:5]
+    global_load_ubyte v4, v1, s[4:5] offset:1
+    global_load_ubyte v5, v1, s[4:5] offset:2
+    global_load_ubyte v6, v1, s[4:5] offset:3
+    s_waitcnt vmcnt(0)
+    v_lshl_or_b32 v7, v4, 8, v3
+    v_lshlrev_b32_e32 v8, 16, v5
+    v_lshlrev_b32_e32 v9, 24, v6
+    v_or3_b32 v7, v7, v8, v9
+    v_perm_b32 v7, v7, v7, SEL
+    global_store_dword v1, v7, s[6:7]
+"""
+
+
+def _pack_run(sel):
+    from gfxsim import Buffer
+    src = Buffer("tokens", np.arange(256, dtype=np.uint8), {"token": np.arange(256)})
+    out = Buffer.empty("packed", (256,), np.uint8, tags={"token": np.arange(256)})
+    k = kernel_from_text(PACK.replace("SEL", sel), args=[("tokens", "global_buffer", 8), ("packed", "global_buffer", 8)])
+    run = run_asm(k, args={"tokens": src, "packed": out})
+    return run, out.array
+
+
+def test_bytes_loaded_one_by_one_keep_their_tokens_through_shifts_ors_and_perm():
+    # the identity permutation: every byte lands on its own token's place -> no finding
+    run, out = _pack_run("0x3020100")
+    np.testing.assert_array_equal(out, np.arange(256, dtype=np.uint8))
+    assert not run.findings
+    # bytes 0 and 1 swapped: the store puts token 4l+1 where 4l is -> store-mismatch naming the line
+    run, out = _pack_run("0x3020001")
+    bad = run.findings_of("store-mismatch")
+    assert bad and "snippet.s:" in bad[0].source and "token 1 where the element is token 0" in bad[0].message
+
+
+def test_storing_a_never_written_register_is_an_uninitialized_read():
+    run, _ = run_snippet("s_load_dwordx2 s[4:5], s[0:1], 0x0\nv_lshlrev_b32_e32 v1, 2, v0\n"
+                         "s_waitcnt lgkmcnt(0)\nglobal_store_dword v1, v9, s[4:5]",
+                         args=OUT, arrays={"out": np.zeros(64, U32)})
+    f = run.findings_of("uninitialized-read")
+    assert f and "v9" in f[0].message and "snippet.s:" in f[0].source

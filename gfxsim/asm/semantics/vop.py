@@ -256,7 +256,7 @@ def _bfe_prov(signed):
 
 
 BYTE_EXTRACT = {"v_bfe_u32": _bfe_prov(False), "v_bfe_i32": _bfe_prov(True)}
-SDWA_FIELD = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8),
+SDWA_FIELD = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8),     # (shift, bits)
               "WORD_0": (0, 16), "WORD_1": (16, 16)}
 
 
@@ -280,8 +280,7 @@ def _sdwa_src(st, d, k, o, t):
         return f32(st, plain)
     x = u32(st, plain)
     if sel != "DWORD":
-        shift, bits = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8),
-                       "WORD_0": (0, 16), "WORD_1": (16, 16)}[sel]
+        shift, bits = SDWA_FIELD[sel]
         x = (x >> U32(shift)) & U32((1 << bits) - 1)
         if o.sext:
             x = np.where(x >> U32(bits - 1), x | U32((0xFFFFFFFF << bits) & 0xFFFFFFFF), x).astype(U32)
@@ -295,8 +294,7 @@ def _sdwa_dst(st, d, dst, r):
     if sel == "DWORD":
         return r
     unused = d.ops.mods.get("dst_unused", "UNUSED_PAD")
-    shift, bits = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8),
-                   "WORD_0": (0, 16), "WORD_1": (16, 16)}[sel]
+    shift, bits = SDWA_FIELD[sel]
     field = (r & U32((1 << bits) - 1)) << U32(shift)
     fmask = U32(((1 << bits) - 1) << shift)
     if unused == "UNUSED_PAD":
@@ -414,6 +412,9 @@ def v_perm_b32(st, d):
     """D = byte_permute({S0, S1}, S2) through the back end (each byte's provenance routed)."""
     no_mods(st, d)
     dst, s0, s1, sel = d.ops.positional
+    for o in (s0, s1):
+        if o.neg or o.abs or o.sext:
+            raise st.error(f"modifier on {o.text}: v_perm_b32 takes plain 32-bit sources")
     a, b = (_value(st, o) for o in (s0, s1))
     r = st.w.perm(a, b, VGPRs(st.w, u32(st, sel)[None, :].copy(), "u32", literal=True))
     st.vwrite_value(dst.file, dst.first, r)
