@@ -75,6 +75,12 @@ class Operands:
     """The parsed operand text of one instruction."""
     positional: tuple
     mods: Mapping[str, object] = field(default_factory=dict)
+    mod_tokens: tuple = ()         # the modifiers as written, in order
+
+    @property
+    def text(self) -> str:
+        """The operand text rebuilt from what was parsed (clang's spacing): nothing was dropped."""
+        return " ".join(filter(None, (", ".join(o.text for o in self.positional), *self.mod_tokens)))
 
     def __len__(self):
         return len(self.positional)
@@ -193,7 +199,7 @@ def _mod(token: str, mods: dict):
 def parse_operands(text: str) -> Operands:
     """The positional operands and trailing modifiers of an instruction's operand text."""
     pieces = _split_top(text)
-    positional, mods = [], {}
+    positional, mods, tokens = [], {}, []
     if pieces:
         last = pieces[-1].split()
         pieces = pieces[:-1]
@@ -202,6 +208,7 @@ def parse_operands(text: str) -> Operands:
             is_mod = bool(_MOD_PAREN.match(tok) or tok in _FLAGS or _MOD_COLON.match(tok))
             if is_mod or head:
                 _mod(tok, mods)
+                tokens.append(tok)
             else:
                 head.append(tok)
         pieces += head
@@ -209,7 +216,7 @@ def parse_operands(text: str) -> Operands:
         if " " in p:
             raise AsmSyntaxError(f"operand {p!r} (modifiers may only follow the last operand)")
         positional.append(parse_operand(p))
-    return Operands(tuple(positional), MappingProxyType(mods))
+    return Operands(tuple(positional), MappingProxyType(mods), tuple(tokens))
 
 
 def parse_instruction_operands(ins, kernel: str = "") -> Operands:
