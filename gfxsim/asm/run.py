@@ -89,15 +89,13 @@ def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
             raise st.error(f"more than {max_steps} instructions executed: an endless loop?")
 
 
-_PROGRAMS: dict = {}
-
-
 def _program_of(kernel) -> Program:
-    """The kernel's Program, decoded once per Kernel object."""
-    hit = _PROGRAMS.get(id(kernel))
-    if hit is None or hit[0] is not kernel:
-        hit = _PROGRAMS[id(kernel)] = (kernel, Program(kernel))
-    return hit[1]
+    """The kernel's Program, decoded once per Kernel object (kept on it, like its cached blocks)."""
+    p = kernel.__dict__.get("_asm_program")
+    if p is None:
+        p = Program(kernel)
+        kernel.__dict__["_asm_program"] = p
+    return p
 
 
 def find_kernel(entry: str, arch: str, *, build_dir=None, defines=()):
@@ -233,9 +231,11 @@ def twin_kernel(entry, python_kernel, *, build_dir=None):
         for k, (macro, compiled) in DEFINES.items():
             if k in kwargs and kwargs[k] != compiled:
                 defines.append(f"{macro}={int(kwargs[k])}")
-        key = (id(w.machine), name, tuple(defines))
-        if key not in launches:
+        key = (name, tuple(defines))
+        if launches.get("machine") is not w.machine:
             launches.clear()                    # one launch at a time: drop the last one's state
+            launches["machine"] = w.machine
+        if key not in launches:
             bdir = build_dir
             if defines and bdir is None:
                 from ..hip.build import DEFAULT_BUILD_ROOT
