@@ -51,7 +51,9 @@ class KernelRun:
         """Which finding kinds did not run (provenance off: the provenance-based ones), so that an
         empty findings list does not claim more than was checked."""
         not_run = sorted({k for r in self.runs for k in r.checks_not_run})
-        return {"not_run": not_run, "reason": "provenance off" if not_run else None}
+        why = {"provenance off" for r in self.runs if not r.machine.provenance}
+        why |= {v for r in self.runs for v in r.machine.not_checked.values()}
+        return {"not_run": not_run, "reason": "; ".join(sorted(why)) if not_run else None}
 
     def report(self) -> dict:
         mm = []
