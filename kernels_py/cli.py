@@ -54,6 +54,9 @@ def add_run_options(p):
     p.add_argument("--reduce-fn", metavar="FILE.py:FN", default=None,
                    help="paged_attention_decode: run your own FN from FILE.py (paged_attention_reduce's "
                         "signature) as the second launch, in place of the project's reduce (default: none)")
+    p.add_argument("--frontend", choices=("python", "asm"), default="python",
+                   help="python: the Python twin; asm: the clang-compiled HIP twin (kernels_hip/, built as by "
+                        "`gfxsim hip build`) executed instruction by instruction in its place")
     p.add_argument("--quiet", action="store_true",
                    help="no progress on stderr (shown otherwise: a bar on a terminal, a line every 5 s if not)")
     return p
@@ -65,7 +68,7 @@ def run_options(args, context) -> dict:
                 partition_size=args.partition_size, arch=args.arch, context=context, grouping=args.grouping,
                 smooth_k=args.smooth_k, heads=args.heads, kv_heads=args.kv_heads, head_dim=args.head_dim,
                 block_size=args.block_size, seed=args.seed, kernel_fn=getattr(args, "kernel_fn", None),
-                reduce_fn=getattr(args, "reduce_fn", None))
+                reduce_fn=getattr(args, "reduce_fn", None), frontend=getattr(args, "frontend", "python"))
 
 
 def progress_for(args, context=None):

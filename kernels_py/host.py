@@ -94,7 +94,9 @@ class HostSetup:
         """Run ``kernel(w, *args, **kwargs, **kernel_kwargs)`` over the setup's grid: the Run."""
         kw = dict(self.kwargs)
         kw.update(kernel_kwargs)
-        return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, batch=self.batch,
+        # a kernel that cannot run workgroups side by side (the asm front end's) runs them one by one
+        batch = 1 if getattr(kernel, "unbatched", False) else self.batch
+        return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, batch=batch,
                       args=self.args, kwargs=kw, trace=trace, provenance=provenance, lds_bytes=self.lds_bytes,
                       **_launch_kwargs(progress, self.name, launches=launches))
 

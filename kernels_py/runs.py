@@ -51,7 +51,9 @@ class KernelRun:
         """Which finding kinds did not run (provenance off: the provenance-based ones), so that an
         empty findings list does not claim more than was checked."""
         not_run = sorted({k for r in self.runs for k in r.checks_not_run})
-        return {"not_run": not_run, "reason": "provenance off" if not_run else None}
+        why = {"provenance off" for r in self.runs if not r.machine.provenance}
+        why |= {v for r in self.runs for v in r.machine.not_checked.values()}
+        return {"not_run": not_run, "reason": "; ".join(sorted(why)) if not_run else None}
 
     def report(self) -> dict:
         mm = []
@@ -176,8 +178,39 @@ def kernel_fn_label(fn) -> str | None:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
 
 
+# --frontend asm: the kernels_hip/ entry point run in place of each Python twin (gfxsim.asm)
+ASM_ENTRIES = {"qk_int8": "qk_int8", "int8_kv_cache": "int8_kv_cache", "pv_bf16": "pv_bf16",
+               "pv_int8": {"grouping": {"fragment": "pv_int8_fragment", "contiguous": "pv_int8_contiguous"}},
+               "prefix_prefill": "prefix_prefill",
+               "paged_attention_decode": {"grouping": {"fragment": "paged_attention_decode_fragment",
+                                                       "contiguous": "paged_attention_decode_contiguous"}}}
+
+
+def asm_kernel_fn(kernel: str):
+    """The compiled HIP twin of ``kernel`` as a kernel function with the Python twin's signature."""
+    if kernel not in ASM_ENTRIES and kernel not in REDUCE_KERNELS.values():
+        raise ValueError(f"--frontend asm runs {', '.join(sorted(ASM_ENTRIES))}; {kernel} is not wired to the asm "
+                         "front end yet")
+    from gfxsim.asm.run import twin_kernel
+    from . import int8_kv_cache, paged_attention_decode, prefix_prefill, pv_bf16, pv_int8, qk_int8
+    python = {"qk_int8": qk_int8.qk_int8, "int8_kv_cache": int8_kv_cache.int8_kv_cache, "pv_bf16": pv_bf16.pv_bf16,
+              "pv_int8": pv_int8.pv_int8, "prefix_prefill": prefix_prefill.prefix_prefill,
+              "paged_attention_decode": paged_attention_decode.paged_attention_decode,
+              "paged_attention_reduce": paged_attention_decode.paged_attention_reduce}[kernel]
+    return twin_kernel(ASM_ENTRIES.get(kernel, kernel), python, project=hip_project())
+
+
+def hip_project():
+    """This checkout's HIP twins (kernels_hip/) and their builds (build/hip/): what --frontend asm runs."""
+    from pathlib import Path
+
+    from gfxsim.hip.project import Project
+    root = Path(__file__).resolve().parents[1]
+    return Project(root / "kernels_hip", root / "build" / "hip")
+
+
 def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
-               progress=None, kernel_fn=None, reduce_fn=None, **params) -> KernelRun:
+               progress=None, kernel_fn=None, reduce_fn=None, frontend: str = "python", **params) -> KernelRun:
     """Run ``kernel`` with DEFAULTS overridden by ``params``. ``provenance=False`` runs faster and
     gives the numbers only: no tags travel, so no K-slot, scale-group or coverage findings.
     ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``params["progress"]``).
@@ -185,15 +218,26 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
     signature of ``kernel``'s, run in its place by the same harness (inputs, buffers, references);
     for paged_attention_decode it replaces the decode kernel, the reduce stays. ``reduce_fn``
     (paged_attention_decode only): your function with paged_attention_reduce's signature, run as
-    the second launch."""
+    the second launch. ``frontend="asm"``: run the clang-compiled HIP twin (kernels_hip/) on the
+    asm front end in the Python twin's place, with the same harness."""
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
-    label = kernel_fn_label(kernel_fn)
+    if frontend not in ("python", "asm"):
+        raise ValueError(f"--frontend must be python or asm, got {frontend!r}")
+    if frontend == "asm":
+        if kernel_fn is not None:
+            raise ValueError("--frontend asm runs the compiled twin: it does not take --kernel-fn")
+        kernel_fn = asm_kernel_fn(kernel)
+        if kernel in REDUCE_KERNELS:
+            if reduce_fn is not None:
+                raise ValueError("--frontend asm runs the compiled twins: it does not take --reduce-fn")
+            reduce_fn = asm_kernel_fn(REDUCE_KERNELS[kernel])
+    label = kernel_fn_label(kernel_fn) if frontend == "python" else None
     if isinstance(kernel_fn, str):
         kernel_fn = load_kernel_fn(kernel_fn)
     elif kernel_fn is not None and not callable(kernel_fn):
         raise ValueError(f"kernel_fn must be a function or 'FILE.py:FN', got {type(kernel_fn).__name__}")
-    reduce_label = kernel_fn_label(reduce_fn)
+    reduce_label = kernel_fn_label(reduce_fn) if frontend == "python" else None
     if reduce_fn is not None and kernel not in REDUCE_KERNELS:
         raise ValueError(f"--reduce-fn: {kernel} has no second kernel to swap (only "
                          f"{', '.join(f'{k} ({v})' for k, v in REDUCE_KERNELS.items())})")
@@ -217,6 +261,8 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
              if k not in ("arch", "context", "provenance", "progress", "kernel_fn", "reduce_fn")}
     if label is not None:
         shown["kernel_fn"] = label
+    if frontend != "python":
+        shown["frontend"] = frontend
     if reduce_label is not None:
         shown["reduce_fn"] = reduce_label
     return KernelRun(kernel, runs[0].arch, ctx, shown, out, refs, runs, extra)

@@ -39,6 +39,7 @@ class Machine:
         self.log = FindingLog(kernel_name)
         self.findings = self.log.findings
         self.plan_cache: dict = {}
+        self.not_checked: dict = {}      # finding kind -> why a front end cannot check it (asm: no scale marks)
 
     def report(self, kind, message, *, details=None, **coords):
         return self.log.report(kind, message, dict(details or {}), **coords)
@@ -46,7 +47,8 @@ class Machine:
     @property
     def checks_not_run(self) -> list:
         """The finding kinds this launch could not check (provenance off: the provenance-based ones)."""
-        return [] if self.provenance else list(PROVENANCE_KINDS)
+        kinds = [] if self.provenance else list(PROVENANCE_KINDS)
+        return kinds + [k for k in self.not_checked if k not in kinds]
 
 
 PROVENANCE_KINDS = ("ab-kslot-mismatch", "scale-group-mismatch", "store-mismatch", "token-coverage", "double-count")

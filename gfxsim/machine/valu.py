@@ -10,6 +10,7 @@ import numpy as np
 from . import ops
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
 from .consumed import extremum_names, product_names, sum_made
+from .matrix import PAIR_BASE
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .vgpr import VGPRs
 
@@ -46,9 +47,10 @@ class ValuOps:
             return None
         return broadcast_rows(v.prov.per_element(itemsize(v.dtype), self.machine.wide), n)
 
-    def _merged(self, a, b, n, reducing=False, summing=None, product=False, extremum=False):
+    def _merged(self, a, b, n, reducing=False, summing=None, product=False, extremum=False, one_element=False):
         """``summing``: "add"/"sub" (a sum of two named results becomes a pair); ``product``: a mul
-        or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names)."""
+        or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names);
+        ``one_element``: see _sum_of_results."""
         if not self.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
             return None
         pa = self._elem_prov(a, n)
@@ -60,19 +62,25 @@ class ValuOps:
             out = extremum_names(pa, pb, out)
         if pa is not None and pb is not None and "@mma" in pa.ids and "@mma" in pb.ids:
             if summing:
-                out = self._sum_of_results(pa, pb, out, summing)
+                out = self._sum_of_results(pa, pb, out, summing, one_element)
             elif product:
                 out = product_names(self.machine.mma_log, pa, pb, out)
         return out
 
-    def _sum_of_results(self, pa, pb, out, op="add"):
+    def _sum_of_results(self, pa, pb, out, op="add", one_element=False):
         """Two matrix results added: the sum's elements are named by a pair record, so a scale
         applied to the sum is checked against both instructions' K sets, and what the sum consumed
-        is known (consumed.sum_made; x + x of one element is a pair too: a double count)."""
+        is known (consumed.sum_made; x + x of one element is a pair too: a double count).
+        ``one_element``: two operands named by one element of one instruction's result make a
+        function of that element, not a sum (compiled code: clang's expf computes x*c_hi + x*c_lo;
+        the asm front end passes it, so it does not report one unsummed result added to itself)."""
         ia, ib, ma, mb = pa.ids["@mma"], pb.ids["@mma"], pa.ids["@mn"], pb.ids["@mn"]
         both = (ia >= 0) & (ib >= 0)
+        same = (ia == ib) & (ma == mb)
         if op != "add":
-            both &= (ia != ib) | (ma != mb)
+            both &= ~same
+        elif one_element:                    # a sum of sums added to itself still is a double count
+            both &= ~(same & (ia < PAIR_BASE))
         if not both.any():
             return out
         pid = self.machine.mma_log.add_pair((ia[both].astype(np.int64), ma[both].astype(np.int64)),

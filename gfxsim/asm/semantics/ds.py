@@ -1,0 +1,134 @@
+"""LDS (DS encoding) per the CDNA3 ISA: address = VGPR + offset (16-bit, bytes), read2/write2 at
+offset0/offset1 in units of the element size (x64 for the st64 forms), and ds_bpermute_b32.
+Every access goes through the back end's lds_load / lds_store on the workgroup's one LDS region
+(bounds, alignment, bank conflicts, races between waves, provenance)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import no_mods, op, u32, widen
+from ...machine.vgpr import VGPRs
+
+U32 = np.uint32
+READ = {"b32": 4, "b64": 8, "b96": 12, "b128": 16}
+WRITE = {"b8": 1, "b16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
+
+
+def _vaddr(st, o):
+    if o.kind != "reg" or o.file != "v" or o.count != 1:
+        raise st.error(f"DS address {o.text}: one VGPR expected")
+    return u32(st, o).astype(np.int64)
+
+
+def _region(st):
+    if st.lds is None:
+        raise st.error("LDS access in a kernel whose descriptor allocates no LDS (group segment 0)")
+    return st.lds
+
+
+def _off(st, a, extra):
+    return VGPRs(st.w, ((a + extra) & 0xFFFFFFFF)[None, :], "i64", literal=True)
+
+
+def _ds_read(nbytes):
+    def run(st, d):
+        no_mods(st, d, ("offset",))
+        dst, addr = d.ops.positional
+        if dst.kind != "reg" or dst.file not in "va" or dst.count * 4 != nbytes:
+            raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
+        a = _vaddr(st, addr)
+        st.vwrite_value(dst.file, dst.first, st.w.lds_load(_region(st), _off(st, a, d.ops.mods.get("offset", 0)),
+                                                           nbytes, "u8"))
+    return run
+
+
+def _ds_read2(nbytes, stride):
+    def run(st, d):
+        no_mods(st, d, ("offset0", "offset1"))
+        dst, addr = d.ops.positional
+        if dst.kind != "reg" or dst.file not in "va" or dst.count * 4 != 2 * nbytes:
+            raise st.error(f"destination {dst.text} does not hold 2 x {nbytes} bytes")
+        a = _vaddr(st, addr)
+        unit = nbytes * stride
+        vals = [st.w.lds_load(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), nbytes, "u8")
+                for k in ("offset0", "offset1")]
+        for j, v in enumerate(vals):              # both read before either is written (dst may alias addr)
+            st.vwrite_value(dst.file, dst.first + j * nbytes // 4, v)
+    return run
+
+
+def _ds_write(nbytes, byte0=0):
+    def run(st, d):
+        no_mods(st, d, ("offset",))
+        addr, data = d.ops.positional
+        if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
+            raise st.error(f"data {data.text} does not hold {nbytes} bytes")
+        a = _vaddr(st, addr)
+        value = st.vread(data.file, data.first, data.count, "u8")
+        if byte0 or nbytes < 4:
+            value = value.bytes(byte0, nbytes)
+        st.w.lds_store(_region(st), _off(st, a, d.ops.mods.get("offset", 0)), value, nbytes)
+    return run
+
+
+def _ds_write2(nbytes, stride):
+    def run(st, d):
+        no_mods(st, d, ("offset0", "offset1"))
+        addr, d0, d1 = d.ops.positional
+        a = _vaddr(st, addr)
+        unit = nbytes * stride
+        for k, data in (("offset0", d0), ("offset1", d1)):
+            if data.kind != "reg" or data.file not in "va" or data.count * 4 != nbytes:
+                raise st.error(f"data {data.text} does not hold {nbytes} bytes")
+            value = st.vread(data.file, data.first, data.count, "u8")
+            st.w.lds_store(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), value, nbytes)
+    return run
+
+
+for _k, _n in READ.items():
+    op(f"ds_read_{_k}")(_ds_read(_n))
+for _k, _n in WRITE.items():
+    op(f"ds_write_{_k}")(_ds_write(_n))
+op("ds_write_b8_d16_hi")(_ds_write(1, 2))
+op("ds_write_b16_d16_hi")(_ds_write(2, 2))
+for _k in ("b32", "b64"):
+    op(f"ds_read2_{_k}")(_ds_read2(READ[_k], 1))
+    op(f"ds_read2st64_{_k}")(_ds_read2(READ[_k], 64))
+    op(f"ds_write2_{_k}")(_ds_write2(READ[_k], 1))
+    op(f"ds_write2st64_{_k}")(_ds_write2(READ[_k], 64))
+
+
+def _ds_read_ext(nbytes, signed):
+    def run(st, d):
+        no_mods(st, d, ("offset",))
+        dst, addr = d.ops.positional
+        a = _vaddr(st, addr)
+        t = {(1, False): "u8", (1, True): "i8", (2, False): "u16", (2, True): "i16"}[(nbytes, signed)]
+        v = st.w.lds_load(_region(st), _off(st, a, d.ops.mods.get("offset", 0)), nbytes, t)
+        st.vwrite_value(dst.file, dst.first, widen(st, v, signed))
+    return run
+
+
+op("ds_read_u8")(_ds_read_ext(1, False))
+op("ds_read_i8")(_ds_read_ext(1, True))
+op("ds_read_u16")(_ds_read_ext(2, False))
+op("ds_read_i16")(_ds_read_ext(2, True))
+
+
+@op("ds_bpermute_b32")
+def ds_bpermute_b32(st, d):
+    """D[l] = data[((addr[l] + offset) >> 2) & 63] through the back end (provenance moves with
+    the word); a source lane that is inactive gives 0 (the ISA's rule for disabled lanes)."""
+    no_mods(st, d, ("offset",))
+    dst, addr, data = d.ops.positional
+    a = (_vaddr(st, addr) + d.ops.mods.get("offset", 0)) & 0xFFFFFFFF
+    src = ((a >> 2) % st.lanes).astype(np.int64)
+    v = st.w.bpermute(st.vread(data.file, data.first, 1), src)
+    st.vwrite_value(dst.file, dst.first, v)
+    base = (np.arange(st.w.width) // st.lanes) * st.lanes
+    dead = st.exec & ~st.exec[base + src]
+    if dead.any():
+        saved = st.exec.copy()
+        st.set_exec(dead)
+        st.vwrite(dst.file, dst.first, np.zeros((1, st.w.width), U32))
+        st.set_exec(saved)

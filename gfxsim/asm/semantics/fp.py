@@ -1,0 +1,218 @@
+"""fp32 arithmetic exactly as IEEE 754 binary32 with round-to-nearest-even and denormals kept
+(``.amdhsa_float_denorm_mode_32 3``), plus the IEEE-mode min/max rules of the CDNA3 ISA.
+
+numpy's float32 +, -, * and / are IEEE binary32 operations. A fused multiply-add is rounded
+once: the product of two binary32 numbers is exact in binary64, the sum is taken in binary64
+with its rounding error recovered exactly (TwoSum), and the one case where rounding that sum
+to binary32 could differ from rounding the exact value — a binary64 sum that lands exactly on
+a binary32 midpoint with a non-zero error — is decided by the error's sign.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+F32, F64 = np.float32, np.float64
+QNAN_BIT = np.uint32(0x00400000)
+
+
+def fma(a, b, c) -> np.ndarray:
+    """a*b + c rounded once to binary32 (arrays of float32)."""
+    with np.errstate(all="ignore"):
+        a, b, c = (np.asarray(x, F32).astype(F64) for x in (a, b, c))
+        p = a * b                                   # exact: 24 + 24 significant bits
+        s = p + c
+        bp = s - c                                  # TwoSum: s + e == p + c exactly
+        e = (p - bp) + (c - (s - bp))
+        r = s.astype(F32)
+        r64 = r.astype(F64)
+        toward = np.where(s > r64, F32(np.inf), F32(-np.inf))
+        other = np.nextafter(r, toward)
+        mid = (r64 + other.astype(F64)) * 0.5
+        tie = np.isfinite(s) & np.isfinite(mid) & (s != r64) & (s == mid) & (e != 0)
+        # on a tie the exact value lies on the side of the error: pick that neighbour
+        up = (other.astype(F64) > r64) == (e > 0)
+        out = np.where(tie & up, other, r)
+        # p + c exactly zero keeps binary64's sign rule (-0 only for -0 + -0), the same in binary32
+    return out.astype(F32)
+
+
+def is_snan(x) -> np.ndarray:
+    b = np.asarray(x, F32).view(np.uint32)
+    return np.isnan(x) & ((b & QNAN_BIT) == 0)
+
+
+def quiet(x) -> np.ndarray:
+    return (np.asarray(x, F32).view(np.uint32) | QNAN_BIT).view(F32)
+
+
+def _minmax(a, b, is_max: bool, ieee: bool = True):
+    """V_MAX_F32 / V_MIN_F32: IEEE mode returns a quieted signalling NaN, a quiet NaN yields the
+    other operand, and +0 is greater than -0."""
+    a, b = np.asarray(a, F32), np.asarray(b, F32)
+    if is_max:
+        pick_a = (a > b) | ((a == b) & ~np.signbit(a))
+    else:
+        pick_a = (a < b) | ((a == b) & np.signbit(a))
+    out = np.where(pick_a, a, b)
+    out = np.where(np.isnan(b), a, out)
+    out = np.where(np.isnan(a), b, out)
+    if ieee:
+        out = np.where(is_snan(b), quiet(b), out)
+        out = np.where(is_snan(a), quiet(a), out)
+    return out.astype(F32)
+
+
+def fmax(a, b, ieee=True):
+    return _minmax(a, b, True, ieee)
+
+
+def fmin(a, b, ieee=True):
+    return _minmax(a, b, False, ieee)
+
+
+def med3(a, b, c, ieee=True):
+    """V_MED3_F32: with any NaN the min3; else the middle value (max of the two that are not
+    the max3)."""
+    mx = fmax(fmax(a, b, ieee), c, ieee)
+    nan = np.isnan(a) | np.isnan(b) | np.isnan(c)
+    out = np.where(mx == a, fmax(b, c, ieee), np.where(mx == b, fmax(a, c, ieee), fmax(a, b, ieee)))
+    return np.where(nan, fmin(fmin(a, b, ieee), c, ieee), out).astype(F32)
+
+
+def rcp(x):
+    """V_RCP_F32 as the correctly rounded 1/x. Hardware's is an approximation whose CDNA3 bits
+    are not published (documented as 1 ulp): a simulated result may differ from the GPU's by
+    that ulp; inside clang's division sequence the fma refinement makes the quotient correctly
+    rounded either way."""
+    with np.errstate(all="ignore"):
+        return (F32(1.0) / np.asarray(x, F32)).astype(F32)
+
+
+def _round_f64_to_f32(y, exact_of, y_exact):
+    """binary64 approximations ``y`` (error < 1 binary64 ulp) rounded to binary32 correctly: where
+    ``y`` lies within 4 binary64 ulps of a binary32 midpoint the value is recomputed to 60 digits
+    by ``exact_of(i)`` (a Decimal) and rounded from that; where ``y_exact`` the binary64 value is
+    the exact result and numpy's rounding of it is already correct."""
+    from decimal import Decimal
+    r = y.astype(F32)
+    r64 = r.astype(F64)
+    toward = np.where(y > r64, F32(np.inf), F32(-np.inf))
+    other = np.nextafter(r, toward)
+    mid = (r64 + other.astype(F64)) * 0.5
+    ulp = np.spacing(np.abs(y))
+    close = np.isfinite(y) & np.isfinite(mid) & (np.abs(y - mid) <= 4 * ulp) & (y != r64) & ~y_exact
+    out = r.copy()
+    for i in np.nonzero(close)[0]:
+        ex = exact_of(int(i))
+        lo, hi = sorted([r[i], other[i]], key=float)
+        m = (Decimal(float(lo)) + Decimal(float(hi))) / 2
+        if ex < m:
+            out[i] = lo
+        elif ex > m:
+            out[i] = hi
+        else:                                            # an exact tie: to even
+            out[i] = lo if (np.asarray(lo, F32).view(np.uint32) & 1) == 0 else hi
+    return out
+
+
+def exp2(x):
+    """V_EXP_F32 as the correctly rounded 2^x (the hardware's is documented to 1 ulp; its bits
+    are not published). Exact for integer x; 2^-inf = 0, 2^inf = inf, NaN stays NaN."""
+    from decimal import Decimal, localcontext
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        y = np.exp2(x.astype(F64))
+
+    def exact(i):
+        with localcontext() as ctx:
+            ctx.prec = 60
+            return (Decimal(float(x[i])) * Decimal(2).ln()).exp()
+    with np.errstate(all="ignore"):
+        return _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x == np.round(x)))
+
+
+def log2(x):
+    """V_LOG_F32 as the correctly rounded log2(x) (hardware: 1 ulp); log2(0) = -inf, negative -> NaN."""
+    from decimal import Decimal, localcontext
+    x = np.asarray(x, F32)
+    with np.errstate(all="ignore"):
+        y = np.log2(x.astype(F64))
+
+    def exact(i):
+        with localcontext() as ctx:
+            ctx.prec = 60
+            return Decimal(float(x[i])).ln() / Decimal(2).ln()
+    with np.errstate(all="ignore"):
+        m, _ = np.frexp(x)
+        return _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x <= 0) | (m == 0.5))
+
+
+def _exponent(x):
+    """The biased exponent field."""
+    return ((np.asarray(x, F32).view(np.uint32) >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
+
+
+def div_scale(s0, s1, s2):
+    """V_DIV_SCALE_F32 D, VCC = (S0 to scale, S1 denominator, S2 numerator). Returns (D, VCC) and
+    the lanes whose case scales only one operand (VCC = 1), which the caller reports."""
+    s0, s1, s2 = (np.asarray(x, F32) for x in (s0, s1, s2))
+    tiny = np.finfo(F32).tiny
+    with np.errstate(all="ignore"):
+        d = s0.copy()
+        vcc = np.zeros(s0.shape, bool)
+        zero = (s1 == 0) | (s2 == 0)
+        e1, e2 = _exponent(s1), _exponent(s2)
+        q = s2 / s1
+        r = F32(1) / s1
+        done = zero.copy()
+        d = np.where(zero, F32(np.nan), d)
+        c = ~done & (e2 - e1 >= 96)
+        vcc |= c
+        d = np.where(c & (s0 == s1), np.ldexp(s0, 64).astype(F32), d)
+        done |= c
+        c = ~done & (np.abs(s1) < tiny) & (s1 != 0)                 # S1 denormal
+        d = np.where(c, np.ldexp(s0, 64).astype(F32), d)
+        done |= c
+        rden = (np.abs(r) < tiny) & (r != 0)
+        qnorm = np.abs(q) >= tiny
+        c = ~done & rden & qnorm
+        vcc |= c
+        d = np.where(c & (s0 == s1), np.ldexp(s0, 64).astype(F32), d)
+        done |= c
+        c = ~done & rden
+        d = np.where(c, np.ldexp(s0, -64).astype(F32), d)
+        done |= c
+        c = ~done & (np.abs(q) < tiny) & (q != 0)
+        vcc |= c
+        d = np.where(c & (s0 == s2), np.ldexp(s0, 64).astype(F32), d)
+        done |= c
+        c = ~done & (e2 <= 23)                                      # numerator tiny
+        d = np.where(c, np.ldexp(s0, 64).astype(F32), d)
+    return d.astype(F32), vcc
+
+
+def div_fixup(s0, s1, s2):
+    """V_DIV_FIXUP_F32 D = (S0 quotient, S1 denominator, S2 numerator): the IEEE special cases of
+    S2/S1, else the quotient with the sign of the division. Returns (D, lanes in the underflow
+    case the caller reports as not modelled)."""
+    s0, s1, s2 = (np.asarray(x, F32) for x in (s0, s1, s2))
+    sign = np.signbit(s1) ^ np.signbit(s2)
+    inf = np.where(sign, F32(-np.inf), F32(np.inf))
+    zero = np.where(sign, F32(-0.0), F32(0.0))
+    d = np.where(sign, -np.abs(s0), np.abs(s0)).astype(F32)
+    e1, e2 = _exponent(s1), _exponent(s2)
+    under = (e2 - e1 < -150) & np.isfinite(s1) & np.isfinite(s2) & (s1 != 0) & (s2 != 0)
+    rules = [
+        (np.isnan(s2), quiet(s2)),
+        (np.isnan(s1), quiet(s1)),
+        ((s1 == 0) & (s2 == 0), np.full(s0.shape, np.uint32(0xFFC00000)).view(F32)),
+        (np.isinf(s1) & np.isinf(s2), np.full(s0.shape, np.uint32(0xFFC00000)).view(F32)),
+        ((s1 == 0) | np.isinf(s2), inf),
+        (np.isinf(s1) | (s2 == 0), zero),
+    ]
+    out, taken = d, np.zeros(s0.shape, bool)
+    for cond, val in rules:
+        c = cond & ~taken
+        out = np.where(c, val, out)
+        taken |= c
+    return out.astype(F32), under & ~taken

@@ -1,0 +1,131 @@
+"""Global (FLAT global segment) and scalar memory per the CDNA3 ISA.
+
+A global address is 64-bit: ``vaddr`` a VGPR pair with ``off``, or a 32-bit VGPR offset plus
+``saddr`` an SGPR pair, plus the signed 13-bit ``offset``. The launch maps every buffer to a
+range of addresses (launch.AddressSpace); the lanes of one instruction are split by the buffer
+they address and each part goes through the back end's global_load / global_store (tags,
+provenance, store checks, out-of-bounds faults). Scalar loads read the kernarg segment or a
+buffer through the back end's scalar_load, one dword at a time.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import no_mods, op, widen
+from ...machine.vgpr import VGPRs
+
+U32, U64 = np.uint32, np.uint64
+# mnemonic suffix -> (bytes, how a sub-dword load fills its register: None, "u", "s", "d16_hi")
+LOADS = {"dword": (4, None), "dwordx2": (8, None), "dwordx3": (12, None), "dwordx4": (16, None),
+         "ubyte": (1, "u"), "sbyte": (1, "s"), "ushort": (2, "u"), "sshort": (2, "s")}
+STORES = {"dword": (4, 0), "dwordx2": (8, 0), "dwordx3": (12, 0), "dwordx4": (16, 0),
+          "byte": (1, 0), "short": (2, 0), "byte_d16_hi": (1, 2), "short_d16_hi": (2, 2)}
+
+
+def _address(st, d, vaddr, saddr):
+    off = int(d.ops.mods.get("offset", 0))
+    if not -4096 <= off < 4096:
+        raise st.error(f"offset:{off} outside the 13-bit signed range")
+    if saddr.kind == "off":
+        if vaddr.kind != "reg" or vaddr.file != "v" or vaddr.count != 2:
+            raise st.error(f"vaddr {vaddr.text}: a VGPR pair expected with off")
+        w = st.vwords("v", vaddr.first, 2).astype(U64)
+        base = w[0] | (w[1] << U64(32))
+    else:
+        if saddr.kind != "reg" or saddr.file != "s" or saddr.count != 2:
+            raise st.error(f"saddr {saddr.text}: an SGPR pair expected")
+        if vaddr.kind != "reg" or vaddr.file != "v" or vaddr.count != 1:
+            raise st.error(f"vaddr {vaddr.text}: one VGPR (an offset) expected with saddr")
+        base = U64(st.sget64(saddr.first)) + st.vwords("v", vaddr.first, 1)[0].astype(U64)
+    return base + U64(off % (1 << 64))                  # wraps modulo 2^64
+
+
+def _parts(st, addr, nbytes):
+    """(buffer, per-lane byte offsets, lanes) for every buffer the active lanes address."""
+    return st.memory.split(st, addr, st.exec, nbytes)
+
+
+def _with_exec(st, lanes, fn):
+    saved = st.exec.copy()
+    st.set_exec(lanes)
+    try:
+        return fn()
+    finally:
+        st.set_exec(saved)
+
+
+def _global_load(kind):
+    nbytes, fill = LOADS[kind]
+
+    def run(st, d):
+        no_mods(st, d, ("offset", "sc0", "sc1", "nt", "glc", "slc"))
+        dst, vaddr, saddr = d.ops.positional
+        if dst.kind != "reg" or dst.file not in "va" or dst.count != max(1, nbytes // 4):
+            raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
+        addr = _address(st, d, vaddr, saddr)
+        for buf, offs, lanes in _parts(st, addr, nbytes):
+            def one():
+                o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+                if fill is None:            # in the buffer's own element type: per-element provenance
+                    t = buf.dtype if nbytes % buf.itemsize == 0 else "u8"
+                    st.vwrite_value(dst.file, dst.first, st.w.global_load(buf, o, nbytes, t))
+                else:
+                    v = st.w.global_load(buf, o, nbytes, {1: "u8", 2: "u16"}[nbytes] if fill == "u"
+                                         else {1: "i8", 2: "i16"}[nbytes])
+                    st.vwrite_value(dst.file, dst.first, widen(st, v, fill == "s"))
+            _with_exec(st, lanes, one)
+    return run
+
+
+def _global_store(kind):
+    nbytes, byte0 = STORES[kind]
+
+    def run(st, d):
+        no_mods(st, d, ("offset", "sc0", "sc1", "nt", "glc", "slc"))
+        vaddr, data, saddr = d.ops.positional
+        if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
+            raise st.error(f"data {data.text} does not hold {nbytes} bytes")
+        addr = _address(st, d, vaddr, saddr)
+        value = st.vread(data.file, data.first, data.count, "u8")
+        if byte0:
+            value = value.bytes(byte0, nbytes)
+        for buf, offs, lanes in _parts(st, addr, nbytes):
+            def one():
+                o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+                st.w.global_store(buf, o, value, nbytes)
+            _with_exec(st, lanes, one)
+    return run
+
+
+for _k in LOADS:
+    op(f"global_load_{_k}")(_global_load(_k))
+for _k in STORES:
+    op(f"global_store_{_k}")(_global_store(_k))
+
+
+SMEM = {"s_load_dword": 1, "s_load_dwordx2": 2, "s_load_dwordx4": 4, "s_load_dwordx8": 8, "s_load_dwordx16": 16}
+
+
+def _s_load(n):
+    def run(st, d):
+        no_mods(st, d, ("glc", "offset"))
+        dst, base, off = d.ops.positional
+        if dst.kind != "reg" or dst.file != "s" or dst.count != n:
+            raise st.error(f"destination {dst.text}: {n} SGPRs expected")
+        if base.kind != "reg" or base.file != "s" or base.count != 2:
+            raise st.error(f"base {base.text}: an SGPR pair expected")
+        if off.kind == "int":
+            o = off.value
+        elif off.kind == "reg" and off.file == "s" and off.count == 1:
+            o = st.sget(off.first)[0]
+        else:
+            raise st.error(f"offset {off.text}: an immediate or an SGPR expected")
+        o += d.ops.mods.get("offset", 0)                # gfx9: an SGPR offset plus an immediate one
+        addr = (st.sget64(base.first) + o) & ~3 & ((1 << 64) - 1)      # SMEM addresses are dword aligned
+        buf, rel = st.memory.scalar(st, addr, 4 * n)
+        st.sset(dst.first, [st.w.scalar_load(buf, rel + 4 * k, "u32") for k in range(n)])
+    return run
+
+
+for _n, _c in SMEM.items():
+    op(_n)(_s_load(_c))

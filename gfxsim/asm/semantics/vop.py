@@ -1,0 +1,761 @@
+"""Vector ALU (VOP1, VOP2, VOP3, VOPC, VOP3P and their SDWA forms) per the CDNA3 ISA.
+
+Most operations are one row of ``VALU``: the source types and a numpy function of the sources
+(integer ops wrap modulo 2^32, shift amounts take their low 5 or 6 bits, fp32 is IEEE binary32
+via ``fp``). Operations with implicit state (carries through VCC or an SGPR pair, compares,
+cndmask, the division helpers, lane counts), byte routing (moves, v_perm_b32 through the back
+end, so provenance travels) and packed fp32 have their own functions.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from . import OPS, _const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
+from . import fp
+from ...machine.provenance import Prov, merge
+from ...machine.routing import _route, _shift_prov
+from ...machine.vgpr import VGPRs
+
+U32, I32, F32, U64 = np.uint32, np.int32, np.float32, np.uint64
+
+
+def _i(x):
+    return np.asarray(x).view(I32)
+
+
+def _sh(x, bits=31):
+    return (np.asarray(x) & U32(bits)).astype(U32)
+
+
+def _mul_lo(a, b):
+    return ((a.astype(U64) * b.astype(U64)) & U64(0xFFFFFFFF)).astype(U32)
+
+
+def _mul_hi_u(a, b):
+    return ((a.astype(U64) * b.astype(U64)) >> U64(32)).astype(U32)
+
+
+def _mul_hi_i(a, b):
+    p = _i(a).astype(np.int64) * _i(b).astype(np.int64)
+    return (p >> 32).astype(np.int64).astype(U32)
+
+
+def _bfe_u(a, off, width):
+    off, width = off & U32(31), width & U32(31)
+    return ((a >> off) & ((U32(1) << width) - U32(1))).astype(U32)
+
+
+def _bfe_i(a, off, width):
+    off, width = (off & U32(31)).astype(np.int64), (width & U32(31)).astype(np.int64)
+    v = (a.astype(np.int64) >> off) & ((1 << width) - 1)
+    sign = (width > 0) & ((v >> np.maximum(width - 1, 0)) & 1).astype(bool)
+    return np.where(sign, v - (1 << width), v).astype(np.int64).astype(U32)
+
+
+def _cvt_i32_f32(x):
+    """Round toward zero, saturate to the int32 range, NaN -> 0."""
+    with np.errstate(invalid="ignore"):
+        t = np.trunc(x.astype(np.float64))
+        t = np.where(np.isnan(t), 0, np.clip(t, -2**31, 2**31 - 1))
+    return t.astype(np.int64).astype(U32)
+
+
+def _cvt_u32_f32(x):
+    with np.errstate(invalid="ignore"):
+        t = np.trunc(x.astype(np.float64))
+        t = np.where(np.isnan(t), 0, np.clip(t, 0, 2**32 - 1))
+    return t.astype(np.uint64).astype(U32)
+
+
+def _f(fn):
+    """An fp32 operation evaluated with floating-point warnings off (NaN/inf are values here)."""
+    def run(*a):
+        with np.errstate(all="ignore"):
+            return fn(*a).astype(F32)
+    return run
+
+
+def _med3_int(a, b, c):
+    return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
+
+
+u, i, f = "u32", "i32", "f32"
+# name -> (source types, function of the sources (as typed arrays) -> result array)
+VALU = {
+    # integer VOP2/VOP3
+    "v_add_u32": ((u, u), lambda a, b: a + b),
+    "v_sub_u32": ((u, u), lambda a, b: a - b),
+    "v_subrev_u32": ((u, u), lambda a, b: b - a),
+    "v_and_b32": ((u, u), lambda a, b: a & b),
+    "v_or_b32": ((u, u), lambda a, b: a | b),
+    "v_xor_b32": ((u, u), lambda a, b: a ^ b),
+    "v_not_b32": ((u,), lambda a: ~a),
+    "v_lshlrev_b32": ((u, u), lambda a, b: b << _sh(a)),
+    "v_lshrrev_b32": ((u, u), lambda a, b: b >> _sh(a)),
+    "v_ashrrev_i32": ((u, u), lambda a, b: (_i(b) >> _sh(a).astype(I32)).view(U32)),
+    "v_mul_lo_u32": ((u, u), _mul_lo),
+    "v_mul_hi_u32": ((u, u), _mul_hi_u),
+    "v_mul_hi_i32": ((u, u), _mul_hi_i),
+    "v_mul_u32_u24": ((u, u), lambda a, b: _mul_lo(a & U32(0xFFFFFF), b & U32(0xFFFFFF))),
+    "v_mul_i32_i24": ((u, u), lambda a, b: _mul_lo(_bfe_i(a, U32(0), U32(24)), _bfe_i(b, U32(0), U32(24)))),
+    "v_mad_u32_u24": ((u, u, u), lambda a, b, c: _mul_lo(a & U32(0xFFFFFF), b & U32(0xFFFFFF)) + c),
+    "v_mad_i32_i24": ((u, u, u), lambda a, b, c: _mul_lo(_bfe_i(a, U32(0), U32(24)), _bfe_i(b, U32(0), U32(24))) + c),
+    "v_min_u32": ((u, u), np.minimum),
+    "v_max_u32": ((u, u), np.maximum),
+    "v_min_i32": ((i, i), np.minimum),
+    "v_max_i32": ((i, i), np.maximum),
+    "v_lshl_or_b32": ((u, u, u), lambda a, b, c: (a << _sh(b)) | c),
+    "v_and_or_b32": ((u, u, u), lambda a, b, c: (a & b) | c),
+    "v_or3_b32": ((u, u, u), lambda a, b, c: a | b | c),
+    "v_xad_u32": ((u, u, u), lambda a, b, c: (a ^ b) + c),
+    "v_add3_u32": ((u, u, u), lambda a, b, c: a + b + c),
+    "v_lshl_add_u32": ((u, u, u), lambda a, b, c: (a << _sh(b)) + c),
+    "v_add_lshl_u32": ((u, u, u), lambda a, b, c: (a + b) << _sh(c)),
+    "v_bfe_u32": ((u, u, u), _bfe_u),
+    "v_bfe_i32": ((u, u, u), _bfe_i),
+    "v_bfi_b32": ((u, u, u), lambda a, b, c: (a & b) | (~a & c)),
+    "v_alignbit_b32": ((u, u, u), lambda a, b, c: (((a.astype(U64) << U64(32)) | b.astype(U64))
+                                                    >> (c & U32(31)).astype(U64)).astype(U32)),
+    "v_alignbyte_b32": ((u, u, u), lambda a, b, c: (((a.astype(U64) << U64(32)) | b.astype(U64))
+                                                     >> (U64(8) * (c & U32(3)).astype(U64))).astype(U32)),
+    "v_med3_i32": ((i, i, i), _med3_int),
+    "v_med3_u32": ((u, u, u), _med3_int),
+    "v_min3_i32": ((i, i, i), lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "v_max3_i32": ((i, i, i), lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "v_min3_u32": ((u, u, u), lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "v_max3_u32": ((u, u, u), lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "v_bfrev_b32": ((u,), lambda a: np.array([int(f"{int(x):032b}"[::-1], 2) for x in a], U32)),
+    "v_bcnt_u32_b32": ((u, u), lambda a, b: np.array([bin(int(x)).count("1") for x in a], U32) + b),
+    # conversions
+    "v_cvt_f32_i32": ((i,), lambda a: a.astype(F32)),
+    "v_cvt_f32_u32": ((u,), lambda a: a.astype(F32)),
+    "v_cvt_i32_f32": ((f,), _cvt_i32_f32),
+    "v_cvt_u32_f32": ((f,), _cvt_u32_f32),
+    "v_cvt_f32_ubyte0": ((u,), lambda a: (a & U32(0xFF)).astype(F32)),
+    "v_cvt_f32_ubyte1": ((u,), lambda a: ((a >> U32(8)) & U32(0xFF)).astype(F32)),
+    "v_cvt_f32_ubyte2": ((u,), lambda a: ((a >> U32(16)) & U32(0xFF)).astype(F32)),
+    "v_cvt_f32_ubyte3": ((u,), lambda a: (a >> U32(24)).astype(F32)),
+    # fp32
+    "v_add_f32": ((f, f), _f(lambda a, b: a + b)),
+    "v_sub_f32": ((f, f), _f(lambda a, b: a - b)),
+    "v_subrev_f32": ((f, f), _f(lambda a, b: b - a)),
+    "v_mul_f32": ((f, f), _f(lambda a, b: a * b)),
+    "v_fma_f32": ((f, f, f), fp.fma),
+    "v_max_f32": ((f, f), fp.fmax),
+    "v_min_f32": ((f, f), fp.fmin),
+    "v_max3_f32": ((f, f, f), lambda a, b, c: fp.fmax(fp.fmax(a, b), c)),
+    "v_min3_f32": ((f, f, f), lambda a, b, c: fp.fmin(fp.fmin(a, b), c)),
+    "v_med3_f32": ((f, f, f), fp.med3),
+    "v_rndne_f32": ((f,), _f(np.rint)),               # IEEE roundToIntegralTiesToEven (keeps -0)
+    "v_trunc_f32": ((f,), _f(np.trunc)),
+    "v_floor_f32": ((f,), _f(np.floor)),
+    "v_ceil_f32": ((f,), _f(np.ceil)),
+    "v_fract_f32": ((f,), _f(lambda a: np.where(np.isinf(a), F32(np.nan), a - np.floor(a)))),
+    "v_rcp_f32": ((f,), fp.rcp),
+    "v_rcp_iflag_f32": ((f,), fp.rcp),                # the rcp of integer division: same value
+    "v_exp_f32": ((f,), fp.exp2),
+    "v_log_f32": ((f,), fp.log2),
+    "v_sqrt_f32": ((f,), _f(np.sqrt)),                # correctly rounded (hardware: 1 ulp)
+    "v_ldexp_f32": ((f, i), _f(lambda a, e: np.ldexp(a, np.clip(e, -400, 400)))),
+}
+del u, i, f
+
+# VOP3 forms with float modifiers allowed on their float sources; clamp/omod are refused
+_FLOAT_TYPES = {"f32"}
+
+# Byte-routing operations: the same operation on back-end values, whose provenance (each result
+# byte's identities, routing.py) the result takes; the value itself is the row of VALU. A shift
+# routes when its amount is uniform (a constant or an SGPR), else the result has no identity.
+ROUTE = {
+    "v_and_b32": lambda a, b: a & b,
+    "v_or_b32": lambda a, b: a | b,
+    "v_xor_b32": lambda a, b: a ^ b,
+    "v_lshlrev_b32": lambda a, b: b << a if a.literal else None,
+    "v_lshrrev_b32": lambda a, b: b >> a if a.literal else None,
+    "v_lshl_or_b32": lambda a, b, c: (a << b) | c if b.literal else None,
+    "v_and_or_b32": lambda a, b, c: (a & b) | c,
+    "v_or3_b32": lambda a, b, c: a | b | c,
+}
+
+
+# Arithmetic: the back end's rule for the same operation (valu.py: a field survives where the
+# operands agree; a reduction — max, min, add — unites footprints; a sum of two matrix results is
+# named by a pair record), so a compiled value carries what its Python twin's would.
+REDUCING = {"v_add_f32", "v_add_u32", "v_add3_u32", "v_max_f32", "v_min_f32", "v_max3_f32", "v_min3_f32",
+            "v_med3_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_min_u32", "v_max3_i32", "v_min3_i32",
+            "v_max3_u32", "v_min3_u32", "v_med3_i32", "v_med3_u32"}
+SUMMING = {"v_add_f32", "v_sub_f32", "v_subrev_f32", "v_add_u32", "v_sub_u32", "v_subrev_u32", "v_add3_u32"}
+FUSED = {"v_fma_f32"}                       # a*b, then + c as an accumulation (valu.fma)
+PRODUCT = {"v_mul_f32", "v_mul_legacy_f32"}  # what a product's result is named by (consumed.product_names)
+EXTREMUM = {"v_max_f32", "v_min_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_min_u32"}
+
+
+def arith_prov(st, name, vals):
+    """Provenance of an elementwise result from its sources' back-end values (None if none has any)."""
+    w = st.w
+    if not w.provenance or all(v.prov is None for v in vals):
+        return None
+    wide = w.machine.wide
+    if name in FUSED:                       # c + a*b, as valu.fma: a product, then an add
+        ab = w._merged(vals[0], vals[1], 1, product=True)
+        pc = w._elem_prov(vals[2], 1)
+        p = merge(ab, pc, True, wide)
+        if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
+            p = w._sum_of_results(ab, pc, p, one_element=True)
+        return p
+    red = name in REDUCING
+    summ = ("sub" if "sub" in name else "add") if name in SUMMING else None
+    p = w._merged(vals[0], vals[1] if len(vals) > 1 else None, 1, red, summ, product=name in PRODUCT,
+                  extremum=name in EXTREMUM, one_element=True)
+    for v in vals[2:]:
+        p = merge(p, w._elem_prov(v, 1), red, wide)
+    return p
+
+
+def _src_values(st, d, srcs):
+    """Each source as a back-end value; an SDWA byte/word select keeps the selected bytes' identity."""
+    vals = [_value(st, o) for o in srcs]
+    if d.enc == "sdwa":
+        for k, (o, v) in enumerate(zip(srcs, vals)):
+            sel = d.ops.mods.get(f"src{k}_sel", "DWORD")
+            if sel != "DWORD" and v.prov is not None:
+                first, n = SDWA_FIELD[sel][0] // 8, SDWA_FIELD[sel][1] // 8
+                rows = np.full((4, st.w.width), -1, np.int64)   # zero extension: bytes of no one
+                rows[:n] = first + np.arange(n)[:, None]
+                if o.sext:
+                    rows[n:] = first + n - 1              # sign extension repeats the top byte
+                vals[k] = VGPRs(st.w, v.val, "u32", _route(v.prov.per_byte(), rows, st.w.width), literal=True)
+    return vals
+
+
+def _result_prov(st, d, name, srcs):
+    """The provenance of a VALU table row's result: routed bytes where the operation moves bytes,
+    the arithmetic rule otherwise."""
+    if not st.w.provenance or not any(o.kind == "reg" and o.file in "va" for o in srcs):
+        return None
+    vals = _src_values(st, d, srcs)
+    if all(v.prov is None for v in vals):
+        return None
+    if name in ROUTE:                 # SDWA sources arrive with their selected bytes routed
+        out = ROUTE[name](*vals)
+        return None if out is None else out.prov
+    if name in BYTE_EXTRACT:
+        return BYTE_EXTRACT[name](st, srcs, vals)
+    return arith_prov(st, name, vals)
+
+
+def _bfe_prov(signed):
+    """v_bfe_u32/i32 D = S0[off +: width]: with a whole-byte offset and width (uniform), the bytes
+    move to the bottom; the extension bytes carry nothing (zero) or the top byte's identity."""
+    def rule(st, srcs, vals):
+        if srcs[1].kind == "reg" or srcs[2].kind == "reg" or vals[0].prov is None:
+            return arith_prov(st, "v_bfe", vals[:1])
+        off, width = int(vals[1].val[0, 0]) & 31, int(vals[2].val[0, 0]) & 31
+        if off % 8 or width % 8 or not width:
+            return arith_prov(st, "v_bfe", vals[:1])
+        nb = width // 8
+        rows = np.full((4, st.w.width), -1, np.int64)
+        for i in range(4):
+            if i < nb and off // 8 + i < 4:
+                rows[i] = off // 8 + i
+            elif signed:
+                rows[i] = min(off // 8 + nb - 1, 3)
+        return _route(vals[0].prov.per_byte(), rows, st.w.width)
+    return rule
+
+
+BYTE_EXTRACT = {"v_bfe_u32": _bfe_prov(False), "v_bfe_i32": _bfe_prov(True)}
+SDWA_FIELD = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8),     # (shift, bits)
+              "WORD_0": (0, 16), "WORD_1": (16, 16)}
+
+
+def _read(st, o, t):
+    if t == "f32":
+        return f32(st, o)
+    if t == "i32":
+        return u32(st, o).view(I32)
+    return u32(st, o)
+
+
+def _sdwa_src(st, d, k, o, t):
+    """An SDWA source: the selected byte/word, zero- or (sext) sign-extended."""
+    sel = d.ops.mods.get(f"src{k}_sel", "DWORD")
+    if o.kind != "reg" and sel != "DWORD":
+        raise st.error(f"SDWA select {sel} on a non-register source {o.text}")
+    plain = o if not o.sext else type(o)(o.kind, o.file, o.first, o.count, o.value, o.text, o.neg, o.abs, False)
+    if t == "f32":
+        if sel != "DWORD" or o.sext:
+            raise st.error(f"SDWA select {sel} / sext on the fp32 source {o.text} is not modelled")
+        return f32(st, plain)
+    x = u32(st, plain)
+    if sel != "DWORD":
+        shift, bits = SDWA_FIELD[sel]
+        x = (x >> U32(shift)) & U32((1 << bits) - 1)
+        if o.sext:
+            x = np.where(x >> U32(bits - 1), x | U32((0xFFFFFFFF << bits) & 0xFFFFFFFF), x).astype(U32)
+    elif o.sext:
+        raise st.error(f"sext({o.text}) with a DWORD select")
+    return x.view(I32) if t == "i32" else x
+
+
+def _sdwa_dst(st, d, dst, r):
+    sel = d.ops.mods.get("dst_sel", "DWORD")
+    if sel == "DWORD":
+        return r
+    unused = d.ops.mods.get("dst_unused", "UNUSED_PAD")
+    shift, bits = SDWA_FIELD[sel]
+    field = (r & U32((1 << bits) - 1)) << U32(shift)
+    fmask = U32(((1 << bits) - 1) << shift)
+    if unused == "UNUSED_PAD":
+        return field
+    if unused == "UNUSED_PRESERVE":
+        old = st.vwords(dst.file, dst.first, 1)[0]
+        return (old & ~fmask) | field
+    top = (field >> U32(shift + bits - 1)) & U32(1)            # UNUSED_SEXT: sign-extend above
+    above = U32((0xFFFFFFFF << (shift + bits)) & 0xFFFFFFFF)
+    return np.where(top.astype(bool), field | above, field).astype(U32)
+
+
+def _sdwa_dst_prov(st, d, dst, prov):
+    """A partial-word SDWA destination routes bytes like its value: the result's low bytes land in
+    the selected field; the bytes around it carry nothing (UNUSED_PAD: zero), the field's top
+    byte's identity (UNUSED_SEXT) or the old register's bytes (UNUSED_PRESERVE)."""
+    shift, bits = SDWA_FIELD[d.ops.mods["dst_sel"]]
+    first, n = shift // 8, bits // 8
+    unused = d.ops.mods.get("dst_unused", "UNUSED_PAD")
+    width = st.w.width
+    rows = np.full((4, width), -1, np.int64)
+    rows[first:first + n] = np.arange(n)[:, None]
+    new = prov.per_byte()
+    if unused == "UNUSED_SEXT":
+        rows[first + n:] = n - 1
+    elif unused == "UNUSED_PRESERVE":
+        old = st.vread(dst.file, dst.first, 1).prov
+        outside = np.ones(4, bool)
+        outside[first:first + n] = False
+        rows[outside] = 4 + np.nonzero(outside)[0][:, None]          # rows 4..7: the old register's bytes
+        new = Prov.concat([new, None if old is None else old.per_byte()], [4, 4], width)
+    return _route(new, rows, width)
+
+
+def _valu(name, types, fn):
+    @op(name)
+    def run(st, d):
+        if len(d.ops) != 1 + len(types):
+            raise st.error(f"{d.mnemonic} takes {1 + len(types)} operands, got {len(d.ops)}")
+        sdwa = d.enc == "sdwa"
+        no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel", "src1_sel") if sdwa else ())
+        dst, srcs = d.ops[0], d.ops.positional[1:]
+        if sdwa:
+            vals = [_sdwa_src(st, d, k, o, t) for k, (o, t) in enumerate(zip(srcs, types))]
+        else:
+            for o, t in zip(srcs, types):
+                if (o.neg or o.abs) and t not in _FLOAT_TYPES:
+                    raise st.error(f"modifier on {o.text}: an integer source of {d.mnemonic}")
+            vals = [_read(st, o, t) for o, t in zip(srcs, types)]
+        r = np.asarray(fn(*vals))
+        r = r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
+        prov = _result_prov(st, d, name, srcs)
+        if sdwa:
+            r = _sdwa_dst(st, d, dst, r)
+            if d.ops.mods.get("dst_sel", "DWORD") != "DWORD" and prov is not None:
+                prov = _sdwa_dst_prov(st, d, dst, prov)
+        if prov is None:
+            put(st, dst, r)
+        else:
+            st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u32", prov, regs=(dst.first, 1)))
+    return run
+
+
+for _n, (_t, _fn) in VALU.items():
+    _valu(_n, _t, _fn)
+
+
+@op("v_fmac_f32", "v_mac_f32")
+def v_fmac_f32(st, d):
+    """D = S0*S1 + D: fused for fmac; v_mac_f32 (gfx9, not fused) rounds the product first."""
+    no_mods(st, d)
+    dst, a, b = d.ops.positional
+    acc = f32(st, dst)
+    x, y = f32(st, a), f32(st, b)
+    if d.mnemonic == "v_fmac_f32":
+        r = fp.fma(x, y, acc)
+    else:
+        with np.errstate(all="ignore"):
+            r = (x * y + acc).astype(F32)
+    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", (a, b, dst)))
+
+
+# -- moves: VGPR sources move their bytes' provenance ----------------------------------------
+def _move(st, dst, src, n):
+    if src.kind == "reg" and src.file in "va" and not (src.neg or src.abs or src.sext):
+        if src.count != n:
+            raise st.error(f"source {src.text}: {n} register(s) expected")
+        st.vwrite_value(dst.file, dst.first, st.vread(src.file, src.first, n))
+    elif n == 1:
+        put(st, dst, u32(st, src))
+    else:
+        put64(st, dst, u64(st, src))
+
+
+@op("v_mov_b32")
+def v_mov_b32(st, d):
+    if d.enc == "sdwa":
+        return _valu_sdwa_mov(st, d)
+    no_mods(st, d)
+    _move(st, d.ops[0], d.ops[1], 1)
+
+
+def _valu_sdwa_mov(st, d):
+    no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel"))
+    put(st, d.ops[0], _sdwa_dst(st, d, d.ops[0], _sdwa_src(st, d, 0, d.ops[1], "u32")))
+
+
+@op("v_mov_b64")
+def v_mov_b64(st, d):
+    no_mods(st, d)
+    _move(st, d.ops[0], d.ops[1], 2)
+
+
+@op("v_accvgpr_read_b32", "v_accvgpr_write_b32", "v_accvgpr_mov_b32")
+def v_accvgpr(st, d):
+    no_mods(st, d)
+    want = {"v_accvgpr_read_b32": ("v", "a"), "v_accvgpr_write_b32": ("a", "v"),
+            "v_accvgpr_mov_b32": ("a", "a")}[d.mnemonic]
+    dst, src = d.ops.positional
+    if dst.kind != "reg" or dst.file != want[0] or (src.kind == "reg" and src.file not in (want[1], "s")):
+        raise st.error(f"{d.mnemonic} moves {want[1]} -> {want[0]}, got {src.text} -> {dst.text}")
+    _move(st, dst, src, 1)
+
+
+@op("v_readfirstlane_b32")
+def v_readfirstlane_b32(st, d):
+    no_mods(st, d)
+    dst, src = d.ops.positional
+    if dst.kind != "reg" or dst.file != "s" or dst.count != 1:
+        raise st.error(f"v_readfirstlane_b32 writes an SGPR, got {dst.text}")
+    lane = int(np.argmax(st.exec)) if st.exec.any() else 0
+    st.sset(dst.first, [int(u32(st, src)[lane])])
+
+
+@op("v_perm_b32")
+def v_perm_b32(st, d):
+    """D = byte_permute({S0, S1}, S2) through the back end (each byte's provenance routed)."""
+    no_mods(st, d)
+    dst, s0, s1, sel = d.ops.positional
+    for o in (s0, s1):
+        if o.neg or o.abs or o.sext:
+            raise st.error(f"modifier on {o.text}: v_perm_b32 takes plain 32-bit sources")
+    a, b = (_value(st, o) for o in (s0, s1))
+    r = st.w.perm(a, b, VGPRs(st.w, u32(st, sel)[None, :].copy(), "u32", literal=True))
+    st.vwrite_value(dst.file, dst.first, r)
+
+
+def _put_prov(st, dst, words, prov):
+    """Write one register's words with ``prov`` (None: no identity)."""
+    if prov is None:
+        put(st, dst, words)
+    else:
+        st.vwrite_value(dst.file, dst.first, VGPRs(st.w, np.asarray(words, U32)[None, :].copy(), "u32", prov,
+                                                   regs=(dst.first, 1)))
+
+
+def _value(st, o) -> VGPRs:
+    """A 32-bit source as a back-end value: a VGPR with its provenance (a -/|| modifier changes
+    the sign bit, not whose value it is), else the plain word."""
+    if o.kind == "reg" and o.file in "va":
+        if o.count != 1:
+            raise st.error(f"operand {o.text}: one 32-bit register expected")
+        return st.vread(o.file, o.first, 1)
+    return VGPRs(st.w, u32(st, o, mods_ok=True)[None, :].copy(), "u32", literal=True)
+
+
+@op("v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32")
+def v_mbcnt(st, d):
+    """D = popcount(S0 & lanes below this one, in the low / high 32 lanes) + S1."""
+    no_mods(st, d)
+    dst, s0, s1 = d.ops.positional
+    a, b = u32(st, s0).astype(np.uint64), u32(st, s1)
+    lane = np.arange(st.w.width) % st.lanes
+    below = np.where(lane >= 64, U64(0xFFFFFFFFFFFFFFFF), (U64(1) << lane.astype(U64)) - U64(1))
+    part = below & U64(0xFFFFFFFF) if d.mnemonic.endswith("lo_u32_b32") else below >> U64(32)
+    bits = (a & part)
+    cnt = np.array([bin(int(x)).count("1") for x in bits], U32)
+    put(st, dst, cnt + b)
+
+
+# -- 64-bit -------------------------------------------------------------------------------------
+@op("v_lshl_add_u64")
+def v_lshl_add_u64(st, d):
+    """D = (S0 << S1[2:0]) + S2 (gfx940: the shift is 0..4)."""
+    no_mods(st, d)
+    dst, a, s, c = d.ops.positional
+    sh = u32(st, s).astype(U64) & U64(7)
+    if (sh[st.exec] > 4).any():
+        raise st.error("v_lshl_add_u64 shift above 4")
+    put64(st, dst, (u64(st, a) << sh) + u64(st, c))
+
+
+@op("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64")
+def v_shift64(st, d):
+    no_mods(st, d)
+    dst, s, a = d.ops.positional
+    sh = u32(st, s).astype(U64) & U64(63)
+    x = u64(st, a)
+    if d.mnemonic == "v_lshlrev_b64":
+        r = x << sh
+    elif d.mnemonic == "v_lshrrev_b64":
+        r = x >> sh
+    else:
+        r = (x.view(np.int64) >> sh.astype(np.int64)).view(U64)
+    prov = None
+    uniform = s.kind != "reg" or s.file == "s"
+    if st.w.provenance and uniform and a.kind == "reg" and a.file in "va":
+        v = st.vread(a.file, a.first, 2, "i64" if d.mnemonic == "v_ashrrev_i64" else "u64")
+        if v.prov is not None:     # a uniform shift routes the bytes (the back end's rule, routing.py)
+            prov = _shift_prov(v.prov.per_byte(), int(sh[0]), 8, "shl" if d.mnemonic == "v_lshlrev_b64" else "shr",
+                               v.dtype, 1, st.w.width, st.w.machine.wide)
+    if prov is None:
+        put64(st, dst, r)
+    else:
+        st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u64", prov, regs=(dst.first, 2)))
+
+
+@op("v_mad_u64_u32", "v_mad_i64_i32")
+def v_mad64(st, d):
+    """{D, carry} = S0 * S1 + S2 (64-bit): the carry out of the 64-bit sum goes to the SGPR pair."""
+    no_mods(st, d)
+    dst, sd, a, b, c = d.ops.positional
+    x, y = u32(st, a), u32(st, b)
+    if d.mnemonic == "v_mad_u64_u32":
+        p = [int(v) for v in (x.astype(object) * y.astype(object))]
+    else:
+        p = [int(v) for v in (_i(x).astype(object) * _i(y).astype(object))]
+    z = u64(st, c)
+    if d.mnemonic == "v_mad_i64_i32":
+        zs = [int(v) - (1 << 64) if int(v) >> 63 else int(v) for v in z]
+        tot = [pp + zz for pp, zz in zip(p, zs)]
+        carry = np.array([not -(1 << 63) <= t < (1 << 63) for t in tot])
+    else:
+        tot = [pp + int(zz) for pp, zz in zip(p, z)]
+        carry = np.array([t >> 64 != 0 for t in tot])
+    put64(st, dst, np.array([t & ((1 << 64) - 1) for t in tot], U64))
+    sdst_mask(st, sd, carry & st.exec)
+
+
+# -- carries: VOP2 (vcc) and VOP3b (an SGPR pair) forms alike --------------------------------------
+def _carry(name, fn, has_in):
+    @op(name)
+    def run(st, d):
+        no_mods(st, d)
+        ops = d.ops.positional
+        if len(ops) != (5 if has_in else 4):
+            raise st.error(f"{d.mnemonic} takes {5 if has_in else 4} operands, got {len(ops)}")
+        dst, cout, a, b = ops[:4]
+        cin = mask_src(st, ops[4]).astype(np.int64) if has_in else 0
+        x, y = u32(st, a).astype(np.int64), u32(st, b).astype(np.int64)
+        r, c = fn(x, y, cin)
+        put(st, dst, (r & 0xFFFFFFFF).astype(U32))
+        sdst_mask(st, cout, c & st.exec)
+    return run
+
+
+_carry("v_add_co_u32", lambda a, b, c: (a + b, a + b > 0xFFFFFFFF), False)
+_carry("v_sub_co_u32", lambda a, b, c: (a - b, b > a), False)
+_carry("v_subrev_co_u32", lambda a, b, c: (b - a, a > b), False)
+_carry("v_addc_co_u32", lambda a, b, c: (a + b + c, a + b + c > 0xFFFFFFFF), True)
+_carry("v_subb_co_u32", lambda a, b, c: (a - b - c, b + c > a), True)
+_carry("v_subbrev_co_u32", lambda a, b, c: (b - a - c, a + c > b), True)
+
+
+@op("v_cndmask_b32")
+def v_cndmask_b32(st, d):
+    """D = mask ? S1 : S0; the mask is VCC (e32) or the SGPR pair operand (e64)."""
+    no_mods(st, d)
+    dst, a, b, m = d.ops.positional
+    mask = mask_src(st, m)
+    x, y = f32(st, a).view(U32), f32(st, b).view(U32)
+    prov = None
+    if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
+        va, vb = _value(st, a), _value(st, b)
+        if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
+            prov = Prov.select(mask[None, :], st.w._elem_prov(vb, 1), st.w._elem_prov(va, 1), (1, st.w.width))
+    _put_prov(st, dst, np.where(mask, y, x), prov)
+
+
+# -- compares: v_cmp[x]_<op>_<type> -----------------------------------------------------------------
+def _ord(a, b):
+    return ~np.isnan(a) & ~np.isnan(b)
+
+
+CMP_F = {"f": lambda a, b: np.zeros(a.shape, bool), "lt": np.less, "eq": np.equal, "le": np.less_equal,
+         "gt": np.greater, "lg": lambda a, b: _ord(a, b) & (a != b), "ge": np.greater_equal, "o": _ord,
+         "u": lambda a, b: ~_ord(a, b), "nge": lambda a, b: ~(a >= b), "nlg": lambda a, b: ~(_ord(a, b) & (a != b)),
+         "ngt": lambda a, b: ~(a > b), "nle": lambda a, b: ~(a <= b), "neq": lambda a, b: ~(a == b),
+         "nlt": lambda a, b: ~(a < b), "tru": lambda a, b: np.ones(a.shape, bool)}
+CMP_I = {"f": lambda a, b: np.zeros(a.shape, bool), "lt": np.less, "eq": np.equal, "le": np.less_equal,
+         "gt": np.greater, "ne": np.not_equal, "lg": np.not_equal, "ge": np.greater_equal,
+         "t": lambda a, b: np.ones(a.shape, bool)}
+_CMP = re.compile(r"^v_cmp(x?)_([a-z]+)_(f32|i32|u32|i64|u64)$")
+
+
+def _cmp(name, x, rel, t):
+    @op(name)
+    def run(st, d):
+        allowed = ()
+        no_mods(st, d, allowed)
+        dst, a, b = d.ops.positional
+        if t == "f32":
+            va, vb = f32(st, a), f32(st, b)
+        elif t in ("i32", "u32"):
+            va, vb = u32(st, a), u32(st, b)
+            if t == "i32":
+                va, vb = va.view(I32), vb.view(I32)
+        else:
+            va, vb = u64(st, a), u64(st, b)
+            if t == "i64":
+                va, vb = va.view(np.int64), vb.view(np.int64)
+        with np.errstate(invalid="ignore"):
+            res = np.asarray(rel(va, vb), bool) & st.exec         # inactive lanes write 0
+        sdst_mask(st, dst, res)
+        if x:
+            st.set_exec(res)
+    return run
+
+
+for _x in ("", "x"):
+    for _t in ("f32", "i32", "u32", "i64", "u64"):
+        for _c, _rel in (CMP_F if _t == "f32" else CMP_I).items():
+            _cmp(f"v_cmp{_x}_{_c}_{_t}", _x, _rel, _t)
+
+
+# -- the division helpers ---------------------------------------------------------------------------
+@op("v_div_scale_f32")
+def v_div_scale_f32(st, d):
+    no_mods(st, d)
+    dst, sd, a, b, c = d.ops.positional
+    r, vcc = fp.div_scale(f32(st, a), f32(st, b), f32(st, c))
+    put(st, dst, r.view(U32))
+    sdst_mask(st, sd, vcc & st.exec)
+
+
+@op("v_div_fmas_f32")
+def v_div_fmas_f32(st, d):
+    """D = fma(S0, S1, S2) where VCC is clear. Where VCC is set (div_scale scaled one side of the
+    division: exponents 96 or more apart, a denominator above 2^126, a subnormal quotient) the ISA
+    scales the result by 2^64 or 2^-64; the published pseudocode of that choice is known to be
+    inexact, so a lane where it would change a finite non-zero result raises instead of guessing.
+    (A zero, infinite or NaN result is the same under either scale; v_div_fixup then decides.)"""
+    no_mods(st, d)
+    dst, a, b, c = d.ops.positional
+    r = fp.fma(f32(st, a), f32(st, b), f32(st, c))
+    vcc = st.mask_of(106) & st.exec & np.isfinite(r) & (r != 0)
+    if vcc.any():
+        raise st.error("v_div_fmas_f32 with VCC set (a quotient div_scale scaled on one side: operands 2^96 "
+                       "apart, a denominator above 2^126 or a subnormal quotient) is not modelled",
+                       lane=int(np.argmax(vcc)))
+    put(st, dst, r.view(U32))
+
+
+@op("v_div_fixup_f32")
+def v_div_fixup_f32(st, d):
+    no_mods(st, d)
+    dst, a, b, c = d.ops.positional
+    r, under = fp.div_fixup(f32(st, a), f32(st, b), f32(st, c))
+    under &= st.exec
+    if under.any():
+        raise st.error("v_div_fixup_f32: a quotient below 2^-150 (the ISA's underflow case) is not modelled",
+                       lane=int(np.argmax(under)))
+    put(st, dst, r.view(U32))
+
+
+# -- packed fp32 (gfx940 VOP3P on register pairs) ------------------------------------------------------
+PK = {"v_pk_mul_f32": (2, lambda a, b: a * b), "v_pk_add_f32": (2, lambda a, b: a + b),
+      "v_pk_fma_f32": (3, fp.fma)}
+
+
+def _pk(name, n, fn):
+    @op(name)
+    def run(st, d):
+        no_mods(st, d, ("op_sel", "op_sel_hi", "neg_lo", "neg_hi"))
+        if len(d.ops) != n + 1:
+            raise st.error(f"{d.mnemonic} takes {n + 1} operands, got {len(d.ops)}")
+        mods = d.ops.mods
+        sel = mods.get("op_sel", (0,) * n)
+        sel_hi = mods.get("op_sel_hi", (1,) * n)
+        neg_lo = mods.get("neg_lo", (0,) * n)
+        neg_hi = mods.get("neg_hi", (0,) * n)
+        for m in (sel, sel_hi, neg_lo, neg_hi):
+            if len(m) != n:
+                raise st.error(f"{d.mnemonic}: op_sel/neg lists must have {n} entries")
+        dst, srcs = d.ops[0], d.ops.positional[1:]
+        halves = []
+        for k, o in enumerate(srcs):
+            if o.kind in ("int", "float") and not (o.neg or o.abs):
+                # an inline constant is the low half; which value a half-select of 1 reads is not
+                # settled here, so it is allowed only where it reads the low half or the constant is 0
+                c = _const32(st, o)
+                if c != 0 and (sel[k] or sel_hi[k]):
+                    raise st.error(f"{d.mnemonic}: the high half of the constant {o.text} is not modelled")
+                halves.append([np.full(st.w.width, c, U32), np.full(st.w.width, c, U32)])
+                continue
+            if o.kind != "reg" or o.count != 2 or o.neg or o.abs:
+                raise st.error(f"{d.mnemonic}: source {o.text} must be a register pair or an inline constant "
+                               "(-/|| forms of packed fp32 sources are not modelled)")
+            if o.file == "s":
+                w = st.sget(o.first, 2)
+                halves.append([np.full(st.w.width, x, U32) for x in w])
+            else:
+                ww = st.vwords(o.file, o.first, 2)
+                halves.append([ww[0].copy(), ww[1].copy()])
+
+        def operand(k, hi):
+            x = halves[k][(sel_hi if hi else sel)[k]].copy()
+            if (neg_hi if hi else neg_lo)[k]:
+                x ^= U32(0x80000000)
+            return x.view(F32)
+
+        with np.errstate(all="ignore"):
+            lo = np.asarray(fn(*[operand(k, False) for k in range(n)]), F32)
+            hi = np.asarray(fn(*[operand(k, True) for k in range(n)]), F32)
+        words = np.stack([lo.view(U32), hi.view(U32)])
+        prov = None
+        if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in srcs):
+            scalar = {"v_pk_mul_f32": "v_mul_f32", "v_pk_add_f32": "v_add_f32", "v_pk_fma_f32": "v_fma_f32"}[name]
+            halves_p = []
+            for hi_half in (False, True):           # each half from the sources' selected halves
+                vals = []
+                for k, o in enumerate(srcs):
+                    h = (sel_hi if hi_half else sel)[k]
+                    vals.append(st.vread(o.file, o.first + h, 1) if o.kind == "reg" and o.file in "va" else
+                                VGPRs(st.w, np.zeros((1, st.w.width), U32), "u32", literal=True))
+                halves_p.append(arith_prov(st, scalar, vals))
+            if any(p_ is not None for p_ in halves_p):
+                prov = Prov.concat(halves_p, [1, 1], st.w.width)
+        if prov is None:
+            put(st, dst, words)
+        else:
+            st.vwrite_value(dst.file, dst.first, VGPRs(st.w, words.copy(), "u32", prov, regs=(dst.first, 2)))
+    return run
+
+
+for _n, (_k, _fn) in PK.items():
+    _pk(_n, _k, _fn)
+
+
+@op("v_pk_mov_b32")
+def v_pk_mov_b32(st, d):
+    """D.lo = S0[op_sel[0]], D.hi = S1[op_sel[1]] (32-bit halves of two register pairs)."""
+    no_mods(st, d, ("op_sel",))
+    dst, a, b = d.ops.positional
+    sel = d.ops.mods.get("op_sel", (0, 0))
+    lo = st.vwords(a.file, a.first, 2)[sel[0]].copy() if a.file in "va" else \
+        np.full(st.w.width, st.sget(a.first, 2)[sel[0]], U32)
+    hi = st.vwords(b.file, b.first, 2)[sel[1]].copy() if b.file in "va" else \
+        np.full(st.w.width, st.sget(b.first, 2)[sel[1]], U32)
+    put(st, dst, np.stack([lo, hi]))
+
+
+__all__ = ["VALU", "OPS"]
