@@ -8,7 +8,7 @@ v_fmac_f32, each half of v_pk_mul_f32 / v_pk_fma_f32 after op_sel — is its deq
 multiplicand is the scale. It is marked as the Python twins mark theirs (Wave.group_scale), so the
 back end's check (scales.py) compares its footprint — what the reductions that made it (v_max*,
 bpermute, ...) were over, carried by the arithmetic provenance — with the instruction's K sets;
-the product is not fresh.
+neither the product nor (from then on) the consumed value is fresh.
 
 Limits: freshness does not follow a value through LDS or memory, through a sum of two results
 (acc0 + acc1 before the scale), or through integer arithmetic; a scale applied by division is
@@ -55,4 +55,6 @@ def multiply(st, srcs, vals, k0=0, k1=1):
     lanes = fa if fa.any() else fb
     vals = list(vals)
     vals[sc] = apply(st, vals[res], vals[sc], lanes)
+    o = srcs[res]
+    st.fresh[o.file][o.first, lanes] = False       # its first multiply was the dequant
     return vals, True
