@@ -167,9 +167,9 @@ def _asm_source(st):
     return f"{st.kernel.name}.s:{st.current.ins.line} ({st.current.ins.mnemonic})"
 
 
-# compiled code carries no group_scale marks, and recognising the dequant (issue 12 item 5) is not
-# done: a run says so rather than report "no scale-group findings"
-NO_SCALE_MARKS = "asm front end: compiled code has no scale marks (dequant recognition not done)"
+# compiled code carries no group_scale marks: with the dequant recognition switched off
+# (semantics/dequant.py) a run says so rather than report "no scale-group findings"
+NO_SCALE_MARKS = "asm front end: compiled code has no scale marks (dequant recognition off)"
 NO_EXP_CONSUMED = ("asm front end: what a value consumed is not followed through clang's expf expansion "
                    "(its x*c_hi + x*c_lo reads as two partial sums of one result)")
 EXPANDED = ("v_exp_f32", "v_log_f32")        # transcendental cores clang expands around
@@ -180,11 +180,12 @@ def run_wave(w, program, space, kernarg, wg_id, block):
     workgroup, (x, y, z)) from its AMDHSA initial state to s_endpgm."""
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
-    if w.provenance:
+    if w.provenance and not semantics.dequant.ENABLED:
         w.machine.not_checked.setdefault("scale-group-mismatch", NO_SCALE_MARKS)
-        if any(re.sub(r"_(e32|e64|sdwa|dpp)$", "", ins.mnemonic) in EXPANDED for ins in program.kernel.instructions):
-            for kind in ("double-count", "token-coverage"):
-                w.machine.not_checked.setdefault(kind, NO_EXP_CONSUMED)
+    if w.provenance and any(re.sub(r"_(e32|e64|sdwa|dpp)$", "", ins.mnemonic) in EXPANDED
+                            for ins in program.kernel.instructions):
+        for kind in ("double-count", "token-coverage"):
+            w.machine.not_checked.setdefault(kind, NO_EXP_CONSUMED)
     if isinstance(w, AsmWave):
         w.asm = st
     else:                           # a plain Wave of gfxsim.launch: its findings still name the line

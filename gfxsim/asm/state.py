@@ -43,6 +43,8 @@ class WaveState:
         self.lanes = w.lanes
         self.v = w.register_file(n_vgpr, "v")
         self.a = w.register_file(max(n_agpr, 1), "a") if n_agpr else None
+        # per register and lane: holds a matrix result not yet through arithmetic (semantics/dequant.py)
+        self.fresh = {"v": np.zeros((n_vgpr, w.width), bool), "a": np.zeros((max(n_agpr, 1), w.width), bool)}
         self.s = np.zeros(N_SGPR, np.uint32)
         self.s_written = np.zeros(N_SGPR, bool)
         self.scc = 0
@@ -148,7 +150,16 @@ class WaveState:
         (an arithmetic result carries no identity)."""
         words = np.ascontiguousarray(np.asarray(words).astype(np.uint32, copy=False).reshape(-1, self.w.width))
         self.regfile(f).write(first, VGPRs(self.w, words, "u32", regs=(first, words.shape[0])))
+        self.fresh[f][first:first + words.shape[0], self.exec] = False
 
     def vwrite_value(self, f: str, first: int, value: VGPRs):
         """Write a back-end value (its bytes' provenance with it) under EXEC."""
         self.regfile(f).write(first, value)
+        self.fresh[f][first:first + value.nbytes // 4, self.exec] = False
+
+    def set_fresh(self, f: str, first: int, mask):
+        """Mark registers first.. as holding a fresh matrix result where ``mask`` [n, width] holds
+        (active lanes only; call after the write)."""
+        mask = np.asarray(mask, bool)
+        rows = self.fresh[f][first:first + mask.shape[0]]
+        rows[:, self.exec] = mask[:, self.exec]

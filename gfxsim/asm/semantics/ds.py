@@ -124,8 +124,10 @@ def ds_bpermute_b32(st, d):
     a = (_vaddr(st, addr) + d.ops.mods.get("offset", 0)) & 0xFFFFFFFF
     src = ((a >> 2) % st.lanes).astype(np.int64)
     v = st.w.bpermute(st.vread(data.file, data.first, 1), src)
-    st.vwrite_value(dst.file, dst.first, v)
     base = (np.arange(st.w.width) // st.lanes) * st.lanes
+    moved = st.fresh[data.file][data.first][base + src] & st.exec[base + src]     # freshness moves too
+    st.vwrite_value(dst.file, dst.first, v)
+    st.set_fresh(dst.file, dst.first, moved[None, :])
     dead = st.exec & ~st.exec[base + src]
     if dead.any():
         saved = st.exec.copy()

@@ -9,6 +9,8 @@ record, so its D takes the jump layout.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import no_mods
 
 
@@ -49,4 +51,5 @@ def mfma(st, d):
     label = f"line {d.ins.line}"
     out = st.w.mma(name, va, vb, vc, label=label)
     st.vwrite_value(dst.file, dst.first, out)
+    st.set_fresh(dst.file, dst.first, np.ones((dst.count, st.w.width), bool))      # semantics/dequant.py
 

@@ -9,11 +9,12 @@ end, so provenance travels) and packed fp32 have their own functions.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 
 from . import OPS, _const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
-from . import fp
+from . import dequant, fp
 from ...machine.provenance import Prov, merge
 from ...machine.routing import _route, _shift_prov
 from ...machine.vgpr import VGPRs
@@ -187,19 +188,23 @@ REDUCING = {"v_add_f32", "v_add_u32", "v_add3_u32", "v_max_f32", "v_min_f32", "v
             "v_med3_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_min_u32", "v_max3_i32", "v_min3_i32",
             "v_max3_u32", "v_min3_u32", "v_med3_i32", "v_med3_u32"}
 SUMMING = {"v_add_f32", "v_sub_f32", "v_subrev_f32", "v_add_u32", "v_sub_u32", "v_subrev_u32", "v_add3_u32"}
-FUSED = {"v_fma_f32"}                       # a*b, then + c as an accumulation (valu.fma)
+FUSED = {"v_fma_f32", "v_div_fmas_f32"}    # a*b, then + c as an accumulation (valu.fma)
 PRODUCT = {"v_mul_f32", "v_mul_legacy_f32"}  # what a product's result is named by (consumed.product_names)
 EXTREMUM = {"v_max_f32", "v_min_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_min_u32"}
 
 
-def arith_prov(st, name, vals):
-    """Provenance of an elementwise result from its sources' back-end values (None if none has any)."""
+def arith_prov(st, name, vals, dequantized=False):
+    """Provenance of an elementwise result from its sources' back-end values (None if none has any).
+    ``dequantized``: the product applied a scale to a matrix result, which keeps its identities
+    but not the scale's footprint or mark (the back end's dequant, valu.py)."""
     w = st.w
     if not w.provenance or all(v.prov is None for v in vals):
         return None
     wide = w.machine.wide
     if name in FUSED:                       # c + a*b, as valu.fma: a product, then an add
         ab = w._merged(vals[0], vals[1], 1, product=True)
+        if dequantized and ab is not None:
+            ab = Prov(ab.g, ab.ids)
         pc = w._elem_prov(vals[2], 1)
         p = merge(ab, pc, True, wide)
         if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
@@ -209,6 +214,8 @@ def arith_prov(st, name, vals):
     summ = ("sub" if "sub" in name else "add") if name in SUMMING else None
     p = w._merged(vals[0], vals[1] if len(vals) > 1 else None, 1, red, summ, product=name in PRODUCT,
                   extremum=name in EXTREMUM, one_element=True)
+    if dequantized and p is not None:
+        return Prov(p.g, p.ids)
     for v in vals[2:]:
         p = merge(p, w._elem_prov(v, 1), red, wide)
     return p
@@ -243,7 +250,13 @@ def _result_prov(st, d, name, srcs):
         return None if out is None else out.prov
     if name in BYTE_EXTRACT:
         return BYTE_EXTRACT[name](st, srcs, vals)
-    return arith_prov(st, name, vals)
+    hit = False
+    if name in MULTIPLIES:
+        vals, hit = dequant.multiply(st, srcs, vals)
+    return arith_prov(st, name, vals, dequantized=hit)
+
+
+MULTIPLIES = {"v_mul_f32", "v_fma_f32"}          # the fp multiplies a dequant is recognised at
 
 
 def _bfe_prov(signed):
@@ -357,6 +370,7 @@ def _valu(name, types, fn):
             vals = [_read(st, o, t) for o, t in zip(srcs, types)]
         r = np.asarray(fn(*vals))
         r = r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
+        keep = dequant.fresh(st, srcs[0]) if name in dequant.KEEPS and not sdwa else None
         prov = _result_prov(st, d, name, srcs)
         if sdwa:
             r = _sdwa_dst(st, d, dst, r)
@@ -366,6 +380,8 @@ def _valu(name, types, fn):
             put(st, dst, r)
         else:
             st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u32", prov, regs=(dst.first, 1)))
+        if keep is not None:
+            st.set_fresh(dst.file, dst.first, keep[None, :])
     return run
 
 
@@ -393,7 +409,9 @@ def _move(st, dst, src, n):
     if src.kind == "reg" and src.file in "va" and not (src.neg or src.abs or src.sext):
         if src.count != n:
             raise st.error(f"source {src.text}: {n} register(s) expected")
+        keep = st.fresh[src.file][src.first:src.first + n].copy()
         st.vwrite_value(dst.file, dst.first, st.vread(src.file, src.first, n))
+        st.set_fresh(dst.file, dst.first, keep)
     elif n == 1:
         put(st, dst, u32(st, src))
     else:
@@ -637,7 +655,7 @@ def v_div_scale_f32(st, d):
     no_mods(st, d)
     dst, sd, a, b, c = d.ops.positional
     r, vcc = fp.div_scale(f32(st, a), f32(st, b), f32(st, c))
-    put(st, dst, r.view(U32))
+    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_scale_f32", (a,)))      # S0, scaled
     sdst_mask(st, sd, vcc & st.exec)
 
 
@@ -656,7 +674,7 @@ def v_div_fmas_f32(st, d):
         raise st.error("v_div_fmas_f32 with VCC set (a quotient div_scale scaled on one side: operands 2^96 "
                        "apart, a denominator above 2^126 or a subnormal quotient) is not modelled",
                        lane=int(np.argmax(vcc)))
-    put(st, dst, r.view(U32))
+    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_fmas_f32", (a, b, c)))
 
 
 @op("v_div_fixup_f32")
@@ -668,7 +686,7 @@ def v_div_fixup_f32(st, d):
     if under.any():
         raise st.error("v_div_fixup_f32: a quotient below 2^-150 (the ISA's underflow case) is not modelled",
                        lane=int(np.argmax(under)))
-    put(st, dst, r.view(U32))
+    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_fixup_f32", (a, b, c)))
 
 
 # -- packed fp32 (gfx940 VOP3P on register pairs) ------------------------------------------------------
@@ -726,12 +744,16 @@ def _pk(name, n, fn):
             scalar = {"v_pk_mul_f32": "v_mul_f32", "v_pk_add_f32": "v_add_f32", "v_pk_fma_f32": "v_fma_f32"}[name]
             halves_p = []
             for hi_half in (False, True):           # each half from the sources' selected halves
-                vals = []
+                vals, regs = [], []
                 for k, o in enumerate(srcs):
                     h = (sel_hi if hi_half else sel)[k]
+                    regs.append(replace(o, first=o.first + h, count=1) if o.kind == "reg" else o)
                     vals.append(st.vread(o.file, o.first + h, 1) if o.kind == "reg" and o.file in "va" else
                                 VGPRs(st.w, np.zeros((1, st.w.width), U32), "u32", literal=True))
-                halves_p.append(arith_prov(st, scalar, vals))
+                hit = False
+                if scalar in MULTIPLIES:
+                    vals, hit = dequant.multiply(st, regs, vals)
+                halves_p.append(arith_prov(st, scalar, vals, dequantized=hit))
             if any(p_ is not None for p_ in halves_p):
                 prov = Prov.concat(halves_p, [1, 1], st.w.width)
         if prov is None:

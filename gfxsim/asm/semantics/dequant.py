@@ -1,0 +1,60 @@
+"""Dequant recognition (issue 12 item 5): compiled code carries no ``group_scale`` mark, so the asm
+front end finds where a quantization scale meets a matrix result.
+
+The rule. A matrix instruction's D is *fresh*. Freshness moves with the value through accvgpr
+moves, v_mov, int->float conversions (v_cvt_f32_i32/u32) and ds_bpermute; any other write clears
+it. The first fp multiply that consumes a fresh value — v_mul_f32, the product of v_fma_f32 /
+v_fmac_f32, each half of v_pk_mul_f32 / v_pk_fma_f32 after op_sel — is its dequant: the other
+multiplicand is the scale. It is marked as the Python twins mark theirs (Wave.group_scale), so the
+back end's check (scales.py) compares its footprint — what the reductions that made it (v_max*,
+bpermute, ...) were over, carried by the arithmetic provenance — with the instruction's K sets;
+neither the product nor (from then on) the consumed value is fresh.
+
+Limits: freshness does not follow a value through LDS or memory, through a sum of two results
+(acc0 + acc1 before the scale), or through integer arithmetic; a scale applied by division is
+not seen. ``ENABLED = False`` turns the recognition off; the scale check is then listed as not run.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ENABLED = True
+KEEPS = {"v_cvt_f32_i32", "v_cvt_f32_u32"}      # conversions a fresh value stays fresh through
+
+
+def fresh(st, o) -> np.ndarray:
+    """Per lane: whether operand ``o`` (one VGPR/AGPR) holds a fresh matrix result."""
+    if o.kind != "reg" or o.file not in "va" or not ENABLED:
+        return np.zeros(st.w.width, bool)
+    return st.fresh[o.file][o.first].copy()
+
+
+def apply(st, res_vals, scale_vals, lanes):
+    """The dequant of fresh ``res_vals`` by ``scale_vals`` (back-end values) in ``lanes``: the
+    scale is marked and checked against the result's instructions. Returns the marked scale."""
+    w = st.w
+    saved = st.exec.copy()
+    st.set_exec(saved & lanes)
+    try:
+        marked = w.group_scale(scale_vals)
+        w._check_scale_application(res_vals, marked)
+    finally:
+        st.set_exec(saved)
+    return marked
+
+
+def multiply(st, srcs, vals, k0=0, k1=1):
+    """Sources k0 and k1 of an fp multiply: if one is fresh where the other is not, apply the
+    dequant and return the values with the marked scale in its place (else ``vals`` unchanged)."""
+    if not ENABLED or not st.w.provenance:
+        return vals, False
+    fa, fb = fresh(st, srcs[k0]) & st.exec, fresh(st, srcs[k1]) & st.exec
+    if fa.any() == fb.any():
+        return vals, False
+    res, sc = (k0, k1) if fa.any() else (k1, k0)
+    lanes = fa if fa.any() else fb
+    vals = list(vals)
+    vals[sc] = apply(st, vals[res], vals[sc], lanes)
+    o = srcs[res]
+    st.fresh[o.file][o.first, lanes] = False       # its first multiply was the dequant
+    return vals, True
