@@ -233,9 +233,10 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                 w.global_store(out, _vals(w, (row[:, i] * head_dim + col[:, i]) * 4), res[i])
 
 
-def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provenance=True):
+def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provenance=True, kernel=None, trace=False):
     """Run the kernel on 32 query rows q [32, d] over k/v [T, d] (T a multiple of 64) with
     ``cfg`` (a sage_reference.SageConfig; its granularity must be "thread", q_block 32).
+    ``kernel``: a function with sage_attention's signature run in its place (gfxsim run --kernel-fn).
     Returns (out [32, d], the gfxsim Run)."""
     from gfxsim import Buffer, launch
     from .sage_reference import SageConfig, smooth
@@ -254,7 +255,7 @@ def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provena
             Buffer("v", vs, tags={"token": toks, "dim": dims_k}), Buffer("ds", ds[0], tags={"token": np.arange(T)}),
             Buffer("vm", vm, tags={"dim": np.arange(d)}))
     out = Buffer.empty("out", (WARPQ, d), np.float32)
-    run = launch(sage_attention, arch=cfg.arch, args=bufs + (out,), provenance=provenance,
+    run = launch(kernel or sage_attention, arch=cfg.arch, args=bufs + (out,), provenance=provenance, trace=trace,
                  kwargs=dict(context=T, head_dim=d, qk=cfg.qk, two_level=cfg.two_level, smooth_v=cfg.smooth_v,
                              q_pos0=q_pos0, q_layout=q_layout))
     return out.array.copy(), run

@@ -133,3 +133,38 @@ def test_config_and_kernel_input_errors():
         run_sage_attention(q, k, v, SageConfig(granularity="block", q_block=32))
     with pytest.raises(ValueError, match="32 rows"):
         run_sage_attention(q[:16], k, v, SageConfig(q_block=32))
+
+
+# -- gfxsim run sage_attention ----------------------------------------------------------------------
+
+def _run_json(capsys, *argv):
+    import json
+    from gfxsim.cli import main
+    assert main(["run", "sage_attention", "--context", "128", "--head-dim", "64", *argv, "--report", "json",
+                 "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+DEFECTIVE = __import__("pathlib").Path(__file__).parent / "defective" / "sage_wrong_groups.py"
+
+
+def test_gfxsim_run_sage_attention_on_sm_90(capsys):
+    r = _run_json(capsys, "--arch", "sm_90")
+    assert r["arch"] == "sm_90" and r["findings"] == []
+    assert r["metrics"]["vs_sage_reference"]["max_abs"] < 1e-5
+    assert r["metrics"]["vs_fp32"]["cos_sim"] > 0.99
+
+
+def test_gfxsim_run_user_kernel_with_wrong_groups_is_found_and_its_fix_is_silent(capsys):
+    bad = _run_json(capsys, "--arch", "sm_89", "--kernel-fn", f"{DEFECTIVE}:sage_wrong_groups")
+    assert bad["findings"] and {f["kind"] for f in bad["findings"]} == {"scale-group-mismatch"}
+    good = _run_json(capsys, "--arch", "sm_89", "--kernel-fn", f"{DEFECTIVE}:sage_fixed")
+    assert good["findings"] == [] and good["metrics"]["vs_sage_reference"]["max_abs"] < 1e-5
+
+
+def test_gfxsim_run_sage_attention_refuses_a_gfx9_arch():
+    from kernels_py.runs import run_kernel
+    with pytest.raises(ValueError, match="NVIDIA warp32"):
+        run_kernel("sage_attention", arch="gfx942", context=128, head_dim=64)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        run_kernel("sage_attention", arch="sm_90", context=100, head_dim=64)
