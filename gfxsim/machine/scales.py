@@ -171,7 +171,8 @@ class ScaleOps:
                 msg += f" ({len(mism)} distinct mismatches, see details)"
             self.finding("scale-group-mismatch", msg, lane=col, instruction=insn_index - col // self.lanes
                          if self.members > 1 else insn_index,
-                         field=field, scale_over=sorted(s_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
+                         field=field, axis={"K": "K", "M/N": "M/N", "group": "M/N group"}[axis],
+                         scale_over=sorted(s_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
                          lanes=lanes, mma_event=insn_index,
                          mismatches=[{"scale_over": sorted(s), "k_set": sorted(k), "foreign": sorted(k - s),
                                       "lanes": ln} for k, s, ln, _ in mism])
