@@ -40,12 +40,16 @@ class SageConfig:
     smooth_v: bool = False
     two_level: bool = True
     q_block: int = BLKQ              # rows that share mean(Q) (and one per-block scale)
+    pv_accumulator: str | None = None   # a gfxsim.arch.nvidia.ACCUMULATORS name in place of the record's
 
     def __post_init__(self):
         if self.qk not in QK_MMA:
             raise ValueError(f"qk must be one of {sorted(QK_MMA)}, got {self.qk!r}")
         if self.granularity not in GRANULARITIES:
             raise ValueError(f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}")
+        from gfxsim.arch.nvidia import ACCUMULATORS
+        if self.pv_accumulator is not None and self.pv_accumulator not in ACCUMULATORS:
+            raise ValueError(f"pv_accumulator must be one of {sorted(ACCUMULATORS)}, got {self.pv_accumulator!r}")
 
 
 def e4m3(x):
@@ -116,7 +120,11 @@ def sage_core(qs, ks, vs, ds_rows, vm, cfg: SageConfig, q_pos=None):
     vq = e4m3(vs * (F32(1) / sv))
     _, perm = pv_a_from_qk(qk_insn, pv_insn)
     K = pv_insn.K
-    acc = pv_insn.accumulator
+    if cfg.pv_accumulator is None:
+        acc = pv_insn.accumulator
+    else:
+        from gfxsim.arch.nvidia import ACCUMULATORS
+        acc = ACCUMULATORS[cfg.pv_accumulator]
     m = np.full(N, -np.inf, F32)
     l = np.zeros(N, F32)
     o = None

@@ -106,20 +106,7 @@ def test_two_level_bounds_the_fp22_error_along_the_sequence():
     from kernels_py.reference import metrics
     two = sage_head(q, k, v, SageConfig(arch="sm_89", q_block=32, two_level=True))
     one = sage_head(q, k, v, SageConfig(arch="sm_89", q_block=32, two_level=False))
-    # the same inputs with an exact fp32 accumulator: the reference for the accumulator's share
-    import dataclasses
-    from gfxsim.arch import nvidia
-    from kernels_py import sage_reference as SR
-    orig = SR.get_instruction
-
-    def exact_acc(arch, mn):
-        insn = orig(arch, mn)
-        return dataclasses.replace(insn, accumulator=nvidia.F32_EXACT) if mn == PV_MMA else insn
-    SR.get_instruction = exact_acc
-    try:
-        f32 = sage_head(q, k, v, SageConfig(arch="sm_89", q_block=32, two_level=False))
-    finally:
-        SR.get_instruction = orig
+    f32 = sage_head(q, k, v, SageConfig(arch="sm_89", q_block=32, two_level=False, pv_accumulator="exact"))
     assert metrics(two, f32)["rel_l1"] * 4 < metrics(one, f32)["rel_l1"]
 
 
@@ -128,6 +115,8 @@ def test_config_and_kernel_input_errors():
         SageConfig(granularity="warp")
     with pytest.raises(ValueError, match="qk"):
         SageConfig(qk="int2")
+    with pytest.raises(ValueError, match="pv_accumulator"):
+        SageConfig(pv_accumulator="fp16")
     q, k, v = data()
     with pytest.raises(ValueError, match="per thread"):
         run_sage_attention(q, k, v, SageConfig(granularity="block", q_block=32))
