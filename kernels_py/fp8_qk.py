@@ -111,7 +111,6 @@ def _ids(v):
 
 def reference(q, k, k_scale_on="N"):
     """The same math in numpy ([16, d], [T, d] -> S [16, T]); the fixed kernel's."""
-    import ml_dtypes
     from gfxsim.arch import get_instruction
     from gfxsim.arch.dtypes import ELEM_TYPES
     from gfxsim.machine.accum import mma_f32
@@ -125,7 +124,6 @@ def reference(q, k, k_scale_on="N"):
     ks, k8 = quant(np.asarray(k, np.float32))
     insn = get_instruction("gfx942", MMA)
     acc = mma_f32(insn.accumulator, q8[None], k8.T[None], np.zeros((1, q8.shape[0], k8.shape[0]), np.float32))[0]
-    del ml_dtypes
     return ((acc * qs[:, None]) * ks[None, :] * np.float32(1 / np.sqrt(q.shape[1]))).astype(np.float32)
 
 

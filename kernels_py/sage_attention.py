@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gfxsim.arch.groups import lane_groups
+from gfxsim.arch.groups import lane_groups, layout_groups
 from gfxsim.arch.layout import OperandLayout
 
 from .fragments import _lane_masks
@@ -105,7 +105,6 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     lanes = np.arange(w.lanes)
     n_mt, n_ks, n_nt = WARPQ // mqk.M, head_dim // kq, BLKK // mqk.N
     # the lanes that hold one Q group (in D) and one K group (in B, where K is quantized)
-    from gfxsim.arch.groups import layout_groups
     rg_tile, cg_tile = layout_groups(d_lay)
     a_grp = rg_tile[ar % mqk.M]
     if not (a_grp == rgrp[:, None]).all():
@@ -128,7 +127,6 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     qa = [[(_pack_s4(w, x) if qk == "int4" else x.to("i8")) for x in row] for row in qa]
     if q_layout is not None:           # the defective twin: the scale of the group its wrong layout names
         sq = w.bpermute(sq, _vals(w, [q_sharers[np.nonzero(rgrp == rgrp_used[l])[0][0], 0] for l in lanes]))
-    dr_row = dr                        # D row (in an m16 tile) of each register
 
     # -- V: per-channel FP8, in the permuted token order --------------------------------------
     src, perm = pv_a_from_qk(mqk, mpv)
@@ -176,7 +174,7 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                 s = w.dequant(acc, sq) * sk + dsv
                 x = s * c_log2
                 if q_pos0 is not None:
-                    x = w.select(_vals(w, tok.T) <= _vals(w, (q_pos0 + mt * mqk.M + dr_row).T), x, -np.inf)
+                    x = w.select(_vals(w, tok.T) <= _vals(w, (q_pos0 + mt * mqk.M + dr).T), x, -np.inf)
                 xs.append(x)
             alpha = []
             for h, regs in enumerate(slots):
