@@ -286,3 +286,4 @@ def _validate(p):
 
 
 from . import host_twins  # noqa: E402,F401  registers qk_int8, pv_int8, pv_bf16, prefix_prefill, int8_kv_cache
+from . import sage_runs  # noqa: E402,F401  registers sage_attention (sm_89/sm_90)

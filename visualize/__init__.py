@@ -13,7 +13,7 @@ pay for importing matplotlib on every command.
 """
 _LAZY = {"plot_layout": "fragments", "plot_compare": "compare", "differing": "compare", "save": "style",
          "plot_tokens": "tokens", "plot_scales": "scales", "plot_errors": "errors", "plot_banks": "lds",
-         "RunStepper": "stepper"}
+         "RunStepper": "stepper", "plot_scale_axes": "scale_axes"}
 
 __all__ = list(_LAZY)
 

@@ -26,9 +26,13 @@ def _groups(lanes_of):
 def scale_groups(insn: MatrixInstruction, operand: str = "D"):
     """(row_group [M], col_group [N]) of one block of ``operand`` (C or D): rows (columns) held by
     the same lanes share a group."""
-    lay = insn.operand(operand)
+    return layout_groups(insn.operand(operand))
+
+
+def layout_groups(lay):
+    """``scale_groups`` of one C/D ``OperandLayout`` (a record's, or one a kernel assumed)."""
     if lay.operand not in ("C", "D"):
-        raise ValueError(f"scale groups are defined on the result (C/D), not operand {operand!r}")
+        raise ValueError(f"scale groups are defined on the result (C/D), not operand {lay.operand!r}")
     t = lay.table()
     t = t[t["block"] == 0]
     rows = [frozenset(t["lane"][t["row"] == r].tolist()) for r in range(lay.rows)]
@@ -44,3 +48,24 @@ def tiled_groups(insn: MatrixInstruction, rows: int, cols: int, operand: str = "
         raise ValueError(f"a {rows}x{cols} tile is not made of whole {lay.rows}x{lay.cols} tiles of {insn.mnemonic}")
     rg, cg = scale_groups(insn, operand)
     return rg[np.arange(rows) % lay.rows], cg[np.arange(cols) % lay.cols]
+
+
+def lane_groups(lay, rows: int, cols: int):
+    """(row group [lanes], col group [lanes]) of every lane over a ``rows`` x ``cols`` warp tile of
+    C/D layout ``lay`` (whole tiles): the one scale a thread needs on M and the one on N. A layout
+    where some lane holds rows (columns) of two groups has no per-thread scale: ValueError."""
+    if rows % lay.rows or cols % lay.cols:
+        raise ValueError(f"a {rows}x{cols} tile is not made of whole {lay.rows}x{lay.cols} tiles")
+    rg, cg = layout_groups(lay)
+    t = lay.table()
+    t = t[t["block"] == 0]
+    out = []
+    for g, axis in ((rg, "row"), (cg, "col")):
+        per_lane = np.full(lay.n_lanes, -1, np.int64)
+        for lane in range(lay.n_lanes):
+            got = set(g[t[axis][t["lane"] == lane]].tolist())
+            if len(got) != 1:
+                raise ValueError(f"lane {lane} holds {axis}s of groups {sorted(got)}: no per-thread {axis} scale")
+            per_lane[lane] = got.pop()
+        out.append(per_lane)
+    return out[0], out[1]

@@ -29,6 +29,8 @@ class ScaleGroupMismatch:
     lanes: list
     mma_event: int              # the instruction's index
     mismatches: list = ()       # every distinct (scale_over, k_set, foreign, lanes) of the instruction
+    axis: str = "K"             # where the scale met the result: "K" (the summed axis), "M/N" (its own
+                                # row/column), "M/N group" (a group scale that must hold the element)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -95,6 +95,8 @@ CVT = {
     ("u32", "i32"): _v("v_mov_b32"), ("i32", "i64"): _v("v_ashrrev_i32"), ("u32", "u64"): _v("v_mov_b32"),
     ("f32", "fp8"): _v("v_cvt_pk_fp8_f32"), ("f32", "bf8"): _v("v_cvt_pk_bf8_f32"),
     ("fp8", "f32"): _v("v_cvt_f32_fp8"), ("bf8", "f32"): _v("v_cvt_f32_bf8"),
+    # OCP e4m3 (gfx950's encoding of the same opcodes; NVIDIA cvt.rn.satfinite.e4m3x2.f32)
+    ("f32", "fp8_e4m3"): _v("v_cvt_pk_fp8_f32"), ("fp8_e4m3", "f32"): _v("v_cvt_f32_fp8"),
     ("i8", "bf16"): _p("cvt_bf16_i8", "v_bfe_i32", "v_cvt_f32_i32", "v_lshrrev_b32"),     # exact: 8 bits fit
     ("i8", "f16"): _p("cvt_f16_i8", "v_bfe_i32", "v_cvt_f16_i16"),
     ("i32", "bf16"): _p("cvt_bf16_i32", "v_cvt_f32_i32", "v_bfe_u32", "v_add3_u32", "v_lshrrev_b32"),

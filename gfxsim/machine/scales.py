@@ -78,6 +78,23 @@ class ScaleOps:
             if bad.any():
                 self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]),
                                    sel[1][bad])
+        self._group_check(pr, ps, set(ks), lambda x: x[sel], np.ones(ids.shape, bool), ids, sel[1])
+
+    def _group_check(self, pr: Prov, ps: Prov, k_fields, pick, on, ids, cols):
+        """On M and N a scale shared by a group (reduced over rows, or tokens, with no value of
+        its own) must have been reduced over the element's own row (token): a per-thread group
+        taken from another layout gives an element the scale of a group it is not in."""
+        wide = self.machine.wide
+        for f in sorted((pr.ids.keys() & ps.fp.keys()) - set(k_fields) - {"@mma", "@mn"}):
+            x = pick(pr.ids[f])
+            own = pick(ps.ids[f]) if f in ps.ids else np.full(x.shape, -1, np.int32)
+            side = ps.fp[f].map(pick)
+            bad = (x >= 0) & (own < 0) & side.nonempty() & on
+            if bad.any():
+                bad &= ~Mask.of_values(np.where(bad, x, -1)).subset_of(side, wide)
+            if bad.any():
+                self._report_scale(f, ids[bad], Mask.of_values(x[bad]), side.map(lambda v: v[bad]), cols[bad],
+                                   axis="group")
 
     def _scale_check_in_place(self, pr: Prov, ps: Prov, act) -> bool:
         """The common case, done in the instruction's own D layout: the result still sits where its
@@ -121,6 +138,7 @@ class ScaleOps:
             bad = (x >= 0) & (y >= 0) & (x != y) & on
             if bad.any():
                 self._report_scale(f, ids[bad], Mask.of_values(x[bad]), Mask.of_values(y[bad]), ld[bad], axis="M/N")
+        self._group_check(pr, ps, rec.ks_a.keys() | rec.ks_b.keys(), lambda x: x[ed, ld], on, ids, ld)
         return True
 
     def _report_scale(self, field, ids, km: Mask, side: Mask, cols, axis="K"):
@@ -147,6 +165,10 @@ class ScaleOps:
                        + (f"{field}s {format_token_set(sorted(s_vals))}" if s_vals else f"no {field}s")
                        + f", but the instruction consumed {format_token_set(sorted(k_vals))}: {len(foreign)} "
                        f"{field}s took their scale from another group {format_token_set(foreign)}")
+            elif axis == "group":
+                msg = (f"scale of the {field} group {format_token_set(sorted(s_vals))} applied to the result of "
+                       f"instruction {name} at {field} {format_token_set(sorted(k_vals))}, which is not in that "
+                       f"group: the per-thread group does not match the fragment layout")
             else:
                 msg = (f"scale of {field} {format_token_set(sorted(s_vals))} applied to the result of instruction "
                        f"{name} at {field} {format_token_set(sorted(k_vals))}: a scale on M or N must be "
@@ -155,7 +177,8 @@ class ScaleOps:
                 msg += f" ({len(mism)} distinct mismatches, see details)"
             self.finding("scale-group-mismatch", msg, lane=col, instruction=insn_index - col // self.lanes
                          if self.members > 1 else insn_index,
-                         field=field, scale_over=sorted(s_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
+                         field=field, axis={"K": "K", "M/N": "M/N", "group": "M/N group"}[axis],
+                         scale_over=sorted(s_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
                          lanes=lanes, mma_event=insn_index,
                          mismatches=[{"scale_over": sorted(s), "k_set": sorted(k), "foreign": sorted(k - s),
                                       "lanes": ln} for k, s, ln, _ in mism])

@@ -1,0 +1,259 @@
+"""SageAttention2 on a warp32 (sm_89 / sm_90): one warp, 32 query rows, K/V in 64-token blocks.
+
+  phase 1  per-thread INT8/INT4 quantization of Q and K (the quant kernel, fused here): each lane
+           reduces |x| over the elements it feeds to the QK mma.sync, then across the lanes of its
+           group; the groups are the record's (gfxsim.arch.groups.lane_groups): Q row r in group
+           r % 8, K token n in (n % 8) // 2. V: per-channel FP8 e4m3 (amax over tokens / 448),
+           loaded in the token order that lets the QK accumulator be PV's A operand as it is.
+  phase 2  per K block: S = int(QKᵀ) * sQ * sK + mean(Q)·Kᵀ (smooth-Q's correction), online
+           softmax in base 2 with P~ = 2^(x - m + 8.807) (the static 448 scale), P~ -> e4m3, PV
+           on the e4m3 mma.sync: two-level (a buffer per block added into an fp32 O) or one-level.
+  end      O * sV / l (+ mean(V) with smooth-V).
+
+Smoothing (K - mean(K), Q - mean(Q), V - mean(V)) and the GEMV mean(Q)·(K - mean(K))ᵀ are done on
+the host, as SageAttention2 does them in torch before its kernels. ``q_layout`` is the layout the
+kernel takes its per-thread Q scale index from: the record's D (default), or a wrong one (the
+defective twin) -- the debugger's scale-group rule names the rows that got another group's scale.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gfxsim.arch.groups import lane_groups, layout_groups
+from gfxsim.arch.layout import OperandLayout
+
+from .fragments import _lane_masks
+from .sage_layout import (BLKK, FP8_MAX, PV_MMA, QK_MMA, QMAX, S_FP8_OFFSET, WARPQ, frag, pv_a_from_qk,
+                          row_slots, sharers)
+
+LOG2E = np.float32(1.4426950408889634)
+EPS = np.float32(1e-7)
+
+
+def swapped_d_layout(lay):
+    """The m16n8 C/D layout with groupID and threadID_in_group exchanged (row = lane % 8,
+    col = 2 * (lane // 8)): what a kernel assumes when it reads the Q scale index off the wrong
+    layout (the defective twin)."""
+    return OperandLayout(lay.operand, lay.rows, lay.cols, 1, lay.elem_bits, lane=[(8, "row", 1), (4, "col", 2)],
+                         reg=[(2, "col", 1), (2, "row", 8)], elem=[], wave_size=lay.wave_size)
+
+
+def _vals(w, per_lane, dtype="i32"):
+    return w.from_lanes(np.asarray(per_lane), dtype)
+
+
+def _reduce_over(w, x, lanes_of, op):
+    """Combine ``x`` over each lane's group (``lanes_of`` [lanes, size]) by bpermutes."""
+    acc = x
+    for k in range(lanes_of.shape[1]):
+        acc = op(acc, w.bpermute(x, _vals(w, lanes_of[:, k])))
+    return acc
+
+
+def _amax(w, vals):
+    a = abs(vals[0])
+    for e in range(1, vals.n):
+        a = w.max(a, abs(vals[e]))
+    return a
+
+
+def _quantize(w, x, inv, qmax):
+    return w.clamp(w.rint(x * inv), -float(qmax), float(qmax)).to("i32")
+
+
+def _pack_s4(w, q):
+    """8 signed nibbles per 32-bit register, little-endian (PTX .s4 operands)."""
+    regs = []
+    for r in range(q.n // 8):
+        word = (q[8 * r] & 0xF)
+        for e in range(1, 8):
+            word = word | ((q[8 * r + e] & 0xF) << (4 * e))
+        regs.append(word)
+    return w.cat(*regs)
+
+
+def _operand(w, buf, rows, cols, row0, col0, ld, per, n_regs):
+    """The f32 values of one operand: register r of each lane is ``per`` consecutive columns
+    from (row0 + rows[:, r*per], col0 + cols[:, r*per]) of a row-major [*, ld] buffer."""
+    parts = []
+    for r in range(n_regs):
+        addr = ((row0 + rows[:, r * per]) * ld + col0 + cols[:, r * per]) * 4
+        for h in range(0, per, 4):
+            parts.append(w.global_load(buf, _vals(w, addr + 4 * h), 16, "f32"))
+    return w.cat(*parts)
+
+
+def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two_level=True, smooth_v=False,
+                   q_pos0=None, q_layout=None):
+    """O [32, head_dim] of 32 query rows over ``context`` tokens (a multiple of 64). q [32, d],
+    k/v [context, d] (smoothed on the host), ds [context] = mean(Q)·Kᵀ (0 without smooth-Q),
+    vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``: causal, row r sees tokens <= q_pos0 + r."""
+    if context % BLKK or head_dim % 32:
+        raise ValueError(f"context {context} must be a multiple of {BLKK}, head_dim {head_dim} of 32")
+    mqk, mpv = w.insn(QK_MMA[qk]), w.insn(PV_MMA)
+    qmax, kq = QMAX[qk], mqk.K
+    if head_dim % kq:
+        raise ValueError(f"head_dim {head_dim} is not a multiple of {qk} K = {kq}")
+    d_lay = mqk.operand("D")
+    rgrp, cgrp = lane_groups(d_lay, WARPQ, BLKK)
+    rgrp_used = rgrp if q_layout is None else lane_groups(q_layout, WARPQ, BLKK)[0]
+    ar, ac = frag(mqk, "A")
+    br, bc = frag(mqk, "B")
+    dr, dc = frag(mqk, "D")
+    per_a = ar.shape[1] // mqk.operand("A").n_regs
+    per_b = br.shape[1] // mqk.operand("B").n_regs
+    lanes = np.arange(w.lanes)
+    n_mt, n_ks, n_nt = WARPQ // mqk.M, head_dim // kq, BLKK // mqk.N
+    # the lanes that hold one Q group (in D) and one K group (in B, where K is quantized)
+    rg_tile, cg_tile = layout_groups(d_lay)
+    a_grp = rg_tile[ar % mqk.M]
+    if not (a_grp == rgrp[:, None]).all():
+        raise ValueError(f"{mqk.mnemonic}: a lane's A rows are not all in its D row group")
+    b_grp = cg_tile[bc]
+    if not (b_grp == b_grp[:, :1]).all():
+        raise ValueError(f"{mqk.mnemonic}: a lane's B columns span two token groups")
+    b_grp = b_grp[:, 0]
+    q_sharers, k_sharers = sharers(rgrp), sharers(b_grp)
+    k_src = np.array([np.nonzero(b_grp == c)[0][0] for c in cgrp])     # a B lane of D lane's token group
+
+    # -- phase 1: Q (per-thread groups) ---------------------------------------------------------
+    qv = [[_operand(w, q, ar, ac, mt * mqk.M, ks * kq, head_dim, per_a, mqk.operand("A").n_regs)
+           for ks in range(n_ks)] for mt in range(n_mt)]
+    amax = _amax(w, w.cat(*[x for row in qv for x in row]))
+    amax = _reduce_over(w, amax, q_sharers, w.max)
+    sq = w.group_scale(amax * np.float32(1 / qmax) + EPS)
+    inv_q = w.rcp(sq)
+    qa = [[_quantize(w, x, inv_q, qmax) for x in row] for row in qv]
+    qa = [[(_pack_s4(w, x) if qk == "int4" else x.to("i8")) for x in row] for row in qa]
+    if q_layout is not None:           # the defective twin: the scale of the group its wrong layout names
+        sq = w.bpermute(sq, _vals(w, [q_sharers[np.nonzero(rgrp == rgrp_used[l])[0][0], 0] for l in lanes]))
+
+    # -- V: per-channel FP8, in the permuted token order --------------------------------------
+    src, perm = pv_a_from_qk(mqk, mpv)
+    vr, vc = frag(mpv, "B")
+    n_dt, n_vc = head_dim // mpv.N, context // mpv.K
+    vv = [[w.cat(*[w.global_load(v, _vals(w, ((c * mpv.K + perm[vr[:, s]]) * head_dim + dt * mpv.N + vc[:, s]) * 4),
+                                 4, "f32") for s in range(vr.shape[1])])
+           for c in range(n_vc)] for dt in range(n_dt)]
+    if not (vc == vc[:, :1]).all():
+        raise ValueError(f"{mpv.mnemonic}: a lane's B elements span two V columns")
+    v_sharers = sharers(vc[:, 0])                          # lanes holding one V column (dim)
+    vs, vq = [], []
+    for dt in range(n_dt):
+        a = _reduce_over(w, _amax(w, w.cat(*vv[dt])), v_sharers, w.max)
+        s = w.group_scale(a * np.float32(1 / FP8_MAX) + EPS)
+        inv = w.rcp(s)
+        vs.append(s)
+        vq.append([(x * inv).to("fp8_e4m3") for x in vv[dt]])
+
+    # -- phase 2: per K block -------------------------------------------------------------------
+    slots = row_slots(mqk)
+    masks = _lane_masks(d_lay, "col")                      # lanes that share a D row
+    c_log2 = np.float32(1 / np.sqrt(head_dim)) * LOG2E
+    m = [[w.const(-np.inf, "f32") for _ in slots] for _ in range(n_mt)]
+    lsum = [[w.const(0.0, "f32") for _ in slots] for _ in range(n_mt)]
+    o = [[None] * n_dt for _ in range(n_mt)]
+    for blk in range(context // BLKK):
+        kv = [[_operand(w, k, bc, br, blk * BLKK + j * mqk.N, ks * kq, head_dim, per_b, mqk.operand("B").n_regs)
+               for ks in range(n_ks)] for j in range(n_nt)]
+        ka = _reduce_over(w, _amax(w, w.cat(*[x for row in kv for x in row])), k_sharers, w.max)
+        sk_b = w.group_scale(ka * np.float32(1 / qmax) + EPS)
+        inv_k = w.rcp(sk_b)
+        kb = [[_quantize(w, x, inv_k, qmax) for x in row] for row in kv]
+        kb = [[(_pack_s4(w, x) if qk == "int4" else x.to("i8")) for x in row] for row in kb]
+        sk = w.bpermute(sk_b, _vals(w, k_src))
+        p8 = [[None] * n_nt for _ in range(n_mt)]
+        for mt in range(n_mt):
+            xs = []
+            for j in range(n_nt):
+                acc = None
+                for ks in range(n_ks):
+                    acc = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], acc, label=f"qk block {blk} m{mt} n{j} k{ks}")
+                tok = blk * BLKK + j * mqk.N + dc
+                dsv = w.cat(*[w.global_load(ds, _vals(w, tok[:, i] * 4), 4, "f32") for i in range(dc.shape[1])])
+                s = w.dequant(acc, sq) * sk + dsv
+                x = s * c_log2
+                if q_pos0 is not None:
+                    x = w.select(_vals(w, tok.T) <= _vals(w, (q_pos0 + mt * mqk.M + dr).T), x, -np.inf)
+                xs.append(x)
+            alpha = []
+            for h, regs in enumerate(slots):
+                bm = xs[0][regs[0]]
+                for j in range(n_nt):
+                    for i in regs:
+                        bm = w.max(bm, xs[j][i])
+                for msk in masks:
+                    bm = w.max(bm, w.shfl_xor(bm, msk))
+                m_new = w.max(m[mt][h], bm)
+                alpha.append(w.exp2(m[mt][h] - m_new))
+                m[mt][h] = m_new
+            moff = [m[mt][h] - S_FP8_OFFSET for h in range(len(slots))]
+            reg_slot = {i: h for h, regs in enumerate(slots) for i in regs}
+            moff_d = w.cat(*[moff[reg_slot[i]] for i in range(dc.shape[1])])
+            alpha_d = w.cat(*[alpha[reg_slot[i]] for i in range(dc.shape[1])])
+            ps = [w.exp2(xs[j] - moff_d) for j in range(n_nt)]
+            for h, regs in enumerate(slots):
+                rs = ps[0][regs[0]]
+                for j in range(n_nt):
+                    for i in regs:
+                        if (j, i) != (0, regs[0]):
+                            rs = rs + ps[j][i]
+                lsum[mt][h] = lsum[mt][h] * alpha[h] + rs
+            p8[mt] = [x.to("fp8_e4m3") for x in ps]
+            tiles = mpv.K // mqk.N
+            for dt in range(n_dt):
+                buf = None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d
+                for c in range(BLKK // mpv.K):
+                    pa = w.cat(*[p8[mt][c * tiles + jj][i] for jj, i in src])
+                    buf = w.mma(PV_MMA, pa, vq[dt][blk * (BLKK // mpv.K) + c], buf,
+                                label=f"pv block {blk} m{mt} d{dt} k{c}")
+                if not two_level:
+                    o[mt][dt] = buf
+                else:
+                    o[mt][dt] = buf if o[mt][dt] is None else o[mt][dt] * alpha_d + buf
+
+    # -- end: O * sV / l (+ mean V) --------------------------------------------------------------
+    v_src = [np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes]) for i in range(dc.shape[1])]
+    for mt in range(n_mt):
+        for h, regs in enumerate(slots):
+            for msk in masks:
+                lsum[mt][h] = lsum[mt][h] + w.shfl_xor(lsum[mt][h], msk)
+        reg_slot = {i: hh for hh, regs in enumerate(slots) for i in regs}
+        inv_l = w.cat(*[w.rcp(lsum[mt][reg_slot[i]]) for i in range(dc.shape[1])])
+        for dt in range(n_dt):
+            sv = w.cat(*[w.bpermute(vs[dt], _vals(w, v_src[i])) for i in range(dc.shape[1])])
+            res = w.dequant(o[mt][dt], sv) * inv_l
+            col = dt * mpv.N + dc
+            if smooth_v:
+                res = res + w.cat(*[w.global_load(vm, _vals(w, col[:, i] * 4), 4, "f32") for i in range(dc.shape[1])])
+            row = mt * mqk.M + dr
+            for i in range(dc.shape[1]):
+                w.global_store(out, _vals(w, (row[:, i] * head_dim + col[:, i]) * 4), res[i])
+
+
+def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provenance=True, kernel=None, trace=False):
+    """Run the kernel on 32 query rows q [32, d] over k/v [T, d] (T a multiple of 64) with
+    ``cfg`` (a sage_reference.SageConfig; its granularity must be "thread", q_block 32).
+    ``kernel``: a function with sage_attention's signature run in its place (gfxsim run --kernel-fn).
+    Returns (out [32, d], the gfxsim Run)."""
+    from gfxsim import Buffer, launch
+    from .sage_reference import SageConfig, smooth
+    cfg = cfg or SageConfig(q_block=WARPQ)
+    if cfg.granularity != "thread" or cfg.q_block != WARPQ:
+        raise ValueError(f"the kernel quantizes per thread with mean(Q) over its {WARPQ} rows; got "
+                         f"granularity {cfg.granularity!r}, q_block {cfg.q_block}")
+    if q.shape[0] != WARPQ:
+        raise ValueError(f"q must have {WARPQ} rows (one warp), got {q.shape}")
+    T, d = k.shape
+    qs, ks, vs, ds, vm = smooth(q, k, v, cfg, T)
+    rows = np.broadcast_to(np.arange(WARPQ)[:, None], (WARPQ, d))
+    toks = np.broadcast_to(np.arange(T)[:, None], (T, d))
+    dims_q, dims_k = np.broadcast_to(np.arange(d), (WARPQ, d)), np.broadcast_to(np.arange(d), (T, d))
+    bufs = (Buffer("q", qs, tags={"row": rows, "dim": dims_q}), Buffer("k", ks, tags={"token": toks, "dim": dims_k}),
+            Buffer("v", vs, tags={"token": toks, "dim": dims_k}), Buffer("ds", ds[0], tags={"token": np.arange(T)}),
+            Buffer("vm", vm, tags={"dim": np.arange(d)}))
+    out = Buffer.empty("out", (WARPQ, d), np.float32)
+    run = launch(kernel or sage_attention, arch=cfg.arch, args=bufs + (out,), provenance=provenance, trace=trace,
+                 kwargs=dict(context=T, head_dim=d, qk=cfg.qk, two_level=cfg.two_level, smooth_v=cfg.smooth_v,
+                             q_pos0=q_pos0, q_layout=q_layout))
+    return out.array.copy(), run
