@@ -493,6 +493,10 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
     any_need = _merge_fp(*ma, fa is not None, *mb, fb is not None, flat(ia), flat(ib), flat(step), WINDOW,
                          ob, obits, need)
     out = Mask(ob.reshape(shape), obits.reshape(shape + (WORDS,)), ow.reshape(shape))
+    if any_need and 2 * int(need.sum()) > n:       # mostly wide (a reduction over a whole context):
+        pa, pb = ia >= 0, ib >= 0                    # the exact algebra on everything, no selection
+        return _side(fa, ia, ~(pb & ~pa) | step, step & pa, wide, shape).union(
+            _side(fb, ib, ~(pa & ~pb) | step, step & pb, wide, shape), wide)
     if any_need:
         sel = np.nonzero(need.reshape(shape))
         pick = lambda m: m.map(lambda x: x[sel]) if m is not None else None
