@@ -519,49 +519,48 @@ def _merge_fp(a_base, a_bits, a_wide, a_has, b_base, b_bits, b_wide, b_has, ia, 
     for i in range(ia.shape[0]):
         x, y, st = ia[i], ib[i], step[i]
         pa, pb = x >= 0, y >= 0
+        keep_a = a_has and ((not (pb and not pa)) or st)
+        keep_b = b_has and ((not (pa and not pb)) or st)
+        use_a = keep_a and a_wide[i] == 0 and a_base[i] >= 0
+        use_b = keep_b and b_wide[i] == 0 and b_base[i] >= 0
+        bad = (keep_a and a_wide[i] != 0) or (keep_b and b_wide[i] != 0)
         base = np.int64(-1)
-        for w in range(words):
-            obits[i, w] = 0
-        bad = False
-        for piece in range(4):
-            if piece == 0 or piece == 2:                       # a window of a side's footprint
-                has = a_has if piece == 0 else b_has
-                keep = (not (pb and not pa) or st) if piece == 0 else (not (pa and not pb) or st)
-                if not has or not keep:
-                    continue
-                src_b = a_base[i] if piece == 0 else b_base[i]
-                src_w = a_wide[i] if piece == 0 else b_wide[i]
-                if src_w != 0:
-                    bad = True
-                    break
-                if src_b < 0:
-                    continue
-                if base >= 0 and base != src_b:
-                    bad = True
-                    break
-                base = src_b
-                for w in range(words):
-                    obits[i, w] |= a_bits[i, w] if piece == 0 else b_bits[i, w]
-            else:                                               # a value met at a step
-                v = x if piece == 1 else y
-                if not st or v < 0:
-                    continue
-                vb = (np.int64(v) // window) * window
-                if base >= 0 and base != vb:
-                    bad = True
-                    break
-                base = vb
-                o = np.int64(v) - vb
-                obits[i, o // 64] |= np.uint64(1) << np.uint64(o % 64)
+        if use_a:
+            base = a_base[i]
+        if use_b:
+            if base >= 0 and base != b_base[i]:
+                bad = True
+            base = b_base[i]
+        ox, oy = np.int64(-1), np.int64(-1)
+        if st and pa:
+            vb = (np.int64(x) // window) * window
+            if base >= 0 and base != vb:
+                bad = True
+            base, ox = vb, np.int64(x) - vb
+        if st and pb:
+            vb = (np.int64(y) // window) * window
+            if base >= 0 and base != vb:
+                bad = True
+            base, oy = vb, np.int64(y) - vb
+        need[i] = bad
         if bad:
-            need[i] = True
             any_need = True
             ob[i] = -1
             for w in range(words):
                 obits[i, w] = 0
-        else:
-            need[i] = False
-            ob[i] = base
+            continue
+        ob[i] = base
+        for w in range(words):
+            v = np.uint64(0)
+            if use_a:
+                v |= a_bits[i, w]
+            if use_b:
+                v |= b_bits[i, w]
+            obits[i, w] = v
+        if ox >= 0:
+            obits[i, ox // 64] |= np.uint64(1) << np.uint64(ox % 64)
+        if oy >= 0:
+            obits[i, oy // 64] |= np.uint64(1) << np.uint64(oy % 64)
     return any_need
 
 
