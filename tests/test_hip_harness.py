@@ -164,3 +164,40 @@ def test_qk_int8_on_gpu(tmp_path):
     qq = np.clip(np.rint(a["q"] * (F32(127) / amax)[:, None]), -127, 127).astype(np.int64)
     ref = (qq @ kq.T).astype(F32) * (amax / F32(127))[:, None] * a["k_scale"][blk, 0, off] * F32(1 / np.sqrt(HEAD_DIM))
     np.testing.assert_allclose(s, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_run_on_sim_answers_the_gpu_harness_call():
+    """gfxsim.hip.run_on_sim: run_on_gpu's call and return value, on the asm front end (no GPU):
+    the same pv_int8 recipe check as the GPU test, the seed's bug 10x worse, and the Run's findings
+    (the compiled contiguous kernel's scale-group findings; none for the fragment kernel)."""
+    from conftest import need_toolchain
+    from gfxsim.hip.sim import run_on_sim
+    need_toolchain("gfx942")
+    a = pv_inputs(256 + 37)                                # full chunks and a partial one
+    vq, sv = gather_v(a)
+    exact = (a["p"].astype(np.float64) * sv) @ vq
+    err, kinds = {}, {}
+    from gfxsim import Buffer
+    n = int(a["context_len"])
+    token = np.full(a["v_cache"].shape[0] * BLOCK_SIZE, -1)
+    token[(a["block_table"][:, None] * BLOCK_SIZE + np.arange(BLOCK_SIZE)).ravel()] = np.arange(
+        a["block_table"].size * BLOCK_SIZE)
+    token = np.where(token < n, token, -1).reshape(-1, 1, 1, BLOCK_SIZE)
+    tagged = dict(a, p=Buffer("p", a["p"], {"token": np.arange(n)[None, :]}),
+                  v_cache=Buffer("v_cache", a["v_cache"], {"token": token}))
+    for grouping in ("fragment", "contiguous"):
+        outs = run_on_sim(f"pv_int8_{grouping}", (1,), a, project=PROJECT)
+        outs_t, run = run_on_sim(f"pv_int8_{grouping}", (1,), tagged, project=PROJECT, run=True)
+        np.testing.assert_array_equal(outs_t["out"], outs["out"])
+        assert set(outs) == {"p", "v_cache", "v_scale", "block_table", "out"}       # every buffer argument
+        assert np.isnan(a["out"]).all()                   # the caller's arrays are not written
+        ref = pv_int8_reference(a, grouping)
+        np.testing.assert_allclose(outs["out"], ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+        err[grouping] = np.abs(outs["out"] - exact).max()
+        kinds[grouping] = {f.kind for f in run.findings}
+    assert err["contiguous"] >= 10 * err["fragment"], err
+    assert kinds == {"fragment": set(), "contiguous": {"scale-group-mismatch"}}, kinds
+    with pytest.raises(ValueError, match="missing out"):
+        run_on_sim("pv_int8_fragment", (1,), {k: v for k, v in a.items() if k != "out"}, project=PROJECT)
+    with pytest.raises(ValueError, match="block 2048"):
+        run_on_sim("pv_int8_fragment", (1,), a, project=PROJECT, block=2048)

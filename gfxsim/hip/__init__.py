@@ -6,4 +6,6 @@ here builds a kernel first and hands its .s to gfxsim.asm.inspect.
     build(["pv_int8"], "gfx942", project=project)   # build/hip/gfx942/pv_int8.{s,co} + build.json
     gfxsim hip build --sources kernels_hip           # the same from the command line
     gfxsim hip inspect pv_int8 --arch gfx942         # families, matrix per loop, LDS, registers, occupancy
+    run_on_gpu(entry, grid, args, project=project)   # a ROCm GPU (harness.py)
+    run_on_sim(entry, grid, args, project=project)   # the same call on the asm front end (sim.py)
 """

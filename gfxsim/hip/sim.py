@@ -1,0 +1,42 @@
+"""run_on_sim: the hardware harness's call (harness.run_on_gpu) answered by the asm front end.
+
+Same signature and return value as run_on_gpu — arguments by name (numpy arrays for buffers,
+numbers for by-value arguments), every buffer argument returned as the kernel left it — so a test
+written against the GPU harness runs on the simulator unchanged. A buffer may also be given as a
+gfxsim Buffer, whose tags (token, dim, ...) give the run its provenance: the token-level findings
+need them. ``run=True`` also returns the simulator's Run (findings, token sets, trace).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from .project import Project
+
+
+def run_on_sim(entry: str, grid, args: Mapping[str, object], *, project: Project, arch: str | None = None,
+               block: int | None = None, defines=(), provenance: bool = True, trace: bool = False,
+               run: bool = False):
+    """Launch ``entry`` of ``project`` (built for ``arch``, default gfx942) on the asm front end over
+    ``grid`` with ``block`` work-items per workgroup (default the kernel's .max_flat_workgroup_size,
+    as run_on_gpu). Returns {buffer argument: array} (and the Run with ``run=True``)."""
+    from ..asm.run import find_kernel, run_asm
+    from ..machine.memory import Buffer
+    arch = arch or "gfx942"
+    kernel = find_kernel(entry, arch, project=project, defines=tuple(defines))
+    names = [a.get(".name") for a in kernel.metadata.get(".args", [])]
+    missing, extra = [n for n in names if n not in args], sorted(set(args) - set(names))
+    if missing or extra:
+        raise ValueError(f"{kernel.name}({', '.join(map(str, names))}): " + "; ".join(
+            p for p in (f"missing {', '.join(missing)}" if missing else "",
+                        f"no argument named {', '.join(extra)}" if extra else "") if p))
+    max_block = int(kernel.metadata.get(".max_flat_workgroup_size", 1024))
+    block = block or max_block
+    if block > max_block:
+        raise ValueError(f"{kernel.name}: block {block} > .max_flat_workgroup_size {max_block}")
+    bound = {n: (Buffer(n, np.array(v, copy=True)) if isinstance(v, np.ndarray) else
+                 Buffer(n, v.array.copy(), v._tags) if isinstance(v, Buffer) else v) for n, v in args.items()}
+    r = run_asm(kernel, grid, block, args=bound, arch=arch, trace=trace, provenance=provenance)
+    out = {n: b.array for n, b in bound.items() if isinstance(b, Buffer)}
+    return (out, r) if run else out
