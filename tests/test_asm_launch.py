@@ -170,3 +170,26 @@ def test_storing_a_never_written_register_is_an_uninitialized_read():
                          args=OUT, arrays={"out": np.zeros(64, U32)})
     f = run.findings_of("uninitialized-read")
     assert f and "v9" in f[0].message and "snippet.s:" in f[0].source
+
+
+def test_every_instruction_is_an_event_and_numbers_do_not_depend_on_trace():
+    """Arithmetic, scalar and branch instructions are trace events too (the stepper shows them with
+    their vector sources and destination), and an instruction's number is the same with and
+    without the trace: findings name the same instructions either way."""
+    from gfxsim import Buffer
+    k = kernel_from_text(PACK.replace("SEL", "0x3020101"),          # a swapped byte: one finding
+                         args=[("tokens", "global_buffer", 8), ("packed", "global_buffer", 8)])
+    runs = {}
+    for tr in (False, True):
+        src = Buffer("tokens", np.arange(256, dtype=np.uint8), {"token": np.arange(256)})
+        out = Buffer.empty("packed", (256,), np.uint8, tags={"token": np.arange(256)})
+        runs[tr] = run_asm(k, args={"tokens": src, "packed": out}, trace=tr)
+    assert runs[False].trace.n_events == runs[True].trace.n_events
+    where = [[(f.kind, f.instruction, f.lane) for f in r.findings] for r in (runs[False], runs[True])]
+    assert where[0] == where[1] and where[0]
+    events = runs[True].events
+    names = [e.op for e in events]
+    assert "v_or3_b32" in names and "v_lshlrev_b32_e32" in names and "v_perm_b32" in names
+    perm = next(e for e in events if e.op == "v_perm_b32")
+    assert [o.name for o in perm.outputs] and [o.name for o in perm.inputs]     # v7 written, v7 read
+    assert [e.index for e in events] == list(range(len(events)))     # one event per instruction, in order

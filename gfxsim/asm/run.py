@@ -56,6 +56,7 @@ class Program:
         self.decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
         self.abi = KernelABI.of(kernel)
         self.fns = tuple(_semantics(d) for d in self.decoded)
+        self.own_event = tuple(own_event(d.ins.mnemonic) for d in self.decoded)
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
@@ -74,6 +75,7 @@ def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
     """Run one wave from st.pc until s_endpgm."""
     n = len(program.decoded)
     steps = 0
+    tr = st.w.machine.trace
     while not st.done:
         if not 0 <= st.pc < n:
             st.current = None
@@ -84,11 +86,57 @@ def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
         if fn is None:
             what = "DPP" if d.enc == "dpp" else "opcode"
             raise st.error(f"unsupported {what} {d.ins.mnemonic}")
-        nxt = fn(st, d)
+        own = program.own_event[st.pc]
+        if own:                           # arithmetic, moves, scalar, branches: one event of its own,
+            ins = _vector_sources(st, d) if tr.enabled else ()       # its back-end steps muted
+            tr.muted += 1
+            try:
+                nxt = fn(st, d)
+            finally:
+                tr.muted -= 1
+            _record(st, d, ins)
+        else:                             # memory, LDS, matrix, barrier: the back end's event
+            nxt = fn(st, d)
         st.pc = st.pc + 1 if nxt is None else nxt
         steps += 1
         if steps > max_steps:
             raise st.error(f"more than {max_steps} instructions executed: an endless loop?")
+
+
+def _vector_sources(st, d) -> list:
+    """The VGPR/AGPR sources of an instruction as back-end values, read before it runs (a trace
+    event's inputs); the first operand of a v_* instruction other than a compare is its destination."""
+    regs = [o for o in d.ops.positional if o.kind == "reg" and o.file in "va"]
+    if _writes_first(d) and regs and regs[0] is d.ops.positional[0]:
+        regs = regs[1:]
+    return [st.vread(o.file, o.first, o.count) for o in regs]
+
+
+_BACK_END_EVENTS = ("v_mfma", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
+                    "global_", "buffer_", "flat_", "scratch_")
+
+
+def own_event(mnemonic: str) -> bool:
+    """Whether an instruction is recorded by the asm front end (not by a back-end memory, LDS,
+    matrix or barrier operation, which records its own event with its details)."""
+    return not mnemonic.startswith(_BACK_END_EVENTS)
+
+
+def _writes_first(d) -> bool:
+    m = d.ins.mnemonic
+    return m.startswith("v_") and not m.startswith(("v_cmp", "v_readfirstlane", "v_readlane")) and bool(d.ops.positional)
+
+
+def _record(st, d, ins):
+    """Every instruction is one event, traced or not (so instruction numbers do not depend on
+    --trace); traced, it keeps its vector sources (read before it ran) and its vector destination."""
+    w = st.w
+    outs = []
+    if w.machine.trace.enabled and _writes_first(d):
+        o = d.ops.positional[0]
+        if o.kind == "reg" and o.file in "va":
+            outs = [st.vread(o.file, o.first, o.count)]
+    w._event(d.ins.mnemonic, ins=ins, outs=outs)
 
 
 def _program_of(kernel) -> Program:

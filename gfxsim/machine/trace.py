@@ -151,6 +151,7 @@ class Trace:
         self._views: dict = {}
         self.mma_log = None              # matrix.MmaLog of the launch (set by the machine)
         self.n_events = 0                # counted even when not recorded
+        self.muted = 0                   # > 0: a front end records the instruction itself (asm VALU)
 
     @property
     def events(self) -> list:

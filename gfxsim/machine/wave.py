@@ -147,6 +147,8 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         """Count (and, when tracing, record) one instruction; ``op`` an ops.Op or a mnemonic."""
         tr = self.machine.trace
         idx = tr.n_events
+        if tr.muted:                     # the back-end operations of one front-end instruction
+            return idx
         tr.n_events += 1
         if not tr.enabled:
             return idx
