@@ -145,9 +145,9 @@ class Bench:
             import numpy as np
 
             from bench.decode_numpy import build_cache, decode_int8
-            from kernels_py import reference as R
-            from kernels_py.data import make_attention_inputs
-            from kernels_py.int8_cache_ref import build_paged_cache
+            from kernels_py.reference import attention as R
+            from kernels_py.workloads.data import make_attention_inputs
+            from kernels_py.reference.int8_cache import build_paged_cache
             t = time.perf_counter()
             d = make_attention_inputs(seed=0, num_seqs=1, num_heads=shape["heads"], num_kv_heads=shape["kv_heads"],
                                       head_dim=shape["head_dim"], context_lens=[ctx])

@@ -15,8 +15,8 @@ import numpy as np
 from gfxsim import Buffer, launch
 from gfxsim.arch import get_arch
 
-from .int8_cache_ref import PagedKVCache, build_paged_cache
-from .paged_attention_decode import PARTITION, paged_attention_decode, paged_attention_reduce
+from kernels_py.paged_attention_decode import PARTITION, paged_attention_decode, paged_attention_reduce
+from kernels_py.reference.int8_cache import PagedKVCache, build_paged_cache
 
 
 def cache_token_map(cache: PagedKVCache):
