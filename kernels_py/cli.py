@@ -7,6 +7,7 @@ import numpy as np
 
 from gfxsim.arch.kslots import format_token_set
 
+from kernels_py.host.config import RunConfig
 from kernels_py.host.runners import KERNELS
 from kernels_py.host.runs import DEFAULTS, run_kernel
 
@@ -155,18 +156,16 @@ def check_memory(args, inputs=None, *, trace: bool = False, available: int | Non
 
 
 def check_run_args(args) -> None:
-    """Usage errors of the run options that run_kernel does not check, before anything runs."""
-    if args.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    """Usage errors of the run options, before anything is loaded or runs: each context's RunConfig
+    (which validates every option once) and what --inputs rules out."""
+    for c in args.context:
+        RunConfig(**{k: v for k, v in run_options(args, c).items() if k != "frontend"})
     if args.inputs:
         given = getattr(args, "given_options", set())
         for dest, flag in SHAPE_FLAGS:
             if dest in given:
                 raise ValueError(f"{flag} cannot be combined with --inputs: the shapes come from "
                                  f"{args.inputs}; drop {flag}")
-    for c in args.context:
-        if c < 1:
-            raise ValueError(f"--context must be >= 1, got {c}")
 
 
 def load_run_inputs(args):

@@ -84,3 +84,106 @@ class RunConfig:
         """The report's params: every choice but the arch and context (reported beside them)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if f.compare and f.name not in ("arch", "context", "provenance")}
+
+
+# ---- launch geometry: the keywords each harness passes its kernel, one record per harness ------
+
+def _check_head_dim(what: str, head_dim: int) -> None:
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"{what}: head_dim {head_dim} not in {HEAD_DIMS}")
+
+
+def _check_block_size(what: str, block_size: int) -> None:
+    if block_size not in BLOCK_SIZES:
+        raise ValueError(f"{what}: block_size {block_size} not in {BLOCK_SIZES}")
+
+
+class _Geometry:
+    """The kernel keywords of a harness: ``kwargs()`` is what HostSetup passes to the kernel."""
+
+    def kwargs(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata.get("launch", True)}
+
+
+def _harness(name: str):
+    """The field naming the harness in error messages; not a kernel keyword."""
+    return field(default=name, metadata={"launch": False})
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandaloneGeometry(_Geometry):
+    """qk_int8, pv_int8, pv_bf16: 16 query rows against kv head 0 of sequence 0."""
+    context_len: int
+    head_dim: int
+    block_size: int
+    num_kv_heads: int
+    harness: str = _harness("qk/pv")
+
+    def __post_init__(self):
+        _check_head_dim(self.harness, self.head_dim)
+        _check_block_size(self.harness, self.block_size)
+        if self.context_len < 1 or self.num_kv_heads < 1:
+            raise ValueError(f"context_len {self.context_len} and num_kv_heads {self.num_kv_heads} must be >= 1")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrefillGeometry(_Geometry):
+    """prefix_prefill of one sequence: query_len new queries at the end of context_len tokens."""
+    context_len: int
+    query_len: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    block_size: int
+
+    def __post_init__(self):
+        _check_head_dim("prefix_prefill", self.head_dim)
+        _check_block_size("prefix_prefill", self.block_size)
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"num_heads {self.num_heads} is not a multiple of num_kv_heads {self.num_kv_heads}")
+        if not 1 <= self.query_len <= self.context_len:
+            raise ValueError(f"num_queries {self.query_len} must be 1..context_len {self.context_len}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecodeGeometry(_Geometry):
+    """paged_attention_decode: grid (num_seqs, max_partitions, num_kv_heads)."""
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    block_size: int
+    max_blocks: int
+    max_partitions: int
+    partition_size: int
+
+    def __post_init__(self):
+        check_partition_size(self.partition_size)
+        check_gqa(self.num_heads, self.num_kv_heads)
+        _check_head_dim("paged_attention_decode", self.head_dim)
+        _check_block_size("paged_attention_decode", self.block_size)
+
+    def reduce(self) -> "ReduceGeometry":
+        """The geometry of the second launch, paged_attention_reduce."""
+        return ReduceGeometry(num_heads=self.num_heads, head_dim=self.head_dim, max_partitions=self.max_partitions,
+                              partition_size=self.partition_size)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReduceGeometry(_Geometry):
+    """paged_attention_reduce: grid (num_heads, num_seqs)."""
+    num_heads: int
+    head_dim: int
+    max_partitions: int
+    partition_size: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class KVCacheGeometry(_Geometry):
+    """int8_kv_cache, the producer: grid (num_tokens, num_kv_heads)."""
+    num_kv_heads: int
+    head_dim: int
+    block_size: int
+
+    def __post_init__(self):
+        _check_head_dim("int8_kv_cache", self.head_dim)
+        _check_block_size("int8_kv_cache", self.block_size)

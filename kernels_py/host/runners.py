@@ -170,12 +170,12 @@ def _sage(cfg, inputs, trace):
     q = np.ascontiguousarray(d["q"][0, -WARPQ:, 0], np.float32)
     k = np.ascontiguousarray(d["k"][0, :ctx, 0], np.float32)
     v = np.ascontiguousarray(d["v"][0, :ctx, 0], np.float32)
-    cfg = SageConfig(arch=arch, q_block=WARPQ, smooth_q=cfg.smooth_k, smooth_k=cfg.smooth_k)
+    sage = SageConfig(arch=arch, q_block=WARPQ, smooth_q=cfg.smooth_k, smooth_k=cfg.smooth_k)
     pos = ctx - WARPQ
-    out, run = run_sage_attention(q, k, v, cfg, q_pos0=pos, provenance=cfg.provenance, kernel=cfg.kernel_fn,
+    out, run = run_sage_attention(q, k, v, sage, q_pos0=pos, provenance=cfg.provenance, kernel=cfg.kernel_fn,
                                   trace=trace)
     refs = {"fp32": R.attention_fp32(q[None, :, None], k[None, :, None], v[None, :, None], [ctx])[0, :, 0],
-            "sage_reference": sage_head(q, k, v, cfg, q_pos=pos + np.arange(WARPQ))}
+            "sage_reference": sage_head(q, k, v, sage, q_pos=pos + np.arange(WARPQ))}
     return out, refs, [run], {}, ctx
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from gfxsim import Buffer, launch
 
+from kernels_py.host.config import KVCacheGeometry, PrefillGeometry, StandaloneGeometry
 from kernels_py.host.buffers import HostSetup, accepts, cache_buffers, check_kernel, kernel_options
 from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
@@ -18,7 +19,7 @@ from kernels_py.pv_bf16 import pv_bf16
 from kernels_py.pv_int8 import pv_int8, scale_group
 from kernels_py.qk_int8 import ROWS, qk_int8
 from kernels_py.reference import attention as R
-from kernels_py.reference.int8_cache import BLOCK_SIZES, HEAD_DIMS, POISON_I8, PagedKVCache, gather_int8, quantize_int8
+from kernels_py.reference.int8_cache import POISON_I8, PagedKVCache, gather_int8, quantize_int8
 
 WAVES = 4                 # waves per workgroup of every attention twin
 CHUNK = 64                # tokens per wave and iteration
@@ -83,9 +84,10 @@ def _padded_w_v(p, cache: PagedKVCache):
     return W, V
 
 
-def _check_standalone(what, cache: PagedKVCache):
-    if cache.head_dim not in HEAD_DIMS:
-        raise ValueError(f"{what}: head_dim {cache.head_dim} not in {HEAD_DIMS}")
+def _standalone_geometry(what, cache: PagedKVCache) -> StandaloneGeometry:
+    """The kernel keywords of qk_int8 / pv_int8 / pv_bf16 against kv head 0 of sequence 0 (validated)."""
+    return StandaloneGeometry(context_len=int(cache.context_lens[0]), head_dim=cache.head_dim,
+                              block_size=cache.block_size, num_kv_heads=cache.num_kv_heads, harness=what)
 
 
 # ---- launches -------------------------------------------------------------------------------
@@ -94,7 +96,7 @@ def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
     """Buffers and geometry of qk_int8: q = 16 query rows [16][head_dim] (tagged row, dim) against
     kv head 0 of sequence 0 of ``cache``; output ``s_out`` [16][context_len] f32 (tagged row, token).
     One workgroup of 4 waves."""
-    _check_standalone("qk_int8", cache)
+    geo = _standalone_geometry("qk_int8", cache)
     rows = np.asarray(rows, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
     if rows.shape != (ROWS, hd):
@@ -106,7 +108,7 @@ def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
     # every score consumed each head element (the K of QK) once
     bufs["s_out"].expect("dim", 0, hd)
     return HostSetup("qk_int8", bufs, tuple(bufs[n] for n in ("q", "k_cache", "k_scale", "block_tables", "s_out")),
-                     dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
+                     geo,
                      grid=(1,), waves_per_group=WAVES, outputs=("s_out",))
 
 
@@ -125,7 +127,7 @@ def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
     """Buffers and geometry of the PV kernels (pv_int8, pv_bf16): P [16][context_len] f32 (tagged
     row, token) against kv head 0 of sequence 0 of ``cache``; output ``out`` [16][head_dim] f32
     (tagged row, dim). One workgroup of 4 waves."""
-    _check_standalone(what, cache)
+    geo = _standalone_geometry(what, cache)
     p = np.asarray(p, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
     if p.shape != (ROWS, ctx):
@@ -136,7 +138,7 @@ def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
                                tags={"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
     bufs["out"].expect("token", 0, ctx)                                               # every token once
     return HostSetup(what, bufs, tuple(bufs[n] for n in ("p", "v_cache", "v_scale", "block_tables", "out")),
-                     dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
+                     geo,
                      grid=(1,), waves_per_group=WAVES, outputs=("out",))
 
 
@@ -172,8 +174,6 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
         raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got shape {q.shape}")
     num_seqs, nq, num_heads, hd = q.shape
     kvh = cache.num_kv_heads
-    if num_heads % kvh:
-        raise ValueError(f"num_heads {num_heads} is not a multiple of num_kv_heads {kvh}")
     if hd != cache.head_dim:
         raise ValueError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
     if num_seqs != len(cache.context_lens):
@@ -181,6 +181,8 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     if nq < 1 or nq > int(cache.context_lens.min()):
         raise ValueError(f"num_queries {nq} must be 1..context_len (context_lens {cache.context_lens.tolist()})")
     s = seq
+    geo = PrefillGeometry(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads, num_kv_heads=kvh,
+                          head_dim=hd, block_size=cache.block_size)
     bufs = cache_buffers(cache)
     qtags = {"seq": np.asarray(s), "query": np.arange(nq)[:, None, None], "head": np.arange(num_heads)[None, :, None],
              "dim": np.arange(hd)[None, None, :]}
@@ -193,8 +195,7 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     bufs["out"].expect("token", 0, (ctx - nq + 1 + np.arange(nq))[:, None, None], exact=False)
     return HostSetup("prefix_prefill", bufs,
                      tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
-                     dict(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads,
-                          num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size),
+                     geo,
                      grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES, outputs=("out",))
 
 
@@ -218,7 +219,7 @@ def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", f
 
 
 def empty_cache(num_blocks: int, num_kv_heads: int, head_dim: int, block_size: int):
-    """(k_cache, v_cache, k_scale, v_scale) poisoned as int8_cache_ref does: -128 and NaN."""
+    """(k_cache, v_cache, k_scale, v_scale) poisoned as reference.int8_cache does: -128 and NaN."""
     return (np.full((num_blocks, num_kv_heads, head_dim // 16, block_size, 16), POISON_I8, np.int8),
             np.full((num_blocks, num_kv_heads, head_dim, block_size), POISON_I8, np.int8),
             np.full((num_blocks, num_kv_heads, block_size), np.nan, np.float32),
@@ -238,10 +239,7 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
     n, kvh, hd = key.shape
     if n < 1:
         raise ValueError("int8_kv_cache: no tokens")
-    if hd not in HEAD_DIMS:
-        raise ValueError(f"head_dim {hd} not in {HEAD_DIMS}")
-    if block_size not in BLOCK_SIZES:
-        raise ValueError(f"block_size {block_size} not in {BLOCK_SIZES}")
+    geo = KVCacheGeometry(num_kv_heads=kvh, head_dim=hd, block_size=block_size)
     if slots.shape != (n,):
         raise ValueError(f"slot_mapping must be [num_tokens {n}], got shape {slots.shape}")
     bad = (slots < -1) | (slots >= num_blocks * block_size)
@@ -273,7 +271,7 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
     # lds_bytes: the producer declares no LDS (as its HIP twin); each of its num_tokens x kv_heads
     # one-wave workgroups would otherwise set up a poisoned 64 KiB LDS
     return HostSetup("int8_kv_cache", bufs, tuple(bufs[k] for k in ("key", "value", "slot_mapping") + names),
-                     dict(num_kv_heads=kvh, head_dim=hd, block_size=block_size), grid=(n, kvh), waves_per_group=1,
+                     geo, grid=(n, kvh), waves_per_group=1,
                      lds_bytes=4, outputs=names)
 
 
