@@ -17,14 +17,35 @@ from kernels_py.fp8.sage_layout import BLKK, WARPQ
 from kernels_py.fp8.sage_reference import SageConfig, sage_head
 from kernels_py.host.buffers import run_decode
 from kernels_py.host.config import RunConfig
-from kernels_py.host.twins import (PREFILL_QUERIES, ROWS, _bf16, _padded_w_v, query_rows, run_int8_kv_cache,
-                                   run_prefill, run_pv, run_qk_int8, softmax_rows, sum_in_wave_order)
+from kernels_py.host.twins import (ROWS, query_rows, run_int8_kv_cache, run_prefill, run_pv, run_qk_int8,
+                                   softmax_rows, sum_in_wave_order)
 from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
 from kernels_py.qk_int8 import qk_int8
 from kernels_py.reference import attention as R
 from kernels_py.reference.int8_cache import PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8
 from kernels_py.workloads.inputs import prepare_inputs
+
+CHUNK = 64                # tokens per wave and iteration
+PREFILL_QUERIES = 64      # generated prefill queries: one workgroup's 4 x 16 rows
+
+
+def _bf16(x):
+    import ml_dtypes                 # a second to import: only the BF16 twin needs it
+    return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+def _padded_w_v(p, cache: PagedKVCache):
+    """W = P·sV and Vq of kv head 0, zero-padded to whole 64-token chunks (the references' input)."""
+    _, _, vq, sv = gather_int8(cache, 0)
+    ctx = vq.shape[0]
+    T = -(-ctx // CHUNK) * CHUNK
+    W = np.zeros((ROWS, T), np.float32)
+    W[:, :ctx] = p * sv[:, 0]
+    V = np.zeros((T, cache.head_dim), np.int8)
+    V[:ctx] = vq[:, 0]
+    return W, V
+
 
 def _decode(cfg, inputs, trace):
     d = prepare_inputs(inputs=inputs, **cfg.shape())

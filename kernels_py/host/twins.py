@@ -22,14 +22,7 @@ from kernels_py.reference import attention as R
 from kernels_py.reference.int8_cache import POISON_I8, PagedKVCache, gather_int8, quantize_int8
 
 WAVES = 4                 # waves per workgroup of every attention twin
-CHUNK = 64                # tokens per wave and iteration
-PREFILL_QUERIES = 64      # generated prefill queries (one workgroup's 4 x 16 rows) unless num_queries is given
 PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
-
-
-def _bf16(x):
-    import ml_dtypes                 # a second to import: only the BF16 twin needs it
-    return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
 
 
 # ---- inputs of the standalone kernels ------------------------------------------------------
@@ -70,18 +63,6 @@ def sum_in_wave_order(chunks: np.ndarray) -> np.ndarray:
     for acc in waves[1:]:
         total = total + acc
     return total
-
-
-def _padded_w_v(p, cache: PagedKVCache):
-    """W = P·sV and Vq of kv head 0, zero-padded to whole 64-token chunks (the references' input)."""
-    _, _, vq, sv = gather_int8(cache, 0)
-    ctx = vq.shape[0]
-    T = -(-ctx // CHUNK) * CHUNK
-    W = np.zeros((ROWS, T), np.float32)
-    W[:, :ctx] = p * sv[:, 0]
-    V = np.zeros((T, cache.head_dim), np.int8)
-    V[:ctx] = vq[:, 0]
-    return W, V
 
 
 def _standalone_geometry(what, cache: PagedKVCache) -> StandaloneGeometry:
