@@ -72,7 +72,8 @@ def q_buffer(q: np.ndarray) -> Buffer:
 class HostSetup:
     """Everything ``gfxsim.launch`` needs to run one harness's kernel, except the kernel: the
     tagged Buffers by name, the kernel's positional arguments (``args``, Buffers in its argument
-    order) and geometry keywords (``kwargs``, from the frozen ``geometry`` record), ``grid``, ``waves_per_group`` and ``batch``.
+    order) and geometry keywords (``kwargs``, from the frozen ``geometry`` record of
+    kernels_py.host.config), ``grid``, ``waves_per_group`` and ``batch``.
 
     A kernel with the harness kernel's signature (yours, a copy of ours with a change) runs with
     ``setup.launch(my_kernel, arch=...)`` or, spelled out,

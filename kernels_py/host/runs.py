@@ -149,9 +149,10 @@ def hip_project():
 
 def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
                progress=None, kernel_fn=None, reduce_fn=None, frontend: str = "python", **params) -> KernelRun:
-    """Run ``kernel`` with ``RunConfig(**params)`` (its defaults overridden by ``params``, validated there). ``provenance=False`` runs faster and
-    gives the numbers only: no tags travel, so no K-slot, scale-group or coverage findings.
-    ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``params["progress"]``).
+    """Run ``kernel`` with ``RunConfig(**params)`` (its defaults overridden by ``params``, validated
+    there). ``provenance=False`` runs faster and gives the numbers only: no tags travel, so no
+    K-slot, scale-group or coverage findings.
+    ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``cfg.progress``).
     ``kernel_fn``: your kernel function (or "FILE.py:FN", loaded by load_kernel_fn) with the
     signature of ``kernel``'s, run in its place by the same harness (inputs, buffers, references);
     for paged_attention_decode it replaces the decode kernel, the reduce stays. ``reduce_fn``
