@@ -7,7 +7,7 @@
    whole `gfxsim run paged_attention_decode ... --report json` command as a subprocess, with
    --no-provenance, with provenance and with --trace, against bench/decode_numpy.py (the same INT8
    math vectorized, timed in this process on the same inputs and checked against
-   kernels_py.reference.attention_int8);
+   kernels_py.reference.attention.attention_int8);
 2. the INT8 PV tile on gfxsim (bench/tile.py; one tile, and N tiles batched) against a SIMT port on
    numba's CUDA simulator (bench/tile_cudasim.py), each in its own process;
 3. `gfxsim layout` queries, the whole command including start-up, against AMD's matrix
@@ -145,9 +145,9 @@ class Bench:
             import numpy as np
 
             from bench.decode_numpy import build_cache, decode_int8
-            from kernels_py import reference as R
-            from kernels_py.data import make_attention_inputs
-            from kernels_py.int8_cache_ref import build_paged_cache
+            from kernels_py.reference import attention as R
+            from kernels_py.workloads.data import make_attention_inputs
+            from kernels_py.reference.int8_cache import build_paged_cache
             t = time.perf_counter()
             d = make_attention_inputs(seed=0, num_seqs=1, num_heads=shape["heads"], num_kv_heads=shape["kv_heads"],
                                       head_dim=shape["head_dim"], context_lens=[ctx])
@@ -170,7 +170,7 @@ class Bench:
             blk = cache.block_tables[0, :nb]
             same_cache = bool(np.array_equal(built[0][blk], cache.k_cache[blk])
                               and np.array_equal(built[1][blk], cache.v_cache[blk]))
-            self.notes.append(f"decode {ctx}: numpy implementation vs kernels_py.reference.attention_int8: "
+            self.notes.append(f"decode {ctx}: numpy implementation vs kernels_py.reference.attention.attention_int8: "
                               f"max abs diff {diff:.3g} (outputs up to {float(np.abs(ref).max()):.3g}); "
                               f"its INT8 cache build equals build_paged_cache's: {same_cache}")
             fig = self.add("decode", label, seconds=sec, runs=runs, rss=rss, ratio=1.0, ratio_text="1x (yardstick)",

@@ -1,6 +1,6 @@
 """The INT8 decode math of kernels_py/ALGORITHMS.md, vectorized in numpy: the yardstick of figure 1.
 
-Written here on purpose (not kernels_py.reference): it is what a user would write to get the same
+Written here on purpose (not kernels_py.reference.attention): it is what a user would write to get the same
 numbers fast. One paged INT8 cache in, the decode output out:
 
 - gather K/V of each sequence through its block table (whole blocks, no per-token indexing);

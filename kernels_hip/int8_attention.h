@@ -57,7 +57,7 @@ __device__ __forceinline__ float sum_over_lanes(float v) {
   return v;
 }
 
-// scale = amax/127 dequantizes, inv = 127/amax quantizes (kernels_py/int8_cache_ref.py). An amax
+// scale = amax/127 dequantizes, inv = 127/amax quantizes (kernels_py/reference/int8_cache.py). An amax
 // below 127/FLT_MAX (0, or W underflowing in exp) would make inv inf and 0*inf NaN: scale = inv = 0.
 constexpr float MIN_AMAX = QMAX / 3.40282347e38f;
 __device__ __forceinline__ float quant_scale(float amax) { return amax >= MIN_AMAX ? amax / QMAX : 0.f; }

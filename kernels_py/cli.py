@@ -7,7 +7,9 @@ import numpy as np
 
 from gfxsim.arch.kslots import format_token_set
 
-from .runs import DEFAULTS, KERNELS, run_kernel
+from kernels_py.host.config import RunConfig
+from kernels_py.host.runners import KERNELS
+from kernels_py.host.runs import DEFAULTS, run_kernel
 
 
 def add_parser(sub):
@@ -28,19 +30,19 @@ def add_run_options(p):
     """The options that choose one kernel run; `gfxsim run` and `gfxsim plot run` share them."""
     kernels = ", ".join(sorted(KERNELS))
     p.add_argument("kernel", nargs="?", default="paged_attention_decode", help=f"one of: {kernels}")
-    p.add_argument("--arch", default=DEFAULTS["arch"], help="gfx936 (jump C/D layout) or gfx942 (CDNA3)")
-    p.add_argument("--context", type=int, nargs="+", default=[DEFAULTS["context"]], help="history length(s)")
-    p.add_argument("--grouping", choices=("fragment", "contiguous"), default=DEFAULTS["grouping"],
+    p.add_argument("--arch", default=DEFAULTS.arch, help="gfx936 (jump C/D layout) or gfx942 (CDNA3)")
+    p.add_argument("--context", type=int, nargs="+", default=[DEFAULTS.context], help="history length(s)")
+    p.add_argument("--grouping", choices=("fragment", "contiguous"), default=DEFAULTS.grouping,
                    help="PV scale groups: fragment (the MMAC token sets) or contiguous (the seed's bug)")
-    p.add_argument("--smooth-k", dest="smooth_k", action="store_true", default=DEFAULTS["smooth_k"],
+    p.add_argument("--smooth-k", dest="smooth_k", action="store_true", default=DEFAULTS.smooth_k,
                    help="subtract the per-channel K mean before quantizing (default on)")
     p.add_argument("--no-smooth-k", dest="smooth_k", action="store_false")
-    p.add_argument("--heads", type=int, default=DEFAULTS["heads"], help="query heads")
-    p.add_argument("--kv-heads", type=int, default=DEFAULTS["kv_heads"])
-    p.add_argument("--head-dim", type=int, default=DEFAULTS["head_dim"], choices=(64, 128))
-    p.add_argument("--block-size", type=int, default=DEFAULTS["block_size"], choices=(16, 32))
-    p.add_argument("--seed", type=int, default=DEFAULTS["seed"])
-    p.add_argument("--partition-size", type=int, default=DEFAULTS["partition_size"],
+    p.add_argument("--heads", type=int, default=DEFAULTS.heads, help="query heads")
+    p.add_argument("--kv-heads", type=int, default=DEFAULTS.kv_heads)
+    p.add_argument("--head-dim", type=int, default=DEFAULTS.head_dim, choices=(64, 128))
+    p.add_argument("--block-size", type=int, default=DEFAULTS.block_size, choices=(16, 32))
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    p.add_argument("--partition-size", type=int, default=DEFAULTS.partition_size,
                    help="decode partition (multiple of 256; the seed tried 512)")
     p.add_argument("--no-provenance", dest="provenance", action="store_false",
                    help="numbers only (2-2.5x faster at 8K-16K): no tags travel, so the K-slot, scale-group and "
@@ -154,25 +156,23 @@ def check_memory(args, inputs=None, *, trace: bool = False, available: int | Non
 
 
 def check_run_args(args) -> None:
-    """Usage errors of the run options that run_kernel does not check, before anything runs."""
-    if args.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {args.seed}")
+    """Usage errors of the run options, before anything is loaded or runs: each context's RunConfig
+    (which validates every option once) and what --inputs rules out."""
+    for c in args.context:
+        RunConfig(**{k: v for k, v in run_options(args, c).items() if k != "frontend"})
     if args.inputs:
         given = getattr(args, "given_options", set())
         for dest, flag in SHAPE_FLAGS:
             if dest in given:
                 raise ValueError(f"{flag} cannot be combined with --inputs: the shapes come from "
                                  f"{args.inputs}; drop {flag}")
-    for c in args.context:
-        if c < 1:
-            raise ValueError(f"--context must be >= 1, got {c}")
 
 
 def load_run_inputs(args):
     """The --inputs arrays (validated at --block-size), or None."""
     if not args.inputs:
         return None
-    from .inputs import load_inputs
+    from kernels_py.workloads.inputs import load_inputs
     return load_inputs(args.inputs, block_size=args.block_size)
 
 
@@ -217,7 +217,7 @@ def run(args) -> int:
     for ctx in contexts:
         with progress_for(args, ctx) as progress, np.errstate(invalid="ignore", divide="ignore"):
             kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace, progress=progress,
-                            **run_options(args, ctx if ctx is not None else DEFAULTS["context"]))
+                            **run_options(args, ctx if ctx is not None else DEFAULTS.context))
         if inputs is not None:
             kr.params.update(input_params(inputs, args.inputs))
         with np.errstate(invalid="ignore", divide="ignore"):     # e.g. all-zero V: cos_sim 0/0 -> null

@@ -12,8 +12,8 @@ import pytest
 from conftest import need_toolchain
 
 from gfxsim.cli import main
-from kernels_py.host_twins import run_int8_kv_cache, run_pv, run_qk_int8, softmax_rows
-from kernels_py.runs import asm_kernel_fn
+from kernels_py.host.twins import run_int8_kv_cache, run_pv, run_qk_int8, softmax_rows
+from kernels_py.host.runs import asm_kernel_fn
 from test_kernels_twins import standalone
 
 ARCHS = ["gfx942", "gfx936"]
@@ -109,7 +109,7 @@ def test_gfxsim_run_frontend_asm_report(capsys):
 def test_frontend_asm_errors_are_named():
     with pytest.raises(ValueError, match="--frontend asm runs .*nope is not wired"):
         asm_kernel_fn("nope")
-    from kernels_py.runs import run_kernel
+    from kernels_py.host.runs import run_kernel
     with pytest.raises(ValueError, match="does not take --kernel-fn"):
         run_kernel("qk_int8", frontend="asm", kernel_fn=lambda w: None, context=64)
     with pytest.raises(ValueError, match="--frontend must be python or asm"):
@@ -139,7 +139,7 @@ def test_paged_attention_decode_asm_is_the_python_twins(arch, grouping):
     """The issue's 'Done when' at a small context: both launches of the compiled decode (decode,
     then reduce) through the same harness give the same token sets and scale-group findings."""
     need_toolchain(arch)
-    from kernels_py.runs import run_kernel
+    from kernels_py.host.runs import run_kernel
     py = run_kernel("paged_attention_decode", context=300, arch=arch, grouping=grouping)
     asm = run_kernel("paged_attention_decode", context=300, arch=arch, grouping=grouping, frontend="asm")
     assert scale_findings(asm.runs) == scale_findings(py.runs)
@@ -156,7 +156,7 @@ def test_paged_attention_decode_asm_is_the_python_twins(arch, grouping):
 def test_dequant_recognition_switch(monkeypatch):
     need_toolchain("gfx942")
     from gfxsim.asm.semantics import dequant
-    from kernels_py.runs import run_kernel
+    from kernels_py.host.runs import run_kernel
     monkeypatch.setattr(dequant, "ENABLED", False)
     kr = run_kernel("pv_int8", context=130, arch="gfx942", grouping="contiguous", frontend="asm")
     assert not scale_findings(kr.runs)

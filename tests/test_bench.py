@@ -13,9 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_numpy_decode_matches_the_reference():
     from bench.decode_numpy import build_cache, decode_int8
-    from kernels_py import reference as R
-    from kernels_py.data import make_attention_inputs
-    from kernels_py.int8_cache_ref import build_paged_cache
+    from kernels_py.reference import attention as R
+    from kernels_py.workloads.data import make_attention_inputs
+    from kernels_py.reference.int8_cache import build_paged_cache
     d = make_attention_inputs(seed=1, num_heads=8, num_kv_heads=2, head_dim=64, context_lens=[300])
     c = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=1)
     out = decode_int8(d["q"], c.k_cache, c.v_cache, c.k_scale, c.v_scale, c.block_tables, c.context_lens)

@@ -45,7 +45,7 @@ def strict_json(text):
 
 @pytest.fixture
 def small_npz(tmp_path):
-    from kernels_py.data import make_attention_inputs
+    from kernels_py.workloads.data import make_attention_inputs
     d = make_attention_inputs(seed=1, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=70)
     path = tmp_path / "in.npz"
     np.savez(path, q=d["q"], k=d["k"], v=d["v"])
@@ -64,7 +64,7 @@ def test_context_1_runs(capsys):
 
 
 def test_context_1_and_2_generate_finite_data():
-    from kernels_py.data import make_attention_inputs
+    from kernels_py.workloads.data import make_attention_inputs
     for ctx in (1, 2):
         for nq in (None, 1):
             d = make_attention_inputs(context_lens=ctx, num_queries=nq)
@@ -136,7 +136,7 @@ def test_all_zero_v_gives_strict_json(capsys, tmp_path, small_npz):
 
 
 def test_block_table_errors_name_sequence_and_entry(tmp_path):
-    from kernels_py.inputs import InputError, load_inputs
+    from kernels_py.workloads.inputs import InputError, load_inputs
     q = np.zeros((2, 4, 64), np.float32)
     k = np.zeros((2, 40, 1, 64), np.float32)
     cases = {"negative": ([[0, 1, 2], [3, -1, 5]], ("sequence 1 entry 1", "-1")),
@@ -252,7 +252,7 @@ def test_list_json_gives_shapes_types_cycles(capsys):
 # -- events print, Ctrl-C, --version, help -------------------------------------------------------
 
 def test_every_trace_and_replay_event_prints():
-    from kernels_py.runs import run_kernel
+    from kernels_py.host.runs import run_kernel
     kr = run_kernel("paged_attention_decode", context=70, trace=True, heads=4, kv_heads=1, head_dim=64)
     n = 0
     for r in kr.runs:

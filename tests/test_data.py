@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from kernels_py.data import AttentionDataSpec, make_attention_inputs
-from kernels_py.int8_cache_ref import (POISON_I8, build_paged_cache, gather_int8, gather_kv, int8_kv_cache,
+from kernels_py.workloads.data import AttentionDataSpec, make_attention_inputs
+from kernels_py.reference.int8_cache import (POISON_I8, build_paged_cache, gather_int8, gather_kv, int8_kv_cache,
                                        make_block_tables, quantize_int8, quantize_with_amax)
 
 SPEC = AttentionDataSpec()

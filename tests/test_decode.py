@@ -4,10 +4,10 @@ partition invariance, the wrong-arch formula caught, bad parameters named."""
 import numpy as np
 import pytest
 
-from kernels_py import reference as R
-from kernels_py.data import make_attention_inputs
-from kernels_py.host import make_cache, run_decode
-from kernels_py.runs import run_kernel
+from kernels_py.reference import attention as R
+from kernels_py.workloads.data import make_attention_inputs
+from kernels_py.host.buffers import make_cache, run_decode
+from kernels_py.host.runs import run_kernel
 
 # native vs reference-INT8: the integer parts are exact and every fp32 operation is the same, but
 # the kernel sums exp() per lane, then across lanes and waves, and the waves' PV partials in wave
@@ -234,7 +234,7 @@ def test_a_reduce_that_writes_each_head_into_the_next_heads_place_is_a_store_mis
     named element by element; the faithful reduce stays silent (issue 10 item 2)."""
     import inspect
     import kernels_py.paged_attention_decode as K
-    from kernels_py.host import run_decode
+    from kernels_py.host.buffers import run_decode
     src = inspect.getsource(K.paged_attention_reduce)
     bad = src.replace("(out + seq_head * head_dim + d).store(acc / w_sum)",
                       "(out + (seq * num_heads + (head + 1) % num_heads) * head_dim + d).store(acc / w_sum)")

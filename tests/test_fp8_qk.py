@@ -5,7 +5,7 @@ scale-group-mismatch findings, and the picture shows the axis each scale was app
 import numpy as np
 import pytest
 
-from kernels_py.fp8_qk import reference, run_fp8_qk
+from kernels_py.fp8.fp8_qk import reference, run_fp8_qk
 
 
 def data(T=32, d=128, seed=0):

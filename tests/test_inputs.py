@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from kernels_py.data import make_attention_inputs
-from kernels_py.inputs import InputError, load_inputs, validate_inputs
-from kernels_py.int8_cache_ref import build_paged_cache
+from kernels_py.workloads.data import make_attention_inputs
+from kernels_py.workloads.inputs import InputError, load_inputs, validate_inputs
+from kernels_py.reference.int8_cache import build_paged_cache
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gfxsim import Buffer, launch
-from kernels_py.runs import run_kernel
+from kernels_py.host.runs import run_kernel
 from visualize import plot_errors, plot_scales, plot_tokens
 
 from test_visualize_runs import axes_by_gid

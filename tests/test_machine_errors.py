@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from gfxsim import Buffer, GfxSimError, launch
-from kernels_py.runs import run_kernel
+from kernels_py.host.runs import run_kernel
 
 
 def test_writing_a_value_of_another_size_into_a_register_range_raises():

@@ -169,8 +169,8 @@ def _cli_report(capsys, monkeypatch, *extra):
     """`gfxsim run` of a small qk_int8 with a clock that moves 3 s per reading (so a non-terminal
     stderr gets its periodic lines), and a launch that reports workgroups: (report, stderr)."""
     import gfxsim.progress as gp
-    import kernels_py.host as host
-    import kernels_py.host_twins as twins
+    import kernels_py.host.buffers as host
+    import kernels_py.host.twins as twins
     from gfxsim.cli import main
     clock = Clock()
 

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from kernels_py.accuracy import accuracy_row
-from kernels_py.data import make_attention_inputs
-from kernels_py.int8_cache_ref import build_paged_cache, gather_int8, quantize_int8
-from kernels_py.reference import (attention_bf16, attention_fp32, attention_int8, contiguous_group,
+from kernels_py.workloads.accuracy import accuracy_row
+from kernels_py.workloads.data import make_attention_inputs
+from kernels_py.reference.int8_cache import build_paged_cache, gather_int8, quantize_int8
+from kernels_py.reference.attention import (attention_bf16, attention_fp32, attention_int8, contiguous_group,
                                   decode_int8_partials, metrics, mmac_set, pv_int8_chunks, quantize_w,
                                   reduce_partitions)
 

@@ -6,9 +6,9 @@ import pytest
 
 from gfxsim.arch import get_instruction
 from gfxsim.arch.groups import lane_groups
-from kernels_py.sage_attention import run_sage_attention, swapped_d_layout
-from kernels_py.sage_layout import PV_MMA, QK_MMA, pv_a_from_qk, row_slots
-from kernels_py.sage_reference import SageConfig, sage_head, sage_prefill
+from kernels_py.fp8.sage_attention import run_sage_attention, swapped_d_layout
+from kernels_py.fp8.sage_layout import PV_MMA, QK_MMA, pv_a_from_qk, row_slots
+from kernels_py.fp8.sage_reference import SageConfig, sage_head, sage_prefill
 
 
 def data(T=128, d=64, seed=0, v_off=0.0):
@@ -85,8 +85,8 @@ def test_per_thread_group_from_the_wrong_layout_is_a_scale_group_mismatch():
 
 def test_reference_granularity_and_smoothing_order_on_default_data():
     """Per-thread INT4 is far better than per-block and close to per-token; smoothing helps INT4."""
-    from kernels_py.data import make_attention_inputs
-    from kernels_py.reference import attention_fp32, metrics
+    from kernels_py.workloads.data import make_attention_inputs
+    from kernels_py.reference.attention import attention_fp32, metrics
     d = make_attention_inputs(0, context_lens=256, num_queries=64, num_heads=2, head_dim=64)
     ref = attention_fp32(d["q"], d["k"], d["v"], d["context_lens"])
 
@@ -103,7 +103,7 @@ def test_two_level_bounds_the_fp22_error_along_the_sequence():
     q = rng.normal(size=(32, 64)).astype(np.float32)
     k = rng.normal(size=(4096, 64)).astype(np.float32) * 0.3
     v = (rng.normal(size=(4096, 64)) + 4).astype(np.float32)
-    from kernels_py.reference import metrics
+    from kernels_py.reference.attention import metrics
     two = sage_head(q, k, v, SageConfig(arch="sm_89", q_block=32, two_level=True))
     one = sage_head(q, k, v, SageConfig(arch="sm_89", q_block=32, two_level=False))
     f32 = sage_head(q, k, v, SageConfig(arch="sm_89", q_block=32, two_level=False, pv_accumulator="exact"))
@@ -152,7 +152,7 @@ def test_gfxsim_run_user_kernel_with_wrong_groups_is_found_and_its_fix_is_silent
 
 
 def test_gfxsim_run_sage_attention_refuses_a_gfx9_arch():
-    from kernels_py.runs import run_kernel
+    from kernels_py.host.runs import run_kernel
     with pytest.raises(ValueError, match="NVIDIA warp32"):
         run_kernel("sage_attention", arch="gfx942", context=128, head_dim=64)
     with pytest.raises(ValueError, match="multiple of 64"):

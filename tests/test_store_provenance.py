@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from gfxsim import Buffer, launch
-from kernels_py.data import make_attention_inputs
+from kernels_py.workloads.data import make_attention_inputs
 from kernels_py.fragments import DLayout
-from kernels_py.host import decode_buffers, make_cache
-from kernels_py import host_twins as H
+from kernels_py.host.buffers import decode_buffers, make_cache
+from kernels_py.host import twins as H
 
 MMAC = "v_mmac_i32_16x16x32_i8"          # gfx936: D[m][n] at lane m + 16*(n % 4), reg n / 4
 

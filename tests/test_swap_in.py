@@ -10,11 +10,11 @@ import pytest
 
 from gfxsim.cli import main
 from gfxsim.testing import assert_findings, assert_no_findings
-from kernels_py.data import make_attention_inputs
-from kernels_py.host import DecodeSetup, HostSetup, decode_buffers, make_cache, run_decode
-from kernels_py.host_twins import pv_buffers, query_rows, run_pv, softmax_rows
+from kernels_py.workloads.data import make_attention_inputs
+from kernels_py.host.buffers import DecodeSetup, HostSetup, decode_buffers, make_cache, run_decode
+from kernels_py.host.twins import pv_buffers, query_rows, run_pv, softmax_rows
 from kernels_py.pv_int8 import pv_int8
-from kernels_py.runs import load_kernel_fn
+from kernels_py.host.runs import load_kernel_fn
 
 KP = pathlib.Path(__file__).parents[1] / "kernels_py"
 

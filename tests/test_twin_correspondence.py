@@ -270,9 +270,9 @@ def _python_shared(stem, arch):
     """{name: (shape, element bytes)} of the LDS regions the Python twin declares, from one small run."""
     import functools
 
-    from kernels_py.data import make_attention_inputs
-    from kernels_py.host import make_cache, run_decode
-    from kernels_py.host_twins import query_rows, run_prefill, run_pv, run_qk_int8, softmax_rows
+    from kernels_py.workloads.data import make_attention_inputs
+    from kernels_py.host.buffers import make_cache, run_decode
+    from kernels_py.host.twins import query_rows, run_prefill, run_pv, run_qk_int8, softmax_rows
     seen = {}
 
     def spy(kernel):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from gfxsim.arch import nvidia
-from kernels_py.two_level import markdown, pv, pv_inputs, rel_l1, table
+from kernels_py.fp8.two_level import markdown, pv, pv_inputs, rel_l1, table
 
 
 def _err(acc, L, block):

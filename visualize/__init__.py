@@ -5,7 +5,7 @@ visualize depends on gfxsim, never the reverse.
 >>> from visualize import plot_layout, plot_compare, save
 >>> save(plot_layout("gfx936", "v_mmac_i32_16x16x32_i8", "D"), "d.png")
 
-Kernel runs (kernels_py.runs.run_kernel): plot_tokens, plot_scales, plot_errors, plot_banks, and
+Kernel runs (kernels_py.host.runs.run_kernel): plot_tokens, plot_scales, plot_errors, plot_banks, and
 RunStepper to step through a traced run's wave in a notebook.
 
 The names load on first use, so `gfxsim` (which loads visualize.cli for `gfxsim plot`) does not

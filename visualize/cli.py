@@ -131,7 +131,7 @@ def _workgroup(text: str) -> tuple:
 
 def run_run(args) -> int:
     from kernels_py.cli import check_memory, check_run_args, input_params, load_run_inputs, progress_for, run_options
-    from kernels_py.runs import DEFAULTS, run_kernel
+    from kernels_py.host.runs import DEFAULTS, run_kernel
 
     from .style import picture_format, save
     picture_format(args.output)              # bad input fails before the kernel runs
@@ -148,7 +148,7 @@ def run_run(args) -> int:
     check_memory(args, inputs, trace=RUN_PICTURES[args.what])
     with progress_for(args, args.context[0] if inputs is None else None) as progress:
         kr = run_kernel(args.kernel, inputs=inputs, trace=RUN_PICTURES[args.what], progress=progress,
-                        **run_options(args, args.context[0] if inputs is None else DEFAULTS["context"]))
+                        **run_options(args, args.context[0] if inputs is None else DEFAULTS.context))
     if inputs is not None:
         kr.params.update(input_params(inputs, args.inputs))
     fig = draw_run(kr, args.what, workgroup=None if args.all_waves else wg, wave=None if args.all_waves else args.wave,

@@ -5,7 +5,7 @@ t3: for token 3). The fill says which axis that identity runs along: it equals t
 index (M), its column index (N) or neither (the scale of another element). A q scale belongs on M,
 a k scale on N (k_scaleᵀ); a k scale along M is k_scale applied untransposed. Outlined: the scale was reduced over
 fewer head elements than the instruction summed (a per-token scale split along the reduction
-axis K). The data is what the kernel saw (kernels_py.fp8_qk ``record``), read from the scales'
+axis K). The data is what the kernel saw (kernels_py.fp8.fp8_qk ``record``), read from the scales'
 provenance, not from the kernel's intent.
 
 >>> rec = {}; run_fp8_qk(q, k, k_scale_on="M", record=rec); fig = plot_scale_axes(rec)

@@ -6,8 +6,8 @@ the index from the record's own layout and is silent.
 
     gfxsim run sage_attention --arch sm_90 --kernel-fn tests/defective/sage_wrong_groups.py:sage_wrong_groups
 """
-from kernels_py.sage_attention import sage_attention, swapped_d_layout
-from kernels_py.sage_layout import QK_MMA
+from kernels_py.fp8.sage_attention import sage_attention, swapped_d_layout
+from kernels_py.fp8.sage_layout import QK_MMA
 
 
 def sage_wrong_groups(w, *args, **kw):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels_py.int8_cache_ref import HEAD_DIMS
+from kernels_py.reference.int8_cache import HEAD_DIMS
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     q [num_seqs, N, num_heads, head_dim], the queries being the last N positions of each context.
     context_lens: an int (all sequences) or one per sequence.
     Returns dict(q f32, k f32 [num_seqs, max_context, num_kv_heads, head_dim], v f32 (same),
-    context_lens i32 [num_seqs]) -- the shape `kernels_py.inputs.load_inputs` returns.
+    context_lens i32 [num_seqs]) -- the shape `kernels_py.workloads.inputs.load_inputs` returns.
     """
     if head_dim not in HEAD_DIMS:
         raise ValueError(f"head_dim {head_dim} not in {HEAD_DIMS}")

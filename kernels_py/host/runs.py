@@ -6,18 +6,16 @@ the Python twin on the wave64 machine, computes the numpy references and returns
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from . import reference as R
-from .data import make_attention_inputs
-from .int8_cache_ref import build_paged_cache
+from kernels_py.host.config import RunConfig
+from kernels_py.host.runners import KERNELS, REDUCE_KERNELS
+from kernels_py.reference import attention as R
 
-DEFAULTS = dict(arch="gfx936", context=4096, grouping="fragment", smooth_k=True, heads=8, kv_heads=1, head_dim=128,
-                block_size=16, seed=0, partition_size=256)
+DEFAULTS = RunConfig()            # the defaults of every run option (RunConfig's field defaults)
 
 
 @dataclass
@@ -69,66 +67,6 @@ class KernelRun:
         return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                 "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
                 "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}
-
-
-def prepare_inputs(*, context, heads, kv_heads, head_dim, seed, inputs=None, num_queries=None):
-    """The attention inputs: the user's arrays (validated by kernels_py.inputs) or generated ones."""
-    if inputs is not None:
-        return inputs
-    return make_attention_inputs(seed=seed, num_seqs=1, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
-                                 context_lens=[context], num_queries=num_queries)
-
-
-def _decode(p, inputs, trace):
-    from .host import run_decode
-    d = prepare_inputs(inputs=inputs, **{k: p[k] for k in ("context", "heads", "kv_heads", "head_dim", "seed")})
-    if d["q"].ndim != 3:
-        raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
-    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=p["smooth_k"],
-                              block_tables=d.get("block_tables"), seed=p["seed"])
-    kw = {"kernel": p["kernel_fn"]} if p.get("kernel_fn") else {}
-    if p.get("reduce_fn"):
-        kw["reduce_kernel"] = p["reduce_fn"]
-    with ThreadPoolExecutor(1) as pool:          # the references beside the simulation (numpy frees the GIL)
-        refs_done = pool.submit(_decode_references, d, cache, p)
-        res = run_decode(d["q"], cache, arch=p["arch"], grouping=p["grouping"], formula=p["formula"], trace=trace,
-                         provenance=p["provenance"], partition_size=p["partition_size"], progress=p.get("progress"),
-                         **kw)
-        refs, plain = refs_done.result()
-    extra = {}
-    if plain is not None:       # metrics here: np.errstate (the caller's) does not reach another thread
-        extra["reference_int8_without_smooth_k_vs_bf16"] = R.metrics(plain, refs["bf16"])
-    return res.out, refs, res.runs, extra, int(d["context_lens"].max())
-
-
-def _decode_references(d, cache, p):
-    """fp32, BF16 and reference-INT8 outputs of the decode, and the INT8 math without smooth-K
-    (None when smooth-K is off)."""
-    refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
-            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
-            "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"],
-                                               partition_size=p["partition_size"])}
-    if not p["smooth_k"]:
-        return refs, None
-    # the same quantized math without smooth-K, so the report shows what smooth-K buys
-    plain = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=False,
-                              block_tables=d.get("block_tables"), seed=p["seed"])
-    return refs, R.attention_int8(d["q"], plain, grouping=p["grouping"])
-
-
-KERNELS: dict[str, Callable] = {
-    "paged_attention_decode": _decode,
-}
-
-
-def register(name: str, fn: Callable) -> None:
-    """Add a kernel runner: fn(params, inputs, trace) -> (out, refs, runs, extra_metrics, context).
-    ``params["kernel_fn"]`` is the user's kernel function to run in place of the harness's (or None)."""
-    KERNELS[name] = fn
-
-
-# the runners whose harness has a second kernel the user may swap (--reduce-fn)
-REDUCE_KERNELS = {"paged_attention_decode": "paged_attention_reduce"}
 
 
 def load_kernel_fn(spec: str, option: str = "--kernel-fn") -> Callable:
@@ -192,7 +130,7 @@ def asm_kernel_fn(kernel: str):
         raise ValueError(f"--frontend asm runs {', '.join(sorted(ASM_ENTRIES))}; {kernel} is not wired to the asm "
                          "front end yet")
     from gfxsim.asm.run import twin_kernel
-    from . import int8_kv_cache, paged_attention_decode, prefix_prefill, pv_bf16, pv_int8, qk_int8
+    from kernels_py import int8_kv_cache, paged_attention_decode, prefix_prefill, pv_bf16, pv_int8, qk_int8
     python = {"qk_int8": qk_int8.qk_int8, "int8_kv_cache": int8_kv_cache.int8_kv_cache, "pv_bf16": pv_bf16.pv_bf16,
               "pv_int8": pv_int8.pv_int8, "prefix_prefill": prefix_prefill.prefix_prefill,
               "paged_attention_decode": paged_attention_decode.paged_attention_decode,
@@ -205,15 +143,16 @@ def hip_project():
     from pathlib import Path
 
     from gfxsim.hip.project import Project
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     return Project(root / "kernels_hip", root / "build" / "hip")
 
 
 def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
                progress=None, kernel_fn=None, reduce_fn=None, frontend: str = "python", **params) -> KernelRun:
-    """Run ``kernel`` with DEFAULTS overridden by ``params``. ``provenance=False`` runs faster and
-    gives the numbers only: no tags travel, so no K-slot, scale-group or coverage findings.
-    ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``params["progress"]``).
+    """Run ``kernel`` with ``RunConfig(**params)`` (its defaults overridden by ``params``, validated
+    there). ``provenance=False`` runs faster and gives the numbers only: no tags travel, so no
+    K-slot, scale-group or coverage findings.
+    ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``cfg.progress``).
     ``kernel_fn``: your kernel function (or "FILE.py:FN", loaded by load_kernel_fn) with the
     signature of ``kernel``'s, run in its place by the same harness (inputs, buffers, references);
     for paged_attention_decode it replaces the decode kernel, the reduce stays. ``reduce_fn``
@@ -245,20 +184,13 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
         reduce_fn = load_kernel_fn(reduce_fn, "--reduce-fn")
     elif reduce_fn is not None and not callable(reduce_fn):
         raise ValueError(f"reduce_fn must be a function or 'FILE.py:FN', got {type(reduce_fn).__name__}")
-    p = dict(DEFAULTS)
-    unknown = set(params) - set(p)
+    unknown = set(params) - set(RunConfig.names())
     if unknown:
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(p)}")
-    p.update(params)
-    p["formula"] = formula
-    p["provenance"] = provenance
-    p["progress"] = progress
-    p["kernel_fn"] = kernel_fn
-    p["reduce_fn"] = reduce_fn
-    _validate(p)
-    out, refs, runs, extra, ctx = KERNELS[kernel](p, inputs, trace)
-    shown = {k: v for k, v in p.items()
-             if k not in ("arch", "context", "provenance", "progress", "kernel_fn", "reduce_fn")}
+        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(RunConfig.names())}")
+    cfg = RunConfig(formula=formula, provenance=provenance, progress=progress, kernel_fn=kernel_fn,
+                    reduce_fn=reduce_fn, **params)
+    out, refs, runs, extra, ctx = KERNELS[kernel](cfg, inputs, trace)
+    shown = cfg.params()
     if label is not None:
         shown["kernel_fn"] = label
     if frontend != "python":
@@ -266,24 +198,3 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
     if reduce_label is not None:
         shown["reduce_fn"] = reduce_label
     return KernelRun(kernel, runs[0].arch, ctx, shown, out, refs, runs, extra)
-
-
-def _validate(p):
-    from gfxsim.arch import get_arch
-    get_arch(p["arch"])
-    if p["grouping"] not in ("fragment", "contiguous"):
-        raise ValueError(f"--grouping must be fragment or contiguous, got {p['grouping']!r}")
-    if p["head_dim"] not in (64, 128):
-        raise ValueError(f"--head-dim must be 64 or 128, got {p['head_dim']}")
-    if p["block_size"] not in (16, 32):
-        raise ValueError(f"--block-size must be 16 or 32, got {p['block_size']}")
-    if p["partition_size"] < 256 or p["partition_size"] % 256:
-        raise ValueError(f"--partition-size must be a multiple of 256 (4 waves x 64 tokens), got {p['partition_size']}")
-    if p["context"] < 1:
-        raise ValueError(f"--context must be >= 1, got {p['context']}")
-    if p["kv_heads"] < 1 or p["heads"] % p["kv_heads"] or not 1 <= p["heads"] // p["kv_heads"] <= 16:
-        raise ValueError(f"--heads {p['heads']} / --kv-heads {p['kv_heads']}: the GQA ratio must be an integer 1..16")
-
-
-from . import host_twins  # noqa: E402,F401  registers qk_int8, pv_int8, pv_bf16, prefix_prefill, int8_kv_cache
-from . import sage_runs  # noqa: E402,F401  registers sage_attention (sm_89/sm_90)

@@ -23,7 +23,7 @@ from typing import Literal
 
 import numpy as np
 
-from kernels_py.int8_cache_ref import PagedKVCache, gather_int8, quantize_int8, quantize_with_amax
+from kernels_py.reference.int8_cache import PagedKVCache, gather_int8, quantize_int8, quantize_with_amax
 
 Grouping = Literal["fragment", "contiguous"]
 CHUNK = 64          # tokens per wave: two K=32 MMACs

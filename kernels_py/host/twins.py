@@ -1,6 +1,6 @@
 """Host side of the standalone twins (qk_int8, pv_int8, pv_bf16), prefix_prefill and the cache
-producer int8_kv_cache: tagged buffers, launches, and the runners of `gfxsim run` (registered in
-runs.KERNELS when kernels_py.runs is imported).
+producer int8_kv_cache: tagged buffers and launches (their `gfxsim run` runners are in
+kernels_py.host.runners).
 
 The standalone kernels take 16 query rows of kv head 0 of sequence 0 (``query_rows``); the PV
 kernels are given P, the exact softmax of those rows' int8 QK scores over the whole context.
@@ -11,26 +11,18 @@ import numpy as np
 
 from gfxsim import Buffer, launch
 
-from . import reference as R
-from .host import HostSetup, accepts, cache_buffers, check_kernel, kernel_options
-from .int8_cache_ref import (BLOCK_SIZES, HEAD_DIMS, POISON_I8, PagedKVCache, build_paged_cache, gather_int8,
-                             gather_kv, quantize_int8)
-from .int8_kv_cache import int8_kv_cache
-from .prefix_prefill import prefix_prefill
-from .pv_bf16 import pv_bf16
-from .pv_int8 import pv_int8, scale_group
-from .qk_int8 import ROWS, qk_int8
-from .runs import prepare_inputs, register
+from kernels_py.host.config import KVCacheGeometry, PrefillGeometry, StandaloneGeometry
+from kernels_py.host.buffers import HostSetup, accepts, cache_buffers, check_kernel, kernel_options
+from kernels_py.int8_kv_cache import int8_kv_cache
+from kernels_py.prefix_prefill import prefix_prefill
+from kernels_py.pv_bf16 import pv_bf16
+from kernels_py.pv_int8 import pv_int8, scale_group
+from kernels_py.qk_int8 import ROWS, qk_int8
+from kernels_py.reference import attention as R
+from kernels_py.reference.int8_cache import POISON_I8, PagedKVCache, gather_int8, quantize_int8
 
 WAVES = 4                 # waves per workgroup of every attention twin
-CHUNK = 64                # tokens per wave and iteration
-PREFILL_QUERIES = 64      # generated prefill queries (one workgroup's 4 x 16 rows) unless num_queries is given
 PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
-
-
-def _bf16(x):
-    import ml_dtypes                 # a second to import: only the BF16 twin needs it
-    return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
 
 
 # ---- inputs of the standalone kernels ------------------------------------------------------
@@ -73,21 +65,10 @@ def sum_in_wave_order(chunks: np.ndarray) -> np.ndarray:
     return total
 
 
-def _padded_w_v(p, cache: PagedKVCache):
-    """W = P·sV and Vq of kv head 0, zero-padded to whole 64-token chunks (the references' input)."""
-    _, _, vq, sv = gather_int8(cache, 0)
-    ctx = vq.shape[0]
-    T = -(-ctx // CHUNK) * CHUNK
-    W = np.zeros((ROWS, T), np.float32)
-    W[:, :ctx] = p * sv[:, 0]
-    V = np.zeros((T, cache.head_dim), np.int8)
-    V[:ctx] = vq[:, 0]
-    return W, V
-
-
-def _check_standalone(what, cache: PagedKVCache):
-    if cache.head_dim not in HEAD_DIMS:
-        raise ValueError(f"{what}: head_dim {cache.head_dim} not in {HEAD_DIMS}")
+def _standalone_geometry(what, cache: PagedKVCache) -> StandaloneGeometry:
+    """The kernel keywords of qk_int8 / pv_int8 / pv_bf16 against kv head 0 of sequence 0 (validated)."""
+    return StandaloneGeometry(context_len=int(cache.context_lens[0]), head_dim=cache.head_dim,
+                              block_size=cache.block_size, num_kv_heads=cache.num_kv_heads, harness=what)
 
 
 # ---- launches -------------------------------------------------------------------------------
@@ -96,7 +77,7 @@ def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
     """Buffers and geometry of qk_int8: q = 16 query rows [16][head_dim] (tagged row, dim) against
     kv head 0 of sequence 0 of ``cache``; output ``s_out`` [16][context_len] f32 (tagged row, token).
     One workgroup of 4 waves."""
-    _check_standalone("qk_int8", cache)
+    geo = _standalone_geometry("qk_int8", cache)
     rows = np.asarray(rows, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
     if rows.shape != (ROWS, hd):
@@ -108,7 +89,7 @@ def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
     # every score consumed each head element (the K of QK) once
     bufs["s_out"].expect("dim", 0, hd)
     return HostSetup("qk_int8", bufs, tuple(bufs[n] for n in ("q", "k_cache", "k_scale", "block_tables", "s_out")),
-                     dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
+                     geo,
                      grid=(1,), waves_per_group=WAVES, outputs=("s_out",))
 
 
@@ -127,7 +108,7 @@ def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
     """Buffers and geometry of the PV kernels (pv_int8, pv_bf16): P [16][context_len] f32 (tagged
     row, token) against kv head 0 of sequence 0 of ``cache``; output ``out`` [16][head_dim] f32
     (tagged row, dim). One workgroup of 4 waves."""
-    _check_standalone(what, cache)
+    geo = _standalone_geometry(what, cache)
     p = np.asarray(p, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
     if p.shape != (ROWS, ctx):
@@ -138,7 +119,7 @@ def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
                                tags={"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
     bufs["out"].expect("token", 0, ctx)                                               # every token once
     return HostSetup(what, bufs, tuple(bufs[n] for n in ("p", "v_cache", "v_scale", "block_tables", "out")),
-                     dict(context_len=ctx, head_dim=hd, block_size=cache.block_size, num_kv_heads=cache.num_kv_heads),
+                     geo,
                      grid=(1,), waves_per_group=WAVES, outputs=("out",))
 
 
@@ -174,8 +155,6 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
         raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got shape {q.shape}")
     num_seqs, nq, num_heads, hd = q.shape
     kvh = cache.num_kv_heads
-    if num_heads % kvh:
-        raise ValueError(f"num_heads {num_heads} is not a multiple of num_kv_heads {kvh}")
     if hd != cache.head_dim:
         raise ValueError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
     if num_seqs != len(cache.context_lens):
@@ -183,6 +162,8 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     if nq < 1 or nq > int(cache.context_lens.min()):
         raise ValueError(f"num_queries {nq} must be 1..context_len (context_lens {cache.context_lens.tolist()})")
     s = seq
+    geo = PrefillGeometry(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads, num_kv_heads=kvh,
+                          head_dim=hd, block_size=cache.block_size)
     bufs = cache_buffers(cache)
     qtags = {"seq": np.asarray(s), "query": np.arange(nq)[:, None, None], "head": np.arange(num_heads)[None, :, None],
              "dim": np.arange(hd)[None, None, :]}
@@ -195,8 +176,7 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     bufs["out"].expect("token", 0, (ctx - nq + 1 + np.arange(nq))[:, None, None], exact=False)
     return HostSetup("prefix_prefill", bufs,
                      tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
-                     dict(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads,
-                          num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size),
+                     geo,
                      grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES, outputs=("out",))
 
 
@@ -220,7 +200,7 @@ def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", f
 
 
 def empty_cache(num_blocks: int, num_kv_heads: int, head_dim: int, block_size: int):
-    """(k_cache, v_cache, k_scale, v_scale) poisoned as int8_cache_ref does: -128 and NaN."""
+    """(k_cache, v_cache, k_scale, v_scale) poisoned as reference.int8_cache does: -128 and NaN."""
     return (np.full((num_blocks, num_kv_heads, head_dim // 16, block_size, 16), POISON_I8, np.int8),
             np.full((num_blocks, num_kv_heads, head_dim, block_size), POISON_I8, np.int8),
             np.full((num_blocks, num_kv_heads, block_size), np.nan, np.float32),
@@ -240,10 +220,7 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
     n, kvh, hd = key.shape
     if n < 1:
         raise ValueError("int8_kv_cache: no tokens")
-    if hd not in HEAD_DIMS:
-        raise ValueError(f"head_dim {hd} not in {HEAD_DIMS}")
-    if block_size not in BLOCK_SIZES:
-        raise ValueError(f"block_size {block_size} not in {BLOCK_SIZES}")
+    geo = KVCacheGeometry(num_kv_heads=kvh, head_dim=hd, block_size=block_size)
     if slots.shape != (n,):
         raise ValueError(f"slot_mapping must be [num_tokens {n}], got shape {slots.shape}")
     bad = (slots < -1) | (slots >= num_blocks * block_size)
@@ -275,7 +252,7 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
     # lds_bytes: the producer declares no LDS (as its HIP twin); each of its num_tokens x kv_heads
     # one-wave workgroups would otherwise set up a poisoned 64 KiB LDS
     return HostSetup("int8_kv_cache", bufs, tuple(bufs[k] for k in ("key", "value", "slot_mapping") + names),
-                     dict(num_kv_heads=kvh, head_dim=hd, block_size=block_size), grid=(n, kvh), waves_per_group=1,
+                     geo, grid=(n, kvh), waves_per_group=1,
                      lds_bytes=4, outputs=names)
 
 
@@ -288,98 +265,3 @@ def run_int8_kv_cache(key, value, slot_mapping, *, num_blocks: int, block_size: 
     setup = kv_cache_buffers(key, value, slot_mapping, num_blocks=num_blocks, block_size=block_size)
     run = setup.launch(kernel, arch=arch, trace=trace, provenance=provenance, progress=progress)
     return tuple(setup.output(n) for n in setup.outputs), run
-
-
-# ---- `gfxsim run` runners: fn(params, inputs, trace) -> (out, refs, runs, extra_metrics, context) ----
-
-def _inputs_and_cache(p, inputs, num_queries=None):
-    d = prepare_inputs(inputs=inputs, num_queries=num_queries,
-                       **{k: p[k] for k in ("context", "heads", "kv_heads", "head_dim", "seed")})
-    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=p["block_size"], smooth_k=p["smooth_k"],
-                              block_tables=d.get("block_tables"), seed=p["seed"])
-    return d, cache
-
-
-def _standalone_inputs(p, inputs):
-    """Generated: just enough query positions for 16 rows of kv head 0 (GQA ratio rows each)."""
-    ratio = p["heads"] // p["kv_heads"]
-    d, cache = _inputs_and_cache(p, inputs, num_queries=min(-(-ROWS // ratio), p["context"]))
-    return d, cache, query_rows(d["q"], cache.num_kv_heads)
-
-
-def _opts(p):
-    return dict(arch=p["arch"], formula=p["formula"], provenance=p.get("provenance", True),
-                progress=p.get("progress"))
-
-
-def _qk(p, inputs, trace):
-    d, cache, rows = _standalone_inputs(p, inputs)
-    s, run = run_qk_int8(rows, cache, trace=trace, kernel=p.get("kernel_fn") or qk_int8, **_opts(p))
-    ctx = int(cache.context_lens[0])
-    kq, sk, _, _ = gather_int8(cache, 0)
-    qq, sq = quantize_int8(rows)
-    # the kernel scores K with the per-channel mean removed when smooth-K is on: so do the references
-    k = d["k"][0, :ctx, 0] - (cache.k_mean[0, 0] if cache.k_mean is not None else 0)
-    scale = 1 / np.sqrt(cache.head_dim)
-    refs = {"fp32": (rows.astype(np.float64) @ k.T.astype(np.float64) * scale).astype(np.float32),
-            "bf16": (_bf16(rows) @ _bf16(k).T) * np.float32(scale),
-            "reference_int8": R.qk_int8_scores(qq, sq, kq[:, 0], sk[:, 0])}
-    return s, refs, [run], {}, ctx
-
-
-def _pv(kernel):
-    def runner(p, inputs, trace):
-        d, cache, rows = _standalone_inputs(p, inputs)
-        P = softmax_rows(rows, cache)
-        out, run = run_pv(p.get("kernel_fn") or kernel, P, cache, grouping=p["grouping"], trace=trace, **_opts(p))
-        ctx = int(cache.context_lens[0])
-        v = d["v"][0, :ctx, 0]
-        W, V = _padded_w_v(P, cache)
-        refs = {"fp32": (P.astype(np.float64) @ v.astype(np.float64)).astype(np.float32),
-                "bf16": _bf16(P) @ _bf16(v)}
-        if kernel == "pv_int8":
-            refs["reference_int8"] = sum_in_wave_order(R.pv_int8_chunks(W, V, p["grouping"]))
-        else:
-            refs["reference_bf16_pv"] = sum_in_wave_order(R.pv_bf16_chunks(W, V))
-        return out, refs, [run], {}, ctx
-    runner.__name__ = f"_{kernel}"
-    return runner
-
-
-def _prefill(p, inputs, trace):
-    nq = p.get("num_queries") or min(PREFILL_QUERIES, p["context"])
-    d, cache = _inputs_and_cache(p, inputs, num_queries=nq)
-    if d["q"].ndim != 4:
-        raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got {d['q'].shape}")
-    out, runs = run_prefill(d["q"], cache, grouping=p["grouping"], trace=trace,
-                            kernel=p.get("kernel_fn") or prefix_prefill, **_opts(p))
-    refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
-            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
-            "reference_int8": R.attention_int8(d["q"], cache, grouping=p["grouping"])}
-    return out, refs, runs, {}, int(d["context_lens"].max())
-
-
-def _kv_cache(p, inputs, trace):
-    """The producer fed what build_paged_cache feeds the numpy producer (smooth-K applied by the
-    caller); out and references are the dequantized K and V in logical token order, [2, tokens, ...]."""
-    d, ref = _inputs_and_cache(p, inputs)
-    lens = d["context_lens"]
-    mean = ref.k_mean if ref.k_mean is not None else np.zeros((len(lens),) + d["k"].shape[2:], np.float32)
-    key = np.concatenate([d["k"][s, :n] - mean[s] for s, n in enumerate(lens)]).astype(np.float32)
-    value = np.concatenate([d["v"][s, :n] for s, n in enumerate(lens)])
-    arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
-                                    block_size=ref.block_size, arch=p["arch"], trace=trace,
-                                    provenance=p.get("provenance", True), progress=p.get("progress"),
-                                    kernel=p.get("kernel_fn") or int8_kv_cache)
-    mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
-
-    def dequantized(cache):
-        kv = [gather_kv(cache, s, add_mean=False) for s in range(len(lens))]
-        return np.stack([np.concatenate([k for k, _ in kv]), np.concatenate([v for _, v in kv])])
-    refs = {"fp32": np.stack([key, value]), "reference_int8": dequantized(ref)}
-    return dequantized(mine), refs, [run], {}, int(lens.max())
-
-
-for _name, _fn in (("qk_int8", _qk), ("pv_int8", _pv("pv_int8")), ("pv_bf16", _pv("pv_bf16")),
-                   ("prefix_prefill", _prefill), ("int8_kv_cache", _kv_cache)):
-    register(_name, _fn)

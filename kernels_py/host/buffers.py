@@ -15,8 +15,9 @@ import numpy as np
 from gfxsim import Buffer, launch
 from gfxsim.arch import get_arch
 
-from .int8_cache_ref import PagedKVCache, build_paged_cache
-from .paged_attention_decode import PARTITION, paged_attention_decode, paged_attention_reduce
+from kernels_py.host.config import DecodeGeometry, check_gqa, check_partition_size
+from kernels_py.paged_attention_decode import PARTITION, paged_attention_decode, paged_attention_reduce
+from kernels_py.reference.int8_cache import PagedKVCache, build_paged_cache
 
 
 def cache_token_map(cache: PagedKVCache):
@@ -71,7 +72,8 @@ def q_buffer(q: np.ndarray) -> Buffer:
 class HostSetup:
     """Everything ``gfxsim.launch`` needs to run one harness's kernel, except the kernel: the
     tagged Buffers by name, the kernel's positional arguments (``args``, Buffers in its argument
-    order) and geometry keywords (``kwargs``), ``grid``, ``waves_per_group`` and ``batch``.
+    order) and geometry keywords (``kwargs``, from the frozen ``geometry`` record of
+    kernels_py.host.config), ``grid``, ``waves_per_group`` and ``batch``.
 
     A kernel with the harness kernel's signature (yours, a copy of ours with a change) runs with
     ``setup.launch(my_kernel, arch=...)`` or, spelled out,
@@ -82,12 +84,17 @@ class HostSetup:
     name: str                                  # the harness kernel's name (progress, error messages)
     buffers: dict                              # name -> Buffer
     args: tuple                                # positional Buffers, in the kernel's order
-    kwargs: dict                               # geometry keywords the kernel takes
+    geometry: object                           # the harness's geometry record (host.config)
     grid: tuple = (1,)
     waves_per_group: int = 1
     batch: int = 1
     lds_bytes: Optional[int] = None
     outputs: tuple = ()                        # names of the Buffers the kernel writes
+
+    @property
+    def kwargs(self) -> dict:
+        """The geometry keywords the kernel takes (``geometry`` as a dict)."""
+        return self.geometry.kwargs()
 
     def launch(self, kernel: Callable, *, arch="gfx936", trace=True, provenance=True, progress=None,
                launches: int = 1, **kernel_kwargs):
@@ -153,15 +160,13 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
     (tagged seq, head, dim) against ``cache`` (tagged seq, token), partitions of ``partition_size``
     tokens. ``decode`` runs on grid (num_seqs, max_partitions, num_kv_heads) x 4 waves, all
     workgroups batched; ``reduce`` on grid (num_heads, num_seqs) x head_dim/64 waves."""
-    if partition_size % PARTITION or partition_size < PARTITION:
-        raise ValueError(f"partition_size must be a multiple of {PARTITION} (4 waves x 64 tokens), got {partition_size}")
+    check_partition_size(partition_size)
     q = np.asarray(q, np.float32)
     if q.ndim != 3:
         raise ValueError(f"decode needs q [num_seqs, num_heads, head_dim], got shape {q.shape}")
     num_seqs, num_heads, hd = q.shape
     kvh = cache.num_kv_heads
-    if num_heads % kvh or num_heads // kvh > 16:
-        raise ValueError(f"num_heads {num_heads} / num_kv_heads {kvh}: the GQA ratio must be an integer 1..16")
+    check_gqa(num_heads, kvh)
     if hd != cache.head_dim:
         raise ValueError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
     if num_seqs != len(cache.context_lens):
@@ -180,8 +185,9 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
     bufs["exp_sums"] = Buffer.empty("exp_sums", (num_seqs, num_heads, max_parts), np.float32, tags=row_tags)
     bufs["out"] = Buffer.empty("out", (num_seqs, num_heads, hd), np.float32, tags=out_tags)
     declare_decode_coverage(bufs["tmp_out"], bufs["out"], cache.context_lens, partition_size)
-    geo = dict(num_heads=num_heads, num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
-               max_blocks=cache.block_tables.shape[1], max_partitions=max_parts, partition_size=partition_size)
+    geo = DecodeGeometry(num_heads=num_heads, num_kv_heads=kvh, head_dim=hd, block_size=cache.block_size,
+                         max_blocks=cache.block_tables.shape[1], max_partitions=max_parts,
+                         partition_size=partition_size)
     dec = HostSetup("paged_attention_decode", bufs,
                     tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_tables",
                                             "context_lens", "exp_sums", "max_logits", "tmp_out")),
@@ -190,7 +196,7 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
                     outputs=("tmp_out", "max_logits", "exp_sums"))
     red = HostSetup("paged_attention_reduce", bufs,
                     tuple(bufs[n] for n in ("tmp_out", "exp_sums", "max_logits", "context_lens", "out")),
-                    dict(num_heads=num_heads, head_dim=hd, max_partitions=max_parts, partition_size=partition_size),
+                    geo.reduce(),
                     grid=(num_heads, num_seqs), waves_per_group=-(-hd // get_arch(arch).wave_size),
                     batch=num_heads * num_seqs, outputs=("out",))
     return DecodeSetup(bufs, dec, red)
@@ -249,5 +255,5 @@ def _launch_kwargs(progress, name: str, launches: int | None = None) -> dict:
 
 
 def make_cache(k, v, context_lens, *, block_size=16, smooth_k=False, seed=0) -> PagedKVCache:
-    """The INT8 paged cache of k, v (see int8_cache_ref.build_paged_cache)."""
+    """The INT8 paged cache of k, v (see reference.int8_cache.build_paged_cache)."""
     return build_paged_cache(k, v, context_lens, block_size=block_size, smooth_k=smooth_k, seed=seed)

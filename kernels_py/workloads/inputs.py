@@ -9,7 +9,7 @@ Arrays (names as stored by `np.savez`):
   context_lens  [num_seqs] integer, optional for padded k/v (default: max_context each)
   block_tables  [num_seqs, max_blocks] integer, optional (physical block of each logical block)
 head_dim 64 or 128; num_heads a multiple of num_kv_heads with ratio <= 16. Returns the dict of
-kernels_py.data.make_attention_inputs: q, k, v f32 (k/v padded, NaN past each context),
+kernels_py.workloads.data.make_attention_inputs: q, k, v f32 (k/v padded, NaN past each context),
 context_lens i32, plus block_tables i32 when given.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from os import PathLike
 
 import numpy as np
 
-from kernels_py.int8_cache_ref import BLOCK_SIZES, HEAD_DIMS
+from kernels_py.reference.int8_cache import BLOCK_SIZES, HEAD_DIMS
 
 NAMES = ("q", "k", "v", "context_lens", "block_tables")
 MAX_GQA_RATIO = 16
@@ -166,3 +166,13 @@ def validate_inputs(arrays: Mapping[str, np.ndarray], *, source: str = "inputs",
                 seen[b] = (s_, j)
         out["block_tables"] = bt.astype(np.int32)
     return out
+
+
+def prepare_inputs(*, context, heads, kv_heads, head_dim, seed, inputs=None, num_queries=None):
+    """The attention inputs of one run: the user's arrays (already validated by load_inputs), or
+    generated ones of one sequence of ``context`` tokens (make_attention_inputs)."""
+    if inputs is not None:
+        return inputs
+    from kernels_py.workloads.data import make_attention_inputs
+    return make_attention_inputs(seed=seed, num_seqs=1, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
+                                 context_lens=[context], num_queries=num_queries)

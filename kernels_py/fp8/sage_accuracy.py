@@ -1,7 +1,7 @@
-"""SageAttention2's accuracy table: `python -m kernels_py.sage_accuracy [--inputs FILE.npz]`.
+"""SageAttention2's accuracy table: `python -m kernels_py.fp8.sage_accuracy [--inputs FILE.npz]`.
 
-Prefill attention (the last N positions of each context, causal) through kernels_py.sage_reference
-(the math of the kernels_py.sage_attention twin) against exact fp32 attention, with cos-sim, rel-L1
+Prefill attention (the last N positions of each context, causal) through kernels_py.fp8.sage_reference
+(the math of the kernels_py.fp8.sage_attention twin) against exact fp32 attention, with cos-sim, rel-L1
 and RMSE, for every quantization granularity (per-block, per-thread, per-token), INT8 and INT4 QK,
 and smoothing off / smooth-K / smooth-Q + smooth-K (+ smooth-V). PV is FP8 e4m3 with the arch's
 mma.sync accumulator (sm_89: FP22) and two-level accumulation.
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .reference import attention_fp32, metrics
+from kernels_py.reference.attention import attention_fp32, metrics
 from .sage_reference import GRANULARITIES, SageConfig, sage_prefill
 
 SMOOTHING = {"none": dict(smooth_q=False, smooth_k=False), "K": dict(smooth_q=False, smooth_k=True),
@@ -24,7 +24,7 @@ SMOOTHING = {"none": dict(smooth_q=False, smooth_k=False), "K": dict(smooth_q=Fa
 
 
 def default_inputs(context=1024, queries=128, seed=0, heads=8):
-    from .data import make_attention_inputs
+    from kernels_py.workloads.data import make_attention_inputs
     return make_attention_inputs(seed, context_lens=context, num_queries=queries, num_heads=heads)
 
 
@@ -70,7 +70,7 @@ def markdown(rows) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--inputs", metavar="FILE.npz", help="your q/k/v (kernels_py.inputs format) instead of the default data")
+    ap.add_argument("--inputs", metavar="FILE.npz", help="your q/k/v (kernels_py.workloads.inputs format) instead of the default data")
     ap.add_argument("--make-inputs", metavar="FILE.npz", help="write the offset data set (Q and V channel offsets) and exit")
     ap.add_argument("--arch", default="sm_89", choices=["sm_89", "sm_90"])
     ap.add_argument("--context", type=int, default=1024)
@@ -85,7 +85,7 @@ def main(argv=None):
         print(f"wrote {a.make_inputs}: q {d['q'].shape}, k/v {d['k'].shape}")
         return 0
     if a.inputs:
-        from .inputs import load_inputs
+        from kernels_py.workloads.inputs import load_inputs
         d, what = load_inputs(a.inputs), a.inputs
     else:
         d, what = default_inputs(a.context, a.queries, a.seed, a.heads), \

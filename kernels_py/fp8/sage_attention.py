@@ -22,7 +22,7 @@ import numpy as np
 from gfxsim.arch.groups import lane_groups, layout_groups
 from gfxsim.arch.layout import OperandLayout
 
-from .fragments import _lane_masks
+from kernels_py.fragments import _lane_masks
 from .sage_layout import (BLKK, FP8_MAX, PV_MMA, QK_MMA, QMAX, S_FP8_OFFSET, WARPQ, frag, pv_a_from_qk,
                           row_slots, sharers)
 

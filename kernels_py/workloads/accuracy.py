@@ -1,6 +1,6 @@
-"""The project's accuracy figures on the default data: `python -m kernels_py.accuracy [--prefill N]`.
+"""The project's accuracy figures on the default data: `python -m kernels_py.workloads.accuracy [--prefill N]`.
 
-For each context length: the INT8 reference math (kernels_py.reference.attention_int8) against
+For each context length: the INT8 reference math (kernels_py.reference.attention.attention_int8) against
 the BF16 reference, with fragment and contiguous (the seed's bug) W grouping, smooth-K on and off;
 the ratio contiguous/fragment; the INT8 PV against the pv_bf16 twin on the same int8 cache and QK
 (the seed's own comparison, which leaves out the QK and cache errors); BF16 against exact fp32.
@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from kernels_py.data import make_attention_inputs
-from kernels_py.int8_cache_ref import build_paged_cache
-from kernels_py.reference import attention_bf16, attention_fp32, attention_int8, metrics
+from kernels_py.workloads.data import make_attention_inputs
+from kernels_py.reference.int8_cache import build_paged_cache
+from kernels_py.reference.attention import attention_bf16, attention_fp32, attention_int8, metrics
 
 CONTEXTS = (4096, 8192, 16384)
 

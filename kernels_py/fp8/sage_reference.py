@@ -1,4 +1,4 @@
-"""SageAttention2 in numpy: the math of kernels_py.sage_attention, for every granularity.
+"""SageAttention2 in numpy: the math of kernels_py.fp8.sage_attention, for every granularity.
 
 ``sage_head(q, k, v, ...)`` is one head: q [N, d], k/v [T, d] float32. Quantization groups:
   block   one scale per 128 Q rows (BLKQ) and per 64 K tokens (SageAttention's per-block)

@@ -1,0 +1,214 @@
+"""The runners of `gfxsim run`, one per kernel, and KERNELS, the registry built here and only here.
+
+A runner is fn(cfg: RunConfig, inputs, trace) -> (out, refs, runs, extra_metrics, context): it
+prepares the inputs (generated from ``cfg`` or the user's), builds the INT8 cache, runs the harness
+of host.buffers / host.twins (``cfg.kernel_fn``, the user's kernel, in place of ours where given)
+and computes the numpy references.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+from kernels_py.fp8.sage_attention import run_sage_attention
+from kernels_py.fp8.sage_layout import BLKK, WARPQ
+from kernels_py.fp8.sage_reference import SageConfig, sage_head
+from kernels_py.host.buffers import run_decode
+from kernels_py.host.config import RunConfig
+from kernels_py.host.twins import (ROWS, query_rows, run_int8_kv_cache, run_prefill, run_pv, run_qk_int8,
+                                   softmax_rows, sum_in_wave_order)
+from kernels_py.int8_kv_cache import int8_kv_cache
+from kernels_py.prefix_prefill import prefix_prefill
+from kernels_py.qk_int8 import qk_int8
+from kernels_py.reference import attention as R
+from kernels_py.reference.int8_cache import PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8
+from kernels_py.workloads.inputs import prepare_inputs
+
+CHUNK = 64                # tokens per wave and iteration
+PREFILL_QUERIES = 64      # generated prefill queries: one workgroup's 4 x 16 rows
+
+
+def _bf16(x):
+    import ml_dtypes                 # a second to import: only the BF16 twin needs it
+    return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+def _padded_w_v(p, cache: PagedKVCache):
+    """W = P·sV and Vq of kv head 0, zero-padded to whole 64-token chunks (the references' input)."""
+    _, _, vq, sv = gather_int8(cache, 0)
+    ctx = vq.shape[0]
+    T = -(-ctx // CHUNK) * CHUNK
+    W = np.zeros((ROWS, T), np.float32)
+    W[:, :ctx] = p * sv[:, 0]
+    V = np.zeros((T, cache.head_dim), np.int8)
+    V[:ctx] = vq[:, 0]
+    return W, V
+
+
+def _decode(cfg, inputs, trace):
+    d = prepare_inputs(inputs=inputs, **cfg.shape())
+    if d["q"].ndim != 3:
+        raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=cfg.smooth_k,
+                              block_tables=d.get("block_tables"), seed=cfg.seed)
+    kw = {"kernel": cfg.kernel_fn} if cfg.kernel_fn else {}
+    if cfg.reduce_fn:
+        kw["reduce_kernel"] = cfg.reduce_fn
+    with ThreadPoolExecutor(1) as pool:          # the references beside the simulation (numpy frees the GIL)
+        refs_done = pool.submit(_decode_references, d, cache, cfg)
+        res = run_decode(d["q"], cache, arch=cfg.arch, grouping=cfg.grouping, formula=cfg.formula, trace=trace,
+                         provenance=cfg.provenance, partition_size=cfg.partition_size, progress=cfg.progress,
+                         **kw)
+        refs, plain = refs_done.result()
+    extra = {}
+    if plain is not None:       # metrics here: np.errstate (the caller's) does not reach another thread
+        extra["reference_int8_without_smooth_k_vs_bf16"] = R.metrics(plain, refs["bf16"])
+    return res.out, refs, res.runs, extra, int(d["context_lens"].max())
+
+
+def _decode_references(d, cache, cfg):
+    """fp32, BF16 and reference-INT8 outputs of the decode, and the INT8 math without smooth-K
+    (None when smooth-K is off)."""
+    refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
+            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
+            "reference_int8": R.attention_int8(d["q"], cache, grouping=cfg.grouping,
+                                               partition_size=cfg.partition_size)}
+    if not cfg.smooth_k:
+        return refs, None
+    # the same quantized math without smooth-K, so the report shows what smooth-K buys
+    plain = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=False,
+                              block_tables=d.get("block_tables"), seed=cfg.seed)
+    return refs, R.attention_int8(d["q"], plain, grouping=cfg.grouping)
+
+
+def _inputs_and_cache(cfg, inputs, num_queries=None):
+    d = prepare_inputs(inputs=inputs, num_queries=num_queries,
+                       **cfg.shape())
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=cfg.smooth_k,
+                              block_tables=d.get("block_tables"), seed=cfg.seed)
+    return d, cache
+
+
+def _standalone_inputs(cfg, inputs):
+    """Generated: just enough query positions for 16 rows of kv head 0 (GQA ratio rows each)."""
+    ratio = cfg.heads // cfg.kv_heads
+    d, cache = _inputs_and_cache(cfg, inputs, num_queries=min(-(-ROWS // ratio), cfg.context))
+    return d, cache, query_rows(d["q"], cache.num_kv_heads)
+
+
+def _opts(cfg):
+    return dict(arch=cfg.arch, formula=cfg.formula, provenance=cfg.provenance,
+                progress=cfg.progress)
+
+
+def _qk(cfg, inputs, trace):
+    d, cache, rows = _standalone_inputs(cfg, inputs)
+    s, run = run_qk_int8(rows, cache, trace=trace, kernel=cfg.kernel_fn or qk_int8, **_opts(cfg))
+    ctx = int(cache.context_lens[0])
+    kq, sk, _, _ = gather_int8(cache, 0)
+    qq, sq = quantize_int8(rows)
+    # the kernel scores K with the per-channel mean removed when smooth-K is on: so do the references
+    k = d["k"][0, :ctx, 0] - (cache.k_mean[0, 0] if cache.k_mean is not None else 0)
+    scale = 1 / np.sqrt(cache.head_dim)
+    refs = {"fp32": (rows.astype(np.float64) @ k.T.astype(np.float64) * scale).astype(np.float32),
+            "bf16": (_bf16(rows) @ _bf16(k).T) * np.float32(scale),
+            "reference_int8": R.qk_int8_scores(qq, sq, kq[:, 0], sk[:, 0])}
+    return s, refs, [run], {}, ctx
+
+
+def _pv(kernel):
+    def runner(cfg, inputs, trace):
+        d, cache, rows = _standalone_inputs(cfg, inputs)
+        P = softmax_rows(rows, cache)
+        out, run = run_pv(cfg.kernel_fn or kernel, P, cache, grouping=cfg.grouping, trace=trace, **_opts(cfg))
+        ctx = int(cache.context_lens[0])
+        v = d["v"][0, :ctx, 0]
+        W, V = _padded_w_v(P, cache)
+        refs = {"fp32": (P.astype(np.float64) @ v.astype(np.float64)).astype(np.float32),
+                "bf16": _bf16(P) @ _bf16(v)}
+        if kernel == "pv_int8":
+            refs["reference_int8"] = sum_in_wave_order(R.pv_int8_chunks(W, V, cfg.grouping))
+        else:
+            refs["reference_bf16_pv"] = sum_in_wave_order(R.pv_bf16_chunks(W, V))
+        return out, refs, [run], {}, ctx
+    runner.__name__ = f"_{kernel}"
+    return runner
+
+
+def _prefill(cfg, inputs, trace):
+    nq = min(PREFILL_QUERIES, cfg.context)
+    d, cache = _inputs_and_cache(cfg, inputs, num_queries=nq)
+    if d["q"].ndim != 4:
+        raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got {d['q'].shape}")
+    out, runs = run_prefill(d["q"], cache, grouping=cfg.grouping, trace=trace,
+                            kernel=cfg.kernel_fn or prefix_prefill, **_opts(cfg))
+    refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
+            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
+            "reference_int8": R.attention_int8(d["q"], cache, grouping=cfg.grouping)}
+    return out, refs, runs, {}, int(d["context_lens"].max())
+
+
+def _kv_cache(cfg, inputs, trace):
+    """The producer fed what build_paged_cache feeds the numpy producer (smooth-K applied by the
+    caller); out and references are the dequantized K and V in logical token order, [2, tokens, ...]."""
+    d, ref = _inputs_and_cache(cfg, inputs)
+    lens = d["context_lens"]
+    mean = ref.k_mean if ref.k_mean is not None else np.zeros((len(lens),) + d["k"].shape[2:], np.float32)
+    key = np.concatenate([d["k"][s, :n] - mean[s] for s, n in enumerate(lens)]).astype(np.float32)
+    value = np.concatenate([d["v"][s, :n] for s, n in enumerate(lens)])
+    arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
+                                    block_size=ref.block_size, arch=cfg.arch, trace=trace,
+                                    provenance=cfg.provenance, progress=cfg.progress,
+                                    kernel=cfg.kernel_fn or int8_kv_cache)
+    mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
+
+    def dequantized(cache):
+        kv = [gather_kv(cache, s, add_mean=False) for s in range(len(lens))]
+        return np.stack([np.concatenate([k for k, _ in kv]), np.concatenate([v for _, v in kv])])
+    refs = {"fp32": np.stack([key, value]), "reference_int8": dequantized(ref)}
+    return dequantized(mine), refs, [run], {}, int(lens.max())
+
+
+
+ARCHS = ("sm_89", "sm_90")
+
+
+def _sage(cfg, inputs, trace):
+    from gfxsim.arch import get_arch
+    arch = get_arch(cfg.arch).name
+    if arch not in ARCHS:
+        raise ValueError(f"sage_attention runs on the NVIDIA warp32 profiles {', '.join(ARCHS)}, not {arch}")
+    d = prepare_inputs(inputs=inputs, num_queries=WARPQ,
+                       **cfg.shape())
+    if d["q"].ndim != 4 or d["q"].shape[1] < WARPQ:
+        raise ValueError(f"sage_attention needs prefill q [num_seqs, num_queries >= {WARPQ}, heads, head_dim], "
+                         f"got {d['q'].shape}")
+    ctx = int(d["context_lens"][0])
+    if ctx % BLKK:
+        raise ValueError(f"sage_attention needs a context that is a multiple of {BLKK}, got {ctx}")
+    q = np.ascontiguousarray(d["q"][0, -WARPQ:, 0], np.float32)
+    k = np.ascontiguousarray(d["k"][0, :ctx, 0], np.float32)
+    v = np.ascontiguousarray(d["v"][0, :ctx, 0], np.float32)
+    sage = SageConfig(arch=arch, q_block=WARPQ, smooth_q=cfg.smooth_k, smooth_k=cfg.smooth_k)
+    pos = ctx - WARPQ
+    out, run = run_sage_attention(q, k, v, sage, q_pos0=pos, provenance=cfg.provenance, kernel=cfg.kernel_fn,
+                                  trace=trace)
+    refs = {"fp32": R.attention_fp32(q[None, :, None], k[None, :, None], v[None, :, None], [ctx])[0, :, 0],
+            "sage_reference": sage_head(q, k, v, sage, q_pos=pos + np.arange(WARPQ))}
+    return out, refs, [run], {}, ctx
+
+
+KERNELS: dict[str, Callable[[RunConfig, object, bool], tuple]] = {
+    "paged_attention_decode": _decode,
+    "qk_int8": _qk,
+    "pv_int8": _pv("pv_int8"),
+    "pv_bf16": _pv("pv_bf16"),
+    "prefix_prefill": _prefill,
+    "int8_kv_cache": _kv_cache,
+    "sage_attention": _sage,        # sm_89 / sm_90
+}
+
+# the runners whose harness has a second kernel the user may swap (--reduce-fn)
+REDUCE_KERNELS = {"paged_attention_decode": "paged_attention_reduce"}
