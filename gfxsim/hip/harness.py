@@ -104,11 +104,11 @@ def _value_bytes(name: str, value, size: int) -> bytes:
     return data
 
 
-def write_manifest(kernel: Kernel, code_object: Path, grid, args: Mapping[str, object], workdir: Path,
-                   block: int | None = None) -> Path:
-    """One .npy per buffer argument and the manifest run_kernel reads, from the kernel's metadata."""
-    meta_args = kernel.metadata.get(".args", [])
-    names = [a.get(".name") for a in meta_args]
+def check_call(kernel: Kernel, args: Mapping[str, object], block: int | None) -> tuple[list, int]:
+    """(argument names, block) of a launch of ``kernel`` by argument name: every metadata argument
+    given and no other, block (default .max_flat_workgroup_size) within that size. The GPU harness
+    and run_on_sim check a call alike."""
+    names = [a.get(".name") for a in kernel.metadata.get(".args", [])]
     if any(n is None for n in names):
         raise ValueError(f"{kernel.name}: the metadata has unnamed arguments; compile with -fhip-kernel-arg-name")
     missing, extra = [n for n in names if n not in args], sorted(set(args) - set(names))
@@ -120,6 +120,14 @@ def write_manifest(kernel: Kernel, code_object: Path, grid, args: Mapping[str, o
     block = block or max_block
     if block > max_block:
         raise ValueError(f"{kernel.name}: block {block} > .max_flat_workgroup_size {max_block}")
+    return names, block
+
+
+def write_manifest(kernel: Kernel, code_object: Path, grid, args: Mapping[str, object], workdir: Path,
+                   block: int | None = None) -> Path:
+    """One .npy per buffer argument and the manifest run_kernel reads, from the kernel's metadata."""
+    meta_args = kernel.metadata.get(".args", [])
+    names, block = check_call(kernel, args, block)
     grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     lines = [f"dir {workdir}", f"code_object {code_object}", f"kernel {kernel.name}", f"grid {grid[0]} {grid[1]} {grid[2]}",
              f"block {block}", f"kernarg_size {kernel.metadata.get('.kernarg_segment_size', 0)}"]

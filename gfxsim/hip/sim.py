@@ -23,18 +23,10 @@ def run_on_sim(entry: str, grid, args: Mapping[str, object], *, project: Project
     as run_on_gpu). Returns {buffer argument: array} (and the Run with ``run=True``)."""
     from ..asm.run import find_kernel, run_asm
     from ..machine.memory import Buffer
+    from .harness import check_call
     arch = arch or "gfx942"
     kernel = find_kernel(entry, arch, project=project, defines=tuple(defines))
-    names = [a.get(".name") for a in kernel.metadata.get(".args", [])]
-    missing, extra = [n for n in names if n not in args], sorted(set(args) - set(names))
-    if missing or extra:
-        raise ValueError(f"{kernel.name}({', '.join(map(str, names))}): " + "; ".join(
-            p for p in (f"missing {', '.join(missing)}" if missing else "",
-                        f"no argument named {', '.join(extra)}" if extra else "") if p))
-    max_block = int(kernel.metadata.get(".max_flat_workgroup_size", 1024))
-    block = block or max_block
-    if block > max_block:
-        raise ValueError(f"{kernel.name}: block {block} > .max_flat_workgroup_size {max_block}")
+    _, block = check_call(kernel, args, block)
     bound = {n: (Buffer(n, np.array(v, copy=True)) if isinstance(v, np.ndarray) else
                  Buffer(n, v.array.copy(), v._tags) if isinstance(v, Buffer) else v) for n, v in args.items()}
     r = run_asm(kernel, grid, block, args=bound, arch=arch, trace=trace, provenance=provenance)
