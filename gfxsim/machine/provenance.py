@@ -494,19 +494,19 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
                          ob, obits, need)
     out = Mask(ob.reshape(shape), obits.reshape(shape + (WORDS,)), ow.reshape(shape))
     if any_need and 2 * int(need.sum()) > n:       # mostly wide (a reduction over a whole context):
-        pa, pb = ia >= 0, ib >= 0                    # the exact algebra on everything, no selection
-        return _side(fa, ia, ~(pb & ~pa) | step, step & pa, wide, shape).union(
-            _side(fb, ib, ~(pa & ~pb) | step, step & pb, wide, shape), wide)
+        return _exact_footprint(fa, fb, ia, ib, step, wide, shape)     # everything, no selection
     if any_need:
         sel = np.nonzero(need.reshape(shape))
         pick = lambda m: m.map(lambda x: x[sel]) if m is not None else None
-        a, b, st = ia[sel], ib[sel], step[sel]
-        pa, pb = a >= 0, b >= 0
-        k = a.shape
-        sa = _side(pick(fa), a, ~(pb & ~pa) | st, st & pa, wide, k)
-        sb = _side(pick(fb), b, ~(pa & ~pb) | st, st & pb, wide, k)
-        out.assign(sel, sa.union(sb, wide))
+        out.assign(sel, _exact_footprint(pick(fa), pick(fb), ia[sel], ib[sel], step[sel], wide, ia[sel].shape))
     return out
+
+
+def _exact_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
+    """``_merged_footprint`` by the Mask algebra (any windows, wide sets)."""
+    pa, pb = ia >= 0, ib >= 0
+    return _side(fa, ia, ~(pb & ~pa) | step, step & pa, wide, shape).union(
+        _side(fb, ib, ~(pa & ~pb) | step, step & pb, wide, shape), wide)
 
 
 @njit
