@@ -120,7 +120,7 @@ class DsOps:
             raise self.error(ValueError, f"ds_read of {nbytes} bytes as {dtype}")
         addr, ridx, deg = self._lds_access(region, offset, nbytes, False)
         lds = self.wg.lds
-        a = addr if self._full else np.where(self.exec, addr, 0)     # inactive lanes read byte 0
+        a = self._read_addr(addr)
         prov = None
         if self.machine.provenance:
             prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes), size)

@@ -152,7 +152,7 @@ class Buffer:
     @property
     def tags(self) -> dict:
         """field -> int32 tag of every element (flat), built on first use. Loads and stores use
-        ``tag_at`` instead, which never materialises a broadcast tag (a cache's token tag would
+        ``tags_at`` instead, which never materialises a broadcast tag (a cache's token tag would
         be one int32 per cache byte)."""
         if self._flat_tags is None:
             self._flat_tags = {f: np.ascontiguousarray(np.broadcast_to(t, self.array.shape), np.int32).reshape(-1)
@@ -162,10 +162,6 @@ class Buffer:
     @property
     def tag_fields(self):
         return self._tags.keys()
-
-    def tag_at(self, field: str, elem: np.ndarray) -> np.ndarray:
-        """The int32 tag ``field`` of the flat elements ``elem`` (any shape)."""
-        return self.tags_at(elem, (field,))[field]
 
     def tags_at(self, elem: np.ndarray, fields=None) -> dict:
         """field -> the int32 tag of the flat elements ``elem``: each tag is looked up, as given, at

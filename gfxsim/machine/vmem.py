@@ -45,10 +45,13 @@ class VmemOps:
                              f"aligned for a {nbytes}-byte access", lane=l, address=int(addr[l]))
         return addr
 
+    def _read_addr(self, addr):
+        """A load's per-lane byte addresses: inactive lanes read byte 0 (their result is poison)."""
+        return addr if self._full else np.where(self.exec, addr, 0)
+
     def _byte_addr(self, addr, nbytes):
-        """[nbytes, width] byte addresses; inactive lanes read byte 0 (their result is poison)."""
-        a = addr if self._full else np.where(self.exec, addr, 0)
-        return a[None, :] + np.arange(nbytes)[:, None]
+        """[nbytes, width] byte addresses of a load (``_read_addr``)."""
+        return self._read_addr(addr)[None, :] + np.arange(nbytes)[:, None]
 
     def global_load(self, buf: Buffer, offset, nbytes: int = 4, dtype=None) -> VGPRs:
         """global_load_*: ``nbytes`` per lane from byte ``offset`` of ``buf`` (dtype defaults to the buffer's)."""
@@ -59,7 +62,7 @@ class VmemOps:
         if nbytes % size:
             raise self.error(ValueError, f"global_load of {nbytes} bytes as {dtype} from {buf.name!r}")
         addr = self._addresses(offset, nbytes, buf.nbytes, f"global_load from {buf.name!r}", min(nbytes, 4))
-        a = addr if self._full else np.where(self.exec, addr, 0)     # inactive lanes read byte 0
+        a = self._read_addr(addr)
         prov = buf.load_prov(self._byte_addr(addr, nbytes), size, self.machine) if self.machine.provenance else None
         v = self._new(load_values(buf.raw, a, nbytes, dtype), dtype, prov)
         if buf.written is not None and not all_written(buf.written, a, nbytes):
@@ -99,8 +102,10 @@ class VmemOps:
         p = stored.per_byte()
         elem = sel // buf.itemsize                                   # [nbytes, active cols]
         cols = np.nonzero(act)[0] if not self._full else np.arange(self.width)
-        for f in sorted(p.ids.keys() & buf.tag_fields):
-            got, want = p.ids[f], buf.tag_at(f, elem)
+        fields = sorted(p.ids.keys() & buf.tag_fields)
+        expected = buf.tags_at(elem, fields)                        # one coordinate pass for them all
+        for f in fields:
+            got, want = p.ids[f], expected[f]
             bad = (got >= 0) & (want >= 0) & (got != want)
             if not bad.any():
                 continue
