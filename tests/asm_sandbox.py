@@ -68,7 +68,8 @@ class Sandbox:
         """Execute these instructions in order (no branches), then stop."""
         k = kernel_from_text("\n".join(lines))
         p = Program(k)
-        self.st.kernel, self.st.pc, self.st.done = k, 0, False
+        self.st.kernel, self.st.pc = k, 0
+        self.st.pcs[:], self.st.ended[:] = 0, False
         n = len(p.decoded) - 1                      # s_endpgm appended by kernel_from_text
         for i in range(n):
             d = p.decoded[i]

@@ -224,18 +224,22 @@ def kernarg_segment(abi: KernelABI, space: AddressSpace, bufs: dict, scalars: di
     return seg
 
 
-def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_id, block, wave_id: int):
-    """s[0:1], preloaded kernargs, workgroup ids, EXEC and v0 of wave ``wave_id``."""
-    st.sset64(0, space.address(kernarg.name))
+def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_ids, block, wave_id: int):
+    """s[0:1], preloaded kernargs, workgroup ids, EXEC and v0 of wave ``wave_id`` of every member
+    (``wg_ids``: one (x, y, z) per member of the batch)."""
+    st.swrite64(0, space.address(kernarg.name))
     s = 2
     if abi.preload:
         words = kernarg.array.view(np.uint32)
         first = abi.preload_offset // 4
-        st.sset(s, [int(x) for x in words[first:first + abi.preload]])
+        st.swrite(s, *[int(x) for x in words[first:first + abi.preload]])
         s += abi.preload
-    for enabled, g in zip(abi.workgroup_id, wg_id):
+    ids = np.asarray(wg_ids, np.int64).reshape(-1, 3)
+    if ids.shape[0] != st.members:
+        raise LaunchError(f"{abi.name}: {ids.shape[0]} workgroup ids for a wave of {st.members} members")
+    for k, enabled in enumerate(abi.workgroup_id):
         if enabled:
-            st.sset(s, [int(g)])
+            st.swrite(s, ids[:, k].astype(np.uint64))
             s += 1
     bx, by, bz = block
     n = bx * by * bz
@@ -245,6 +249,7 @@ def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_i
     if (abi.workitem_id < 1 and by > 1) or (abi.workitem_id < 2 and bz > 1):
         raise LaunchError(f"{abi.name}: block {block} has y/z extent but the descriptor enables work-item ids "
                           f"up to {'xyz'[abi.workitem_id]} only")
-    v0 = x | (y << 10) | (z << 20)
+    v0 = np.where(live, x | (y << 10) | (z << 20), 0).astype(np.uint32)
+    live, v0 = np.tile(live, st.members), np.tile(v0, st.members)
     st.set_exec(live)
-    st.vwrite("v", 0, np.where(live, v0, 0).astype(np.uint32)[None, :])
+    st.vwrite("v", 0, v0[None, :])

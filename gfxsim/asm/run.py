@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 
+from ..machine import ops
 from ..machine.launch import Machine, Run
 from ..machine.memory import Buffer
 from ..machine.wave import Wave
@@ -57,6 +58,7 @@ class Program:
         self.abi = KernelABI.of(kernel)
         self.fns = tuple(_semantics(d) for d in self.decoded)
         self.own_event = tuple(own_event(d.ins.mnemonic) for d in self.decoded)
+        self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
@@ -72,35 +74,109 @@ def _semantics(d: Decoded):
 
 
 def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
-    """Run one wave from st.pc until s_endpgm."""
+    """Run one wave (every member of its batch) from st.pcs until each member's s_endpgm.
+
+    Members side by side follow their own control flow by min-pc scheduling: each step executes
+    the instruction at the smallest pc of the members still running, for exactly the members at
+    that pc (``st.act``; the others' EXEC columns masked off, their SGPR writes suppressed, and
+    ``Wave.live`` naming the executing members so events, findings and records are theirs only).
+    clang's structured control flow (forward branches around ifs, backward ones closing loops)
+    brings the members back together where their pcs meet; while they agree (the common case)
+    there is no masking. A member at s_barrier waits there until every running member is at one
+    (or has ended), so each member's waves meet at its own barriers as when run alone."""
     n = len(program.decoded)
     steps = 0
-    tr = st.w.machine.trace
-    while not st.done:
-        if not 0 <= st.pc < n:
-            st.current = None
-            raise st.error(f"execution ran off the end of {program.kernel.name} (pc {st.pc}) without s_endpgm")
-        d = program.decoded[st.pc]
-        st.current = d
-        fn = program.fns[st.pc]
+    w = st.w
+    tr = w.machine.trace
+    M, lanes = st.members, st.lanes
+    pcs, ended = st.pcs, st.ended
+    barrier = program.barrier
+    while True:
+        if M == 1:
+            if ended[0]:
+                break
+            pc, act = int(pcs[0]), None
+        else:
+            live = ~ended
+            if not live.any():
+                break
+            lp = pcs[live]
+            pc = int(lp.min())
+            if pc == int(lp.max()):
+                act = None if not ended.any() else live
+            else:
+                act = live & (pcs == pc)
+            if 0 <= pc < n and barrier[pc] and act is not None:
+                waiting = live & barrier[np.clip(pcs, 0, n - 1)] & (pcs < n)
+                if not (waiting == live).all():         # others run on to a barrier (or their end) first
+                    run_on = live & ~waiting
+                    pc = int(pcs[run_on].min())
+                    act = run_on & (pcs == pc)
+                else:                                   # every running member is at a barrier
+                    _barrier(st, program, live)
+                    steps += 1
+                    continue
+        if not 0 <= pc < n:
+            st.current, st.act = None, act
+            raise st.error(f"execution ran off the end of {program.kernel.name} (pc {pc}) without s_endpgm")
+        d = program.decoded[pc]
+        st.pc, st.current = pc, d
+        fn = program.fns[pc]
         if fn is None:
             what = "DPP" if d.enc == "dpp" else "opcode"
             raise st.error(f"unsupported {what} {d.ins.mnemonic}")
-        own = program.own_event[st.pc]
-        if own:                           # arithmetic, moves, scalar, branches: one event of its own,
-            ins = _vector_sources(st, d) if tr.enabled else ()       # its back-end steps muted
-            tr.muted += 1
-            try:
+        if act is not None:                   # the members not at this pc sit it out
+            st.act = act
+            cols = np.repeat(act, lanes)
+            saved = w.exec
+            w._set_exec(saved & cols)
+            w.live = np.nonzero(act)[0].tolist()
+        try:
+            own = program.own_event[pc]
+            if own:                           # arithmetic, moves, scalar, branches: one event of its own,
+                ins = _vector_sources(st, d) if tr.enabled else ()       # its back-end steps muted
+                tr.muted += 1
+                try:
+                    nxt = fn(st, d)
+                finally:
+                    tr.muted -= 1
+                _record(st, d, ins)
+            else:                             # memory, LDS, matrix, barrier: the back end's event
                 nxt = fn(st, d)
-            finally:
-                tr.muted -= 1
-            _record(st, d, ins)
-        else:                             # memory, LDS, matrix, barrier: the back end's event
-            nxt = fn(st, d)
-        st.pc = st.pc + 1 if nxt is None else nxt
+        finally:
+            if act is not None:
+                w._set_exec(np.where(cols, w.exec, saved))
+                w.live = None
+                st.act = None
+        if nxt is None:
+            nxt = pc + 1
+        if act is None:
+            pcs[:] = nxt
+        elif isinstance(nxt, np.ndarray):
+            pcs[act] = nxt[act]
+        else:
+            pcs[act] = nxt
         steps += 1
         if steps > max_steps:
             raise st.error(f"more than {max_steps} instructions executed: an endless loop?")
+
+
+def _barrier(st, program, live):
+    """s_barrier for every running member (each at one, perhaps not the same one): one event per
+    barrier instruction for the members at it, then the wave waits for the workgroup's others."""
+    w = st.w
+    pcs = st.pcs
+    groups = sorted(set(pcs[live].tolist()))
+    for pc in groups:
+        at = live & (pcs == pc)
+        st.pc, st.current = pc, program.decoded[pc]
+        w.live = None if at.all() else np.nonzero(at)[0].tolist()
+        try:
+            w._event(ops.OTHER["barrier"])
+        finally:
+            w.live = None
+    w.wg.barrier(w)
+    pcs[live] += 1
 
 
 def _vector_sources(st, d) -> list:
@@ -156,10 +232,14 @@ def find_kernel(entry: str, arch: str, *, project, defines=()):
 
 
 def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
-            provenance: bool = True, check_races: bool = True, project=None, defines=()) -> Run:
+            provenance: bool = True, check_races: bool = True, project=None, defines=(), batch: int = 1) -> Run:
     """Run kernel ``entry`` (a kernels_hip/ entry point name, or a parsed Kernel) over ``grid``
     workgroups of ``block`` work-items, with ``args`` (a dict by argument name, or a sequence in
-    the metadata's order: Buffers for pointers, numbers for by-value arguments)."""
+    the metadata's order: Buffers for pointers, numbers for by-value arguments). ``batch``:
+    workgroups run side by side (x-fastest order, as gfxsim.launch), each following its own
+    control flow (execute); results, findings and each workgroup's events are those of batch=1."""
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
     if isinstance(entry, str) and project is None:
         raise ValueError(f"run_asm({entry!r}): an entry point by name needs project= (a gfxsim.hip.Project)")
     kernel = find_kernel(entry, arch, project=project, defines=defines) if isinstance(entry, str) else entry
@@ -192,11 +272,10 @@ def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bo
     if waves > 16:
         raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
     t0 = time.perf_counter()
-    for z in range(grid[2]):
-        for y in range(grid[1]):
-            for x in range(grid[0]):
-                wg = Workgroup(m, (x, y, z), waves)
-                wg.run(lambda w: _wave(w, program, space, kernarg, (x, y, z), block), lambda g, i: AsmWave(m, g, i))
+    ids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
+    for i in range(0, len(ids), batch):
+        wg = Workgroup(m, ids[i:i + batch], waves)
+        wg.run(lambda w: _wave(w, program, space, kernarg, w.wg.ids, block), lambda g, k: AsmWave(m, g, k))
     return Run(kernel.name, m.arch.name, grid, waves, m.trace, m.findings, m, seconds=time.perf_counter() - t0,
                lane_threads=int(np.prod(grid)) * n_items)
 
@@ -223,9 +302,10 @@ NO_EXP_CONSUMED = ("asm front end: what a value consumed is not followed through
 EXPANDED = ("v_exp_f32", "v_log_f32")        # transcendental cores clang expands around
 
 
-def run_wave(w, program, space, kernarg, wg_id, block):
-    """Execute ``program`` on back-end wave ``w`` of workgroup ``wg_id`` (block = work-items per
-    workgroup, (x, y, z)) from its AMDHSA initial state to s_endpgm."""
+def run_wave(w, program, space, kernarg, wg_ids, block):
+    """Execute ``program`` on back-end wave ``w``, which holds the workgroups ``wg_ids`` (one
+    (x, y, z) per member of its batch; block = work-items per workgroup, (x, y, z)), from their
+    AMDHSA initial state to s_endpgm."""
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
     if w.provenance and not semantics.dequant.ENABLED:
@@ -240,14 +320,14 @@ def run_wave(w, program, space, kernarg, wg_id, block):
         w.source = lambda: _asm_source(st) or Wave.source(w)
     if abi.lds_bytes:
         st.lds = w.shared("lds", (abi.lds_bytes,), "u8")
-    initial_state(st, abi, space, kernarg, wg_id, block, w.wave_id)
+    initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
     if st.exec.any():
         execute(st, program)
     return st
 
 
-def _wave(w, program, space, kernarg, wg_id, block):
-    run_wave(w, program, space, kernarg, wg_id, block)
+def _wave(w, program, space, kernarg, wg_ids, block):
+    run_wave(w, program, space, kernarg, wg_ids, block)
 
 
 # ---- the compiled twin in a Python twin's place -------------------------------------------------
@@ -289,8 +369,6 @@ def twin_kernel(entry, python_kernel, *, project):
                 raise LaunchError(f"{python_kernel.__name__}: {chooser}={value!r} has no compiled entry point "
                                   f"(one of {', '.join(map(repr, choices))})")
             name = choices[value]
-        if w.members != 1:
-            raise LaunchError(f"{name}: the asm front end runs one workgroup per wave (batch=1)")
         if len(buffers) != len(positional):
             raise LaunchError(f"{name}: {len(buffers)} buffers for {python_kernel.__name__}'s {positional}")
         defines = []
@@ -327,13 +405,12 @@ def twin_kernel(entry, python_kernel, *, project):
             kernarg.raw[:] = kernarg_segment(program.abi, space, bufs, scalars)
             launches[key] = (program, space, kernarg)
         program, space, kernarg = launches[key]
-        run_wave(w, program, space, kernarg, w.workgroup_id, (w.num_waves * w.lanes, 1, 1))
+        run_wave(w, program, space, kernarg, w.wg.ids, (w.num_waves * w.lanes, 1, 1))
 
     shown = entry if chooser is None else "|".join(choices.values())
     kernel.__name__ = f"{python_kernel.__name__}_asm"
     kernel.__qualname__ = f"twin_kernel({shown})"
     kernel.__signature__ = sig
-    kernel.unbatched = True              # one workgroup per wave (a harness then launches with batch=1)
     return kernel
 
 

@@ -1,10 +1,15 @@
 """The architectural state of one wave as the asm front end sees it, over a back-end Wave.
 
 VGPRs and AGPRs are numbered register files of the back end (``Wave.register_file``: words, the
-written bit and the provenance of every byte); SGPRs are 32-bit words uniform over the wave (this
-front end runs one workgroup per wave, no batching); VCC is s[106:107], M0 s124 and EXEC
-s[126:127] (the gfx9 SGPR encoding), EXEC held by the Wave itself so every back-end operation
-sees it; SCC is one bit; ``pc`` indexes the kernel's instruction list.
+written bit and the provenance of every byte). A back-end Wave may hold several workgroups side
+by side (``members``, member m in columns m*lanes..): the scalar state is then per member — SGPRs
+``s`` [members, 128] uint32, SCC [members], a program counter per member — while EXEC is the
+Wave's own mask over all columns (so every back-end operation sees it). VCC is s[106:107], M0
+s124 and EXEC s[126:127] (the gfx9 SGPR encoding).
+
+Scalar reads return one value per member (uint64 [members]); scalar writes reach only the
+members executing the current instruction (``act``, set by run.execute when members' control
+flow has split; None = all), so a member waiting at another pc keeps its state.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from ..machine.vgpr import VGPRs
 
 VCC, M0, EXEC = 106, 124, 126
 N_SGPR = 128
+U64 = np.uint64
+M32 = 0xFFFFFFFF
 
 
 class AsmError(GfxSimError):
@@ -22,17 +29,19 @@ class AsmError(GfxSimError):
     or a value it cannot model), with where it was."""
 
 
-def _mask_words(mask: np.ndarray) -> tuple[int, int]:
-    bits = np.packbits(mask.astype(np.uint8), bitorder="little")
-    b = np.zeros(8, np.uint8)
-    b[:len(bits)] = bits
-    q = int(b.view(np.uint64)[0])
-    return q & 0xFFFFFFFF, q >> 32
+def mask_words(mask: np.ndarray, members: int) -> np.ndarray:
+    """Lane masks [members * lanes] (lanes <= 64) -> one 64-bit word per member (uint64 [members])."""
+    per = np.asarray(mask, bool).reshape(members, -1)
+    bits = np.packbits(per, axis=1, bitorder="little")
+    if bits.shape[1] < 8:
+        bits = np.concatenate([bits, np.zeros((members, 8 - bits.shape[1]), np.uint8)], axis=1)
+    return np.ascontiguousarray(bits).view(U64)[:, 0]
 
 
-def words_to_mask(lo: int, hi: int, lanes: int) -> np.ndarray:
-    q = np.array([(int(hi) << 32) | int(lo)], np.uint64)
-    return np.unpackbits(q.view(np.uint8), bitorder="little")[:lanes].astype(bool)
+def words_mask(words, lanes: int) -> np.ndarray:
+    """64-bit words [members] -> the lane mask [members * lanes]."""
+    w = np.ascontiguousarray(np.asarray(words, U64).reshape(-1))
+    return np.unpackbits(w.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :lanes].astype(bool).reshape(-1)
 
 
 class WaveState:
@@ -41,17 +50,24 @@ class WaveState:
         self.kernel = kernel                 # gfxsim.asm.Kernel
         self.memory = memory                 # launch.AddressSpace
         self.lanes = w.lanes
+        self.members = w.members
         self.v = w.register_file(n_vgpr, "v")
         self.a = w.register_file(max(n_agpr, 1), "a") if n_agpr else None
         # per register and lane: holds a matrix result not yet through arithmetic (semantics/dequant.py)
         self.fresh = {"v": np.zeros((n_vgpr, w.width), bool), "a": np.zeros((max(n_agpr, 1), w.width), bool)}
-        self.s = np.zeros(N_SGPR, np.uint32)
+        self.s = np.zeros((self.members, N_SGPR), np.uint32)
         self.s_written = np.zeros(N_SGPR, bool)
-        self.scc = 0
-        self.pc = 0
+        self.scc = np.zeros(self.members, U64)
+        self.pc = 0                          # the pc of the instruction being executed
+        self.pcs = np.zeros(self.members, np.int64)      # each member's next pc
+        self.ended = np.zeros(self.members, bool)         # members past s_endpgm
+        self.act = None                      # members executing this instruction (None: all)
         self.current = None                  # the Decoded instruction being executed
         self.lds = None                      # the workgroup's LDS region (launch sets it)
-        self.done = False
+
+    @property
+    def done(self) -> bool:
+        return bool(self.ended.all())
 
     # -- coordinates -------------------------------------------------------------------------
     def where(self) -> str:
@@ -59,9 +75,36 @@ class WaveState:
         return f"{self.kernel.name}: line {d.ins.line}: {d.ins}" if d is not None else self.kernel.name
 
     def error(self, message: str, cls=AsmError, lane=None, address=None):
+        if lane is None and self.act is not None and self.members > 1:
+            lane = int(np.argmax(self.act)) * self.lanes      # the first member executing it
         wg, lane = self.w._coords(lane)
         return located(cls, f"{self.where()}: {message}", workgroup=wg, wave=self.w.wave_id, lane=lane,
                        instruction=None if self.current is None else self.current.ins.index, address=address)
+
+    def first_member(self) -> int:
+        return 0 if self.act is None else int(np.argmax(self.act))
+
+    # -- per-member values -----------------------------------------------------------------------
+    def lanewise(self, values) -> np.ndarray:
+        """One value per member (or a number) -> uint32 [width]: each member's over its lanes."""
+        v = np.asarray(values)
+        if v.ndim == 0 or self.members == 1:
+            return np.full(self.w.width, v.reshape(-1)[0] if v.ndim else v, np.uint64).astype(np.uint32)
+        return np.repeat(v.astype(U64).astype(np.uint32), self.lanes)
+
+    def lanewise64(self, values) -> np.ndarray:
+        v = np.asarray(values, U64)
+        if v.ndim == 0:
+            return np.full(self.w.width, v, U64)
+        return np.repeat(v, self.lanes)
+
+    def _put(self, row: np.ndarray, values):
+        """Write ``values`` (one per member, or one for all) into ``row`` [members] where active."""
+        if self.act is None:
+            row[...] = values
+        else:
+            v = np.broadcast_to(np.asarray(values), row.shape)
+            row[self.act] = v[self.act]
 
     # -- EXEC ----------------------------------------------------------------------------------
     @property
@@ -69,53 +112,81 @@ class WaveState:
         return self.w.exec
 
     def set_exec(self, mask):
+        """Set the Wave's EXEC over every column (a temporary narrowing, or a vector instruction's
+        EXEC write; run.execute restores the columns of members not executing)."""
         self.w._set_exec(np.asarray(mask, bool).copy())
+
+    def exec_words(self) -> np.ndarray:
+        return mask_words(self.exec, self.members)
 
     # -- SGPRs ---------------------------------------------------------------------------------
     def _sgpr_check(self, first, count):
         if first < 0 or first + count > N_SGPR:
             raise self.error(f"s[{first}:{first + count - 1}] is outside the SGPR file")
 
-    def sget(self, first: int, count: int = 1) -> list[int]:
-        """SGPR words (EXEC read from the wave's mask)."""
-        self._sgpr_check(first, count)
-        out = []
-        for i in range(first, first + count):
-            if i in (EXEC, EXEC + 1):
-                out.append(_mask_words(self.exec)[i - EXEC])
-            else:
-                out.append(int(self.s[i]))
-        return out
+    def sread(self, i: int) -> np.ndarray:
+        """SGPR ``i`` of every member: uint64 [members] (EXEC read from the wave's mask)."""
+        self._sgpr_check(i, 1)
+        if i == EXEC:
+            return self.exec_words() & U64(M32)
+        if i == EXEC + 1:
+            return self.exec_words() >> U64(32)
+        return self.s[:, i].astype(U64)
 
-    def sset(self, first: int, words):
-        words = [int(x) & 0xFFFFFFFF for x in words]
-        self._sgpr_check(first, len(words))
+    def sread64(self, first: int) -> np.ndarray:
+        self._sgpr_check(first, 2)
+        if first == EXEC:
+            return self.exec_words()
+        return self.sread(first) | (self.sread(first + 1) << U64(32))
+
+    def swrite(self, first: int, *values):
+        """Write SGPRs first, first+1, ... (one value per member each, or one for all) in the
+        active members."""
+        self._sgpr_check(first, len(values))
         new_exec = None
-        for k, x in enumerate(words):
+        for k, x in enumerate(values):
             i = first + k
+            x = np.asarray(x).astype(U64) & U64(M32)
             if i in (EXEC, EXEC + 1):
-                lo, hi = _mask_words(self.exec) if new_exec is None else new_exec
-                new_exec = (x, hi) if i == EXEC else (lo, x)
+                cur = self.exec_words() if new_exec is None else new_exec
+                new_exec = (cur & U64(0xFFFFFFFF00000000)) | x if i == EXEC else (cur & U64(M32)) | (x << U64(32))
             else:
-                self.s[i] = x
+                self._put(self.s[:, i], x.astype(np.uint32))
                 self.s_written[i] = True
         if new_exec is not None:
-            self.set_exec(words_to_mask(*new_exec, self.lanes))
+            mask = words_mask(np.broadcast_to(new_exec, (self.members,)), self.lanes)
+            if self.act is not None:
+                mask = np.where(np.repeat(self.act, self.lanes), mask, self.exec)
+            self.set_exec(mask)
 
-    def sget64(self, first: int) -> int:
-        lo, hi = self.sget(first, 2)
-        return (hi << 32) | lo
+    def swrite64(self, first: int, value):
+        value = np.asarray(value).astype(U64)
+        self.swrite(first, value & U64(M32), value >> U64(32))
 
-    def sset64(self, first: int, value: int):
-        value &= (1 << 64) - 1
-        self.sset(first, [value & 0xFFFFFFFF, value >> 32])
+    def set_scc(self, value):
+        self._put(self.scc, np.asarray(value).astype(U64))
 
     def mask_of(self, first: int) -> np.ndarray:
-        """A lane mask held in an SGPR pair (VCC, EXEC, s[n:n+1])."""
-        return words_to_mask(*self.sget(first, 2), self.lanes)
+        """A lane mask held in an SGPR pair (VCC, EXEC, s[n:n+1]): bool [width]."""
+        if first == EXEC:
+            return self.exec.copy()
+        return words_mask(self.sread64(first), self.lanes)
 
     def set_mask(self, first: int, mask: np.ndarray):
-        self.sset(first, _mask_words(np.asarray(mask, bool)))
+        self.swrite64(first, mask_words(np.asarray(mask, bool), self.members))
+
+    # single-member conveniences (tests, tools): the words of member 0
+    def sget(self, first: int, count: int = 1) -> list[int]:
+        return [int(self.sread(i)[0]) for i in range(first, first + count)]
+
+    def sset(self, first: int, words):
+        self.swrite(first, *[int(x) & M32 for x in words])
+
+    def sget64(self, first: int) -> int:
+        return int(self.sread64(first)[0])
+
+    def sset64(self, first: int, value: int):
+        self.swrite64(first, int(value) & ((1 << 64) - 1))
 
     # -- VGPRs / AGPRs ---------------------------------------------------------------------------
     def regfile(self, f: str):

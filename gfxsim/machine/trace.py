@@ -61,13 +61,20 @@ class BatchEvent:
     """One statement of a wave as recorded: its operands over every batched workgroup's columns.
     ``view(member)`` is the Event of one workgroup (its columns, no copy)."""
     __slots__ = ("index", "op", "kernel", "workgroups", "wave", "source", "exec_mask", "inputs", "outputs",
-                 "details", "lanes", "record")
+                 "details", "lanes", "record", "members")
 
     def __init__(self, index, op, kernel, workgroups, wave, source, exec_mask, inputs, outputs, details, lanes,
-                 record=None):
+                 record=None, members=None):
         self.index, self.op, self.kernel, self.workgroups, self.wave = index, op, kernel, workgroups, wave
         self.source, self.exec_mask, self.inputs, self.outputs, self.details = source, exec_mask, inputs, outputs, details
         self.lanes, self.record = lanes, record
+        self.members = None if members is None else frozenset(members)   # the members that executed it (None: all)
+
+    def has(self, member: int) -> bool:
+        """Whether workgroup ``member`` of the batch executed this statement."""
+        if self.record is not None:
+            return member in self.record.live
+        return self.members is None or member in self.members
 
     def view(self, member: int) -> "Event":
         cols = slice(member * self.lanes, (member + 1) * self.lanes)
@@ -159,7 +166,7 @@ class Trace:
         if self._events is None or self._events_n != len(self.raw):
             self._events_n = len(self.raw)
             self._events = [self._view(i, m) for i, b in enumerate(self.raw) for m in range(len(b.workgroups))
-                            if b.record is None or m in b.record.live]
+                            if b.has(m)]
         return self._events
 
     def _view(self, i, member):
@@ -186,7 +193,7 @@ class Trace:
             if b.wave != wave:
                 continue
             for m, w in enumerate(b.workgroups):
-                if tuple(w) == wg and (b.record is None or m in b.record.live):
+                if tuple(w) == wg and b.has(m):
                     out.append(self._view(i, m))
         return out
 

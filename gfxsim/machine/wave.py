@@ -69,6 +69,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self._base = (np.arange(self.width) // self.lanes) * self.lanes     # first lane of each member
         self._next_reg = 0
         self._coverage = []
+        self.live = None             # members a front end is executing now (asm min-pc batches); None: all
         lane = (np.arange(self.width) % self.lanes).astype(np.int32)
         self.lane_id = self._new(lane[None, :], "i32")
         self.thread_id = self._new((lane + wave_id * self.lanes)[None, :].astype(np.int32), "i32")
@@ -85,7 +86,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
     def _coords(self, lane):
         """(workgroup, lane within its wave) of a column of the register arrays."""
         if lane is None:
-            return self.wg.id, None
+            return (self.wg.id if self.live is None else self.wg.ids[self.live[0]]), None
         lane = int(lane)
         return self.wg.ids[lane // self.lanes], lane % self.lanes
 
@@ -157,7 +158,8 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
                 details["expands"] = op.expands
             op = op.mnemonic
         tr.raw.append(BatchEvent(idx, op, self.kernel, self.wg.ids, self.wave_id, self.source(), self.exec.copy(),
-                                 self._operands(ins, False), self._operands(outs, True), details, self.lanes))
+                                 self._operands(ins, False), self._operands(outs, True), details, self.lanes,
+                                 members=self.live))
         return idx
 
     def _operands(self, vals, written):

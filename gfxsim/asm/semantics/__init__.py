@@ -5,7 +5,7 @@ None for the next instruction. One module per family: sop (scalar ALU and progra
 vop (vector ALU), fp (fp32 helpers), ds (LDS), mem (global and scalar memory), mfma (matrix).
 
 Operand access shared by the families is here: ``u32`` reads a 32-bit source per lane (inline
-constants, literals, SGPRs broadcast, VGPRs), ``f32`` the same with the abs/neg modifiers
+constants, literals, SGPRs broadcast over each member's lanes, VGPRs), ``f32`` the same with the abs/neg modifiers
 applied, ``u64`` a 64-bit source; ``put`` writes a vector destination under EXEC.
 """
 from __future__ import annotations
@@ -50,10 +50,10 @@ def u32(st, o, *, mods_ok=False) -> np.ndarray:
         if o.count != 1:
             raise st.error(f"operand {o.text}: one 32-bit register expected")
         if o.file == "s":
-            return np.full(w, st.sget(o.first)[0], np.uint32)
+            return st.lanewise(st.sread(o.first))       # each member's SGPR over its lanes
         return st.vwords(o.file, o.first, 1)[0]
     if o.kind == "scc":
-        return np.full(w, st.scc, np.uint32)
+        return st.lanewise(st.scc)
     return np.full(w, _const32(st, o), np.uint32)
 
 
@@ -76,7 +76,7 @@ def u64(st, o) -> np.ndarray:
         if o.count != 2:
             raise st.error(f"operand {o.text}: a 64-bit register pair expected")
         if o.file == "s":
-            return np.full(w, st.sget64(o.first), np.uint64)
+            return st.lanewise64(st.sread64(o.first))
         ww = st.vwords(o.file, o.first, 2).astype(np.uint64)
         return ww[0] | (ww[1] << np.uint64(32))
     if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):     # see sop.LITERAL64

@@ -36,7 +36,7 @@ def _address(st, d, vaddr, saddr):
             raise st.error(f"saddr {saddr.text}: an SGPR pair expected")
         if vaddr.kind != "reg" or vaddr.file != "v" or vaddr.count != 1:
             raise st.error(f"vaddr {vaddr.text}: one VGPR (an offset) expected with saddr")
-        base = U64(st.sget64(saddr.first)) + st.vwords("v", vaddr.first, 1)[0].astype(U64)
+        base = st.lanewise64(st.sread64(saddr.first)) + st.vwords("v", vaddr.first, 1)[0].astype(U64)
     return base + U64(off % (1 << 64))                  # wraps modulo 2^64
 
 
@@ -115,15 +115,28 @@ def _s_load(n):
         if base.kind != "reg" or base.file != "s" or base.count != 2:
             raise st.error(f"base {base.text}: an SGPR pair expected")
         if off.kind == "int":
-            o = off.value
+            o = np.full(st.members, off.value, U64)
         elif off.kind == "reg" and off.file == "s" and off.count == 1:
-            o = st.sget(off.first)[0]
+            o = st.sread(off.first)
         else:
             raise st.error(f"offset {off.text}: an immediate or an SGPR expected")
-        o += d.ops.mods.get("offset", 0)                # gfx9: an SGPR offset plus an immediate one
-        addr = (st.sget64(base.first) + o) & ~3 & ((1 << 64) - 1)      # SMEM addresses are dword aligned
-        buf, rel = st.memory.scalar(st, addr, 4 * n)
-        st.sset(dst.first, [st.w.scalar_load(buf, rel + 4 * k, "u32") for k in range(n)])
+        o = o + U64(d.ops.mods.get("offset", 0))        # gfx9: an SGPR offset plus an immediate one
+        addr = (st.sread64(base.first) + o) & ~U64(3)     # SMEM addresses are dword aligned (wraps mod 2^64)
+        members = np.nonzero(st.act)[0] if st.act is not None else np.arange(st.members)
+        groups = {}
+        for m in members.tolist():                       # members reading the same address load once
+            groups.setdefault(int(addr[m]), []).append(m)
+        out = np.zeros((n, st.members), U64)
+        w, live = st.w, st.w.live
+        try:
+            for a, ms in groups.items():
+                if len(groups) > 1:                      # each group's loads are its members' events
+                    w.live = ms
+                buf, rel = st.memory.scalar(st, a, 4 * n)
+                out[:, ms] = np.array([w.scalar_load(buf, rel + 4 * k, "u32") for k in range(n)], U64)[:, None]
+        finally:
+            w.live = live
+        st.swrite(dst.first, *out)
     return run
 
 

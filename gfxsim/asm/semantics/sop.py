@@ -3,30 +3,36 @@ wrap-around, SCC from carries, overflow, comparisons and non-zero results; EXEC 
 saveexec forms; scalar branches."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import _const32, count, no_mods, op
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
+U64, I64 = np.uint64, np.int64
+# Every scalar value is one number per member (uint64 [members], run side by side: state.py); the
+# operations below are numpy expressions over that axis, so the members compute at once.
 
 
-def s32(st, o) -> int:
+def s32(st, o):
+    """A 32-bit scalar source: uint64 [members] (arrays throughout: numpy wraps them silently)."""
     if o.neg or o.abs or o.sext:
         raise st.error(f"modifier on scalar operand {o.text}")
     if o.kind == "reg":
         if o.file != "s" or o.count != 1:
             raise st.error(f"operand {o.text}: one SGPR expected")
-        return st.sget(o.first)[0]
+        return st.sread(o.first)
     if o.kind == "scc":
-        return st.scc
-    return _const32(st, o)
+        return st.scc.copy()
+    return np.full(st.members, _const32(st, o), U64)
 
 
-def s64(st, o) -> int:
+def s64(st, o):
     if o.kind == "reg":
         if o.file != "s" or o.count != 2:
             raise st.error(f"operand {o.text}: an SGPR pair expected")
-        return st.sget64(o.first)
+        return st.sread64(o.first)
     if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):
-        return o.value & M64
+        return np.full(st.members, o.value & M64, U64)
     raise st.error(f"operand {o.text} is not a 64-bit scalar source ({LITERAL64})")
 
 
@@ -42,9 +48,26 @@ def _dst(st, o, n):
     return o.first
 
 
-def sx(v: int, bits: int = 32) -> int:
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if v >> (bits - 1) else v
+def sx(v, bits: int = 32):
+    """Two's-complement value of the low ``bits`` bits: int64 (arrays or numbers)."""
+    v = np.asarray(v, U64)
+    if bits == 64:
+        return v.view(I64)
+    v = (v & U64((1 << bits) - 1)).astype(I64)
+    return v - ((v >> (bits - 1)) << bits)
+
+
+def _b(x, bits=32):
+    """An int64/uint64 result -> its low ``bits`` bits as uint64."""
+    return np.asarray(x).astype(I64).astype(U64) & U64((1 << bits) - 1) if bits < 64 else np.asarray(x).astype(U64)
+
+
+def _sh(b, bits):
+    return (np.asarray(b, U64) & U64(bits - 1))
+
+
+def _in_i32(x):
+    return (x >= -2**31) & (x < 2**31)
 
 
 # -- SOP2 / SOP1 table: name -> (width, fn(a, b, scc) -> (result, scc or None)) ------------------
@@ -53,31 +76,31 @@ def _bits(width):
 
 
 SOP2 = {
-    "s_add_u32": (32, lambda a, b, c: ((a + b) & M32, int(a + b > M32))),
-    "s_sub_u32": (32, lambda a, b, c: ((a - b) & M32, int(b > a))),
-    "s_addc_u32": (32, lambda a, b, c: ((a + b + c) & M32, int(a + b + c > M32))),
-    "s_subb_u32": (32, lambda a, b, c: ((a - b - c) & M32, int(b + c > a))),
-    "s_add_i32": (32, lambda a, b, c: ((a + b) & M32, int(not -2**31 <= sx(a) + sx(b) < 2**31))),
-    "s_sub_i32": (32, lambda a, b, c: ((a - b) & M32, int(not -2**31 <= sx(a) - sx(b) < 2**31))),
-    "s_mul_i32": (32, lambda a, b, c: ((sx(a) * sx(b)) & M32, None)),
-    "s_mul_hi_u32": (32, lambda a, b, c: ((a * b) >> 32, None)),
-    "s_mul_hi_i32": (32, lambda a, b, c: (((sx(a) * sx(b)) >> 32) & M32, None)),
-    "s_min_i32": (32, lambda a, b, c: (a if sx(a) < sx(b) else b, int(sx(a) < sx(b)))),
-    "s_min_u32": (32, lambda a, b, c: (min(a, b), int(a < b))),
-    "s_max_i32": (32, lambda a, b, c: (a if sx(a) > sx(b) else b, int(sx(a) > sx(b)))),
-    "s_max_u32": (32, lambda a, b, c: (max(a, b), int(a > b))),
-    "s_cselect_b32": (32, lambda a, b, c: (a if c else b, None)),
-    "s_cselect_b64": (64, lambda a, b, c: (a if c else b, None)),
-    "s_lshl_b32": (32, lambda a, b, c: _nz((a << (b & 31)) & M32)),
-    "s_lshl_b64": (64, lambda a, b, c: _nz((a << (b & 63)) & M64)),
-    "s_lshr_b32": (32, lambda a, b, c: _nz(a >> (b & 31))),
-    "s_lshr_b64": (64, lambda a, b, c: _nz(a >> (b & 63))),
-    "s_ashr_i32": (32, lambda a, b, c: _nz((sx(a) >> (b & 31)) & M32)),
-    "s_ashr_i64": (64, lambda a, b, c: _nz((sx(a, 64) >> (b & 63)) & M64)),
-    "s_bfm_b32": (32, lambda a, b, c: ((((1 << (a & 31)) - 1) << (b & 31)) & M32, None)),
+    "s_add_u32": (32, lambda a, b, c: ((a + b) & U64(M32), a + b > M32)),
+    "s_sub_u32": (32, lambda a, b, c: ((a - b) & U64(M32), b > a)),
+    "s_addc_u32": (32, lambda a, b, c: ((a + b + c) & U64(M32), a + b + c > M32)),
+    "s_subb_u32": (32, lambda a, b, c: ((a - b - c) & U64(M32), b + c > a)),
+    "s_add_i32": (32, lambda a, b, c: ((a + b) & U64(M32), ~_in_i32(sx(a) + sx(b)))),
+    "s_sub_i32": (32, lambda a, b, c: ((a - b) & U64(M32), ~_in_i32(sx(a) - sx(b)))),
+    "s_mul_i32": (32, lambda a, b, c: (_b(sx(a) * sx(b)), None)),
+    "s_mul_hi_u32": (32, lambda a, b, c: ((a * b) >> U64(32), None)),
+    "s_mul_hi_i32": (32, lambda a, b, c: (_b((sx(a) * sx(b)) >> 32), None)),
+    "s_min_i32": (32, lambda a, b, c: (np.where(sx(a) < sx(b), a, b), sx(a) < sx(b))),
+    "s_min_u32": (32, lambda a, b, c: (np.minimum(a, b), a < b)),
+    "s_max_i32": (32, lambda a, b, c: (np.where(sx(a) > sx(b), a, b), sx(a) > sx(b))),
+    "s_max_u32": (32, lambda a, b, c: (np.maximum(a, b), a > b)),
+    "s_cselect_b32": (32, lambda a, b, c: (np.where(c != 0, a, b), None)),
+    "s_cselect_b64": (64, lambda a, b, c: (np.where(c != 0, a, b), None)),
+    "s_lshl_b32": (32, lambda a, b, c: _nz((a << _sh(b, 32)) & U64(M32))),
+    "s_lshl_b64": (64, lambda a, b, c: _nz(a << _sh(b, 64))),
+    "s_lshr_b32": (32, lambda a, b, c: _nz(a >> _sh(b, 32))),
+    "s_lshr_b64": (64, lambda a, b, c: _nz(a >> _sh(b, 64))),
+    "s_ashr_i32": (32, lambda a, b, c: _nz(_b(sx(a) >> _sh(b, 32).astype(I64)))),
+    "s_ashr_i64": (64, lambda a, b, c: _nz(_b(sx(a, 64) >> _sh(b, 64).astype(I64), 64))),
+    "s_bfm_b32": (32, lambda a, b, c: ((((U64(1) << _sh(a, 32)) - U64(1)) << _sh(b, 32)) & U64(M32), None)),
 }
 for _w in (32, 64):
-    _m = _bits(_w)
+    _m = U64(_bits(_w))
     SOP2.update({
         f"s_and_b{_w}": (_w, lambda a, b, c: _nz(a & b)),
         f"s_or_b{_w}": (_w, lambda a, b, c: _nz(a | b)),
@@ -91,7 +114,7 @@ for _w in (32, 64):
 
 
 def _nz(r):
-    return r, int(r != 0)
+    return r, r != 0
 
 
 def _shift_amount_is_32(name):
@@ -108,11 +131,11 @@ def _sop2(name, width, fn):
         rb = s32 if width == 32 or _shift_amount_is_32(name) else s64
         r, scc = fn(rd(st, a), rb(st, b), st.scc)
         if width == 32:
-            st.sset(_dst(st, dst, 1), [r])
+            st.swrite(_dst(st, dst, 1), r)
         else:
-            st.sset64(_dst(st, dst, 2), r)
+            st.swrite64(_dst(st, dst, 2), r)
         if scc is not None:
-            st.scc = scc
+            st.set_scc(scc)
     return run
 
 
@@ -125,28 +148,28 @@ for _n, (_w, _f) in SOP2.items():
 def s_mov_b32(st, d):
     count(st, d, 2)
     no_mods(st, d)
-    st.sset(_dst(st, d.ops[0], 1), [s32(st, d.ops[1])])
+    st.swrite(_dst(st, d.ops[0], 1), s32(st, d.ops[1]))
 
 
 @op("s_mov_b64")
 def s_mov_b64(st, d):
     count(st, d, 2)
     no_mods(st, d)
-    st.sset64(_dst(st, d.ops[0], 2), s64(st, d.ops[1]))
+    st.swrite64(_dst(st, d.ops[0], 2), s64(st, d.ops[1]))
 
 
 @op("s_not_b32")
 def s_not_b32(st, d):
-    r = ~s32(st, d.ops[1]) & M32
-    st.sset(_dst(st, d.ops[0], 1), [r])
-    st.scc = int(r != 0)
+    r = ~s32(st, d.ops[1]) & U64(M32)
+    st.swrite(_dst(st, d.ops[0], 1), r)
+    st.set_scc(r != 0)
 
 
 @op("s_not_b64")
 def s_not_b64(st, d):
-    r = ~s64(st, d.ops[1]) & M64
-    st.sset64(_dst(st, d.ops[0], 2), r)
-    st.scc = int(r != 0)
+    r = ~s64(st, d.ops[1])
+    st.swrite64(_dst(st, d.ops[0], 2), r)
+    st.set_scc(r != 0)
 
 
 @op("s_abs_i32")
@@ -154,9 +177,9 @@ def s_abs_i32(st, d):
     """D = |S0| (wrapping: |-2^31| = -2^31); SCC = D != 0."""
     count(st, d, 2)
     no_mods(st, d)
-    r = abs(sx(s32(st, d.ops[1]))) & M32
-    st.sset(_dst(st, d.ops[0], 1), [r])
-    st.scc = int(r != 0)
+    r = _b(np.abs(sx(s32(st, d.ops[1]))))
+    st.swrite(_dst(st, d.ops[0], 1), r)
+    st.set_scc(r != 0)
 
 
 # saveexec: D = EXEC; EXEC = f(S0, EXEC); SCC = EXEC != 0
@@ -164,11 +187,11 @@ SAVEEXEC = {
     "s_and_saveexec_b64": lambda s, e: s & e,
     "s_or_saveexec_b64": lambda s, e: s | e,
     "s_xor_saveexec_b64": lambda s, e: s ^ e,
-    "s_andn2_saveexec_b64": lambda s, e: s & ~e & M64,
-    "s_orn2_saveexec_b64": lambda s, e: (s | ~e) & M64,
-    "s_nand_saveexec_b64": lambda s, e: ~(s & e) & M64,
-    "s_nor_saveexec_b64": lambda s, e: ~(s | e) & M64,
-    "s_xnor_saveexec_b64": lambda s, e: ~(s ^ e) & M64,
+    "s_andn2_saveexec_b64": lambda s, e: s & ~e,
+    "s_orn2_saveexec_b64": lambda s, e: s | ~e,
+    "s_nand_saveexec_b64": lambda s, e: ~(s & e),
+    "s_nor_saveexec_b64": lambda s, e: ~(s | e),
+    "s_xnor_saveexec_b64": lambda s, e: ~(s ^ e),
 }
 
 
@@ -178,11 +201,11 @@ def _saveexec(name, fn):
         count(st, d, 2)
         no_mods(st, d)
         src = s64(st, d.ops[1])                 # read before D is written (D may alias S0)
-        old = st.sget64(126)
-        st.sset64(_dst(st, d.ops[0], 2), old)
+        old = st.sread64(126)
+        st.swrite64(_dst(st, d.ops[0], 2), old)
         new = fn(src, old)
-        st.sset64(126, new)
-        st.scc = int(new != 0)
+        st.swrite64(126, new)
+        st.set_scc(new != 0)
 
 
 for _n, _f in SAVEEXEC.items():
@@ -193,33 +216,34 @@ for _n, _f in SAVEEXEC.items():
 def _simm16(st, o) -> int:
     if o.kind != "int" or not -(1 << 15) <= o.value < (1 << 16):
         raise st.error(f"{o.text} is not a 16-bit immediate")
-    return sx(o.value, 16)
+    v = o.value & 0xFFFF
+    return v - (1 << 16) if v >> 15 else v
 
 
 @op("s_movk_i32")
 def s_movk_i32(st, d):
     count(st, d, 2)
-    st.sset(_dst(st, d.ops[0], 1), [_simm16(st, d.ops[1]) & M32])
+    st.swrite(_dst(st, d.ops[0], 1), U64(_simm16(st, d.ops[1]) & M32))
 
 
 @op("s_addk_i32")
 def s_addk_i32(st, d):
     count(st, d, 2)
     i = _dst(st, d.ops[0], 1)
-    a, k = sx(st.sget(i)[0]), _simm16(st, d.ops[1])
-    st.sset(i, [(a + k) & M32])
-    st.scc = int(not -2**31 <= a + k < 2**31)
+    a, k = sx(st.sread(i)), _simm16(st, d.ops[1])
+    st.swrite(i, _b(a + k))
+    st.set_scc(~_in_i32(a + k))
 
 
 @op("s_mulk_i32")
 def s_mulk_i32(st, d):
     i = _dst(st, d.ops[0], 1)
-    st.sset(i, [(sx(st.sget(i)[0]) * _simm16(st, d.ops[1])) & M32])
+    st.swrite(i, _b(sx(st.sread(i)) * _simm16(st, d.ops[1])))
 
 
 # -- SOPC: SCC = compare ---------------------------------------------------------------------------
-CMP = {"eq": lambda a, b: a == b, "lg": lambda a, b: a != b, "gt": lambda a, b: a > b,
-       "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
+CMP = {"eq": np.equal, "lg": np.not_equal, "gt": np.greater, "ge": np.greater_equal, "lt": np.less,
+       "le": np.less_equal}
 
 
 def _scmp(name, rel, kind):
@@ -233,7 +257,7 @@ def _scmp(name, rel, kind):
             a, b = s32(st, d.ops[0]), s32(st, d.ops[1])
             if kind == "i32":
                 a, b = sx(a), sx(b)
-        st.scc = int(rel(a, b))
+        st.set_scc(rel(a, b))
 
 
 for _c, _rel in CMP.items():
@@ -245,8 +269,8 @@ for _c in ("eq", "lg"):
 
 @op("s_bitcmp0_b32", "s_bitcmp1_b32")
 def s_bitcmp(st, d):
-    bit = (s32(st, d.ops[0]) >> (s32(st, d.ops[1]) & 31)) & 1
-    st.scc = int(bit == (1 if d.mnemonic.startswith("s_bitcmp1") else 0))
+    bit = (s32(st, d.ops[0]) >> _sh(s32(st, d.ops[1]), 32)) & U64(1)
+    st.set_scc(bit == (1 if d.mnemonic.startswith("s_bitcmp1") else 0))
 
 
 # -- SOPP: program control -------------------------------------------------------------------------
@@ -258,14 +282,15 @@ def _target(st, d) -> int:
     return st.kernel.labels[o.value]
 
 
+# whether each member takes the branch: bool [members] (or True)
 BRANCH = {
     "s_branch": lambda st: True,
     "s_cbranch_scc0": lambda st: st.scc == 0,
-    "s_cbranch_scc1": lambda st: st.scc == 1,
-    "s_cbranch_vccz": lambda st: not st.mask_of(106).any(),
-    "s_cbranch_vccnz": lambda st: st.mask_of(106).any(),
-    "s_cbranch_execz": lambda st: not st.exec.any(),
-    "s_cbranch_execnz": lambda st: st.exec.any(),
+    "s_cbranch_scc1": lambda st: st.scc != 0,
+    "s_cbranch_vccz": lambda st: st.sread64(106) == 0,
+    "s_cbranch_vccnz": lambda st: st.sread64(106) != 0,
+    "s_cbranch_execz": lambda st: st.exec_words() == 0,
+    "s_cbranch_execnz": lambda st: st.exec_words() != 0,
 }
 
 
@@ -273,7 +298,11 @@ def _branch(name, taken):
     @op(name)
     def run(st, d):
         target = _target(st, d)
-        return target if taken(st) else None
+        t = taken(st)
+        if t is True:
+            return target
+        return np.where(t, target, st.pc + 1)          # each member's next pc
+    return run
 
 
 for _n, _t in BRANCH.items():
@@ -282,7 +311,10 @@ for _n, _t in BRANCH.items():
 
 @op("s_endpgm")
 def s_endpgm(st, d):
-    st.done = True
+    if st.act is None:
+        st.ended[:] = True
+    else:
+        st.ended |= st.act
     return len(st.kernel.instructions)
 
 

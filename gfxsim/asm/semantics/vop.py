@@ -78,6 +78,12 @@ def _f(fn):
     return run
 
 
+def _bfrev(a):
+    """Reverse the 32 bits of each word."""
+    b = np.unpackbits(np.ascontiguousarray(a, U32).view(np.uint8).reshape(-1, 4), axis=1, bitorder="little")
+    return np.packbits(b[:, ::-1], axis=1, bitorder="little").view(U32).reshape(-1)
+
+
 def _med3_int(a, b, c):
     return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
 
@@ -127,8 +133,8 @@ VALU = {
     "v_max3_i32": ((i, i, i), lambda a, b, c: np.maximum(np.maximum(a, b), c)),
     "v_min3_u32": ((u, u, u), lambda a, b, c: np.minimum(np.minimum(a, b), c)),
     "v_max3_u32": ((u, u, u), lambda a, b, c: np.maximum(np.maximum(a, b), c)),
-    "v_bfrev_b32": ((u,), lambda a: np.array([int(f"{int(x):032b}"[::-1], 2) for x in a], U32)),
-    "v_bcnt_u32_b32": ((u, u), lambda a, b: np.array([bin(int(x)).count("1") for x in a], U32) + b),
+    "v_bfrev_b32": ((u,), lambda a: _bfrev(a)),
+    "v_bcnt_u32_b32": ((u, u), lambda a, b: np.bitwise_count(a).astype(U32) + b),
     # conversions
     "v_cvt_f32_i32": ((i,), lambda a: a.astype(F32)),
     "v_cvt_f32_u32": ((u,), lambda a: a.astype(F32)),
@@ -454,8 +460,9 @@ def v_readfirstlane_b32(st, d):
     dst, src = d.ops.positional
     if dst.kind != "reg" or dst.file != "s" or dst.count != 1:
         raise st.error(f"v_readfirstlane_b32 writes an SGPR, got {dst.text}")
-    lane = int(np.argmax(st.exec)) if st.exec.any() else 0
-    st.sset(dst.first, [int(u32(st, src)[lane])])
+    ex = st.exec.reshape(st.members, st.lanes)
+    lane = np.argmax(ex, axis=1)                   # each member's first active lane (0 if none)
+    st.swrite(dst.first, u32(st, src).reshape(st.members, st.lanes)[np.arange(st.members), lane])
 
 
 @op("v_perm_b32")
@@ -499,8 +506,7 @@ def v_mbcnt(st, d):
     lane = np.arange(st.w.width) % st.lanes
     below = np.where(lane >= 64, U64(0xFFFFFFFFFFFFFFFF), (U64(1) << lane.astype(U64)) - U64(1))
     part = below & U64(0xFFFFFFFF) if d.mnemonic.endswith("lo_u32_b32") else below >> U64(32)
-    bits = (a & part)
-    cnt = np.array([bin(int(x)).count("1") for x in bits], U32)
+    cnt = np.bitwise_count(a & part).astype(U32)
     put(st, dst, cnt + b)
 
 
@@ -547,19 +553,17 @@ def v_mad64(st, d):
     no_mods(st, d)
     dst, sd, a, b, c = d.ops.positional
     x, y = u32(st, a), u32(st, b)
-    if d.mnemonic == "v_mad_u64_u32":
-        p = [int(v) for v in (x.astype(object) * y.astype(object))]
-    else:
-        p = [int(v) for v in (_i(x).astype(object) * _i(y).astype(object))]
     z = u64(st, c)
-    if d.mnemonic == "v_mad_i64_i32":
-        zs = [int(v) - (1 << 64) if int(v) >> 63 else int(v) for v in z]
-        tot = [pp + zz for pp, zz in zip(p, zs)]
-        carry = np.array([not -(1 << 63) <= t < (1 << 63) for t in tot])
+    if d.mnemonic == "v_mad_u64_u32":
+        p = x.astype(U64) * y.astype(U64)            # exact: below 2^64
+        tot = p + z                                  # wraps modulo 2^64
+        carry = tot < p
     else:
-        tot = [pp + int(zz) for pp, zz in zip(p, z)]
-        carry = np.array([t >> 64 != 0 for t in tot])
-    put64(st, dst, np.array([t & ((1 << 64) - 1) for t in tot], U64))
+        p = (_i(x).astype(np.int64) * _i(y).astype(np.int64)).view(U64)
+        tot = p + z
+        # signed overflow of p + z: both operands' signs differ from the sum's
+        carry = (((p ^ tot) & (z ^ tot)) >> U64(63)).astype(bool)
+    put64(st, dst, tot)
     sdst_mask(st, sd, carry & st.exec)
 
 
@@ -723,8 +727,7 @@ def _pk(name, n, fn):
                 raise st.error(f"{d.mnemonic}: source {o.text} must be a register pair or an inline constant "
                                "(-/|| forms of packed fp32 sources are not modelled)")
             if o.file == "s":
-                w = st.sget(o.first, 2)
-                halves.append([np.full(st.w.width, x, U32) for x in w])
+                halves.append([st.lanewise(st.sread(o.first)), st.lanewise(st.sread(o.first + 1))])
             else:
                 ww = st.vwords(o.file, o.first, 2)
                 halves.append([ww[0].copy(), ww[1].copy()])
@@ -773,10 +776,8 @@ def v_pk_mov_b32(st, d):
     no_mods(st, d, ("op_sel",))
     dst, a, b = d.ops.positional
     sel = d.ops.mods.get("op_sel", (0, 0))
-    lo = st.vwords(a.file, a.first, 2)[sel[0]].copy() if a.file in "va" else \
-        np.full(st.w.width, st.sget(a.first, 2)[sel[0]], U32)
-    hi = st.vwords(b.file, b.first, 2)[sel[1]].copy() if b.file in "va" else \
-        np.full(st.w.width, st.sget(b.first, 2)[sel[1]], U32)
+    lo = st.vwords(a.file, a.first, 2)[sel[0]].copy() if a.file in "va" else st.lanewise(st.sread(a.first + sel[0]))
+    hi = st.vwords(b.file, b.first, 2)[sel[1]].copy() if b.file in "va" else st.lanewise(st.sread(b.first + sel[1]))
     put(st, dst, np.stack([lo, hi]))
 
 
