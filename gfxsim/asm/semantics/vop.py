@@ -252,14 +252,49 @@ def _result_prov(st, d, name, srcs):
     if all(v.prov is None for v in vals):
         return None
     if name in ROUTE:                 # SDWA sources arrive with their selected bytes routed
-        out = ROUTE[name](*vals)
-        return None if out is None else out.prov
+        def routed(split):
+            out = ROUTE[name](*(_src_values(st, d, srcs) if split else vals))
+            return None if out is None else out.prov
+        return by_sgpr_value(st, srcs, routed)
     if name in BYTE_EXTRACT:
-        return BYTE_EXTRACT[name](st, srcs, vals)
+        return by_sgpr_value(st, srcs, lambda split: BYTE_EXTRACT[name](
+            st, srcs, _src_values(st, d, srcs) if split else vals))
     hit = False
     if name in MULTIPLIES:
         vals, hit = dequant.multiply(st, srcs, vals)
     return arith_prov(st, name, vals, dequantized=hit)
+
+
+def by_sgpr_value(st, srcs, compute):
+    """``compute(split)``'s provenance (split: its values must be read again), where a byte route depends on a uniform operand's value (a
+    shift amount, a field offset): the back end takes that value as one number for the wave, but
+    an SGPR differs between the members of a batch, so each group of members holding the same
+    SGPR values gets the route computed with theirs, and their columns take it."""
+    M = st.members
+    regs = sorted({o.first + k for o in srcs if o.kind == "reg" and o.file == "s" for k in range(o.count)}
+                  - {126, 127})
+    if M == 1 or not regs:
+        return compute(False)
+    act = np.nonzero(st.act if st.act is not None else np.ones(M, bool))[0]
+    held = st.s[:, regs]
+    if (held == held[act[0]]).all():     # every member's column 0 holds the same (members sitting out too)
+        return compute(False)
+    keys, inv = np.unique(held[act], axis=0, return_inverse=True)
+    saved = st.s[:, regs].copy()
+    out, shape = None, None
+    try:
+        for k, key in enumerate(keys):
+            st.s[:, regs] = key
+            p = compute(True)
+            if p is None:
+                continue
+            shape = p.shape if shape is None else shape
+            member = np.zeros(M, bool)
+            member[act[inv.reshape(-1) == k]] = True
+            out = p if out is None else Prov.select(np.repeat(member, st.lanes)[None, :], p, out, shape)
+    finally:
+        st.s[:, regs] = saved
+    return out
 
 
 MULTIPLIES = {"v_mul_f32", "v_fma_f32"}          # the fp multiplies a dequant is recognised at
@@ -539,8 +574,9 @@ def v_shift64(st, d):
     if st.w.provenance and uniform and a.kind == "reg" and a.file in "va":
         v = st.vread(a.file, a.first, 2, "i64" if d.mnemonic == "v_ashrrev_i64" else "u64")
         if v.prov is not None:     # a uniform shift routes the bytes (the back end's rule, routing.py)
-            prov = _shift_prov(v.prov.per_byte(), int(sh[0]), 8, "shl" if d.mnemonic == "v_lshlrev_b64" else "shr",
-                               v.dtype, 1, st.w.width, st.w.machine.wide)
+            kind = "shl" if d.mnemonic == "v_lshlrev_b64" else "shr"
+            prov = by_sgpr_value(st, (s,), lambda split: _shift_prov(
+                v.prov.per_byte(), int(u32(st, s)[0]) & 63, 8, kind, v.dtype, 1, st.w.width, st.w.machine.wide))
     if prov is None:
         put64(st, dst, r)
     else:
