@@ -142,7 +142,10 @@ def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
                     tr.muted -= 1
                 _record(st, d, ins)
             else:                             # memory, LDS, matrix, barrier: the back end's event
+                n0 = len(tr.raw)
                 nxt = fn(st, d)
+                if tr.enabled and len(tr.raw) > n0:
+                    _name_outputs(tr.raw[n0:], d)
         finally:
             if act is not None:
                 w._set_exec(np.where(cols, w.exec, saved))
@@ -159,6 +162,26 @@ def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
         steps += 1
         if steps > max_steps:
             raise st.error(f"more than {max_steps} instructions executed: an endless loop?")
+
+
+def _name_outputs(events, d):
+    """The back end numbers the values its loads return virtually; the events of a load show the
+    VGPRs the instruction wrote (read2: its two halves in turn), so the stepper rebuilds the
+    registers the assembly names."""
+    if not d.ops.positional or not d.ins.mnemonic.startswith(("global_load", "ds_read", "ds_bpermute")):
+        return
+    dst = d.ops[0]
+    if dst.kind != "reg" or dst.file != "v":
+        return
+    first = dst.first
+    for e in events:
+        if e.record is not None:
+            continue
+        for o in e.outputs:
+            n = -(-o.values.shape[0] * o.values.dtype.itemsize // 4)
+            o.regs = (first, n)
+            if "read2" in d.ins.mnemonic:
+                first += n
 
 
 def _barrier(st, program, live):

@@ -109,6 +109,7 @@ class DsOps:
                              address=int(r2[m, l]), degree=int(deg[m]), cycles=int(cycles[m]), passes=int(passes[m]),
                              region=region.name)
         member = self._base // self.lanes
+        self._lds_rel = rel                   # what an event shows: the address in its own workgroup's LDS
         # LDS byte address, and the index into the region's own provenance planes
         return rel + member * lds.member_bytes, rel - region.offset + member * region.nbytes, worst
 
@@ -135,7 +136,7 @@ class DsOps:
                 self.finding("uninitialized-read", f"ds_read of {reg.describe(off) if reg else rel} reads "
                              f"never-written LDS bytes", lane=l, address=rel, what="lds", name=region.name)
             v.valid = wr if v.valid is None else (v.valid & wr)
-        self._event(ops.Op("DS", ops.DS_READ[nbytes]), outs=[v], region=region.name, address=addr,
+        self._event(ops.Op("DS", ops.DS_READ[nbytes]), outs=[v], region=region.name, address=self._lds_rel,
                     bank_conflict=deg)
         return v
 
@@ -154,7 +155,7 @@ class DsOps:
             p = _stored(value, nbytes, act, self._full)
             rb = ridx[None, :] + np.arange(nbytes)[:, None]
             mp.scatter(rb if self._full else rb[:, act], p)
-        self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=addr,
+        self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=self._lds_rel,
                     bank_conflict=deg)
 
     def barrier(self):
