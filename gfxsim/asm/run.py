@@ -84,13 +84,22 @@ def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
     brings the members back together where their pcs meet; while they agree (the common case)
     there is no masking. A member at s_barrier waits there until every running member is at one
     (or has ended), so each member's waves meet at its own barriers as when run alone."""
+    counted = [0]                             # active lanes x instructions (the speed figure's count)
+    try:
+        _run_members(st, program, max_steps, counted)
+    finally:
+        m = st.w.machine
+        m.asm_lane_instructions = getattr(m, "asm_lane_instructions", 0) + counted[0]
+
+
+def _run_members(st, program, max_steps, counted):
     n = len(program.decoded)
-    steps = 0
     w = st.w
     tr = w.machine.trace
     M, lanes = st.members, st.lanes
     pcs, ended = st.pcs, st.ended
     barrier = program.barrier
+    steps = 0
     while True:
         if M == 1:
             if ended[0]:
@@ -131,6 +140,7 @@ def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
             saved = w.exec
             w._set_exec(saved & cols)
             w.live = np.nonzero(act)[0].tolist()
+        counted[0] += int(np.count_nonzero(w.exec))
         try:
             own = program.own_event[pc]
             if own:                           # arithmetic, moves, scalar, branches: one event of its own,

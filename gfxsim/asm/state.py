@@ -219,18 +219,31 @@ class WaveState:
     def vwrite(self, f: str, first: int, words: np.ndarray):
         """Write words [n, width] (uint32) under EXEC; the registers' provenance is cleared there
         (an arithmetic result carries no identity)."""
-        words = np.ascontiguousarray(np.asarray(words).astype(np.uint32, copy=False).reshape(-1, self.w.width))
-        self.regfile(f).write(first, VGPRs(self.w, words, "u32", regs=(first, words.shape[0])))
-        self.fresh[f][first:first + words.shape[0], self.exec] = False
+        words = np.asarray(words).astype(np.uint32, copy=False).reshape(-1, self.w.width)
+        rf = self.regfile(f)
+        n = words.shape[0]
+        if rf.prov is not None:              # provenance to clear there: the register file's own write
+            rf.write(first, VGPRs(self.w, np.ascontiguousarray(words), "u32", regs=(first, n)))
+            self.fresh[f][first:first + n] &= ~self.exec
+            return
+        rf._check(first, n)                  # no provenance: the words and their written bits only
+        if self.w._full:
+            rf.words[first:first + n] = words
+            rf.written[first * 4:(first + n) * 4] = True
+            self.fresh[f][first:first + n] = False
+        else:
+            ex = self.exec
+            np.copyto(rf.words[first:first + n], words, where=ex)
+            rf.written[first * 4:(first + n) * 4] |= ex
+            self.fresh[f][first:first + n] &= ~ex
 
     def vwrite_value(self, f: str, first: int, value: VGPRs):
         """Write a back-end value (its bytes' provenance with it) under EXEC."""
         self.regfile(f).write(first, value)
-        self.fresh[f][first:first + value.nbytes // 4, self.exec] = False
+        self.fresh[f][first:first + value.nbytes // 4] &= ~self.exec
 
     def set_fresh(self, f: str, first: int, mask):
         """Mark registers first.. as holding a fresh matrix result where ``mask`` [n, width] holds
         (active lanes only; call after the write)."""
         mask = np.asarray(mask, bool)
-        rows = self.fresh[f][first:first + mask.shape[0]]
-        rows[:, self.exec] = mask[:, self.exec]
+        np.copyto(self.fresh[f][first:first + mask.shape[0]], mask, where=self.exec)

@@ -58,10 +58,15 @@ class RegisterFile:
         n = value.nbytes // 4
         self._check(first, n)
         act = self.wave.exec
-        words = from_bytes(to_bytes(value.val), "u32")
-        self.words[first:first + n][:, act] = words[:, act]
+        v = value.val
+        words = v.view(np.uint32) if v.dtype.itemsize == 4 else from_bytes(to_bytes(v), "u32")
         rows = slice(first * 4, (first + n) * 4)
-        self.written[rows][:, act] = value.written()[:, act]
+        if self.wave._full:
+            self.words[first:first + n] = words
+            self.written[rows] = value.written()
+        else:
+            np.copyto(self.words[first:first + n], words, where=act)
+            np.copyto(self.written[rows], value.written(), where=act)
         p = value.byte_prov()
         if p is None and self.prov is None:
             return

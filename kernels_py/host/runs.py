@@ -64,9 +64,13 @@ class KernelRun:
                 mm.extend({"index": first + m, "instruction": op, "label": label, "workgroup": list(wgs[m]),
                            "wave": wave, "source": src, "a_tokens": a[m] if a is not None else [],
                            "b_tokens": b[m] if b is not None else []} for m in rec.live)
-        return {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
-                "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
-                "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}
+        out = {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
+               "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
+               "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}
+        lane = [getattr(r.machine, "asm_lane_instructions", None) for r in self.runs]
+        if any(x is not None for x in lane):    # --frontend asm: active lanes x instructions executed
+            out["lane_instructions"] = int(sum(x or 0 for x in lane))
+        return out
 
 
 def load_kernel_fn(spec: str, option: str = "--kernel-fn") -> Callable:
