@@ -222,7 +222,7 @@ class WaveState:
         words = np.asarray(words).astype(np.uint32, copy=False).reshape(-1, self.w.width)
         rf = self.regfile(f)
         n = words.shape[0]
-        if rf.prov is not None:              # provenance to clear there: the register file's own write
+        if rf.prov is not None and rf.has[first:first + n].any():     # provenance to clear: the file's own write
             rf.write(first, VGPRs(self.w, np.ascontiguousarray(words), "u32", regs=(first, n)))
             self.fresh[f][first:first + n] &= ~self.exec
             return

@@ -27,6 +27,7 @@ class RegisterFile:
         self.words = np.full((count, wave.width), POISON_WORD, np.uint32)
         self.written = np.zeros((count * 4, wave.width), bool)
         self.prov: Prov | None = None
+        self.has = np.zeros(count, bool)             # per register: may carry provenance (else none at all)
 
     def name(self, first: int, n: int = 1) -> str:
         return f"{self.prefix}{first}" if n == 1 else f"{self.prefix}[{first}:{first + n - 1}]"
@@ -44,7 +45,9 @@ class RegisterFile:
         if (n * 4) % itemsize(dtype):
             raise self.wave.error(ValueError, f"{self.name(first, n)} ({n * 4} bytes) does not hold whole {dtype}s")
         rows = slice(first * 4, (first + n) * 4)
-        prov = None if self.prov is None else self.prov.map(lambda a: a[rows]).compact(itemsize(dtype))
+        prov = None
+        if self.prov is not None and self.has[first:first + n].any():
+            prov = self.prov.map(lambda a: a[rows].copy()).compact(itemsize(dtype))
         wr = self.written[rows]
         return VGPRs(self.wave, from_bytes(raw, dtype), dtype, prov, None if wr.all() else wr.copy(),
                      regs=(first, n))
@@ -68,40 +71,44 @@ class RegisterFile:
             np.copyto(self.words[first:first + n], words, where=act)
             np.copyto(self.written[rows], value.written(), where=act)
         p = value.byte_prov()
-        if p is None and self.prov is None:
-            return
+        if p is None and (self.prov is None or not self.has[first:first + n].any()):
+            return                                   # nothing there to clear
         if self.prov is None:
             self.prov = Prov(1, {})
-        self.prov = _assign(self.prov, rows, act, p, self.count * 4, self.wave.width)
+        self.prov = _assign(self.prov, rows, act, p, self.count * 4, self.wave.width, self.wave._full)
+        if p is not None:
+            self.has[first:first + n] = True
+        elif self.wave._full:
+            self.has[first:first + n] = False
 
 
-def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int) -> Prov:
-    """mem with rows ``rows`` of the active columns replaced by p (fields p lacks cleared there)."""
-    out_ids = dict(mem.ids)
-    for f in set(mem.ids) | (set(p.ids) if p is not None else set()):
-        plane = out_ids.get(f)
-        plane = np.full((total, width), -1, np.int32) if plane is None else plane.copy()
-        src = p.ids.get(f) if p is not None else None
+def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int, full: bool = False) -> Prov:
+    """mem with rows ``rows`` of the active columns replaced by p (fields p lacks cleared there),
+    in place: the planes belong to the register file alone (``read`` hands out copies)."""
+    from .provenance import Mask
+
+    def put(plane, src, fill, where):
         blk = plane[rows]
-        blk[:, act] = -1 if src is None else src[:, act]
-        plane[rows] = blk
-        out_ids[f] = plane
-    out_fp = dict(mem.fp)
+        if full:
+            blk[...] = fill if src is None else src
+        else:
+            np.copyto(blk, fill if src is None else src, where=where)
+
+    for f in set(mem.ids) | (set(p.ids) if p is not None else set()):
+        plane = mem.ids.get(f)
+        if plane is None:
+            plane = mem.ids[f] = np.full((total, width), -1, np.int32)
+        put(plane, p.ids.get(f) if p is not None else None, -1, act)
     for f in set(mem.fp) | (set(p.fp) if p is not None else set()):
-        from .provenance import Mask
-        m = out_fp.get(f)
-        m = Mask.empty((total, width)) if m is None else m.map(lambda x: x.copy())
+        m = mem.fp.get(f)
+        if m is None:
+            m = mem.fp[f] = Mask.empty((total, width))
         src = p.fp.get(f) if p is not None else None
         for name in ("base", "bits", "wide"):
             a = getattr(m, name)
-            blk = a[rows]
-            blk[:, act] = fill_value(a) if src is None else getattr(src, name)[:, act]
-            a[rows] = blk
-        out_fp[f] = m
-    flags = mem.flags
-    if flags is not None or (p is not None and p.flags is not None):
-        flags = np.zeros((total, width), np.uint8) if flags is None else flags.copy()
-        blk = flags[rows]
-        blk[:, act] = 0 if p is None or p.flags is None else p.flags[:, act]
-        flags[rows] = blk
-    return Prov(1, out_ids, out_fp, flags)
+            put(a, None if src is None else getattr(src, name), fill_value(a), act[:, None] if a.ndim == 3 else act)
+    if mem.flags is not None or (p is not None and p.flags is not None):
+        if mem.flags is None:
+            mem.flags = np.zeros((total, width), np.uint8)
+        put(mem.flags, None if p is None else p.flags, 0, act)
+    return mem
