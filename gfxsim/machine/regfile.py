@@ -47,7 +47,7 @@ class RegisterFile:
         rows = slice(first * 4, (first + n) * 4)
         prov = None
         if self.prov is not None and self.has[first:first + n].any():
-            prov = self.prov.map(lambda a: a[rows].copy()).compact(itemsize(dtype))
+            prov = _read_prov(self.prov, rows, itemsize(dtype))
         wr = self.written[rows]
         return VGPRs(self.wave, from_bytes(raw, dtype), dtype, prov, None if wr.all() else wr.copy(),
                      regs=(first, n))
@@ -80,6 +80,21 @@ class RegisterFile:
             self.has[first:first + n] = True
         elif self.wave._full:
             self.has[first:first + n] = False
+
+
+def _read_prov(mem: Prov, rows: slice, size: int) -> Prov:
+    """A copy of rows ``rows`` of the file's per-byte planes, per element of ``size`` bytes where
+    every byte of every element agrees in every plane (Prov.compact's rule; taking each element's
+    first byte is then its union), else per byte."""
+    view = mem.map(lambda a: a[rows])
+    if size > 1:
+        planes = list(view.ids.values()) + [x for m in view.fp.values() for x in (m.base, m.wide, m.bits)] + \
+            ([view.flags] if view.flags is not None else [])
+        if all((a.reshape((-1, size) + a.shape[1:]) == a[::size][:, None]).all() for a in planes):
+            out = view.map(lambda a: a[::size].copy())
+            out.g = size
+            return out
+    return view.map(lambda a: a.copy())
 
 
 def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int, full: bool = False) -> Prov:
