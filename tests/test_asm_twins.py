@@ -151,6 +151,13 @@ def test_paged_attention_decode_asm_is_the_python_twins(arch, grouping):
     assert np.abs(asm.out - py.out).max() <= 4 * np.finfo(np.float32).eps * np.abs(py.out).max()
     assert {f.kind for f in py.findings} <= {"scale-group-mismatch"}
     assert {f.kind for f in asm.findings} <= {"lds-bank-conflict", "scale-group-mismatch"}
+    # the --report json of both: every matrix instruction's K-slot tokens per workgroup and wave,
+    # and the findings' kinds, counts and token details (gfxsim.asm.parity)
+    from gfxsim.asm.parity import differences
+    from gfxsim.asm.run import NO_EXP_CONSUMED
+    assert differences(py.report(), asm.report()) == [
+        "checks not run: python [], asm ['double-count', 'token-coverage']"]
+    assert asm.checks()["reason"] == NO_EXP_CONSUMED        # the one known gap, said in the report
 
 
 def test_dequant_recognition_switch(monkeypatch):
