@@ -49,6 +49,9 @@ def test_quick_bench_produces_every_figure(tmp_path):
     assert sum(lab.startswith("PV tile, gfxsim") for lab in labels) == 4
     assert sum(lab.startswith("PV tile, numba CUDA simulator") for lab in labels) == 2
     assert sum(lab.startswith("gfxsim layout") for lab in labels) == 4
+    for mode in ("off", "on"):                      # the asm front end's lane-instructions per second
+        (asm,) = [f for f in figs if f["figure"] == f"asm decode 512: lane-instructions/s, provenance {mode}"]
+        assert asm["lane_instructions"] > 0 and asm["lane_instructions_per_second"] > 0
     for f in figs:
         if f["group"] in ("tile", "layout") or f.get("mode") in ("off", "on", "trace", "numpy"):
             assert f["peak_rss_bytes"] > 0, f["figure"]

@@ -6,8 +6,11 @@
 ``entry`` is a kernel of kernels_hip/ (built with ``gfxsim hip build`` rules for ``arch``), or a
 (gfxsim.asm Kernel) parsed from any clang .s. Each wave of each workgroup executes the
 kernel's instructions from its AMDHSA initial state (launch.py) until s_endpgm; the waves of a
-workgroup meet at s_barrier through the back end's Workgroup. The result is the back end's Run:
-trace, matrix-instruction records, findings, and the Buffers as the kernel left them.
+workgroup meet at s_barrier through the back end's Workgroup. Workgroups run side by side in a
+batch (``batch=``; under gfxsim.launch the harness's batch): one back-end wave holds the same wave
+of every member, each member with its own SGPRs and pc, and ``execute`` schedules them so that a
+batch gives exactly what one workgroup at a time gives. The result is the back end's Run: trace,
+matrix-instruction records, findings, and the Buffers as the kernel left them.
 """
 from __future__ import annotations
 
