@@ -17,11 +17,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import re
 
 import numpy as np
 
 from ..machine import ops
+from ..machine.consumed import check_outputs
 from ..machine.launch import Machine, Run
 from ..machine.memory import Buffer
 from ..machine.wave import Wave
@@ -307,11 +307,14 @@ def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bo
     waves = -(-n_items // m.arch.wave_size)
     if waves > 16:
         raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
+    m.mma_log.declared = {f for b in seen.values() for f in b.expects}    # what the outputs must consume
     t0 = time.perf_counter()
     ids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
     for i in range(0, len(ids), batch):
         wg = Workgroup(m, ids[i:i + batch], waves)
         wg.run(lambda w: _wave(w, program, space, kernarg, w.wg.ids, block), lambda g, k: AsmWave(m, g, k))
+    if m.provenance:
+        check_outputs(m)                 # the Buffer.expect declarations of what it stored (as gfxsim.launch)
     return Run(kernel.name, m.arch.name, grid, waves, m.trace, m.findings, m, seconds=time.perf_counter() - t0,
                lane_threads=int(np.prod(grid)) * n_items)
 
@@ -333,12 +336,6 @@ def _asm_source(st):
 # compiled code carries no group_scale marks: with the dequant recognition switched off
 # (semantics/dequant.py) a run says so rather than report "no scale-group findings"
 NO_SCALE_MARKS = "asm front end: compiled code has no scale marks (dequant recognition off)"
-# clang's expf (x*c_hi + x*c_lo) is no longer read as two partial sums (valu one_element), but with
-# these checks on, the fixed compiled decode still reports double counts (field dim, across its PV
-# partial sums) and a token-coverage finding that its Python twin does not: not followed exactly yet
-NO_EXP_CONSUMED = ("asm front end: what a value consumed is not yet followed exactly through compiled code "
-                   "around clang's expf expansion (the fixed compiled decode would report false double counts)")
-EXPANDED = ("v_exp_f32", "v_log_f32")        # transcendental cores clang expands around
 
 
 def run_wave(w, program, space, kernarg, wg_ids, block):
@@ -349,10 +346,6 @@ def run_wave(w, program, space, kernarg, wg_ids, block):
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
     if w.provenance and not semantics.dequant.ENABLED:
         w.machine.not_checked.setdefault("scale-group-mismatch", NO_SCALE_MARKS)
-    if w.provenance and any(re.sub(r"_(e32|e64|sdwa|dpp)$", "", ins.mnemonic) in EXPANDED
-                            for ins in program.kernel.instructions):
-        for kind in ("double-count", "token-coverage"):
-            w.machine.not_checked.setdefault(kind, NO_EXP_CONSUMED)
     if isinstance(w, AsmWave):
         w.asm = st
     else:                           # a plain Wave of gfxsim.launch: its findings still name the line

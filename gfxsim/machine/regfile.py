@@ -87,6 +87,11 @@ def _read_prov(mem: Prov, rows: slice, size: int) -> Prov:
     every byte of every element agrees in every plane (Prov.compact's rule; taking each element's
     first byte is then its union), else per byte."""
     view = mem.map(lambda a: a[rows])
+    # the file's planes hold every field any register ever had: a value carries only those its
+    # own bytes name (as a value of the Python front end does), so an operand does not show a
+    # field — a V dim on a PV's A — that no byte of it holds
+    view.ids = {f: a for f, a in view.ids.items() if (a >= 0).any()}
+    view.fp = {f: m for f, m in view.fp.items() if m.nonempty().any()}
     if size > 1:
         planes = list(view.ids.values()) + [x for m in view.fp.values() for x in (m.base, m.wide, m.bits)] + \
             ([view.flags] if view.flags is not None else [])

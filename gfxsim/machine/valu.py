@@ -72,13 +72,17 @@ class ValuOps:
         applied to the sum is checked against both instructions' K sets, and what the sum consumed
         is known (consumed.sum_made; x + x of one element is a pair too: a double count).
         ``one_element``: two operands named by one element of one instruction's result make a
-        function of that element, not a sum (compiled code: clang's expf computes x*c_hi + x*c_lo;
-        the asm front end passes it, so it does not report one unsummed result added to itself)."""
+        function of that element, not a sum (compiled code: clang's expf computes x*c_hi + x*c_lo);
+        or, an array: where two operands named by the same value differ as numbers they are two
+        functions of it (expf's x*c_hi + x*c_lo, a division's Newton step q + e*q), not two
+        partial sums; equal, they are that value added to itself (the asm front end's rule)."""
         ia, ib, ma, mb = pa.ids["@mma"], pb.ids["@mma"], pa.ids["@mn"], pb.ids["@mn"]
         both = (ia >= 0) & (ib >= 0)
         same = (ia == ib) & (ma == mb)
         if op != "add":
             both &= ~same
+        elif isinstance(one_element, np.ndarray):    # per element: the operands differ as numbers
+            both &= ~(same & one_element)
         elif one_element:                    # a sum of sums added to itself still is a double count
             both &= ~(same & (ia < PAIR_BASE))
         if not both.any():

@@ -199,10 +199,30 @@ PRODUCT = {"v_mul_f32", "v_mul_legacy_f32"}  # what a product's result is named 
 EXTREMUM = {"v_max_f32", "v_min_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_min_u32"}
 
 
-def arith_prov(st, name, vals, dequantized=False):
+def addends_differ(st, name, srcs):
+    """Per lane, [1, width]: whether the two addends of an add (or c and a*b of an fma) differ —
+    as the instruction uses them (modifiers applied, the product exact), by bits — or are zero.
+    Two addends named by the same value (valu._sum_of_results) are that value added to itself,
+    a double count, only where they are equal and non-zero; where they differ they are two
+    functions of it (clang's expf: x*c_hi + x*c_lo; a division's Newton steps: q + e*q), and a
+    zero (x = 0 in expf) says nothing. None for operations that add nothing."""
+    with np.errstate(all="ignore"):
+        if name in FUSED:
+            a, b, c = (f32(st, o).astype(np.float64) for o in srcs[:3])
+            x, y = a * b, c
+        elif name in SUMMING and name.startswith("v_add") and len(srcs) >= 2:
+            x, y = (f32(st, o).astype(np.float64) if "f32" in name else u32(st, o).astype(np.float64)
+                    for o in srcs[:2])
+        else:
+            return None
+        return ((x.view(np.int64) != y.view(np.int64)) | (x == 0) | (y == 0))[None, :]
+
+
+def arith_prov(st, name, vals, dequantized=False, differ=None):
     """Provenance of an elementwise result from its sources' back-end values (None if none has any).
     ``dequantized``: the product applied a scale to a matrix result, which keeps its identities
-    but not the scale's footprint or mark (the back end's dequant, valu.py)."""
+    but not the scale's footprint or mark (the back end's dequant, valu.py). ``differ``: see
+    ``addends_differ`` (None: two operands named by one instruction's one element are never a sum)."""
     w = st.w
     if not w.provenance or all(v.prov is None for v in vals):
         return None
@@ -214,12 +234,12 @@ def arith_prov(st, name, vals, dequantized=False):
         pc = w._elem_prov(vals[2], 1)
         p = merge(ab, pc, True, wide)
         if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
-            p = w._sum_of_results(ab, pc, p, one_element=True)
+            p = w._sum_of_results(ab, pc, p, one_element=True if differ is None else differ)
         return p
     red = name in REDUCING
     summ = ("sub" if "sub" in name else "add") if name in SUMMING else None
     p = w._merged(vals[0], vals[1] if len(vals) > 1 else None, 1, red, summ, product=name in PRODUCT,
-                  extremum=name in EXTREMUM, one_element=True)
+                  extremum=name in EXTREMUM, one_element=True if differ is None else differ)
     if dequantized and p is not None:
         return Prov(p.g, p.ids)
     for v in vals[2:]:
@@ -262,7 +282,7 @@ def _result_prov(st, d, name, srcs):
     hit = False
     if name in MULTIPLIES:
         vals, hit = dequant.multiply(st, srcs, vals)
-    return arith_prov(st, name, vals, dequantized=hit)
+    return arith_prov(st, name, vals, dequantized=hit, differ=addends_differ(st, name, srcs))
 
 
 def by_sgpr_value(st, srcs, compute):
@@ -792,7 +812,15 @@ def _pk(name, n, fn):
                 hit = False
                 if scalar in MULTIPLIES:
                     vals, hit = dequant.multiply(st, regs, vals)
-                halves_p.append(arith_prov(st, scalar, vals, dequantized=hit))
+                op_h, differ = scalar, None
+                neg = neg_hi if hi_half else neg_lo
+                if name == "v_pk_add_f32" and neg[0] != neg[1]:      # one side negated: a subtraction
+                    op_h = "v_sub_f32" if neg[1] else "v_subrev_f32"
+                x = [operand(k, hi_half).astype(np.float64) for k in range(n)]
+                if op_h in ("v_add_f32", "v_fma_f32"):               # see addends_differ
+                    a_, b_ = (x[0], x[1]) if n == 2 else (x[0] * x[1], x[2])
+                    differ = ((a_.view(np.int64) != b_.view(np.int64)) | (a_ == 0) | (b_ == 0))[None, :]
+                halves_p.append(arith_prov(st, op_h, vals, dequantized=hit, differ=differ))
             if any(p_ is not None for p_ in halves_p):
                 prov = Prov.concat(halves_p, [1, 1], st.w.width)
         if prov is None:
