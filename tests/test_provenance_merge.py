@@ -62,3 +62,36 @@ def test_operand_field_summary_equals_numpy(seed):
         assert x.eq_k == bool((view == view[:, :, :1]).all()) and x.eq_r == bool((view == view[:, :1, :]).all())
         one = np.where((x.hi_k >= 0) & (x.lo_k == x.hi_k), x.hi_k, -1)
         np.testing.assert_array_equal(x.one_along_k(), one)
+    # gathered from a register plane through an operand plan, in the same pass (B: its [nb, N, K] view)
+    plane = rng.integers(-1, 6, (3, 64)).astype(np.int32)
+    plan = rng.permutation(plane.size)[:v.size].reshape(v.shape)
+    for operand in "AB":
+        g = _Field.gathered(plane, plan, operand)
+        want = _Field(plane.reshape(-1)[plan] if operand == "A" else np.swapaxes(plane.reshape(-1)[plan], 1, 2))
+        np.testing.assert_array_equal(g.v, want.v)
+        for attr in ("lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k"):
+            np.testing.assert_array_equal(getattr(g, attr), getattr(want, attr))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_subset_equals_set_inclusion(seed):
+    """Mask.subset_of (one compiled pass over broadcast views, exact where a wide set takes part)
+    is set inclusion, element by element, also when one side is a broadcast row (the scale check
+    holds an A row's K set against the scale footprint of every element of the row)."""
+    rng = np.random.default_rng(seed)
+    wide = WideSets()
+    shape = (3, 4, 5)
+    a = random_mask(rng, (3, 20), wide).map(lambda x: x.reshape(shape + x.shape[2:]))
+    b = random_mask(rng, (3, 20), wide).map(lambda x: x.reshape(shape + x.shape[2:]))
+    half = rng.random(shape) < 0.5                 # supersets of a on about half the elements
+    b = Mask.where(half, b.union(a, wide), b)
+    row = a.map(lambda x: np.broadcast_to(x[:, :, :1], x.shape))        # a constant along the last axis
+    for x in (a, row):
+        got = x.subset_of(b, wide)
+        want = np.array([x.values_at(i, wide) <= b.values_at(i, wide) for i in np.ndindex(shape)]).reshape(shape)
+        assert (got == want).all()
+        assert got.any() and not got.all()
+    flat = a.map(lambda x: x.reshape((60,) + x.shape[3:]))             # 1-D, and 4-D (the numpy path)
+    assert (flat.subset_of(b.map(lambda x: x.reshape((60,) + x.shape[3:])), wide) == a.subset_of(b, wide).ravel()).all()
+    four = a.map(lambda x: x.reshape((1,) + x.shape))
+    assert (four.subset_of(b.map(lambda x: x.reshape((1,) + x.shape)), wide)[0] == a.subset_of(b, wide)).all()

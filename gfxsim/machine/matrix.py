@@ -33,9 +33,19 @@ class _Field:
     field is the same along K (eq_k) or along the rows (eq_r), absent values (-1) included."""
     __slots__ = ("v", "lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k")
 
-    def __init__(self, v):
+    def __init__(self, v, summary=None):
         self.v = v
-        self.lo_r, self.hi_r, self.lo_k, self.hi_k, self.eq_r, self.eq_k = _field_summary(v, _BIG)
+        self.lo_r, self.hi_r, self.lo_k, self.hi_k, self.eq_r, self.eq_k = \
+            _field_summary(v, _BIG) if summary is None else summary
+
+    @classmethod
+    def gathered(cls, plane, plan, operand):
+        """The field of ``plane`` [regs, width] gathered through the operand's flat plan
+        ``[nb, M, K]`` (A) or ``[nb, K, N]`` (B), gathered and summarised in one pass; B's field is
+        held as its [nb, N, K] view."""
+        v = np.empty(plan.shape, np.int32)
+        summary = _gather_summary(np.ascontiguousarray(plane, np.int32).reshape(-1), plan, operand == "B", _BIG, v)
+        return cls(v if operand == "A" else np.swapaxes(v, 1, 2), summary)
 
     def compact(self, operand):
         """(kind, array) for the record: "mn" [nb, R] (not a K field), "k" [nb, K], or "full"
@@ -84,6 +94,67 @@ def _field_summary(v, big):
                     if x < lo_k[b, r]:
                         lo_k[b, r] = x
     return lo_r, hi_r, lo_k, hi_k, eq_r, eq_k
+
+
+@njit
+def _gather_summary(flat, plan, transposed, big, v):
+    """``v = flat[plan]`` and ``_field_summary`` of v (of its [nb, N, K] view when ``transposed``:
+    B's plan is [nb, K, N]) in one pass."""
+    nb, P, Q = plan.shape
+    R, K = (Q, P) if transposed else (P, Q)
+    lo_r = np.full((nb, K), big, np.int32)
+    hi_r = np.full((nb, K), -1, np.int32)
+    lo_k = np.full((nb, R), big, np.int32)
+    hi_k = np.full((nb, R), -1, np.int32)
+    eq_r = True
+    eq_k = True
+    for b in range(nb):
+        for p in range(P):
+            for q in range(Q):
+                v[b, p, q] = flat[plan[b, p, q]]
+        for r in range(R):
+            first = v[b, 0, r] if transposed else v[b, r, 0]
+            for k in range(K):
+                x = v[b, k, r] if transposed else v[b, r, k]
+                row0 = v[b, k, 0] if transposed else v[b, 0, k]
+                if x != first:
+                    eq_k = False
+                if x != row0:
+                    eq_r = False
+                if x > hi_r[b, k]:
+                    hi_r[b, k] = x
+                if x > hi_k[b, r]:
+                    hi_k[b, r] = x
+                if x >= 0:
+                    if x < lo_r[b, k]:
+                        lo_r[b, k] = x
+                    if x < lo_k[b, r]:
+                        lo_k[b, r] = x
+    return lo_r, hi_r, lo_k, hi_k, eq_r, eq_k
+
+
+@njit
+def _d_plane(ra, cb, vc, flat_d, out):
+    """D's identity plane of one field (``out`` [regs*width] flat, prefilled -1): D[m][n] is A row
+    m's value ``ra`` [nb, M] and B column n's ``cb`` [nb, N] where they agree or one is absent (-1),
+    then C's element ``vc`` [nb, M, N] likewise (an empty [0, 0, 0] array: no C). Returns whether
+    any element got a value."""
+    nb, M, N = flat_d.shape
+    has_a, has_b, has_c = ra.shape[0] > 0, cb.shape[0] > 0, vc.shape[0] > 0
+    any_v = False
+    for b in range(nb):
+        for m in range(M):
+            x = ra[b, m] if has_a else -1
+            for n in range(N):
+                y = cb[b, n] if has_b else -1
+                d = y if x < 0 else (x if (y < 0 or x == y) else -1)
+                if has_c:
+                    z = vc[b, m, n]
+                    d = z if d < 0 else (d if (z < 0 or z == d) else -1)
+                out[flat_d[b, m, n]] = d
+                if d >= 0:
+                    any_v = True
+    return any_v
 
 
 def _d_identity(f, sa, sb, rec):
@@ -507,11 +578,13 @@ class MatrixOps:
         pa = self._elem_prov(a, a.n)
         pb = self._elem_prov(b, b.n)
         ta, tb = self._flat_plan(insn, "A"), self._flat_plan(insn, "B")
-        fa = {f: np.take(p, ta) for f, p in (pa.ids.items() if pa is not None else ()) if f not in RESERVED}
-        fb = {f: np.take(p, tb) for f, p in (pb.ids.items() if pb is not None else ()) if f not in RESERVED}
+        sa = {f: _Field.gathered(p, ta, "A") for f, p in (pa.ids.items() if pa is not None else ())
+              if f not in RESERVED}                                       # [nb, M, K]
+        sb = {f: _Field.gathered(p, tb, "B") for f, p in (pb.ids.items() if pb is not None else ())
+              if f not in RESERVED}                                       # [nb, N, K]
+        fa = {f: x.v for f, x in sa.items()}                              # [nb, M, K]
+        fb = {f: np.swapaxes(x.v, 1, 2) for f, x in sb.items()}           # [nb, K, N]
         live_rows = np.repeat(live, bl)
-        sa = {f: _Field(v) for f, v in fa.items()}                       # [nb, M, K]
-        sb = {f: _Field(np.swapaxes(v, 1, 2)) for f, v in fb.items()}    # [nb, N, K]
         # the K-slot check: on every field both carry, one value per K slot
         for f in sorted(fa.keys() & fb.keys()):
             va, vb = fa[f], fb[f]                                     # [nb, M, K], [nb, K, N]
@@ -547,21 +620,16 @@ class MatrixOps:
         fc = {f: np.take(p, self._flat_plan(insn, "C")) for f, p in (pc.ids.items() if pc is not None else ())
               if f not in RESERVED}
         flat_d = self._flat_plan(insn, "D")
+        none2, none3 = np.empty((0, 0), np.int32), np.empty((0, 0, 0), np.int32)
+        as_i32 = lambda x, empty: empty if x is None else np.ascontiguousarray(x, np.int32)
         for f in sorted(fa.keys() | fb.keys() | fc.keys()):
             ra, cb = _d_identity(f, sa, sb, rec) if f in sa or f in sb else (None, None)   # [nb, M], [nb, N]
             if ra is None and cb is None and f not in fc:
                 continue
-            va = np.broadcast_to(ra[:, :, None], (nb, M, N)) if ra is not None else np.full((nb, M, N), -1)
-            vb = np.broadcast_to(cb[:, None, :], (nb, M, N)) if cb is not None else np.full((nb, M, N), -1)
-            d = np.where(va < 0, vb, np.where((vb < 0) | (va == vb), va, -1))
-            if f in fc:                  # D = A.B + C: C's element identity, where it agrees
-                vc = fc[f]
-                d = np.where(d < 0, vc, np.where((vc < 0) | (vc == d), d, -1))
-            if (d < 0).all():
-                continue
             plane = np.full(shape, -1, np.int32)
-            plane.reshape(-1)[flat_d] = d                # one flat index: faster than (ed, ld)
-            ids[f] = plane
+            # D = A.B + C: the row's and column's identity where they agree, then C's element's
+            if _d_plane(as_i32(ra, none2), as_i32(cb, none2), as_i32(fc.get(f), none3), flat_d, plane.reshape(-1)):
+                ids[f] = plane
         member_plane, mn_plane = self._name_planes(insn, shape)
         ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
         ids["@mn"] = mn_plane.copy()

@@ -220,16 +220,32 @@ class Mask:
         return w
 
     def subset_of(self, other: "Mask", wide: WideSets) -> np.ndarray:
-        """Elementwise: self ⊆ other (the empty set is a subset of everything)."""
-        e1 = ~self.nonempty()
-        narrow = (self.wide == 0) & (other.wide == 0)
-        ok = e1 | (narrow & (self.base == other.base) &
-                   ((self.bits & ~other.bits) == 0).all(axis=-1))
-        odd = ~e1 & ~narrow
-        if odd.any():
-            for i in zip(*np.nonzero(odd)):
-                ok[i] = self.values_at(i, wide) <= other.values_at(i, wide)
-        return ok
+        """Elementwise: self ⊆ other (the empty set is a subset of everything). One compiled pass
+        over the (possibly broadcast) arrays where both sets lie in windows; the elements where a
+        wide set takes part are compared exactly."""
+        shape = np.broadcast_shapes(self.base.shape, other.base.shape)
+        if len(shape) <= 3:
+            lift = lambda x, s: np.broadcast_to(x, s).reshape((1,) * (3 - len(shape)) + s)
+            ok = np.empty(shape, np.bool_)
+            odd = np.empty(shape, np.bool_)
+            any_odd = _subset_windows(lift(self.base, shape), lift(self.bits, shape + (WORDS,)),
+                                      lift(self.wide, shape), lift(other.base, shape),
+                                      lift(other.bits, shape + (WORDS,)), lift(other.wide, shape),
+                                      ok.reshape((1,) * (3 - len(shape)) + shape),
+                                      odd.reshape((1,) * (3 - len(shape)) + shape))
+            if not any_odd:
+                return ok
+        else:
+            e1 = ~self.nonempty()
+            narrow = (self.wide == 0) & (other.wide == 0)
+            ok = e1 | (narrow & (self.base == other.base) &
+                       ((self.bits & ~other.bits) == 0).all(axis=-1))
+            odd = ~e1 & ~narrow
+        if odd.shape != self.base.shape or odd.shape != other.base.shape:
+            a, b = (Mask(*(np.broadcast_to(x, s) for x, s in ((m.base, shape), (m.bits, shape + (WORDS,)),
+                                                                (m.wide, shape)))) for m in (self, other))
+            return _odd_subsets(a, b, ok, odd, wide)
+        return _odd_subsets(self, other, ok, odd, wide)
 
     def values_at(self, i, wide: WideSets) -> frozenset:
         if self.wide[i]:
@@ -237,6 +253,40 @@ class Mask:
         if self.base[i] < 0:
             return frozenset()
         return frozenset(_bits_values(int(self.base[i]), self.bits[i]))
+
+
+def _odd_subsets(a: Mask, b: Mask, ok, odd, wide: WideSets):
+    """``Mask.subset_of`` exactly (as value sets) where a wide set takes part."""
+    if odd.any():
+        for i in zip(*np.nonzero(odd)):
+            ok[i] = a.values_at(i, wide) <= b.values_at(i, wide)
+    return ok
+
+
+@njit
+def _subset_windows(ab, abits, aw, bb, bbits, bw, ok, odd):
+    """``Mask.subset_of`` on [X, Y, Z] arrays (strided or broadcast): ok where a's set is empty, or
+    both lie in one window and a's bits are b's; odd where a wide set takes part (done exactly)."""
+    any_odd = False
+    for x in range(ok.shape[0]):
+        for y in range(ok.shape[1]):
+            for z in range(ok.shape[2]):
+                base, w = ab[x, y, z], aw[x, y, z]
+                o = False
+                r = False
+                if base < 0 and w == 0:
+                    r = True
+                elif w != 0 or bw[x, y, z] != 0:
+                    o = True
+                elif base == bb[x, y, z]:
+                    r = True
+                    for k in range(abits.shape[3]):
+                        if abits[x, y, z, k] & ~bbits[x, y, z, k]:
+                            r = False
+                ok[x, y, z] = r
+                odd[x, y, z] = o
+                any_odd = any_odd or o
+    return any_odd
 
 
 class Prov:
