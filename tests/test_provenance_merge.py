@@ -95,3 +95,21 @@ def test_subset_equals_set_inclusion(seed):
     assert (flat.subset_of(b.map(lambda x: x.reshape((60,) + x.shape[3:])), wide) == a.subset_of(b, wide).ravel()).all()
     four = a.map(lambda x: x.reshape((1,) + x.shape))
     assert (four.subset_of(b.map(lambda x: x.reshape((1,) + x.shape)), wide)[0] == a.subset_of(b, wide)).all()
+
+
+@pytest.mark.parametrize("case", ["equal", "last", "random"])
+def test_identity_merge_equals_numpy(case):
+    """merge's identity planes: equal or one-sided values survive, conflicts are -1; equal planes
+    (most merges) are shared, and a plane that differs only in its last element is still merged."""
+    from gfxsim.machine.provenance import Prov, merge
+    rng = np.random.default_rng(1)
+    a = rng.integers(-1, 5, (4, 96)).astype(np.int32)
+    b = a.copy() if case != "random" else rng.integers(-1, 5, (4, 96)).astype(np.int32)
+    if case == "last":
+        b[-1, -1] = 7 if a[-1, -1] >= 0 else 3
+    out = merge(Prov(4, {"token": a}), Prov(4, {"token": b}), False, WideSets())
+    want = np.where((a >= 0) & (b >= 0) & (a != b), -1, np.where(a >= 0, a, b))
+    np.testing.assert_array_equal(out.ids["token"], want)
+    assert (out.ids["token"] is a) == (case == "equal")
+    stepped = "token" in out.fp
+    assert stepped == bool(((a >= 0) & (b >= 0) & (a != b)).any())

@@ -459,8 +459,12 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
                 present, stepped = _merge_field(ia, ib, np.broadcast_to(na, shape), np.broadcast_to(nb, shape), True,
                                                 out, step)
             else:
-                present, stepped = _merge_ids(np.ascontiguousarray(ia).reshape(-1), np.ascontiguousarray(ib).reshape(-1),
-                                              out.reshape(-1), step.reshape(-1))
+                equal, present, stepped = _merge_ids(np.ascontiguousarray(ia).reshape(-1),
+                                                     np.ascontiguousarray(ib).reshape(-1), out.reshape(-1),
+                                                     step.reshape(-1))
+                if equal:                  # both carry the same plane (most merges): share it, no step
+                    out = ia                   # (planes are never written in place once made)
+                    step[...] = False
         if present:
             ids[f] = out
         if f in RESERVED or (fa is None and fb is None and not stepped):
@@ -483,10 +487,24 @@ _NO = np.zeros((), np.bool_)
 @njit
 def _merge_ids(ia, ib, out, step):
     """``_merge_field`` without reduction, on flat arrays: equal or one-sided values survive, a
-    conflict is -1 and a step. Branch-free, so it vectorises."""
+    conflict is -1 and a step. Returns (equal, any value, any step); ``equal``: the planes are the
+    same, and out/step were left unwritten (the caller shares ia). Most merges are of equal
+    planes (a sequence, a head), so the first pass only reads, until the first difference."""
+    n = ia.shape[0]
     present = False
+    first = n
+    for i in range(n):
+        if ia[i] != ib[i]:
+            first = i
+            break
+        present |= ia[i] >= 0
+    if first == n:
+        return True, present, False
     stepped = False
-    for i in range(ia.shape[0]):
+    for i in range(first):
+        out[i] = ia[i]
+        step[i] = False
+    for i in range(first, n):
         x, y = ia[i], ib[i]
         s = (x >= 0) & (y >= 0) & (x != y)
         o = np.int32(-1) if s else (x if x >= 0 else y)
@@ -494,7 +512,7 @@ def _merge_ids(ia, ib, out, step):
         step[i] = s
         present |= o >= 0
         stepped |= s
-    return present, stepped
+    return False, present, stepped
 
 
 @njit
@@ -534,6 +552,11 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
     step. One numba pass where everything lies in one window; the elements where windows differ
     or a wide set takes part are done exactly (``_side`` and ``Mask.union``)."""
     n = int(np.prod(shape))
+    wide_a = 0 if fa is None else int(np.count_nonzero(fa.wide))
+    wide_b = 0 if fb is None else int(np.count_nonzero(fb.wide))
+    if 2 * max(wide_a * n // max(fa.wide.size, 1) if fa is not None else 0,
+               wide_b * n // max(fb.wide.size, 1) if fb is not None else 0) > n:
+        return _exact_footprint(fa, fb, ia, ib, step, wide, shape)     # mostly wide already: no window pass
     flat = lambda x: np.ascontiguousarray(np.broadcast_to(x, shape + x.shape[len(shape):])).reshape((n,) + x.shape[len(shape):])
     none = (np.zeros(1, np.int64), np.zeros((1, WORDS), np.uint64), np.zeros(1, np.uint32))
     ma = (flat(fa.base), flat(fa.bits), flat(fa.wide)) if fa is not None else none
