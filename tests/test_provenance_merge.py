@@ -113,3 +113,19 @@ def test_identity_merge_equals_numpy(case):
     assert (out.ids["token"] is a) == (case == "equal")
     stepped = "token" in out.fp
     assert stepped == bool(((a >= 0) & (b >= 0) & (a != b)).any())
+
+
+def test_row_sets_are_the_rows_values():
+    """matrix._row_sets: each row's present values as a set, read in place from a strided view (B's
+    [nb, N, K]), exactly (a WideSets set) where a row's values leave one window."""
+    from gfxsim.machine.matrix import _row_sets
+    rng = np.random.default_rng(0)
+    wide = WideSets()
+    v = rng.integers(-1, 3 * WINDOW, (3, 5, 8)).astype(np.int32)
+    v[0] = rng.integers(0, 100, (5, 8))                 # one window
+    for arr in (v, np.swapaxes(v, 1, 2), v[0]):
+        m = _row_sets(arr, wide)
+        assert m.shape == arr.shape[:-1]
+        for i in np.ndindex(arr.shape[:-1]):
+            assert m.values_at(i, wide) == frozenset(int(x) for x in arr[i] if x >= 0)
+    assert (_row_sets(v, wide).wide != 0).any() and (_row_sets(v, wide).wide == 0).any()

@@ -99,38 +99,32 @@ def _field_summary(v, big):
 @njit
 def _gather_summary(flat, plan, transposed, big, v):
     """``v = flat[plan]`` and ``_field_summary`` of v (of its [nb, N, K] view when ``transposed``:
-    B's plan is [nb, K, N]) in one pass."""
+    B's plan is [nb, K, N]) in one pass over v's memory order, branch-free."""
     nb, P, Q = plan.shape
-    R, K = (Q, P) if transposed else (P, Q)
-    lo_r = np.full((nb, K), big, np.int32)
-    hi_r = np.full((nb, K), -1, np.int32)
-    lo_k = np.full((nb, R), big, np.int32)
-    hi_k = np.full((nb, R), -1, np.int32)
-    eq_r = True
-    eq_k = True
+    lo_q = np.full((nb, Q), big, np.int32)          # over p, per q
+    hi_q = np.full((nb, Q), -1, np.int32)
+    lo_p = np.full((nb, P), big, np.int32)          # over q, per p
+    hi_p = np.full((nb, P), -1, np.int32)
+    same_q = True                                   # v[b, p, q] == v[b, p, 0]
+    same_p = True                                   # v[b, p, q] == v[b, 0, q]
     for b in range(nb):
         for p in range(P):
+            lo, hi = big, np.int32(-1)
             for q in range(Q):
-                v[b, p, q] = flat[plan[b, p, q]]
-        for r in range(R):
-            first = v[b, 0, r] if transposed else v[b, r, 0]
-            for k in range(K):
-                x = v[b, k, r] if transposed else v[b, r, k]
-                row0 = v[b, k, 0] if transposed else v[b, 0, k]
-                if x != first:
-                    eq_k = False
-                if x != row0:
-                    eq_r = False
-                if x > hi_r[b, k]:
-                    hi_r[b, k] = x
-                if x > hi_k[b, r]:
-                    hi_k[b, r] = x
-                if x >= 0:
-                    if x < lo_r[b, k]:
-                        lo_r[b, k] = x
-                    if x < lo_k[b, r]:
-                        lo_k[b, r] = x
-    return lo_r, hi_r, lo_k, hi_k, eq_r, eq_k
+                x = flat[plan[b, p, q]]
+                v[b, p, q] = x
+                xl = x if x >= 0 else big
+                lo = min(lo, xl)
+                hi = max(hi, x)
+                lo_q[b, q] = min(lo_q[b, q], xl)
+                hi_q[b, q] = max(hi_q[b, q], x)
+                same_q &= x == v[b, p, 0]
+                same_p &= x == v[b, 0, q]
+            lo_p[b, p] = lo
+            hi_p[b, p] = hi
+    if transposed:                  # rows are q (N), K slots p: per slot over rows = per p
+        return lo_p, hi_p, lo_q, hi_q, same_q, same_p
+    return lo_q, hi_q, lo_p, hi_p, same_p, same_q
 
 
 @njit
@@ -179,44 +173,47 @@ def _expand(kind, a, op, M, N, K):
 
 @njit
 def _row_bits(vals, window, base, bits):
-    """Per row of vals [R, K]: the window base of its present values and their bits; base -2 when
-    the values span more than one window (the caller keeps those exactly)."""
-    words = bits.shape[1]
-    for r in range(vals.shape[0]):
-        lo, hi = 2 ** 31 - 1, -1
-        for k in range(vals.shape[1]):
-            v = vals[r, k]
-            if v >= 0:
-                lo = min(lo, v)
-                hi = max(hi, v)
-        if hi < 0:
-            base[r] = -1
-            continue
-        b = (lo // window) * window
-        if hi >= b + window:
-            base[r] = -2
-            continue
-        base[r] = b
-        for k in range(vals.shape[1]):
-            v = vals[r, k]
-            if v >= 0:
-                o = v - b
-                bits[r, o // 64] |= np.uint64(1) << np.uint64(o % 64)
+    """Per row of vals [X, R, K] (any strides, any integer type): the window base of its present
+    values and their bits; base -2 when the values span more than one window (the caller keeps
+    those exactly)."""
+    for x in range(vals.shape[0]):
+        for r in range(vals.shape[1]):
+            lo, hi = 2 ** 31 - 1, -1
+            for k in range(vals.shape[2]):
+                v = vals[x, r, k]
+                if v >= 0:
+                    lo = min(lo, v)
+                    hi = max(hi, v)
+            if hi < 0:
+                base[x, r] = -1
+                continue
+            b = (lo // window) * window
+            if hi >= b + window:
+                base[x, r] = -2
+                continue
+            base[x, r] = b
+            for k in range(vals.shape[2]):
+                v = vals[x, r, k]
+                if v >= 0:
+                    o = v - b
+                    bits[x, r, o // 64] |= np.uint64(1) << np.uint64(o % 64)
 
 
 def _row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
-    """The set of non-negative values along the last axis, per leading index, as a Mask."""
+    """The set of non-negative values along the last axis, per leading index, as a Mask (a 3-D
+    view, e.g. B's [nb, N, K], is read in place)."""
     from .provenance import WINDOW, WORDS
     lead = vals.shape[:-1]
-    flat = np.ascontiguousarray(vals.reshape(-1, vals.shape[-1]), dtype=np.int64)
-    base = np.empty(len(flat), np.int64)
-    bits = np.zeros((len(flat), WORDS), np.uint64)
-    _row_bits(flat, WINDOW, base, bits)
-    out = Mask(base, bits, np.zeros(len(flat), np.uint32))
-    for i in np.nonzero(base == -2)[0].tolist():       # a K slot set wider than a window: exact
-        out.wide[i] = wide.intern(set(flat[i][flat[i] >= 0].tolist()))
-        out.base[i] = -1
-    return out.map(lambda x: x.reshape(lead + x.shape[1:]))
+    v3 = vals if vals.ndim == 3 else vals.reshape((1, -1, vals.shape[-1]))
+    base = np.empty(v3.shape[:2], np.int64)
+    bits = np.zeros(v3.shape[:2] + (WORDS,), np.uint64)
+    _row_bits(v3, WINDOW, base, bits)
+    out = Mask(base, bits, np.zeros(v3.shape[:2], np.uint32))
+    for x, r in zip(*np.nonzero(base == -2)):       # a K slot set wider than a window: exact
+        row = v3[x, r]
+        out.wide[x, r] = wide.intern(set(row[row >= 0].tolist()))
+        out.base[x, r] = -1
+    return out.map(lambda a: a.reshape(lead + a.shape[2:]))
 
 
 def _mma_i8(a, b, c, ta, tb, tc, td, d):
