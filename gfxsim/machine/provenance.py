@@ -318,8 +318,9 @@ class Prov:
                     None if self.flags is None else fn(self.flags))
 
     def field(self, name, shape) -> np.ndarray:
+        """The identity plane of ``name``, or -1 everywhere (a read-only broadcast) where it has none."""
         got = self.ids.get(name)
-        return got if got is not None else np.full(shape, -1, np.int32)
+        return got if got is not None else np.broadcast_to(np.int32(-1), shape)
 
     def scale_flag(self) -> np.ndarray | None:
         return None if self.flags is None else (self.flags & SCALE) != 0
@@ -398,9 +399,12 @@ class Prov:
         a = _empty(g) if a is None else (a if a.g == g else a.per_byte())
         b = _empty(g) if b is None else (b if b.g == g else b.per_byte())
         cond = np.broadcast_to(cond, shape)
-        ids = {f: np.where(cond, a.field(f, shape), b.field(f, shape)).astype(np.int32)
-               for f in sorted(a.ids.keys() | b.ids.keys())}
-        fp = {f: Mask.where(cond, a.fp.get(f) or Mask.empty(shape), b.fp.get(f) or Mask.empty(shape))
+        ids = {}
+        for f in sorted(a.ids.keys() | b.ids.keys()):
+            x, y = a.ids.get(f), b.ids.get(f)
+            ids[f] = x if x is y else np.where(cond, a.field(f, shape), b.field(f, shape)).astype(np.int32, copy=False)
+        nothing = _empty_view(shape)          # a side without a footprint: read-only broadcasts, no arrays
+        fp = {f: Mask.where(cond, a.fp.get(f) or nothing, b.fp.get(f) or nothing)
               for f in sorted(a.fp.keys() | b.fp.keys())}
         flags = None
         if a.flags is not None or b.flags is not None:
@@ -411,6 +415,12 @@ class Prov:
 
 def _empty(g):
     return Prov(g, {})
+
+
+def _empty_view(shape) -> Mask:
+    """The empty set everywhere as read-only broadcast views (operands of np.where and the like)."""
+    return Mask(np.broadcast_to(np.int64(-1), shape), np.broadcast_to(np.uint64(0), tuple(shape) + (WORDS,)),
+                np.broadcast_to(np.uint32(0), shape))
 
 
 def fill_value(a: np.ndarray):
