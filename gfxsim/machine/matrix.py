@@ -631,7 +631,8 @@ class MatrixOps:
         ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
         ids["@mn"] = mn_plane.copy()
         if pc is not None and "@mma" in pc.ids:
-            c_mma, c_mn = pc.ids["@mma"][plans["C"]], pc.ids["@mn"][plans["C"]]
+            flat_c = self._flat_plan(insn, "C")
+            c_mma, c_mn = np.take(pc.ids["@mma"], flat_c), np.take(pc.ids["@mn"], flat_c)
             prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.members)
             if prev is not None:         # C is the previous instruction's D, element for element
                 for side, pside in ((rec.ks_a, prev.ks_a), (rec.ks_b, prev.ks_b)):
