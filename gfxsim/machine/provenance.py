@@ -199,9 +199,13 @@ class Mask:
         need = need.reshape(shape)
         if any_need:                # two windows meet: the exact fallback, per distinct pair
             ia, ib = self._wide_ids(need, wide), other._wide_ids(need, wide)
-            pairs, inv = np.unique((ia.astype(np.int64) << 32) | ib, return_inverse=True)
-            res = np.array([wide.union(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
-            out.wide[need] = res[inv.ravel()]
+            key = (ia.astype(np.int64) << 32) | ib
+            if (key == key[0]).all():          # one pair everywhere (a reduction's step): no sort
+                out.wide[need] = wide.union(int(ia[0]), int(ib[0]))
+            else:
+                pairs, inv = np.unique(key, return_inverse=True)
+                res = np.array([wide.union(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
+                out.wide[need] = res[inv.ravel()]
             out.base[need] = -1
             out.bits[need] = 0
         return out
@@ -213,7 +217,10 @@ class Mask:
         if narrow.any():
             base, bits = self.base[sel][narrow], self.bits[sel][narrow]
             rows = np.concatenate([base[:, None].view(np.uint64), bits], 1)
-            first, inv = _unique_rows(rows)
+            if (rows == rows[0]).all():        # one set in every selected element: no sort
+                first, inv = np.zeros(1, np.int64), np.zeros(len(rows), np.int64)
+            else:
+                first, inv = _unique_rows(rows)
             ids = np.array([0 if int(base[i]) < 0 else wide.intern(_bits_values(int(base[i]), bits[i]))
                             for i in first.tolist()], np.uint32)
             w[narrow] = ids[inv]
