@@ -344,6 +344,8 @@ class ValuOps:
             pd = self._elem_prov(dst, n)
         if full and len(idx) == n:
             return pn
+        if len(idx) == n and (idx == np.arange(n)).all():     # every row, some lanes: no scatter
+            return Prov.select(m[None, :], pn, pd, (n, self.width))
         rows = np.zeros(n, bool)
         rows[idx] = True
         sel = rows[:, None] & m[None, :]
