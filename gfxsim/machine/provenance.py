@@ -387,9 +387,9 @@ class Prov:
         provs = [None if p is None else (p if p.g == g else p.per_byte()) for p in provs]
         fields = sorted({f for p in provs if p is not None for f in p.ids})
         fpf = sorted({f for p in provs if p is not None for f in p.fp})
-        ids = {f: np.concatenate([p.field(f, (n, width)) if p is not None else np.full((n, width), -1, np.int32)
+        ids = {f: np.concatenate([p.field(f, (n, width)) if p is not None else np.broadcast_to(np.int32(-1), (n, width))
                                   for p, n in zip(provs, rows_each)]) for f in fields}
-        fp = {f: Mask.concat([p.fp[f] if p is not None and f in p.fp else Mask.empty((n, width))
+        fp = {f: Mask.concat([p.fp[f] if p is not None and f in p.fp else _empty_view((n, width))
                               for p, n in zip(provs, rows_each)]) for f in fpf}
         flags = None
         if any(p is not None and p.flags is not None for p in provs):
