@@ -459,6 +459,11 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
             if ia is not None:
                 ids[f] = ia
             continue
+        if ia is None and ib is None and (fa is None or fb is None):
+            m = fa if fb is None else fb                       # a footprint, no identities: it stays
+            if m.nonempty().any():
+                fp[f] = m
+            continue
         red = reducing and f not in RESERVED and (fa is not None or fb is not None)
         if not red and (ia is None) != (ib is None):        # one side only: its values, no step
             out = np.array(ia if ia is not None else ib, np.int32)
@@ -568,6 +573,12 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
     """footprint = (a's set, unless b is more specific) ∪ (b's, unless a is) ∪ the values met at a
     step. One numba pass where everything lies in one window; the elements where windows differ
     or a wide set takes part are done exactly (``_side`` and ``Mask.union``)."""
+    if (fa is None) != (fb is None) and not step.any():
+        # one side's footprint, no step: it survives whole unless the other side is more specific
+        # somewhere (it holds a value where this side has none)
+        pa, pb = ia >= 0, ib >= 0
+        if not (pa & ~pb if fb is not None else pb & ~pa).any():
+            return fa if fa is not None else fb
     n = int(np.prod(shape))
     wide_a = 0 if fa is None else int(np.count_nonzero(fa.wide))
     wide_b = 0 if fb is None else int(np.count_nonzero(fb.wide))
