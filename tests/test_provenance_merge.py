@@ -23,7 +23,11 @@ def sets(m: Mask, wide):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_fused_footprint_equals_the_mask_algebra(seed):
+@pytest.mark.parametrize("kind", ["steps", "one-sided"])
+def test_fused_footprint_equals_the_mask_algebra(seed, kind):
+    """"one-sided": one operand's footprint, no step, and the other operand's values a subset of
+    this one's where present or not (the shared-footprint shortcut, and the window pass when the
+    other side is more specific somewhere)."""
     rng = np.random.default_rng(seed)
     shape = (3, 40)
     wide = WideSets()
@@ -34,6 +38,11 @@ def test_fused_footprint_equals_the_mask_algebra(seed):
     if seed % 2:                                  # values near each other: mostly one window
         ib = np.where(ib >= 0, ia.clip(0) + rng.integers(0, 8, shape), -1).astype(np.int32)
     step = rng.random(shape) < 0.5
+    if kind == "one-sided":
+        fa, fb = (fa if fa is not None else random_mask(rng, shape, wide)), None
+        step[:] = False
+        if seed % 2:                              # b never more specific: a's footprint is shared
+            ib = np.where(ia >= 0, ib, -1).astype(np.int32)
     pa, pb = ia >= 0, ib >= 0
     want = _side(fa, ia, ~(pb & ~pa) | step, step & pa, wide, shape).union(
         _side(fb, ib, ~(pa & ~pb) | step, step & pb, wide, shape), wide)
