@@ -183,10 +183,15 @@ class Buffer:
                 out[f] = np.broadcast_to(flat[0], e.shape).copy()
                 continue
             key = (tuple(axes), tshape)
-            idx = index.get(key)
-            if idx is None:
+            got = index.get(key)
+            if got is None:
                 inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
                 rest = _div(e, inner)
+                # every byte of each lane's access in one run of the axes inside the tag's (a lane's
+                # 8 bytes of one token's dims): the coordinates of the first row serve every row
+                one_row = e.ndim == 2 and e.shape[0] > 1 and bool((rest == rest[:1]).all())
+                if one_row:
+                    rest = rest[:1]
                 idx, mult = 0, 1
                 for d in range(axes[-1], axes[0] - 1, -1):      # coordinates from the last varying axis up
                     if tshape[d] > 1:
@@ -194,8 +199,9 @@ class Buffer:
                         mult *= shape[d]
                     if d > axes[0]:
                         rest = _div(rest, shape[d])
-                index[key] = idx
-            out[f] = flat[idx]
+                got = index[key] = (idx, one_row)
+            idx, one_row = got
+            out[f] = np.broadcast_to(flat[idx], e.shape).copy() if one_row else flat[idx]
         return out
 
     def _tag_plan(self, field):
