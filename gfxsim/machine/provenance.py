@@ -366,7 +366,7 @@ class Prov:
             r = a.reshape(-1, size, a.shape[1])
             hi = r.max(axis=1)            # a byte with no value (zero padding) does not conflict
             lo = np.where(r < 0, np.iinfo(np.int32).max, r).min(axis=1)
-            ids[f] = np.where(lo == hi, hi, -1).astype(np.int32)
+            ids[f] = np.where(lo == hi, hi, -1).astype(np.int32, copy=False)
         fp = {}
         for f, m in self.fp.items():          # the element's set: the union of its bytes' sets
             u = m.map(lambda x: x[::size])
@@ -498,8 +498,11 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
         mma, mn = ids.pop("@mma", None), ids.pop("@mn", None)
         if mma is not None and mn is not None:
             keep = (mma >= 0) & (mn >= 0)
-            if keep.any():
-                ids["@mma"], ids["@mn"] = np.where(keep, mma, -1).astype(np.int32), np.where(keep, mn, -1).astype(np.int32)
+            if keep.all():
+                ids["@mma"], ids["@mn"] = mma, mn
+            elif keep.any():
+                ids["@mma"] = np.where(keep, mma, -1).astype(np.int32, copy=False)
+                ids["@mn"] = np.where(keep, mn, -1).astype(np.int32, copy=False)
     return Prov(a.g, ids, fp, None)
 
 
