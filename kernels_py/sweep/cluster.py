@@ -10,7 +10,10 @@ the same paths).
 A worker that dies while running a point (killed, out of memory, a crash in native code) takes the
 point with it: Dask runs the point again on another worker, and after ``ALLOWED_FAILURES`` + 1
 deaths (the LocalCluster's setting; a running cluster uses its scheduler's) the point is recorded
-as failed with Dask's KilledWorker error, and the sweep goes on. Every other point's row was
+as failed with Dask's KilledWorker error, and the sweep goes on. Only as many points are submitted
+as the cluster has threads (one more as each finishes; Dask picks the worker): Dask counts a
+worker's death against every task assigned to it, so none waits queued on a worker, and a death
+counts against the point that was running only. Every other point's row was
 written when it finished, so nothing finished is lost.
 """
 from __future__ import annotations
@@ -57,22 +60,36 @@ def open_client(scheduler: str | None = None, workers: int | None = None):
 
 
 def run_points(client, points, on_row) -> None:
-    """Submit every point as one task and call ``on_row(point, row)`` as each one finishes (in
-    the order they finish). A task that returns no row (its worker died past the retries, it was
-    cancelled) gets the row of a failed point naming why."""
+    """Run every point as one task and call ``on_row(point, row)`` as each one finishes (in the
+    order they finish). At most as many tasks are in flight as the cluster has threads (asked
+    again at each refill, so workers that join are used). A task that returns no row (its worker
+    died past the retries, it was cancelled) gets the row of a failed point naming why."""
+    import itertools
+
     from distributed import as_completed
 
     from kernels_py.sweep.task import lost_point, run_point
     token = uuid.uuid4().hex[:8]
-    futures = {client.submit(run_point, p, key=f"gfxsim-point-{p.point_id}-{token}", pure=False): p
-               for p in points}
-    for fut in as_completed(futures):
-        p = futures.pop(fut)
+    pending = iter(points)
+    running = {}
+    done = as_completed()
+
+    def refill():
+        room = max(1, sum(client.nthreads().values())) - len(running)
+        for p in itertools.islice(pending, max(room, 0)):
+            fut = client.submit(run_point, p, key=f"gfxsim-point-{p.point_id}-{token}", pure=False)
+            running[fut] = p
+            done.add(fut)
+
+    refill()
+    for fut in done:
+        p = running.pop(fut)
         try:
             row = fut.result()
         except Exception as e:                      # noqa: BLE001 -- the task's own errors are rows already
-            text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            text = str(e).strip().splitlines()[0].split(". ")[0] if str(e).strip() else ""
             why = "its worker died" if type(e).__name__ == "KilledWorker" else "the task returned no row"
             row = lost_point(p, f"{type(e).__name__}: {why}{' (' + text + ')' if text else ''}")
         fut.release()
         on_row(p, row)
+        refill()

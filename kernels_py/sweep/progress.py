@@ -26,6 +26,7 @@ class SweepProgress:
                 tty = False
         self.tty = tty
         self.done = self.failed = 0
+        self._finished = False
         self.t0 = self._last = time.monotonic()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -75,8 +76,9 @@ class SweepProgress:
     def finish(self) -> None:
         self._stop.set()
         with self._lock:
-            if self.quiet or not self.total:
+            if self.quiet or not self.total or self._finished:
                 return
+            self._finished = True
             self._draw(time.monotonic())
             if self.tty:
                 self.stream.write("\n")

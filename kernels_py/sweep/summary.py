@@ -66,6 +66,8 @@ def summarize(sweep, rows_by_id: dict, ran: int = 0, skipped: int = 0) -> SweepS
 
 
 def _short(v):
+    if v is None:
+        return "-"
     if isinstance(v, str) and ("/" in v or "\\" in v):
         return v.replace("\\", "/").rsplit("/", 1)[-1]
     return v
