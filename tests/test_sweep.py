@@ -368,3 +368,31 @@ def test_progress_draws_a_bar_on_a_terminal_and_lines_elsewhere():
     with SweepProgress(2, stream=quiet, tty=True, quiet=True) as p:
         p.point_done(True)
     assert quiet.getvalue() == ""
+
+
+def test_a_running_cluster_by_its_scheduler_address_with_an_inputs_file(tmp_path, capsys):
+    import numpy as np
+    from distributed import LocalCluster
+    from kernels_py.workloads.data import make_attention_inputs
+    d = make_attention_inputs(seed=3, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100, 70])
+    np.savez(tmp_path / "captured.npz", q=d["q"], k=d["k"], v=d["v"], context_lens=d["context_lens"])
+    spec = write(tmp_path, """
+        [[kernel]]
+        name = "paged_attention_decode"
+        inputs = ["captured.npz"]
+        grouping = ["fragment", "contiguous"]
+        """)
+    out = tmp_path / "out.parquet"
+    with pytest.raises(SpecError, match="heads cannot be given with inputs"):
+        load_spec(write(tmp_path, "[[kernel]]\nname = 'pv_int8'\nheads = 4\ninputs = 'captured.npz'\n", "x.toml"))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        assert run_cli(spec, "-o", out, "--scheduler", cluster.scheduler_address, "--workers", "2", "--quiet") == 2
+        assert "--workers sizes the LocalCluster" in capsys.readouterr().err
+        assert run_cli(spec, "-o", out, "--scheduler", cluster.scheduler_address, "--no-plot", "--quiet") == 0
+        worker = next(iter(cluster.scheduler_info["workers"]))
+    rows = sorted(read_rows(out), key=lambda r: r["grouping"])
+    assert [r["grouping"] for r in rows] == ["contiguous", "fragment"]
+    for r in rows:
+        assert r["status"] == "ok" and r["worker"] == worker and r["inputs"] == "captured.npz"
+        assert (r["num_seqs"], r["heads"], r["kv_heads"], r["head_dim"], r["context"]) == (2, 4, 2, 64, 100)
+    assert rows[0]["findings.scale-group-mismatch"] > 0 and rows[1]["findings"] == 0

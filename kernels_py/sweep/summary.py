@@ -113,6 +113,7 @@ def text(s: SweepSummary, results: str | None = None, picture: str | None = None
         body = []
         for r in s.findings:
             first = r.get("first_finding") or ""
+            first = first.split("] ", 1)[1] if first.startswith("[") and "] " in first else first   # kind shown beside
             if len(first) > FIRST_FINDING_WIDTH:
                 first = first[:FIRST_FINDING_WIDTH - 3] + "..."
             body.append([*(_short(r.get(k)) for k in varied), _kinds(r), first])
