@@ -88,6 +88,8 @@ BAD_SPECS = {
     "missing kernel_fn function": ('kernel_fn = "k.py:nope"', "has no function 'nope'; it defines decode"),
     "missing inputs": ('inputs = "none.npz"', "inputs 'none.npz':"),
     "inputs with a shape": ('inputs = "in.npz"\ncontext = 256', "context cannot be given with inputs"),
+    "a kernel's own rule": ('name = "sage_attention"\narch = ["sm_90", "gfx942"]\ncontext = 128',
+                            "sage_attention runs on the NVIDIA warp32 profiles sm_89, sm_90, not gfx942 (at arch='gfx942')"),
 }
 
 
@@ -110,7 +112,7 @@ def test_a_bad_spec_is_an_error_naming_the_entry_before_anything_runs(case, tmp_
     spec = write(tmp_path, good + bad)
     with pytest.raises(SpecError) as e:
         load_spec(spec)
-    kernel = "paged_attention_decod" if case == "unknown kernel" else "paged_attention_decode"
+    kernel = line.split('"')[1] if line.startswith("name =") else "paged_attention_decode"
     assert f"{spec}: [[kernel]] #2 ({kernel}): " in str(e.value) and expected in str(e.value), str(e.value)
     out = tmp_path / "out.parquet"
     assert run_cli(spec, "-o", out) == 2
@@ -396,3 +398,27 @@ def test_a_running_cluster_by_its_scheduler_address_with_an_inputs_file(tmp_path
         assert r["status"] == "ok" and r["worker"] == worker and r["inputs"] == "captured.npz"
         assert (r["num_seqs"], r["heads"], r["kv_heads"], r["head_dim"], r["context"]) == (2, 4, 2, 64, 100)
     assert rows[0]["findings.scale-group-mismatch"] > 0 and rows[1]["findings"] == 0
+
+
+def test_one_sweep_at_a_time_per_results_table(tmp_path):
+    from kernels_py.sweep.results import ResultsError
+    store = ResultStore(tmp_path / "out.parquet")
+    with store.lock():
+        with pytest.raises(ResultsError, match=f"another sweep is writing it \\(pid {os.getpid()}"):
+            with ResultStore(tmp_path / "out.parquet").lock():
+                pass
+    assert not (tmp_path / "out.parquet.lock").exists()
+    with store.lock():                              # released: taken again
+        pass
+
+
+def test_a_results_file_of_something_else_is_refused(tmp_path, no_cluster):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from kernels_py.sweep.results import ResultsError
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "other.parquet")
+    with pytest.raises(ResultsError, match="not the results of a gfxsim sweep"):
+        ResultStore(tmp_path / "other.parquet")
+    (tmp_path / "junk.parquet").write_text("junk")
+    with pytest.raises(ResultsError, match="not a readable Parquet file"):
+        ResultStore(tmp_path / "junk.parquet")

@@ -45,40 +45,20 @@ def _beside(results: str, suffix: str) -> str:
 
 
 def run(args) -> int:
+    from kernels_py.sweep.cluster import run_sweep
     from kernels_py.sweep.results import ResultStore
     from kernels_py.sweep.spec import load_spec
     sweep = load_spec(args.spec)
     store = ResultStore(args.output, sweep.name)
-    todo = [p for p in sweep.points if not store.done(p)]
-    skipped = len(sweep.points) - len(todo)
     if args.dry_run:
         return _dry_run(sweep, store)
     picture = None if args.no_plot else (args.plot or _beside(args.output, ".png"))
     if picture is not None:
         from visualize.style import picture_format
         picture_format(picture)                       # a bad extension before anything runs
-    err = sys.stderr
-    if skipped and not args.quiet:
-        print(f"gfxsim sweep: {skipped} of {len(sweep.points)} points already in {args.output}", file=err)
-    if todo:
-        _run(sweep, store, todo, args)
-    return report(sweep, store, ran=len(todo), skipped=skipped, results=args.output, picture=picture,
+    ran, skipped = run_sweep(sweep, store, scheduler=args.scheduler, workers=args.workers, quiet=args.quiet)
+    return report(sweep, store, ran=ran, skipped=skipped, results=args.output, picture=picture,
                   csv=None if args.csv is None else (args.csv or _beside(args.output, ".csv")))
-
-
-def _run(sweep, store, todo, args) -> None:
-    from kernels_py.sweep.cluster import default_workers, open_client, run_points
-    from kernels_py.sweep.progress import SweepProgress
-    where = (f"the cluster at {args.scheduler}" if args.scheduler else
-             f"a LocalCluster of {args.workers or default_workers()} worker processes (1 thread each)")
-    if not args.quiet:
-        print(f"gfxsim sweep: running {len(todo)} points of {sweep.name} on {where}", file=sys.stderr)
-    with open_client(args.scheduler, args.workers) as client, \
-            SweepProgress(len(todo), sweep.name, quiet=args.quiet) as progress:
-        def on_row(point, row):
-            store.add(row)
-            progress.point_done(row["status"] == "ok")
-        run_points(client, todo, on_row)
 
 
 def report(sweep, store, *, ran, skipped, results, picture=None, csv=None) -> int:

@@ -93,3 +93,31 @@ def run_points(client, points, on_row) -> None:
         fut.release()
         on_row(p, row)
         refill()
+
+
+def run_sweep(sweep, store, *, scheduler: str | None = None, workers: int | None = None, quiet: bool = False,
+              stream=None) -> tuple:
+    """Run the points of ``sweep`` not done in ``store`` (a results.ResultStore), each row added to
+    the store as it finishes, with the progress on ``stream`` (stderr). Returns (ran, skipped)."""
+    import sys
+
+    from kernels_py.sweep.progress import SweepProgress
+    stream = sys.stderr if stream is None else stream
+    with store.lock():
+        todo = [p for p in sweep.points if not store.done(p)]
+        skipped = len(sweep.points) - len(todo)
+        if skipped and not quiet:
+            print(f"gfxsim sweep: {skipped} of {len(sweep.points)} points already in {store.path}", file=stream)
+        if not todo:
+            return 0, skipped
+        with open_client(scheduler, workers) as client:
+            if not quiet:
+                where = (f"the cluster at {scheduler} (dashboard: {client.dashboard_link})" if scheduler else
+                         f"a LocalCluster of {workers or default_workers()} worker processes (1 thread each)")
+                print(f"gfxsim sweep: running {len(todo)} points of {sweep.name} on {where}", file=stream)
+            with SweepProgress(len(todo), sweep.name, stream=stream, quiet=quiet) as progress:
+                def on_row(point, row):
+                    store.add(row)
+                    progress.point_done(row["status"] == "ok")
+                run_points(client, todo, on_row)
+    return len(todo), skipped

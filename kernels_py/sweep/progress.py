@@ -27,6 +27,7 @@ class SweepProgress:
         self.tty = tty
         self.done = self.failed = 0
         self._finished = False
+        self._shown = None                    # (done, failed) of the last plain line
         self.t0 = self._last = time.monotonic()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -65,6 +66,7 @@ class SweepProgress:
             full = BAR_WIDTH * self.done // max(self.total, 1)
             self.stream.write(f"\r[{'#' * full}{'.' * (BAR_WIDTH - full)}] {self.text(now)}\x1b[K")
         else:
+            self._shown = (self.done, self.failed)
             self.stream.write(f"gfxsim sweep: {self.text(now)}\n")
         self.stream.flush()
 
@@ -79,7 +81,8 @@ class SweepProgress:
             if self.quiet or not self.total or self._finished:
                 return
             self._finished = True
-            self._draw(time.monotonic())
+            if self._shown != (self.done, self.failed):      # the last plain line said it already
+                self._draw(time.monotonic())
             if self.tty:
                 self.stream.write("\n")
                 self.stream.flush()

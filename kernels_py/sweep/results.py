@@ -9,9 +9,13 @@ simulated point.
 Resuming: a point whose id is in the table with status "ok" and the same files' fingerprint is
 done and skipped; a failed point (status "error") or one whose kernel_fn / inputs files changed
 is run again and its row replaced. Rows of points the spec no longer names are kept.
+
+One sweep at a time per table: ``lock()`` holds ``RESULTS.lock`` (flock) while points run, and a
+second sweep on the same RESULTS is an error instead of two writers overwriting each other.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 # the leading columns, in this order; the others (metrics, findings by kind, ...) follow in the
@@ -35,6 +39,39 @@ class ResultStore:
         self.rows: dict[str, dict] = {}
         if os.path.exists(self.path):
             self.rows = {r["point_id"]: r for r in read_rows(self.path)}
+
+    @contextlib.contextmanager
+    def lock(self):
+        """Hold RESULTS.lock for the time of a sweep; ResultsError if another process holds it."""
+        try:
+            import fcntl
+        except ImportError:                  # no flock (Windows): one writer is the user's to ensure
+            yield
+            return
+        path = self.path + ".lock"
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                os.close(fd)
+                raise ResultsError(f"{self.path}: another sweep is writing it (pid {holder or '?'}, lock "
+                                   f"{path}); wait for it or give another -o") from None
+            try:                             # the file locked is still the one at the path (not unlinked)
+                if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            yield
+        finally:
+            os.unlink(path)
+            os.close(fd)
 
     def done(self, point) -> bool:
         r = self.rows.get(point.point_id)

@@ -245,6 +245,14 @@ def _entry_points(i: int, entry, base: Path, errors: list, hashes: dict) -> list
             msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
             err(f"{msg}" + (f" (at {varied})" if varied else ""))
             continue
+        check = KERNEL_CHECKS.get(kernel)
+        if check is not None:
+            try:
+                check(cfg, "inputs" in chosen)
+            except ValueError as e:
+                varied = ", ".join(f"{k}={chosen[k]!r}" for k in keys if len(axes[k]) > 1 and k in run)
+                err(f"{e}" + (f" (at {varied})" if varied else ""))
+                continue
         params = tuple((k, getattr(cfg, k)) for k in params_known)
         files = []
         for k in ("kernel_fn", "reduce_fn"):
@@ -261,6 +269,21 @@ def _entry_points(i: int, entry, base: Path, errors: list, hashes: dict) -> list
                             inputs=chosen.get("inputs"), params=params, files=tuple(files),
                             fingerprint=fingerprint(files, hashes), shape=shape))
     return points
+
+
+def _check_sage(cfg, has_inputs: bool) -> None:
+    """What the sage_attention runner refuses before it runs, refused before the sweep starts."""
+    from gfxsim.arch import get_arch
+    from kernels_py.fp8.sage_layout import BLKK
+    from kernels_py.host.runners import ARCHS
+    if get_arch(cfg.arch).name not in ARCHS:
+        raise ValueError(f"sage_attention runs on the NVIDIA warp32 profiles {', '.join(ARCHS)}, not {cfg.arch}")
+    if not has_inputs and cfg.context % BLKK:
+        raise ValueError(f"sage_attention needs a context that is a multiple of {BLKK}, got {cfg.context}")
+
+
+# per kernel: the checks its runner makes on the configuration before running (RunConfig has the rest)
+KERNEL_CHECKS = {"sage_attention": _check_sage}
 
 
 def _resolve_fn(spec: str, base: Path) -> str:

@@ -50,7 +50,11 @@ def summarize(sweep, rows_by_id: dict, ran: int = 0, skipped: int = 0) -> SweepS
         shape_keys = [k for k in s.varied if k != "context" and k not in AGGREGATED]
         for r in ok:
             label = " ".join(f"{k}={_short(r.get(k))}" for k in shape_keys) or r.get("kernel", "")
-            v = r.get(s.metric)
+            # a kernel without the main metric's reference (e.g. int8_kv_cache: no bf16) shows its own
+            m = next((m for m in ERROR_METRICS if r.get(m) is not None), s.metric)
+            if m != s.metric:
+                label += f" [{m}]"
+            v = r.get(m)
             cell = s.grid.setdefault(label, {})
             ctx = r.get("context")
             if v is not None and not (isinstance(v, float) and math.isnan(v)):
