@@ -55,6 +55,7 @@ def _findings(ax, data):
                 hatch=KIND_HATCHES[i % len(KIND_HATCHES)], edgecolor="white", label=kind)
         left = [a + b for a, b in zip(left, width)]
     ax.set_yticks(y, [r["label"] for r in rows], fontsize=style.TICK_SIZE)
+    ax.set_ylim(len(rows) - max(len(rows), 8) - 0.5, len(rows) - 0.5)      # bars of one height, few or many
     ax.set_xlabel("findings", fontsize=style.LABEL_SIZE)
     ax.legend(fontsize=style.TICK_SIZE, loc="lower right")
     more = len(data["findings"]) - len(rows)
@@ -113,4 +114,5 @@ def _slowest(ax, data):
                 va="center", fontsize=style.TICK_SIZE)
     ax.set_yticks(y, [r["label"] for r in rows], fontsize=style.TICK_SIZE)
     ax.set_xlabel("seconds", fontsize=style.LABEL_SIZE)
-    ax.set_xlim(0, max(r["wall_s"] for r in rows) * 1.35 or 1)
+    ax.set_ylim(len(rows) - max(len(rows), 5) - 0.5, len(rows) - 0.5)
+    ax.set_xlim(0, max(r["wall_s"] for r in rows) * 1.6 or 1)
