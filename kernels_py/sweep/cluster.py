@@ -10,11 +10,11 @@ the same paths).
 A worker that dies while running a point (killed, out of memory, a crash in native code) takes the
 point with it: Dask runs the point again on another worker, and after ``ALLOWED_FAILURES`` + 1
 deaths (the LocalCluster's setting; a running cluster uses its scheduler's) the point is recorded
-as failed with Dask's KilledWorker error, and the sweep goes on. Only as many points are submitted
-as the cluster has threads (one more as each finishes; Dask picks the worker): Dask counts a
-worker's death against every task assigned to it, so none waits queued on a worker, and a death
-counts against the point that was running only. Every other point's row was
-written when it finished, so nothing finished is lost.
+as failed with Dask's KilledWorker error, and the sweep goes on. Every other point's row was
+written when it finished, so nothing finished is lost. Only as many points are submitted as the
+cluster has threads (one more as each finishes; Dask picks the worker): Dask counts a worker's
+death against every task assigned to it, so none waits queued on a worker, and a death counts
+against the point that was running only.
 """
 from __future__ import annotations
 
@@ -104,6 +104,7 @@ def run_sweep(sweep, store, *, scheduler: str | None = None, workers: int | None
     from kernels_py.sweep.progress import SweepProgress
     stream = sys.stderr if stream is None else stream
     with store.lock():
+        store.reload()                      # what the table holds now that no one else writes it
         todo = [p for p in sweep.points if not store.done(p)]
         skipped = len(sweep.points) - len(todo)
         if skipped and not quiet:

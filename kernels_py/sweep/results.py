@@ -37,8 +37,11 @@ class ResultStore:
         self.path = os.fspath(path)
         self.sweep = sweep
         self.rows: dict[str, dict] = {}
-        if os.path.exists(self.path):
-            self.rows = {r["point_id"]: r for r in read_rows(self.path)}
+        self.reload()
+
+    def reload(self) -> None:
+        """The rows of the file as it is now (none if it does not exist)."""
+        self.rows = {r["point_id"]: r for r in read_rows(self.path)} if os.path.exists(self.path) else {}
 
     @contextlib.contextmanager
     def lock(self):

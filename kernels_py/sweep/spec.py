@@ -41,6 +41,7 @@ SWEEP_KEYS = ("name", "description")
 SHAPE_KEYS = ("context", "heads", "kv_heads", "head_dim")
 # a RunConfig field's TOML type, from the type of its default
 _TYPE_NAMES = {bool: "a boolean", int: "an integer", str: "a string"}
+MAX_ERRORS = 20                # a spec error lists at most this many problems
 
 
 class SpecError(ValueError):
@@ -148,7 +149,11 @@ def parse_spec(doc: dict, path: str) -> Sweep:
         else:
             seen[pid] = p
     if errors:
-        raise SpecError("\n".join(f"{path}: {e}" for e in dict.fromkeys(errors)))
+        errors = list(dict.fromkeys(errors))
+        shown = [f"{path}: {e}" for e in errors[:MAX_ERRORS]]
+        if len(errors) > MAX_ERRORS:
+            shown.append(f"{path}: ... and {len(errors) - MAX_ERRORS} more errors")
+        raise SpecError("\n".join(shown))
     name = head.get("name") or Path(path).stem
     return Sweep(name, head.get("description", ""), path, tuple(points))
 
@@ -240,19 +245,14 @@ def _entry_points(i: int, entry, base: Path, errors: list, hashes: dict) -> list
         run = {k: chosen[k] for k in params_known if k in chosen}
         try:
             cfg = RunConfig(**run)
-        except (ValueError, KeyError, TypeError) as e:
-            varied = ", ".join(f"{k}={chosen[k]!r}" for k in keys if len(axes[k]) > 1 and k in run)
-            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-            err(f"{msg}" + (f" (at {varied})" if varied else ""))
-            continue
-        check = KERNEL_CHECKS.get(kernel)
-        if check is not None:
-            try:
+            check = KERNEL_CHECKS.get(kernel)
+            if check is not None:
                 check(cfg, "inputs" in chosen)
-            except ValueError as e:
-                varied = ", ".join(f"{k}={chosen[k]!r}" for k in keys if len(axes[k]) > 1 and k in run)
-                err(f"{e}" + (f" (at {varied})" if varied else ""))
-                continue
+        except (ValueError, KeyError, TypeError) as e:
+            at = ", ".join(f"{k}={chosen[k]!r}" for k in keys if len(axes[k]) > 1 and k in run)   # the point
+            msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+            err(f"{msg}" + (f" (at {at})" if at else ""))
+            continue
         params = tuple((k, getattr(cfg, k)) for k in params_known)
         files = []
         for k in ("kernel_fn", "reduce_fn"):
