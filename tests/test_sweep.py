@@ -325,6 +325,12 @@ def test_a_failing_point_records_its_error_and_the_sweep_goes_on(tmp_path, capsy
     assert rows[1]["error"] == "RuntimeError: my kernel is broken" and "bad.py" in rows[1]["traceback"]
     assert rows[0]["checks_not_run"] and rows[0]["findings"] == 0       # provenance off: said, not "no findings"
     assert "ran with checks not run (provenance off)" in text and "RuntimeError: my kernel is broken" in text
+    # a spec that names fewer points: the others' rows are kept and said to be there
+    fewer = write(tmp_path, "[[kernel]]\nname = 'paged_attention_decode'\ncontext = 256\nprovenance = false\n",
+                  "fewer.toml")
+    assert run_cli(fewer, "-o", out, "--no-plot", "--quiet") == 0               # its one point is done
+    assert "(1 more row(s) of the results are points this spec does not name" in capsys.readouterr().out
+    assert len(read_rows(out)) == 2
 
 
 def test_a_changed_kernel_fn_file_reruns_its_points_only(tmp_path, capsys):

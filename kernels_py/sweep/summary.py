@@ -24,6 +24,7 @@ class SweepSummary:
     rows: list                     # the sweep's rows, in spec order
     ran: int = 0                   # points run by this invocation
     skipped: int = 0               # points already in the results
+    others: int = 0                # rows of the table that are no point of this spec (kept, not shown)
     metric: str | None = None
     findings: list = field(default_factory=list)        # rows with findings, worst first
     failed: list = field(default_factory=list)
@@ -39,7 +40,7 @@ class SweepSummary:
 
 def summarize(sweep, rows_by_id: dict, ran: int = 0, skipped: int = 0) -> SweepSummary:
     rows = [rows_by_id[p.point_id] for p in sweep.points if p.point_id in rows_by_id]
-    s = SweepSummary(sweep.name, sweep.varied(), rows, ran, skipped)
+    s = SweepSummary(sweep.name, sweep.varied(), rows, ran, skipped, others=len(rows_by_id) - len(rows))
     ok = [r for r in rows if r.get("status") == "ok"]
     s.failed = [r for r in rows if r.get("status") != "ok"]
     order = {id(r): i for i, r in enumerate(rows)}
@@ -108,6 +109,8 @@ def text(s: SweepSummary, results: str | None = None, picture: str | None = None
     lines = [head]
     if results:
         lines.append(f"results: {results}" + (f"   picture: {picture}" if picture else ""))
+    if s.others:
+        lines.append(f"({s.others} more row(s) of the results are points this spec does not name: kept, not shown)")
     if no_prov:
         lines.append(f"{len(no_prov)} point(s) ran with checks not run ({no_prov[0].get('checks_not_run_reason')}): "
                      "their finding counts cover only the checks that ran")
