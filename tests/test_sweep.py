@@ -428,3 +428,12 @@ def test_a_results_file_of_something_else_is_refused(tmp_path, no_cluster):
     (tmp_path / "junk.parquet").write_text("junk")
     with pytest.raises(ResultsError, match="not a readable Parquet file"):
         ResultStore(tmp_path / "junk.parquet")
+
+
+@pytest.mark.parametrize("spec", sorted((ROOT / "examples").glob("*.toml")), ids=lambda p: p.name)
+def test_the_example_specs_are_valid(spec):
+    sw = load_spec(spec)
+    assert sw.points and len({p.point_id for p in sw.points}) == len(sw.points)
+    if spec.name == "sweep_decode.toml":        # the README's command: both groupings, 32 small points
+        assert len(sw.points) == 32 and {p.param("grouping") for p in sw.points} == {"fragment", "contiguous"}
+        assert max(p.param("context") for p in sw.points) <= 1024
