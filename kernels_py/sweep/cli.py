@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def add_parser(sub):
-    p = sub.add_parser("sweep", help="run a matrix of kernel runs as tasks on Dask distributed (Parquet results)",
+    p = sub.add_parser("sweep", help="run a matrix of kernel runs as Dask tasks (Parquet results)",
                        description="Run every point of a sweep spec (TOML: kernels, front ends, archs, parameter "
                                    "grids, seeds, inputs files) as an independent task on Dask distributed: a "
                                    "LocalCluster on this machine's cores, or the cluster of --scheduler. Results go "
