@@ -23,7 +23,11 @@ def sets(m: Mask, wide):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_fused_footprint_equals_the_mask_algebra(seed):
+@pytest.mark.parametrize("kind", ["steps", "one-sided"])
+def test_fused_footprint_equals_the_mask_algebra(seed, kind):
+    """"one-sided": one operand's footprint, no step, and the other operand's values a subset of
+    this one's where present or not (the shared-footprint shortcut, and the window pass when the
+    other side is more specific somewhere)."""
     rng = np.random.default_rng(seed)
     shape = (3, 40)
     wide = WideSets()
@@ -34,6 +38,11 @@ def test_fused_footprint_equals_the_mask_algebra(seed):
     if seed % 2:                                  # values near each other: mostly one window
         ib = np.where(ib >= 0, ia.clip(0) + rng.integers(0, 8, shape), -1).astype(np.int32)
     step = rng.random(shape) < 0.5
+    if kind == "one-sided":
+        fa, fb = (fa if fa is not None else random_mask(rng, shape, wide)), None
+        step[:] = False
+        if seed % 2:                              # b never more specific: a's footprint is shared
+            ib = np.where(ia >= 0, ib, -1).astype(np.int32)
     pa, pb = ia >= 0, ib >= 0
     want = _side(fa, ia, ~(pb & ~pa) | step, step & pa, wide, shape).union(
         _side(fb, ib, ~(pa & ~pb) | step, step & pb, wide, shape), wide)
@@ -62,3 +71,70 @@ def test_operand_field_summary_equals_numpy(seed):
         assert x.eq_k == bool((view == view[:, :, :1]).all()) and x.eq_r == bool((view == view[:, :1, :]).all())
         one = np.where((x.hi_k >= 0) & (x.lo_k == x.hi_k), x.hi_k, -1)
         np.testing.assert_array_equal(x.one_along_k(), one)
+    # gathered from a register plane through an operand plan, in the same pass (B: its [nb, N, K] view)
+    plane = rng.integers(-1, 6, (3, 64)).astype(np.int32)
+    plan = rng.permutation(plane.size)[:v.size].reshape(v.shape)
+    for operand in "AB":
+        g = _Field.gathered(plane, plan, operand)
+        want = _Field(plane.reshape(-1)[plan] if operand == "A" else np.swapaxes(plane.reshape(-1)[plan], 1, 2))
+        np.testing.assert_array_equal(g.v, want.v)
+        for attr in ("lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k"):
+            np.testing.assert_array_equal(getattr(g, attr), getattr(want, attr))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_subset_equals_set_inclusion(seed):
+    """Mask.subset_of (one compiled pass over broadcast views, exact where a wide set takes part)
+    is set inclusion, element by element, also when one side is a broadcast row (the scale check
+    holds an A row's K set against the scale footprint of every element of the row)."""
+    rng = np.random.default_rng(seed)
+    wide = WideSets()
+    shape = (3, 4, 5)
+    a = random_mask(rng, (3, 20), wide).map(lambda x: x.reshape(shape + x.shape[2:]))
+    b = random_mask(rng, (3, 20), wide).map(lambda x: x.reshape(shape + x.shape[2:]))
+    half = rng.random(shape) < 0.5                 # supersets of a on about half the elements
+    b = Mask.where(half, b.union(a, wide), b)
+    row = a.map(lambda x: np.broadcast_to(x[:, :, :1], x.shape))        # a constant along the last axis
+    for x in (a, row):
+        got = x.subset_of(b, wide)
+        want = np.array([x.values_at(i, wide) <= b.values_at(i, wide) for i in np.ndindex(shape)]).reshape(shape)
+        assert (got == want).all()
+        assert got.any() and not got.all()
+    flat = a.map(lambda x: x.reshape((60,) + x.shape[3:]))             # 1-D, and 4-D (the numpy path)
+    assert (flat.subset_of(b.map(lambda x: x.reshape((60,) + x.shape[3:])), wide) == a.subset_of(b, wide).ravel()).all()
+    four = a.map(lambda x: x.reshape((1,) + x.shape))
+    assert (four.subset_of(b.map(lambda x: x.reshape((1,) + x.shape)), wide)[0] == a.subset_of(b, wide)).all()
+
+
+@pytest.mark.parametrize("case", ["equal", "last", "random"])
+def test_identity_merge_equals_numpy(case):
+    """merge's identity planes: equal or one-sided values survive, conflicts are -1; equal planes
+    (most merges) are shared, and a plane that differs only in its last element is still merged."""
+    from gfxsim.machine.provenance import Prov, merge
+    rng = np.random.default_rng(1)
+    a = rng.integers(-1, 5, (4, 96)).astype(np.int32)
+    b = a.copy() if case != "random" else rng.integers(-1, 5, (4, 96)).astype(np.int32)
+    if case == "last":
+        b[-1, -1] = 7 if a[-1, -1] >= 0 else 3
+    out = merge(Prov(4, {"token": a}), Prov(4, {"token": b}), False, WideSets())
+    want = np.where((a >= 0) & (b >= 0) & (a != b), -1, np.where(a >= 0, a, b))
+    np.testing.assert_array_equal(out.ids["token"], want)
+    assert (out.ids["token"] is a) == (case == "equal")
+    stepped = "token" in out.fp
+    assert stepped == bool(((a >= 0) & (b >= 0) & (a != b)).any())
+
+
+def test_row_sets_are_the_rows_values():
+    """matrix._row_sets: each row's present values as a set, read in place from a strided view (B's
+    [nb, N, K]), exactly (a WideSets set) where a row's values leave one window."""
+    from gfxsim.machine.matrix import _row_sets
+    rng = np.random.default_rng(0)
+    wide = WideSets()
+    v = rng.integers(-1, 3 * WINDOW, (3, 5, 8)).astype(np.int32)
+    v[0] = rng.integers(0, 100, (5, 8))                 # one window
+    for arr in (v, np.swapaxes(v, 1, 2), v[0]):
+        m = _row_sets(arr, wide)
+        assert m.shape == arr.shape[:-1]
+        for i in np.ndindex(arr.shape[:-1]):
+            assert m.values_at(i, wide) == frozenset(int(x) for x in arr[i] if x >= 0)
+    assert (_row_sets(v, wide).wide != 0).any() and (_row_sets(v, wide).wide == 0).any()

@@ -156,3 +156,23 @@ def test_the_v_cache_carries_its_head_element_and_the_q_rows_their_row(small):
     assert (q.tags["row"].reshape(16, -1) == np.arange(16)[:, None]).all()
     p = H.pv_buffers(H.softmax_rows(H.query_rows(d["q"], 1), cache), cache).buffers["p"]
     assert (p.tags["row"].reshape(16, -1) == np.arange(16)[:, None]).all()
+
+
+@pytest.mark.parametrize("shape", [(6, 2, 8, 4, 16), (5, 3, 7)])
+def test_tags_at_equals_the_materialised_tags(shape):
+    """Buffer.tags_at looks each tag up on the axes where it varies (shift/mask for power-of-two
+    extents, the first row only where every lane's bytes share the tag's coordinates) and gives
+    exactly the materialised tag of every element, for 1-D and [bytes, lanes] element arrays."""
+    rng = np.random.default_rng(len(shape))
+    arr = np.zeros(shape, np.int8)
+    tags = {"token": rng.integers(-1, 500, (shape[0], 1, 1) + ((shape[3], 1) if len(shape) == 5 else ())),
+            "dim": np.arange(shape[-1]).reshape((1,) * (len(shape) - 1) + (shape[-1],)),
+            "seq": np.zeros((1,) * len(shape), int)}
+    buf = Buffer("x", arr, tags=tags)
+    full = buf.tags
+    lanes = rng.integers(0, arr.size // shape[-1], 40) * shape[-1]           # lanes at the start of a run
+    for e in (rng.integers(0, arr.size, 100), lanes[None, :] + np.arange(4)[:, None],
+              rng.integers(0, arr.size, (3, 40))):
+        got = buf.tags_at(e)
+        for f in tags:
+            np.testing.assert_array_equal(got[f], full[f][e])

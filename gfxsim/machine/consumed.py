@@ -479,8 +479,8 @@ def extremum_names(pa, pb, out):
         if not keep.any():
             ids = {f: a for f, a in ids.items() if f not in ("@mma", "@mn")}
         else:
-            ids["@mma"] = np.where(keep, ids["@mma"], -1).astype(np.int32)
-            ids["@mn"] = np.where(keep, ids["@mn"], -1).astype(np.int32)
+            ids["@mma"] = np.where(keep, ids["@mma"], -1).astype(np.int32, copy=False)
+            ids["@mn"] = np.where(keep, ids["@mn"], -1).astype(np.int32, copy=False)
     return Prov(out.g, ids, out.fp, out.flags)
 
 

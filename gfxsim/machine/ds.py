@@ -58,7 +58,10 @@ def _stored(value: VGPRs, nbytes: int, act, full: bool):
     if nbytes % p.g:
         p = p.per_byte()
     rows = nbytes // p.g
-    return p.map(lambda a: a[:rows] if full else a[:rows][:, act])
+    if full:
+        return p.map(lambda a: a[:rows])
+    cols = np.flatnonzero(act)                   # take by column index: faster than a boolean mask
+    return p.map(lambda a: np.take(a[:rows], cols, axis=1))
 
 
 class DsOps:
@@ -154,7 +157,7 @@ class DsOps:
         if self.machine.provenance and (value.prov is not None or not mp.empty()):
             p = _stored(value, nbytes, act, self._full)
             rb = ridx[None, :] + np.arange(nbytes)[:, None]
-            mp.scatter(rb if self._full else rb[:, act], p)
+            mp.scatter(rb if self._full else np.take(rb, np.flatnonzero(act), axis=1), p)
         self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=self._lds_rel,
                     bank_conflict=deg)
 

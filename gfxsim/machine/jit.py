@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 
 _LAZY: dict[str, list] = {}          # module name -> its lazy functions
+_LOCK = threading.RLock()            # one thread starts numba and swaps a module's functions
 
 
 def njit(fn):
@@ -29,12 +31,31 @@ def njit(fn):
 
 
 def _compile_module(mod: str) -> None:
-    import numba
-    g = sys.modules[mod].__dict__
-    for lazy in _LAZY.pop(mod, ()):
-        name = lazy.py_func.__name__
-        if g.get(name) is lazy:
-            g[name] = numba.njit(cache=True)(lazy.py_func)
+    with _LOCK:                      # a prewarm thread may be at it: wait, then find it done
+        import numba
+        g = sys.modules[mod].__dict__
+        for lazy in _LAZY.pop(mod, ()):
+            name = lazy.py_func.__name__
+            if g.get(name) is lazy:
+                g[name] = numba.njit(cache=True)(lazy.py_func)
+
+
+def prewarm() -> threading.Thread:
+    """Start numba beside the caller: import it, load its CPU target (~0.5 s, the cost of the
+    first compiled call) and make dispatchers of every lazy function imported so far, on a
+    daemon thread. A run with provenance calls this before it generates its data (numpy, which
+    frees the GIL), so the start-up overlaps that work; a compiled call made meanwhile waits."""
+    def work():
+        with _LOCK:
+            import numba  # noqa: F401
+            from numba.core.registry import cpu_target
+            cpu_target.target_context.refresh()      # the target before any dispatcher is visible
+            cpu_target.typing_context.refresh()
+            for mod in list(_LAZY):
+                _compile_module(mod)
+    t = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
+    t.start()
+    return t
 
 
 def loaded() -> bool:

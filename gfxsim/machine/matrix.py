@@ -33,9 +33,19 @@ class _Field:
     field is the same along K (eq_k) or along the rows (eq_r), absent values (-1) included."""
     __slots__ = ("v", "lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k")
 
-    def __init__(self, v):
+    def __init__(self, v, summary=None):
         self.v = v
-        self.lo_r, self.hi_r, self.lo_k, self.hi_k, self.eq_r, self.eq_k = _field_summary(v, _BIG)
+        self.lo_r, self.hi_r, self.lo_k, self.hi_k, self.eq_r, self.eq_k = \
+            _field_summary(v, _BIG) if summary is None else summary
+
+    @classmethod
+    def gathered(cls, plane, plan, operand):
+        """The field of ``plane`` [regs, width] gathered through the operand's flat plan
+        ``[nb, M, K]`` (A) or ``[nb, K, N]`` (B), gathered and summarised in one pass; B's field is
+        held as its [nb, N, K] view."""
+        v = np.empty(plan.shape, np.int32)
+        summary = _gather_summary(np.ascontiguousarray(plane, np.int32).reshape(-1), plan, operand == "B", _BIG, v)
+        return cls(v if operand == "A" else np.swapaxes(v, 1, 2), summary)
 
     def compact(self, operand):
         """(kind, array) for the record: "mn" [nb, R] (not a K field), "k" [nb, K], or "full"
@@ -86,6 +96,61 @@ def _field_summary(v, big):
     return lo_r, hi_r, lo_k, hi_k, eq_r, eq_k
 
 
+@njit
+def _gather_summary(flat, plan, transposed, big, v):
+    """``v = flat[plan]`` and ``_field_summary`` of v (of its [nb, N, K] view when ``transposed``:
+    B's plan is [nb, K, N]) in one pass over v's memory order, branch-free."""
+    nb, P, Q = plan.shape
+    lo_q = np.full((nb, Q), big, np.int32)          # over p, per q
+    hi_q = np.full((nb, Q), -1, np.int32)
+    lo_p = np.full((nb, P), big, np.int32)          # over q, per p
+    hi_p = np.full((nb, P), -1, np.int32)
+    same_q = True                                   # v[b, p, q] == v[b, p, 0]
+    same_p = True                                   # v[b, p, q] == v[b, 0, q]
+    for b in range(nb):
+        for p in range(P):
+            lo, hi = big, np.int32(-1)
+            for q in range(Q):
+                x = flat[plan[b, p, q]]
+                v[b, p, q] = x
+                xl = x if x >= 0 else big
+                lo = min(lo, xl)
+                hi = max(hi, x)
+                lo_q[b, q] = min(lo_q[b, q], xl)
+                hi_q[b, q] = max(hi_q[b, q], x)
+                same_q &= x == v[b, p, 0]
+                same_p &= x == v[b, 0, q]
+            lo_p[b, p] = lo
+            hi_p[b, p] = hi
+    if transposed:                  # rows are q (N), K slots p: per slot over rows = per p
+        return lo_p, hi_p, lo_q, hi_q, same_q, same_p
+    return lo_q, hi_q, lo_p, hi_p, same_p, same_q
+
+
+@njit
+def _d_plane(ra, cb, vc, flat_d, out):
+    """D's identity plane of one field (``out`` [regs*width] flat, prefilled -1): D[m][n] is A row
+    m's value ``ra`` [nb, M] and B column n's ``cb`` [nb, N] where they agree or one is absent (-1),
+    then C's element ``vc`` [nb, M, N] likewise (an empty [0, 0, 0] array: no C). Returns whether
+    any element got a value."""
+    nb, M, N = flat_d.shape
+    has_a, has_b, has_c = ra.shape[0] > 0, cb.shape[0] > 0, vc.shape[0] > 0
+    any_v = False
+    for b in range(nb):
+        for m in range(M):
+            x = ra[b, m] if has_a else -1
+            for n in range(N):
+                y = cb[b, n] if has_b else -1
+                d = y if x < 0 else (x if (y < 0 or x == y) else -1)
+                if has_c:
+                    z = vc[b, m, n]
+                    d = z if d < 0 else (d if (z < 0 or z == d) else -1)
+                out[flat_d[b, m, n]] = d
+                if d >= 0:
+                    any_v = True
+    return any_v
+
+
 def _d_identity(f, sa, sb, rec):
     """A's row values and B's column values of field ``f`` that name D[m][n] (None: no name).
     A field on one side only (a query row, a V dim) names the row or column wherever it is one
@@ -108,44 +173,47 @@ def _expand(kind, a, op, M, N, K):
 
 @njit
 def _row_bits(vals, window, base, bits):
-    """Per row of vals [R, K]: the window base of its present values and their bits; base -2 when
-    the values span more than one window (the caller keeps those exactly)."""
-    words = bits.shape[1]
-    for r in range(vals.shape[0]):
-        lo, hi = 2 ** 31 - 1, -1
-        for k in range(vals.shape[1]):
-            v = vals[r, k]
-            if v >= 0:
-                lo = min(lo, v)
-                hi = max(hi, v)
-        if hi < 0:
-            base[r] = -1
-            continue
-        b = (lo // window) * window
-        if hi >= b + window:
-            base[r] = -2
-            continue
-        base[r] = b
-        for k in range(vals.shape[1]):
-            v = vals[r, k]
-            if v >= 0:
-                o = v - b
-                bits[r, o // 64] |= np.uint64(1) << np.uint64(o % 64)
+    """Per row of vals [X, R, K] (any strides, any integer type): the window base of its present
+    values and their bits; base -2 when the values span more than one window (the caller keeps
+    those exactly)."""
+    for x in range(vals.shape[0]):
+        for r in range(vals.shape[1]):
+            lo, hi = 2 ** 31 - 1, -1
+            for k in range(vals.shape[2]):
+                v = vals[x, r, k]
+                if v >= 0:
+                    lo = min(lo, v)
+                    hi = max(hi, v)
+            if hi < 0:
+                base[x, r] = -1
+                continue
+            b = (lo // window) * window
+            if hi >= b + window:
+                base[x, r] = -2
+                continue
+            base[x, r] = b
+            for k in range(vals.shape[2]):
+                v = vals[x, r, k]
+                if v >= 0:
+                    o = v - b
+                    bits[x, r, o // 64] |= np.uint64(1) << np.uint64(o % 64)
 
 
 def _row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
-    """The set of non-negative values along the last axis, per leading index, as a Mask."""
+    """The set of non-negative values along the last axis, per leading index, as a Mask (a 3-D
+    view, e.g. B's [nb, N, K], is read in place)."""
     from .provenance import WINDOW, WORDS
     lead = vals.shape[:-1]
-    flat = np.ascontiguousarray(vals.reshape(-1, vals.shape[-1]), dtype=np.int64)
-    base = np.empty(len(flat), np.int64)
-    bits = np.zeros((len(flat), WORDS), np.uint64)
-    _row_bits(flat, WINDOW, base, bits)
-    out = Mask(base, bits, np.zeros(len(flat), np.uint32))
-    for i in np.nonzero(base == -2)[0].tolist():       # a K slot set wider than a window: exact
-        out.wide[i] = wide.intern(set(flat[i][flat[i] >= 0].tolist()))
-        out.base[i] = -1
-    return out.map(lambda x: x.reshape(lead + x.shape[1:]))
+    v3 = vals if vals.ndim == 3 else vals.reshape((1, -1, vals.shape[-1]))
+    base = np.empty(v3.shape[:2], np.int64)
+    bits = np.zeros(v3.shape[:2] + (WORDS,), np.uint64)
+    _row_bits(v3, WINDOW, base, bits)
+    out = Mask(base, bits, np.zeros(v3.shape[:2], np.uint32))
+    for x, r in zip(*np.nonzero(base == -2)):       # a K slot set wider than a window: exact
+        row = v3[x, r]
+        out.wide[x, r] = wide.intern(set(row[row >= 0].tolist()))
+        out.base[x, r] = -1
+    return out.map(lambda a: a.reshape(lead + a.shape[2:]))
 
 
 def _mma_i8(a, b, c, ta, tb, tc, td, d):
@@ -507,11 +575,13 @@ class MatrixOps:
         pa = self._elem_prov(a, a.n)
         pb = self._elem_prov(b, b.n)
         ta, tb = self._flat_plan(insn, "A"), self._flat_plan(insn, "B")
-        fa = {f: np.take(p, ta) for f, p in (pa.ids.items() if pa is not None else ()) if f not in RESERVED}
-        fb = {f: np.take(p, tb) for f, p in (pb.ids.items() if pb is not None else ()) if f not in RESERVED}
+        sa = {f: _Field.gathered(p, ta, "A") for f, p in (pa.ids.items() if pa is not None else ())
+              if f not in RESERVED}                                       # [nb, M, K]
+        sb = {f: _Field.gathered(p, tb, "B") for f, p in (pb.ids.items() if pb is not None else ())
+              if f not in RESERVED}                                       # [nb, N, K]
+        fa = {f: x.v for f, x in sa.items()}                              # [nb, M, K]
+        fb = {f: np.swapaxes(x.v, 1, 2) for f, x in sb.items()}           # [nb, K, N]
         live_rows = np.repeat(live, bl)
-        sa = {f: _Field(v) for f, v in fa.items()}                       # [nb, M, K]
-        sb = {f: _Field(np.swapaxes(v, 1, 2)) for f, v in fb.items()}    # [nb, N, K]
         # the K-slot check: on every field both carry, one value per K slot
         for f in sorted(fa.keys() & fb.keys()):
             va, vb = fa[f], fb[f]                                     # [nb, M, K], [nb, K, N]
@@ -547,26 +617,22 @@ class MatrixOps:
         fc = {f: np.take(p, self._flat_plan(insn, "C")) for f, p in (pc.ids.items() if pc is not None else ())
               if f not in RESERVED}
         flat_d = self._flat_plan(insn, "D")
+        none2, none3 = np.empty((0, 0), np.int32), np.empty((0, 0, 0), np.int32)
+        as_i32 = lambda x, empty: empty if x is None else np.ascontiguousarray(x, np.int32)
         for f in sorted(fa.keys() | fb.keys() | fc.keys()):
             ra, cb = _d_identity(f, sa, sb, rec) if f in sa or f in sb else (None, None)   # [nb, M], [nb, N]
             if ra is None and cb is None and f not in fc:
                 continue
-            va = np.broadcast_to(ra[:, :, None], (nb, M, N)) if ra is not None else np.full((nb, M, N), -1)
-            vb = np.broadcast_to(cb[:, None, :], (nb, M, N)) if cb is not None else np.full((nb, M, N), -1)
-            d = np.where(va < 0, vb, np.where((vb < 0) | (va == vb), va, -1))
-            if f in fc:                  # D = A.B + C: C's element identity, where it agrees
-                vc = fc[f]
-                d = np.where(d < 0, vc, np.where((vc < 0) | (vc == d), d, -1))
-            if (d < 0).all():
-                continue
             plane = np.full(shape, -1, np.int32)
-            plane.reshape(-1)[flat_d] = d                # one flat index: faster than (ed, ld)
-            ids[f] = plane
+            # D = A.B + C: the row's and column's identity where they agree, then C's element's
+            if _d_plane(as_i32(ra, none2), as_i32(cb, none2), as_i32(fc.get(f), none3), flat_d, plane.reshape(-1)):
+                ids[f] = plane
         member_plane, mn_plane = self._name_planes(insn, shape)
         ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
         ids["@mn"] = mn_plane.copy()
         if pc is not None and "@mma" in pc.ids:
-            c_mma, c_mn = pc.ids["@mma"][plans["C"]], pc.ids["@mn"][plans["C"]]
+            flat_c = self._flat_plan(insn, "C")
+            c_mma, c_mn = np.take(pc.ids["@mma"], flat_c), np.take(pc.ids["@mn"], flat_c)
             prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.members)
             if prev is not None:         # C is the previous instruction's D, element for element
                 for side, pside in ((rec.ks_a, prev.ks_a), (rec.ks_b, prev.ks_b)):

@@ -44,9 +44,9 @@ class MemProv:
 
     def _words(self, addr, g) -> np.ndarray | None:
         """Dword indices of a dword-aligned access of whole dwords by a value with g == 4, else None."""
-        if self.unit != 4 or g != 4 or addr.shape[0] % 4 or (addr[0] % 4).any():
+        if self.unit != 4 or g != 4 or addr.shape[0] % 4 or (addr[0] & 3).any():
             return None
-        return addr[::4] // 4
+        return addr[::4] >> 2
 
     def gather(self, addr: np.ndarray, size: int) -> Prov | None:
         """Provenance of a load of ``size``-byte elements at bytes ``addr`` ``[nbytes, width]``."""
@@ -57,10 +57,11 @@ class MemProv:
             idx, g = words, 4
         else:
             idx, g = (addr // self.unit) if self.unit > 1 else addr, 1
-        ids = {f: a[idx] for f, a in self.ids.items()}
+        take = lambda x: np.take(x, idx, axis=0)                     # faster than x[idx]
+        ids = {f: take(a) for f, a in self.ids.items()}
         ids = {f: a for f, a in ids.items() if (a >= 0).any()}      # a field none of these bytes holds
-        p = Prov(g, ids, {f: m.map(lambda x: x[idx]) for f, m in self.fp.items()},
-                 None if self.flags is None else self.flags[idx])
+        p = Prov(g, ids, {f: m.map(take) for f, m in self.fp.items()},
+                 None if self.flags is None else take(self.flags))
         return p.compact(size) if g == 1 and size > 1 else p
 
     def scatter(self, addr: np.ndarray, p: Prov | None):
@@ -182,19 +183,25 @@ class Buffer:
                 out[f] = np.broadcast_to(flat[0], e.shape).copy()
                 continue
             key = (tuple(axes), tshape)
-            idx = index.get(key)
-            if idx is None:
+            got = index.get(key)
+            if got is None:
                 inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
-                rest = e // inner if inner > 1 else e
+                rest = _div(e, inner)
+                # every byte of each lane's access in one run of the axes inside the tag's (a lane's
+                # 8 bytes of one token's dims): the coordinates of the first row serve every row
+                one_row = e.ndim == 2 and e.shape[0] > 1 and bool((rest == rest[:1]).all())
+                if one_row:
+                    rest = rest[:1]
                 idx, mult = 0, 1
                 for d in range(axes[-1], axes[0] - 1, -1):      # coordinates from the last varying axis up
                     if tshape[d] > 1:
-                        idx = idx + (rest % shape[d]) * mult
+                        idx = idx + _mod(rest, shape[d]) * mult
                         mult *= shape[d]
                     if d > axes[0]:
-                        rest = rest // shape[d]
-                index[key] = idx
-            out[f] = flat[idx]
+                        rest = _div(rest, shape[d])
+                got = index[key] = (idx, one_row)
+            idx, one_row = got
+            out[f] = np.broadcast_to(flat[idx], e.shape).copy() if one_row else flat[idx]
         return out
 
     def _tag_plan(self, field):
@@ -234,7 +241,7 @@ class Buffer:
         if not self._tags:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
-            elem = byte_addr[::size] // self.itemsize
+            elem = _div(byte_addr[::size], self.itemsize)
             return Prov(size, self.tags_at(elem))
         elem = byte_addr // self.itemsize
         p = Prov(1, self.tags_at(elem))
@@ -258,6 +265,19 @@ class Buffer:
 
     def __repr__(self):
         return f"Buffer({self.name!r}, {self.array.shape}, {self.array.dtype})"
+
+
+def _div(x: np.ndarray, d: int) -> np.ndarray:
+    """x // d for x >= 0: a shift where d is a power of two (most tensor extents), several times
+    faster than an integer division per element."""
+    if d == 1:
+        return x
+    return x >> (d.bit_length() - 1) if d & (d - 1) == 0 else x // d
+
+
+def _mod(x: np.ndarray, d: int) -> np.ndarray:
+    """x % d for x >= 0 (a mask where d is a power of two)."""
+    return x & (d - 1) if d & (d - 1) == 0 else x % d
 
 
 def _import(p: Prov, origin, machine) -> Prov:

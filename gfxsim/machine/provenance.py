@@ -199,9 +199,13 @@ class Mask:
         need = need.reshape(shape)
         if any_need:                # two windows meet: the exact fallback, per distinct pair
             ia, ib = self._wide_ids(need, wide), other._wide_ids(need, wide)
-            pairs, inv = np.unique((ia.astype(np.int64) << 32) | ib, return_inverse=True)
-            res = np.array([wide.union(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
-            out.wide[need] = res[inv.ravel()]
+            key = (ia.astype(np.int64) << 32) | ib
+            if (key == key[0]).all():          # one pair everywhere (a reduction's step): no sort
+                out.wide[need] = wide.union(int(ia[0]), int(ib[0]))
+            else:
+                pairs, inv = np.unique(key, return_inverse=True)
+                res = np.array([wide.union(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
+                out.wide[need] = res[inv.ravel()]
             out.base[need] = -1
             out.bits[need] = 0
         return out
@@ -213,23 +217,42 @@ class Mask:
         if narrow.any():
             base, bits = self.base[sel][narrow], self.bits[sel][narrow]
             rows = np.concatenate([base[:, None].view(np.uint64), bits], 1)
-            first, inv = _unique_rows(rows)
+            if (rows == rows[0]).all():        # one set in every selected element: no sort
+                first, inv = np.zeros(1, np.int64), np.zeros(len(rows), np.int64)
+            else:
+                first, inv = _unique_rows(rows)
             ids = np.array([0 if int(base[i]) < 0 else wide.intern(_bits_values(int(base[i]), bits[i]))
                             for i in first.tolist()], np.uint32)
             w[narrow] = ids[inv]
         return w
 
     def subset_of(self, other: "Mask", wide: WideSets) -> np.ndarray:
-        """Elementwise: self ⊆ other (the empty set is a subset of everything)."""
-        e1 = ~self.nonempty()
-        narrow = (self.wide == 0) & (other.wide == 0)
-        ok = e1 | (narrow & (self.base == other.base) &
-                   ((self.bits & ~other.bits) == 0).all(axis=-1))
-        odd = ~e1 & ~narrow
-        if odd.any():
-            for i in zip(*np.nonzero(odd)):
-                ok[i] = self.values_at(i, wide) <= other.values_at(i, wide)
-        return ok
+        """Elementwise: self ⊆ other (the empty set is a subset of everything). One compiled pass
+        over the (possibly broadcast) arrays where both sets lie in windows; the elements where a
+        wide set takes part are compared exactly."""
+        shape = np.broadcast_shapes(self.base.shape, other.base.shape)
+        if len(shape) <= 3:
+            lift = lambda x, s: np.broadcast_to(x, s).reshape((1,) * (3 - len(shape)) + s)
+            ok = np.empty(shape, np.bool_)
+            odd = np.empty(shape, np.bool_)
+            any_odd = _subset_windows(lift(self.base, shape), lift(self.bits, shape + (WORDS,)),
+                                      lift(self.wide, shape), lift(other.base, shape),
+                                      lift(other.bits, shape + (WORDS,)), lift(other.wide, shape),
+                                      ok.reshape((1,) * (3 - len(shape)) + shape),
+                                      odd.reshape((1,) * (3 - len(shape)) + shape))
+            if not any_odd:
+                return ok
+        else:
+            e1 = ~self.nonempty()
+            narrow = (self.wide == 0) & (other.wide == 0)
+            ok = e1 | (narrow & (self.base == other.base) &
+                       ((self.bits & ~other.bits) == 0).all(axis=-1))
+            odd = ~e1 & ~narrow
+        if odd.shape != self.base.shape or odd.shape != other.base.shape:
+            a, b = (Mask(*(np.broadcast_to(x, s) for x, s in ((m.base, shape), (m.bits, shape + (WORDS,)),
+                                                                (m.wide, shape)))) for m in (self, other))
+            return _odd_subsets(a, b, ok, odd, wide)
+        return _odd_subsets(self, other, ok, odd, wide)
 
     def values_at(self, i, wide: WideSets) -> frozenset:
         if self.wide[i]:
@@ -237,6 +260,40 @@ class Mask:
         if self.base[i] < 0:
             return frozenset()
         return frozenset(_bits_values(int(self.base[i]), self.bits[i]))
+
+
+def _odd_subsets(a: Mask, b: Mask, ok, odd, wide: WideSets):
+    """``Mask.subset_of`` exactly (as value sets) where a wide set takes part."""
+    if odd.any():
+        for i in zip(*np.nonzero(odd)):
+            ok[i] = a.values_at(i, wide) <= b.values_at(i, wide)
+    return ok
+
+
+@njit
+def _subset_windows(ab, abits, aw, bb, bbits, bw, ok, odd):
+    """``Mask.subset_of`` on [X, Y, Z] arrays (strided or broadcast): ok where a's set is empty, or
+    both lie in one window and a's bits are b's; odd where a wide set takes part (done exactly)."""
+    any_odd = False
+    for x in range(ok.shape[0]):
+        for y in range(ok.shape[1]):
+            for z in range(ok.shape[2]):
+                base, w = ab[x, y, z], aw[x, y, z]
+                o = False
+                r = False
+                if base < 0 and w == 0:
+                    r = True
+                elif w != 0 or bw[x, y, z] != 0:
+                    o = True
+                elif base == bb[x, y, z]:
+                    r = True
+                    for k in range(abits.shape[3]):
+                        if abits[x, y, z, k] & ~bbits[x, y, z, k]:
+                            r = False
+                ok[x, y, z] = r
+                odd[x, y, z] = o
+                any_odd = any_odd or o
+    return any_odd
 
 
 class Prov:
@@ -268,8 +325,9 @@ class Prov:
                     None if self.flags is None else fn(self.flags))
 
     def field(self, name, shape) -> np.ndarray:
+        """The identity plane of ``name``, or -1 everywhere (a read-only broadcast) where it has none."""
         got = self.ids.get(name)
-        return got if got is not None else np.full(shape, -1, np.int32)
+        return got if got is not None else np.broadcast_to(np.int32(-1), shape)
 
     def scale_flag(self) -> np.ndarray | None:
         return None if self.flags is None else (self.flags & SCALE) != 0
@@ -308,7 +366,7 @@ class Prov:
             r = a.reshape(-1, size, a.shape[1])
             hi = r.max(axis=1)            # a byte with no value (zero padding) does not conflict
             lo = np.where(r < 0, np.iinfo(np.int32).max, r).min(axis=1)
-            ids[f] = np.where(lo == hi, hi, -1).astype(np.int32)
+            ids[f] = np.where(lo == hi, hi, -1).astype(np.int32, copy=False)
         fp = {}
         for f, m in self.fp.items():          # the element's set: the union of its bytes' sets
             u = m.map(lambda x: x[::size])
@@ -329,9 +387,9 @@ class Prov:
         provs = [None if p is None else (p if p.g == g else p.per_byte()) for p in provs]
         fields = sorted({f for p in provs if p is not None for f in p.ids})
         fpf = sorted({f for p in provs if p is not None for f in p.fp})
-        ids = {f: np.concatenate([p.field(f, (n, width)) if p is not None else np.full((n, width), -1, np.int32)
+        ids = {f: np.concatenate([p.field(f, (n, width)) if p is not None else np.broadcast_to(np.int32(-1), (n, width))
                                   for p, n in zip(provs, rows_each)]) for f in fields}
-        fp = {f: Mask.concat([p.fp[f] if p is not None and f in p.fp else Mask.empty((n, width))
+        fp = {f: Mask.concat([p.fp[f] if p is not None and f in p.fp else _empty_view((n, width))
                               for p, n in zip(provs, rows_each)]) for f in fpf}
         flags = None
         if any(p is not None and p.flags is not None for p in provs):
@@ -348,9 +406,12 @@ class Prov:
         a = _empty(g) if a is None else (a if a.g == g else a.per_byte())
         b = _empty(g) if b is None else (b if b.g == g else b.per_byte())
         cond = np.broadcast_to(cond, shape)
-        ids = {f: np.where(cond, a.field(f, shape), b.field(f, shape)).astype(np.int32)
-               for f in sorted(a.ids.keys() | b.ids.keys())}
-        fp = {f: Mask.where(cond, a.fp.get(f) or Mask.empty(shape), b.fp.get(f) or Mask.empty(shape))
+        ids = {}
+        for f in sorted(a.ids.keys() | b.ids.keys()):
+            x, y = a.ids.get(f), b.ids.get(f)
+            ids[f] = x if x is y else np.where(cond, a.field(f, shape), b.field(f, shape)).astype(np.int32, copy=False)
+        nothing = _empty_view(shape)          # a side without a footprint: read-only broadcasts, no arrays
+        fp = {f: Mask.where(cond, a.fp.get(f) or nothing, b.fp.get(f) or nothing)
               for f in sorted(a.fp.keys() | b.fp.keys())}
         flags = None
         if a.flags is not None or b.flags is not None:
@@ -361,6 +422,12 @@ class Prov:
 
 def _empty(g):
     return Prov(g, {})
+
+
+def _empty_view(shape) -> Mask:
+    """The empty set everywhere as read-only broadcast views (operands of np.where and the like)."""
+    return Mask(np.broadcast_to(np.int64(-1), shape), np.broadcast_to(np.uint64(0), tuple(shape) + (WORDS,)),
+                np.broadcast_to(np.uint32(0), shape))
 
 
 def fill_value(a: np.ndarray):
@@ -392,6 +459,11 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
             if ia is not None:
                 ids[f] = ia
             continue
+        if ia is None and ib is None and (fa is None or fb is None):
+            m = fa if fb is None else fb                       # a footprint, no identities: it stays
+            if m.nonempty().any():
+                fp[f] = m
+            continue
         red = reducing and f not in RESERVED and (fa is not None or fb is not None)
         if not red and (ia is None) != (ib is None):        # one side only: its values, no step
             out = np.array(ia if ia is not None else ib, np.int32)
@@ -409,8 +481,12 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
                 present, stepped = _merge_field(ia, ib, np.broadcast_to(na, shape), np.broadcast_to(nb, shape), True,
                                                 out, step)
             else:
-                present, stepped = _merge_ids(np.ascontiguousarray(ia).reshape(-1), np.ascontiguousarray(ib).reshape(-1),
-                                              out.reshape(-1), step.reshape(-1))
+                equal, present, stepped = _merge_ids(np.ascontiguousarray(ia).reshape(-1),
+                                                     np.ascontiguousarray(ib).reshape(-1), out.reshape(-1),
+                                                     step.reshape(-1))
+                if equal:                  # both carry the same plane (most merges): share it, no step
+                    out = ia                   # (planes are never written in place once made)
+                    step[...] = False
         if present:
             ids[f] = out
         if f in RESERVED or (fa is None and fb is None and not stepped):
@@ -422,8 +498,11 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
         mma, mn = ids.pop("@mma", None), ids.pop("@mn", None)
         if mma is not None and mn is not None:
             keep = (mma >= 0) & (mn >= 0)
-            if keep.any():
-                ids["@mma"], ids["@mn"] = np.where(keep, mma, -1).astype(np.int32), np.where(keep, mn, -1).astype(np.int32)
+            if keep.all():
+                ids["@mma"], ids["@mn"] = mma, mn
+            elif keep.any():
+                ids["@mma"] = np.where(keep, mma, -1).astype(np.int32, copy=False)
+                ids["@mn"] = np.where(keep, mn, -1).astype(np.int32, copy=False)
     return Prov(a.g, ids, fp, None)
 
 
@@ -433,10 +512,24 @@ _NO = np.zeros((), np.bool_)
 @njit
 def _merge_ids(ia, ib, out, step):
     """``_merge_field`` without reduction, on flat arrays: equal or one-sided values survive, a
-    conflict is -1 and a step. Branch-free, so it vectorises."""
+    conflict is -1 and a step. Returns (equal, any value, any step); ``equal``: the planes are the
+    same, and out/step were left unwritten (the caller shares ia). Most merges are of equal
+    planes (a sequence, a head), so the first pass only reads, until the first difference."""
+    n = ia.shape[0]
     present = False
+    first = n
+    for i in range(n):
+        if ia[i] != ib[i]:
+            first = i
+            break
+        present |= ia[i] >= 0
+    if first == n:
+        return True, present, False
     stepped = False
-    for i in range(ia.shape[0]):
+    for i in range(first):
+        out[i] = ia[i]
+        step[i] = False
+    for i in range(first, n):
         x, y = ia[i], ib[i]
         s = (x >= 0) & (y >= 0) & (x != y)
         o = np.int32(-1) if s else (x if x >= 0 else y)
@@ -444,7 +537,7 @@ def _merge_ids(ia, ib, out, step):
         step[i] = s
         present |= o >= 0
         stepped |= s
-    return present, stepped
+    return False, present, stepped
 
 
 @njit
@@ -483,7 +576,18 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
     """footprint = (a's set, unless b is more specific) ∪ (b's, unless a is) ∪ the values met at a
     step. One numba pass where everything lies in one window; the elements where windows differ
     or a wide set takes part are done exactly (``_side`` and ``Mask.union``)."""
+    if (fa is None) != (fb is None) and not step.any():
+        # one side's footprint, no step: it survives whole unless the other side is more specific
+        # somewhere (it holds a value where this side has none)
+        pa, pb = ia >= 0, ib >= 0
+        if not (pa & ~pb if fb is not None else pb & ~pa).any():
+            return fa if fa is not None else fb
     n = int(np.prod(shape))
+    wide_a = 0 if fa is None else int(np.count_nonzero(fa.wide))
+    wide_b = 0 if fb is None else int(np.count_nonzero(fb.wide))
+    if 2 * max(wide_a * n // max(fa.wide.size, 1) if fa is not None else 0,
+               wide_b * n // max(fb.wide.size, 1) if fb is not None else 0) > n:
+        return _exact_footprint(fa, fb, ia, ib, step, wide, shape)     # mostly wide already: no window pass
     flat = lambda x: np.ascontiguousarray(np.broadcast_to(x, shape + x.shape[len(shape):])).reshape((n,) + x.shape[len(shape):])
     none = (np.zeros(1, np.int64), np.zeros((1, WORDS), np.uint64), np.zeros(1, np.uint32))
     ma = (flat(fa.base), flat(fa.bits), flat(fa.wide)) if fa is not None else none

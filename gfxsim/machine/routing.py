@@ -30,12 +30,11 @@ def _route(p: Prov | None, src, width) -> Prov | None:
     if p is None:
         return None
     rows = p.shape[0]
-    cols = np.broadcast_to(np.arange(width), src.shape)
-    s = np.where(src >= 0, src, 0)
     none = src < 0
+    flat = np.where(none, 0, src) * width + np.arange(width)      # one flat index: take, not a[s, cols]
 
     def take(a):
-        r = a[s, cols]
+        r = np.take(a.reshape((-1,) + a.shape[2:]), flat, axis=0)
         if none.any():
             fill = fill_value(a)
             r = np.where(none.reshape(none.shape + (1,) * (r.ndim - 2)), fill, r)
@@ -155,9 +154,10 @@ class RoutingOps:
                              what="register", name=v.reg_name())
             valid = v.valid[:, src]
         prov = None
+        cols = lambda a: np.take(a, src, axis=1)          # faster than a[:, src]
         if v.prov is not None and self.machine.provenance:
-            prov = v.prov.map(lambda a: a[:, src])
-        out = self._new(v.val[:, src], v.dtype, prov)
+            prov = v.prov.map(cols)
+        out = self._new(cols(v.val), v.dtype, prov)
         if valid is not None:
             out.valid = valid if out.valid is None else (out.valid & valid)
         self._event(ops.OTHER["bpermute"], ins=[v], outs=[out])

@@ -107,18 +107,18 @@ class ScaleOps:
         insn = rec.insn
         ed, ld = self._batched_plan(insn, "D")
         nb, M, N = ed.shape
-        member = np.repeat(np.arange(self.members), insn.blocks)[:, None, None]
-        blk = np.tile(np.arange(insn.blocks), self.members)[:, None, None]
-        want_mn = (blk * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :]
-        on = act[ed, ld]
-        if not ((mma[ed, ld] == rec.first + member) & (mn[ed, ld] == want_mn) | ~on).all():
+        # every active element is still the instruction's own D element, in its own register
+        member_plane, mn_plane = self._name_planes(insn, mma.shape)
+        if not (((mma == member_plane + np.int32(rec.first)) & (mn == mn_plane) & (member_plane >= 0)) | ~act).all():
             return False
+        member = np.repeat(np.arange(self.members), insn.blocks)[:, None, None]
         wide = self.machine.wide
         ids = np.broadcast_to(rec.first + member, (nb, M, N))
         flat = self._flat_plan(insn, "D")
 
         def at_d(x):                      # x [R, L] or [R, L, W] -> [nb, M, N] (+ W)
             return np.take(x.reshape((-1,) + x.shape[2:]), flat, axis=0)
+        on = at_d(act)
         for f in sorted(rec.ks_a.keys() | rec.ks_b.keys()):
             side = ps.fp[f].map(at_d) if f in ps.fp else Mask.empty((nb, M, N))
             if f in ps.ids:
@@ -134,11 +134,12 @@ class ScaleOps:
                 km = a_b[0] if len(a_b) == 1 else a_b[0].union(a_b[1], wide)
                 self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]), ld[bad])
         for f in sorted((pr.ids.keys() & ps.ids.keys()) - {"@mma", "@mn"}):
-            x, y = pr.ids[f][ed, ld], ps.ids[f][ed, ld]
-            bad = (x >= 0) & (y >= 0) & (x != y) & on
-            if bad.any():
+            x, y = pr.ids[f], ps.ids[f]                  # in the registers; gathered only to report
+            if ((x >= 0) & (y >= 0) & (x != y) & act).any():
+                x, y = at_d(x), at_d(y)
+                bad = (x >= 0) & (y >= 0) & (x != y) & on
                 self._report_scale(f, ids[bad], Mask.of_values(x[bad]), Mask.of_values(y[bad]), ld[bad], axis="M/N")
-        self._group_check(pr, ps, rec.ks_a.keys() | rec.ks_b.keys(), lambda x: x[ed, ld], on, ids, ld)
+        self._group_check(pr, ps, rec.ks_a.keys() | rec.ks_b.keys(), at_d, on, ids, ld)
         return True
 
     def _report_scale(self, field, ids, km: Mask, side: Mask, cols, axis="K"):

@@ -314,14 +314,21 @@ class ValuOps:
         m = self.exec
         full = self._full
         nv = bcast(new.val, len(idx))
-        if full and len(idx) == dst.n:
+        every = len(idx) == dst.n and (idx == np.arange(dst.n)).all()
+        if full and every:
             dst.val = np.array(nv, copy=True)
+        elif every:                     # a masked copy is far cheaper than a boolean column index
+            np.copyto(dst.val, nv, where=m[None, :])
         else:
-            dst.val[np.ix_(idx, m)] = nv[:, m]
-        bidx = (idx[:, None] * size + np.arange(size)).ravel()
+            rows = dst.val[idx]
+            np.copyto(rows, nv, where=m[None, :])
+            dst.val[idx] = rows
         if new.valid is not None or dst.valid is not None:
+            bidx = (idx[:, None] * size + np.arange(size)).ravel()
             dv = dst.written().copy()
-            dv[np.ix_(bidx, m)] = bcast(new.written(), len(bidx))[:, m]
+            rows = dv[bidx]
+            np.copyto(rows, bcast(new.written(), len(bidx)), where=m[None, :])
+            dv[bidx] = rows
             dst.valid = None if dv.all() else dv
         if self.machine.provenance and (dst.prov is not None or new.prov is not None):
             dst.prov = self._prov_write(dst, idx, new, m, full)
@@ -341,6 +348,8 @@ class ValuOps:
             pd = self._elem_prov(dst, n)
         if full and len(idx) == n:
             return pn
+        if len(idx) == n and (idx == np.arange(n)).all():     # every row, some lanes: no scatter
+            return Prov.select(m[None, :], pn, pd, (n, self.width))
         rows = np.zeros(n, bool)
         rows[idx] = True
         sel = rows[:, None] & m[None, :]

@@ -142,7 +142,7 @@ class VmemOps:
             self.machine.outputs.append((buf, self.source()))          # checked at the launch's end
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
             ba = addr[None, :] + np.arange(nbytes)[:, None]
-            sel = ba if self._full else ba[:, act]
+            sel = ba if self._full else np.take(ba, np.flatnonzero(act), axis=1)
             stored = _stored(value, nbytes, act, self._full)
             if stored is not None and buf.tagged:
                 self._check_store(buf, sel, stored, value, act)

@@ -55,15 +55,24 @@ class KernelRun:
 
     def report(self) -> dict:
         mm = []
+        groups = {}                             # a batch's workgroup ids as lists, made once per batch
         for r in self.runs:                     # one compact record per issued instruction
             for rec in r.machine.mma_log.records:
                 a, b = rec.k_slots("A"), rec.k_slots("B")
+                first, op, label, wave, src = rec.first, rec.op, rec.label, rec.wave, rec.source
+                wgl = groups.get(id(rec.workgroups))
+                if wgl is None:
+                    wgl = groups[id(rec.workgroups)] = ([list(g) for g in rec.workgroups], rec.workgroups)
+                wgl = wgl[0]
+                if a is None and b is None:
+                    mm.extend([{"index": first + m, "instruction": op, "label": label, "workgroup": wgl[m],
+                                "wave": wave, "source": src, "a_tokens": [], "b_tokens": []} for m in rec.live])
+                    continue
                 a = a.tolist() if a is not None else None
                 b = b.tolist() if b is not None else None
-                first, op, label, wgs, wave, src = rec.first, rec.op, rec.label, rec.workgroups, rec.wave, rec.source
-                mm.extend({"index": first + m, "instruction": op, "label": label, "workgroup": list(wgs[m]),
-                           "wave": wave, "source": src, "a_tokens": a[m] if a is not None else [],
-                           "b_tokens": b[m] if b is not None else []} for m in rec.live)
+                mm.extend([{"index": first + m, "instruction": op, "label": label, "workgroup": wgl[m],
+                            "wave": wave, "source": src, "a_tokens": a[m] if a is not None else [],
+                            "b_tokens": b[m] if b is not None else []} for m in rec.live])
         out = {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
                "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}
@@ -165,6 +174,9 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
     asm front end in the Python twin's place, with the same harness."""
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
+    if provenance:                  # numba starts while the data is generated (provenance's merges need it)
+        from gfxsim.machine.jit import prewarm
+        prewarm()
     if frontend not in ("python", "asm"):
         raise ValueError(f"--frontend must be python or asm, got {frontend!r}")
     if frontend == "asm":
