@@ -85,8 +85,7 @@ def _run(batch):
 def _events(run, wg, wave):
     out = []
     for e in run.trace.of_wave((wg, 0, 0), wave):
-        det = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in e.details.items()
-               if k != "bank_conflict"}         # the back end records one batch-wide worst degree
+        det = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in e.details.items()}
         # a matrix instruction's D (AGPRs here) is numbered virtually by the back end
         mma = e.op.startswith(("v_mfma", "v_mmac"))
         out.append((e.op, e.source, e.exec_mask.tolist(), det,

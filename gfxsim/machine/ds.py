@@ -113,6 +113,7 @@ class DsOps:
                              region=region.name)
         member = self._base // self.lanes
         self._lds_rel = rel                   # what an event shows: the address in its own workgroup's LDS
+        self._lds_deg = deg                   # and each workgroup's own conflict degree
         # LDS byte address, and the index into the region's own provenance planes
         return rel + member * lds.member_bytes, rel - region.offset + member * region.nbytes, worst
 
@@ -140,7 +141,7 @@ class DsOps:
                              f"never-written LDS bytes", lane=l, address=rel, what="lds", name=region.name)
             v.valid = wr if v.valid is None else (v.valid & wr)
         self._event(ops.Op("DS", ops.DS_READ[nbytes]), outs=[v], region=region.name, address=self._lds_rel,
-                    bank_conflict=deg)
+                    bank_conflict=self._lds_deg)
         return v
 
     def lds_store(self, region: LdsRegion, offset, value: VGPRs, nbytes: int | None = None):
@@ -159,7 +160,7 @@ class DsOps:
             rb = ridx[None, :] + np.arange(nbytes)[:, None]
             mp.scatter(rb if self._full else np.take(rb, np.flatnonzero(act), axis=1), p)
         self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=self._lds_rel,
-                    bank_conflict=deg)
+                    bank_conflict=self._lds_deg)
 
     def barrier(self):
         """s_barrier: wait until every live wave of the workgroup arrives."""

@@ -85,7 +85,9 @@ class BatchEvent:
             ev = MmaEvent.from_record(self.record, member)
             ev.inputs, ev.outputs = ins, outs
             return ev
-        det = {k: (v[cols] if isinstance(v, np.ndarray) and v.shape[-1:] == (width,) else v)
+        n = len(self.workgroups)               # a detail per lane is sliced, one per workgroup indexed
+        det = {k: (v[cols] if isinstance(v, np.ndarray) and v.shape[-1:] == (width,) else
+                   v[member] if isinstance(v, np.ndarray) and v.shape == (n,) else v)
                for k, v in self.details.items()}
         return Event(index=self.index, op=self.op, kernel=self.kernel, workgroup=tuple(self.workgroups[member]),
                      wave=self.wave, source=self.source, exec_mask=self.exec_mask[cols], inputs=ins, outputs=outs,
