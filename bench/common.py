@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+from gfxsim.procmem import peak_rss_bytes, reset_peak_rss
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -107,28 +109,7 @@ def failure_text(r: ChildResult, timeout: float) -> str:
     return f"exit {r['rc']}: {tail[-1][:160] if tail else 'no stderr'}"
 
 
-# -- in-process peak RSS -----------------------------------------------------------------------
-
-def reset_peak_rss() -> bool:
-    """Reset this process's peak RSS (VmHWM) where Linux allows it (/proc/self/clear_refs "5")."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def peak_rss_bytes() -> int:
-    """This process's peak RSS since the last reset (VmHWM), else ru_maxrss (since start)."""
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
+# -- in-process peak RSS (gfxsim.procmem) ------------------------------------------------------
 
 def time_in_process(fn, repeat: int, warmup: int = 1):
     """(median seconds, all seconds, peak RSS bytes during the timed calls, last result)."""

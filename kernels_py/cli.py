@@ -6,6 +6,7 @@ import sys
 import numpy as np
 
 from gfxsim.arch.kslots import format_token_set
+from gfxsim.procmem import mem_available
 
 from kernels_py.host.config import RunConfig
 from kernels_py.host.runners import KERNELS
@@ -109,17 +110,6 @@ def complete_help(p):
     return p
 
 
-def _mem_available() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if n < 1024 or unit == "PiB":
@@ -136,7 +126,7 @@ def memory_estimate(tokens: int, kv_heads: int, head_dim: int, *, provenance: bo
 
 def check_memory(args, inputs=None, *, trace: bool = False, available: int | None = None) -> None:
     """Refuse, before anything is generated, a run whose estimated memory exceeds MemAvailable."""
-    available = _mem_available() if available is None else available
+    available = mem_available() if available is None else available
     if available is None:
         return
     if inputs is not None:

@@ -21,33 +21,7 @@ import socket
 import time
 import traceback
 
-
-def reset_peak_rss() -> bool:
-    """Reset this process's resident-memory high-water mark (Linux 4.0+); False where not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def peak_rss() -> int | None:
-    """Bytes: VmHWM of /proc/self/status, else getrusage's ru_maxrss."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-        import sys
-        r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return r if sys.platform == "darwin" else r * 1024
-    except (ImportError, OSError):
-        return None
+from gfxsim.procmem import peak_rss_bytes, reset_peak_rss
 
 
 def _worker():
@@ -138,7 +112,7 @@ def run_point(point) -> dict:
         row["error"] = f"{type(e).__name__}{': ' + first if first else ''}"
         row["traceback"] = "".join(traceback.format_exception(e)[-12:])
     row["wall_s"] = round(time.perf_counter() - t0, 3)
-    row["peak_rss_bytes"] = peak_rss()
+    row["peak_rss_bytes"] = peak_rss_bytes()
     row["peak_rss_scope"] = scope
     row.update(where_columns())
     return row
