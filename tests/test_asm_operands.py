@@ -96,3 +96,25 @@ def test_unsupported_opcode_and_dpp_are_named():
     from asm_sandbox import run_snippet
     with pytest.raises(Exception, match=r"snippet: line \d+: v_sin_f32_e32 v1, v2: unsupported opcode v_sin_f32_e32"):
         run_snippet("v_sin_f32_e32 v1, v2")
+
+
+
+def test_line_tables_name_each_instructions_source_line():
+    """`.file` / `.loc` directives (clang -g, -gline-tables-only) give every instruction after them
+    its "file:line" (the name without its directory); line 0 (code with no source line) gives none,
+    and so does code before the first .loc."""
+    k = kernel_from_text("""
+        .file 0 "/work" "/work/kernels_hip/k.hip" md5 0x00
+        .file 1 "kernels_hip" "k.hip" md5 0x00
+        .file 2 "helpers.h"
+        v_mov_b32_e32 v1, 0
+        .loc 1 12 7 prologue_end
+        v_mov_b32_e32 v2, 0
+        .loc 2 40 3
+        v_add_u32_e32 v1, v1, v0
+        v_add_u32_e32 v2, v2, v0
+        .loc 1 0 0
+        v_add_u32_e32 v3, v1, v2
+        .loc 1 13 1
+        """)
+    assert [i.source for i in k.instructions] == [None, "k.hip:12", "helpers.h:40", "helpers.h:40", None, "k.hip:13"]

@@ -229,7 +229,8 @@ def _exact_fma(a, b, c):
         with np.errstate(over="ignore"):
             r = np.float32(float(exact))                    # nearest binary64, then nearest binary32 ...
         # ... may double-round: choose between r's neighbours by the exact distance
-        cands = [np.nextafter(r, np.float32(-np.inf)), r, np.nextafter(r, np.float32(np.inf))]
+        with np.errstate(over="ignore"):                    # the neighbour of the largest float is inf
+            cands = [np.nextafter(r, np.float32(-np.inf)), r, np.nextafter(r, np.float32(np.inf))]
         best = min(cands, key=lambda c_: (abs(Fraction(float(c_)) - exact) if np.isfinite(c_) else Fraction(10**400),
                                           int(_bits(c_)) & 1))
         if exact == 0:

@@ -96,6 +96,9 @@ def test_gfxsim_run_frontend_asm_report(capsys):
     assert rep["params"]["frontend"] == "asm"
     assert rep["metrics"]["vs_reference_int8"]["max_abs"] == 0.0
     assert {m["source"].split(" ")[0].split(":")[0] for m in rep["mmacs"]} == {"qk_int8.s"}
+    # clang's line tables (-gline-tables-only): each instruction also names its HIP source line
+    hip = {m["source"].split(" <- ")[1].split(":")[0] for m in rep["mmacs"]}
+    assert hip and hip <= {"qk_int8.hip", "int8_attention.h", "gfxsim_hip.h"}
     assert main(["run", "qk_int8", "--context", "100", "--arch", "gfx942", "--quiet", "--report", "json"]) == 0
     py = json.loads(capsys.readouterr().out)
     py = py[0] if isinstance(py, list) else py

@@ -22,6 +22,9 @@ MATRIX_PREFIXES = ("v_mfma_", "v_mmac_", "v_smfmac_")
 BRANCHES = ("s_branch", "s_cbranch_")
 
 _LABEL = re.compile(r"^([.\w$]+):")
+# DWARF line tables in clang's assembly: `.file N ["dir"] "name" [md5 ...]`, `.loc N LINE [COL] ...`
+_FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?')
+_LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)")
 _TYPE_FUNC = re.compile(r"^\s*\.type\s+([.\w$]+)\s*,\s*@function")
 
 
@@ -32,6 +35,7 @@ class Instruction:
     mnemonic: str       # verbatim, e.g. "v_mfma_i32_16x16x32_i8", "v_add_f32_e32"
     operands: str       # operand text as printed, modifiers included ("" if none)
     label: str          # the basic block: the last label before it (the kernel symbol for the entry block)
+    source: str | None = None   # "file.hip:LINE" of clang's last .loc before it (debug line tables), else None
 
     @property
     def family(self) -> str:
@@ -213,6 +217,8 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
     meta_lines: list[str] | None = None
     metadata_text = ""
     last_func: str | None = None
+    files: dict[int, str] = {}          # .file number -> its name (the HIP source, a header)
+    loc: str | None = None              # "name:LINE" of the last .loc (None: no line tables)
 
     for lineno, raw in enumerate(lines, 1):
         s = raw.strip()
@@ -266,12 +272,23 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
             if name in functions:
                 current = funcs[name] = {"instructions": [], "labels": {name: 0}, "label": name, "info": {}}
                 last_func = name
+                loc = None                 # a function's lines start at its own first .loc
             elif current is not None and name.startswith(".Lfunc_end"):
                 current = None
             elif current is not None:
                 current["labels"][name] = len(current["instructions"])
                 current["label"] = name
             continue
+        if s.startswith(".file") or s.startswith(".loc"):
+            m = _FILE.match(s)
+            if m:
+                files[int(m.group(1))] = Path(m.group(3) or m.group(2)).name
+                continue
+            m = _LOC.match(s)
+            if m:
+                n, ln = int(m.group(1)), int(m.group(2))
+                loc = f"{files.get(n, f'file {n}')}:{ln}" if ln else None     # line 0: no source line
+                continue
         if s.startswith(".") or current is None or not in_text:
             continue
         body = _strip_comment(s).strip()
@@ -279,7 +296,7 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
             continue
         mnemonic, _, operands = body.partition(" ")
         ins = current["instructions"]
-        ins.append(Instruction(len(ins), lineno, mnemonic, operands.strip(), current["label"]))
+        ins.append(Instruction(len(ins), lineno, mnemonic, operands.strip(), current["label"], loc))
 
     where = path if path else "assembly"
     if meta_lines is not None:

@@ -330,7 +330,9 @@ class AsmWave(Wave):
 def _asm_source(st):
     if st is None or st.current is None:
         return None
-    return f"{st.kernel.name}.s:{st.current.ins.line} ({st.current.ins.mnemonic})"
+    ins = st.current.ins
+    hip = f" <- {ins.source}" if ins.source else ""          # clang's line tables, where it emitted them
+    return f"{st.kernel.name}.s:{ins.line} ({ins.mnemonic}){hip}"
 
 
 # compiled code carries no group_scale marks: with the dequant recognition switched off

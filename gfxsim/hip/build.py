@@ -25,8 +25,10 @@ from .toolchain import Target, Toolchain, find_toolchain, get_target
 # -nogpuinc -nogpulib: gfxsim_hip.h replaces hip_runtime.h, so no hidden kernel arguments and no
 # device-library calls. -fhip-kernel-arg-name puts the argument names in the metadata, so the
 # hardware harness and the asm front end bind arguments by name.
+# -gline-tables-only: clang's .loc line tables (no other debug info; the code is the same), so the asm
+# front end's events and findings name the HIP source line beside the assembly line
 CFLAGS = ("-x", "hip", "-std=c++17", "-O3", "-Wall", "-nogpuinc", "-nogpulib", "--cuda-device-only",
-          "-fhip-kernel-arg-name")
+          "-fhip-kernel-arg-name", "-gline-tables-only")
 RECORD = "build.json"
 _DEFINE = re.compile(r"^[A-Za-z_]\w*(=\S*)?$")
 
