@@ -133,7 +133,7 @@ def test_the_compiled_decode_batched_is_the_decode_one_workgroup_at_a_time():
 
     def one_at_a_time(name):
         fn = asm_kernel_fn(name)
-        fn.unbatched = True                # HostSetup.launch then runs batch=1
+        fn.batch_limit = lambda provenance: 1          # HostSetup.launch then runs batch=1
         return fn
     kw = dict(context=300, arch="gfx942")
     many = run_kernel("paged_attention_decode", frontend="asm", **kw)
@@ -143,3 +143,25 @@ def test_the_compiled_decode_batched_is_the_decode_one_workgroup_at_a_time():
     for rm, r1 in zip(many.runs, one.runs):
         assert _findings(rm) == _findings(r1)
         assert _mmas(rm) == _mmas(r1)
+
+
+def test_a_kernels_batch_limit_bounds_the_harness_batch():
+    """HostSetup.launch runs at most ``kernel.batch_limit(provenance)`` workgroups side by side (the
+    compiled twins with provenance: gfxsim.asm.run.PROVENANCE_BATCH), and every workgroup still runs."""
+    from gfxsim.asm.run import PROVENANCE_BATCH
+    from kernels_py.host.runs import asm_kernel_fn, run_kernel
+    from kernels_py.paged_attention_decode import paged_attention_decode
+    fn = asm_kernel_fn("paged_attention_decode")
+    assert fn.batch_limit(True) == PROVENANCE_BATCH and fn.batch_limit(False) is None
+    seen = []
+
+    def decode(w, *a, **k):
+        seen.append((w.members, w.wg.id))
+        return paged_attention_decode(w, *a, **k)
+    decode.batch_limit = lambda provenance: 3 if provenance else None
+    kr = run_kernel("paged_attention_decode", kernel_fn=decode, context=1024, heads=8, kv_heads=2)
+    grid = kr.runs[0].grid
+    assert max(m for m, _ in seen) == 3 and len({g for _, g in seen}) == -(-grid[0] * grid[1] * grid[2] // 3)
+    seen.clear()
+    run_kernel("paged_attention_decode", kernel_fn=decode, context=1024, heads=8, kv_heads=2, provenance=False)
+    assert max(m for m, _ in seen) == grid[0] * grid[1] * grid[2]

@@ -377,6 +377,13 @@ FIXED = {"kvh": (0, "the standalone HIP twins read kv head 0"),
          "grouping": ("fragment", "the HIP twin has one grouping")}
 
 
+# Workgroups side by side in a harness's launch with provenance: the register files hold the
+# provenance of every VGPR and AGPR byte, ~15 MiB a decode workgroup at head_dim 128 (2.3 GiB for
+# the 128 workgroups of a 4K decode at 64 query heads on 8 KV heads), so larger grids run in
+# batches of this many (a 16K decode: four). Without provenance a batch holds every workgroup.
+PROVENANCE_BATCH = 128
+
+
 def twin_kernel(entry, python_kernel, *, project):
     """A kernel function with ``python_kernel``'s signature, for gfxsim.launch and the harnesses
     (run_kernel(kernel_fn=...), gfxsim run --frontend asm), that runs the compiled HIP entry point
@@ -442,6 +449,7 @@ def twin_kernel(entry, python_kernel, *, project):
         run_wave(w, program, space, kernarg, w.wg.ids, (w.num_waves * w.lanes, 1, 1))
 
     shown = entry if chooser is None else "|".join(choices.values())
+    kernel.batch_limit = lambda provenance: PROVENANCE_BATCH if provenance else None
     kernel.__name__ = f"{python_kernel.__name__}_asm"
     kernel.__qualname__ = f"twin_kernel({shown})"
     kernel.__signature__ = sig

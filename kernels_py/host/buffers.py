@@ -101,8 +101,11 @@ class HostSetup:
         """Run ``kernel(w, *args, **kwargs, **kernel_kwargs)`` over the setup's grid: the Run."""
         kw = dict(self.kwargs)
         kw.update(kernel_kwargs)
-        # a kernel that cannot run workgroups side by side (the asm front end's) runs them one by one
-        batch = 1 if getattr(kernel, "unbatched", False) else self.batch
+        # a kernel may bound how many workgroups run side by side: batch_limit(provenance) -> int | None
+        # (the asm front end's, with provenance: its register files hold every VGPR byte's provenance)
+        limit = getattr(kernel, "batch_limit", None)
+        limit = limit(provenance) if limit is not None else None
+        batch = self.batch if limit is None else max(1, min(self.batch, int(limit)))
         return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, batch=batch,
                       args=self.args, kwargs=kw, trace=trace, provenance=provenance, lds_bytes=self.lds_bytes,
                       **_launch_kwargs(progress, self.name, launches=launches))
