@@ -14,6 +14,7 @@ matrix-instruction records, findings, and the Buffers as the kernel left them.
 """
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass
 
@@ -313,6 +314,9 @@ def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bo
     for i in range(0, len(ids), batch):
         wg = Workgroup(m, ids[i:i + batch], waves)
         wg.run(lambda w: _wave(w, program, space, kernarg, w.wg.ids, block), lambda g, k: AsmWave(m, g, k))
+        del wg
+        if i + batch < len(ids):
+            gc.collect()         # anything a batch's waves left in cycles is freed before the next batch
     if m.provenance:
         check_outputs(m)                 # the Buffer.expect declarations of what it stored (as gfxsim.launch)
     return Run(kernel.name, m.arch.name, grid, waves, m.trace, m.findings, m, seconds=time.perf_counter() - t0,
@@ -355,8 +359,16 @@ def run_wave(w, program, space, kernarg, wg_ids, block):
     if abi.lds_bytes:
         st.lds = w.shared("lds", (abi.lds_bytes,), "u8")
     initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
-    if st.exec.any():
-        execute(st, program)
+    try:
+        if st.exec.any():
+            execute(st, program)
+    finally:
+        # the wave and its state point at each other: undone here, the register files (with their
+        # provenance, GiBs for a batch) are freed when the batch ends, not at some later collection
+        if isinstance(w, AsmWave):
+            w.asm = None
+        else:
+            w.__dict__.pop("source", None)
     return st
 
 

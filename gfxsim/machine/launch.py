@@ -1,6 +1,7 @@
 """launch(): run a kernel over a grid of workgroups, and the Run it returns."""
 from __future__ import annotations
 
+import gc
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -154,6 +155,9 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     for i in range(0, len(ids), batch):
         wg = Workgroup(m, ids[i:i + batch], waves_per_group)
         wg.run(fn, lambda g, i: Wave(m, g, i))
+        del wg
+        if i + batch < len(ids):
+            gc.collect()         # a batch's waves may hold cycles (a front end's state): free them now
         if progress is not None:
             progress(min(i + batch, len(ids)), len(ids))
     if m.provenance:
