@@ -23,7 +23,7 @@ import numpy as np
 
 from ..machine import ops
 from ..machine.consumed import check_outputs
-from ..machine.launch import Machine, Run
+from ..machine.launch import GC_BATCH, Machine, Run
 from ..machine.memory import Buffer
 from ..machine.wave import Wave
 from ..machine.workgroup import Workgroup
@@ -315,8 +315,8 @@ def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bo
         wg = Workgroup(m, ids[i:i + batch], waves)
         wg.run(lambda w: _wave(w, program, space, kernarg, w.wg.ids, block), lambda g, k: AsmWave(m, g, k))
         del wg
-        if i + batch < len(ids):
-            gc.collect()         # anything a batch's waves left in cycles is freed before the next batch
+        if batch >= GC_BATCH and i + batch < len(ids):
+            gc.collect()         # a wave and its values point at each other: free a big batch's now
     if m.provenance:
         check_outputs(m)                 # the Buffer.expect declarations of what it stored (as gfxsim.launch)
     return Run(kernel.name, m.arch.name, grid, waves, m.trace, m.findings, m, seconds=time.perf_counter() - t0,

@@ -112,6 +112,12 @@ def _wg(x, fill=0):
     return x + (fill,) * (3 - len(x))
 
 
+# Between batches of at least this many workgroups a launch collects garbage: a wave and the values
+# it made point at each other (VGPRs.wave, the lane ids, a front end's register files), so a
+# finished batch's arrays (GiBs with provenance) would otherwise wait for a collection the small
+# number of Python objects rarely triggers. Smaller batches are cheap to keep a while longer.
+GC_BATCH = 16
+
 def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(), kwargs=None,
            trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes=None,
            name: str | None = None, batch: int = 1, progress=None) -> Run:
@@ -156,8 +162,8 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
         wg = Workgroup(m, ids[i:i + batch], waves_per_group)
         wg.run(fn, lambda g, i: Wave(m, g, i))
         del wg
-        if i + batch < len(ids):
-            gc.collect()         # a batch's waves may hold cycles (a front end's state): free them now
+        if batch >= GC_BATCH and i + batch < len(ids):
+            gc.collect()         # a wave and its values point at each other: free a big batch's now
         if progress is not None:
             progress(min(i + batch, len(ids)), len(ids))
     if m.provenance:
