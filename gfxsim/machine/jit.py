@@ -14,6 +14,7 @@ import threading
 
 _LAZY: dict[str, list] = {}          # module name -> its lazy functions
 _LOCK = threading.RLock()            # one thread starts numba and swaps a module's functions
+_PREWARMED = False                   # prewarm() has started (once per process)
 
 
 def njit(fn):
@@ -40,11 +41,18 @@ def _compile_module(mod: str) -> None:
                 g[name] = numba.njit(cache=True)(lazy.py_func)
 
 
-def prewarm() -> threading.Thread:
+def prewarm() -> threading.Thread | None:
     """Start numba beside the caller: import it, load its CPU target (~0.5 s, the cost of the
     first compiled call) and make dispatchers of every lazy function imported so far, on a
     daemon thread. A run with provenance calls this before it generates its data (numpy, which
-    frees the GIL), so the start-up overlaps that work; a compiled call made meanwhile waits."""
+    frees the GIL), so the start-up overlaps that work; a compiled call made meanwhile waits.
+    Once per process (later calls return None): a sweep's worker runs many points."""
+    global _PREWARMED
+    with _LOCK:
+        if _PREWARMED:
+            return None
+        _PREWARMED = True
+
     def work():
         with _LOCK:
             import numba  # noqa: F401

@@ -331,11 +331,12 @@ class ValuOps:
             dv[bidx] = rows
             dst.valid = None if dv.all() else dv
         if self.machine.provenance and (dst.prov is not None or new.prov is not None):
-            dst.prov = self._prov_write(dst, idx, new, m, full)
+            dst.prov = self._prov_write(dst, idx, new, m, full, every)
         if record:
             self._event(ops.VALU[("mov", "any")], ins=[new], outs=[dst])
 
-    def _prov_write(self, dst, idx, new, m, full):
+    def _prov_write(self, dst, idx, new, m, full, every):
+        """dst's provenance after dst[idx] = new under EXEC m (``every``: idx is every element, in order)."""
         n, size = dst.n, itemsize(dst.dtype)
         bytewise = size > 1 and any(p is not None and p.g == 1 for p in (dst.prov, new.prov))
         if bytewise:                        # route bytes: rows are bytes
@@ -346,9 +347,9 @@ class ValuOps:
         else:
             pn = self._elem_prov(new, len(idx))
             pd = self._elem_prov(dst, n)
-        if full and len(idx) == n:
+        if full and every:
             return pn
-        if len(idx) == n and (idx == np.arange(n)).all():     # every row, some lanes: no scatter
+        if every:                           # every row, some lanes: no scatter
             return Prov.select(m[None, :], pn, pd, (n, self.width))
         rows = np.zeros(n, bool)
         rows[idx] = True

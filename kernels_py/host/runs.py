@@ -55,21 +55,15 @@ class KernelRun:
 
     def report(self) -> dict:
         mm = []
-        groups = {}                             # a batch's workgroup ids as lists, made once per batch
+        wgs, wgl = None, None                   # a batch's workgroup ids as lists, made once per batch
         for r in self.runs:                     # one compact record per issued instruction
             for rec in r.machine.mma_log.records:
                 a, b = rec.k_slots("A"), rec.k_slots("B")
-                first, op, label, wave, src = rec.first, rec.op, rec.label, rec.wave, rec.source
-                wgl = groups.get(id(rec.workgroups))
-                if wgl is None:
-                    wgl = groups[id(rec.workgroups)] = ([list(g) for g in rec.workgroups], rec.workgroups)
-                wgl = wgl[0]
-                if a is None and b is None:
-                    mm.extend([{"index": first + m, "instruction": op, "label": label, "workgroup": wgl[m],
-                                "wave": wave, "source": src, "a_tokens": [], "b_tokens": []} for m in rec.live])
-                    continue
                 a = a.tolist() if a is not None else None
                 b = b.tolist() if b is not None else None
+                if rec.workgroups is not wgs:   # a batch's records share their workgroups list
+                    wgs, wgl = rec.workgroups, [list(g) for g in rec.workgroups]
+                first, op, label, wave, src = rec.first, rec.op, rec.label, rec.wave, rec.source
                 mm.extend([{"index": first + m, "instruction": op, "label": label, "workgroup": wgl[m],
                             "wave": wave, "source": src, "a_tokens": a[m] if a is not None else [],
                             "b_tokens": b[m] if b is not None else []} for m in rec.live])
