@@ -364,7 +364,7 @@ def pair_footprint(log, rec, conflict=None, op="add", active=None):
                     overlap[f] = (over, hit)
                     d = _union_fp(d, over, wide)
             fp[f] = (u, d)
-    rec.cell, rec.fp = cell, fp
+    rec.cell, rec.fp = cell.astype(np.int32), fp
     return overlap
 
 

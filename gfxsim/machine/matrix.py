@@ -265,9 +265,10 @@ class PairRecord:
     __slots__ = ("left", "right", "site", "cell", "fp")
 
     def __init__(self, left, right):
-        self.left, self.right = left, right          # (ids, mn) int64 arrays [n]
+        # (ids, mn) int32 arrays [n]: a launch's pairs live as long as its log (half of int64's memory)
+        self.left, self.right = left, right
         self.site = None                             # where the add ran: instruction, source, wave, ... (consumed.py)
-        self.cell = None                             # int64 [n]: the D element summed, -1: a reduction (consumed.py)
+        self.cell = None                             # int32 [n]: the D element summed, -1: a reduction (consumed.py)
         self.fp = None                               # field -> (consumed, consumed twice) as consumed.Fp
 
 

@@ -87,8 +87,7 @@ class ValuOps:
             both &= ~(same & (ia < PAIR_BASE))
         if not both.any():
             return out
-        pid = self.machine.mma_log.add_pair((ia[both].astype(np.int64), ma[both].astype(np.int64)),
-                                            (ib[both].astype(np.int64), mb[both].astype(np.int64)))
+        pid = self.machine.mma_log.add_pair((ia[both], ma[both]), (ib[both], mb[both]))     # int32 planes
         sum_made(self, pid, pa, pb, both, op)
         ids = dict(out.ids)
         mma = ids.get("@mma")

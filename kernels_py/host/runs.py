@@ -199,7 +199,9 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
         raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(RunConfig.names())}")
     cfg = RunConfig(formula=formula, provenance=provenance, progress=progress, kernel_fn=kernel_fn,
                     reduce_fn=reduce_fn, **params)
-    out, refs, runs, extra, ctx = KERNELS[kernel](cfg, inputs, trace)
+    from gfxsim.blas import one_blas_thread
+    with one_blas_thread():          # the simulation's GEMMs and the references' share 2 cores, not 4 threads
+        out, refs, runs, extra, ctx = KERNELS[kernel](cfg, inputs, trace)
     shown = cfg.params()
     if label is not None:
         shown["kernel_fn"] = label
