@@ -114,8 +114,8 @@ class DsOps:
         member = self._base // self.lanes
         self._lds_rel = rel                   # what an event shows: the address in its own workgroup's LDS
         self._lds_deg = deg                   # and each workgroup's own conflict degree
-        # LDS byte address, and the index into the region's own provenance planes
-        return rel + member * lds.member_bytes, rel - region.offset + member * region.nbytes, worst
+        # LDS byte address, and the index into the region's own arrays (bytes, written bits, provenance)
+        return rel + member * lds.member_bytes, rel - region.offset + member * region.stride, worst
 
     def lds_load(self, region: LdsRegion, offset, nbytes: int = 4, dtype=None) -> VGPRs:
         """ds_read_b*: ``nbytes`` per lane from byte ``offset`` of the region."""
@@ -125,12 +125,13 @@ class DsOps:
             raise self.error(ValueError, f"ds_read of {nbytes} bytes as {dtype}")
         addr, ridx, deg = self._lds_access(region, offset, nbytes, False)
         lds = self.wg.lds
-        a = self._read_addr(addr)
+        a = self._read_addr(ridx)
         prov = None
         if self.machine.provenance:
             prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes), size)
-        v = self._new(load_values(lds.raw, a, nbytes, dtype), dtype, prov)
-        wr = None if all_written(lds.written, a, nbytes) else lds.written[self._byte_addr(addr, nbytes)]
+        written = lds.written[region.name]
+        v = self._new(load_values(lds.raw[region.name], a, nbytes, dtype), dtype, prov)
+        wr = None if all_written(written, a, nbytes) else written[self._byte_addr(ridx, nbytes)]
         if wr is not None and not self._full:
             wr = wr | ~self.exec[None, :]
         if wr is not None and not wr.all():
@@ -153,7 +154,8 @@ class DsOps:
         self._check_read(value)
         addr, ridx, deg = self._lds_access(region, offset, nbytes, True)
         lds, act = self.wg.lds, self.exec
-        store_values(lds.raw, lds.written, addr, nbytes, value.val, None if self._full else act)
+        store_values(lds.raw[region.name], lds.written[region.name], ridx, nbytes, value.val,
+                     None if self._full else act)
         mp = lds.prov[region.name]
         if self.machine.provenance and (value.prov is not None or not mp.empty()):
             p = _stored(value, nbytes, act, self._full)

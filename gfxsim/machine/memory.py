@@ -299,6 +299,7 @@ class LdsRegion:
     def __init__(self, name, offset, shape, dtype):
         self.name, self.offset, self.shape, self.dtype = name, offset, tuple(shape), np.dtype(dtype)
         self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+        self.stride = -(-self.nbytes // 16) * 16      # bytes per batched workgroup in the region's own arrays
 
     def describe(self, rel: int) -> str:
         """``name+offset`` of a byte of the region (what a finding names)."""
@@ -310,15 +311,18 @@ class LdsRegion:
 
 class LDS:
     """Workgroup-shared memory sized to the regions the kernel declares (up to ``limit`` bytes per
-    workgroup): bytes, a written bit and provenance, one copy per batched workgroup."""
+    workgroup). Each region keeps its own bytes, written bits and provenance, one copy per batched
+    workgroup (``[members * region.stride]``): declaring a region allocates just that region, and an
+    access, always within one region, indexes it directly. Addresses as the hardware sees them
+    (races, bank conflicts, findings) stay workgroup-relative: ``region.offset`` + the offset in it."""
 
     def __init__(self, limit: int, banks: int, bank_bytes: int, members: int = 1):
         self.limit, self.banks, self.bank_bytes = limit, banks, bank_bytes
         self.members = members
-        self.member_bytes = 0
-        self.raw = np.zeros(0, np.uint8)
-        self.written = np.zeros(0, bool)
-        self.prov: dict[str, MemProv] = {}      # region -> its provenance, [members * region bytes]
+        self.member_bytes = 0                   # the workgroup-relative LDS allocated so far (16-aligned)
+        self.raw: dict[str, np.ndarray] = {}    # region -> uint8 [members * stride], poison until written
+        self.written: dict[str, np.ndarray] = {}   # region -> bool [members * stride]
+        self.prov: dict[str, MemProv] = {}      # region -> its provenance, [members * stride]
         self.regions: dict[str, LdsRegion] = {}
         self.allocated = 0
         self.races = None                  # ds.RaceTracker, made by the first access that checks races
@@ -336,25 +340,17 @@ class LDS:
         if off + reg.nbytes > self.limit:
             raise MemoryError(f"LDS region {name!r} ({reg.nbytes} B) does not fit: {off} B already "
                               f"allocated of {self.limit} B")
+        n = self.members * reg.stride
         self.regions[name] = reg
-        self.prov[name] = MemProv(self.members * reg.nbytes, unit=4 if dtype.itemsize >= 4 and reg.nbytes % 4 == 0 else 1)
+        self.raw[name] = np.tile(poison(reg.stride), self.members)
+        self.written[name] = np.zeros(n, bool)
+        self.prov[name] = MemProv(n, unit=4 if dtype.itemsize >= 4 else 1)
         self.allocated = off + reg.nbytes
-        self._grow(-(-self.allocated // 16) * 16)
-        return reg
-
-    def _grow(self, new: int):
-        old, m = self.member_bytes, self.members
-        if new <= old:
-            return
-        raw = np.empty((m, new), np.uint8)
-        raw[:, :old] = self.raw.reshape(m, old)
-        raw[:, old:] = poison(new - old)
-        wr = np.zeros((m, new), bool)
-        wr[:, :old] = self.written.reshape(m, old)
-        self.raw, self.written = raw.reshape(-1), wr.reshape(-1)
+        new = -(-self.allocated // 16) * 16
         if self.races is not None:
-            self.races.grow(old, new)
+            self.races.grow(self.member_bytes, new)
         self.member_bytes = new
+        return reg
 
     def region_at(self, addr: int):
         """(region, offset in it) of a member-relative LDS byte address."""

@@ -242,7 +242,9 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         if isinstance(x, VGPRs):
             return x
         if isinstance(x, (bool, int, float, np.integer, np.floating)):
-            return VGPRs(self, np.full((1, self.width), x, dtype=np_dtype(dtype)), dtype, literal=True)
+            # a literal operand: one number broadcast over the lanes (a read-only view, no array)
+            return VGPRs(self, np.broadcast_to(np.asarray(x, np_dtype(dtype)), (1, self.width)), dtype,
+                         literal=True)
         raise self.error(TypeError, f"expected a per-lane value or a number, got {type(x).__name__}")
 
     # -- divergent control ----------------------------------------------------------------------------
