@@ -11,7 +11,7 @@ import numpy as np
 
 from . import ops
 from .banks import bank_conflicts, bank_conflicts_batched
-from .dtypes import all_written, dtype_name, itemsize, load_values, store_values
+from .dtypes import dtype_name, itemsize, load_written, store_values
 from .errors import MemoryFault
 from .lds_races import RaceState
 from .memory import LdsRegion
@@ -130,8 +130,9 @@ class DsOps:
         if self.machine.provenance:
             prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes), size)
         written = lds.written[region.name]
-        v = self._new(load_values(lds.raw[region.name], a, nbytes, dtype), dtype, prov)
-        wr = None if all_written(written, a, nbytes) else written[self._byte_addr(ridx, nbytes)]
+        val, every = load_written(lds.raw[region.name], written, a, nbytes, dtype)
+        v = self._new(val, dtype, prov)
+        wr = None if every else written[self._byte_addr(ridx, nbytes)]
         if wr is not None and not self._full:
             wr = wr | ~self.exec[None, :]
         if wr is not None and not wr.all():

@@ -92,25 +92,37 @@ def _word_index(mem: np.ndarray, addr: np.ndarray, nbytes: int):
     return (addr >> 2)[None, :] + np.arange(nbytes // 4)[:, None]
 
 
-def load_values(raw: np.ndarray, addr: np.ndarray, nbytes: int, name: str) -> np.ndarray:
+_NO_INDEX = object()
+
+
+def load_values(raw: np.ndarray, addr: np.ndarray, nbytes: int, name: str, wi=_NO_INDEX) -> np.ndarray:
     """The [nbytes/itemsize, lanes] ``name`` values at byte address ``addr[l]`` of the flat byte
-    array ``raw`` for every lane l."""
-    wi = _word_index(raw, addr, nbytes)
+    array ``raw`` for every lane l. ``wi``: the access's ``_word_index``, when the caller has it."""
+    if wi is _NO_INDEX:
+        wi = _word_index(raw, addr, nbytes)
     if wi is None:
         return from_bytes(raw[addr[None, :] + np.arange(nbytes)[:, None]], name)
-    words = raw.view(np.uint32)[wi]
+    words = np.take(raw.view(np.uint32), wi)
     dt = np_dtype(name)
     if dt.itemsize == 4:
         return words.view(dt)
     return np.ascontiguousarray(words.T).view(dt).reshape(addr.size, -1).T.copy()
 
 
-def all_written(written: np.ndarray, addr: np.ndarray, nbytes: int) -> bool:
+def all_written(written: np.ndarray, addr: np.ndarray, nbytes: int, wi=_NO_INDEX) -> bool:
     """Whether every byte of the access is marked written (one word compare per dword)."""
-    wi = _word_index(written, addr, nbytes)
+    if wi is _NO_INDEX:
+        wi = _word_index(written, addr, nbytes)
     if wi is None:
         return bool(written[addr[None, :] + np.arange(nbytes)[:, None]].all())
-    return bool((written.view(np.uint32)[wi] == _ALL_WRITTEN).all())
+    return bool((np.take(written.view(np.uint32), wi) == _ALL_WRITTEN).all())
+
+
+def load_written(raw: np.ndarray, written: np.ndarray, addr: np.ndarray, nbytes: int, name: str):
+    """(values, whether every byte was written) of one access to a memory and its written bits of
+    the same size: the dword indices computed once for both."""
+    wi = _word_index(raw, addr, nbytes)
+    return load_values(raw, addr, nbytes, name, wi), all_written(written, addr, nbytes, wi)
 
 
 def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: np.ndarray, cols=None) -> None:
@@ -138,4 +150,4 @@ def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: n
 
 
 __all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "dtype_name", "itemsize", "to_bytes", "from_bytes",
-           "load_values", "store_values", "all_written"]
+           "load_values", "load_written", "store_values", "all_written"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from .dtypes import all_written, dtype_name, itemsize, load_values, np_dtype, store_values
+from .dtypes import dtype_name, itemsize, load_values, load_written, np_dtype, store_values
 from .errors import MemoryFault
 from .ds import _stored
 from .memory import Buffer
@@ -25,7 +25,13 @@ class VmemOps:
             if offset.dtype not in ("i32", "u32", "i64", "u64") or offset.n != 1:
                 raise self.error(TypeError, f"{what}: address must be one i32/u32/i64 per lane, got "
                                  f"{offset.n} x {offset.dtype}")
-            addr = offset.val[0].astype(np.int64)
+            raw = offset.val[0]
+            # the common case in one pass each: as unsigned, a negative address is out of bounds too
+            u = raw.view(np.uint32 if raw.dtype.itemsize == 4 else np.uint64)
+            hi = limit - nbytes
+            if self._full and hi >= 0 and not (u > hi).any() and not (align > 1 and (u & (align - 1)).any()):
+                return raw.astype(np.int64)
+            addr = raw.astype(np.int64)
         else:
             addr = np.full(self.width, int(offset), np.int64)
         act = self.exec
@@ -64,8 +70,12 @@ class VmemOps:
         addr = self._addresses(offset, nbytes, buf.nbytes, f"global_load from {buf.name!r}", min(nbytes, 4))
         a = self._read_addr(addr)
         prov = buf.load_prov(self._byte_addr(addr, nbytes), size, self.machine) if self.machine.provenance else None
-        v = self._new(load_values(buf.raw, a, nbytes, dtype), dtype, prov)
-        if buf.written is not None and not all_written(buf.written, a, nbytes):
+        if buf.written is None:
+            val, every = load_values(buf.raw, a, nbytes, dtype), True
+        else:
+            val, every = load_written(buf.raw, buf.written, a, nbytes, dtype)
+        v = self._new(val, dtype, prov)
+        if not every:
             wr = buf.written[self._byte_addr(addr, nbytes)]
             if not self._full:
                 wr = wr | ~self.exec[None, :]
