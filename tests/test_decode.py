@@ -173,6 +173,26 @@ def test_batched_workgroups_match_one_at_a_time(grouping):
     assert tok(one.run) == tok(many.run)
 
 
+def test_provenance_batch_bounds_the_batch_with_provenance_only(monkeypatch):
+    """DECODE_PROVENANCE_BATCH (memory) splits a provenance launch into batches of that many
+    workgroups, with the outputs, findings and K sets of one batch; without provenance every
+    workgroup still runs side by side."""
+    import kernels_py.host.buffers as B
+    d, cache = small(300, heads=4, kv_heads=2, head_dim=64)
+    whole = run_decode(d["q"], cache, trace=False)
+    monkeypatch.setattr(B, "DECODE_PROVENANCE_BATCH", 3)
+    split = run_decode(d["q"], cache, trace=False)
+    members = lambda r: sorted({len(rec.workgroups) for rec in r.machine.mma_log.records})
+    assert members(whole.run) == [4] and members(split.run) == [1, 3]
+    assert np.array_equal(whole.out, split.out) and np.array_equal(whole.tmp_out, split.tmp_out, equal_nan=True)
+    key = lambda f: (f.kind, f.workgroup, f.wave, f.lane)
+    assert sorted(map(key, whole.run.findings)) == sorted(map(key, split.run.findings))
+    tok = lambda r: sorted((m.workgroup, m.wave, tuple(m.tokens("A")), tuple(m.tokens("B"))) for m in r.mmacs())
+    assert tok(whole.run) == tok(split.run)
+    off = run_decode(d["q"], cache, trace=False, provenance=False)
+    assert members(off.run) == [4] and np.array_equal(off.out, whole.out)
+
+
 PROVENANCE_CHECKS = ["ab-kslot-mismatch", "double-count", "scale-group-mismatch", "store-mismatch",
                      "token-coverage"]
 

@@ -88,6 +88,7 @@ class HostSetup:
     grid: tuple = (1,)
     waves_per_group: int = 1
     batch: int = 1
+    provenance_batch: Optional[int] = None     # with provenance, at most this many side by side (memory)
     lds_bytes: Optional[int] = None
     outputs: tuple = ()                        # names of the Buffers the kernel writes
 
@@ -106,6 +107,8 @@ class HostSetup:
         limit = getattr(kernel, "batch_limit", None)
         limit = limit(provenance) if limit is not None else None
         batch = self.batch if limit is None else max(1, min(self.batch, int(limit)))
+        if provenance and self.provenance_batch:
+            batch = max(1, min(batch, self.provenance_batch))
         return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, batch=batch,
                       args=self.args, kwargs=kw, trace=trace, provenance=provenance, lds_bytes=self.lds_bytes,
                       **_launch_kwargs(progress, self.name, launches=launches))
@@ -158,6 +161,12 @@ class DecodeSetup:
                             list(runs), cache)
 
 
+# With provenance a batched decode workgroup holds ~2.5 MiB of planes and footprints; 256 side by
+# side (a 16K context is 512) measured fastest on the 2-core bench machine: 512 held 1.7 GiB and
+# spent ~5 s faulting fresh memory in, 128 paid the per-statement Python cost four times.
+DECODE_PROVENANCE_BATCH = 256
+
+
 def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PARTITION) -> DecodeSetup:
     """Buffers and launch geometry of paged-attention decode: q [num_seqs, num_heads, head_dim]
     (tagged seq, head, dim) against ``cache`` (tagged seq, token), partitions of ``partition_size``
@@ -196,6 +205,7 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
                                             "context_lens", "exp_sums", "max_logits", "tmp_out")),
                     geo, grid=(num_seqs, max_parts, kvh), waves_per_group=4,
                     batch=num_seqs * max_parts * kvh,          # all workgroups side by side, traced or not
+                    provenance_batch=DECODE_PROVENANCE_BATCH,
                     outputs=("tmp_out", "max_logits", "exp_sums"))
     red = HostSetup("paged_attention_reduce", bufs,
                     tuple(bufs[n] for n in ("tmp_out", "exp_sums", "max_logits", "context_lens", "out")),
