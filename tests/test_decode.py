@@ -270,3 +270,16 @@ def test_a_reduce_that_writes_each_head_into_the_next_heads_place_is_a_store_mis
     assert {f.kind for f in found} == {"store-mismatch"} and len(found) == 4
     f = min(found, key=lambda f: f.details["element"])
     assert f.details["element"] == [0, 0, 0] and (f.details["holds"], f.details["expected"]) == (3, 0)
+
+
+def test_report_token_arrays_write_the_same_json():
+    """The JSON writer takes the token table as numpy rows (no Python ints): the same JSON as the
+    list report, whose lists stay what the Python API returns."""
+    import json
+    from kernels_py.cli import report_json
+    kr = run_kernel("paged_attention_decode", context=300, heads=8, kv_heads=1)
+    lists = kr.report()
+    assert isinstance(lists["mmacs"][0]["a_tokens"], list) and lists["mmacs"][0]["b_tokens"]
+    assert json.loads(report_json(kr.report(token_arrays=True))) == json.loads(report_json(lists))
+    off = run_kernel("paged_attention_decode", context=300, heads=8, kv_heads=1, provenance=False)
+    assert json.loads(report_json(off.report(token_arrays=True)))["mmacs"][0]["a_tokens"] == []

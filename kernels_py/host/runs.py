@@ -53,20 +53,28 @@ class KernelRun:
         why |= {v for r in self.runs for v in r.machine.not_checked.values()}
         return {"not_run": not_run, "reason": "; ".join(sorted(why)) if not_run else None}
 
-    def report(self) -> dict:
+    def report(self, token_arrays: bool = False) -> dict:
+        """The report as a dict. ``token_arrays``: each instruction's a_tokens / b_tokens as a numpy
+        int64 row rather than a list (what the JSON writer serializes directly: a 16K decode's
+        table is 4M tokens, which as Python ints cost ~1 s and ~150 MB)."""
         mm = []
         wgs, wgl = None, None                   # a batch's workgroup ids as lists, made once per batch
+        none = np.zeros(0, np.int64) if token_arrays else []
         for r in self.runs:                     # one compact record per issued instruction
             for rec in r.machine.mma_log.records:
                 a, b = rec.k_slots("A"), rec.k_slots("B")
-                a = a.tolist() if a is not None else None
-                b = b.tolist() if b is not None else None
+                if not token_arrays:
+                    a = a.tolist() if a is not None else None
+                    b = b.tolist() if b is not None else None
+                else:
+                    a = np.ascontiguousarray(a) if a is not None else None
+                    b = np.ascontiguousarray(b) if b is not None else None
                 if rec.workgroups is not wgs:   # a batch's records share their workgroups list
                     wgs, wgl = rec.workgroups, [list(g) for g in rec.workgroups]
                 first, op, label, wave, src = rec.first, rec.op, rec.label, rec.wave, rec.source
                 mm.extend([{"index": first + m, "instruction": op, "label": label, "workgroup": wgl[m],
-                            "wave": wave, "source": src, "a_tokens": a[m] if a is not None else [],
-                            "b_tokens": b[m] if b is not None else []} for m in rec.live])
+                            "wave": wave, "source": src, "a_tokens": a[m] if a is not None else none,
+                            "b_tokens": b[m] if b is not None else none} for m in rec.live])
         out = {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
                "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}
