@@ -283,3 +283,13 @@ def test_report_token_arrays_write_the_same_json():
     assert json.loads(report_json(kr.report(token_arrays=True))) == json.loads(report_json(lists))
     off = run_kernel("paged_attention_decode", context=300, heads=8, kv_heads=1, provenance=False)
     assert json.loads(report_json(off.report(token_arrays=True)))["mmacs"][0]["a_tokens"] == []
+
+
+def test_a_run_leaves_the_callers_inputs_whole():
+    """The decode runner hands K and V to its references thread and drops them there (memory):
+    it works on a copy of the inputs dict, so the caller's dict keeps every array."""
+    d = make_attention_inputs(seed=1, num_seqs=1, num_heads=8, num_kv_heads=1, head_dim=64, context_lens=[200])
+    keys = set(d)
+    kr = run_kernel("paged_attention_decode", inputs=d, provenance=False)
+    assert set(d) == keys and d["k"].shape[1] == 200
+    assert kr.metrics()["vs_reference_int8"]["max_abs"] < 1e-3

@@ -45,7 +45,7 @@ def _padded_w_v(p, cache: PagedKVCache):
 
 
 def _decode(cfg, inputs, trace):
-    d = prepare_inputs(inputs=inputs, **cfg.shape())
+    d = dict(prepare_inputs(inputs=inputs, **cfg.shape()))       # a copy: the caller's dict stays whole
     if d["q"].ndim != 3:
         raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=cfg.smooth_k,
@@ -53,8 +53,12 @@ def _decode(cfg, inputs, trace):
     kw = {"kernel": cfg.kernel_fn} if cfg.kernel_fn else {}
     if cfg.reduce_fn:
         kw["reduce_kernel"] = cfg.reduce_fn
+    # K and V in float32 (128 MiB at 16K) are the references' alone from here: the thread drops them
+    # when it is done, so the simulation's later allocations reuse those pages instead of new ones
+    ref_inputs = {k: d.pop(k) for k in ("q", "k", "v", "context_lens", "block_tables") if k in d}
+    d.update(q=ref_inputs["q"], context_lens=ref_inputs["context_lens"])
     with ThreadPoolExecutor(1) as pool:          # the references beside the simulation (numpy frees the GIL)
-        refs_done = pool.submit(_decode_references, d, cache, cfg)
+        refs_done = pool.submit(_decode_references_once, ref_inputs, cache, cfg)
         res = run_decode(d["q"], cache, arch=cfg.arch, grouping=cfg.grouping, formula=cfg.formula, trace=trace,
                          provenance=cfg.provenance, partition_size=cfg.partition_size, progress=cfg.progress,
                          **kw)
@@ -63,6 +67,14 @@ def _decode(cfg, inputs, trace):
     if plain is not None:       # metrics here: np.errstate (the caller's) does not reach another thread
         extra["reference_int8_without_smooth_k_vs_bf16"] = R.metrics(plain, refs["bf16"])
     return res.out, refs, res.runs, extra, int(d["context_lens"].max())
+
+
+def _decode_references_once(d, cache, cfg):
+    """_decode_references, then ``d`` emptied: its arrays are freed as soon as they are used."""
+    try:
+        return _decode_references(d, cache, cfg)
+    finally:
+        d.clear()
 
 
 def _decode_references(d, cache, cfg):
