@@ -25,6 +25,7 @@ from collections import Counter
 
 import numpy as np
 
+from .jit import njit
 from .matrix import FOREIGN_BASE, PAIR_BASE
 from .provenance import RESERVED, WINDOW, WORDS, Mask
 
@@ -122,7 +123,17 @@ def _distinct(a) -> list:
 
 def _is_all(idx, n) -> bool:
     """Whether index array idx is 0..n-1 in order (a gather by it is the identity)."""
-    return len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and bool((np.diff(idx) == 1).all())))
+    return len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and _counts_up(idx)))
+
+
+@njit
+def _counts_up(idx):
+    """idx[i] == idx[0] + i for every i: one pass that stops at the first miss, no temporary."""
+    first = idx[0]
+    for i in range(idx.shape[0]):
+        if idx[i] != first + i:
+            return False
+    return True
 
 
 def _place(dst: dict, f: str, pos, n: int, u: Fp, d: Fp | None):
