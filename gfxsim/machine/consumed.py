@@ -25,8 +25,7 @@ from collections import Counter
 
 import numpy as np
 
-from .jit import njit
-from .matrix import FOREIGN_BASE, PAIR_BASE
+from .matrix import FOREIGN_BASE, PAIR_BASE, _counts_up
 from .provenance import RESERVED, WINDOW, WORDS, Mask
 
 _FIRST = 16                      # element indices a finding lists
@@ -126,16 +125,6 @@ def _is_all(idx, n) -> bool:
     return len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and _counts_up(idx)))
 
 
-@njit
-def _counts_up(idx):
-    """idx[i] == idx[0] + i for every i: one pass that stops at the first miss, no temporary."""
-    first = idx[0]
-    for i in range(idx.shape[0]):
-        if idx[i] != first + i:
-            return False
-    return True
-
-
 def _place(dst: dict, f: str, pos, n: int, u: Fp, d: Fp | None):
     """dst[f] at positions pos (the groups of one footprints() call are disjoint) takes (u, d)."""
     dst.setdefault(f, []).append((pos, u, d))
@@ -223,8 +212,9 @@ def _from_pair(log, pid, e, sel, n, cell, out):
     rec = log.pairs[pid - PAIR_BASE]
     if rec.cell is None:
         pair_footprint(log, rec)
-    whole = _is_all(e, len(rec.cell))
-    cell[sel] = rec.cell if whole else rec.cell[e]
+    rc = rec.cell                                    # unpacked once
+    whole = _is_all(e, len(rc))
+    cell[sel] = rc if whole else rc[e]
     for f, (u, d) in rec.fp.items():
         _place(out, f, sel, n, u if whole else u.at(e), d if whole or d is None else d.at(e))
 
@@ -375,7 +365,7 @@ def pair_footprint(log, rec, conflict=None, op="add", active=None):
                     overlap[f] = (over, hit)
                     d = _union_fp(d, over, wide)
             fp[f] = (u, d)
-    rec.cell, rec.fp = cell.astype(np.int32), fp
+    rec.cell, rec.fp = cell, fp
     return overlap
 
 

@@ -260,16 +260,75 @@ PAIR_BASE = 1 << 28          # ids of sums of two matrix results (PairRecords)
 FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1) * FOREIGN_BASE + its id
 
 
+@njit
+def _counts_up(idx):
+    """idx[i] == idx[0] + i for every i: one pass that stops at the first miss, no temporary."""
+    first = idx[0]
+    for i in range(idx.shape[0]):
+        if idx[i] != first + i:
+            return False
+    return True
+
+
+def _pack(x) -> tuple:
+    """An int array of a pair record in the fewest bytes that hold it exactly: ("c", v, n) n copies
+    of v, ("r", v, n) v, v+1, ..., or ("n", base, narrow) base + a uint8/uint16/int32 array. A sum's
+    sides are mostly one pair id over a run of elements, or one instruction per workgroup (a span
+    of a few hundred): a launch's pairs live as long as its log, 16 bytes an element unpacked."""
+    x = np.asarray(x)
+    n = x.size
+    if n == 0:
+        return ("n", 0, x.astype(np.int32))
+    lo, hi = int(x.min()), int(x.max())
+    if lo == hi:
+        return ("c", lo, n)
+    if hi - lo == n - 1 and int(x[0]) == lo and _counts_up(x):
+        return ("r", lo, n)
+    span = hi - lo
+    dt = np.uint8 if span < 1 << 8 else np.uint16 if span < 1 << 16 else None
+    return ("n", lo, (x - lo).astype(dt)) if dt is not None else ("n", 0, x.astype(np.int32))
+
+
+def _unpack(p) -> np.ndarray:
+    kind, a, b = p
+    if kind == "c":
+        return np.full(b, a, np.int32)
+    if kind == "r":
+        return np.arange(a, a + b, dtype=np.int32)
+    out = b.astype(np.int32)
+    if a:
+        out += np.int32(a)
+    return out
+
+
 class PairRecord:
-    """The sum of two matrix results, element for element: what each side was (@mma, @mn)."""
-    __slots__ = ("left", "right", "site", "cell", "fp")
+    """The sum of two matrix results, element for element: what each side was (@mma, @mn).
+    ``left``, ``right`` ((ids, mn) int32 [n] each) and ``cell`` are held packed (_pack) and
+    unpacked on each read."""
+    __slots__ = ("_left", "_right", "site", "_cell", "fp")
 
     def __init__(self, left, right):
-        # (ids, mn) int32 arrays [n]: a launch's pairs live as long as its log (half of int64's memory)
-        self.left, self.right = left, right
+        self._left = tuple(_pack(x) for x in left)
+        self._right = tuple(_pack(x) for x in right)
         self.site = None                             # where the add ran: instruction, source, wave, ... (consumed.py)
-        self.cell = None                             # int32 [n]: the D element summed, -1: a reduction (consumed.py)
+        self._cell = None                            # int32 [n]: the D element summed, -1: a reduction (consumed.py)
         self.fp = None                               # field -> (consumed, consumed twice) as consumed.Fp
+
+    @property
+    def left(self):
+        return tuple(_unpack(p) for p in self._left)
+
+    @property
+    def right(self):
+        return tuple(_unpack(p) for p in self._right)
+
+    @property
+    def cell(self):
+        return None if self._cell is None else _unpack(self._cell)
+
+    @cell.setter
+    def cell(self, value):
+        self._cell = None if value is None else _pack(value)
 
 
 class MmaLog:
