@@ -58,6 +58,12 @@ class Bench:
         self.machine = machine_info()
         mem = self.machine.get("memory_bytes", 0)
         self.mem_limit = int(args.mem_limit_gib * GIB) if args.mem_limit_gib else int(0.8 * mem)
+        ft = self.machine.get("first_touch")
+        if ft:          # every figure below pays this for its peak RSS (page faults, system time)
+            self.notes.append(f"fresh memory on this machine: {ft['mib']} MiB first written by a new process in "
+                              f"{ft['after_a_pause_seconds']:.2f} s after a pause ({ft['after_a_pause_per_gib']:.2f} "
+                              f"s/GiB), {ft['back_to_back_seconds']:.2f} s back to back "
+                              f"({ft['back_to_back_per_gib']:.2f} s/GiB)")
 
     # -- bookkeeping -------------------------------------------------------------------------
     def add(self, group, label, *, seconds=None, runs=None, rss=None, ratio=None, ratio_text="", target="",

@@ -153,6 +153,7 @@ def machine_info() -> dict:
             info[mod] = version(mod)
         except Exception:                                   # noqa: BLE001  (not installed)
             info[mod] = None
+    info["first_touch"] = first_touch()
     try:
         info["gfxsim_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                                text=True, timeout=10).stdout.strip() or None
@@ -162,6 +163,30 @@ def machine_info() -> dict:
     except (OSError, subprocess.SubprocessError):
         info["gfxsim_commit"] = None
     return info
+
+
+_TOUCH = ("import numpy as np, resource, time; a = np.empty({n}, np.uint8); t = time.perf_counter(); "
+          "a.fill(1); r = resource.getrusage(resource.RUSAGE_SELF); print(time.perf_counter() - t, r.ru_stime)")
+
+
+def first_touch(mib: int = 256) -> dict | None:
+    """What writing ``mib`` MiB of fresh memory costs a new process here (seconds, and per GiB):
+    the page faults every figure pays for its peak RSS. On an ordinary Linux host ~0.1 s/GiB; in a
+    VM that hands unused memory back to its host (free page reporting) several times that. Two
+    children, 3 s apart (the host has taken freed pages back by then) and back to back."""
+    runs = []
+    for pause in (3.0, 0.0):
+        time.sleep(pause)
+        try:
+            out = subprocess.run([sys.executable, "-c", _TOUCH.format(n=mib << 20)], capture_output=True, text=True,
+                                 timeout=60, env=child_env()).stdout.split()
+            runs.append((float(out[0]), float(out[1])))
+        except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+            return None
+    per_gib = lambda s: round(s * 1024 / mib, 3)
+    return {"mib": mib, "after_a_pause_seconds": round(runs[0][0], 3), "after_a_pause_per_gib": per_gib(runs[0][0]),
+            "back_to_back_seconds": round(runs[1][0], 3), "back_to_back_per_gib": per_gib(runs[1][0]),
+            "system_seconds": [round(r[1], 3) for r in runs]}
 
 
 def median(xs):
