@@ -249,3 +249,20 @@ def test_a_row_max_is_no_partial_of_the_element_it_came_from():
         w.exp(s - m) + past[0]
         past[0] + past[1]
     assert not launch(row_max, arch="gfx936").findings
+
+
+def test_a_register_rewritten_in_place_is_not_taken_for_the_remembered_operand():
+    """Matrix operands are remembered by content (matrix.OPERAND_MEMO): the same B twice is one
+    gather, and B rewritten in place with other tokens is gathered anew."""
+    v = v_buffer()
+
+    def kernel(w):
+        a = w.const(1, "i8", 8)
+        b = w.global_load(v, w.lane_id % 16 * 64 + w.lane_id // 16 * 16, 8, "i8")
+        w.mma(MMAC, a, b)
+        w.mma(MMAC, a, b)
+        b[:] = w.global_load(v, w.lane_id % 16 * 64 + w.lane_id // 16 * 16 + 8, 8, "i8")
+        w.mma(MMAC, a, b)
+    run = launch(kernel, arch="gfx936")
+    got = [sorted(set(m.tokens("B").ravel().tolist()) - {-1}) for m in run.mmacs()]
+    assert got == [list(range(32)), list(range(32)), list(range(32, 64))]

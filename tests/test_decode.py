@@ -293,3 +293,22 @@ def test_a_run_leaves_the_callers_inputs_whole():
     kr = run_kernel("paged_attention_decode", inputs=d, provenance=False)
     assert set(d) == keys and d["k"].shape[1] == 200
     assert kr.metrics()["vs_reference_int8"]["max_abs"] < 1e-3
+
+
+@pytest.mark.parametrize("grouping", ["fragment", "contiguous"])
+def test_remembered_operands_change_nothing(monkeypatch, grouping):
+    """A wave remembers the gathered fields of its last matrix operands by content
+    (matrix.OPERAND_MEMO): with the memory off, the same K sets, records and findings."""
+    import gfxsim.machine.matrix as MX
+    d, cache = small(300, heads=4, kv_heads=2, head_dim=64)
+    kept = run_decode(d["q"], cache, grouping=grouping, trace=False)
+    monkeypatch.setattr(MX, "OPERAND_MEMO", 0)
+    fresh = run_decode(d["q"], cache, grouping=grouping, trace=False)
+    key = lambda f: (f.kind, f.workgroup, f.wave, f.lane, f.message)
+    assert sorted(map(key, kept.run.findings)) == sorted(map(key, fresh.run.findings))
+    assert (grouping == "contiguous") == any(f.kind == "scale-group-mismatch" for f in kept.run.findings)
+    tok = lambda r: [(m.workgroup, m.wave, tuple(m.tokens("A")), tuple(m.tokens("B"))) for m in r.mmacs()]
+    assert tok(kept.run) == tok(fresh.run)
+    for ra, rb in zip(kept.run.machine.mma_log.records, fresh.run.machine.mma_log.records):
+        assert ra.a.keys() == rb.a.keys() and ra.ks_a.keys() == rb.ks_a.keys()
+        assert all(ra.a[f][0] == rb.a[f][0] and np.array_equal(ra.a[f][1], rb.a[f][1]) for f in ra.a)

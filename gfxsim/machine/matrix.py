@@ -508,6 +508,9 @@ def _unpack_nibbles(w, insn, op, v):
     return VGPRs(None, nib, "i4", prov, valid, regs=v.regs)
 
 
+OPERAND_MEMO = 4         # operands a wave remembers per side (A, B): QK alternates four A registers
+
+
 class MatrixOps:
     def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None, label: str | None = None) -> VGPRs:
         """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted). ``label``: what the
@@ -627,6 +630,28 @@ class MatrixOps:
             got = self.machine.plan_cache[key] = (member, mn)
         return got
 
+    def _operand_fields(self, insn, operand, p):
+        """({field: _Field} gathered through the operand's plan, {field: compact record form},
+        {field: K sets of its rows, filled on demand}) of an operand's provenance ``p``. The last
+        OPERAND_MEMO operands are remembered by the content of their planes (kept as copies, so an
+        in-place write elsewhere cannot make a stale match): one register feeds several instructions
+        (QK's A in each of four tiles, PV's W in each of eight D tiles), and its gather, summary and
+        K sets are the same each time."""
+        items = tuple((f, x) for f, x in p.ids.items() if f not in RESERVED) if p is not None else ()
+        memo = self.__dict__.setdefault("_operand_memo", {}).setdefault(operand, [])
+        for i, (m_insn, m_items, out) in enumerate(memo):
+            if m_insn is insn and len(m_items) == len(items) and all(
+                    f == g and x.shape == y.shape and np.array_equal(x, y) for (f, x), (g, y) in zip(items, m_items)):
+                if i:
+                    memo.insert(0, memo.pop(i))
+                return out
+        plan = self._flat_plan(insn, operand)
+        fields = {f: _Field.gathered(x, plan, operand) for f, x in items}
+        out = (fields, {f: v.compact(operand) for f, v in fields.items()}, {})
+        memo.insert(0, (insn, tuple((f, np.array(x, copy=True)) for f, x in items), out))
+        del memo[OPERAND_MEMO:]
+        return out
+
     def _mma_provenance(self, insn, a, b, c, idx, plans, rec, live):
         """K-slot check, the record's per-field K-slot values and K sets, and D's provenance."""
         M, N, K, bl = insn.M, insn.N, insn.K, insn.blocks
@@ -634,11 +659,8 @@ class MatrixOps:
         wide = self.machine.wide
         pa = self._elem_prov(a, a.n)
         pb = self._elem_prov(b, b.n)
-        ta, tb = self._flat_plan(insn, "A"), self._flat_plan(insn, "B")
-        sa = {f: _Field.gathered(p, ta, "A") for f, p in (pa.ids.items() if pa is not None else ())
-              if f not in RESERVED}                                       # [nb, M, K]
-        sb = {f: _Field.gathered(p, tb, "B") for f, p in (pb.ids.items() if pb is not None else ())
-              if f not in RESERVED}                                       # [nb, N, K]
+        sa, compact_a, rows_a = self._operand_fields(insn, "A", pa)       # [nb, M, K]
+        sb, compact_b, rows_b = self._operand_fields(insn, "B", pb)       # [nb, N, K]
         fa = {f: x.v for f, x in sa.items()}                              # [nb, M, K]
         fb = {f: np.swapaxes(x.v, 1, 2) for f, x in sb.items()}           # [nb, K, N]
         live_rows = np.repeat(live, bl)
@@ -659,16 +681,19 @@ class MatrixOps:
                                  f"{kb_set} from B ({int(bad[row].sum())} K slots disagree)", lane=lane,
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
-        rec.a = {f: x.compact("A") for f, x in sa.items()}
-        rec.b = {f: x.compact("B") for f, x in sb.items()}
+        rec.a, rec.b = dict(compact_a), dict(compact_b)
         # K sets per field that varies along K (two present values in one A row or B column)
         k_fields = {f for f, x in sa.items() if rec.a[f][0] != "mn" and x.varies()} | \
                    {f for f, x in sb.items() if rec.b[f][0] != "mn" and x.varies()}
         for f in k_fields:
             if f in fa:
-                rec.ks_a[f] = _row_sets(fa[f], wide)                   # [nb, M]
+                if f not in rows_a:
+                    rows_a[f] = _row_sets(fa[f], wide)                 # [nb, M]
+                rec.ks_a[f] = rows_a[f]
             if f in fb:
-                rec.ks_b[f] = _row_sets(np.swapaxes(fb[f], 1, 2), wide)    # [nb, N]
+                if f not in rows_b:
+                    rows_b[f] = _row_sets(np.swapaxes(fb[f], 1, 2), wide)   # [nb, N]
+                rec.ks_b[f] = rows_b[f]
         # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
         ed, ld = plans["D"]
         shape = (insn.regs("D"), self.width)
