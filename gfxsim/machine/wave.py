@@ -243,8 +243,10 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
             return x
         if isinstance(x, (bool, int, float, np.integer, np.floating)):
             # a literal operand: one number broadcast over the lanes (a read-only view, no array)
-            return VGPRs(self, np.broadcast_to(np.asarray(x, np_dtype(dtype)), (1, self.width)), dtype,
-                         literal=True)
+            dt = np_dtype(dtype)
+            val = np.ndarray((1, self.width), dt, np.asarray(x, dt), 0, (0, 0))
+            val.flags.writeable = False
+            return VGPRs(self, val, dtype, literal=True)
         raise self.error(TypeError, f"expected a per-lane value or a number, got {type(x).__name__}")
 
     # -- divergent control ----------------------------------------------------------------------------
