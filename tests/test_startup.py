@@ -225,3 +225,15 @@ def test_a_run_without_provenance_never_starts_numba(kernel):
     assert r["loaded"] == []
     with_prov = probe(["run", kernel, "--context", "300", "--quiet", "--report", "json"], heavy=("numba",))
     assert with_prov["rc"] == 0 and "numba" in with_prov["loaded"]          # the probe can see numba
+
+
+def test_prewarm_shortens_the_gil_switch_interval_while_numba_starts():
+    """jit.prewarm: numba's start holds the GIL; the caller's numpy work gets it back after a short
+    switch interval meanwhile (PREWARM_SWITCH_INTERVAL), and the interval is restored after."""
+    code = ("import sys; from gfxsim.machine import jit; before = sys.getswitchinterval(); t = jit.prewarm(); "
+            "during = sys.getswitchinterval(); t.join(); "
+            "print(before, during, sys.getswitchinterval(), jit.prewarm() is None, jit.loaded())")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    before, during, after, again, loaded = r.stdout.split()
+    assert float(during) == 0.0005 and float(after) == float(before) == 0.005 and again == "True", r.stderr
+    assert loaded == "True"

@@ -15,6 +15,7 @@ import threading
 _LAZY: dict[str, list] = {}          # module name -> its lazy functions
 _LOCK = threading.RLock()            # one thread starts numba and swaps a module's functions
 _PREWARMED = False                   # prewarm() has started (once per process)
+PREWARM_SWITCH_INTERVAL = 0.0005     # seconds: the GIL switch interval while numba starts (see prewarm)
 
 
 def njit(fn):
@@ -53,14 +54,23 @@ def prewarm() -> threading.Thread | None:
             return None
         _PREWARMED = True
 
+    # numba's start is Python code that holds the GIL; the caller's numpy work gets it back only
+    # when the switch interval expires (5 ms), after each of its many short calls. A short interval
+    # while numba starts: a 16K decode's data generation took 1.1 s beside it instead of 0.4 s.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, PREWARM_SWITCH_INTERVAL))
+
     def work():
-        with _LOCK:
-            import numba  # noqa: F401
-            from numba.core.registry import cpu_target
-            cpu_target.target_context.refresh()      # the target before any dispatcher is visible
-            cpu_target.typing_context.refresh()
-            for mod in list(_LAZY):
-                _compile_module(mod)
+        try:
+            with _LOCK:
+                import numba  # noqa: F401
+                from numba.core.registry import cpu_target
+                cpu_target.target_context.refresh()      # the target before any dispatcher is visible
+                cpu_target.typing_context.refresh()
+                for mod in list(_LAZY):
+                    _compile_module(mod)
+        finally:
+            sys.setswitchinterval(interval)
     t = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
     t.start()
     return t
