@@ -26,12 +26,12 @@ class VmemOps:
                 raise self.error(TypeError, f"{what}: address must be one i32/u32/i64 per lane, got "
                                  f"{offset.n} x {offset.dtype}")
             raw = offset.val[0]
+            addr = raw.astype(np.int64)
             # the common case in one pass each: as unsigned, a negative address is out of bounds too
             u = raw.view(np.uint32 if raw.dtype.itemsize == 4 else np.uint64)
             hi = limit - nbytes
             if self._full and hi >= 0 and not (u > hi).any() and not (align > 1 and (u & (align - 1)).any()):
-                return raw.astype(np.int64)
-            addr = raw.astype(np.int64)
+                return addr
         else:
             addr = np.full(self.width, int(offset), np.int64)
         act = self.exec

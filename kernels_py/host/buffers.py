@@ -204,8 +204,8 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
                     tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_tables",
                                             "context_lens", "exp_sums", "max_logits", "tmp_out")),
                     geo, grid=(num_seqs, max_parts, kvh), waves_per_group=4,
-                    batch=num_seqs * max_parts * kvh,          # all workgroups side by side, traced or not
-                    provenance_batch=DECODE_PROVENANCE_BATCH,
+                    batch=num_seqs * max_parts * kvh,          # all workgroups side by side, traced or not,
+                    provenance_batch=DECODE_PROVENANCE_BATCH,  # but at most this many with provenance
                     outputs=("tmp_out", "max_logits", "exp_sums"))
     red = HostSetup("paged_attention_reduce", bufs,
                     tuple(bufs[n] for n in ("tmp_out", "exp_sums", "max_logits", "context_lens", "out")),

@@ -45,7 +45,7 @@ def _padded_w_v(p, cache: PagedKVCache):
 
 
 def _decode(cfg, inputs, trace):
-    d = dict(prepare_inputs(inputs=inputs, **cfg.shape()))       # a copy: the caller's dict stays whole
+    d = prepare_inputs(inputs=inputs, **cfg.shape())
     if d["q"].ndim != 3:
         raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=cfg.smooth_k,
@@ -53,20 +53,21 @@ def _decode(cfg, inputs, trace):
     kw = {"kernel": cfg.kernel_fn} if cfg.kernel_fn else {}
     if cfg.reduce_fn:
         kw["reduce_kernel"] = cfg.reduce_fn
-    # K and V in float32 (128 MiB at 16K) are the references' alone from here: the thread drops them
-    # when it is done, so the simulation's later allocations reuse those pages instead of new ones
-    ref_inputs = {k: d.pop(k) for k in ("q", "k", "v", "context_lens", "block_tables") if k in d}
-    d.update(q=ref_inputs["q"], context_lens=ref_inputs["context_lens"])
+    # K and V in float32 (128 MiB at 16K) are the references' alone from here: they get their own
+    # dict, which the thread empties when done, so the simulation's later allocations reuse those
+    # pages instead of new ones (the caller's dict, if the inputs were theirs, is left as it is)
+    ref_inputs, q, lens = dict(d), d["q"], d["context_lens"]
+    del d
     with ThreadPoolExecutor(1) as pool:          # the references beside the simulation (numpy frees the GIL)
         refs_done = pool.submit(_decode_references_once, ref_inputs, cache, cfg)
-        res = run_decode(d["q"], cache, arch=cfg.arch, grouping=cfg.grouping, formula=cfg.formula, trace=trace,
+        res = run_decode(q, cache, arch=cfg.arch, grouping=cfg.grouping, formula=cfg.formula, trace=trace,
                          provenance=cfg.provenance, partition_size=cfg.partition_size, progress=cfg.progress,
                          **kw)
         refs, plain = refs_done.result()
     extra = {}
     if plain is not None:       # metrics here: np.errstate (the caller's) does not reach another thread
         extra["reference_int8_without_smooth_k_vs_bf16"] = R.metrics(plain, refs["bf16"])
-    return res.out, refs, res.runs, extra, int(d["context_lens"].max())
+    return res.out, refs, res.runs, extra, int(lens.max())
 
 
 def _decode_references_once(d, cache, cfg):
