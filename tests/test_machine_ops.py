@@ -38,6 +38,26 @@ def test_int_ops_and_shifts():
         assert np.array_equal(got, want)
 
 
+
+@pytest.mark.parametrize("dtype", ["i32", "u32"])
+@pytest.mark.parametrize("c", [1, 2, 16, 3, 7, 64])
+def test_division_by_a_literal_floors_like_a_per_lane_divisor(dtype, c):
+    """x // c and x % c by a positive literal (a power of two: a shift and a mask) equal the same
+    ops by c held per lane, negative and extreme x included."""
+    info = np.iinfo(np.dtype(np.int32 if dtype == "i32" else np.uint32))
+    x = np.array([info.min, info.min + 1, info.max, info.max - 1] + list(range(-30, 30)), np.int64)
+    x = x[(x >= info.min) & (x <= info.max)]
+    x = np.resize(x, 64)
+
+    def kernel(w):
+        v, per_lane = w.from_lanes(x, dtype), w.const(c, dtype)     # const: a register, not a literal
+        return [(v // c).numpy()[0], (v % c).numpy()[0], (v // per_lane).numpy()[0], (v % per_lane).numpy()[0]]
+
+    r, _ = run1(kernel)
+    want = x.astype(np.int32 if dtype == "i32" else np.uint32)
+    assert np.array_equal(r[0], want // want.dtype.type(c)) and np.array_equal(r[1], want % want.dtype.type(c))
+    assert np.array_equal(r[0], r[2]) and np.array_equal(r[1], r[3])
+
 def test_conversions_follow_the_isa():
     vals = np.array([1.5, -1.5, 2.5, np.nan, 3e9, -3e9, 0.49999997, -0.0] * 8, np.float32)
     r, _ = run1(lambda w: (w.from_lanes(vals, "f32").to("i32").numpy()[0], w.rint(w.from_lanes(vals, "f32")).numpy()[0],

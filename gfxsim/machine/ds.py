@@ -111,11 +111,19 @@ class DsOps:
                              f"{int(passes[m])} passes)", lane=m * self.lanes + l,
                              address=int(r2[m, l]), degree=int(deg[m]), cycles=int(cycles[m]), passes=int(passes[m]),
                              region=region.name)
-        member = self._base // self.lanes
         self._lds_rel = rel                   # what an event shows: the address in its own workgroup's LDS
         self._lds_deg = deg                   # and each workgroup's own conflict degree
         # LDS byte address, and the index into the region's own arrays (bytes, written bits, provenance)
-        return rel + member * lds.member_bytes, rel - region.offset + member * region.stride, worst
+        return rel + self._member_offsets(lds.member_bytes), rel + self._member_offsets(region.stride, -region.offset), worst
+
+    def _member_offsets(self, stride: int, add: int = 0) -> np.ndarray:
+        """member * stride + add per column (read-only, made once per wave and stride: every LDS
+        access of a batch adds it)."""
+        got = self._offsets.get((stride, add))
+        if got is None:
+            got = self._offsets[(stride, add)] = (self._base // self.lanes) * stride + add
+            got.setflags(write=False)
+        return got
 
     def lds_load(self, region: LdsRegion, offset, nbytes: int = 4, dtype=None) -> VGPRs:
         """ds_read_b*: ``nbytes`` per lane from byte ``offset`` of the region."""

@@ -537,8 +537,8 @@ class MatrixOps:
                 raise self.error(ValueError, f"{mnemonic}: operand {op} needs {n_want} x {t} per lane "
                                  f"({lay.n_regs} VGPRs), got {v.n}")
         ex = self.exec.reshape(self.members, self.lanes)
-        live = ex.all(axis=1)
-        if not np.all(live | ~ex.any(axis=1)):
+        live = np.ones(self.members, bool) if self._full else ex.all(axis=1)
+        if not self._full and not np.all(live | ~ex.any(axis=1)):
             m = int(np.argmax(~(live | ~ex.any(axis=1))))
             raise self.error(GfxSimError, f"{mnemonic} issued with EXEC {ex[m].sum()}/{self.lanes}: "
                              "matrix instructions need the whole wave", lane=m * self.lanes)

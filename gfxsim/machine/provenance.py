@@ -37,6 +37,7 @@ class WideSets:
         self.nodes: list = [frozenset()]
         self._ids: dict = {frozenset(): 0}
         self._unions: dict = {}
+        self._windows: dict = {}
 
     @staticmethod
     def none() -> "WideSets":
@@ -49,6 +50,15 @@ class WideSets:
         if got is None:
             got = self._ids[key] = len(self.nodes)
             self.nodes.append(key)
+        return got
+
+    def intern_window(self, base: int, bits: np.ndarray) -> int:
+        """``intern`` of one window's values, remembered by (base, bits): a reduction meets the
+        same windows step after step."""
+        key = (base, np.ascontiguousarray(bits, np.uint64).tobytes())
+        got = self._windows.get(key)
+        if got is None:
+            got = self._windows[key] = self.intern(_bits_values(base, bits))
         return got
 
     def union(self, a: int, b: int) -> int:
@@ -198,30 +208,41 @@ class Mask:
         out = Mask(ob.reshape(shape), obits.reshape(shape + (WORDS,)), ow.reshape(shape))
         need = need.reshape(shape)
         if any_need:                # two windows meet: the exact fallback, per distinct pair
-            ia, ib = self._wide_ids(need, wide), other._wide_ids(need, wide)
+            # every element (a reduction over a whole context): whole-array writes, no selection
+            sel = slice(None) if need.all() else need
+            ia = self._broadcast(shape)._wide_ids(sel, wide)
+            ib = other._broadcast(shape)._wide_ids(sel, wide)
             key = (ia.astype(np.int64) << 32) | ib
             if (key == key[0]).all():          # one pair everywhere (a reduction's step): no sort
-                out.wide[need] = wide.union(int(ia[0]), int(ib[0]))
+                out.wide[sel] = wide.union(int(ia[0]), int(ib[0]))
             else:
                 pairs, inv = np.unique(key, return_inverse=True)
                 res = np.array([wide.union(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
-                out.wide[need] = res[inv.ravel()]
-            out.base[need] = -1
-            out.bits[need] = 0
+                out.wide[sel] = res[inv.ravel()].reshape(out.wide[sel].shape)
+            out.base[sel] = -1
+            out.bits[sel] = 0
         return out
+
+    def _broadcast(self, shape) -> "Mask":
+        """This mask broadcast (read-only views) to leading ``shape``."""
+        if self.base.shape == tuple(shape):
+            return self
+        return Mask(np.broadcast_to(self.base, shape), np.broadcast_to(self.bits, tuple(shape) + (WORDS,)),
+                    np.broadcast_to(self.wide, shape))
 
     def _wide_ids(self, sel, wide: WideSets) -> np.ndarray:
         """WideSets ids of the selected elements (narrow windows interned)."""
-        w = self.wide[sel].copy()
+        w = np.array(self.wide[sel], np.uint32).reshape(-1)
         narrow = w == 0
         if narrow.any():
-            base, bits = self.base[sel][narrow], self.bits[sel][narrow]
-            rows = np.concatenate([base[:, None].view(np.uint64), bits], 1)
-            if (rows == rows[0]).all():        # one set in every selected element: no sort
-                first, inv = np.zeros(1, np.int64), np.zeros(len(rows), np.int64)
+            base, bits = self.base[sel].reshape(-1), self.bits[sel].reshape(-1, WORDS)
+            if not narrow.all():
+                base, bits = base[narrow], bits[narrow]
+            if (base == base[0]).all() and (bits == bits[0]).all():    # one set everywhere: no sort
+                first, inv = np.zeros(1, np.int64), np.zeros(len(base), np.int64)
             else:
-                first, inv = _unique_rows(rows)
-            ids = np.array([0 if int(base[i]) < 0 else wide.intern(_bits_values(int(base[i]), bits[i]))
+                first, inv = _unique_rows(np.concatenate([base[:, None].view(np.uint64), bits], 1))
+            ids = np.array([0 if int(base[i]) < 0 else wide.intern_window(int(base[i]), bits[i])
                             for i in first.tolist()], np.uint32)
             w[narrow] = ids[inv]
         return w

@@ -33,6 +33,15 @@ def bcast(x, n):
     raise ValueError(f"cannot broadcast {x.shape[0]} elements to {n}")
 
 
+def _by_constant(op, x, c: int):
+    """Floor division or modulo by a positive literal: a power of two is a shift or a mask (what
+    the compiler emits; exact for negative x too, in two's complement), else one numpy pass."""
+    if c & (c - 1) == 0:
+        k = c.bit_length() - 1
+        return np.right_shift(x, k) if op == "idiv" else np.bitwise_and(x, c - 1)
+    return np.floor_divide(x, c) if op == "idiv" else np.mod(x, c)
+
+
 def _via_f64(fn):
     """fn evaluated in float64 and rounded once to the value's type: correctly rounded except in
     the rare double-rounding case (numpy's float32 exp/exp2 are up to 2 ulp off)."""
@@ -117,19 +126,12 @@ class ValuOps:
         self._check_read(a, b)
         dt = np_dtype(a.dtype)
         x, y = a.val, b.val
-        with np.errstate(all="ignore"):
-            if op in _BINARY:
-                r = _BINARY[op](x, y)
-            elif op == "div":
-                r = np.divide(x, y)
-            elif op in ("idiv", "mod"):
-                if np.any((y == 0) & self.exec[None, :]):
-                    raise self.error(ZeroDivisionError, "integer division by zero")
-                safe = np.where(y == 0, 1, y)
-                r = np.floor_divide(x, safe) if op == "idiv" else np.mod(x, safe)
-            else:                       # shifts by a per-lane amount
-                sh = (y & (8 * dt.itemsize - 1)).astype(dt)
-                r = np.left_shift(x, sh) if op == "shl" else np.right_shift(x, sh)
+        if a.dtype in INT and op in _BINARY:
+            r = _BINARY[op](x, y)           # integer arrays wrap without a warning: no errstate
+        elif a.dtype in INT and op in ("idiv", "mod") and b.literal and y.flat[0] > 0:
+            r = _by_constant(op, x, int(y.flat[0]))
+        else:
+            r = self._compute(op, x, y, dt)
         r = np.asarray(r).astype(dt, copy=False)
         prov = self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add"),
                             summing=op if op in ("add", "sub") else None, product=op in ("mul", "div"),
@@ -138,6 +140,20 @@ class ValuOps:
             prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
         out = self._new(r, a.dtype, prov)
         return self._finish((out, insn), into, a, b)
+
+    def _compute(self, op, x, y, dt):
+        with np.errstate(all="ignore"):
+            if op in _BINARY:
+                return _BINARY[op](x, y)
+            if op == "div":
+                return np.divide(x, y)
+            if op in ("idiv", "mod"):
+                if np.any((y == 0) & self.exec[None, :]):
+                    raise self.error(ZeroDivisionError, "integer division by zero")
+                safe = np.where(y == 0, 1, y)
+                return np.floor_divide(x, safe) if op == "idiv" else np.mod(x, safe)
+            sh = (y & (8 * dt.itemsize - 1)).astype(dt)       # shifts by a per-lane amount
+            return np.left_shift(x, sh) if op == "shl" else np.right_shift(x, sh)
 
     def _finish(self, routed, into, a, b):
         out, insn = routed

@@ -67,6 +67,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self.exec = np.ones(self.width, bool)
         self._full = True                                # EXEC is all ones (the fast paths)
         self._base = (np.arange(self.width) // self.lanes) * self.lanes     # first lane of each member
+        self._offsets = {}                                # DsOps._member_offsets
         self._next_reg = 0
         self._coverage = []
         self.live = None             # members a front end is executing now (asm min-pc batches); None: all
