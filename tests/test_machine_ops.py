@@ -38,7 +38,6 @@ def test_int_ops_and_shifts():
         assert np.array_equal(got, want)
 
 
-
 @pytest.mark.parametrize("dtype", ["i32", "u32"])
 @pytest.mark.parametrize("c", [1, 2, 16, 3, 7, 64])
 def test_division_by_a_literal_floors_like_a_per_lane_divisor(dtype, c):
@@ -57,6 +56,7 @@ def test_division_by_a_literal_floors_like_a_per_lane_divisor(dtype, c):
     want = x.astype(np.int32 if dtype == "i32" else np.uint32)
     assert np.array_equal(r[0], want // want.dtype.type(c)) and np.array_equal(r[1], want % want.dtype.type(c))
     assert np.array_equal(r[0], r[2]) and np.array_equal(r[1], r[3])
+
 
 def test_conversions_follow_the_isa():
     vals = np.array([1.5, -1.5, 2.5, np.nan, 3e9, -3e9, 0.49999997, -0.0] * 8, np.float32)

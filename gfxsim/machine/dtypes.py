@@ -149,5 +149,19 @@ def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: n
         written.view(np.uint32)[wi] = _ALL_WRITTEN
 
 
+# -- integer arithmetic by a constant: what an address computation and a kernel's x // c do --------
+def div_const(x: np.ndarray, d: int) -> np.ndarray:
+    """x // d (floor) for a positive int d, as a new array: a shift where d is a power of two (most
+    tensor extents; what the compiler emits, exact for negative x in two's complement), several
+    times faster than an integer division per element."""
+    return np.right_shift(x, d.bit_length() - 1) if d & (d - 1) == 0 else np.floor_divide(x, d)
+
+
+def mod_const(x: np.ndarray, d: int) -> np.ndarray:
+    """x % d (floor, non-negative) for a positive int d, as a new array: a mask where d is a power
+    of two."""
+    return np.bitwise_and(x, d - 1) if d & (d - 1) == 0 else np.mod(x, d)
+
+
 __all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "dtype_name", "itemsize", "to_bytes", "from_bytes",
-           "load_values", "load_written", "store_values", "all_written"]
+           "load_values", "load_written", "store_values", "all_written", "div_const", "mod_const"]

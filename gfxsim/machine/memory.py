@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import POISON_BYTES, dtype_name
+from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
 from .provenance import WORDS, Mask, Prov, fill_value
 
 
@@ -186,7 +186,7 @@ class Buffer:
             got = index.get(key)
             if got is None:
                 inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
-                rest = _div(e, inner)
+                rest = div_const(e, inner)
                 # every byte of each lane's access in one run of the axes inside the tag's (a lane's
                 # 8 bytes of one token's dims): the coordinates of the first row serve every row
                 one_row = e.ndim == 2 and e.shape[0] > 1 and bool((rest == rest[:1]).all())
@@ -195,10 +195,10 @@ class Buffer:
                 idx, mult = 0, 1
                 for d in range(axes[-1], axes[0] - 1, -1):      # coordinates from the last varying axis up
                     if tshape[d] > 1:
-                        idx = idx + _mod(rest, shape[d]) * mult
+                        idx = idx + mod_const(rest, shape[d]) * mult
                         mult *= shape[d]
                     if d > axes[0]:
-                        rest = _div(rest, shape[d])
+                        rest = div_const(rest, shape[d])
                 got = index[key] = (idx, one_row)
             idx, one_row = got
             out[f] = np.broadcast_to(flat[idx], e.shape).copy() if one_row else flat[idx]
@@ -241,7 +241,7 @@ class Buffer:
         if not self._tags:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
-            elem = _div(byte_addr[::size], self.itemsize)
+            elem = div_const(byte_addr[::size], self.itemsize)
             return Prov(size, self.tags_at(elem))
         elem = byte_addr // self.itemsize
         p = Prov(1, self.tags_at(elem))
@@ -265,19 +265,6 @@ class Buffer:
 
     def __repr__(self):
         return f"Buffer({self.name!r}, {self.array.shape}, {self.array.dtype})"
-
-
-def _div(x: np.ndarray, d: int) -> np.ndarray:
-    """x // d for x >= 0: a shift where d is a power of two (most tensor extents), several times
-    faster than an integer division per element."""
-    if d == 1:
-        return x
-    return x >> (d.bit_length() - 1) if d & (d - 1) == 0 else x // d
-
-
-def _mod(x: np.ndarray, d: int) -> np.ndarray:
-    """x % d for x >= 0 (a mask where d is a power of two)."""
-    return x & (d - 1) if d & (d - 1) == 0 else x % d
 
 
 def _import(p: Prov, origin, machine) -> Prov:

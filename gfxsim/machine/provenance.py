@@ -269,11 +269,7 @@ class Mask:
             ok = e1 | (narrow & (self.base == other.base) &
                        ((self.bits & ~other.bits) == 0).all(axis=-1))
             odd = ~e1 & ~narrow
-        if odd.shape != self.base.shape or odd.shape != other.base.shape:
-            a, b = (Mask(*(np.broadcast_to(x, s) for x, s in ((m.base, shape), (m.bits, shape + (WORDS,)),
-                                                                (m.wide, shape)))) for m in (self, other))
-            return _odd_subsets(a, b, ok, odd, wide)
-        return _odd_subsets(self, other, ok, odd, wide)
+        return _odd_subsets(self._broadcast(shape), other._broadcast(shape), ok, odd, wide)
 
     def values_at(self, i, wide: WideSets) -> frozenset:
         if self.wide[i]:

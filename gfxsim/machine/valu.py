@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
+from .dtypes import FLOAT, INT, SIGNED, div_const, dtype_name, itemsize, mod_const, np_dtype
 from .consumed import extremum_names, product_names, sum_made
 from .matrix import PAIR_BASE
 from .provenance import Prov, broadcast_rows, fill_value, merge
@@ -31,15 +31,6 @@ def bcast(x, n):
     if n % x.shape[0] == 0:
         return np.tile(x, (n // x.shape[0],) + (1,) * (x.ndim - 1))
     raise ValueError(f"cannot broadcast {x.shape[0]} elements to {n}")
-
-
-def _by_constant(op, x, c: int):
-    """Floor division or modulo by a positive literal: a power of two is a shift or a mask (what
-    the compiler emits; exact for negative x too, in two's complement), else one numpy pass."""
-    if c & (c - 1) == 0:
-        k = c.bit_length() - 1
-        return np.right_shift(x, k) if op == "idiv" else np.bitwise_and(x, c - 1)
-    return np.floor_divide(x, c) if op == "idiv" else np.mod(x, c)
 
 
 def _via_f64(fn):
@@ -129,7 +120,7 @@ class ValuOps:
         if a.dtype in INT and op in _BINARY:
             r = _BINARY[op](x, y)           # integer arrays wrap without a warning: no errstate
         elif a.dtype in INT and op in ("idiv", "mod") and b.literal and y.flat[0] > 0:
-            r = _by_constant(op, x, int(y.flat[0]))
+            r = (div_const if op == "idiv" else mod_const)(x, int(y.flat[0]))     # by a positive literal
         else:
             r = self._compute(op, x, y, dt)
         r = np.asarray(r).astype(dt, copy=False)
