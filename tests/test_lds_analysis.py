@@ -284,3 +284,49 @@ def test_track_np_equals_track(members):
     with pytest.raises(IndexError):
         track_np(np.array([[62]]), np.array([[True]]), 4, 0, 0, True, *(np.zeros((1, 64), t) for t in
                                                                           (np.int32, np.int64, np.uint64, np.int64)))
+
+
+@pytest.mark.parametrize("pattern", ["same in every workgroup", "per workgroup"])
+def test_batched_lds_accesses_equal_one_workgroup_at_a_time(pattern):
+    """An LDS address the same in every batched workgroup (under the same EXEC) is made and checked
+    for one workgroup's lanes and broadcast; one that differs goes column by column. Either way
+    the values, the bank-conflict findings per workgroup and the written bytes equal a run of one
+    workgroup at a time."""
+    from gfxsim import Buffer, launch
+
+    def k(w, out):
+        x = w.workgroup_id[0]
+        reg = w.shared("s", (8 * 64,), np.int32)
+        shift = 0 if pattern == "same in every workgroup" else x % 2       # odd workgroups one dword on
+        a = (w.lane_id % 32) * 8 + shift              # lanes 8 dwords apart share banks: conflicts
+        w.lds_store(reg, a * 4, w.lane_id + x * 1000)
+        with w.if_(w.lane_id < 48):                   # a narrower EXEC, the same in every member
+            w.global_store(out, (x * 64 + w.lane_id) * 4, w.lds_load(reg, a * 4, 4, "i32"))
+    outs, runs = [], []
+    for b in (1, 4):
+        out = Buffer.empty("out", (4, 64), np.int32)
+        runs.append(launch(k, grid=4, arch="gfx942", args=(out,), trace=False, batch=b))
+        outs.append(out)
+    lane = np.arange(64)
+    want = np.where(lane < 32, lane + 32, lane) + 1000 * np.arange(4)[:, None]    # lanes 32-63 wrote last
+    for out in outs:
+        assert np.array_equal(out.array[:, :48], want[:, :48])
+        assert not out.written.reshape(4, 64, 4)[:, 48:].any()
+    key = lambda r: sorted((f.workgroup, f.lane, f.details["degree"]) for f in r.findings_of("lds-bank-conflict"))
+    assert key(runs[0]) == key(runs[1]) and len(key(runs[0])) == 8     # a store and a load per workgroup
+
+
+def test_a_batched_out_of_bounds_lds_access_names_the_first_workgroup_and_lane():
+    """The uniform path checks one workgroup's lanes: the fault names the same lane and address as
+    a run of that workgroup alone."""
+    from gfxsim import MemoryFault, launch
+
+    def k(w):
+        reg = w.shared("s", (64,), np.int32)
+        w.lds_load(reg, (w.lane_id + 3) * 4, 4, "i32")                   # lanes 61-63 past the end
+    msgs = []
+    for b in (1, 4):
+        with pytest.raises(MemoryFault, match=r"lane 61 accesses bytes \[256, 260\) outside \[0, 256\)") as e:
+            launch(k, grid=4, arch="gfx942", batch=b)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

@@ -193,6 +193,38 @@ def test_every_matrix_instruction_against_numpy(arch, mn):
     assert not run.errors
 
 
+def test_an_operand_changed_in_place_is_gathered_again():
+    """The matrix unit remembers the last operands it gathered (QK's A feeds four tiles): an
+    operand written in place between two instructions, in every lane or only under EXEC, must
+    give the new product, not the remembered one."""
+    insn = get_instruction("gfx936", "v_mmac_i32_16x16x32_i8")
+    rng = np.random.default_rng(3)
+    A0, A1, B = (rng.integers(-128, 128, s).astype(np.int8) for s in ((1, 16, 32), (1, 16, 32), (1, 32, 16)))
+    t = insn.operand("D").table()
+
+    def k(w):
+        a = w.from_lanes(_lanes_from_matrix(insn.operand("A"), A0, 4), "i8")
+        b = w.from_lanes(_lanes_from_matrix(insn.operand("B"), B, 4), "i8")
+        out = []
+        for step in range(3):
+            d = w.mma(insn.mnemonic, a, b).numpy()
+            got = np.zeros((1, 16, 16), np.int64)
+            got[t["block"], t["row"], t["col"]] = d[t["reg"], t["lane"]]
+            out.append(got)
+            new = w.from_lanes(_lanes_from_matrix(insn.operand("A"), A1, 4), "i8")
+            if step == 0:
+                a[:] = new                          # every lane, in place
+            else:
+                with w.if_(w.lane_id < 16):         # lanes 0-15 hold K slots 0-7 of A's rows
+                    a[:] = w.from_lanes(_lanes_from_matrix(insn.operand("A"), A0, 4), "i8")
+        return out
+    got, _ = run1(k)
+    mixed = A1.copy()
+    mixed[..., :8] = A0[..., :8]
+    for g, A in zip(got, (A0, A1, mixed)):
+        assert np.array_equal(g, A.astype(np.int64) @ B.astype(np.int64))
+
+
 def test_int32_overflow_is_found_and_silent_when_it_fits():
     insn = get_instruction("gfx936", "v_mmac_i32_16x16x32_i8")
 

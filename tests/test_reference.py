@@ -6,7 +6,7 @@ from hypothesis.extra.numpy import arrays
 
 from kernels_py.workloads.accuracy import accuracy_row
 from kernels_py.workloads.data import make_attention_inputs
-from kernels_py.reference.int8_cache import build_paged_cache, gather_int8, quantize_int8
+from kernels_py.reference.int8_cache import build_paged_cache, gather_int8, quantize_int8, without_smooth_k
 from kernels_py.reference.attention import (attention_bf16, attention_fp32, attention_int8, contiguous_group,
                                   decode_int8_partials, metrics, mmac_set, pv_int8_chunks, quantize_w,
                                   reduce_partitions)
@@ -105,6 +105,19 @@ def test_smooth_k_leaves_softmax_unchanged():
     smoothed = k - cache.k_mean[:, None]
     np.testing.assert_allclose(attention_fp32(q, smoothed, v, lens), attention_fp32(q, k, v, lens),
                                rtol=1e-4, atol=1e-6)
+
+
+def test_without_smooth_k_equals_a_cache_built_without_it():
+    """The run's "without smooth-K" figure re-quantizes K alone and shares V: byte for byte what
+    build_paged_cache(smooth_k=False) makes on the same block tables, and not the smoothed K."""
+    d = make_attention_inputs(11, **SMALL)
+    smooth = build_paged_cache(d["k"], d["v"], d["context_lens"], smooth_k=True, seed=4)
+    plain = build_paged_cache(d["k"], d["v"], d["context_lens"], smooth_k=False, block_tables=smooth.block_tables)
+    got = without_smooth_k(smooth, d["k"])
+    for f in ("k_cache", "k_scale", "v_cache", "v_scale", "block_tables", "slot_mapping"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(plain, f), err_msg=f)
+    assert got.v_cache is smooth.v_cache and got.k_mean is None
+    assert not np.array_equal(got.k_cache, smooth.k_cache)
 
 
 # -- the quantized PV against ALGORITHMS.md written out token by token --------------------------

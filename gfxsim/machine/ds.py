@@ -80,11 +80,18 @@ class DsOps:
             raise self.error(TypeError, f"LDS access needs a region from w.shared(), got {region!r}")
         what = f"ds_{'write' if is_write else 'read'} of {region.name!r}"
         # gfx9 DS alignment (without unaligned-access mode): natural, b96 like b128 on 16 bytes
-        rel = self._addresses(offset, nbytes, region.nbytes, what, 16 if nbytes == 12 else nbytes)
-        rel = rel + region.offset                          # member-relative LDS address
+        align = 16 if nbytes == 12 else nbytes
         act = self.exec
-        r2, a2 = rel.reshape(self.members, self.lanes), act.reshape(self.members, self.lanes)
-        uniform = self.members == 1 or bool((r2 == r2[0]).all() and (self._full or (a2 == a2[0]).all()))
+        a2 = act.reshape(self.members, self.lanes)
+        # every member at the same address under the same EXEC (a kernel's LDS layout): the
+        # addresses are made and checked for one member's lanes and broadcast
+        addr, uniform = self._addresses(offset, nbytes, region.nbytes, what, align, member_uniform=True)
+        if uniform:
+            one = addr + region.offset                     # member-relative LDS address
+            r2 = np.broadcast_to(one, (self.members, self.lanes))
+        else:
+            rel = addr + region.offset
+            r2 = rel.reshape(self.members, self.lanes)
         if self.machine.check_races and self.wg.num_waves > 1:
             if lds.races is None:
                 from .ds import RaceTracker
@@ -111,10 +118,20 @@ class DsOps:
                              f"{int(passes[m])} passes)", lane=m * self.lanes + l,
                              address=int(r2[m, l]), degree=int(deg[m]), cycles=int(cycles[m]), passes=int(passes[m]),
                              region=region.name)
-        self._lds_rel = rel                   # what an event shows: the address in its own workgroup's LDS
-        self._lds_deg = deg                   # and each workgroup's own conflict degree
+        # what an event shows: the address in its own workgroup's LDS, and each one's conflict degree
+        self._lds_rel = r2.reshape(-1) if self.machine.trace.enabled or not uniform else None
+        self._lds_deg = deg
         # LDS byte address, and the index into the region's own arrays (bytes, written bits, provenance)
+        if uniform:
+            return (self._member_sum(one, lds.member_bytes), self._member_sum(one, region.stride, -region.offset),
+                    worst)
         return rel + self._member_offsets(lds.member_bytes), rel + self._member_offsets(region.stride, -region.offset), worst
+
+    def _member_sum(self, one, stride: int, add: int = 0) -> np.ndarray:
+        """``one`` (one member's lanes) + member * stride + add, per column ``[width]``."""
+        out = np.empty((self.members, self.lanes), np.int64)
+        np.add(one[None, :], (np.arange(self.members, dtype=np.int64) * stride + add)[:, None], out=out)
+        return out.reshape(-1)
 
     def _member_offsets(self, stride: int, add: int = 0) -> np.ndarray:
         """member * stride + add per column (read-only, made once per wave and stride: every LDS

@@ -216,16 +216,26 @@ def _row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
     return out.map(lambda a: a.reshape(lead + a.shape[2:]))
 
 
-def _mma_i8(a, b, c, ta, tb, tc, td, d):
-    """D = A.B + C for 8-bit A/B and int32 C/D, read and written through the flat operand plans
-    (``[members*blocks, rows, cols]`` indices into ``[regs, width]``). The products are summed as
-    one batched float GEMM, which is exact: every partial sum is an integer below 2^24 (float32) or
-    2^53 (float64, chosen when K * |a|max * |b|max could reach 2^24). C is added in int64 and the sum
-    wrapped to int32; returns where it overflowed."""
-    K = ta.shape[2]
-    bound = K * (255 if a.dtype == np.uint8 else 128) * (255 if b.dtype == np.uint8 else 128)
-    ft = np.float32 if bound < 2 ** 24 else np.float64
-    s = np.matmul(np.take(a, ta).astype(ft), np.take(b, tb).astype(ft)).astype(np.int64)
+def _same_planes(x: np.ndarray, y: np.ndarray) -> bool:
+    """x == y everywhere; a miss (another operand) is usually told by the first wave's columns, so
+    those are compared first and the whole arrays only where they agree."""
+    return np.array_equal(x[..., :64], y[..., :64]) and np.array_equal(x, y)
+
+
+def _i8_float_type(K, a_dtype, b_dtype):
+    """The float type whose GEMM sums K products of these 8-bit types exactly: float32 while every
+    partial sum is an integer below 2^24, else float64 (below 2^53)."""
+    bound = K * (255 if a_dtype == np.uint8 else 128) * (255 if b_dtype == np.uint8 else 128)
+    return np.float32 if bound < 2 ** 24 else np.float64
+
+
+def _mma_i8(fa, fb, c, tc, td, d):
+    """D = A.B + C for 8-bit A/B (``fa``, ``fb``: the operands gathered as floats, ``[members*blocks,
+    rows, cols]``, _i8_float_type) and int32 C/D read and written through the flat operand plans
+    (indices into ``[regs, width]``). The products are summed as one batched float GEMM, which is
+    exact (_i8_float_type). C is added in int64 and the sum wrapped to int32; returns where it
+    overflowed."""
+    s = np.matmul(fa, fb).astype(np.int64)
     if c is not None:
         s += np.take(c, tc)
     over = (s < -2 ** 31) | (s > 2 ** 31 - 1)
@@ -552,8 +562,10 @@ class MatrixOps:
         overflow = None
         if insn.cd_type == "i32" and a.dtype in ("i8", "u8") and b.dtype in ("i8", "u8"):
             # the hot path of the INT8 kernels: one exact batched GEMM for every member and block
-            flat = [self._flat_plan(insn, op) for op in "ABCD"]
-            overflow = _mma_i8(a.val, b.val, None if c.literal else c.val, *flat, dval)
+            ft = _i8_float_type(insn.K, a.val.dtype, b.val.dtype)
+            overflow = _mma_i8(self._float_operand(insn, "A", a.val, ft), self._float_operand(insn, "B", b.val, ft),
+                               None if c.literal else c.val, self._flat_plan(insn, "C"), self._flat_plan(insn, "D"),
+                               dval)
         else:
             mats = {op: v.val[plans[op]] for op, v in (("A", a), ("B", b), ("C", c))}
             d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
@@ -587,6 +599,23 @@ class MatrixOps:
         for cov in self._coverage:
             cov.add(self, rec)
         return out
+
+    def _float_operand(self, insn, op, val, ft):
+        """An 8-bit operand's numbers gathered through its plan as ``ft`` ``[members*blocks, rows,
+        cols]``. The last OPERAND_MEMO operands of each side are remembered by content (a copy of
+        their numbers: an in-place write elsewhere cannot make a stale match): QK's A feeds four
+        tiles, PV's W eight D tiles."""
+        memo = self.__dict__.setdefault("_float_memo", {}).setdefault(op, [])
+        for i, (m_insn, m_val, m_ft, got) in enumerate(memo):
+            if m_insn is insn and m_ft is ft and m_val.dtype == val.dtype and m_val.shape == val.shape and \
+                    _same_planes(m_val, val):
+                if i:
+                    memo.insert(0, memo.pop(i))
+                return got
+        got = np.take(val, self._flat_plan(insn, op)).astype(ft)
+        memo.insert(0, (insn, val.copy(), ft, got))
+        del memo[OPERAND_MEMO:]
+        return got
 
     def _flat_plan(self, insn, op):
         """The operand plan as flat indices into a ``[regs, width]`` array: ``take`` is faster than
@@ -641,7 +670,7 @@ class MatrixOps:
         memo = self.__dict__.setdefault("_operand_memo", {}).setdefault(operand, [])
         for i, (m_insn, m_items, out) in enumerate(memo):
             if m_insn is insn and len(m_items) == len(items) and all(
-                    f == g and x.shape == y.shape and np.array_equal(x, y) for (f, x), (g, y) in zip(items, m_items)):
+                    f == g and x.shape == y.shape and _same_planes(x, y) for (f, x), (g, y) in zip(items, m_items)):
                 if i:
                     memo.insert(0, memo.pop(i))
                 return out

@@ -165,9 +165,10 @@ class Buffer:
         return self._tags.keys()
 
     def tags_at(self, elem: np.ndarray, fields=None) -> dict:
-        """field -> the int32 tag of the flat elements ``elem``: each tag is looked up, as given, at
-        the element's coordinates on the axes where it varies; the index is computed once per set
-        of axes (a cache's seq and token tags share theirs), in int32 when the buffer allows."""
+        """field -> the int32 tag of the flat elements ``elem`` (each in the buffer): each tag is
+        looked up, as given, at the element's coordinates on the axes where it varies; the index is
+        computed once per set of axes (a cache's seq and token tags share theirs), in int32 when
+        the buffer allows."""
         fields = self._tags.keys() if fields is None else fields
         shape = self.array.shape
         e = np.asarray(elem)
@@ -194,8 +195,8 @@ class Buffer:
                     rest = rest[:1]
                 idx, mult = 0, 1
                 for d in range(axes[-1], axes[0] - 1, -1):      # coordinates from the last varying axis up
-                    if tshape[d] > 1:
-                        idx = idx + mod_const(rest, shape[d]) * mult
+                    if tshape[d] > 1:        # the outermost axis needs no mod: elem is in the buffer
+                        idx = idx + (rest if d == 0 else mod_const(rest, shape[d])) * mult
                         mult *= shape[d]
                     if d > axes[0]:
                         rest = div_const(rest, shape[d])

@@ -7,7 +7,7 @@ and computes the numpy references.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -20,7 +20,8 @@ from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
 from kernels_py.qk_int8 import qk_int8
 from kernels_py.reference import attention as R
-from kernels_py.reference.int8_cache import PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8
+from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8,
+                                             without_smooth_k)
 from kernels_py.workloads.inputs import prepare_inputs
 
 CHUNK = 64                # tokens per wave and iteration
@@ -48,8 +49,6 @@ def _decode(cfg, inputs, trace):
     d = prepare_inputs(inputs=inputs, **cfg.shape())
     if d["q"].ndim != 3:
         raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
-    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=cfg.smooth_k,
-                              block_tables=d.get("block_tables"), seed=cfg.seed)
     kw = {"kernel": cfg.kernel_fn} if cfg.kernel_fn else {}
     if cfg.reduce_fn:
         kw["reduce_kernel"] = cfg.reduce_fn
@@ -57,9 +56,18 @@ def _decode(cfg, inputs, trace):
     # dict, which the thread empties when done, so the simulation's later allocations reuse those
     # pages instead of new ones (the caller's dict, if the inputs were theirs, is left as it is)
     ref_inputs, q, lens = dict(d), d["q"], d["context_lens"]
-    del d
+    cache_made = Future()
     with ThreadPoolExecutor(1) as pool:          # the references beside the simulation (numpy frees the GIL)
-        refs_done = pool.submit(_decode_references_once, ref_inputs, cache, cfg)
+        # the fp32 and BF16 references need no cache: they start while it is built
+        refs_done = pool.submit(_decode_references_once, ref_inputs, cache_made, cfg)
+        try:
+            cache = build_paged_cache(d["k"], d["v"], lens, block_size=cfg.block_size, smooth_k=cfg.smooth_k,
+                                      block_tables=d.get("block_tables"), seed=cfg.seed)
+        except BaseException as e:
+            cache_made.set_exception(e)
+            raise
+        cache_made.set_result(cache)
+        del d
         res = run_decode(q, cache, arch=cfg.arch, grouping=cfg.grouping, formula=cfg.formula, trace=trace,
                          provenance=cfg.provenance, partition_size=cfg.partition_size, progress=cfg.progress,
                          **kw)
@@ -70,27 +78,26 @@ def _decode(cfg, inputs, trace):
     return res.out, refs, res.runs, extra, int(lens.max())
 
 
-def _decode_references_once(d, cache, cfg):
+def _decode_references_once(d, cache_made, cfg):
     """_decode_references, then ``d`` emptied: its arrays are freed as soon as they are used."""
     try:
-        return _decode_references(d, cache, cfg)
+        return _decode_references(d, cache_made, cfg)
     finally:
         d.clear()
 
 
-def _decode_references(d, cache, cfg):
+def _decode_references(d, cache_made: Future, cfg):
     """fp32, BF16 and reference-INT8 outputs of the decode, and the INT8 math without smooth-K
-    (None when smooth-K is off)."""
+    (None when smooth-K is off); ``cache_made`` is the cache the simulation runs on, being built."""
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
-            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
-            "reference_int8": R.attention_int8(d["q"], cache, grouping=cfg.grouping,
-                                               partition_size=cfg.partition_size)}
+            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"])}
+    cache = cache_made.result()
+    refs["reference_int8"] = R.attention_int8(d["q"], cache, grouping=cfg.grouping,
+                                              partition_size=cfg.partition_size)
     if not cfg.smooth_k:
         return refs, None
     # the same quantized math without smooth-K, so the report shows what smooth-K buys
-    plain = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=False,
-                              block_tables=d.get("block_tables"), seed=cfg.seed)
-    return refs, R.attention_int8(d["q"], plain, grouping=cfg.grouping)
+    return refs, R.attention_int8(d["q"], without_smooth_k(cache, d["k"]), grouping=cfg.grouping)
 
 
 def _inputs_and_cache(cfg, inputs, num_queries=None):

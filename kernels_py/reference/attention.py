@@ -49,6 +49,9 @@ def _causal_mask(nq: int, ctx: int) -> np.ndarray:
     return np.arange(ctx)[None, :] <= (ctx - nq + np.arange(nq))[:, None]
 
 
+_F64_TOKENS = 1024              # tokens of K/V converted to float64 at a time (1 MiB at head_dim 128)
+
+
 def attention_fp32(q, k, v, context_lens) -> np.ndarray:
     """Exact attention (float64 inside, returned as f32)."""
     q4, lens, ratio = _split(np.asarray(q), np.asarray(k), context_lens)
@@ -59,16 +62,22 @@ def attention_fp32(q, k, v, context_lens) -> np.ndarray:
         mask = np.tile(_causal_mask(nq, ctx), (ratio, 1))                 # rows h*nq + i
         for g in range(k.shape[2]):                                      # all query heads of a kv head at once
             heads = slice(g * ratio, (g + 1) * ratio)
-            kk = np.asarray(k[s, :ctx, g], np.float64)
-            vv = np.asarray(v[s, :ctx, g], np.float64)
             qg = np.asarray(q4[s, :, heads], np.float64).transpose(1, 0, 2).reshape(ratio * nq, hd)
-            sc = qg @ kk.T
+            # K and V converted to float64 a block of tokens at a time (the blocks stay in cache,
+            # a whole head's float64 copy would be fresh memory): the same products and sums
+            sc = np.empty((ratio * nq, ctx))
+            for t in range(0, ctx, _F64_TOKENS):
+                np.matmul(qg, np.asarray(k[s, t:min(t + _F64_TOKENS, ctx), g], np.float64).T,
+                          out=sc[:, t:t + _F64_TOKENS])
             sc *= scale
             if nq > 1:
                 sc[~mask] = -np.inf
             sc -= sc.max(axis=1, keepdims=True)
             p = np.exp(sc, out=sc)
-            o = (p @ vv) / p.sum(axis=1, keepdims=True)
+            o = np.zeros((ratio * nq, hd))
+            for t in range(0, ctx, _F64_TOKENS):
+                o += p[:, t:t + _F64_TOKENS] @ np.asarray(v[s, t:min(t + _F64_TOKENS, ctx), g], np.float64)
+            o /= p.sum(axis=1, keepdims=True)
             out[s, :, heads] = o.reshape(ratio, nq, hd).transpose(1, 0, 2)
     return out.reshape(np.shape(q))
 

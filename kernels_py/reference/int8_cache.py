@@ -10,7 +10,7 @@ quantization never produces it) and scale NaN. Unused block-table entries are -1
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -127,7 +127,7 @@ _CHUNK_ELEMS = 1 << 17       # quantize this many elements at a time (they stay 
 
 def _fill_cache(key, value, slot_mapping, k_cache, v_cache, k_scale, v_scale, key_offset=None) -> None:
     """int8_kv_cache on (key - key_offset) [num_tokens, kv_heads, head_dim] f32 (key_offset
-    [kv_heads, head_dim] f32 or None), a chunk of tokens at a time, K and V side by side on two
+    [kv_heads, head_dim] f32 or None; value None: K alone), a chunk of tokens at a time, K and V side by side on two
     threads when large (numpy frees the GIL). Whole blocks written in slot order (a context filling
     its blocks: nearly every token) are block copies, the other tokens go slot by slot; the bytes
     are those of a slot-by-slot scatter (a slot given twice: all slot by slot)."""
@@ -169,6 +169,9 @@ def _fill_cache(key, value, slot_mapping, k_cache, v_cache, k_scale, v_scale, ke
                 cache[blk, :, :, off] = xq
             scale[blk, :, off] = xs
 
+    if value is None:                                        # K alone (without_smooth_k)
+        fill(key, key_offset, k_cache, k_scale, True)
+        return
     if key.size < _CHUNK_ELEMS * 8:
         fill(key, key_offset, k_cache, k_scale, True)
         fill(value, None, v_cache, v_scale, False)
@@ -227,6 +230,20 @@ def build_paged_cache(k, v, context_lens, *, block_size: int = 16, smooth_k: boo
                     key_offset=k_mean[s] if smooth_k else None)
         start += n
     return PagedKVCache(k_cache, v_cache, k_scale, v_scale, block_tables, lens, slots, k_mean)
+
+
+def without_smooth_k(cache: PagedKVCache, k) -> PagedKVCache:
+    """``cache`` with K quantized from ``k`` (padded [num_seqs, max_context, kv_heads, head_dim] f32)
+    without smooth-K: what build_paged_cache(smooth_k=False) makes with the same block tables, V
+    (the same bytes either way) shared instead of quantized again."""
+    k = np.asarray(k, np.float32)
+    k_cache = np.full_like(cache.k_cache, POISON_I8)
+    k_scale = np.full_like(cache.k_scale, np.nan)
+    start = 0
+    for s, n in enumerate(cache.context_lens):
+        _fill_cache(k[s, :n], None, cache.slot_mapping[start:start + n], k_cache, None, k_scale, None)
+        start += n
+    return replace(cache, k_cache=k_cache, k_scale=k_scale, k_mean=None)
 
 
 def gather_int8(cache: PagedKVCache, seq: int):
