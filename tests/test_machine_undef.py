@@ -47,3 +47,23 @@ def test_lds_is_poison_until_written():
     bad = launch(lambda w: k(w, False))
     assert [f.kind for f in bad.findings] == ["uninitialized-read"] and np.isnan(out["v"]).all()
     assert launch(lambda w: k(w, True)).findings == [] and (out["v"] == 0).all()
+
+
+def test_a_batched_lds_read_of_never_written_bytes_names_its_own_workgroups_address():
+    """Workgroup 2 leaves lane 5's slot of the second region unwritten: batched or not, the finding
+    names workgroup 2, lane 5 and the address in that workgroup's own LDS (the region's offset +
+    20), not a column of the batch's LDS."""
+    seen = []
+    for batch in (1, 3):
+        def k(w):
+            x = w.workgroup_id[0]
+            w.shared("a", (64,), "f32")
+            b = w.shared("b", (64,), "f32")
+            skip = (x.eq(2) if batch > 1 else w.const(x == 2, "i32").ne(0)) & w.lane_id.eq(5)
+            with w.if_(~skip):
+                w.lds_store(b, w.lane_id * 4, w.zeros("f32"))
+            w.lds_load(b, w.lane_id * 4, 4, "f32")
+            seen.append(b.offset)
+        f = launch(k, grid=3, batch=batch).findings_of("uninitialized-read")
+        assert [(x.workgroup, x.lane, x.address) for x in f] == [((2, 0, 0), 5, seen[-1] + 20)], batch
+        assert seen[-1] == 256

@@ -71,3 +71,30 @@ def test_bad_views_and_indices_are_named():
         with pytest.raises(MemoryFault, match="global_load from 'b'"):
             v.at(w.lane_id * 4).load()                         # lanes past the 16 elements
     run(k, buf)
+
+
+@pytest.mark.parametrize("nbytes", [1, 2, 4, 8, 12, 16])
+def test_memory_accesses_move_the_bytes_a_byte_by_byte_gather_moves(nbytes):
+    """Loads gather whole dwords, or one 8-/16-byte unit per lane for 8- and 16-bit elements at
+    aligned addresses: every type and alignment reads exactly the bytes at each lane's address,
+    and the written check finds one never-written byte among them."""
+    from gfxsim.machine.dtypes import from_bytes, load_values, load_written, np_dtype
+    rng = np.random.default_rng(nbytes)
+    raw = rng.integers(0, 256, 1 << 16).astype(np.uint8)
+    written = np.ones(raw.size, bool)
+    for name in ("i8", "u8", "f16", "bf16", "i32", "f32"):
+        size = np_dtype(name).itemsize
+        if nbytes % size:
+            continue
+        for align in sorted({size, min(nbytes, 4), nbytes if nbytes != 12 else 4}):
+            addr = rng.integers(0, (raw.size - 16) // align, 500) * align
+            want = from_bytes(raw[addr[None, :] + np.arange(nbytes)[:, None]], name)
+            got = load_values(raw, addr, nbytes, name)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), (name, align)
+            hole = int(addr[7]) + nbytes - 1                     # the last byte of lane 7's access
+            written[hole] = False
+            val, every = load_written(raw, written, addr, nbytes, name)
+            written[hole] = True
+            assert not every and np.array_equal(val.view(np.uint8), want.view(np.uint8))
+            assert load_written(raw, written, addr, nbytes, name)[1]

@@ -121,11 +121,10 @@ class DsOps:
         # what an event shows: the address in its own workgroup's LDS, and each one's conflict degree
         self._lds_rel = r2.reshape(-1) if self.machine.trace.enabled or not uniform else None
         self._lds_deg = deg
-        # LDS byte address, and the index into the region's own arrays (bytes, written bits, provenance)
+        # the index into the region's own arrays (bytes, written bits, provenance)
         if uniform:
-            return (self._member_sum(one, lds.member_bytes), self._member_sum(one, region.stride, -region.offset),
-                    worst)
-        return rel + self._member_offsets(lds.member_bytes), rel + self._member_offsets(region.stride, -region.offset), worst
+            return self._member_sum(one, region.stride, -region.offset), worst
+        return rel + self._member_offsets(region.stride, -region.offset), worst
 
     def _member_sum(self, one, stride: int, add: int = 0) -> np.ndarray:
         """``one`` (one member's lanes) + member * stride + add, per column ``[width]``."""
@@ -148,7 +147,7 @@ class DsOps:
         size = itemsize(dtype)
         if nbytes % size:
             raise self.error(ValueError, f"ds_read of {nbytes} bytes as {dtype}")
-        addr, ridx, deg = self._lds_access(region, offset, nbytes, False)
+        ridx, deg = self._lds_access(region, offset, nbytes, False)
         lds = self.wg.lds
         a = self._read_addr(ridx)
         prov = None
@@ -162,7 +161,7 @@ class DsOps:
             wr = wr | ~self.exec[None, :]
         if wr is not None and not wr.all():
             for l in self._first_lanes(~wr.all(axis=0)):
-                rel = int(addr[l] - (l // self.lanes) * lds.member_bytes)
+                rel = int(ridx[l] - (l // self.lanes) * region.stride + region.offset)   # in its own LDS
                 reg, off = lds.region_at(rel)
                 self.finding("uninitialized-read", f"ds_read of {reg.describe(off) if reg else rel} reads "
                              f"never-written LDS bytes", lane=l, address=rel, what="lds", name=region.name)
@@ -178,7 +177,7 @@ class DsOps:
                              f"{type(value).__name__}")
         nbytes = nbytes or value.nbytes
         self._check_read(value)
-        addr, ridx, deg = self._lds_access(region, offset, nbytes, True)
+        ridx, deg = self._lds_access(region, offset, nbytes, True)
         lds, act = self.wg.lds, self.exec
         store_values(lds.raw[region.name], lds.written[region.name], ridx, nbytes, value.val,
                      None if self._full else act)

@@ -80,8 +80,12 @@ def from_bytes(raw: np.ndarray, name: str) -> np.ndarray:
 
 
 # -- memory as dwords: a dword-sized access at dword-aligned addresses moves whole 32-bit words,
-# four times fewer elements to gather or scatter than bytes (the same bytes, little-endian) ------
+# four times fewer elements to gather or scatter than bytes (the same bytes, little-endian); an
+# 8- or 16-byte access of 8- or 16-bit elements (a cache's 16 int8 dims) at an address aligned to
+# its size moves one unit per lane ------------------------------------------------------------
 _ALL_WRITTEN = np.uint32(0x01010101)      # four True bytes of a written-bit array, as one word
+_ALL_WRITTEN_64 = np.uint64(0x0101010101010101)
+_UNITS = {8: np.dtype(np.uint64), 16: np.dtype((np.void, 16))}
 
 
 def _word_index(mem: np.ndarray, addr: np.ndarray, nbytes: int):
@@ -92,37 +96,55 @@ def _word_index(mem: np.ndarray, addr: np.ndarray, nbytes: int):
     return (addr >> 2)[None, :] + np.arange(nbytes // 4)[:, None]
 
 
+def _unit_index(mem: np.ndarray, addr: np.ndarray, nbytes: int, elem_size: int):
+    """(unit dtype, indices) of an access: one ``nbytes`` unit per lane (``[lanes]``) for an 8- or
+    16-byte access of elements smaller than a dword at addresses aligned to ``nbytes``, else
+    dwords (``_word_index``); None where neither applies."""
+    unit = _UNITS.get(nbytes) if elem_size < 4 else None
+    if unit is not None and mem.size % nbytes == 0 and not (addr & (nbytes - 1)).any():
+        return unit, addr >> (nbytes.bit_length() - 1)
+    wi = _word_index(mem, addr, nbytes)
+    return None if wi is None else (np.dtype(np.uint32), wi)
+
+
 _NO_INDEX = object()
 
 
-def load_values(raw: np.ndarray, addr: np.ndarray, nbytes: int, name: str, wi=_NO_INDEX) -> np.ndarray:
+def load_values(raw: np.ndarray, addr: np.ndarray, nbytes: int, name: str, ui=_NO_INDEX) -> np.ndarray:
     """The [nbytes/itemsize, lanes] ``name`` values at byte address ``addr[l]`` of the flat byte
-    array ``raw`` for every lane l. ``wi``: the access's ``_word_index``, when the caller has it."""
-    if wi is _NO_INDEX:
-        wi = _word_index(raw, addr, nbytes)
-    if wi is None:
-        return from_bytes(raw[addr[None, :] + np.arange(nbytes)[:, None]], name)
-    words = np.take(raw.view(np.uint32), wi)
+    array ``raw`` for every lane l. ``ui``: the access's ``_unit_index``, when the caller has it."""
     dt = np_dtype(name)
+    if ui is _NO_INDEX:
+        ui = _unit_index(raw, addr, nbytes, dt.itemsize)
+    if ui is None:
+        return from_bytes(raw[addr[None, :] + np.arange(nbytes)[:, None]], name)
+    unit, idx = ui
+    got = np.take(raw.view(unit), idx)
+    if idx.ndim == 1:                                 # one unit per lane: [lanes, nbytes] bytes
+        return got.view(dt).reshape(addr.size, -1).T.copy()
     if dt.itemsize == 4:
-        return words.view(dt)
-    return np.ascontiguousarray(words.T).view(dt).reshape(addr.size, -1).T.copy()
+        return got.view(dt)
+    return np.ascontiguousarray(got.T).view(dt).reshape(addr.size, -1).T.copy()
 
 
-def all_written(written: np.ndarray, addr: np.ndarray, nbytes: int, wi=_NO_INDEX) -> bool:
-    """Whether every byte of the access is marked written (one word compare per dword)."""
-    if wi is _NO_INDEX:
-        wi = _word_index(written, addr, nbytes)
-    if wi is None:
+def all_written(written: np.ndarray, addr: np.ndarray, nbytes: int, ui=_NO_INDEX, elem_size: int = 4) -> bool:
+    """Whether every byte of the access is marked written (one compare per dword or unit)."""
+    if ui is _NO_INDEX:
+        ui = _unit_index(written, addr, nbytes, elem_size)
+    if ui is None:
         return bool(written[addr[None, :] + np.arange(nbytes)[:, None]].all())
-    return bool((np.take(written.view(np.uint32), wi) == _ALL_WRITTEN).all())
+    unit, idx = ui
+    got = np.take(written.view(unit), idx)
+    if unit.itemsize == 4:
+        return bool((got == _ALL_WRITTEN).all())
+    return bool((got.view(np.uint64) == _ALL_WRITTEN_64).all())
 
 
 def load_written(raw: np.ndarray, written: np.ndarray, addr: np.ndarray, nbytes: int, name: str):
     """(values, whether every byte was written) of one access to a memory and its written bits of
-    the same size: the dword indices computed once for both."""
-    wi = _word_index(raw, addr, nbytes)
-    return load_values(raw, addr, nbytes, name, wi), all_written(written, addr, nbytes, wi)
+    the same size: the unit indices computed once for both."""
+    ui = _unit_index(raw, addr, nbytes, np_dtype(name).itemsize)
+    return load_values(raw, addr, nbytes, name, ui), all_written(written, addr, nbytes, ui)
 
 
 def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: np.ndarray, cols=None) -> None:

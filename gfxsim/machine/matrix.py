@@ -519,6 +519,7 @@ def _unpack_nibbles(w, insn, op, v):
 
 
 OPERAND_MEMO = 4         # operands a wave remembers per side (A, B): QK alternates four A registers
+MEMO_TRIAL = 8           # operands of a side looked up before a side that never repeats is no longer remembered
 
 
 class MatrixOps:
@@ -604,17 +605,26 @@ class MatrixOps:
         """An 8-bit operand's numbers gathered through its plan as ``ft`` ``[members*blocks, rows,
         cols]``. The last OPERAND_MEMO operands of each side are remembered by content (a copy of
         their numbers: an in-place write elsewhere cannot make a stale match): QK's A feeds four
-        tiles, PV's W eight D tiles."""
-        memo = self.__dict__.setdefault("_float_memo", {}).setdefault(op, [])
-        for i, (m_insn, m_val, m_ft, got) in enumerate(memo):
+        tiles, PV's W eight D tiles. A side whose first MEMO_TRIAL operands were all new (a B
+        loaded afresh for every instruction) is not remembered further: its copies would be
+        memory for nothing."""
+        memo = self.__dict__.setdefault("_float_memo", {}).setdefault(op, [[], 0, 0])   # entries, looked, hit
+        entries = memo[0]
+        if memo[1] >= MEMO_TRIAL and not memo[2]:
+            return np.take(val, self._flat_plan(insn, op)).astype(ft)
+        memo[1] += 1
+        for i, (m_insn, m_val, m_ft, got) in enumerate(entries):
             if m_insn is insn and m_ft is ft and m_val.dtype == val.dtype and m_val.shape == val.shape and \
                     _same_planes(m_val, val):
                 if i:
-                    memo.insert(0, memo.pop(i))
+                    entries.insert(0, entries.pop(i))
+                memo[2] += 1
                 return got
         got = np.take(val, self._flat_plan(insn, op)).astype(ft)
-        memo.insert(0, (insn, val.copy(), ft, got))
-        del memo[OPERAND_MEMO:]
+        entries.insert(0, (insn, val.copy(), ft, got))
+        del entries[OPERAND_MEMO:]
+        if memo[1] >= MEMO_TRIAL and not memo[2]:
+            entries.clear()
         return got
 
     def _flat_plan(self, insn, op):
