@@ -234,8 +234,13 @@ def _mma_i8(fa, fb, c, tc, td, d):
     rows, cols]``, _i8_float_type) and int32 C/D read and written through the flat operand plans
     (indices into ``[regs, width]``). The products are summed as one batched float GEMM, which is
     exact (_i8_float_type). C is added in int64 and the sum wrapped to int32; returns where it
-    overflowed."""
-    s = np.matmul(fa, fb).astype(np.int64)
+    overflowed (None: it cannot, a float32 sum without C)."""
+    s = np.matmul(fa, fb)
+    if c is None:                    # float32: every sum is below 2^24, far inside int32
+        if s.dtype == np.float32:
+            d.reshape(-1)[td] = s.astype(np.int32)
+            return None
+    s = s.astype(np.int64)
     if c is not None:
         s += np.take(c, tc)
     over = (s < -2 ** 31) | (s > 2 ** 31 - 1)
