@@ -216,10 +216,13 @@ def _row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
     return out.map(lambda a: a.reshape(lead + a.shape[2:]))
 
 
+_SAMPLE_COLUMNS = 64      # a sample of the columns, not a wave size: any count is exact
+
+
 def _same_planes(x: np.ndarray, y: np.ndarray) -> bool:
-    """x == y everywhere; a miss (another operand) is usually told by the first wave's columns, so
-    those are compared first and the whole arrays only where they agree."""
-    return np.array_equal(x[..., :64], y[..., :64]) and np.array_equal(x, y)
+    """x == y everywhere; a miss (another operand) is usually told by the first columns, so those
+    are compared first and the whole arrays only where they agree."""
+    return np.array_equal(x[..., :_SAMPLE_COLUMNS], y[..., :_SAMPLE_COLUMNS]) and np.array_equal(x, y)
 
 
 def _i8_float_type(K, a_dtype, b_dtype):
