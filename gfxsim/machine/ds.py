@@ -81,17 +81,12 @@ class DsOps:
         what = f"ds_{'write' if is_write else 'read'} of {region.name!r}"
         # gfx9 DS alignment (without unaligned-access mode): natural, b96 like b128 on 16 bytes
         align = 16 if nbytes == 12 else nbytes
-        act = self.exec
-        a2 = act.reshape(self.members, self.lanes)
+        a2 = self.exec.reshape(self.members, self.lanes)
         # every member at the same address under the same EXEC (a kernel's LDS layout): the
         # addresses are made and checked for one member's lanes and broadcast
-        addr, uniform = self._addresses(offset, nbytes, region.nbytes, what, align, member_uniform=True)
-        if uniform:
-            one = addr + region.offset                     # member-relative LDS address
-            r2 = np.broadcast_to(one, (self.members, self.lanes))
-        else:
-            rel = addr + region.offset
-            r2 = rel.reshape(self.members, self.lanes)
+        uniform = self._member_uniform(offset)
+        rel = self._addresses(offset, nbytes, region.nbytes, what, align, one_member=uniform) + region.offset
+        r2 = np.broadcast_to(rel, (self.members, self.lanes)) if uniform else rel.reshape(self.members, self.lanes)
         if self.machine.check_races and self.wg.num_waves > 1:
             if lds.races is None:
                 from .ds import RaceTracker
@@ -122,15 +117,10 @@ class DsOps:
         self._lds_rel = r2.reshape(-1) if self.machine.trace.enabled or not uniform else None
         self._lds_deg = deg
         # the index into the region's own arrays (bytes, written bits, provenance)
+        offsets = self._member_offsets(region.stride, -region.offset)
         if uniform:
-            return self._member_sum(one, region.stride, -region.offset), worst
-        return rel + self._member_offsets(region.stride, -region.offset), worst
-
-    def _member_sum(self, one, stride: int, add: int = 0) -> np.ndarray:
-        """``one`` (one member's lanes) + member * stride + add, per column ``[width]``."""
-        out = np.empty((self.members, self.lanes), np.int64)
-        np.add(one[None, :], (np.arange(self.members, dtype=np.int64) * stride + add)[:, None], out=out)
-        return out.reshape(-1)
+            return (r2 + offsets.reshape(self.members, self.lanes)).reshape(-1), worst
+        return rel + offsets, worst
 
     def _member_offsets(self, stride: int, add: int = 0) -> np.ndarray:
         """member * stride + add per column (read-only, made once per wave and stride: every LDS

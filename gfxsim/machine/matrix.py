@@ -239,10 +239,9 @@ def _mma_i8(fa, fb, c, tc, td, d):
     exact (_i8_float_type). C is added in int64 and the sum wrapped to int32; returns where it
     overflowed (None: it cannot, a float32 sum without C)."""
     s = np.matmul(fa, fb)
-    if c is None:                    # float32: every sum is below 2^24, far inside int32
-        if s.dtype == np.float32:
-            d.reshape(-1)[td] = s.astype(np.int32)
-            return None
+    if c is None and s.dtype == np.float32:      # every sum below 2^24, far inside int32
+        d.reshape(-1)[td] = s.astype(np.int32)
+        return None
     s = s.astype(np.int64)
     if c is not None:
         s += np.take(c, tc)
@@ -530,6 +529,39 @@ OPERAND_MEMO = 4         # operands a wave remembers per side (A, B): QK alterna
 MEMO_TRIAL = 8           # operands of a side looked up before a side that never repeats is no longer remembered
 
 
+class _OperandMemo:
+    """The last OPERAND_MEMO operands of one side of a wave's matrix instructions, most recent
+    first, found by content (the keys hold copies, so an in-place write elsewhere cannot make a
+    stale match). ``trial``: after that many lookups without a hit the side is no longer remembered."""
+    __slots__ = ("entries", "looked", "hits", "trial")
+
+    def __init__(self, trial=None):
+        self.entries, self.looked, self.hits, self.trial = [], 0, 0, trial
+
+    def _off(self) -> bool:
+        return self.trial is not None and self.looked >= self.trial and not self.hits
+
+    def recall(self, matches):
+        """The remembered value whose key ``matches``, moved to the front; None if none does."""
+        if self._off():
+            return None
+        self.looked += 1
+        for i, (key, value) in enumerate(self.entries):
+            if matches(key):
+                if i:
+                    self.entries.insert(0, self.entries.pop(i))
+                self.hits += 1
+                return value
+        return None
+
+    def remember(self, key, value):
+        if self._off():
+            self.entries.clear()
+            return
+        self.entries.insert(0, (key, value))
+        del self.entries[OPERAND_MEMO:]
+
+
 class MatrixOps:
     def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None, label: str | None = None) -> VGPRs:
         """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted). ``label``: what the
@@ -609,30 +641,20 @@ class MatrixOps:
             cov.add(self, rec)
         return out
 
+    def _memo(self, name, side, trial=None) -> "_OperandMemo":
+        return self.__dict__.setdefault(name, {}).setdefault(side, _OperandMemo(trial))
+
     def _float_operand(self, insn, op, val, ft):
         """An 8-bit operand's numbers gathered through its plan as ``ft`` ``[members*blocks, rows,
-        cols]``. The last OPERAND_MEMO operands of each side are remembered by content (a copy of
-        their numbers: an in-place write elsewhere cannot make a stale match): QK's A feeds four
-        tiles, PV's W eight D tiles. A side whose first MEMO_TRIAL operands were all new (a B
-        loaded afresh for every instruction) is not remembered further: its copies would be
-        memory for nothing."""
-        memo = self.__dict__.setdefault("_float_memo", {}).setdefault(op, [[], 0, 0])   # entries, looked, hit
-        entries = memo[0]
-        if memo[1] >= MEMO_TRIAL and not memo[2]:
-            return np.take(val, self._flat_plan(insn, op)).astype(ft)
-        memo[1] += 1
-        for i, (m_insn, m_val, m_ft, got) in enumerate(entries):
-            if m_insn is insn and m_ft is ft and m_val.dtype == val.dtype and m_val.shape == val.shape and \
-                    _same_planes(m_val, val):
-                if i:
-                    entries.insert(0, entries.pop(i))
-                memo[2] += 1
-                return got
-        got = np.take(val, self._flat_plan(insn, op)).astype(ft)
-        entries.insert(0, (insn, val.copy(), ft, got))
-        del entries[OPERAND_MEMO:]
-        if memo[1] >= MEMO_TRIAL and not memo[2]:
-            entries.clear()
+        cols]``, remembered by content (QK's A feeds four tiles, PV's W eight D tiles); a side whose
+        first MEMO_TRIAL operands were all new (a B loaded afresh for every instruction) is not
+        remembered further: its copies would be memory for nothing."""
+        memo = self._memo("_float_memo", op, MEMO_TRIAL)
+        got = memo.recall(lambda k: k[0] is insn and k[1] is ft and k[2].dtype == val.dtype and
+                          k[2].shape == val.shape and _same_planes(k[2], val))
+        if got is None:
+            got = np.take(val, self._flat_plan(insn, op)).astype(ft)
+            memo.remember((insn, ft, val.copy()), got)
         return got
 
     def _flat_plan(self, insn, op):
@@ -685,18 +707,14 @@ class MatrixOps:
         (QK's A in each of four tiles, PV's W in each of eight D tiles), and its gather, summary and
         K sets are the same each time."""
         items = tuple((f, x) for f, x in p.ids.items() if f not in RESERVED) if p is not None else ()
-        memo = self.__dict__.setdefault("_operand_memo", {}).setdefault(operand, [])
-        for i, (m_insn, m_items, out) in enumerate(memo):
-            if m_insn is insn and len(m_items) == len(items) and all(
-                    f == g and x.shape == y.shape and _same_planes(x, y) for (f, x), (g, y) in zip(items, m_items)):
-                if i:
-                    memo.insert(0, memo.pop(i))
-                return out
-        plan = self._flat_plan(insn, operand)
-        fields = {f: _Field.gathered(x, plan, operand) for f, x in items}
-        out = (fields, {f: v.compact(operand) for f, v in fields.items()}, {})
-        memo.insert(0, (insn, tuple((f, np.array(x, copy=True)) for f, x in items), out))
-        del memo[OPERAND_MEMO:]
+        memo = self._memo("_operand_memo", operand)
+        out = memo.recall(lambda k: k[0] is insn and len(k[1]) == len(items) and all(
+            f == g and x.shape == y.shape and _same_planes(x, y) for (f, x), (g, y) in zip(items, k[1])))
+        if out is None:
+            plan = self._flat_plan(insn, operand)
+            fields = {f: _Field.gathered(x, plan, operand) for f, x in items}
+            out = (fields, {f: v.compact(operand) for f, v in fields.items()}, {})
+            memo.remember((insn, tuple((f, np.array(x, copy=True)) for f, x in items)), out)
         return out
 
     def _mma_provenance(self, insn, a, b, c, idx, plans, rec, live):

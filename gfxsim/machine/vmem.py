@@ -17,26 +17,20 @@ from .vgpr import VGPRs
 
 
 class VmemOps:
-    def _addresses(self, offset, nbytes, limit, what, align, member_uniform=False, _read_checked=False):
+    def _addresses(self, offset, nbytes, limit, what, align, one_member=False):
         """The per-column byte addresses of an access (int64 ``[width]``), checked in the active
-        lanes: in bounds of ``limit`` and ``align``-aligned. ``member_uniform``: returns (addresses,
-        uniform), where an offset the same in every batched member under the same EXEC is given for
-        the first member's lanes alone (``[lanes]``, checked once: the other members' are the same;
-        uniform True)."""
+        lanes: in bounds of ``limit`` and ``align``-aligned. ``one_member``: the first batched
+        member's lanes alone (``[lanes]``), for an access ``_member_uniform`` found the same in
+        every member (checked once: the other members' are the same)."""
         if nbytes not in ops.VMEM_LOAD:
             raise self.error(ValueError, f"{what}: {nbytes}-byte accesses do not exist (use 1, 2, 4, 8, 12 or 16)")
+        n = self.lanes if one_member else self.width
         if isinstance(offset, VGPRs):
-            if not _read_checked:
-                self._check_read(offset)
+            self._check_read(offset)
             if offset.dtype not in ("i32", "u32", "i64", "u64") or offset.n != 1:
                 raise self.error(TypeError, f"{what}: address must be one i32/u32/i64 per lane, got "
                                  f"{offset.n} x {offset.dtype}")
-            raw = offset.val[0]
-            if member_uniform:
-                r2, a2 = raw.reshape(self.members, self.lanes), self.exec.reshape(self.members, self.lanes)
-                if self.members == 1 or ((r2 == r2[0]).all() and (self._full or (a2 == a2[0]).all())):
-                    return self._checked(r2[0].astype(np.int64), a2[0], self._full, nbytes, limit, what, align), True
-                return self._addresses(offset, nbytes, limit, what, align, _read_checked=True), False
+            raw = offset.val[0][:n]
             addr = raw.astype(np.int64)
             # the common case in one pass each: as unsigned, a negative address is out of bounds too
             u = raw.view(np.uint32 if raw.dtype.itemsize == 4 else np.uint64)
@@ -44,33 +38,35 @@ class VmemOps:
             if self._full and hi >= 0 and not (u > hi).any() and not (align > 1 and (u & (align - 1)).any()):
                 return addr
         else:
-            if member_uniform:
-                a2 = self.exec.reshape(self.members, self.lanes)
-                if self.members == 1 or self._full or (a2 == a2[0]).all():
-                    addr = np.full(self.lanes, int(offset), np.int64)
-                    return self._checked(addr, a2[0], self._full, nbytes, limit, what, align), True
-                return self._addresses(offset, nbytes, limit, what, align), False
-            addr = np.full(self.width, int(offset), np.int64)
-        return self._checked(addr, self.exec, self._full, nbytes, limit, what, align)
-
-    def _checked(self, addr, act, full, nbytes, limit, what, align):
-        """``addr`` after the bounds and alignment checks in the lanes ``act`` (a column l of
-        ``addr`` is column l of the register arrays: the first member's lanes come first)."""
+            addr = np.full(n, int(offset), np.int64)
+        act = self.exec[:n]
         bad = (addr < 0) | (addr + nbytes > limit)
-        if not full:
+        if not self._full:
             bad &= act
         if bad.any():
             l = int(np.argmax(bad))
             raise self.error(MemoryFault, f"{what}: lane {l % self.lanes} accesses bytes [{addr[l]}, "
                              f"{addr[l] + nbytes}) outside [0, {limit})", lane=l, address=int(addr[l]))
         mis = (addr % align) != 0
-        if not full:
+        if not self._full:
             mis &= act
         if mis.any():
             l = int(np.argmax(mis))
             raise self.error(MemoryFault, f"{what}: lane {l % self.lanes} address {addr[l]} is not {align}-byte "
                              f"aligned for a {nbytes}-byte access", lane=l, address=int(addr[l]))
         return addr
+
+    def _member_uniform(self, offset) -> bool:
+        """Whether every batched member accesses the same offsets under the same EXEC."""
+        if self.members == 1:
+            return True
+        a2 = self.exec.reshape(self.members, self.lanes)
+        if not (self._full or (a2 == a2[0]).all()):
+            return False
+        if not isinstance(offset, VGPRs):
+            return True
+        r2 = offset.val[0].reshape(self.members, self.lanes)
+        return bool((r2 == r2[0]).all())
 
     def _read_addr(self, addr):
         """A load's per-lane byte addresses: inactive lanes read byte 0 (their result is poison)."""
