@@ -193,6 +193,21 @@ def test_provenance_batch_bounds_the_batch_with_provenance_only(monkeypatch):
     assert members(off.run) == [4] and np.array_equal(off.out, whole.out)
 
 
+def test_trace_batch_bounds_a_traced_launch_only(monkeypatch):
+    """DECODE_TRACE_BATCH bounds a traced provenance launch (the trace keeps every batch's events)
+    and leaves an untraced one whole; both give the same outputs and findings."""
+    import kernels_py.host.buffers as B
+    d, cache = small(300, heads=4, kv_heads=2, head_dim=64)
+    monkeypatch.setattr(B, "DECODE_TRACE_BATCH", 3)
+    plain = run_decode(d["q"], cache, trace=False)
+    traced = run_decode(d["q"], cache, trace=True)
+    members = lambda r: sorted({len(rec.workgroups) for rec in r.machine.mma_log.records})
+    assert members(plain.run) == [4] and members(traced.run) == [1, 3]
+    assert np.array_equal(plain.out, traced.out)
+    key = lambda f: (f.kind, f.workgroup, f.wave, f.lane)
+    assert sorted(map(key, plain.run.findings)) == sorted(map(key, traced.run.findings))
+
+
 PROVENANCE_CHECKS = ["ab-kslot-mismatch", "double-count", "scale-group-mismatch", "store-mismatch",
                      "token-coverage"]
 

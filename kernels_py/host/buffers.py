@@ -89,6 +89,7 @@ class HostSetup:
     waves_per_group: int = 1
     batch: int = 1
     provenance_batch: Optional[int] = None     # with provenance, at most this many side by side (memory)
+    trace_batch: Optional[int] = None          # with the full trace (it keeps every batch's events), at most this many
     lds_bytes: Optional[int] = None
     outputs: tuple = ()                        # names of the Buffers the kernel writes
 
@@ -109,6 +110,8 @@ class HostSetup:
         batch = self.batch if limit is None else max(1, min(self.batch, int(limit)))
         if provenance and self.provenance_batch:
             batch = max(1, min(batch, self.provenance_batch))
+        if trace and provenance and self.trace_batch:
+            batch = max(1, min(batch, self.trace_batch))
         return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, batch=batch,
                       args=self.args, kwargs=kw, trace=trace, provenance=provenance, lds_bytes=self.lds_bytes,
                       **_launch_kwargs(progress, self.name, launches=launches))
@@ -161,10 +164,14 @@ class DecodeSetup:
                             list(runs), cache)
 
 
-# With provenance a batched decode workgroup holds ~2.5 MiB of planes and footprints; 256 side by
-# side (a 16K context is 512) measured fastest on the 2-core bench machine: 512 held 1.7 GiB and
-# spent ~5 s faulting fresh memory in, 128 paid the per-statement Python cost four times.
-DECODE_PROVENANCE_BATCH = 256
+# With provenance a batched decode workgroup holds ~2.5 MiB of planes and footprints. A 16K context
+# is 512 workgroups: all 512 side by side (1.5 GiB peak) measured ~7% faster on the 2-core bench
+# machine than two batches of 256 (1.05 GiB: the per-statement Python cost paid twice; 3 alternating
+# pairs, 10.8-12.2 s against 11.1-12.7 s), 128 paid it four times. The full trace keeps every
+# batch's events as well: 512 side by side held 3.5 GiB (against a 4 GiB budget) and was slower
+# than 256 (3.0 GiB), so traced launches stay at 256.
+DECODE_PROVENANCE_BATCH = 512
+DECODE_TRACE_BATCH = 256
 
 
 def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PARTITION) -> DecodeSetup:
@@ -206,6 +213,7 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
                     geo, grid=(num_seqs, max_parts, kvh), waves_per_group=4,
                     batch=num_seqs * max_parts * kvh,          # all workgroups side by side, traced or not,
                     provenance_batch=DECODE_PROVENANCE_BATCH,  # but at most this many with provenance
+                    trace_batch=DECODE_TRACE_BATCH,            # and this many with the full trace
                     outputs=("tmp_out", "max_logits", "exp_sums"))
     red = HostSetup("paged_attention_reduce", bufs,
                     tuple(bufs[n] for n in ("tmp_out", "exp_sums", "max_logits", "context_lens", "out")),
