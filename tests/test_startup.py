@@ -237,3 +237,28 @@ def test_prewarm_shortens_the_gil_switch_interval_while_numba_starts():
     before, during, after, again, loaded = r.stdout.split()
     assert float(during) == 0.0005 and float(after) == float(before) == 0.005 and again == "True", r.stderr
     assert loaded == "True"
+
+
+def test_numba_starts_without_scipy_linalg_and_numba_linear_algebra_still_works():
+    """jit._without_scipy: numba's CPU target loads without importing scipy.linalg (~0.3 s of GIL
+    at every provenance run's start); gfxsim's compiled functions run, and a compiled np.dot made
+    afterwards imports scipy itself and computes. Where scipy is not installed, the same holds."""
+    pytest.importorskip("scipy")
+    code = ("import sys, numpy as np; from gfxsim.machine import jit, provenance; jit.prewarm().join(); "
+            "import numba; print('scipy.linalg' in sys.modules); "
+            "m = provenance.Mask.of_values(np.array([[3, 300]])); "
+            "print(bool(m.subset_of(m, provenance.WideSets()).all())); "
+            "f = numba.njit(lambda a, b: np.dot(a, b)); print(f(np.arange(3.0), np.ones(3)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    linalg_at_start, compiled_ok, dot = r.stdout.split()
+    assert linalg_at_start == "False" and compiled_ok == "True" and float(dot) == 3.0
+
+
+def test_without_scipy_leaves_an_imported_scipy_linalg_alone():
+    """A process that already imported scipy.linalg (a notebook) gets no import hook at all."""
+    pytest.importorskip("scipy")
+    code = ("import sys, scipy.linalg; from gfxsim.machine import jit; n = len(sys.meta_path); "
+            "cm = jit._without_scipy(); cm.__enter__(); print(len(sys.meta_path) == n); cm.__exit__(None, None, None)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.split() == ["True"], r.stderr

@@ -1,13 +1,15 @@
 """Lazy numba: `@njit` functions that import and start numba on their first call.
 
-numba costs ~0.2 s to import and ~0.5 s more on the first call of any compiled function (its CPU
-target loads its registries, and with them scipy). A run that never needs a compiled kernel (the
+numba costs ~0.3 s to import and ~0.6 s more on the first call of any compiled function (its CPU
+target loads its registries; half of that is numba.np.arraymath importing scipy.linalg only to
+learn whether a BLAS exists, which none of gfxsim's compiled functions uses — see _without_scipy). A run that never needs a compiled kernel (the
 provenance-off path, a layout query) should not pay that. ``@njit`` marks a function; the first call
 of any marked function of a module compiles every marked function of that module (numba resolves
 calls between them through the module's globals, so they must all be dispatchers by then).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import threading
@@ -35,6 +37,7 @@ def njit(fn):
 def _compile_module(mod: str) -> None:
     with _LOCK:                      # a prewarm thread may be at it: wait, then find it done
         import numba
+        _start_target()
         g = sys.modules[mod].__dict__
         for lazy in _LAZY.pop(mod, ()):
             name = lazy.py_func.__name__
@@ -63,10 +66,7 @@ def prewarm() -> threading.Thread | None:
     def work():
         try:
             with _LOCK:
-                import numba  # noqa: F401
-                from numba.core.registry import cpu_target
-                cpu_target.target_context.refresh()      # the target before any dispatcher is visible
-                cpu_target.typing_context.refresh()
+                _start_target()
                 for mod in list(_LAZY):
                     _compile_module(mod)
         finally:
@@ -74,6 +74,51 @@ def prewarm() -> threading.Thread | None:
     t = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
     t.start()
     return t
+
+
+_TARGET_STARTED = False
+
+
+def _start_target() -> None:
+    """Import numba and load its CPU target (registries) once, before any dispatcher is visible,
+    without scipy (_without_scipy). Called under _LOCK."""
+    global _TARGET_STARTED
+    if _TARGET_STARTED:
+        return
+    import numba  # noqa: F401
+    from numba.core.registry import cpu_target
+    with _without_scipy():
+        cpu_target.target_context.refresh()
+        cpu_target.typing_context.refresh()
+    _TARGET_STARTED = True
+
+
+class _NoScipy:
+    """A meta-path finder that refuses scipy.linalg (see _without_scipy)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy.linalg" or name.startswith("scipy.linalg."):
+            raise ImportError(f"{name}: not imported while numba starts (gfxsim.machine.jit)")
+        return None
+
+
+@contextlib.contextmanager
+def _without_scipy():
+    """numba's start with scipy.linalg unimportable, unless it is already imported (numba's own
+    import takes scipy's top package, ~0.02 s, to check its version): numba.np.arraymath
+    imports scipy.linalg (~0.3 s, GIL held) at its import only to set a flag that picks a BLAS inner
+    product for np.correlate/np.convolve in compiled code; without it they use numba's own loop (the
+    same results). np.dot and the rest of numba's linear algebra import scipy themselves when they
+    are first compiled, after this, so they still work. gfxsim's compiled functions use none."""
+    if "scipy.linalg" in sys.modules:
+        yield
+        return
+    finder = _NoScipy()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def loaded() -> bool:
