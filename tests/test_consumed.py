@@ -208,11 +208,11 @@ def test_wrong_partition_size_is_named_by_elements_and_tokens(capsys):
     assert set(bad) == {"token-coverage", "double-count"}
     tmp, out = sorted(bad["token-coverage"], key=lambda f: f["details"]["buffer"] != "tmp_out")
     # decode: partition 1 of every head read tokens 256-767 instead of 512-1023
-    assert tmp["details"]["where"] == "tmp_out[0, 0-7, 1, 0-127] (dim 0-127, head 0-7, seq 0)"
+    assert tmp["details"]["where"] == "tmp_out[0, 0-7, 1, 0-127] (dim 0-127, head 0-7)"
     assert tmp["details"]["never"] == list(range(768, 1024))
     assert tmp["details"]["unexpected"] == list(range(256, 512))
     # the chain decode -> reduce: tokens 256-511 twice, 768-1023 never, in every output element
-    assert out["details"]["where"] == "out[0, 0-7, 0-127] (dim 0-127, head 0-7, seq 0)"
+    assert out["details"]["where"] == "out[0, 0-7, 0-127] (dim 0-127, head 0-7)"
     assert out["details"]["launches"] == ["paged_attention_decode", "paged_attention_reduce"]
     assert out["details"]["never"] == list(range(768, 1024))
     assert out["details"]["multiple"] == {str(t): 2 for t in range(256, 512)}

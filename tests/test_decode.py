@@ -327,3 +327,30 @@ def test_remembered_operands_change_nothing(monkeypatch, grouping):
     for ra, rb in zip(kept.run.machine.mma_log.records, fresh.run.machine.mma_log.records):
         assert ra.a.keys() == rb.a.keys() and ra.ks_a.keys() == rb.ks_a.keys()
         assert all(ra.a[f][0] == rb.a[f][0] and np.array_equal(ra.a[f][1], rb.a[f][1]) for f in ra.a)
+
+
+def test_seq_is_tagged_only_where_there_are_several_sequences_and_a_wrong_one_is_found():
+    """The harness tags seq where the batch holds several sequences (buffers.seq_tag: one value
+    everywhere can never disagree, and its planes cost ~9% of a 16K decode). With two sequences of
+    one length, a decode that reads the other sequence's block table consumes the right tokens,
+    heads and dims: only seq tells, as an ab-kslot-mismatch on seq at its QK instructions; the
+    faithful kernel is silent."""
+    import importlib.util
+    from pathlib import Path
+    from kernels_py.host.buffers import cache_buffers, decode_buffers
+    one, cache1 = small(90, heads=4, kv_heads=2, head_dim=64)
+    assert "seq" not in cache_buffers(cache1)["k_cache"].tag_fields
+    assert "seq" not in decode_buffers(one["q"], cache1).buffers["tmp_out"].tag_fields
+    d = make_attention_inputs(seed=3, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[90, 90])
+    cache = make_cache(d["k"], d["v"], d["context_lens"])
+    bufs = decode_buffers(d["q"], cache).buffers
+    assert all("seq" in bufs[b].tag_fields for b in ("q", "k_cache", "v_cache", "k_scale", "tmp_out", "out"))
+    assert run_decode(d["q"], cache, trace=False).run.findings == []
+    path = Path(__file__).parent / "defective" / "wrong_sequence.py"
+    spec = importlib.util.spec_from_file_location("wrong_sequence", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    bad = run_decode(d["q"], cache, trace=False, kernel=mod.paged_attention_decode).run
+    ks = bad.findings_of("ab-kslot-mismatch")
+    assert ks and {f.details["field"] for f in ks} == {"seq"}
+    assert {f.workgroup[0] for f in ks} == {0, 1}           # both sequences' workgroups

@@ -129,11 +129,11 @@ def _harness_outputs(name, d, cache):
 
 EXPECTED_TAGS = {"pv_int8": {"out": {"row", "dim"}}, "pv_bf16": {"out": {"row", "dim"}},
                  "qk_int8": {"s_out": {"row", "token"}},
-                 "prefix_prefill": {"out": {"seq", "query", "head", "dim"}},
+                 "prefix_prefill": {"out": {"query", "head", "dim"}},          # one sequence: no seq tag
                  "int8_kv_cache": {"k_cache": {"token", "kv_head", "dim"}, "v_cache": {"token", "kv_head", "dim"},
                                    "k_scale": {"token", "kv_head"}, "v_scale": {"token", "kv_head"}},
-                 "paged_attention_decode": {"tmp_out": {"seq", "head", "dim"}, "max_logits": {"seq", "head"},
-                                            "exp_sums": {"seq", "head"}, "out": {"seq", "head", "dim"}}}
+                 "paged_attention_decode": {"tmp_out": {"head", "dim"}, "max_logits": {"head"},
+                                            "exp_sums": {"head"}, "out": {"head", "dim"}}}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_TAGS))

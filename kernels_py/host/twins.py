@@ -12,7 +12,7 @@ import numpy as np
 from gfxsim import Buffer, launch
 
 from kernels_py.host.config import KVCacheGeometry, PrefillGeometry, StandaloneGeometry
-from kernels_py.host.buffers import HostSetup, accepts, cache_buffers, check_kernel, kernel_options
+from kernels_py.host.buffers import HostSetup, accepts, cache_buffers, check_kernel, kernel_options, seq_tag
 from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
 from kernels_py.pv_bf16 import pv_bf16
@@ -165,8 +165,8 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     geo = PrefillGeometry(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads, num_kv_heads=kvh,
                           head_dim=hd, block_size=cache.block_size)
     bufs = cache_buffers(cache)
-    qtags = {"seq": np.asarray(s), "query": np.arange(nq)[:, None, None], "head": np.arange(num_heads)[None, :, None],
-             "dim": np.arange(hd)[None, None, :]}
+    qtags = {**seq_tag(num_seqs, np.asarray(s)), "query": np.arange(nq)[:, None, None],
+             "head": np.arange(num_heads)[None, :, None], "dim": np.arange(hd)[None, None, :]}
     bufs["q"] = Buffer("q", q[s], qtags)
     bufs["block_table"] = Buffer("block_table", np.ascontiguousarray(cache.block_tables[s], np.int32))
     bufs["out"] = Buffer.empty("out", (nq, num_heads, hd), np.float32, tags=qtags)
