@@ -23,11 +23,12 @@ def sets(m: Mask, wide):
 
 
 @pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("kind", ["steps", "one-sided"])
+@pytest.mark.parametrize("kind", ["steps", "one-sided", "overridden"])
 def test_fused_footprint_equals_the_mask_algebra(seed, kind):
     """"one-sided": one operand's footprint, no step, and the other operand's values a subset of
     this one's where present or not (the shared-footprint shortcut, and the window pass when the
-    other side is more specific somewhere)."""
+    other side is more specific somewhere). "overridden": the other side names a value wherever
+    this one's set is nonempty and it has none (S - m): the footprint goes, known without a pass."""
     rng = np.random.default_rng(seed)
     shape = (3, 40)
     wide = WideSets()
@@ -43,10 +44,18 @@ def test_fused_footprint_equals_the_mask_algebra(seed, kind):
         step[:] = False
         if seed % 2:                              # b never more specific: a's footprint is shared
             ib = np.where(ia >= 0, ib, -1).astype(np.int32)
+    if kind == "overridden":
+        fa, fb = (fa if fa is not None else random_mask(rng, shape, wide)), None
+        step[:] = False
+        ne = fa.nonempty()
+        ia = np.where(ne, -1, ia).astype(np.int32)
+        ib = np.where(ne, rng.integers(0, 3 * WINDOW, shape), ib).astype(np.int32)
     pa, pb = ia >= 0, ib >= 0
     want = _side(fa, ia, ~(pb & ~pa) | step, step & pa, wide, shape).union(
         _side(fb, ib, ~(pa & ~pb) | step, step & pb, wide, shape), wide)
     got = _merged_footprint(fa, fb, ia, ib, step, wide, shape)
+    assert (got is None) == (kind == "overridden")
+    got = Mask.empty(shape) if got is None else got
     assert sets(got, wide) == sets(want, wide)
     assert np.array_equal(got.nonempty(), want.nonempty())
 

@@ -509,7 +509,7 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
         if f in RESERVED or (fa is None and fb is None and not stepped):
             continue
         u = _merged_footprint(fa, fb, ia, ib, step, wide, shape)
-        if u.nonempty().any():
+        if u is not None and u.nonempty().any():
             fp[f] = u
     if "@mma" in ids or "@mn" in ids:          # a result's name is the pair, or nothing
         mma, mn = ids.pop("@mma", None), ids.pop("@mn", None)
@@ -591,14 +591,20 @@ def _merge_field(ia, ib, na, nb, reducing, out, step):
 
 def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
     """footprint = (a's set, unless b is more specific) ∪ (b's, unless a is) ∪ the values met at a
-    step. One numba pass where everything lies in one window; the elements where windows differ
-    or a wide set takes part are done exactly (``_side`` and ``Mask.union``)."""
+    step (None: empty, known without a pass). One numba pass where everything lies in one window;
+    the elements where windows differ or a wide set takes part are done exactly (``_side`` and
+    ``Mask.union``)."""
     if (fa is None) != (fb is None) and not step.any():
         # one side's footprint, no step: it survives whole unless the other side is more specific
         # somewhere (it holds a value where this side has none)
         pa, pb = ia >= 0, ib >= 0
-        if not (pa & ~pb if fb is not None else pb & ~pa).any():
+        over = pa & ~pb if fb is not None else pb & ~pa
+        if not over.any():
             return fa if fa is not None else fb
+        # ... and none of it where the other side is more specific wherever the set is nonempty
+        # (S - m: every element of S names its token, m's footprint goes): no pass, no footprint
+        if (over | ~(fa if fa is not None else fb).nonempty()).all():
+            return None
     n = int(np.prod(shape))
     wide_a = 0 if fa is None else int(np.count_nonzero(fa.wide))
     wide_b = 0 if fb is None else int(np.count_nonzero(fb.wide))
