@@ -147,3 +147,41 @@ def test_row_sets_are_the_rows_values():
         for i in np.ndindex(arr.shape[:-1]):
             assert m.values_at(i, wide) == frozenset(int(x) for x in arr[i] if x >= 0)
     assert (_row_sets(v, wide).wide != 0).any() and (_row_sets(v, wide).wide == 0).any()
+
+
+def _one_set_mask(rng, shape, wide, kind):
+    """A mask holding one set everywhere: empty, one window, or wide (values in two windows)."""
+    if kind == "empty":
+        return Mask.empty(shape)
+    base = int(rng.integers(0, 3)) * WINDOW
+    v = np.full(shape, base + int(rng.integers(0, WINDOW)))
+    m = Mask.empty(shape)._union(Mask.of_values(v), wide, shape)               # the element-wise pass
+    if kind == "wide":
+        m = m._union(Mask.of_values(np.full(shape, (base + WINDOW + int(rng.integers(0, WINDOW))))), wide, shape)
+    return m
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("kinds", [("empty", "empty"), ("window", "empty"), ("empty", "window"), ("window", "window"),
+                                   ("wide", "empty"), ("empty", "wide"), ("wide", "window"), ("window", "wide"),
+                                   ("wide", "wide")])
+def test_union_of_one_set_masks_equals_the_elementwise_union(seed, kinds):
+    """Mask.union of two masks that each hold one set everywhere is computed once and filled: the
+    same triples (base, bits, wide) as the element-wise pass with its exact fallback, and the same
+    WideSets afterwards (the same windows interned in the same order). Shapes broadcast."""
+    rng = np.random.default_rng(seed)
+    wa, wb = WideSets(), WideSets()
+    a1 = _one_set_mask(np.random.default_rng(seed), (3, 40), wa, kinds[0])
+    a2 = _one_set_mask(np.random.default_rng(seed), (3, 40), wb, kinds[0])
+    b1 = _one_set_mask(np.random.default_rng(seed + 100), (1, 40), wa, kinds[1])
+    b2 = _one_set_mask(np.random.default_rng(seed + 100), (1, 40), wb, kinds[1])
+    assert a1.one_set() is not None and b1.one_set() is not None
+    fast = a1.union(b1, wa)
+    slow = a2._union(b2, wb, (3, 40))
+    for x, y in ((fast.base, slow.base), (fast.bits, slow.bits), (fast.wide, slow.wide)):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    assert wa.nodes == wb.nodes
+    assert sets(fast, wa) == sets(slow, wb)
+    fast.base[0, 0] = fast.base[0, 0]                 # writable, like the pass's output
+    mixed = a1.union(random_mask(rng, (3, 40), wa), wa)          # not one set: the pass
+    assert mixed.base.shape == (3, 40)

@@ -196,8 +196,28 @@ class Mask:
 
     # -- set algebra ---------------------------------------------------------------------------
     def union(self, other: "Mask", wide: WideSets) -> "Mask":
-        # an empty set has no bits, so OR-ing is right wherever the windows agree or one is empty
         shape = np.broadcast_shapes(self.base.shape, other.base.shape)
+        a, b = self.one_set(), other.one_set()
+        if a is not None and b is not None:        # one set everywhere on both sides (the reduce's
+            return _union_of_one_sets(a, b, wide, shape)     # context-wide sums): one union, filled
+        return self._union(other, wide, shape)
+
+    def one_set(self):
+        """(base, bits, wide) when every element holds the same triple (so the same set), else None."""
+        base, w = self.base, self.wide
+        if base.size == 0:
+            return None
+        first = (0,) * base.ndim
+        b0, w0 = base[first], w[first]
+        if base.flat[-1] != b0 or w.flat[-1] != w0 or not ((base == b0).all() and (w == w0).all()):
+            return None
+        bits0 = self.bits[first]
+        if not (self.bits == bits0).all():
+            return None
+        return int(b0), bits0.copy(), int(w0)
+
+    def _union(self, other: "Mask", wide: WideSets, shape) -> "Mask":
+        # an empty set has no bits, so OR-ing is right wherever the windows agree or one is empty
         flat = [np.ascontiguousarray(np.broadcast_to(x, s)).reshape((-1,) + s[len(shape):]) for x, s in
                 ((self.base, shape), (self.bits, shape + (WORDS,)), (self.wide, shape),
                  (other.base, shape), (other.bits, shape + (WORDS,)), (other.wide, shape))]
@@ -277,6 +297,26 @@ class Mask:
         if self.base[i] < 0:
             return frozenset()
         return frozenset(_bits_values(int(self.base[i]), self.bits[i]))
+
+
+def _union_of_one_sets(a, b, wide: WideSets, shape) -> Mask:
+    """``Mask.union`` of two masks that each hold one set everywhere, computed once: the same
+    triple the element-wise pass and its exact fallback give (windows interned in the same order,
+    a's then b's, so the WideSets ids agree too)."""
+    (ab, abits, aw), (bb, bbits, bw) = a, b
+    if aw == 0 and bw == 0 and (ab < 0 or bb < 0 or ab == bb):       # one window holds both
+        base, bits, wid = (ab if ab >= 0 else bb), abits | bbits, 0
+    elif aw == 0 and ab < 0:                                          # empty with a wide set
+        base, bits, wid = -1, np.zeros(WORDS, np.uint64), bw
+    elif bw == 0 and bb < 0:
+        base, bits, wid = -1, np.zeros(WORDS, np.uint64), aw
+    else:                                                             # two windows, or a wide set
+        ia = aw if aw else wide.intern_window(ab, abits)
+        ib = bw if bw else wide.intern_window(bb, bbits)
+        base, bits, wid = -1, np.zeros(WORDS, np.uint64), wide.union(ia, ib)
+    out_bits = np.empty(tuple(shape) + (WORDS,), np.uint64)
+    out_bits[...] = bits
+    return Mask(np.full(shape, base, np.int64), out_bits, np.full(shape, wid, np.uint32))
 
 
 def _odd_subsets(a: Mask, b: Mask, ok, odd, wide: WideSets):
