@@ -12,25 +12,11 @@ import numpy as np
 from kernels_py.int8_attention import (NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, W_STRIDE, Config, d_col, d_row, d_row_leader, q_row,
                              load_q_operand, pv_chunk, qk_chunk, quantize_q_row, quantize_w, row_max, row_sum,
                              scale_group, sum_waves, tile_slot)
+from kernels_py.paged_attention_decode import across_waves
 from kernels_py.qk_int8 import ROWS
 
 PARTITION_SIZE = NWARPS * TOKENS_PER_CHUNK      # 256 tokens, 64 per wave
 PARTITION = PARTITION_SIZE                      # the name the host code imports
-
-
-def across_waves(w, out, v, red_lds, warpid, rowid, lane16id, *, op, cfg):
-    """One per-row value combined over the workgroup's waves: the row's leader lanes write it to
-    red_lds[warpid][row], a barrier, then every lane combines the waves' values in wave order."""
-    qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)
-    with w.if_(d_row_leader(w, rowid, lane16id, cfg=cfg)):
-        for i in range(4):
-            (red_lds + warpid * 16 + qrow[i]).store(v[i])
-    w.barrier()
-    total = w.cat(*[(red_lds + qrow[i]).load() for i in range(4)])
-    for k in range(1, NWARPS):
-        x = w.cat(*[(red_lds + k * 16 + qrow[i]).load() for i in range(4)])
-        total = w.max(total, x) if op == "max" else total + x
-    out[:] = total
 
 
 def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_tables, context_lens, exp_sums,
@@ -131,35 +117,3 @@ def paged_attention_decode(w, q, k_cache, v_cache, k_scale, v_scale, block_table
                 with w.if_(qrow[i] < gqa):
                     (max_logits + (head0 + qrow[i]) * max_partitions + partition).store(m[i])
                     (exp_sums + (head0 + qrow[i]) * max_partitions + partition).store(l[i])
-
-
-def paged_attention_reduce(w, tmp_out, exp_sums, max_logits, context_lens, out, *, num_heads, head_dim,
-                           max_partitions, partition_size=PARTITION_SIZE):
-    """M = max_p m_p, w_p = l_p * exp(m_p - M), out[d] = sum_p tmp_out_p[d] * w_p / sum_p w_p, over
-    the partitions p < ceil(context_len / 256) of the sequence."""
-    head, seq = w.workgroup_id[0], w.workgroup_id[1]
-    tmp_out, exp_sums, max_logits, out = (w.view(x) for x in (tmp_out, exp_sums, max_logits, out))
-    d = w.lane_id + w.wave_id * w.lanes                       # threadIdx.x
-    num_partitions = (w.scalar_load(context_lens, seq * 4, "i32") + partition_size - 1) // partition_size
-    seq_head = seq * num_heads + head
-    m_p = max_logits + seq_head * max_partitions
-    l_p = exp_sums + seq_head * max_partitions
-    o_p = tmp_out + seq_head * max_partitions * head_dim + d
-
-    mx = []
-    for p in range(max_partitions):          # partitions past this sequence's context are skipped
-        m = w.const(-np.inf, "f32")
-        with w.if_(num_partitions > p):
-            m[:] = (m_p + w.zeros("i32") + p).load()
-        mx.append(m)
-    M = mx[0]
-    for p in range(1, max_partitions):
-        M = w.max(M, mx[p])
-    acc, w_sum = w.zeros("f32"), w.zeros("f32")
-    with w.if_(d < head_dim):
-        for p in range(max_partitions):
-            with w.if_(num_partitions > p):
-                w_p = (l_p + w.zeros("i32") + p).load() * w.exp(mx[p] - M)
-                acc += (o_p + p * head_dim).load() * w_p
-                w_sum += w_p
-        (out + seq_head * head_dim + d).store(acc / w_sum)
