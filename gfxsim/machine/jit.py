@@ -1,11 +1,12 @@
 """Lazy numba: `@njit` functions that import and start numba on their first call.
 
 numba costs ~0.3 s to import and ~0.6 s more on the first call of any compiled function (its CPU
-target loads its registries; half of that is numba.np.arraymath importing scipy.linalg only to
-learn whether a BLAS exists, which none of gfxsim's compiled functions uses — see _without_scipy). A run that never needs a compiled kernel (the
-provenance-off path, a layout query) should not pay that. ``@njit`` marks a function; the first call
-of any marked function of a module compiles every marked function of that module (numba resolves
-calls between them through the module's globals, so they must all be dispatchers by then).
+target loads its registries; half of that was numba.np.arraymath importing scipy.linalg only to
+learn whether a BLAS exists, which none of gfxsim's compiled functions uses: _without_scipy). A run
+that never needs a compiled kernel (the provenance-off path, a layout query) should not pay that.
+``@njit`` marks a function; the first call of any marked function of a module compiles every marked
+function of that module (numba resolves calls between them through the module's globals, so they
+must all be dispatchers by then).
 """
 from __future__ import annotations
 

@@ -187,9 +187,10 @@ DECODE_TRACE_BATCH = 256
 
 def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PARTITION) -> DecodeSetup:
     """Buffers and launch geometry of paged-attention decode: q [num_seqs, num_heads, head_dim]
-    (tagged seq, head, dim; seq where there are several: seq_tag) against ``cache`` (tagged seq, token), partitions of ``partition_size``
-    tokens. ``decode`` runs on grid (num_seqs, max_partitions, num_kv_heads) x 4 waves, all
-    workgroups batched; ``reduce`` on grid (num_heads, num_seqs) x head_dim/64 waves."""
+    (tagged seq, head, dim; seq where there are several: seq_tag) against ``cache`` (tagged seq,
+    token), partitions of ``partition_size`` tokens. ``decode`` runs on grid (num_seqs,
+    max_partitions, num_kv_heads) x 4 waves, all workgroups batched; ``reduce`` on grid
+    (num_heads, num_seqs) x head_dim/64 waves."""
     check_partition_size(partition_size)
     q = np.asarray(q, np.float32)
     if q.ndim != 3:

@@ -55,8 +55,9 @@ class KernelRun:
 
     def report(self, token_arrays: bool = False) -> dict:
         """The report as a dict. ``token_arrays``: each instruction's a_tokens / b_tokens as a numpy
-        int64 row rather than a list (an empty list where none were recorded) (what the JSON writer serializes directly: a 16K decode's
-        table is 4M tokens, which as Python ints cost ~1 s and ~150 MB)."""
+        int64 row rather than a list (what the JSON writer serializes directly: a 16K decode's
+        table is 4M tokens, which as Python ints cost ~1 s and ~150 MB); an empty list where none
+        were recorded."""
         mm = []
         wgs, wgl = None, None                   # a batch's workgroup ids as lists, made once per batch
         none = []       # no tokens recorded (provenance off): the JSON writer takes an empty list ~1.6x
