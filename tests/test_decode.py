@@ -335,9 +335,10 @@ def test_seq_is_tagged_only_where_there_are_several_sequences_and_a_wrong_one_is
     one length, a decode that reads the other sequence's block table consumes the right tokens,
     heads and dims: only seq tells, as an ab-kslot-mismatch on seq at its QK instructions; the
     faithful kernel is silent."""
-    import importlib.util
     from pathlib import Path
     from kernels_py.host.buffers import cache_buffers, decode_buffers
+    from kernels_py.host.runs import load_kernel_fn
+    from kernels_py.host.twins import prefill_buffers
     one, cache1 = small(90, heads=4, kv_heads=2, head_dim=64)
     assert "seq" not in cache_buffers(cache1)["k_cache"].tag_fields
     assert "seq" not in decode_buffers(one["q"], cache1).buffers["tmp_out"].tag_fields
@@ -345,12 +346,11 @@ def test_seq_is_tagged_only_where_there_are_several_sequences_and_a_wrong_one_is
     cache = make_cache(d["k"], d["v"], d["context_lens"])
     bufs = decode_buffers(d["q"], cache).buffers
     assert all("seq" in bufs[b].tag_fields for b in ("q", "k_cache", "v_cache", "k_scale", "tmp_out", "out"))
+    pre = prefill_buffers(d["q"][:, None], cache, 1).buffers
+    assert "seq" in pre["q"].tag_fields and "seq" in pre["out"].tag_fields
     assert run_decode(d["q"], cache, trace=False).run.findings == []
-    path = Path(__file__).parent / "defective" / "wrong_sequence.py"
-    spec = importlib.util.spec_from_file_location("wrong_sequence", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    bad = run_decode(d["q"], cache, trace=False, kernel=mod.paged_attention_decode).run
+    wrong = load_kernel_fn(f"{Path(__file__).parent / 'defective' / 'wrong_sequence.py'}:paged_attention_decode")
+    bad = run_decode(d["q"], cache, trace=False, kernel=wrong).run
     ks = bad.findings_of("ab-kslot-mismatch")
     assert ks and {f.details["field"] for f in ks} == {"seq"}
     assert {f.workgroup[0] for f in ks} == {0, 1}           # both sequences' workgroups

@@ -197,8 +197,9 @@ class Mask:
     # -- set algebra ---------------------------------------------------------------------------
     def union(self, other: "Mask", wide: WideSets) -> "Mask":
         shape = np.broadcast_shapes(self.base.shape, other.base.shape)
-        a, b = self.one_set(), other.one_set()
-        if a is not None and b is not None:        # one set everywhere on both sides (the reduce's
+        a = self.one_set()
+        b = other.one_set() if a is not None else None
+        if b is not None:        # one set everywhere on both sides (the reduce's
             return _union_of_one_sets(a, b, wide, shape)     # context-wide sums): one union, filled
         return self._union(other, wide, shape)
 
@@ -638,12 +639,13 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
         # one side's footprint, no step: it survives whole unless the other side is more specific
         # somewhere (it holds a value where this side has none)
         pa, pb = ia >= 0, ib >= 0
+        m = fa if fa is not None else fb
         over = pa & ~pb if fb is not None else pb & ~pa
         if not over.any():
-            return fa if fa is not None else fb
+            return m
         # ... and none of it where the other side is more specific wherever the set is nonempty
         # (S - m: every element of S names its token, m's footprint goes): no pass, no footprint
-        if (over | ~(fa if fa is not None else fb).nonempty()).all():
+        if (over | ~m.nonempty()).all():
             return None
     n = int(np.prod(shape))
     wide_a = 0 if fa is None else int(np.count_nonzero(fa.wide))
