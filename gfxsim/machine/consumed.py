@@ -25,7 +25,7 @@ from collections import Counter
 
 import numpy as np
 
-from .matrix import FOREIGN_BASE, PAIR_BASE, _counts_up
+from .matrix import FOREIGN_BASE, PAIR_BASE, PairRecord, _counts_up
 from .provenance import RESERVED, WINDOW, WORDS, Mask
 
 _FIRST = 16                      # element indices a finding lists
@@ -370,27 +370,43 @@ def pair_footprint(log, rec, conflict=None, op="add", active=None):
 
 
 # -- the hooks: an add of two named values, a product of two -------------------------------------
-def sum_made(wave, pid, pa, pb, both, op):
-    """An add (or sub) of two named values became pair ``pid``: its footprints, and the
-    double-count check of an add."""
+def pair_elements(both: np.ndarray, lanes: int):
+    """(rows, columns) of the elements of a sum of results, member by member (rows, then lanes, in
+    each): the order a pair record holds them in, so that each member's elements are one run."""
+    R, P = both.shape
+    m, r, l = np.nonzero(both.reshape(R, P // lanes, lanes).transpose(1, 0, 2))
+    return r, m * lanes + l
+
+
+def sum_made(wave, pid, pa, pb, elems, op, folded=None):
+    """An add (or sub) of two named values became pair ``pid`` (its elements ``elems``, as
+    pair_elements gives them): its footprints, and the double-count check of an add. ``folded``: a
+    folded batch's (left, right, src, member) of fold.Fold.pair — the footprints are made on the
+    representatives' elements and placed for every member."""
     log = wave.machine.mma_log
     rec = log.pairs[pid - PAIR_BASE]
-    rec.site = (wave.machine.trace.n_events, wave.source(), wave.wave_id, both if wave.members > 1 else None,
-                wave.wg.ids, wave.lanes)
-    every = bool(both.all())
-    conflict = np.zeros(both.size if every else int(both.sum()), bool)
+    r, c = elems
+    rec.site = (wave.machine.trace.n_events, wave.source(), wave.wave_id, wave.wg.ids, wave.lanes)
+    conflict = np.zeros(len(r), bool)
     for f in sorted((pa.ids.keys() & pb.ids.keys()) - set(RESERVED)):
-        x, y = (pa.ids[f].ravel(), pb.ids[f].ravel()) if every else (pa.ids[f][both], pb.ids[f][both])
+        x, y = pa.ids[f][r, c], pb.ids[f][r, c]
         conflict |= (x >= 0) & (y >= 0) & (x != y)
-    active = None if wave._full else wave.exec[np.nonzero(both)[1]]
-    overlap = pair_footprint(log, rec, conflict, op, active)
+    active = None if wave._full else wave._pexec("EXEC of an add of results")[c]
+    if folded is None:
+        overlap = pair_footprint(log, rec, conflict, op, active)
+        sides = rec
+    else:
+        left, right, src, member = folded
+        sides = PairRecord(left, right)          # the representatives' elements, not in the log
+        overlap = pair_footprint(log, sides, conflict, op, active)
+        wave.fold.unfold_pair(rec, sides.cell, sides.fp, src, member, "an add of results")
     if "double-count" in wave.machine.not_checked:       # a front end that cannot follow it (listed)
         return
     for f, (over, hit) in sorted(overlap.items()):
         i = int(np.argmax(hit))
-        col = int(np.nonzero(both)[1][i])
+        col = int(c[i])
         vals = sorted(over.values_at(i, log.wide))
-        (li, lm), (ri, rm) = rec.left, rec.right
+        (li, lm), (ri, rm) = sides.left, sides.right
         left, l_idx = describe(log, int(li[i]), int(lm[i]))
         right, r_idx = describe(log, int(ri[i]), int(rm[i]))
         from ..arch.kslots import format_token_set
@@ -496,8 +512,9 @@ def describe(log, i: int, e: int, prefix: str = ""):
         rec = log.pairs[i - PAIR_BASE]
         if rec.site is None:
             return f"{prefix}a sum", -1
-        idx, src, wv, both, wgs, lanes = rec.site
-        wg = wgs[int(np.nonzero(both)[1][e]) // lanes] if both is not None else wgs[0]
+        idx, src, wv, wgs, lanes = rec.site
+        base = rec.member_base
+        wg = wgs[int(np.searchsorted(base, e, "right")) - 1] if base is not None else wgs[0]
         return f"{prefix}the sum made at #{idx} ({src}, workgroup {tuple(wg)}, wave {wv})", int(idx)
     rec = log.record_of(i)
     if rec is None:

@@ -50,9 +50,8 @@ class RaceTracker:
         s.size = new
 
 
-def _stored(value: VGPRs, nbytes: int, act, full: bool):
-    """The provenance of the first ``nbytes`` of value in the active columns (rows of its own g)."""
-    p = value.prov
+def _stored(p, nbytes: int, act, full: bool):
+    """Of provenance ``p`` (a value's), the first ``nbytes`` in the active columns ``act`` (rows of its own g)."""
     if p is None:
         return None
     if nbytes % p.g:
@@ -122,6 +121,18 @@ class DsOps:
             return (r2 + offsets.reshape(self.members, self.lanes)).reshape(-1), worst
         return rel + offsets, worst
 
+    def _lds_prov_index(self, region: LdsRegion, ridx, what):
+        """Per provenance column, the index into the region's provenance (``[pw]``): a folded
+        batch keeps one region per class, read at its representative's addresses (every member's
+        the same, else the batch unfolds). Lanes outside EXEC read their region's first byte."""
+        if not self._full:
+            ridx = np.where(self.exec, ridx, self._member_offsets(region.stride))
+        if self.fold is None:
+            return ridx
+        rel = ridx - self._member_offsets(region.stride)              # in each member's own region
+        return self._pcols(rel, f"the addresses of a {what} of {region.name!r}") + \
+            (np.arange(self.pw) // self.lanes) * region.stride
+
     def _member_offsets(self, stride: int, add: int = 0) -> np.ndarray:
         """member * stride + add per column (read-only, made once per wave and stride: every LDS
         access of a batch adds it)."""
@@ -142,7 +153,9 @@ class DsOps:
         a = self._read_addr(ridx)
         prov = None
         if self.machine.provenance:
-            prov = lds.prov[region.name].gather(self._byte_addr(ridx, nbytes), size)
+            pidx = self._lds_prov_index(region, ridx, "ds_read")
+            prov = lds.prov[region.name].gather(pidx[None, :] + np.arange(nbytes)[:, None], size)
+            prov = self._outside_exec(prov, f"EXEC of a ds_read of {region.name!r}")
         written = lds.written[region.name]
         val, every = load_written(lds.raw[region.name], written, a, nbytes, dtype)
         v = self._new(val, dtype, prov)
@@ -173,9 +186,10 @@ class DsOps:
                      None if self._full else act)
         mp = lds.prov[region.name]
         if self.machine.provenance and (value.prov is not None or not mp.empty()):
-            p = _stored(value, nbytes, act, self._full)
-            rb = ridx[None, :] + np.arange(nbytes)[:, None]
-            mp.scatter(rb if self._full else np.take(rb, np.flatnonzero(act), axis=1), p)
+            pact = self._pexec(f"EXEC of a ds_write to {region.name!r}")
+            p = _stored(value.prov, nbytes, pact, self._full)
+            rb = self._lds_prov_index(region, ridx, "ds_write")[None, :] + np.arange(nbytes)[:, None]
+            mp.scatter(rb if self._full else np.take(rb, np.flatnonzero(pact), axis=1), p)
         self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=self._lds_rel,
                     bank_conflict=self._lds_deg)
 

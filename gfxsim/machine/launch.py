@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from ..arch import get_arch
 from .findings import FindingLog
+from .fold import MAX_CLASSES, RETRIES, Attempt, Fold, Unfolded
 from .memory import Buffer
 from .consumed import check_outputs
 from .matrix import MmaLog
@@ -41,8 +43,13 @@ class Machine:
         self.findings = self.log.findings
         self.plan_cache: dict = {}
         self.not_checked: dict = {}      # finding kind -> why a front end cannot check it (asm: no scale marks)
+        self.attempt = None              # the folded batch being run (fold.Attempt), if any
+        self.folds: list = []            # per batch: how its provenance was kept (launch.run_batch)
 
     def report(self, kind, message, *, details=None, **coords):
+        if self.attempt is not None:     # a folded batch's: reported if the attempt stands (fold.Attempt)
+            self.attempt.pending.append((kind, message, dict(details or {}), coords))
+            return None
         return self.log.report(kind, message, dict(details or {}), **coords)
 
     @property
@@ -67,6 +74,7 @@ class Run:
     machine: Machine = field(repr=False)
     seconds: float = 0.0
     lane_threads: int = 0
+    folds: list = field(default_factory=list)    # per batch: how its provenance was kept (fold.py)
 
     @property
     def checks_not_run(self) -> list:
@@ -118,9 +126,16 @@ def _wg(x, fill=0):
 # number of Python objects rarely triggers. Smaller batches are cheap to keep a while longer.
 GC_BATCH = 16
 
+
+def fold_default() -> bool:
+    """Whether launches fold a batch's provenance (fold.py) unless told: on, unless the environment
+    says GFXSIM_FOLD=0 (every member's provenance kept, for comparison)."""
+    return os.environ.get("GFXSIM_FOLD", "1") != "0"
+
+
 def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(), kwargs=None,
            trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes=None,
-           name: str | None = None, batch: int = 1, progress=None) -> Run:
+           name: str | None = None, batch: int = 1, progress=None, fold: bool | None = None) -> Run:
     """Run ``kernel(w, *args, **kwargs)`` on every wave of every workgroup of ``grid``.
 
     Workgroups run one after another in x-fastest order, each with fresh (poisoned) LDS; within a
@@ -135,6 +150,12 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
 
     ``progress(done, total)``, if given, is called with the workgroups done: once at the start
     and after every batch.
+
+    ``fold`` (default ``fold_default()``): with provenance and without the full trace, a batch
+    keeps provenance for one representative member per class and a shift per member (fold.py);
+    a batch whose members part from their representatives is run again with finer classes, or
+    with every member's provenance: the results are the same either way (``Run.folds`` says how
+    each batch ran).
     """
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
@@ -158,10 +179,9 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     ids = [(x, y, z) for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]))]
     if progress is not None:
         progress(0, len(ids))
+    folding = (fold_default() if fold is None else bool(fold)) and provenance and not trace
     for i in range(0, len(ids), batch):
-        wg = Workgroup(m, ids[i:i + batch], waves_per_group)
-        wg.run(fn, lambda g, i: Wave(m, g, i))
-        del wg
+        run_batch(m, ids[i:i + batch], waves_per_group, fn, folding)
         if batch >= GC_BATCH and i + batch < len(ids):
             gc.collect()         # a wave and its values point at each other: free a big batch's now
         if progress is not None:
@@ -170,5 +190,41 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
         check_outputs(m)                 # the output declarations (Buffer.expect) of what it stored
     run = Run(kname, prof.name, grid, waves_per_group, m.trace, m.findings, m,
               seconds=time.perf_counter() - t0,
-              lane_threads=int(np.prod(grid)) * waves_per_group * prof.wave_size)
+              lane_threads=int(np.prod(grid)) * waves_per_group * prof.wave_size, folds=m.folds)
     return run
+
+
+def run_batch(m: Machine, members: list, waves: int, fn, folding: bool):
+    """Run one batch of workgroups: folded where it can be (fold.py), else keeping every member's
+    provenance. A folded attempt that meets a member parting from its representative is taken
+    back and run again with the members split by what differed (at most RETRIES times and
+    MAX_CLASSES classes), or unfolded; ``m.folds`` records how the batch ran."""
+    make = lambda g, i: Wave(m, g, i)
+    note = {"first": members[0], "members": len(members), "classes": None, "attempts": 0, "unfolded": None}
+    m.folds.append(note)
+    if folding and len(members) > 1:
+        classes = None
+        for _ in range(RETRIES):
+            f = Fold(len(members), m.arch.wave_size, classes, m.wide)
+            if f.classes > min(MAX_CLASSES, len(members) // 2):      # folding would no longer pay
+                note["unfolded"] += f" (then {f.classes} classes of {len(members)} members)"
+                break
+            attempt = m.attempt = Attempt(m)
+            note["attempts"] += 1
+            try:
+                Workgroup(m, members, waves, fold=f).run(fn, make)
+            except Unfolded as e:
+                attempt.take_back()
+                note["unfolded"] = e.what
+                gc.collect()             # the attempt's values (and their cycles) before the next one
+                if e.keys is None:
+                    break
+                keys = np.asarray(e.keys, np.int64)
+                classes = f.cls * (int(keys.max()) + 1) + keys            # split each class by its keys
+                continue
+            finally:
+                m.attempt = None
+            attempt.stand()
+            note["classes"], note["unfolded"] = f.classes, None
+            return
+    Workgroup(m, members, waves).run(fn, make)

@@ -259,6 +259,11 @@ class MmaRecord:
         bl = self.insn.blocks
         return slice(member * bl, (member + 1) * bl)
 
+    def rows_of(self, members) -> np.ndarray:
+        """The record's rows (member*blocks + block) of the given members, in order."""
+        bl = self.insn.blocks
+        return (np.asarray(members)[:, None] * bl + np.arange(bl)).ravel()
+
     def k_slots(self, operand: str, field: str = "token"):
         """``field`` in each K slot of A's row 0 / B's column 0 (block 0), per workgroup of the
         batch: int64 ``[members, K]`` (-1 where a slot carries none), or None untagged."""
@@ -322,7 +327,7 @@ class PairRecord:
     """The sum of two matrix results, element for element: what each side was (@mma, @mn).
     ``left``, ``right`` ((ids, mn) int32 [n] each) and ``cell`` are held packed (_pack) and
     unpacked on each read."""
-    __slots__ = ("_left", "_right", "site", "_cell", "fp")
+    __slots__ = ("_left", "_right", "site", "_cell", "fp", "member_base", "fold_shift")
 
     def __init__(self, left, right):
         self._left = tuple(_pack(x) for x in left)
@@ -330,6 +335,9 @@ class PairRecord:
         self.site = None                             # where the add ran: instruction, source, wave, ... (consumed.py)
         self._cell = None                            # int32 [n]: the D element summed, -1: a reduction (consumed.py)
         self.fp = None                               # field -> (consumed, consumed twice) as consumed.Fp
+        # the elements are held member by member: where each member's start ([members + 1])
+        self.member_base = None
+        self.fold_shift = None                       # a folded batch's: @mn shift of each member (fold.py)
 
     @property
     def left(self):
@@ -404,13 +412,14 @@ class MmaLog:
         return f"#{index}" + (f" ({label})" if label else "")
 
     def aligned(self, c_mma, c_mn, insn, members):
-        """The record whose D is exactly this C (``[nb, M, N]`` ids in the C layout), or None."""
+        """The record whose D is exactly this C (``[nb, M, N]`` ids in the C layout of the members
+        ``members``, an index array), or None."""
         prev = self.record_of(int(c_mma.flat[0])) if c_mma.size and c_mma.flat[0] >= 0 else None
         if prev is None or prev.insn is not insn:
             return None
-        nb = members * insn.blocks
-        member = np.repeat(np.arange(members), insn.blocks)[:, None, None]
-        blk = np.tile(np.arange(insn.blocks), members)[:, None, None]
+        nb = len(members) * insn.blocks
+        member = np.repeat(members, insn.blocks)[:, None, None]
+        blk = np.tile(np.arange(insn.blocks), len(members))[:, None, None]
         mn = (blk * insn.M + np.arange(insn.M)[None, :, None]) * insn.N + np.arange(insn.N)[None, None, :]
         if c_mma.shape[0] != nb or not (c_mma == prev.first + member).all() or not (c_mn == mn).all():
             return None
@@ -625,7 +634,9 @@ class MatrixOps:
         rec.ks_a, rec.ks_b, rec.c_mma, rec.c_mn = {}, {}, None, None
         rec.operands = None
         if self.machine.provenance and (a.prov is not None or b.prov is not None or c.prov is not None):
-            out.prov = self._mma_provenance(insn, a, b, c, idx, plans, rec, live)
+            out.prov = self._mma_provenance(insn, a, b, c, idx, rec, live)
+            if self.fold is not None:           # the representatives' rows, completed for every member
+                self.fold.unfold_record(rec, self.machine.mma_log)
         if overflow is not None and (overflow & np.repeat(live, insn.blocks)[:, None, None]).any():
             blk, m, n = (int(x) for x in np.argwhere(overflow & np.repeat(live, insn.blocks)[:, None, None])[0])
             lane = int(plans["D"][1][blk, m, n])
@@ -657,42 +668,47 @@ class MatrixOps:
             memo.remember((insn, ft, val.copy()), got)
         return got
 
-    def _flat_plan(self, insn, op):
-        """The operand plan as flat indices into a ``[regs, width]`` array: ``take`` is faster than
+    def _flat_plan(self, insn, op, members=None):
+        """The operand plan as flat indices into a ``[regs, members*lanes]`` array (default: the
+        batch's columns; a folded batch's provenance has ``pmembers``): ``take`` is faster than
         indexing with two arrays."""
-        key = (insn.mnemonic, op, self.members, self.lanes, "flat")
+        members = self.members if members is None else members
+        key = (insn.mnemonic, op, members, self.lanes, "flat")
         cache = self.machine.plan_cache
         got = cache.get(key)
         if got is None:
-            e, l = self._batched_plan(insn, op)
-            got = cache[key] = np.ascontiguousarray(e * self.width + l)
+            e, l = self._batched_plan(insn, op, members)
+            got = cache[key] = np.ascontiguousarray(e * (members * self.lanes) + l)
         return got
 
-    def _batched_plan(self, insn, op):
+    def _batched_plan(self, insn, op, members=None):
         """(element, column) index arrays ``[members*blocks, rows, cols]`` of an operand."""
-        key = (insn.mnemonic, op, self.members, self.lanes)
+        members = self.members if members is None else members
+        key = (insn.mnemonic, op, members, self.lanes)
         cache = self.machine.plan_cache
         got = cache.get(key)
         if got is None:
             e, l = gather_plan(insn, op)
-            base = (np.arange(self.members) * self.lanes)[:, None, None, None]
-            got = cache[key] = (np.broadcast_to(e, (self.members,) + e.shape).reshape((-1,) + e.shape[1:]),
+            base = (np.arange(members) * self.lanes)[:, None, None, None]
+            got = cache[key] = (np.broadcast_to(e, (members,) + e.shape).reshape((-1,) + e.shape[1:]),
                                 (l[None] + base).reshape((-1,) + l.shape[1:]))
         return got
 
     def _name_planes(self, insn, shape):
-        """(member, @mn) planes of D in its registers (-1 where D has no element): the same for every
+        """(member, @mn) planes of D in its registers on the provenance columns (-1 where D has no
+        element; a folded batch's columns name their representatives): the same for every
         instruction of this shape and batch, so made once per launch (read-only)."""
-        key = (insn.mnemonic, "names", self.members, self.lanes)
+        ids = self.pmember_ids
+        key = (insn.mnemonic, "names", self.lanes, ids.tobytes())
         got = self.machine.plan_cache.get(key)
         if got is None:
-            ed, ld = self._batched_plan(insn, "D")
+            ed, ld = self._batched_plan(insn, "D", len(ids))
             nb, M, N = ed.shape
             bl = insn.blocks
             member = np.full(shape, -1, np.int32)
-            member[ed, ld] = np.broadcast_to(np.repeat(np.arange(self.members), bl)[:, None, None], (nb, M, N))
+            member[ed, ld] = np.broadcast_to(np.repeat(ids, bl)[:, None, None], (nb, M, N))
             mn = np.full(shape, -1, np.int32)
-            blk = np.tile(np.arange(bl), self.members)
+            blk = np.tile(np.arange(bl), len(ids))
             mn[ed, ld] = ((blk[:, None, None] * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :])
             for p in (member, mn):
                 p.setflags(write=False)
@@ -711,16 +727,21 @@ class MatrixOps:
         out = memo.recall(lambda k: k[0] is insn and len(k[1]) == len(items) and all(
             f == g and x.shape == y.shape and _same_planes(x, y) for (f, x), (g, y) in zip(items, k[1])))
         if out is None:
-            plan = self._flat_plan(insn, operand)
+            plan = self._flat_plan(insn, operand, len(self.pmember_ids))
             fields = {f: _Field.gathered(x, plan, operand) for f, x in items}
             out = (fields, {f: v.compact(operand) for f, v in fields.items()}, {})
             memo.remember((insn, tuple((f, np.array(x, copy=True)) for f, x in items)), out)
         return out
 
-    def _mma_provenance(self, insn, a, b, c, idx, plans, rec, live):
-        """K-slot check, the record's per-field K-slot values and K sets, and D's provenance."""
+    def _mma_provenance(self, insn, a, b, c, idx, rec, live):
+        """K-slot check, the record's per-field K-slot values and K sets, and D's provenance, on the
+        provenance columns (a folded batch's representatives: ``pmember_ids``)."""
         M, N, K, bl = insn.M, insn.N, insn.K, insn.blocks
-        nb = self.members * bl
+        pm = len(self.pmember_ids)
+        plans = {op: self._batched_plan(insn, op, pm) for op in "AD"}
+        nb = pm * bl
+        if not self._full:
+            self._pexec(f"EXEC of {insn.mnemonic}")       # a folded batch's members all issue it, or none
         wide = self.machine.wide
         pa = self._elem_prov(a, a.n)
         pb = self._elem_prov(b, b.n)
@@ -728,7 +749,7 @@ class MatrixOps:
         sb, compact_b, rows_b = self._operand_fields(insn, "B", pb)       # [nb, N, K]
         fa = {f: x.v for f, x in sa.items()}                              # [nb, M, K]
         fb = {f: np.swapaxes(x.v, 1, 2) for f, x in sb.items()}           # [nb, K, N]
-        live_rows = np.repeat(live, bl)
+        live_rows = np.repeat(live[self.pmember_ids], bl)
         # the K-slot check: on every field both carry, one value per K slot
         for f in sorted(fa.keys() & fb.keys()):
             va, vb = fa[f], fb[f]                                     # [nb, M, K], [nb, K, N]
@@ -760,13 +781,12 @@ class MatrixOps:
                     rows_b[f] = _row_sets(np.swapaxes(fb[f], 1, 2), wide)   # [nb, N]
                 rec.ks_b[f] = rows_b[f]
         # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
-        ed, ld = plans["D"]
-        shape = (insn.regs("D"), self.width)
+        shape = (insn.regs("D"), self.pw)
         ids = {}
         pc = self._elem_prov(c, c.n)
-        fc = {f: np.take(p, self._flat_plan(insn, "C")) for f, p in (pc.ids.items() if pc is not None else ())
+        fc = {f: np.take(p, self._flat_plan(insn, "C", pm)) for f, p in (pc.ids.items() if pc is not None else ())
               if f not in RESERVED}
-        flat_d = self._flat_plan(insn, "D")
+        flat_d = self._flat_plan(insn, "D", pm)
         none2, none3 = np.empty((0, 0), np.int32), np.empty((0, 0, 0), np.int32)
         as_i32 = lambda x, empty: empty if x is None else np.ascontiguousarray(x, np.int32)
         for f in sorted(fa.keys() | fb.keys() | fc.keys()):
@@ -781,16 +801,18 @@ class MatrixOps:
         ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
         ids["@mn"] = mn_plane.copy()
         if pc is not None and "@mma" in pc.ids:
-            flat_c = self._flat_plan(insn, "C")
+            flat_c = self._flat_plan(insn, "C", pm)
             c_mma, c_mn = np.take(pc.ids["@mma"], flat_c), np.take(pc.ids["@mn"], flat_c)
-            prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.members)
+            prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.pmember_ids)
             if prev is not None:         # C is the previous instruction's D, element for element
+                rows = None if self.fold is None else prev.rows_of(self.pmember_ids)
                 for side, pside in ((rec.ks_a, prev.ks_a), (rec.ks_b, prev.ks_b)):
                     for f in pside.keys() | side.keys():
+                        ps = pside.get(f) if rows is None or f not in pside else pside[f].map(lambda x: x[rows])
                         if f in side and f in pside:
-                            side[f] = side[f].union(pside[f], wide)
+                            side[f] = side[f].union(ps, wide)
                         elif f in pside:
-                            side[f] = pside[f]
+                            side[f] = ps
                 rec.c_mma, rec.c_mn = prev.c_mma, prev.c_mn
             else:
                 rec.c_mma, rec.c_mn = c_mma, c_mn

@@ -304,13 +304,15 @@ class LDS:
     access, always within one region, indexes it directly. Addresses as the hardware sees them
     (races, bank conflicts, findings) stay workgroup-relative: ``region.offset`` + the offset in it."""
 
-    def __init__(self, limit: int, banks: int, bank_bytes: int, members: int = 1):
+    def __init__(self, limit: int, banks: int, bank_bytes: int, members: int = 1, prov_members=None):
         self.limit, self.banks, self.bank_bytes = limit, banks, bank_bytes
         self.members = members
+        # provenance is kept for this many members: all, or a folded batch's representatives
+        self.prov_members = members if prov_members is None else prov_members
         self.member_bytes = 0                   # the workgroup-relative LDS allocated so far (16-aligned)
         self.raw: dict[str, np.ndarray] = {}    # region -> uint8 [members * stride], poison until written
         self.written: dict[str, np.ndarray] = {}   # region -> bool [members * stride]
-        self.prov: dict[str, MemProv] = {}      # region -> its provenance, [members * stride]
+        self.prov: dict[str, MemProv] = {}      # region -> its provenance, [prov_members * stride]
         self.regions: dict[str, LdsRegion] = {}
         self.allocated = 0
         self.races = None                  # ds.RaceTracker, made by the first access that checks races
@@ -332,7 +334,7 @@ class LDS:
         self.regions[name] = reg
         self.raw[name] = np.tile(poison(reg.stride), self.members)
         self.written[name] = np.zeros(n, bool)
-        self.prov[name] = MemProv(n, unit=4 if dtype.itemsize >= 4 else 1)
+        self.prov[name] = MemProv(self.prov_members * reg.stride, unit=4 if dtype.itemsize >= 4 else 1)
         self.allocated = off + reg.nbytes
         new = -(-self.allocated // 16) * 16
         if self.races is not None:

@@ -57,7 +57,7 @@ class RoutingOps:
             g = min(p.prov.g for p in parts if p.prov is not None)
             rows = [p.nbytes // g for p in parts]
             prov = Prov.concat([None if p.prov is None else (p.prov if p.prov.g == g else p.prov.per_byte())
-                                for p in parts], rows, self.width)
+                                for p in parts], rows, self.pw)
         valid = None
         if any(p.valid is not None for p in parts):
             valid = np.concatenate([p.written() for p in parts])
@@ -97,12 +97,12 @@ class RoutingOps:
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             pa = None if a.prov is None else broadcast_rows(a.prov.per_byte(), n * size)
             if op in ("shl", "shr"):
-                prov = _shift_prov(pa, s, size, op, a.dtype, n, self.width, self.machine.wide)
+                prov = _shift_prov(pa, s, size, op, a.dtype, n, self.pw, self.machine.wide)
             elif b.literal:
                 prov = pa
                 if op == "and" and pa is not None:       # bytes the mask clears carry nothing
-                    mb = to_bytes(np.broadcast_to(b.val, (n, self.width)).astype(dt))
-                    prov = _route(pa, np.where(mb != 0, np.arange(n * size)[:, None], -1), self.width)
+                    mb = self._pcols(to_bytes(np.broadcast_to(b.val, (n, self.width)).astype(dt)), "an and-mask")
+                    prov = _route(pa, np.where(mb != 0, np.arange(n * size)[:, None], -1), self.pw)
             else:
                 pb = None if b.prov is None else broadcast_rows(b.prov.per_byte(), n * size)
                 prov = merge(pa, pb, False, self.machine.wide)
@@ -132,9 +132,9 @@ class RoutingOps:
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             pb = b.prov.per_byte() if b.prov is not None else None
             pa = a.prov.per_byte() if a.prov is not None else None
-            both = Prov.concat([pb, pa], [4, 4], self.width)
-            route = np.where(sb < 8, sb, np.where(sb < 12, sign_src, -1))
-            prov = _route(both, route, self.width)
+            both = Prov.concat([pb, pa], [4, 4], self.pw)
+            route = self._pcols(np.where(sb < 8, sb, np.where(sb < 12, sign_src, -1)), "a v_perm_b32 selector")
+            prov = _route(both, route, self.pw)
         v = self._new(from_bytes(out, "u32"), "u32", prov)
         self._event(insn, ins=[a, b], outs=[v])
         return v
@@ -156,7 +156,11 @@ class RoutingOps:
         prov = None
         cols = lambda a: np.take(a, src, axis=1)          # faster than a[:, src]
         if v.prov is not None and self.machine.provenance:
-            prov = v.prov.map(cols)
+            psrc = src
+            if self.fold is not None:                      # the representatives' lanes read theirs
+                psrc = self._pcols(src - self._base, "a bpermute's source lanes") + \
+                    (np.arange(self.pw) // self.lanes) * self.lanes
+            prov = v.prov.map(lambda a: np.take(a, psrc, axis=1))
         out = self._new(cols(v.val), v.dtype, prov)
         if valid is not None:
             out.valid = valid if out.valid is None else (out.valid & valid)

@@ -24,7 +24,7 @@ class ScaleOps:
         prov = None
         if self.machine.provenance:
             p = self._elem_prov(value, value.n) or Prov(4, {})
-            flags = np.full(value.val.shape, SCALE, np.uint8) if p.flags is None else p.flags | SCALE
+            flags = np.full((value.n, self.pw), SCALE, np.uint8) if p.flags is None else p.flags | SCALE
             prov = Prov(p.g, p.ids, p.fp, flags)
         out = self._new(value.val.copy(), value.dtype, prov)
         self._event(ops.VALU[("mov", "any")], ins=[value], outs=[out], scale=True)
@@ -50,7 +50,7 @@ class ScaleOps:
             mma = pr.ids.get("@mma")
             if fl is None or mma is None:
                 continue
-            act = (mma >= 0) & fl & self.exec[None, :]
+            act = (mma >= 0) & fl & self._pexec("EXEC of a dequant")[None, :]
             if act.any():
                 hit = True
                 self._scale_check(pr, ps, act)
@@ -105,16 +105,18 @@ class ScaleOps:
                 len(rec.workgroups) != self.members:
             return False
         insn = rec.insn
-        ed, ld = self._batched_plan(insn, "D")
+        pm = len(self.pmember_ids)
+        ed, ld = self._batched_plan(insn, "D", pm)
         nb, M, N = ed.shape
         # every active element is still the instruction's own D element, in its own register
         member_plane, mn_plane = self._name_planes(insn, mma.shape)
         if not (((mma == member_plane + np.int32(rec.first)) & (mn == mn_plane) & (member_plane >= 0)) | ~act).all():
             return False
-        member = np.repeat(np.arange(self.members), insn.blocks)[:, None, None]
+        member = np.repeat(self.pmember_ids, insn.blocks)[:, None, None]
         wide = self.machine.wide
         ids = np.broadcast_to(rec.first + member, (nb, M, N))
-        flat = self._flat_plan(insn, "D")
+        flat = self._flat_plan(insn, "D", pm)
+        rows = None if self.fold is None else rec.rows_of(self.pmember_ids)     # the record's rows of them
 
         def at_d(x):                      # x [R, L] or [R, L, W] -> [nb, M, N] (+ W)
             return np.take(x.reshape((-1,) + x.shape[2:]), flat, axis=0)
@@ -126,11 +128,11 @@ class ScaleOps:
             # K set of D[m][n] = A row m's ∪ B column n's: within the scale's iff both are (so the
             # union is made only to report what went wrong)
             bad = np.zeros((nb, M, N), np.bool_)
-            for part in _d_parts(rec, f, nb, M, N):
+            for part in _d_parts(rec, f, nb, M, N, rows):
                 bad |= ~part.subset_of(side, wide)
             bad &= on
             if bad.any():
-                a_b = _d_parts(rec, f, nb, M, N)
+                a_b = _d_parts(rec, f, nb, M, N, rows)
                 km = a_b[0] if len(a_b) == 1 else a_b[0].union(a_b[1], wide)
                 self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]), ld[bad])
         for f in sorted((pr.ids.keys() & ps.ids.keys()) - {"@mma", "@mn"}):
@@ -185,13 +187,15 @@ class ScaleOps:
                                       "lanes": ln} for k, s, ln, _ in mism])
 
 
-def _d_parts(rec, f, nb, M, N) -> list:
-    """A rows' and B columns' K sets of field f as [nb, M, N] views (the rows/columns broadcast)."""
+def _d_parts(rec, f, nb, M, N, rows=None) -> list:
+    """A rows' and B columns' K sets of field f as [nb, M, N] views (the rows/columns broadcast),
+    of the record's ``rows`` (None: all)."""
+    pick = (lambda x: x) if rows is None else (lambda x: x[rows])
     parts = []
     if f in rec.ks_a:
-        parts.append(rec.ks_a[f].map(lambda x: np.broadcast_to(x[:, :, None], (nb, M, N) + x.shape[2:])))
+        parts.append(rec.ks_a[f].map(lambda x: np.broadcast_to(pick(x)[:, :, None], (nb, M, N) + x.shape[2:])))
     if f in rec.ks_b:
-        parts.append(rec.ks_b[f].map(lambda x: np.broadcast_to(x[:, None, :], (nb, M, N) + x.shape[2:])))
+        parts.append(rec.ks_b[f].map(lambda x: np.broadcast_to(pick(x)[:, None, :], (nb, M, N) + x.shape[2:])))
     return parts
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import ops
 from .dtypes import FLOAT, INT, SIGNED, div_const, dtype_name, itemsize, mod_const, np_dtype
-from .consumed import extremum_names, product_names, sum_made
+from .consumed import extremum_names, pair_elements, product_names, sum_made
 from .matrix import PAIR_BASE
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .vgpr import VGPRs
@@ -82,20 +82,29 @@ class ValuOps:
         if op != "add":
             both &= ~same
         elif isinstance(one_element, np.ndarray):    # per element: the operands differ as numbers
-            both &= ~(same & one_element)
+            both &= ~(same & self._pcols(one_element, "an add's operands as numbers"))
         elif one_element:                    # a sum of sums added to itself still is a double count
             both &= ~(same & (ia < PAIR_BASE))
         if not both.any():
             return out
-        pid = self.machine.mma_log.add_pair((ia[both], ma[both]), (ib[both], mb[both]))     # int32 planes
-        sum_made(self, pid, pa, pb, both, op)
+        r, c = pair_elements(both, self.lanes)          # member by member (a folded batch: class by class)
+        left, right = (ia[r, c], ma[r, c]), (ib[r, c], mb[r, c])       # int32
+        log = self.machine.mma_log
+        if self.fold is None:
+            pid = log.add_pair(left, right)
+            log.pairs[pid - PAIR_BASE].member_base = _member_base(c // self.lanes, self.members)
+            names, folded = np.arange(len(r), dtype=np.int32), None
+        else:                                          # every member's elements, their names shifted
+            pid, names, src, member = self.fold.pair(log, left, right, c // self.lanes)
+            folded = (left, right, src, member)
+        sum_made(self, pid, pa, pb, (r, c), op, folded)
         ids = dict(out.ids)
         mma = ids.get("@mma")
         mma = np.full(both.shape, -1, np.int32) if mma is None else mma.copy()
         mn = ids.get("@mn")
         mn = np.full(both.shape, -1, np.int32) if mn is None else mn.copy()
-        mma[both] = pid
-        mn[both] = np.arange(int(both.sum()), dtype=np.int32)
+        mma[r, c] = pid
+        mn[r, c] = names
         ids["@mma"], ids["@mn"] = mma, mn
         return Prov(out.g, ids, out.fp, out.flags)
 
@@ -242,13 +251,14 @@ class ValuOps:
         prov = None
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             size = itemsize(dtype)
+            mp = self._pcols(m, "a select's condition")
             if any(p is not None and p.g == 1 and size > 1 for p in (a.prov, b.prov)):   # route bytes
                 pa = None if a.prov is None else broadcast_rows(a.prov.per_byte(), n * size)
                 pb = None if b.prov is None else broadcast_rows(b.prov.per_byte(), n * size)
-                prov = Prov.select(np.repeat(m, size, axis=0) if m.shape[0] > 1 else m, pa, pb, (n * size, self.width))
+                prov = Prov.select(np.repeat(mp, size, axis=0) if mp.shape[0] > 1 else mp, pa, pb, (n * size, self.pw))
             else:
                 pa, pb = self._elem_prov(a, n), self._elem_prov(b, n)
-                prov = Prov.select(m, pa, pb, r.shape)
+                prov = Prov.select(mp, pa, pb, (n, self.pw))
         out = self._new(r.astype(np_dtype(dtype)), dtype, prov)
         self._event(ops.VALU[("cndmask", "any")], ins=[a, b], outs=[out])
         return out
@@ -337,12 +347,13 @@ class ValuOps:
             dv[bidx] = rows
             dst.valid = None if dv.all() else dv
         if self.machine.provenance and (dst.prov is not None or new.prov is not None):
-            dst.prov = self._prov_write(dst, idx, new, m, full, every)
+            dst.prov = self._prov_write(dst, idx, new, self._pexec("EXEC of a register write"), full, every)
         if record:
             self._event(ops.VALU[("mov", "any")], ins=[new], outs=[dst])
 
     def _prov_write(self, dst, idx, new, m, full, every):
-        """dst's provenance after dst[idx] = new under EXEC m (``every``: idx is every element, in order)."""
+        """dst's provenance after dst[idx] = new under EXEC m (its provenance columns: fold.py;
+        ``every``: idx is every element, in order)."""
         n, size = dst.n, itemsize(dst.dtype)
         bytewise = size > 1 and any(p is not None and p.g == 1 for p in (dst.prov, new.prov))
         if bytewise:                        # route bytes: rows are bytes
@@ -356,12 +367,17 @@ class ValuOps:
         if full and every:
             return pn
         if every:                           # every row, some lanes: no scatter
-            return Prov.select(m[None, :], pn, pd, (n, self.width))
+            return Prov.select(m[None, :], pn, pd, (n, self.pw))
         rows = np.zeros(n, bool)
         rows[idx] = True
         sel = rows[:, None] & m[None, :]
-        expanded = None if pn is None else _scatter_rows(pn, idx, n, self.width)
-        return Prov.select(sel, expanded, pd, (n, self.width))
+        expanded = None if pn is None else _scatter_rows(pn, idx, n, self.pw)
+        return Prov.select(sel, expanded, pd, (n, self.pw))
+
+
+def _member_base(member_of_elem, members) -> np.ndarray:
+    """Where each member's elements start in a pair record held member by member ([members + 1])."""
+    return np.concatenate([[0], np.cumsum(np.bincount(member_of_elem, minlength=members))]).astype(np.int64)
 
 
 def _scatter_rows(p: Prov, idx, n, width) -> Prov:

@@ -2,8 +2,9 @@
 
 Numbers are ``val`` ``[n, width]`` typed (width = lanes x batched workgroups), packed
 little-endian into ``ceil(n*size/4)`` 32-bit VGPRs (16 int8 tokens are ``v[k:k+3]``). ``prov`` is
-the value's provenance (``provenance.Prov``; None when the launch runs without provenance or the
-value carries none), ``valid`` the written bit per byte (None: every byte written).
+the value's provenance (``provenance.Prov`` on the wave's provenance columns — a folded batch's
+representatives', fold.py; None when the launch runs without provenance or the value carries
+none), ``valid`` the written bit per byte (None: every byte written).
 
 Register numbers are virtual and deterministic: every new value takes the next numbers of its
 wave (SSA style, never reused), so the same statement of the same run always writes the same
@@ -70,8 +71,8 @@ class VGPRs:
         return np.ones((self.nbytes, self.val.shape[1]), bool) if self.valid is None else self.valid
 
     def byte_prov(self):
-        """Provenance per byte (``g == 1``), or None."""
-        return None if self.prov is None else self.prov.per_byte()
+        """Provenance per byte (``g == 1``) on every member's columns, or None."""
+        return None if self.prov is None else self.w._unfold(self.prov.per_byte(), "a value's bytes")
 
     def tags(self, field: str) -> np.ndarray:
         """One identity field (e.g. "token") of every element, ``[n, width]`` (-1 where absent or
@@ -79,14 +80,14 @@ class VGPRs:
         shape = self.val.shape
         if self.prov is None:
             return np.full(shape, -1, np.int64)
-        p = self.prov.per_element(itemsize(self.dtype), self.w.machine.wide)
+        p = self.w._unfold(self.prov.per_element(itemsize(self.dtype), self.w.machine.wide), "a value's tags")
         return p.field(field, shape).astype(np.int64)
 
     def footprint(self, field: str, element: int = 0, lane: int = 0) -> set:
         """The values of ``field`` one element was reduced over (its footprint)."""
         if self.prov is None:
             return set()
-        p = self.prov.per_element(itemsize(self.dtype), self.w.machine.wide)
+        p = self.w._unfold(self.prov.per_element(itemsize(self.dtype), self.w.machine.wide), "a value's footprint")
         m = p.fp.get(field)
         return set() if m is None else set(m.values_at((element, lane), self.w.machine.wide))
 

@@ -86,7 +86,13 @@ class VmemOps:
             raise self.error(ValueError, f"global_load of {nbytes} bytes as {dtype} from {buf.name!r}")
         addr = self._addresses(offset, nbytes, buf.nbytes, f"global_load from {buf.name!r}", min(nbytes, 4))
         a = self._read_addr(addr)
-        prov = buf.load_prov(self._byte_addr(addr, nbytes), size, self.machine) if self.machine.provenance else None
+        prov = None
+        if self.machine.provenance:
+            prov = self._outside_exec(buf.load_prov(self._byte_addr(addr, nbytes), size, self.machine),
+                                      None if self.fold is None else f"EXEC of a global_load from {buf.name!r}",
+                                      whole=True)
+            if self.fold is not None and prov is not None:
+                prov = self.fold.fold_prov(prov, f"global_load from {buf.name!r}")
         if buf.written is None:
             val, every = load_values(buf.raw, a, nbytes, dtype), True
         else:
@@ -164,13 +170,15 @@ class VmemOps:
         self._check_read(value)
         addr = self._addresses(offset, nbytes, buf.nbytes, f"global_store to {buf.name!r}", min(nbytes, 4))
         act = self.exec
+        if self.machine.attempt is not None:
+            self.machine.attempt.before_store(buf)                   # a folded attempt may be taken back
         store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self._full else act)
         if buf.expects and self.machine.provenance and all(b is not buf for b, _ in self.machine.outputs):
             self.machine.outputs.append((buf, self.source()))          # checked at the launch's end
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
             ba = addr[None, :] + np.arange(nbytes)[:, None]
             sel = ba if self._full else np.take(ba, np.flatnonzero(act), axis=1)
-            stored = _stored(value, nbytes, act, self._full)
+            stored = _stored(self._unfold(value.prov, f"global_store to {buf.name!r}"), nbytes, act, self._full)
             if stored is not None and buf.tagged:
                 self._check_store(buf, sel, stored, value, act)
             buf.store_prov(sel, stored, self.machine)

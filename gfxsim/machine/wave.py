@@ -26,6 +26,7 @@ from .ds import DsOps
 from .dtypes import dtype_name, from_bytes, np_dtype
 from .memory import poison
 from .errors import located
+from .fold import RESTART_KINDS, Unfolded
 from .matrix import MatrixOps
 from .routing import RoutingOps
 from .scales import ScaleOps
@@ -65,6 +66,10 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self.width = self.lanes * self.members           # columns of every register array
         self.wave_id = wave_id
         self.exec = np.ones(self.width, bool)
+        # provenance columns: every member's, or a folded batch's representatives' (fold.py)
+        self.fold = workgroup.fold
+        self.pw = self.width if self.fold is None else self.fold.width
+        self.pmember_ids = np.arange(self.members) if self.fold is None else self.fold.reps
         self._full = True                                # EXEC is all ones (the fast paths)
         self._base = (np.arange(self.width) // self.lanes) * self.lanes     # first lane of each member
         self._offsets = {}                                # DsOps._member_offsets
@@ -111,6 +116,32 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self._next_reg += n
         return (base, n)
 
+    def _pcols(self, x, what: str):
+        """Per-column data (last axis: the batch's columns) as provenance sees it: a folded batch's
+        representatives' columns, checked to be every member's (fold.Fold.rep); else ``x``."""
+        return x if self.fold is None else self.fold.rep(x, what)
+
+    def _pexec(self, what: str):
+        """EXEC on the provenance columns (``_pcols``)."""
+        if self.fold is None:
+            return self.exec
+        if self._full:
+            return np.ones(self.pw, bool)
+        return self.fold.rep(self.exec, what)
+
+    def _outside_exec(self, p, what, whole: bool = False):
+        """``p`` with nothing in the lanes outside EXEC: a load there reads no element, so its bytes
+        carry no provenance (``whole``: p has every member's columns, not the provenance columns)."""
+        if p is None or self._full:
+            return p
+        from .provenance import Prov
+        m = self.exec if whole else self._pexec(what)
+        return Prov.select(m[None, :], p, None, p.shape)
+
+    def _unfold(self, p, what: str):
+        """A value's provenance for every member (a folded batch's expanded, fold.Fold.unfold)."""
+        return p if self.fold is None or p is None else self.fold.unfold(p, self.machine.mma_log, what)
+
     def _set_exec(self, m):
         self.exec = m
         self._full = bool(m.all())
@@ -131,6 +162,8 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
 
     def finding(self, kind, message, lane=None, address=None, instruction=None, **details):
         """Report a finding of ``kind`` (see findings.KINDS for its details record and dedupe key)."""
+        if self.fold is not None and kind in RESTART_KINDS:
+            raise Unfolded(f"a {kind} finding")      # made on a representative: run the members themselves
         if instruction is not None and lane is not None and self.members > 1:
             instruction = instruction + int(lane) // self.lanes     # a batched instruction: one index per member
         wg, lane = self._coords(lane)
@@ -299,6 +332,8 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         """Numbered registers of this wave (regfile.RegisterFile), for front ends that address
         registers by number; values move in and out with their bytes' provenance."""
         from .regfile import RegisterFile
+        if self.fold is not None:
+            raise Unfolded("a numbered register file")     # its planes hold every member's columns
         return RegisterFile(self, count, prefix)
 
     # -- finer checks --------------------------------------------------------------------------------

@@ -19,16 +19,19 @@ class _Abort(BaseException):
 
 
 class Workgroup:
-    def __init__(self, machine, wg_ids, num_waves: int):
+    def __init__(self, machine, wg_ids, num_waves: int, fold=None):
         """``wg_ids``: one workgroup id, or a list of them run side by side as a batch (each wave then
-        holds the same wave of every member, member m in columns m*wave_size ...)."""
+        holds the same wave of every member, member m in columns m*wave_size ...). ``fold``: the
+        batch's folded provenance (fold.Fold; None: every member's provenance is kept)."""
         arch = machine.arch
         self.machine = machine
         self.ids = [tuple(wg_ids)] if isinstance(wg_ids[0], (int, np.integer)) else [tuple(i) for i in wg_ids]
         self.id = self.ids[0]
         self.members = len(self.ids)
         self.num_waves = num_waves
-        self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes, members=self.members)
+        self.fold = fold
+        self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes, members=self.members,
+                       prov_members=fold.classes if fold is not None else None)
         self.epoch = 0
         self._go = None
 

@@ -1,0 +1,449 @@
+"""Folded provenance: the workgroups of a batch whose provenance differs only by a shift per field.
+
+A batched launch runs ``members`` workgroups side by side, every register array holding each
+member's lanes. Their numbers differ; their provenance mostly differs only by where they are:
+member m's tokens are its representative's plus a partition's first token, its query heads plus
+a kv head's first head, its matrix results the same instructions' copies m. A folded batch keeps
+provenance for one representative per class of members (``Fold.reps``; member 0 represents class
+0) on ``classes x lanes`` columns, and per field and member the shift that gives the member's
+values from its representative's. Identities, footprints, K sets, scale checks and the names of
+results cost 1/members of the work; they are expanded to every member only where they leave the
+wave — global stores, the matrix-instruction and pair records, and what a user asks of a value.
+
+Exact, never assumed: wherever a member's provenance could part from its representative's — the
+tags a load reads, EXEC under which provenance is written, a select's condition, a lane or byte
+route, an LDS address, an add of two results — the member's columns are compared with its
+representative's, and the first difference raises ``Unfolded`` naming it. The launch then drops
+the attempt (its stores, records, findings) and runs the batch again with the members split by
+what differed (a tail partition becomes a class of its own), or unfolded. A provenance finding
+on a representative unfolds the batch too, so each finding names its own member.
+
+Shifts (``Fold.shift[field]``, int64 ``[members]``; a representative's is 0):
+* a tag field (token, head, dim, seq, ...): from the first load that reads the field, checked by
+  every later load;
+* ``@mma`` of a matrix result: the member's index minus its representative's (member m's copy of
+  batched instruction i is i + m); its ``@mn`` is unshifted;
+* ``@mma`` of a sum of results is the pair record's one id; its ``@mn`` indexes the record's
+  elements, held member by member, and shifts by where the member's elements start minus where its
+  representative's do (``PairRecord.fold_shift``);
+* a footprint's window base moves with its field (by whole windows; else the batch unfolds).
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from .errors import GfxSimError
+from .jit import njit
+from .matrix import FOREIGN_BASE, PAIR_BASE, PairRecord
+from .provenance import RESERVED, WINDOW, Mask, Prov
+
+RETRIES = 3              # attempts with finer classes before a batch runs unfolded
+MAX_CLASSES = 16         # more classes than this: folding no longer pays, the batch runs unfolded
+# provenance findings made on a representative's columns: they would name it, not each member
+RESTART_KINDS = frozenset({"ab-kslot-mismatch", "scale-group-mismatch", "double-count"})
+
+
+class Unfolded(BaseException):
+    """A member's provenance parts from its representative's (``what``); ``keys`` (int [members],
+    or None) groups the members by what they held there, for finer classes. A BaseException: a
+    kernel's ``except Exception`` must not swallow it."""
+
+    def __init__(self, what: str, keys=None):
+        super().__init__(what)
+        self.what = what
+        self.keys = keys
+
+
+class Fold:
+    """The classes of a batch's members and every field's per-member shift (module docstring)."""
+
+    def __init__(self, members: int, lanes: int, classes=None, wide=None):
+        cls = np.zeros(members, np.int64) if classes is None else np.asarray(classes, np.int64)
+        _, first, inv = np.unique(cls, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")          # classes numbered by their first member
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        self.members, self.lanes = members, lanes
+        self.cls = rank[inv.ravel()]                      # [members] class of each member
+        self.reps = first[order]                          # [classes] representative of each class
+        self.classes = len(self.reps)
+        self.width = self.classes * lanes                 # provenance columns
+        self.rep_of = self.reps[self.cls]                 # [members] each member's representative
+        lane = np.arange(lanes)
+        self.rep_cols = (self.reps[:, None] * lanes + lane).ravel()        # [width] their columns
+        self.member_cols = (self.cls[:, None] * lanes + lane).ravel()      # [members*lanes] folded column
+        self.col_member = np.repeat(np.arange(members), lanes)             # [members*lanes] member of a column
+        self.wide = wide                                  # the launch's WideSets (sets wider than a window)
+        self.shift: dict = {}                             # field -> int64 [members]
+        self.known: dict = {}                             # field -> bool [members]: shift set
+
+    # -- per-column data ------------------------------------------------------------------------
+    def rep(self, x, what: str) -> np.ndarray:
+        """The representatives' columns of ``x`` (last axis members*lanes), after checking that
+        every member's columns equal its representative's (else ``Unfolded``)."""
+        x = np.asarray(x)
+        if x.shape[-1] != self.members * self.lanes:
+            raise GfxSimError(f"folded provenance: {what} has {x.shape[-1]} columns, the batch "
+                              f"{self.members * self.lanes}")
+        if self.classes == 1:
+            x3 = x.reshape(x.shape[:-1] + (self.members, self.lanes))
+            if not (x3 == x3[..., :1, :]).all():
+                raise Unfolded(what, self._keys(x))
+            return x[..., :self.lanes]
+        r = np.take(x, self.rep_cols, axis=-1)
+        if not np.array_equal(np.take(r, self.member_cols, axis=-1), x):
+            raise Unfolded(what, self._keys(x))
+        return r
+
+    def _keys(self, x) -> np.ndarray:
+        """Members grouped by their own columns of x (equal columns, equal key)."""
+        x3 = np.asarray(x).reshape((-1, self.members, self.lanes))
+        rows = np.ascontiguousarray(np.swapaxes(x3, 0, 1)).reshape(self.members, -1)
+        _, inv = np.unique(rows, axis=0, return_inverse=True)
+        return inv.ravel()
+
+    def expand_cols(self, a: np.ndarray) -> np.ndarray:
+        """A folded array's columns (last axis) for every member, unshifted."""
+        if self.classes == 1:
+            return np.tile(a, (1,) * (a.ndim - 1) + (self.members,))
+        return np.take(a, self.member_cols, axis=-1)
+
+    # -- sources: what a load read --------------------------------------------------------------
+    def fold_ids(self, ids: dict) -> dict:
+        """Identity planes a load read from a tagged buffer (``[rows, members*lanes]``), folded:
+        each field's shifts set (first load) or checked (later loads)."""
+        return {f: self._fold_plane(f, a) for f, a in ids.items()}
+
+    def _fold_plane(self, f: str, a: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(a, np.int32)
+        R = a.shape[0]
+        M, L = self.members, self.lanes
+        shift, has = np.zeros(M, np.int64), np.zeros(M, np.bool_)
+        if not _fold_check(a, self.rep_cols if self.classes > 1 else _NO_COLS, self.cls, L, shift, has):
+            raise Unfolded(f"a load's {f!r} tags", self._pattern_keys(a.reshape(R, M, L)))
+        self._set_shift(f, shift, has, f"a load's {f!r} tags")
+        return np.ascontiguousarray(a[:, :L] if self.classes == 1 else np.take(a, self.rep_cols, axis=1))
+
+    def _pattern_keys(self, a3) -> np.ndarray:
+        """Members grouped by their plane less its first present value (the same layout of values,
+        anywhere): a tail partition's members share a pattern of their own."""
+        M = self.members
+        rows = a3.transpose(1, 0, 2).reshape(M, -1).astype(np.int64)
+        p = rows >= 0
+        first = np.where(p.any(axis=1), rows[np.arange(M), np.argmax(p, axis=1)], 0)
+        norm = np.where(p, rows - first[:, None], rows)
+        _, inv = np.unique(norm, axis=0, return_inverse=True)
+        return inv.ravel()
+
+    def _set_shift(self, f, s, has, what):
+        cur, known = self.shift.get(f), self.known.get(f)
+        if cur is None:
+            self.shift[f], self.known[f] = s.copy(), has.copy()
+            return
+        both = known & has
+        if not np.array_equal(cur[both], s[both]):
+            raise Unfolded(f"{what}: the members' {f!r} shifts differ from an earlier load's",
+                           np.where(both & (cur != s), np.arange(self.members) + 1, 0))
+        new = has & ~known
+        cur[new] = s[new]
+        known |= has
+
+    def fold_prov(self, p: Prov | None, what: str) -> Prov | None:
+        """Provenance a load gathered from what stores left (``[rows, members*lanes]``), folded:
+        tag fields shift as a tagged load's; the names of results, footprints and marks must be
+        the representative's own (a batch reading what its own members stored unfolds)."""
+        if p is None:
+            return None
+        ids = {}
+        for f, a in p.ids.items():
+            ids[f] = self.rep(a, what) if f in RESERVED else self._fold_plane(f, a)
+        fp = {f: _on_columns(m, lambda x: np.ascontiguousarray(self.rep(x, what))) for f, m in p.fp.items()}
+        flags = None if p.flags is None else self.rep(p.flags, what)
+        return Prov(p.g, {f: np.ascontiguousarray(a) for f, a in ids.items()}, fp,
+                    None if flags is None else np.ascontiguousarray(flags))
+
+    # -- sinks: provenance for every member ------------------------------------------------------
+    def _shifted(self, f: str, a: np.ndarray, member) -> np.ndarray:
+        """Tag field ``f``'s values ``a`` (representatives' values, placed for every member), shifted by
+        the shift of each element's member (``member`` broadcasts against ``a``)."""
+        s = self.shift.get(f)
+        if s is None:
+            if (a >= 0).any():
+                raise GfxSimError(f"folded provenance: field {f!r} holds values no load shifted")
+            return a
+        sh = np.where(self.known[f], s, 0)[member]
+        if not sh.any():
+            return a
+        return np.where(a >= 0, a + sh, a).astype(a.dtype, copy=False)
+
+    def _names(self, mma: np.ndarray, mn: np.ndarray, member, log):
+        """``@mma``/``@mn`` (representatives' names, placed for every member) as each member's."""
+        shape = mma.shape
+        mma = np.array(mma, np.int32).reshape(-1)          # copies: the caller's stay as they are
+        mn = np.array(mn, np.int32).reshape(-1)
+        member = np.ascontiguousarray(np.broadcast_to(member, shape), np.int64).reshape(-1)
+        pids = np.unique(mma[(mma >= PAIR_BASE) & (mma < FOREIGN_BASE)]) if (mma >= PAIR_BASE).any() else _NO_PIDS
+        shifts = np.zeros((len(pids), self.members), np.int64)
+        for i, pid in enumerate(pids.tolist()):
+            sh = log.pairs[pid - PAIR_BASE].fold_shift
+            if sh is None:
+                raise GfxSimError(f"folded provenance: sum {pid} holds no per-member element starts")
+            shifts[i] = sh
+        _shift_names(mma, mn, member, self.rep_of, pids.astype(np.int64), shifts, PAIR_BASE, FOREIGN_BASE)
+        return mma.reshape(shape), mn.reshape(shape)
+
+    def _mask(self, f: str, m: Mask, member, what: str) -> Mask:
+        """A footprint placed for every member, moved by the member's shift of ``f``: a window by
+        whole windows in place; otherwise (part of a window, a set wider than one) each distinct
+        (set, shift) once, exactly, by its values."""
+        s = self.shift.get(f)
+        sh = np.zeros(self.members, np.int64) if s is None else np.where(self.known[f], s, 0)
+        if not sh.any():
+            return m
+        shm = sh[np.broadcast_to(member, m.base.shape)]
+        narrow = m.base >= 0
+        base = np.where(narrow, m.base + shm, m.base)
+        hard = (narrow & (shm % WINDOW != 0)) | ((m.wide != 0) & (shm != 0))
+        if not hard.any():
+            return Mask(base, m.bits, m.wide)
+        if self.wide is None:
+            raise Unfolded(f"{what}: a {f!r} footprint moves by part of a window")
+        out = Mask(base, m.bits.copy(), m.wide.copy())
+        sel = np.nonzero(hard)
+        key = np.concatenate([m.base[sel][:, None], m.wide[sel][:, None].astype(np.int64),
+                              m.bits[sel].view(np.int64), shm[sel][:, None]], axis=1)
+        _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        moved = [self._moved_set(m, tuple(x[first[u]] for x in sel), int(shm[sel][first[u]]))
+                 for u in range(len(first))]
+        pick = lambda k: np.array([t[k] for t in moved])[inv.ravel()]
+        out.base[sel], out.wide[sel] = pick(0), pick(2)
+        out.bits[sel] = np.stack([t[1] for t in moved])[inv.ravel()]
+        return out
+
+    def _moved_set(self, m: Mask, i, shift: int):
+        """(base, bits, wide) of element i's set with every value moved by ``shift``."""
+        from .provenance import WORDS
+        vals = sorted(v + shift for v in m.values_at(i, self.wide))
+        bits = np.zeros(WORDS, np.uint64)
+        if not vals:
+            return -1, bits, 0
+        lo = vals[0] // WINDOW * WINDOW
+        if vals[-1] >= lo + WINDOW:
+            return -1, bits, self.wide.intern(vals)
+        for v in vals:
+            bits[(v - lo) // 64] |= np.uint64(1) << np.uint64((v - lo) % 64)
+        return lo, bits, 0
+
+    def unfold(self, p: Prov | None, log, what: str) -> Prov | None:
+        """A folded value's provenance ``[rows, width]`` for every member ``[rows, members*lanes]``."""
+        if p is None:
+            return None
+        member = self.col_member[None, :]
+        cols = self.expand_cols
+        ids = {}
+        for f, a in p.ids.items():
+            if f not in RESERVED:
+                ids[f] = self._shifted(f, cols(a), member)
+        if "@mma" in p.ids:
+            ids["@mma"], ids["@mn"] = self._names(cols(p.ids["@mma"]), cols(p.ids["@mn"]), member, log)
+        fp = {f: self._mask(f, _on_columns(m, cols), member, what) for f, m in p.fp.items()}
+        return Prov(p.g, ids, fp, None if p.flags is None else cols(p.flags))
+
+    # -- records ----------------------------------------------------------------------------------
+    def _rows(self, bl: int):
+        """(folded row of each member's row, member of each row) of a record's ``[members*bl, ...]``."""
+        blk = np.arange(bl)
+        return (self.cls[:, None] * bl + blk).ravel(), np.repeat(np.arange(self.members), bl)
+
+    def unfold_record(self, rec, log):
+        """A matrix-instruction record made on the representatives' rows ``[classes*blocks, ...]``
+        completed for every member: K-slot values, K sets and C's names."""
+        bl = rec.insn.blocks
+        idx, member = self._rows(bl)
+        what = f"the record of {rec.op}"
+
+        def side(d):
+            if d is None:
+                return None
+            out = {}
+            for f, (kind, arr) in d.items():
+                a = np.take(arr, idx, axis=0)
+                out[f] = (kind, self._shifted(f, a, member.reshape((-1,) + (1,) * (a.ndim - 1))))
+            return out
+
+        def ks(d):
+            return {f: self._mask(f, m.map(lambda x: np.take(x, idx, axis=0)), member[:, None], what)
+                    for f, m in d.items()}
+        rec.a, rec.b = side(rec.a), side(rec.b)
+        rec.ks_a, rec.ks_b = ks(rec.ks_a), ks(rec.ks_b)
+        if rec.c_mma is not None:
+            mem3 = member[:, None, None]
+            rec.c_mma, rec.c_mn = self._names(np.take(rec.c_mma, idx, axis=0), np.take(rec.c_mn, idx, axis=0),
+                                              mem3, log)
+
+    def pair(self, log, left, right, cls_of_elem):
+        """A sum of two results made on the representatives' elements (class by class, ``left`` /
+        ``right`` (@mma, @mn) and each element's class ``cls_of_elem``): the pair record holding
+        every member's elements, member by member. Returns (pid, @mn of the representatives'
+        elements in it, the element index of each of the record's elements in the representatives')."""
+        n_k = np.bincount(cls_of_elem, minlength=self.classes)                # elements per class
+        start_k = np.concatenate([[0], np.cumsum(n_k)])
+        n_m = n_k[self.cls]
+        base = np.concatenate([[0], np.cumsum(n_m)])                         # where each member's start
+        # the record's elements: member by member, its class's elements in order
+        if self.classes == 1:
+            src = np.tile(np.arange(n_k[0]), self.members)
+        else:
+            src = np.concatenate([np.arange(start_k[k], start_k[k] + n_k[k]) for k in self.cls.tolist()])
+        member = np.repeat(np.arange(self.members), n_m)
+        sides = []
+        for ids, mn in (left, right):
+            i, m = self._names(np.take(ids, src), np.take(mn, src), member, log)
+            sides.append((i, m))
+        pid = log.add_pair(*sides)
+        rec = log.pairs[pid - PAIR_BASE]
+        rec.fold_shift = (base[:-1] - base[self.rep_of]).astype(np.int64)
+        rec.member_base = base
+        local = np.arange(len(cls_of_elem)) - start_k[cls_of_elem]
+        rep_mn = (base[self.reps[cls_of_elem]] + local).astype(np.int32)
+        return pid, rep_mn, src, member
+
+    def unfold_pair(self, rec: PairRecord, cell, fp, src, member, what):
+        """The pair record's cell and footprints (made on the representatives' elements) for every
+        member's elements (``src``, ``member``: fold.pair's)."""
+        rec.cell = np.take(cell, src)
+        out = {}
+        for f, (u, d) in fp.items():
+            out[f] = tuple(None if x is None else self._fp(f, x, src, member, what) for x in (u, d))
+        rec.fp = out
+
+    def _fp(self, f, x, src, member, what):
+        """A footprint of the representatives' elements (consumed.Fp) for every member's elements:
+        one copy of its table per distinct shift of ``f``, indexed."""
+        from .consumed import Fp
+        table, index = x.table, x.index
+        t = len(table.base)
+        if index is None:
+            index = np.arange(t)
+        sh = self.shift.get(f)
+        sh = np.zeros(self.members, np.int64) if sh is None else np.where(self.known[f], sh, 0)
+        idx = np.take(index, src)
+        if not sh.any():                       # no member moves: the table serves every member
+            return Fp(table, idx)
+        shifts, first, which = np.unique(sh, return_index=True, return_inverse=True)
+        tables = [self._mask(f, table, np.full(t, m), what) for m in first.tolist()]
+        return Fp(Mask.concat(tables), idx + which.ravel()[member] * t)
+
+
+_NO_COLS = np.zeros(0, np.int64)
+_NO_PIDS = np.zeros(0, np.int64)
+
+
+@njit
+def _fold_check(a, rep_cols, cls, lanes, shift, has):
+    """Whether plane ``a`` [rows, members*lanes] is, in every member, its representative's plus one
+    shift per member where the representative holds a value (and the same where it holds none);
+    fills ``shift`` and ``has`` (a member whose representative holds a value). ``rep_cols``: the
+    representatives' columns (empty: one class, member 0)."""
+    R, W = a.shape
+    one = rep_cols.shape[0] == 0
+    for c in range(W):
+        m = c // lanes
+        rc = c % lanes if one else rep_cols[cls[m] * lanes + c % lanes]
+        for r in range(R):
+            x, v = a[r, c], a[r, rc]
+            if v < 0:
+                if x != v:
+                    return False
+            elif has[m]:
+                if np.int64(x) != np.int64(v) + shift[m]:
+                    return False
+            else:
+                shift[m] = np.int64(x) - np.int64(v)
+                has[m] = True
+    return True
+
+
+@njit
+def _shift_names(mma, mn, member, rep_of, pids, shifts, pair_base, foreign_base):
+    """fold.Fold._names in one pass, in place: a result's @mma moves by its member's distance from
+    its representative, a sum's @mn by the sum's per-member shift (row i of ``shifts`` for pids[i])."""
+    for i in range(mma.shape[0]):
+        x = mma[i]
+        if x < 0 or x >= foreign_base:
+            continue
+        m = member[i]
+        if x < pair_base:
+            mma[i] = x + (m - rep_of[m])
+        else:
+            k = np.searchsorted(pids, x)
+            mn[i] = mn[i] + shifts[k, m]
+
+
+def _on_columns(m: Mask, fn) -> Mask:
+    """``fn`` applied along the columns (the last axis of base and wide, the one before last of bits)."""
+    return Mask(fn(m.base), np.ascontiguousarray(np.moveaxis(fn(np.moveaxis(m.bits, -2, -1)), -1, -2)), fn(m.wide))
+
+
+def snapshot_buffer(buf) -> tuple:
+    """What a store may change in ``buf``: its bytes, written bits, provenance and origin."""
+    return (buf.raw.copy(), None if buf.written is None else buf.written.copy(),
+            copy.deepcopy(buf.prov), buf.origin)
+
+
+def restore_buffer(buf, snap):
+    raw, written, prov, origin = snap
+    buf.raw[:] = raw
+    if written is not None:
+        buf.written[:] = written
+    buf.prov, buf.origin = prov, origin
+
+
+class Attempt:
+    """A batch run once folded, that can be taken back: what the launch had before it (instruction
+    count, records, pairs, wide sets, outputs) and every buffer before the attempt's first store
+    into it. Findings are held back (``pending``) and reported only when the attempt stands."""
+
+    def __init__(self, machine):
+        self.machine = machine
+        log, wide = machine.mma_log, machine.wide
+        self.n_events = machine.trace.n_events
+        self.records, self.pairs, self.foreign = len(log.records), len(log.pairs), len(log.foreign)
+        self.wide = len(wide.nodes)
+        self.outputs = len(machine.outputs)
+        self.buffers: list = []              # (buf, snapshot) of each buffer stored into
+        self.pending: list = []              # (kind, message, details, coords) of the attempt
+
+    def before_store(self, buf):
+        if all(b is not buf for b, _ in self.buffers):
+            self.buffers.append((buf, snapshot_buffer(buf)))
+
+    def take_back(self):
+        m = self.machine
+        log, wide = m.mma_log, m.wide
+        m.trace.n_events = self.n_events
+        del log.records[self.records:]
+        del log._starts[self.records:]
+        del log.pairs[self.pairs:]
+        del log.foreign[self.foreign:]
+        for name in ("_k_sets", "_k_tables"):
+            cache = log.__dict__.get(name)
+            if cache:
+                for k in [k for k in cache if k >= self.records]:
+                    del cache[k]
+        log.__dict__.pop("_k_field_names", None)
+        n = self.wide
+        del wide.nodes[n:]
+        for d in (wide._ids, wide._unions, wide._windows):
+            for k in [k for k, v in d.items() if v >= n]:
+                del d[k]
+        del m.outputs[self.outputs:]
+        for buf, snap in self.buffers:
+            restore_buffer(buf, snap)
+
+    def stand(self):
+        """The attempt stands: its findings are reported, in order."""
+        for kind, message, details, coords in self.pending:
+            self.machine.log.report(kind, message, details, **coords)
