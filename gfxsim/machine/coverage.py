@@ -14,16 +14,21 @@ class Coverage:
         self.wave, self.key, self.field, self.operand = wave, key, field, operand.upper()
         self.active = wave.machine.provenance
         if self.active:
-            self.ranges = [self._expected(expect, m) for m in range(wave.members)]
+            self.ranges = self._expected(expect, wave.members)
             self.consumed = []                      # [members, K] per instruction (-1 = no token)
             self.live = np.zeros(wave.members, bool)
         self.first = None
 
-    def _expected(self, expect, member):
+    def _expected(self, expect, members):
+        """The expected tokens of every member: (lo, hi) int64 [members] for a range (tokens
+        lo..hi-1), else a list of int64 arrays."""
         if isinstance(expect, tuple) and len(expect) == 2:
-            lo, hi = (int(x.val[0, member * self.wave.lanes]) if hasattr(x, "val") else int(x) for x in expect)
-            return np.arange(lo, max(lo, hi))
-        return np.array(sorted(int(x) for x in expect), np.int64)
+            lanes = self.wave.lanes
+            lo, hi = (np.asarray(x.val[0, ::lanes], np.int64) if hasattr(x, "val") else np.full(members, int(x), np.int64)
+                      for x in expect)          # each member's first lane: uniform per wave
+            return lo, np.maximum(lo, hi)
+        one = np.array(sorted(int(x) for x in expect), np.int64)
+        return [one] * members
 
     def add(self, wave, rec):
         if not self.active or rec.a is None:
@@ -53,16 +58,21 @@ class Coverage:
             return False
         from ..arch.kslots import format_token_set
         members = self.wave.members
-        lo = np.array([r[0] if len(r) else 0 for r in self.ranges], np.int64)
-        span = max([int(r[-1] - r[0] + 1) if len(r) else 0 for r in self.ranges] + [1])
+        if isinstance(self.ranges, tuple):                 # a range per member: lo..hi-1
+            lo, hi = self.ranges
+            span = max(int((hi - lo).max(initial=0)), 1)
+            want = np.arange(span)[None, :] < (hi - lo)[:, None]
+        else:
+            lo = np.array([r[0] if len(r) else 0 for r in self.ranges], np.int64)
+            span = max([int(r[-1] - r[0] + 1) if len(r) else 0 for r in self.ranges] + [1])
+            want = np.zeros((members, span), bool)
+            for m, r in enumerate(self.ranges):
+                want[m, r - lo[m]] = True
         got = np.concatenate(self.consumed, axis=1) if self.consumed else np.full((members, 0), -1)
         off = got - lo[:, None]
         ok = (got >= 0) & (off >= 0) & (off < span)
         idx = (np.arange(members)[:, None] * span + off)[ok]
         counts = np.bincount(idx, minlength=members * span).reshape(members, span)
-        want = np.zeros((members, span), bool)
-        for m, r in enumerate(self.ranges):
-            want[m, r - lo[m]] = True
         bad = ((counts == 0) | (counts > 1)) & want
         for m in np.nonzero(bad.any(axis=1))[0].tolist():
             never = (np.nonzero(want[m] & (counts[m] == 0))[0] + lo[m]).tolist()

@@ -184,7 +184,8 @@ class Fold:
         mma = np.array(mma, np.int32).reshape(-1)          # copies: the caller's stay as they are
         mn = np.array(mn, np.int32).reshape(-1)
         member = np.ascontiguousarray(np.broadcast_to(member, shape), np.int64).reshape(-1)
-        pids = np.unique(mma[(mma >= PAIR_BASE) & (mma < FOREIGN_BASE)]) if (mma >= PAIR_BASE).any() else _NO_PIDS
+        pids = np.flatnonzero(_pairs_named(mma, PAIR_BASE, len(log.pairs))) + PAIR_BASE if log is not None \
+            else _NO_PIDS
         shifts = np.zeros((len(pids), self.members), np.int64)
         for i, pid in enumerate(pids.tolist()):
             sh = log.pairs[pid - PAIR_BASE].fold_shift
@@ -257,25 +258,33 @@ class Fold:
         blk = np.arange(bl)
         return (self.cls[:, None] * bl + blk).ravel(), np.repeat(np.arange(self.members), bl)
 
+    def _member_rows(self, x, idx, bl):
+        """A record array's representatives' rows for every member's rows: a read-only view that
+        repeats the one representative's rows where it can (one class, one block: what is not
+        shifted then costs nothing per member), else a copy."""
+        if self.classes == 1 and bl == 1:
+            return np.broadcast_to(x, (self.members,) + x.shape[1:])
+        return np.take(x, idx, axis=0)
+
     def unfold_record(self, rec, log):
         """A matrix-instruction record made on the representatives' rows ``[classes*blocks, ...]``
         completed for every member: K-slot values, K sets and C's names."""
         bl = rec.insn.blocks
         idx, member = self._rows(bl)
         what = f"the record of {rec.op}"
+        rows = lambda x: self._member_rows(x, idx, bl)
 
         def side(d):
             if d is None:
                 return None
             out = {}
             for f, (kind, arr) in d.items():
-                a = np.take(arr, idx, axis=0)
+                a = rows(arr)
                 out[f] = (kind, self._shifted(f, a, member.reshape((-1,) + (1,) * (a.ndim - 1))))
             return out
 
         def ks(d):
-            return {f: self._mask(f, m.map(lambda x: np.take(x, idx, axis=0)), member[:, None], what)
-                    for f, m in d.items()}
+            return {f: self._mask(f, m.map(rows), member[:, None], what) for f, m in d.items()}
         rec.a, rec.b = side(rec.a), side(rec.b)
         rec.ks_a, rec.ks_b = ks(rec.ks_a), ks(rec.ks_b)
         if rec.c_mma is not None:
@@ -331,10 +340,12 @@ class Fold:
         sh = np.zeros(self.members, np.int64) if sh is None else np.where(self.known[f], sh, 0)
         idx = np.take(index, src)
         if not sh.any():                       # no member moves: the table serves every member
-            return Fp(table, idx)
+            return Fp(table, idx.astype(np.int32))
         shifts, first, which = np.unique(sh, return_index=True, return_inverse=True)
-        tables = [self._mask(f, table, np.full(t, m), what) for m in first.tolist()]
-        return Fp(Mask.concat(tables), idx + which.ravel()[member] * t)
+        S = len(shifts)
+        copies = Mask(np.tile(table.base, S), np.tile(table.bits, (S, 1)), np.tile(table.wide, S))
+        return Fp(self._mask(f, copies, np.repeat(first, t), what),
+                  (idx + which.ravel()[member] * t).astype(np.int32))
 
 
 _NO_COLS = np.zeros(0, np.int64)
@@ -364,6 +375,17 @@ def _fold_check(a, rep_cols, cls, lanes, shift, has):
                 shift[m] = np.int64(x) - np.int64(v)
                 has[m] = True
     return True
+
+
+@njit
+def _pairs_named(mma, pair_base, n_pairs):
+    """Which sums of results (pair records) a plane of names holds: bool [n_pairs]."""
+    seen = np.zeros(n_pairs, np.bool_)
+    for i in range(mma.shape[0]):
+        k = mma[i] - pair_base
+        if 0 <= k < n_pairs:
+            seen[k] = True
+    return seen
 
 
 @njit
