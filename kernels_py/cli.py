@@ -195,7 +195,8 @@ def report_json(obj) -> str:
     """Strict JSON (no NaN: json_safe) of a report. orjson writes it: the per-instruction token
     table of a 16K decode is ~30 MB, which the json module takes ~10x longer to write."""
     import orjson
-    # int keys as json does; numpy rows (KernelRun.report(token_arrays=True)) written as lists
+    # int keys as json does; numpy rows (KernelRun.report(token_arrays=True)) written as lists;
+    # report(json_rows=True)'s mmacs is already JSON (an orjson.Fragment, written as it is)
     return orjson.dumps(json_safe(obj), option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
@@ -213,7 +214,7 @@ def run(args) -> int:
             kr.params.update(input_params(inputs, args.inputs))
         with np.errstate(invalid="ignore", divide="ignore"):     # e.g. all-zero V: cos_sim 0/0 -> null
             if args.report == "json":
-                reports.append(kr.report(token_arrays=True))
+                reports.append(kr.report(json_rows=True))
             else:
                 print(text_report(kr))
             sys.stdout.flush()

@@ -300,6 +300,16 @@ def test_report_token_arrays_write_the_same_json():
     assert json.loads(report_json(off.report(token_arrays=True)))["mmacs"][0]["a_tokens"] == []
 
 
+def test_report_json_rows_are_the_bytes_the_dicts_write():
+    """gfxsim run --report json writes the token table as JSON text made record by record
+    (report(json_rows=True)): byte for byte what orjson writes for the dicts, with and without
+    tokens, for a batched (two kv heads) and a reduce launch."""
+    from kernels_py.cli import report_json
+    for prov in (True, False):
+        kr = run_kernel("paged_attention_decode", context=600, heads=4, kv_heads=2, provenance=prov)
+        assert report_json(kr.report(json_rows=True)) == report_json(kr.report(token_arrays=True))
+
+
 def test_a_run_leaves_the_callers_inputs_whole():
     """The decode runner hands K and V to its references thread and drops them there (memory):
     it works on a copy of the inputs dict, so the caller's dict keeps every array."""

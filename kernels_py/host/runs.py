@@ -53,11 +53,24 @@ class KernelRun:
         why |= {v for r in self.runs for v in r.machine.not_checked.values()}
         return {"not_run": not_run, "reason": "; ".join(sorted(why)) if not_run else None}
 
-    def report(self, token_arrays: bool = False) -> dict:
+    def report(self, token_arrays: bool = False, json_rows: bool = False) -> dict:
         """The report as a dict. ``token_arrays``: each instruction's a_tokens / b_tokens as a numpy
         int64 row rather than a list (what the JSON writer serializes directly: a 16K decode's
         table is 4M tokens, which as Python ints cost ~1 s and ~150 MB); an empty list where none
-        were recorded."""
+        were recorded. ``json_rows``: ``mmacs`` as its JSON text already written (an
+        orjson.Fragment, what ``gfxsim run --report json`` writes: 65,536 rows at 16K as one dict
+        each took ~0.1 s to build and as long to write)."""
+        out = {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
+               "metrics": self.metrics(), "mmacs": self._mmacs_json() if json_rows else self._mmacs(token_arrays),
+               "findings": [f.to_dict() for f in self.findings], "checks": self.checks(),
+               "seconds": round(sum(r.seconds for r in self.runs), 3)}
+        lane = [getattr(r.machine, "asm_lane_instructions", None) for r in self.runs]
+        if any(x is not None for x in lane):    # --frontend asm: active lanes x instructions executed
+            out["lane_instructions"] = int(sum(x or 0 for x in lane))
+        return out
+
+    def _mmacs(self, token_arrays: bool) -> list:
+        """One dict per issued instruction and live workgroup (report's ``mmacs``)."""
         mm = []
         wgs, wgl = None, None                   # a batch's workgroup ids as lists, made once per batch
         none = []       # no tokens recorded (provenance off): the JSON writer takes an empty list ~1.6x
@@ -77,13 +90,37 @@ class KernelRun:
                 mm.extend([{"index": first + m, "instruction": op, "label": label, "workgroup": wgl[m],
                             "wave": wave, "source": src, "a_tokens": a[m] if a is not None else none,
                             "b_tokens": b[m] if b is not None else none} for m in rec.live])
-        out = {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
-               "metrics": self.metrics(), "mmacs": mm, "findings": [f.to_dict() for f in self.findings],
-               "checks": self.checks(), "seconds": round(sum(r.seconds for r in self.runs), 3)}
-        lane = [getattr(r.machine, "asm_lane_instructions", None) for r in self.runs]
-        if any(x is not None for x in lane):    # --frontend asm: active lanes x instructions executed
-            out["lane_instructions"] = int(sum(x or 0 for x in lane))
-        return out
+        return mm
+
+    def _mmacs_json(self):
+        """``_mmacs`` as JSON text (an orjson.Fragment), the same bytes orjson writes for the dicts:
+        each record's constant fields encoded once, its token rows by one orjson call per operand."""
+        import orjson
+        rows, wgs, wgl = [], None, None
+        for r in self.runs:
+            for rec in r.machine.mma_log.records:
+                live = rec.live
+                if not live:
+                    continue
+                if rec.workgroups is not wgs:   # a batch's records share their workgroups list
+                    wgs, wgl = rec.workgroups, [orjson.dumps(list(g)).decode() for g in rec.workgroups]
+                a, b = (_token_rows(rec.k_slots(op), live) for op in "AB")
+                mid = (f',"instruction":{orjson.dumps(rec.op).decode()},"label":{orjson.dumps(rec.label).decode()}'
+                       f',"workgroup":')
+                end = f',"wave":{int(rec.wave)},"source":{orjson.dumps(rec.source).decode()},"a_tokens":'
+                first = rec.first
+                rows.extend([f'{{"index":{first + m}{mid}{wgl[m]}{end}{ta},"b_tokens":{tb}}}'
+                             for m, ta, tb in zip(live, a, b)])
+        return orjson.Fragment("[" + ",".join(rows) + "]")
+
+
+def _token_rows(slots, live) -> list:
+    """The JSON text of each live member's row of ``slots`` (int [members, K], or None: none)."""
+    if slots is None:
+        return ["[]"] * len(live)
+    import orjson
+    text = orjson.dumps(np.ascontiguousarray(slots[live]), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return ["[" + row + "]" for row in text[2:-2].split("],[")]
 
 
 def load_kernel_fn(spec: str, option: str = "--kernel-fn") -> Callable:
