@@ -103,24 +103,24 @@ class KernelRun:
                 if not live:
                     continue
                 if rec.workgroups is not wgs:   # a batch's records share their workgroups list
-                    wgs, wgl = rec.workgroups, [orjson.dumps(list(g)).decode() for g in rec.workgroups]
+                    wgs, wgl = rec.workgroups, [orjson.dumps(list(g)) for g in rec.workgroups]
                 a, b = (_token_rows(rec.k_slots(op), live) for op in "AB")
-                mid = (f',"instruction":{orjson.dumps(rec.op).decode()},"label":{orjson.dumps(rec.label).decode()}'
-                       f',"workgroup":')
-                end = f',"wave":{int(rec.wave)},"source":{orjson.dumps(rec.source).decode()},"a_tokens":'
+                mid = b',"instruction":' + orjson.dumps(rec.op) + b',"label":' + orjson.dumps(rec.label) + \
+                    b',"workgroup":'
+                end = b',"wave":%d,"source":%b,"a_tokens":' % (int(rec.wave), orjson.dumps(rec.source))
                 first = rec.first
-                rows.extend([f'{{"index":{first + m}{mid}{wgl[m]}{end}{ta},"b_tokens":{tb}}}'
+                rows.extend([b'{"index":%d%b%b%b%b,"b_tokens":%b}' % (first + m, mid, wgl[m], end, ta, tb)
                              for m, ta, tb in zip(live, a, b)])
-        return orjson.Fragment("[" + ",".join(rows) + "]")
+        return orjson.Fragment(b"[" + b",".join(rows) + b"]")
 
 
 def _token_rows(slots, live) -> list:
-    """The JSON text of each live member's row of ``slots`` (int [members, K], or None: none)."""
+    """The JSON text (bytes) of each live member's row of ``slots`` (int [members, K], or None: none)."""
     if slots is None:
-        return ["[]"] * len(live)
+        return [b"[]"] * len(live)
     import orjson
-    text = orjson.dumps(np.ascontiguousarray(slots[live]), option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    return ["[" + row + "]" for row in text[2:-2].split("],[")]
+    text = orjson.dumps(np.ascontiguousarray(slots[live]), option=orjson.OPT_SERIALIZE_NUMPY)
+    return [b"[" + row + b"]" for row in text[2:-2].split(b"],[")]
 
 
 def load_kernel_fn(spec: str, option: str = "--kernel-fn") -> Callable:
