@@ -46,7 +46,7 @@ def add_run_options(p):
     p.add_argument("--partition-size", type=int, default=DEFAULTS.partition_size,
                    help="decode partition (multiple of 256; the seed tried 512)")
     p.add_argument("--no-provenance", dest="provenance", action="store_false",
-                   help="numbers only (3.5-4x faster at 8K-16K): no tags travel, so the K-slot, scale-group and "
+                   help="numbers only (2.5-3x faster at 16K): no tags travel, so the K-slot, scale-group and "
                         "coverage checks do not run (the report says so)")
     p.add_argument("--inputs", metavar="FILE.npz", help="run on your own q, k, v (see README 'Data')")
     p.add_argument("--formula", choices=("derived", "gfx936", "gfx942"), default="derived",
