@@ -117,14 +117,19 @@ def _check_decode(monkeypatch, fn):
         for (x, _), (y, _) in zip(ra.machine.outputs, rb.machine.outputs):
             same_buffers(x, y, ra.machine.wide, rb.machine.wide)
     assert all(n["attempts"] == 0 for r in a.runs for n in r.folds)      # GFXSIM_FOLD=0: never folded
+    fn.reduce_note = b.runs[1].folds[0]
     return b.runs[0].folds[0]
 
 
 # -- the decode, folded or not ---------------------------------------------------------------------
 @pytest.mark.parametrize("arch", ["gfx936", "gfx942"])
 def test_a_decode_of_whole_partitions_folds_into_one_class(monkeypatch, arch):
-    note = _check_decode(monkeypatch, _decode(1024, heads=8, kv_heads=2, arch=arch))
+    fn = _decode(1024, heads=8, kv_heads=2, arch=arch)
+    note = _check_decode(monkeypatch, fn)
     assert note == {"first": (0, 0, 0), "members": 8, "classes": 1, "attempts": 1, "unfolded": None}
+    # the reduce's heads read the partials other workgroups stored: each head's elements of the same
+    # sums one shift from head 0's, so it folds as well
+    assert fn.reduce_note == {"first": (0, 0, 0), "members": 8, "classes": 1, "attempts": 1, "unfolded": None}
 
 
 def test_a_tail_partition_gets_a_class_of_its_own(monkeypatch):

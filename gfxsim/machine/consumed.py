@@ -369,6 +369,39 @@ def pair_footprint(log, rec, conflict=None, op="add", active=None):
     return overlap
 
 
+def cells(log, ids, mn) -> np.ndarray:
+    """The cell of each named value (footprints' first result) without its footprints: the D
+    element of a result, a sum's cell, an earlier launch's value's cell there; -1 a reduction."""
+    ids = np.asarray(ids, np.int64)
+    mn = np.asarray(mn, np.int64)
+    out = np.full(len(ids), -1, np.int64)
+    local = (ids >= 0) & (ids < PAIR_BASE)
+    out[local] = mn[local]
+    pair = (ids >= PAIR_BASE) & (ids < FOREIGN_BASE)
+    for pid in _distinct(ids[pair]):
+        sel = pair & (ids == pid)
+        rec = log.pairs[pid - PAIR_BASE]
+        if rec.cell is None:
+            pair_footprint(log, rec)
+        out[sel] = rec.cell[mn[sel]]
+    far = ids >= FOREIGN_BASE
+    for k in _distinct(ids[far] // FOREIGN_BASE):
+        sel = far & (ids // FOREIGN_BASE == k)
+        out[sel] = cells(log.foreign[k - 1][0], ids[sel] - k * FOREIGN_BASE, mn[sel])
+    return out
+
+
+def pair_cells(log, rec, conflict, any_cell: bool) -> np.ndarray:
+    """``pair_footprint``'s cells of a pair record from its sides: where both partials sum one D
+    element (and their identities agree), that cell, else -1 (``any_cell``: some left partial has a
+    cell at all; pair_footprint makes the whole sum a reduction otherwise)."""
+    (li, lm), (ri, rm) = rec.left, rec.right
+    if not any_cell or conflict.all():
+        return np.full(len(li), -1, np.int64)
+    cl, cr = cells(log, li, lm), cells(log, ri, rm)
+    return np.where((cl >= 0) & (cl == cr) & ~conflict, cl, -1)
+
+
 # -- the hooks: an add of two named values, a product of two -------------------------------------
 def pair_elements(both: np.ndarray, lanes: int):
     """(rows, columns) of the elements of a sum of results, member by member (rows, then lanes, in
@@ -399,7 +432,7 @@ def sum_made(wave, pid, pa, pb, elems, op, folded=None):
         left, right, src, member = folded
         sides = PairRecord(left, right)          # the representatives' elements, not in the log
         overlap = pair_footprint(log, sides, conflict, op, active)
-        wave.fold.unfold_pair(rec, sides.cell, sides.fp, src, member, "an add of results")
+        wave.fold.unfold_pair(log, rec, conflict, sides.cell, sides.fp, src, member, "an add of results")
     if "double-count" in wave.machine.not_checked:       # a front end that cannot follow it (listed)
         return
     for f, (over, hit) in sorted(overlap.items()):

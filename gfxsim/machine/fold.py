@@ -26,6 +26,9 @@ Shifts (``Fold.shift[field]``, int64 ``[members]``; a representative's is 0):
 * ``@mma`` of a sum of results is the pair record's one id; its ``@mn`` indexes the record's
   elements, held member by member, and shifts by where the member's elements start minus where its
   representative's do (``PairRecord.fold_shift``);
+* a result a load reads back (what an earlier launch's workgroups stored: a reduce's partials) is
+  the same id in every member, its ``@mn`` one shift per member from the representative's, set by
+  the first load that reads it and checked by every later one (``Fold.name_shift``);
 * a footprint's window base moves with its field (by whole windows; else the batch unfolds).
 """
 from __future__ import annotations
@@ -77,6 +80,7 @@ class Fold:
         self.col_member = np.repeat(np.arange(members), lanes)             # [members*lanes] member of a column
         self.wide = wide                                  # the launch's WideSets (sets wider than a window)
         self.shift: dict = {}                             # field -> int64 [members]
+        self.name_shift: dict = {}                        # a result id loads read -> its @mn shift [members]
         self.known: dict = {}                             # field -> bool [members]: shift set
 
     # -- per-column data ------------------------------------------------------------------------
@@ -152,17 +156,43 @@ class Fold:
 
     def fold_prov(self, p: Prov | None, what: str) -> Prov | None:
         """Provenance a load gathered from what stores left (``[rows, members*lanes]``), folded:
-        tag fields shift as a tagged load's; the names of results, footprints and marks must be
-        the representative's own (a batch reading what its own members stored unfolds)."""
+        tag fields shift as a tagged load's; every member must read the names of the same results
+        (instructions or sums), each member's elements of them one shift from its representative's
+        (a reduce reading the partials an earlier launch's workgroups stored); footprints and marks
+        must be the representative's own."""
         if p is None:
             return None
         ids = {}
         for f, a in p.ids.items():
-            ids[f] = self.rep(a, what) if f in RESERVED else self._fold_plane(f, a)
+            if f not in RESERVED:
+                ids[f] = self._fold_plane(f, a)
+        if "@mma" in p.ids:
+            ids["@mma"], ids["@mn"] = self._fold_names(p.ids["@mma"], p.ids["@mn"], what)
         fp = {f: _on_columns(m, lambda x: np.ascontiguousarray(self.rep(x, what))) for f, m in p.fp.items()}
         flags = None if p.flags is None else self.rep(p.flags, what)
         return Prov(p.g, {f: np.ascontiguousarray(a) for f, a in ids.items()}, fp,
                     None if flags is None else np.ascontiguousarray(flags))
+
+    def _fold_names(self, mma, mn, what):
+        """The representatives' @mma/@mn planes of names a load read: every member names the same
+        results, and per result id each member's elements lie one shift from its representative's
+        (learned in ``name_shift``, checked by every later load)."""
+        mma = np.ascontiguousarray(mma, np.int32)
+        rep_mma = np.ascontiguousarray(self.rep(mma, f"{what}: the results it names"))
+        ids = np.unique(rep_mma[rep_mma >= 0]).astype(np.int64)
+        shifts, has = np.zeros((len(ids), self.members), np.int64), np.zeros((len(ids), self.members), np.bool_)
+        mn = np.ascontiguousarray(mn, np.int32)
+        if not _name_shift_check(mma, mn, self.rep_cols if self.classes > 1 else _NO_COLS, self.cls, self.lanes,
+                                 ids, shifts, has):
+            raise Unfolded(f"{what}: the elements of the results it names")
+        for k, i in enumerate(ids.tolist()):
+            cur = self.name_shift.get(i)
+            if cur is None:
+                self.name_shift[i] = np.where(has[k], shifts[k], 0)
+            elif not np.array_equal(cur[has[k]], shifts[k][has[k]]):
+                raise Unfolded(f"{what}: the elements of result {i} lie elsewhere than an earlier load's")
+        rep_mn = mn[:, :self.lanes] if self.classes == 1 else np.take(mn, self.rep_cols, axis=1)
+        return rep_mma, np.ascontiguousarray(rep_mn)
 
     # -- sinks: provenance for every member ------------------------------------------------------
     def _shifted(self, f: str, a: np.ndarray, member) -> np.ndarray:
@@ -184,15 +214,19 @@ class Fold:
         mma = np.array(mma, np.int32).reshape(-1)          # copies: the caller's stay as they are
         mn = np.array(mn, np.int32).reshape(-1)
         member = np.ascontiguousarray(np.broadcast_to(member, shape), np.int64).reshape(-1)
+        # the names whose @mn moves: what loads read (name_shift), and this batch's sums
+        moved = dict(self.name_shift)
         pids = np.flatnonzero(_pairs_named(mma, PAIR_BASE, len(log.pairs))) + PAIR_BASE if log is not None \
             else _NO_PIDS
-        shifts = np.zeros((len(pids), self.members), np.int64)
-        for i, pid in enumerate(pids.tolist()):
-            sh = log.pairs[pid - PAIR_BASE].fold_shift
-            if sh is None:
-                raise GfxSimError(f"folded provenance: sum {pid} holds no per-member element starts")
-            shifts[i] = sh
-        _shift_names(mma, mn, member, self.rep_of, pids.astype(np.int64), shifts, PAIR_BASE, FOREIGN_BASE)
+        for pid in pids.tolist():
+            if pid not in moved:
+                sh = log.pairs[pid - PAIR_BASE].fold_shift
+                if sh is None:
+                    raise GfxSimError(f"folded provenance: sum {pid} holds no per-member element starts")
+                moved[pid] = sh
+        keys = np.array(sorted(moved), np.int64)
+        shifts = np.stack([moved[k] for k in keys.tolist()]) if len(keys) else np.zeros((0, self.members), np.int64)
+        _shift_names(mma, mn, member, self.rep_of, keys, shifts, PAIR_BASE)
         return mma.reshape(shape), mn.reshape(shape)
 
     def _mask(self, f: str, m: Mask, member, what: str) -> Mask:
@@ -319,10 +353,14 @@ class Fold:
         rep_mn = (base[self.reps[cls_of_elem]] + local).astype(np.int32)
         return pid, rep_mn, src, member
 
-    def unfold_pair(self, rec: PairRecord, cell, fp, src, member, what):
+    def unfold_pair(self, log, rec: PairRecord, conflict, cell, fp, src, member, what):
         """The pair record's cell and footprints (made on the representatives' elements) for every
-        member's elements (``src``, ``member``: fold.pair's)."""
-        rec.cell = np.take(cell, src)
+        member's elements (``src``, ``member``: fold.pair's). The footprints move with their fields;
+        the cells (which D element each partial sums) are the record's own sides', looked up (a
+        member's elements of a result read from another launch sit at other cells)."""
+        from .consumed import pair_cells
+        rec.cell = np.take(cell, src) if not self.name_shift else \
+            pair_cells(log, rec, np.take(conflict, src), bool((cell >= 0).any()))
         out = {}
         for f, (u, d) in fp.items():
             out[f] = tuple(None if x is None else self._fp(f, x, src, member, what) for x in (u, d))
@@ -389,19 +427,46 @@ def _pairs_named(mma, pair_base, n_pairs):
 
 
 @njit
-def _shift_names(mma, mn, member, rep_of, pids, shifts, pair_base, foreign_base):
-    """fold.Fold._names in one pass, in place: a result's @mma moves by its member's distance from
-    its representative, a sum's @mn by the sum's per-member shift (row i of ``shifts`` for pids[i])."""
+def _shift_names(mma, mn, member, rep_of, ids, shifts, pair_base):
+    """fold.Fold._names in one pass, in place: the @mn of a name in ``ids`` (sorted: a sum of this
+    batch, a result a load read) moves by its per-member shift (row k of ``shifts`` for ids[k]);
+    another result of this launch's instructions moves its @mma by its member's distance from its
+    representative; anything else is every member's as it is."""
+    n = ids.shape[0]
     for i in range(mma.shape[0]):
         x = mma[i]
-        if x < 0 or x >= foreign_base:
+        if x < 0:
             continue
         m = member[i]
-        if x < pair_base:
-            mma[i] = x + (m - rep_of[m])
-        else:
-            k = np.searchsorted(pids, x)
+        k = np.searchsorted(ids, x)
+        if k < n and ids[k] == x:
             mn[i] = mn[i] + shifts[k, m]
+        elif x < pair_base:
+            mma[i] = x + (m - rep_of[m])
+
+
+@njit
+def _name_shift_check(mma, mn, rep_cols, cls, lanes, ids, shifts, has):
+    """Per name id (``ids``, sorted) and member, the one shift of its @mn from the representative's
+    (the @mma planes already equal); False where a member's elements of a name lie otherwise."""
+    R, W = mma.shape
+    one = rep_cols.shape[0] == 0
+    for c in range(W):
+        m = c // lanes
+        rc = c % lanes if one else rep_cols[cls[m] * lanes + c % lanes]
+        for r in range(R):
+            x = mma[r, c]
+            if x < 0:
+                continue
+            k = np.searchsorted(ids, x)
+            d = np.int64(mn[r, c]) - np.int64(mn[r, rc])
+            if has[k, m]:
+                if shifts[k, m] != d:
+                    return False
+            else:
+                shifts[k, m] = d
+                has[k, m] = True
+    return True
 
 
 def _on_columns(m: Mask, fn) -> Mask:
