@@ -238,6 +238,23 @@ def test_int32_overflow_is_found_and_silent_when_it_fits():
     assert not run.findings_of("int32-overflow")
 
 
+@pytest.mark.parametrize("base", [2 ** 31 - 2 ** 24 - 1, 2 ** 31 - 2 ** 24 + 5, -2 ** 31 + 2 ** 24 + 1,
+                                  -2 ** 31 + 2 ** 24 - 7])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_accumulator_near_the_int32_limits_adds_exactly(base, sign):
+    """C is added in int32 while every C is 2^24 inside the limits (the float32 sums are below 2^24),
+    else in int64: both sides of that bound give the exact sum, and no overflow where there is none."""
+    insn = get_instruction("gfx936", "v_mmac_i32_16x16x32_i8")
+
+    def k(w, base):
+        a, b = w.const(127, "i8", 8), w.const(127 * sign, "i8", 8)
+        return w.mma(insn.mnemonic, a, b, w.const(base, "i32", 4)).numpy()
+    d, run = run1(k, base)
+    want = base + sign * insn.K * 127 * 127
+    assert -2 ** 31 <= want < 2 ** 31
+    assert (d == want).all() and not run.findings_of("int32-overflow")
+
+
 def test_reduced_precision_accumulator_is_expressible():
     from dataclasses import replace
     from gfxsim.arch import AccumulatorPrecision

@@ -237,11 +237,19 @@ def _mma_i8(fa, fb, c, tc, td, d):
     rows, cols]``, _i8_float_type) and int32 C/D read and written through the flat operand plans
     (indices into ``[regs, width]``). The products are summed as one batched float GEMM, which is
     exact (_i8_float_type). C is added in int64 and the sum wrapped to int32; returns where it
-    overflowed (None: it cannot, a float32 sum without C)."""
+    overflowed (None: it cannot: a float32 sum, below 2^24, without C or with every C element
+    2^24 inside the int32 range, is added in int32)."""
     s = np.matmul(fa, fb)
-    if c is None and s.dtype == np.float32:      # every sum below 2^24, far inside int32
-        d.reshape(-1)[td] = s.astype(np.int32)
-        return None
+    if s.dtype == np.float32:                    # every sum below 2^24, far inside int32
+        si = s.astype(np.int32)
+        if c is None:
+            d.reshape(-1)[td] = si
+            return None
+        cc = np.take(c, tc)
+        if int(cc.min()) > -2 ** 31 + 2 ** 24 and int(cc.max()) < 2 ** 31 - 2 ** 24:
+            si += cc
+            d.reshape(-1)[td] = si
+            return None
     s = s.astype(np.int64)
     if c is not None:
         s += np.take(c, tc)
