@@ -101,12 +101,12 @@ def both_ways(monkeypatch, fn):
     return a, fn()
 
 
-def _decode(ctx, heads=8, kv_heads=1, num_seqs=1, **kw):
+def _decode(ctx, heads=8, kv_heads=1, num_seqs=1, trace=False, **kw):
     lens = ctx if isinstance(ctx, list) else [ctx] * num_seqs
     d = make_attention_inputs(seed=1, num_seqs=len(lens), num_heads=heads, num_kv_heads=kv_heads, head_dim=64,
                               context_lens=lens)
     cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=1)
-    return lambda: run_decode(d["q"], cache, trace=False, **kw)
+    return lambda: run_decode(d["q"], cache, trace=trace, **kw)
 
 
 def _check_decode(monkeypatch, fn):
@@ -135,6 +135,20 @@ def test_a_decode_of_whole_partitions_folds_into_one_class(monkeypatch, arch):
 def test_a_tail_partition_gets_a_class_of_its_own(monkeypatch):
     note = _check_decode(monkeypatch, _decode(1000, heads=8, kv_heads=2))
     assert note["classes"] == 2 and note["attempts"] == 2 and note["unfolded"] is None
+
+
+def test_a_traced_decode_folds_and_records_the_same_events(monkeypatch):
+    # the tail partition unfolds the first attempt: its events must be taken back with it
+    a, b = both_ways(monkeypatch, _decode(1000, heads=8, kv_heads=2, trace=True))
+    for ra, rb in zip(a.runs, b.runs):
+        same_runs(ra, rb)
+        ea, eb = ra.events, rb.events
+        assert len(ea) == len(eb) and len(ea) > 0
+        for x, y in zip(ea, eb):
+            assert (x.index, x.op, x.workgroup, x.wave, x.source) == (y.index, y.op, y.workgroup, y.wave, y.source)
+            assert np.array_equal(x.exec_mask, y.exec_mask)
+            assert all(np.array_equal(p.values, q.values) for p, q in zip(x.outputs, y.outputs))
+    assert b.runs[0].folds[0]["classes"] == 2 and b.runs[0].folds[0]["attempts"] == 2
 
 
 def test_sequences_of_different_lengths(monkeypatch):

@@ -490,13 +490,13 @@ def restore_buffer(buf, snap):
 
 class Attempt:
     """A batch run once folded, that can be taken back: what the launch had before it (instruction
-    count, records, pairs, wide sets, outputs) and every buffer before the attempt's first store
-    into it. Findings are held back (``pending``) and reported only when the attempt stands."""
+    count, trace, records, pairs, wide sets, outputs) and every buffer before the attempt's first
+    store into it. Findings are held back (``pending``) and reported only when the attempt stands."""
 
     def __init__(self, machine):
         self.machine = machine
         log, wide = machine.mma_log, machine.wide
-        self.n_events = machine.trace.n_events
+        self.n_events, self.raw = machine.trace.n_events, len(machine.trace.raw)
         self.records, self.pairs, self.foreign = len(log.records), len(log.pairs), len(log.foreign)
         self.wide = len(wide.nodes)
         self.outputs = len(machine.outputs)
@@ -510,7 +510,12 @@ class Attempt:
     def take_back(self):
         m = self.machine
         log, wide = m.mma_log, m.wide
-        m.trace.n_events = self.n_events
+        tr = m.trace
+        tr.n_events = self.n_events
+        del tr.raw[self.raw:]
+        for k in [k for k in tr._views if k[0] >= self.raw]:
+            del tr._views[k]
+        tr._events = None
         del log.records[self.records:]
         del log._starts[self.records:]
         del log.pairs[self.pairs:]

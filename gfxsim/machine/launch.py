@@ -151,8 +151,8 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     ``progress(done, total)``, if given, is called with the workgroups done: once at the start
     and after every batch.
 
-    ``fold`` (default ``fold_default()``): with provenance and without the full trace, a batch
-    keeps provenance for one representative member per class and a shift per member (fold.py);
+    ``fold`` (default ``fold_default()``): with provenance, a batch keeps provenance for one
+    representative member per class and a shift per member (fold.py);
     a batch whose members part from their representatives is run again with finer classes, or
     with every member's provenance: the results are the same either way (``Run.folds`` says how
     each batch ran).
@@ -179,7 +179,7 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     ids = [(x, y, z) for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]))]
     if progress is not None:
         progress(0, len(ids))
-    folding = (fold_default() if fold is None else bool(fold)) and provenance and not trace
+    folding = (fold_default() if fold is None else bool(fold)) and provenance
     for i in range(0, len(ids), batch):
         run_batch(m, ids[i:i + batch], waves_per_group, fn, folding)
         if batch >= GC_BATCH and i + batch < len(ids):
