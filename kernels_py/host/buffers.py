@@ -175,14 +175,13 @@ class DecodeSetup:
                             list(runs), cache)
 
 
-# With provenance a batched decode workgroup holds ~2.5 MiB of planes and footprints. A 16K context
-# is 512 workgroups: all 512 side by side (1.5 GiB peak) measured ~7% faster on the 2-core bench
-# machine than two batches of 256 (1.05 GiB: the per-statement Python cost paid twice; 3 alternating
-# pairs, 10.8-12.2 s against 11.1-12.7 s), 128 paid it four times. The full trace keeps every
-# batch's events as well: 512 side by side held 3.5 GiB (against a 4 GiB budget) and was slower
-# than 256 (3.0 GiB), so traced launches stay at 256.
+# Unfolded (a batch whose workgroups part, fold.py), a batched decode workgroup with provenance holds
+# ~2.5 MiB of planes and footprints: a 16K context's 512 workgroups side by side took 1.5 GiB. A
+# folded batch holds one workgroup's planes, so these bound what a batch that cannot fold costs.
+# The full trace keeps every batch's events as well; since batches fold, 512 side by side take the
+# same 2.8 GiB as 256 and 3.6-3.8 s against 4.3-5.1 s (16K, 2 alternating pairs).
 DECODE_PROVENANCE_BATCH = 512
-DECODE_TRACE_BATCH = 256
+DECODE_TRACE_BATCH = 512
 
 
 def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PARTITION) -> DecodeSetup:
