@@ -451,22 +451,9 @@ def sum_made(wave, pid, pa, pb, elems, op, folded=None):
 
 
 def is_void(log, ids, mn) -> np.ndarray:
-    """Whether each named value is a reduction across elements (a pair of cell -1)."""
+    """Whether each named value is a reduction across elements (a sum of cell -1)."""
     ids = np.asarray(ids, np.int64)
-    mn = np.asarray(mn, np.int64)
-    out = np.zeros(len(ids), bool)
-    pair = (ids >= PAIR_BASE) & (ids < FOREIGN_BASE)
-    for pid in _distinct(ids[pair]):
-        sel = pair & (ids == pid)
-        rec = log.pairs[pid - PAIR_BASE]
-        if rec.cell is None:
-            pair_footprint(log, rec)
-        out[sel] = rec.cell[mn[sel]] < 0
-    far = ids >= FOREIGN_BASE
-    for k in _distinct(ids[far] // FOREIGN_BASE):
-        sel = far & (ids // FOREIGN_BASE == k)
-        out[sel] = is_void(log.foreign[k - 1][0], ids[sel] - k * FOREIGN_BASE, mn[sel])
-    return out
+    return (ids >= 0) & (cells(log, ids, mn) < 0)
 
 
 def _consumes(log, ids, mn, fields) -> np.ndarray:
