@@ -176,28 +176,14 @@ def input_params(inputs, path) -> dict:
     return out
 
 
-def json_safe(obj):
-    """``obj`` with every non-finite float (NaN, ±inf) replaced by None, for strict JSON."""
-    import math
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        # the per-instruction token table holds only ints and names: not walked element by element
-        return {k: (v if k == "mmacs" else json_safe(v)) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if hasattr(obj, "dtype") and getattr(obj, "shape", None) == ():      # numpy scalar
-        return json_safe(obj.item())
-    return obj
-
-
 def report_json(obj) -> str:
-    """Strict JSON (no NaN: json_safe) of a report. orjson writes it: the per-instruction token
+    """Strict JSON of a report, written by orjson: a non-finite float (a metric of an all-zero V)
+    is null, as orjson writes every NaN and infinity, numpy's included; the per-instruction token
     table of a 16K decode is ~30 MB, which the json module takes ~10x longer to write."""
     import orjson
     # int keys as json does; numpy rows (KernelRun.report(token_arrays=True)) written as lists;
     # report(json_rows=True)'s mmacs is already JSON (an orjson.Fragment, written as it is)
-    return orjson.dumps(json_safe(obj), option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode()
+    return orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
 def run(args) -> int:

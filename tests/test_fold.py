@@ -162,10 +162,15 @@ def test_partitions_of_512_tokens(monkeypatch):
     assert note["classes"] == 1
 
 
-def test_a_finding_on_a_representative_runs_the_batch_unfolded(monkeypatch):
-    # the seed's bug: every member's PV finds its scale-group mismatch, named in its own workgroup
-    note = _check_decode(monkeypatch, _decode(1024, heads=8, kv_heads=2, grouping="contiguous"))
-    assert note["unfolded"] == "a scale-group-mismatch finding" and note["classes"] is None
+def test_scale_findings_found_on_a_representative_are_every_members(monkeypatch):
+    # the seed's bug: found once on the representative, reported for every workgroup with its own
+    # instruction, lanes and tokens — the same findings, in the same order, as the unfolded run's
+    fn = _decode(1024, heads=8, kv_heads=2, grouping="contiguous")
+    note = _check_decode(monkeypatch, fn)
+    assert note["classes"] == 1 and note["unfolded"] is None
+    res = fn()
+    found = [f for f in res.runs[0].findings if f.kind == "scale-group-mismatch"]
+    assert {f.workgroup for f in found} == {(0, p, h) for p in range(4) for h in range(2)}
 
 
 def _user_kernel(name, fn):
@@ -182,8 +187,31 @@ def test_a_defective_partition_offset_is_found_the_same(monkeypatch):
 
 
 def test_a_defective_sequence_is_found_the_same(monkeypatch):
+    # an ab-kslot-mismatch made on a representative unfolds the batch: each member finds its own
     k = _user_kernel("wrong_sequence", "paged_attention_decode")
-    _check_decode(monkeypatch, _decode(512, heads=8, kv_heads=1, num_seqs=2, kernel=k))
+    note = _check_decode(monkeypatch, _decode(512, heads=8, kv_heads=1, num_seqs=2, kernel=k))
+    assert note["unfolded"].startswith("a load's 'seq' tags") and note["classes"] is None
+
+
+def _kslot_kernel(w, a, b):
+    """An MMAC whose B holds, in every K slot, the token one on from A's: an ab-kslot-mismatch in
+    every member (b's tags are a's plus one)."""
+    g = w.workgroup_id[0]
+    at = g * 256 + (w.lane_id // 16) * 8
+    w.mma("v_mmac_i32_16x16x32_i8", w.global_load(a, at, 8, "i8"), w.global_load(b, at, 8, "i8"))
+
+
+def test_an_ab_kslot_mismatch_on_a_representative_runs_the_batch_unfolded(monkeypatch):
+    tok = np.arange(4 * 256)
+
+    def run():
+        a = Buffer("a", np.ones(4 * 256, np.int8), {"token": tok})
+        b = Buffer("b", np.ones(4 * 256, np.int8), {"token": tok + 1})
+        return launch(_kslot_kernel, grid=(4,), args=(a, b), trace=False, batch=4)
+    ra, rb = both_ways(monkeypatch, run)
+    same_runs(ra, rb)
+    assert {f.workgroup for f in rb.findings_of("ab-kslot-mismatch")} == {(g, 0, 0) for g in range(4)}
+    assert rb.folds[0]["unfolded"] == "a ab-kslot-mismatch finding" and rb.folds[0]["classes"] is None
 
 
 # -- a kernel built to part its members ---------------------------------------------------------------

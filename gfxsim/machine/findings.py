@@ -6,7 +6,7 @@ finding then counts them, ``details["count"]``). An empty key means every report
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Optional
 
 
@@ -175,7 +175,7 @@ class FindingLog:
         if k is None:
             raise ValueError(f"unknown finding kind {kind!r}; known: {', '.join(REGISTRY)}")
         rec = k.details(**details)            # the kind's fields, no more, no fewer
-        d = asdict(rec)
+        d = {f.name: getattr(rec, f.name) for f in fields(rec)}     # the reporter's values (made for it)
         key = None
         if k.dedupe:
             both = {**coords, **d}

@@ -45,7 +45,8 @@ from .provenance import RESERVED, WINDOW, Mask, Prov
 RETRIES = 3              # attempts with finer classes before a batch runs unfolded
 MAX_CLASSES = 16         # more classes than this: folding no longer pays, the batch runs unfolded
 # provenance findings made on a representative's columns: they would name it, not each member
-RESTART_KINDS = frozenset({"ab-kslot-mismatch", "scale-group-mismatch", "double-count"})
+RESTART_KINDS = frozenset({"ab-kslot-mismatch", "scale-group-mismatch", "double-count"})      # unless reported
+# for every member (scale-group-mismatch: fold.Fold.for_members)
 
 
 class Unfolded(BaseException):
@@ -285,6 +286,22 @@ class Fold:
             ids["@mma"], ids["@mn"] = self._names(cols(p.ids["@mma"]), cols(p.ids["@mn"]), member, log)
         fp = {f: self._mask(f, _on_columns(m, cols), member, what) for f, m in p.fp.items()}
         return Prov(p.g, ids, fp, None if p.flags is None else cols(p.flags))
+
+    # -- findings -------------------------------------------------------------------------------
+    def for_members(self, f: str, ids, km: Mask, side: Mask, cols, what: str):
+        """A scale finding's elements found on the representatives (@mma ``ids`` of results,
+        ``km``/``side`` the sets of field ``f``, ``cols`` provenance columns) as every member's,
+        member by member in batch order: its copy of each instruction, its sets moved by its
+        shift of ``f``, its own columns."""
+        L = self.lanes
+        cls_of = cols // L
+        per_class = [np.flatnonzero(cls_of == k) for k in range(self.classes)]
+        src = np.concatenate([per_class[k] for k in self.cls.tolist()]) if len(cols) else np.zeros(0, np.int64)
+        member = np.repeat(np.arange(self.members), [len(per_class[k]) for k in self.cls.tolist()])
+        take = lambda m: m.map(lambda x: np.take(x, src, axis=0))
+        ids = np.take(ids, src) + (member - self.rep_of[member])
+        return (ids, self._mask(f, take(km), member, what), self._mask(f, take(side), member, what),
+                member * L + np.take(cols, src) % L)
 
     # -- records ----------------------------------------------------------------------------------
     def _rows(self, bl: int):

@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from .provenance import SCALE, Mask, Prov
+from .fold import Unfolded
+from .matrix import PAIR_BASE
+from .provenance import SCALE, Mask, Prov, _unique_rows
 from .vgpr import VGPRs
 
 
@@ -145,18 +147,35 @@ class ScaleOps:
         return True
 
     def _report_scale(self, field, ids, km: Mask, side: Mask, cols, axis="K"):
-        """One finding per instruction, listing each distinct (consumed, scale) pair it saw."""
+        """One finding per instruction, listing each distinct (consumed, scale) pair it saw. A folded
+        batch's mismatches, found on its representatives, are every member's: each member's copy
+        of the instruction, its values moved by its shift of ``field`` (fold.Fold.for_members)."""
+        if self.fold is not None:
+            if (ids >= PAIR_BASE).any():         # a sum's elements: reported by the members themselves
+                raise Unfolded("a scale-group-mismatch finding on a sum of results")
+            ids, km, side, cols = self.fold.for_members(field, ids, km, side, cols, "a scale-group-mismatch")
+        self._report_scale_members(field, ids, km, side, cols, axis)
+
+    def _report_scale_members(self, field, ids, km: Mask, side: Mask, cols, axis="K"):
+        """``_report_scale`` on every member's elements (``cols``: the batch's columns)."""
         from ..arch.kslots import format_token_set
         wide = self.machine.wide
         key = np.concatenate([ids[:, None].astype(np.int64), km.base[:, None], km.wide[:, None].astype(np.int64),
                               km.bits.view(np.int64), side.base[:, None], side.wide[:, None].astype(np.int64),
                               side.bits.view(np.int64)], axis=1)
-        uniq, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        inv = inv.ravel()
+        # the distinct (instruction, consumed, scale) rows, in np.unique's (sorted) order: hashed,
+        # then the few distinct rows sorted (a seed's bug at 16K makes ~100,000 rows a check)
+        first, inv = _unique_rows(key.view(np.uint64))
+        order = np.lexsort(key[first].T[::-1])
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        first, inv = first[order], rank[inv]
         by_insn: dict = {}
+        lane_of = (np.asarray(cols) % self.lanes)[np.argsort(inv, kind="stable")]     # grouped by row u
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(inv, minlength=len(first)))]).tolist()
         for u, i in enumerate(first.tolist()):
             k_vals, s_vals = km.values_at((i,), wide), side.values_at((i,), wide)
-            lanes = sorted({int(c) % self.lanes for c in cols[inv == u].tolist()})
+            lanes = sorted(set(lane_of[bounds[u]:bounds[u + 1]].tolist()))
             by_insn.setdefault(int(ids[i]), []).append((k_vals, s_vals, lanes, int(cols[i])))
         for insn_index, mism in by_insn.items():
             k_vals, s_vals, _, col = mism[0]
@@ -178,8 +197,8 @@ class ScaleOps:
                        f"the element's own")
             if len(mism) > 1:
                 msg += f" ({len(mism)} distinct mismatches, see details)"
-            self.finding("scale-group-mismatch", msg, lane=col, instruction=insn_index - col // self.lanes
-                         if self.members > 1 else insn_index,
+            self.finding("scale-group-mismatch", msg, lane=col, for_members=True,
+                         instruction=insn_index - col // self.lanes if self.members > 1 else insn_index,
                          field=field, axis={"K": "K", "M/N": "M/N", "group": "M/N group"}[axis],
                          scale_over=sorted(s_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
                          lanes=lanes, mma_event=insn_index,

@@ -160,9 +160,10 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         return located(cls, message, kernel=self.kernel, workgroup=wg, wave=self.wave_id, lane=lane,
                        instruction=self.machine.trace.n_events, source=self.source(), address=address)
 
-    def finding(self, kind, message, lane=None, address=None, instruction=None, **details):
-        """Report a finding of ``kind`` (see findings.KINDS for its details record and dedupe key)."""
-        if self.fold is not None and kind in RESTART_KINDS:
+    def finding(self, kind, message, lane=None, address=None, instruction=None, *, for_members=False, **details):
+        """Report a finding of ``kind`` (see findings.KINDS for its details record and dedupe key).
+        ``for_members``: made for a member itself (``lane`` a batch column), also in a folded batch."""
+        if self.fold is not None and kind in RESTART_KINDS and not for_members:
             raise Unfolded(f"a {kind} finding")      # made on a representative: run the members themselves
         if instruction is not None and lane is not None and self.members > 1:
             instruction = instruction + int(lane) // self.lanes     # a batched instruction: one index per member
