@@ -15,8 +15,9 @@ tags a load reads, EXEC under which provenance is written, a select's condition,
 route, an LDS address, an add of two results — the member's columns are compared with its
 representative's, and the first difference raises ``Unfolded`` naming it. The launch then drops
 the attempt (its stores, records, findings) and runs the batch again with the members split by
-what differed (a tail partition becomes a class of its own), or unfolded. A provenance finding
-on a representative unfolds the batch too, so each finding names its own member.
+what differed (a tail partition becomes a class of its own), or unfolded. A scale-group mismatch
+found on a representative is reported for every member of its class (``Fold.for_members``); the
+other provenance findings unfold the batch, so each names its own member.
 
 Shifts (``Fold.shift[field]``, int64 ``[members]``; a representative's is 0):
 * a tag field (token, head, dim, seq, ...): from the first load that reads the field, checked by
