@@ -528,28 +528,9 @@ class Attempt:
 
     def take_back(self):
         m = self.machine
-        log, wide = m.mma_log, m.wide
-        tr = m.trace
-        tr.n_events = self.n_events
-        del tr.raw[self.raw:]
-        for k in [k for k in tr._views if k[0] >= self.raw]:
-            del tr._views[k]
-        tr._events = None
-        del log.records[self.records:]
-        del log._starts[self.records:]
-        del log.pairs[self.pairs:]
-        del log.foreign[self.foreign:]
-        for name in ("_k_sets", "_k_tables"):
-            cache = log.__dict__.get(name)
-            if cache:
-                for k in [k for k in cache if k >= self.records]:
-                    del cache[k]
-        log.__dict__.pop("_k_field_names", None)
-        n = self.wide
-        del wide.nodes[n:]
-        for d in (wide._ids, wide._unions, wide._windows):
-            for k in [k for k, v in d.items() if v >= n]:
-                del d[k]
+        m.trace.truncate(self.raw, self.n_events)
+        m.mma_log.truncate(self.records, self.pairs, self.foreign)
+        m.wide.truncate(self.wide)
         del m.outputs[self.outputs:]
         for buf, snap in self.buffers:
             restore_buffer(buf, snap)

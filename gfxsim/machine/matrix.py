@@ -385,6 +385,20 @@ class MmaLog:
         self.pairs.append(PairRecord(left, right))
         return PAIR_BASE + len(self.pairs) - 1
 
+    def truncate(self, n_records: int, n_pairs: int, n_foreign: int):
+        """Forget every record, pair and earlier launch from these counts on (a folded attempt
+        taken back), with what consumed.py cached of the records dropped."""
+        del self.records[n_records:]
+        del self._starts[n_records:]
+        del self.pairs[n_pairs:]
+        del self.foreign[n_foreign:]
+        for name in ("_k_sets", "_k_tables"):
+            cache = self.__dict__.get(name)
+            if cache:
+                for k in [k for k in cache if k >= n_records]:
+                    del cache[k]
+        self.__dict__.pop("_k_field_names", None)
+
     def foreign_base(self, log, wide) -> int:
         """The id offset under which results of ``log`` (an earlier launch) are known here."""
         for k, (l, _) in enumerate(self.foreign):

@@ -73,6 +73,13 @@ class WideSets:
             got = self._unions[key] = len(self.nodes) - 1
         return got
 
+    def truncate(self, n: int):
+        """Forget every set from id ``n`` on (a folded attempt taken back)."""
+        del self.nodes[n:]
+        for d in (self._ids, self._unions, self._windows):
+            for k in [k for k, v in d.items() if v >= n]:
+                del d[k]
+
     def values(self, sid: int) -> frozenset:
         sid = int(sid)
         stack = [sid]

@@ -178,6 +178,14 @@ class Trace:
             got = self._views[key] = self.raw[i].view(member)
         return got
 
+    def truncate(self, n_raw: int, n_events: int):
+        """Forget every statement from ``n_raw`` on (a folded attempt taken back)."""
+        self.n_events = n_events
+        del self.raw[n_raw:]
+        for k in [k for k in self._views if k[0] >= n_raw]:
+            del self._views[k]
+        self._events = None
+
     def __len__(self):
         return len(self.events)
 
