@@ -40,7 +40,7 @@ import numpy as np
 
 from .errors import GfxSimError
 from .jit import njit
-from .matrix import FOREIGN_BASE, PAIR_BASE, PairRecord
+from .matrix import FOREIGN_BASE, PAIR_BASE, PairRecord, _row_sets
 from .provenance import RESERVED, WINDOW, Mask, Prov
 
 RETRIES = 3              # attempts with finer classes before a batch runs unfolded
@@ -261,17 +261,9 @@ class Fold:
 
     def _moved_set(self, m: Mask, i, shift: int):
         """(base, bits, wide) of element i's set with every value moved by ``shift``."""
-        from .provenance import WORDS
-        vals = sorted(v + shift for v in m.values_at(i, self.wide))
-        bits = np.zeros(WORDS, np.uint64)
-        if not vals:
-            return -1, bits, 0
-        lo = vals[0] // WINDOW * WINDOW
-        if vals[-1] >= lo + WINDOW:
-            return -1, bits, self.wide.intern(vals)
-        for v in vals:
-            bits[(v - lo) // 64] |= np.uint64(1) << np.uint64((v - lo) % 64)
-        return lo, bits, 0
+        vals = np.fromiter((v + shift for v in m.values_at(i, self.wide)), np.int32)
+        got = _row_sets(vals[None, :], self.wide)
+        return int(got.base[0]), got.bits[0], int(got.wide[0])
 
     def unfold(self, p: Prov | None, log, what: str) -> Prov | None:
         """A folded value's provenance ``[rows, width]`` for every member ``[rows, members*lanes]``."""
