@@ -260,25 +260,30 @@ def test_every_place_a_member_can_part_is_checked(monkeypatch, part, expect):
 
 
 # -- the fold itself ---------------------------------------------------------------------------------
+def load(f: Fold, plane: np.ndarray) -> dict:
+    """What a tagged load of ``plane`` (one 'token' plane, every member's columns) keeps, folded."""
+    return f.fold_prov(Prov(4, {"token": plane}), "a test").ids
+
+
 def test_a_load_sets_each_members_shift_and_a_later_load_checks_it():
     f = Fold(3, 4)
     rep = np.array([[0, 1, -1, 3]], np.int32)
     plane = np.concatenate([rep, np.where(rep >= 0, rep + 256, -1), np.where(rep >= 0, rep + 512, -1)], axis=1)
-    assert np.array_equal(f.fold_ids({"token": plane})["token"], rep)
+    assert np.array_equal(load(f, plane)["token"], rep)
     assert f.shift["token"].tolist() == [0, 256, 512]
     again = plane.copy()
     again[0, 4 + 1] += 1                                   # member 1 off by one in one lane
     with pytest.raises(Unfolded, match="'token' tags") as e:
-        f.fold_ids({"token": again})
+        load(f, again)
     assert e.value.keys[0] == e.value.keys[2] != e.value.keys[1]
     other = np.concatenate([rep, rep + 256 * (rep >= 0), rep + 1024 * (rep >= 0)], axis=1)
     with pytest.raises(Unfolded, match="shifts differ"):    # a later load moves member 2 elsewhere
-        f.fold_ids({"token": other})
+        load(f, other)
 
 
 def test_unfolding_moves_identities_names_and_footprints_by_each_members_shift():
     f = Fold(2, 2)
-    f.fold_ids({"token": np.array([[5, -1, 5 + WINDOW, -1]], np.int32)})
+    load(f, np.array([[5, -1, 5 + WINDOW, -1]], np.int32))
     m = Mask.of_values(np.array([[5, 7]]))
     p = Prov(4, {"token": np.array([[5, -1]], np.int32), "@mma": np.array([[3, -1]], np.int32),
                  "@mn": np.array([[9, -1]], np.int32)}, {"token": m})
@@ -292,7 +297,7 @@ def test_unfolding_moves_identities_names_and_footprints_by_each_members_shift()
 def test_a_footprint_moved_by_part_of_a_window_or_wider_than_one_moves_by_its_values():
     wide = WideSets()
     f = Fold(2, 2, wide=wide)
-    f.fold_ids({"token": np.array([[0, -1, 200, -1]], np.int32)})       # member 1: 200 tokens on
+    load(f, np.array([[0, -1, 200, -1]], np.int32))       # member 1: 200 tokens on
     sets = [{10, 100}, set(range(250, 300))]                           # in one window / across two
     m = Mask.empty((1, 2))
     m.base[0, 0] = 0

@@ -117,12 +117,9 @@ class Fold:
         return np.take(a, self.member_cols, axis=-1)
 
     # -- sources: what a load read --------------------------------------------------------------
-    def fold_ids(self, ids: dict) -> dict:
-        """Identity planes a load read from a tagged buffer (``[rows, members*lanes]``), folded:
-        each field's shifts set (first load) or checked (later loads)."""
-        return {f: self._fold_plane(f, a) for f, a in ids.items()}
-
     def _fold_plane(self, f: str, a: np.ndarray) -> np.ndarray:
+        """A tag plane a load read (``[rows, members*lanes]``), folded: the field's shifts set
+        (first load) or checked (later loads)."""
         a = np.ascontiguousarray(a, np.int32)
         R = a.shape[0]
         M, L = self.members, self.lanes
