@@ -38,6 +38,7 @@ import copy
 
 import numpy as np
 
+from .consumed import Fp, pair_cells
 from .errors import GfxSimError
 from .jit import njit
 from .matrix import FOREIGN_BASE, PAIR_BASE, PairRecord, _row_sets
@@ -365,7 +366,6 @@ class Fold:
         member's elements (``src``, ``member``: fold.pair's). The footprints move with their fields;
         the cells (which D element each partial sums) are the record's own sides', looked up (a
         member's elements of a result read from another launch sit at other cells)."""
-        from .consumed import pair_cells
         rec.cell = np.take(cell, src) if not self.name_shift else \
             pair_cells(log, rec, np.take(conflict, src), bool((cell >= 0).any()))
         out = {}
@@ -376,7 +376,6 @@ class Fold:
     def _fp(self, f, x, src, member, what):
         """A footprint of the representatives' elements (consumed.Fp) for every member's elements:
         one copy of its table per distinct shift of ``f``, indexed."""
-        from .consumed import Fp
         table, index = x.table, x.index
         t = len(table.base)
         if index is None:
