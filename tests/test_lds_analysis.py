@@ -330,3 +330,61 @@ def test_a_batched_out_of_bounds_lds_access_names_the_first_workgroup_and_lane()
             launch(k, grid=4, arch="gfx942", batch=b)
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("nbytes,name", [(1, "i8"), (2, "f16"), (4, "f32"), (4, "i8"), (8, "i8"), (8, "i32"),
+                                         (12, "i32"), (16, "i8"), (16, "f32")])
+def test_row_access_equals_an_index_per_column(nbytes, name):
+    """load_rows / store_rows (one pattern, every member's own row) move the same bytes as
+    load_values / store_values with one address per column, aligned or not, all lanes or some
+    (lanes that write the same bytes included); None / False where they do not apply."""
+    from gfxsim.machine.dtypes import load_rows, load_values, np_dtype, store_rows, store_values
+    rng = np.random.default_rng(nbytes)
+    members, lanes, stride = 3, 64, 1024
+    for trial in range(20):
+        step = nbytes if trial % 3 else 1                      # every third pattern unaligned
+        idx = rng.integers(0, (stride - nbytes) // step, lanes) * step
+        if trial % 4 == 1:
+            idx[5] = idx[9]                                    # two lanes, one address
+        flat = (idx[None, :] + stride * np.arange(members)[:, None]).ravel()
+        raw = rng.integers(0, 256, members * stride).astype(np.uint8)
+        got = load_rows(raw.reshape(members, stride), idx, nbytes, name)
+        if got is not None:
+            np.testing.assert_array_equal(got, load_values(raw, flat, nbytes, name))
+        else:
+            assert (idx % min(nbytes, 4)).any() or nbytes % 4
+        n = nbytes // np_dtype(name).itemsize
+        val = rng.integers(0, 256, (n * np_dtype(name).itemsize, members * lanes)).astype(np.uint8)
+        val = np.ascontiguousarray(val.T).view(np_dtype(name)).reshape(members * lanes, n).T.copy()
+        some = np.flatnonzero(rng.random(lanes) < 0.7) if trial % 2 else None
+        a, b = raw.copy(), raw.copy()
+        if store_rows(a.reshape(members, stride), idx, nbytes, val, some):
+            cols = None if some is None else np.zeros(members * lanes, bool)
+            if cols is not None:
+                cols.reshape(members, lanes)[:, some] = True
+            store_values(b, None, flat, nbytes, val, cols)
+            np.testing.assert_array_equal(a, b)
+        else:
+            assert nbytes % 4 or (idx % 4).any()
+            np.testing.assert_array_equal(a, raw)              # nothing written
+
+
+def test_shared_written_bits_split_where_workgroups_part():
+    """Written bits are kept once while every batched workgroup writes the same LDS bytes, and per
+    workgroup from the first store that differs: a read of bytes only some workgroups wrote is an
+    uninitialized-read in exactly those that did not, as when each workgroup runs alone."""
+    from gfxsim import launch
+
+    def k(w):
+        x = w.workgroup_id[0]
+        reg = w.shared("s", (3 * 64,), np.int32)
+        w.lds_store(reg, w.lane_id * 4, w.lane_id)                     # the same in every workgroup
+        w.lds_load(reg, w.lane_id * 4, 4, "i32")                       # all written: no finding
+        with w.if_(w.lane_id < 8):
+            w.lds_store(reg, (64 + w.lane_id + 64 * (x % 2)) * 4, w.lane_id)   # odd workgroups write further on
+        w.lds_load(reg, (64 + w.lane_id % 8) * 4, 4, "i32")            # even ones wrote these
+        w.lds_load(reg, (128 + w.lane_id % 8) * 4, 4, "i32")           # odd ones wrote these
+    runs = [launch(k, grid=4, arch="gfx942", batch=b) for b in (1, 4)]
+    key = lambda r: sorted((f.workgroup, f.lane, f.address) for f in r.findings_of("uninitialized-read"))
+    assert key(runs[0]) == key(runs[1])
+    assert sorted({(wg[0], addr // 4 // 64) for wg, _, addr in key(runs[1])}) == [(0, 2), (1, 1), (2, 2), (3, 1)]

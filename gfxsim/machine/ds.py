@@ -11,9 +11,9 @@ import numpy as np
 
 from . import ops
 from .banks import bank_conflicts, bank_conflicts_batched
-from .dtypes import dtype_name, itemsize, load_written, store_values
+from .dtypes import all_written, dtype_name, itemsize, load_rows, load_values, store_rows, store_values
 from .errors import MemoryFault
-from .lds_races import RaceState
+from .lds_races import MAX_WAVES, RaceState, track_one
 from .memory import LdsRegion
 from .vgpr import VGPRs
 
@@ -29,8 +29,12 @@ class RaceTracker:
     def track(self, rel, act, nbytes, wave, epoch, is_write, uniform):
         """``uniform``: every member makes the same access (same addresses, same lanes)."""
         if not self.split:
-            if uniform:
-                hits = self.state.track(rel[:1], act[:1], nbytes, wave, epoch, is_write)
+            if uniform:                  # the shared state's one row, as RaceState.track would pass it
+                s = self.state
+                if not 0 <= wave < MAX_WAVES:
+                    raise ValueError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
+                hits = track_one(np.asarray(rel[0], np.int64), np.asarray(act[0], np.bool_), int(nbytes), int(wave),
+                                 int(epoch), bool(is_write), s.w_wave[0], s.w_epoch[0], s.r_mask[0], s.r_epoch[0])
                 return tuple(np.repeat(h, self.members) for h in hits)
             s = self.state
             big = RaceState(0, 0)
@@ -115,11 +119,18 @@ class DsOps:
         # what an event shows: the address in its own workgroup's LDS, and each one's conflict degree
         self._lds_rel = r2.reshape(-1) if self.machine.trace.enabled or not uniform else None
         self._lds_deg = deg
-        # the index into the region's own arrays (bytes, written bits, provenance)
-        offsets = self._member_offsets(region.stride, -region.offset)
+        # the index into the region's own arrays (bytes, written bits, provenance): one member's
+        # offsets in its region when every member's are the same, else one per column
         if uniform:
-            return (r2 + offsets.reshape(self.members, self.lanes)).reshape(-1), worst
-        return rel + offsets, worst
+            return rel - region.offset, None
+        return None, rel + self._member_offsets(region.stride, -region.offset)
+
+    def _lds_index(self, region: LdsRegion, one, ridx):
+        """Per column, the index into the region's arrays: ``ridx``, or made from ``one`` (one
+        member's offsets in its region, the same in every member)."""
+        if ridx is not None:
+            return ridx
+        return (one[None, :] + (np.arange(self.members) * region.stride)[:, None]).reshape(-1)
 
     def _lds_prov_index(self, region: LdsRegion, ridx, what):
         """Per provenance column, the index into the region's provenance (``[pw]``): a folded
@@ -148,21 +159,28 @@ class DsOps:
         size = itemsize(dtype)
         if nbytes % size:
             raise self.error(ValueError, f"ds_read of {nbytes} bytes as {dtype}")
-        ridx, deg = self._lds_access(region, offset, nbytes, False)
+        one, ridx = self._lds_access(region, offset, nbytes, False)
         lds = self.wg.lds
-        a = self._read_addr(ridx)
         prov = None
         if self.machine.provenance:
+            ridx = self._lds_index(region, one, ridx)
             pidx = self._lds_prov_index(region, ridx, "ds_read")
             prov = lds.prov[region.name].gather(pidx[None, :] + np.arange(nbytes)[:, None], size)
             prov = self._outside_exec(prov, f"EXEC of a ds_read of {region.name!r}")
-        written = lds.written[region.name]
-        val, every = load_written(lds.raw[region.name], written, a, nbytes, dtype)
+        # the same offsets in every member: each member's row read at one member's offsets (lanes
+        # outside EXEC read their region's first byte)
+        if one is not None and not self._full:
+            one = np.where(self.exec[:self.lanes], one, 0)
+        val = None if one is None else load_rows(lds.rows(region.name), one, nbytes, dtype)
+        if val is None:
+            ridx = self._lds_index(region, one, ridx)
+            val = load_values(lds.raw[region.name], self._read_addr(ridx), nbytes, dtype)
         v = self._new(val, dtype, prov)
-        wr = None if every else written[self._byte_addr(ridx, nbytes)]
+        wr = self._lds_written(region, one, ridx, nbytes)
         if wr is not None and not self._full:
             wr = wr | ~self.exec[None, :]
         if wr is not None and not wr.all():
+            ridx = self._lds_index(region, one, ridx)
             for l in self._first_lanes(~wr.all(axis=0)):
                 rel = int(ridx[l] - (l // self.lanes) * region.stride + region.offset)   # in its own LDS
                 reg, off = lds.region_at(rel)
@@ -180,18 +198,48 @@ class DsOps:
                              f"{type(value).__name__}")
         nbytes = nbytes or value.nbytes
         self._check_read(value)
-        ridx, deg = self._lds_access(region, offset, nbytes, True)
+        one, ridx = self._lds_access(region, offset, nbytes, True)
         lds, act = self.wg.lds, self.exec
-        store_values(lds.raw[region.name], lds.written[region.name], ridx, nbytes, value.val,
-                     None if self._full else act)
+        lanes = None if self._full else np.flatnonzero(act[:self.lanes])
+        if one is None or not store_rows(lds.rows(region.name), one, nbytes, value.val, lanes):
+            ridx = self._lds_index(region, one, ridx)
+            store_values(lds.raw[region.name], None, ridx, nbytes, value.val, None if self._full else act)
+        w1 = lds.written_one.get(region.name)
+        if one is not None and w1 is not None:          # the shared written bits: one member's
+            at = one if lanes is None else one[lanes]
+            w1[(at[None, :] + np.arange(nbytes)[:, None]).ravel()] = True
+        else:
+            ridx = self._lds_index(region, one, ridx)
+            sel = self._byte_addr(ridx, nbytes) if self._full else \
+                np.take(ridx, np.flatnonzero(act))[None, :] + np.arange(nbytes)[:, None]
+            lds.member_written(region.name)[sel] = True
         mp = lds.prov[region.name]
         if self.machine.provenance and (value.prov is not None or not mp.empty()):
+            ridx = self._lds_index(region, one, ridx)
             pact = self._pexec(f"EXEC of a ds_write to {region.name!r}")
             p = _stored(value.prov, nbytes, pact, self._full)
             rb = self._lds_prov_index(region, ridx, "ds_write")[None, :] + np.arange(nbytes)[:, None]
             mp.scatter(rb if self._full else np.take(rb, np.flatnonzero(pact), axis=1), p)
         self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=self._lds_rel,
                     bank_conflict=self._lds_deg)
+
+    def _lds_written(self, region: LdsRegion, one, ridx, nbytes):
+        """A read's written bits, bool ``[nbytes, width]``, or None where every byte it reads (in
+        the active lanes) was written. While every member has written the same bytes and reads
+        the same offsets, one member's are looked up and repeated."""
+        lds = self.wg.lds
+        w1 = lds.written_one.get(region.name)
+        if one is not None and w1 is not None:
+            b = w1[one[None, :] + np.arange(nbytes)[:, None]]            # [nbytes, lanes]
+            act = self.exec[:self.lanes]
+            if (b.all(axis=0) | ~act).all():
+                return None
+            return np.tile(b, (1, self.members))
+        ridx = self._lds_index(region, one, ridx)
+        written = lds.member_written(region.name)
+        if all_written(written, self._read_addr(ridx), nbytes):
+            return None
+        return written[self._byte_addr(ridx, nbytes)]
 
     def barrier(self):
         """s_barrier: wait until every live wave of the workgroup arrives."""

@@ -171,6 +171,49 @@ def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: n
         written.view(np.uint32)[wi] = _ALL_WRITTEN
 
 
+# -- one access pattern for every batched member: each member m reads or writes its own row
+# ``rows[m]`` (uint8 ``[members, stride]``) at the same byte offsets ``idx`` (``[lanes]``); a take or
+# an assignment along the rows with the small index, not one index per column -----------------------
+def load_rows(rows: np.ndarray, idx: np.ndarray, nbytes: int, name: str):
+    """The ``[nbytes/itemsize, members*lanes]`` ``name`` values of such an access (member-major
+    columns, as a batch holds them), or None where it is neither a unit nor a dword access (see
+    ``_unit_index``): the caller then indexes every column."""
+    dt = np_dtype(name)
+    members, stride = rows.shape
+    unit = _UNITS.get(nbytes) if dt.itemsize < 4 else None
+    if unit is not None and stride % nbytes == 0 and not (idx & (nbytes - 1)).any():
+        got = np.take(rows.view(unit), idx >> (nbytes.bit_length() - 1), axis=1)     # [members, lanes] units
+        return got.view(dt).reshape(members * idx.size, -1).T.copy()
+    if nbytes % 4 or stride % 4 or (idx & 3).any():
+        return None
+    nw = nbytes // 4
+    got = np.take(rows.view(np.uint32), (idx >> 2)[None, :] + np.arange(nw)[:, None], axis=1)   # [members, nw, lanes]
+    words = got.transpose(1, 0, 2).reshape(nw, members * idx.size)
+    if dt.itemsize == 4:
+        return np.ascontiguousarray(words).view(dt)
+    return np.ascontiguousarray(words.T).view(dt).reshape(members * idx.size, -1).T.copy()
+
+
+def store_rows(rows: np.ndarray, idx: np.ndarray, nbytes: int, val: np.ndarray, lanes=None) -> bool:
+    """Write the first ``nbytes`` of every lane of ``val`` ``[n, members*lanes]`` at ``idx`` of its
+    member's row; ``lanes``: the writing lanes' indices within a member (None: all). False, writing
+    nothing, where it is not a dword access (the caller then indexes every column). Lanes that
+    write the same bytes: the later lane's land, as with one index per column."""
+    members, stride = rows.shape
+    if nbytes % 4 or stride % 4 or (val.shape[0] * val.dtype.itemsize) % 4 or (idx & 3).any():
+        return False
+    nw = nbytes // 4
+    if val.dtype.itemsize == 4:
+        words = np.ascontiguousarray(val).view(np.uint32)[:nw]
+    else:
+        words = np.ascontiguousarray(val.T).view(np.uint32).reshape(val.shape[1], -1).T[:nw]
+    w3 = words.reshape(nw, members, -1)
+    if lanes is not None:
+        w3, idx = w3[:, :, lanes], idx[lanes]
+    rows.view(np.uint32)[:, (idx >> 2)[None, :] + np.arange(nw)[:, None]] = w3.transpose(1, 0, 2)
+    return True
+
+
 # -- integer arithmetic by a constant: what an address computation and a kernel's x // c do --------
 def div_const(x: np.ndarray, d: int) -> np.ndarray:
     """x // d (floor) for a positive int d, as a new array: a shift where d is a power of two (most

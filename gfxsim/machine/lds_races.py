@@ -105,6 +105,9 @@ def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mas
     access, and the first (lane, byte) meeting it is the loop's first race; the updates it makes
     are idempotent per byte."""
     members, lanes = addr.shape
+    if members == 1:
+        return track_one(addr[0], active[0], nbytes, wave, epoch, is_write, w_wave[0], w_epoch[0], r_mask[0],
+                          r_epoch[0])
     size = w_wave.shape[1]
     bad = active & ((addr < 0) | (addr + nbytes > size))
     if bad.any():
@@ -139,4 +142,41 @@ def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mas
     else:
         r_mask[m, a] = np.where(r_epoch[m, a] == epoch, r_mask[m, a] | bit, bit)
         r_epoch[m, a] = epoch
+    return out[0], out[1], out[2]
+
+
+def track_one(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
+    """``track_np`` for one member (1-D state rows): the active lanes' bytes in (lane, byte) order,
+    the first hit found by argmax; what a batch whose workgroups agree runs for every access."""
+    out = np.full((3, 1), -1, np.int64)
+    on = np.flatnonzero(active)
+    if on.size == 0:
+        return out[0], out[1], out[2]
+    base = addr[on]
+    if base.min() < 0 or base.max() + nbytes > w_wave.shape[0]:
+        raise IndexError("LDS access outside the member's LDS")
+    a = (base[:, None] + np.arange(nbytes)).ravel()
+    bit = np.uint64(1) << np.uint64(wave)
+    ww = w_wave[a]
+    c1 = (w_epoch[a] == epoch) & (ww != wave)
+    if is_write:
+        rm = r_mask[a] & ~bit
+        rm[r_epoch[a] != epoch] = 0
+        hit = c1 | (rm != 0)
+    else:
+        hit = c1
+    h = int(np.argmax(hit))
+    if hit[h]:
+        if c1[h]:
+            other = int(ww[h])
+        else:
+            other = (int(rm[h]) & -int(rm[h])).bit_length() - 1       # the lowest other reader
+        out[:, 0] = on[h // nbytes], a[h], other
+    if is_write:
+        w_wave[a] = wave
+        w_epoch[a] = epoch
+    else:
+        same = r_epoch[a] == epoch
+        r_mask[a] = np.where(same, r_mask[a] | bit, bit)
+        r_epoch[a] = epoch
     return out[0], out[1], out[2]

@@ -311,7 +311,11 @@ class LDS:
         self.prov_members = members if prov_members is None else prov_members
         self.member_bytes = 0                   # the workgroup-relative LDS allocated so far (16-aligned)
         self.raw: dict[str, np.ndarray] = {}    # region -> uint8 [members * stride], poison until written
-        self.written: dict[str, np.ndarray] = {}   # region -> bool [members * stride]
+        # region -> written bits: while every member has written the same bytes (accesses the same
+        # for every member: a kernel's LDS layout), one member's bool [stride] in ``written_one``;
+        # from the first access that differs, every member's bool [members * stride] in ``written``
+        self.written_one: dict[str, np.ndarray] = {}
+        self.written: dict[str, np.ndarray] = {}
         self.prov: dict[str, MemProv] = {}      # region -> its provenance, [prov_members * stride]
         self.regions: dict[str, LdsRegion] = {}
         self.allocated = 0
@@ -330,10 +334,9 @@ class LDS:
         if off + reg.nbytes > self.limit:
             raise MemoryError(f"LDS region {name!r} ({reg.nbytes} B) does not fit: {off} B already "
                               f"allocated of {self.limit} B")
-        n = self.members * reg.stride
         self.regions[name] = reg
         self.raw[name] = np.tile(poison(reg.stride), self.members)
-        self.written[name] = np.zeros(n, bool)
+        self.written_one[name] = np.zeros(reg.stride, bool)
         self.prov[name] = MemProv(self.prov_members * reg.stride, unit=4 if dtype.itemsize >= 4 else 1)
         self.allocated = off + reg.nbytes
         new = -(-self.allocated // 16) * 16
@@ -341,6 +344,18 @@ class LDS:
             self.races.grow(self.member_bytes, new)
         self.member_bytes = new
         return reg
+
+    def rows(self, name: str) -> np.ndarray:
+        """The region's bytes as uint8 ``[members, stride]`` (a view: member m's copy is row m)."""
+        return self.raw[name].reshape(self.members, -1)
+
+    def member_written(self, name: str) -> np.ndarray:
+        """Every member's written bits, bool ``[members * stride]`` (made from the shared ones the
+        first time an access differs between members; kept per member from then on)."""
+        got = self.written.get(name)
+        if got is None:
+            got = self.written[name] = np.tile(self.written_one.pop(name), self.members)
+        return got
 
     def region_at(self, addr: int):
         """(region, offset in it) of a member-relative LDS byte address."""

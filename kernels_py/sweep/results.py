@@ -131,7 +131,10 @@ def read_rows(path) -> list:
     import pyarrow as pa
     import pyarrow.parquet as pq
     try:
-        table = pq.read_table(path)
+        # one open file: a sweep renaming a new table over ``path`` meanwhile cannot hand the reader
+        # the footer of one file and the pages of the other (read by path, pyarrow opens it twice)
+        with open(path, "rb") as f:
+            table = pq.read_table(pa.BufferReader(f.read()))
     except (OSError, pa.ArrowInvalid) as e:
         raise ResultsError(f"{path}: not a readable Parquet file ({e}); give another -o or remove it") from e
     if "point_id" not in table.column_names or MAGIC not in (table.schema.metadata or {}):
