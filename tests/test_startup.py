@@ -262,3 +262,30 @@ def test_without_scipy_leaves_an_imported_scipy_linalg_alone():
             "cm = jit._without_scipy(); cm.__enter__(); print(len(sys.meta_path) == n); cm.__exit__(None, None, None)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.split() == ["True"], r.stderr
+
+
+def test_the_console_script_keeps_freed_memory_for_reuse(monkeypatch):
+    """keep_freed_pages sets glibc's one arena, no trimming and a 32 MiB mmap threshold, and changes
+    nothing (False) where there is no glibc; the console script calls it before the command."""
+    import ctypes
+
+    from gfxsim.procmem import keep_freed_pages
+    calls = []
+
+    class Libc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    assert keep_freed_pages() is True
+    assert calls == [(-8, 1), (-1, 1 << 30), (-3, 32 << 20)]     # M_ARENA_MAX, M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+
+    def no_libc(name):
+        raise OSError(f"{name}: cannot open shared object file")
+    monkeypatch.setattr(ctypes, "CDLL", no_libc)
+    assert keep_freed_pages() is False
+    code = ("import gfxsim.procmem as p, sys; seen = []; f = p.keep_freed_pages; "
+            "p.keep_freed_pages = lambda: seen.append(f()); sys.argv = ['gfxsim', '--version']; "
+            "import atexit; atexit.register(lambda: print('kept', seen)); import gfxsim.cli as c; c.script()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert ("kept [True]" if sys.platform.startswith("linux") else "kept [") in out

@@ -225,9 +225,13 @@ def script():
     interpreter's teardown. A run's report holds millions of arrays and objects, which teardown frees
     one by one although the process is ending (0.5 s after a 16K decode with provenance, 0.1 s
     without). stdout and stderr are flushed and the atexit handlers run first (logging, weakref
-    finalizers such as temporary directories, dask's), so nothing but that freeing is skipped."""
+    finalizers such as temporary directories, dask's), so nothing but that freeing is skipped.
+    Memory the run frees is kept for its next arrays (procmem.keep_freed_pages)."""
     import atexit
     import os
+
+    from gfxsim.procmem import keep_freed_pages
+    keep_freed_pages()
     try:
         rc = main()
     except SystemExit as e:
