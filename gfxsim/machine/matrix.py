@@ -232,30 +232,46 @@ def _i8_float_type(K, a_dtype, b_dtype):
     return np.float32 if bound < 2 ** 24 else np.float64
 
 
-def _mma_i8(fa, fb, c, tc, td, d):
+def _mma_i8(fa, fb, c, tc, td, d, inv=None):
     """D = A.B + C for 8-bit A/B (``fa``, ``fb``: the operands gathered as floats, ``[members*blocks,
     rows, cols]``, _i8_float_type) and int32 C/D read and written through the flat operand plans
     (indices into ``[regs, width]``). The products are summed as one batched float GEMM, which is
     exact (_i8_float_type). C is added in int64 and the sum wrapped to int32; returns where it
     overflowed (None: it cannot: a float32 sum, below 2^24, without C or with every C element
-    2^24 inside the int32 range, is added in int32)."""
+    2^24 inside the int32 range, is added in int32). ``inv``: where D's plan puts every element of
+    ``d`` exactly once and C's plan is D's, each element of ``d``'s index into the sums (a take then
+    writes D, and C is added where it lies, with no gather)."""
     s = np.matmul(fa, fb)
     if s.dtype == np.float32:                    # every sum below 2^24, far inside int32
         si = s.astype(np.int32)
         if c is None:
-            d.reshape(-1)[td] = si
+            _write_d(si, td, d, inv)
             return None
-        cc = np.take(c, tc)
-        if int(cc.min()) > -2 ** 31 + 2 ** 24 and int(cc.max()) < 2 ** 31 - 2 ** 24:
-            si += cc
-            d.reshape(-1)[td] = si
-            return None
+        if inv is not None:                      # C lies where D goes: its bounds and sum in place
+            if int(c.min()) > -2 ** 31 + 2 ** 24 and int(c.max()) < 2 ** 31 - 2 ** 24:
+                _write_d(si, td, d, inv)
+                d += c
+                return None
+        else:
+            cc = np.take(c, tc)
+            if int(cc.min()) > -2 ** 31 + 2 ** 24 and int(cc.max()) < 2 ** 31 - 2 ** 24:
+                si += cc
+                d.reshape(-1)[td] = si
+                return None
     s = s.astype(np.int64)
     if c is not None:
         s += np.take(c, tc)
     over = (s < -2 ** 31) | (s > 2 ** 31 - 1)
     d.reshape(-1)[td] = s.astype(np.int32)          # C-style cast: wraps modulo 2^32
     return over
+
+
+def _write_d(si, td, d, inv):
+    """d's elements from the sums ``si``: by D's plan, or (``inv``) as a take of every element."""
+    if inv is None:
+        d.reshape(-1)[td] = si
+    else:
+        np.take(si.reshape(-1), inv, out=d.reshape(-1), mode="clip")      # indices in range: no buffer
 
 
 class MmaRecord:
@@ -637,7 +653,7 @@ class MatrixOps:
             ft = _i8_float_type(insn.K, a.val.dtype, b.val.dtype)
             overflow = _mma_i8(self._float_operand(insn, "A", a.val, ft), self._float_operand(insn, "B", b.val, ft),
                                None if c.literal else c.val, self._flat_plan(insn, "C"), self._flat_plan(insn, "D"),
-                               dval)
+                               dval, self._d_inverse(insn))
         else:
             mats = {op: v.val[plans[op]] for op, v in (("A", a), ("B", b), ("C", c))}
             d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
@@ -702,6 +718,23 @@ class MatrixOps:
             e, l = self._batched_plan(insn, op, members)
             got = cache[key] = np.ascontiguousarray(e * (members * self.lanes) + l)
         return got
+
+    def _d_inverse(self, insn):
+        """Where D's flat plan names every element of ``[regs, width]`` once and C's plan is D's
+        (a matrix instruction's accumulator layout): for each element, its index into the sums
+        (``_mma_i8``'s ``inv``); else None."""
+        key = (insn.mnemonic, "D^-1", self.members, self.lanes)
+        cache = self.machine.plan_cache
+        if key not in cache:
+            td, tc = self._flat_plan(insn, "D"), self._flat_plan(insn, "C")
+            inv = None
+            if td.size == insn.regs("D") * self.width and np.array_equal(td, tc):
+                inv = np.full(td.size, -1, np.int64)
+                inv[td.reshape(-1)] = np.arange(td.size)
+                if (inv < 0).any():
+                    inv = None
+            cache[key] = inv
+        return cache[key]
 
     def _batched_plan(self, insn, op, members=None):
         """(element, column) index arrays ``[members*blocks, rows, cols]`` of an operand."""

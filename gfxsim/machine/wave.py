@@ -236,8 +236,9 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         ``uninitialized-read`` — a missing zero-init shows in the findings and in the numbers."""
         dtype = dtype_name(dtype)
         size = np_dtype(dtype).itemsize
-        raw = np.broadcast_to(poison(n * size)[:, None], (n * size, self.width))
-        return VGPRs(self, from_bytes(np.ascontiguousarray(raw), dtype), dtype, None,
+        # every lane holds the same bytes: one lane's elements, repeated across the columns
+        one = from_bytes(poison(n * size)[:, None], dtype)                # [n, 1]
+        return VGPRs(self, np.repeat(one, self.width, axis=1), dtype, None,
                      np.zeros((n * size, self.width), bool))
 
     def from_lanes(self, values, dtype) -> VGPRs:
