@@ -115,11 +115,31 @@ class VGPRs:
             valid = self.valid[(idx[:, None] * size + np.arange(size)).ravel()]
         return VGPRs(self.w, self.val[idx], self.dtype, prov, valid, regs=regs)
 
+    def _span(self, start: int, stop: int) -> "VGPRs":
+        """``_rows`` of the elements start..stop-1 (0 <= start < stop <= n): slices, no index arrays."""
+        size = itemsize(self.dtype)
+        first = start * size
+        regs = None
+        if self.regs is not None and first % 4 == 0:
+            regs = (self.regs[0] + first // 4, -(-((stop - start) * size) // 4))
+        prov = None
+        if self.prov is not None:
+            g = self.prov.g
+            lo, hi = (start, stop) if g == size else (first, stop * size)
+            prov = self.prov.map(lambda a: a[lo:hi].copy())
+        valid = None if self.valid is None else self.valid[first:stop * size].copy()
+        return VGPRs(self.w, self.val[start:stop].copy(), self.dtype, prov, valid, regs=regs)
+
     def __getitem__(self, i) -> "VGPRs":
         if isinstance(i, (int, np.integer)):
             if not -self.n <= i < self.n:
                 raise IndexError(f"element {i} of a {self.n}-element {self.dtype} value")
-            i = slice(i % self.n, i % self.n + 1)
+            i = int(i) % self.n
+            return self._span(i, i + 1)
+        if isinstance(i, slice) and i.step in (None, 1):
+            start, stop, _ = i.indices(self.n)
+            if start < stop:
+                return self._span(start, stop)
         return self._rows(np.arange(self.n)[i])
 
     def __setitem__(self, i, value):
