@@ -335,9 +335,10 @@ def test_a_batched_out_of_bounds_lds_access_names_the_first_workgroup_and_lane()
 @pytest.mark.parametrize("nbytes,name", [(1, "i8"), (2, "f16"), (4, "f32"), (4, "i8"), (8, "i8"), (8, "i32"),
                                          (12, "i32"), (16, "i8"), (16, "f32")])
 def test_row_access_equals_an_index_per_column(nbytes, name):
-    """load_rows / store_rows (one pattern, every member's own row) move the same bytes as
-    load_values / store_values with one address per column, aligned or not, all lanes or some
-    (lanes that write the same bytes included); None / False where they do not apply."""
+    """load_rows / store_rows (one pattern, every member's own row) move the same bytes, and mark
+    the same bytes written, as load_values / store_values with one address per column, aligned or
+    not, all lanes or some (lanes that write the same bytes included); None / False where they do
+    not apply."""
     from gfxsim.machine.dtypes import load_rows, load_values, np_dtype, store_rows, store_values
     rng = np.random.default_rng(nbytes)
     members, lanes, stride = 3, 64, 1024
@@ -358,15 +359,19 @@ def test_row_access_equals_an_index_per_column(nbytes, name):
         val = np.ascontiguousarray(val.T).view(np_dtype(name)).reshape(members * lanes, n).T.copy()
         some = np.flatnonzero(rng.random(lanes) < 0.7) if trial % 2 else None
         a, b = raw.copy(), raw.copy()
-        if store_rows(a.reshape(members, stride), idx, nbytes, val, some):
+        wa, wb = np.zeros(raw.size, bool), np.zeros(raw.size, bool)
+        if store_rows(a.reshape(members, stride), wa.reshape(members, stride), idx, nbytes, val, some):
             cols = None if some is None else np.zeros(members * lanes, bool)
             if cols is not None:
                 cols.reshape(members, lanes)[:, some] = True
-            store_values(b, None, flat, nbytes, val, cols)
+            store_values(b, wb, flat, nbytes, val, cols)
             np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(wa, wb)             # the same bytes marked written
+            assert wa.any()
         else:
             assert nbytes % 4 or (idx % 4).any()
             np.testing.assert_array_equal(a, raw)              # nothing written
+            assert not wa.any()
 
 
 def test_shared_written_bits_split_where_workgroups_part():

@@ -11,9 +11,10 @@ import numpy as np
 
 from . import ops
 from .banks import bank_conflicts, bank_conflicts_batched
-from .dtypes import all_written, dtype_name, itemsize, load_rows, load_values, store_rows, store_values
+from .dtypes import (all_written, dtype_name, itemsize, load_rows, load_values, load_written, store_rows,
+                     store_values)
 from .errors import MemoryFault
-from .lds_races import MAX_WAVES, RaceState, track_one
+from .lds_races import RaceState
 from .memory import LdsRegion
 from .vgpr import VGPRs
 
@@ -29,12 +30,8 @@ class RaceTracker:
     def track(self, rel, act, nbytes, wave, epoch, is_write, uniform):
         """``uniform``: every member makes the same access (same addresses, same lanes)."""
         if not self.split:
-            if uniform:                  # the shared state's one row, as RaceState.track would pass it
-                s = self.state
-                if not 0 <= wave < MAX_WAVES:
-                    raise ValueError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
-                hits = track_one(np.asarray(rel[0], np.int64), np.asarray(act[0], np.bool_), int(nbytes), int(wave),
-                                 int(epoch), bool(is_write), s.w_wave[0], s.w_epoch[0], s.r_mask[0], s.r_epoch[0])
+            if uniform:                  # the shared state's one row
+                hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write)
                 return tuple(np.repeat(h, self.members) for h in hits)
             s = self.state
             big = RaceState(0, 0)
@@ -171,12 +168,18 @@ class DsOps:
         # outside EXEC read their region's first byte)
         if one is not None and not self._full:
             one = np.where(self.exec[:self.lanes], one, 0)
+        shared = one is not None and region.name in lds.written_one
         val = None if one is None else load_rows(lds.rows(region.name), one, nbytes, dtype)
+        every = None                    # whether every byte read was written, where already known
         if val is None:
             ridx = self._lds_index(region, one, ridx)
-            val = load_values(lds.raw[region.name], self._read_addr(ridx), nbytes, dtype)
+            if shared:
+                val = load_values(lds.raw[region.name], self._read_addr(ridx), nbytes, dtype)
+            else:                       # the values and the written bits by one unit index
+                val, every = load_written(lds.raw[region.name], lds.member_written(region.name),
+                                          self._read_addr(ridx), nbytes, dtype)
         v = self._new(val, dtype, prov)
-        wr = self._lds_written(region, one, ridx, nbytes)
+        wr = self._lds_written(region, one, ridx, nbytes, every)
         if wr is not None and not self._full:
             wr = wr | ~self.exec[None, :]
         if wr is not None and not wr.all():
@@ -201,18 +204,16 @@ class DsOps:
         one, ridx = self._lds_access(region, offset, nbytes, True)
         lds, act = self.wg.lds, self.exec
         lanes = None if self._full else np.flatnonzero(act[:self.lanes])
-        if one is None or not store_rows(lds.rows(region.name), one, nbytes, value.val, lanes):
+        w1 = lds.written_one.get(region.name) if one is not None else None
+        # every member's written bits are marked with the bytes, unless they are still shared
+        written = None if w1 is not None else lds.member_written(region.name)
+        if one is None or not store_rows(lds.rows(region.name), None if written is None else
+                                         written.reshape(self.members, -1), one, nbytes, value.val, lanes):
             ridx = self._lds_index(region, one, ridx)
-            store_values(lds.raw[region.name], None, ridx, nbytes, value.val, None if self._full else act)
-        w1 = lds.written_one.get(region.name)
-        if one is not None and w1 is not None:          # the shared written bits: one member's
+            store_values(lds.raw[region.name], written, ridx, nbytes, value.val, None if self._full else act)
+        if w1 is not None:                              # the shared written bits: one member's
             at = one if lanes is None else one[lanes]
             w1[(at[None, :] + np.arange(nbytes)[:, None]).ravel()] = True
-        else:
-            ridx = self._lds_index(region, one, ridx)
-            sel = self._byte_addr(ridx, nbytes) if self._full else \
-                np.take(ridx, np.flatnonzero(act))[None, :] + np.arange(nbytes)[:, None]
-            lds.member_written(region.name)[sel] = True
         mp = lds.prov[region.name]
         if self.machine.provenance and (value.prov is not None or not mp.empty()):
             ridx = self._lds_index(region, one, ridx)
@@ -223,10 +224,11 @@ class DsOps:
         self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=self._lds_rel,
                     bank_conflict=self._lds_deg)
 
-    def _lds_written(self, region: LdsRegion, one, ridx, nbytes):
+    def _lds_written(self, region: LdsRegion, one, ridx, nbytes, every=None):
         """A read's written bits, bool ``[nbytes, width]``, or None where every byte it reads (in
-        the active lanes) was written. While every member has written the same bytes and reads
-        the same offsets, one member's are looked up and repeated."""
+        the active lanes) was written (``every``: that, where the caller already knows it). While
+        every member has written the same bytes and reads the same offsets, one member's are
+        looked up and repeated."""
         lds = self.wg.lds
         w1 = lds.written_one.get(region.name)
         if one is not None and w1 is not None:
@@ -237,7 +239,7 @@ class DsOps:
             return np.tile(b, (1, self.members))
         ridx = self._lds_index(region, one, ridx)
         written = lds.member_written(region.name)
-        if all_written(written, self._read_addr(ridx), nbytes):
+        if every if every is not None else all_written(written, self._read_addr(ridx), nbytes):
             return None
         return written[self._byte_addr(ridx, nbytes)]
 

@@ -119,12 +119,26 @@ def load_values(raw: np.ndarray, addr: np.ndarray, nbytes: int, name: str, ui=_N
     if ui is None:
         return from_bytes(raw[addr[None, :] + np.arange(nbytes)[:, None]], name)
     unit, idx = ui
-    got = np.take(raw.view(unit), idx)
-    if idx.ndim == 1:                                 # one unit per lane: [lanes, nbytes] bytes
-        return got.view(dt).reshape(addr.size, -1).T.copy()
+    return _as_values(np.take(raw.view(unit), idx), dt)
+
+
+def _as_values(got: np.ndarray, dt) -> np.ndarray:
+    """Gathered memory as ``[n, lanes]`` values of ``dt``: ``got`` one unit per lane (``[lanes]``)
+    or dwords (``[nbytes/4, lanes]``, C-contiguous rows)."""
+    lanes = got.shape[-1]
+    if got.ndim == 1:                                 # one unit per lane: [lanes, nbytes] bytes
+        return got.view(dt).reshape(lanes, -1).T.copy()
     if dt.itemsize == 4:
         return got.view(dt)
-    return np.ascontiguousarray(got.T).view(dt).reshape(addr.size, -1).T.copy()
+    return np.ascontiguousarray(got.T).view(dt).reshape(lanes, -1).T.copy()
+
+
+def _words(val: np.ndarray, nw: int) -> np.ndarray:
+    """The first ``nw`` dwords of every lane of ``val`` ``[n, lanes]``, uint32 ``[nw, lanes]``
+    (``n * itemsize`` a whole number of dwords)."""
+    if val.dtype.itemsize == 4:
+        return np.ascontiguousarray(val).view(np.uint32)[:nw]
+    return np.ascontiguousarray(val.T).view(np.uint32).reshape(val.shape[1], -1).T[:nw]
 
 
 def all_written(written: np.ndarray, addr: np.ndarray, nbytes: int, ui=_NO_INDEX, elem_size: int = 4) -> bool:
@@ -162,10 +176,7 @@ def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: n
         if written is not None:
             written[sel] = True
         return
-    if val.dtype.itemsize == 4:
-        words = np.ascontiguousarray(val).view(np.uint32)[:nbytes // 4]
-    else:
-        words = np.ascontiguousarray(val.T).view(np.uint32).reshape(val.shape[1], -1).T[:nbytes // 4]
+    words = _words(val, nbytes // 4)
     raw.view(np.uint32)[wi] = words if cols is None else np.take(words, cols, axis=1)
     if written is not None:
         written.view(np.uint32)[wi] = _ALL_WRITTEN
@@ -183,34 +194,31 @@ def load_rows(rows: np.ndarray, idx: np.ndarray, nbytes: int, name: str):
     unit = _UNITS.get(nbytes) if dt.itemsize < 4 else None
     if unit is not None and stride % nbytes == 0 and not (idx & (nbytes - 1)).any():
         got = np.take(rows.view(unit), idx >> (nbytes.bit_length() - 1), axis=1)     # [members, lanes] units
-        return got.view(dt).reshape(members * idx.size, -1).T.copy()
+        return _as_values(got.reshape(-1), dt)
     if nbytes % 4 or stride % 4 or (idx & 3).any():
         return None
     nw = nbytes // 4
     got = np.take(rows.view(np.uint32), (idx >> 2)[None, :] + np.arange(nw)[:, None], axis=1)   # [members, nw, lanes]
-    words = got.transpose(1, 0, 2).reshape(nw, members * idx.size)
-    if dt.itemsize == 4:
-        return np.ascontiguousarray(words).view(dt)
-    return np.ascontiguousarray(words.T).view(dt).reshape(members * idx.size, -1).T.copy()
+    return _as_values(np.ascontiguousarray(got.transpose(1, 0, 2)).reshape(nw, -1), dt)
 
 
-def store_rows(rows: np.ndarray, idx: np.ndarray, nbytes: int, val: np.ndarray, lanes=None) -> bool:
+def store_rows(rows: np.ndarray, written, idx: np.ndarray, nbytes: int, val: np.ndarray, lanes=None) -> bool:
     """Write the first ``nbytes`` of every lane of ``val`` ``[n, members*lanes]`` at ``idx`` of its
-    member's row; ``lanes``: the writing lanes' indices within a member (None: all). False, writing
-    nothing, where it is not a dword access (the caller then indexes every column). Lanes that
-    write the same bytes: the later lane's land, as with one index per column."""
+    member's row (and mark them in ``written``, bool rows of the same shape, if given); ``lanes``:
+    the writing lanes' indices within a member (None: all). False, writing nothing, where it is not
+    a dword access (the caller then indexes every column). Lanes that write the same bytes: the
+    later lane's land, as with one index per column."""
     members, stride = rows.shape
     if nbytes % 4 or stride % 4 or (val.shape[0] * val.dtype.itemsize) % 4 or (idx & 3).any():
         return False
     nw = nbytes // 4
-    if val.dtype.itemsize == 4:
-        words = np.ascontiguousarray(val).view(np.uint32)[:nw]
-    else:
-        words = np.ascontiguousarray(val.T).view(np.uint32).reshape(val.shape[1], -1).T[:nw]
-    w3 = words.reshape(nw, members, -1)
+    w3 = _words(val, nw).reshape(nw, members, -1)
     if lanes is not None:
         w3, idx = w3[:, :, lanes], idx[lanes]
-    rows.view(np.uint32)[:, (idx >> 2)[None, :] + np.arange(nw)[:, None]] = w3.transpose(1, 0, 2)
+    wi = (idx >> 2)[None, :] + np.arange(nw)[:, None]
+    rows.view(np.uint32)[:, wi] = w3.transpose(1, 0, 2)
+    if written is not None:
+        written.view(np.uint32)[:, wi] = _ALL_WRITTEN
     return True
 
 

@@ -90,12 +90,24 @@ class RaceState:
             active = active.reshape(addr.shape)
         if addr.shape != active.shape or addr.shape[0] != self.members:
             raise ValueError(f"addr {addr.shape} and active {active.shape} must be [{self.members}, lanes]")
-        if not 0 <= int(wave) < MAX_WAVES:
-            raise ValueError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
+        _check_wave(wave)
         args = (np.ascontiguousarray(addr, np.int64), np.ascontiguousarray(active), int(nbytes), int(wave),
                 int(epoch), bool(is_write), self.w_wave, self.w_epoch, self.r_mask, self.r_epoch)
         # one member (the shared state of a batch whose workgroups agree): numpy, no numba start
         return (track_np if self.members == 1 else track)(*args)
+
+
+    def track_row(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool):
+        """``track`` of one member's access (``addr``/``active`` ``[lanes]``) on this one-member state,
+        without the batch's shape handling: what a batch whose workgroups agree runs per access."""
+        _check_wave(wave)
+        return track_one(np.asarray(addr, np.int64), np.asarray(active, np.bool_), int(nbytes), int(wave), int(epoch),
+                         bool(is_write), self.w_wave[0], self.w_epoch[0], self.r_mask[0], self.r_epoch[0])
+
+
+def _check_wave(wave):
+    if not 0 <= int(wave) < MAX_WAVES:
+        raise ValueError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
 
 
 def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):

@@ -247,17 +247,14 @@ def _mma_i8(fa, fb, c, tc, td, d, inv=None):
         if c is None:
             _write_d(si, td, d, inv)
             return None
-        if inv is not None:                      # C lies where D goes: its bounds and sum in place
-            if int(c.min()) > -2 ** 31 + 2 ** 24 and int(c.max()) < 2 ** 31 - 2 ** 24:
-                _write_d(si, td, d, inv)
-                d += c
-                return None
-        else:
-            cc = np.take(c, tc)
-            if int(cc.min()) > -2 ** 31 + 2 ** 24 and int(cc.max()) < 2 ** 31 - 2 ** 24:
+        cc = c if inv is not None else np.take(c, tc)     # C where it lies (where D goes), or gathered
+        if int(cc.min()) > -2 ** 31 + 2 ** 24 and int(cc.max()) < 2 ** 31 - 2 ** 24:
+            if inv is None:
                 si += cc
-                d.reshape(-1)[td] = si
-                return None
+            _write_d(si, td, d, inv)
+            if inv is not None:
+                d += c
+            return None
     s = s.astype(np.int64)
     if c is not None:
         s += np.take(c, tc)
