@@ -2,7 +2,7 @@
 attention twins share (Q quantization, the QK tile, W quantization per scale group, the PV chunk,
 the cross-wave sum), helper for helper, with the header's parameter names and order.
 
-How a HIP helper reads in Python (tests/test_twin_correspondence.py holds the two to it):
+How a HIP helper reads in Python (tests/kernels_py/test_twin_correspondence.py holds the two to it):
 - ``w``, the wave, comes first; the HIP template parameters (TAIL, GROUPING, MASKS, OP) follow the
   HIP parameters, lower-cased; ``cfg`` is what HIP fixes at compile time (HEAD_DIM, BLOCK_SIZE and
   the D layout, see Config) and ``label`` names the matrix instructions in the trace.
@@ -35,7 +35,7 @@ REGS = slice(None)                          # every output register i at once (H
 HEAD_DIMS = (64, 128)
 BLOCK_SIZES = (16, 32)
 
-# Parameters only the Python twins have (tests/test_twin_correspondence.py allows these and no others):
+# Parameters only the Python twins have (tests/kernels_py/test_twin_correspondence.py allows these and no others):
 PYTHON_ONLY_PARAMETERS = {
     "w": "the wave every statement acts on (HIP: implicit, the thread's own)",
     "cfg": "HEAD_DIM, BLOCK_SIZE and the D layout: compile-time in HIP (-D, #if GFXSIM_JUMP_LAYOUT)",

@@ -1,6 +1,6 @@
 """Byte routing and cross-lane moves: every byte's provenance goes where the byte goes.
 
-Rules (one test each in tests/test_machine_routing.py):
+Rules (one test each in tests/gfxsim/machine/test_machine_routing.py):
 * ``cat``, ``bytes``, ``bitcast``: bytes move, their identities, footprints and marks with them;
 * ``x << 8k``, ``x >> 8k`` (literal shift): byte i comes from byte i∓k, shifted-in bytes carry
   nothing; ``>>`` of a signed value fills with copies of the top byte (they carry its identity);

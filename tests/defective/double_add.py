@@ -2,7 +2,7 @@
 publish its partial output and wave 0 add all four into its own, which already holds wave 0's: wave
 0's partial (the tokens of its chunks 0, 4, 8, ...) is added twice. The add is a ``double-count``
 finding and the output's declaration (every token once) a ``token-coverage`` one.
-(tests/test_consumed.py)
+(tests/gfxsim/machine/test_consumed.py)
 """
 from __future__ import annotations
 

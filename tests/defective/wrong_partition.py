@@ -2,7 +2,7 @@
 ``partition`` start at ``partition * 256`` instead of ``partition * partition_size``. With
 ``--partition-size 512`` partition 1 re-reads tokens 256-511 of partition 0 and the last 256 tokens
 of a 1024-token context are never read. The per-chunk ``w.coverage`` scopes would start from the
-same wrong offset and see nothing; the output declarations of the harness do. (tests/test_consumed.py)
+same wrong offset and see nothing; the output declarations of the harness do. (tests/gfxsim/machine/test_consumed.py)
 """
 from __future__ import annotations
 

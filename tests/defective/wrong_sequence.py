@@ -3,7 +3,7 @@ the block table of the other end of the batch, ``num_seqs - 1 - seq``, instead o
 sequences of one length every token, head and dim it consumes is right and only its sequence is
 wrong: the QK matrix instructions multiply Q of one sequence with K of the other, an
 ``ab-kslot-mismatch`` on ``seq`` (the harness tags seq where there are several sequences;
-tests/test_decode.py).
+tests/kernels_py/test_decode.py).
 """
 from __future__ import annotations
 

@@ -1,0 +1,167 @@
+"""Workgroups side by side on the asm front end (run.execute's min-pc scheduling): a batch whose
+members take different paths — loop trip counts, an early s_endpgm, a branch around a matrix
+instruction and a bank-conflicting LDS write, scalar loads at per-member addresses, waves meeting
+at s_barrier — gives exactly what batch=1 gives: outputs, findings, each workgroup's events and
+matrix-instruction records."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import need_toolchain
+
+from gfxsim.asm.run import kernel_from_text, run_asm
+from gfxsim.machine.memory import Buffer
+
+G = 5                                  # workgroups
+TRIPS = np.array([3, 1, 4, 2, 5], np.uint32)
+
+# s2 = workgroup id x; v0 = work-item id (2 waves of 64)
+BODY = """
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_load_dwordx2 s[6:7], s[0:1], 0x8
+  s_load_dwordx2 s[14:15], s[0:1], 0x10
+  s_waitcnt lgkmcnt(0)
+  s_lshl_b32 s8, s2, 2
+  s_load_dword s9, s[6:7], s8
+  s_waitcnt lgkmcnt(0)
+  s_cmp_eq_u32 s2, 3
+  s_cbranch_scc1 .Lend
+  v_mov_b32_e32 v1, 0
+  s_mov_b32 s10, 0
+.Lloop:
+  v_add_u32_e32 v1, v1, v0
+  v_lshlrev_b32_e32 v1, s10, v1
+  s_add_u32 s10, s10, 1
+  s_cmp_lt_u32 s10, s9
+  s_cbranch_scc1 .Lloop
+  v_cmp_gt_u32_e32 vcc, s2, v0
+  s_and_saveexec_b64 s[12:13], vcc
+  s_cbranch_execz .Lskip
+  v_add_u32_e32 v1, 0x64, v1
+.Lskip:
+  s_or_b64 exec, exec, s[12:13]
+  s_bitcmp1_b32 s2, 0
+  s_cbranch_scc0 .Lnomma
+  v_and_b32_e32 v5, 63, v0
+  v_lshlrev_b32_e32 v5, 3, v5
+  s_lshl_b32 s16, s2, 9
+  v_add_u32_e32 v5, s16, v5
+  global_load_dwordx2 v[10:11], v5, s[14:15]
+  s_waitcnt vmcnt(0)
+  v_mfma_i32_16x16x32_i8 a[0:3], v[10:11], v[10:11], 0
+  v_lshlrev_b32_e32 v6, 7, v0
+  v_and_b32_e32 v6, 0x1fff, v6
+  ds_write_b32 v6, v1 offset:1024
+.Lnomma:
+  v_lshlrev_b32_e32 v2, 2, v0
+  ds_write_b32 v2, v1
+  s_barrier
+  v_xor_b32_e32 v3, 64, v0
+  v_lshlrev_b32_e32 v3, 2, v3
+  ds_read_b32 v4, v3
+  s_waitcnt lgkmcnt(0)
+  v_add_u32_e32 v4, v4, v1
+  s_lshl_b32 s11, s2, 7
+  v_add_u32_e32 v7, s11, v0
+  v_lshlrev_b32_e32 v7, 2, v7
+  global_store_dword v7, v4, s[4:5]
+.Lend:
+"""
+
+
+def _kernel():
+    return kernel_from_text(BODY, "divergent", args=[("out", "global_buffer", 8), ("trips", "global_buffer", 8),
+                                                     ("k", "global_buffer", 8)], lds=16384, agprs=4)
+
+
+def _run(batch):
+    k = np.arange(G * 64 * 8, dtype=np.int64).astype(np.int8).reshape(G, 64, 8)
+    bufs = {"out": Buffer.empty("out", (G * 128,), np.uint32), "trips": Buffer("trips", TRIPS.copy()),
+            "k": Buffer("k", k, {"token": (np.arange(G * 64 * 8) // 8).reshape(G, 64, 8)})}
+    run = run_asm(_kernel(), grid=(G,), block=128, args=bufs, batch=batch)
+    return run, bufs["out"]
+
+
+def _events(run, wg, wave):
+    out = []
+    for e in run.trace.of_wave((wg, 0, 0), wave):
+        det = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in e.details.items()}
+        # a matrix instruction's D (AGPRs here) is numbered virtually by the back end
+        mma = e.op.startswith(("v_mfma", "v_mmac"))
+        out.append((e.op, e.source, e.exec_mask.tolist(), det,
+                    [(o.regs, o.dtype, o.values.tolist()) for o in e.inputs],
+                    [(None if mma else o.regs, o.dtype, o.values.tolist()) for o in e.outputs]))
+    return out
+
+
+def _findings(run):
+    return sorted((f.kind, f.workgroup, f.wave, f.lane, f.source, f.message) for f in run.findings)
+
+
+def _mmas(run):
+    return sorted((m.workgroup, m.wave, m.source, m.exec_mask.tolist(), sorted(m.token_set("A")),
+                   sorted(m.token_set("B")), [o.values.tolist() for o in m.outputs]) for m in run.mmacs())
+
+
+@pytest.mark.parametrize("batch", [G, 2])
+def test_a_divergent_batch_is_exactly_batch_1(batch):
+    one, out1 = _run(1)
+    many, out = _run(batch)
+    np.testing.assert_array_equal(out.array, out1.array)
+    assert out.written is not None and (out.written == out1.written).all()
+    assert _findings(many) == _findings(one)
+    kinds = {f[0] for f in _findings(one)}
+    assert "lds-bank-conflict" in kinds            # the odd members' strided write, theirs only
+    assert {f[1][0] for f in _findings(one) if f[0] == "lds-bank-conflict"} == {1}
+    assert _mmas(many) == _mmas(one)
+    assert {m[0][0] for m in _mmas(one)} == {1}    # only the odd workgroups issue the matrix instruction
+    for wg in range(G):
+        for wave in range(2):
+            ev = _events(many, wg, wave)
+            assert ev == _events(one, wg, wave), (wg, wave)
+            assert len(ev) > 0
+    # workgroup 3 ended at its start: its events stop at s_endpgm, no store, no barrier
+    assert [e[0] for e in _events(one, 3, 0)][-1] == "s_endpgm"
+    assert not out1.written[3 * 128 * 4:4 * 128 * 4].any()
+
+
+def test_the_compiled_decode_batched_is_the_decode_one_workgroup_at_a_time():
+    """The compiled decode at 300 tokens: its last partition (44 tokens) takes other paths than
+    the first; all workgroups side by side (the harness's batch) give what batch=1 gives."""
+    need_toolchain("gfx942")
+    from kernels_py.host.runs import asm_kernel_fn, run_kernel
+
+    def one_at_a_time(name):
+        fn = asm_kernel_fn(name)
+        fn.batch_limit = lambda provenance: 1          # HostSetup.launch then runs batch=1
+        return fn
+    kw = dict(context=300, arch="gfx942")
+    many = run_kernel("paged_attention_decode", frontend="asm", **kw)
+    one = run_kernel("paged_attention_decode", kernel_fn=one_at_a_time("paged_attention_decode"),
+                     reduce_fn=one_at_a_time("paged_attention_reduce"), **kw)
+    np.testing.assert_array_equal(many.out, one.out)
+    for rm, r1 in zip(many.runs, one.runs):
+        assert _findings(rm) == _findings(r1)
+        assert _mmas(rm) == _mmas(r1)
+
+
+def test_a_kernels_batch_limit_bounds_the_harness_batch():
+    """HostSetup.launch runs at most ``kernel.batch_limit(provenance)`` workgroups side by side (the
+    compiled twins with provenance: gfxsim.asm.run.PROVENANCE_BATCH), and every workgroup still runs."""
+    from gfxsim.asm.run import PROVENANCE_BATCH
+    from kernels_py.host.runs import asm_kernel_fn, run_kernel
+    from kernels_py.paged_attention_decode import paged_attention_decode
+    fn = asm_kernel_fn("paged_attention_decode")
+    assert fn.batch_limit(True) == PROVENANCE_BATCH and fn.batch_limit(False) is None
+    seen = []
+
+    def decode(w, *a, **k):
+        seen.append((w.members, w.wg.id))
+        return paged_attention_decode(w, *a, **k)
+    decode.batch_limit = lambda provenance: 3 if provenance else None
+    kr = run_kernel("paged_attention_decode", kernel_fn=decode, context=1024, heads=8, kv_heads=2)
+    grid = kr.runs[0].grid
+    assert max(m for m, _ in seen) == 3 and len({g for _, g in seen}) == -(-grid[0] * grid[1] * grid[2] // 3)
+    seen.clear()
+    run_kernel("paged_attention_decode", kernel_fn=decode, context=1024, heads=8, kv_heads=2, provenance=False)
+    assert max(m for m, _ in seen) == grid[0] * grid[1] * grid[2]

@@ -1,0 +1,314 @@
+"""Every finding kind of the registry has a defective kernel that reports it and a fixed twin that
+does not (issue 9, item 10). A kind added to ``findings.REGISTRY`` without a pair here fails.
+
+``PAIRS`` maps each kind to its pairs: ``(variant, defective, fixed)``, where ``defective`` and
+``fixed`` are zero-argument callables returning a ``Run``. The defective kernel must report the
+kind, with every field of the kind's details record present in ``finding.details`` (and ``count``
+when the kind deduplicates), and nothing but that kind; the fixed twin reports no finding at all.
+"""
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+from gfxsim import Buffer, launch
+from gfxsim.machine import findings
+from gfxsim.machine.findings import REGISTRY, FindingLog, Finding
+
+from support.pv_tile import run_pv
+
+MMAC = "v_mmac_i32_16x16x32_i8"          # gfx936, K = 32 i8 per instruction
+TOK = np.broadcast_to(np.arange(64), (16, 64))
+
+
+# -- ab-kslot-mismatch: B loaded 8 tokens later than A -------------------------------------------
+def _ab_kslot(shift):
+    a = Buffer("a", np.ones((16, 64), np.int8), {"token": TOK})
+    b = Buffer("b", np.ones((16, 64), np.int8), {"token": TOK})
+
+    def ab_kslot(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        av = w.global_load(a, c * 64 + r * 8, 8, "i8")
+        bv = w.global_load(b, c * 64 + r * 8 + shift, 8, "i8")
+        w.mma(MMAC, av, bv)
+    return launch(ab_kslot, arch="gfx936")
+
+
+# -- scale-group-mismatch: the seed's PV tile, contiguous vs fragment-aligned scale groups --------
+def _scale_group(grouping):
+    return run_pv(grouping)[0]
+
+
+# -- token-coverage: inside w.coverage, one MMAC consumes 32 of the 64 expected tokens twice ------
+def _coverage(fixed):
+    v = Buffer("v", np.ones((16, 64), np.int8), {"token": TOK})
+
+    def coverage(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        p = w.const(1, "i8", 8)
+        with w.coverage("O", expect=range(64)):
+            for j in range(2):
+                jj = j if fixed else 0                   # the defect: the second k-step reloads step 0
+                w.mma(MMAC, p, w.global_load(v, c * 64 + r * 16 + 8 * jj, 8, "i8"))
+    return launch(coverage, arch="gfx936")
+
+
+# -- lds-race: wave 0 writes, wave 1 reads; only a barrier between them orders the two ---------------
+def _lds_race(fixed):
+    def lds_race(w):
+        reg = w.shared("x", (64,), "f32")
+        if w.wave_id == 0:
+            w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+        if fixed:
+            w.barrier()
+        if w.wave_id == 1:
+            w.lds_load(reg, w.lane_id * 4, 4, "f32")
+    return launch(lds_race, grid=1, waves_per_group=2, arch="gfx942")
+
+
+# -- uninitialized-read, four places a never-written byte can come from ---------------------------
+def _uninit_register(fixed):
+    def uninit_register(w):
+        if fixed:
+            v = w.zeros("f32")                           # written in every lane first
+        with w.if_(w.lane_id < 32):
+            if fixed:
+                v[0] = w.lane_id.to("f32")               # then updated in lanes 0-31
+            else:
+                v = w.lane_id.to("f32")                  # a new value written in lanes 0-31 only
+        v + 1.0                                          # every lane reads it
+    return launch(uninit_register, arch="gfx942")
+
+
+def _uninit_lds(fixed):
+    def uninit_lds(w):
+        reg = w.shared("s", (64,), "f32")
+        if fixed:
+            w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+        w.lds_load(reg, w.lane_id * 4, 4, "f32")
+    return launch(uninit_lds, arch="gfx942")
+
+
+def _uninit_global(fixed):
+    out = Buffer.empty("out", (64,), np.float32)
+
+    def uninit_global(w):
+        if fixed:
+            w.global_store(out, w.lane_id * 4, w.lane_id.to("f32"))
+        w.global_load(out, w.lane_id * 4, 4, "f32")
+    return launch(uninit_global, arch="gfx942")
+
+
+def _uninit_operand(fixed):
+    def uninit_operand(w):
+        b = w.const(1, "i8", 8)
+        if fixed:
+            a = w.const(2, "i8", 8)
+        else:
+            with w.if_(w.lane_id < 48):
+                a = w.const(2, "i8", 8)                  # lanes 48-63 of A never written
+        w.mma(MMAC, a, b)
+    return launch(uninit_operand, arch="gfx936")
+
+
+# -- int32-overflow: C close to INT32_MAX plus 32 products of 127*127 --------------------------------
+def _int32_overflow(fixed):
+    def int32_overflow(w):
+        a = w.const(127, "i8", 8)
+        c = w.const(0 if fixed else 2 ** 31 - 1000, "i32", 4)
+        w.mma(MMAC, a, a, c)
+    return launch(int32_overflow, arch="gfx936")
+
+
+# -- lds-bank-conflict: a 128-byte row stride puts every lane of a phase on one bank; 132 pads it ---
+def _bank_conflict(fixed):
+    stride = 132 if fixed else 128
+
+    def bank_conflict(w):
+        reg = w.shared("rows", (64 * 132,), "u8")
+        w.lds_store(reg, w.lane_id * stride, w.zeros("f32"))
+    return launch(bank_conflict, arch="gfx942")
+
+
+def _store_mismatch(transposed):
+    """Row r of a tagged input stored to out[r] — or, transposed, to out[63 - r]."""
+    rows = np.arange(64)
+    x = Buffer("x", np.ones((64, 4), np.float32), tags={"row": rows[:, None]})
+    out = Buffer.empty("out", (64, 4), np.float32, tags={"row": rows[:, None]})
+
+    def k(w):
+        v = w.global_load(x, w.lane_id * 16, 16, "f32")
+        w.global_store(out, ((63 - w.lane_id) if transposed else w.lane_id) * 16, v)
+    return launch(k)
+
+
+# -- double-count: a k-step's result added to the accumulator a second time --------------------------
+def _double_count(fixed):
+    v = Buffer("v", np.ones((16, 64), np.int8), {"token": TOK})
+
+    def double_count(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        p = w.const(1, "i8", 8)
+        o = w.zeros("f32", 4)
+        for j in range(2):
+            acc = w.mma(MMAC, p, w.global_load(v, c * 64 + r * 16 + 8 * j, 8, "i8")).to("f32")
+            o += acc
+        if not fixed:
+            o += acc                                     # the defect: step 1 added again
+    return launch(double_count, arch="gfx936")
+
+
+PAIRS = {
+    "ab-kslot-mismatch": [("B 8 tokens ahead", lambda: _ab_kslot(8), lambda: _ab_kslot(0))],
+    "scale-group-mismatch": [("contiguous groups", lambda: _scale_group("contiguous"),
+                              lambda: _scale_group("fragment"))],
+    "token-coverage": [("k-step reloaded", lambda: _coverage(False), lambda: _coverage(True))],
+    "lds-race": [("no barrier", lambda: _lds_race(False), lambda: _lds_race(True))],
+    "uninitialized-read": [
+        ("register", lambda: _uninit_register(False), lambda: _uninit_register(True)),
+        ("lds", lambda: _uninit_lds(False), lambda: _uninit_lds(True)),
+        ("global", lambda: _uninit_global(False), lambda: _uninit_global(True)),
+        ("operand A", lambda: _uninit_operand(False), lambda: _uninit_operand(True)),
+    ],
+    "int32-overflow": [("C near INT32_MAX", lambda: _int32_overflow(False), lambda: _int32_overflow(True))],
+    "lds-bank-conflict": [("128-byte stride", lambda: _bank_conflict(False), lambda: _bank_conflict(True))],
+    "store-mismatch": [("output transposed", lambda: _store_mismatch(True), lambda: _store_mismatch(False))],
+    "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True))],
+}
+
+# what a variant's finding says about itself, beyond the registry's fields
+EXPECT = {
+    ("uninitialized-read", "register"): {"what": "register"},
+    ("uninitialized-read", "lds"): {"what": "lds", "name": "s"},
+    ("uninitialized-read", "global"): {"what": "global", "name": "out"},
+    ("uninitialized-read", "operand A"): {"what": "operand A"},
+    ("lds-race", "no barrier"): {"other_wave": 0},
+    ("lds-bank-conflict", "128-byte stride"): {"degree": 32, "region": "rows"},
+    ("ab-kslot-mismatch", "B 8 tokens ahead"): {"field": "token", "k_slot": 0, "a_values": [0], "b_values": [8]},
+    ("token-coverage", "k-step reloaded"): {"tile": repr("O")},     # the key as written (repr)
+    ("double-count", "k-step added twice"): {"field": "token",
+                                             "values": [t for t in range(64) if t % 16 >= 8]},
+}
+
+
+def _cases():
+    """(kind, variant) for every registry kind; a kind without a pair is a case that fails."""
+    out = []
+    for kind in REGISTRY:
+        pairs = PAIRS.get(kind) or [(None, None, None)]
+        out += [pytest.param(kind, i, id=f"{kind}-{p[0] or 'MISSING'}") for i, p in enumerate(pairs)]
+    return out
+
+
+@pytest.mark.parametrize("kind,variant", _cases())
+def test_every_kind_has_a_defective_and_a_fixed_kernel(kind, variant):
+    assert kind in PAIRS and PAIRS[kind], f"finding kind {kind!r} has no defective/fixed kernel pair in PAIRS"
+    name, defective, fixed = PAIRS[kind][variant]
+    bad = defective()
+    got = bad.findings_of(kind)
+    assert got, f"{kind} ({name}): the defective kernel reports no {kind}; it reports {bad.findings}"
+    assert {f.kind for f in bad.findings} == {kind}, f"{kind} ({name}): other findings too: {bad.findings}"
+    rec = REGISTRY[kind]
+    want = {f.name for f in fields(rec.details)} | ({"count"} if rec.dedupe else set())
+    for f in got:
+        assert want <= set(f.details), f"{kind}: details {sorted(f.details)} lack {sorted(want - set(f.details))}"
+        assert set(f.details) <= want, f"{kind}: details has fields outside the record: {set(f.details) - want}"
+        assert f.kernel == bad.kernel and f.workgroup == (0, 0, 0) and f.wave is not None
+        assert f.source and f.source.startswith("test_"), f"{kind}: source {f.source!r} is not the kernel's line"
+        assert f.is_performance == rec.performance
+    for k, v in EXPECT.get((kind, name), {}).items():
+        assert got[0].details[k] == v, (kind, name, k, got[0].details[k])
+    good = fixed()
+    assert not good.findings_of(kind), f"{kind} ({name}): the fixed twin still reports {good.findings_of(kind)}"
+    assert not good.findings, f"{kind} ({name}): the fixed twin reports {good.findings}"
+
+
+def test_pairs_name_only_registry_kinds():
+    assert set(PAIRS) <= set(REGISTRY), set(PAIRS) - set(REGISTRY)
+    assert findings.KINDS == {k: v.summary for k, v in REGISTRY.items()}
+
+
+def test_token_coverage_names_the_tokens():
+    f = _coverage(False).findings_of("token-coverage")
+    assert len(f) == 1
+    never = [t for t in range(64) if t % 16 >= 8]          # step 1's tokens, never loaded
+    assert f[0].details["never"] == never
+    assert sorted(f[0].details["multiple"]) == [t for t in range(64) if t % 16 < 8]
+
+
+# -- the dedupe key ------------------------------------------------------------------------------------
+def test_the_same_finding_at_the_same_statement_is_counted_not_repeated():
+    out = Buffer.empty("out", (64,), np.float32)
+
+    def k(w):
+        for _ in range(2):
+            w.global_load(out, w.lane_id * 4, 4, "f32")        # one statement, executed twice
+        w.global_load(out, w.lane_id * 4, 4, "f32")            # another statement
+    f = launch(k, arch="gfx942").findings_of("uninitialized-read")
+    assert [x.details["count"] for x in f] == [2, 1]
+    assert f[0].source != f[1].source
+
+
+def test_bank_conflicts_in_a_loop_are_one_finding_counted():
+    def k(w):
+        reg = w.shared("rows", (64 * 128,), "u8")
+        for _ in range(3):
+            w.lds_store(reg, w.lane_id * 128, w.zeros("f32"))
+    f = launch(k, arch="gfx942").findings_of("lds-bank-conflict")
+    assert len(f) == 1 and f[0].details["count"] == 3
+
+
+def test_finding_log_dedupes_by_the_kinds_key():
+    log = FindingLog("k")
+    d = dict(what="global", name="out")
+    a = log.report("uninitialized-read", "m", d, source="k.py:3", workgroup=(0, 0, 0), wave=0, lane=0)
+    b = log.report("uninitialized-read", "m", d, source="k.py:3", workgroup=(0, 0, 0), wave=0, lane=5)
+    assert a is b and a.details["count"] == 2 and len(log.findings) == 1
+    log.report("uninitialized-read", "m", d, source="k.py:4", workgroup=(0, 0, 0))        # another statement
+    log.report("uninitialized-read", "m", d, source="k.py:3", workgroup=(1, 0, 0))        # another workgroup
+    log.report("uninitialized-read", "m", dict(d, name="o2"), source="k.py:3", workgroup=(0, 0, 0))
+    assert [f.details["count"] for f in log.findings] == [2, 1, 1, 1]
+    # a kind with an empty key: every report stands alone, and carries no count
+    cov = dict(tile="O", never=[1], multiple={})
+    log.report("token-coverage", "m", cov, source="k.py:9")
+    log.report("token-coverage", "m", cov, source="k.py:9")
+    tc = [f for f in log.findings if f.kind == "token-coverage"]
+    assert len(tc) == 2 and all("count" not in f.details for f in tc)
+
+
+def test_dedupe_merges_lanes_of_scale_findings():
+    log = FindingLog("k")
+    base = dict(field="token", scale_over=[0], k_set=[0, 1], foreign=[1], extra=[], mma_event=7)
+    log.report("scale-group-mismatch", "m", dict(base, lanes=[3, 1]), wave=0, instruction=7)
+    f = log.report("scale-group-mismatch", "m", dict(base, lanes=[2, 1]), wave=0, instruction=7)
+    assert len(log.findings) == 1 and f.details["count"] == 2 and f.details["lanes"] == [1, 2, 3]
+
+
+def test_unknown_details_field_is_a_type_error():
+    log = FindingLog("k")
+    with pytest.raises(TypeError):
+        log.report("uninitialized-read", "m", dict(what="global", name="out", colour="red"))
+    with pytest.raises(TypeError):                       # and a missing one
+        log.report("uninitialized-read", "m", dict(what="global"))
+    assert not log.findings
+
+
+def test_unknown_kind_is_a_value_error():
+    with pytest.raises(ValueError, match="no-such-kind"):
+        FindingLog("k").report("no-such-kind", "m", {})
+    with pytest.raises(ValueError, match="no-such-kind"):
+        Finding("no-such-kind", "m")
+
+
+def test_every_details_record_is_frozen_and_keyword_only():
+    from dataclasses import FrozenInstanceError
+    for kind, rec in REGISTRY.items():
+        names = [f.name for f in fields(rec.details)]
+        assert names, kind
+        with pytest.raises(TypeError):                   # keyword-only
+            rec.details(*range(len(names)))
+        inst = rec.details(**{n: [] for n in names})
+        with pytest.raises(FrozenInstanceError):
+            setattr(inst, names[0], 1)
+        both = {n for n in names} | {"source", "workgroup", "wave", "lane", "instruction", "address", "kernel"}
+        assert set(rec.dedupe) <= both, f"{kind}: dedupe key names {set(rec.dedupe) - both}"

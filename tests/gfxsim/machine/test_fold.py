@@ -1,0 +1,319 @@
+"""Folded provenance (gfxsim/machine/fold.py): a batch keeps provenance for one representative member
+per class and a shift per member. Every launch below runs twice, folded and with every member's
+provenance (GFXSIM_FOLD=0), and everything it produced must be the same: outputs, findings, each
+matrix-instruction record (K-slot values, K sets, C chains), each sum of results (sides, cells,
+footprints), what the stores left in the output buffers (bytes, written bits, identities,
+footprints, marks). Each case also checks how the batch ran, so a fold that silently gave up
+cannot pass for one that worked."""
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+from gfxsim import Buffer, launch
+from gfxsim.machine.fold import Fold, Unfolded
+from gfxsim.machine.provenance import WINDOW, Mask, Prov, WideSets
+from kernels_py.host.buffers import make_cache, run_decode
+from kernels_py.workloads.data import make_attention_inputs
+from support import DEFECTIVE
+
+
+
+# -- comparing two launches ------------------------------------------------------------------------
+def _same_masks(a: Mask, wa, b: Mask, wb, what):
+    assert a.base.shape == b.base.shape, what
+    narrow = (a.wide == 0) & (b.wide == 0)
+    assert np.array_equal(a.base[narrow], b.base[narrow]) and np.array_equal(a.bits[narrow], b.bits[narrow]), what
+    for i in zip(*np.nonzero(~narrow)):           # a set wider than a window: its values (ids may differ)
+        assert a.values_at(i, wa) == b.values_at(i, wb), (what, i)
+
+
+def _same_prov(pa: Prov, wa, pb: Prov, wb, what):
+    assert (pa is None) == (pb is None), what
+    if pa is None:
+        return
+    assert pa.g == pb.g and sorted(pa.ids) == sorted(pb.ids) and sorted(pa.fp) == sorted(pb.fp), what
+    for f in pa.ids:
+        assert np.array_equal(pa.ids[f], pb.ids[f]), (what, f)
+    for f in pa.fp:
+        _same_masks(pa.fp[f], wa, pb.fp[f], wb, (what, f))
+    assert (pa.flags is None) == (pb.flags is None) and (pa.flags is None or np.array_equal(pa.flags, pb.flags)), what
+
+
+def same_runs(ra, rb):
+    """Every record, sum, finding and stored plane of two launches of one kernel agree."""
+    ma, mb = ra.machine, rb.machine
+    wa, wb = ma.wide, mb.wide
+    assert ma.trace.n_events == mb.trace.n_events
+    assert [f.to_dict() for f in ra.findings] == [f.to_dict() for f in rb.findings]
+    la, lb = ma.mma_log, mb.mma_log
+    assert len(la.records) == len(lb.records)
+    for x, y in zip(la.records, lb.records):
+        what = f"record #{x.first} {x.op}"
+        assert (x.first, x.op, x.wave, x.workgroups, x.live, x.source, x.label) == \
+            (y.first, y.op, y.wave, y.workgroups, y.live, y.source, y.label), what
+        assert np.array_equal(x.exec_mask, y.exec_mask), what
+        for sa, sb in ((x.a, y.a), (x.b, y.b)):
+            assert (sa is None) == (sb is None), what
+            if sa is None:
+                continue
+            assert sorted(sa) == sorted(sb), what
+            for f in sa:
+                assert sa[f][0] == sb[f][0] and np.array_equal(sa[f][1], sb[f][1]), (what, f)
+        for ka, kb in ((x.ks_a, y.ks_a), (x.ks_b, y.ks_b)):
+            assert sorted(ka) == sorted(kb), what
+            for f in ka:
+                _same_masks(ka[f], wa, kb[f], wb, (what, "K set", f))
+        assert (x.c_mma is None) == (y.c_mma is None), what
+        if x.c_mma is not None:
+            assert np.array_equal(x.c_mma, y.c_mma) and np.array_equal(x.c_mn, y.c_mn), what
+    assert len(la.pairs) == len(lb.pairs)
+    for k, (x, y) in enumerate(zip(la.pairs, lb.pairs)):
+        what = f"sum {k}"
+        for sa, sb in ((x.left, y.left), (x.right, y.right)):
+            assert all(np.array_equal(u, v) for u, v in zip(sa, sb)), what
+        assert np.array_equal(x.cell, y.cell) and np.array_equal(x.member_base, y.member_base), what
+        assert x.site == y.site, what
+        assert sorted(x.fp) == sorted(y.fp), what
+        for f in x.fp:
+            for u, v in zip(x.fp[f], y.fp[f]):
+                assert (u is None) == (v is None), (what, f)
+                if u is not None:
+                    _same_masks(u.mask(), wa, v.mask(), wb, (what, f))
+    assert [b.name for b, _ in ma.outputs] == [b.name for b, _ in mb.outputs]
+
+
+def same_buffers(ba: Buffer, bb: Buffer, wa, wb):
+    assert np.array_equal(ba.raw, bb.raw), ba.name
+    assert (ba.written is None) == (bb.written is None)
+    assert ba.written is None or np.array_equal(ba.written, bb.written), ba.name
+    assert (ba.prov is None) == (bb.prov is None), ba.name
+    if ba.prov is not None:
+        _same_prov(ba.prov._planes(), wa, bb.prov._planes(), wb, ba.name)
+
+
+def both_ways(monkeypatch, fn):
+    """fn() run with every member's provenance, then folded: (unfolded result, folded result)."""
+    monkeypatch.setenv("GFXSIM_FOLD", "0")
+    a = fn()
+    monkeypatch.setenv("GFXSIM_FOLD", "1")
+    return a, fn()
+
+
+def _decode(ctx, heads=8, kv_heads=1, num_seqs=1, trace=False, **kw):
+    lens = ctx if isinstance(ctx, list) else [ctx] * num_seqs
+    d = make_attention_inputs(seed=1, num_seqs=len(lens), num_heads=heads, num_kv_heads=kv_heads, head_dim=64,
+                              context_lens=lens)
+    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=1)
+    return lambda: run_decode(d["q"], cache, trace=trace, **kw)
+
+
+def _check_decode(monkeypatch, fn):
+    a, b = both_ways(monkeypatch, fn)
+    assert np.array_equal(a.out, b.out, equal_nan=True) and np.array_equal(a.tmp_out, b.tmp_out, equal_nan=True)
+    for ra, rb in zip(a.runs, b.runs):
+        same_runs(ra, rb)
+        for (x, _), (y, _) in zip(ra.machine.outputs, rb.machine.outputs):
+            same_buffers(x, y, ra.machine.wide, rb.machine.wide)
+    assert all(n["attempts"] == 0 for r in a.runs for n in r.folds)      # GFXSIM_FOLD=0: never folded
+    fn.reduce_note = b.runs[1].folds[0]
+    return b.runs[0].folds[0]
+
+
+# -- the decode, folded or not ---------------------------------------------------------------------
+@pytest.mark.parametrize("arch", ["gfx936", "gfx942"])
+def test_a_decode_of_whole_partitions_folds_into_one_class(monkeypatch, arch):
+    fn = _decode(1024, heads=8, kv_heads=2, arch=arch)
+    note = _check_decode(monkeypatch, fn)
+    assert note == {"first": (0, 0, 0), "members": 8, "classes": 1, "attempts": 1, "unfolded": None}
+    # the reduce's heads read the partials other workgroups stored: each head's elements of the same
+    # sums one shift from head 0's, so it folds as well
+    assert fn.reduce_note == {"first": (0, 0, 0), "members": 8, "classes": 1, "attempts": 1, "unfolded": None}
+
+
+def test_a_tail_partition_gets_a_class_of_its_own(monkeypatch):
+    note = _check_decode(monkeypatch, _decode(1000, heads=8, kv_heads=2))
+    assert note["classes"] == 2 and note["attempts"] == 2 and note["unfolded"] is None
+
+
+def test_a_traced_decode_folds_and_records_the_same_events(monkeypatch):
+    # the tail partition unfolds the first attempt: its events must be taken back with it
+    a, b = both_ways(monkeypatch, _decode(1000, heads=8, kv_heads=2, trace=True))
+    for ra, rb in zip(a.runs, b.runs):
+        same_runs(ra, rb)
+        ea, eb = ra.events, rb.events
+        assert len(ea) == len(eb) and len(ea) > 0
+        for x, y in zip(ea, eb):
+            assert (x.index, x.op, x.workgroup, x.wave, x.source) == (y.index, y.op, y.workgroup, y.wave, y.source)
+            assert np.array_equal(x.exec_mask, y.exec_mask)
+            assert all(np.array_equal(p.values, q.values) for p, q in zip(x.outputs, y.outputs))
+    assert b.runs[0].folds[0]["classes"] == 2 and b.runs[0].folds[0]["attempts"] == 2
+
+
+def test_sequences_of_different_lengths(monkeypatch):
+    # seq is tagged (two sequences); the shorter one's last partitions end at once (s_endpgm)
+    note = _check_decode(monkeypatch, _decode([700, 1024], heads=4, kv_heads=1))
+    assert note["unfolded"] is None and note["classes"] >= 2
+
+
+def test_partitions_of_512_tokens(monkeypatch):
+    note = _check_decode(monkeypatch, _decode(2048, heads=8, kv_heads=1, partition_size=512))
+    assert note["classes"] == 1
+
+
+def test_scale_findings_found_on_a_representative_are_every_members(monkeypatch):
+    # the seed's bug: found once on the representative, reported for every workgroup with its own
+    # instruction, lanes and tokens — the same findings, in the same order, as the unfolded run's
+    fn = _decode(1024, heads=8, kv_heads=2, grouping="contiguous")
+    note = _check_decode(monkeypatch, fn)
+    assert note["classes"] == 1 and note["unfolded"] is None
+    res = fn()
+    found = [f for f in res.runs[0].findings if f.kind == "scale-group-mismatch"]
+    assert {f.workgroup for f in found} == {(0, p, h) for p in range(4) for h in range(2)}
+
+
+def _user_kernel(name, fn):
+    spec = importlib.util.spec_from_file_location(f"fold_{name}", DEFECTIVE / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, fn)
+
+
+def test_a_defective_partition_offset_is_found_the_same(monkeypatch):
+    k = _user_kernel("wrong_partition", "paged_attention_decode")
+    note = _check_decode(monkeypatch, _decode(1024, heads=8, kv_heads=1, partition_size=512, kernel=k))
+    assert note["unfolded"] is None          # the mistake shows in the output declarations, after the launch
+
+
+def test_a_defective_sequence_is_found_the_same(monkeypatch):
+    # an ab-kslot-mismatch made on a representative unfolds the batch: each member finds its own
+    k = _user_kernel("wrong_sequence", "paged_attention_decode")
+    note = _check_decode(monkeypatch, _decode(512, heads=8, kv_heads=1, num_seqs=2, kernel=k))
+    assert note["unfolded"].startswith("a load's 'seq' tags") and note["classes"] is None
+
+
+def _kslot_kernel(w, a, b):
+    """An MMAC whose B holds, in every K slot, the token one on from A's: an ab-kslot-mismatch in
+    every member (b's tags are a's plus one)."""
+    g = w.workgroup_id[0]
+    at = g * 256 + (w.lane_id // 16) * 8
+    w.mma("v_mmac_i32_16x16x32_i8", w.global_load(a, at, 8, "i8"), w.global_load(b, at, 8, "i8"))
+
+
+def test_an_ab_kslot_mismatch_on_a_representative_runs_the_batch_unfolded(monkeypatch):
+    tok = np.arange(4 * 256)
+
+    def run():
+        a = Buffer("a", np.ones(4 * 256, np.int8), {"token": tok})
+        b = Buffer("b", np.ones(4 * 256, np.int8), {"token": tok + 1})
+        return launch(_kslot_kernel, grid=(4,), args=(a, b), trace=False, batch=4)
+    ra, rb = both_ways(monkeypatch, run)
+    same_runs(ra, rb)
+    assert {f.workgroup for f in rb.findings_of("ab-kslot-mismatch")} == {(g, 0, 0) for g in range(4)}
+    assert rb.folds[0]["unfolded"] == "a ab-kslot-mismatch finding" and rb.folds[0]["classes"] is None
+
+
+# -- a kernel built to part its members ---------------------------------------------------------------
+def _parting_kernel(w, src, out, *, part):
+    """Each member loads 4 token bytes, routes them (perm, shift, bpermute, LDS) and stores them;
+    ``part`` makes one thing differ between members, so that the batch splits or unfolds."""
+    g = w.workgroup_id[0]
+    lane = w.lane_id
+    x = w.global_load(src, (g * 64 + lane) * 4, 4, "u32")
+    sel = 0x07060504 if part != "perm" else w.select(g.eq(1), w.const(0x03020100, "u32"), 0x07060504)
+    y = w.perm(x, x, sel)
+    y = (y >> 8) | (y << 24)
+    src_lane = (lane + 1) % 64 if part != "bpermute" else (lane + g) % 64
+    y = w.bpermute(y, src_lane)
+    lds = w.view(w.shared("buf", (64,), "u32"))
+    with w.if_(lane < 48 if part != "exec" else lane < 40 + 8 * (g % 2)):
+        (lds + lane).store(y)
+    w.barrier()
+    z = (lds + (63 - lane if part != "lds" else (lane * (g + 1)) % 64)).load()
+    z = w.select(z.eq(z), z, 0) if part != "select" else w.select(lane < 16 + g, z, x)
+    w.view(out)[g * 64 + lane].store(z)
+
+
+@pytest.mark.parametrize("part,expect", [
+    ("none", dict(classes=1, attempts=1, unfolded=None)),
+    ("perm", dict(classes=2, attempts=2, unfolded=None)),          # member 1 selects other bytes
+    ("bpermute", dict(classes=None, unfolded="a bpermute's source lanes (then 4 classes of 4 members)")),
+    ("exec", dict(classes=2, attempts=2, unfolded=None)),          # odd and even members
+    ("lds", dict(classes=None, unfolded="the addresses of a ds_read of 'buf' (then 4 classes of 4 members)")),
+    ("select", dict(classes=None, unfolded="a select's condition (then 4 classes of 4 members)")),
+])
+def test_every_place_a_member_can_part_is_checked(monkeypatch, part, expect):
+    tok = np.arange(4 * 64 * 4).reshape(4 * 64, 4)
+
+    def run():
+        src = Buffer("src", np.arange(4 * 64 * 4, dtype=np.uint8).reshape(4 * 64, 4), {"token": tok})
+        out = Buffer.empty("out", (4 * 64,), np.uint32)
+        r = launch(_parting_kernel, grid=(4,), waves_per_group=1, args=(src, out), kwargs=dict(part=part),
+                   trace=False, batch=4)
+        return r, out
+    (ra, oa), (rb, ob) = both_ways(monkeypatch, run)
+    same_runs(ra, rb)
+    same_buffers(oa, ob, ra.machine.wide, rb.machine.wide)
+    note = rb.folds[0]
+    assert {k: note[k] for k in expect} == expect, note
+
+
+# -- the fold itself ---------------------------------------------------------------------------------
+def load(f: Fold, plane: np.ndarray) -> dict:
+    """What a tagged load of ``plane`` (one 'token' plane, every member's columns) keeps, folded."""
+    return f.fold_prov(Prov(4, {"token": plane}), "a test").ids
+
+
+def test_a_load_sets_each_members_shift_and_a_later_load_checks_it():
+    f = Fold(3, 4)
+    rep = np.array([[0, 1, -1, 3]], np.int32)
+    plane = np.concatenate([rep, np.where(rep >= 0, rep + 256, -1), np.where(rep >= 0, rep + 512, -1)], axis=1)
+    assert np.array_equal(load(f, plane)["token"], rep)
+    assert f.shift["token"].tolist() == [0, 256, 512]
+    again = plane.copy()
+    again[0, 4 + 1] += 1                                   # member 1 off by one in one lane
+    with pytest.raises(Unfolded, match="'token' tags") as e:
+        load(f, again)
+    assert e.value.keys[0] == e.value.keys[2] != e.value.keys[1]
+    other = np.concatenate([rep, rep + 256 * (rep >= 0), rep + 1024 * (rep >= 0)], axis=1)
+    with pytest.raises(Unfolded, match="shifts differ"):    # a later load moves member 2 elsewhere
+        load(f, other)
+
+
+def test_unfolding_moves_identities_names_and_footprints_by_each_members_shift():
+    f = Fold(2, 2)
+    load(f, np.array([[5, -1, 5 + WINDOW, -1]], np.int32))
+    m = Mask.of_values(np.array([[5, 7]]))
+    p = Prov(4, {"token": np.array([[5, -1]], np.int32), "@mma": np.array([[3, -1]], np.int32),
+                 "@mn": np.array([[9, -1]], np.int32)}, {"token": m})
+    u = f.unfold(p, None, "a test")
+    assert u.ids["token"].tolist() == [[5, -1, 5 + WINDOW, -1]]
+    assert u.ids["@mma"].tolist() == [[3, -1, 4, -1]] and u.ids["@mn"].tolist() == [[9, -1, 9, -1]]
+    assert [set(u.fp["token"].values_at((0, c), None)) for c in range(4)] == \
+        [{5}, {7}, {5 + WINDOW}, {7 + WINDOW}]
+
+
+def test_a_footprint_moved_by_part_of_a_window_or_wider_than_one_moves_by_its_values():
+    wide = WideSets()
+    f = Fold(2, 2, wide=wide)
+    load(f, np.array([[0, -1, 200, -1]], np.int32))       # member 1: 200 tokens on
+    sets = [{10, 100}, set(range(250, 300))]                           # in one window / across two
+    m = Mask.empty((1, 2))
+    m.base[0, 0] = 0
+    m.bits[0, 0, 0], m.bits[0, 0, 1] = np.uint64(1 << 10), np.uint64(1 << (100 - 64))
+    m.wide[0, 1] = wide.intern(sets[1])
+    u = f.unfold(Prov(4, {}, {"token": m}), None, "a test")
+    got = [set(u.fp["token"].values_at((0, c), wide)) for c in range(4)]
+    assert got == sets + [{v + 200 for v in s} for s in sets]
+
+
+def test_members_that_differ_split_into_classes_by_what_they_held():
+    f = Fold(4, 2)
+    x = np.array([1, 2, 1, 2, 3, 3, 1, 2])
+    with pytest.raises(Unfolded) as e:
+        f.rep(x, "a test")
+    keys = e.value.keys
+    assert keys[0] == keys[1] == keys[3] != keys[2]
+    g = Fold(4, 2, keys)
+    assert g.classes == 2 and g.reps.tolist() == [0, 2] and np.array_equal(g.rep(x, "a test"), [1, 2, 3, 3])

@@ -1,0 +1,87 @@
+"""Defective kernels a user might write (issue 10 "Done when"), run as a user runs them:
+`gfxsim run KERNEL --kernel-fn tests/defective/FILE.py:FN`. Each names the right elements; its fixed
+twin reports nothing and computes what the project's kernel computes.
+
+- swapped_pv.py: a BF16 PV with MMAC(V, W) that writes the result for query q, dim d into out[d][q]
+  (within each 16-dim tile) -> store-mismatch;
+- no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
+- a copy of pv_int8 with its operands swapped (seed 000's MMAC(V, P)) -> scale-group-mismatch on
+  rows and store-mismatch on dims.
+"""
+import json
+import pathlib
+
+import pytest
+
+from gfxsim.cli import main
+from support import DEFECTIVE
+
+SMALL = ["--context", "300"]
+
+
+def run_json(capsys, *argv):
+    assert main(["run", *argv, "--report", "json", "--quiet"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("arch", ["gfx936", "gfx942"])
+def test_swapped_pv_operands_is_a_store_mismatch_naming_query_and_dim(capsys, arch):
+    bad = run_json(capsys, "pv_bf16", *SMALL, "--arch", arch, "--kernel-fn", f"{DEFECTIVE / 'swapped_pv.py'}:swapped_pv")
+    assert bad["findings"] and {f["kind"] for f in bad["findings"]} == {"store-mismatch"}
+    assert {f["details"]["field"] for f in bad["findings"]} == {"row", "dim"}
+    for f in bad["findings"]:
+        d = f["details"]
+        r, c = d["element"]                          # out[r][c] of the [16 rows][head_dim] output
+        q, dim = c % 16, 16 * (c // 16) + r          # what the defect stores there
+        assert d["buffer"] == "out" and d["tags"] == {"row": r, "dim": c}
+        assert d["value"]["row"] == q and d["value"]["dim"] == dim
+        assert (q, dim) != (r, c)
+        assert f"global_store to out[{r}, {c}]" in f["message"]
+        assert f"holds row {q}, dim {dim}" in f["message"] and f"lane {f['lane']} {d['register']}" in f["message"]
+        assert f["kernel"] == "swapped_pv" and f["source"].startswith("swapped_pv.py:")       # its store of O
+        assert d["count"] == 32                      # 32 stores of the 16 x 128 output, each mostly misplaced
+    assert bad["metrics"]["vs_reference_bf16_pv"]["max_abs"] > 1e-2                    # and the numbers show it
+    good = run_json(capsys, "pv_bf16", *SMALL, "--arch", arch,
+                    "--kernel-fn", f"{DEFECTIVE / 'swapped_pv.py'}:swapped_pv_fixed")
+    assert good["findings"] == []
+    ours = run_json(capsys, "pv_bf16", *SMALL, "--arch", arch)
+    assert good["metrics"] == ours["metrics"]
+
+
+def test_a_missing_accumulator_zero_init_is_an_uninitialized_read_and_nan_outputs(capsys):
+    src = (DEFECTIVE / "no_zero_init.py").read_text().splitlines()
+    line = next(i + 1 for i, s in enumerate(src) if "acc[dt] += part[dt]" in s)
+    bad = run_json(capsys, "pv_int8", *SMALL, "--kernel-fn", f"{DEFECTIVE / 'no_zero_init.py'}:pv_no_zero_init")
+    found = bad["findings"]
+    assert found and {f["kind"] for f in found} == {"uninitialized-read"}
+    # one finding per accumulator (head_dim / 16 column tiles), each read by the four waves
+    assert len(found) == 128 // 16 and {f["details"]["count"] for f in found} == {4}
+    for f in found:
+        assert f["source"] == f"no_zero_init.py:{line}" and f["details"]["what"] == "register"
+        assert f["details"]["name"].startswith("v[") and f["details"]["name"] in f["message"]
+    assert len({f["details"]["name"] for f in found}) == len(found)
+    # the poison reaches the numbers: every metric is NaN (null in the JSON)
+    assert all(v is None for v in bad["metrics"]["vs_reference_int8"].values())
+    good = run_json(capsys, "pv_int8", *SMALL, "--kernel-fn", f"{DEFECTIVE / 'no_zero_init.py'}:pv_zero_init")
+    assert good["findings"] == []
+    assert good["metrics"] == run_json(capsys, "pv_int8", *SMALL)["metrics"]
+
+
+def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
+    """pv_int8 with the operands swapped and nothing else changed (seed 000's MMAC(V, P)): the W
+    row scales land on D's rows, which now hold dims (a scale on M must be the element's own row),
+    and the stores put dim m where dim n belongs."""
+    from support.copies import copy_of
+    path = tmp_path / "pv_v_p.py"
+    path.write_text(copy_of("pv_int8", "pv_int8", "pv_v_p", ("w.mma(cfg.MMA, wq[j], vq.bytes(8 * j, 8),",
+                                                             "w.mma(cfg.MMA, vq.bytes(8 * j, 8), wq[j],")))
+    bad = run_json(capsys, "pv_int8", *SMALL, "--kernel-fn", f"{path}:pv_v_p")
+    kinds = {f["kind"] for f in bad["findings"]}
+    assert kinds == {"scale-group-mismatch", "store-mismatch"}
+    scale = [f for f in bad["findings"] if f["kind"] == "scale-group-mismatch"]
+    assert {f["details"]["field"] for f in scale} == {"row"}
+    assert "a scale on M or N must be the element's own" in scale[0]["message"]
+    store = [f for f in bad["findings"] if f["kind"] == "store-mismatch"]
+    assert {f["details"]["field"] for f in store} == {"dim"}
+    r, c = store[0]["details"]["element"]
+    assert store[0]["details"]["value"]["dim"] == 16 * (c // 16) + r != c

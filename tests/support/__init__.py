@@ -1,0 +1,32 @@
+"""Shared test helpers (tests/ is on sys.path: ``from support import ...``).
+
+``ROOT`` the checkout, ``DEFECTIVE`` the defective kernels of tests/defective/, the HIP toolchain
+and project of the checkout; ``support.pv_tile`` the seed's PV tile kernel, ``support.twins`` the
+standalone twins' inputs, ``support.figures`` matplotlib helpers, ``support.copies`` a user's copy
+of a kernels_py kernel, ``support.asm_sandbox`` hand-written asm snippets.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFECTIVE = ROOT / "tests" / "defective"
+
+
+def need_toolchain(arch: str):
+    """The clang toolchain for ``arch``: skip when missing, fail when CI said it installed it."""
+    from gfxsim.hip import toolchain
+    from gfxsim.hip.toolchain import ToolchainError
+    try:
+        return toolchain.find_toolchain(arch)
+    except ToolchainError as e:
+        if os.environ.get("GFXSIM_REQUIRE_TOOLCHAIN"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+
+
+def repo_project():
+    """The checkout's HIP project: kernels_hip/ built into build/hip/ (what `gfxsim hip` defaults to)."""
+    from gfxsim.hip.project import Project
+    return Project(ROOT / "kernels_hip", ROOT / "build" / "hip")
