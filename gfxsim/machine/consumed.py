@@ -27,7 +27,8 @@ import numpy as np
 
 from .mmalog import FOREIGN_BASE, PAIR_BASE, PairRecord, import_wide
 from .provenance import RESERVED, WINDOW, WORDS, Mask
-from .summaries import counts_up, expand, row_sets
+from . import summaries          # compiled functions by the module: jit.njit rebinds their names
+from .summaries import expand, row_sets
 
 _FIRST = 16                      # element indices a finding lists
 
@@ -123,7 +124,7 @@ def _distinct(a) -> list:
 
 def _is_all(idx, n) -> bool:
     """Whether index array idx is 0..n-1 in order (a gather by it is the identity)."""
-    return len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and counts_up(idx)))
+    return len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and summaries.counts_up(idx)))
 
 
 def _place(dst: dict, f: str, pos, n: int, u: Fp, d: Fp | None):

@@ -23,7 +23,8 @@ from .mma import compute
 from .mmalog import MmaRecord
 from .plans import batched_plan, d_inverse, flat_plan, name_planes
 from .provenance import RESERVED, Prov
-from .summaries import Field, d_plane, row_sets
+from . import summaries          # compiled functions by the module: jit.njit rebinds their names
+from .summaries import Field, row_sets
 from .trace import BatchEvent
 from .valueprov import elem_prov
 from .vgpr import VGPRs
@@ -195,7 +196,8 @@ class MatrixOps:
                 self.finding("uninitialized-read", f"{mnemonic}: operand {op} ({v.reg_name()}) holds never-written "
                              f"bytes", lane=lane, what=f"operand {op}", name=v.reg_name())
         cache = self.machine.plan_cache
-        plans = {op: batched_plan(cache, insn, op, self.members, self.lanes) for op in "ABCD"}  # [members*blocks, rows, cols]
+        # [members*blocks, rows, cols]
+        plans = {op: batched_plan(cache, insn, op, self.members, self.lanes) for op in "ABCD"}
         dval = np.empty((insn.regs("D"), self.width), np_dtype(insn.cd_type))
         overflow = None
         if insn.cd_type == "i32" and a.dtype in ("i8", "u8") and b.dtype in ("i8", "u8"):
@@ -338,7 +340,8 @@ class MatrixOps:
                 continue
             plane = np.full(shape, -1, np.int32)
             # D = A.B + C: the row's and column's identity where they agree, then C's element's
-            if d_plane(as_i32(ra, none2), as_i32(cb, none2), as_i32(fc.get(f), none3), flat_d, plane.reshape(-1)):
+            if summaries.d_plane(as_i32(ra, none2), as_i32(cb, none2), as_i32(fc.get(f), none3), flat_d,
+                                 plane.reshape(-1)):
                 ids[f] = plane
         member_plane, mn_plane = name_planes(cache, insn, shape, self.pmember_ids, self.lanes)
         ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .provenance import Mask, WideSets
-from .summaries import counts_up, expand
+from . import summaries          # compiled functions by the module: jit.njit rebinds their names
+from .summaries import expand
 from .trace import MmaEvent
 
 
@@ -77,7 +78,7 @@ def _pack(x) -> tuple:
     lo, hi = int(x.min()), int(x.max())
     if lo == hi:
         return ("c", lo, n)
-    if hi - lo == n - 1 and int(x[0]) == lo and counts_up(x):
+    if hi - lo == n - 1 and int(x[0]) == lo and summaries.counts_up(x):
         return ("r", lo, n)
     span = hi - lo
     dt = np.uint8 if span < 1 << 8 else np.uint16 if span < 1 << 16 else None

@@ -139,7 +139,9 @@ def d_plane(ra, cb, vc, flat_d, out):
 
 
 
-def expand(kind, a, op, M, N, K):
+def expand(kind: str, a: np.ndarray, op: str, M: int, N: int, K: int) -> np.ndarray:
+    """A compact record form (Field.compact: "mn", "k" or "full") as the full [rows, M, K] (A) or
+    [rows, K, N] (B) grid: a broadcast view ("full": ``a`` itself)."""
     if kind == "full":
         return a
     if op == "A":

@@ -120,7 +120,8 @@ class VmemOps:
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
             ba = addr[None, :] + np.arange(nbytes)[:, None]
             sel = ba if self.exec_full else np.take(ba, np.flatnonzero(act), axis=1)
-            stored = stored_prov(self.unfold_prov(value.prov, f"global_store to {buf.name!r}"), nbytes, act, self.exec_full)
+            stored = stored_prov(self.unfold_prov(value.prov, f"global_store to {buf.name!r}"), nbytes, act,
+                                 self.exec_full)
             if stored is not None and buf.tagged:
                 self._check_store(buf, sel, stored, value, act)
             buf.store_prov(sel, stored, self.machine)

@@ -30,8 +30,8 @@ are modules of their own (``addressing``, ``plans``, ``valueprov``, ``summaries`
   check_read(*vals)                the uninitialized-read check of operands      addressing, ds, routing, valu, vmem
   lookup_op(fn, *args)             an ops-table lookup, failing at the statement routing, valu
   event(op, ins, outs), trace_operands(vals, written)
-                                   count and trace one instruction               ds, routing, scales, valu, vmem; matrix;
-                                                                                 asm run
+                                   count and trace one instruction               ds, routing, scales, valu,
+                                                                                 vmem; matrix; asm run
   error(cls, msg), finding(kind, msg), first_lanes(mask), coords_of(lane), source()
                                    errors and findings at this statement         every unit; asm state
   coverages                        the open w.coverage scopes                    matrix, coverage
