@@ -159,6 +159,44 @@ def test_checker_finds_a_planted_reach():
         "gfxsim/pkg/c.py:1 from gfxsim.pkg.a import _m"]
 
 
+# -- no state written from outside: no object's __dict__ reached into -------------------------
+DICT_USERS = {
+    "gfxsim/machine/jit.py": "a lazily compiled function replaces its own module's global by name",
+}
+
+
+def test_no_dict_reach_in_the_machine():
+    found = []
+    for p in sorted((PACKAGE / "machine").glob("*.py")):
+        rel = p.relative_to(ROOT).as_posix()
+        found += [f"{rel}:{n.lineno}" for n in ast.walk(ast.parse(p.read_text()))
+                  if isinstance(n, ast.Attribute) and n.attr == "__dict__" and rel not in DICT_USERS]
+    assert not found, "__dict__ reached into (state written from outside its object):\n" + "\n".join(found)
+
+
+# -- a compiled function is called through its module ------------------------------------------
+def jit_imports_by_name(sources: dict[str, str]) -> list[str]:
+    """``file:line name`` for every ``from m import f`` of a function m compiles with jit.njit:
+    njit rebinds the module's name once compiled, so a name imported before that stays the lazy
+    wrapper, and every call through it pays the wrapper (call it as ``m.f``)."""
+    trees = {rel: ast.parse(src, rel) for rel, src in sources.items()}
+    compiled = {n.name for t in trees.values() for n in t.body if isinstance(n, ast.FunctionDef)
+                and any(ast.unparse(d) in ("njit", "jit.njit") for d in n.decorator_list)}
+    return sorted(f"{rel}:{n.lineno} {a.name}" for rel, t in trees.items() for n in ast.walk(t)
+                  if isinstance(n, ast.ImportFrom) for a in n.names if a.name in compiled)
+
+
+def test_compiled_functions_are_called_through_their_module():
+    found = jit_imports_by_name(_package_sources())
+    assert not found, "compiled functions imported by name:\n" + "\n".join(found)
+
+
+def test_jit_import_check_finds_a_planted_import():
+    src = {"gfxsim/pkg/s.py": "from .jit import njit\n@njit\ndef f(x):\n    return x\n",
+           "gfxsim/pkg/u.py": "from . import s\nfrom .s import f\n"}
+    assert jit_imports_by_name(src) == ["gfxsim/pkg/u.py:2 f"]
+
+
 # -- no import circles inside gfxsim/machine ---------------------------------------------------
 def import_graph(sources: dict[str, str], package: str = "gfxsim.machine") -> dict[str, set[str]]:
     """module -> the modules of ``package`` it imports, at module level or inside a function;
