@@ -142,7 +142,7 @@ def _run_members(st, program, max_steps, counted):
             st.act = act
             cols = np.repeat(act, lanes)
             saved = w.exec
-            w._set_exec(saved & cols)
+            w.set_exec(saved & cols)
             w.live = np.nonzero(act)[0].tolist()
         counted[0] += int(np.count_nonzero(w.exec))
         try:
@@ -162,7 +162,7 @@ def _run_members(st, program, max_steps, counted):
                     _name_outputs(tr.raw[n0:], d)
         finally:
             if act is not None:
-                w._set_exec(np.where(cols, w.exec, saved))
+                w.set_exec(np.where(cols, w.exec, saved))
                 w.live = None
                 st.act = None
         if nxt is None:
@@ -209,7 +209,7 @@ def _barrier(st, program, live):
         st.pc, st.current = pc, program.decoded[pc]
         w.live = None if at.all() else np.nonzero(at)[0].tolist()
         try:
-            w._event(ops.OTHER["barrier"])
+            w.event(ops.OTHER["barrier"])
         finally:
             w.live = None
     w.wg.barrier(w)
@@ -249,7 +249,7 @@ def _record(st, d, ins):
         o = d.ops.positional[0]
         if o.kind == "reg" and o.file in "va":
             outs = [st.vread(o.file, o.first, o.count)]
-    w._event(d.ins.mnemonic, ins=ins, outs=outs)
+    w.event(d.ins.mnemonic, ins=ins, outs=outs)
 
 
 def _program_of(kernel) -> Program:

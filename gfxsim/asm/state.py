@@ -77,7 +77,7 @@ class WaveState:
     def error(self, message: str, cls=AsmError, lane=None, address=None):
         if lane is None and self.act is not None and self.members > 1:
             lane = int(np.argmax(self.act)) * self.lanes      # the first member executing it
-        wg, lane = self.w._coords(lane)
+        wg, lane = self.w.coords_of(lane)
         return located(cls, f"{self.where()}: {message}", workgroup=wg, wave=self.w.wave_id, lane=lane,
                        instruction=None if self.current is None else self.current.ins.index, address=address)
 
@@ -114,7 +114,7 @@ class WaveState:
     def set_exec(self, mask):
         """Set the Wave's EXEC over every column (a temporary narrowing, or a vector instruction's
         EXEC write; run.execute restores the columns of members not executing)."""
-        self.w._set_exec(np.asarray(mask, bool).copy())
+        self.w.set_exec(np.asarray(mask, bool).copy())
 
     def exec_words(self) -> np.ndarray:
         return mask_words(self.exec, self.members)
@@ -204,13 +204,13 @@ class WaveState:
         high word of v_mad_u64_u32's addend when only the low word is kept); the back end reports
         them where a value is consumed (stores, LDS writes, matrix operands: ``vread``)."""
         rf = self.regfile(f)
-        rf._check(first, count)
+        rf.check_range(first, count)
         return rf.words[first:first + count]
 
     def vread(self, f: str, first: int, count: int, dtype="u32") -> VGPRs:
         """Registers as a back-end value (bytes, written bits and provenance), for moves and memory."""
         rf = self.regfile(f)
-        rf._check(first, count)
+        rf.check_range(first, count)
         v = rf.read(first, count, dtype)
         if v.prov is not None and v.prov.shape is None:     # a register file whose provenance has no field yet
             v.prov = None
@@ -226,8 +226,8 @@ class WaveState:
             rf.write(first, VGPRs(self.w, np.ascontiguousarray(words), "u32", regs=(first, n)))
             self.fresh[f][first:first + n] &= ~self.exec
             return
-        rf._check(first, n)                  # no provenance: the words and their written bits only
-        if self.w._full:
+        rf.check_range(first, n)                  # no provenance: the words and their written bits only
+        if self.w.exec_full:
             rf.words[first:first + n] = words
             rf.written[first * 4:(first + n) * 4] = True
             self.fresh[f][first:first + n] = False

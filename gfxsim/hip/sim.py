@@ -28,7 +28,7 @@ def run_on_sim(entry: str, grid, args: Mapping[str, object], *, project: Project
     kernel = find_kernel(entry, arch, project=project, defines=tuple(defines))
     _, block = check_call(kernel, args, block)
     bound = {n: (Buffer(n, np.array(v, copy=True)) if isinstance(v, np.ndarray) else
-                 Buffer(n, v.array.copy(), v._tags) if isinstance(v, Buffer) else v) for n, v in args.items()}
+                 Buffer(n, v.array.copy(), v.tag_arrays) if isinstance(v, Buffer) else v) for n, v in args.items()}
     r = run_asm(kernel, grid, block, args=bound, arch=arch, trace=trace, provenance=provenance)
     out = {n: b.array for n, b in bound.items() if isinstance(b, Buffer)}
     return (out, r) if run else out

@@ -6,7 +6,8 @@ from .memory import Buffer, LdsRegion
 from .ops import UnknownOperation
 from .trace import Event, MmaEvent, Stepper, Trace
 from .vgpr import VGPRs
-from .wave import Cond, Wave
+from .cond import Cond
+from .wave import Wave
 
 __all__ = ["launch", "Run", "Machine", "Buffer", "LdsRegion", "Wave", "VGPRs", "Cond", "Trace", "Event",
            "MmaEvent", "Stepper", "Finding", "KINDS", "REGISTRY", "UnknownOperation", "GfxSimError", "MemoryFault"]

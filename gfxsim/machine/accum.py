@@ -69,7 +69,6 @@ def _step(prod, pexp, run, bits, rnd, result_bits=None):
     exps = np.concatenate([pexp, exponent(run)[..., None]], axis=-1)
     d = to_f32(fused_sum(terms, exps, bits, rnd), rnd)
     if result_bits is not None:
-        from .mma import round_mantissa
         d = truncate_mantissa(d, result_bits) if rnd == "truncate" else round_mantissa(d, result_bits)
     return d.astype(np.float64)
 
@@ -82,8 +81,7 @@ def accumulate(acc, prod, pexp, c):
     if acc.mantissa_bits is None or acc.c_entry == "exact":
         d = (prod.sum(axis=-1) + c).astype(np.float32)
         if acc.mantissa_bits is not None:
-            from .mma import round_mantissa
-            d = round_mantissa(d, acc.mantissa_bits) if acc.rounding == "nearest" else \
+                d = round_mantissa(d, acc.mantissa_bits) if acc.rounding == "nearest" else \
                 truncate_mantissa(d, acc.mantissa_bits)
         return d
     bits, rnd = acc.mantissa_bits, acc.rounding
@@ -111,3 +109,16 @@ def truncate_mantissa(x, bits):
         return x
     u = x.view(np.uint32) & np.uint32(~((1 << drop) - 1) & 0xFFFFFFFF)
     return u.view(np.float32)
+
+
+def round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
+    """Round fp32 values to ``bits`` explicit mantissa bits (nearest, ties to even)."""
+    x = np.asarray(x, np.float32)
+    drop = 23 - bits
+    if drop <= 0:
+        return x
+    u = x.view(np.uint32).astype(np.uint64)
+    half = np.uint64(1 << (drop - 1))
+    lsb = (u >> np.uint64(drop)) & np.uint64(1)
+    u = (u + half - np.uint64(1) + lsb) & ~np.uint64((1 << drop) - 1)
+    return u.astype(np.uint32).view(np.float32)

@@ -25,8 +25,10 @@ from collections import Counter
 
 import numpy as np
 
-from .matrix import FOREIGN_BASE, PAIR_BASE, PairRecord, _counts_up
+from .mmalog import FOREIGN_BASE, PAIR_BASE, PairRecord, import_wide
 from .provenance import RESERVED, WINDOW, WORDS, Mask
+from . import summaries          # compiled functions by the module: jit.njit rebinds their names
+from .summaries import expand, row_sets
 
 _FIRST = 16                      # element indices a finding lists
 
@@ -42,7 +44,7 @@ def intersect(a: Mask, b: Mask, wide) -> Mask:
     out.bits[hit] = bits[hit]
     odd = ~narrow & a.nonempty() & b.nonempty()
     if odd.any():                   # a set wider than a window: exactly, per distinct pair
-        ia, ib = a._wide_ids(odd, wide), b._wide_ids(odd, wide)
+        ia, ib = a.wide_ids(odd, wide), b.wide_ids(odd, wide)
         pairs, inv = np.unique((ia.astype(np.int64) << 32) | ib, return_inverse=True)
         res = np.array([wide.intern(wide.values(int(k >> 32)) & wide.values(int(k & 0xFFFFFFFF)))
                         for k in pairs.tolist()], np.uint32)
@@ -122,7 +124,7 @@ def _distinct(a) -> list:
 
 def _is_all(idx, n) -> bool:
     """Whether index array idx is 0..n-1 in order (a gather by it is the identity)."""
-    return len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and _counts_up(idx)))
+    return len(idx) == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and summaries.counts_up(idx)))
 
 
 def _place(dst: dict, f: str, pos, n: int, u: Fp, d: Fp | None):
@@ -169,7 +171,7 @@ def footprints(log, ids, mn):
         return cell, {f: _assemble(g, n) for f, g in out.items()}
     local = np.nonzero((ids >= 0) & (ids < PAIR_BASE))[0]
     if len(local):
-        starts = np.asarray(log._starts, np.int64)
+        starts = np.asarray(log.starts, np.int64)
         ri = np.searchsorted(starts, ids[local], "right") - 1
         recs = _distinct(ri)
         for r_i in recs:
@@ -193,7 +195,7 @@ def _one_kind(log, ids, mn, n, cell, out, wide) -> bool:
         return False
     pos = np.arange(n)
     if hi < PAIR_BASE:
-        starts = np.asarray(log._starts, np.int64)
+        starts = np.asarray(log.starts, np.int64)
         r_lo, r_hi = (int(np.searchsorted(starts, x, "right")) - 1 for x in (lo, hi))
         if r_lo != r_hi:
             return False
@@ -220,13 +222,12 @@ def _from_pair(log, pid, e, sel, n, cell, out):
 
 
 def _from_foreign(log, k, ids, mn, sel, n, cell, out, wide):
-    from .matrix import _import_wide
     theirs, their_wide = log.foreign[k - 1]
     v, fp = footprints(theirs, ids - k * FOREIGN_BASE, mn)
     cell[sel] = v
     for f, (u, d) in fp.items():
-        _place(out, f, sel, n, Fp(_import_wide(u.table, their_wide, wide), u.index),
-               None if d is None else Fp(_import_wide(d.table, their_wide, wide), d.index))
+        _place(out, f, sel, n, Fp(import_wide(u.table, their_wide, wide), u.index),
+               None if d is None else Fp(import_wide(d.table, their_wide, wide), d.index))
 
 
 def _uniform(ks: Mask) -> bool:
@@ -235,42 +236,31 @@ def _uniform(ks: Mask) -> bool:
                 (ks.bits == ks.bits[:, :1]).all())
 
 
-def _k_fields(log) -> set:
-    """The fields some matrix instruction of the launch consumed along K (token, dim), and those
-    the launch's output buffers declare (``log.declared``, set by launch)."""
-    seen, names = log.__dict__.get("_k_field_names") or (0, set(log.__dict__.get("declared", ())))
-    for r in log.records[seen:]:                  # the records added since the last call
-        names |= r.ks_a.keys() | r.ks_b.keys()
-    log.__dict__["_k_field_names"] = (len(log.records), names)
-    return names
-
-
 def _k_sets(log, r_i, rec):
     """(A's, B's) {field: Mask [rows, M] / [rows, N]}: the record's K sets, and a K field that
     holds one value in this instruction's slots (the one token left at the end of the context,
     the others empty) — a field the record keeps no K set of, as it does not vary along K. Such a
     field must be on both A and B (what K slots share); on one side it names M rows or N columns."""
-    cache = log.__dict__.setdefault("_k_sets", {})
+    cache = log.k_sets
     got = cache.get(r_i)
     if got is None:
-        from .matrix import _expand, _row_sets
         ksa, ksb = dict(rec.ks_a), dict(rec.ks_b)
         insn = rec.insn
-        for f in _k_fields(log):
+        for f in log.k_fields():
             if not (rec.a and rec.b and f in rec.a and f in rec.b):
                 continue        # on one side only it names rows or columns (a V dim), not K slots
             for side, ks, op in ((rec.a, ksa, "A"), (rec.b, ksb, "B")):
                 if f in ks or not side or f not in side or side[f][0] == "mn":
                     continue
-                full = _expand(*side[f], op, insn.M, insn.N, insn.K)          # [rows, M, K] / [rows, K, N]
-                ks[f] = _row_sets(full if op == "A" else np.swapaxes(full, 1, 2), log.wide)
+                full = expand(*side[f], op, insn.M, insn.N, insn.K)          # [rows, M, K] / [rows, K, N]
+                ks[f] = row_sets(full if op == "A" else np.swapaxes(full, 1, 2), log.wide)
         got = cache[r_i] = (ksa, ksb)
     return got
 
 
 def _row_table(log, r_i, rec, wide):
     """{field: Mask [rows]} of a record whose K set is one per (workgroup, block), else None."""
-    cache = log.__dict__.setdefault("_k_tables", {})
+    cache = log.k_tables
     got = cache.get(r_i, False)
     if got is False:
         got = None
@@ -365,7 +355,7 @@ def pair_footprint(log, rec, conflict=None, op="add", active=None):
                     overlap[f] = (over, hit)
                     d = _union_fp(d, over, wide)
             fp[f] = (u, d)
-    rec.cell, rec.fp = cell, fp
+    rec.set_footprints(cell, fp)
     return overlap
 
 
@@ -419,12 +409,11 @@ def sum_made(wave, pid, pa, pb, elems, op, folded=None):
     log = wave.machine.mma_log
     rec = log.pairs[pid - PAIR_BASE]
     r, c = elems
-    rec.site = (wave.machine.trace.n_events, wave.source(), wave.wave_id, wave.wg.ids, wave.lanes)
     conflict = np.zeros(len(r), bool)
     for f in sorted((pa.ids.keys() & pb.ids.keys()) - set(RESERVED)):
         x, y = pa.ids[f][r, c], pb.ids[f][r, c]
         conflict |= (x >= 0) & (y >= 0) & (x != y)
-    active = None if wave._full else wave._pexec("EXEC of an add of results")[c]
+    active = None if wave.exec_full else wave.pexec("EXEC of an add of results")[c]
     if folded is None:
         overlap = pair_footprint(log, rec, conflict, op, active)
         sides = rec
@@ -476,7 +465,7 @@ def product_names(log, pa, pb, out):
     vb = is_void(log, ib[both], mb[both])
     take_a, take_b = vb & ~va, va & ~vb
     two = ~va & ~vb
-    declared = log.__dict__.get("declared")
+    declared = log.declared
     if two.any() and declared:
         # two element values (a one-token row sum is that token's score): the factor that consumed
         # what the launch's outputs declare (the PV partial, not its weight) keeps its name
@@ -527,7 +516,7 @@ def describe(log, i: int, e: int, prefix: str = ""):
     if i >= FOREIGN_BASE:
         k = i // FOREIGN_BASE
         theirs = log.foreign[k - 1][0]
-        return describe(theirs, i - k * FOREIGN_BASE, e, f"launch {getattr(theirs, 'kernel', '?')}: ")
+        return describe(theirs, i - k * FOREIGN_BASE, e, f"launch {theirs.kernel or '?'}: ")
     if i >= PAIR_BASE:
         rec = log.pairs[i - PAIR_BASE]
         if rec.site is None:
@@ -561,7 +550,7 @@ def counts(log, i: int, e: int, field: str) -> Counter:
             for ids, mn in (rec.left, rec.right):
                 stack.append((lg, int(ids[e]), int(mn[e])))
         else:
-            r_i = int(np.searchsorted(np.asarray(lg._starts, np.int64), i, "right")) - 1
+            r_i = int(np.searchsorted(np.asarray(lg.starts, np.int64), i, "right")) - 1
             rec = lg.records[r_i]
             M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
             blk, m, n = e // (M * N), (e // N) % M, e % N
@@ -583,7 +572,7 @@ def _launches(log) -> list:
     names = []
     for theirs, _ in log.foreign:
         names += [n for n in _launches(theirs) if n not in names]
-    return names + [getattr(log, "kernel", "?")]
+    return names + [log.kernel or "?"]
 
 
 # -- output declarations ----------------------------------------------------------------------------

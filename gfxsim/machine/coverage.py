@@ -33,12 +33,12 @@ class Coverage:
     def add(self, wave, rec):
         if not self.active or rec.a is None:
             return
-        from .matrix import _expand
+        from .summaries import expand
         side = rec.b if self.operand == "B" else rec.a
         insn = rec.insn
         if self.field in side:
             kind, arr = side[self.field]
-            full = _expand(kind, arr, self.operand, insn.M, insn.N, insn.K)
+            full = expand(kind, arr, self.operand, insn.M, insn.N, insn.K)
             per_k = full[::insn.blocks, :, 0] if self.operand == "B" else full[::insn.blocks, 0, :]   # [members, K]
         else:
             per_k = np.full((wave.members, insn.K), -1)
@@ -49,11 +49,11 @@ class Coverage:
         self.first = rec.first if self.first is None else self.first
 
     def __enter__(self):
-        self.wave._coverage.append(self)
+        self.wave.coverages.append(self)
         return self
 
     def __exit__(self, *exc):
-        self.wave._coverage.remove(self)
+        self.wave.coverages.remove(self)
         if exc[0] is not None or not self.active:
             return False
         from ..arch.kslots import format_token_set

@@ -10,12 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
+from .addressing import addresses, byte_addr, member_uniform, read_addr
 from .banks import bank_conflicts, bank_conflicts_batched
 from .dtypes import (all_written, dtype_name, itemsize, load_rows, load_values, load_written, store_rows,
                      store_values)
 from .errors import MemoryFault
 from .lds_races import RaceState
 from .memory import LdsRegion
+from .valueprov import stored_prov
 from .vgpr import VGPRs
 
 
@@ -33,35 +35,11 @@ class RaceTracker:
             if uniform:                  # the shared state's one row
                 hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write)
                 return tuple(np.repeat(h, self.members) for h in hits)
-            s = self.state
-            big = RaceState(0, 0)
-            big.members, big.size = self.members, s.size
-            big.w_wave, big.w_epoch, big.r_mask, big.r_epoch = (np.repeat(a, self.members, axis=0)
-                                                                for a in (s.w_wave, s.w_epoch, s.r_mask, s.r_epoch))
-            self.state, self.split = big, True
+            self.state, self.split = self.state.repeated(self.members), True
         return self.state.track(rel, act, nbytes, wave, epoch, is_write)
 
     def grow(self, old, new):
-        s = self.state
-        for name, fill in (("w_wave", -1), ("w_epoch", -1), ("r_mask", 0), ("r_epoch", -1)):
-            a = getattr(s, name)
-            b = np.full((a.shape[0], new), fill, a.dtype)
-            b[:, :old] = a
-            setattr(s, name, b)
-        s.size = new
-
-
-def _stored(p, nbytes: int, act, full: bool):
-    """Of provenance ``p`` (a value's), the first ``nbytes`` in the active columns ``act`` (rows of its own g)."""
-    if p is None:
-        return None
-    if nbytes % p.g:
-        p = p.per_byte()
-    rows = nbytes // p.g
-    if full:
-        return p.map(lambda a: a[:rows])
-    cols = np.flatnonzero(act)                   # take by column index: faster than a boolean mask
-    return p.map(lambda a: np.take(a[:rows], cols, axis=1))
+        self.state.grow(old, new)
 
 
 class DsOps:
@@ -84,8 +62,8 @@ class DsOps:
         a2 = self.exec.reshape(self.members, self.lanes)
         # every member at the same address under the same EXEC (a kernel's LDS layout): the
         # addresses are made and checked for one member's lanes and broadcast
-        uniform = self._member_uniform(offset)
-        rel = self._addresses(offset, nbytes, region.nbytes, what, align, one_member=uniform) + region.offset
+        uniform = member_uniform(self, offset)
+        rel = addresses(self, offset, nbytes, region.nbytes, what, align, one_member=uniform) + region.offset
         r2 = np.broadcast_to(rel, (self.members, self.lanes)) if uniform else rel.reshape(self.members, self.lanes)
         if self.machine.check_races and self.wg.num_waves > 1:
             if lds.races is None:
@@ -133,20 +111,20 @@ class DsOps:
         """Per provenance column, the index into the region's provenance (``[pw]``): a folded
         batch keeps one region per class, read at its representative's addresses (every member's
         the same, else the batch unfolds). Lanes outside EXEC read their region's first byte."""
-        if not self._full:
+        if not self.exec_full:
             ridx = np.where(self.exec, ridx, self._member_offsets(region.stride))
         if self.fold is None:
             return ridx
         rel = ridx - self._member_offsets(region.stride)              # in each member's own region
-        return self._pcols(rel, f"the addresses of a {what} of {region.name!r}") + \
+        return self.pcols(rel, f"the addresses of a {what} of {region.name!r}") + \
             (np.arange(self.pw) // self.lanes) * region.stride
 
     def _member_offsets(self, stride: int, add: int = 0) -> np.ndarray:
         """member * stride + add per column (read-only, made once per wave and stride: every LDS
         access of a batch adds it)."""
-        got = self._offsets.get((stride, add))
+        got = self.lds_offsets.get((stride, add))
         if got is None:
-            got = self._offsets[(stride, add)] = (self._base // self.lanes) * stride + add
+            got = self.lds_offsets[(stride, add)] = (self.member_starts // self.lanes) * stride + add
             got.setflags(write=False)
         return got
 
@@ -163,10 +141,10 @@ class DsOps:
             ridx = self._lds_index(region, one, ridx)
             pidx = self._lds_prov_index(region, ridx, "ds_read")
             prov = lds.prov[region.name].gather(pidx[None, :] + np.arange(nbytes)[:, None], size)
-            prov = self._outside_exec(prov, f"EXEC of a ds_read of {region.name!r}")
+            prov = self.outside_exec(prov, f"EXEC of a ds_read of {region.name!r}")
         # the same offsets in every member: each member's row read at one member's offsets (lanes
         # outside EXEC read their region's first byte)
-        if one is not None and not self._full:
+        if one is not None and not self.exec_full:
             one = np.where(self.exec[:self.lanes], one, 0)
         shared = one is not None and region.name in lds.written_one
         val = None if one is None else load_rows(lds.rows(region.name), one, nbytes, dtype)
@@ -174,23 +152,23 @@ class DsOps:
         if val is None:
             ridx = self._lds_index(region, one, ridx)
             if shared:
-                val = load_values(lds.raw[region.name], self._read_addr(ridx), nbytes, dtype)
+                val = load_values(lds.raw[region.name], read_addr(self, ridx), nbytes, dtype)
             else:                       # the values and the written bits by one unit index
                 val, every = load_written(lds.raw[region.name], lds.member_written(region.name),
-                                          self._read_addr(ridx), nbytes, dtype)
-        v = self._new(val, dtype, prov)
+                                          read_addr(self, ridx), nbytes, dtype)
+        v = self.new_value(val, dtype, prov)
         wr = self._lds_written(region, one, ridx, nbytes, every)
-        if wr is not None and not self._full:
+        if wr is not None and not self.exec_full:
             wr = wr | ~self.exec[None, :]
         if wr is not None and not wr.all():
             ridx = self._lds_index(region, one, ridx)
-            for l in self._first_lanes(~wr.all(axis=0)):
+            for l in self.first_lanes(~wr.all(axis=0)):
                 rel = int(ridx[l] - (l // self.lanes) * region.stride + region.offset)   # in its own LDS
                 reg, off = lds.region_at(rel)
                 self.finding("uninitialized-read", f"ds_read of {reg.describe(off) if reg else rel} reads "
                              f"never-written LDS bytes", lane=l, address=rel, what="lds", name=region.name)
             v.valid = wr if v.valid is None else (v.valid & wr)
-        self._event(ops.Op("DS", ops.DS_READ[nbytes]), outs=[v], region=region.name, address=self._lds_rel,
+        self.event(ops.Op("DS", ops.DS_READ[nbytes]), outs=[v], region=region.name, address=self._lds_rel,
                     bank_conflict=self._lds_deg)
         return v
 
@@ -200,28 +178,28 @@ class DsOps:
             raise self.error(TypeError, f"ds_write to {region.name!r} needs a per-lane value, got "
                              f"{type(value).__name__}")
         nbytes = nbytes or value.nbytes
-        self._check_read(value)
+        self.check_read(value)
         one, ridx = self._lds_access(region, offset, nbytes, True)
         lds, act = self.wg.lds, self.exec
-        lanes = None if self._full else np.flatnonzero(act[:self.lanes])
+        lanes = None if self.exec_full else np.flatnonzero(act[:self.lanes])
         w1 = lds.written_one.get(region.name) if one is not None else None
         # every member's written bits are marked with the bytes, unless they are still shared
         written = None if w1 is not None else lds.member_written(region.name)
         if one is None or not store_rows(lds.rows(region.name), None if written is None else
                                          written.reshape(self.members, -1), one, nbytes, value.val, lanes):
             ridx = self._lds_index(region, one, ridx)
-            store_values(lds.raw[region.name], written, ridx, nbytes, value.val, None if self._full else act)
+            store_values(lds.raw[region.name], written, ridx, nbytes, value.val, None if self.exec_full else act)
         if w1 is not None:                              # the shared written bits: one member's
             at = one if lanes is None else one[lanes]
             w1[(at[None, :] + np.arange(nbytes)[:, None]).ravel()] = True
         mp = lds.prov[region.name]
         if self.machine.provenance and (value.prov is not None or not mp.empty()):
             ridx = self._lds_index(region, one, ridx)
-            pact = self._pexec(f"EXEC of a ds_write to {region.name!r}")
-            p = _stored(value.prov, nbytes, pact, self._full)
+            pact = self.pexec(f"EXEC of a ds_write to {region.name!r}")
+            p = stored_prov(value.prov, nbytes, pact, self.exec_full)
             rb = self._lds_prov_index(region, ridx, "ds_write")[None, :] + np.arange(nbytes)[:, None]
-            mp.scatter(rb if self._full else np.take(rb, np.flatnonzero(pact), axis=1), p)
-        self._event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=self._lds_rel,
+            mp.scatter(rb if self.exec_full else np.take(rb, np.flatnonzero(pact), axis=1), p)
+        self.event(ops.Op("DS", ops.DS_WRITE[nbytes]), ins=[value], region=region.name, address=self._lds_rel,
                     bank_conflict=self._lds_deg)
 
     def _lds_written(self, region: LdsRegion, one, ridx, nbytes, every=None):
@@ -239,11 +217,11 @@ class DsOps:
             return np.tile(b, (1, self.members))
         ridx = self._lds_index(region, one, ridx)
         written = lds.member_written(region.name)
-        if every if every is not None else all_written(written, self._read_addr(ridx), nbytes):
+        if every if every is not None else all_written(written, read_addr(self, ridx), nbytes):
             return None
-        return written[self._byte_addr(ridx, nbytes)]
+        return written[byte_addr(self, ridx, nbytes)]
 
     def barrier(self):
         """s_barrier: wait until every live wave of the workgroup arrives."""
-        self._event(ops.OTHER["barrier"])
+        self.event(ops.OTHER["barrier"])
         self.wg.barrier(self)

@@ -34,15 +34,14 @@ Shifts (``Fold.shift[field]``, int64 ``[members]``; a representative's is 0):
 """
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from .consumed import Fp, pair_cells
 from .errors import GfxSimError
 from .jit import njit
-from .matrix import FOREIGN_BASE, PAIR_BASE, PairRecord, _row_sets
+from .mmalog import FOREIGN_BASE, PAIR_BASE, PairRecord
 from .provenance import RESERVED, WINDOW, Mask, Prov
+from .summaries import row_sets
 
 RETRIES = 3              # attempts with finer classes before a batch runs unfolded
 MAX_CLASSES = 16         # more classes than this: folding no longer pays, the batch runs unfolded
@@ -260,7 +259,7 @@ class Fold:
     def _moved_set(self, m: Mask, i, shift: int):
         """(base, bits, wide) of element i's set with every value moved by ``shift``."""
         vals = np.fromiter((v + shift for v in m.values_at(i, self.wide)), np.int32)
-        got = _row_sets(vals[None, :], self.wide)
+        got = row_sets(vals[None, :], self.wide)
         return int(got.base[0]), got.bits[0], int(got.wide[0])
 
     def unfold(self, p: Prov | None, log, what: str) -> Prov | None:
@@ -308,12 +307,13 @@ class Fold:
             return np.broadcast_to(x, (self.members,) + x.shape[1:])
         return np.take(x, idx, axis=0)
 
-    def unfold_record(self, rec, log):
-        """A matrix-instruction record made on the representatives' rows ``[classes*blocks, ...]``
-        completed for every member: K-slot values, K sets and C's names."""
-        bl = rec.insn.blocks
+    def unfold_record(self, insn, fields: dict, log) -> dict:
+        """A matrix-instruction record's provenance fields (mmalog.MmaRecord's a, b, ks_a, ks_b,
+        c_mma, c_mn) made on the representatives' rows ``[classes*blocks, ...]``, completed for
+        every member: K-slot values, K sets and C's names."""
+        bl = insn.blocks
         idx, member = self._rows(bl)
-        what = f"the record of {rec.op}"
+        what = f"the record of {insn.mnemonic}"
         rows = lambda x: self._member_rows(x, idx, bl)
 
         def side(d):
@@ -327,14 +327,14 @@ class Fold:
 
         def ks(d):
             return {f: self._mask(f, m.map(rows), member[:, None], what) for f, m in d.items()}
-        rec.a, rec.b = side(rec.a), side(rec.b)
-        rec.ks_a, rec.ks_b = ks(rec.ks_a), ks(rec.ks_b)
-        if rec.c_mma is not None:
+        out = dict(fields, a=side(fields["a"]), b=side(fields["b"]), ks_a=ks(fields["ks_a"]), ks_b=ks(fields["ks_b"]))
+        if fields["c_mma"] is not None:
             mem3 = member[:, None, None]
-            rec.c_mma, rec.c_mn = self._names(np.take(rec.c_mma, idx, axis=0), np.take(rec.c_mn, idx, axis=0),
-                                              mem3, log)
+            out["c_mma"], out["c_mn"] = self._names(np.take(fields["c_mma"], idx, axis=0),
+                                                    np.take(fields["c_mn"], idx, axis=0), mem3, log)
+        return out
 
-    def pair(self, log, left, right, cls_of_elem):
+    def pair(self, log, left, right, cls_of_elem, site):
         """A sum of two results made on the representatives' elements (class by class, ``left`` /
         ``right`` (@mma, @mn) and each element's class ``cls_of_elem``): the pair record holding
         every member's elements, member by member. Returns (pid, @mn of the representatives'
@@ -353,10 +353,7 @@ class Fold:
         for ids, mn in (left, right):
             i, m = self._names(np.take(ids, src), np.take(mn, src), member, log)
             sides.append((i, m))
-        pid = log.add_pair(*sides)
-        rec = log.pairs[pid - PAIR_BASE]
-        rec.fold_shift = (base[:-1] - base[self.rep_of]).astype(np.int64)
-        rec.member_base = base
+        pid = log.add_pair(*sides, site, base, (base[:-1] - base[self.rep_of]).astype(np.int64))
         local = np.arange(len(cls_of_elem)) - start_k[cls_of_elem]
         rep_mn = (base[self.reps[cls_of_elem]] + local).astype(np.int32)
         return pid, rep_mn, src, member
@@ -366,12 +363,12 @@ class Fold:
         member's elements (``src``, ``member``: fold.pair's). The footprints move with their fields;
         the cells (which D element each partial sums) are the record's own sides', looked up (a
         member's elements of a result read from another launch sit at other cells)."""
-        rec.cell = np.take(cell, src) if not self.name_shift else \
+        cells = np.take(cell, src) if not self.name_shift else \
             pair_cells(log, rec, np.take(conflict, src), bool((cell >= 0).any()))
         out = {}
         for f, (u, d) in fp.items():
             out[f] = tuple(None if x is None else self._fp(f, x, src, member, what) for x in (u, d))
-        rec.fp = out
+        rec.set_footprints(cells, out)
 
     def _fp(self, f, x, src, member, what):
         """A footprint of the representatives' elements (consumed.Fp) for every member's elements:
@@ -481,20 +478,6 @@ def _on_columns(m: Mask, fn) -> Mask:
     return Mask(fn(m.base), np.ascontiguousarray(np.moveaxis(fn(np.moveaxis(m.bits, -2, -1)), -1, -2)), fn(m.wide))
 
 
-def snapshot_buffer(buf) -> tuple:
-    """What a store may change in ``buf``: its bytes, written bits, provenance and origin."""
-    return (buf.raw.copy(), None if buf.written is None else buf.written.copy(),
-            copy.deepcopy(buf.prov), buf.origin)
-
-
-def restore_buffer(buf, snap):
-    raw, written, prov, origin = snap
-    buf.raw[:] = raw
-    if written is not None:
-        buf.written[:] = written
-    buf.prov, buf.origin = prov, origin
-
-
 class Attempt:
     """A batch run once folded, that can be taken back: what the launch had before it (instruction
     count, trace, records, pairs, wide sets, outputs) and every buffer before the attempt's first
@@ -512,7 +495,7 @@ class Attempt:
 
     def before_store(self, buf):
         if all(b is not buf for b, _ in self.buffers):
-            self.buffers.append((buf, snapshot_buffer(buf)))
+            self.buffers.append((buf, buf.snapshot()))
 
     def take_back(self):
         m = self.machine
@@ -521,7 +504,7 @@ class Attempt:
         m.wide.truncate(self.wide)
         del m.outputs[self.outputs:]
         for buf, snap in self.buffers:
-            restore_buffer(buf, snap)
+            buf.restore(snap)
 
     def stand(self):
         """The attempt stands: its findings are reported, in order."""

@@ -14,7 +14,7 @@ from .findings import FindingLog
 from .fold import MAX_CLASSES, RETRIES, Attempt, Fold, Unfolded
 from .memory import Buffer
 from .consumed import check_outputs
-from .matrix import MmaLog
+from .mmalog import MmaLog
 from .provenance import WideSets
 from .trace import Trace
 from .wave import Wave
@@ -24,13 +24,13 @@ from .workgroup import Workgroup
 class Machine:
     """State shared by every wave of one launch: arch, trace, matrix-instruction log, findings."""
 
-    def __init__(self, arch, kernel_name, *, trace=True, provenance=True, check_races=True, lds_bytes=None):
+    def __init__(self, arch, kernel_name, *, trace=True, provenance=True, check_races=True, lds_bytes=None,
+                 declared=frozenset()):
         self.arch = get_arch(arch)
         self.kernel_name = kernel_name
         self.trace = Trace(trace)
         self.wide = WideSets()           # exact sets of footprints wider than a window
-        self.mma_log = MmaLog(self.wide)
-        self.mma_log.kernel = kernel_name  # how a later launch's findings name this one
+        self.mma_log = MmaLog(self.wide, declared, kernel_name)
         self.outputs: list = []          # (Buffer with Buffer.expect declarations, its first store's source)
         self.trace.mma_log = self.mma_log
         self.provenance = provenance

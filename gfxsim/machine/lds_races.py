@@ -80,6 +80,24 @@ class RaceState:
         self.r_mask = np.zeros(shape, np.uint64)
         self.r_epoch = np.full(shape, -1, np.int64)
 
+    def repeated(self, members: int) -> "RaceState":
+        """A state of ``members`` LDS, each a copy of this one-member state (a batch whose
+        workgroups' accesses stop agreeing)."""
+        out = RaceState(0, 0)
+        out.members, out.size = int(members), self.size
+        out.w_wave, out.w_epoch, out.r_mask, out.r_epoch = (np.repeat(a, members, axis=0) for a in
+                                                            (self.w_wave, self.w_epoch, self.r_mask, self.r_epoch))
+        return out
+
+    def grow(self, old: int, new: int):
+        """Each LDS grown from ``old`` to ``new`` bytes (dynamic LDS), the new bytes never accessed."""
+        for name, fill in (("w_wave", -1), ("w_epoch", -1), ("r_mask", 0), ("r_epoch", -1)):
+            a = getattr(self, name)
+            b = np.full((a.shape[0], new), fill, a.dtype)
+            b[:, :old] = a
+            setattr(self, name, b)
+        self.size = new
+
     def track(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool, lanes: int | None = None):
         """``track`` on this state; ``addr``/``active`` [members, lanes] or flat [members * lanes]."""
         addr = np.asarray(addr)

@@ -6,6 +6,8 @@ and scale marks survive a store and a load, within one launch and across launche
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
@@ -161,6 +163,12 @@ class Buffer:
         return self._flat_tags
 
     @property
+    def tag_arrays(self) -> dict:
+        """field -> its tag array as given (broadcastable to the buffer's shape): what a copy of the
+        buffer is tagged with."""
+        return self._tags
+
+    @property
     def tag_fields(self):
         return self._tags.keys()
 
@@ -264,6 +272,20 @@ class Buffer:
                                 unit)
         self.prov.scatter(byte_addr, p)
 
+    def snapshot(self) -> tuple:
+        """What a store may change here: the bytes, written bits, provenance and origin (a folded
+        attempt taken back restores them, fold.Attempt)."""
+        return (self.raw.copy(), None if self.written is None else self.written.copy(),
+                copy.deepcopy(self.prov), self.origin)
+
+    def restore(self, snap: tuple):
+        """The buffer as ``snapshot`` saw it."""
+        raw, written, prov, origin = snap
+        self.raw[:] = raw
+        if written is not None:
+            self.written[:] = written
+        self.prov, self.origin = prov, origin
+
     def __repr__(self):
         return f"Buffer({self.name!r}, {self.array.shape}, {self.array.dtype})"
 
@@ -271,8 +293,8 @@ class Buffer:
 def _import(p: Prov, origin, machine) -> Prov:
     """Provenance stored by launch ``origin`` as launch ``machine`` reads it: footprints wider than
     a window re-interned, matrix-result names (@mma) moved under an id offset of the earlier log."""
-    from .matrix import _import_wide
-    fp = {f: _import_wide(m, origin.wide, machine.wide) for f, m in p.fp.items()}
+    from .mmalog import import_wide
+    fp = {f: import_wide(m, origin.wide, machine.wide) for f, m in p.fp.items()}
     ids = dict(p.ids)
     if "@mma" in ids:
         base = machine.mma_log.foreign_base(origin.mma_log, origin.wide)

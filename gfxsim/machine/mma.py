@@ -14,6 +14,8 @@ import functools
 from .jit import njit
 import numpy as np
 
+from .accum import mma_f32, round_mantissa
+
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
@@ -65,19 +67,6 @@ def _mma_f64(a, b, c, blocks, M, N, K):
     return d
 
 
-def round_mantissa(x: np.ndarray, bits: int) -> np.ndarray:
-    """Round fp32 values to ``bits`` explicit mantissa bits (nearest, ties to even)."""
-    x = np.asarray(x, np.float32)
-    drop = 23 - bits
-    if drop <= 0:
-        return x
-    u = x.view(np.uint32).astype(np.uint64)
-    half = np.uint64(1 << (drop - 1))
-    lsb = (u >> np.uint64(drop)) & np.uint64(1)
-    u = (u + half - np.uint64(1) + lsb) & ~np.uint64((1 << drop) - 1)
-    return u.astype(np.uint32).view(np.float32)
-
-
 def compute(insn, a_mat, b_mat, c_mat, batch: int = 1):
     """D = A.B + C for ``[batch*blocks, M, K] x [batch*blocks, K, N] + [batch*blocks, M, N]``.
     Returns (D typed like the record's C/D, overflow mask or None)."""
@@ -87,7 +76,7 @@ def compute(insn, a_mat, b_mat, c_mat, batch: int = 1):
         overflow = (d < INT32_MIN) | (d > INT32_MAX)
         return d.astype(np.int64).astype(np.uint64).astype(np.uint32).view(np.int32), overflow
     if insn.accumulator.mantissa_bits is not None and insn.accumulator.c_entry != "exact":
-        from .accum import mma_f32          # a measured reduced accumulator (sm_90 HMMA/QGMMA, FP22)
+        # a measured reduced accumulator (sm_90 HMMA/QGMMA, FP22)
         return mma_f32(insn.accumulator, a_mat, b_mat, c_mat), None
     d = _mma_f64(a_mat.astype(np.float64), b_mat.astype(np.float64), c_mat.astype(np.float64), bl, M, N, K)
     d = d.astype(np.float32)

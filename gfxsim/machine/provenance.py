@@ -113,7 +113,7 @@ def _bits_values(base: int, bits: np.ndarray) -> list:
     return (np.flatnonzero(flat) + base).tolist()
 
 
-def _unique_rows(rows: np.ndarray):
+def unique_rows(rows: np.ndarray):
     """(index of each distinct row's first occurrence, row -> distinct index) of a uint64 [n, k]
     array: a 64-bit hash, verified (an exact row-wise unique where two rows share a hash)."""
     h = np.zeros(len(rows), np.uint64)
@@ -238,8 +238,8 @@ class Mask:
         if any_need:                # two windows meet: the exact fallback, per distinct pair
             # every element (a reduction over a whole context): whole-array writes, no selection
             sel = slice(None) if need.all() else need
-            ia = self._broadcast(shape)._wide_ids(sel, wide)
-            ib = other._broadcast(shape)._wide_ids(sel, wide)
+            ia = self._broadcast(shape).wide_ids(sel, wide)
+            ib = other._broadcast(shape).wide_ids(sel, wide)
             key = (ia.astype(np.int64) << 32) | ib
             if (key == key[0]).all():          # one pair everywhere (a reduction's step): no sort
                 out.wide[sel] = wide.union(int(ia[0]), int(ib[0]))
@@ -258,7 +258,7 @@ class Mask:
         return Mask(np.broadcast_to(self.base, shape), np.broadcast_to(self.bits, tuple(shape) + (WORDS,)),
                     np.broadcast_to(self.wide, shape))
 
-    def _wide_ids(self, sel, wide: WideSets) -> np.ndarray:
+    def wide_ids(self, sel, wide: WideSets) -> np.ndarray:
         """WideSets ids of the selected elements (narrow windows interned)."""
         w = np.array(self.wide[sel], np.uint32).reshape(-1)
         narrow = w == 0
@@ -269,7 +269,7 @@ class Mask:
             if (base == base[0]).all() and (bits == bits[0]).all():    # one set everywhere: no sort
                 first, inv = np.zeros(1, np.int64), np.zeros(len(base), np.int64)
             else:
-                first, inv = _unique_rows(np.concatenate([base[:, None].view(np.uint64), bits], 1))
+                first, inv = unique_rows(np.concatenate([base[:, None].view(np.uint64), bits], 1))
             ids = np.array([0 if int(base[i]) < 0 else wide.intern_window(int(base[i]), bits[i])
                             for i in first.tolist()], np.uint32)
             w[narrow] = ids[inv]

@@ -32,14 +32,15 @@ class RegisterFile:
     def name(self, first: int, n: int = 1) -> str:
         return f"{self.prefix}{first}" if n == 1 else f"{self.prefix}[{first}:{first + n - 1}]"
 
-    def _check(self, first, n):
+    def check_range(self, first: int, n: int) -> None:
+        """An IndexError at this statement unless registers first..first+n-1 exist."""
         if first < 0 or first + n > self.count:
             raise self.wave.error(IndexError, f"{self.name(first, n)} is outside the register file "
                                   f"({self.prefix}0..{self.prefix}{self.count - 1})")
 
     def read(self, first: int, n: int, dtype="u32") -> VGPRs:
         """Registers first..first+n-1 as a value of ``dtype`` (bytes and provenance as they are)."""
-        self._check(first, n)
+        self.check_range(first, n)
         dtype = dtype_name(dtype)
         raw = to_bytes(self.words[first:first + n])                   # [n*4, width]
         if (n * 4) % itemsize(dtype):
@@ -59,12 +60,12 @@ class RegisterFile:
             raise self.wave.error(ValueError, f"a {value.nbytes}-byte value does not fill whole registers "
                                   f"at {self.name(first)}")
         n = value.nbytes // 4
-        self._check(first, n)
+        self.check_range(first, n)
         act = self.wave.exec
         v = value.val
         words = v.view(np.uint32) if v.dtype.itemsize == 4 else from_bytes(to_bytes(v), "u32")
         rows = slice(first * 4, (first + n) * 4)
-        if self.wave._full:
+        if self.wave.exec_full:
             self.words[first:first + n] = words
             self.written[rows] = value.written()
         else:
@@ -75,10 +76,10 @@ class RegisterFile:
             return                                   # nothing there to clear
         if self.prov is None:
             self.prov = Prov(1, {})
-        self.prov = _assign(self.prov, rows, act, p, self.count * 4, self.wave.width, self.wave._full)
+        self.prov = _assign(self.prov, rows, act, p, self.count * 4, self.wave.width, self.wave.exec_full)
         if p is not None:
             self.has[first:first + n] = True
-        elif self.wave._full:
+        elif self.wave.exec_full:
             self.has[first:first + n] = False
 
 
@@ -90,15 +91,14 @@ def _read_prov(mem: Prov, rows: slice, size: int) -> Prov:
     # the file's planes hold every field any register ever had: a value carries only those its
     # own bytes name (as a value of the Python front end does), so an operand does not show a
     # field — a V dim on a PV's A — that no byte of it holds
-    view.ids = {f: a for f, a in view.ids.items() if (a >= 0).any()}
-    view.fp = {f: m for f, m in view.fp.items() if m.nonempty().any()}
+    view = Prov(view.g, {f: a for f, a in view.ids.items() if (a >= 0).any()},
+                {f: m for f, m in view.fp.items() if m.nonempty().any()}, view.flags)
     if size > 1:
         planes = list(view.ids.values()) + [x for m in view.fp.values() for x in (m.base, m.wide, m.bits)] + \
             ([view.flags] if view.flags is not None else [])
         if all((a.reshape((-1, size) + a.shape[1:]) == a[::size][:, None]).all() for a in planes):
             out = view.map(lambda a: a[::size].copy())
-            out.g = size
-            return out
+            return Prov(size, out.ids, out.fp, out.flags)
     return view.map(lambda a: a.copy())
 
 

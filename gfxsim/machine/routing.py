@@ -25,7 +25,7 @@ from .vgpr import VGPRs
 _NONE = -1
 
 
-def _route(p: Prov | None, src, width) -> Prov | None:
+def route_prov(p: Prov | None, src, width) -> Prov | None:
     """Rows of a per-byte Prov gathered by ``src`` ``[out_bytes, width]`` (-1: a byte with none)."""
     if p is None:
         return None
@@ -50,7 +50,7 @@ class RoutingOps:
         for p in parts:
             if not isinstance(p, VGPRs) or p.dtype != dt:
                 raise self.error(TypeError, f"cannot concatenate {dt} with {getattr(p, 'dtype', type(p).__name__)}")
-        self._check_read(*parts)
+        self.check_read(*parts)
         val = np.concatenate([p.val for p in parts])
         prov = None
         if self.machine.provenance and any(p.prov is not None for p in parts):
@@ -62,7 +62,7 @@ class RoutingOps:
         if any(p.valid is not None for p in parts):
             valid = np.concatenate([p.written() for p in parts])
         v = VGPRs(self, val, dt, prov, valid)
-        self._event(ops.VALU[("mov", "any")], ins=list(parts), outs=[v])
+        self.event(ops.VALU[("mov", "any")], ins=list(parts), outs=[v])
         return v
 
     def bitcast(self, v: VGPRs, dtype) -> VGPRs:
@@ -77,12 +77,12 @@ class RoutingOps:
                      None if v.valid is None else v.valid.copy(), regs=v.regs)
 
     # -- bitwise ops and shifts that route bytes ---------------------------------------------------
-    def _bitwise(self, op, a: VGPRs, b: VGPRs):
+    def route_bitwise(self, op, a: VGPRs, b: VGPRs):
         """(result, Op) with exact per-byte provenance, or None for the generic path."""
-        insn = self._op(ops.valu, op, a.dtype)
+        insn = self.lookup_op(ops.valu, op, a.dtype)
         if op in ("shl", "shr") and not b.literal:
             return None
-        self._check_read(a, b)
+        self.check_read(a, b)
         size = itemsize(a.dtype)
         dt = np_dtype(a.dtype)
         with np.errstate(all="ignore"):
@@ -97,16 +97,16 @@ class RoutingOps:
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             pa = None if a.prov is None else broadcast_rows(a.prov.per_byte(), n * size)
             if op in ("shl", "shr"):
-                prov = _shift_prov(pa, s, size, op, a.dtype, n, self.pw, self.machine.wide)
+                prov = shift_prov(pa, s, size, op, a.dtype, n, self.pw, self.machine.wide)
             elif b.literal:
                 prov = pa
                 if op == "and" and pa is not None:       # bytes the mask clears carry nothing
-                    mb = self._pcols(to_bytes(np.broadcast_to(b.val, (n, self.width)).astype(dt)), "an and-mask")
-                    prov = _route(pa, np.where(mb != 0, np.arange(n * size)[:, None], -1), self.pw)
+                    mb = self.pcols(to_bytes(np.broadcast_to(b.val, (n, self.width)).astype(dt)), "an and-mask")
+                    prov = route_prov(pa, np.where(mb != 0, np.arange(n * size)[:, None], -1), self.pw)
             else:
                 pb = None if b.prov is None else broadcast_rows(b.prov.per_byte(), n * size)
                 prov = merge(pa, pb, False, self.machine.wide)
-        return self._new(r, a.dtype, prov), insn
+        return self.new_value(r, a.dtype, prov), insn
 
     def perm(self, a: VGPRs, b: VGPRs, sel) -> VGPRs:
         """v_perm_b32 D = byte_permute({a, b}, sel): selector byte i picks the result's byte i —
@@ -118,7 +118,7 @@ class RoutingOps:
         insn = ops.VALU[("perm", "any")]
         sel = np.broadcast_to(sel.val.view(np.uint32)[0] if isinstance(sel, VGPRs) else np.uint32(sel),
                               (self.width,)).astype(np.uint32)
-        self._check_read(a, b)
+        self.check_read(a, b)
         src = np.concatenate([to_bytes(b.val), to_bytes(a.val)])          # [8, width]: b = bytes 0-3
         sb = np.stack([(sel >> np.uint32(8 * i)) & np.uint32(0xFF) for i in range(4)]).astype(np.int64)
         cols = np.arange(self.width)[None, :]
@@ -133,10 +133,10 @@ class RoutingOps:
             pb = b.prov.per_byte() if b.prov is not None else None
             pa = a.prov.per_byte() if a.prov is not None else None
             both = Prov.concat([pb, pa], [4, 4], self.pw)
-            route = self._pcols(np.where(sb < 8, sb, np.where(sb < 12, sign_src, -1)), "a v_perm_b32 selector")
-            prov = _route(both, route, self.pw)
-        v = self._new(from_bytes(out, "u32"), "u32", prov)
-        self._event(insn, ins=[a, b], outs=[v])
+            route = self.pcols(np.where(sb < 8, sb, np.where(sb < 12, sign_src, -1)), "a v_perm_b32 selector")
+            prov = route_prov(both, route, self.pw)
+        v = self.new_value(from_bytes(out, "u32"), "u32", prov)
+        self.event(insn, ins=[a, b], outs=[v])
         return v
 
     # -- cross-lane -------------------------------------------------------------------------------------
@@ -145,8 +145,8 @@ class RoutingOps:
         src = src_lane.val[0].astype(np.int64) if isinstance(src_lane, VGPRs) else np.asarray(src_lane, np.int64)
         if src.ndim == 1 and src.shape[0] == self.lanes and self.members > 1:
             src = np.tile(src, self.members)
-        src = self._base + np.broadcast_to(src, (self.width,)) % self.lanes
-        self._check_read(v)
+        src = self.member_starts + np.broadcast_to(src, (self.width,)) % self.lanes
+        self.check_read(v)
         valid = None
         if v.valid is not None:
             if not v.valid[:, src[self.exec]].all():
@@ -158,13 +158,13 @@ class RoutingOps:
         if v.prov is not None and self.machine.provenance:
             psrc = src
             if self.fold is not None:                      # the representatives' lanes read theirs
-                psrc = self._pcols(src - self._base, "a bpermute's source lanes") + \
+                psrc = self.pcols(src - self.member_starts, "a bpermute's source lanes") + \
                     (np.arange(self.pw) // self.lanes) * self.lanes
             prov = v.prov.map(lambda a: np.take(a, psrc, axis=1))
-        out = self._new(cols(v.val), v.dtype, prov)
+        out = self.new_value(cols(v.val), v.dtype, prov)
         if valid is not None:
             out.valid = valid if out.valid is None else (out.valid & valid)
-        self._event(ops.OTHER["bpermute"], ins=[v], outs=[out])
+        self.event(ops.OTHER["bpermute"], ins=[v], outs=[out])
         return out
 
     def shfl_xor(self, v: VGPRs, mask: int) -> VGPRs:
@@ -179,10 +179,10 @@ class RoutingOps:
 
     def readlane(self, v: VGPRs, lane: int):
         """v_readlane_b32: the value of one lane, as a Python number (an SGPR)."""
-        self._check_read(v)
+        self.check_read(v)
         if self.members > 1:
             raise self.error(ValueError, "readlane gives one number per wave; in a batched launch use w.bpermute")
-        self._event(ops.OTHER["readlane"], ins=[v])
+        self.event(ops.OTHER["readlane"], ins=[v])
         return v.val[0, lane].item()
 
     def reduce(self, v: VGPRs, op: str = "max", width: int | None = None) -> VGPRs:
@@ -197,7 +197,7 @@ class RoutingOps:
         return v
 
 
-def _shift_prov(pa, s, size, op, dtype, n, width, wide):
+def shift_prov(pa, s, size, op, dtype, n, width, wide):
     """Provenance of x << s / x >> s per byte, for n elements of ``size`` bytes."""
     if pa is None:
         return None
@@ -212,9 +212,9 @@ def _shift_prov(pa, s, size, op, dtype, n, width, wide):
     second = np.where((hi >= 0) & (hi < size), hi, (size - 1) if signed else -1)
     base = (np.arange(n) * size)[:, None]
     f1 = np.where(first >= 0, base + first, -1).reshape(-1)
-    p1 = _route(pa, np.broadcast_to(f1[:, None], (n * size, width)), width)
+    p1 = route_prov(pa, np.broadcast_to(f1[:, None], (n * size, width)), width)
     if r == 0:
         return p1
     f2 = np.where(second >= 0, base + second, -1).reshape(-1)
-    p2 = _route(pa, np.broadcast_to(f2[:, None], (n * size, width)), width)
+    p2 = route_prov(pa, np.broadcast_to(f2[:, None], (n * size, width)), width)
     return merge(p1, p2, False, wide)

@@ -14,8 +14,10 @@ import numpy as np
 
 from . import ops
 from .fold import Unfolded
-from .matrix import PAIR_BASE
-from .provenance import SCALE, Mask, Prov, _unique_rows
+from .mmalog import PAIR_BASE
+from .plans import batched_plan, flat_plan, name_planes
+from .provenance import SCALE, Mask, Prov, unique_rows
+from .valueprov import elem_prov
 from .vgpr import VGPRs
 
 
@@ -25,18 +27,18 @@ class ScaleOps:
         over — is checked against the K set of every matrix result it is applied to."""
         prov = None
         if self.machine.provenance:
-            p = self._elem_prov(value, value.n) or Prov(4, {})
+            p = elem_prov(self, value, value.n) or Prov(4, {})
             flags = np.full((value.n, self.pw), SCALE, np.uint8) if p.flags is None else p.flags | SCALE
             prov = Prov(p.g, p.ids, p.fp, flags)
-        out = self._new(value.val.copy(), value.dtype, prov)
-        self._event(ops.VALU[("mov", "any")], ins=[value], outs=[out], scale=True)
+        out = self.new_value(value.val.copy(), value.dtype, prov)
+        self.event(ops.VALU[("mov", "any")], ins=[value], outs=[out], scale=True)
         return out
 
     def dequant(self, acc: VGPRs, scale: VGPRs) -> VGPRs:
         """float(acc) * scale: the explicit form of applying a group scale to a matrix result."""
         return acc.to(scale.dtype) * scale
 
-    def _check_scale_application(self, a, b, divisor=False) -> bool:
+    def check_scale_application(self, a, b, divisor=False) -> bool:
         """Check a product of a marked scale and a matrix result; True when it is one (a dequant)."""
         if not self.machine.provenance:
             return False
@@ -47,12 +49,12 @@ class ScaleOps:
             if "@mma" not in res.prov.ids or sc.prov.flags is None:
                 continue
             n = max(res.n, sc.n)
-            pr, ps = self._elem_prov(res, n), self._elem_prov(sc, n)
+            pr, ps = elem_prov(self, res, n), elem_prov(self, sc, n)
             fl = ps.scale_flag()
             mma = pr.ids.get("@mma")
             if fl is None or mma is None:
                 continue
-            act = (mma >= 0) & fl & self._pexec("EXEC of a dequant")[None, :]
+            act = (mma >= 0) & fl & self.pexec("EXEC of a dequant")[None, :]
             if act.any():
                 hit = True
                 self._scale_check(pr, ps, act)
@@ -108,16 +110,17 @@ class ScaleOps:
             return False
         insn = rec.insn
         pm = len(self.pmember_ids)
-        ed, ld = self._batched_plan(insn, "D", pm)
+        cache = self.machine.plan_cache
+        ed, ld = batched_plan(cache, insn, "D", pm, self.lanes)
         nb, M, N = ed.shape
         # every active element is still the instruction's own D element, in its own register
-        member_plane, mn_plane = self._name_planes(insn, mma.shape)
+        member_plane, mn_plane = name_planes(cache, insn, mma.shape, self.pmember_ids, self.lanes)
         if not (((mma == member_plane + np.int32(rec.first)) & (mn == mn_plane) & (member_plane >= 0)) | ~act).all():
             return False
         member = np.repeat(self.pmember_ids, insn.blocks)[:, None, None]
         wide = self.machine.wide
         ids = np.broadcast_to(rec.first + member, (nb, M, N))
-        flat = self._flat_plan(insn, "D", pm)
+        flat = flat_plan(cache, insn, "D", pm, self.lanes)
         rows = None if self.fold is None else rec.rows_of(self.pmember_ids)     # the record's rows of them
 
         def at_d(x):                      # x [R, L] or [R, L, W] -> [nb, M, N] (+ W)
@@ -165,7 +168,7 @@ class ScaleOps:
                               side.bits.view(np.int64)], axis=1)
         # the distinct (instruction, consumed, scale) rows, in np.unique's (sorted) order: hashed,
         # then the few distinct rows sorted (a seed's bug at 16K makes ~100,000 rows a check)
-        first, inv = _unique_rows(key.view(np.uint64))
+        first, inv = unique_rows(key.view(np.uint64))
         order = np.lexsort(key[first].T[::-1])
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))

@@ -98,7 +98,7 @@ class BatchEvent:
 class MmaEvent(Event):
     """A matrix instruction of one workgroup: a view of its launch's compact record."""
     insn: object = None
-    record: object = None                   # matrix.MmaRecord
+    record: object = None                   # mmalog.MmaRecord
     member: int = 0                         # which workgroup of the record's batch
 
     @classmethod
@@ -127,7 +127,7 @@ class MmaEvent(Event):
 
     def slot_tags(self, operand: str, field: str = "token") -> np.ndarray:
         """Field values of every element of A ``[blocks, M, K]`` or B ``[blocks, K, N]`` (-1 = untagged)."""
-        from .matrix import _expand
+        from .summaries import expand
         op = operand.upper()
         insn = self.insn
         shape = (insn.blocks, insn.M, insn.K) if op == "A" else (insn.blocks, insn.K, insn.N)
@@ -136,7 +136,7 @@ class MmaEvent(Event):
             return np.full(shape, -1, np.int64)
         kind, arr = side[field]
         rows = self.record.member_rows(self.member)
-        return np.asarray(_expand(kind, arr[rows], op, insn.M, insn.N, insn.K), np.int64)
+        return np.asarray(expand(kind, arr[rows], op, insn.M, insn.N, insn.K), np.int64)
 
     def tokens(self, operand: str = "B", field: str = "token", block: int = 0) -> np.ndarray:
         """The token feeding each K slot ``[K]`` (of row 0 of A / column 0 of B)."""
@@ -158,7 +158,7 @@ class Trace:
         self._events = None
         self._events_n = 0
         self._views: dict = {}
-        self.mma_log = None              # matrix.MmaLog of the launch (set by the machine)
+        self.mma_log = None              # mmalog.MmaLog of the launch (set by the machine)
         self.n_events = 0                # counted even when not recorded
         self.muted = 0                   # > 0: a front end records the instruction itself (asm VALU)
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
+from .cond import Cond
 from .dtypes import FLOAT, INT, SIGNED, div_const, dtype_name, itemsize, mod_const, np_dtype
-from .consumed import extremum_names, pair_elements, product_names, sum_made
-from .matrix import PAIR_BASE
 from .provenance import Prov, broadcast_rows, fill_value, merge
+from .valueprov import elem_prov, merged, sum_of_results
 from .vgpr import VGPRs
 
 _BINARY = {
@@ -40,90 +40,22 @@ def _via_f64(fn):
 
 
 class ValuOps:
-    # -- provenance of a result ----------------------------------------------------------------
-    def _elem_prov(self, v: VGPRs, n: int):
-        """v's provenance per element, broadcast to n elements (None without provenance)."""
-        if v.prov is None or not self.machine.provenance:
-            return None
-        return broadcast_rows(v.prov.per_element(itemsize(v.dtype), self.machine.wide), n)
-
-    def _merged(self, a, b, n, reducing=False, summing=None, product=False, extremum=False, one_element=False):
-        """``summing``: "add"/"sub" (a sum of two named results becomes a pair); ``product``: a mul
-        or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names);
-        ``one_element``: see _sum_of_results."""
-        if not self.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
-            return None
-        pa = self._elem_prov(a, n)
-        if b is None:
-            return pa
-        pb = self._elem_prov(b, n)
-        out = merge(pa, pb, reducing, self.machine.wide)
-        if extremum and out is not None and "@mma" in out.ids:
-            out = extremum_names(pa, pb, out)
-        if pa is not None and pb is not None and "@mma" in pa.ids and "@mma" in pb.ids:
-            if summing:
-                out = self._sum_of_results(pa, pb, out, summing, one_element)
-            elif product:
-                out = product_names(self.machine.mma_log, pa, pb, out)
-        return out
-
-    def _sum_of_results(self, pa, pb, out, op="add", one_element=False):
-        """Two matrix results added: the sum's elements are named by a pair record, so a scale
-        applied to the sum is checked against both instructions' K sets, and what the sum consumed
-        is known (consumed.sum_made; x + x of one element is a pair too: a double count).
-        ``one_element``: two operands named by one element of one instruction's result make a
-        function of that element, not a sum (compiled code: clang's expf computes x*c_hi + x*c_lo);
-        or, an array: where two operands named by the same value differ as numbers they are two
-        functions of it (expf's x*c_hi + x*c_lo, a division's Newton step q + e*q), not two
-        partial sums; equal, they are that value added to itself (the asm front end's rule)."""
-        ia, ib, ma, mb = pa.ids["@mma"], pb.ids["@mma"], pa.ids["@mn"], pb.ids["@mn"]
-        both = (ia >= 0) & (ib >= 0)
-        same = (ia == ib) & (ma == mb)
-        if op != "add":
-            both &= ~same
-        elif isinstance(one_element, np.ndarray):    # per element: the operands differ as numbers
-            both &= ~(same & self._pcols(one_element, "an add's operands as numbers"))
-        elif one_element:                    # a sum of sums added to itself still is a double count
-            both &= ~(same & (ia < PAIR_BASE))
-        if not both.any():
-            return out
-        r, c = pair_elements(both, self.lanes)          # member by member (a folded batch: class by class)
-        left, right = (ia[r, c], ma[r, c]), (ib[r, c], mb[r, c])       # int32
-        log = self.machine.mma_log
-        if self.fold is None:
-            pid = log.add_pair(left, right)
-            log.pairs[pid - PAIR_BASE].member_base = _member_base(c // self.lanes, self.members)
-            names, folded = np.arange(len(r), dtype=np.int32), None
-        else:                                          # every member's elements, their names shifted
-            pid, names, src, member = self.fold.pair(log, left, right, c // self.lanes)
-            folded = (left, right, src, member)
-        sum_made(self, pid, pa, pb, (r, c), op, folded)
-        ids = dict(out.ids)
-        mma = ids.get("@mma")
-        mma = np.full(both.shape, -1, np.int32) if mma is None else mma.copy()
-        mn = ids.get("@mn")
-        mn = np.full(both.shape, -1, np.int32) if mn is None else mn.copy()
-        mma[r, c] = pid
-        mn[r, c] = names
-        ids["@mma"], ids["@mn"] = mma, mn
-        return Prov(out.g, ids, out.fp, out.flags)
-
     # -- elementwise ALU ----------------------------------------------------------------------------
     def _binary(self, op, a, b, into=None) -> VGPRs:
         dtype = a.dtype if isinstance(a, VGPRs) else (b.dtype if isinstance(b, VGPRs) else None)
         if dtype is None:
             raise self.error(TypeError, f"{op} of two numbers: compute it in Python")
-        a, b = self._coerce(a, dtype), self._coerce(b, dtype)
+        a, b = self.coerce(a, dtype), self.coerce(b, dtype)
         if a.dtype != b.dtype:
             raise self.error(TypeError, f"{op}: operand types differ ({a.dtype} vs {b.dtype}); convert with .to()")
         if a.n != b.n and 1 not in (a.n, b.n):
             raise self.error(ValueError, f"{op}: {a.n} elements vs {b.n} elements")
         if op in ("and", "or", "xor", "shl", "shr") and a.dtype in INT:
-            routed = self._bitwise(op, a, b)          # byte routing (routing.py)
+            routed = self.route_bitwise(op, a, b)          # byte routing (routing.py)
             if routed is not None:
                 return self._finish(routed, into, a, b)
-        insn = self._op(ops.valu, op, a.dtype)
-        self._check_read(a, b)
+        insn = self.lookup_op(ops.valu, op, a.dtype)
+        self.check_read(a, b)
         dt = np_dtype(a.dtype)
         x, y = a.val, b.val
         if a.dtype in INT and op in _BINARY:
@@ -133,12 +65,12 @@ class ValuOps:
         else:
             r = self._compute(op, x, y, dt)
         r = np.asarray(r).astype(dt, copy=False)
-        prov = self._merged(a, b, r.shape[0], reducing=op in ("max", "min", "add"),
+        prov = merged(self, a, b, r.shape[0], reducing=op in ("max", "min", "add"),
                             summing=op if op in ("add", "sub") else None, product=op in ("mul", "div"),
                             extremum=op in ("max", "min"))
-        if op in ("mul", "div") and self._check_scale_application(a, b, divisor=op == "div") and prov is not None:
+        if op in ("mul", "div") and self.check_scale_application(a, b, divisor=op == "div") and prov is not None:
             prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
-        out = self._new(r, a.dtype, prov)
+        out = self.new_value(r, a.dtype, prov)
         return self._finish((out, insn), into, a, b)
 
     def _compute(self, op, x, y, dt):
@@ -160,17 +92,17 @@ class ValuOps:
         if into is not None:             # x op= y: the result lands in x's registers
             self._write_into(into, np.arange(into.n), out, record=False)
             out = into
-        self._event(insn, ins=[a, b], outs=[out])
+        self.event(insn, ins=[a, b], outs=[out])
         return out
 
     def _unary(self, op, x, fn=None) -> VGPRs:
-        x = self._coerce(x, "f32")
-        insn = self._op(ops.valu, op, x.dtype)
-        self._check_read(x)
+        x = self.coerce(x, "f32")
+        insn = self.lookup_op(ops.valu, op, x.dtype)
+        self.check_read(x)
         with np.errstate(all="ignore"):
             r = np.abs(x.val) if op == "abs" else fn(x.val)
-        out = self._new(np.asarray(r).astype(np_dtype(x.dtype)), x.dtype, self._merged(x, None, x.n))
-        self._event(insn, ins=[x], outs=[out])
+        out = self.new_value(np.asarray(r).astype(np_dtype(x.dtype)), x.dtype, merged(self, x, None, x.n))
+        self.event(insn, ins=[x], outs=[out])
         return out
 
     def _float_only(self, x, op):
@@ -220,69 +152,68 @@ class ValuOps:
         if not isinstance(a, VGPRs):
             raise self.error(TypeError, "fma: the first operand must be a per-lane value")
         self._float_only(a, "fma")
-        a, b, c = (self._coerce(v, a.dtype) for v in (a, b, c))
-        insn = self._op(ops.valu, "fma", a.dtype)
-        self._check_read(a, b, c)
+        a, b, c = (self.coerce(v, a.dtype) for v in (a, b, c))
+        insn = self.lookup_op(ops.valu, "fma", a.dtype)
+        self.check_read(a, b, c)
         r = (a.val.astype(np.float64) * b.val + c.val).astype(np.float32)
-        dequant = self._check_scale_application(a, b)
+        dequant = self.check_scale_application(a, b)
         n = r.shape[0]
         prov = None
         if self.machine.provenance:
-            ab = self._merged(a, b, n, product=True)
+            ab = merged(self, a, b, n, product=True)
             if dequant and ab is not None:
                 ab = Prov(ab.g, ab.ids)
-            pc = self._elem_prov(c, n)
+            pc = elem_prov(self, c, n)
             prov = merge(ab, pc, True, self.machine.wide)
             if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
-                prov = self._sum_of_results(ab, pc, prov)      # c + a*b: an add of two named values
-        out = self._new(r, "f32", prov)
-        self._event(insn, ins=[a, b, c], outs=[out])
+                prov = sum_of_results(self, ab, pc, prov)      # c + a*b: an add of two named values
+        out = self.new_value(r, "f32", prov)
+        self.event(insn, ins=[a, b, c], outs=[out])
         return out
 
     def select(self, cond, a, b) -> VGPRs:
         """Per lane: a where cond else b (v_cndmask_b32); provenance (marks included) selected alike."""
         dtype = a.dtype if isinstance(a, VGPRs) else b.dtype
-        a, b = self._coerce(a, dtype), self._coerce(b, dtype)
-        m = self._m(cond)
-        self._check_read(a, b)
+        a, b = self.coerce(a, dtype), self.coerce(b, dtype)
+        m = self.lane_mask(cond)
+        self.check_read(a, b)
         n = max(a.n, b.n)
         m = m[None, :] if m.ndim == 1 else m
         r = np.where(m, bcast(a.val, n), bcast(b.val, n))
         prov = None
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             size = itemsize(dtype)
-            mp = self._pcols(m, "a select's condition")
+            mp = self.pcols(m, "a select's condition")
             if any(p is not None and p.g == 1 and size > 1 for p in (a.prov, b.prov)):   # route bytes
                 pa = None if a.prov is None else broadcast_rows(a.prov.per_byte(), n * size)
                 pb = None if b.prov is None else broadcast_rows(b.prov.per_byte(), n * size)
                 prov = Prov.select(np.repeat(mp, size, axis=0) if mp.shape[0] > 1 else mp, pa, pb, (n * size, self.pw))
             else:
-                pa, pb = self._elem_prov(a, n), self._elem_prov(b, n)
+                pa, pb = elem_prov(self, a, n), elem_prov(self, b, n)
                 prov = Prov.select(mp, pa, pb, (n, self.pw))
-        out = self._new(r.astype(np_dtype(dtype)), dtype, prov)
-        self._event(ops.VALU[("cndmask", "any")], ins=[a, b], outs=[out])
+        out = self.new_value(r.astype(np_dtype(dtype)), dtype, prov)
+        self.event(ops.VALU[("cndmask", "any")], ins=[a, b], outs=[out])
         return out
 
     def _compare(self, op, a, b):
-        from .wave import Cond
         dtype = a.dtype if isinstance(a, VGPRs) else b.dtype
-        a, b = self._coerce(a, dtype), self._coerce(b, dtype)
+        a, b = self.coerce(a, dtype), self.coerce(b, dtype)
         if a.n != b.n and 1 not in (a.n, b.n):
             raise self.error(ValueError, f"v_cmp_{op}: {a.n} elements vs {b.n} elements")
-        insn = self._op(ops.valu, f"cmp_{op}", dtype)
-        self._check_read(a, b)
+        insn = self.lookup_op(ops.valu, f"cmp_{op}", dtype)
+        self.check_read(a, b)
         m = _CMP[op](a.val, b.val) & self.exec[None, :]     # VOPC writes 0 for inactive lanes
         if m.shape[0] == 1:
             m = m[0]
-        self._event(insn, ins=[a, b])
+        self.event(insn, ins=[a, b])
         return Cond(m)
 
     # -- conversions -------------------------------------------------------------------------------
     def _convert(self, x: VGPRs, dtype: str) -> VGPRs:
         np_dtype(dtype)
         src = x.dtype
-        insn = self._op(ops.cvt, src, dtype)
-        self._check_read(x)
+        insn = self.lookup_op(ops.cvt, src, dtype)
+        self.check_read(x)
         v = x.val
         with np.errstate(all="ignore"):
             if src == dtype:
@@ -306,21 +237,21 @@ class ValuOps:
             else:                       # int -> float, float -> float: round to nearest even
                 r = v.astype(np.float64).astype(np_dtype(dtype)) if src in INT else v.astype(np_dtype(dtype))
         # one element in, one element out: its provenance (an extended byte keeps its identity)
-        out = self._new(r, dtype, self._elem_prov(x, x.n))
+        out = self.new_value(r, dtype, elem_prov(self, x, x.n))
         if out.prov is not None:
             ids = out.prov.ids
             if src in FLOAT and dtype in INT and "@mma" in ids:
                 # quantized: a new operand (an MMA's A or B), no longer a result that travels
                 ids = {f: a for f, a in ids.items() if f not in ("@mma", "@mn")}
             out.prov = Prov(itemsize(dtype), ids, out.prov.fp, out.prov.flags)
-        self._event(insn, ins=[x], outs=[out])
+        self.event(insn, ins=[x], outs=[out])
         return out
 
     # -- in-place update under EXEC --------------------------------------------------------------
     def _write_into(self, dst: VGPRs, idx, new, record=True):
         """dst[idx] = new in the active lanes (the registers of dst keep their number)."""
         if not isinstance(new, VGPRs):
-            new = self._coerce(new, dst.dtype)
+            new = self.coerce(new, dst.dtype)
         if new.dtype != dst.dtype:
             raise self.error(TypeError, f"cannot write {new.dtype} into a {dst.dtype} value {dst.reg_name()}")
         if new.n not in (1, len(idx)):
@@ -328,7 +259,7 @@ class ValuOps:
                              f"{dst.reg_name()}")
         size = itemsize(dst.dtype)
         m = self.exec
-        full = self._full
+        full = self.exec_full
         nv = bcast(new.val, len(idx))
         every = len(idx) == dst.n and (idx == np.arange(dst.n)).all()
         if full and every:
@@ -347,9 +278,9 @@ class ValuOps:
             dv[bidx] = rows
             dst.valid = None if dv.all() else dv
         if self.machine.provenance and (dst.prov is not None or new.prov is not None):
-            dst.prov = self._prov_write(dst, idx, new, self._pexec("EXEC of a register write"), full, every)
+            dst.prov = self._prov_write(dst, idx, new, self.pexec("EXEC of a register write"), full, every)
         if record:
-            self._event(ops.VALU[("mov", "any")], ins=[new], outs=[dst])
+            self.event(ops.VALU[("mov", "any")], ins=[new], outs=[dst])
 
     def _prov_write(self, dst, idx, new, m, full, every):
         """dst's provenance after dst[idx] = new under EXEC m (its provenance columns: fold.py;
@@ -362,8 +293,8 @@ class ValuOps:
             pn = None if new.prov is None else broadcast_rows(new.prov.per_byte(), len(idx))
             pd = None if dst.prov is None else dst.prov.per_byte()
         else:
-            pn = self._elem_prov(new, len(idx))
-            pd = self._elem_prov(dst, n)
+            pn = elem_prov(self, new, len(idx))
+            pd = elem_prov(self, dst, n)
         if full and every:
             return pn
         if every:                           # every row, some lanes: no scatter
@@ -373,11 +304,6 @@ class ValuOps:
         sel = rows[:, None] & m[None, :]
         expanded = None if pn is None else _scatter_rows(pn, idx, n, self.pw)
         return Prov.select(sel, expanded, pd, (n, self.pw))
-
-
-def _member_base(member_of_elem, members) -> np.ndarray:
-    """Where each member's elements start in a pair record held member by member ([members + 1])."""
-    return np.concatenate([[0], np.cumsum(np.bincount(member_of_elem, minlength=members))]).astype(np.int64)
 
 
 def _scatter_rows(p: Prov, idx, n, width) -> Prov:

@@ -29,7 +29,7 @@ class VGPRs:
         self.valid = valid                   # [nbytes, width] bool or None (all written)
         self.literal = literal               # an inline constant / SGPR: occupies no VGPR
         if regs is None and w is not None and not literal:
-            regs = w._alloc(self.n_regs)
+            regs = w.alloc(self.n_regs)
         self.regs = regs
         self.traced = None                   # the trace's copy of these values (when tracing)
 
@@ -72,7 +72,7 @@ class VGPRs:
 
     def byte_prov(self):
         """Provenance per byte (``g == 1``) on every member's columns, or None."""
-        return None if self.prov is None else self.w._unfold(self.prov.per_byte(), "a value's bytes")
+        return None if self.prov is None else self.w.unfold_prov(self.prov.per_byte(), "a value's bytes")
 
     def tags(self, field: str) -> np.ndarray:
         """One identity field (e.g. "token") of every element, ``[n, width]`` (-1 where absent or
@@ -80,14 +80,14 @@ class VGPRs:
         shape = self.val.shape
         if self.prov is None:
             return np.full(shape, -1, np.int64)
-        p = self.w._unfold(self.prov.per_element(itemsize(self.dtype), self.w.machine.wide), "a value's tags")
+        p = self.w.unfold_prov(self.prov.per_element(itemsize(self.dtype), self.w.machine.wide), "a value's tags")
         return p.field(field, shape).astype(np.int64)
 
     def footprint(self, field: str, element: int = 0, lane: int = 0) -> set:
         """The values of ``field`` one element was reduced over (its footprint)."""
         if self.prov is None:
             return set()
-        p = self.w._unfold(self.prov.per_element(itemsize(self.dtype), self.w.machine.wide), "a value's footprint")
+        p = self.w.unfold_prov(self.prov.per_element(itemsize(self.dtype), self.w.machine.wide), "a value's footprint")
         m = p.fp.get(field)
         return set() if m is None else set(m.values_at((element, lane), self.w.machine.wide))
 

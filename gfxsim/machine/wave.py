@@ -10,7 +10,34 @@ arch profile) or one arch (matrix instructions come from the records).
 
 State: ``exec`` ``[width]`` bool, where width = lanes x workgroups run side by side (``members``);
 values are ``VGPRs`` handles holding their numbers and provenance; register numbers are virtual
-and handed out in order (``_alloc``), so a run's trace is the same whatever Python keeps alive.
+and handed out in order (``alloc``), so a run's trace is the same whatever Python keeps alive.
+
+Services: what the units (the mixins, the value handle, the asm front end's WaveState) may call on
+the wave. Everything else with a leading underscore is the wave's own; helpers several units share
+are modules of their own (``addressing``, ``plans``, ``valueprov``, ``summaries``), imported.
+
+  service                          what                                          used by
+  exec, exec_full, set_exec(m)     EXEC, whether it is all ones, narrowing it    every unit; asm state, run
+  lane_mask(cond)                  a condition as a mask over the columns        valu
+  lanes, members, width            lanes of a wave, batched workgroups, columns  every unit
+  member_starts                    the first column of each column's member      ds, routing
+  fold, pw, pmember_ids            a folded batch; the provenance columns        ds, matrix, routing, scales, valueprov
+  pcols(x, what), pexec(what)      per-column data / EXEC on those columns       ds, routing, valu, valueprov; consumed
+  outside_exec(p, what)            a load's provenance without inactive lanes    ds, vmem
+  unfold_prov(p, what)             a folded value's provenance for every member  vgpr, vmem
+  new_value(val, dtype, prov)      a value written under EXEC                    ds, matrix, routing, scales, valu, vmem
+  coerce(x, dtype), alloc(n)       a literal as a value; register numbers        valu; vgpr
+  check_read(*vals)                the uninitialized-read check of operands      addressing, ds, routing, valu, vmem
+  lookup_op(fn, *args)             an ops-table lookup, failing at the statement routing, valu
+  event(op, ins, outs), trace_operands(vals, written)
+                                   count and trace one instruction               ds, routing, scales, valu,
+                                                                                 vmem; matrix; asm run
+  error(cls, msg), finding(kind, msg), first_lanes(mask), coords_of(lane), source()
+                                   errors and findings at this statement         every unit; asm state
+  coverages                        the open w.coverage scopes                    matrix, coverage
+  lds_offsets, mma_memos           state the wave holds for one unit             ds; matrix
+  check_scale_application(a, b)    the scale check of a product (scales)         valu; asm dequant
+  route_bitwise(op, a, b)          a bitwise op as byte routing (routing)        valu
 """
 from __future__ import annotations
 
@@ -21,6 +48,7 @@ import sys
 import numpy as np
 
 from . import ops
+from .cond import Cond, mask_of
 from .coverage import Coverage
 from .ds import DsOps
 from .dtypes import dtype_name, from_bytes, np_dtype
@@ -38,24 +66,6 @@ from .vmem import VmemOps
 _MACHINE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-class Cond:
-    """A per-lane predicate (VCC / an SGPR pair): bool ``[width]`` or ``[n, width]``."""
-    __slots__ = ("mask",)
-
-    def __init__(self, mask):
-        self.mask = np.asarray(mask, bool)
-
-    def __and__(self, o): return Cond(self.mask & _mask(o))
-    def __or__(self, o): return Cond(self.mask | _mask(o))
-    def __invert__(self): return Cond(~self.mask)
-    def __bool__(self):
-        raise TypeError("a per-lane condition has no single truth value: use w.if_(c), w.any(c) or w.all(c)")
-
-
-def _mask(c):
-    return c.mask if isinstance(c, Cond) else np.asarray(c, bool)
-
-
 class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
     def __init__(self, machine, workgroup, wave_id: int):
         self.machine = machine
@@ -70,18 +80,19 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self.fold = workgroup.fold
         self.pw = self.width if self.fold is None else self.fold.width
         self.pmember_ids = np.arange(self.members) if self.fold is None else self.fold.reps
-        self._full = True                                # EXEC is all ones (the fast paths)
-        self._base = (np.arange(self.width) // self.lanes) * self.lanes     # first lane of each member
-        self._offsets = {}                                # DsOps._member_offsets
+        self.exec_full = True                            # EXEC is all ones (the fast paths)
+        self.member_starts = (np.arange(self.width) // self.lanes) * self.lanes     # first lane of each member
+        self.lds_offsets = {}                            # the ds unit's: each member's offset of a region
+        self.mma_memos = {}                              # the matrix unit's: its remembered operands
         self._next_reg = 0
-        self._coverage = []
+        self.coverages = []                              # open coverage scopes (w.coverage)
         self.live = None             # members a front end is executing now (asm min-pc batches); None: all
         lane = (np.arange(self.width) % self.lanes).astype(np.int32)
-        self.lane_id = self._new(lane[None, :], "i32")
-        self.thread_id = self._new((lane + wave_id * self.lanes)[None, :].astype(np.int32), "i32")
+        self.lane_id = self.new_value(lane[None, :], "i32")
+        self.thread_id = self.new_value((lane + wave_id * self.lanes)[None, :].astype(np.int32), "i32")
         if self.members > 1:     # workgroup ids differ per member: uniform per wave, held per lane
             ids = np.repeat(np.array(workgroup.ids, np.int32), self.lanes, axis=0)      # [width, 3]
-            self._wg_ids = tuple(self._new(ids[:, d][None, :], "i32") for d in range(3))
+            self._wg_ids = tuple(self.new_value(ids[:, d][None, :], "i32") for d in range(3))
 
     # -- identity ----------------------------------------------------------------------------
     @property
@@ -89,7 +100,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         """(x, y, z): Python ints, or per-lane i32 values when workgroups run batched."""
         return self.wg.id if self.members == 1 else self._wg_ids
 
-    def _coords(self, lane):
+    def coords_of(self, lane: int | None) -> tuple:
         """(workgroup, lane within its wave) of a column of the register arrays."""
         if lane is None:
             return (self.wg.id if self.live is None else self.wg.ids[self.live[0]]), None
@@ -111,40 +122,42 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
     def insn(self, mnemonic: str):
         return self.arch.instruction(mnemonic)
 
-    def _alloc(self, n: int):
+    def alloc(self, n: int) -> tuple:
+        """(first, n): ``n`` fresh virtual register numbers."""
         base = self._next_reg
         self._next_reg += n
         return (base, n)
 
-    def _pcols(self, x, what: str):
+    def pcols(self, x: np.ndarray, what: str) -> np.ndarray:
         """Per-column data (last axis: the batch's columns) as provenance sees it: a folded batch's
         representatives' columns, checked to be every member's (fold.Fold.rep); else ``x``."""
         return x if self.fold is None else self.fold.rep(x, what)
 
-    def _pexec(self, what: str):
-        """EXEC on the provenance columns (``_pcols``)."""
+    def pexec(self, what: str) -> np.ndarray:
+        """EXEC on the provenance columns (``pcols``)."""
         if self.fold is None:
             return self.exec
-        if self._full:
+        if self.exec_full:
             return np.ones(self.pw, bool)
         return self.fold.rep(self.exec, what)
 
-    def _outside_exec(self, p, what, whole: bool = False):
+    def outside_exec(self, p, what, whole: bool = False):
         """``p`` with nothing in the lanes outside EXEC: a load there reads no element, so its bytes
         carry no provenance (``whole``: p has every member's columns, not the provenance columns)."""
-        if p is None or self._full:
+        if p is None or self.exec_full:
             return p
         from .provenance import Prov
-        m = self.exec if whole else self._pexec(what)
+        m = self.exec if whole else self.pexec(what)
         return Prov.select(m[None, :], p, None, p.shape)
 
-    def _unfold(self, p, what: str):
+    def unfold_prov(self, p, what: str):
         """A value's provenance for every member (a folded batch's expanded, fold.Fold.unfold)."""
         return p if self.fold is None or p is None else self.fold.unfold(p, self.machine.mma_log, what)
 
-    def _set_exec(self, m):
+    def set_exec(self, m: np.ndarray) -> None:
+        """EXEC := ``m`` (bool ``[width]``, kept, not copied)."""
         self.exec = m
-        self._full = bool(m.all())
+        self.exec_full = bool(m.all())
 
     # -- coordinates of the statement being executed ------------------------------------------
     def source(self) -> str | None:
@@ -156,7 +169,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}"
 
     def error(self, cls, message, lane=None, address=None):
-        wg, lane = self._coords(lane)
+        wg, lane = self.coords_of(lane)
         return located(cls, message, kernel=self.kernel, workgroup=wg, wave=self.wave_id, lane=lane,
                        instruction=self.machine.trace.n_events, source=self.source(), address=address)
 
@@ -167,19 +180,19 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
             raise Unfolded(f"a {kind} finding")      # made on a representative: run the members themselves
         if instruction is not None and lane is not None and self.members > 1:
             instruction = instruction + int(lane) // self.lanes     # a batched instruction: one index per member
-        wg, lane = self._coords(lane)
+        wg, lane = self.coords_of(lane)
         return self.machine.report(kind, message, workgroup=wg, wave=self.wave_id, lane=lane,
                                    instruction=self.machine.trace.n_events if instruction is None else instruction,
                                    source=self.source(), address=address, details=details)
 
-    def _op(self, fn, *args):
+    def lookup_op(self, fn, *args):
         """An ops-table lookup; an unknown (operation, type) is an error at this statement."""
         try:
             return fn(*args)
         except ops.UnknownOperation as e:
             raise self.error(ops.UnknownOperation, str(e)) from None
 
-    def _event(self, op, ins=(), outs=(), **details):
+    def event(self, op, ins=(), outs=(), **details):
         """Count (and, when tracing, record) one instruction; ``op`` an ops.Op or a mnemonic."""
         tr = self.machine.trace
         idx = tr.n_events
@@ -193,11 +206,11 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
                 details["expands"] = op.expands
             op = op.mnemonic
         tr.raw.append(BatchEvent(idx, op, self.kernel, self.wg.ids, self.wave_id, self.source(), self.exec.copy(),
-                                 self._operands(ins, False), self._operands(outs, True), details, self.lanes,
+                                 self.trace_operands(ins, False), self.trace_operands(outs, True), details, self.lanes,
                                  members=self.live))
         return idx
 
-    def _operands(self, vals, written):
+    def trace_operands(self, vals, written: bool) -> list:
         """Trace operands: an output's values are copied (and remembered on the value); an input
         that is still what an earlier event wrote refers to that copy."""
         out = []
@@ -213,18 +226,18 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         return out
 
     # -- value construction --------------------------------------------------------------------
-    def _new(self, val, dtype, prov=None) -> VGPRs:
+    def new_value(self, val, dtype, prov=None) -> VGPRs:
         """A value written under EXEC: inactive lanes are never-written (poison)."""
         valid = None
-        if not self._full:
+        if not self.exec_full:
             valid = np.broadcast_to(self.exec, (val.shape[0] * np_dtype(dtype).itemsize, self.width)).copy()
         return VGPRs(self, val, dtype, prov, valid)
 
     def const(self, value, dtype="i32", n: int = 1) -> VGPRs:
         """A uniform value in every lane (v_mov_b32 of an SGPR/literal)."""
         dtype = dtype_name(dtype)
-        v = self._new(np.full((n, self.width), value, dtype=np_dtype(dtype)), dtype)
-        self._event(ops.VALU[("mov", "any")], outs=[v])
+        v = self.new_value(np.full((n, self.width), value, dtype=np_dtype(dtype)), dtype)
+        self.event(ops.VALU[("mov", "any")], outs=[v])
         return v
 
     def zeros(self, dtype="f32", n: int = 1) -> VGPRs:
@@ -251,30 +264,32 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
             val = np.tile(val, (1, self.members))            # the same per-lane values in every member
         if val.shape[1] != self.width:
             raise self.error(ValueError, f"per-lane values have {val.shape[1]} lanes, the wave has {self.lanes}")
-        v = self._new(val.copy(), dtype)
-        self._event(ops.VALU[("mov", "any")], outs=[v])
+        v = self.new_value(val.copy(), dtype)
+        self.event(ops.VALU[("mov", "any")], outs=[v])
         return v
 
     # -- checks ----------------------------------------------------------------------------------
-    def _check_read(self, *vals):
+    def check_read(self, *vals: VGPRs) -> None:
+        """An ``uninitialized-read`` finding for each operand with never-written bytes in active lanes."""
         for v in vals:
             if v.valid is None:
                 continue
             bad = ~v.valid & self.exec[None, :]
             if not bad.any():
                 continue
-            for lane in self._first_lanes(bad.any(axis=0)):
+            for lane in self.first_lanes(bad.any(axis=0)):
                 m = slice(lane - lane % self.lanes, lane - lane % self.lanes + self.lanes)
                 self.finding("uninitialized-read", f"read of never-written {v.reg_name()} "
                              f"(byte {int(np.argmax(bad[:, lane]))}) in {int(bad[:, m].any(axis=0).sum())} "
                              f"active lane(s)", lane=lane, what="register", name=v.reg_name())
 
-    def _first_lanes(self, mask):
+    def first_lanes(self, mask: np.ndarray) -> list:
         """The first column where ``mask`` holds, in every workgroup of the batch that has one."""
         per = np.asarray(mask, bool).reshape(self.members, self.lanes)
         return [int(m * self.lanes + np.argmax(per[m])) for m in np.nonzero(per.any(axis=1))[0]]
 
-    def _coerce(self, x, dtype) -> VGPRs:
+    def coerce(self, x, dtype: str) -> VGPRs:
+        """``x`` as a value of ``dtype``: a value as it is, a number as a literal in every lane."""
         if isinstance(x, VGPRs):
             return x
         if isinstance(x, (bool, int, float, np.integer, np.floating)):
@@ -289,20 +304,20 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
     @contextlib.contextmanager
     def if_(self, cond):
         """``with w.if_(c):`` narrows EXEC to the lanes where c holds (s_and_saveexec_b64)."""
-        m = self._m(cond)
+        m = self.lane_mask(cond)
         if m.ndim != 1:
             raise self.error(ValueError, "w.if_ needs a one-element condition (one bit per lane)")
         saved = self.exec
-        self._set_exec(saved & m)
+        self.set_exec(saved & m)
         try:
             yield Cond(self.exec.copy())
         finally:
-            self._set_exec(saved)
+            self.set_exec(saved)
 
-    def _m(self, cond):
+    def lane_mask(self, cond) -> np.ndarray:
         """A condition as a mask over the register columns: a Python bool is uniform, a per-lane
         numpy mask of one wave applies to every workgroup of a batch."""
-        m = _mask(cond)
+        m = mask_of(cond)
         if m.ndim == 0:
             return np.full(self.width, bool(m))
         if m.shape[-1] == self.lanes and self.members > 1:
@@ -310,18 +325,18 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         return m
 
     def any(self, cond) -> bool:
-        return bool((self._m(cond) & self.exec).any())
+        return bool((self.lane_mask(cond) & self.exec).any())
 
     def all(self, cond) -> bool:
-        return bool((self._m(cond) | ~self.exec).all())
+        return bool((self.lane_mask(cond) | ~self.exec).all())
 
     def end_program(self, cond) -> bool:
         """s_endpgm where ``cond`` holds (uniform per wave): those lanes stop for good. Returns True
         when no lane is left, so a kernel writes ``if w.end_program(part * P >= ctx): return``."""
-        m = self._m(cond)
+        m = self.lane_mask(cond)
         if m.ndim != 1:
             raise self.error(ValueError, "w.end_program needs a one-element condition")
-        self._set_exec(self.exec & ~m)
+        self.set_exec(self.exec & ~m)
         return not self.exec.any()
 
     def view(self, mem, shape=None, dtype=None):

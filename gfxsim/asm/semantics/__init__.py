@@ -31,7 +31,7 @@ def f32_bits(x: float) -> int:
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 
-def _const32(st, o) -> int:
+def const32(st, o) -> int:
     if o.kind == "int":
         return o.value & 0xFFFFFFFF
     if o.kind == "float":
@@ -54,7 +54,7 @@ def u32(st, o, *, mods_ok=False) -> np.ndarray:
         return st.vwords(o.file, o.first, 1)[0]
     if o.kind == "scc":
         return st.lanewise(st.scc)
-    return np.full(w, _const32(st, o), np.uint32)
+    return np.full(w, const32(st, o), np.uint32)
 
 
 def f32(st, o) -> np.ndarray:

@@ -37,7 +37,7 @@ def apply(st, res_vals, scale_vals, lanes):
     st.set_exec(saved & lanes)
     try:
         marked = w.group_scale(scale_vals)
-        w._check_scale_application(res_vals, marked)
+        w.check_scale_application(res_vals, marked)
     finally:
         st.set_exec(saved)
     return marked

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _const32, count, no_mods, op
+from . import const32, count, no_mods, op
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 U64, I64 = np.uint64, np.int64
@@ -23,7 +23,7 @@ def s32(st, o):
         return st.sread(o.first)
     if o.kind == "scc":
         return st.scc.copy()
-    return np.full(st.members, _const32(st, o), U64)
+    return np.full(st.members, const32(st, o), U64)
 
 
 def s64(st, o):

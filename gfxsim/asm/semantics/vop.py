@@ -13,10 +13,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, _const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
+from . import OPS, const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
 from . import dequant, fp
 from ...machine.provenance import Prov, merge
-from ...machine.routing import _route, _shift_prov
+from ...machine.routing import route_prov, shift_prov
+from ...machine.valueprov import elem_prov, merged, sum_of_results
 from ...machine.vgpr import VGPRs
 
 U32, I32, F32, U64 = np.uint32, np.int32, np.float32, np.uint64
@@ -202,7 +203,7 @@ EXTREMUM = {"v_max_f32", "v_min_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_
 def addends_differ(st, name, srcs):
     """Per lane, [1, width]: whether the two addends of an add (or c and a*b of an fma) differ —
     as the instruction uses them (modifiers applied, the product exact), by bits — or are zero.
-    Two addends named by the same value (valu._sum_of_results) are that value added to itself,
+    Two addends named by the same value (valueprov.sum_of_results) are that value added to itself,
     a double count, only where they are equal and non-zero; where they differ they are two
     functions of it (clang's expf: x*c_hi + x*c_lo; a division's Newton steps: q + e*q), and a
     zero (x = 0 in expf) says nothing. None for operations that add nothing."""
@@ -228,22 +229,22 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
         return None
     wide = w.machine.wide
     if name in FUSED:                       # c + a*b, as valu.fma: a product, then an add
-        ab = w._merged(vals[0], vals[1], 1, product=True)
+        ab = merged(w, vals[0], vals[1], 1, product=True)
         if dequantized and ab is not None:
             ab = Prov(ab.g, ab.ids)
-        pc = w._elem_prov(vals[2], 1)
+        pc = elem_prov(w, vals[2], 1)
         p = merge(ab, pc, True, wide)
         if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
-            p = w._sum_of_results(ab, pc, p, one_element=True if differ is None else differ)
+            p = sum_of_results(w, ab, pc, p, one_element=True if differ is None else differ)
         return p
     red = name in REDUCING
     summ = ("sub" if "sub" in name else "add") if name in SUMMING else None
-    p = w._merged(vals[0], vals[1] if len(vals) > 1 else None, 1, red, summ, product=name in PRODUCT,
+    p = merged(w, vals[0], vals[1] if len(vals) > 1 else None, 1, red, summ, product=name in PRODUCT,
                   extremum=name in EXTREMUM, one_element=True if differ is None else differ)
     if dequantized and p is not None:
         return Prov(p.g, p.ids)
     for v in vals[2:]:
-        p = merge(p, w._elem_prov(v, 1), red, wide)
+        p = merge(p, elem_prov(w, v, 1), red, wide)
     return p
 
 
@@ -259,7 +260,7 @@ def _src_values(st, d, srcs):
                 rows[:n] = first + np.arange(n)[:, None]
                 if o.sext:
                     rows[n:] = first + n - 1              # sign extension repeats the top byte
-                vals[k] = VGPRs(st.w, v.val, "u32", _route(v.prov.per_byte(), rows, st.w.width), literal=True)
+                vals[k] = VGPRs(st.w, v.val, "u32", route_prov(v.prov.per_byte(), rows, st.w.width), literal=True)
     return vals
 
 
@@ -336,7 +337,7 @@ def _bfe_prov(signed):
                 rows[i] = off // 8 + i
             elif signed:
                 rows[i] = min(off // 8 + nb - 1, 3)
-        return _route(vals[0].prov.per_byte(), rows, st.w.width)
+        return route_prov(vals[0].prov.per_byte(), rows, st.w.width)
     return rule
 
 
@@ -411,7 +412,7 @@ def _sdwa_dst_prov(st, d, dst, prov):
         outside[first:first + n] = False
         rows[outside] = 4 + np.nonzero(outside)[0][:, None]          # rows 4..7: the old register's bytes
         new = Prov.concat([new, None if old is None else old.per_byte()], [4, 4], width)
-    return _route(new, rows, width)
+    return route_prov(new, rows, width)
 
 
 def _valu(name, types, fn):
@@ -595,7 +596,7 @@ def v_shift64(st, d):
         v = st.vread(a.file, a.first, 2, "i64" if d.mnemonic == "v_ashrrev_i64" else "u64")
         if v.prov is not None:     # a uniform shift routes the bytes (the back end's rule, routing.py)
             kind = "shl" if d.mnemonic == "v_lshlrev_b64" else "shr"
-            prov = by_sgpr_value(st, (s,), lambda split: _shift_prov(
+            prov = by_sgpr_value(st, (s,), lambda split: shift_prov(
                 v.prov.per_byte(), int(u32(st, s)[0]) & 63, 8, kind, v.dtype, 1, st.w.width, st.w.machine.wide))
     if prov is None:
         put64(st, dst, r)
@@ -659,7 +660,7 @@ def v_cndmask_b32(st, d):
     if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
         va, vb = _value(st, a), _value(st, b)
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
-            prov = Prov.select(mask[None, :], st.w._elem_prov(vb, 1), st.w._elem_prov(va, 1), (1, st.w.width))
+            prov = Prov.select(mask[None, :], elem_prov(st.w, vb, 1), elem_prov(st.w, va, 1), (1, st.w.width))
     _put_prov(st, dst, np.where(mask, y, x), prov)
 
 
@@ -774,7 +775,7 @@ def _pk(name, n, fn):
             if o.kind in ("int", "float") and not (o.neg or o.abs):
                 # an inline constant is the low half; which value a half-select of 1 reads is not
                 # settled here, so it is allowed only where it reads the low half or the constant is 0
-                c = _const32(st, o)
+                c = const32(st, o)
                 if c != 0 and (sel[k] or sel_hi[k]):
                     raise st.error(f"{d.mnemonic}: the high half of the constant {o.text} is not modelled")
                 halves.append([np.full(st.w.width, c, U32), np.full(st.w.width, c, U32)])

@@ -3,7 +3,7 @@ exact int32 array it was given, and the common forms take (almost) no memory."""
 import numpy as np
 import pytest
 
-from gfxsim.machine.matrix import PairRecord, _pack, _unpack
+from gfxsim.machine.mmalog import PairRecord, _pack, _unpack
 
 
 @pytest.mark.parametrize("x, kind", [
@@ -31,5 +31,5 @@ def test_pair_record_sides_and_cell():
     assert np.array_equal(li, ids) and np.array_equal(lm, mn) and (ri == 1 << 28).all() and np.array_equal(rm, np.arange(256))
     assert rec._left[0][2].dtype == np.uint8 and rec._right[0][0] == "c" and rec._right[1][0] == "r"
     assert rec.cell is None
-    rec.cell = np.where(mn < 32, mn, -1)
+    rec.set_footprints(np.where(mn < 32, mn, -1), {})
     assert np.array_equal(rec.cell, np.where(mn < 32, mn, -1))

@@ -62,8 +62,8 @@ def test_fused_footprint_equals_the_mask_algebra(seed, kind):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_operand_field_summary_equals_numpy(seed):
-    """matrix._Field: one pass gives what the numpy reductions give (absent values are -1)."""
-    from gfxsim.machine.matrix import _Field
+    """summaries.Field: one pass gives what the numpy reductions give (absent values are -1)."""
+    from gfxsim.machine.summaries import Field
     rng = np.random.default_rng(seed)
     v = rng.integers(-1, 6, (5, 4, 8)).astype(np.int32)
     if seed % 3 == 0:
@@ -71,7 +71,7 @@ def test_operand_field_summary_equals_numpy(seed):
     if seed % 3 == 1:
         v[:] = v[:, :1, :]                       # constant along the rows
     for view in (v, np.swapaxes(v, 1, 2)):
-        x = _Field(view)
+        x = Field(view)
         big = np.iinfo(np.int32).max
         np.testing.assert_array_equal(x.lo_r, np.where(view >= 0, view, big).min(axis=1))
         np.testing.assert_array_equal(x.hi_r, view.max(axis=1))
@@ -84,8 +84,8 @@ def test_operand_field_summary_equals_numpy(seed):
     plane = rng.integers(-1, 6, (3, 64)).astype(np.int32)
     plan = rng.permutation(plane.size)[:v.size].reshape(v.shape)
     for operand in "AB":
-        g = _Field.gathered(plane, plan, operand)
-        want = _Field(plane.reshape(-1)[plan] if operand == "A" else np.swapaxes(plane.reshape(-1)[plan], 1, 2))
+        g = Field.gathered(plane, plan, operand)
+        want = Field(plane.reshape(-1)[plan] if operand == "A" else np.swapaxes(plane.reshape(-1)[plan], 1, 2))
         np.testing.assert_array_equal(g.v, want.v)
         for attr in ("lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k"):
             np.testing.assert_array_equal(getattr(g, attr), getattr(want, attr))
@@ -134,19 +134,19 @@ def test_identity_merge_equals_numpy(case):
 
 
 def test_row_sets_are_the_rows_values():
-    """matrix._row_sets: each row's present values as a set, read in place from a strided view (B's
+    """summaries.row_sets: each row's present values as a set, read in place from a strided view (B's
     [nb, N, K]), exactly (a WideSets set) where a row's values leave one window."""
-    from gfxsim.machine.matrix import _row_sets
+    from gfxsim.machine.summaries import row_sets
     rng = np.random.default_rng(0)
     wide = WideSets()
     v = rng.integers(-1, 3 * WINDOW, (3, 5, 8)).astype(np.int32)
     v[0] = rng.integers(0, 100, (5, 8))                 # one window
     for arr in (v, np.swapaxes(v, 1, 2), v[0]):
-        m = _row_sets(arr, wide)
+        m = row_sets(arr, wide)
         assert m.shape == arr.shape[:-1]
         for i in np.ndindex(arr.shape[:-1]):
             assert m.values_at(i, wide) == frozenset(int(x) for x in arr[i] if x >= 0)
-    assert (_row_sets(v, wide).wide != 0).any() and (_row_sets(v, wide).wide == 0).any()
+    assert (row_sets(v, wide).wide != 0).any() and (row_sets(v, wide).wide == 0).any()
 
 
 def _one_set_mask(rng, shape, wide, kind):

@@ -1,0 +1,324 @@
+"""The log of a launch's matrix instructions: one compact record per issued instruction
+(``MmaRecord``), the sums of two results (``PairRecord``), the logs of earlier launches whose
+results this launch read, and the K sets of any result element through all of them (``MmaLog``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .provenance import Mask, WideSets
+from . import summaries          # compiled functions by the module: jit.njit rebinds their names
+from .summaries import expand
+from .trace import MmaEvent
+
+
+class MmaRecord:
+    """One issued matrix instruction (one statement; member m of a batch is instruction first+m).
+
+    ``first`` its index, ``insn`` its instruction record (``op`` the mnemonic), ``kernel``,
+    ``wave``, ``workgroups`` of the batch and the ``live`` members that issued it, ``source`` line,
+    ``exec_mask``, ``label`` (the kernel's name for it); per identity field, the values feeding the
+    K slots of A and B (``a``, ``b``: field -> compact form, summaries.Field.compact; None
+    untagged) and the K sets of their rows (``ks_a``, ``ks_b``: field -> Mask); ``c_mma``/``c_mn``
+    the names of what C held (None: nothing named); ``operands`` the traced (inputs, outputs)."""
+    __slots__ = ("first", "insn", "op", "kernel", "wave", "workgroups", "live", "source", "exec_mask",
+                 "a", "b", "ks_a", "ks_b", "c_mma", "c_mn", "operands", "label")
+
+    def __init__(self, *, first: int, insn, kernel: str, wave: int, workgroups, live: list,
+                 source: str | None, exec_mask: np.ndarray, label: str | None = None,
+                 a: dict | None = None, b: dict | None = None, ks_a: dict | None = None,
+                 ks_b: dict | None = None, c_mma: np.ndarray | None = None, c_mn: np.ndarray | None = None,
+                 operands: tuple | None = None):
+        self.first, self.insn, self.op = first, insn, insn.mnemonic
+        self.kernel, self.wave, self.workgroups, self.live = kernel, wave, workgroups, live
+        self.source, self.exec_mask, self.label = source, exec_mask, label
+        self.a, self.b = a, b
+        self.ks_a = {} if ks_a is None else ks_a
+        self.ks_b = {} if ks_b is None else ks_b
+        self.c_mma, self.c_mn = c_mma, c_mn
+        self.operands = operands
+
+    def member_rows(self, member):
+        bl = self.insn.blocks
+        return slice(member * bl, (member + 1) * bl)
+
+    def rows_of(self, members) -> np.ndarray:
+        """The record's rows (member*blocks + block) of the given members, in order."""
+        bl = self.insn.blocks
+        return (np.asarray(members)[:, None] * bl + np.arange(bl)).ravel()
+
+    def k_slots(self, operand: str, field: str = "token"):
+        """``field`` in each K slot of A's row 0 / B's column 0 (block 0), per workgroup of the
+        batch: int64 ``[members, K]`` (-1 where a slot carries none), or None untagged."""
+        side = self.a if operand.upper() == "A" else self.b
+        if side is None:
+            return None
+        insn = self.insn
+        if field not in side:
+            return np.full((len(self.workgroups), insn.K), -1, np.int64)
+        kind, arr = side[field]
+        full = expand(kind, arr[::insn.blocks], operand.upper(), insn.M, insn.N, insn.K)
+        return np.asarray(full[:, 0, :] if operand.upper() == "A" else full[:, :, 0], np.int64)
+
+
+
+PAIR_BASE = 1 << 28          # ids of sums of two matrix results (PairRecords)
+FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1) * FOREIGN_BASE + its id
+
+
+def _pack(x) -> tuple:
+    """An int array of a pair record in the fewest bytes that hold it exactly: ("c", v, n) n copies
+    of v, ("r", v, n) v, v+1, ..., or ("n", base, narrow) base + a uint8/uint16/int32 array. A sum's
+    sides are mostly one pair id over a run of elements, or one instruction per workgroup (a span
+    of a few hundred): a launch's pairs live as long as its log, 16 bytes an element unpacked."""
+    x = np.asarray(x)
+    n = x.size
+    if n == 0:
+        return ("n", 0, x.astype(np.int32))
+    lo, hi = int(x.min()), int(x.max())
+    if lo == hi:
+        return ("c", lo, n)
+    if hi - lo == n - 1 and int(x[0]) == lo and summaries.counts_up(x):
+        return ("r", lo, n)
+    span = hi - lo
+    dt = np.uint8 if span < 1 << 8 else np.uint16 if span < 1 << 16 else None
+    return ("n", lo, (x - lo).astype(dt)) if dt is not None else ("n", 0, x.astype(np.int32))
+
+
+def _unpack(p) -> np.ndarray:
+    kind, a, b = p
+    if kind == "c":
+        return np.full(b, a, np.int32)
+    if kind == "r":
+        return np.arange(a, a + b, dtype=np.int32)
+    out = b.astype(np.int32)
+    if a:
+        out += np.int32(a)
+    return out
+
+
+class PairRecord:
+    """The sum of two matrix results, element for element: what each side was (@mma, @mn).
+    ``left``, ``right`` ((ids, mn) int32 [n] each) and ``cell`` are held packed (_pack) and
+    unpacked on each read. ``site``: where the add ran (instruction, source, wave, workgroups,
+    lanes); ``member_base``: the elements are held member by member, where each member's start
+    ([members + 1]); ``fold_shift``: a folded batch's @mn shift of each member (fold.py). Its
+    footprints (``cell``, ``fp``) are made when first needed (consumed.pair_footprint)."""
+    __slots__ = ("_left", "_right", "site", "_cell", "fp", "member_base", "fold_shift")
+
+    def __init__(self, left, right, site: tuple | None = None, member_base: np.ndarray | None = None,
+                 fold_shift: np.ndarray | None = None):
+        self._left = tuple(_pack(x) for x in left)
+        self._right = tuple(_pack(x) for x in right)
+        self.site = site
+        self._cell = None                            # int32 [n]: the D element summed, -1: a reduction
+        self.fp = None                               # field -> (consumed, consumed twice) as consumed.Fp
+        self.member_base = member_base
+        self.fold_shift = fold_shift
+
+    @property
+    def left(self):
+        return tuple(_unpack(p) for p in self._left)
+
+    @property
+    def right(self):
+        return tuple(_unpack(p) for p in self._right)
+
+    @property
+    def cell(self):
+        return None if self._cell is None else _unpack(self._cell)
+
+    def set_footprints(self, cell: np.ndarray, fp: dict):
+        """The pair's cells (the D element each element sums, -1 a reduction) and its footprints
+        (field -> (consumed, consumed twice) as consumed.Fp), made from its two sides."""
+        self._cell = _pack(cell)
+        self.fp = fp
+
+
+class MmaLog:
+    """Every matrix instruction of a launch, in issue order, as compact records; the sums of two
+    results (pairs); and the logs of earlier launches whose results this launch read.
+
+    ``declared``: the fields the launch's output buffers declare they consume (Buffer.expect),
+    K fields whether or not an instruction varies along them. ``k_sets`` and ``k_tables`` hold
+    what consumed.py derives of a record (by record index), dropped with their records."""
+
+    def __init__(self, wide: WideSets | None = None, declared=frozenset(), kernel: str | None = None):
+        self.records: list[MmaRecord] = []
+        self.starts: list[int] = []                  # each record's first instruction index
+        self.pairs: list[PairRecord] = []
+        self.foreign: list = []                      # [(MmaLog, its WideSets)]
+        self.wide = wide
+        self.declared = frozenset(declared)
+        self.kernel = kernel                         # how a later launch's findings name this one
+        self.k_sets: dict = {}                       # record index -> (A's, B's) {field: Mask}
+        self.k_tables: dict = {}                     # record index -> {field: Mask [rows]} or None
+        self._k_field_names = None                   # (records seen, their K fields and declared)
+
+    def add(self, rec: MmaRecord):
+        self.records.append(rec)
+        self.starts.append(rec.first)
+
+    def k_fields(self) -> set:
+        """The fields some matrix instruction of the launch consumed along K (token, dim), and
+        those the launch's output buffers declare (``declared``)."""
+        seen, names = self._k_field_names or (0, set(self.declared))
+        for r in self.records[seen:]:                  # the records added since the last call
+            names |= r.ks_a.keys() | r.ks_b.keys()
+        self._k_field_names = (len(self.records), names)
+        return names
+
+    def add_pair(self, left, right, site: tuple | None = None, member_base: np.ndarray | None = None,
+                 fold_shift: np.ndarray | None = None) -> int:
+        """A new pair record (PairRecord's fields); returns its id."""
+        if len(self.pairs) >= FOREIGN_BASE - PAIR_BASE:
+            raise OverflowError("more sums of matrix results than the provenance ids can name")
+        self.pairs.append(PairRecord(left, right, site, member_base, fold_shift))
+        return PAIR_BASE + len(self.pairs) - 1
+
+    def truncate(self, n_records: int, n_pairs: int, n_foreign: int):
+        """Forget every record, pair and earlier launch from these counts on (a folded attempt
+        taken back), with what consumed.py cached of the records dropped."""
+        del self.records[n_records:]
+        del self.starts[n_records:]
+        del self.pairs[n_pairs:]
+        del self.foreign[n_foreign:]
+        for cache in (self.k_sets, self.k_tables):
+            for k in [k for k in cache if k >= n_records]:
+                del cache[k]
+        self._k_field_names = None
+
+    def foreign_base(self, log, wide) -> int:
+        """The id offset under which results of ``log`` (an earlier launch) are known here."""
+        for k, (l, _) in enumerate(self.foreign):
+            if l is log:
+                return (k + 1) * FOREIGN_BASE
+        if len(self.foreign) >= 2:
+            raise OverflowError("a launch can read matrix results of at most two earlier launches")
+        self.foreign.append((log, wide))
+        return len(self.foreign) * FOREIGN_BASE
+
+    def events(self) -> list:
+        """One MmaEvent view per instruction and live workgroup, in index order."""
+        out = []
+        for r in self.records:
+            for m in r.live:
+                out.append(MmaEvent.from_record(r, m))
+        return out
+
+    def record_of(self, index: int):
+        """The record of instruction ``index`` (None if no record holds it)."""
+        if index >= PAIR_BASE:
+            return None
+        i = int(np.searchsorted(np.asarray(self.starts, np.int64), index, "right")) - 1
+        if i < 0:
+            return None
+        r = self.records[i]
+        return r if index < r.first + len(r.workgroups) else None
+
+    def describe(self, index: int) -> str:
+        """``#12 (chunk 0 tile 1 j 0)``: an instruction's index and the kernel's label for it."""
+        rec = self.record_of(index)
+        label = rec.label if rec is not None else None
+        return f"#{index}" + (f" ({label})" if label else "")
+
+    def aligned(self, c_mma, c_mn, insn, members):
+        """The record whose D is exactly this C (``[nb, M, N]`` ids in the C layout of the members
+        ``members``, an index array), or None."""
+        prev = self.record_of(int(c_mma.flat[0])) if c_mma.size and c_mma.flat[0] >= 0 else None
+        if prev is None or prev.insn is not insn:
+            return None
+        nb = len(members) * insn.blocks
+        member = np.repeat(members, insn.blocks)[:, None, None]
+        blk = np.tile(np.arange(insn.blocks), len(members))[:, None, None]
+        mn = (blk * insn.M + np.arange(insn.M)[None, :, None]) * insn.N + np.arange(insn.N)[None, None, :]
+        if c_mma.shape[0] != nb or not (c_mma == prev.first + member).all() or not (c_mn == mn).all():
+            return None
+        return prev
+
+    def ksets(self, ids: np.ndarray, mn: np.ndarray, wide: WideSets) -> dict:
+        """K sets (field -> Mask [N]) of result elements named by (@mma, @mn): through chains in C,
+        sums of results and results of earlier launches."""
+        n = len(ids)
+        out: dict = {}
+        pos = np.arange(n)
+        ids = np.asarray(ids, np.int64)
+        mn = np.asarray(mn, np.int64)
+        starts = np.asarray(self.starts, np.int64)
+        while len(pos):
+            nxt = ([], [], [])
+            local = ids < PAIR_BASE
+            if local.any():
+                self._from_records(pos[local], ids[local], mn[local], starts, out, nxt, n, wide)
+            pair = (ids >= PAIR_BASE) & (ids < FOREIGN_BASE)
+            for pid in np.unique(ids[pair]).tolist():
+                sel = pair & (ids == pid)
+                p = self.pairs[pid - PAIR_BASE]
+                e = mn[sel]
+                for side_ids, side_mn in (p.left, p.right):
+                    got = side_ids[e]
+                    keep = got >= 0
+                    nxt[0].append(pos[sel][keep])
+                    nxt[1].append(got[keep])
+                    nxt[2].append(side_mn[e][keep])
+            far = ids >= FOREIGN_BASE
+            for k in np.unique(ids[far] // FOREIGN_BASE).tolist():
+                sel = far & (ids // FOREIGN_BASE == k)
+                log, their_wide = self.foreign[k - 1]
+                theirs = log.ksets(ids[sel] - k * FOREIGN_BASE, mn[sel], their_wide)
+                for f, m in theirs.items():
+                    _unite(out, f, pos[sel], import_wide(m, their_wide, wide), n, wide)
+            if not nxt[0]:
+                break
+            pos, ids, mn = (np.concatenate(x) for x in nxt)
+        return out
+
+    def _from_records(self, pos, ids, mn, starts, out, nxt, n, wide):
+        ri = np.searchsorted(starts, ids, "right") - 1
+        for r_i in np.unique(ri).tolist():
+            sel = ri == r_i
+            rec = self.records[r_i]
+            M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
+            e = mn[sel]
+            blk, m, nn = e // (M * N), (e // N) % M, e % N
+            row = (ids[sel] - rec.first) * bl + blk
+            for f in rec.ks_a.keys() | rec.ks_b.keys():
+                parts = []
+                if f in rec.ks_a:
+                    parts.append(rec.ks_a[f].map(lambda x: x[row, m]))
+                if f in rec.ks_b:
+                    parts.append(rec.ks_b[f].map(lambda x: x[row, nn]))
+                s = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
+                _unite(out, f, pos[sel], s, n, wide)
+            if rec.c_mma is not None:
+                cm = rec.c_mma[row, m, nn]
+                keep = cm >= 0
+                nxt[0].append(pos[sel][keep])
+                nxt[1].append(cm[keep].astype(np.int64))
+                nxt[2].append(rec.c_mn[row, m, nn][keep].astype(np.int64))
+
+
+
+def _unite(out, f, pos, s: Mask, n, wide):
+    """out[f][pos] |= s, where pos may repeat (two sides of a sum in one record)."""
+    cur = out.get(f)
+    if cur is None:
+        cur = out[f] = Mask.empty((n,))
+    idx = np.arange(len(pos))
+    while len(idx):
+        _, first = np.unique(pos[idx], return_index=True)
+        take = idx[first]
+        p = pos[take]
+        cur.assign(p, cur.map(lambda x: x[p]).union(s.map(lambda x: x[take]), wide))
+        idx = np.setdiff1d(idx, take, assume_unique=True)
+
+
+def import_wide(m: Mask, theirs: WideSets, ours: WideSets) -> Mask:
+    """A mask whose wide ids belong to another launch's WideSets, re-interned in ours."""
+    if theirs is ours or not m.wide.any():
+        return m
+    out = m.map(lambda x: x.copy())
+    for wid in np.unique(m.wide[m.wide != 0]).tolist():
+        out.wide[m.wide == wid] = ours.intern(theirs.values(wid))
+    return out
+

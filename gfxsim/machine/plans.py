@@ -1,0 +1,75 @@
+"""Operand plans of a matrix instruction over a batch: where each operand element of each member and
+block lies in a ``[regs, members*lanes]`` register array.
+
+A plan depends on the instruction, the operand, the member count and the wave size only, so it is
+made once per launch and kept in the machine's ``plan_cache`` (the arrays are shared: read-only).
+The matrix unit gathers its operands through them; the scale check reads D's plan to find a
+result still in its instruction's own layout.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .mma import gather_plan
+
+
+def batched_plan(cache: dict, insn, op: str, members: int, lanes: int) -> tuple:
+    """(element, column) index arrays ``[members*blocks, rows, cols]`` of an operand."""
+    key = (insn.mnemonic, op, members, lanes)
+    got = cache.get(key)
+    if got is None:
+        e, l = gather_plan(insn, op)
+        base = (np.arange(members) * lanes)[:, None, None, None]
+        got = cache[key] = (np.broadcast_to(e, (members,) + e.shape).reshape((-1,) + e.shape[1:]),
+                            (l[None] + base).reshape((-1,) + l.shape[1:]))
+    return got
+
+
+def flat_plan(cache: dict, insn, op: str, members: int, lanes: int) -> np.ndarray:
+    """The operand plan as flat indices into a ``[regs, members*lanes]`` array: ``take`` is faster
+    than indexing with two arrays."""
+    key = (insn.mnemonic, op, members, lanes, "flat")
+    got = cache.get(key)
+    if got is None:
+        e, l = batched_plan(cache, insn, op, members, lanes)
+        got = cache[key] = np.ascontiguousarray(e * (members * lanes) + l)
+    return got
+
+
+def d_inverse(cache: dict, insn, members: int, lanes: int) -> np.ndarray | None:
+    """Where D's flat plan names every element of ``[regs, members*lanes]`` once and C's plan is
+    D's (a matrix instruction's accumulator layout): for each element, its index into the sums
+    (matrix._mma_i8's ``inv``); else None."""
+    key = (insn.mnemonic, "D^-1", members, lanes)
+    if key not in cache:
+        td, tc = flat_plan(cache, insn, "D", members, lanes), flat_plan(cache, insn, "C", members, lanes)
+        inv = None
+        if td.size == insn.regs("D") * members * lanes and np.array_equal(td, tc):
+            inv = np.full(td.size, -1, np.int64)
+            inv[td.reshape(-1)] = np.arange(td.size)
+            if (inv < 0).any():
+                inv = None
+        cache[key] = inv
+    return cache[key]
+
+
+def name_planes(cache: dict, insn, shape: tuple, ids: np.ndarray, lanes: int) -> tuple:
+    """(member, @mn) planes of D in its registers, ``shape`` ``[regs, len(ids)*lanes]``, for the
+    members ``ids`` whose columns these are (-1 where D has no element; a folded batch's columns
+    name their representatives): the same for every instruction of this shape and batch, so made
+    once per launch (read-only)."""
+    key = (insn.mnemonic, "names", lanes, ids.tobytes())
+    got = cache.get(key)
+    if got is None:
+        ed, ld = batched_plan(cache, insn, "D", len(ids), lanes)
+        nb, M, N = ed.shape
+        bl = insn.blocks
+        member = np.full(shape, -1, np.int32)
+        member[ed, ld] = np.broadcast_to(np.repeat(ids, bl)[:, None, None], (nb, M, N))
+        mn = np.full(shape, -1, np.int32)
+        blk = np.tile(np.arange(bl), len(ids))
+        mn[ed, ld] = ((blk[:, None, None] * M + np.arange(M)[None, :, None]) * N + np.arange(N)[None, None, :])
+        for p in (member, mn):
+            p.setflags(write=False)
+        got = cache[key] = (member, mn)
+    return got

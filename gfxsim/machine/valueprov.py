@@ -1,0 +1,105 @@
+"""A value's provenance as the units combine it: per element (``elem_prov``), merged from two
+operands (``merged``: the identity fields they agree on, a product's or extremum's names, and a sum
+of two matrix results named by a pair record, ``sum_of_results``).
+
+Every function takes the wave ``w`` whose columns the provenance is on (its provenance columns:
+``w.pw``; a folded batch's representatives, fold.py) and its machine's mma log.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .consumed import extremum_names, pair_elements, product_names, sum_made
+from .dtypes import itemsize
+from .mmalog import PAIR_BASE
+from .provenance import Prov, broadcast_rows, merge
+from .vgpr import VGPRs
+
+
+def elem_prov(w, v: VGPRs, n: int) -> Prov | None:
+    """v's provenance per element, broadcast to n elements (None without provenance)."""
+    if v.prov is None or not w.machine.provenance:
+        return None
+    return broadcast_rows(v.prov.per_element(itemsize(v.dtype), w.machine.wide), n)
+
+
+def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, product=False, extremum=False,
+           one_element=False) -> Prov | None:
+    """``summing``: "add"/"sub" (a sum of two named results becomes a pair); ``product``: a mul
+    or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names);
+    ``one_element``: see sum_of_results."""
+    if not w.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
+        return None
+    pa = elem_prov(w, a, n)
+    if b is None:
+        return pa
+    pb = elem_prov(w, b, n)
+    out = merge(pa, pb, reducing, w.machine.wide)
+    if extremum and out is not None and "@mma" in out.ids:
+        out = extremum_names(pa, pb, out)
+    if pa is not None and pb is not None and "@mma" in pa.ids and "@mma" in pb.ids:
+        if summing:
+            out = sum_of_results(w, pa, pb, out, summing, one_element)
+        elif product:
+            out = product_names(w.machine.mma_log, pa, pb, out)
+    return out
+
+
+def sum_of_results(w, pa: Prov, pb: Prov, out: Prov, op: str = "add", one_element=False) -> Prov:
+    """Two matrix results added: the sum's elements are named by a pair record, so a scale
+    applied to the sum is checked against both instructions' K sets, and what the sum consumed
+    is known (consumed.sum_made; x + x of one element is a pair too: a double count).
+    ``one_element``: two operands named by one element of one instruction's result make a
+    function of that element, not a sum (compiled code: clang's expf computes x*c_hi + x*c_lo);
+    or, an array: where two operands named by the same value differ as numbers they are two
+    functions of it (expf's x*c_hi + x*c_lo, a division's Newton step q + e*q), not two
+    partial sums; equal, they are that value added to itself (the asm front end's rule)."""
+    ia, ib, ma, mb = pa.ids["@mma"], pb.ids["@mma"], pa.ids["@mn"], pb.ids["@mn"]
+    both = (ia >= 0) & (ib >= 0)
+    same = (ia == ib) & (ma == mb)
+    if op != "add":
+        both &= ~same
+    elif isinstance(one_element, np.ndarray):    # per element: the operands differ as numbers
+        both &= ~(same & w.pcols(one_element, "an add's operands as numbers"))
+    elif one_element:                    # a sum of sums added to itself still is a double count
+        both &= ~(same & (ia < PAIR_BASE))
+    if not both.any():
+        return out
+    r, c = pair_elements(both, w.lanes)          # member by member (a folded batch: class by class)
+    left, right = (ia[r, c], ma[r, c]), (ib[r, c], mb[r, c])       # int32
+    log = w.machine.mma_log
+    site = (w.machine.trace.n_events, w.source(), w.wave_id, w.wg.ids, w.lanes)     # where the add ran
+    if w.fold is None:
+        pid = log.add_pair(left, right, site, _member_base(c // w.lanes, w.members))
+        names, folded = np.arange(len(r), dtype=np.int32), None
+    else:                                          # every member's elements, their names shifted
+        pid, names, src, member = w.fold.pair(log, left, right, c // w.lanes, site)
+        folded = (left, right, src, member)
+    sum_made(w, pid, pa, pb, (r, c), op, folded)
+    ids = dict(out.ids)
+    mma = ids.get("@mma")
+    mma = np.full(both.shape, -1, np.int32) if mma is None else mma.copy()
+    mn = ids.get("@mn")
+    mn = np.full(both.shape, -1, np.int32) if mn is None else mn.copy()
+    mma[r, c] = pid
+    mn[r, c] = names
+    ids["@mma"], ids["@mn"] = mma, mn
+    return Prov(out.g, ids, out.fp, out.flags)
+
+
+def _member_base(member_of_elem, members) -> np.ndarray:
+    """Where each member's elements start in a pair record held member by member ([members + 1])."""
+    return np.concatenate([[0], np.cumsum(np.bincount(member_of_elem, minlength=members))]).astype(np.int64)
+
+
+def stored_prov(p: Prov | None, nbytes: int, act: np.ndarray, full: bool) -> Prov | None:
+    """Of provenance ``p`` (a value's), the first ``nbytes`` in the active columns ``act`` (rows of its own g)."""
+    if p is None:
+        return None
+    if nbytes % p.g:
+        p = p.per_byte()
+    rows = nbytes // p.g
+    if full:
+        return p.map(lambda a: a[:rows])
+    cols = np.flatnonzero(act)                   # take by column index: faster than a boolean mask
+    return p.map(lambda a: np.take(a[:rows], cols, axis=1))

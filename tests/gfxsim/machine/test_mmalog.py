@@ -1,0 +1,50 @@
+"""The matrix-instruction log: a record is built in one call, the log owns its declared fields and
+the caches derived from its records, and a truncated log forgets what it derived of the dropped
+records."""
+import numpy as np
+import pytest
+
+from gfxsim import Buffer, launch
+from gfxsim.machine.launch import Machine
+from gfxsim.machine.mmalog import MmaLog, MmaRecord
+
+MMAC = "v_mmac_i32_16x16x32_i8"
+TOK = np.broadcast_to(np.arange(64), (16, 64))
+
+
+def _two_mmacs():
+    a = Buffer("a", np.ones((16, 64), np.int8), {"token": TOK})
+    b = Buffer("b", np.ones((16, 64), np.int8), {"token": TOK})
+
+    def k(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        for j in range(2):
+            w.mma(MMAC, w.global_load(a, c * 64 + r * 8 + 32 * j, 8, "i8"),
+                  w.global_load(b, c * 64 + r * 8 + 32 * j, 8, "i8"), label=f"j {j}")
+    return launch(k, arch="gfx936")
+
+
+def test_a_record_is_built_in_one_call():
+    log = _two_mmacs().machine.mma_log
+    rec = log.records[1]
+    again = MmaRecord(**{f: getattr(rec, f) for f in MmaRecord.__slots__ if f != "op"})
+    assert all(getattr(again, f) is getattr(rec, f) for f in MmaRecord.__slots__ if f != "op")
+    assert again.op == rec.insn.mnemonic == MMAC and rec.label == "j 1"
+    assert log.starts == [r.first for r in log.records]
+    with pytest.raises(TypeError):
+        MmaRecord(rec.first, rec.insn)          # keyword-only: no field is filled by position
+
+
+def test_the_log_owns_declared_fields_and_its_caches():
+    log = MmaLog(declared={"dim"}, kernel="k")
+    assert log.declared == frozenset({"dim"}) and log.kernel == "k" and log.k_fields() == {"dim"}
+    m = Machine("gfx936", "k", declared={"dim"})
+    assert m.mma_log.declared == {"dim"} and m.mma_log.kernel == "k"
+    run = _two_mmacs()
+    log = run.machine.mma_log
+    assert log.k_fields() == {"token"}
+    log.k_sets.update({0: "kept", 1: "dropped"})
+    log.k_tables.update({0: None, 1: None})
+    log.truncate(1, 0, 0)
+    assert len(log.records) == len(log.starts) == 1
+    assert log.k_sets == {0: "kept"} and list(log.k_tables) == [0]
