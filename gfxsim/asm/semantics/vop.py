@@ -37,8 +37,8 @@ _FLOAT_TYPES = {"f32"}
 
 # Byte routing (the entries whose rule routes bytes): the same operation on back-end values, whose
 # provenance (each result byte's identities, routing.py) the result takes; the value itself is the
-# entry's. A shift routes when its amount is uniform (a constant or an SGPR), else the result has
-# no identity.
+# entry's. A shift routes when its amount is uniform (a constant or an SGPR), else its result keeps
+# the fields its operands agree on, as the Python front end's shift by a per-lane amount.
 _ROUTE_VIA = {
     "v_and_b32": lambda a, b: a & b,
     "v_or_b32": lambda a, b: a | b,
@@ -137,8 +137,10 @@ def _result_prov(st, d, name, srcs):
         return None
     if name in ROUTE:                 # SDWA sources arrive with their selected bytes routed
         def routed(split):
-            out = ROUTE[name](*(_src_values(st, d, srcs) if split else vals))
-            return None if out is None else out.prov
+            vs = _src_values(st, d, srcs) if split else vals
+            out = ROUTE[name](*vs)
+            # a per-lane shift amount moves no whole bytes: the fields the operands agree on (valu.py)
+            return arith_prov(st, name, vs) if out is None else out.prov
         return by_sgpr_value(st, srcs, routed)
     if name in BYTE_EXTRACT:
         return by_sgpr_value(st, srcs, lambda split: BYTE_EXTRACT[name](
