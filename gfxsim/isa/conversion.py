@@ -28,8 +28,10 @@ def unfit(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def rounded(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Into a float type, rounded once to nearest even (integers through binary64, where they are exact)."""
-    return (x.astype(np.float64) if x.dtype.kind in "iu" else x).astype(dtype)
+    """Into a float type, rounded once to nearest even (integers through binary64, where they are
+    exact); beyond the type's range an infinity, without a warning."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (x.astype(np.float64) if x.dtype.kind in "iu" else x).astype(dtype)
 
 
 def numpy_type(name: str) -> np.dtype:
@@ -44,17 +46,15 @@ def _to_f32(a):
 
 def _cvt_i32_f32(x):
     """Round toward zero, saturate to the int32 range, NaN -> 0."""
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):              # a signalling NaN widened: a NaN, no warning
         t = np.trunc(x.astype(np.float64))
-        t = np.where(np.isnan(t), 0, np.clip(t, -2**31, 2**31 - 1))
-    return t.astype(I32)
+    return np.where(np.isnan(t), 0, np.minimum(np.maximum(t, -2.0 ** 31), 2.0 ** 31 - 1)).astype(I32)
 
 
 def _cvt_u32_f32(x):
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):              # a signalling NaN widened: a NaN, no warning
         t = np.trunc(x.astype(np.float64))
-        t = np.where(np.isnan(t), 0, np.clip(t, 0, 2**32 - 1))
-    return t.astype(U32)
+    return np.where(np.isnan(t), 0, np.minimum(np.maximum(t, 0.0), 2.0 ** 32 - 1)).astype(U32)
 
 
 def _fp8(name):
@@ -73,7 +73,7 @@ define("v_cvt_u32_f32", (f,), u, _cvt_u32_f32)
 for _k in range(4):
     define(f"v_cvt_f32_ubyte{_k}", (u,), f,
            lambda a, k=_k: ((np.asarray(a).astype(U32, copy=False) >> U32(8 * k)) & U32(0xFF)).astype(F32))
-define("v_cvt_f16_f32", (f,), "f16", lambda a: np.asarray(a, F32).astype(F16), asm=None)
+define("v_cvt_f16_f32", (f,), "f16", lambda a: rounded(np.asarray(a, F32), np.dtype(F16)), asm=None)
 define("v_cvt_f32_f16", ("f16",), f, _to_f32, asm=None)
 define("v_cvt_f16_i16", ("i16",), "f16", lambda a: rounded(np.asarray(a), F16), asm=None)
 # one opcode, two encodings: gfx942's fp8 is e4m3fnuz, gfx950's the OCP e4m3 (the element type says)

@@ -60,11 +60,10 @@ def quiet(x) -> np.ndarray:
 def _minmax(a, b, is_max: bool, ieee: bool = True):
     """V_MAX_F32 / V_MIN_F32 (and the f16 forms, on arrays of any shape): IEEE mode returns a
     quieted signalling NaN, a quiet NaN yields the other operand, and +0 is greater than -0."""
-    a, b = _float(a), _float(b)
-    a, b = np.broadcast_arrays(a, b)
     fast = np.maximum(a, b) if is_max else np.minimum(a, b)
-    if not (np.isnan(fast) | (fast == 0)).any():       # no NaN, no signed zero: numpy's answer is the ISA's
-        return fast
+    if fast.dtype in _BITS and not np.isnan(fast).any() and fast.all():
+        return fast                      # no zero (whose sign decides) and no NaN: numpy's answer is the ISA's
+    a, b = np.broadcast_arrays(_float(a), _float(b))
     if is_max:
         pick_a = (a > b) | ((a == b) & ~np.signbit(a))
     else:

@@ -277,8 +277,7 @@ class ValuOps:
                 el, l = (int(i) for i in np.argwhere(bad)[0])
                 raise self.error(OverflowError, f"{src} value {int(v[el, l])} does not fit {dtype} "
                                  f"(a silent wrap would hide a bug)", lane=l)
-        with np.errstate(all="ignore"):
-            r = e.convert(v, dt)
+        r = e.convert(v, dt)
         # one element in, one element out: its provenance (an extended byte keeps its identity)
         out = self._new(r, dtype, self._elem_prov(x, x.n))
         if out.prov is not None:
