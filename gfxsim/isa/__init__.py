@@ -15,8 +15,8 @@ own machinery (the wave's merge and matrix-result naming, byte routing).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -121,4 +121,5 @@ def asm_entries(form: str) -> list[Entry]:
 
 from . import compare, conversion, floating, integer, moves, pseudo  # noqa: E402,F401  (they define their entries)
 
-__all__ = ["Entry", "Rule", "TABLE", "define", "entry", "asm_entries", "UnknownInstruction", *[r.name.upper() for r in RULES]]
+__all__ = ["ASM_FORMS", "BYTE_EXTRACT", "DIFFERENCE", "EXTREMUM", "FUSED", "KEEP", "NONE", "PRODUCT", "REDUCE", "ROUTE",
+           "RULES", "SUM", "TABLE", "Entry", "Rule", "UnknownInstruction", "asm_entries", "define", "entry"]

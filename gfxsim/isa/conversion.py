@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import KEEP, define
+from . import define
 
 F32, F16, I32, U32 = np.float32, np.float16, np.int32, np.uint32
 
@@ -83,4 +83,4 @@ define("v_cvt_f32_fp8", ("fp8",), f, _to_f32, asm=None)
 define("v_cvt_f32_bf8", ("bf8",), f, _to_f32, asm=None)
 del u, i, f
 
-__all__ = ["wrap", "unfit", "rounded", "numpy_type", "KEEP"]
+__all__ = ["numpy_type", "rounded", "unfit", "wrap"]

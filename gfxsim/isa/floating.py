@@ -56,4 +56,4 @@ define("v_div_fixup_f16", (h, h, h), h,
                              for x in fp.div_fixup(*(np.asarray(v).astype(F32) for v in (a, b, c)))), KEEP, asm=None)
 del f, i, h
 
-__all__ = ["KEEP"]
+__all__: list[str] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import BYTE_EXTRACT, DIFFERENCE, EXTREMUM, KEEP, PRODUCT, REDUCE, ROUTE, SUM, define
+from . import BYTE_EXTRACT, DIFFERENCE, EXTREMUM, PRODUCT, REDUCE, ROUTE, SUM, define
 from .conversion import rounded, unfit, wrap
 
 U32, I32, U64 = np.uint32, np.int32, np.uint64
@@ -74,14 +74,14 @@ def _i24(a):
 u, i = "u32", "i32"
 # As conversions of the Python front end (conversion.py): v_bfe_i32/u32 of the low field extends an
 # i8/i16/u8/u16, v_ashrrev_i32 by 31 makes an i64's high word, v_lshlrev_b32 by 16 a bf16's fp32.
-_EXTENDS = dict(convert=wrap, checked=unfit)
+_EXTENDS = {"convert": wrap, "checked": unfit}
 # the same function on 32-bit and 16-bit arrays (and on signed ones: the bits are the same)
 for _w, _t in ((32, "u32"), (16, "u16")):
     define(f"v_add_u{_w}", (_t, _t), _t, np.add, SUM, asm="valu" if _w == 32 else None)
     define(f"v_sub_u{_w}", (_t, _t), _t, np.subtract, DIFFERENCE, asm="valu" if _w == 32 else None)
     define(f"v_mul_lo_u{_w}", (_t, _t), _t, np.multiply, PRODUCT, asm="valu" if _w == 32 else None)
     define(f"v_lshlrev_b{_w}", (_t, _t), _t, shl, ROUTE, asm="valu" if _w == 32 else None,
-           **(dict(convert=rounded) if _w == 32 else {}))
+           **({"convert": rounded} if _w == 32 else {}))
     define(f"v_lshrrev_b{_w}", (_t, _t), _t, shr, ROUTE, asm="valu" if _w == 32 else None)
     define(f"v_ashrrev_i{_w}", (_t, f"i{_w}"), f"i{_w}", shr, ROUTE, asm="valu" if _w == 32 else None,
            **(_EXTENDS if _w == 32 else {}))
@@ -125,4 +125,4 @@ define("v_bfrev_b32", (u,), u, _bfrev)
 define("v_bcnt_u32_b32", (u, u), u, lambda a, b: np.bitwise_count(a).astype(U32) + b)
 del u, i
 
-__all__ = ["amount", "shl", "shr", "bfe_u", "bfe_i", "KEEP"]
+__all__ = ["amount", "bfe_i", "bfe_u", "shl", "shr"]

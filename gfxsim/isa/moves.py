@@ -41,4 +41,4 @@ define("v_mov_b32", ("u32",), "u32", _move, ROUTE, asm="own", convert=wrap, chec
 define("v_cndmask_b32", ("u32", "u32", "mask"), "u32", cndmask, ROUTE, asm="own")
 define("v_perm_b32", ("u32", "u32", "u32"), "u32", lambda a, b, s: byte_permute(a, b, s)[0], ROUTE, asm="own")
 
-__all__ = ["cndmask", "byte_permute"]
+__all__ = ["byte_permute", "cndmask"]

@@ -81,4 +81,4 @@ _FLOAT_CVT = {
 for _n, (_s, _d, _x) in _FLOAT_CVT.items():
     pseudo(_n, (_s,), _d, lambda x, d=_d: rounded(x, numpy_type(d)), KEEP, *_x)
 
-__all__ = ["div_const", "mod_const", "DIV_F32", "IDIV"]
+__all__ = ["DIV_F32", "IDIV", "div_const", "mod_const"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
 from ..isa.moves import byte_permute
+from . import ops
 from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .valu import bcast
