@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arch.dtypes import ELEM_TYPES
+from ..isa.pseudo import div_const, mod_const      # the numbers of x // d and x % d by a literal
 
 _NATIVE = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32, "u32": np.uint32,
            "f16": np.float16, "f32": np.float32, "f64": np.float64, "i64": np.int64, "u64": np.uint64}
@@ -220,20 +221,6 @@ def store_rows(rows: np.ndarray, written, idx: np.ndarray, nbytes: int, val: np.
     if written is not None:
         written.view(np.uint32)[:, wi] = _ALL_WRITTEN
     return True
-
-
-# -- integer arithmetic by a constant: what an address computation and a kernel's x // c do --------
-def div_const(x: np.ndarray, d: int) -> np.ndarray:
-    """x // d (floor) for a positive int d, as a new array: a shift where d is a power of two (most
-    tensor extents; what the compiler emits, exact for negative x in two's complement), several
-    times faster than an integer division per element."""
-    return np.right_shift(x, d.bit_length() - 1) if d & (d - 1) == 0 else np.floor_divide(x, d)
-
-
-def mod_const(x: np.ndarray, d: int) -> np.ndarray:
-    """x % d (floor, non-negative) for a positive int d, as a new array: a mask where d is a power
-    of two."""
-    return np.bitwise_and(x, d - 1) if d & (d - 1) == 0 else np.mod(x, d)
 
 
 __all__ = ["NP", "FLOAT", "INT", "SIGNED", "POISON_WORD", "np_dtype", "dtype_name", "itemsize", "to_bytes", "from_bytes",

@@ -1,13 +1,18 @@
 """The operations of the Python front end by hardware unit, each with its verbatim gfx9 mnemonic.
 
-Every event in the trace names an instruction from this table. A Python operation that no single
-instruction performs is a *pseudo-op*: its name starts with ``pseudo.`` and the table lists the
+Every event in the trace names an instruction from this table. A vector ALU operation computes
+its numbers through the ISA table's entry of that mnemonic (gfxsim/isa, which the asm front end
+dispatches into too). A Python operation that no single instruction performs is a *pseudo-op*:
+its name starts with ``pseudo.`` and the ISA table's pseudo section states its numbers and the
 instructions it stands for (e.g. ``e**x`` is ``v_mul_f32`` by log2(e), then ``v_exp_f32``, which
 computes 2**x). An (operation, type) the table does not have raises ``UnknownOperation``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+
+from .. import isa
 
 UNITS = ("VALU", "SALU", "VMEM", "SMEM", "DS", "matrix")
 
@@ -22,6 +27,11 @@ class Op:
     def pseudo(self) -> bool:
         return self.mnemonic.startswith("pseudo.")
 
+    @cached_property
+    def entry(self) -> isa.Entry:
+        """The ISA table's entry of this operation: its numbers and its provenance rule."""
+        return isa.entry(self.mnemonic)
+
 
 class UnknownOperation(TypeError):
     """An (operation, type) pair with no instruction or pseudo-op."""
@@ -31,13 +41,10 @@ def _v(m):
     return Op("VALU", m)
 
 
-def _p(name, *expands, unit="VALU"):
-    return Op(unit, f"pseudo.{name}", tuple(expands))
+def _p(name):
+    """A pseudo-op: the instructions it stands for are its ISA entry's."""
+    return Op("VALU", f"pseudo.{name}", isa.entry(f"pseudo.{name}").expands)
 
-
-_DIV_F32 = ("v_div_scale_f32", "v_rcp_f32", "v_fma_f32", "v_div_fmas_f32", "v_div_fixup_f32")
-_IDIV = ("v_cvt_f32_u32", "v_rcp_iflag_f32", "v_mul_f32", "v_cvt_u32_f32", "v_mul_lo_u32", "v_mul_hi_u32",
-         "v_sub_u32", "v_cndmask_b32")
 
 # (operation, type) -> Op. Integer ops wrap (two's complement) as the hardware's do.
 VALU = {
@@ -58,18 +65,17 @@ VALU = {
     ("shr", "i32"): _v("v_ashrrev_i32"), ("shr", "u32"): _v("v_lshrrev_b32"),
     ("shl", "i16"): _v("v_lshlrev_b16"), ("shl", "u16"): _v("v_lshlrev_b16"),
     ("shr", "i16"): _v("v_ashrrev_i16"), ("shr", "u16"): _v("v_lshrrev_b16"),
-    ("div", "f32"): _p("div_f32", *_DIV_F32),
-    ("div", "f16"): _p("div_f16", "v_cvt_f32_f16", "v_rcp_f32", "v_mul_f32", "v_cvt_f16_f32", "v_div_fixup_f16"),
-    ("idiv", "i32"): _p("div_i32", *_IDIV), ("idiv", "u32"): _p("div_u32", *_IDIV),
-    ("mod", "i32"): _p("rem_i32", *_IDIV), ("mod", "u32"): _p("rem_u32", *_IDIV),
-    ("exp", "f32"): _p("exp_f32", "v_mul_f32", "v_exp_f32"),       # e**x = 2**(x*log2 e)
+    ("div", "f32"): _p("div_f32"), ("div", "f16"): _p("div_f16"),
+    ("idiv", "i32"): _p("div_i32"), ("idiv", "u32"): _p("div_u32"),
+    ("mod", "i32"): _p("rem_i32"), ("mod", "u32"): _p("rem_u32"),
+    ("exp", "f32"): _p("exp_f32"),                                    # e**x = 2**(x*log2 e)
     ("exp2", "f32"): _v("v_exp_f32"),
     ("sqrt", "f32"): _v("v_sqrt_f32"),
     ("rcp", "f32"): _v("v_rcp_f32"),
     ("rndne", "f32"): _v("v_rndne_f32"),
     ("abs", "f32"): _v("v_and_b32"),                                  # clear the sign bit
     ("abs", "f16"): _v("v_and_b32"),
-    ("abs", "i32"): _p("abs_i32", "v_sub_u32", "v_max_i32"),
+    ("abs", "i32"): _p("abs_i32"),
     ("fma", "f32"): _v("v_fma_f32"),
     ("cndmask", "any"): _v("v_cndmask_b32"),
     ("mov", "any"): _v("v_mov_b32"),
@@ -77,32 +83,30 @@ VALU = {
     ("bfe", "i32"): _v("v_bfe_i32"), ("bfe", "u32"): _v("v_bfe_u32"),
 }
 for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
-    for _t, _s in (("f32", "f32"), ("f16", "f16"), ("i32", "i32"), ("u32", "u32"), ("i16", "i16"), ("u16", "u16")):
-        VALU[(f"cmp_{_op}", _t)] = _v(f"v_cmp_{_op}_{_s}")
+    for _t in ("f32", "f16", "i32", "u32", "i16", "u16"):
+        # a != b is true with a NaN: the float compare is the unordered neq
+        VALU[(f"cmp_{_op}", _t)] = _v(f"v_cmp_{'neq' if _op == 'ne' and _t[0] == 'f' else _op}_{_t}")
 
 # conversions (source, destination) -> Op
 CVT = {
     ("i32", "f32"): _v("v_cvt_f32_i32"), ("u32", "f32"): _v("v_cvt_f32_u32"),
     ("f32", "i32"): _v("v_cvt_i32_f32"), ("f32", "u32"): _v("v_cvt_u32_f32"),
     ("f32", "f16"): _v("v_cvt_f16_f32"), ("f16", "f32"): _v("v_cvt_f32_f16"),
-    ("f32", "bf16"): _p("cvt_bf16_f32", "v_bfe_u32", "v_add3_u32", "v_cndmask_b32", "v_lshrrev_b32"),
+    ("f32", "bf16"): _p("cvt_bf16_f32"),
     ("bf16", "f32"): _v("v_lshlrev_b32"),                             # bf16 is the top half of an fp32
     ("i8", "i32"): _v("v_bfe_i32"), ("u8", "u32"): _v("v_bfe_u32"), ("u8", "i32"): _v("v_bfe_u32"),
     ("i16", "i32"): _v("v_bfe_i32"), ("u16", "u32"): _v("v_bfe_u32"), ("u16", "i32"): _v("v_bfe_u32"),
     ("i8", "f32"): _v("v_cvt_f32_i32"), ("u8", "f32"): _v("v_cvt_f32_ubyte0"),
-    ("i32", "i8"): _p("cvt_i8_i32", "v_and_b32"), ("i32", "u8"): _p("cvt_u8_i32", "v_and_b32"),
-    ("i32", "i16"): _p("cvt_i16_i32", "v_and_b32"), ("i32", "u32"): _v("v_mov_b32"),
+    ("i32", "i8"): _p("cvt_i8_i32"), ("i32", "u8"): _p("cvt_u8_i32"),
+    ("i32", "i16"): _p("cvt_i16_i32"), ("i32", "u32"): _v("v_mov_b32"),
     ("u32", "i32"): _v("v_mov_b32"), ("i32", "i64"): _v("v_ashrrev_i32"), ("u32", "u64"): _v("v_mov_b32"),
     ("f32", "fp8"): _v("v_cvt_pk_fp8_f32"), ("f32", "bf8"): _v("v_cvt_pk_bf8_f32"),
     ("fp8", "f32"): _v("v_cvt_f32_fp8"), ("bf8", "f32"): _v("v_cvt_f32_bf8"),
     # OCP e4m3 (gfx950's encoding of the same opcodes; NVIDIA cvt.rn.satfinite.e4m3x2.f32)
     ("f32", "fp8_e4m3"): _v("v_cvt_pk_fp8_f32"), ("fp8_e4m3", "f32"): _v("v_cvt_f32_fp8"),
-    ("i8", "bf16"): _p("cvt_bf16_i8", "v_bfe_i32", "v_cvt_f32_i32", "v_lshrrev_b32"),     # exact: 8 bits fit
-    ("i8", "f16"): _p("cvt_f16_i8", "v_bfe_i32", "v_cvt_f16_i16"),
-    ("i32", "bf16"): _p("cvt_bf16_i32", "v_cvt_f32_i32", "v_bfe_u32", "v_add3_u32", "v_lshrrev_b32"),
-    ("f16", "bf16"): _p("cvt_bf16_f16", "v_cvt_f32_f16", "v_bfe_u32", "v_add3_u32", "v_lshrrev_b32"),
-    ("bf16", "f16"): _p("cvt_f16_bf16", "v_lshlrev_b32", "v_cvt_f16_f32"),
-    ("i16", "f32"): _v("v_cvt_f32_i32"), ("i32", "f16"): _p("cvt_f16_i32", "v_cvt_f32_i32", "v_cvt_f16_f32"),
+    ("i8", "bf16"): _p("cvt_bf16_i8"), ("i8", "f16"): _p("cvt_f16_i8"), ("i32", "bf16"): _p("cvt_bf16_i32"),
+    ("f16", "bf16"): _p("cvt_bf16_f16"), ("bf16", "f16"): _p("cvt_f16_bf16"),
+    ("i16", "f32"): _v("v_cvt_f32_i32"), ("i32", "f16"): _p("cvt_f16_i32"),
 }
 
 VMEM_LOAD = {1: "global_load_ubyte", 2: "global_load_ushort", 4: "global_load_dword", 8: "global_load_dwordx2",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..isa.moves import byte_permute
 from . import ops
 from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
 from .provenance import Prov, broadcast_rows, fill_value, merge
@@ -85,12 +86,11 @@ class RoutingOps:
         self.check_read(a, b)
         size = itemsize(a.dtype)
         dt = np_dtype(a.dtype)
-        with np.errstate(all="ignore"):
-            if op in ("shl", "shr"):
-                s = int(b.val[0, 0]) & (8 * size - 1)
-                r = (np.left_shift(a.val, dt.type(s)) if op == "shl" else np.right_shift(a.val, dt.type(s)))
-            else:
-                r = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](a.val, b.val)
+        if op in ("shl", "shr"):
+            s = int(b.val[0, 0]) & (8 * size - 1)
+            r = insn.entry.fn(dt.type(s), a.val)          # v_lshlrev_b32 & co.: the amount is S0
+        else:
+            r = insn.entry.fn(a.val, b.val)
         r = np.asarray(r).astype(dt, copy=False)
         n = r.shape[0]
         prov = None
@@ -119,23 +119,14 @@ class RoutingOps:
         sel = np.broadcast_to(sel.val.view(np.uint32)[0] if isinstance(sel, VGPRs) else np.uint32(sel),
                               (self.width,)).astype(np.uint32)
         self.check_read(a, b)
-        src = np.concatenate([to_bytes(b.val), to_bytes(a.val)])          # [8, width]: b = bytes 0-3
-        sb = np.stack([(sel >> np.uint32(8 * i)) & np.uint32(0xFF) for i in range(4)]).astype(np.int64)
-        cols = np.arange(self.width)[None, :]
-        direct = np.where(sb < 8, sb, 0)
-        sign_src = np.clip(2 * (sb - 8) + 1, 0, 7)
-        out = np.where(sb < 8, src[direct, cols], 0).astype(np.uint8)
-        sign = np.where((src[sign_src, cols] & 0x80) != 0, 0xFF, 0).astype(np.uint8)
-        out = np.where((sb >= 8) & (sb < 12), sign, out)
-        out = np.where(sb >= 13, 0xFF, out).astype(np.uint8)
+        words, route = byte_permute(from_bytes(to_bytes(a.val), "u32")[0], from_bytes(to_bytes(b.val), "u32")[0], sel)
         prov = None
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             pb = b.prov.per_byte() if b.prov is not None else None
             pa = a.prov.per_byte() if a.prov is not None else None
             both = Prov.concat([pb, pa], [4, 4], self.pw)
-            route = self.pcols(np.where(sb < 8, sb, np.where(sb < 12, sign_src, -1)), "a v_perm_b32 selector")
-            prov = route_prov(both, route, self.pw)
-        v = self.new_value(from_bytes(out, "u32"), "u32", prov)
+            prov = route_prov(both, self.pcols(route, "a v_perm_b32 selector"), self.pw)
+        v = self.new_value(words[None, :], "u32", prov)
         self.event(insn, ins=[a, b], outs=[v])
         return v
 

@@ -1,7 +1,11 @@
 """VALU: elementwise arithmetic, compares, selects and conversions under EXEC.
 
+Numbers: each operation computes through the ISA table's entry of the instruction it traces
+(``ops.valu(op, dtype).entry``, gfxsim/isa), on its typed [elements, lanes] arrays.
+
 Provenance: arithmetic keeps, per element, the identity fields its operands agree on
-(``provenance.merge``); bitwise ops and shifts by whole bytes route bytes exactly (``routing``).
+(``provenance.merge``), as the entry's rule says (a reduction, a sum, a product, an extremum);
+bitwise ops and shifts by whole bytes route bytes exactly (``routing``).
 """
 from __future__ import annotations
 
@@ -9,17 +13,10 @@ import numpy as np
 
 from . import ops
 from .cond import Cond
-from .dtypes import FLOAT, INT, SIGNED, div_const, dtype_name, itemsize, mod_const, np_dtype
+from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .valueprov import elem_prov, merged, sum_of_results
 from .vgpr import VGPRs
-
-_BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-}
-_CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
-        "ne": np.not_equal}
 
 
 def bcast(x, n):
@@ -31,12 +28,6 @@ def bcast(x, n):
     if n % x.shape[0] == 0:
         return np.tile(x, (n // x.shape[0],) + (1,) * (x.ndim - 1))
     raise ValueError(f"cannot broadcast {x.shape[0]} elements to {n}")
-
-
-def _via_f64(fn):
-    """fn evaluated in float64 and rounded once to the value's type: correctly rounded except in
-    the rare double-rounding case (numpy's float32 exp/exp2 are up to 2 ulp off)."""
-    return lambda v: fn(v.astype(np.float64))
 
 
 class ValuOps:
@@ -56,36 +47,25 @@ class ValuOps:
                 return self._finish(routed, into, a, b)
         insn = self.lookup_op(ops.valu, op, a.dtype)
         self.check_read(a, b)
-        dt = np_dtype(a.dtype)
+        e = insn.entry
         x, y = a.val, b.val
-        if a.dtype in INT and op in _BINARY:
-            r = _BINARY[op](x, y)           # integer arrays wrap without a warning: no errstate
-        elif a.dtype in INT and op in ("idiv", "mod") and b.literal and y.flat[0] > 0:
-            r = (div_const if op == "idiv" else mod_const)(x, int(y.flat[0]))     # by a positive literal
+        if op in ("idiv", "mod") and a.dtype in INT:
+            if b.literal and y.flat[0] > 0:
+                r = e.option("by_constant")(x, int(y.flat[0]))     # by a positive literal: a shift or mask
+            elif np.any((y == 0) & self.exec[None, :]):
+                raise self.error(ZeroDivisionError, "integer division by zero")
+            else:
+                r = e.fn(x, y)
         else:
-            r = self._compute(op, x, y, dt)
-        r = np.asarray(r).astype(dt, copy=False)
-        prov = merged(self, a, b, r.shape[0], reducing=op in ("max", "min", "add"),
-                            summing=op if op in ("add", "sub") else None, product=op in ("mul", "div"),
-                            extremum=op in ("max", "min"))
-        if op in ("mul", "div") and self.check_scale_application(a, b, divisor=op == "div") and prov is not None:
+            r = e.fn(y, x) if e.reversed else e.fn(x, y)       # *rev: v_lshlrev_b32 D = S1 << S0
+        r = np.asarray(r).astype(np_dtype(a.dtype), copy=False)
+        rule = e.rule
+        prov = merged(self, a, b, r.shape[0], reducing=rule.reducing, summing=rule.summing, product=rule.product,
+                            extremum=rule.extremum)
+        if rule.product and self.check_scale_application(a, b, divisor=op == "div") and prov is not None:
             prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
         out = self.new_value(r, a.dtype, prov)
         return self._finish((out, insn), into, a, b)
-
-    def _compute(self, op, x, y, dt):
-        with np.errstate(all="ignore"):
-            if op in _BINARY:
-                return _BINARY[op](x, y)
-            if op == "div":
-                return np.divide(x, y)
-            if op in ("idiv", "mod"):
-                if np.any((y == 0) & self.exec[None, :]):
-                    raise self.error(ZeroDivisionError, "integer division by zero")
-                safe = np.where(y == 0, 1, y)
-                return np.floor_divide(x, safe) if op == "idiv" else np.mod(x, safe)
-            sh = (y & (8 * dt.itemsize - 1)).astype(dt)       # shifts by a per-lane amount
-            return np.left_shift(x, sh) if op == "shl" else np.right_shift(x, sh)
 
     def _finish(self, routed, into, a, b):
         out, insn = routed
@@ -95,12 +75,16 @@ class ValuOps:
         self.event(insn, ins=[a, b], outs=[out])
         return out
 
-    def _unary(self, op, x, fn=None) -> VGPRs:
+    def _unary(self, op, x) -> VGPRs:
         x = self.coerce(x, "f32")
         insn = self.lookup_op(ops.valu, op, x.dtype)
         self.check_read(x)
-        with np.errstate(all="ignore"):
-            r = np.abs(x.val) if op == "abs" else fn(x.val)
+        e, v = insn.entry, x.val
+        if op == "abs" and not e.pseudo:          # v_and_b32 clearing the sign bit
+            bits = np.dtype(f"u{v.dtype.itemsize}")
+            r = e.fn(v.view(bits), bits.type((1 << (8 * bits.itemsize - 1)) - 1)).view(v.dtype)
+        else:
+            r = e.fn(v)
         out = self.new_value(np.asarray(r).astype(np_dtype(x.dtype)), x.dtype, merged(self, x, None, x.n))
         self.event(insn, ins=[x], outs=[out])
         return out
@@ -113,26 +97,26 @@ class ValuOps:
         """e**x in fp32, correctly rounded: the pseudo-op for v_mul_f32 by log2(e) then v_exp_f32
         (2**x on the hardware, within 1 ulp — a stated difference)."""
         self._float_only(x, "exp")
-        return self._unary("exp", x, _via_f64(np.exp))
+        return self._unary("exp", x)
 
     def exp2(self, x):
         """2**x (v_exp_f32), correctly rounded."""
         self._float_only(x, "exp2")
-        return self._unary("exp2", x, _via_f64(np.exp2))
+        return self._unary("exp2", x)
 
     def sqrt(self, x):
         self._float_only(x, "sqrt")
-        return self._unary("sqrt", x, np.sqrt)
+        return self._unary("sqrt", x)
 
     def rcp(self, x):
         """1/x, correctly rounded (hardware v_rcp_f32 is 1 ulp: an explicit, documented difference)."""
         self._float_only(x, "rcp")
-        return self._unary("rcp", x, lambda v: np.float32(1) / v)
+        return self._unary("rcp", x)
 
     def rint(self, x):
         """Round to nearest integer, ties to even (v_rndne_f32)."""
         self._float_only(x, "rint")
-        return self._unary("rndne", x, np.rint)
+        return self._unary("rndne", x)
 
     def max(self, a, b):
         if not isinstance(a, VGPRs) and not isinstance(b, VGPRs):
@@ -148,14 +132,14 @@ class ValuOps:
         return self.min(self.max(x, lo), hi)
 
     def fma(self, a, b, c):
-        """a*b+c with one rounding (v_fma_f32): formed in float64, where a*b is exact."""
+        """a*b+c with one rounding (v_fma_f32)."""
         if not isinstance(a, VGPRs):
             raise self.error(TypeError, "fma: the first operand must be a per-lane value")
         self._float_only(a, "fma")
         a, b, c = (self.coerce(v, a.dtype) for v in (a, b, c))
         insn = self.lookup_op(ops.valu, "fma", a.dtype)
         self.check_read(a, b, c)
-        r = (a.val.astype(np.float64) * b.val + c.val).astype(np.float32)
+        r = insn.entry.fn(a.val, b.val, c.val)
         dequant = self.check_scale_application(a, b)
         n = r.shape[0]
         prov = None
@@ -179,7 +163,7 @@ class ValuOps:
         self.check_read(a, b)
         n = max(a.n, b.n)
         m = m[None, :] if m.ndim == 1 else m
-        r = np.where(m, bcast(a.val, n), bcast(b.val, n))
+        r = ops.VALU[("cndmask", "any")].entry.fn(bcast(b.val, n), bcast(a.val, n), m)     # D = m ? S1 : S0
         prov = None
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             size = itemsize(dtype)
@@ -202,7 +186,7 @@ class ValuOps:
             raise self.error(ValueError, f"v_cmp_{op}: {a.n} elements vs {b.n} elements")
         insn = self.lookup_op(ops.valu, f"cmp_{op}", dtype)
         self.check_read(a, b)
-        m = _CMP[op](a.val, b.val) & self.exec[None, :]     # VOPC writes 0 for inactive lanes
+        m = insn.entry.fn(a.val, b.val) & self.exec[None, :]     # VOPC writes 0 for inactive lanes
         if m.shape[0] == 1:
             m = m[0]
         self.event(insn, ins=[a, b])
@@ -214,28 +198,18 @@ class ValuOps:
         src = x.dtype
         insn = self.lookup_op(ops.cvt, src, dtype)
         self.check_read(x)
-        v = x.val
-        with np.errstate(all="ignore"):
-            if src == dtype:
-                r = v.copy()
-            elif src in FLOAT and dtype in INT:
-                if dtype not in ("i32", "u32"):
-                    raise self.error(TypeError, f"no v_cvt from {src} to {dtype}: convert to i32 first")
-                f = v.astype(np.float64)
-                lo, hi = (-2.0 ** 31, 2.0 ** 31 - 1) if dtype == "i32" else (0.0, 2.0 ** 32 - 1)
-                r = np.where(np.isnan(f), 0, np.clip(np.trunc(f), lo, hi)).astype(np_dtype(dtype))
-            elif src in INT and dtype in INT:
-                info = np.iinfo(np_dtype(dtype))
-                wide = v.astype(np.int64)
-                if np_dtype(dtype).itemsize < np_dtype(src).itemsize or (src not in SIGNED) != (dtype not in SIGNED):
-                    bad = ((wide < info.min) | (wide > info.max)) & self.exec[None, :]
-                    if bad.any():
-                        e, l = (int(i) for i in np.argwhere(bad)[0])
-                        raise self.error(OverflowError, f"{src} value {int(wide[e, l])} does not fit {dtype} "
-                                         f"(a silent wrap would hide a bug)", lane=l)
-                r = wide.astype(np_dtype(dtype))
-            else:                       # int -> float, float -> float: round to nearest even
-                r = v.astype(np.float64).astype(np_dtype(dtype)) if src in INT else v.astype(np_dtype(dtype))
+        v, e, dt = x.val, insn.entry, np_dtype(dtype)
+        if src in FLOAT and dtype in INT and dtype not in ("i32", "u32"):
+            raise self.error(TypeError, f"no v_cvt from {src} to {dtype}: convert to i32 first")
+        if src != dtype and src in INT and dtype in INT and (dt.itemsize < np_dtype(src).itemsize
+                                                             or (src not in SIGNED) != (dtype not in SIGNED)):
+            # a checked conversion: a silent wrap would hide a bug (the hardware's move wraps)
+            bad = e.option("checked")(v, dt) & self.exec[None, :]
+            if bad.any():
+                el, l = (int(i) for i in np.argwhere(bad)[0])
+                raise self.error(OverflowError, f"{src} value {int(v[el, l])} does not fit {dtype} "
+                                 f"(a silent wrap would hide a bug)", lane=l)
+        r = e.convert(v, dt)
         # one element in, one element out: its provenance (an extended byte keeps its identity)
         out = self.new_value(r, dtype, elem_prov(self, x, x.n))
         if out.prov is not None:

@@ -2,7 +2,7 @@
 base mnemonic (the ``_e32``/``_e64``/``_sdwa`` encoding suffix stripped; ``Decoded.enc`` keeps
 it). A function takes the wave state and the decoded instruction and returns the next pc, or
 None for the next instruction. One module per family: sop (scalar ALU and program control),
-vop (vector ALU), fp (fp32 helpers), ds (LDS), mem (global and scalar memory), mfma (matrix).
+vop (vector ALU, its numbers from the ISA table gfxsim/isa), ds (LDS), mem (global and scalar memory), mfma (matrix).
 
 Operand access shared by the families is here: ``u32`` reads a 32-bit source per lane (inline
 constants, literals, SGPRs broadcast over each member's lanes, VGPRs), ``f32`` the same with the abs/neg modifiers

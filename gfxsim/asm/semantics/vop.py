@@ -1,20 +1,22 @@
 """Vector ALU (VOP1, VOP2, VOP3, VOPC, VOP3P and their SDWA forms) per the CDNA3 ISA.
 
-Most operations are one row of ``VALU``: the source types and a numpy function of the sources
-(integer ops wrap modulo 2^32, shift amounts take their low 5 or 6 bits, fp32 is IEEE binary32
-via ``fp``). Operations with implicit state (carries through VCC or an SGPR pair, compares,
-cndmask, the division helpers, lane counts), byte routing (moves, v_perm_b32 through the back
-end, so provenance travels) and packed fp32 have their own functions.
+Most operations are one row of ``VALU``, an entry of the ISA table (gfxsim/isa) both front ends
+share: its source types, a numpy function of the sources and its provenance rule. Operations
+with implicit state (carries through VCC or an SGPR pair, compares, cndmask, the division
+helpers, lane counts), byte routing (moves, v_perm_b32 through the back end, so provenance
+travels) and packed fp32 have their own functions; compares and the division helpers still take
+their numbers from the table.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 import numpy as np
 
 from . import OPS, const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
-from . import dequant, fp
+from . import dequant
+from ... import isa
+from ...isa import fp
 from ...machine.provenance import Prov, merge
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import elem_prov, merged, sum_of_results
@@ -27,177 +29,38 @@ def _i(x):
     return np.asarray(x).view(I32)
 
 
-def _sh(x, bits=31):
-    return (np.asarray(x) & U32(bits)).astype(U32)
-
-
-def _mul_lo(a, b):
-    return ((a.astype(U64) * b.astype(U64)) & U64(0xFFFFFFFF)).astype(U32)
-
-
-def _mul_hi_u(a, b):
-    return ((a.astype(U64) * b.astype(U64)) >> U64(32)).astype(U32)
-
-
-def _mul_hi_i(a, b):
-    p = _i(a).astype(np.int64) * _i(b).astype(np.int64)
-    return (p >> 32).astype(np.int64).astype(U32)
-
-
-def _bfe_u(a, off, width):
-    off, width = off & U32(31), width & U32(31)
-    return ((a >> off) & ((U32(1) << width) - U32(1))).astype(U32)
-
-
-def _bfe_i(a, off, width):
-    off, width = (off & U32(31)).astype(np.int64), (width & U32(31)).astype(np.int64)
-    v = (a.astype(np.int64) >> off) & ((1 << width) - 1)
-    sign = (width > 0) & ((v >> np.maximum(width - 1, 0)) & 1).astype(bool)
-    return np.where(sign, v - (1 << width), v).astype(np.int64).astype(U32)
-
-
-def _cvt_i32_f32(x):
-    """Round toward zero, saturate to the int32 range, NaN -> 0."""
-    with np.errstate(invalid="ignore"):
-        t = np.trunc(x.astype(np.float64))
-        t = np.where(np.isnan(t), 0, np.clip(t, -2**31, 2**31 - 1))
-    return t.astype(np.int64).astype(U32)
-
-
-def _cvt_u32_f32(x):
-    with np.errstate(invalid="ignore"):
-        t = np.trunc(x.astype(np.float64))
-        t = np.where(np.isnan(t), 0, np.clip(t, 0, 2**32 - 1))
-    return t.astype(np.uint64).astype(U32)
-
-
-def _f(fn):
-    """An fp32 operation evaluated with floating-point warnings off (NaN/inf are values here)."""
-    def run(*a):
-        with np.errstate(all="ignore"):
-            return fn(*a).astype(F32)
-    return run
-
-
-def _bfrev(a):
-    """Reverse the 32 bits of each word."""
-    b = np.unpackbits(np.ascontiguousarray(a, U32).view(np.uint8).reshape(-1, 4), axis=1, bitorder="little")
-    return np.packbits(b[:, ::-1], axis=1, bitorder="little").view(U32).reshape(-1)
-
-
-def _med3_int(a, b, c):
-    return np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))
-
-
-u, i, f = "u32", "i32", "f32"
-# name -> (source types, function of the sources (as typed arrays) -> result array)
-VALU = {
-    # integer VOP2/VOP3
-    "v_add_u32": ((u, u), lambda a, b: a + b),
-    "v_sub_u32": ((u, u), lambda a, b: a - b),
-    "v_subrev_u32": ((u, u), lambda a, b: b - a),
-    "v_and_b32": ((u, u), lambda a, b: a & b),
-    "v_or_b32": ((u, u), lambda a, b: a | b),
-    "v_xor_b32": ((u, u), lambda a, b: a ^ b),
-    "v_not_b32": ((u,), lambda a: ~a),
-    "v_lshlrev_b32": ((u, u), lambda a, b: b << _sh(a)),
-    "v_lshrrev_b32": ((u, u), lambda a, b: b >> _sh(a)),
-    "v_ashrrev_i32": ((u, u), lambda a, b: (_i(b) >> _sh(a).astype(I32)).view(U32)),
-    "v_mul_lo_u32": ((u, u), _mul_lo),
-    "v_mul_hi_u32": ((u, u), _mul_hi_u),
-    "v_mul_hi_i32": ((u, u), _mul_hi_i),
-    "v_mul_u32_u24": ((u, u), lambda a, b: _mul_lo(a & U32(0xFFFFFF), b & U32(0xFFFFFF))),
-    "v_mul_i32_i24": ((u, u), lambda a, b: _mul_lo(_bfe_i(a, U32(0), U32(24)), _bfe_i(b, U32(0), U32(24)))),
-    "v_mad_u32_u24": ((u, u, u), lambda a, b, c: _mul_lo(a & U32(0xFFFFFF), b & U32(0xFFFFFF)) + c),
-    "v_mad_i32_i24": ((u, u, u), lambda a, b, c: _mul_lo(_bfe_i(a, U32(0), U32(24)), _bfe_i(b, U32(0), U32(24))) + c),
-    "v_min_u32": ((u, u), np.minimum),
-    "v_max_u32": ((u, u), np.maximum),
-    "v_min_i32": ((i, i), np.minimum),
-    "v_max_i32": ((i, i), np.maximum),
-    "v_lshl_or_b32": ((u, u, u), lambda a, b, c: (a << _sh(b)) | c),
-    "v_and_or_b32": ((u, u, u), lambda a, b, c: (a & b) | c),
-    "v_or3_b32": ((u, u, u), lambda a, b, c: a | b | c),
-    "v_xad_u32": ((u, u, u), lambda a, b, c: (a ^ b) + c),
-    "v_add3_u32": ((u, u, u), lambda a, b, c: a + b + c),
-    "v_lshl_add_u32": ((u, u, u), lambda a, b, c: (a << _sh(b)) + c),
-    "v_add_lshl_u32": ((u, u, u), lambda a, b, c: (a + b) << _sh(c)),
-    "v_bfe_u32": ((u, u, u), _bfe_u),
-    "v_bfe_i32": ((u, u, u), _bfe_i),
-    "v_bfi_b32": ((u, u, u), lambda a, b, c: (a & b) | (~a & c)),
-    "v_alignbit_b32": ((u, u, u), lambda a, b, c: (((a.astype(U64) << U64(32)) | b.astype(U64))
-                                                    >> (c & U32(31)).astype(U64)).astype(U32)),
-    "v_alignbyte_b32": ((u, u, u), lambda a, b, c: (((a.astype(U64) << U64(32)) | b.astype(U64))
-                                                     >> (U64(8) * (c & U32(3)).astype(U64))).astype(U32)),
-    "v_med3_i32": ((i, i, i), _med3_int),
-    "v_med3_u32": ((u, u, u), _med3_int),
-    "v_min3_i32": ((i, i, i), lambda a, b, c: np.minimum(np.minimum(a, b), c)),
-    "v_max3_i32": ((i, i, i), lambda a, b, c: np.maximum(np.maximum(a, b), c)),
-    "v_min3_u32": ((u, u, u), lambda a, b, c: np.minimum(np.minimum(a, b), c)),
-    "v_max3_u32": ((u, u, u), lambda a, b, c: np.maximum(np.maximum(a, b), c)),
-    "v_bfrev_b32": ((u,), lambda a: _bfrev(a)),
-    "v_bcnt_u32_b32": ((u, u), lambda a, b: np.bitwise_count(a).astype(U32) + b),
-    # conversions
-    "v_cvt_f32_i32": ((i,), lambda a: a.astype(F32)),
-    "v_cvt_f32_u32": ((u,), lambda a: a.astype(F32)),
-    "v_cvt_i32_f32": ((f,), _cvt_i32_f32),
-    "v_cvt_u32_f32": ((f,), _cvt_u32_f32),
-    "v_cvt_f32_ubyte0": ((u,), lambda a: (a & U32(0xFF)).astype(F32)),
-    "v_cvt_f32_ubyte1": ((u,), lambda a: ((a >> U32(8)) & U32(0xFF)).astype(F32)),
-    "v_cvt_f32_ubyte2": ((u,), lambda a: ((a >> U32(16)) & U32(0xFF)).astype(F32)),
-    "v_cvt_f32_ubyte3": ((u,), lambda a: (a >> U32(24)).astype(F32)),
-    # fp32
-    "v_add_f32": ((f, f), _f(lambda a, b: a + b)),
-    "v_sub_f32": ((f, f), _f(lambda a, b: a - b)),
-    "v_subrev_f32": ((f, f), _f(lambda a, b: b - a)),
-    "v_mul_f32": ((f, f), _f(lambda a, b: a * b)),
-    "v_fma_f32": ((f, f, f), fp.fma),
-    "v_max_f32": ((f, f), fp.fmax),
-    "v_min_f32": ((f, f), fp.fmin),
-    "v_max3_f32": ((f, f, f), lambda a, b, c: fp.fmax(fp.fmax(a, b), c)),
-    "v_min3_f32": ((f, f, f), lambda a, b, c: fp.fmin(fp.fmin(a, b), c)),
-    "v_med3_f32": ((f, f, f), fp.med3),
-    "v_rndne_f32": ((f,), _f(np.rint)),               # IEEE roundToIntegralTiesToEven (keeps -0)
-    "v_trunc_f32": ((f,), _f(np.trunc)),
-    "v_floor_f32": ((f,), _f(np.floor)),
-    "v_ceil_f32": ((f,), _f(np.ceil)),
-    "v_fract_f32": ((f,), _f(lambda a: np.where(np.isinf(a), F32(np.nan), a - np.floor(a)))),
-    "v_rcp_f32": ((f,), fp.rcp),
-    "v_rcp_iflag_f32": ((f,), fp.rcp),                # the rcp of integer division: same value
-    "v_exp_f32": ((f,), fp.exp2),
-    "v_log_f32": ((f,), fp.log2),
-    "v_sqrt_f32": ((f,), _f(np.sqrt)),                # correctly rounded (hardware: 1 ulp)
-    "v_ldexp_f32": ((f, i), _f(lambda a, e: np.ldexp(a, np.clip(e, -400, 400)))),
-}
-del u, i, f
+# The rows of the generic VALU path: every ISA entry of the "valu" form, its source types and its
+# numbers (gfxsim/isa); integer ops wrap modulo 2^32, shift amounts take their low 5 bits.
+VALU = {e.mnemonic: (e.srcs, e.fn) for e in isa.asm_entries("valu")}
 
 # VOP3 forms with float modifiers allowed on their float sources; clamp/omod are refused
 _FLOAT_TYPES = {"f32"}
 
-# Byte-routing operations: the same operation on back-end values, whose provenance (each result
-# byte's identities, routing.py) the result takes; the value itself is the row of VALU. A shift
-# routes when its amount is uniform (a constant or an SGPR), else the result has no identity.
-ROUTE = {
+# Byte routing (the entries whose rule routes bytes): the same operation on back-end values, whose
+# provenance (each result byte's identities, routing.py) the result takes; the value itself is the
+# entry's. A shift routes when its amount is uniform (a constant or an SGPR), else its result keeps
+# the fields its operands agree on, as the Python front end's shift by a per-lane amount.
+_ROUTE_VIA = {
     "v_and_b32": lambda a, b: a & b,
     "v_or_b32": lambda a, b: a | b,
     "v_xor_b32": lambda a, b: a ^ b,
     "v_lshlrev_b32": lambda a, b: b << a if a.literal else None,
     "v_lshrrev_b32": lambda a, b: b >> a if a.literal else None,
+    "v_ashrrev_i32": lambda a, b: b.w.bitcast(b, "i32") >> int(a.val[0, 0]) if a.literal else None,
     "v_lshl_or_b32": lambda a, b, c: (a << b) | c if b.literal else None,
     "v_and_or_b32": lambda a, b, c: (a & b) | c,
     "v_or3_b32": lambda a, b, c: a | b | c,
 }
+ROUTE = {n: _ROUTE_VIA[n] for n, (_, _) in VALU.items() if isa.entry(n).rule.routes}
 
 
 # Arithmetic: the back end's rule for the same operation (valu.py: a field survives where the
 # operands agree; a reduction — max, min, add — unites footprints; a sum of two matrix results is
-# named by a pair record), so a compiled value carries what its Python twin's would.
-REDUCING = {"v_add_f32", "v_add_u32", "v_add3_u32", "v_max_f32", "v_min_f32", "v_max3_f32", "v_min3_f32",
-            "v_med3_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_min_u32", "v_max3_i32", "v_min3_i32",
-            "v_max3_u32", "v_min3_u32", "v_med3_i32", "v_med3_u32"}
-SUMMING = {"v_add_f32", "v_sub_f32", "v_subrev_f32", "v_add_u32", "v_sub_u32", "v_subrev_u32", "v_add3_u32"}
-FUSED = {"v_fma_f32", "v_div_fmas_f32"}    # a*b, then + c as an accumulation (valu.fma)
-PRODUCT = {"v_mul_f32", "v_mul_legacy_f32"}  # what a product's result is named by (consumed.product_names)
-EXTREMUM = {"v_max_f32", "v_min_f32", "v_max_i32", "v_min_i32", "v_max_u32", "v_min_u32"}
+# named by a pair record), so a compiled value carries what its Python twin's would: each entry's
+# provenance rule (isa.Rule), read by name.
+def _rule(name: str) -> isa.Rule:
+    e = isa.TABLE.get(name)
+    return isa.KEEP if e is None else e.rule
 
 
 def addends_differ(st, name, srcs):
@@ -208,10 +71,11 @@ def addends_differ(st, name, srcs):
     functions of it (clang's expf: x*c_hi + x*c_lo; a division's Newton steps: q + e*q), and a
     zero (x = 0 in expf) says nothing. None for operations that add nothing."""
     with np.errstate(all="ignore"):
-        if name in FUSED:
+        rule = _rule(name)
+        if rule.fused:
             a, b, c = (f32(st, o).astype(np.float64) for o in srcs[:3])
             x, y = a * b, c
-        elif name in SUMMING and name.startswith("v_add") and len(srcs) >= 2:
+        elif rule.summing == "add" and len(srcs) >= 2:
             x, y = (f32(st, o).astype(np.float64) if "f32" in name else u32(st, o).astype(np.float64)
                     for o in srcs[:2])
         else:
@@ -228,7 +92,8 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
     if not w.provenance or all(v.prov is None for v in vals):
         return None
     wide = w.machine.wide
-    if name in FUSED:                       # c + a*b, as valu.fma: a product, then an add
+    rule = _rule(name)
+    if rule.fused:                          # c + a*b, as valu.fma: a product, then an add
         ab = merged(w, vals[0], vals[1], 1, product=True)
         if dequantized and ab is not None:
             ab = Prov(ab.g, ab.ids)
@@ -237,10 +102,9 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
         if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
             p = sum_of_results(w, ab, pc, p, one_element=True if differ is None else differ)
         return p
-    red = name in REDUCING
-    summ = ("sub" if "sub" in name else "add") if name in SUMMING else None
-    p = merged(w, vals[0], vals[1] if len(vals) > 1 else None, 1, red, summ, product=name in PRODUCT,
-                  extremum=name in EXTREMUM, one_element=True if differ is None else differ)
+    red = rule.reducing
+    p = merged(w, vals[0], vals[1] if len(vals) > 1 else None, 1, red, rule.summing, product=rule.product,
+                  extremum=rule.extremum, one_element=True if differ is None else differ)
     if dequantized and p is not None:
         return Prov(p.g, p.ids)
     for v in vals[2:]:
@@ -274,8 +138,10 @@ def _result_prov(st, d, name, srcs):
         return None
     if name in ROUTE:                 # SDWA sources arrive with their selected bytes routed
         def routed(split):
-            out = ROUTE[name](*(_src_values(st, d, srcs) if split else vals))
-            return None if out is None else out.prov
+            vs = _src_values(st, d, srcs) if split else vals
+            out = ROUTE[name](*vs)
+            # a per-lane shift amount moves no whole bytes: the fields the operands agree on (valu.py)
+            return arith_prov(st, name, vs) if out is None else out.prov
         return by_sgpr_value(st, srcs, routed)
     if name in BYTE_EXTRACT:
         return by_sgpr_value(st, srcs, lambda split: BYTE_EXTRACT[name](
@@ -341,7 +207,7 @@ def _bfe_prov(signed):
     return rule
 
 
-BYTE_EXTRACT = {"v_bfe_u32": _bfe_prov(False), "v_bfe_i32": _bfe_prov(True)}
+BYTE_EXTRACT = {n: _bfe_prov(n == "v_bfe_i32") for n in VALU if isa.entry(n).rule.byte_extract}
 SDWA_FIELD = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8),     # (shift, bits)
               "WORD_0": (0, 16), "WORD_1": (16, 16)}
 
@@ -664,22 +530,7 @@ def v_cndmask_b32(st, d):
     _put_prov(st, dst, np.where(mask, y, x), prov)
 
 
-# -- compares: v_cmp[x]_<op>_<type> -----------------------------------------------------------------
-def _ord(a, b):
-    return ~np.isnan(a) & ~np.isnan(b)
-
-
-CMP_F = {"f": lambda a, b: np.zeros(a.shape, bool), "lt": np.less, "eq": np.equal, "le": np.less_equal,
-         "gt": np.greater, "lg": lambda a, b: _ord(a, b) & (a != b), "ge": np.greater_equal, "o": _ord,
-         "u": lambda a, b: ~_ord(a, b), "nge": lambda a, b: ~(a >= b), "nlg": lambda a, b: ~(_ord(a, b) & (a != b)),
-         "ngt": lambda a, b: ~(a > b), "nle": lambda a, b: ~(a <= b), "neq": lambda a, b: ~(a == b),
-         "nlt": lambda a, b: ~(a < b), "tru": lambda a, b: np.ones(a.shape, bool)}
-CMP_I = {"f": lambda a, b: np.zeros(a.shape, bool), "lt": np.less, "eq": np.equal, "le": np.less_equal,
-         "gt": np.greater, "ne": np.not_equal, "lg": np.not_equal, "ge": np.greater_equal,
-         "t": lambda a, b: np.ones(a.shape, bool)}
-_CMP = re.compile(r"^v_cmp(x?)_([a-z]+)_(f32|i32|u32|i64|u64)$")
-
-
+# -- compares: v_cmp[x]_<op>_<type>, the table's "cmp" entries ----------------------------------------
 def _cmp(name, x, rel, t):
     @op(name)
     def run(st, d):
@@ -696,18 +547,15 @@ def _cmp(name, x, rel, t):
             va, vb = u64(st, a), u64(st, b)
             if t == "i64":
                 va, vb = va.view(np.int64), vb.view(np.int64)
-        with np.errstate(invalid="ignore"):
-            res = np.asarray(rel(va, vb), bool) & st.exec         # inactive lanes write 0
+        res = np.asarray(rel(va, vb), bool) & st.exec         # inactive lanes write 0
         sdst_mask(st, dst, res)
         if x:
             st.set_exec(res)
     return run
 
 
-for _x in ("", "x"):
-    for _t in ("f32", "i32", "u32", "i64", "u64"):
-        for _c, _rel in (CMP_F if _t == "f32" else CMP_I).items():
-            _cmp(f"v_cmp{_x}_{_c}_{_t}", _x, _rel, _t)
+for _e in isa.asm_entries("cmp"):
+    _cmp(_e.mnemonic, _e.mnemonic.startswith("v_cmpx_"), _e.fn, _e.srcs[0])
 
 
 # -- the division helpers ---------------------------------------------------------------------------
@@ -715,7 +563,7 @@ for _x in ("", "x"):
 def v_div_scale_f32(st, d):
     no_mods(st, d)
     dst, sd, a, b, c = d.ops.positional
-    r, vcc = fp.div_scale(f32(st, a), f32(st, b), f32(st, c))
+    r, vcc = isa.entry("v_div_scale_f32").fn(f32(st, a), f32(st, b), f32(st, c))
     _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_scale_f32", (a,)))      # S0, scaled
     sdst_mask(st, sd, vcc & st.exec)
 
@@ -729,7 +577,7 @@ def v_div_fmas_f32(st, d):
     (A zero, infinite or NaN result is the same under either scale; v_div_fixup then decides.)"""
     no_mods(st, d)
     dst, a, b, c = d.ops.positional
-    r = fp.fma(f32(st, a), f32(st, b), f32(st, c))
+    r = isa.entry("v_div_fmas_f32").fn(f32(st, a), f32(st, b), f32(st, c))
     vcc = st.mask_of(106) & st.exec & np.isfinite(r) & (r != 0)
     if vcc.any():
         raise st.error("v_div_fmas_f32 with VCC set (a quotient div_scale scaled on one side: operands 2^96 "
@@ -742,7 +590,7 @@ def v_div_fmas_f32(st, d):
 def v_div_fixup_f32(st, d):
     no_mods(st, d)
     dst, a, b, c = d.ops.positional
-    r, under = fp.div_fixup(f32(st, a), f32(st, b), f32(st, c))
+    r, under = isa.entry("v_div_fixup_f32").fn(f32(st, a), f32(st, b), f32(st, c))
     under &= st.exec
     if under.any():
         raise st.error("v_div_fixup_f32: a quotient below 2^-150 (the ISA's underflow case) is not modelled",

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from gfxsim.asm.semantics import fp
+from gfxsim.isa import fp
 from gfxsim.asm.state import AsmError
 
 U32 = np.uint32

@@ -13,6 +13,9 @@ import numpy as np
 
 F32, F64 = np.float32, np.float64
 QNAN_BIT = np.uint32(0x00400000)
+# per float type: the unsigned integer of its bits and its quiet-NaN bit (the top mantissa bit)
+_BITS = {np.dtype(np.float32): (np.uint32, np.uint32(0x00400000)),
+         np.dtype(np.float16): (np.uint16, np.uint16(0x0200))}
 
 
 def fma(a, b, c) -> np.ndarray:
@@ -36,19 +39,31 @@ def fma(a, b, c) -> np.ndarray:
     return out.astype(F32)
 
 
+def _float(x) -> np.ndarray:
+    """x as an array of its float type (f16 stays f16; anything else is binary32)."""
+    x = np.asarray(x)
+    return x if x.dtype in _BITS else x.astype(F32)
+
+
 def is_snan(x) -> np.ndarray:
-    b = np.asarray(x, F32).view(np.uint32)
-    return np.isnan(x) & ((b & QNAN_BIT) == 0)
+    x = _float(x)
+    u, q = _BITS[x.dtype]
+    return np.isnan(x) & ((x.view(u) & q) == 0)
 
 
 def quiet(x) -> np.ndarray:
-    return (np.asarray(x, F32).view(np.uint32) | QNAN_BIT).view(F32)
+    x = _float(x)
+    u, q = _BITS[x.dtype]
+    return (x.view(u) | q).view(x.dtype)
 
 
 def _minmax(a, b, is_max: bool, ieee: bool = True):
-    """V_MAX_F32 / V_MIN_F32: IEEE mode returns a quieted signalling NaN, a quiet NaN yields the
-    other operand, and +0 is greater than -0."""
-    a, b = np.asarray(a, F32), np.asarray(b, F32)
+    """V_MAX_F32 / V_MIN_F32 (and the f16 forms, on arrays of any shape): IEEE mode returns a
+    quieted signalling NaN, a quiet NaN yields the other operand, and +0 is greater than -0."""
+    fast = np.maximum(a, b) if is_max else np.minimum(a, b)
+    if fast.dtype in _BITS and not np.isnan(fast).any() and fast.all():
+        return fast                      # no zero (whose sign decides) and no NaN: numpy's answer is the ISA's
+    a, b = np.broadcast_arrays(_float(a), _float(b))
     if is_max:
         pick_a = (a > b) | ((a == b) & ~np.signbit(a))
     else:
@@ -59,7 +74,7 @@ def _minmax(a, b, is_max: bool, ieee: bool = True):
     if ieee:
         out = np.where(is_snan(b), quiet(b), out)
         out = np.where(is_snan(a), quiet(a), out)
-    return out.astype(F32)
+    return out.astype(a.dtype)
 
 
 def fmax(a, b, ieee=True):
@@ -76,7 +91,7 @@ def med3(a, b, c, ieee=True):
     mx = fmax(fmax(a, b, ieee), c, ieee)
     nan = np.isnan(a) | np.isnan(b) | np.isnan(c)
     out = np.where(mx == a, fmax(b, c, ieee), np.where(mx == b, fmax(a, c, ieee), fmax(a, b, ieee)))
-    return np.where(nan, fmin(fmin(a, b, ieee), c, ieee), out).astype(F32)
+    return np.where(nan, fmin(fmin(a, b, ieee), c, ieee), out).astype(mx.dtype)
 
 
 def rcp(x):
@@ -94,6 +109,8 @@ def _round_f64_to_f32(y, exact_of, y_exact):
     by ``exact_of(i)`` (a Decimal) and rounded from that; where ``y_exact`` the binary64 value is
     the exact result and numpy's rounding of it is already correct."""
     from decimal import Decimal
+    shape = y.shape
+    y, y_exact = y.reshape(-1), np.broadcast_to(y_exact, shape).reshape(-1)
     r = y.astype(F32)
     r64 = r.astype(F64)
     toward = np.where(y > r64, F32(np.inf), F32(-np.inf))
@@ -112,7 +129,7 @@ def _round_f64_to_f32(y, exact_of, y_exact):
             out[i] = hi
         else:                                            # an exact tie: to even
             out[i] = lo if (np.asarray(lo, F32).view(np.uint32) & 1) == 0 else hi
-    return out
+    return out.reshape(shape)
 
 
 def exp2(x):
@@ -126,7 +143,7 @@ def exp2(x):
     def exact(i):
         with localcontext() as ctx:
             ctx.prec = 60
-            return (Decimal(float(x[i])) * Decimal(2).ln()).exp()
+            return (Decimal(float(x.flat[i])) * Decimal(2).ln()).exp()
     with np.errstate(all="ignore"):
         return _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x == np.round(x)))
 
@@ -141,7 +158,7 @@ def log2(x):
     def exact(i):
         with localcontext() as ctx:
             ctx.prec = 60
-            return Decimal(float(x[i])).ln() / Decimal(2).ln()
+            return Decimal(float(x.flat[i])).ln() / Decimal(2).ln()
     with np.errstate(all="ignore"):
         m, _ = np.frexp(x)
         return _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x <= 0) | (m == 0.5))
