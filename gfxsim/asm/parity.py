@@ -24,8 +24,14 @@ _OWN = {"mma_event", "instruction", "register", "source", "label", "lanes", "mis
 
 
 def mmac_sets(report) -> Counter:
-    return Counter((tuple(m["workgroup"]), m["wave"], m["instruction"], tuple(m["a_tokens"]), tuple(m["b_tokens"]))
+    return Counter((tuple(m["workgroup"]), m["wave"], m["instruction"], _slots(m["a_tokens"]), _slots(m["b_tokens"]))
                    for m in report["mmacs"])
+
+
+def _slots(tokens) -> tuple:
+    """An operand's K-slot tokens; no token in any slot is one form whether the front end recorded
+    the slots (all -1) or, its operand carrying no provenance at all, none (an empty list)."""
+    return tuple(tokens) if any(t >= 0 for t in tokens) else ()
 
 
 def _freeze(x):

@@ -92,6 +92,12 @@ class Kernel:
     info: Mapping[str, str] = field(default_factory=dict)   # clang's "; NumVgprs: 142" lines
 
     @cached_property
+    def liveness(self):
+        """Which registers an instruction writes that die unread (liveness.Liveness)."""
+        from .liveness import Liveness
+        return Liveness(self)
+
+    @cached_property
     def blocks(self) -> tuple[Block, ...]:
         """Basic blocks: split at labels and after branches and s_endpgm."""
         n = len(self.instructions)

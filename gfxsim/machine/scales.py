@@ -56,9 +56,28 @@ class ScaleOps:
                 continue
             act = (mma >= 0) & fl & self.pexec("EXEC of a dequant")[None, :]
             if act.any():
+                act &= ~self._zero_of_nothing(sc, ps, act)
+            if act.any():
                 hit = True
                 self._scale_check(pr, ps, act)
         return hit
+
+    def _zero_of_nothing(self, sc: VGPRs, ps: Prov, act) -> np.ndarray:
+        """Where (of ``act``) a scale is zero and was computed from nothing — a constant, as compiled
+        code writes ``amax >= min ? amax / 127 : 0.f`` for a group whose values are all zero: the
+        product is zero whatever group it belonged to, so no token took another group's scale."""
+        nothing = act.copy()
+        for x in ps.ids.values():
+            nothing &= x < 0
+        for m in ps.fp.values():
+            nothing &= ~m.nonempty()
+        if not nothing.any():
+            return nothing
+        zero = sc.val == 0
+        if zero.shape[0] != act.shape[0]:
+            zero = np.broadcast_to(zero, act.shape[:1] + zero.shape[1:]) if zero.shape[0] == 1 else \
+                np.tile(zero, (act.shape[0] // zero.shape[0], 1))
+        return nothing & self._pcols(zero, "where a scale of no origin is zero")
 
     def _scale_check(self, pr: Prov, ps: Prov, act):
         if self._scale_check_in_place(pr, ps, act):

@@ -171,3 +171,21 @@ def test_dequant_recognition_switch(monkeypatch):
     assert not scale_findings(kr.runs)
     assert kr.checks() == {"not_run": ["scale-group-mismatch"],
                            "reason": "asm front end: compiled code has no scale marks (dequant recognition off)"}
+
+
+@pytest.mark.parametrize("arch, ctx", [("gfx936", 256), ("gfx942", 256), ("gfx936", 300), ("gfx942", 130)])
+def test_prefix_prefill_asm_is_the_python_twin(arch, ctx):
+    """The compiled prefill, 64 causal query rows over the cache (chunks that end inside the
+    context, rows that see none of a chunk's tokens): the same K-slot tokens and no finding. Its
+    HIP writes a literal -inf for a masked score and a literal 0.f scale for an all-zero group,
+    where the Python twin keeps names (s - inf, amax * 0); both are zero weights, not mistakes."""
+    need_toolchain(arch)
+    from gfxsim.asm.parity import differences
+    from kernels_py.host.runs import run_kernel
+    py = run_kernel("prefix_prefill", context=ctx, heads=1, arch=arch)
+    asm = run_kernel("prefix_prefill", context=ctx, heads=1, arch=arch, frontend="asm")
+    assert py.findings == [] and [f for f in asm.findings if f.kind != "lds-bank-conflict"] == [], \
+        [f.message for f in asm.findings]
+    assert differences(py.report(), asm.report()) == []
+    assert asm.checks() == {"not_run": [], "reason": None}
+    assert np.abs(asm.out - py.out).max() <= 4 * np.finfo(np.float32).eps * np.abs(py.out).max()

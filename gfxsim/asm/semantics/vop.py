@@ -652,6 +652,9 @@ def _pk(name, n, fn):
             scalar = {"v_pk_mul_f32": "v_mul_f32", "v_pk_add_f32": "v_add_f32", "v_pk_fma_f32": "v_fma_f32"}[name]
             halves_p = []
             for hi_half in (False, True):           # each half from the sources' selected halves
+                if dst.kind == "reg" and st.kernel.liveness.dead_after(st.pc, dst.file, dst.first + hi_half):
+                    halves_p.append(None)           # a half clang lets die: not a value the kernel made
+                    continue
                 vals, regs = [], []
                 for k, o in enumerate(srcs):
                     h = (sel_hi if hi_half else sel)[k]

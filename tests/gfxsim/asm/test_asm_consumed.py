@@ -71,3 +71,55 @@ def test_a_partial_sum_added_again_is_a_double_count(body, twice):
     assert cov.details["multiple"] == {t: 2 for t in twice} and not cov.details["never"]
     if body == "v10 + v10":
         assert any("the same value twice" in f.message for f in run.findings_of("double-count"))
+
+
+# A packed add computes both halves; clang keeps one and lets the other die (overwritten before any
+# read), often one value added to itself by the op_sel it happened to pick. lo = acc0 + acc1,
+# hi = acc1 + acc1; the kernel stores lo (the hi half dies) or, the defective twin, hi.
+PACKED = """
+  v_mov_b32_e32 v16, v8
+  v_mov_b32_e32 v17, v9
+  v_mov_b32_e32 v18, v9
+  v_mov_b32_e32 v19, 0
+  v_pk_add_f32 v[20:21], v[16:17], v[18:19] op_sel_hi:[1,0]
+  v_mov_b32_e32 v21, 0
+  v_mov_b32_e32 v11, {stored}
+"""
+
+
+def test_a_dead_half_of_a_packed_add_is_no_sum():
+    run, out = _run(PACKED.format(stored="v20"))
+    assert not run.findings, [f.message for f in run.findings]
+    assert np.isfinite(out.array).all()
+
+
+def test_the_live_half_of_a_packed_add_is_still_checked():
+    run, _ = _run(PACKED.format(stored="v21").replace("  v_mov_b32_e32 v21, 0\n", ""))
+    assert sorted({f.kind for f in run.findings}) == ["double-count", "token-coverage"], \
+        [f.message for f in run.findings]
+    (cov,) = run.findings_of("token-coverage")
+    assert cov.details["multiple"] == {t: 2 for t in range(32, 64)}
+
+
+def test_liveness_is_conservative():
+    """Dead only when overwritten whole on the straight-line code before any read; a read, a branch,
+    an EXEC change or a partial (SDWA) write first keeps it live."""
+    k = kernel_from_text("""
+  v_pk_add_f32 v[2:3], v[4:5], v[6:7]
+  v_mov_b32_e32 v3, 0
+  v_add_f32_e32 v8, v2, v2
+  s_cbranch_scc0 .LBB0_1
+  v_mov_b32_e32 v2, 0
+.LBB0_1:
+  v_pk_mul_f32 v[10:11], v[4:5], v[6:7]
+  s_and_saveexec_b64 s[8:9], vcc
+  v_mov_b32_e32 v11, 0
+  v_pk_fma_f32 v[12:13], v[4:5], v[6:7], v[12:13]
+  v_mov_b32_sdwa v13, v1 dst_sel:WORD_0 dst_unused:UNUSED_PRESERVE src0_sel:DWORD
+  v_mov_b32_e32 v10, v13
+""")
+    live = k.liveness
+    assert live.dead_after(0, "v", 3) and not live.dead_after(0, "v", 2)      # v2 read by v_add first
+    assert not live.dead_after(2, "v", 8)                                     # a branch before any write
+    assert not live.dead_after(5, "v", 11)                                    # an EXEC change first
+    assert not live.dead_after(8, "v", 13)                                    # an SDWA write keeps bytes
