@@ -77,7 +77,7 @@ class ScaleOps:
         if zero.shape[0] != act.shape[0]:
             zero = np.broadcast_to(zero, act.shape[:1] + zero.shape[1:]) if zero.shape[0] == 1 else \
                 np.tile(zero, (act.shape[0] // zero.shape[0], 1))
-        return nothing & self._pcols(zero, "where a scale of no origin is zero")
+        return nothing & self.pcols(zero, "where a scale of no origin is zero")
 
     def _scale_check(self, pr: Prov, ps: Prov, act):
         if self._scale_check_in_place(pr, ps, act):
