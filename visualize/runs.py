@@ -76,7 +76,7 @@ class SlotScales:
 
 def _need_provenance(run):
     for r in runs_of(run):
-        if not r.machine.provenance:
+        if not r.provenance:
             raise ValueError(f"{r.kernel}: the run has no provenance (tags), so its K slots carry no tokens; "
                              "run it with provenance (drop --no-provenance)")
 

@@ -1,32 +1,28 @@
 """Run a clang-compiled kernel on the back end, instruction by instruction.
 
     from gfxsim.asm.run import run_asm
-    run = run_asm("qk_int8", grid=(1,), block=256, args=dict(q=q_buf, k_cache=..., context_len=300))
+    run = run_asm(kernel, grid=(1,), block=256, args=dict(q=q_buf, k_cache=..., context_len=300))
 
-``entry`` is a kernel of kernels_hip/ (built with ``gfxsim hip build`` rules for ``arch``), or a
-(gfxsim.asm Kernel) parsed from any clang .s. Each wave of each workgroup executes the
-kernel's instructions from its AMDHSA initial state (launch.py) until s_endpgm; the waves of a
-workgroup meet at s_barrier through the back end's Workgroup. Workgroups run side by side in a
-batch (``batch=``; under gfxsim.launch the harness's batch): one back-end wave holds the same wave
-of every member, each member with its own SGPRs and pc, and ``execute`` schedules them so that a
-batch gives exactly what one workgroup at a time gives. The result is the back end's Run: trace,
-matrix-instruction records, findings, and the Buffers as the kernel left them.
+``kernel`` is a parsed Kernel (gfxsim.asm.parse of any clang .s, however it was built). Each
+wave of each workgroup executes the kernel's instructions from its AMDHSA initial state
+(launch.py) until s_endpgm; the waves of a workgroup meet at s_barrier through the back end's
+Workgroup. The launch loop is the back end's (gfxsim.machine.launch.run_grid, under
+LaunchOptions): workgroups run side by side in a batch (``batch=``), one back-end wave holding the
+same wave of every member, each member with its own SGPRs and pc, and ``execute`` schedules them so
+that a batch gives exactly what one workgroup at a time gives. The result is the back end's Run:
+trace, matrix-instruction records, findings, and the Buffers as the kernel left them.
 """
 from __future__ import annotations
 
-import gc
-import time
 from dataclasses import dataclass
-
+from typing import Optional
 
 import numpy as np
 
 from ..machine import ops
-from ..machine.consumed import check_outputs
-from ..machine.launch import GC_BATCH, Machine, Run
+from ..machine.launch import Machine, Run, declared_fields, launch_options, run_grid
 from ..machine.memory import Buffer
-from ..machine.wave import Wave
-from ..machine.workgroup import Workgroup
+from ..machine.options import MAX_STEPS, LaunchOptions
 from . import semantics
 from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
 from .operands import Operands, parse_instruction_operands
@@ -77,7 +73,7 @@ def _semantics(d: Decoded):
     return semantics.OPS.get(d.mnemonic)
 
 
-def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
+def execute(st: WaveState, program: Program, max_steps: int = MAX_STEPS):
     """Run one wave (every member of its batch) from st.pcs until each member's s_endpgm.
 
     Members side by side follow their own control flow by min-pc scheduling: each step executes
@@ -93,7 +89,7 @@ def execute(st: WaveState, program: Program, max_steps: int = 50_000_000):
         _run_members(st, program, max_steps, counted)
     finally:
         m = st.w.machine
-        m.asm_lane_instructions = getattr(m, "asm_lane_instructions", 0) + counted[0]
+        m.lane_instructions = (m.lane_instructions or 0) + counted[0]
 
 
 def _run_members(st, program, max_steps, counted):
@@ -252,7 +248,7 @@ def _record(st, d, ins):
     w.event(d.ins.mnemonic, ins=ins, outs=outs)
 
 
-def _program_of(kernel) -> Program:
+def program_of(kernel) -> Program:
     """The kernel's Program, decoded once per Kernel object (kept on it, like its cached blocks)."""
     p = kernel.__dict__.get("_asm_program")
     if p is None:
@@ -261,26 +257,22 @@ def _program_of(kernel) -> Program:
     return p
 
 
-def find_kernel(entry: str, arch: str, *, project, defines=()):
-    """The parsed Kernel of ``project``'s (a gfxsim.hip.Project) entry point ``entry`` built for ``arch``."""
-    from ..hip.build import find_entry
-    _, f = find_entry(entry, arch, project=project, defines=defines)
-    return f.kernel(entry)
-
-
-def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
-            provenance: bool = True, check_races: bool = True, project=None, defines=(), batch: int = 1) -> Run:
-    """Run kernel ``entry`` (a kernels_hip/ entry point name, or a parsed Kernel) over ``grid``
-    workgroups of ``block`` work-items, with ``args`` (a dict by argument name, or a sequence in
-    the metadata's order: Buffers for pointers, numbers for by-value arguments). ``batch``:
-    workgroups run side by side (x-fastest order, as gfxsim.launch), each following its own
-    control flow (execute); results, findings and each workgroup's events are those of batch=1."""
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
-    if isinstance(entry, str) and project is None:
-        raise ValueError(f"run_asm({entry!r}): an entry point by name needs project= (a gfxsim.hip.Project)")
-    kernel = find_kernel(entry, arch, project=project, defines=defines) if isinstance(entry, str) else entry
-    program = _program_of(kernel)
+def run_asm(kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
+            provenance: bool = True, check_races: bool = True, batch: int = 1,
+            progress=None, fold: Optional[bool] = None, options: Optional[LaunchOptions] = None) -> Run:
+    """Run ``kernel`` (a parsed gfxsim.asm Kernel) over ``grid`` workgroups of ``block`` work-items,
+    with ``args`` (a dict by argument name, or a sequence in the metadata's order: Buffers for
+    pointers, numbers for by-value arguments). The keywords trace .. fold (or ``options=``) are
+    LaunchOptions', as gfxsim.launch takes them; the LDS size is the kernel descriptor's.
+    ``batch``: workgroups run side by side (x-fastest order), each following its own control flow
+    (execute); results, findings and each workgroup's events are those of batch=1."""
+    options = launch_options(options, dict(trace=trace, provenance=provenance, check_races=check_races, batch=batch,
+                                     progress=progress, fold=fold))
+    if isinstance(kernel, str):
+        raise TypeError(f"run_asm({kernel!r}): pass a parsed Kernel (gfxsim.asm.parse), not a name")
+    if options.lds_bytes is not None:
+        raise LaunchError(f"{kernel.name}: the kernel descriptor sets its LDS size; options.lds_bytes must be None")
+    program = program_of(kernel)
     abi = program.abi
     grid = _dims(grid, "grid")
     block = _dims(block, "block")
@@ -288,6 +280,25 @@ def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bo
     if n_items > abi.max_workgroup:
         raise LaunchError(f"{kernel.name}: block {block} has {n_items} work-items, the kernel allows "
                           f"{abi.max_workgroup} (.max_flat_workgroup_size)")
+    space, kernarg = address_space(program, args)
+    m = Machine(arch, kernel.name, trace=options.trace, provenance=options.provenance,
+                check_races=options.check_races, lds_bytes=abi.lds_bytes or None,
+                declared=declared_fields(space.buffers))
+    if abi.wave_size != m.arch.wave_size:
+        raise LaunchError(f"{kernel.name} is compiled for wave{abi.wave_size}, {m.arch.name} runs wave{m.arch.wave_size}")
+    waves = -(-n_items // m.arch.wave_size)
+    if waves > 16:
+        raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
+    steps = options.max_steps
+    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block, steps),
+                    options, lane_threads=int(np.prod(grid)) * n_items)
+
+
+def address_space(program: Program, args):
+    """The launch's AddressSpace (the kernarg segment and every Buffer argument) and its kernarg
+    segment, filled from ``args`` as the kernel's metadata lays them out."""
+    abi = program.abi
+    name = program.kernel.name
     bufs, scalars = bind_args(abi, args)
     # clang merges the argument loads into s_load_dwordx8/x16 that may read past the last argument
     # (the runtime's kernarg allocation is padded): the segment is zero-padded to 64 bytes
@@ -295,43 +306,17 @@ def run_asm(entry, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bo
     seen = {}
     for b in bufs.values():
         if b.name in seen and seen[b.name] is not b:
-            raise LaunchError(f"{kernel.name}: two different Buffers are named {b.name!r}")
+            raise LaunchError(f"{name}: two different Buffers are named {b.name!r}")
         seen[b.name] = b
     if KERNARG in seen:
-        raise LaunchError(f"{kernel.name}: a Buffer may not be named {KERNARG!r} (the kernarg segment)")
+        raise LaunchError(f"{name}: a Buffer may not be named {KERNARG!r} (the kernarg segment)")
     space = AddressSpace([kernarg, *seen.values()])
     kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars)
-    m = Machine(arch, kernel.name, trace=trace, provenance=provenance, check_races=check_races,
-                lds_bytes=abi.lds_bytes or None)
-    if abi.wave_size != m.arch.wave_size:
-        raise LaunchError(f"{kernel.name} is compiled for wave{abi.wave_size}, {m.arch.name} runs wave{m.arch.wave_size}")
-    waves = -(-n_items // m.arch.wave_size)
-    if waves > 16:
-        raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
-    m.mma_log.declared = {f for b in seen.values() for f in b.expects}    # what the outputs must consume
-    t0 = time.perf_counter()
-    ids = [(x, y, z) for z in range(grid[2]) for y in range(grid[1]) for x in range(grid[0])]
-    for i in range(0, len(ids), batch):
-        wg = Workgroup(m, ids[i:i + batch], waves)
-        wg.run(lambda w: _wave(w, program, space, kernarg, w.wg.ids, block), lambda g, k: AsmWave(m, g, k))
-        del wg
-        if batch >= GC_BATCH and i + batch < len(ids):
-            gc.collect()         # a wave and its values point at each other: free a big batch's now
-    if m.provenance:
-        check_outputs(m)                 # the Buffer.expect declarations of what it stored (as gfxsim.launch)
-    return Run(kernel.name, m.arch.name, grid, waves, m.trace, m.findings, m, seconds=time.perf_counter() - t0,
-               lane_threads=int(np.prod(grid)) * n_items)
+    return space, kernarg
 
 
-class AsmWave(Wave):
-    """A back-end wave whose findings and errors name the assembly line being executed."""
-    asm = None                      # its WaveState
-
-    def source(self):
-        return _asm_source(self.asm) or super().source()
-
-
-def _asm_source(st):
+def asm_source(st) -> Optional[str]:
+    """The assembly line ``st`` is executing ("kernel.s:line (mnemonic) <- hip:line"), or None."""
     if st is None or st.current is None:
         return None
     ins = st.current.ins
@@ -344,128 +329,26 @@ def _asm_source(st):
 NO_SCALE_MARKS = "asm front end: compiled code has no scale marks (dequant recognition off)"
 
 
-def run_wave(w, program, space, kernarg, wg_ids, block):
+def run_wave(w, program: Program, space, kernarg, wg_ids, block, max_steps: int = MAX_STEPS) -> WaveState:
     """Execute ``program`` on back-end wave ``w``, which holds the workgroups ``wg_ids`` (one
     (x, y, z) per member of its batch; block = work-items per workgroup, (x, y, z)), from their
-    AMDHSA initial state to s_endpgm."""
+    AMDHSA initial state to s_endpgm. The wave's findings and errors name the assembly line."""
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
     if w.provenance and not semantics.dequant.ENABLED:
         w.machine.not_checked.setdefault("scale-group-mismatch", NO_SCALE_MARKS)
-    if isinstance(w, AsmWave):
-        w.asm = st
-    else:                           # a plain Wave of gfxsim.launch: its findings still name the line
-        w.source = lambda: _asm_source(st) or Wave.source(w)
+    w.source_hook = lambda: asm_source(st)
     if abi.lds_bytes:
         st.lds = w.shared("lds", (abi.lds_bytes,), "u8")
     initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
     try:
         if st.exec.any():
-            execute(st, program)
+            execute(st, program, max_steps)
     finally:
         # the wave and its state point at each other: undone here, the register files (with their
         # provenance, GiBs for a batch) are freed when the batch ends, not at some later collection
-        if isinstance(w, AsmWave):
-            w.asm = None
-        else:
-            w.__dict__.pop("source", None)
+        w.source_hook = None
     return st
-
-
-def _wave(w, program, space, kernarg, wg_ids, block):
-    run_wave(w, program, space, kernarg, wg_ids, block)
-
-
-# ---- the compiled twin in a Python twin's place -------------------------------------------------
-# Python-twin keywords that the HIP twins fix at compile time (kernels_hip/int8_attention.h)
-DEFINES = {"head_dim": ("GFXSIM_HEAD_DIM", 128), "block_size": ("GFXSIM_BLOCK_SIZE", 16)}
-# keywords of the Python twins that only choose between equivalent Python index formulas, or
-# that the standalone HIP twins fix: (allowed value, why)
-FIXED = {"kvh": (0, "the standalone HIP twins read kv head 0"),
-         "num_kv_heads": (1, "the standalone HIP twins' cache holds one kv head"),
-         "max_blocks": (None, "the HIP twin reads the block table's first row"),
-         "formula": ("derived", "the HIP twin's index formulas are compiled in"),
-         "partition_size": (256, "the HIP decode's PARTITION_SIZE is compiled in"),
-         "grouping": ("fragment", "the HIP twin has one grouping")}
-
-
-# Workgroups side by side in a harness's launch with provenance: the register files hold the
-# provenance of every VGPR and AGPR byte, ~15 MiB a decode workgroup at head_dim 128 (2.3 GiB for
-# the 128 workgroups of a 4K decode at 64 query heads on 8 KV heads), so larger grids run in
-# batches of this many (a 16K decode: four). Without provenance a batch holds every workgroup.
-PROVENANCE_BATCH = 128
-
-
-def twin_kernel(entry, python_kernel, *, project):
-    """A kernel function with ``python_kernel``'s signature, for gfxsim.launch and the harnesses
-    (run_kernel(kernel_fn=...), gfxsim run --frontend asm), that runs the compiled HIP entry point
-    ``entry`` on each wave instead: Buffers bind to the HIP arguments by name, a keyword that is a
-    HIP argument becomes a scalar argument, head_dim/block_size select the compile-time defines
-    (a build of their own), and any other keyword must have the value the HIP twin fixes.
-    ``entry`` may also be ``{keyword: {value: entry}}``: the entry point chosen by a keyword
-    (pv_int8's grouping)."""
-    import inspect
-    sig = inspect.signature(python_kernel)
-    chooser, choices, default = None, None, None
-    if isinstance(entry, dict):
-        (chooser, choices), = entry.items()
-        default = sig.parameters[chooser].default if chooser in sig.parameters else None
-    positional = [p.name for p in list(sig.parameters.values())[1:]
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    launches = {}
-
-    def kernel(w, *buffers, **kwargs):
-        name = entry
-        if chooser is not None:
-            value = kwargs.pop(chooser, default)
-            if value not in choices:
-                raise LaunchError(f"{python_kernel.__name__}: {chooser}={value!r} has no compiled entry point "
-                                  f"(one of {', '.join(map(repr, choices))})")
-            name = choices[value]
-        if len(buffers) != len(positional):
-            raise LaunchError(f"{name}: {len(buffers)} buffers for {python_kernel.__name__}'s {positional}")
-        defines = []
-        for k, (macro, compiled) in DEFINES.items():
-            if k in kwargs and kwargs[k] != compiled:
-                defines.append(f"{macro}={int(kwargs[k])}")
-        key = (name, tuple(defines))
-        if launches.get("machine") is not w.machine:
-            launches.clear()                    # one launch at a time: drop the last one's state
-            launches["machine"] = w.machine
-        if key not in launches:
-            proj = project
-            if defines:                          # a build of their own beside the project's
-                proj = project.with_build(project.build.parent / (project.build.name + "-" + "-".join(
-                    d.lower().replace("gfxsim_", "").replace("=", "") for d in defines)))
-            kern = find_kernel(name, w.arch.name, project=proj, defines=tuple(defines))
-            program = _program_of(kern)
-            names = {a.name for a in program.abi.args}
-            args = dict(zip(positional, buffers))
-            for k, v in kwargs.items():
-                if k in names:
-                    args[k] = v
-                elif k in FIXED and v != FIXED[k][0]:
-                    raise LaunchError(f"{name}: {k}={v!r} does not apply ({FIXED[k][1]}: {k}={FIXED[k][0]!r})")
-                elif k not in FIXED and k not in DEFINES:
-                    raise LaunchError(f"{name}: keyword {k}={v!r} of {python_kernel.__name__} has no HIP argument "
-                                      f"or define")
-            extra = set(args) - names
-            if extra:
-                raise LaunchError(f"{name} has no argument {', '.join(sorted(extra))}")
-            bufs, scalars = bind_args(program.abi, args)
-            kernarg = Buffer(KERNARG, np.zeros(-(-max(program.abi.kernarg_size, 4) // 64) * 64, np.uint8))
-            space = AddressSpace([kernarg, *{b.name: b for b in bufs.values()}.values()])
-            kernarg.raw[:] = kernarg_segment(program.abi, space, bufs, scalars)
-            launches[key] = (program, space, kernarg)
-        program, space, kernarg = launches[key]
-        run_wave(w, program, space, kernarg, w.wg.ids, (w.num_waves * w.lanes, 1, 1))
-
-    shown = entry if chooser is None else "|".join(choices.values())
-    kernel.batch_limit = lambda provenance: PROVENANCE_BATCH if provenance else None
-    kernel.__name__ = f"{python_kernel.__name__}_asm"
-    kernel.__qualname__ = f"twin_kernel({shown})"
-    kernel.__signature__ = sig
-    return kernel
 
 
 def kernel_from_text(body: str, name: str = "snippet", *, args=(), lds: int = 0, vgprs: int = 64, agprs: int = 0,
@@ -509,4 +392,4 @@ def _dims(x, what):
     return x + (1,) * (3 - len(x))
 
 
-__all__ = ["run_asm", "Program", "decode", "execute", "AsmError"]
+__all__ = ["run_asm", "run_wave", "address_space", "Program", "program_of", "decode", "execute", "AsmError"]

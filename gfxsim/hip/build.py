@@ -155,3 +155,10 @@ def find_entry(entry: str, arch: str, *, project: Project, defines=()) -> tuple[
             return b, f
     raise ValueError(f"no HIP kernel {entry!r}: not a file of {project.sources} ({', '.join(project.kernels)}) "
                      f"nor one of their entry points (e.g. pv_int8_fragment, paged_attention_reduce) for {arch}")
+
+
+def find_kernel(entry: str, arch: str, *, project: Project, defines=()):
+    """The parsed Kernel (gfxsim.asm) of ``project``'s entry point ``entry`` built for ``arch``: what
+    gfxsim.asm.run.run_asm runs."""
+    _, f = find_entry(entry, arch, project=project, defines=defines)
+    return f.kernel(entry)

@@ -21,8 +21,9 @@ def run_on_sim(entry: str, grid, args: Mapping[str, object], *, project: Project
     """Launch ``entry`` of ``project`` (built for ``arch``, default gfx942) on the asm front end over
     ``grid`` with ``block`` work-items per workgroup (default the kernel's .max_flat_workgroup_size,
     as run_on_gpu). Returns {buffer argument: array} (and the Run with ``run=True``)."""
-    from ..asm.run import find_kernel, run_asm
+    from ..asm.run import run_asm
     from ..machine.memory import Buffer
+    from .build import find_kernel
     from .harness import check_call
     arch = arch or "gfx942"
     kernel = find_kernel(entry, arch, project=project, defines=tuple(defines))

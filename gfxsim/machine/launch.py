@@ -1,11 +1,17 @@
-"""launch(): run a kernel over a grid of workgroups, and the Run it returns."""
+"""launch(): run a kernel over a grid of workgroups, and the Run it returns.
+
+One launch loop serves both front ends: ``launch`` (a Python kernel function) and
+``gfxsim.asm.run.run_asm`` (a parsed kernel) each make a Machine and a wave function, then
+``run_grid`` runs the grid in batches — folded where it can be (fold.py) — under one
+LaunchOptions (options.py) and returns the Run.
+"""
 from __future__ import annotations
 
 import gc
 import itertools
-import os
 import time
 from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
 
 import numpy as np
 
@@ -15,22 +21,27 @@ from .fold import MAX_CLASSES, RETRIES, Attempt, Fold, Unfolded
 from .memory import Buffer
 from .consumed import check_outputs
 from .mmalog import MmaLog
+from .options import LaunchOptions, fold_default
 from .provenance import WideSets
 from .trace import Trace
 from .wave import Wave
 from .workgroup import Workgroup
+
+__all__ = ["launch", "run_grid", "run_batch", "Machine", "Run", "LaunchOptions", "fold_default", "GC_BATCH"]
 
 
 class Machine:
     """State shared by every wave of one launch: arch, trace, matrix-instruction log, findings."""
 
     def __init__(self, arch, kernel_name, *, trace=True, provenance=True, check_races=True, lds_bytes=None,
-                 declared=frozenset()):
+                 declared: Iterable[str] = ()):
+        """``declared``: the K fields the launch's output Buffers declare (Buffer.expect), which the
+        matrix-instruction log keeps the K sets of (consumed.py)."""
         self.arch = get_arch(arch)
         self.kernel_name = kernel_name
         self.trace = Trace(trace)
         self.wide = WideSets()           # exact sets of footprints wider than a window
-        self.mma_log = MmaLog(self.wide, declared, kernel_name)
+        self.mma_log = MmaLog(self.wide, set(declared), kernel_name)
         self.outputs: list = []          # (Buffer with Buffer.expect declarations, its first store's source)
         self.trace.mma_log = self.mma_log
         self.provenance = provenance
@@ -45,6 +56,7 @@ class Machine:
         self.not_checked: dict = {}      # finding kind -> why a front end cannot check it (asm: no scale marks)
         self.attempt = None              # the folded batch being run (fold.Attempt), if any
         self.folds: list = []            # per batch: how its provenance was kept (launch.run_batch)
+        self.lane_instructions: Optional[int] = None   # active lanes x instructions (asm front end)
 
     def report(self, kind, message, *, details=None, **coords):
         if self.attempt is not None:     # a folded batch's: reported if the attempt stands (fold.Attempt)
@@ -80,6 +92,30 @@ class Run:
     def checks_not_run(self) -> list:
         """Finding kinds that did not run (provenance off), so "no findings" does not overclaim."""
         return self.machine.checks_not_run
+
+    @property
+    def provenance(self) -> bool:
+        """Whether the launch carried provenance (the provenance-based checks ran)."""
+        return self.machine.provenance
+
+    @property
+    def checks_not_run_why(self) -> list:
+        """Why checks did not run: "provenance off", and each front end's reason (the asm front end:
+        compiled code has no scale marks)."""
+        why = [] if self.provenance else ["provenance off"]
+        return why + [v for v in self.machine.not_checked.values() if v not in why]
+
+    @property
+    def records(self) -> list:
+        """The matrix-instruction records (matrix.MmaRecord), one per issued instruction of a batch,
+        in issue order; what the report's ``mmacs`` and the token checks read."""
+        return self.machine.mma_log.records
+
+    @property
+    def lane_instructions(self) -> Optional[int]:
+        """Active lanes x instructions the asm front end executed (its speed figure); None for a
+        Python kernel, which has no instruction stream of its own."""
+        return self.machine.lane_instructions
 
     def mmacs(self):
         return self.trace.mmacs()
@@ -127,15 +163,10 @@ def _wg(x, fill=0):
 GC_BATCH = 16
 
 
-def fold_default() -> bool:
-    """Whether launches fold a batch's provenance (fold.py) unless told: on, unless the environment
-    says GFXSIM_FOLD=0 (every member's provenance kept, for comparison)."""
-    return os.environ.get("GFXSIM_FOLD", "1") != "0"
-
-
 def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(), kwargs=None,
-           trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes=None,
-           name: str | None = None, batch: int = 1, progress=None, fold: bool | None = None) -> Run:
+           trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes: Optional[int] = None,
+           name: Optional[str] = None, batch: int = 1, progress: Optional[Callable[[int, int], object]] = None,
+           fold: Optional[bool] = None, options: Optional[LaunchOptions] = None) -> Run:
     """Run ``kernel(w, *args, **kwargs)`` on every wave of every workgroup of ``grid``.
 
     Workgroups run one after another in x-fastest order, each with fresh (poisoned) LDS; within a
@@ -156,9 +187,13 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     a batch whose members part from their representatives is run again with finer classes, or
     with every member's provenance: the results are the same either way (``Run.folds`` says how
     each batch ran).
+
+    The keywords trace .. fold are LaunchOptions' fields (options.py documents each); ``options=``
+    gives them as one record instead, and the keywords must then be left at their defaults.
     """
-    if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
+    given = dict(trace=trace, provenance=provenance, check_races=check_races, lds_bytes=lds_bytes, batch=batch,
+                 progress=progress, fold=fold)
+    options = launch_options(options, given)
     prof = get_arch(arch)
     if not 1 <= waves_per_group <= 16:
         raise ValueError(f"waves_per_group must be 1..16, got {waves_per_group}")
@@ -170,28 +205,54 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
             raise TypeError("pass device memory as gfxsim Buffer objects, not bare numpy arrays "
                             f"(got an array of shape {a.shape})")
     kname = name or getattr(kernel, "__name__", "kernel")
-    m = Machine(prof, kname, trace=trace, provenance=provenance, check_races=check_races, lds_bytes=lds_bytes)
-    m.mma_log.declared = {f for a in list(args) + list((kwargs or {}).values()) if isinstance(a, Buffer)
-                          for f in a.expects}          # K fields the outputs must consume (consumed.py)
-    t0 = time.perf_counter()
+    m = Machine(prof, kname, trace=options.trace, provenance=options.provenance, check_races=options.check_races,
+                lds_bytes=options.lds_bytes, declared=declared_fields(list(args) + list((kwargs or {}).values())))
     kw = kwargs or {}
-    fn = lambda w: kernel(w, *args, **kw)
+    return run_grid(m, grid, waves_per_group, lambda w: kernel(w, *args, **kw), options)
+
+
+def launch_options(options: Optional[LaunchOptions], given: dict) -> LaunchOptions:
+    """``options``, or the record of the keywords ``given``; both only where the keywords are defaults."""
+    if options is None:
+        return LaunchOptions(**given)
+    if not isinstance(options, LaunchOptions):
+        raise TypeError(f"options must be a LaunchOptions, got {type(options).__name__}")
+    defaults = LaunchOptions()
+    both = [k for k, v in given.items() if v != getattr(defaults, k)]
+    if both:
+        raise ValueError(f"launch got options= and {', '.join(k + '=' for k in both)}: give each setting once")
+    return options
+
+
+def declared_fields(args) -> set:
+    """The K fields the Buffers among ``args`` declare their elements must consume (Buffer.expect)."""
+    return {f for a in args if isinstance(a, Buffer) for f in a.expects}
+
+
+def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], options: LaunchOptions,
+             lane_threads: Optional[int] = None) -> Run:
+    """Run ``fn(w)`` on every wave of every workgroup of ``grid`` (x-fastest order), in batches of
+    ``options.side_by_side`` workgroups, folded where they can be (run_batch); then the output
+    declarations are checked and the Run returned. Both front ends launch through here.
+    ``lane_threads``: work-items launched (default grid x waves x wave size)."""
+    t0 = time.perf_counter()
     ids = [(x, y, z) for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]))]
+    progress = options.progress
     if progress is not None:
         progress(0, len(ids))
-    folding = (fold_default() if fold is None else bool(fold)) and provenance
+    batch, folding = options.side_by_side, options.folding
     for i in range(0, len(ids), batch):
-        run_batch(m, ids[i:i + batch], waves_per_group, fn, folding)
+        run_batch(m, ids[i:i + batch], waves, fn, folding)
         if batch >= GC_BATCH and i + batch < len(ids):
             gc.collect()         # a wave and its values point at each other: free a big batch's now
         if progress is not None:
             progress(min(i + batch, len(ids)), len(ids))
     if m.provenance:
         check_outputs(m)                 # the output declarations (Buffer.expect) of what it stored
-    run = Run(kname, prof.name, grid, waves_per_group, m.trace, m.findings, m,
-              seconds=time.perf_counter() - t0,
-              lane_threads=int(np.prod(grid)) * waves_per_group * prof.wave_size, folds=m.folds)
-    return run
+    if lane_threads is None:
+        lane_threads = int(np.prod(grid)) * waves * m.arch.wave_size
+    return Run(m.kernel_name, m.arch.name, grid, waves, m.trace, m.findings, m,
+               seconds=time.perf_counter() - t0, lane_threads=lane_threads, folds=m.folds)
 
 
 def run_batch(m: Machine, members: list, waves: int, fn, folding: bool):
@@ -210,11 +271,13 @@ def run_batch(m: Machine, members: list, waves: int, fn, folding: bool):
                 note["unfolded"] += f" (then {f.classes} classes of {len(members)} members)"
                 break
             attempt = m.attempt = Attempt(m)
+            counted = m.lane_instructions
             note["attempts"] += 1
             try:
                 Workgroup(m, members, waves, fold=f).run(fn, make)
             except Unfolded as e:
                 attempt.take_back()
+                m.lane_instructions = counted       # the attempt's instructions are run again
                 note["unfolded"] = e.what
                 gc.collect()             # the attempt's values (and their cycles) before the next one
                 if e.keys is None:

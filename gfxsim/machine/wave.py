@@ -87,6 +87,9 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self._next_reg = 0
         self.coverages = []                              # open coverage scopes (w.coverage)
         self.live = None             # members a front end is executing now (asm min-pc batches); None: all
+        # a front end that knows the line being executed (asm: the .s line) names it here: a
+        # function returning "file:line ..." or None (then the kernel's Python line is used)
+        self.source_hook = None
         lane = (np.arange(self.width) % self.lanes).astype(np.int32)
         self.lane_id = self.new_value(lane[None, :], "i32")
         self.thread_id = self.new_value((lane + wave_id * self.lanes)[None, :].astype(np.int32), "i32")
@@ -161,6 +164,12 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
 
     # -- coordinates of the statement being executed ------------------------------------------
     def source(self) -> str | None:
+        """Where the statement being executed is: the front end's ``source_hook``, else the line of
+        the Python kernel that called into the machine."""
+        if self.source_hook is not None:
+            where = self.source_hook()
+            if where is not None:
+                return where
         f = sys._getframe(1)
         while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _MACHINE_DIR:
             f = f.f_back

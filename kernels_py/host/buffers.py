@@ -14,6 +14,7 @@ import numpy as np
 
 from gfxsim import Buffer, launch
 from gfxsim.arch import get_arch
+from gfxsim.machine.options import BatchBounded, LaunchOptions
 
 from kernels_py.host.config import DecodeGeometry, check_gqa, check_partition_size
 from kernels_py.paged_attention_decode import PARTITION, paged_attention_decode, paged_attention_reduce
@@ -114,18 +115,15 @@ class HostSetup:
         """Run ``kernel(w, *args, **kwargs, **kernel_kwargs)`` over the setup's grid: the Run."""
         kw = dict(self.kwargs)
         kw.update(kernel_kwargs)
-        # a kernel may bound how many workgroups run side by side: batch_limit(provenance) -> int | None
-        # (the asm front end's, with provenance: its register files hold every VGPR byte's provenance)
-        limit = getattr(kernel, "batch_limit", None)
-        limit = limit(provenance) if limit is not None else None
-        batch = self.batch if limit is None else max(1, min(self.batch, int(limit)))
-        if provenance and self.provenance_batch:
-            batch = max(1, min(batch, self.provenance_batch))
-        if trace and provenance and self.trace_batch:
-            batch = max(1, min(batch, self.trace_batch))
-        return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, batch=batch,
-                      args=self.args, kwargs=kw, trace=trace, provenance=provenance, lds_bytes=self.lds_bytes,
-                      **_launch_kwargs(progress, self.name, launches=launches))
+        # with provenance, a kernel may bound how many workgroups run side by side (BatchBounded: the
+        # compiled twins, whose register files hold every VGPR byte's provenance), as the setup may
+        bounds = [b for b in (self.provenance_batch, kernel.provenance_batch if isinstance(kernel, BatchBounded)
+                              else None, self.trace_batch if trace else None) if b]
+        options = LaunchOptions(trace=trace, provenance=provenance, lds_bytes=self.lds_bytes, batch=self.batch,
+                                provenance_batch=min(bounds) if bounds else None,
+                                **_launch_kwargs(progress, self.name, launches=launches))
+        return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, args=self.args,
+                      kwargs=kw, options=options)
 
     def output(self, name: Optional[str] = None) -> np.ndarray:
         """The array of output Buffer ``name`` (default: the first output) after the launch."""

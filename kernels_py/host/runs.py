@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 from kernels_py.host.config import RunConfig
+from kernels_py.host.hip_twins import asm_kernel_fn
 from kernels_py.host.runners import KERNELS, REDUCE_KERNELS
 from kernels_py.reference import attention as R
 
@@ -49,8 +50,7 @@ class KernelRun:
         """Which finding kinds did not run (provenance off: the provenance-based ones), so that an
         empty findings list does not claim more than was checked."""
         not_run = sorted({k for r in self.runs for k in r.checks_not_run})
-        why = {"provenance off" for r in self.runs if not r.machine.provenance}
-        why |= {v for r in self.runs for v in r.machine.not_checked.values()}
+        why = {v for r in self.runs for v in r.checks_not_run_why}
         return {"not_run": not_run, "reason": "; ".join(sorted(why)) if not_run else None}
 
     def report(self, token_arrays: bool = False, json_rows: bool = False) -> dict:
@@ -64,7 +64,7 @@ class KernelRun:
                "metrics": self.metrics(), "mmacs": self._mmacs_json() if json_rows else self._mmacs(token_arrays),
                "findings": [f.to_dict() for f in self.findings], "checks": self.checks(),
                "seconds": round(sum(r.seconds for r in self.runs), 3)}
-        lane = [getattr(r.machine, "asm_lane_instructions", None) for r in self.runs]
+        lane = [r.lane_instructions for r in self.runs]
         if any(x is not None for x in lane):    # --frontend asm: active lanes x instructions executed
             out["lane_instructions"] = int(sum(x or 0 for x in lane))
         return out
@@ -76,7 +76,7 @@ class KernelRun:
         none = []       # no tokens recorded (provenance off): the JSON writer takes an empty list ~1.6x
         #                 faster than an empty numpy row (65,536 rows at 16K)
         for r in self.runs:                     # one compact record per issued instruction
-            for rec in r.machine.mma_log.records:
+            for rec in r.records:
                 a, b = rec.k_slots("A"), rec.k_slots("B")
                 if not token_arrays:
                     a = a.tolist() if a is not None else None
@@ -98,7 +98,7 @@ class KernelRun:
         import orjson
         rows, wgs, wgl = [], None, None
         for r in self.runs:
-            for rec in r.machine.mma_log.records:
+            for rec in r.records:
                 live = rec.live
                 if not live:
                     continue
@@ -168,37 +168,6 @@ def kernel_fn_label(fn) -> str | None:
     if isinstance(fn, str):
         return fn
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
-
-
-# --frontend asm: the kernels_hip/ entry point run in place of each Python twin (gfxsim.asm)
-ASM_ENTRIES = {"qk_int8": "qk_int8", "int8_kv_cache": "int8_kv_cache", "pv_bf16": "pv_bf16",
-               "pv_int8": {"grouping": {"fragment": "pv_int8_fragment", "contiguous": "pv_int8_contiguous"}},
-               "prefix_prefill": "prefix_prefill",
-               "paged_attention_decode": {"grouping": {"fragment": "paged_attention_decode_fragment",
-                                                       "contiguous": "paged_attention_decode_contiguous"}}}
-
-
-def asm_kernel_fn(kernel: str):
-    """The compiled HIP twin of ``kernel`` as a kernel function with the Python twin's signature."""
-    if kernel not in ASM_ENTRIES and kernel not in REDUCE_KERNELS.values():
-        raise ValueError(f"--frontend asm runs {', '.join(sorted(ASM_ENTRIES))}; {kernel} is not wired to the asm "
-                         "front end yet")
-    from gfxsim.asm.run import twin_kernel
-    from kernels_py import int8_kv_cache, paged_attention_decode, prefix_prefill, pv_bf16, pv_int8, qk_int8
-    python = {"qk_int8": qk_int8.qk_int8, "int8_kv_cache": int8_kv_cache.int8_kv_cache, "pv_bf16": pv_bf16.pv_bf16,
-              "pv_int8": pv_int8.pv_int8, "prefix_prefill": prefix_prefill.prefix_prefill,
-              "paged_attention_decode": paged_attention_decode.paged_attention_decode,
-              "paged_attention_reduce": paged_attention_decode.paged_attention_reduce}[kernel]
-    return twin_kernel(ASM_ENTRIES.get(kernel, kernel), python, project=hip_project())
-
-
-def hip_project():
-    """This checkout's HIP twins (kernels_hip/) and their builds (build/hip/): what --frontend asm runs."""
-    from pathlib import Path
-
-    from gfxsim.hip.project import Project
-    root = Path(__file__).resolve().parents[2]
-    return Project(root / "kernels_hip", root / "build" / "hip")
 
 
 def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,

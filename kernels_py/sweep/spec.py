@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernels_py.host.config import RunConfig
+from kernels_py.host.hip_twins import ASM_ENTRIES
 from kernels_py.host.runners import KERNELS, REDUCE_KERNELS
-from kernels_py.host.runs import ASM_ENTRIES, load_kernel_fn
+from kernels_py.host.runs import load_kernel_fn
 
 FRONTENDS = ("python", "asm")
 # keys of an entry that are not RunConfig fields (RunConfig.names() leaves formula and provenance out)

@@ -13,7 +13,7 @@ from support import need_toolchain
 
 from gfxsim.cli import main
 from kernels_py.host.twins import run_int8_kv_cache, run_pv, run_qk_int8, softmax_rows
-from kernels_py.host.runs import asm_kernel_fn
+from kernels_py.host.hip_twins import asm_kernel_fn
 from support.twins import standalone
 
 ARCHS = ["gfx942", "gfx936"]

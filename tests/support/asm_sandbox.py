@@ -10,9 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from gfxsim.asm.launch import AddressSpace
-from gfxsim.asm.run import AsmWave, Program, kernel_from_text
+from gfxsim.asm.run import Program, asm_source, kernel_from_text
 from gfxsim.asm.state import WaveState
 from gfxsim.machine.launch import Machine
+from gfxsim.machine.wave import Wave
 from gfxsim.machine.workgroup import Workgroup
 
 
@@ -39,10 +40,10 @@ class Sandbox:
     def __init__(self, arch="gfx942", vgprs=64, agprs=16, lds=0, provenance=False):
         self.m = Machine(arch, "sandbox", trace=False, provenance=provenance, lds_bytes=lds or None)
         self.wg = Workgroup(self.m, (0, 0, 0), 1)
-        self.w = AsmWave(self.m, self.wg, 0)
+        self.w = Wave(self.m, self.wg, 0)
         self.kernel = kernel_from_text("s_nop 0", vgprs=vgprs, agprs=agprs, lds=lds)
         self.st = WaveState(self.w, self.kernel, vgprs, agprs, AddressSpace([]))
-        self.w.asm = self.st
+        self.w.source_hook = lambda: asm_source(self.st)     # findings and errors name the line
         if lds:
             self.st.lds = self.w.shared("lds", (lds,), "u8")
         self.v = _Regs(self, "v")

@@ -129,12 +129,13 @@ def test_the_compiled_decode_batched_is_the_decode_one_workgroup_at_a_time():
     """The compiled decode at 300 tokens: its last partition (44 tokens) takes other paths than
     the first; all workgroups side by side (the harness's batch) give what batch=1 gives."""
     need_toolchain("gfx942")
-    from kernels_py.host.runs import asm_kernel_fn, run_kernel
+    import dataclasses
 
-    def one_at_a_time(name):
-        fn = asm_kernel_fn(name)
-        fn.batch_limit = lambda provenance: 1          # HostSetup.launch then runs batch=1
-        return fn
+    from kernels_py.host.hip_twins import asm_kernel_fn
+    from kernels_py.host.runs import run_kernel
+
+    def one_at_a_time(name):                           # HostSetup.launch then runs batch=1
+        return dataclasses.replace(asm_kernel_fn(name), provenance_batch=1)
     kw = dict(context=300, arch="gfx942")
     many = run_kernel("paged_attention_decode", frontend="asm", **kw)
     one = run_kernel("paged_attention_decode", kernel_fn=one_at_a_time("paged_attention_decode"),
@@ -145,23 +146,82 @@ def test_the_compiled_decode_batched_is_the_decode_one_workgroup_at_a_time():
         assert _mmas(rm) == _mmas(r1)
 
 
-def test_a_kernels_batch_limit_bounds_the_harness_batch():
-    """HostSetup.launch runs at most ``kernel.batch_limit(provenance)`` workgroups side by side (the
-    compiled twins with provenance: gfxsim.asm.run.PROVENANCE_BATCH), and every workgroup still runs."""
-    from gfxsim.asm.run import PROVENANCE_BATCH
-    from kernels_py.host.runs import asm_kernel_fn, run_kernel
+def test_a_kernels_batch_bound_bounds_the_harness_batch():
+    """HostSetup.launch runs at most a BatchBounded kernel's ``provenance_batch`` workgroups side by
+    side with provenance (the compiled twins: hip_twins.PROVENANCE_BATCH), and every workgroup still
+    runs; without provenance the bound does not apply."""
+    from gfxsim.machine.options import BatchBounded
+    from kernels_py.host.hip_twins import PROVENANCE_BATCH, asm_kernel_fn
+    from kernels_py.host.runs import run_kernel
     from kernels_py.paged_attention_decode import paged_attention_decode
     fn = asm_kernel_fn("paged_attention_decode")
-    assert fn.batch_limit(True) == PROVENANCE_BATCH and fn.batch_limit(False) is None
+    assert isinstance(fn, BatchBounded) and fn.provenance_batch == PROVENANCE_BATCH
+    assert not isinstance(paged_attention_decode, BatchBounded)
     seen = []
 
-    def decode(w, *a, **k):
-        seen.append((w.members, w.wg.id))
-        return paged_attention_decode(w, *a, **k)
-    decode.batch_limit = lambda provenance: 3 if provenance else None
+    class Decode:                                      # a kernel that declares its bound
+        provenance_batch = 3
+        __signature__ = __import__("inspect").signature(paged_attention_decode)
+
+        def __call__(self, w, *a, **k):
+            seen.append((w.members, w.wg.id))
+            return paged_attention_decode(w, *a, **k)
+    decode = Decode()
     kr = run_kernel("paged_attention_decode", kernel_fn=decode, context=1024, heads=8, kv_heads=2)
     grid = kr.runs[0].grid
     assert max(m for m, _ in seen) == 3 and len({g for _, g in seen}) == -(-grid[0] * grid[1] * grid[2] // 3)
     seen.clear()
     run_kernel("paged_attention_decode", kernel_fn=decode, context=1024, heads=8, kv_heads=2, provenance=False)
     assert max(m for m, _ in seen) == grid[0] * grid[1] * grid[2]
+
+
+# -- folding (gfxsim/machine/fold.py) through the one launch loop ----------------------------------
+# The asm front end's numbered register files hold every member's provenance columns, so a folded
+# attempt is given up at the first wave (Wave.register_file raises Unfolded) and the batch runs
+# with every member's provenance: the launch loop must leave nothing of the attempt behind.
+REGISTER_FILE = "a numbered register file"
+
+
+def _run_folding(fold):
+    k = np.arange(G * 64 * 8, dtype=np.int64).astype(np.int8).reshape(G, 64, 8)
+    bufs = {"out": Buffer.empty("out", (G * 128,), np.uint32), "trips": Buffer("trips", TRIPS.copy()),
+            "k": Buffer("k", k, {"token": (np.arange(G * 64 * 8) // 8).reshape(G, 64, 8)})}
+    return run_asm(_kernel(), grid=(G,), block=128, args=bufs, batch=G, fold=fold), bufs
+
+
+def test_an_asm_batch_run_folded_is_the_batch_run_unfolded():
+    from support.fold import same_buffers, same_runs
+    (a, ba), (b, bb) = _run_folding(False), _run_folding(True)
+    same_runs(a, b)
+    for name in ba:
+        same_buffers(ba[name], bb[name], a.machine.wide, b.machine.wide)
+    assert _events(a, 1, 0) == _events(b, 1, 0) and _mmas(a) == _mmas(b)
+    assert a.lane_instructions == b.lane_instructions > 0         # the given-up attempt is not counted
+    assert a.folds == [{"first": (0, 0, 0), "members": G, "classes": None, "attempts": 0, "unfolded": None}]
+    assert b.folds == [{"first": (0, 0, 0), "members": G, "classes": None, "attempts": 1,
+                        "unfolded": REGISTER_FILE}]
+
+
+def test_the_compiled_decode_twin_folded_or_not_gives_the_same_run(monkeypatch):
+    """The batched compiled decode (300 tokens: a tail partition) through the harness with
+    GFXSIM_FOLD=1 and 0: outputs, every record, finding and stored plane the same; the folded
+    launch says it tried and why it fell back."""
+    need_toolchain("gfx942")
+    from support.fold import same_buffers, same_runs
+
+    from kernels_py.host.runs import run_kernel
+    runs = {}
+    for fold in ("0", "1"):
+        monkeypatch.setenv("GFXSIM_FOLD", fold)
+        runs[fold] = run_kernel("paged_attention_decode", frontend="asm", context=300, heads=4, arch="gfx942")
+    a, b = runs["0"], runs["1"]
+    np.testing.assert_array_equal(a.out, b.out)
+    for ra, rb in zip(a.runs, b.runs):
+        same_runs(ra, rb)
+        for (x, _), (y, _) in zip(ra.machine.outputs, rb.machine.outputs):
+            same_buffers(x, y, ra.machine.wide, rb.machine.wide)
+        assert ra.lane_instructions == rb.lane_instructions
+        assert all(n["attempts"] == 0 and n["unfolded"] is None for n in ra.folds)
+        assert [n["unfolded"] for n in rb.folds if n["members"] > 1] == [REGISTER_FILE] * len(
+            [n for n in rb.folds if n["members"] > 1]) != []
+    assert a.report()["mmacs"] == b.report()["mmacs"] and a.report()["findings"] == b.report()["findings"]

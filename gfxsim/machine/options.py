@@ -1,0 +1,124 @@
+"""LaunchOptions: how a launch runs, whichever front end made its kernel.
+
+``launch()`` builds one from its keywords (or takes ``options=``); ``gfxsim.asm.run.run_asm``
+takes the same record. Frozen and keyword-only; every field is validated on construction, a
+rejected value is a ValueError of one sentence naming the field.
+"""
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol, runtime_checkable
+
+MAX_STEPS = 50_000_000
+
+
+def fold_default() -> bool:
+    """Whether launches fold a batch's provenance (fold.py) unless told: on, unless the environment
+    says GFXSIM_FOLD=0 (every member's provenance kept, for comparison)."""
+    return os.environ.get("GFXSIM_FOLD", "1") != "0"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaunchOptions:
+    """How one launch runs (not what it runs: kernel, grid, arguments and arch are launch's own)."""
+
+    trace: bool = True
+    """Keep the full per-lane trace (every statement's operands); off, instructions are only counted.
+
+    Default: True."""
+
+    provenance: bool = True
+    """Carry the identity of every byte (tokens, dims, matrix results) through the kernel; off, the
+    provenance-based findings do not run and the Run says so (``Run.checks_not_run``).
+
+    Default: True."""
+
+    check_races: bool = True
+    """Report LDS accesses of different waves between the same barriers that conflict.
+
+    Default: True."""
+
+    lds_bytes: Optional[int] = None
+    """Bytes of LDS each workgroup gets (at most the arch's); an asm kernel's comes from its descriptor.
+
+    Default: None (the arch's LDS size)."""
+
+    batch: int = 1
+    """Workgroups run side by side: every wave statement then acts on ``batch`` waves at once.
+
+    Default: 1."""
+
+    provenance_batch: Optional[int] = None
+    """With provenance, at most this many workgroups side by side (bounds ``batch``: the memory a
+    batch whose provenance cannot fold takes).
+
+    Default: None (no bound)."""
+
+    fold: Optional[bool] = None
+    """With provenance, keep one representative member's provenance per class of a batch and a
+    shift per member (fold.py); a batch whose members part runs again with finer classes or
+    unfolded, with the same results either way.
+
+    Default: None (``fold_default()``: on unless GFXSIM_FOLD=0)."""
+
+    progress: Optional[Callable[[int, int], object]] = None
+    """Called ``progress(done, total)`` with the workgroups done: at the start and after every batch.
+
+    Default: None (silent)."""
+
+    max_steps: int = MAX_STEPS
+    """Instructions one asm wave may execute before the run stops as an endless loop.
+
+    Default: 50,000,000."""
+
+    def __post_init__(self):
+        for name in ("trace", "provenance", "check_races"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.fold is not None and not isinstance(self.fold, bool):
+            raise ValueError(f"fold must be True, False or None (the environment's GFXSIM_FOLD), got {self.fold!r}")
+        if self.lds_bytes is not None and (not _is_int(self.lds_bytes) or self.lds_bytes < 1):
+            raise ValueError(f"lds_bytes must be a positive number of bytes or None, got {self.lds_bytes!r}")
+        if not _is_int(self.batch) or self.batch < 1:
+            raise ValueError(f"batch must be >= 1, got {self.batch}")
+        if self.provenance_batch is not None and (not _is_int(self.provenance_batch) or self.provenance_batch < 1):
+            raise ValueError(f"provenance_batch must be >= 1 or None, got {self.provenance_batch!r}")
+        if self.progress is not None and not callable(self.progress):
+            raise ValueError(f"progress must be a function progress(done, total) or None, got "
+                             f"{type(self.progress).__name__}")
+        if not _is_int(self.max_steps) or self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {self.max_steps!r}")
+
+    @property
+    def folding(self) -> bool:
+        """Whether batches fold: provenance on and ``fold`` (or its default) on."""
+        return self.provenance and (fold_default() if self.fold is None else self.fold)
+
+    @property
+    def side_by_side(self) -> int:
+        """Workgroups per batch: ``batch``, bounded by ``provenance_batch`` with provenance."""
+        if self.provenance and self.provenance_batch is not None:
+            return min(self.batch, self.provenance_batch)
+        return self.batch
+
+    def replace(self, **changes) -> "LaunchOptions":
+        """A copy with ``changes``, validated again."""
+        return dataclasses.replace(self, **changes)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(LaunchOptions))
+
+
+@runtime_checkable
+class BatchBounded(Protocol):
+    """A kernel function that bounds how many workgroups may run side by side with provenance (a
+    compiled twin: its register files hold every VGPR byte's provenance); a harness passes the bound
+    on as ``LaunchOptions.provenance_batch``."""
+    provenance_batch: int
