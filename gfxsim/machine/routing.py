@@ -98,6 +98,8 @@ class RoutingOps:
             pa = None if a.prov is None else broadcast_rows(a.prov.per_byte(), n * size)
             if op in ("shl", "shr"):
                 prov = shift_prov(pa, s, size, op, a.dtype, n, self.pw, self.machine.wide)
+            elif a.literal and not b.literal:      # a mask written first (v_and_b32 v, 0xff, v): commutes
+                return self.route_bitwise(op, b, a)
             elif b.literal:
                 prov = pa
                 if op == "and" and pa is not None:       # bytes the mask clears carry nothing

@@ -124,7 +124,9 @@ def _src_values(st, d, srcs):
                 rows[:n] = first + np.arange(n)[:, None]
                 if o.sext:
                     rows[n:] = first + n - 1              # sign extension repeats the top byte
-                vals[k] = VGPRs(st.w, v.val, "u32", route_prov(v.prov.per_byte(), rows, st.w.width), literal=True)
+                # the selected field as the instruction reads it: its value and its bytes' provenance
+                vals[k] = VGPRs(st.w, _sdwa_src(st, d, k, o, "u32")[None, :], "u32",
+                                route_prov(v.prov.per_byte(), rows, st.w.width))
     return vals
 
 
@@ -207,7 +209,24 @@ def _bfe_prov(signed):
     return rule
 
 
-BYTE_EXTRACT = {n: _bfe_prov(n == "v_bfe_i32") for n in VALU if isa.entry(n).rule.byte_extract}
+def _align_prov(bits_per_unit):
+    """v_alignbit_b32 / v_alignbyte_b32 D = ({S0, S1} >> shift)[31:0]: with a uniform whole-byte
+    shift, result byte i is byte i + shift/8 of S1's four bytes then S0's."""
+    def rule(st, srcs, vals):
+        if srcs[2].kind == "reg" or all(v.prov is None for v in vals[:2]):
+            return arith_prov(st, "v_alignbit", vals[:2])
+        shift = (int(vals[2].val[0, 0]) & (31 if bits_per_unit == 1 else 3)) * bits_per_unit
+        if shift % 8:
+            return arith_prov(st, "v_alignbit", vals[:2])
+        width = st.w.width
+        both = Prov.concat([None if v.prov is None else v.prov.per_byte() for v in (vals[1], vals[0])], [4, 4], width)
+        rows = np.broadcast_to((np.arange(4) + shift // 8)[:, None], (4, width))
+        return route_prov(both, rows, width)
+    return rule
+
+
+BYTE_EXTRACT = {n: _align_prov(8 if n == "v_alignbyte_b32" else 1) if n.startswith("v_align") else
+                _bfe_prov(n == "v_bfe_i32") for n in VALU if isa.entry(n).rule.byte_extract}
 SDWA_FIELD = {"BYTE_0": (0, 8), "BYTE_1": (8, 8), "BYTE_2": (16, 8), "BYTE_3": (24, 8),     # (shift, bits)
               "WORD_0": (0, 16), "WORD_1": (16, 16)}
 
@@ -355,8 +374,22 @@ def v_mov_b32(st, d):
 
 
 def _valu_sdwa_mov(st, d):
+    """An SDWA move routes bytes: the selected source field (zero- or sign-extended) lands in the
+    destination field, with the old register's bytes around it where dst_unused preserves them."""
     no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel"))
-    put(st, d.ops[0], _sdwa_dst(st, d, d.ops[0], _sdwa_src(st, d, 0, d.ops[1], "u32")))
+    dst, src = d.ops[0], d.ops[1]
+    r = _sdwa_dst(st, d, dst, _sdwa_src(st, d, 0, src, "u32"))
+    prov = None
+    if st.w.provenance and src.kind == "reg" and src.file in "va":
+        prov = _src_values(st, d, [src])[0].prov
+        if prov is not None and d.ops.mods.get("dst_sel", "DWORD") != "DWORD":
+            prov = _sdwa_dst_prov(st, d, dst, prov)
+        elif prov is None and d.ops.mods.get("dst_unused") == "UNUSED_PRESERVE":
+            prov = _sdwa_dst_prov(st, d, dst, Prov(1, {}))
+    if prov is None:
+        put(st, dst, r)
+    else:
+        st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u32", prov, regs=(dst.first, 1)))
 
 
 @op("v_mov_b64")
