@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import GfxSimError
+
 UNITS = ("VALU", "SALU", "VMEM", "SMEM", "DS", "matrix")
 
 
@@ -23,7 +25,7 @@ class Op:
         return self.mnemonic.startswith("pseudo.")
 
 
-class UnknownOperation(TypeError):
+class UnknownOperation(GfxSimError, TypeError):
     """An (operation, type) pair with no instruction or pseudo-op."""
 
 
