@@ -5,9 +5,13 @@ Whose error it is decides the form, never the exception's class alone:
 - a GfxSimError (gfxsim's own errors, each with its coordinates): one line, exit 2;
 - an exception raised in the user's code (a ``--kernel-fn`` file, a kernel of one's own): its
   type, message, file and line and the user's frames of the stack, gfxsim's left out; exit 1;
-- a builtin error gfxsim's code raised itself (a ValueError naming an option, a missing file):
-  one line, exit 2, as a GfxSimError;
-- anything else raised inside gfxsim is a bug: the whole stack, exit 3.
+- a builtin error gfxsim meant (``stated``): one a ``raise`` statement of gfxsim's code raised (a
+  ValueError naming an option), an OSError (the file system's answer, naming the path), or a
+  LookupError/ValueError/TypeError raised inside gfxsim under a call from the user's code (an
+  argument of theirs that gfxsim took without checking; the line names the user's call): one
+  line, exit 2, as a GfxSimError;
+- anything else raised inside gfxsim is a bug (a failed lookup, an AttributeError): the whole
+  stack, exit 3.
 
 Whose code raised is read from the stack: the innermost frame that is neither a library's (the
 standard library, site-packages) nor gfxsim's (the packages in ``OWN_PACKAGES``) is the user's.
@@ -34,7 +38,9 @@ EXIT_HELP = ("exit status: 0 done; 1 an exception raised by your own code (--ker
 OWN_PACKAGES = ("gfxsim", "kernels_py", "visualize", "bench")
 
 # builtin errors that gfxsim's own code raises to name a bad option, input or file
-STATED = (LookupError, ValueError, OSError)
+STATED = (LookupError, ValueError)
+# ... and those a user's argument may cause inside gfxsim
+ARGUMENT = (LookupError, ValueError, TypeError)
 
 
 @lru_cache(maxsize=1)
@@ -87,6 +93,18 @@ def raised_by(exc: BaseException) -> str:
     return "gfxsim"
 
 
+def stated(exc: BaseException) -> bool:
+    """Whether a builtin error raised inside gfxsim is one gfxsim meant (see the module docstring)."""
+    if isinstance(exc, OSError):
+        return True
+    stack = frames(exc)
+    if isinstance(exc, ARGUMENT) and any(owner(f.filename) == "user" for f in stack):
+        return True
+    last = stack[-1] if stack else None
+    return (isinstance(exc, STATED) and last is not None and owner(last.filename) == "gfxsim"
+            and (last.line or "").lstrip().startswith("raise"))
+
+
 def _where(f) -> str:
     return f"{f.filename}:{f.lineno}"
 
@@ -129,7 +147,7 @@ def report(exc: BaseException, command: str, *, full: bool = False, stream=None)
     from gfxsim.errors import GfxSimError
     stream = sys.stderr if stream is None else stream
     who = raised_by(exc)
-    if isinstance(exc, GfxSimError) or (who == "gfxsim" and isinstance(exc, STATED)):
+    if isinstance(exc, GfxSimError) or (who == "gfxsim" and stated(exc)):
         status, text = EXIT_ERROR, error_line(exc, command)
     elif who == "user":
         status, text = EXIT_USER, user_report(exc, command)

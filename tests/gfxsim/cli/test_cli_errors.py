@@ -234,13 +234,15 @@ def test_an_exception_in_the_users_kernel_keeps_its_type_file_line_and_frames(ca
     assert f'File "{mine}", line {line_of(USER_KERNELS, needle)}' in stack
 
 
-def test_an_exception_inside_gfxsim_is_a_bug_with_its_stack(capsys, monkeypatch):
+@pytest.mark.parametrize("name,bug,what", [("run", operator.attrgetter("no_such_option"), "AttributeError"),
+                                           ("get_arch", {}.__getitem__, "KeyError")])   # a lookup, not a raise
+def test_an_exception_inside_gfxsim_is_a_bug_with_its_stack(capsys, monkeypatch, name, bug, what):
     import gfxsim.cli.layout_cmd as layout_cmd
-    monkeypatch.setattr(layout_cmd, "run", operator.attrgetter("no_such_option"))      # no frame of the test's
-    rc, out, err = cli(capsys, "layout")
+    monkeypatch.setattr(layout_cmd, name, bug)          # builtins: no frame of the test's, gfxsim's innermost
+    rc, out, err = cli(capsys, "layout", "gfx942", "--list")
     assert rc == 3
-    assert err.startswith("Traceback (most recent call last):") and "AttributeError" in err
-    assert err.strip().splitlines()[-1].startswith("gfxsim layout: internal error: AttributeError:")
+    assert err.startswith("Traceback (most recent call last):") and what in err
+    assert err.strip().splitlines()[-1].startswith(f"gfxsim layout: internal error: {what}:")
 
 
 # -- the classes ---------------------------------------------------------------------------------
