@@ -4,7 +4,8 @@ Whose error it is decides the form, never the exception's class alone:
 
 - a GfxSimError (gfxsim's own errors, each with its coordinates): one line, exit 2;
 - an exception raised in the user's code (a ``--kernel-fn`` file, a kernel of one's own): its
-  type, message, file and line and the user's frames of the stack, gfxsim's left out; exit 1;
+  type, message, file and line, the kernel, workgroup and wave it ran in, and the user's frames of
+  the stack, gfxsim's left out; exit 1;
 - a builtin error gfxsim meant (``stated``): one a ``raise`` statement of gfxsim's code raised (a
   ValueError naming an option), an OSError (the file system's answer, naming the path), or a
   LookupError/ValueError/TypeError raised inside gfxsim under a call from the user's code (an
@@ -117,13 +118,30 @@ def message(exc: BaseException) -> str:
     return str(exc)
 
 
+def wave_of(exc: BaseException) -> str:
+    """" (kernel .., workgroup .., wave ..)" of the simulated wave whose kernel code raised ``exc``
+    (the innermost frame holding a gfxsim Wave; a batch's first workgroup), or "" outside a wave."""
+    wave_module = sys.modules.get("gfxsim.machine.wave")      # not loaded: no wave ran
+    if wave_module is None:
+        return ""
+    wave, tb = None, exc.__traceback__
+    while tb is not None:
+        found = [v for v in tb.tb_frame.f_locals.values() if isinstance(v, wave_module.Wave)]
+        wave = found[0] if found else wave
+        tb = tb.tb_next
+    if wave is None:
+        return ""
+    c = wave.error(Exception, "").coords
+    return f" (kernel {c['kernel']}, workgroup {c['workgroup']}, wave {c['wave']})"
+
+
 def user_report(exc: BaseException, command: str) -> str:
     """The compact form of an exception from the user's code: what and where, then the user's frames
     (each with its source line), gfxsim's and the libraries' left out."""
     mine = [f for f in frames(exc) if owner(f.filename) == "user"]
     where = f" in your code at {_where(mine[-1])}" if mine else ""
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    lines = [f"gfxsim {command}: {text}{where}"]
+    lines = [f"gfxsim {command}: {text}{where}{wave_of(exc)}"]
     for f in mine:
         lines.append(f"  {_where(f)} in {f.name}" + (f": {f.line.strip()}" if f.line and f.line.strip() else ""))
     lines.append("  (gfxsim's frames left out; --traceback shows the whole stack)")

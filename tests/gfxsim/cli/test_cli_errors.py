@@ -224,7 +224,7 @@ def test_an_exception_in_the_users_kernel_keeps_its_type_file_line_and_frames(ca
     assert rc == 1, (rc, err)
     lines = err.strip().splitlines()
     where = f"{mine}:{line_of(USER_KERNELS, needle)}"
-    assert lines[0] == f"gfxsim {command[0]}: {what} in your code at {where}", lines[0]
+    assert lines[0] == f"gfxsim {command[0]}: {what} in your code at {where} (kernel {fn}, workgroup (0, 0, 0), wave 0)"
     assert f"  {where} in " in err and needle in err                    # the user's frame with its source line
     assert "Traceback" not in err and "gfxsim/" not in err and "kernels_py/" not in err     # gfxsim's left out
     if fn == "index_error":                                              # every user frame, outermost first
