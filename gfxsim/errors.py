@@ -7,9 +7,6 @@ as a builtin class (ValueError, KeyError, FileNotFoundError, ...) is also of tha
 """
 from __future__ import annotations
 
-COORDINATES = ("kernel", "workgroup", "wave", "lane", "instruction", "source", "address")
-
-
 class GfxSimError(Exception):
     """Bad input or an impossible operation, with the coordinates of the offending instruction.
 
@@ -58,6 +55,6 @@ def located(cls, message, **coords) -> GfxSimError:
         return cls(message, **coords)
     sub = _COMBINED.get(cls)
     if sub is None:
-        sub = _COMBINED[cls] = type(cls.__name__, (GfxSimError, cls),
-                                           {"__module__": cls.__module__, "_located": cls})
+        # "_located": the builtin class, which pickling rebuilds the error from
+        sub = _COMBINED[cls] = type(cls.__name__, (GfxSimError, cls), {"__module__": cls.__module__, "_located": cls})
     return sub(message, **coords)
