@@ -17,11 +17,13 @@ module is cheap: numpy and the machine (numba) load on first use.
 """
 from __future__ import annotations
 
+from gfxsim.errors import GfxSimError
+
 __all__ = ["run_small", "assert_no_findings", "assert_findings", "assert_token_sets", "assert_lane",
            "NoTraceError"]
 
 
-class NoTraceError(ValueError):
+class NoTraceError(GfxSimError, ValueError):
     """A trace query on a run launched with ``trace=False``."""
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from gfxsim.errors import UsageError
+
 OPERANDS = ("A", "B", "C", "D")
 VIEWS = ("matrix", "register")
 # `plot run --what`: picture -> whether the run must keep its full trace (coverage, LDS accesses)
@@ -85,18 +87,18 @@ def check_output(path) -> None:
     from pathlib import Path
     p = Path(path)
     if p.is_dir():
-        raise ValueError(f"-o {path}: is a directory; give a file, e.g. {p / 'picture.png'}")
+        raise UsageError(f"-o {path}: is a directory; give a file, e.g. {p / 'picture.png'}")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.exists():
-        raise ValueError(f"-o {path}: directory {parent} does not exist")
+        raise UsageError(f"-o {path}: directory {parent} does not exist")
     if not parent.is_dir():
-        raise ValueError(f"-o {path}: {parent} is not a directory")
+        raise UsageError(f"-o {path}: {parent} is not a directory")
     existed = p.exists()
     try:
         with open(p, "ab"):
             pass
     except OSError as e:
-        raise ValueError(f"-o {path}: cannot write: {e.strerror or e}") from e
+        raise UsageError(f"-o {path}: cannot write: {e.strerror or e}") from e
     if not existed:
         try:
             os.unlink(p)
@@ -125,7 +127,7 @@ def _workgroup(text: str) -> tuple:
     except ValueError:
         wg = ()
     if not 1 <= len(wg) <= 3 or min(wg) < 0:
-        raise ValueError(f"--workgroup {text!r}: give X, X,Y or X,Y,Z with non-negative integers, e.g. 0,1,0")
+        raise UsageError(f"--workgroup {text!r}: give X, X,Y or X,Y,Z with non-negative integers, e.g. 0,1,0")
     return wg
 
 
@@ -138,11 +140,11 @@ def run_run(args) -> int:
     check_output(args.output)
     check_run_args(args)
     if len(args.context) != 1:
-        raise ValueError(f"--context: a picture is of one run; give one history length, got {args.context}")
+        raise UsageError(f"--context: a picture is of one run; give one history length, got {args.context}")
     if args.instructions is not None and args.instructions < 1:
-        raise ValueError(f"--instructions must be >= 1, got {args.instructions}")
+        raise UsageError(f"--instructions must be >= 1, got {args.instructions}")
     if args.what in ("tokens", "scales") and not args.provenance:
-        raise ValueError(f"--what {args.what} draws the tokens that reached the K slots; drop --no-provenance")
+        raise UsageError(f"--what {args.what} draws the tokens that reached the K slots; drop --no-provenance")
     wg = _workgroup(args.workgroup)
     inputs = load_run_inputs(args)
     check_memory(args, inputs, trace=RUN_PICTURES[args.what])

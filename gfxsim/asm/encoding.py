@@ -8,6 +8,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from .parse import AsmFileError
+
 _ENC = re.compile(r"^\s*([a-z_][\w.]*)\b(.*?);\s*encoding:\s*\[([^\]]*)\]")
 
 
@@ -47,7 +49,7 @@ def family_from_encoding(words: bytes, mnemonic: str = "") -> str:
         return "MIMG"
     if six == 0b110001:
         return "EXP"
-    raise ValueError(f"{mnemonic or 'instruction'}: first dword {w:#010x} matches no encoding family")
+    raise AsmFileError(f"{mnemonic or 'instruction'}: first dword {w:#010x} matches no encoding family")
 
 
 def llvm_mc_families(asm: Path, mcpu: str, llvm_mc: Path) -> list[tuple[str, str]]:
@@ -55,7 +57,7 @@ def llvm_mc_families(asm: Path, mcpu: str, llvm_mc: Path) -> list[tuple[str, str
     r = subprocess.run([str(llvm_mc), "-triple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "--show-encoding", str(asm)],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        raise ValueError(f"llvm-mc failed on {asm}:\n{r.stderr.strip()[:2000]}")
+        raise AsmFileError(f"llvm-mc failed on {asm}:\n{r.stderr.strip()[:2000]}")
     out = []
     for line in r.stdout.splitlines():
         m = _ENC.match(line)

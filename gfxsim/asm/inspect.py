@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..tables import render
-from .parse import FAMILIES, AsmFile, Kernel, parse_file
+from .parse import FAMILIES, AsmFile, AsmFileError, Kernel, parse_file
 
 # gfx90a/gfx94x compute unit (CDNA3 ISA guide; LLVM AMDGPU occupancy rules): 4 SIMDs, up to 8 waves
 # each; 512 unified VGPRs (ArchVGPRs + AGPRs) per lane allocated in granules of 8; 800 SGPRs per
@@ -157,7 +157,7 @@ def inspect_file(path, names=None, *, arch: str | None = None, record: dict | No
     record (compiler, flags, stand-in) when the file came from a build, ``arch`` the target asked for."""
     f = parse_file(path)
     if not f.kernels:
-        raise ValueError(f"{path}: no kernel entry point (no .amdhsa_kernel descriptor): not clang AMDGPU "
+        raise AsmFileError(f"{path}: no kernel entry point (no .amdhsa_kernel descriptor): not clang AMDGPU "
                          "assembly, or truncated")
     record = record or {}
     return Inspection(label or str(path), arch or f.processor, Path(path), f.processor,

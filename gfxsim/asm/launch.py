@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import GfxSimError
 from ..machine.errors import MemoryFault
 from ..machine.memory import Buffer
 
@@ -39,7 +40,7 @@ _UNSUPPORTED_USER = {".amdhsa_user_sgpr_private_segment_buffer": "private segmen
                      ".amdhsa_uses_dynamic_stack": "dynamic stack"}
 
 
-class LaunchError(ValueError):
+class LaunchError(GfxSimError, ValueError):
     """A kernel or its arguments the asm launch cannot set up."""
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from ..errors import GfxSimError
+
 # SGPR numbers of the named scalar registers on gfx9 (CDNA3 ISA, "SGPR" operand encoding)
 SPECIAL_SGPR = {"vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127}
 PAIRS = {"vcc": 106, "exec": 126}                  # 64-bit names: the pair starting there
@@ -39,7 +41,7 @@ _LIST_MODS = ("op_sel", "op_sel_hi", "neg_lo", "neg_hi")
 _SEL_MODS = ("dst_sel", "src0_sel", "src1_sel")
 
 
-class AsmSyntaxError(ValueError):
+class AsmSyntaxError(GfxSimError, ValueError):
     """An operand or modifier the asm front end does not understand, with where it was."""
 
 

@@ -18,6 +18,8 @@ from typing import Mapping
 
 import yaml
 
+from ..errors import GfxSimError, located
+
 MATRIX_PREFIXES = ("v_mfma_", "v_mmac_", "v_smfmac_")
 BRANCHES = ("s_branch", "s_cbranch_")
 
@@ -26,6 +28,11 @@ _LABEL = re.compile(r"^([.\w$]+):")
 _FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?')
 _LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)")
 _TYPE_FUNC = re.compile(r"^\s*\.type\s+([.\w$]+)\s*,\s*@function")
+
+
+class AsmFileError(GfxSimError, ValueError):
+    """A .s file the asm front end cannot read (empty, not UTF-8, truncated, bad metadata, a branch to
+    no label, an unknown instruction); the message names the file or kernel and the line."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,7 @@ class Kernel:
                 succ = ()
             elif target is not None:
                 if target not in self.labels:
-                    raise ValueError(f"{self.name}: line {last.line}: branch to unknown label {target}")
+                    raise AsmFileError(f"{self.name}: line {last.line}: branch to unknown label {target}")
                 taken = self.labels[target]
                 succ = (taken,) if last.mnemonic == "s_branch" else (taken, *((end,) if end < n else ()))
             else:
@@ -194,7 +201,8 @@ class AsmFile:
 
     def kernel(self, name: str) -> Kernel:
         if name not in self.kernels:
-            raise KeyError(f"{self.path or 'assembly'} has no kernel {name!r}; it has: {', '.join(self.kernels)}")
+            raise located(KeyError, f"{self.path or 'assembly'} has no kernel {name!r}; it has: "
+                                    f"{', '.join(self.kernels)}")
         return self.kernels[name]
 
 
@@ -306,15 +314,15 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
 
     where = path if path else "assembly"
     if meta_lines is not None:
-        raise ValueError(f"{where}: truncated: .amdgpu_metadata has no .end_amdgpu_metadata")
+        raise AsmFileError(f"{where}: truncated: .amdgpu_metadata has no .end_amdgpu_metadata")
     if desc_of is not None:
-        raise ValueError(f"{where}: truncated: .amdhsa_kernel {desc_of} has no .end_amdhsa_kernel")
+        raise AsmFileError(f"{where}: truncated: .amdhsa_kernel {desc_of} has no .end_amdhsa_kernel")
     try:
         meta = yaml.safe_load(metadata_text) if metadata_text else {}
     except yaml.YAMLError as e:
-        raise ValueError(f"{where}: the .amdgpu_metadata block is not valid YAML: {str(e).splitlines()[0]}") from e
+        raise AsmFileError(f"{where}: the .amdgpu_metadata block is not valid YAML: {str(e).splitlines()[0]}") from e
     if not isinstance(meta, dict):
-        raise ValueError(f"{where}: the .amdgpu_metadata block is not a YAML mapping")
+        raise AsmFileError(f"{where}: the .amdgpu_metadata block is not a YAML mapping")
     meta_by_name = {k.get(".name"): k for k in (meta or {}).get("amdhsa.kernels", [])}
     kernels = {}
     for name, f in funcs.items():
@@ -329,14 +337,14 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
 def parse_file(path: Path | str) -> AsmFile:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such assembly file")
+        raise located(FileNotFoundError, f"{path}: no such assembly file")
     data = path.read_bytes()
     if not data.strip():
-        raise ValueError(f"{path}: empty assembly file")
+        raise AsmFileError(f"{path}: empty assembly file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+        raise AsmFileError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
                          "expected a clang AMDGPU .s file") from e
     return parse(text, path)
 
@@ -395,7 +403,7 @@ def encoding_family(mnemonic: str, operands: str = "") -> str:
     if mn == "exp" or mn.startswith("exp_"):
         return "EXP"
     if not mn.startswith("v_"):
-        raise ValueError(f"unknown instruction {mnemonic!r}: no encoding family")
+        raise AsmFileError(f"unknown instruction {mnemonic!r}: no encoding family")
     if mn.startswith(MATRIX_PREFIXES) or mn.startswith(("v_accvgpr_read", "v_accvgpr_write")):
         return "MFMA"
     if mn.endswith("_sdwa"):

@@ -78,8 +78,12 @@ class WaveState:
         if lane is None and self.act is not None and self.members > 1:
             lane = int(np.argmax(self.act)) * self.lanes      # the first member executing it
         wg, lane = self.w.coords_of(lane)
-        return located(cls, f"{self.where()}: {message}", workgroup=wg, wave=self.w.wave_id, lane=lane,
-                       instruction=None if self.current is None else self.current.ins.index, address=address)
+        ins = None if self.current is None else self.current.ins
+        e = located(cls, f"{self.where()}: {message}", workgroup=wg, wave=self.w.wave_id, lane=lane,
+                    instruction=None if ins is None else ins.index, address=address,
+                    source=None if ins is None else ins.source)       # the HIP line, where clang gave it
+        e.coords["kernel"] = self.kernel.name           # named by the message's where() already
+        return e
 
     def first_member(self) -> int:
         return 0 if self.act is None else int(np.argmax(self.act))

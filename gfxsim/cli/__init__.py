@@ -11,6 +11,11 @@ module only when its command is named; for the list in ``gfxsim --help`` it read
 from the module's source without importing it (the literal ``help=`` of its
 ``add_parser("NAME", help=...)`` call, else a module-level string ``HELP``). A built-in name wins
 over an entry point of the same name.
+
+Every sub-command ends the same way when something raises (gfxsim.cli.failures): a gfxsim error or
+bad usage is one line and exit status 2, an exception from the user's own code keeps its type, file,
+line and the user's frames (exit 1); ``--traceback``, before or after the command, shows the whole
+stack.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ import argparse
 import importlib
 import sys
 from typing import NamedTuple, Optional
+
+from .failures import EXIT_HELP, EXIT_INTERRUPTED
 
 PLUGIN_GROUP = "gfxsim.commands"
 DESCRIPTION = ("wave64 matrix-instruction simulator and fragment-mapping debugger (Hygon gfx936 MMAC, "
@@ -180,7 +187,20 @@ def _parser(real, listed) -> argparse.ArgumentParser:
             importlib.import_module(c.module).add_parser(sub)
         else:
             sub.add_parser(c.name, help=help_line(c))
-    return p
+    return add_error_options(p)
+
+
+def add_error_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``--traceback`` on the top-level parser and after every command (a sub-parser leaves its
+    default to the top-level one), and the exit statuses in every parser's help."""
+    for i, p in enumerate(walk_parsers(parser)):
+        if not any("--traceback" in a.option_strings for a in p._actions):
+            p.add_argument("--traceback", action="store_true", default=False if i == 0 else argparse.SUPPRESS,
+                           help="on an error, print the whole stack instead of one line"
+                                + (" (also accepted after the command)" if i == 0 else ""))
+        if p.epilog is None:
+            p.epilog = EXIT_HELP
+    return parser
 
 
 def build_parser(names=None) -> argparse.ArgumentParser:
@@ -217,7 +237,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:        # Ctrl-C: one line, no traceback (the shell's 128 + SIGINT)
         name = next((a for a in argv if not a.startswith("-")), None)
         print(f"gfxsim{' ' + name if name else ''}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def script():
@@ -257,14 +277,18 @@ def _main(argv) -> int:
         parser.print_help()
         return 2
     args.given_options = given_options(parser, argv)
+    return run_command(args, args.command)
+
+
+def run_command(args: argparse.Namespace, command: str) -> int:
+    """``args.func(args)``, ended as gfxsim.cli.failures says when it raises."""
     try:
         return args.func(args) or 0
     except BrokenPipeError:          # `gfxsim layout ... | head`
         return 0
-    except (KeyError, ValueError, IndexError, FileNotFoundError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"gfxsim {args.command}: error: {msg}", file=sys.stderr)
-        return 2
+    except Exception as e:           # noqa: BLE001 -- failures.report decides whose error it is
+        from .failures import report
+        return report(e, command, full=getattr(args, "traceback", False))
 
 
 if __name__ == "__main__":

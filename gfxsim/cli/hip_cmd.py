@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import located
 from ..hip.toolchain import TARGETS
 from ..tables import render
 
@@ -53,8 +54,8 @@ def project_of(args):
     if args.sources:
         return Project(args.sources, args.build_dir or Path.cwd() / "build" / "hip")
     if not (CHECKOUT / "kernels_hip").is_dir():
-        raise FileNotFoundError(f"no kernels_hip/ beside the gfxsim package ({CHECKOUT}): an installed gfxsim "
-                                "needs the HIP sources, --sources DIR")
+        raise located(FileNotFoundError, f"no kernels_hip/ beside the gfxsim package ({CHECKOUT}): an installed "
+                                         "gfxsim needs the HIP sources, --sources DIR")
     return Project(CHECKOUT / "kernels_hip", args.build_dir or CHECKOUT / "build" / "hip")
 
 

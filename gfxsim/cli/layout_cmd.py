@@ -9,6 +9,7 @@ import json
 
 from ..arch import OPERANDS, get_arch, get_instruction
 from ..arch.matrix_insn import OPERAND_FIELDS
+from ..errors import UsageError
 from ..tables import render
 
 FORMATS = ("text", "markdown", "csv", "json")
@@ -47,16 +48,16 @@ LOAD_BYTES = (4, 8, 12, 16)      # --token-sets: one lane's load, 1-4 dwords (gl
 def run(args) -> int:
     fmt = args.format
     if args.token_sets is not None and args.token_sets not in LOAD_BYTES:
-        raise ValueError(f"--token-sets BYTES must be one of {', '.join(map(str, LOAD_BYTES))} (one lane's "
+        raise UsageError(f"--token-sets BYTES must be one of {', '.join(map(str, LOAD_BYTES))} (one lane's "
                          f"load of consecutive K, at most a 16-byte dwordx4); got {args.token_sets}")
     if args.block < 0:
-        raise ValueError(f"--block must be >= 0, got {args.block}")
+        raise UsageError(f"--block must be >= 0, got {args.block}")
     if args.compare:
         print(compare(*args.compare, fmt=fmt))
         return 0
     if args.arch is None:
         if args.list:
-            raise ValueError("--list needs an ARCH, e.g. gfxsim layout gfx942 --list")
+            raise UsageError("--list needs an ARCH, e.g. gfxsim layout gfx942 --list")
         _need_instruction(args)
         print(default_tour(fmt))
         return 0
@@ -70,11 +71,11 @@ def run(args) -> int:
     ops = [args.operand] if args.operand else list(OPERANDS)
     if args.get_register:
         if not args.operand:
-            raise ValueError("--get-register needs --operand A|B|C|D")
+            raise UsageError("--get-register needs --operand A|B|C|D")
         print(get_register(insn, args.operand, *args.get_register, args.block, fmt))
     elif args.get_element:
         if not args.operand:
-            raise ValueError("--get-element needs --operand A|B|C|D")
+            raise UsageError("--get-element needs --operand A|B|C|D")
         print(get_element(insn, args.operand, *args.get_element, fmt))
     elif args.token_sets is not None:
         print(token_sets(arch, insn, args.operand or "B", args.token_sets, fmt))
@@ -93,7 +94,7 @@ def _need_instruction(args) -> None:
     for flag, given in (("--get-register", args.get_register), ("--get-element", args.get_element),
                         ("--token-sets", args.token_sets is not None), ("--detail", args.detail)):
         if given:
-            raise ValueError(f"{flag} needs an ARCH and an INSTRUCTION, e.g. gfxsim layout gfx942 "
+            raise UsageError(f"{flag} needs an ARCH and an INSTRUCTION, e.g. gfxsim layout gfx942 "
                              f"v_mfma_i32_16x16x32_i8 {flag} ...")
 
 
@@ -244,7 +245,7 @@ def compare(arch1, mn1, arch2, mn2, fmt="text"):
     import numpy as np
     a, b = get_instruction(arch1, mn1), get_instruction(arch2, mn2)
     if (a.M, a.N, a.K, a.blocks) != (b.M, b.N, b.K, b.blocks):
-        raise ValueError(f"cannot compare {mn1} ({a.M}x{a.N}x{a.K}x{a.blocks}) with "
+        raise UsageError(f"cannot compare {mn1} ({a.M}x{a.N}x{a.K}x{a.blocks}) with "
                          f"{mn2} ({b.M}x{b.N}x{b.K}x{b.blocks}): shapes differ")
     result = {}
     for op in OPERANDS:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..asm.parse import AsmFile, parse_file
 from .project import Project
+from ..errors import GfxSimError
 from .toolchain import Target, Toolchain, find_toolchain, get_target
 
 # -nogpuinc -nogpulib: gfxsim_hip.h replaces hip_runtime.h, so no hidden kernel arguments and no
@@ -31,6 +32,11 @@ CFLAGS = ("-x", "hip", "-std=c++17", "-O3", "-Wall", "-nogpuinc", "-nogpulib", "
           "-fhip-kernel-arg-name", "-gline-tables-only")
 RECORD = "build.json"
 _DEFINE = re.compile(r"^[A-Za-z_]\w*(=\S*)?$")
+
+
+class BuildError(GfxSimError, ValueError):
+    """A build that cannot be made: a bad define, a compiler that failed (its command and output),
+    an entry point no kernel file defines."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,7 @@ def arch_dir(arch: str, project: Project) -> Path:
 def compile_flags(target: Target, defines=()) -> list[str]:
     for d in defines:
         if not _DEFINE.match(d):
-            raise ValueError(f"bad define {d!r}; use NAME or NAME=VALUE")
+            raise BuildError(f"bad define {d!r}; use NAME or NAME=VALUE")
     return [*CFLAGS, f"--offload-arch={target.offload_arch}", *(f"-D{d}" for d in (*target.defines, *defines))]
 
 
@@ -76,7 +82,7 @@ def _run(cmds, kernel: str, arch: str):
     for cmd in cmds:
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
-            raise ValueError(f"{Path(cmd[0]).name} failed for {kernel}.hip --arch {arch} "
+            raise BuildError(f"{Path(cmd[0]).name} failed for {kernel}.hip --arch {arch} "
                              f"(exit {r.returncode}):\n{' '.join(cmd)}\n{r.stderr.strip()}")
 
 
@@ -153,7 +159,7 @@ def find_entry(entry: str, arch: str, *, project: Project, defines=()) -> tuple[
         f = parse_file(b.asm)
         if entry in f.kernels:
             return b, f
-    raise ValueError(f"no HIP kernel {entry!r}: not a file of {project.sources} ({', '.join(project.kernels)}) "
+    raise BuildError(f"no HIP kernel {entry!r}: not a file of {project.sources} ({', '.join(project.kernels)}) "
                      f"nor one of their entry points (e.g. pv_int8_fragment, paged_attention_reduce) for {arch}")
 
 

@@ -26,6 +26,7 @@ from typing import Mapping
 import numpy as np
 
 from ..asm.parse import Kernel
+from ..errors import GfxSimError
 from . import build as hipbuild
 from .project import Project
 from .toolchain import ToolchainError, get_target
@@ -36,7 +37,7 @@ HIPCC_HINT = "apt-get install -y --no-install-recommends hipcc"
 HOST_FLAGS = ("--offload-arch=gfx90a", "-O2", "-std=c++17", "-Wall")
 
 
-class NoRocmGpu(RuntimeError):
+class NoRocmGpu(GfxSimError, RuntimeError):
     """No ROCm GPU here; the message says what is missing."""
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import located
+
 
 @dataclass(frozen=True)
 class Project:
@@ -22,9 +24,9 @@ class Project:
     def __post_init__(self):
         src = Path(self.sources).expanduser().resolve()
         if not src.is_dir():
-            raise FileNotFoundError(f"HIP sources {self.sources}: no such folder")
+            raise located(FileNotFoundError, f"HIP sources {self.sources}: no such folder")
         if not any(src.glob("*.hip")):
-            raise FileNotFoundError(f"HIP sources {src}: no .hip files in it")
+            raise located(FileNotFoundError, f"HIP sources {src}: no .hip files in it")
         object.__setattr__(self, "sources", src)
         object.__setattr__(self, "build", Path(self.build).expanduser().resolve())
 
@@ -43,7 +45,7 @@ class Project:
 
     def source(self, kernel: str) -> Path:
         if kernel not in self.kernels:
-            raise ValueError(f"unknown HIP kernel {kernel!r}; {self.sources} has: {', '.join(self.kernels)}")
+            raise located(ValueError, f"unknown HIP kernel {kernel!r}; {self.sources} has: {', '.join(self.kernels)}")
         return self.sources / f"{kernel}.hip"
 
     def with_build(self, build) -> "Project":

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import GfxSimError, located
+
 APT_HINT = "apt-get install -y --no-install-recommends clang-19 lld-19 llvm-19"
 
 
@@ -45,7 +47,7 @@ TARGETS = {t.arch: t for t in (
 def get_target(arch: str) -> Target:
     key = arch.strip().lower()
     if key not in TARGETS:
-        raise ValueError(f"unknown HIP target {arch!r}; gfxsim hip builds for: {', '.join(TARGETS)}")
+        raise located(ValueError, f"unknown HIP target {arch!r}; gfxsim hip builds for: {', '.join(TARGETS)}")
     return TARGETS[key]
 
 
@@ -62,7 +64,7 @@ class Toolchain:
         return {"clang": str(self.clang), "version": self.version, "ld.lld": str(self.ld_lld)}
 
 
-class ToolchainError(FileNotFoundError):
+class ToolchainError(GfxSimError, FileNotFoundError):
     """No suitable compiler; the message says which Debian packages to install."""
 
 

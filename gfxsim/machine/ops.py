@@ -14,6 +14,8 @@ from functools import cached_property
 
 from .. import isa
 
+from ..errors import GfxSimError
+
 UNITS = ("VALU", "SALU", "VMEM", "SMEM", "DS", "matrix")
 
 
@@ -33,7 +35,7 @@ class Op:
         return isa.entry(self.mnemonic)
 
 
-class UnknownOperation(TypeError):
+class UnknownOperation(GfxSimError, TypeError):
     """An (operation, type) pair with no instruction or pseudo-op."""
 
 

@@ -125,18 +125,22 @@ def _token_rows(slots, live) -> list:
 
 def load_kernel_fn(spec: str, option: str = "--kernel-fn") -> Callable:
     """The function ``FN`` of the Python file ``FILE`` named by ``spec`` = "FILE:FN" (the file is
-    imported as a module of its own, by path). Every failure is a ValueError of one line naming
-    ``option``, the file or the function: a spec without ":FN", a missing file, a file that fails
-    to import (with the exception), no such function, or a name that is not callable."""
+    imported as a module of its own, by path). Every failure is a UsageError (a ValueError) of one
+    line naming ``option``, the file or the function: a spec without ":FN", a missing file, a file
+    that fails to import (with the exception and the file's line it came from), no such function, or
+    a name that is not callable."""
     import importlib.util
     import os
     import sys
+    import traceback
+
+    from gfxsim.errors import UsageError
     if not isinstance(spec, str) or ":" not in spec or spec.endswith(":") or spec.startswith(":"):
-        raise ValueError(f"{option} {spec!r}: expected FILE.py:FUNCTION, e.g. my_pv.py:my_pv_int8")
+        raise UsageError(f"{option} {spec!r}: expected FILE.py:FUNCTION, e.g. my_pv.py:my_pv_int8")
     path, fn_name = spec.rsplit(":", 1)
     if not os.path.isfile(path):
         what = "is a directory" if os.path.isdir(path) else "no such file"
-        raise ValueError(f"{option}: {path}: {what}")
+        raise UsageError(f"{option}: {path}: {what}")
     mod_name = "gfxsim_user_kernel_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
     try:
         loader_spec = importlib.util.spec_from_file_location(mod_name, path)
@@ -148,16 +152,20 @@ def load_kernel_fn(spec: str, option: str = "--kernel-fn") -> Callable:
     except Exception as e:                          # noqa: BLE001 -- anything the user's file raises
         sys.modules.pop(mod_name, None)
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise ValueError(f"{option}: {path} failed to import: {type(e).__name__}"
-                         f"{': ' + first if first else ''}") from e
+        lines = [f"{f.filename}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)
+                 if os.path.realpath(f.filename) == os.path.realpath(path)]
+        if isinstance(e, SyntaxError) and e.lineno:
+            lines.append(f"{e.filename}:{e.lineno}")
+        raise UsageError(f"{option}: {path} failed to import: {type(e).__name__}{': ' + first if first else ''}",
+                         source=lines[-1] if lines else None) from e
     if not hasattr(module, fn_name):
         defined = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
                          and getattr(v, "__module__", None) == mod_name)
-        raise ValueError(f"{option}: {path} has no function {fn_name!r}"
+        raise UsageError(f"{option}: {path} has no function {fn_name!r}"
                          f"{'; it defines ' + ', '.join(defined) if defined else ''}")
     fn = getattr(module, fn_name)
     if not callable(fn):
-        raise ValueError(f"{option}: {path}:{fn_name} is a {type(fn).__name__}, not a function")
+        raise UsageError(f"{option}: {path}:{fn_name} is a {type(fn).__name__}, not a function")
     return fn
 
 

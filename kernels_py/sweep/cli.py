@@ -90,19 +90,14 @@ def _dry_run(sweep, store) -> int:
 def main(argv=None) -> int:
     """The command without gfxsim's plugin lookup (``python -m kernels_py.sweep``), with gfxsim's
     parser and its handling of errors."""
-    from gfxsim.cli import Parser
+    from gfxsim.cli import Parser, add_error_options, run_command
+    from gfxsim.cli.failures import EXIT_INTERRUPTED
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = Parser(prog="gfxsim")
     add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["sweep", *argv])
+    args = add_error_options(parser).parse_args(["sweep", *argv])
     try:
-        return args.func(args) or 0
+        return run_command(args, "sweep")
     except KeyboardInterrupt:
         print("gfxsim sweep: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:          # `... --dry-run | head`
-        return 0
-    except (KeyError, ValueError, FileNotFoundError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        print(f"gfxsim sweep: error: {msg}", file=sys.stderr)
-        return 2
+        return EXIT_INTERRUPTED

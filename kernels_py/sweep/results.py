@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 
+from gfxsim.errors import GfxSimError
+
 # the leading columns, in this order; the others (metrics, findings by kind, ...) follow in the
 # order they first appear
 LEADING = ("point_id", "status", "sweep", "entry", "kernel", "kernel_fn", "reduce_fn", "frontend", "inputs")
@@ -26,8 +28,8 @@ TRAILING = ("error", "traceback", "wall_s", "seconds_simulated", "peak_rss_bytes
 MAGIC = b"gfxsim.sweep"                    # schema metadata key marking a gfxsim sweep table
 
 
-class ResultsError(ValueError):
-    pass
+class ResultsError(GfxSimError, ValueError):
+    """A results file that cannot be read or written; the message names it."""
 
 
 class ResultStore:

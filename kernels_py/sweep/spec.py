@@ -28,6 +28,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from gfxsim.errors import GfxSimError
 from kernels_py.host.config import RunConfig
 from kernels_py.host.hip_twins import ASM_ENTRIES
 from kernels_py.host.runners import KERNELS, REDUCE_KERNELS
@@ -45,7 +46,7 @@ _TYPE_NAMES = {bool: "a boolean", int: "an integer", str: "a string"}
 MAX_ERRORS = 20                # a spec error lists at most this many problems
 
 
-class SpecError(ValueError):
+class SpecError(GfxSimError, ValueError):
     """A spec that cannot run; the message names the file, the entry and what was wrong."""
 
 

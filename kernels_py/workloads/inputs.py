@@ -19,13 +19,14 @@ from os import PathLike
 
 import numpy as np
 
+from gfxsim.errors import GfxSimError
 from kernels_py.reference.int8_cache import BLOCK_SIZES, HEAD_DIMS
 
 NAMES = ("q", "k", "v", "context_lens", "block_tables")
 MAX_GQA_RATIO = 16
 
 
-class InputError(ValueError):
+class InputError(GfxSimError, ValueError):
     """A user tensor does not fit the kernels; the message names the array, the expectation and what was found."""
 
 
