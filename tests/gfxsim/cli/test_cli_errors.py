@@ -165,7 +165,7 @@ def compiled_pv(tmp_path, monkeypatch):
     from gfxsim.hip import build as hipbuild
     from gfxsim.hip.project import Project
     from gfxsim.hip.toolchain import ToolchainError
-    import kernels_py.host.runs as runs
+    import kernels_py.host.hip_twins as hip_twins
     src = tmp_path / "src"
     src.mkdir()
     for p in [ROOT / "kernels_hip" / "pv_int8.hip", *(ROOT / "kernels_hip").glob("*.h")]:
@@ -175,7 +175,7 @@ def compiled_pv(tmp_path, monkeypatch):
         (b,) = hipbuild.build(["pv_int8"], "gfx942", project=project)
     except ToolchainError as e:
         pytest.skip(str(e))
-    monkeypatch.setattr(runs, "hip_project", lambda: project)
+    monkeypatch.setattr(hip_twins, "hip_project", lambda: project)
     return b.asm
 
 
