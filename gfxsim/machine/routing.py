@@ -26,7 +26,7 @@ from .vgpr import VGPRs
 _NONE = -1
 
 
-def route_prov(p: Prov | None, src, width) -> Prov | None:
+def route_prov(p: Prov | None, src: np.ndarray, width: int) -> Prov | None:
     """Rows of a per-byte Prov gathered by ``src`` ``[out_bytes, width]`` (-1: a byte with none)."""
     if p is None:
         return None
@@ -190,7 +190,7 @@ class RoutingOps:
         return v
 
 
-def shift_prov(pa, s, size, op, dtype, n, width, wide):
+def shift_prov(pa: Prov | None, s: int, size: int, op: str, dtype: str, n: int, width: int, wide) -> Prov | None:
     """Provenance of x << s / x >> s per byte, for n elements of ``size`` bytes."""
     if pa is None:
         return None
