@@ -226,3 +226,35 @@ def test_every_entry_states_a_rule_and_types_for_each_source():
         assert e.rule in isa.RULES and callable(e.fn), e.mnemonic
         assert e.asm in isa.ASM_FORMS
         assert all(isinstance(t, str) for t in e.srcs) and e.srcs, e.mnemonic
+
+
+# -- the Python front end's 16-bit operations: entries of their own (the asm front end has no
+# 16-bit forms), the same numbers as the entry's function on the same typed arrays
+_H = [0, 1, 2, 0x7FFF, 0x8000, 0xFFFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0x0001, 0x03FF, 0x0400, 0x3C00, 0xBC00,
+      0x3800, 0x3E00, 0x7BFF, 0xFBFF, 15, 16, 17, 31, 32, 0x00FF, 0x0100, 0x8001, 0xFFFE]
+WORDS16 = np.concatenate([np.array(_H, np.uint16),
+                          np.random.default_rng(5).integers(0, 2 ** 16, LANES - len(_H)).astype(np.uint16)])
+NP16 = {"i16": np.int16, "f16": np.float16}      # the 16-bit register types (there is no u16)
+SIXTEEN = [(op, t, o.mnemonic) for (op, t), o in ops.VALU.items()
+           if t in NP16 and not o.pseudo and (op in BINARY or op[4:] in CMP)]
+
+
+@pytest.mark.parametrize("op,t,mnemonic", SIXTEEN, ids=[f"{m}-{t}" for _, t, m in SIXTEEN])
+def test_python_16_bit_operations_compute_through_their_entry(op, t, mnemonic):
+    e = isa.entry(mnemonic)
+    a, b = WORDS16.view(NP16[t]), np.roll(WORDS16, 5).view(NP16[t])
+    if op in BINARY:
+        spell, out = BINARY[op], Buffer.empty("out", (LANES,), t)
+        want = (e.fn(b, a) if e.reversed else e.fn(a, b)).astype(NP16[t]).view(np.uint16)
+    else:
+        rel = CMP[op[4:]]
+        spell, out = (lambda w, x, y: w.select(getattr(x, rel)(y), w.const(1, "u32"), w.const(0, "u32"))), \
+            Buffer.empty("out", (LANES,), "u32")
+        want = e.fn(a, b).astype(np.uint32)
+
+    def k(w):
+        off = w.lane_id * 2
+        x, y = (w.global_load(Buffer(n, v.copy()), off, 2, t) for n, v in (("a", a), ("b", b)))
+        w.global_store(out, off * out.array.itemsize // 2, spell(w, x, y))
+    launch(k, arch=ARCH, trace=False)
+    np.testing.assert_array_equal(out.array.view(want.dtype), want)
