@@ -14,6 +14,7 @@ from gfxsim import Buffer, launch
 from gfxsim.cli import main
 from gfxsim.machine.trace import MmaEvent, words_of
 from kernels_py.host.runs import run_kernel
+from support.figures import axes_by_gid
 from visualize import RunStepper, plot_banks, plot_errors, plot_scales, plot_tokens
 
 MMAC = "v_mmac_i32_16x16x32_i8"
