@@ -255,11 +255,11 @@ def _src_values(st, d, srcs):
             sel = d.ops.mods.get(f"src{k}_sel", "DWORD")
             if sel != "DWORD" and v.prov is not None:
                 first, n = SDWA_FIELD[sel][0] // 8, SDWA_FIELD[sel][1] // 8
-                rows = np.full((4, st.w.width), -1, np.int64)   # zero extension: bytes of no one
+                rows = np.full((4, st.w.pw), -1, np.int64)      # zero extension: bytes of no one
                 rows[:n] = first + np.arange(n)[:, None]
                 if o.sext:
                     rows[n:] = first + n - 1              # sign extension repeats the top byte
-                vals[k] = VGPRs(st.w, v.val, "u32", _route(v.prov.per_byte(), rows, st.w.width), literal=True)
+                vals[k] = VGPRs(st.w, v.val, "u32", _route(v.prov.per_byte(), rows, st.w.pw), literal=True)
     return vals
 
 
@@ -311,7 +311,8 @@ def by_sgpr_value(st, srcs, compute):
             shape = p.shape if shape is None else shape
             member = np.zeros(M, bool)
             member[act[inv.reshape(-1) == k]] = True
-            out = p if out is None else Prov.select(np.repeat(member, st.lanes)[None, :], p, out, shape)
+            cols = st.w._pcols(np.repeat(member, st.lanes)[None, :], "a byte route by SGPR value")
+            out = p if out is None else Prov.select(cols, p, out, shape)
     finally:
         st.s[:, regs] = saved
     return out
@@ -330,13 +331,13 @@ def _bfe_prov(signed):
         if off % 8 or width % 8 or not width:
             return arith_prov(st, "v_bfe", vals[:1])
         nb = width // 8
-        rows = np.full((4, st.w.width), -1, np.int64)
+        rows = np.full((4, st.w.pw), -1, np.int64)
         for i in range(4):
             if i < nb and off // 8 + i < 4:
                 rows[i] = off // 8 + i
             elif signed:
                 rows[i] = min(off // 8 + nb - 1, 3)
-        return _route(vals[0].prov.per_byte(), rows, st.w.width)
+        return _route(vals[0].prov.per_byte(), rows, st.w.pw)
     return rule
 
 
@@ -399,7 +400,7 @@ def _sdwa_dst_prov(st, d, dst, prov):
     shift, bits = SDWA_FIELD[d.ops.mods["dst_sel"]]
     first, n = shift // 8, bits // 8
     unused = d.ops.mods.get("dst_unused", "UNUSED_PAD")
-    width = st.w.width
+    width = st.w.pw                     # provenance columns
     rows = np.full((4, width), -1, np.int64)
     rows[first:first + n] = np.arange(n)[:, None]
     new = prov.per_byte()
@@ -596,7 +597,7 @@ def v_shift64(st, d):
         if v.prov is not None:     # a uniform shift routes the bytes (the back end's rule, routing.py)
             kind = "shl" if d.mnemonic == "v_lshlrev_b64" else "shr"
             prov = by_sgpr_value(st, (s,), lambda split: _shift_prov(
-                v.prov.per_byte(), int(u32(st, s)[0]) & 63, 8, kind, v.dtype, 1, st.w.width, st.w.machine.wide))
+                v.prov.per_byte(), int(u32(st, s)[0]) & 63, 8, kind, v.dtype, 1, st.w.pw, st.w.machine.wide))
     if prov is None:
         put64(st, dst, r)
     else:
@@ -659,7 +660,8 @@ def v_cndmask_b32(st, d):
     if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
         va, vb = _value(st, a), _value(st, b)
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
-            prov = Prov.select(mask[None, :], st.w._elem_prov(vb, 1), st.w._elem_prov(va, 1), (1, st.w.width))
+            prov = Prov.select(st.w._pcols(mask[None, :], "a v_cndmask_b32 mask"), st.w._elem_prov(vb, 1),
+                               st.w._elem_prov(va, 1), (1, st.w.pw))
     _put_prov(st, dst, np.where(mask, y, x), prov)
 
 
@@ -822,7 +824,7 @@ def _pk(name, n, fn):
                     differ = ((a_.view(np.int64) != b_.view(np.int64)) | (a_ == 0) | (b_ == 0))[None, :]
                 halves_p.append(arith_prov(st, op_h, vals, dequantized=hit, differ=differ))
             if any(p_ is not None for p_ in halves_p):
-                prov = Prov.concat(halves_p, [1, 1], st.w.width)
+                prov = Prov.concat(halves_p, [1, 1], st.w.pw)
         if prov is None:
             put(st, dst, words)
         else:
