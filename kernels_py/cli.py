@@ -8,7 +8,7 @@ import numpy as np
 from gfxsim.arch.kslots import format_token_set
 from gfxsim.procmem import mem_available
 
-from kernels_py.host.config import RunConfig
+from kernels_py.host.config import FORMULAS, FRONTENDS, GROUPINGS, RunConfig
 from kernels_py.host.runners import KERNELS
 from kernels_py.host.runs import DEFAULTS, run_kernel
 
@@ -33,7 +33,7 @@ def add_run_options(p):
     p.add_argument("kernel", nargs="?", default="paged_attention_decode", help=f"one of: {kernels}")
     p.add_argument("--arch", default=DEFAULTS.arch, help="gfx936 (jump C/D layout) or gfx942 (CDNA3)")
     p.add_argument("--context", type=int, nargs="+", default=[DEFAULTS.context], help="history length(s)")
-    p.add_argument("--grouping", choices=("fragment", "contiguous"), default=DEFAULTS.grouping,
+    p.add_argument("--grouping", choices=GROUPINGS, default=DEFAULTS.grouping,
                    help="PV scale groups: fragment (the MMAC token sets) or contiguous (the seed's bug)")
     p.add_argument("--smooth-k", dest="smooth_k", action="store_true", default=DEFAULTS.smooth_k,
                    help="subtract the per-channel K mean before quantizing (default on)")
@@ -49,7 +49,7 @@ def add_run_options(p):
                    help="numbers only (2.5-3x faster at 16K): no tags travel, so the K-slot, scale-group and "
                         "coverage checks do not run (the report says so)")
     p.add_argument("--inputs", metavar="FILE.npz", help="run on your own q, k, v (see README 'Data')")
-    p.add_argument("--formula", choices=("derived", "gfx936", "gfx942"), default="derived",
+    p.add_argument("--formula", choices=FORMULAS, default=DEFAULTS.formula,
                    help="force one arch's hand-written output-layout formula (to see it caught on the other)")
     p.add_argument("--kernel-fn", metavar="FILE.py:FN", default=None,
                    help="run your own kernel function FN from FILE.py (the signature of KERNEL's) in place of "
@@ -57,7 +57,7 @@ def add_run_options(p):
     p.add_argument("--reduce-fn", metavar="FILE.py:FN", default=None,
                    help="paged_attention_decode: run your own FN from FILE.py (paged_attention_reduce's "
                         "signature) as the second launch, in place of the project's reduce (default: none)")
-    p.add_argument("--frontend", choices=("python", "asm"), default="python",
+    p.add_argument("--frontend", choices=FRONTENDS, default=DEFAULTS.frontend,
                    help="python: the Python twin; asm: the clang-compiled HIP twin (kernels_hip/, built as by "
                         "`gfxsim hip build`) executed instruction by instruction in its place")
     p.add_argument("--quiet", action="store_true",
@@ -65,13 +65,15 @@ def add_run_options(p):
     return p
 
 
-def run_options(args, context) -> dict:
-    """run_kernel keyword arguments of the options add_run_options added (--inputs is loaded by the caller)."""
-    return dict(formula=args.formula, provenance=args.provenance,
-                partition_size=args.partition_size, arch=args.arch, context=context, grouping=args.grouping,
-                smooth_k=args.smooth_k, heads=args.heads, kv_heads=args.kv_heads, head_dim=args.head_dim,
-                block_size=args.block_size, seed=args.seed, kernel_fn=getattr(args, "kernel_fn", None),
-                reduce_fn=getattr(args, "reduce_fn", None), frontend=getattr(args, "frontend", "python"))
+def run_config(args, context: int) -> RunConfig:
+    """The RunConfig of the options add_run_options added, at ``context`` (--inputs is loaded by the
+    caller): built here, once per context, and handed to run_kernel as it is."""
+    return RunConfig(formula=args.formula, provenance=args.provenance,
+                     partition_size=args.partition_size, arch=args.arch, context=context, grouping=args.grouping,
+                     smooth_k=args.smooth_k, heads=args.heads, kv_heads=args.kv_heads, head_dim=args.head_dim,
+                     block_size=args.block_size, seed=args.seed, kernel_fn=getattr(args, "kernel_fn", None),
+                     reduce_fn=getattr(args, "reduce_fn", None), frontend=getattr(args, "frontend", "python"),
+                     trace=getattr(args, "trace", False))
 
 
 def progress_for(args, context=None):
@@ -145,17 +147,18 @@ def check_memory(args, inputs=None, *, trace: bool = False, available: int | Non
                          f"available (MemAvailable); at most about {most} tokens fit")
 
 
-def check_run_args(args) -> None:
+def check_run_args(args) -> list:
     """Usage errors of the run options, before anything is loaded or runs: each context's RunConfig
-    (which validates every option once) and what --inputs rules out."""
-    for c in args.context:
-        RunConfig(**{k: v for k, v in run_options(args, c).items() if k != "frontend"})
+    (which validates every option once) and what --inputs rules out. Returns the RunConfigs, one
+    per context to run (with --inputs one: the file's shapes replace its context)."""
+    configs = [run_config(args, c) for c in args.context]
     if args.inputs:
         given = getattr(args, "given_options", set())
         for dest, flag in SHAPE_FLAGS:
             if dest in given:
                 raise ValueError(f"{flag} cannot be combined with --inputs: the shapes come from "
                                  f"{args.inputs}; drop {flag}")
+    return configs
 
 
 def load_run_inputs(args):
@@ -187,15 +190,14 @@ def report_json(obj) -> str:
 
 
 def run(args) -> int:
-    check_run_args(args)
+    configs = check_run_args(args)
     inputs = load_run_inputs(args)
     check_memory(args, inputs, trace=args.trace)
     reports = []
-    contexts = [None] if inputs is not None else args.context
-    for ctx in contexts:
-        with progress_for(args, ctx) as progress, np.errstate(invalid="ignore", divide="ignore"):
-            kr = run_kernel(args.kernel, inputs=inputs, trace=args.trace, progress=progress,
-                            **run_options(args, ctx if ctx is not None else DEFAULTS.context))
+    for cfg in configs:
+        with progress_for(args, cfg.context if inputs is None else None) as progress, \
+                np.errstate(invalid="ignore", divide="ignore"):
+            kr = run_kernel(args.kernel, config=cfg, inputs=inputs, progress=progress)
         if inputs is not None:
             kr.params.update(input_params(inputs, args.inputs))
         with np.errstate(invalid="ignore", divide="ignore"):     # e.g. all-zero V: cos_sim 0/0 -> null

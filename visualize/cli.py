@@ -132,14 +132,15 @@ def _workgroup(text: str) -> tuple:
 
 
 def run_run(args) -> int:
-    from kernels_py.cli import check_memory, check_run_args, input_params, load_run_inputs, progress_for, run_options
-    from kernels_py.host.runs import DEFAULTS, run_kernel
+    from kernels_py.cli import check_memory, check_run_args, input_params, load_run_inputs, progress_for
+    from kernels_py.host.runs import run_kernel
 
     from .style import picture_format, save
     picture_format(args.output)              # bad input fails before the kernel runs
     check_output(args.output)
-    check_run_args(args)
-    if len(args.context) != 1:
+    args.trace = RUN_PICTURES[args.what]     # the picture decides whether the full trace is kept
+    configs = check_run_args(args)
+    if len(configs) != 1:
         raise UsageError(f"--context: a picture is of one run; give one history length, got {args.context}")
     if args.instructions is not None and args.instructions < 1:
         raise UsageError(f"--instructions must be >= 1, got {args.instructions}")
@@ -147,10 +148,9 @@ def run_run(args) -> int:
         raise UsageError(f"--what {args.what} draws the tokens that reached the K slots; drop --no-provenance")
     wg = _workgroup(args.workgroup)
     inputs = load_run_inputs(args)
-    check_memory(args, inputs, trace=RUN_PICTURES[args.what])
-    with progress_for(args, args.context[0] if inputs is None else None) as progress:
-        kr = run_kernel(args.kernel, inputs=inputs, trace=RUN_PICTURES[args.what], progress=progress,
-                        **run_options(args, args.context[0] if inputs is None else DEFAULTS.context))
+    check_memory(args, inputs, trace=args.trace)
+    with progress_for(args, configs[0].context if inputs is None else None) as progress:
+        kr = run_kernel(args.kernel, config=configs[0], inputs=inputs, progress=progress)
     if inputs is not None:
         kr.params.update(input_params(inputs, args.inputs))
     fig = draw_run(kr, args.what, workgroup=None if args.all_waves else wg, wave=None if args.all_waves else args.wave,

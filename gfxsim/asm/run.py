@@ -9,7 +9,9 @@ wave of each workgroup executes the kernel's instructions from its AMDHSA initia
 Workgroup. The launch loop is the back end's (gfxsim.machine.launch.run_grid, under
 LaunchOptions): workgroups run side by side in a batch (``batch=``), one back-end wave holding the
 same wave of every member, each member with its own SGPRs and pc, and ``execute`` schedules them so
-that a batch gives exactly what one workgroup at a time gives. The result is the back end's Run:
+that a batch gives exactly what one workgroup at a time gives; with provenance the batch folds
+(fold.py: the register files keep the representatives' provenance columns) or, where its members
+part, runs again unfolded. The result is the back end's Run:
 trace, matrix-instruction records, findings, and the Buffers as the kernel left them.
 """
 from __future__ import annotations

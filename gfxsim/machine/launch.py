@@ -220,7 +220,7 @@ def launch_options(options: Optional[LaunchOptions], given: dict) -> LaunchOptio
     defaults = LaunchOptions()
     both = [k for k, v in given.items() if v != getattr(defaults, k)]
     if both:
-        raise ValueError(f"launch got options= and {', '.join(k + '=' for k in both)}: give each setting once")
+        raise ValueError(f"got options= and {', '.join(k + '=' for k in both)}: give each setting once")
     return options
 
 

@@ -8,7 +8,8 @@ both front ends share the value model: the same bytes, identities, footprints an
 
 State: ``words`` uint32 ``[count, width]``; ``written`` bool ``[count*4, width]`` (per byte; a
 never-written register reads as poison and is flagged by the reader); ``prov`` a per-byte
-``Prov`` ``[count*4, width]`` or None.
+``Prov`` ``[count*4, pw]`` or None: the wave's provenance columns (a folded batch's
+representatives', fold.py), as every value of the wave holds them.
 """
 from __future__ import annotations
 
@@ -71,12 +72,14 @@ class RegisterFile:
         else:
             np.copyto(self.words[first:first + n], words, where=act)
             np.copyto(self.written[rows], value.written(), where=act)
-        p = value.byte_prov()
+        p = None if value.prov is None else value.prov.per_byte()      # on the provenance columns
         if p is None and (self.prov is None or not self.has[first:first + n].any()):
             return                                   # nothing there to clear
         if self.prov is None:
             self.prov = Prov(1, {})
-        self.prov = _assign(self.prov, rows, act, p, self.count * 4, self.wave.width, self.wave.exec_full)
+        w = self.wave
+        pact = act if w.fold is None else w.pexec("EXEC of a register write")
+        self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full)
         if p is not None:
             self.has[first:first + n] = True
         elif self.wave.exec_full:

@@ -358,8 +358,6 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         """Numbered registers of this wave (regfile.RegisterFile), for front ends that address
         registers by number; values move in and out with their bytes' provenance."""
         from .regfile import RegisterFile
-        if self.fold is not None:
-            raise Unfolded("a numbered register file")     # its planes hold every member's columns
         return RegisterFile(self, count, prefix)
 
     # -- finer checks --------------------------------------------------------------------------------

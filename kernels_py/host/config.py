@@ -1,19 +1,24 @@
 """The configuration of one `gfxsim run`: a frozen, keyword-only record validated once, on creation.
 
 ``RunConfig()`` holds the defaults (what the CLI's options default to); ``RunConfig(context=300,
-grouping="contiguous")`` overrides some; a bad value is a ValueError naming its option. The runners,
-run_kernel and the CLI read the fields; the harnesses take the values they need as keywords.
+grouping="contiguous")`` overrides some; a bad value is a ValueError naming its option. The CLI
+builds one per context from its options (kernels_py.cli.run_config) and hands it to run_kernel,
+which passes it to the kernel's runner; the harnesses take the values they need as keywords.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Literal, Optional, Union, get_args
 
 from kernels_py.reference.int8_cache import BLOCK_SIZES, HEAD_DIMS
 
-GROUPINGS = ("fragment", "contiguous")
-FORMULAS = ("derived", "gfx936", "gfx942")
+Grouping = Literal["fragment", "contiguous"]
+Formula = Literal["derived", "gfx936", "gfx942"]
+Frontend = Literal["python", "asm"]
+GROUPINGS = get_args(Grouping)
+FORMULAS = get_args(Formula)
+FRONTENDS = get_args(Frontend)
 PARTITION = 256                       # 4 waves x 64 tokens: the decode's smallest partition
 
 
@@ -33,7 +38,7 @@ class RunConfig:
     """What one run_kernel call runs: shapes of the generated data, kernel choices, how it runs."""
     arch: str = "gfx936"
     context: int = 4096
-    grouping: str = "fragment"
+    grouping: Grouping = "fragment"
     smooth_k: bool = True
     heads: int = 8
     kv_heads: int = 1
@@ -41,12 +46,14 @@ class RunConfig:
     block_size: int = 16
     seed: int = 0
     partition_size: int = PARTITION
-    formula: str = "derived"
+    formula: Formula = "derived"
     provenance: bool = True
     # how it runs, not what: left out of the report's params and of equality
-    progress: Any = field(default=None, compare=False, repr=False)
-    kernel_fn: Optional[Callable] = field(default=None, compare=False, repr=False)
-    reduce_fn: Optional[Callable] = field(default=None, compare=False, repr=False)
+    frontend: Frontend = field(default="python", compare=False)    # asm: the compiled HIP twin in its place
+    trace: bool = field(default=False, compare=False)              # keep the full per-lane trace
+    # your kernel (a function, or "FILE.py:FN") in the project's place; run_kernel loads a file's
+    kernel_fn: Optional[Union[str, Callable]] = field(default=None, compare=False, repr=False)
+    reduce_fn: Optional[Union[str, Callable]] = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         from gfxsim.arch import get_arch
@@ -55,6 +62,15 @@ class RunConfig:
             raise ValueError(f"--grouping must be fragment or contiguous, got {self.grouping!r}")
         if self.formula not in FORMULAS:
             raise ValueError(f"--formula must be one of {', '.join(FORMULAS)}, got {self.formula!r}")
+        if self.frontend not in FRONTENDS:
+            raise ValueError(f"--frontend must be python or asm, got {self.frontend!r}")
+        if self.frontend == "asm" and (self.kernel_fn is not None or self.reduce_fn is not None):
+            flag = "--kernel-fn" if self.kernel_fn is not None else "--reduce-fn"
+            raise ValueError(f"--frontend asm runs the compiled twin: it does not take {flag}")
+        for name in ("kernel_fn", "reduce_fn"):
+            fn = getattr(self, name)
+            if fn is not None and not isinstance(fn, str) and not callable(fn):
+                raise ValueError(f"{name} must be a function or 'FILE.py:FN', got {type(fn).__name__}")
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"--head-dim must be 64 or 128, got {self.head_dim}")
         if self.block_size not in BLOCK_SIZES:

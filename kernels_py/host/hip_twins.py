@@ -11,12 +11,10 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Callable, Union
 
-from gfxsim.asm.launch import LaunchError
-from gfxsim.asm.run import address_space, program_of, run_wave
-from gfxsim.hip.build import find_kernel
-from gfxsim.hip.project import Project
+if TYPE_CHECKING:       # the asm front end and the HIP build load when a twin first runs, not at start-up
+    from gfxsim.hip.project import Project
 
 # Python-twin keywords that the HIP twins fix at compile time (kernels_hip/int8_attention.h)
 DEFINES = {"head_dim": ("GFXSIM_HEAD_DIM", 128), "block_size": ("GFXSIM_BLOCK_SIZE", 16)}
@@ -30,9 +28,10 @@ FIXED = {"kvh": (0, "the standalone HIP twins read kv head 0"),
          "grouping": ("fragment", "the HIP twin has one grouping")}
 
 # Workgroups side by side in a harness's launch with provenance: the register files hold the
-# provenance of every VGPR and AGPR byte, ~15 MiB a decode workgroup at head_dim 128 (2.3 GiB for
-# the 128 workgroups of a 4K decode at 64 query heads on 8 KV heads), so larger grids run in
-# batches of this many (a 16K decode: four). Without provenance a batch holds every workgroup.
+# provenance of every VGPR and AGPR byte, ~15 MiB a decode workgroup at head_dim 128 in a batch
+# that cannot fold (2.3 GiB for the 128 workgroups of a 4K decode at 64 query heads on 8 KV
+# heads), so larger grids run in batches of this many (a 16K decode: four). A folded batch holds
+# one member's per class. Without provenance a batch holds every workgroup.
 PROVENANCE_BATCH = 128
 
 # the kernels_hip/ entry point run in place of each Python twin
@@ -61,7 +60,7 @@ class CompiledTwin:
     project: Project
     provenance_batch: int = PROVENANCE_BATCH
     # one launch at a time: (entry, defines) -> (Program, AddressSpace, kernarg) of the launch's Machine
-    _launches: dict = field(default_factory=dict, repr=False)
+    _launches: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
         # named as a function is (launch names its Run by __name__; the harnesses read the signature)
@@ -71,6 +70,8 @@ class CompiledTwin:
         object.__setattr__(self, "__signature__", inspect.signature(self.python_kernel))
 
     def __call__(self, w, *buffers, **kwargs):
+        from gfxsim.asm.launch import LaunchError
+        from gfxsim.asm.run import run_wave
         name = self._entry_for(kwargs)
         positional = [p.name for p in list(self.__signature__.parameters.values())[1:]
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -90,6 +91,7 @@ class CompiledTwin:
 
     def _entry_for(self, kwargs: dict) -> str:
         """The entry point to run (a chooser keyword, if any, taken out of ``kwargs``)."""
+        from gfxsim.asm.launch import LaunchError
         if not isinstance(self.entry, dict):
             return self.entry
         (chooser, choices), = self.entry.items()
@@ -102,6 +104,9 @@ class CompiledTwin:
 
     def _bind(self, name: str, defines: tuple, arch: str, args: dict, kwargs: dict):
         """The entry point built (with ``defines``) and its arguments bound: (Program, space, kernarg)."""
+        from gfxsim.asm.launch import LaunchError
+        from gfxsim.asm.run import address_space, program_of
+        from gfxsim.hip.build import find_kernel
         project = self.project
         if defines:                              # a build of their own beside the project's
             project = project.with_build(project.build.parent / (project.build.name + "-" + "-".join(
@@ -125,6 +130,7 @@ class CompiledTwin:
 
 def hip_project() -> Project:
     """This checkout's HIP twins (kernels_hip/) and their builds (build/hip/): what --frontend asm runs."""
+    from gfxsim.hip.project import Project
     root = Path(__file__).resolve().parents[2]
     return Project(root / "kernels_hip", root / "build" / "hip")
 

@@ -1,14 +1,15 @@
 """The runners of `gfxsim run`, one per kernel, and KERNELS, the registry built here and only here.
 
-A runner is fn(cfg: RunConfig, inputs, trace) -> (out, refs, runs, extra_metrics, context): it
-prepares the inputs (generated from ``cfg`` or the user's), builds the INT8 cache, runs the harness
-of host.buffers / host.twins (``cfg.kernel_fn``, the user's kernel, in place of ours where given)
-and computes the numpy references.
+A runner is fn(cfg: RunConfig, inputs, swap: Swap) -> Ran: it prepares the inputs (generated from
+``cfg`` or the user's), builds the INT8 cache, runs the harness of host.buffers / host.twins
+(``swap.kernel_fn``, the user's kernel or the compiled twin, in place of ours where given;
+``cfg.trace``: the full trace) and computes the numpy references.
 """
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -28,6 +29,25 @@ CHUNK = 64                # tokens per wave and iteration
 PREFILL_QUERIES = 64      # generated prefill queries: one workgroup's 4 x 16 rows
 
 
+@dataclass(frozen=True)
+class Swap:
+    """The functions a runner launches in place of the project's (None: the project's) — yours,
+    loaded, or the compiled twins — and the progress display told of every launch."""
+    kernel_fn: Optional[Callable] = None
+    reduce_fn: Optional[Callable] = None
+    progress: Any = None
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a runner produced: the kernel's output, the references of the same shape, the launches."""
+    out: np.ndarray                  # what the kernel wrote
+    refs: dict                       # name -> reference output
+    runs: list                       # gfxsim Runs (the kernel, then e.g. the reduce kernel)
+    context: int                     # the longest history the kernel ran over
+    extra_metrics: dict = field(default_factory=dict)
+
+
 def _bf16(x):
     import ml_dtypes                 # a second to import: only the BF16 twin needs it
     return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
@@ -45,13 +65,13 @@ def _padded_w_v(p, cache: PagedKVCache):
     return W, V
 
 
-def _decode(cfg, inputs, trace):
+def _decode(cfg, inputs, swap):
     d = prepare_inputs(inputs=inputs, **cfg.shape())
     if d["q"].ndim != 3:
         raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
-    kw = {"kernel": cfg.kernel_fn} if cfg.kernel_fn else {}
-    if cfg.reduce_fn:
-        kw["reduce_kernel"] = cfg.reduce_fn
+    kw = {"kernel": swap.kernel_fn} if swap.kernel_fn else {}
+    if swap.reduce_fn:
+        kw["reduce_kernel"] = swap.reduce_fn
     # K and V in float32 (128 MiB at 16K) are the references' alone from here: they get their own
     # dict, which the thread empties when done, so the simulation's later allocations reuse those
     # pages instead of new ones (the caller's dict, if the inputs were theirs, is left as it is)
@@ -68,14 +88,14 @@ def _decode(cfg, inputs, trace):
             raise
         cache_made.set_result(cache)
         del d
-        res = run_decode(q, cache, arch=cfg.arch, grouping=cfg.grouping, formula=cfg.formula, trace=trace,
-                         provenance=cfg.provenance, partition_size=cfg.partition_size, progress=cfg.progress,
+        res = run_decode(q, cache, arch=cfg.arch, grouping=cfg.grouping, formula=cfg.formula, trace=cfg.trace,
+                         provenance=cfg.provenance, partition_size=cfg.partition_size, progress=swap.progress,
                          **kw)
         refs, plain = refs_done.result()
     extra = {}
     if plain is not None:       # metrics here: np.errstate (the caller's) does not reach another thread
         extra["reference_int8_without_smooth_k_vs_bf16"] = R.metrics(plain, refs["bf16"])
-    return res.out, refs, res.runs, extra, int(lens.max())
+    return Ran(res.out, refs, res.runs, int(lens.max()), extra)
 
 
 def _decode_references_once(d, cache_made, cfg):
@@ -116,14 +136,14 @@ def _standalone_inputs(cfg, inputs):
     return d, cache, query_rows(d["q"], cache.num_kv_heads)
 
 
-def _opts(cfg):
+def _opts(cfg, swap):
     return dict(arch=cfg.arch, formula=cfg.formula, provenance=cfg.provenance,
-                progress=cfg.progress)
+                progress=swap.progress)
 
 
-def _qk(cfg, inputs, trace):
+def _qk(cfg, inputs, swap):
     d, cache, rows = _standalone_inputs(cfg, inputs)
-    s, run = run_qk_int8(rows, cache, trace=trace, kernel=cfg.kernel_fn or qk_int8, **_opts(cfg))
+    s, run = run_qk_int8(rows, cache, trace=cfg.trace, kernel=swap.kernel_fn or qk_int8, **_opts(cfg, swap))
     ctx = int(cache.context_lens[0])
     kq, sk, _, _ = gather_int8(cache, 0)
     qq, sq = quantize_int8(rows)
@@ -133,14 +153,15 @@ def _qk(cfg, inputs, trace):
     refs = {"fp32": (rows.astype(np.float64) @ k.T.astype(np.float64) * scale).astype(np.float32),
             "bf16": (_bf16(rows) @ _bf16(k).T) * np.float32(scale),
             "reference_int8": R.qk_int8_scores(qq, sq, kq[:, 0], sk[:, 0])}
-    return s, refs, [run], {}, ctx
+    return Ran(s, refs, [run], ctx)
 
 
 def _pv(kernel):
-    def runner(cfg, inputs, trace):
+    def runner(cfg, inputs, swap):
         d, cache, rows = _standalone_inputs(cfg, inputs)
         P = softmax_rows(rows, cache)
-        out, run = run_pv(cfg.kernel_fn or kernel, P, cache, grouping=cfg.grouping, trace=trace, **_opts(cfg))
+        out, run = run_pv(swap.kernel_fn or kernel, P, cache, grouping=cfg.grouping, trace=cfg.trace,
+                          **_opts(cfg, swap))
         ctx = int(cache.context_lens[0])
         v = d["v"][0, :ctx, 0]
         W, V = _padded_w_v(P, cache)
@@ -150,25 +171,25 @@ def _pv(kernel):
             refs["reference_int8"] = sum_in_wave_order(R.pv_int8_chunks(W, V, cfg.grouping))
         else:
             refs["reference_bf16_pv"] = sum_in_wave_order(R.pv_bf16_chunks(W, V))
-        return out, refs, [run], {}, ctx
+        return Ran(out, refs, [run], ctx)
     runner.__name__ = f"_{kernel}"
     return runner
 
 
-def _prefill(cfg, inputs, trace):
+def _prefill(cfg, inputs, swap):
     nq = min(PREFILL_QUERIES, cfg.context)
     d, cache = _inputs_and_cache(cfg, inputs, num_queries=nq)
     if d["q"].ndim != 4:
         raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got {d['q'].shape}")
-    out, runs = run_prefill(d["q"], cache, grouping=cfg.grouping, trace=trace,
-                            kernel=cfg.kernel_fn or prefix_prefill, **_opts(cfg))
+    out, runs = run_prefill(d["q"], cache, grouping=cfg.grouping, trace=cfg.trace,
+                            kernel=swap.kernel_fn or prefix_prefill, **_opts(cfg, swap))
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
             "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
             "reference_int8": R.attention_int8(d["q"], cache, grouping=cfg.grouping)}
-    return out, refs, runs, {}, int(d["context_lens"].max())
+    return Ran(out, refs, runs, int(d["context_lens"].max()))
 
 
-def _kv_cache(cfg, inputs, trace):
+def _kv_cache(cfg, inputs, swap):
     """The producer fed what build_paged_cache feeds the numpy producer (smooth-K applied by the
     caller); out and references are the dequantized K and V in logical token order, [2, tokens, ...]."""
     d, ref = _inputs_and_cache(cfg, inputs)
@@ -177,23 +198,23 @@ def _kv_cache(cfg, inputs, trace):
     key = np.concatenate([d["k"][s, :n] - mean[s] for s, n in enumerate(lens)]).astype(np.float32)
     value = np.concatenate([d["v"][s, :n] for s, n in enumerate(lens)])
     arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
-                                    block_size=ref.block_size, arch=cfg.arch, trace=trace,
-                                    provenance=cfg.provenance, progress=cfg.progress,
-                                    kernel=cfg.kernel_fn or int8_kv_cache)
+                                    block_size=ref.block_size, arch=cfg.arch, trace=cfg.trace,
+                                    provenance=cfg.provenance, progress=swap.progress,
+                                    kernel=swap.kernel_fn or int8_kv_cache)
     mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
 
     def dequantized(cache):
         kv = [gather_kv(cache, s, add_mean=False) for s in range(len(lens))]
         return np.stack([np.concatenate([k for k, _ in kv]), np.concatenate([v for _, v in kv])])
     refs = {"fp32": np.stack([key, value]), "reference_int8": dequantized(ref)}
-    return dequantized(mine), refs, [run], {}, int(lens.max())
+    return Ran(dequantized(mine), refs, [run], int(lens.max()))
 
 
 
 ARCHS = ("sm_89", "sm_90")
 
 
-def _sage(cfg, inputs, trace):
+def _sage(cfg, inputs, swap):
     # imported here: the FP8 twin's modules (and their accumulator model) cost every other run ~0.1 s
     from gfxsim.arch import get_arch
     from kernels_py.fp8.sage_attention import run_sage_attention
@@ -215,14 +236,14 @@ def _sage(cfg, inputs, trace):
     v = np.ascontiguousarray(d["v"][0, :ctx, 0], np.float32)
     sage = SageConfig(arch=arch, q_block=WARPQ, smooth_q=cfg.smooth_k, smooth_k=cfg.smooth_k)
     pos = ctx - WARPQ
-    out, run = run_sage_attention(q, k, v, sage, q_pos0=pos, provenance=cfg.provenance, kernel=cfg.kernel_fn,
-                                  trace=trace)
+    out, run = run_sage_attention(q, k, v, sage, q_pos0=pos, provenance=cfg.provenance, kernel=swap.kernel_fn,
+                                  trace=cfg.trace)
     refs = {"fp32": R.attention_fp32(q[None, :, None], k[None, :, None], v[None, :, None], [ctx])[0, :, 0],
             "sage_reference": sage_head(q, k, v, sage, q_pos=pos + np.arange(WARPQ))}
-    return out, refs, [run], {}, ctx
+    return Ran(out, refs, [run], ctx)
 
 
-KERNELS: dict[str, Callable[[RunConfig, object, bool], tuple]] = {
+KERNELS: dict[str, Callable[[RunConfig, object, Swap], Ran]] = {
     "paged_attention_decode": _decode,
     "qk_int8": _qk,
     "pv_int8": _pv("pv_int8"),

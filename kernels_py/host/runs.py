@@ -6,14 +6,15 @@ the Python twin on the wave64 machine, computes the numpy references and returns
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
 from kernels_py.host.config import RunConfig
 from kernels_py.host.hip_twins import asm_kernel_fn
-from kernels_py.host.runners import KERNELS, REDUCE_KERNELS
+from kernels_py.host.runners import KERNELS, REDUCE_KERNELS, Swap
 from kernels_py.reference import attention as R
 
 DEFAULTS = RunConfig()            # the defaults of every run option (RunConfig's field defaults)
@@ -178,12 +179,14 @@ def kernel_fn_label(fn) -> str | None:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
 
 
-def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = "derived", provenance: bool = True,
-               progress=None, kernel_fn=None, reduce_fn=None, frontend: str = "python", **params) -> KernelRun:
-    """Run ``kernel`` with ``RunConfig(**params)`` (its defaults overridden by ``params``, validated
-    there). ``provenance=False`` runs faster and gives the numbers only: no tags travel, so no
-    K-slot, scale-group or coverage findings.
-    ``progress``: a gfxsim.progress.Progress told of every launch (runners read ``cfg.progress``).
+def run_kernel(kernel: str, *, config: Optional[RunConfig] = None, inputs=None, progress=None,
+               **params) -> KernelRun:
+    """Run ``kernel`` with ``config`` (a RunConfig, what `gfxsim run` builds from its options), or
+    with ``RunConfig(**params)`` (its defaults overridden by ``params``, validated there).
+    ``provenance=False`` runs faster and gives the numbers only: no tags travel, so no K-slot,
+    scale-group or coverage findings. ``trace=True`` keeps the full per-lane trace.
+    ``progress``: a gfxsim.progress.Progress told of every launch (how this call shows itself, not
+    configuration: RunConfig holds no display).
     ``kernel_fn``: your kernel function (or "FILE.py:FN", loaded by load_kernel_fn) with the
     signature of ``kernel``'s, run in its place by the same harness (inputs, buffers, references);
     for paged_attention_decode it replaces the decode kernel, the reduce stays. ``reduce_fn``
@@ -192,45 +195,33 @@ def run_kernel(kernel: str, *, inputs=None, trace: bool = False, formula: str = 
     asm front end in the Python twin's place, with the same harness."""
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
-    if provenance:                  # numba starts while the data is generated (provenance's merges need it)
+    if config is None:
+        unknown = set(params) - {f.name for f in dataclasses.fields(RunConfig)}
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(RunConfig.names())}")
+        config = RunConfig(**params)
+    elif params:
+        raise ValueError(f"run_kernel got config= and {', '.join(sorted(params))}: give each setting once")
+    cfg = config
+    if cfg.provenance:              # numba starts while the data is generated (provenance's merges need it)
         from gfxsim.machine.jit import prewarm
         prewarm()
-    if frontend not in ("python", "asm"):
-        raise ValueError(f"--frontend must be python or asm, got {frontend!r}")
-    if frontend == "asm":
-        if kernel_fn is not None:
-            raise ValueError("--frontend asm runs the compiled twin: it does not take --kernel-fn")
-        kernel_fn = asm_kernel_fn(kernel)
-        if kernel in REDUCE_KERNELS:
-            if reduce_fn is not None:
-                raise ValueError("--frontend asm runs the compiled twins: it does not take --reduce-fn")
-            reduce_fn = asm_kernel_fn(REDUCE_KERNELS[kernel])
-    label = kernel_fn_label(kernel_fn) if frontend == "python" else None
-    if isinstance(kernel_fn, str):
-        kernel_fn = load_kernel_fn(kernel_fn)
-    elif kernel_fn is not None and not callable(kernel_fn):
-        raise ValueError(f"kernel_fn must be a function or 'FILE.py:FN', got {type(kernel_fn).__name__}")
-    reduce_label = kernel_fn_label(reduce_fn) if frontend == "python" else None
-    if reduce_fn is not None and kernel not in REDUCE_KERNELS:
+    if cfg.reduce_fn is not None and kernel not in REDUCE_KERNELS:
         raise ValueError(f"--reduce-fn: {kernel} has no second kernel to swap (only "
                          f"{', '.join(f'{k} ({v})' for k, v in REDUCE_KERNELS.items())})")
-    if isinstance(reduce_fn, str):
-        reduce_fn = load_kernel_fn(reduce_fn, "--reduce-fn")
-    elif reduce_fn is not None and not callable(reduce_fn):
-        raise ValueError(f"reduce_fn must be a function or 'FILE.py:FN', got {type(reduce_fn).__name__}")
-    unknown = set(params) - set(RunConfig.names())
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(RunConfig.names())}")
-    cfg = RunConfig(formula=formula, provenance=provenance, progress=progress, kernel_fn=kernel_fn,
-                    reduce_fn=reduce_fn, **params)
+    shown = cfg.params()
+    if cfg.frontend == "asm":
+        swap = Swap(asm_kernel_fn(kernel), asm_kernel_fn(REDUCE_KERNELS[kernel]) if kernel in REDUCE_KERNELS
+                    else None, progress)
+        shown["frontend"] = cfg.frontend
+    else:
+        for name in ("kernel_fn", "reduce_fn"):
+            label = kernel_fn_label(getattr(cfg, name))
+            if label is not None:
+                shown[name] = label
+        swap = Swap(*(load_kernel_fn(f, flag) if isinstance(f, str) else f
+                      for f, flag in ((cfg.kernel_fn, "--kernel-fn"), (cfg.reduce_fn, "--reduce-fn"))), progress)
     from gfxsim.blas import one_blas_thread
     with one_blas_thread():          # the simulation's GEMMs and the references' share 2 cores, not 4 threads
-        out, refs, runs, extra, ctx = KERNELS[kernel](cfg, inputs, trace)
-    shown = cfg.params()
-    if label is not None:
-        shown["kernel_fn"] = label
-    if frontend != "python":
-        shown["frontend"] = frontend
-    if reduce_label is not None:
-        shown["reduce_fn"] = reduce_label
-    return KernelRun(kernel, runs[0].arch, ctx, shown, out, refs, runs, extra)
+        ran = KERNELS[kernel](cfg, inputs, swap)
+    return KernelRun(kernel, ran.runs[0].arch, ran.context, shown, ran.out, ran.refs, ran.runs, ran.extra_metrics)

@@ -25,16 +25,17 @@ import itertools
 import json
 import os
 import tomllib
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 
 from gfxsim.errors import GfxSimError
-from kernels_py.host.config import RunConfig
+from kernels_py.host.config import Frontend, RunConfig
 from kernels_py.host.hip_twins import ASM_ENTRIES
 from kernels_py.host.runners import KERNELS, REDUCE_KERNELS
 from kernels_py.host.runs import load_kernel_fn
 
-FRONTENDS = ("python", "asm")
+FRONTENDS = typing.get_args(Frontend)
 # keys of an entry that are not RunConfig fields (RunConfig.names() leaves formula and provenance out)
 RUN_KEYS = ("formula", "provenance")
 ENTRY_KEYS = ("name", "kernel_fn", "reduce_fn", "frontend", "inputs")

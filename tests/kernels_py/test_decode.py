@@ -183,7 +183,7 @@ def test_provenance_batch_bounds_the_batch_with_provenance_only(monkeypatch):
     whole = run_decode(d["q"], cache, trace=False)
     monkeypatch.setattr(B, "DECODE_PROVENANCE_BATCH", 3)
     split = run_decode(d["q"], cache, trace=False)
-    members = lambda r: sorted({len(rec.workgroups) for rec in r.machine.mma_log.records})
+    members = lambda r: sorted({len(rec.workgroups) for rec in r.records})
     assert members(whole.run) == [4] and members(split.run) == [1, 3]
     assert np.array_equal(whole.out, split.out) and np.array_equal(whole.tmp_out, split.tmp_out, equal_nan=True)
     key = lambda f: (f.kind, f.workgroup, f.wave, f.lane)
@@ -202,7 +202,7 @@ def test_trace_batch_bounds_a_traced_launch_only(monkeypatch):
     monkeypatch.setattr(B, "DECODE_TRACE_BATCH", 3)
     plain = run_decode(d["q"], cache, trace=False)
     traced = run_decode(d["q"], cache, trace=True)
-    members = lambda r: sorted({len(rec.workgroups) for rec in r.machine.mma_log.records})
+    members = lambda r: sorted({len(rec.workgroups) for rec in r.records})
     assert members(plain.run) == [4] and members(traced.run) == [1, 3]
     assert np.array_equal(plain.out, traced.out)
     key = lambda f: (f.kind, f.workgroup, f.wave, f.lane)
@@ -335,7 +335,7 @@ def test_remembered_operands_change_nothing(monkeypatch, grouping):
     assert (grouping == "contiguous") == any(f.kind == "scale-group-mismatch" for f in kept.run.findings)
     tok = lambda r: [(m.workgroup, m.wave, tuple(m.tokens("A")), tuple(m.tokens("B"))) for m in r.mmacs()]
     assert tok(kept.run) == tok(fresh.run)
-    for ra, rb in zip(kept.run.machine.mma_log.records, fresh.run.machine.mma_log.records):
+    for ra, rb in zip(kept.run.records, fresh.run.records):
         assert ra.a.keys() == rb.a.keys() and ra.ks_a.keys() == rb.ks_a.keys()
         assert all(ra.a[f][0] == rb.a[f][0] and np.array_equal(ra.a[f][1], rb.a[f][1]) for f in ra.a)
 

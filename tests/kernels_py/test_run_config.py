@@ -66,3 +66,50 @@ def test_registry_is_built_in_one_place_without_a_cycle():
             "print(sorted(m for m in sys.modules if m in ('kernels_py.host.runners', 'kernels_py.host.runs')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_choices_are_literal_types_the_cli_offers():
+    import typing
+
+    from kernels_py.cli import add_run_options
+    from kernels_py.host.config import FRONTENDS
+    hints = typing.get_type_hints(RunConfig)
+    assert typing.get_args(hints["grouping"]) == ("fragment", "contiguous")
+    assert typing.get_args(hints["formula"]) == ("derived", "gfx936", "gfx942")
+    assert typing.get_args(hints["frontend"]) == FRONTENDS == ("python", "asm")
+    import argparse
+    p = add_run_options(argparse.ArgumentParser())
+    choices = {a.dest: a.choices for a in p._actions if a.choices}
+    assert choices["grouping"] == ("fragment", "contiguous") and choices["frontend"] == FRONTENDS
+    cfg = RunConfig(frontend="asm", trace=True)
+    assert cfg.params() == RunConfig().params()          # how it runs: not a report param
+    with pytest.raises(ValueError, match="--frontend must be python or asm, got 'rtl'"):
+        RunConfig(frontend="rtl")
+    with pytest.raises(ValueError, match="--frontend asm runs the compiled twin: it does not take --reduce-fn"):
+        RunConfig(frontend="asm", reduce_fn="mine.py:reduce")
+    with pytest.raises(ValueError, match="kernel_fn must be a function or 'FILE.py:FN', got int"):
+        RunConfig(kernel_fn=3)
+
+
+def test_gfxsim_run_builds_one_run_config_per_context_and_runners_return_a_record(monkeypatch, capsys):
+    """The CLI's options become one RunConfig per context, which run_kernel hands to the runner as
+    it is (trace and frontend inside it); the runner answers with a Ran record."""
+    from gfxsim.cli import main
+    from kernels_py.host import runners
+    built, given = [], []
+    post_init = RunConfig.__post_init__
+    monkeypatch.setattr(RunConfig, "__post_init__", lambda self: (built.append(self), post_init(self))[1])
+    qk = runners.KERNELS["qk_int8"]
+
+    def spy(cfg, inputs, swap):
+        given.append(cfg)
+        ran = qk(cfg, inputs, swap)
+        assert isinstance(ran, runners.Ran) and dataclasses.is_dataclass(ran)
+        return ran
+    monkeypatch.setitem(runners.KERNELS, "qk_int8", spy)
+    assert main(["run", "qk_int8", "--context", "64", "100", "--quiet", "--trace", "--report", "json"]) == 0
+    assert [c.context for c in built] == [64, 100]        # built once each, no second build
+    assert given == built and all(g is b for g, b in zip(given, built))
+    assert all(c.trace and c.frontend == "python" for c in given)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        runners.Ran(None, {}, [], 1).context = 2

@@ -136,7 +136,7 @@ def widen(st, v, signed: bool):
     if v.prov is not None:
         p = v.prov.per_byte()
         top = p.map(lambda a: a[k - 1:k]) if signed else None
-        prov = Prov.concat([p] + [top] * (4 - k), [k] + [1] * (4 - k), st.w.width)
+        prov = Prov.concat([p] + [top] * (4 - k), [k] + [1] * (4 - k), st.w.pw)
     return VGPRs(st.w, words, "u32", prov, None if v.valid is None else
                  np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 

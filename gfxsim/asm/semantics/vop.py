@@ -120,13 +120,13 @@ def _src_values(st, d, srcs):
             sel = d.ops.mods.get(f"src{k}_sel", "DWORD")
             if sel != "DWORD" and v.prov is not None:
                 first, n = SDWA_FIELD[sel][0] // 8, SDWA_FIELD[sel][1] // 8
-                rows = np.full((4, st.w.width), -1, np.int64)   # zero extension: bytes of no one
+                rows = np.full((4, st.w.pw), -1, np.int64)      # zero extension: bytes of no one
                 rows[:n] = first + np.arange(n)[:, None]
                 if o.sext:
                     rows[n:] = first + n - 1              # sign extension repeats the top byte
                 # the selected field as the instruction reads it: its value and its bytes' provenance
                 vals[k] = VGPRs(st.w, _sdwa_src(st, d, k, o, "u32")[None, :], "u32",
-                                route_prov(v.prov.per_byte(), rows, st.w.width))
+                                route_prov(v.prov.per_byte(), rows, st.w.pw))
     return vals
 
 
@@ -180,7 +180,8 @@ def by_sgpr_value(st, srcs, compute):
             shape = p.shape if shape is None else shape
             member = np.zeros(M, bool)
             member[act[inv.reshape(-1) == k]] = True
-            out = p if out is None else Prov.select(np.repeat(member, st.lanes)[None, :], p, out, shape)
+            cols = st.w.pcols(np.repeat(member, st.lanes)[None, :], "a byte route by SGPR value")
+            out = p if out is None else Prov.select(cols, p, out, shape)
     finally:
         st.s[:, regs] = saved
     return out
@@ -199,13 +200,13 @@ def _bfe_prov(signed):
         if off % 8 or width % 8 or not width:
             return arith_prov(st, "v_bfe", vals[:1])
         nb = width // 8
-        rows = np.full((4, st.w.width), -1, np.int64)
+        rows = np.full((4, st.w.pw), -1, np.int64)
         for i in range(4):
             if i < nb and off // 8 + i < 4:
                 rows[i] = off // 8 + i
             elif signed:
                 rows[i] = min(off // 8 + nb - 1, 3)
-        return route_prov(vals[0].prov.per_byte(), rows, st.w.width)
+        return route_prov(vals[0].prov.per_byte(), rows, st.w.pw)
     return rule
 
 
@@ -218,7 +219,7 @@ def _align_prov(bits_per_unit):
         shift = (int(vals[2].val[0, 0]) & (31 if bits_per_unit == 1 else 3)) * bits_per_unit
         if shift % 8:
             return arith_prov(st, "v_alignbit", vals[:2])
-        width = st.w.width
+        width = st.w.pw                     # provenance columns
         both = Prov.concat([None if v.prov is None else v.prov.per_byte() for v in (vals[1], vals[0])], [4, 4], width)
         rows = np.broadcast_to((np.arange(4) + shift // 8)[:, None], (4, width))
         return route_prov(both, rows, width)
@@ -285,7 +286,7 @@ def _sdwa_dst_prov(st, d, dst, prov):
     shift, bits = SDWA_FIELD[d.ops.mods["dst_sel"]]
     first, n = shift // 8, bits // 8
     unused = d.ops.mods.get("dst_unused", "UNUSED_PAD")
-    width = st.w.width
+    width = st.w.pw                     # provenance columns
     rows = np.full((4, width), -1, np.int64)
     rows[first:first + n] = np.arange(n)[:, None]
     new = prov.per_byte()
@@ -496,7 +497,7 @@ def v_shift64(st, d):
         if v.prov is not None:     # a uniform shift routes the bytes (the back end's rule, routing.py)
             kind = "shl" if d.mnemonic == "v_lshlrev_b64" else "shr"
             prov = by_sgpr_value(st, (s,), lambda split: shift_prov(
-                v.prov.per_byte(), int(u32(st, s)[0]) & 63, 8, kind, v.dtype, 1, st.w.width, st.w.machine.wide))
+                v.prov.per_byte(), int(u32(st, s)[0]) & 63, 8, kind, v.dtype, 1, st.w.pw, st.w.machine.wide))
     if prov is None:
         put64(st, dst, r)
     else:
@@ -559,7 +560,8 @@ def v_cndmask_b32(st, d):
     if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
         va, vb = _value(st, a), _value(st, b)
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
-            prov = Prov.select(mask[None, :], elem_prov(st.w, vb, 1), elem_prov(st.w, va, 1), (1, st.w.width))
+            prov = Prov.select(st.w.pcols(mask[None, :], "a v_cndmask_b32 mask"), elem_prov(st.w, vb, 1),
+                               elem_prov(st.w, va, 1), (1, st.w.pw))
     _put_prov(st, dst, np.where(mask, y, x), prov)
 
 
@@ -707,7 +709,7 @@ def _pk(name, n, fn):
                     differ = ((a_.view(np.int64) != b_.view(np.int64)) | (a_ == 0) | (b_ == 0))[None, :]
                 halves_p.append(arith_prov(st, op_h, vals, dequantized=hit, differ=differ))
             if any(p_ is not None for p_ in halves_p):
-                prov = Prov.concat(halves_p, [1, 1], st.w.width)
+                prov = Prov.concat(halves_p, [1, 1], st.w.pw)
         if prov is None:
             put(st, dst, words)
         else:
