@@ -133,10 +133,27 @@ class Run:
         return [f for f in self.findings if not f.is_performance]
 
     def replay(self, workgroup=(0, 0, 0), wave=0):
-        return self.trace.replay(_wg(workgroup), wave)
+        return self.trace.replay(self._wave_of(workgroup, wave), wave)
 
     def history(self, workgroup, wave, lane, reg):
-        return self.trace.history(_wg(workgroup), wave, lane, reg)
+        wg = self._wave_of(workgroup, wave)
+        lanes = get_arch(self.arch).wave_size
+        if not 0 <= int(lane) < lanes:
+            raise ValueError(f"lane {lane}: a wave of {self.arch} has lanes 0..{lanes - 1}")
+        if int(reg) < 0:
+            raise ValueError(f"register {reg}: VGPR numbers start at 0")
+        return self.trace.history(wg, wave, lane, reg)
+
+    def _wave_of(self, workgroup, wave) -> tuple:
+        """The workgroup id, checked to be in the grid, and the wave in it (asking for one that never
+        ran would give an empty stepper that looks like a wave which did nothing)."""
+        wg = _wg(workgroup)
+        if any(not 0 <= g < n for g, n in zip(wg, self.grid)):
+            raise ValueError(f"workgroup {wg} is outside the grid {self.grid}")
+        if not 0 <= int(wave) < self.waves_per_group:
+            raise ValueError(f"wave {wave}: the launch ran {self.waves_per_group} wave(s) per workgroup "
+                             f"(0..{self.waves_per_group - 1})")
+        return wg
 
     def summary(self) -> str:
         kinds = {}
@@ -200,10 +217,14 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     grid = _wg(grid, fill=1)
     if any(g < 1 for g in grid):
         raise ValueError(f"grid {grid} has an empty dimension")
+    named: dict = {}
     for a in list(args) + list((kwargs or {}).values()):
         if isinstance(a, np.ndarray):
             raise TypeError("pass device memory as gfxsim Buffer objects, not bare numpy arrays "
                             f"(got an array of shape {a.shape})")
+        if isinstance(a, Buffer):      # findings and stored provenance name a buffer by its name
+            if named.setdefault(a.name, a) is not a:
+                raise ValueError(f"two different Buffers are named {a.name!r}: give each its own name")
     kname = name or getattr(kernel, "__name__", "kernel")
     m = Machine(prof, kname, trace=options.trace, provenance=options.provenance, check_races=options.check_races,
                 lds_bytes=options.lds_bytes, declared=declared_fields(list(args) + list((kwargs or {}).values())))

@@ -108,12 +108,18 @@ class Buffer:
     def __init__(self, name: str, array: np.ndarray, tags: dict | None = None, *, written: bool = True):
         if not isinstance(array, np.ndarray):
             raise TypeError(f"buffer {name!r}: expected a numpy array, got {type(array).__name__}")
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"a buffer's name must be a non-empty str, got {name!r}")
+        if array.dtype.kind not in "biufc" or array.dtype.hasobject:
+            raise TypeError(f"buffer {name!r}: device memory holds numbers, got an array of dtype {array.dtype}")
         self.name = name
         self.array = np.ascontiguousarray(array)
         self.raw = self.array.reshape(-1).view(np.uint8)
         self._tags = {}
         for field, t in (tags or {}).items():
             t = np.asarray(t)
+            if t.dtype.kind not in "iu":      # a tag is an identity (a token, a head): 2.5 is none
+                raise TypeError(f"buffer {name!r}: tag {field!r} must hold integers, got {t.dtype}")
             try:
                 np.broadcast_shapes(t.shape, self.array.shape)
             except ValueError:

@@ -128,7 +128,9 @@ class MmaEvent(Event):
     def slot_tags(self, operand: str, field: str = "token") -> np.ndarray:
         """Field values of every element of A ``[blocks, M, K]`` or B ``[blocks, K, N]`` (-1 = untagged)."""
         from .summaries import expand
-        op = operand.upper()
+        op = str(operand).upper()
+        if op not in ("A", "B"):
+            raise ValueError(f"operand {operand!r}: the K slots are A's and B's (\"A\" or \"B\")")
         insn = self.insn
         shape = (insn.blocks, insn.M, insn.K) if op == "A" else (insn.blocks, insn.K, insn.N)
         side = self.record.a if op == "A" else self.record.b

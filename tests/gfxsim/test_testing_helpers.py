@@ -75,9 +75,11 @@ def test_assert_no_findings_passes_and_fails_listing_the_findings():
 
 def test_assert_no_findings_fails_when_the_check_did_not_run():
     run, _ = small(provenance=False)
-    assert_no_findings(run)                                           # nothing found ...
-    with pytest.raises(AssertionError, match="did not run .provenance off.: ab-kslot-mismatch"):
-        assert_no_findings(run, kinds=["ab-kslot-mismatch"])          # ... but that check never ran
+    with pytest.raises(AssertionError, match="did not run: ab-kslot-mismatch"):
+        assert_no_findings(run)                                       # nothing found, but nothing checked
+    with pytest.raises(AssertionError, match="did not run: ab-kslot-mismatch"):
+        assert_no_findings(run, kinds=["ab-kslot-mismatch"])          # that check never ran
+    assert_no_findings(run, kinds=["lds-race", "uninitialized-read"])  # these ran without provenance
 
 
 def test_assert_findings_exactly_these_kinds():
@@ -150,3 +152,31 @@ def test_readme_unit_test_example_passes(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout + out.stderr
+
+
+def test_queries_name_what_does_not_exist():
+    """An operand, workgroup, wave or lane the run does not have is an error, not an empty answer."""
+    run, _ = small()
+    m = run.mmacs()[0]
+    assert m.token_set("a") == m.token_set("A")
+    with pytest.raises(ValueError, match="operand 'Z'"):
+        m.token_set("Z")
+    with pytest.raises(ValueError, match="wave 5: the launch ran 1 wave"):
+        run.replay((0, 0, 0), 5)
+    with pytest.raises(ValueError, match=r"workgroup \(3, 0, 0\) is outside the grid"):
+        run.replay((3, 0, 0), 0)
+    with pytest.raises(ValueError, match="lane 99"):
+        run.history((0, 0, 0), 0, 99, 0)
+    assert run.replay((0, 0, 0), 0).events
+
+
+def test_buffers_hold_numbers_with_integer_tags_and_unique_names():
+    from gfxsim import Buffer, launch
+    with pytest.raises(TypeError, match="tag 'token' must hold integers"):
+        Buffer("v", np.zeros(64, np.int8), {"token": np.linspace(0, 63, 64)})
+    with pytest.raises(TypeError, match="dtype object"):
+        Buffer("v", np.array([object()] * 4))
+    a, b = Buffer("v", np.zeros(64, np.float32)), Buffer("v", np.zeros(64, np.float32))
+    with pytest.raises(ValueError, match="two different Buffers are named 'v'"):
+        launch(lambda w, x, y: None, grid=1, args=(a, b))
+    launch(lambda w, x, y: None, grid=1, args=(a, a))          # one buffer passed twice is fine
