@@ -285,7 +285,8 @@ def run_asm(kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: b
     space, kernarg = address_space(program, args)
     m = Machine(arch, kernel.name, trace=options.trace, provenance=options.provenance,
                 check_races=options.check_races, lds_bytes=abi.lds_bytes or None,
-                declared=declared_fields(space.buffers))
+                declared=declared_fields(space.buffers), max_steps=options.max_steps,
+                max_trace_bytes=options.max_trace_bytes)
     if abi.wave_size != m.arch.wave_size:
         raise LaunchError(f"{kernel.name} is compiled for wave{abi.wave_size}, {m.arch.name} runs wave{m.arch.wave_size}")
     waves = -(-n_items // m.arch.wave_size)

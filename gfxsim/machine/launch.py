@@ -21,7 +21,7 @@ from .fold import MAX_CLASSES, RETRIES, Attempt, Fold, Unfolded
 from .memory import Buffer
 from .consumed import check_outputs
 from .mmalog import MmaLog
-from .options import LaunchOptions, fold_default
+from .options import MAX_STEPS, MAX_TRACE_BYTES, LaunchOptions, fold_default
 from .provenance import WideSets
 from .trace import Trace
 from .wave import Wave
@@ -34,12 +34,13 @@ class Machine:
     """State shared by every wave of one launch: arch, trace, matrix-instruction log, findings."""
 
     def __init__(self, arch, kernel_name, *, trace=True, provenance=True, check_races=True, lds_bytes=None,
-                 declared: Iterable[str] = ()):
+                 declared: Iterable[str] = (), max_steps: int = MAX_STEPS, max_trace_bytes: int | None = MAX_TRACE_BYTES):
         """``declared``: the K fields the launch's output Buffers declare (Buffer.expect), which the
         matrix-instruction log keeps the K sets of (consumed.py)."""
         self.arch = get_arch(arch)
         self.kernel_name = kernel_name
-        self.trace = Trace(trace)
+        self.trace = Trace(trace, max_trace_bytes)
+        self.max_steps = max_steps       # instructions one wave may execute (Wave.event)
         self.wide = WideSets()           # exact sets of footprints wider than a window
         self.mma_log = MmaLog(self.wide, set(declared), kernel_name)
         self.outputs: list = []          # (Buffer with Buffer.expect declarations, its first store's source)
@@ -227,7 +228,8 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
                 raise ValueError(f"two different Buffers are named {a.name!r}: give each its own name")
     kname = name or getattr(kernel, "__name__", "kernel")
     m = Machine(prof, kname, trace=options.trace, provenance=options.provenance, check_races=options.check_races,
-                lds_bytes=options.lds_bytes, declared=declared_fields(list(args) + list((kwargs or {}).values())))
+                lds_bytes=options.lds_bytes, declared=declared_fields(list(args) + list((kwargs or {}).values())),
+                max_steps=options.max_steps, max_trace_bytes=options.max_trace_bytes)
     kw = kwargs or {}
     return run_grid(m, grid, waves_per_group, lambda w: kernel(w, *args, **kw), options)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import itemsize, np_dtype
-from .errors import GfxSimError
+from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .plans import batched_plan, d_inverse, flat_plan, name_planes
@@ -234,8 +234,9 @@ class MatrixOps:
                         live=np.nonzero(live)[0].tolist(), source=source, exec_mask=self.exec, label=label,
                         operands=operands, **fields)
         if tr.enabled:
-            tr.raw.append(BatchEvent(idx, insn.mnemonic, self.kernel, self.wg.ids, self.wave_id, source, rec.exec_mask,
-                                     operands[0], operands[1], {}, self.lanes, record=rec))
+            tr.record(BatchEvent(idx, insn.mnemonic, self.kernel, self.wg.ids, self.wave_id, source, rec.exec_mask,
+                                 operands[0], operands[1], {}, self.lanes, record=rec),
+                      lambda msg: self.error(StepLimit, msg))
         self.machine.mma_log.add(rec)
         for cov in self.coverages:
             cov.add(self, rec)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, runtime_checkable
 
 MAX_STEPS = 50_000_000
+MAX_TRACE_BYTES = 8 << 30       # a third of a 24 GiB machine: a 16K decode's full trace is ~2.7 GiB
 
 
 def fold_default() -> bool:
@@ -70,9 +71,16 @@ class LaunchOptions:
     Default: None (silent)."""
 
     max_steps: int = MAX_STEPS
-    """Instructions one asm wave may execute before the run stops as an endless loop.
+    """Instructions one wave may execute (Python statements or asm instructions) before the launch
+    stops as an endless loop (a StepLimit error naming the bound).
 
     Default: 50,000,000."""
+
+    max_trace_bytes: Optional[int] = MAX_TRACE_BYTES
+    """Bytes the full trace may hold (the values it records) before the launch stops (a StepLimit
+    error naming the bound and what to do), so that no kernel takes the machine's memory.
+
+    Default: 8 GiB; None: no bound."""
 
     def __post_init__(self):
         for name in ("trace", "provenance", "check_races"):
@@ -91,6 +99,8 @@ class LaunchOptions:
                              f"{type(self.progress).__name__}")
         if not _is_int(self.max_steps) or self.max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps!r}")
+        if self.max_trace_bytes is not None and (not _is_int(self.max_trace_bytes) or self.max_trace_bytes < 1):
+            raise ValueError(f"max_trace_bytes must be a positive number of bytes or None, got {self.max_trace_bytes!r}")
 
     @property
     def folding(self) -> bool:

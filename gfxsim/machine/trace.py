@@ -154,8 +154,10 @@ class Trace:
     """The recorded statements (``raw``: one BatchEvent per statement of a batch) and, per
     workgroup, their Event views: ``events`` (all, in issue order), ``of_wave(workgroup, wave)``."""
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, max_bytes: int | None = None):
         self.enabled = enabled
+        self.max_bytes = max_bytes       # the bound on what the recorded operands hold (None: none)
+        self.bytes = 0
         self.raw: list[BatchEvent] = []
         self._events = None
         self._events_n = 0
@@ -163,6 +165,18 @@ class Trace:
         self.mma_log = None              # mmalog.MmaLog of the launch (set by the machine)
         self.n_events = 0                # counted even when not recorded
         self.muted = 0                   # > 0: a front end records the instruction itself (asm VALU)
+
+    def record(self, event: "BatchEvent", error) -> None:
+        """Append ``event``; past ``max_bytes`` of recorded values the launch stops with
+        ``error(message)`` naming the bound, before the trace can take the machine's memory."""
+        self.raw.append(event)
+        if self.max_bytes is None:
+            return
+        self.bytes += event.exec_mask.nbytes + sum(o.values.nbytes for o in (*event.inputs, *event.outputs)) + 200
+        if self.bytes > self.max_bytes:
+            raise error(f"the trace holds {self.bytes / 2**30:.2f} GiB, over its bound max_trace_bytes = "
+                        f"{self.max_bytes / 2**30:.2f} GiB: run with trace=False (gfxsim run: without --trace), "
+                        f"or raise the bound (LaunchOptions(max_trace_bytes=...)); an endless loop also ends here")
 
     @property
     def events(self) -> list:

@@ -53,7 +53,7 @@ from .coverage import Coverage
 from .ds import DsOps
 from .dtypes import dtype_name, from_bytes, np_dtype
 from .memory import poison
-from .errors import located
+from .errors import StepLimit, located
 from .fold import RESTART_KINDS, Unfolded
 from .matrix import MatrixOps
 from .routing import RoutingOps
@@ -76,6 +76,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         self.width = self.lanes * self.members           # columns of every register array
         self.wave_id = wave_id
         self.exec = np.ones(self.width, bool)
+        self.steps = 0                                   # instructions this wave executed (max_steps)
         # provenance columns: every member's, or a folded batch's representatives' (fold.py)
         self.fold = workgroup.fold
         self.pw = self.width if self.fold is None else self.fold.width
@@ -208,15 +209,19 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         if tr.muted:                     # the back-end operations of one front-end instruction
             return idx
         tr.n_events += 1
+        self.steps += 1
+        if self.steps > self.machine.max_steps:
+            raise self.error(StepLimit, f"more than {self.machine.max_steps:,} instructions executed by one wave: an "
+                             f"endless loop? (the bound is max_steps, LaunchOptions(max_steps=...))")
         if not tr.enabled:
             return idx
         if isinstance(op, ops.Op):
             if op.pseudo:
                 details["expands"] = op.expands
             op = op.mnemonic
-        tr.raw.append(BatchEvent(idx, op, self.kernel, self.wg.ids, self.wave_id, self.source(), self.exec.copy(),
-                                 self.trace_operands(ins, False), self.trace_operands(outs, True), details, self.lanes,
-                                 members=self.live))
+        tr.record(BatchEvent(idx, op, self.kernel, self.wg.ids, self.wave_id, self.source(), self.exec.copy(),
+                             self.trace_operands(ins, False), self.trace_operands(outs, True), details, self.lanes,
+                             members=self.live), lambda msg: self.error(StepLimit, msg))
         return idx
 
     def trace_operands(self, vals, written: bool) -> list:
