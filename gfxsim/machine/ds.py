@@ -15,31 +15,9 @@ from .banks import bank_conflicts, bank_conflicts_batched
 from .dtypes import (all_written, dtype_name, itemsize, load_rows, load_values, load_written, store_rows,
                      store_values)
 from .errors import MemoryFault
-from .lds_races import RaceState
 from .memory import LdsRegion
 from .valueprov import stored_prov
 from .vgpr import VGPRs
-
-
-class RaceTracker:
-    """LDS race state of a batch: shared while the workgroups' accesses agree, then per workgroup."""
-
-    def __init__(self, members: int, size: int):
-        self.members = members
-        self.state = RaceState(1, size)
-        self.split = members == 1
-
-    def track(self, rel, act, nbytes, wave, epoch, is_write, uniform):
-        """``uniform``: every member makes the same access (same addresses, same lanes)."""
-        if not self.split:
-            if uniform:                  # the shared state's one row
-                hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write)
-                return tuple(np.repeat(h, self.members) for h in hits)
-            self.state, self.split = self.state.repeated(self.members), True
-        return self.state.track(rel, act, nbytes, wave, epoch, is_write)
-
-    def grow(self, old, new):
-        self.state.grow(old, new)
 
 
 class DsOps:
@@ -66,10 +44,8 @@ class DsOps:
         rel = addresses(self, offset, nbytes, region.nbytes, what, align, one_member=uniform) + region.offset
         r2 = np.broadcast_to(rel, (self.members, self.lanes)) if uniform else rel.reshape(self.members, self.lanes)
         if self.machine.check_races and self.wg.num_waves > 1:
-            if lds.races is None:
-                from .ds import RaceTracker
-                lds.races = RaceTracker(self.members, lds.member_bytes)
-            hl, ha, hw = lds.races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform)
+            races = lds.races if lds.races is not None else lds.race_tracker()
+            hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform)
             for m in np.nonzero(hl >= 0)[0].tolist():
                 reg, off = lds.region_at(int(ha[m]))
                 where = reg.describe(off) if reg is not None else str(int(ha[m]))

@@ -210,3 +210,24 @@ def track_one(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_ma
         r_mask[a] = np.where(same, r_mask[a] | bit, bit)
         r_epoch[a] = epoch
     return out[0], out[1], out[2]
+
+
+class RaceTracker:
+    """LDS race state of a batch: shared while the workgroups' accesses agree, then per workgroup."""
+
+    def __init__(self, members: int, size: int):
+        self.members = members
+        self.state = RaceState(1, size)
+        self.split = members == 1
+
+    def track(self, rel, act, nbytes, wave, epoch, is_write, uniform):
+        """``uniform``: every member makes the same access (same addresses, same lanes)."""
+        if not self.split:
+            if uniform:                  # the shared state's one row
+                hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write)
+                return tuple(np.repeat(h, self.members) for h in hits)
+            self.state, self.split = self.state.repeated(self.members), True
+        return self.state.track(rel, act, nbytes, wave, epoch, is_write)
+
+    def grow(self, old, new):
+        self.state.grow(old, new)

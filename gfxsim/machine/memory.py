@@ -347,7 +347,7 @@ class LDS:
         self.prov: dict[str, MemProv] = {}      # region -> its provenance, [prov_members * stride]
         self.regions: dict[str, LdsRegion] = {}
         self.allocated = 0
-        self.races = None                  # ds.RaceTracker, made by the first access that checks races
+        self.races = None                  # lds_races.RaceTracker, made by the first access that checks races
 
     def region(self, name, shape, dtype) -> LdsRegion:
         dtype = np.dtype(dtype)
@@ -372,6 +372,13 @@ class LDS:
             self.races.grow(self.member_bytes, new)
         self.member_bytes = new
         return reg
+
+    def race_tracker(self):
+        """The race state of this batch's LDS (lds_races.RaceTracker), made on first use."""
+        if self.races is None:
+            from .lds_races import RaceTracker
+            self.races = RaceTracker(self.members, self.member_bytes)
+        return self.races
 
     def rows(self, name: str) -> np.ndarray:
         """The region's bytes as uint8 ``[members, stride]`` (a view: member m's copy is row m)."""

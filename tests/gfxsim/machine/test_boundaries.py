@@ -1,17 +1,19 @@
-"""The package's walls: no module reaches into another module's ``_private`` names, and
-gfxsim/machine's modules import one another without a circle.
+"""The package's walls, checked on its source with ast.
 
-A name with one leading underscore belongs to the file that defines it. A file that reads or writes
-``x._name`` where ``_name`` is defined in no function, class, assignment, slot or ``self``
-attribute of that same file reaches across a wall, and so does ``from m import _name`` of another
-gfxsim module. A few pairs of files are one unit split for size; they are declared friends below,
-each with its reason. Names of Python's own protocols (``sys._getframe``, a namedtuple's
-``_replace``) are listed apart.
+* No module reaches into another's ``_private`` names. A name with one leading underscore belongs
+  to the file that defines it; a file that reads or writes ``x._name`` where ``_name`` is defined
+  by no function, class, assignment, argument, import, slot or ``self`` attribute of that same
+  file reaches across a wall, and so does ``from m import _name`` of another gfxsim module. A
+  pair of files that work as one unit is declared a friend below, with its reason; private names
+  of the standard library that are its only way to do a thing are listed apart.
+* gfxsim/machine writes no object's ``__dict__`` (state is written by the object that owns it).
+* A function compiled with jit.njit is called through its module, never imported by name.
+* gfxsim/machine's modules import one another (at module level or in a function) without a circle.
+Each checker is also run on a planted violation.
 """
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from support import ROOT
 
@@ -47,7 +49,7 @@ def _is_private(name: str) -> bool:
 
 def defined_names(tree: ast.AST) -> set[str]:
     """The private names a module defines: functions, classes, assigned names, arguments, import
-    aliases, ``__slots__`` entries, attributes set on ``self``/``cls``, keyword-only fields."""
+    aliases, ``__slots__`` entries and attributes set on ``self``/``cls``."""
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
