@@ -33,6 +33,7 @@ class Rule:
     routes: bool = False            # bytes move: each result byte has its source byte's identity
     byte_extract: bool = False      # a uniform whole-byte field moves to the bottom (bfe)
     none: bool = False              # the result (a lane mask) carries no provenance
+    quantizes: bool = False         # a float rounded into an integer: a new operand, no matrix result's name
 
 
 KEEP = Rule("keep")                 # fields the operands agree on survive (one operand: its element's)
@@ -45,7 +46,8 @@ FUSED = Rule("fused", fused=True)
 ROUTE = Rule("route", routes=True)
 BYTE_EXTRACT = Rule("byte_extract", byte_extract=True)
 NONE = Rule("none", none=True)
-RULES = (KEEP, SUM, DIFFERENCE, REDUCE, EXTREMUM, PRODUCT, FUSED, ROUTE, BYTE_EXTRACT, NONE)
+QUANTIZE = Rule("quantize", quantizes=True)
+RULES = (KEEP, SUM, DIFFERENCE, REDUCE, EXTREMUM, PRODUCT, FUSED, ROUTE, BYTE_EXTRACT, NONE, QUANTIZE)
 
 # How the asm front end runs an entry: "valu" through its generic VALU row (read the sources,
 # apply ``fn``, write one register), "cmp" as a VOPC compare writing a lane mask, "own" through a
@@ -121,5 +123,5 @@ def asm_entries(form: str) -> list[Entry]:
 
 from . import compare, conversion, floating, integer, moves, pseudo  # noqa: E402,F401  (they define their entries)
 
-__all__ = ["ASM_FORMS", "BYTE_EXTRACT", "DIFFERENCE", "EXTREMUM", "FUSED", "KEEP", "NONE", "PRODUCT", "REDUCE", "ROUTE",
-           "RULES", "SUM", "TABLE", "Entry", "Rule", "UnknownInstruction", "asm_entries", "define", "entry"]
+__all__ = ["ASM_FORMS", "BYTE_EXTRACT", "DIFFERENCE", "EXTREMUM", "FUSED", "KEEP", "NONE", "PRODUCT", "QUANTIZE", "REDUCE",
+           "ROUTE", "RULES", "SUM", "TABLE", "Entry", "Rule", "UnknownInstruction", "asm_entries", "define", "entry"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import define
+from . import QUANTIZE, define
 
 F32, F16, I32, U32 = np.float32, np.float16, np.int32, np.uint32
 
@@ -68,8 +68,9 @@ def _fp8(name):
 u, i, f = "u32", "i32", "f32"
 define("v_cvt_f32_i32", (i,), f, _to_f32)
 define("v_cvt_f32_u32", (u,), f, _to_f32)
-define("v_cvt_i32_f32", (f,), i, _cvt_i32_f32)
-define("v_cvt_u32_f32", (f,), u, _cvt_u32_f32)
+# quantized: a new operand (an MMA's A or B), no longer a matrix result that travels
+define("v_cvt_i32_f32", (f,), i, _cvt_i32_f32, QUANTIZE)
+define("v_cvt_u32_f32", (f,), u, _cvt_u32_f32, QUANTIZE)
 for _k in range(4):
     define(f"v_cvt_f32_ubyte{_k}", (u,), f,
            lambda a, k=_k: ((np.asarray(a).astype(U32, copy=False) >> U32(8 * k)) & U32(0xFF)).astype(F32))

@@ -214,8 +214,7 @@ class ValuOps:
         out = self.new_value(r, dtype, elem_prov(self, x, x.n))
         if out.prov is not None:
             ids = out.prov.ids
-            if src in FLOAT and dtype in INT and "@mma" in ids:
-                # quantized: a new operand (an MMA's A or B), no longer a result that travels
+            if e.rule.quantizes and "@mma" in ids:
                 ids = {f: a for f, a in ids.items() if f not in ("@mma", "@mn")}
             out.prov = Prov(itemsize(dtype), ids, out.prov.fp, out.prov.flags)
         self.event(insn, ins=[x], outs=[out])

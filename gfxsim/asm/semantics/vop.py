@@ -109,6 +109,8 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
         return Prov(p.g, p.ids)
     for v in vals[2:]:
         p = merge(p, elem_prov(w, v, 1), red, wide)
+    if rule.quantizes and p is not None and "@mma" in p.ids:
+        p = Prov(p.g, {f: a for f, a in p.ids.items() if f not in ("@mma", "@mn")}, p.fp, p.flags)
     return p
 
 
