@@ -147,7 +147,7 @@ def check_memory(args, inputs=None, *, trace: bool = False, available: int | Non
                          f"available (MemAvailable); at most about {most} tokens fit")
 
 
-def check_run_args(args) -> list:
+def check_run_args(args) -> list[RunConfig]:
     """Usage errors of the run options, before anything is loaded or runs: each context's RunConfig
     (which validates every option once) and what --inputs rules out. Returns the RunConfigs, one
     per context to run (with --inputs one: the file's shapes replace its context)."""

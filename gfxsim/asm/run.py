@@ -17,7 +17,7 @@ trace, matrix-instruction records, findings, and the Buffers as the kernel left 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from . import semantics
 from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
 from .operands import Operands, parse_instruction_operands
 from .state import AsmError, WaveState
+
+if TYPE_CHECKING:
+    from .parse import Kernel
 
 SUFFIXES = ("_e32", "_e64", "_sdwa", "_dpp")
 MATRIX = ("v_mfma_", "v_mmac_", "v_smfmac_")
@@ -259,7 +262,7 @@ def program_of(kernel) -> Program:
     return p
 
 
-def run_asm(kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
+def run_asm(kernel: "Kernel", grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
             provenance: bool = True, check_races: bool = True, batch: int = 1,
             progress=None, fold: Optional[bool] = None, options: Optional[LaunchOptions] = None) -> Run:
     """Run ``kernel`` (a parsed gfxsim.asm Kernel) over ``grid`` workgroups of ``block`` work-items,
@@ -288,7 +291,8 @@ def run_asm(kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: b
                 declared=declared_fields(space.buffers), max_steps=options.max_steps,
                 max_trace_bytes=options.max_trace_bytes)
     if abi.wave_size != m.arch.wave_size:
-        raise LaunchError(f"{kernel.name} is compiled for wave{abi.wave_size}, {m.arch.name} runs wave{m.arch.wave_size}")
+        raise LaunchError(f"{kernel.name} is compiled for wave{abi.wave_size}, {m.arch.name} runs "
+                          f"wave{m.arch.wave_size}")
     waves = -(-n_items // m.arch.wave_size)
     if waves > 16:
         raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
@@ -297,7 +301,7 @@ def run_asm(kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: b
                     options, lane_threads=int(np.prod(grid)) * n_items)
 
 
-def address_space(program: Program, args):
+def address_space(program: Program, args) -> tuple[AddressSpace, Buffer]:
     """The launch's AddressSpace (the kernarg segment and every Buffer argument) and its kernarg
     segment, filled from ``args`` as the kernel's metadata lays them out."""
     abi = program.abi
@@ -318,7 +322,7 @@ def address_space(program: Program, args):
     return space, kernarg
 
 
-def asm_source(st) -> Optional[str]:
+def asm_source(st: Optional[WaveState]) -> Optional[str]:
     """The assembly line ``st`` is executing ("kernel.s:line (mnemonic) <- hip:line"), or None."""
     if st is None or st.current is None:
         return None

@@ -247,7 +247,7 @@ def launch_options(options: Optional[LaunchOptions], given: dict) -> LaunchOptio
     return options
 
 
-def declared_fields(args) -> set:
+def declared_fields(args: Iterable) -> set:
     """The K fields the Buffers among ``args`` declare their elements must consume (Buffer.expect)."""
     return {f for a in args if isinstance(a, Buffer) for f in a.expects}
 

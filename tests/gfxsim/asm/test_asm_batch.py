@@ -240,3 +240,19 @@ def test_the_compiled_decode_twin_with_a_tail_partition_falls_back(monkeypatch):
     _same_kernel_runs(a, b)
     note = b.runs[0].folds[0]
     assert note["classes"] is None and note["attempts"] >= 1 and "'token' tags" in note["unfolded"]
+
+
+def test_a_traced_folded_compiled_decode_records_the_same_events(monkeypatch):
+    """With the full trace, a folded batch's events (operands' values, registers and tags, EXEC,
+    source lines) are the unfolded batch's, event for event."""
+    need_toolchain("gfx942")
+    a, b = _decode_both_ways(monkeypatch, context=512, heads=8, kv_heads=1, trace=True)
+    _same_kernel_runs(a, b)
+    assert b.runs[0].folds[0]["classes"] == 1
+
+    def events(r):
+        return [(e.op, e.source, e.workgroup, e.wave, e.exec_mask.tolist(),
+                 [(o.regs, o.dtype, o.values.tolist()) for o in (*e.inputs, *e.outputs)]) for e in r.trace.events]
+    for ra, rb in zip(a.runs, b.runs):
+        ea = events(ra)
+        assert ea and ea == events(rb)
