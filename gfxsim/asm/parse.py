@@ -99,6 +99,12 @@ class Kernel:
     info: Mapping[str, str] = field(default_factory=dict)   # clang's "; NumVgprs: 142" lines
 
     @cached_property
+    def program(self):
+        """The kernel decoded for execution (run.Program), once per Kernel object."""
+        from .run import Program
+        return Program(self)
+
+    @cached_property
     def liveness(self):
         """Which registers an instruction writes that die unread (liveness.Liveness)."""
         from .liveness import Liveness

@@ -254,12 +254,8 @@ def _record(st, d, ins):
 
 
 def program_of(kernel) -> Program:
-    """The kernel's Program, decoded once per Kernel object (kept on it, like its cached blocks)."""
-    p = kernel.__dict__.get("_asm_program")
-    if p is None:
-        p = Program(kernel)
-        kernel.__dict__["_asm_program"] = p
-    return p
+    """The kernel's Program, decoded once per Kernel object (Kernel.program)."""
+    return kernel.program
 
 
 def run_asm(kernel: "Kernel", grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
