@@ -48,7 +48,7 @@ def add_run_options(p):
     p.add_argument("--no-provenance", dest="provenance", action="store_false",
                    help="numbers only (2.5-3x faster at 16K): no tags travel, so the K-slot, scale-group and "
                         "coverage checks do not run (the report says so)")
-    p.add_argument("--inputs", metavar="FILE.npz", help="run on your own q, k, v (see README 'Data')")
+    p.add_argument("--inputs", metavar="FILE.npz", help="run on your own q, k, v (see docs/data.md)")
     p.add_argument("--formula", choices=("derived", "gfx936", "gfx942"), default="derived",
                    help="force one arch's hand-written output-layout formula (to see it caught on the other)")
     p.add_argument("--kernel-fn", metavar="FILE.py:FN", default=None,
