@@ -16,6 +16,8 @@ from gfxsim.machine.trace import MmaEvent, words_of
 from kernels_py.host.runs import run_kernel
 from visualize import RunStepper, plot_banks, plot_errors, plot_scales, plot_tokens
 
+from support.figures import axes_by_gid
+
 MMAC = "v_mmac_i32_16x16x32_i8"
 CONTEXT = 300                     # two partitions, the second one short: untagged K slots at its end
 
