@@ -10,7 +10,7 @@ def test_queries_and_coordinates():
     run, *_ = run_pv()
     mm = run.mmacs()
     assert [m.op for m in mm] == ["v_mmac_i32_16x16x32_i8"] * 2
-    assert all(m.source.startswith("test_machine_findings.py:") for m in mm)
+    assert all(m.source.startswith("pv_tile.py:") for m in mm)
     assert mm[0].workgroup == (0, 0, 0) and mm[0].wave == 0
     assert mm[0].inputs[0].values.shape == (8, 64) and mm[0].outputs[0].values.shape == (4, 64)
     assert mm[0].slot_tags("A").shape == (1, 16, 32)
