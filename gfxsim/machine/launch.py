@@ -5,12 +5,13 @@ import gc
 import itertools
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..arch import get_arch
-from .findings import FindingLog
+from .findings import Finding, FindingLog
 from .fold import MAX_CLASSES, RETRIES, Attempt, Fold, Unfolded
 from .memory import Buffer
 from .consumed import check_outputs
@@ -67,10 +68,10 @@ class Run:
     """What one launch produced: trace, findings and the buffers after the kernel."""
     kernel: str
     arch: str
-    grid: tuple
+    grid: tuple[int, int, int]
     waves_per_group: int
     trace: Trace
-    findings: list
+    findings: list[Finding]
     machine: Machine = field(repr=False)
     seconds: float = 0.0
     lane_threads: int = 0
@@ -133,8 +134,9 @@ def fold_default() -> bool:
     return os.environ.get("GFXSIM_FOLD", "1") != "0"
 
 
-def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(), kwargs=None,
-           trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes=None,
+def launch(kernel: Callable[..., object], grid: int | tuple[int, ...] = (1,), waves_per_group: int = 1, *,
+           arch: str = "gfx936", args: tuple = (), kwargs: dict | None = None,
+           trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes: int | None = None,
            name: str | None = None, batch: int = 1, progress=None, fold: bool | None = None) -> Run:
     """Run ``kernel(w, *args, **kwargs)`` on every wave of every workgroup of ``grid``.
 

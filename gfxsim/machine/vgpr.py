@@ -170,39 +170,39 @@ class VGPRs:
         return self.w.bitcast(self, dtype)
 
     # -- arithmetic: every operator is a lockstep VALU op under EXEC ------------------------------
-    def __add__(self, o): return self.w._binary("add", self, o)
-    def __radd__(self, o): return self.w._binary("add", o, self)
-    def __sub__(self, o): return self.w._binary("sub", self, o)
-    def __rsub__(self, o): return self.w._binary("sub", o, self)
-    def __mul__(self, o): return self.w._binary("mul", self, o)
-    def __rmul__(self, o): return self.w._binary("mul", o, self)
-    def __truediv__(self, o): return self.w._binary("div", self, o)
-    def __rtruediv__(self, o): return self.w._binary("div", o, self)
-    def __floordiv__(self, o): return self.w._binary("idiv", self, o)
-    def __mod__(self, o): return self.w._binary("mod", self, o)
-    def __and__(self, o): return self.w._binary("and", self, o)
-    def __rand__(self, o): return self.w._binary("and", o, self)
-    def __or__(self, o): return self.w._binary("or", self, o)
-    def __ror__(self, o): return self.w._binary("or", o, self)
-    def __xor__(self, o): return self.w._binary("xor", self, o)
-    def __lshift__(self, o): return self.w._binary("shl", self, o)
-    def __rshift__(self, o): return self.w._binary("shr", self, o)
-    def __neg__(self): return self.w._binary("sub", 0, self)
-    def __abs__(self): return self.w._unary("abs", self)
-    def __lt__(self, o): return self.w._compare("lt", self, o)
-    def __le__(self, o): return self.w._compare("le", self, o)
-    def __gt__(self, o): return self.w._compare("gt", self, o)
-    def __ge__(self, o): return self.w._compare("ge", self, o)
-    def eq(self, o): return self.w._compare("eq", self, o)
-    def ne(self, o): return self.w._compare("ne", self, o)
+    def __add__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("add", self, o)
+    def __radd__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("add", o, self)
+    def __sub__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("sub", self, o)
+    def __rsub__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("sub", o, self)
+    def __mul__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("mul", self, o)
+    def __rmul__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("mul", o, self)
+    def __truediv__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("div", self, o)
+    def __rtruediv__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("div", o, self)
+    def __floordiv__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("idiv", self, o)
+    def __mod__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("mod", self, o)
+    def __and__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("and", self, o)
+    def __rand__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("and", o, self)
+    def __or__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("or", self, o)
+    def __ror__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("or", o, self)
+    def __xor__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("xor", self, o)
+    def __lshift__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("shl", self, o)
+    def __rshift__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("shr", self, o)
+    def __neg__(self) -> VGPRs: return self.w._binary("sub", 0, self)
+    def __abs__(self) -> VGPRs: return self.w._unary("abs", self)
+    def __lt__(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("lt", self, o)
+    def __le__(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("le", self, o)
+    def __gt__(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("gt", self, o)
+    def __ge__(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("ge", self, o)
+    def eq(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("eq", self, o)
+    def ne(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("ne", self, o)
 
-    def __iadd__(self, o):
+    def __iadd__(self, o: VGPRs | int | float) -> VGPRs:
         return self.w._binary("add", self, o, into=self)
 
-    def __isub__(self, o):
+    def __isub__(self, o: VGPRs | int | float) -> VGPRs:
         return self.w._binary("sub", self, o, into=self)
 
-    def __imul__(self, o):
+    def __imul__(self, o: VGPRs | int | float) -> VGPRs:
         return self.w._binary("mul", self, o, into=self)
 
     def __bool__(self):
