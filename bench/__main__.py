@@ -36,7 +36,7 @@ QUICK_SHAPE = dict(heads=8, kv_heads=1, head_dim=128, block_size=16, arch="gfx93
 MODES = {"off": ["--no-provenance"], "on": [], "trace": ["--trace"]}
 MODE_LABEL = {"off": "provenance off", "on": "provenance on", "trace": "full trace"}
 GIB = 2 ** 30
-# issue 9 "Targets" (at 16K): ratio to numpy and peak RSS
+# the decode targets at 16K: ratio to numpy and peak RSS
 DECODE_TARGETS = {"off": (12.0, 2 * GIB), "on": (40.0, 2 * GIB), "trace": (None, 4 * GIB)}
 TILE_TARGET = 1000.0
 LAYOUT_QUERIES = [

@@ -1,4 +1,4 @@
-"""gfxsim.progress: the stderr progress of `gfxsim run` / `gfxsim plot run` (issue 9 item 8)."""
+"""gfxsim.progress: the stderr progress of `gfxsim run` / `gfxsim plot run`."""
 import io
 import json
 

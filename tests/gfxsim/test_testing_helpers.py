@@ -1,4 +1,4 @@
-"""gfxsim.testing (issue 10 item 4): each helper passes on a correct kernel and fails, with a
+"""gfxsim.testing: each helper passes on a correct kernel and fails, with a
 readable message, on a defective one."""
 import subprocess
 import sys

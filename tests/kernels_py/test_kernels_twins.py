@@ -1,6 +1,6 @@
 """The Python twins besides decode: qk_int8, pv_int8 and pv_bf16 (standalone), prefix_prefill and
 the int8_kv_cache producer. Each agrees with its numpy reference, runs without findings on gfx936
-and gfx942, the seed's contiguous grouping is named instruction by instruction, and bad shapes and
+and gfx942, the contiguous grouping is named instruction by instruction, and bad shapes and
 parameters are named."""
 import json
 from collections import Counter

@@ -1,4 +1,4 @@
-"""Swap-in kernels (issue 10 item 3): a user's copy of a kernel, run by every harness in place of
+"""Swap-in kernels: a user's copy of a kernel, run by every harness in place of
 the project's: `gfxsim run KERNEL --kernel-fn FILE:FN`, run_pv(kernel=...), run_decode(kernel=...),
 and the public host helpers that build each harness's buffers."""
 import json
@@ -19,7 +19,7 @@ from kernels_py.host.runs import load_kernel_fn
 from support.copies import KP, copy_of  # noqa: F401
 
 
-# the seed's bug in a user's copy: the scale groups hard-coded to tokens 0-31 | 32-63
+# the contiguous bug in a user's copy: the scale groups hard-coded to tokens 0-31 | 32-63
 CONTIGUOUS = ("quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping=grouping,",
               'quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping="contiguous",')
 

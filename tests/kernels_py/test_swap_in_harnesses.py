@@ -1,4 +1,4 @@
-"""Swap-in kernels through every harness (issue 10 item 3): run_qk_int8, run_prefill and
+"""Swap-in kernels through every harness: run_qk_int8, run_prefill and
 run_int8_kv_cache take kernel=; `gfxsim run KERNEL --kernel-fn` for each kernel; the decode's reduce
 kernel from the CLI (--reduce-fn); `gfxsim plot run ... --kernel-fn`. Each swap-in is a user's copy
 of the project's kernel with one mistake, reported by the harness's tags, and the faithful copy

@@ -1,4 +1,4 @@
-"""The AMDHSA launch of the asm front end (issue 12 item 2): descriptor and argument metadata,
+"""The AMDHSA launch of the asm front end: descriptor and argument metadata,
 kernarg segment, initial SGPRs/VGPRs, several waves meeting at s_barrier, faults and errors."""
 from __future__ import annotations
 

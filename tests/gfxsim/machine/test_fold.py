@@ -163,7 +163,7 @@ def test_partitions_of_512_tokens(monkeypatch):
 
 
 def test_scale_findings_found_on_a_representative_are_every_members(monkeypatch):
-    # the seed's bug: found once on the representative, reported for every workgroup with its own
+    # the contiguous bug: found once on the representative, reported for every workgroup with its own
     # instruction, lanes and tokens — the same findings, in the same order, as the unfolded run's
     fn = _decode(1024, heads=8, kv_heads=2, grouping="contiguous")
     note = _check_decode(monkeypatch, fn)
