@@ -90,7 +90,8 @@ class Bench:
     def decode(self):
         a = self.args
         shape = QUICK_SHAPE if a.quick else USERS_SHAPE
-        shape_text = f"{shape['heads']}q/{shape['kv_heads']}kv heads, d{shape['head_dim']}, block {shape['block_size']}, {shape['arch']}"
+        shape_text = (f"{shape['heads']}q/{shape['kv_heads']}kv heads, d{shape['head_dim']}, "
+                      f"block {shape['block_size']}, {shape['arch']}")
         self.notes.append(f"decode shape: {shape_text}; gfxsim command: {' '.join(gfxsim_cmd())} run "
                           "paged_attention_decode ... --report json (this checkout on PYTHONPATH)")
         gave_up = {}

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Iterable
 
 import pytest
 

@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 APT_HINT = "apt-get install -y --no-install-recommends clang-19 lld-19 llvm-19"
@@ -78,7 +78,7 @@ def _which(name: str, major: int | None) -> Path | None:
     return Path(found) if found else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def clang_version(clang: Path) -> tuple[str, int]:
     try:
         out = subprocess.run([str(clang), "--version"], capture_output=True, text=True, check=True).stdout

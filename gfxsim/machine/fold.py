@@ -41,7 +41,7 @@ import numpy as np
 from .consumed import Fp, pair_cells
 from .errors import GfxSimError
 from .jit import njit
-from .matrix import FOREIGN_BASE, PAIR_BASE, PairRecord, _row_sets
+from .matrix import PAIR_BASE, PairRecord, _row_sets
 from .provenance import RESERVED, WINDOW, Mask, Prov
 
 RETRIES = 3              # attempts with finer classes before a batch runs unfolded

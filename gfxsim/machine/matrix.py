@@ -687,7 +687,7 @@ class MatrixOps:
             cov.add(self, rec)
         return out
 
-    def _memo(self, name, side, trial=None) -> "_OperandMemo":
+    def _memo(self, name, side, trial=None) -> _OperandMemo:
         return self.__dict__.setdefault(name, {}).setdefault(side, _OperandMemo(trial))
 
     def _float_operand(self, insn, op, val, ft):
@@ -788,10 +788,9 @@ class MatrixOps:
     def _mma_provenance(self, insn, a, b, c, idx, rec, live):
         """K-slot check, the record's per-field K-slot values and K sets, and D's provenance, on the
         provenance columns (a folded batch's representatives: ``pmember_ids``)."""
-        M, N, K, bl = insn.M, insn.N, insn.K, insn.blocks
+        bl = insn.blocks
         pm = len(self.pmember_ids)
         plans = {op: self._batched_plan(insn, op, pm) for op in "AD"}
-        nb = pm * bl
         if not self._full:
             self._pexec(f"EXEC of {insn.mnemonic}")       # a folded batch's members all issue it, or none
         wide = self.machine.wide

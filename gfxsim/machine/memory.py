@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
-from .provenance import WORDS, Mask, Prov, fill_value
+from .provenance import WORDS, Mask, Prov
 
 
 def poison(n: int) -> np.ndarray:

@@ -19,7 +19,6 @@ import numpy as np
 from . import ops
 from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
 from .provenance import Prov, broadcast_rows, fill_value, merge
-from .valu import bcast
 from .vgpr import VGPRs
 
 _NONE = -1

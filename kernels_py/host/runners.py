@@ -8,7 +8,7 @@ and computes the numpy references.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

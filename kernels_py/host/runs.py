@@ -7,7 +7,7 @@ the Python twin on the wave64 machine, computes the numpy references and returns
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -140,7 +140,6 @@ def test_assert_lane_register_contents_at_an_instruction():
 
 def test_readme_unit_test_example_passes(tmp_path):
     """The gfxsim.testing example of docs/your_kernel.md is a real pytest file that passes."""
-    import pathlib
     import re
     import subprocess
     import sys

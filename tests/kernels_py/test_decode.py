@@ -346,7 +346,6 @@ def test_seq_is_tagged_only_where_there_are_several_sequences_and_a_wrong_one_is
     one length, a decode that reads the other sequence's block table consumes the right tokens,
     heads and dims: only seq tells, as an ab-kslot-mismatch on seq at its QK instructions; the
     faithful kernel is silent."""
-    from pathlib import Path
     from kernels_py.host.buffers import cache_buffers, decode_buffers
     from kernels_py.host.runs import load_kernel_fn
     from kernels_py.host.twins import prefill_buffers

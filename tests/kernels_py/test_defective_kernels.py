@@ -9,7 +9,6 @@ twin reports nothing and computes what the project's kernel computes.
   rows and store-mismatch on dims.
 """
 import json
-import pathlib
 
 import pytest
 

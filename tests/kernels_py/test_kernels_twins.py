@@ -12,7 +12,7 @@ from gfxsim.testing import assert_findings, assert_no_findings
 from kernels_py.reference import attention as R
 from kernels_py.workloads.data import make_attention_inputs
 from kernels_py.host.buffers import make_cache
-from kernels_py.host.twins import (empty_cache, query_rows, run_int8_kv_cache, run_prefill, run_pv, run_qk_int8,
+from kernels_py.host.twins import (empty_cache, run_int8_kv_cache, run_prefill, run_pv, run_qk_int8,
                                    softmax_rows, sum_in_wave_order)
 from kernels_py.reference.int8_cache import gather_int8, quantize_int8
 from kernels_py.reference.int8_cache import int8_kv_cache as int8_kv_cache_ref

@@ -6,7 +6,7 @@ from hypothesis.extra.numpy import arrays
 
 from kernels_py.workloads.accuracy import accuracy_row
 from kernels_py.workloads.data import make_attention_inputs
-from kernels_py.reference.int8_cache import build_paged_cache, gather_int8, quantize_int8, without_smooth_k
+from kernels_py.reference.int8_cache import build_paged_cache, without_smooth_k
 from kernels_py.reference.attention import (attention_bf16, attention_fp32, attention_int8, contiguous_group,
                                   decode_int8_partials, metrics, mmac_set, pv_int8_chunks, quantize_w,
                                   reduce_partitions)

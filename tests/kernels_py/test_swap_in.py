@@ -3,7 +3,6 @@ the project's: `gfxsim run KERNEL --kernel-fn FILE:FN`, run_pv(kernel=...), run_
 and the public host helpers that build each harness's buffers."""
 import json
 import re
-import pathlib
 
 import numpy as np
 import pytest
@@ -82,7 +81,6 @@ def test_gfxsim_run_decode_with_a_swap_in_kernel(user_files, capsys):
     ("{syntax}:f", r"--kernel-fn: .*syntax.py failed to import: SyntaxError"),
 ])
 def test_kernel_fn_errors_are_one_line_naming_the_file_or_function(user_files, tmp_path, capsys, spec, message):
-    import re
     (tmp_path / "broken.py").write_text("import no_such_mod\n")
     (tmp_path / "syntax.py").write_text("def f(w:\n")
     spec = spec.format(d=tmp_path, good=user_files["good_pv"], broken=tmp_path / "broken.py",

@@ -10,13 +10,10 @@ import numpy as np
 import pytest
 
 from gfxsim.cli import main
-from gfxsim.testing import assert_findings, assert_no_findings
+from gfxsim.testing import assert_no_findings
 from kernels_py.workloads.data import make_attention_inputs
 from kernels_py.host.buffers import make_cache
 from kernels_py.host.twins import query_rows, run_int8_kv_cache, run_prefill, run_qk_int8
-from kernels_py.int8_kv_cache import int8_kv_cache
-from kernels_py.prefix_prefill import prefix_prefill
-from kernels_py.qk_int8 import qk_int8
 from kernels_py.host.runs import load_kernel_fn
 
 from support.copies import copy_of

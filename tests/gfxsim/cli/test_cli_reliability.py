@@ -5,7 +5,6 @@ stderr is one line, and that it names the option or the file. Runs use small con
 """
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -327,7 +326,6 @@ def test_every_option_has_help_showing_its_default():
 
 def _make_images_module():
     import importlib.util
-    from pathlib import Path
     path = ROOT / "docs" / "make_images.py"
     spec = importlib.util.spec_from_file_location("make_images", path)
     mod = importlib.util.module_from_spec(spec)

@@ -271,7 +271,8 @@ def test_family_rules(mnemonic, operands, family):
 def test_cli_inspect_pv_int8_gfx942(reports, capsys):
     assert main(["hip", "inspect", "pv_int8", "--arch", "gfx942"]) == 0
     text = capsys.readouterr().out
-    for figure in ("pv_int8_fragment", "pv_int8_contiguous", f"{PV} {I8}", f"LDS            {lds('pv_int8_fragment', 'gfx942')} bytes",
+    for figure in ("pv_int8_fragment", "pv_int8_contiguous", f"{PV} {I8}",
+                   f"LDS            {lds('pv_int8_fragment', 'gfx942')} bytes",
                    "VGPR", "AGPR", "SGPR", "scratch        0 bytes", "occupancy", "waves/SIMD", "global_load_dwordx4",
                    "MFMA", "VOP3P", "SOPP"):
         assert figure in text, figure

@@ -2,7 +2,6 @@
 (``Buffer.expect``) checked per launch and across a chain of launches, and double counting at an
 add — on small kernels, and on two defective user kernels run by ``gfxsim run --kernel-fn``."""
 import json
-import pathlib
 
 import numpy as np
 import pytest

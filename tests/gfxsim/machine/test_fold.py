@@ -6,7 +6,6 @@ footprints), what the stores left in the output buffers (bytes, written bits, id
 footprints, marks). Each case also checks how the batch ran, so a fold that silently gave up
 cannot pass for one that worked."""
 import importlib.util
-import pathlib
 
 import numpy as np
 import pytest

@@ -2,7 +2,6 @@
 unknown (operation, type) pairs raise at the statement, register numbers are deterministic, one
 dtype vocabulary, and no module-level cache keyed by ``id()``."""
 import gc
-import pathlib
 import re
 import sys
 
