@@ -36,7 +36,7 @@ QUICK_SHAPE = dict(heads=8, kv_heads=1, head_dim=128, block_size=16, arch="gfx93
 MODES = {"off": ["--no-provenance"], "on": [], "trace": ["--trace"]}
 MODE_LABEL = {"off": "provenance off", "on": "provenance on", "trace": "full trace"}
 GIB = 2 ** 30
-# issue 9 "Targets" (at 16K): ratio to numpy and peak RSS
+# the decode targets at 16K: ratio to numpy and peak RSS
 DECODE_TARGETS = {"off": (12.0, 2 * GIB), "on": (40.0, 2 * GIB), "trace": (None, 4 * GIB)}
 TILE_TARGET = 1000.0
 LAYOUT_QUERIES = [
@@ -90,7 +90,8 @@ class Bench:
     def decode(self):
         a = self.args
         shape = QUICK_SHAPE if a.quick else USERS_SHAPE
-        shape_text = f"{shape['heads']}q/{shape['kv_heads']}kv heads, d{shape['head_dim']}, block {shape['block_size']}, {shape['arch']}"
+        shape_text = (f"{shape['heads']}q/{shape['kv_heads']}kv heads, d{shape['head_dim']}, "
+                      f"block {shape['block_size']}, {shape['arch']}")
         self.notes.append(f"decode shape: {shape_text}; gfxsim command: {' '.join(gfxsim_cmd())} run "
                           "paged_attention_decode ... --report json (this checkout on PYTHONPATH)")
         gave_up = {}

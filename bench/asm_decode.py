@@ -1,4 +1,4 @@
-"""The asm front end's speed (issue 12, item 8): lane-instructions per second of the compiled
+"""The asm front end's speed: lane-instructions per second of the compiled
 decode — `gfxsim run paged_attention_decode --frontend asm ... --report json` at the users' shape
 (64 query heads on 8 KV heads, head_dim 128, block 16, gfx936) at 4096 tokens, provenance off and
 on. The report counts the lane-instructions the front end executed (active lanes x instructions,
@@ -14,7 +14,7 @@ from bench.common import failure_text, gfxsim_cmd, median, run_child
 ASM_CONTEXT = 4096
 ASM_QUICK_CONTEXT = 512
 ASM_MODES = {"off": ["--no-provenance"], "on": []}
-ASM_TARGETS = {"off": 20e6, "on": 2e6}          # issue 12, item 8: lane-instructions per second
+ASM_TARGETS = {"off": 20e6, "on": 2e6}          # targets, in lane-instructions per second
 
 
 def asm_decode(bench, shape):

@@ -23,7 +23,8 @@ import shutil
 import sys
 import threading
 import time
-from typing import Callable, TextIO
+from typing import TextIO
+from collections.abc import Callable
 
 BAR_WIDTH = 16
 
@@ -138,7 +139,7 @@ class Progress:
         elif self._lines and ok:
             self._write(f"gfxsim: {self.text(final=True)}\n")
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

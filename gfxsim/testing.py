@@ -17,7 +17,16 @@ module is cheap: numpy and the machine (numba) load on first use.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
 from gfxsim.errors import GfxSimError
+
+if TYPE_CHECKING:                       # names for the signatures only: importing stays cheap
+    import numpy as np
+
+    from .machine.launch import Run
+    from .machine.trace import MmaEvent, Operand
 
 __all__ = ["run_small", "assert_no_findings", "assert_findings", "assert_token_sets", "assert_lane",
            "NoTraceError"]
@@ -56,7 +65,7 @@ def _checks_not_run(run_or_runs) -> list:
     return sorted({k for r in _runs(run_or_runs) for k in getattr(r, "checks_not_run", [])})
 
 
-def assert_no_findings(run_or_runs, kinds=None) -> None:
+def assert_no_findings(run_or_runs: Run | Iterable[Run], kinds: str | Iterable[str] | None = None) -> None:
     """No findings in the run(s) (``kinds``: of these kinds only, a name or an iterable of names).
     Fails listing the offending findings; also fails when a kind asked about was not checked
     (provenance off), so "no findings" never claims more than ran."""
@@ -78,7 +87,7 @@ def assert_no_findings(run_or_runs, kinds=None) -> None:
                              f"provenance checks none of them; name the kinds= that did run to assert those)")
 
 
-def assert_findings(run_or_runs, expected: dict) -> None:
+def assert_findings(run_or_runs: Run | Iterable[Run], expected: Mapping[str, int | None]) -> None:
     """Exactly these finding kinds: ``expected`` maps kind -> count (int), or None for "at least
     one". Any other kind present, a missing kind or a wrong count fails, listing the findings."""
     from .machine.findings import REGISTRY
@@ -128,7 +137,8 @@ def _parse_set(text: str) -> set:
     return out
 
 
-def assert_token_sets(run, instruction, *, field: str = "token", block: int = 0, **operands) -> None:
+def assert_token_sets(run: Run, instruction: int | MmaEvent, *, field: str = "token", block: int = 0,
+                      **operands: Sequence[int] | set[int] | str) -> None:
     """The tokens a matrix instruction consumed, per operand ``A=`` / ``B=``: a list is the token
     in each K slot (of row 0 of A / column 0 of B, -1 where a slot carries none), a set (or a
     string such as "{0-7,16-23}") the tokens over all of the operand. ``instruction``: its index
@@ -174,7 +184,8 @@ def assert_token_sets(run, instruction, *, field: str = "token", block: int = 0,
 
 # ---- registers -------------------------------------------------------------------------------
 
-def assert_lane(run, workgroup, wave, lane, reg, expected, *, at=None, dtype: str = "i32", when: str = "after",
+def assert_lane(run: Run, workgroup: int | tuple[int, ...], wave: int, lane: int, reg: int | tuple[int, int] | Operand,
+                expected: float | Sequence[float], *, at: int | None = None, dtype: str = "i32", when: str = "after",
                 rtol: float = 0.0, atol: float = 0.0) -> None:
     """VGPR ``reg`` of ``lane`` of ``wave`` in ``workgroup`` holds ``expected`` (viewed as
     ``dtype``: i32, u32, f32, or a narrower type: i8, f16, ... giving 4/2 elements per VGPR).
@@ -242,8 +253,10 @@ def assert_lane(run, workgroup, wave, lane, reg, expected, *, at=None, dtype: st
 
 # ---- running a kernel on small inputs ---------------------------------------------------------
 
-def run_small(kernel, *, arch: str = "gfx936", grid=1, waves: int = 1, inputs=None, outputs=None, kwargs=None,
-              trace: bool = True, provenance: bool = True, **launch_kwargs):
+def run_small(kernel: Callable[..., object], *, arch: str = "gfx936", grid: int | tuple[int, ...] = 1, waves: int = 1,
+              inputs: Mapping[str, np.ndarray | tuple[np.ndarray, dict]] | None = None,
+              outputs: Mapping[str, tuple[int | tuple[int, ...], str]] | None = None, kwargs: dict | None = None,
+              trace: bool = True, provenance: bool = True, **launch_kwargs: Any) -> tuple[Run, dict[str, np.ndarray]]:
     """Run ``kernel(w, *inputs, *outputs, **kwargs)`` on small arrays in one call.
 
     ``inputs``: name -> array, or (array, tags) with tags a dict field -> int array broadcastable

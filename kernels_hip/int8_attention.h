@@ -42,7 +42,7 @@ constexpr int Q_STRIDE = HEAD_DIM + LDS_PAD;                  // bytes per row o
 constexpr int W_STRIDE = TOKENS_PER_CHUNK + LDS_PAD;          // bytes per row of a wave's Wq slab
 constexpr int O_STRIDE = HEAD_DIM + (GFXSIM_JUMP_LAYOUT ? 2 : 4);   // floats per row of o_lds
 
-enum class Grouping { fragment, contiguous };     // W scale groups: the fix, and the seed's bug
+enum class Grouping { fragment, contiguous };     // W scale groups: the fix, and the bug
 enum class Reduce { max, sum };
 
 // ---- small helpers ------------------------------------------------------------------------
@@ -188,7 +188,7 @@ __device__ __forceinline__ void row_sum(float (&out)[4], const float (&x)[TLOOP]
 // scale is applied to.
 //   fragment:   pv_tile = (token % 16) / 8, the instruction that consumes the token
 //               (gfx936: token_offset = rowid + 4i, so i/2; CDNA3: lane16id/8);
-//   contiguous: token / 32, tokens 0-31 | 32-63 (the seed's bug).
+//   contiguous: token / 32, tokens 0-31 | 32-63 (the bug).
 template <Grouping GROUPING>
 __device__ __forceinline__ int scale_group(int token) {
   return GROUPING == Grouping::fragment ? token % 16 / 8 : token / 32;

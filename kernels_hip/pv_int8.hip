@@ -1,9 +1,9 @@
 // pv_int8: O[q][d] = sum_t P[q][t] * sV[t] * Vq[t][d] on the int8 16x16x32 matrix instruction,
 // with W = P * sV quantized per 32-token group. Twin of kernels_py/pv_int8.py; the algorithm is
-// kernels_py/ALGORITHMS.md "pv_int8" (the seed's kernel).
+// kernels_py/ALGORITHMS.md "pv_int8" (the INT8 PV with per-token V scales).
 //
 // pv_int8_fragment(p, v_cache, v_scale, block_table, context_len, out)     the fix
-// pv_int8_contiguous(p, v_cache, v_scale, block_table, context_len, out)   the seed's bug
+// pv_int8_contiguous(p, v_cache, v_scale, block_table, context_len, out)   the bug
 //   p[16][context_len] f32, v_cache[num_blocks][1][HEAD_DIM][BLOCK_SIZE] i8,
 //   v_scale[num_blocks][1][BLOCK_SIZE] f32, block_table[] i32, out[16][HEAD_DIM] f32.
 // One workgroup of 4 waves; wave warpid takes the 64-token chunks warpid + 4*iter. The cache

@@ -34,7 +34,7 @@ def add_run_options(p):
     p.add_argument("--arch", default=DEFAULTS.arch, help="gfx936 (jump C/D layout) or gfx942 (CDNA3)")
     p.add_argument("--context", type=int, nargs="+", default=[DEFAULTS.context], help="history length(s)")
     p.add_argument("--grouping", choices=GROUPINGS, default=DEFAULTS.grouping,
-                   help="PV scale groups: fragment (the MMAC token sets) or contiguous (the seed's bug)")
+                   help="PV scale groups: fragment (the MMAC token sets) or contiguous (tokens 0-31 | 32-63: the bug)")
     p.add_argument("--smooth-k", dest="smooth_k", action="store_true", default=DEFAULTS.smooth_k,
                    help="subtract the per-channel K mean before quantizing (default on)")
     p.add_argument("--no-smooth-k", dest="smooth_k", action="store_false")

@@ -289,7 +289,7 @@ def row_sum(w, out, x, rowid, lane16id, *, cfg):
 def scale_group(token, grouping):
     """The scale group of a token (offset within the 64-token chunk): the instruction j its scale
     is applied to. fragment: pv_tile = (token % 16) / 8, the instruction that consumes the token;
-    contiguous: token / 32, tokens 0-31 | 32-63 (the seed's bug)."""
+    contiguous: token / 32, tokens 0-31 | 32-63 (the bug)."""
     if grouping == "fragment":
         return token % 16 // 8
     if grouping == "contiguous":

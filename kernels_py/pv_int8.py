@@ -1,12 +1,12 @@
 """pv_int8: O[q][d] = sum_t P[q][t] * sV[t] * Vq[t][d] on the int8 16x16x32 matrix instruction, with
-W = P * sV quantized per 32-token group (seed 000). Twin of kernels_hip/pv_int8.hip; the algorithm is
+W = P * sV quantized per 32-token group. Twin of kernels_hip/pv_int8.hip; the algorithm is
 ALGORITHMS.md "pv_int8", the shared pieces kernels_py/int8_attention.py.
 
 pv_int8(p, v_cache, v_scale, block_table, out, *, context_len, head_dim, block_size, grouping)
   p[16][context_len] f32, v_cache[num_blocks][num_kv_heads][head_dim][block_size] i8,
   v_scale[num_blocks][num_kv_heads][block_size] f32, block_table[] i32, out[16][head_dim] f32.
   grouping "fragment" (the fix: instruction j's scale over the tokens j consumes) or "contiguous"
-  (the seed's bug: tokens 0-31 and 32-63); HIP: the entry points pv_int8_fragment/_contiguous.
+  (the bug: tokens 0-31 and 32-63); HIP: the entry points pv_int8_fragment/_contiguous.
 One workgroup of 4 waves; wave warpid takes the 64-token chunks warpid + 4*iter.
 """
 from __future__ import annotations

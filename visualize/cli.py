@@ -6,7 +6,6 @@ picture is drawn, so other gfxsim commands start as fast as before.
 """
 from __future__ import annotations
 
-import argparse
 
 from gfxsim.errors import UsageError
 

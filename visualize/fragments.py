@@ -10,7 +10,6 @@ Cells are filled by lane group (rowid = lane // 16) in both views, so the two re
 """
 from __future__ import annotations
 
-from typing import List, Optional
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -63,7 +62,7 @@ def block_lanes(lay, block: int) -> str:
         f"{lanes.size} lanes"
 
 
-def matrix_panels(profile, insn, op: str, outline: Optional[np.ndarray] = None) -> List[grid.Panel]:
+def matrix_panels(profile, insn, op: str, outline: np.ndarray | None = None) -> list[grid.Panel]:
     """One panel per block; ``outline[block, row, col]`` marks cells for a heavy border."""
     lay = insn.operand(op)
     slot = lay.slot_of()                                   # [3, blocks, rows, cols]
@@ -83,7 +82,7 @@ def matrix_panels(profile, insn, op: str, outline: Optional[np.ndarray] = None) 
     return panels
 
 
-def register_panels(profile, insn, op: str, outline: Optional[np.ndarray] = None) -> List[grid.Panel]:
+def register_panels(profile, insn, op: str, outline: np.ndarray | None = None) -> list[grid.Panel]:
     """One panel per lane group: 16 lanes x (VGPR, slice); ``outline[reg, elem, lane]`` marks cells."""
     lay = insn.operand(op)
     where = lay.matrix_of()                                # [3, regs, elems, lanes]
@@ -108,7 +107,7 @@ def register_panels(profile, insn, op: str, outline: Optional[np.ndarray] = None
     return panels
 
 
-def panels_for(profile, insn, op: str, view: str, outline=None) -> List[grid.Panel]:
+def panels_for(profile, insn, op: str, view: str, outline=None) -> list[grid.Panel]:
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; views are {', '.join(VIEWS)}")
     return (matrix_panels if view == "matrix" else register_panels)(profile, insn, op, outline)

@@ -6,7 +6,7 @@ Row 0 is at the top, as in a matrix or a register table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import matplotlib
 import numpy as np
@@ -29,7 +29,7 @@ class Panel:
     yticks: Sequence[str]
     xlabel: str
     ylabel: str
-    outline: Optional[np.ndarray] = None
+    outline: np.ndarray | None = None
     xtick_rotation: float = 0.0
 
     @property

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -58,7 +57,7 @@ class SlotScales:
     """One matrix instruction's K slots and the scale group applied to its result."""
     event: MmaEvent
     tokens: np.ndarray                 # [K] token per K slot (-1: untagged, e.g. past the context)
-    scale_over: Optional[frozenset]    # tokens the scale was computed over; None: no mismatch found
+    scale_over: frozenset | None    # tokens the scale was computed over; None: no mismatch found
     finding: object = None
 
     @property

@@ -1,6 +1,6 @@
 """Scale groups of a kernel run: for each matrix instruction that sums over tokens, the token in
 each K slot, the scale group it belongs to, and, outlined, every slot whose scale was computed
-over a group that does not hold its token (the seed's PV bug).
+over a group that does not hold its token (the PV scale-group bug).
 
 Rows are instructions, columns K slots. The groups of a wave are the token sets its scales were
 computed over, as the run's scale-group-mismatch findings name them, and, for an instruction with

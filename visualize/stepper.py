@@ -68,15 +68,15 @@ class RunStepper:
         return self.replay.pos
 
     # -- moving ------------------------------------------------------------------------------------
-    def step(self, n: int = 1) -> "RunStepper":
+    def step(self, n: int = 1) -> RunStepper:
         self.replay.step(n)
         return self
 
-    def back(self, n: int = 1) -> "RunStepper":
+    def back(self, n: int = 1) -> RunStepper:
         self.replay.back(n)
         return self
 
-    def goto_event(self, index: int) -> "RunStepper":
+    def goto_event(self, index: int) -> RunStepper:
         """Stop just before the event with trace index ``index`` (#2057)."""
         pos = next((i for i, e in enumerate(self.replay.events) if e.index == index), None)
         if pos is None:
@@ -84,11 +84,11 @@ class RunStepper:
         self.replay.goto(pos)
         return self
 
-    def next_mma(self, over_tokens: bool = False) -> "RunStepper":
+    def next_mma(self, over_tokens: bool = False) -> RunStepper:
         """Stop before the next matrix instruction (one that sums over tokens, if asked)."""
         return self._seek(+1, over_tokens)
 
-    def prev_mma(self, over_tokens: bool = False) -> "RunStepper":
+    def prev_mma(self, over_tokens: bool = False) -> RunStepper:
         return self._seek(-1, over_tokens)
 
     def _seek(self, direction: int, over_tokens: bool):

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Union
+from functools import cache
 
 
-@lru_cache(maxsize=None)
+@cache
 def _resolve(ref: str) -> type:
     module, _, attr = ref.partition(":")
     return getattr(importlib.import_module(module), attr)
@@ -23,7 +22,7 @@ def _resolve(ref: str) -> type:
 class ElemType:
     name: str          # short ISA-style name: i8, f16, bf16, fp8 (e4m3), bf8 (e5m2), i32, f32
     bits: int
-    numpy_ref: Union[type, str]   # numpy scalar type, or "module:attr" naming one (imported on first use)
+    numpy_ref: type | str   # numpy scalar type, or "module:attr" naming one (imported on first use)
     is_float: bool
     description: str
 

@@ -4,7 +4,7 @@ A and B are laid out as on CDNA3 (kAMLane=kBNLane=16, kABKLane=4, kABKPerLane=8)
 the "jump" layout D[m][n] at lane m + 16*(n%4), reg n//4 (kCMLane=16, kCNLane=4, kCN0PerLane=4).
 Source: HYGON-AI/composable_kernel-das include/ck_tile/ops/gemm/warp/warp_gemm_attribute_mmac{,_impl}.hpp
 (678d1df, 037f7a0), cross-checked by three independent public gfx928/gfx936 kernels
-(see shared/research/kernels.md s.1). No public cycle counts.
+(vLLM-style paged attention ports for gfx928/gfx936). No public cycle counts.
 """
 from .matrix_insn import MatrixInstruction as MI, ab_kgroups, cd_jump
 from .profile import ArchProfile
@@ -31,6 +31,6 @@ PROFILE = ArchProfile(
     name="gfx936", family="Hygon DCU", aliases=("gfx928", "bw1000", "bw500sm", "k100"),
     wave_size=64, lds_bytes=64 * 1024, lds_banks=32, lds_bank_bytes=4,
     vgprs=512, agprs=0, sgprs=102, instructions=INSTRUCTIONS, c_layout="jump",
-    source="gfx936 LDS 64KB/CU and wave64 (public gfx936 kernels, research/kernels.md s.5); "
+    source="gfx936 LDS 64KB/CU and wave64 (public gfx936 kernels); "
            "512 VGPRs as built for gfx928 (gfx936 builds may enable 768 with -support-768-vgprs)",
 )

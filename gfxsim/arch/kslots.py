@@ -1,6 +1,6 @@
 """Which tokens each matrix instruction consumes when lanes load consecutive tokens along K.
 
-The question of seed 000: each lane loads ``load_bytes`` consecutive 8-bit tokens of one column
+The INT8 PV question: each lane loads ``load_bytes`` consecutive 8-bit tokens of one column
 (V cache token-innermost) with a single vector load; lane group g = lane // MN gets tokens
 ``load_bytes*g ..``; the loaded registers then feed consecutive instructions, ``regs(op)`` VGPRs each.
 """

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Tuple
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,7 +37,7 @@ class Digit:
             raise ValueError(f"digit {self} needs extent >= 1 and stride >= 1")
 
 
-def _digits(spec) -> Tuple[Digit, ...]:
+def _digits(spec) -> tuple[Digit, ...]:
     return tuple(d if isinstance(d, Digit) else Digit(*d) for d in spec if (d[0] if not isinstance(d, Digit) else d.extent) > 1)
 
 
@@ -58,9 +58,9 @@ class OperandLayout:
     cols: int
     blocks: int
     elem_bits: int
-    lane: Tuple[Digit, ...]
-    reg: Tuple[Digit, ...]
-    elem: Tuple[Digit, ...]
+    lane: tuple[Digit, ...]
+    reg: tuple[Digit, ...]
+    elem: tuple[Digit, ...]
     wave_size: int = 64
     _tables: dict = field(default=None, repr=False, compare=False)
 
@@ -131,7 +131,7 @@ class OperandLayout:
             res.append(np.asarray(value, dtype=np.int64) + np.zeros_like(row))
         return tuple(res)
 
-    def element_of(self, lane: int, reg: int, elem: int = 0) -> Tuple[int, int, int]:
+    def element_of(self, lane: int, reg: int, elem: int = 0) -> tuple[int, int, int]:
         """``to_matrix`` for one slot, in plain ints (no numpy)."""
         coord = {"lane": int(lane), "reg": int(reg), "elem": int(elem)}
         for name, limit in (("lane", self.wave_size), ("reg", self.n_regs), ("elem", self.n_elems)):
@@ -144,7 +144,7 @@ class OperandLayout:
                 place *= d.extent
         return out["row"], out["col"], out["block"]
 
-    def register_of(self, row: int, col: int, block: int = 0) -> Tuple[int, int, int]:
+    def register_of(self, row: int, col: int, block: int = 0) -> tuple[int, int, int]:
         """``to_register`` for one element, in plain ints (no numpy)."""
         coord = {"row": int(row), "col": int(col), "block": int(block)}
         for name, limit in (("row", self.rows), ("col", self.cols), ("block", self.blocks)):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Tuple
+from collections.abc import Mapping
 
 from .dtypes import ElemType, elem_type
 from .layout import OperandLayout
@@ -33,13 +33,13 @@ class AccumulatorPrecision:
     ``result_bits`` cuts each step's result to that many mantissa bits by ``rounding`` (the H200's
     QGMMA writes 13: FP22 = 1 + 8 + 13).
     The arithmetic is ``gfxsim.machine.accum``."""
-    mantissa_bits: Optional[int] = None
+    mantissa_bits: int | None = None
     note: str = "exact"
     rounding: str = "nearest"
     c_entry: str = "exact"
     source: str = ""
-    k_steps: Optional[Tuple[Tuple[int, ...], ...]] = None   # K indices of each fused step (None: all K at once)
-    result_bits: Optional[int] = None   # mantissa bits each step's result keeps (None: fp32's 23)
+    k_steps: tuple[tuple[int, ...], ...] | None = None   # K indices of each fused step (None: all K at once)
+    result_bits: int | None = None   # mantissa bits each step's result keeps (None: fp32's 23)
 
     def __post_init__(self):
         if self.rounding not in ROUNDINGS:
@@ -74,8 +74,8 @@ class MatrixInstruction:
     cd_type: str
     layouts: Mapping[str, OperandLayout]
     source: str                   # where the layout was taken from
-    cycles: Optional[int] = None  # pass cycles, where the vendor publishes them
-    builtin: Optional[str] = None  # compiler builtin that emits it
+    cycles: int | None = None  # pass cycles, where the vendor publishes them
+    builtin: str | None = None  # compiler builtin that emits it
     accumulator: AccumulatorPrecision = field(default_factory=AccumulatorPrecision)
     notes: str = ""
 

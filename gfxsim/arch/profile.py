@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping, Tuple
+from collections.abc import Mapping
 
 from .matrix_insn import MatrixInstruction
 
@@ -11,7 +11,7 @@ from .matrix_insn import MatrixInstruction
 class ArchProfile:
     name: str                      # canonical target name, e.g. "gfx942"
     family: str                    # "CDNA3", "CDNA2", "Hygon DCU"
-    aliases: Tuple[str, ...]       # other target names served by this profile
+    aliases: tuple[str, ...]       # other target names served by this profile
     wave_size: int                 # lanes per wave (64 on gfx9; 32 for NVIDIA warp profiles)
     lds_bytes: int                 # LDS per workgroup
     lds_banks: int
@@ -31,7 +31,7 @@ class ArchProfile:
             if insn.wave_size != self.wave_size:
                 raise ValueError(f"{self.name}: {m} is laid out for wave{insn.wave_size}, arch is wave{self.wave_size}")
 
-    def with_accumulator(self, mnemonic: str, accumulator, name: str | None = None) -> "ArchProfile":
+    def with_accumulator(self, mnemonic: str, accumulator, name: str | None = None) -> ArchProfile:
         """This profile with one instruction's accumulator record replaced (e.g. sm_89's FP8 mma
         with the FP22 record, or exact fp32 to see what the reduced accumulator costs)."""
         insn = self.instruction(mnemonic)

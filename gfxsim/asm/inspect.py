@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..tables import render
-from .parse import FAMILIES, AsmFile, AsmFileError, Kernel, parse_file
+from .parse import FAMILIES, AsmFileError, Kernel, parse_file
 
 # gfx90a/gfx94x compute unit (CDNA3 ISA guide; LLVM AMDGPU occupancy rules): 4 SIMDs, up to 8 waves
 # each; 512 unified VGPRs (ArchVGPRs + AGPRs) per lane allocated in granules of 8; 800 SGPRs per

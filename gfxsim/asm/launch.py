@@ -69,7 +69,7 @@ class KernelABI:
     args: tuple
 
     @classmethod
-    def of(cls, kernel) -> "KernelABI":
+    def of(cls, kernel) -> KernelABI:
         d, m = kernel.descriptor, kernel.metadata
         where = f"{kernel.name}"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from collections.abc import Mapping
 
 import yaml
 
@@ -85,7 +85,7 @@ class Loop:
     def end(self) -> int:
         return self.indices[-1]
 
-    def contains(self, other: "Loop") -> bool:
+    def contains(self, other: Loop) -> bool:
         return self != other and set(other.blocks) <= set(self.blocks)
 
 

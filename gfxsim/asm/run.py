@@ -17,7 +17,7 @@ trace, matrix-instruction records, findings, and the Buffers as the kernel left 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -258,9 +258,9 @@ def program_of(kernel) -> Program:
     return kernel.program
 
 
-def run_asm(kernel: "Kernel", grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
+def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
             provenance: bool = True, check_races: bool = True, batch: int = 1,
-            progress=None, fold: Optional[bool] = None, options: Optional[LaunchOptions] = None) -> Run:
+            progress=None, fold: bool | None = None, options: LaunchOptions | None = None) -> Run:
     """Run ``kernel`` (a parsed gfxsim.asm Kernel) over ``grid`` workgroups of ``block`` work-items,
     with ``args`` (a dict by argument name, or a sequence in the metadata's order: Buffers for
     pointers, numbers for by-value arguments). The keywords trace .. fold (or ``options=``) are
@@ -318,7 +318,7 @@ def address_space(program: Program, args) -> tuple[AddressSpace, Buffer]:
     return space, kernarg
 
 
-def asm_source(st: Optional[WaveState]) -> Optional[str]:
+def asm_source(st: WaveState | None) -> str | None:
     """The assembly line ``st`` is executing ("kernel.s:line (mnemonic) <- hip:line"), or None."""
     if st is None or st.current is None:
         return None

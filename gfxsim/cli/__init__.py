@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from .failures import EXIT_HELP, EXIT_INTERRUPTED
 
@@ -34,7 +34,7 @@ DESCRIPTION = ("wave64 matrix-instruction simulator and fragment-mapping debugge
 class Command(NamedTuple):
     name: str
     module: str                  # imported only when the command is named
-    help: Optional[str] = None   # the line in `gfxsim --help`; None: read from the module's source
+    help: str | None = None   # the line in `gfxsim --help`; None: read from the module's source
 
 
 BUILTIN = (
@@ -67,7 +67,7 @@ def help_line(cmd: Command) -> str:
     return text if text is not None else f"(from {cmd.module}; see gfxsim {cmd.name} --help)"
 
 
-def _module_file(modname: str) -> Optional[str]:
+def _module_file(modname: str) -> str | None:
     """Path of a module's source, found without executing it or any parent package."""
     from importlib.machinery import PathFinder
     from importlib.util import find_spec
@@ -83,7 +83,7 @@ def _module_file(modname: str) -> Optional[str]:
     return spec.origin if spec is not None and spec.has_location else None
 
 
-def _source_help(modname: str, name: str) -> Optional[str]:
+def _source_help(modname: str, name: str) -> str | None:
     import ast
     path = _module_file(modname)
     if not path or not path.endswith(".py"):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from functools import lru_cache
+from functools import lru_cache, cache
 
 EXIT_USER = 1
 EXIT_ERROR = 2
@@ -66,7 +66,7 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(sorted(dirs))
 
 
-@lru_cache(maxsize=None)
+@cache
 def owner(filename: str) -> str:
     """Whose a frame's file is: "gfxsim", "library" or "user"."""
     if filename.startswith("<"):                  # <frozen runpy>, <string>: the interpreter's

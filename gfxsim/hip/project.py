@@ -48,6 +48,6 @@ class Project:
             raise located(ValueError, f"unknown HIP kernel {kernel!r}; {self.sources} has: {', '.join(self.kernels)}")
         return self.sources / f"{kernel}.hip"
 
-    def with_build(self, build) -> "Project":
+    def with_build(self, build) -> Project:
         """The same sources, built into another folder (None: this one)."""
         return self if build is None else Project(self.sources, build)

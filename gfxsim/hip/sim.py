@@ -8,7 +8,7 @@ need them. ``run=True`` also returns the simulator's Run (findings, token sets, 
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

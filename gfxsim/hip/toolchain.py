@@ -4,7 +4,7 @@ Upstream LLVM knows gfx940/gfx941/gfx942 (clang-19; clang-22 dropped gfx940/gfx9
 gfx940 only) and no Hygon target. gfx936 is built as a stand-in: compiled for gfx942 with
 -DGFXSIM_JUMP_LAYOUT=1, so the code keeps gfx936's D-layout index formulas and the A/B operand
 layouts, identical on both, make v_mfma_i32_16x16x32_i8 a faithful carrier of v_mmac_i32_16x16x32_i8
-for gfxsim's asm front end (see kernels_hip/gfxsim_hip.h). Facts: shared/research/hip_toolchain.md.
+for gfxsim's asm front end (see kernels_hip/gfxsim_hip.h and docs/hip.md).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..errors import GfxSimError, located
@@ -80,7 +80,7 @@ def _which(name: str, major: int | None) -> Path | None:
     return Path(found) if found else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def clang_version(clang: Path) -> tuple[str, int]:
     try:
         out = subprocess.run([str(clang), "--version"], capture_output=True, text=True, check=True).stdout

@@ -12,7 +12,7 @@ serve; an access costs the sum of its phases' degrees in cycles (conflict-free: 
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from .jit import njit
 import numpy as np
@@ -23,7 +23,7 @@ _B128_PAIR = (0, 1, 2, 3, 1, 0, 3, 2)     # 4-lane group q (0..7 in a half) -> i
 RULES = ("gfx9", "nvidia")
 
 
-@lru_cache(maxsize=None)
+@cache
 def phases(nbytes: int, lanes: int = 64, rule: str = "gfx9") -> np.ndarray:
     """Phase (conflict set) of every lane of a wave for an access of ``nbytes`` per lane.
     rule "nvidia" (a warp's shared-memory request): up to 4 bytes the whole warp is one phase,
@@ -103,7 +103,7 @@ def _row_np_uncached(addr, active, nbytes, banks, bank_bytes, rule):
 # its own, so the result is exact whatever the patterns are.
 
 
-@lru_cache(maxsize=None)
+@cache
 def _phase_lanes(nbytes: int, lanes: int, rule: str = "gfx9"):
     """Lanes of a wave ordered by phase and where each phase starts: (order, starts[n_phase + 1])."""
     ph = phases(nbytes, lanes, rule)

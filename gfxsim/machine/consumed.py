@@ -68,7 +68,7 @@ class Fp:
         idx = self.index
         return self.table.map(lambda x: np.take(x, idx, axis=0))
 
-    def at(self, e) -> "Fp":
+    def at(self, e) -> Fp:
         return Fp(self.table, e if self.index is None else self.index[e])
 
     def nonempty(self) -> np.ndarray:

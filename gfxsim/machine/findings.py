@@ -7,7 +7,6 @@ finding then counts them, ``details["count"]``). An empty key means every report
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Optional
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,13 +130,13 @@ KINDS = {k: v.summary for k, v in REGISTRY.items()}
 class Finding:
     kind: str
     message: str
-    kernel: Optional[str] = None
-    workgroup: Optional[tuple] = None
-    wave: Optional[int] = None
-    lane: Optional[int] = None
-    instruction: Optional[int] = None      # index of the instruction in the launch
-    source: Optional[str] = None           # file:line of the kernel statement
-    address: Optional[int] = None
+    kernel: str | None = None
+    workgroup: tuple | None = None
+    wave: int | None = None
+    lane: int | None = None
+    instruction: int | None = None      # index of the instruction in the launch
+    source: str | None = None           # file:line of the kernel statement
+    address: int | None = None
     details: dict = field(default_factory=dict)
 
     def __post_init__(self):

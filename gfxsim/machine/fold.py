@@ -39,7 +39,7 @@ import numpy as np
 from .consumed import Fp, pair_cells
 from .errors import GfxSimError
 from .jit import njit
-from .mmalog import FOREIGN_BASE, PAIR_BASE, PairRecord
+from .mmalog import PAIR_BASE, PairRecord
 from .provenance import RESERVED, WINDOW, Mask, Prov
 from .summaries import row_sets
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import gc
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
+from collections.abc import Iterable
 
 import numpy as np
 
 from ..arch import get_arch
-from .findings import FindingLog
+from .findings import Finding, FindingLog
 from .fold import MAX_CLASSES, RETRIES, Attempt, Fold, Unfolded
 from .memory import Buffer
 from .consumed import check_outputs
@@ -57,7 +58,7 @@ class Machine:
         self.not_checked: dict = {}      # finding kind -> why a front end cannot check it (asm: no scale marks)
         self.attempt = None              # the folded batch being run (fold.Attempt), if any
         self.folds: list = []            # per batch: how its provenance was kept (launch.run_batch)
-        self.lane_instructions: Optional[int] = None   # active lanes x instructions (asm front end)
+        self.lane_instructions: int | None = None   # active lanes x instructions (asm front end)
 
     def report(self, kind, message, *, details=None, **coords):
         if self.attempt is not None:     # a folded batch's: reported if the attempt stands (fold.Attempt)
@@ -80,10 +81,10 @@ class Run:
     """What one launch produced: trace, findings and the buffers after the kernel."""
     kernel: str
     arch: str
-    grid: tuple
+    grid: tuple[int, int, int]
     waves_per_group: int
     trace: Trace
-    findings: list
+    findings: list[Finding]
     machine: Machine = field(repr=False)
     seconds: float = 0.0
     lane_threads: int = 0
@@ -113,7 +114,7 @@ class Run:
         return self.machine.mma_log.records
 
     @property
-    def lane_instructions(self) -> Optional[int]:
+    def lane_instructions(self) -> int | None:
         """Active lanes x instructions the asm front end executed (its speed figure); None for a
         Python kernel, which has no instruction stream of its own."""
         return self.machine.lane_instructions
@@ -182,9 +183,9 @@ GC_BATCH = 16
 
 
 def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(), kwargs=None,
-           trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes: Optional[int] = None,
-           name: Optional[str] = None, batch: int = 1, progress: Optional[Callable[[int, int], object]] = None,
-           fold: Optional[bool] = None, options: Optional[LaunchOptions] = None) -> Run:
+           trace: bool = True, provenance: bool = True, check_races: bool = True, lds_bytes: int | None = None,
+           name: str | None = None, batch: int = 1, progress: Callable[[int, int], object] | None = None,
+           fold: bool | None = None, options: LaunchOptions | None = None) -> Run:
     """Run ``kernel(w, *args, **kwargs)`` on every wave of every workgroup of ``grid``.
 
     Workgroups run one after another in x-fastest order, each with fresh (poisoned) LDS; within a
@@ -234,7 +235,7 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     return run_grid(m, grid, waves_per_group, lambda w: kernel(w, *args, **kw), options)
 
 
-def launch_options(options: Optional[LaunchOptions], given: dict) -> LaunchOptions:
+def launch_options(options: LaunchOptions | None, given: dict) -> LaunchOptions:
     """``options``, or the record of the keywords ``given``; both only where the keywords are defaults."""
     if options is None:
         return LaunchOptions(**given)
@@ -253,7 +254,7 @@ def declared_fields(args: Iterable) -> set:
 
 
 def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], options: LaunchOptions,
-             lane_threads: Optional[int] = None) -> Run:
+             lane_threads: int | None = None) -> Run:
     """Run ``fn(w)`` on every wave of every workgroup of ``grid`` (x-fastest order), in batches of
     ``options.side_by_side`` workgroups, folded where they can be (run_batch); then the output
     declarations are checked and the Run returned. Both front ends launch through here.

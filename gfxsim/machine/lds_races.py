@@ -80,7 +80,7 @@ class RaceState:
         self.r_mask = np.zeros(shape, np.uint64)
         self.r_epoch = np.full(shape, -1, np.int64)
 
-    def repeated(self, members: int) -> "RaceState":
+    def repeated(self, members: int) -> RaceState:
         """A state of ``members`` LDS, each a copy of this one-member state (a batch whose
         workgroups' accesses stop agreeing)."""
         out = RaceState(0, 0)

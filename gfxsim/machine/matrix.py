@@ -242,7 +242,7 @@ class MatrixOps:
             cov.add(self, rec)
         return out
 
-    def _memo(self, name, side, trial=None) -> "_OperandMemo":
+    def _memo(self, name, side, trial=None) -> _OperandMemo:
         return self.mma_memos.setdefault((name, side), _OperandMemo(trial))
 
     def _float_operand(self, insn, op, val, ft):
@@ -280,11 +280,10 @@ class MatrixOps:
         """K-slot check, the record's per-field K-slot values and K sets, and D's provenance, on the
         provenance columns (a folded batch's representatives: ``pmember_ids``). Returns (D's
         provenance, the record's fields: a, b, ks_a, ks_b, c_mma, c_mn)."""
-        M, N, K, bl = insn.M, insn.N, insn.K, insn.blocks
+        bl = insn.blocks
         pm = len(self.pmember_ids)
         cache = self.machine.plan_cache
         plans = {op: batched_plan(cache, insn, op, pm, self.lanes) for op in "AD"}
-        nb = pm * bl
         if not self.exec_full:
             self.pexec(f"EXEC of {insn.mnemonic}")       # a folded batch's members all issue it, or none
         wide = self.machine.wide

@@ -11,7 +11,7 @@ import copy
 import numpy as np
 
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
-from .provenance import WORDS, Mask, Prov, fill_value
+from .provenance import WORDS, Mask, Prov
 
 
 def poison(n: int) -> np.ndarray:
@@ -134,13 +134,13 @@ class Buffer:
         self.expects: dict = {}                # field -> (lo, hi, exact): see expect()
 
     @classmethod
-    def empty(cls, name, shape, dtype, tags=None):
+    def empty(cls, name: str, shape: int | tuple[int, ...], dtype: str | np.dtype, tags: dict | None = None) -> Buffer:
         from .dtypes import np_dtype
         arr = np.empty(shape, np_dtype(dtype_name(dtype)))
         arr.reshape(-1).view(np.uint8)[:] = poison(arr.nbytes)
         return cls(name, arr, tags, written=False)
 
-    def expect(self, field: str, lo, hi, *, exact: bool = True) -> "Buffer":
+    def expect(self, field: str, lo: int | np.ndarray, hi: int | np.ndarray, *, exact: bool = True) -> Buffer:
         """Declare what each element must have consumed: every value ``lo[e] <= v < hi[e]`` of
         ``field`` (a K identity: ``token``, ``dim``) exactly once, through the matrix instructions,
         sums, LDS and launches that made the value stored there; ``exact`` also forbids values

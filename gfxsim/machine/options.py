@@ -10,7 +10,8 @@ import dataclasses
 import numbers
 import os
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+from collections.abc import Callable
 
 MAX_STEPS = 50_000_000
 MAX_TRACE_BYTES = 8 << 30       # a third of a 24 GiB machine: a 16K decode's full trace is ~2.7 GiB
@@ -42,7 +43,7 @@ class LaunchOptions:
 
     Default: True."""
 
-    lds_bytes: Optional[int] = None
+    lds_bytes: int | None = None
     """Bytes of LDS each workgroup gets (at most the arch's); an asm kernel's comes from its descriptor.
 
     Default: None (the arch's LDS size)."""
@@ -52,20 +53,20 @@ class LaunchOptions:
 
     Default: 1."""
 
-    provenance_batch: Optional[int] = None
+    provenance_batch: int | None = None
     """With provenance, at most this many workgroups side by side (bounds ``batch``: the memory a
     batch whose provenance cannot fold takes).
 
     Default: None (no bound)."""
 
-    fold: Optional[bool] = None
+    fold: bool | None = None
     """With provenance, keep one representative member's provenance per class of a batch and a
     shift per member (fold.py); a batch whose members part runs again with finer classes or
     unfolded, with the same results either way.
 
     Default: None (``fold_default()``: on unless GFXSIM_FOLD=0)."""
 
-    progress: Optional[Callable[[int, int], object]] = None
+    progress: Callable[[int, int], object] | None = None
     """Called ``progress(done, total)`` with the workgroups done: at the start and after every batch.
 
     Default: None (silent)."""
@@ -76,7 +77,7 @@ class LaunchOptions:
 
     Default: 50,000,000."""
 
-    max_trace_bytes: Optional[int] = MAX_TRACE_BYTES
+    max_trace_bytes: int | None = MAX_TRACE_BYTES
     """Bytes the full trace may hold (the values it records) before the launch stops (a StepLimit
     error naming the bound and what to do), so that no kernel takes the machine's memory.
 
@@ -114,7 +115,7 @@ class LaunchOptions:
             return min(self.batch, self.provenance_batch)
         return self.batch
 
-    def replace(self, **changes) -> "LaunchOptions":
+    def replace(self, **changes) -> LaunchOptions:
         """A copy with ``changes``, validated again."""
         return dataclasses.replace(self, **changes)
 

@@ -40,7 +40,7 @@ class WideSets:
         self._windows: dict = {}
 
     @staticmethod
-    def none() -> "WideSets":
+    def none() -> WideSets:
         """A table that refuses: for callers that have no machine (their sets never need one)."""
         return _NoWideSets()
 
@@ -156,12 +156,12 @@ class Mask:
         self.base, self.bits, self.wide = base, bits, wide
 
     @classmethod
-    def empty(cls, shape) -> "Mask":
+    def empty(cls, shape) -> Mask:
         return cls(np.full(shape, -1, np.int64), np.zeros(tuple(shape) + (WORDS,), np.uint64),
                    np.zeros(shape, np.uint32))
 
     @classmethod
-    def of_values(cls, v: np.ndarray) -> "Mask":
+    def of_values(cls, v: np.ndarray) -> Mask:
         """The one-value set {v} per element (empty where v < 0)."""
         v = np.asarray(v, np.int64)
         present = v >= 0
@@ -175,20 +175,20 @@ class Mask:
         return cls(base, bits, np.zeros(v.shape, np.uint32))
 
     # -- structure: every array indexed alike on its leading [R, L] axes ----------------------
-    def map(self, fn) -> "Mask":
+    def map(self, fn) -> Mask:
         return Mask(fn(self.base), fn(self.bits), fn(self.wide))
 
     @staticmethod
-    def concat(masks, axis=0) -> "Mask":
+    def concat(masks, axis=0) -> Mask:
         return Mask(np.concatenate([m.base for m in masks], axis), np.concatenate([m.bits for m in masks], axis),
                     np.concatenate([m.wide for m in masks], axis))
 
     @staticmethod
-    def where(cond, a: "Mask", b: "Mask") -> "Mask":
+    def where(cond, a: Mask, b: Mask) -> Mask:
         return Mask(np.where(cond, a.base, b.base), np.where(cond[..., None], a.bits, b.bits),
                     np.where(cond, a.wide, b.wide))
 
-    def assign(self, sel, other: "Mask"):
+    def assign(self, sel, other: Mask):
         """self[sel] = other (``sel`` an index tuple over the leading axes)."""
         self.base[sel] = other.base
         self.bits[sel] = other.bits
@@ -202,7 +202,7 @@ class Mask:
         return (self.base >= 0) | (self.wide != 0)
 
     # -- set algebra ---------------------------------------------------------------------------
-    def union(self, other: "Mask", wide: WideSets) -> "Mask":
+    def union(self, other: Mask, wide: WideSets) -> Mask:
         shape = np.broadcast_shapes(self.base.shape, other.base.shape)
         a = self.one_set()
         b = other.one_set() if a is not None else None
@@ -224,7 +224,7 @@ class Mask:
             return None
         return int(b0), bits0.copy(), int(w0)
 
-    def _union(self, other: "Mask", wide: WideSets, shape) -> "Mask":
+    def _union(self, other: Mask, wide: WideSets, shape) -> Mask:
         # an empty set has no bits, so OR-ing is right wherever the windows agree or one is empty
         flat = [np.ascontiguousarray(np.broadcast_to(x, s)).reshape((-1,) + s[len(shape):]) for x, s in
                 ((self.base, shape), (self.bits, shape + (WORDS,)), (self.wide, shape),
@@ -251,7 +251,7 @@ class Mask:
             out.bits[sel] = 0
         return out
 
-    def _broadcast(self, shape) -> "Mask":
+    def _broadcast(self, shape) -> Mask:
         """This mask broadcast (read-only views) to leading ``shape``."""
         if self.base.shape == tuple(shape):
             return self
@@ -275,7 +275,7 @@ class Mask:
             w[narrow] = ids[inv]
         return w
 
-    def subset_of(self, other: "Mask", wide: WideSets) -> np.ndarray:
+    def subset_of(self, other: Mask, wide: WideSets) -> np.ndarray:
         """Elementwise: self ⊆ other (the empty set is a subset of everything). One compiled pass
         over the (possibly broadcast) arrays where both sets lie in windows; the elements where a
         wide set takes part are compared exactly."""
@@ -384,7 +384,7 @@ class Prov:
     def empty_like(self) -> bool:
         return not self.ids and not self.fp and self.flags is None
 
-    def map(self, fn) -> "Prov":
+    def map(self, fn) -> Prov:
         """Apply the same row/column indexing to every plane."""
         return Prov(self.g, {f: fn(a) for f, a in self.ids.items()}, {f: m.map(fn) for f, m in self.fp.items()},
                     None if self.flags is None else fn(self.flags))
@@ -398,7 +398,7 @@ class Prov:
         return None if self.flags is None else (self.flags & SCALE) != 0
 
     # -- granularity ----------------------------------------------------------------------------
-    def per_byte(self) -> "Prov":
+    def per_byte(self) -> Prov:
         if self.g == 1:
             return self
         g = self.g
@@ -406,7 +406,7 @@ class Prov:
         p.g = 1
         return p
 
-    def compact(self, size: int) -> "Prov":
+    def compact(self, size: int) -> Prov:
         """Per element when that loses nothing (every byte of every element agrees in every plane),
         else per byte: loads stay exact for four token bytes read as one u32."""
         if self.g != 1 or size == 1:
@@ -419,7 +419,7 @@ class Prov:
                 return self
         return self.per_element(size)
 
-    def per_element(self, size: int, wide: "WideSets | None" = None) -> "Prov":
+    def per_element(self, size: int, wide: WideSets | None = None) -> Prov:
         """Rows of ``size`` bytes: a field survives where all bytes of the element agree (the
         bytes of a u32 holding four tokens have no single token); footprints unite; flags OR."""
         if self.g == size:
@@ -444,7 +444,7 @@ class Prov:
 
     # -- combining -------------------------------------------------------------------------------
     @staticmethod
-    def concat(provs, rows_each, width) -> "Prov | None":
+    def concat(provs, rows_each, width) -> Prov | None:
         """Row-wise concatenation; parts without provenance contribute empty rows."""
         if all(p is None for p in provs):
             return None
@@ -463,7 +463,7 @@ class Prov:
         return Prov(g, ids, fp, flags)
 
     @staticmethod
-    def select(cond, a: "Prov | None", b: "Prov | None", shape) -> "Prov | None":
+    def select(cond, a: Prov | None, b: Prov | None, shape) -> Prov | None:
         """Per row and column: a where cond else b (cond broadcast to ``shape``)."""
         if a is None and b is None:
             return None

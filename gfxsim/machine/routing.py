@@ -20,7 +20,6 @@ from ..isa.moves import byte_permute
 from . import ops
 from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
 from .provenance import Prov, broadcast_rows, fill_value, merge
-from .valu import bcast
 from .vgpr import VGPRs
 
 _NONE = -1

@@ -186,7 +186,7 @@ class ScaleOps:
                               km.bits.view(np.int64), side.base[:, None], side.wide[:, None].astype(np.int64),
                               side.bits.view(np.int64)], axis=1)
         # the distinct (instruction, consumed, scale) rows, in np.unique's (sorted) order: hashed,
-        # then the few distinct rows sorted (a seed's bug at 16K makes ~100,000 rows a check)
+        # then the few distinct rows sorted (the contiguous grouping at 16K makes ~100,000 rows a check)
         first, inv = unique_rows(key.view(np.uint64))
         order = np.lexsort(key[first].T[::-1])
         rank = np.empty_like(order)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
@@ -21,12 +20,12 @@ def words_of(val: np.ndarray) -> np.ndarray:
 @dataclass
 class Operand:
     """One operand of an event: its VGPR range (None for an inline constant), type and values."""
-    regs: Optional[tuple]  # (first VGPR, count)
+    regs: tuple | None  # (first VGPR, count)
     dtype: str
     values: np.ndarray     # [n, lanes], typed
 
     @classmethod
-    def of(cls, v) -> "Operand":
+    def of(cls, v) -> Operand:
         return cls(v.regs, v.dtype, v.val.copy())
 
     @property
@@ -45,7 +44,7 @@ class Event:
     kernel: str
     workgroup: tuple
     wave: int
-    source: Optional[str]
+    source: str | None
     exec_mask: np.ndarray            # [lanes] bool
     inputs: list = field(default_factory=list)     # [Operand]
     outputs: list = field(default_factory=list)    # [Operand] written under exec_mask
@@ -76,7 +75,7 @@ class BatchEvent:
             return member in self.record.live
         return self.members is None or member in self.members
 
-    def view(self, member: int) -> "Event":
+    def view(self, member: int) -> Event:
         cols = slice(member * self.lanes, (member + 1) * self.lanes)
         width = self.exec_mask.shape[0]
         ins = [Operand(o.regs, o.dtype, o.values[:, cols]) for o in self.inputs]
@@ -102,7 +101,7 @@ class MmaEvent(Event):
     member: int = 0                         # which workgroup of the record's batch
 
     @classmethod
-    def from_record(cls, rec, member: int) -> "MmaEvent":
+    def from_record(cls, rec, member: int) -> MmaEvent:
         lanes = len(rec.exec_mask) // len(rec.workgroups)
         cols = slice(member * lanes, (member + 1) * lanes)
         ins, outs = ([[Operand(o.regs, o.dtype, o.values[:, cols]) for o in side] for side in rec.operands]
@@ -166,7 +165,7 @@ class Trace:
         self.n_events = 0                # counted even when not recorded
         self.muted = 0                   # > 0: a front end records the instruction itself (asm VALU)
 
-    def record(self, event: "BatchEvent", error) -> None:
+    def record(self, event: BatchEvent, error) -> None:
         """Append ``event``; past ``max_bytes`` of recorded values the launch stops with
         ``error(message)`` naming the bound, before the trace can take the machine's memory."""
         self.raw.append(event)
@@ -235,7 +234,7 @@ class Trace:
                     out.append((e, int(words_of(o.values)[reg - base, lane])))
         return out
 
-    def replay(self, workgroup=0, wave=0) -> "Stepper":
+    def replay(self, workgroup=0, wave=0) -> Stepper:
         return Stepper(self.of_wave(workgroup, wave))
 
 
@@ -252,12 +251,12 @@ class Stepper:
         self._undo = []
 
     @property
-    def current(self) -> Optional[Event]:
+    def current(self) -> Event | None:
         """The event about to execute (None at the end)."""
         return self.events[self.pos] if self.pos < len(self.events) else None
 
     @property
-    def previous(self) -> Optional[Event]:
+    def previous(self) -> Event | None:
         return self.events[self.pos - 1] if self.pos else None
 
     def step(self, n: int = 1):
@@ -294,7 +293,7 @@ class Stepper:
             self.back()
         return self
 
-    def register(self, reg: int, lane: Optional[int] = None, dtype: str = "u32"):
+    def register(self, reg: int, lane: int | None = None, dtype: str = "u32"):
         """Contents of VGPR ``reg`` now (one lane or all), viewed as ``dtype``."""
         from .dtypes import np_dtype
         w = self.vgpr[reg] if lane is None else self.vgpr[reg, lane:lane + 1]

@@ -97,7 +97,7 @@ class VGPRs:
         return bool(f is not None and f.any())
 
     # -- element access -----------------------------------------------------------------------
-    def _rows(self, idx) -> "VGPRs":
+    def _rows(self, idx) -> VGPRs:
         """Elements ``idx`` (an index array): a copy, naming the same registers when they are
         whole registers of this value."""
         size = itemsize(self.dtype)
@@ -115,7 +115,7 @@ class VGPRs:
             valid = self.valid[(idx[:, None] * size + np.arange(size)).ravel()]
         return VGPRs(self.w, self.val[idx], self.dtype, prov, valid, regs=regs)
 
-    def _span(self, start: int, stop: int) -> "VGPRs":
+    def _span(self, start: int, stop: int) -> VGPRs:
         """``_rows`` of the elements start..stop-1 (0 <= start < stop <= n): slices, no index arrays."""
         size = itemsize(self.dtype)
         first = start * size
@@ -130,7 +130,7 @@ class VGPRs:
         valid = None if self.valid is None else self.valid[first:stop * size].copy()
         return VGPRs(self.w, self.val[start:stop].copy(), self.dtype, prov, valid, regs=regs)
 
-    def __getitem__(self, i) -> "VGPRs":
+    def __getitem__(self, i) -> VGPRs:
         if isinstance(i, (int, np.integer)):
             if not -self.n <= i < self.n:
                 raise IndexError(f"element {i} of a {self.n}-element {self.dtype} value")
@@ -150,7 +150,7 @@ class VGPRs:
         idx = np.arange(self.n)[i]
         self.w._write_into(self, idx, value)
 
-    def bytes(self, offset: int, count: int) -> "VGPRs":
+    def bytes(self, offset: int, count: int) -> VGPRs:
         """Byte slice [offset, offset+count) in the same type (operand halves of a load)."""
         size = itemsize(self.dtype)
         if offset % size or count % size or offset < 0 or offset + count > self.nbytes:
@@ -159,50 +159,50 @@ class VGPRs:
         return self._rows(np.arange(offset // size, (offset + count) // size))
 
     # -- conversions --------------------------------------------------------------------------
-    def to(self, dtype) -> "VGPRs":
+    def to(self, dtype) -> VGPRs:
         """Value conversion (v_cvt_*): f32<->i32 (f32->i32 truncates toward zero, saturates,
         NaN->0 as v_cvt_i32_f32), f32->f16/bf16 round to nearest even, int narrowing only when
         every active value fits (a wrap would be a silent bug)."""
         return self.w._convert(self, dtype_name(dtype))
 
-    def bitcast(self, dtype) -> "VGPRs":
+    def bitcast(self, dtype) -> VGPRs:
         """Reinterpret the bytes (no conversion, no instruction): provenance routed per byte."""
         return self.w.bitcast(self, dtype)
 
     # -- arithmetic: every operator is a lockstep VALU op under EXEC ------------------------------
-    def __add__(self, o): return self.w._binary("add", self, o)
-    def __radd__(self, o): return self.w._binary("add", o, self)
-    def __sub__(self, o): return self.w._binary("sub", self, o)
-    def __rsub__(self, o): return self.w._binary("sub", o, self)
-    def __mul__(self, o): return self.w._binary("mul", self, o)
-    def __rmul__(self, o): return self.w._binary("mul", o, self)
-    def __truediv__(self, o): return self.w._binary("div", self, o)
-    def __rtruediv__(self, o): return self.w._binary("div", o, self)
-    def __floordiv__(self, o): return self.w._binary("idiv", self, o)
-    def __mod__(self, o): return self.w._binary("mod", self, o)
-    def __and__(self, o): return self.w._binary("and", self, o)
-    def __rand__(self, o): return self.w._binary("and", o, self)
-    def __or__(self, o): return self.w._binary("or", self, o)
-    def __ror__(self, o): return self.w._binary("or", o, self)
-    def __xor__(self, o): return self.w._binary("xor", self, o)
-    def __lshift__(self, o): return self.w._binary("shl", self, o)
-    def __rshift__(self, o): return self.w._binary("shr", self, o)
-    def __neg__(self): return self.w._binary("sub", 0, self)
-    def __abs__(self): return self.w._unary("abs", self)
-    def __lt__(self, o): return self.w._compare("lt", self, o)
-    def __le__(self, o): return self.w._compare("le", self, o)
-    def __gt__(self, o): return self.w._compare("gt", self, o)
-    def __ge__(self, o): return self.w._compare("ge", self, o)
-    def eq(self, o): return self.w._compare("eq", self, o)
-    def ne(self, o): return self.w._compare("ne", self, o)
+    def __add__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("add", self, o)
+    def __radd__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("add", o, self)
+    def __sub__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("sub", self, o)
+    def __rsub__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("sub", o, self)
+    def __mul__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("mul", self, o)
+    def __rmul__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("mul", o, self)
+    def __truediv__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("div", self, o)
+    def __rtruediv__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("div", o, self)
+    def __floordiv__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("idiv", self, o)
+    def __mod__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("mod", self, o)
+    def __and__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("and", self, o)
+    def __rand__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("and", o, self)
+    def __or__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("or", self, o)
+    def __ror__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("or", o, self)
+    def __xor__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("xor", self, o)
+    def __lshift__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("shl", self, o)
+    def __rshift__(self, o: VGPRs | int | float) -> VGPRs: return self.w._binary("shr", self, o)
+    def __neg__(self) -> VGPRs: return self.w._binary("sub", 0, self)
+    def __abs__(self) -> VGPRs: return self.w._unary("abs", self)
+    def __lt__(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("lt", self, o)
+    def __le__(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("le", self, o)
+    def __gt__(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("gt", self, o)
+    def __ge__(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("ge", self, o)
+    def eq(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("eq", self, o)
+    def ne(self, o: VGPRs | int | float) -> VGPRs: return self.w._compare("ne", self, o)
 
-    def __iadd__(self, o):
+    def __iadd__(self, o: VGPRs | int | float) -> VGPRs:
         return self.w._binary("add", self, o, into=self)
 
-    def __isub__(self, o):
+    def __isub__(self, o: VGPRs | int | float) -> VGPRs:
         return self.w._binary("sub", self, o, into=self)
 
-    def __imul__(self, o):
+    def __imul__(self, o: VGPRs | int | float) -> VGPRs:
         return self.w._binary("mul", self, o, into=self)
 
     def __bool__(self):

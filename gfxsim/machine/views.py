@@ -51,14 +51,14 @@ class View:
             return Place(self, self.base + i * self.itemsize)
         return View(self.w, self.mem, self.shape[1:], self.dtype, self.base + i * self.row_bytes)
 
-    def at(self, offset) -> "Place":
+    def at(self, offset) -> Place:
         """The element ``offset`` elements past the view's start (pointer arithmetic over the flat view)."""
         return Place(self, self.base + offset * self.itemsize)
 
-    def __add__(self, offset) -> "Place":
+    def __add__(self, offset) -> Place:
         return self.at(offset)
 
-    def as_type(self, dtype) -> "View":
+    def as_type(self, dtype) -> View:
         """The same bytes as elements of another type (a reinterpreting pointer cast)."""
         size = itemsize(dtype_name(dtype))
         flat = int(np.prod(self.shape)) * self.itemsize
@@ -76,10 +76,10 @@ class Place:
     def __init__(self, view: View, addr):
         self.view, self.addr = view, addr
 
-    def __add__(self, offset) -> "Place":
+    def __add__(self, offset) -> Place:
         return Place(self.view, self.addr + offset * self.view.itemsize)
 
-    def at(self, offset) -> "Place":
+    def at(self, offset) -> Place:
         return self + offset
 
     def load(self, nbytes: int | None = None, dtype=None):

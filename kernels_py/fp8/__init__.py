@@ -1,4 +1,4 @@
-"""Kernels with FP8 operands and no HIP twin (seeds 002 and 003), with their references and studies.
+"""Kernels with FP8 operands and no HIP twin (SageAttention2, FP8 QKᵀ), with their references and studies.
 
 sage_attention  SageAttention2 as a warp32 twin on sm_89/sm_90 (sage_layout: its fragments)
 sage_reference  the same math in numpy; sage_accuracy: `python -m kernels_py.fp8.sage_accuracy`

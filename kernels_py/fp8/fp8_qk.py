@@ -1,4 +1,4 @@
-"""FP8 QKᵀ on gfx942 (``v_mfma_f32_16x16x32_fp8_fp8``) with per-token q and k scales (seed 003).
+"""FP8 QKᵀ on gfx942 (``v_mfma_f32_16x16x32_fp8_fp8``) with per-token q and k scales.
 
 S[m][n] = (Q8·K8ᵀ)[m][n] · q_scale[m] · k_scale[n] · 1/√d: the q scale on the rows, the k scale
 transposed onto the columns, both on the fp32 result, then 1/√d. One wave, 16 query rows, K in

@@ -70,7 +70,8 @@ def markdown(rows) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--inputs", metavar="FILE.npz", help="your q/k/v (kernels_py.workloads.inputs format) instead of the default data")
+    ap.add_argument("--inputs", metavar="FILE.npz",
+                    help="your q/k/v (kernels_py.workloads.inputs format) instead of the default data")
     ap.add_argument("--make-inputs", metavar="FILE.npz", help="write the offset data set (Q and V channel offsets) and exit")
     ap.add_argument("--arch", default="sm_89", choices=["sm_89", "sm_90"])
     ap.add_argument("--context", type=int, default=1024)

@@ -10,7 +10,7 @@ accumulator model (``gfxsim.machine.accum``):
   two-level  a buffer starts from 0 for every ``block`` tokens (64 = CTA_K), is accumulated by the
              instructions of that block, and is then added into O by an fp32 add.
 
-    python3 -m kernels_py.fp8.two_level            # the README table (markdown)
+    python3 -m kernels_py.fp8.two_level            # the docs/nvidia.md table (markdown)
 """
 from __future__ import annotations
 

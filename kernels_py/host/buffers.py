@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 
@@ -100,9 +100,9 @@ class HostSetup:
     grid: tuple = (1,)
     waves_per_group: int = 1
     batch: int = 1
-    provenance_batch: Optional[int] = None     # with provenance, at most this many side by side (memory)
-    trace_batch: Optional[int] = None          # with the full trace (it keeps every batch's events), at most this many
-    lds_bytes: Optional[int] = None
+    provenance_batch: int | None = None     # with provenance, at most this many side by side (memory)
+    trace_batch: int | None = None          # with the full trace (it keeps every batch's events), at most this many
+    lds_bytes: int | None = None
     outputs: tuple = ()                        # names of the Buffers the kernel writes
 
     @property
@@ -125,7 +125,7 @@ class HostSetup:
         return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, args=self.args,
                       kwargs=kw, options=options)
 
-    def output(self, name: Optional[str] = None) -> np.ndarray:
+    def output(self, name: str | None = None) -> np.ndarray:
         """The array of output Buffer ``name`` (default: the first output) after the launch."""
         return self.buffers[name or self.outputs[0]].array
 
@@ -167,7 +167,7 @@ class DecodeSetup:
     decode: HostSetup
     reduce: HostSetup
 
-    def result(self, runs, cache=None) -> "DecodeResult":
+    def result(self, runs, cache=None) -> DecodeResult:
         b = self.buffers
         return DecodeResult(b["out"].array, b["tmp_out"].array, b["max_logits"].array, b["exp_sums"].array,
                             list(runs), cache)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Optional, Union, get_args
+from typing import Literal, get_args
+from collections.abc import Callable
 
 from kernels_py.reference.int8_cache import BLOCK_SIZES, HEAD_DIMS
 
@@ -52,8 +53,8 @@ class RunConfig:
     frontend: Frontend = field(default="python", compare=False)    # asm: the compiled HIP twin in its place
     trace: bool = field(default=False, compare=False)              # keep the full per-lane trace
     # your kernel (a function, or "FILE.py:FN") in the project's place; run_kernel loads a file's
-    kernel_fn: Optional[Union[str, Callable]] = field(default=None, compare=False, repr=False)
-    reduce_fn: Optional[Union[str, Callable]] = field(default=None, compare=False, repr=False)
+    kernel_fn: str | Callable | None = field(default=None, compare=False, repr=False)
+    reduce_fn: str | Callable | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         from gfxsim.arch import get_arch
@@ -87,7 +88,7 @@ class RunConfig:
         """The fields run_kernel takes as keywords (the shape and kernel choices)."""
         return tuple(f.name for f in dataclasses.fields(cls) if f.compare and f.name not in ("formula", "provenance"))
 
-    def replace(self, **changes) -> "RunConfig":
+    def replace(self, **changes) -> RunConfig:
         """A copy with ``changes``, validated again."""
         return dataclasses.replace(self, **changes)
 
@@ -178,7 +179,7 @@ class DecodeGeometry(_Geometry):
         _check_head_dim("paged_attention_decode", self.head_dim)
         _check_block_size("paged_attention_decode", self.block_size)
 
-    def reduce(self) -> "ReduceGeometry":
+    def reduce(self) -> ReduceGeometry:
         """The geometry of the second launch, paged_attention_reduce."""
         return ReduceGeometry(num_heads=self.num_heads, head_dim=self.head_dim, max_partitions=self.max_partitions,
                               partition_size=self.partition_size)

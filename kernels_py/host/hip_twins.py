@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Union
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 if TYPE_CHECKING:       # the asm front end and the HIP build load when a twin first runs, not at start-up
     from gfxsim.hip.project import Project
@@ -55,7 +56,7 @@ class CompiledTwin:
 
     ``provenance_batch`` (gfxsim.machine.options.BatchBounded): with provenance, the harness runs
     at most this many workgroups side by side."""
-    entry: Union[str, dict]
+    entry: str | dict
     python_kernel: Callable
     project: Project
     provenance_batch: int = PROVENANCE_BATCH

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -33,8 +34,8 @@ PREFILL_QUERIES = 64      # generated prefill queries: one workgroup's 4 x 16 ro
 class Swap:
     """The functions a runner launches in place of the project's (None: the project's) — yours,
     loaded, or the compiled twins — and the progress display told of every launch."""
-    kernel_fn: Optional[Callable] = None
-    reduce_fn: Optional[Callable] = None
+    kernel_fn: Callable | None = None
+    reduce_fn: Callable | None = None
     progress: Any = None
 
 

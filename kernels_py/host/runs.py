@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 
@@ -179,7 +179,7 @@ def kernel_fn_label(fn) -> str | None:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', getattr(fn, '__name__', '?'))}"
 
 
-def run_kernel(kernel: str, *, config: Optional[RunConfig] = None, inputs=None, progress=None,
+def run_kernel(kernel: str, *, config: RunConfig | None = None, inputs=None, progress=None,
                **params) -> KernelRun:
     """Run ``kernel`` with ``config`` (a RunConfig, what `gfxsim run` builds from its options), or
     with ``RunConfig(**params)`` (its defaults overridden by ``params``, validated there).

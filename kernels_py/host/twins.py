@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gfxsim import Buffer, launch
+from gfxsim import Buffer
 
 from kernels_py.host.config import KVCacheGeometry, PrefillGeometry, StandaloneGeometry
 from kernels_py.host.buffers import HostSetup, accepts, cache_buffers, check_kernel, kernel_options, seq_tag

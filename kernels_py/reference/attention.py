@@ -12,7 +12,7 @@ h // (num_heads // num_kv_heads).
   token, W = P·sV quantized per (row, 64-token chunk, MMAC token set), exact integer dot products,
   fp32 everywhere else. Decode uses 256-token partitions and the log-sum-exp reduce; prefill the
   online softmax over 64-token chunks. pv="bf16" swaps in the pv_bf16 twin's PV (bf16 W, exact
-  Vq, no W scale) on the same int8 cache and QK: the seed's PV-only comparison.
+  Vq, no W scale) on the same int8 cache and QK: the PV-only comparison.
 The pieces (quantize_w, pv_int8_chunks, qk_int8_scores, decode_int8_partials, reduce_partitions)
 are what single kernel stages compute, for stage-by-stage comparisons with the twins.
 """
@@ -143,7 +143,7 @@ def mmac_set(t) -> np.ndarray:
 
 
 def contiguous_group(t) -> np.ndarray:
-    """The seed's buggy scale group: tokens 0-31 and 32-63 of each chunk."""
+    """The buggy scale group: tokens 0-31 and 32-63 of each chunk."""
     return (np.asarray(t) % CHUNK) // 32
 
 
@@ -154,7 +154,7 @@ def quantize_w(w: np.ndarray, grouping: Grouping) -> tuple[np.ndarray, np.ndarra
     multiplies MMAC j's int32 sum for chunk c. "fragment": group j is MMAC j's token set.
     "contiguous": token t is quantized with the scale of its contiguous group t//32 and that
     group's scale is applied to MMAC j = group, so half of each MMAC's tokens carry a scale from
-    the other group (the seed's bug).
+    the other group (the bug).
     """
     w = np.asarray(w, np.float32)
     *lead, T = w.shape
@@ -266,7 +266,7 @@ def decode_int8_partials(q, cache: PagedKVCache, *, grouping: Grouping = "fragme
                          partition_size: int = PARTITION, pv: str = "int8") -> DecodePartials:
     """paged_attention_decode: per partition m, l, P = exp(S-m)/l, W = P·sV quantized per group,
     PV per 64-token chunk (one wave each), waves summed in order. pv="bf16" swaps in the pv_bf16
-    twin (same int8 cache and QK), the seed's side-by-side comparison."""
+    twin (same int8 cache and QK), the PV-only side-by-side comparison."""
     q = np.asarray(q, np.float32)
     if partition_size % CHUNK:
         raise ValueError(f"partition_size {partition_size} is not a multiple of {CHUNK}")

@@ -19,7 +19,7 @@ def add_parser(sub):
                                    "failed ones run again. Prints a summary and draws it beside the results. "
                                    "Exit status 1 when a point failed.",
                        epilog="example: gfxsim sweep examples/sweep_decode.toml -o out.parquet")
-    p.add_argument("spec", metavar="SPEC", help="the sweep spec, a .toml file (see README 'Sweeps')")
+    p.add_argument("spec", metavar="SPEC", help="the sweep spec, a .toml file (see docs/sweep.md)")
     p.add_argument("-o", "--output", required=True, metavar="RESULTS",
                    help="the results table (Parquet), created or resumed")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,

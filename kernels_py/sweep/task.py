@@ -9,7 +9,8 @@ worker and process. A point that raises records its error and traceback instead;
 Peak memory: a worker runs many points one after another, so before each point the process's
 high-water mark is reset (``/proc/self/clear_refs`` "5", Linux) and VmHWM is read after it: the
 peak RSS of the worker process while this point ran, from what it already held when the point
-started (imports, numba's compiled code, memory kept from earlier points). ``peak_rss_scope`` says "task" then; where the reset is not possible it is the
+started (imports, numba's compiled code, memory kept from earlier points). ``peak_rss_scope`` says
+"task" then; where the reset is not possible it is the
 process's peak since it started ("process"), and with several threads per worker also the other
 points' ("process, N threads").
 """

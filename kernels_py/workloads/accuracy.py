@@ -1,9 +1,9 @@
 """The project's accuracy figures on the default data: `python -m kernels_py.workloads.accuracy [--prefill N]`.
 
 For each context length: the INT8 reference math (kernels_py.reference.attention.attention_int8) against
-the BF16 reference, with fragment and contiguous (the seed's bug) W grouping, smooth-K on and off;
+the BF16 reference, with fragment and contiguous (the bug) W grouping, smooth-K on and off;
 the ratio contiguous/fragment; the INT8 PV against the pv_bf16 twin on the same int8 cache and QK
-(the seed's own comparison, which leaves out the QK and cache errors); BF16 against exact fp32.
+(the PV-only comparison, which leaves out the QK and cache errors); BF16 against exact fp32.
 """
 from __future__ import annotations
 

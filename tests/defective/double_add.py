@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels_py.int8_attention import (GROUPINGS, NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, W_STRIDE, Config, d_col, d_row,
+from kernels_py.int8_attention import (NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, W_STRIDE, Config, d_col, d_row,
                              load_w, pv_chunk, quantize_w, scale_group)
 from kernels_py.qk_int8 import ROWS
 

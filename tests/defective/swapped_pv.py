@@ -1,4 +1,4 @@
-"""A user's BF16 PV with its operands swapped: MMAC(V, W) instead of MMAC(W, V) (seed 000's
+"""A user's BF16 PV with its operands swapped: MMAC(V, W) instead of MMAC(W, V) (the
 "operand order whose output lanes don't match the output dimension").
 
 A and B of the 16x16x16 bf16 instruction share one layout, so the swap runs: it computes D = Oᵀ,

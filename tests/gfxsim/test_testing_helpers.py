@@ -1,4 +1,4 @@
-"""gfxsim.testing (issue 10 item 4): each helper passes on a correct kernel and fails, with a
+"""gfxsim.testing: each helper passes on a correct kernel and fails, with a
 readable message, on a defective one."""
 import subprocess
 import sys
@@ -141,12 +141,11 @@ def test_assert_lane_register_contents_at_an_instruction():
 
 
 def test_readme_unit_test_example_passes(tmp_path):
-    """The README's gfxsim.testing example is a real pytest file that passes."""
-    import pathlib
+    """The gfxsim.testing example of docs/your_kernel.md is a real pytest file that passes."""
     import re
     import subprocess
     import sys
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "your_kernel.md").read_text()
     code = re.search(r"```python\n(# test_my_pv\.py.*?)```", readme, re.S).group(1)
     (tmp_path / "test_my_pv.py").write_text(code)
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],

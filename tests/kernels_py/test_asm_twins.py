@@ -1,5 +1,5 @@
-"""The compiled HIP twins on the asm front end against their Python twins (issue 12, items 3-4 and
-6-7 for the twins wired so far): same inputs through the same harness, outputs compared exactly
+"""The compiled HIP twins on the asm front end against their Python twins:
+same inputs through the same harness, outputs compared exactly
 where both round the same operations in the same order, matrix-instruction token sets compared
 instruction for instruction, findings compared."""
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_qk_int8_asm_is_the_python_twin_bit_for_bit(arch, ctx, head_dim, block_s
     uses = Counter(t for m in run.mmacs() for t in m.token_set("B"))
     assert uses == {t: head_dim // 32 for t in range(ctx)}
     assert b_sets(run) == b_sets(run_py)
-    # the twins share the padded q_lds layout (issue 11): no finding on either, the declared
+    # the twins share the padded q_lds layout: no finding on either, the declared
     # coverage of s_out (every dim once) included, through clang's SDWA byte packing of Q
     assert not run_py.findings and not run.findings, [f.message for f in run.findings]
 
@@ -76,7 +76,7 @@ def test_pv_int8_asm_token_sets_outputs_and_scale_findings(arch, grouping):
     o_py, run_py = run_pv("pv_int8", P, cache, arch=arch, grouping=grouping, trace=False)
     o, run = run_pv(asm_kernel_fn("pv_int8"), P, cache, arch=arch, grouping=grouping, trace=False)
     # the compiled code has no scale marks: the dequant is recognised (semantics/dequant.py), so
-    # the seed's bug gives the Python twin's findings instruction for instruction, the fix none
+    # the contiguous bug gives the Python twin's findings instruction for instruction, the fix none
     assert scale_findings(run) == scale_findings(run_py)
     assert bool(scale_findings(run)) == (grouping == "contiguous")
     # the tail chunk's lanes load their tokens byte by byte (global_load_ubyte, shifts, ors):
@@ -139,7 +139,7 @@ def test_pv_bf16_asm_is_the_python_twin_bit_for_bit(arch):
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("grouping", ["fragment", "contiguous"])
 def test_paged_attention_decode_asm_is_the_python_twins(arch, grouping):
-    """The issue's 'Done when' at a small context: both launches of the compiled decode (decode,
+    """At a small context, both launches of the compiled decode (decode,
     then reduce) through the same harness give the same token sets and scale-group findings."""
     need_toolchain(arch)
     from kernels_py.host.runs import run_kernel

@@ -1,5 +1,5 @@
 """paged_attention_decode on the simulator: zero findings and reference agreement for the fragment
-kernel, a finding per affected instruction for the seed's contiguous bug, the accuracy figures,
+kernel, a finding per affected instruction for the contiguous bug, the accuracy figures,
 partition invariance, the wrong-arch formula caught, bad parameters named."""
 import numpy as np
 import pytest
@@ -87,8 +87,8 @@ def test_several_partitions_match_one_partition():
 
 @pytest.mark.parametrize("context", [4096, 8192, 16384])
 def test_fragment_accuracy_figures(context):
-    """Seed figure: fragment decode within 2.5% relative L1 and 3e-3 max_abs of BF16 (max_abs moves
-    with the seed and V's magnitude; the seed's PV-only figure is <= 0.000977), smooth-K on since the
+    """Fragment decode within 2.5% relative L1 and 3e-3 max_abs of BF16 (max_abs moves
+    with the seed and V's magnitude), smooth-K on since the
     default data has outlier K channels; the report also carries the no-smooth-K reference."""
     kr = run_kernel("paged_attention_decode", context=context, provenance=False)
     m = kr.metrics()
@@ -214,7 +214,7 @@ PROVENANCE_CHECKS = ["ab-kslot-mismatch", "double-count", "scale-group-mismatch"
 
 
 def test_no_provenance_reports_which_checks_did_not_run(capsys):
-    """Issue 9 item 5: without provenance no provenance-based check runs, and the report says which
+    """Without provenance no provenance-based check runs, and the report says which
     did not (json: checks.not_run; text: one line, and "none" only among the checks that ran)."""
     import json
     from gfxsim.cli import main
@@ -267,7 +267,7 @@ def test_correct_decode_at_4k_without_provenance_has_no_false_coverage_findings(
 
 def test_a_reduce_that_writes_each_head_into_the_next_heads_place_is_a_store_mismatch():
     """The harness tags its outputs (seq, head): a store of head h's value into head h+1's row is
-    named element by element; the faithful reduce stays silent (issue 10 item 2)."""
+    named element by element; the faithful reduce stays silent."""
     import inspect
     import kernels_py.paged_attention_decode as K
     from kernels_py.host.buffers import run_decode
@@ -346,7 +346,6 @@ def test_seq_is_tagged_only_where_there_are_several_sequences_and_a_wrong_one_is
     one length, a decode that reads the other sequence's block table consumes the right tokens,
     heads and dims: only seq tells, as an ab-kslot-mismatch on seq at its QK instructions; the
     faithful kernel is silent."""
-    from pathlib import Path
     from kernels_py.host.buffers import cache_buffers, decode_buffers
     from kernels_py.host.runs import load_kernel_fn
     from kernels_py.host.twins import prefill_buffers

@@ -1,15 +1,14 @@
-"""Defective kernels a user might write (issue 10 "Done when"), run as a user runs them:
+"""Defective kernels a user might write, run as a user runs them:
 `gfxsim run KERNEL --kernel-fn tests/defective/FILE.py:FN`. Each names the right elements; its fixed
 twin reports nothing and computes what the project's kernel computes.
 
 - swapped_pv.py: a BF16 PV with MMAC(V, W) that writes the result for query q, dim d into out[d][q]
   (within each 16-dim tile) -> store-mismatch;
 - no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
-- a copy of pv_int8 with its operands swapped (seed 000's MMAC(V, P)) -> scale-group-mismatch on
+- a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch on
   rows and store-mismatch on dims.
 """
 import json
-import pathlib
 
 import pytest
 
@@ -68,7 +67,7 @@ def test_a_missing_accumulator_zero_init_is_an_uninitialized_read_and_nan_output
 
 
 def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
-    """pv_int8 with the operands swapped and nothing else changed (seed 000's MMAC(V, P)): the W
+    """pv_int8 with the operands swapped and nothing else changed (MMAC(V, P)): the W
     row scales land on D's rows, which now hold dims (a scale on M must be the element's own row),
     and the stores put dim m where dim n belongs."""
     from support.copies import copy_of

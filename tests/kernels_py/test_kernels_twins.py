@@ -1,6 +1,6 @@
 """The Python twins besides decode: qk_int8, pv_int8 and pv_bf16 (standalone), prefix_prefill and
 the int8_kv_cache producer. Each agrees with its numpy reference, runs without findings on gfx936
-and gfx942, the seed's contiguous grouping is named instruction by instruction, and bad shapes and
+and gfx942, the contiguous grouping is named instruction by instruction, and bad shapes and
 parameters are named."""
 import json
 from collections import Counter
@@ -12,7 +12,7 @@ from gfxsim.testing import assert_findings, assert_no_findings
 from kernels_py.reference import attention as R
 from kernels_py.workloads.data import make_attention_inputs
 from kernels_py.host.buffers import make_cache
-from kernels_py.host.twins import (empty_cache, query_rows, run_int8_kv_cache, run_prefill, run_pv, run_qk_int8,
+from kernels_py.host.twins import (empty_cache, run_int8_kv_cache, run_prefill, run_pv, run_qk_int8,
                                    softmax_rows, sum_in_wave_order)
 from kernels_py.reference.int8_cache import gather_int8, quantize_int8
 from kernels_py.reference.int8_cache import int8_kv_cache as int8_kv_cache_ref

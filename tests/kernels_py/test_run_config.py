@@ -1,4 +1,4 @@
-"""kernels_py's configuration records (issue 11 item 4): RunConfig and the harnesses' geometry
+"""kernels_py's configuration records: RunConfig and the harnesses' geometry
 records are frozen and keyword-only, validated once on creation, and the `gfxsim run` registry is
 built in one place (host.runners) without the harnesses importing it back."""
 import dataclasses

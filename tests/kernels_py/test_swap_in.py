@@ -1,9 +1,8 @@
-"""Swap-in kernels (issue 10 item 3): a user's copy of a kernel, run by every harness in place of
+"""Swap-in kernels: a user's copy of a kernel, run by every harness in place of
 the project's: `gfxsim run KERNEL --kernel-fn FILE:FN`, run_pv(kernel=...), run_decode(kernel=...),
 and the public host helpers that build each harness's buffers."""
 import json
 import re
-import pathlib
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from kernels_py.host.runs import load_kernel_fn
 from support.copies import KP, copy_of  # noqa: F401
 
 
-# the seed's bug in a user's copy: the scale groups hard-coded to tokens 0-31 | 32-63
+# the contiguous bug in a user's copy: the scale groups hard-coded to tokens 0-31 | 32-63
 CONTIGUOUS = ("quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping=grouping,",
               'quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping="contiguous",')
 
@@ -82,7 +81,6 @@ def test_gfxsim_run_decode_with_a_swap_in_kernel(user_files, capsys):
     ("{syntax}:f", r"--kernel-fn: .*syntax.py failed to import: SyntaxError"),
 ])
 def test_kernel_fn_errors_are_one_line_naming_the_file_or_function(user_files, tmp_path, capsys, spec, message):
-    import re
     (tmp_path / "broken.py").write_text("import no_such_mod\n")
     (tmp_path / "syntax.py").write_text("def f(w:\n")
     spec = spec.format(d=tmp_path, good=user_files["good_pv"], broken=tmp_path / "broken.py",

@@ -1,4 +1,4 @@
-"""Swap-in kernels through every harness (issue 10 item 3): run_qk_int8, run_prefill and
+"""Swap-in kernels through every harness: run_qk_int8, run_prefill and
 run_int8_kv_cache take kernel=; `gfxsim run KERNEL --kernel-fn` for each kernel; the decode's reduce
 kernel from the CLI (--reduce-fn); `gfxsim plot run ... --kernel-fn`. Each swap-in is a user's copy
 of the project's kernel with one mistake, reported by the harness's tags, and the faithful copy
@@ -10,13 +10,10 @@ import numpy as np
 import pytest
 
 from gfxsim.cli import main
-from gfxsim.testing import assert_findings, assert_no_findings
+from gfxsim.testing import assert_no_findings
 from kernels_py.workloads.data import make_attention_inputs
 from kernels_py.host.buffers import make_cache
 from kernels_py.host.twins import query_rows, run_int8_kv_cache, run_prefill, run_qk_int8
-from kernels_py.int8_kv_cache import int8_kv_cache
-from kernels_py.prefix_prefill import prefix_prefill
-from kernels_py.qk_int8 import qk_int8
 from kernels_py.host.runs import load_kernel_fn
 
 from support.copies import copy_of

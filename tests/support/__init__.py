@@ -1,7 +1,7 @@
 """Shared test helpers (tests/ is on sys.path: ``from support import ...``).
 
 ``ROOT`` the checkout, ``DEFECTIVE`` the defective kernels of tests/defective/, the HIP toolchain
-and project of the checkout; ``support.pv_tile`` the seed's PV tile kernel, ``support.twins`` the
+and project of the checkout; ``support.pv_tile`` the PV tile kernel, ``support.twins`` the
 standalone twins' inputs, ``support.figures`` matplotlib helpers, ``support.copies`` a user's copy
 of a kernels_py kernel, ``support.asm_sandbox`` hand-written asm snippets, ``support.fold`` two
 launches compared record by record.

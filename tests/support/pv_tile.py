@@ -1,4 +1,4 @@
-"""The seed's PV tile kernel (16 rows x 64 tokens, two K=32 MMACs) and a run of it."""
+"""The PV tile kernel (16 rows x 64 tokens, two K=32 MMACs) and a run of it."""
 import numpy as np
 
 from gfxsim import Buffer, launch
@@ -9,7 +9,7 @@ ROW = np.broadcast_to(np.arange(16)[:, None], (16, 64))
 
 
 def pv_tile(w, wbuf, vbuf, obuf, *, grouping="fragment", load_bytes=16):
-    """The seed's PV tile: 16 rows x 64 tokens, V [dim][token] int8, two K=32 MMACs."""
+    """The PV tile: 16 rows x 64 tokens, V [dim][token] int8, two K=32 MMACs."""
     rowid, lane16id = w.lane_id // 16, w.lane_id % 16
     vq = w.global_load(vbuf, lane16id * 64 + rowid * 16, nbytes=load_bytes, dtype="i8")
     o = w.zeros("f32", 4)

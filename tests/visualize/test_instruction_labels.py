@@ -1,4 +1,4 @@
-"""Finding messages and pictures a user can act on (issue 10 item 7): the kernels name each matrix
+"""Finding messages and pictures a user can act on: the kernels name each matrix
 instruction by chunk, tile and j (``w.mma(..., label=...)``), and the scale-group and token
 pictures, the findings and the run report show that name beside the index; the error heatmap
 separates kv groups."""

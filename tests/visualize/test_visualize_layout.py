@@ -110,7 +110,6 @@ def test_register_view_labels_are_the_record(arch, mnemonic, op):
 
 def test_lane_group_fill_follows_the_label():
     """The fill under a cell is the lane group of the lane written in it (colour = who owns it)."""
-    insn = get_instruction("gfx936", "v_mmac_i32_16x16x32_i8")
     fig = plot_layout("gfx936", "v_mmac_i32_16x16x32_i8", "D")
     ax = next(iter(panels(fig).values()))
     fills = {}

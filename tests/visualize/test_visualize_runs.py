@@ -17,6 +17,7 @@ from kernels_py.host.runs import run_kernel
 from support.figures import axes_by_gid
 from visualize import RunStepper, plot_banks, plot_errors, plot_scales, plot_tokens
 
+
 MMAC = "v_mmac_i32_16x16x32_i8"
 CONTEXT = 300                     # two partitions, the second one short: untagged K slots at its end
 
@@ -126,7 +127,7 @@ def test_fragment_coverage_is_each_token_once_per_tile(fragment):
 
 
 def pv_tile(w, wbuf, vbuf, *, load_bytes):
-    """The seed's PV tile (16 rows x 64 tokens); an 8-byte V load gives each MMAC half its tokens."""
+    """The PV tile (16 rows x 64 tokens); an 8-byte V load gives each MMAC half its tokens."""
     rowid, lane16id = w.lane_id // 16, w.lane_id % 16
     vq = w.global_load(vbuf, lane16id * 64 + rowid * 16, nbytes=load_bytes, dtype="i8")
     o = w.zeros("f32", 4)

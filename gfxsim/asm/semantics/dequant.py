@@ -1,4 +1,4 @@
-"""Dequant recognition (issue 12 item 5): compiled code carries no ``group_scale`` mark, so the asm
+"""Dequant recognition: compiled code carries no ``group_scale`` mark, so the asm
 front end finds where a quantization scale meets a matrix result.
 
 The rule. A matrix instruction's D is *fresh*. Freshness moves with the value through accvgpr

@@ -157,10 +157,11 @@ def _result_prov(st, d, name, srcs):
 
 
 def by_sgpr_value(st, srcs, compute):
-    """``compute(split)``'s provenance (split: its values must be read again), where a byte route depends on a uniform operand's value (a
-    shift amount, a field offset): the back end takes that value as one number for the wave, but
-    an SGPR differs between the members of a batch, so each group of members holding the same
-    SGPR values gets the route computed with theirs, and their columns take it."""
+    """``compute(split)``'s provenance (split: its values must be read again), where a byte route
+    depends on a uniform operand's value (a shift amount, a field offset): the back end takes that
+    value as one number for the wave, but an SGPR differs between the members of a batch, so each
+    group of members holding the same SGPR values gets the route computed with theirs, and their
+    columns take it."""
     M = st.members
     regs = sorted({o.first + k for o in srcs if o.kind == "reg" and o.file == "s" for k in range(o.count)}
                   - {126, 127})

@@ -305,7 +305,7 @@ def test_triton_promotion_adds_each_k32_block_in_fp32(golden):
 
 def test_token_sets_follow_the_ptx_k_groups():
     """A lane's K group on mma.sync is threadID_in_group (lane % 4), not lane // 16: with 16-byte
-    B loads the two k32 instructions take the seed's interleaved token sets; 8-byte loads feed one
+    B loads the two k32 instructions take the wave64 PV's interleaved token sets; 8-byte loads feed one
     instruction with all 32 tokens."""
     from gfxsim.arch.kslots import format_token_set, tokens_per_instruction
     insn = get_instruction("sm_90", S8)

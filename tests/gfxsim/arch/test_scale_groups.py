@@ -13,7 +13,7 @@ NV = ["mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "mma.sync.aligned.m16n8
 @pytest.mark.parametrize("mn", NV)
 def test_sageattention2_groups_follow_from_the_mma_layout(arch, mn):
     """thu-ml/SageAttention quant_per_thread.py: Q row r -> scale r % 8 (WARPQ = 32 rows),
-    K token n -> (n % 8) // 2 (a 64-token block): research/kernels.md s.4."""
+    K token n -> (n % 8) // 2 (a 64-token block)."""
     rg, cg = tiled_groups(get_instruction(arch, mn), 32, 64)
     r, n = np.arange(32), np.arange(64)
     assert np.array_equal(rg, r % 8) and np.array_equal(cg, (n % 8) // 2)

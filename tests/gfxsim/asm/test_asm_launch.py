@@ -1,4 +1,4 @@
-"""The AMDHSA launch of the asm front end (issue 12 item 2): descriptor and argument metadata,
+"""The AMDHSA launch of the asm front end: descriptor and argument metadata,
 kernarg segment, initial SGPRs/VGPRs, several waves meeting at s_barrier, faults and errors."""
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def test_abi_of_the_compiled_qk_int8():
     need_toolchain("gfx942")
     from gfxsim.hip.build import find_kernel
     abi = KernelABI.of(find_kernel("qk_int8", "gfx942", project=repo_project()))
-    assert abi.lds_bytes == 16 * (128 + 8) + 16 * 4 and abi.kernarg_size == 48      # q_lds (padded) + sq_lds and abi.user_sgprs == 2
+    # q_lds (padded) + sq_lds
+    assert abi.lds_bytes == 16 * (128 + 8) + 16 * 4 and abi.kernarg_size == 48
     assert abi.workgroup_id == (1, 0, 0) and abi.workitem_id == 0 and abi.n_agpr == 16
     assert [(a.name, a.offset, a.kind) for a in abi.args] == [
         ("q", 0, "global_buffer"), ("k_cache", 8, "global_buffer"), ("k_scale", 16, "global_buffer"),

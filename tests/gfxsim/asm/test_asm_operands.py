@@ -1,4 +1,4 @@
-"""The asm front end's operand parser (issue 12 item 1): every operand of every line clang writes
+"""The asm front end's operand parser: every operand of every line clang writes
 for the HIP twins, each operand form, and errors that name kernel, line and form."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Semantics of the asm front end's opcodes (issue 12 item 3) against numpy and Python integers:
+"""Semantics of the asm front end's opcodes against numpy and Python integers:
 integer wrap-around, VCC and SCC carry chains, EXEC partly off, compares, fp32 exactly per IEEE
 (fma rounded once, IEEE-mode max/min/med3, clang's division sequence), v_perm_b32, SDWA and
 packed fp32 selects, lane counts, cross-lane and scalar control."""

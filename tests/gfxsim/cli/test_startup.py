@@ -1,4 +1,4 @@
-"""Start-up (issue 9 item 7): `gfxsim --help` and every `gfxsim layout` query import no heavy module
+"""Start-up: `gfxsim --help` and every `gfxsim layout` query import no heavy module
 and no other sub-command; a sub-command's module is imported only when it is named.
 
 Each case runs in a fresh interpreter, calls gfxsim.cli.main and then inspects sys.modules.

@@ -129,7 +129,7 @@ def save(outputs: dict, name: str, tmp_path: Path) -> Path:
 @pytest.mark.rocm
 def test_pv_int8_on_gpu(tmp_path):
     """Both groupings on the GPU: each matches the fp32 recipe; against the exact product the
-    contiguous grouping (the seed's bug) is at least 10x worse than the fragment-aligned one."""
+    contiguous grouping (the bug) is at least 10x worse than the fragment-aligned one."""
     arch = rocm_arch()
     a = pv_inputs(4096 + 37)                               # full chunks and a partial one
     vq, sv = gather_v(a)
@@ -168,7 +168,7 @@ def test_qk_int8_on_gpu(tmp_path):
 
 def test_run_on_sim_answers_the_gpu_harness_call():
     """gfxsim.hip.run_on_sim: run_on_gpu's call and return value, on the asm front end (no GPU):
-    the same pv_int8 recipe check as the GPU test, the seed's bug 10x worse, and the Run's findings
+    the same pv_int8 recipe check as the GPU test, the contiguous bug 10x worse, and the Run's findings
     (the compiled contiguous kernel's scale-group findings; none for the fragment kernel)."""
     from support import need_toolchain
     from gfxsim.hip.sim import run_on_sim

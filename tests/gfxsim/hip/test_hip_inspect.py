@@ -118,7 +118,7 @@ def test_matrix_instructions_per_chunk(reports):
 
 def test_pv_loads_v_16_bytes_at_a_time(reports):
     """One global_load_dwordx4 per 16-column tile: each lane's 16 consecutive tokens of one V
-    column. The seed's "faster, wrong" variant loads 8 bytes (global_load_dwordx2) and so feeds
+    column. The "faster, wrong" variant loads 8 bytes (global_load_dwordx2) and so feeds
     half of each instruction's tokens."""
     for name in ("pv_int8_fragment", "pv_int8_contiguous", "pv_bf16", "prefix_prefill"):
         for arch, r in reports[name].items():
@@ -271,7 +271,8 @@ def test_family_rules(mnemonic, operands, family):
 def test_cli_inspect_pv_int8_gfx942(reports, capsys):
     assert main(["hip", "inspect", "pv_int8", "--arch", "gfx942"]) == 0
     text = capsys.readouterr().out
-    for figure in ("pv_int8_fragment", "pv_int8_contiguous", f"{PV} {I8}", f"LDS            {lds('pv_int8_fragment', 'gfx942')} bytes",
+    for figure in ("pv_int8_fragment", "pv_int8_contiguous", f"{PV} {I8}",
+                   f"LDS            {lds('pv_int8_fragment', 'gfx942')} bytes",
                    "VGPR", "AGPR", "SGPR", "scratch        0 bytes", "occupancy", "waves/SIMD", "global_load_dwordx4",
                    "MFMA", "VOP3P", "SOPP"):
         assert figure in text, figure

@@ -1,8 +1,7 @@
-"""Coverage without scopes (issue 10 item 1): what every stored value consumed, output declarations
+"""Coverage without scopes: what every stored value consumed, output declarations
 (``Buffer.expect``) checked per launch and across a chain of launches, and double counting at an
 add — on small kernels, and on two defective user kernels run by ``gfxsim run --kernel-fn``."""
 import json
-import pathlib
 
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 """Every finding kind of the registry has a defective kernel that reports it and a fixed twin that
-does not (issue 9, item 10). A kind added to ``findings.REGISTRY`` without a pair here fails.
+does not. A kind added to ``findings.REGISTRY`` without a pair here fails.
 
 ``PAIRS`` maps each kind to its pairs: ``(variant, defective, fixed)``, where ``defective`` and
 ``fixed`` are zero-argument callables returning a ``Run``. The defective kernel must report the
@@ -34,7 +34,7 @@ def _ab_kslot(shift):
     return launch(ab_kslot, arch="gfx936")
 
 
-# -- scale-group-mismatch: the seed's PV tile, contiguous vs fragment-aligned scale groups --------
+# -- scale-group-mismatch: the PV tile, contiguous vs fragment-aligned scale groups --------
 def _scale_group(grouping):
     return run_pv(grouping)[0]
 

@@ -6,7 +6,6 @@ footprints), what the stores left in the output buffers (bytes, written bits, id
 footprints, marks). Each case also checks how the batch ran, so a fold that silently gave up
 cannot pass for one that worked."""
 import importlib.util
-import pathlib
 
 import numpy as np
 import pytest
@@ -90,7 +89,7 @@ def test_partitions_of_512_tokens(monkeypatch):
 
 
 def test_scale_findings_found_on_a_representative_are_every_members(monkeypatch):
-    # the seed's bug: found once on the representative, reported for every workgroup with its own
+    # the contiguous bug: found once on the representative, reported for every workgroup with its own
     # instruction, lanes and tokens — the same findings, in the same order, as the unfolded run's
     fn = _decode(1024, heads=8, kv_heads=2, grouping="contiguous")
     note = _check_decode(monkeypatch, fn)

@@ -42,7 +42,7 @@ def test_instruction_numbers_are_the_same_with_and_without_the_trace():
 
 
 def test_a_store_names_the_element_its_value_belongs_to():
-    """Store provenance (issue 10 item 2, the back-end rule): a PV-like result whose rows are
+    """Store provenance (the back-end rule): a PV-like result whose rows are
     written transposed lands in other elements' places; the correct indexing stays silent."""
     rows = np.arange(16)
     x = Buffer("x", np.arange(16 * 64, dtype=np.float32).reshape(16, 64), tags={"head": rows[:, None]})

@@ -1,8 +1,7 @@
-"""The machine speaks gfx9 (issue 9, item 10): the trace records only mnemonics of the ops table,
+"""The machine speaks gfx9: the trace records only mnemonics of the ops table,
 unknown (operation, type) pairs raise at the statement, register numbers are deterministic, one
 dtype vocabulary, and no module-level cache keyed by ``id()``."""
 import gc
-import pathlib
 import re
 import sys
 

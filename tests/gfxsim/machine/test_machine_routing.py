@@ -1,4 +1,4 @@
-"""Exact byte routing (issue 9 item 2): every byte's identity goes where the byte goes."""
+"""Exact byte routing: every byte's identity goes where the byte goes."""
 import numpy as np
 import pytest
 

@@ -1,5 +1,5 @@
-"""Quantization scales and matrix results keep their provenance wherever the data goes (issue 9
-item 3), and the scale rule holds exactly (item 4).
+"""Quantization scales and matrix results keep their provenance wherever the data goes,
+and the scale rule holds exactly.
 
 The kernels are small INT8 tiles on gfx936 (``v_mmac_i32_16x16x32_i8``) whose scales are computed
 IN the kernel by reductions (a max over the lane's own tagged W values, then across the lanes that
@@ -67,7 +67,7 @@ def w_values(w, wbuf, tokens_base):
 def group_amax(w, wbuf, j, grouping):
     """The amax of row l%16 over scale group j, reduced in the kernel: the lane's 8 values, then
     across the 4 lanes holding the row (shfl_xor 16 and 32). fragment: tokens {16r + 8j + b} (what
-    instruction j consumes); contiguous: tokens 32j .. 32j + 31 (the seed's bug)."""
+    instruction j consumes); contiguous: tokens 32j .. 32j + 31 (the bug)."""
     rowid = w.lane_id // 16
     first = rowid * 16 + 8 * j if grouping == "fragment" else rowid * 8 + 32 * j
     vals = w_values(w, wbuf, first)
@@ -128,7 +128,7 @@ ROUTES = {
     "plain": lambda w, acc, sw, j: w.dequant(acc, sw),
     "to_f32_times_scale": lambda w, acc, sw, j: acc.to("f32") * sw,
     "scale_times_f32": lambda w, acc, sw, j: sw * acc.to("f32"),
-    # the issue's case: the scale broadcast to the 4 result elements by cat
+    # the common case: the scale broadcast to the 4 result elements by cat
     "cat_scale": lambda w, acc, sw, j: w.dequant(acc, w.cat(sw, sw, sw, sw)),
     "cat_acc": lambda w, acc, sw, j: w.dequant(w.cat(acc[0:1], acc[1:3], acc[3]), sw),
     "select_scale": lambda w, acc, sw, j: w.dequant(acc, w.select(w.lane_id < 32, sw, w.shfl_xor(sw, 32))),
@@ -246,7 +246,7 @@ def test_without_provenance_no_scale_check_runs_and_the_run_says_so():
     assert run_pv("contiguous")[0].checks_not_run == []
 
 
-# -- item 3: the flags themselves, read through the VGPRs API -----------------------------------------
+# -- the flags themselves, read through the VGPRs API -----------------------------------------
 
 def test_scale_mark_and_footprint_travel_through_every_route():
     """A fragment scale (row l%16, footprint = instruction j's K set) and a contiguous one, routed

@@ -44,7 +44,9 @@ def test_tracing_off_keeps_findings_and_counts():
 
 
 def test_readme_example_runs():
-    import pathlib, re, subprocess, sys
+    import re
+    import subprocess
+    import sys
     readme = (ROOT / "README.md").read_text()
     code = re.search(r"```python\n(# example: a small kernel.*?)```", readme, re.S).group(1)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

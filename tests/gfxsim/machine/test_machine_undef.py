@@ -1,4 +1,4 @@
-"""Undefined registers and LDS (issue 10 item 5): a missing zero-init shows in findings and numbers."""
+"""Undefined registers and LDS: a missing zero-init shows in findings and numbers."""
 import numpy as np
 
 from gfxsim import Buffer, launch

@@ -1,4 +1,4 @@
-"""The scale rule on M/N for group scales (issue 13 item 4): a scale reduced over a group of rows
+"""The scale rule on M/N for group scales: a scale reduced over a group of rows
 (tokens), with no row of its own, applied to a result element must have been reduced over that
 element's row. Shown on gfx936 (``v_mmac_i32_16x16x32_i8``: A lane l holds row l % 16, D lane l
 holds row l % 16 in all four registers): the group {r, r^1} on row r is silent, {r^1, r^2} is a

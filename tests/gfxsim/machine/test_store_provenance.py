@@ -1,4 +1,4 @@
-"""Store provenance (issue 10 item 2): a matrix instruction's D[m][n] carries A row m's identities and
+"""Store provenance: a matrix instruction's D[m][n] carries A row m's identities and
 B column n's (through the instruction's output layout, and through C), arithmetic keeps them where
 the operands agree, and every harness tags its inputs and outputs so that each stored value names
 the element it belongs to."""

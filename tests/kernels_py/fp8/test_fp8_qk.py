@@ -1,4 +1,4 @@
-"""FP8 QKᵀ on gfx942 with per-token q and k scales (issue 13 item 5, seed 003): q_scale on the rows,
+"""FP8 QKᵀ on gfx942 with per-token q and k scales: q_scale on the rows,
 k_scaleᵀ on the columns, before 1/√d. The fixed kernel equals its numpy reference and is silent; a
 k scale applied untransposed (on M) and a per-token k scale split along the reduction axis (K) are
 scale-group-mismatch findings, and the picture shows the axis each scale was applied along."""

@@ -1,4 +1,4 @@
-"""`gfxsim sweep` (issue 14): the spec checked before anything runs, points run as tasks on a Dask
+"""`gfxsim sweep`: the spec checked before anything runs, points run as tasks on a Dask
 LocalCluster, the Parquet results written as points finish and resumed, a killed worker or a killed
 sweep losing no finished point, and the same metrics and findings on 1 and on 2 workers.
 
@@ -12,7 +12,6 @@ import sys
 import textwrap
 import time
 import tomllib
-from pathlib import Path
 
 import pytest
 
