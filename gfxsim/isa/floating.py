@@ -51,6 +51,8 @@ define("v_ldexp_f32", (f, i), f, _f(lambda a, e: np.ldexp(a, np.clip(e, -400, 40
 define("v_div_scale_f32", (f, f, f), f, fp.div_scale, KEEP, asm="own")
 define("v_div_fmas_f32", (f, f, f), f, fp.fma, FUSED, asm="own")     # VCC clear: a plain fma
 define("v_div_fixup_f32", (f, f, f), f, fp.div_fixup, KEEP, asm="own")
+# the f16 fixup's special cases (NaN, 0/0, inf/inf, x/0, x/inf, the sign) are binary32's, decided on
+# the widened operands; its underflow case is binary32's too (pseudo.div_f16 states the quotient)
 define("v_div_fixup_f16", (h, h, h), h,
        lambda a, b, c: tuple(np.asarray(x).astype(F16) if x.dtype.kind == "f" else x
                              for x in fp.div_fixup(*(np.asarray(v).astype(F32) for v in (a, b, c)))), KEEP, asm=None)

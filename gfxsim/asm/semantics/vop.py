@@ -16,7 +16,6 @@ import numpy as np
 from . import OPS, const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
 from . import dequant
 from ... import isa
-from ...isa import fp
 from ...machine.provenance import Prov, merge
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import elem_prov, merged, sum_of_results
@@ -348,7 +347,7 @@ def v_fmac_f32(st, d):
     acc = f32(st, dst)
     x, y = f32(st, a), f32(st, b)
     if d.mnemonic == "v_fmac_f32":
-        r = fp.fma(x, y, acc)
+        r = isa.entry("v_fma_f32").fn(x, y, acc)
     else:
         with np.errstate(all="ignore"):
             r = (x * y + acc).astype(F32)
@@ -565,7 +564,7 @@ def v_cndmask_b32(st, d):
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
             prov = Prov.select(st.w.pcols(mask[None, :], "a v_cndmask_b32 mask"), elem_prov(st.w, vb, 1),
                                elem_prov(st.w, va, 1), (1, st.w.pw))
-    _put_prov(st, dst, np.where(mask, y, x), prov)
+    _put_prov(st, dst, isa.entry("v_cndmask_b32").fn(x, y, mask), prov)
 
 
 # -- compares: v_cmp[x]_<op>_<type>, the table's "cmp" entries ----------------------------------------
@@ -637,8 +636,9 @@ def v_div_fixup_f32(st, d):
 
 
 # -- packed fp32 (gfx940 VOP3P on register pairs) ------------------------------------------------------
-PK = {"v_pk_mul_f32": (2, lambda a, b: a * b), "v_pk_add_f32": (2, lambda a, b: a + b),
-      "v_pk_fma_f32": (3, fp.fma)}
+# each half is the scalar instruction's entry
+PK = {"v_pk_mul_f32": (2, isa.entry("v_mul_f32").fn), "v_pk_add_f32": (2, isa.entry("v_add_f32").fn),
+      "v_pk_fma_f32": (3, isa.entry("v_fma_f32").fn)}
 
 
 def _pk(name, n, fn):

@@ -258,3 +258,12 @@ def test_python_16_bit_operations_compute_through_their_entry(op, t, mnemonic):
         w.global_store(out, off * out.array.itemsize // 2, spell(w, x, y))
     launch(k, arch=ARCH, trace=False)
     np.testing.assert_array_equal(out.array.view(want.dtype), want)
+
+
+def test_a_deliberate_difference_is_a_named_option_of_one_entry():
+    e = isa.entry("pseudo.div_i32")
+    assert e.option("by_constant")(np.array([-9, 17], np.int32), 4).tolist() == [-3, 4]      # floor, by a shift
+    with pytest.raises(KeyError, match="has no option 'checked'"):
+        isa.entry("v_add_u32").option("checked")
+    with pytest.raises(isa.UnknownInstruction):
+        isa.entry("v_add_u33")
