@@ -12,9 +12,9 @@ import shutil
 
 import pytest
 
-from gfxsim.cli import main
 from gfxsim.errors import GfxSimError, located
 from support import ROOT
+from support.cli import cli
 
 USER_KERNELS = '''\
 def oob(w, p, v_cache, v_scale, block_table, out, **kw):
@@ -66,15 +66,6 @@ def mine(tmp_path):
     path = tmp_path / "mine.py"
     path.write_text(USER_KERNELS)
     return path
-
-
-def cli(capsys, *argv):
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as e:          # argparse's own usage errors
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def one_line(capsys, *argv, names=()):

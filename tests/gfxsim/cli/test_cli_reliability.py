@@ -13,17 +13,9 @@ import time
 import numpy as np
 import pytest
 
-from gfxsim.cli import build_parser, main, walk_parsers
+from gfxsim.cli import build_parser, walk_parsers
 from support import ROOT
-
-
-def cli(capsys, *argv):
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as e:          # argparse's own usage errors
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+from support.cli import cli
 
 
 def one_line_error(capsys, *argv, rc=2, names=()):
