@@ -35,9 +35,10 @@ def add_run_options(p):
     p.add_argument("--context", type=int, nargs="+", default=[DEFAULTS.context], help="history length(s)")
     p.add_argument("--grouping", choices=GROUPINGS, default=DEFAULTS.grouping,
                    help="PV scale groups: fragment (the MMAC token sets) or contiguous (the seed's bug)")
-    p.add_argument("--smooth-k", dest="smooth_k", action="store_true", default=DEFAULTS.smooth_k,
-                   help="subtract the per-channel K mean before quantizing (default on)")
-    p.add_argument("--no-smooth-k", dest="smooth_k", action="store_false")
+    smooth = p.add_mutually_exclusive_group()          # both given: refused, not the last one winning
+    smooth.add_argument("--smooth-k", dest="smooth_k", action="store_true", default=DEFAULTS.smooth_k,
+                        help="subtract the per-channel K mean before quantizing (default on)")
+    smooth.add_argument("--no-smooth-k", dest="smooth_k", action="store_false")
     p.add_argument("--heads", type=int, default=DEFAULTS.heads, help="query heads")
     p.add_argument("--kv-heads", type=int, default=DEFAULTS.kv_heads)
     p.add_argument("--head-dim", type=int, default=DEFAULTS.head_dim, choices=(64, 128))
