@@ -65,3 +65,10 @@ def test_stdout_on_a_full_device_is_one_line():
                            text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == ["gfxsim layout: error: [Errno 28] No space left on device"]
+
+
+def test_hip_build_dir_that_cannot_be_made_names_the_option(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    bad = tmp_path / "file" / "build"
+    line = error_of(capsys, "hip", "build", "pv_int8", "--build-dir", str(bad))
+    assert line == f"gfxsim hip: error: --build-dir {bad}: cannot create it: Not a directory"
