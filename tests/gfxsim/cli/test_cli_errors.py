@@ -27,8 +27,8 @@ def unknown_op(w, *a, **kw):
     return x & x
 
 
-def negative(w, *a, **kw):
-    return w.zeros("f32", -1)
+def not_a_number(w, *a, **kw):
+    return w.const("abc", "f32")
 
 
 def key_error(w, *a, **kw):
@@ -125,9 +125,9 @@ def test_a_bad_argument_is_one_line(capsys):
 
 
 def test_a_builtin_error_gfxsim_raises_under_the_users_call_names_the_call(capsys, mine):
-    one_line(capsys, *RUN, "--kernel-fn", f"{mine}:negative",
-             names=("gfxsim run: error: negative dimensions are not allowed",
-                    f"called from {mine}:{line_of(USER_KERNELS, '-1)')} in negative"))
+    one_line(capsys, *RUN, "--kernel-fn", f"{mine}:not_a_number",
+             names=("gfxsim run: error: could not convert string to float",
+                    f"called from {mine}:{line_of(USER_KERNELS, 'w.const(')} in not_a_number"))
 
 
 def test_a_kernel_fn_file_that_fails_to_import_names_its_line(capsys, tmp_path):
