@@ -220,7 +220,7 @@ def text_report(kr) -> str:
     for name, v in m.items():
         lines.append(f"  {name:<44}{v['max_abs']:>10.3g}{v['rms']:>10.3g}{v['cos_sim']:>12.8f}{v['rel_l1']:>10.3g}")
     mm = kr.mmacs()
-    lines.append(f"  {len(mm)} matrix instructions; the first PV ones consumed:")
+    lines.append(f"  {len(mm)} matrix instructions" + ("; the first PV ones consumed:" if mm else ""))
     shown, first = 0, None
     for e in mm:
         if e.tagged and e.token_set("A") and shown < 2 and first in (None, (e.workgroup, e.wave)):
