@@ -60,12 +60,14 @@ def run(args) -> int:
         if args.list:
             raise UsageError("--list needs an ARCH, e.g. gfxsim layout gfx942 --list")
         _need_instruction(args)
+        _unused(args, "the default tables (no ARCH)")
         print(default_tour(fmt))
         return 0
     arch = get_arch(args.arch)
     if args.instruction is None:
         _need_instruction(args)
     if args.list or args.instruction is None:
+        _unused(args, "the instruction list (no INSTRUCTION)")
         print(list_instructions(arch, fmt))
         return 0
     insn = arch.instruction(args.instruction)
@@ -110,6 +112,14 @@ def _one_question(args) -> None:
                 raise UsageError(f"{opt} has no effect with {flag}: leave it out")
     if not asked and "block" in given:
         raise UsageError("--block has no effect without --get-register: leave it out")
+
+
+def _unused(args, what: str) -> None:
+    """--operand, --view or --block given where ``what`` is printed, which uses none of them."""
+    given = getattr(args, "given_options", set())
+    for opt in ("operand", "view", "block"):
+        if opt in given:
+            raise UsageError(f"--{opt} has no effect on {what}: leave it out or name an INSTRUCTION")
 
 
 def _need_instruction(args) -> None:

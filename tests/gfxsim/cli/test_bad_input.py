@@ -38,6 +38,8 @@ def test_token_sets_of_a_load_longer_than_one_fragment_consume_every_token(capsy
     ([*INSN, "--detail", "--token-sets", "16"], ["--token-sets", "--detail"]),
     ([*INSN, "--operand", "A", "--get-element", "0", "0", "--block", "1"], ["--block", "--get-element"]),
     ([*INSN, "--operand", "A", "--block", "1"], ["--block"]),
+    (["gfx942", "--view", "register"], ["--view", "instruction list"]),
+    (["--operand", "A"], ["--operand", "default tables"]),
 ])
 def test_layout_refuses_an_option_it_would_ignore(capsys, argv, words):
     line = error_of(capsys, "layout", *argv)
