@@ -80,7 +80,6 @@ class Bench:
         res = dict(command="python -m bench " + " ".join(self.argv_shown), quick=self.args.quick,
                    repeat=self.args.repeat, machine=self.machine, figures=self.figures, notes=self.notes,
                    elapsed_s=round(time.perf_counter() - self.t0, 1))
-        os.makedirs(os.path.dirname(os.path.abspath(self.args.output)), exist_ok=True)
         tmp = self.args.output + ".tmp"
         with open(tmp, "w") as f:
             json.dump(res, f, indent=1, default=float)
@@ -312,10 +311,18 @@ def parse_args(argv):
     ap.add_argument("--calculator-python", help="python to run the calculator with (it needs tabulate); "
                                                 "default this one, or env GFXSIM_AMD_CALCULATOR_PYTHON")
     a = ap.parse_args(argv)
+    if a.repeat is not None and a.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {a.repeat}")
     a.repeat = a.repeat or (1 if a.quick else 3)
     a.contexts = a.contexts or ([256, 512] if a.quick else [4096, 8192, 16384])
     a.modes = a.modes or list(MODES)
     a.output = a.output or str(ROOT / "bench" / "results.json")
+    from gfxsim.errors import UsageError
+    from visualize.cli import check_output
+    try:
+        check_output(a.output)           # before the runs: a bad -o would otherwise fail at the end
+    except UsageError as e:
+        ap.error(str(e))
     a.calculator_python = a.calculator_python or os.environ.get("GFXSIM_AMD_CALCULATOR_PYTHON")
     return a
 

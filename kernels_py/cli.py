@@ -35,9 +35,10 @@ def add_run_options(p):
     p.add_argument("--context", type=int, nargs="+", default=[DEFAULTS.context], help="history length(s)")
     p.add_argument("--grouping", choices=GROUPINGS, default=DEFAULTS.grouping,
                    help="PV scale groups: fragment (the MMAC token sets) or contiguous (tokens 0-31 | 32-63: the bug)")
-    p.add_argument("--smooth-k", dest="smooth_k", action="store_true", default=DEFAULTS.smooth_k,
-                   help="subtract the per-channel K mean before quantizing (default on)")
-    p.add_argument("--no-smooth-k", dest="smooth_k", action="store_false")
+    smooth = p.add_mutually_exclusive_group()          # both given: refused, not the last one winning
+    smooth.add_argument("--smooth-k", dest="smooth_k", action="store_true", default=DEFAULTS.smooth_k,
+                        help="subtract the per-channel K mean before quantizing (default on)")
+    smooth.add_argument("--no-smooth-k", dest="smooth_k", action="store_false")
     p.add_argument("--heads", type=int, default=DEFAULTS.heads, help="query heads")
     p.add_argument("--kv-heads", type=int, default=DEFAULTS.kv_heads)
     p.add_argument("--head-dim", type=int, default=DEFAULTS.head_dim, choices=(64, 128))
@@ -219,7 +220,7 @@ def text_report(kr) -> str:
     for name, v in m.items():
         lines.append(f"  {name:<44}{v['max_abs']:>10.3g}{v['rms']:>10.3g}{v['cos_sim']:>12.8f}{v['rel_l1']:>10.3g}")
     mm = kr.mmacs()
-    lines.append(f"  {len(mm)} matrix instructions; the first PV ones consumed:")
+    lines.append(f"  {len(mm)} matrix instructions" + ("; the first PV ones consumed:" if mm else ""))
     shown, first = 0, None
     for e in mm:
         if e.tagged and e.token_set("A") and shown < 2 and first in (None, (e.workgroup, e.wave)):

@@ -80,24 +80,26 @@ def _no_kind(parser) -> int:
     return 2
 
 
-def check_output(path) -> None:
-    """-o before any work: a file we can create or overwrite in an existing directory."""
+def check_output(path, flag: str = "-o") -> None:
+    """``flag PATH`` before any work: a file we can create or overwrite in an existing directory (a
+    missing directory is refused, not made: a typo in it would otherwise go unnoticed)."""
     import os
     from pathlib import Path
     p = Path(path)
     if p.is_dir():
-        raise UsageError(f"-o {path}: is a directory; give a file, e.g. {p / 'picture.png'}")
+        example = p / ("picture.png" if flag == "-o" else "out" + Path(path).suffix)
+        raise UsageError(f"{flag} {path}: is a directory; give a file, e.g. {example}")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.exists():
-        raise UsageError(f"-o {path}: directory {parent} does not exist")
+        raise UsageError(f"{flag} {path}: directory {parent} does not exist")
     if not parent.is_dir():
-        raise UsageError(f"-o {path}: {parent} is not a directory")
+        raise UsageError(f"{flag} {path}: {parent} is not a directory")
     existed = p.exists()
     try:
         with open(p, "ab"):
             pass
     except OSError as e:
-        raise UsageError(f"-o {path}: cannot write: {e.strerror or e}") from e
+        raise UsageError(f"{flag} {path}: cannot write: {e.strerror or e}") from e
     if not existed:
         try:
             os.unlink(p)

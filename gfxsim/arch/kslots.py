@@ -23,8 +23,9 @@ def k_lane_groups(lay) -> int:
 
 def tokens_per_instruction(insn: MatrixInstruction, operand: str = "B", load_bytes: int = 16):
     """Return ``tokens[m][k]``: the token feeding K slot k of instruction m, for the
-    ``load_bytes * 8 // (regs*32)`` instructions one load feeds (-1 where a K slot gets
-    no loaded byte, e.g. an 8-byte load that covers only part of the fragment)."""
+    ``ceil(load_bytes * 8 / (regs*32))`` instructions one load feeds (-1 where a K slot gets
+    no loaded byte, e.g. an 8-byte load that covers only part of the fragment, or the last
+    instruction of a 12-byte load into 8-byte fragments)."""
     lay = insn.operand(operand)
     op = lay.operand
     if op not in ("A", "B"):
@@ -40,7 +41,7 @@ def tokens_per_instruction(insn: MatrixInstruction, operand: str = "B", load_byt
                          f"operand {op} of {insn.mnemonic} spreads a lane's registers over several")
     ebytes = lay.elem_bits // 8
     op_bytes = lay.n_regs * 4
-    n_insn = max(load_bytes // op_bytes, 1)
+    n_insn = -(-load_bytes // op_bytes)          # a partial last fragment is still fed
     tokens_per_lane = load_bytes // ebytes
     out = np.full((n_insn, insn.K), -1, np.int64)
     # lane index along M/N is irrelevant to the token: use the first row/column.

@@ -159,19 +159,26 @@ class AddressSpace:
         return ", ".join(f"{b.name} at 0x{self.base[b.name]:x} ({b.nbytes} B)" for b in self.buffers)
 
 
+# a kernel's arguments are declared only in the .s's metadata: a file without it (cut short, or
+# hand-written) declares none
+NO_ARGS = ("its .s declares none (arguments are listed under .args in its .amdgpu_metadata block; a .s cut "
+           "short or written without that block has none)")
+
+
 def bind_args(abi: KernelABI, args) -> tuple[dict, dict]:
     """Buffers and scalars by argument name from a dict (by name) or a sequence (metadata order)."""
     names = [a.name for a in abi.args]
     if isinstance(args, dict):
         unknown = set(args) - set(names)
         if unknown:
-            raise LaunchError(f"{abi.name} has no argument {', '.join(sorted(unknown))}; its arguments: "
-                              f"{', '.join(names)}")
+            raise LaunchError(f"{abi.name} has no argument {', '.join(sorted(unknown))}; " + (
+                f"its arguments: {', '.join(names)}" if names else NO_ARGS))
         values = dict(args)
     else:
         args = list(args)
         if len(args) != len(names):
-            raise LaunchError(f"{abi.name} takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
+            raise LaunchError(f"{abi.name} takes {len(names)} arguments ({', '.join(names)}), got {len(args)}"
+                              if names else f"{abi.name} takes no arguments, got {len(args)}; {NO_ARGS}")
         values = dict(zip(names, args))
     missing = [n for n in names if n not in values]
     if missing:

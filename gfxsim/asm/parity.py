@@ -71,12 +71,35 @@ def differences(py: dict, asm: dict) -> list[str]:
     return out
 
 
+class ReportError(Exception):
+    """A report file that cannot be compared; the message names it."""
+
+
+def load_report(path) -> dict:
+    """One `gfxsim run --report json` object from ``path``."""
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except OSError as e:
+        raise ReportError(f"{path}: cannot read: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReportError(f"{path}: not one JSON report of `gfxsim run --report json` (one --context): {e}") from None
+    missing = [k for k in ("mmacs", "findings") if not isinstance(report, dict) or k not in report]
+    if missing:
+        raise ReportError(f"{path}: not a `gfxsim run --report json` report: no {', '.join(missing)}")
+    return report
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
         print("usage: python -m gfxsim.asm.parity PY.json ASM.json", file=sys.stderr)
         return 2
-    py, asm = (json.load(open(p)) for p in argv)
+    try:
+        py, asm = (load_report(p) for p in argv)
+    except ReportError as e:
+        print(f"python -m gfxsim.asm.parity: error: {e}", file=sys.stderr)
+        return 2
     diff = differences(py, asm)
     for d in diff:
         print(d)

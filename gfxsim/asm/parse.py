@@ -97,6 +97,7 @@ class Kernel:
     descriptor: Mapping[str, int]      # ".amdhsa_group_segment_fixed_size" -> 29184, ...
     metadata: Mapping[str, object]     # this kernel's entry of amdhsa.kernels (".args", ".vgpr_count", ...)
     info: Mapping[str, str] = field(default_factory=dict)   # clang's "; NumVgprs: 142" lines
+    target: str = ""                   # the file's .amdgcn_target, "amdgcn-amd-amdhsa--gfx942" ("": none)
 
     @cached_property
     def program(self):
@@ -336,7 +337,7 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
             continue
         kernels[name] = Kernel(name, tuple(f["instructions"]), MappingProxyType(f["labels"]),
                                MappingProxyType(descriptors[name]), MappingProxyType(meta_by_name.get(name, {})),
-                               MappingProxyType(f["info"]))
+                               MappingProxyType(f["info"]), target)
     return AsmFile(Path(path) if path else None, target, MappingProxyType(kernels))
 
 

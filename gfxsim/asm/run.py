@@ -59,6 +59,7 @@ class Program:
 
     def __init__(self, kernel):
         self.kernel = kernel
+        check_target(kernel)             # before decoding: another ISA's operands would be named instead
         self.decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
         self.abi = KernelABI.of(kernel)
         self.fns = tuple(_semantics(d) for d in self.decoded)
@@ -68,6 +69,21 @@ class Program:
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
         return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded, self.fns) if f is None]
+
+
+def check_target(kernel) -> None:
+    """An AsmError unless the kernel's .amdgcn_target is a wave64 AMD arch gfxsim models."""
+    from ..arch import get_arch
+    proc = kernel.target.rpartition("--")[2].split(":")[0]
+    if not proc:
+        return
+    try:
+        arch = get_arch(proc)
+    except (KeyError, ValueError):
+        arch = None
+    if arch is None or not proc.startswith("gfx") or arch.wave_size != 64:
+        raise AsmError(f"{kernel.name} is compiled for {proc} ({kernel.target}); the asm front end executes "
+                       f"wave64 CDNA code: gfx90a, gfx940, gfx941, gfx942 (and the gfx936 builds, made for gfx942)")
 
 
 def _semantics(d: Decoded):
@@ -254,8 +270,14 @@ def _record(st, d, ins):
 
 
 def program_of(kernel) -> Program:
-    """The kernel's Program, decoded once per Kernel object (Kernel.program)."""
-    return kernel.program
+    """The kernel's Program, decoded once per Kernel object (Kernel.program); an instruction the asm
+    front end cannot execute is named when the kernel is loaded, not when (if ever) a wave reaches it."""
+    p = kernel.program
+    missing = p.unsupported()
+    if missing:
+        raise AsmError(f"{kernel.name}: {len(missing)} instruction(s) the asm front end cannot execute: "
+                       f"{'; '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
+    return p
 
 
 def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,

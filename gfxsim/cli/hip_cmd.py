@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import located
+from ..errors import UsageError, located
 from ..hip.toolchain import TARGETS
 from ..tables import render
 
@@ -63,6 +63,11 @@ def run_build(args) -> int:
     from ..asm.inspect import shown_path
     from ..hip import build as hipbuild
     project = project_of(args)
+    try:                                 # the option named in the error, not only the errno's text
+        project.build.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--build-dir {args.build_dir or project.build}: cannot create it: "
+                         f"{e.strerror or e}") from e
     archs = args.arch or ["gfx942"]
     if "all" in archs:
         archs = list(TARGETS)

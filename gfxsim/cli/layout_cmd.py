@@ -52,6 +52,7 @@ def run(args) -> int:
                          f"load of consecutive K, at most a 16-byte dwordx4); got {args.token_sets}")
     if args.block < 0:
         raise UsageError(f"--block must be >= 0, got {args.block}")
+    _one_question(args)
     if args.compare:
         print(compare(*args.compare, fmt=fmt))
         return 0
@@ -59,12 +60,14 @@ def run(args) -> int:
         if args.list:
             raise UsageError("--list needs an ARCH, e.g. gfxsim layout gfx942 --list")
         _need_instruction(args)
+        _unused(args, "the default tables (no ARCH)")
         print(default_tour(fmt))
         return 0
     arch = get_arch(args.arch)
     if args.instruction is None:
         _need_instruction(args)
     if args.list or args.instruction is None:
+        _unused(args, "the instruction list (no INSTRUCTION)")
         print(list_instructions(arch, fmt))
         return 0
     insn = arch.instruction(args.instruction)
@@ -87,6 +90,36 @@ def run(args) -> int:
         views = matrix_view if args.view == "matrix" else register_view
         print("\n\n".join(views(insn, op, fmt) for op in ops))
     return 0
+
+
+# the questions `gfxsim layout` answers, one per command: a second one would be ignored
+QUESTIONS = (("--list", "list"), ("--compare", "compare"), ("--get-register", "get_register"),
+             ("--get-element", "get_element"), ("--token-sets", "token_sets"), ("--detail", "detail"))
+
+
+def _one_question(args) -> None:
+    """At most one question, and no option the chosen one does not use (it would be ignored)."""
+    asked = [flag for flag, dest in QUESTIONS if getattr(args, dest) not in (None, False, [])]
+    if len(asked) > 1:
+        raise UsageError(f"{' and '.join(asked)} cannot be combined: give one of them per command")
+    given = getattr(args, "given_options", set())
+    unused = {"--list": ("--operand", "--view", "--block"), "--compare": ("--operand", "--view", "--block"),
+              "--get-register": ("--view",), "--get-element": ("--view", "--block"),
+              "--token-sets": ("--view", "--block"), "--detail": ("--operand", "--view", "--block")}
+    for flag in asked:
+        for opt in unused[flag]:
+            if opt.lstrip("-") in given:
+                raise UsageError(f"{opt} has no effect with {flag}: leave it out")
+    if not asked and "block" in given:
+        raise UsageError("--block has no effect without --get-register: leave it out")
+
+
+def _unused(args, what: str) -> None:
+    """--operand, --view or --block given where ``what`` is printed, which uses none of them."""
+    given = getattr(args, "given_options", set())
+    for opt in ("operand", "view", "block"):
+        if opt in given:
+            raise UsageError(f"--{opt} has no effect on {what}: leave it out or name an INSTRUCTION")
 
 
 def _need_instruction(args) -> None:

@@ -91,6 +91,19 @@ def _shown(path: Path, project: Project) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
+def complete_asm(path: Path) -> bool:
+    """Whether clang's assembly at ``path`` is whole: it ends with its .amdgpu_metadata block (a file
+    cut short, by a full disk or an interrupted copy, lost the arguments it declares), so a cut one
+    is compiled again rather than read as a kernel without arguments."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            return b".end_amdgpu_metadata" in f.read()
+    except OSError:
+        return False
+
+
 def load_record(directory: Path) -> dict:
     try:
         return json.loads((directory / RECORD).read_text())
@@ -119,7 +132,7 @@ def build(kernels=None, arch: str = "gfx942", *, project: Project, defines=(), f
         digest = inputs_hash(src, project)
         rec = entries.get(kernel, {})
         fresh = (not force and rec.get("inputs_sha256") == digest
-                 and stem.with_suffix(".s").is_file() and stem.with_suffix(".co").is_file())
+                 and complete_asm(stem.with_suffix(".s")) and stem.with_suffix(".co").is_file())
         t0 = time.perf_counter()
         if not fresh:
             tmp = out_dir / f".{kernel}.{os.getpid()}"

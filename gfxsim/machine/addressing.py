@@ -33,7 +33,7 @@ def addresses(w, offset, nbytes: int, limit: int, what: str, align: int, one_mem
         if w.exec_full and hi >= 0 and not (u > hi).any() and not (align > 1 and (u & (align - 1)).any()):
             return addr
     else:
-        addr = np.full(n, int(offset), np.int64)
+        addr = np.full(n, integer(w, offset, f"{what}: the address"), np.int64)
     act = w.exec[:n]
     bad = (addr < 0) | (addr + nbytes > limit)
     if not w.exec_full:
@@ -50,6 +50,17 @@ def addresses(w, offset, nbytes: int, limit: int, what: str, align: int, one_mem
         raise w.error(MemoryFault, f"{what}: lane {l % w.lanes} address {addr[l]} is not {align}-byte "
                          f"aligned for a {nbytes}-byte access", lane=l, address=int(addr[l]))
     return addr
+
+
+def integer(w, x, what: str) -> int:
+    """``x`` as an int: a Python or numpy integer (a float would be truncated, an array is not one
+    number), else an error at the statement naming ``what``."""
+    if isinstance(x, (bool, np.bool_)) or not (isinstance(x, (int, np.integer)) or
+                                               (isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu")):
+        shown = f"an array of shape {x.shape}" if isinstance(x, np.ndarray) and x.ndim else f"{type(x).__name__} {x!r}"
+        raise w.error(TypeError, f"{what} must be an integer or a per-lane i32/u32/i64 value (w.from_lanes), "
+                                 f"got {shown}")
+    return int(x)
 
 
 def member_uniform(w, offset) -> bool:

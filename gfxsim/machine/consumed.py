@@ -619,6 +619,18 @@ def check_outputs(machine):
             _check_buffer(machine, buf, source, f, lo, hi, exact)
 
 
+def check_unwritten(machine, buf) -> None:
+    """token-coverage findings for ``buf``, a declared output (Buffer.expect) the launch was to write,
+    when it stored nothing into it: check_outputs checks only the buffers a launch stored into (a
+    buffer may be a later launch's output), so the caller that knows which launch writes it asks."""
+    if not machine.provenance or "token-coverage" in machine.not_checked or not buf.expects:
+        return
+    if any(b is buf for b, _ in machine.outputs):
+        return
+    for f, (lo, hi, exact) in sorted(buf.expects.items()):
+        _check_buffer(machine, buf, None, f, lo, hi, exact)
+
+
 def _check_buffer(machine, buf, source, field, lo, hi, exact):
     from ..arch.kslots import format_token_set
     log, wide = machine.mma_log, machine.wide
@@ -627,8 +639,10 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         return
     lo, hi = lo[el], hi[el]
     size = buf.itemsize
-    written = np.ones(len(el), bool) if buf.written is None else \
-        buf.written.reshape(-1, size)[el].all(axis=1)
+    # bytes of each element written: fewer than all is a store narrower than the element (an i8 into f32)
+    nwritten = np.full(len(el), size, np.int64) if buf.written is None else \
+        buf.written.reshape(-1, size)[el].sum(axis=1)
+    written = nwritten == size
     n = len(el)
     ids = np.full(n, -1, np.int64)
     mn = np.zeros(n, np.int64)
@@ -675,7 +689,7 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     # the rest, per distinct (consumed, consumed twice, range, written)
     key = np.concatenate([u.base[bad, None], u.wide[bad, None].astype(np.int64), u.bits[bad].view(np.int64),
                           d.base[bad, None], d.wide[bad, None].astype(np.int64), d.bits[bad].view(np.int64),
-                          lo[bad, None], hi[bad, None], written[bad, None].astype(np.int64)], axis=1)
+                          lo[bad, None], hi[bad, None], nwritten[bad, None]], axis=1)
     _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inv = inv.ravel()
     groups: dict = {}
@@ -688,8 +702,9 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         extra = sorted(got - expected) if exact else []
         if not (never or twice or extra):
             continue
-        groups.setdefault((tuple(never), tuple(twice), tuple(extra), bool(written[j])), []).append(g)
-    for (never, twice, extra, wr), gs in groups.items():
+        groups.setdefault((tuple(never), tuple(twice), tuple(extra), int(nwritten[j])), []).append(g)
+    for (never, twice, extra, nw), gs in groups.items():
+        wr = nw == size
         members = bad[np.isin(inv, gs)]
         flat = el[members]
         rep = int(members[0])
@@ -701,7 +716,9 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         launches = _launches(log)
         parts = []
         if not wr:
-            parts.append(f"never written: {len(never)} {field}s never consumed {format_token_set(never)}")
+            what = "never written" if not nw else (f"partly written ({nw} of each element's {size} bytes: a store "
+                                                   f"narrower than its {buf.dtype} element)")
+            parts.append(f"{what}: {len(never)} {field}s never consumed {format_token_set(never)}")
         elif never:
             parts.append(f"{len(never)} {field}s never consumed {format_token_set(never)}")
         if twice:

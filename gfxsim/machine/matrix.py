@@ -306,9 +306,14 @@ class MatrixOps:
                     ka_set = sorted(set(va[row, :, k].tolist()) - {-1})
                     kb_set = sorted(set(vb[row, k, :].tolist()) - {-1})
                     lane = int(plans["A"][1][row, 0, k])
-                    self.finding("ab-kslot-mismatch", f"{insn.mnemonic}{_labelled(label)}: K slot {k} gets {f} "
-                                 f"{ka_set} from A but "
-                                 f"{kb_set} from B ({int(bad[row].sum())} K slots disagree)", lane=lane,
+                    if len(ka_set) == 1 and len(kb_set) == 1:
+                        what = f"gets {f} {ka_set} from A but {kb_set} from B"
+                    else:                     # one side's rows (or columns) disagree among themselves
+                        what = f"must hold one {f} in every row of A and column of B, but " + ", ".join(
+                            f"{side} hold{' several:' if len(vals) > 1 else ''} {vals}"
+                            for side, vals in ((f"A's {insn.M} rows", ka_set), (f"B's {insn.N} columns", kb_set)))
+                    self.finding("ab-kslot-mismatch", f"{insn.mnemonic}{_labelled(label)}: K slot {k} {what} "
+                                 f"({int(bad[row].sum())} K slots disagree)", lane=lane,
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
         rec_a, rec_b = dict(compact_a), dict(compact_b)

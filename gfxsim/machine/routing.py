@@ -135,6 +135,9 @@ class RoutingOps:
     def bpermute(self, v: VGPRs, src_lane) -> VGPRs:
         """out[l] = v[src_lane[l]] (ds_bpermute_b32); the source lane's data is read even if it is inactive."""
         src = src_lane.val[0].astype(np.int64) if isinstance(src_lane, VGPRs) else np.asarray(src_lane, np.int64)
+        if src.shape not in ((), (self.lanes,), (self.width,)):
+            raise self.error(ValueError, f"bpermute's source lanes must be one number or one per lane "
+                                         f"({self.lanes}), got shape {src.shape}")
         if src.ndim == 1 and src.shape[0] == self.lanes and self.members > 1:
             src = np.tile(src, self.members)
         src = self.member_starts + np.broadcast_to(src, (self.width,)) % self.lanes
@@ -161,6 +164,9 @@ class RoutingOps:
 
     def shfl_xor(self, v: VGPRs, mask: int) -> VGPRs:
         """out[l] = v[l ^ mask] (a butterfly shuffle; ds_swizzle / DPP on hardware)."""
+        # a mask outside the wave would wrap round: 64 is the identity, -1 reverses the lanes
+        if isinstance(mask, bool) or not isinstance(mask, (int, np.integer)) or not 0 <= mask < self.lanes:
+            raise self.error(ValueError, f"shfl_xor mask must be an integer in [0, {self.lanes}), got {mask!r}")
         return self.bpermute(v, np.arange(self.lanes) ^ int(mask))
 
     def swizzle(self, v: VGPRs, and_mask: int = 0x1F, or_mask: int = 0, xor_mask: int = 0) -> VGPRs:
@@ -171,6 +177,8 @@ class RoutingOps:
 
     def readlane(self, v: VGPRs, lane: int):
         """v_readlane_b32: the value of one lane, as a Python number (an SGPR)."""
+        if isinstance(lane, bool) or not isinstance(lane, (int, np.integer)) or not 0 <= lane < self.lanes:
+            raise self.error(IndexError, f"readlane of lane {lane!r}: the wave has lanes 0-{self.lanes - 1}")
         self.check_read(v)
         if self.members > 1:
             raise self.error(ValueError, "readlane gives one number per wave; in a batched launch use w.bpermute")

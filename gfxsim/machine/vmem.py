@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
-from .addressing import addresses, byte_addr, read_addr
+from .addressing import addresses, byte_addr, integer, read_addr
 from .dtypes import dtype_name, itemsize, load_values, load_written, np_dtype, store_values
 from .errors import MemoryFault
 from .memory import Buffer
@@ -24,6 +24,9 @@ class VmemOps:
             raise self.error(TypeError, f"global_load needs a Buffer, got {type(buf).__name__}")
         dtype = dtype_name(dtype) if dtype is not None else buf.dtype
         size = itemsize(dtype)
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)):
+            raise self.error(TypeError, f"global_load from {buf.name!r}: nbytes must be an integer (1, 2, 4, 8, 12 "
+                                        f"or 16), got {type(nbytes).__name__} {nbytes!r} (the type is dtype=)")
         if nbytes % size:
             raise self.error(ValueError, f"global_load of {nbytes} bytes as {dtype} from {buf.name!r}")
         addr = addresses(self, offset, nbytes, buf.nbytes, f"global_load from {buf.name!r}", min(nbytes, 4))
@@ -59,7 +62,7 @@ class VmemOps:
         if isinstance(offset, VGPRs):
             return self.global_load(buf, offset, itemsize(dtype), dtype)
         size = itemsize(dtype)
-        offset = int(offset)
+        offset = integer(self, offset, f"s_load from {buf.name!r}: the address")
         if offset < 0 or offset + size > buf.nbytes:
             raise self.error(MemoryFault, f"s_load from {buf.name!r}: bytes [{offset}, {offset + size}) outside "
                              f"[0, {buf.nbytes})", address=offset)

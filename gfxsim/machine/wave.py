@@ -172,7 +172,9 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
             if where is not None:
                 return where
         f = sys._getframe(1)
-        while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _MACHINE_DIR:
+        # the machine's frames and contextlib's (``with w.if_(...)`` enters through it) are not the kernel's
+        while f is not None and (os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _MACHINE_DIR
+                                 or f.f_code.co_filename == contextlib.__file__):
             f = f.f_back
         if f is None:
             return None
@@ -250,11 +252,13 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
     def const(self, value, dtype="i32", n: int = 1) -> VGPRs:
         """A uniform value in every lane (v_mov_b32 of an SGPR/literal)."""
         dtype = dtype_name(dtype)
+        self._check_count(n, dtype, "const")
         v = self.new_value(np.full((n, self.width), value, dtype=np_dtype(dtype)), dtype)
         self.event(ops.VALU[("mov", "any")], outs=[v])
         return v
 
     def zeros(self, dtype="f32", n: int = 1) -> VGPRs:
+        self._check_count(n, dtype_name(dtype), "zeros")
         return self.const(0, dtype, n)
 
     def undef(self, dtype="f32", n: int = 1) -> VGPRs:
@@ -262,11 +266,21 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
         the poison pattern (a quiet NaN in every 32-bit word), and reading them is an
         ``uninitialized-read`` — a missing zero-init shows in the findings and in the numbers."""
         dtype = dtype_name(dtype)
+        self._check_count(n, dtype, "undef")
         size = np_dtype(dtype).itemsize
         # every lane holds the same bytes: one lane's elements, repeated across the columns
         one = from_bytes(poison(n * size)[:, None], dtype)                # [n, 1]
         return VGPRs(self, np.repeat(one, self.width, axis=1), dtype, None,
                      np.zeros((n * size, self.width), bool))
+
+    def _check_count(self, n, dtype: str, what: str) -> None:
+        """``n`` elements of ``dtype`` fit one wave's registers (zeros, const, undef)."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise self.error(ValueError, f"w.{what}({dtype!r}, {n!r}): the element count must be an integer >= 1")
+        regs = -(-int(n) * np_dtype(dtype).itemsize // 4)
+        if regs > self.arch.vgprs:
+            raise self.error(ValueError, f"w.{what}({dtype!r}, {n}): {regs} registers, more than the "
+                                         f"{self.arch.vgprs} VGPRs a wave of {self.arch.name} has")
 
     def from_lanes(self, values, dtype) -> VGPRs:
         """A value given per lane: ``values`` is ``[lanes]`` or ``[n, lanes]``."""
@@ -318,7 +332,14 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
     @contextlib.contextmanager
     def if_(self, cond):
         """``with w.if_(c):`` narrows EXEC to the lanes where c holds (s_and_saveexec_b64)."""
+        # a number would be read as true or false: only a condition or bools are conditions
+        if not (isinstance(cond, (Cond, bool, np.bool_)) or (isinstance(cond, np.ndarray) and cond.dtype == bool)):
+            raise self.error(TypeError, f"w.if_ needs a condition (a comparison of per-lane values, a bool or a "
+                                        f"bool mask per lane), got {type(cond).__name__} {cond!r}"[:300])
         m = self.lane_mask(cond)
+        if m.shape not in ((), (self.width,)):
+            raise self.error(ValueError, f"w.if_'s mask has shape {m.shape}; it needs one bit per lane "
+                                         f"({self.lanes})")
         if m.ndim != 1:
             raise self.error(ValueError, "w.if_ needs a one-element condition (one bit per lane)")
         saved = self.exec

@@ -12,6 +12,7 @@ default data with per-channel offsets added to Q (what smooth-Q removes) and to 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -47,17 +48,22 @@ def as_prefill(d):
     return d
 
 
-def table(d, *, arch="sm_89", qks=("int8", "int4"), smoothing=("none", "K", "Q+K"), granularities=GRANULARITIES):
-    """Rows (qk, smoothing, granularity, metrics vs fp32)."""
+def table(d, *, arch="sm_89", qks=("int8", "int4"), smoothing=("none", "K", "Q+K"), granularities=GRANULARITIES,
+          progress=None):
+    """Rows (qk, smoothing, granularity, metrics vs fp32). ``progress``: a text stream that gets a
+    line per configuration done (the whole table takes minutes)."""
     d = as_prefill(d)
     ref = attention_fp32(d["q"], d["k"], d["v"], d["context_lens"])
-    rows = []
-    for qk in qks:
-        for sm in smoothing:
-            for g in granularities:
-                cfg = SageConfig(arch=arch, qk=qk, granularity=g, **SMOOTHING[sm])
-                out = sage_prefill(d["q"], d["k"], d["v"], d["context_lens"], cfg)
-                rows.append((qk, sm, g, metrics(out, ref)))
+    configs = [(qk, sm, g) for qk in qks for sm in smoothing for g in granularities]
+    rows, t0 = [], time.perf_counter()
+    for i, (qk, sm, g) in enumerate(configs, 1):
+        cfg = SageConfig(arch=arch, qk=qk, granularity=g, **SMOOTHING[sm])
+        out = sage_prefill(d["q"], d["k"], d["v"], d["context_lens"], cfg)
+        rows.append((qk, sm, g, metrics(out, ref)))
+        if progress is not None:
+            spent = time.perf_counter() - t0
+            print(f"sage_accuracy: {i}/{len(configs)} done ({qk} QK, smoothing {sm}, {g}), {spent:.0f} s, "
+                  f"about {spent / i * (len(configs) - i):.0f} s left", file=progress, flush=True)
     return rows
 
 
@@ -79,6 +85,7 @@ def main(argv=None):
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smooth-v", action="store_true", help="add the smooth-Q+K+V rows")
+    ap.add_argument("--quiet", action="store_true", help="no progress line per configuration on stderr")
     a = ap.parse_args(argv)
     if a.make_inputs:
         d = offset_inputs(a.context, a.queries, a.seed, a.heads)
@@ -93,7 +100,7 @@ def main(argv=None):
             f"default data, context {a.context}, {a.queries} queries, {a.heads} heads, seed {a.seed}"
     sm = ("none", "K", "Q+K") + (("Q+K+V",) if a.smooth_v else ())
     t = time.perf_counter()
-    rows = table(d, arch=a.arch, smoothing=sm)
+    rows = table(d, arch=a.arch, smoothing=sm, progress=None if a.quiet else sys.stderr)
     print(f"SageAttention2 on {a.arch} vs exact fp32 ({what}; FP8 PV, two-level accumulation)")
     print(markdown(rows))
     print(f"({time.perf_counter() - t:.0f} s)")

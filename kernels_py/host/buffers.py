@@ -14,6 +14,7 @@ import numpy as np
 
 from gfxsim import Buffer, launch
 from gfxsim.arch import get_arch
+from gfxsim.machine.consumed import check_unwritten
 from gfxsim.machine.options import BatchBounded, LaunchOptions
 
 from kernels_py.host.config import DecodeGeometry, check_gqa, check_partition_size
@@ -122,8 +123,11 @@ class HostSetup:
         options = LaunchOptions(trace=trace, provenance=provenance, lds_bytes=self.lds_bytes, batch=self.batch,
                                 provenance_batch=min(bounds) if bounds else None,
                                 **_launch_kwargs(progress, self.name, launches=launches))
-        return launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, args=self.args,
-                      kwargs=kw, options=options)
+        run = launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, args=self.args,
+                     kwargs=kw, options=options)
+        for name in self.outputs:        # an output the kernel never stored into is a finding, not NaN metrics
+            check_unwritten(run.machine, self.buffers[name])
+        return run
 
     def output(self, name: str | None = None) -> np.ndarray:
         """The array of output Buffer ``name`` (default: the first output) after the launch."""

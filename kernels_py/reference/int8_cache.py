@@ -189,14 +189,32 @@ def context_mean(k: np.ndarray, context_lens) -> np.ndarray:
                      for s, n in enumerate(context_lens)]).astype(np.float32)
 
 
+def check_cache_size(block_tables, need, num_blocks: int, kvh: int, hd: int, block_size: int,
+                     available: int | None = None) -> None:
+    """The cache a block table implies (its largest block id + 1 blocks) must fit in memory: a
+    ValueError naming the entry, instead of numpy asking for terabytes."""
+    from gfxsim.procmem import mem_available
+    available = mem_available() if available is None else available
+    nbytes = num_blocks * kvh * block_size * (2 * hd + 8)     # K and V int8, their f32 scales
+    if available is None or nbytes <= available:
+        return
+    s, j = max(((s, j) for s, n in enumerate(need) for j in range(int(n))), key=lambda sj: block_tables[sj])
+    gib = 1 << 30
+    raise ValueError(f"block_tables: sequence {s} entry {j} is block {int(block_tables[s, j])}, so the cache "
+                     f"would hold {num_blocks} blocks ({nbytes / gib:.1f} GiB), more than the "
+                     f"{available / gib:.1f} GiB of memory available; the contexts use {int(sum(need))} blocks: "
+                     f"number them from 0")
+
+
 def build_paged_cache(k, v, context_lens, *, block_size: int = 16, smooth_k: bool = False,
                       block_tables: np.ndarray | None = None, num_blocks: int | None = None,
-                      seed: int = 0) -> PagedKVCache:
+                      seed: int = 0, available: int | None = None) -> PagedKVCache:
     """Quantize padded K/V [num_seqs, max_context, kv_heads, head_dim] f32 into a paged INT8 cache.
 
     smooth_k subtracts each sequence's per-channel K mean (per kv head) before quantizing; softmax
     is invariant to it (each query's logits shift by a constant q·k_mean/sqrt(d)). Without
-    `block_tables`, a seeded shuffled one is made.
+    `block_tables`, a seeded shuffled one is made; a given one sizes the cache by its largest block
+    id, refused where that cache would not fit ``available`` bytes (default: the machine's MemAvailable).
     """
     k = np.asarray(k, np.float32)
     v = np.asarray(v, np.float32)
@@ -218,6 +236,7 @@ def build_paged_cache(k, v, context_lens, *, block_size: int = 16, smooth_k: boo
         if np.any(used < 0) or np.unique(used).size != used.size:
             raise ValueError("block_tables: a block used by a context is negative or used twice")
         num_blocks = max(int(used.max(initial=-1)) + 1, num_blocks or 0)
+        check_cache_size(block_tables, need, num_blocks, kvh, hd, block_size, available)
     slots = slot_mapping_for(block_tables, lens, block_size)
     k_mean = context_mean(k, lens) if smooth_k else None
     k_cache = np.full((num_blocks, kvh, hd // 16, block_size, 16), POISON_I8, np.int8)

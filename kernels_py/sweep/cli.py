@@ -48,17 +48,23 @@ def run(args) -> int:
     from kernels_py.sweep.cluster import run_sweep
     from kernels_py.sweep.results import ResultStore
     from kernels_py.sweep.spec import load_spec
+    from visualize.cli import check_output
     sweep = load_spec(args.spec)
+    picture = None if args.no_plot else (args.plot or _beside(args.output, ".png"))
+    csv = None if args.csv is None else (args.csv or _beside(args.output, ".csv"))
+    # every file the sweep will write, checked before anything runs (--dry-run included)
+    check_output(args.output)
+    if picture is not None:
+        from visualize.style import picture_format
+        picture_format(picture)
+        check_output(picture, "--plot")
+    if csv is not None:
+        check_output(csv, "--csv")
     store = ResultStore(args.output, sweep.name)
     if args.dry_run:
         return _dry_run(sweep, store)
-    picture = None if args.no_plot else (args.plot or _beside(args.output, ".png"))
-    if picture is not None:
-        from visualize.style import picture_format
-        picture_format(picture)                       # a bad extension before anything runs
     ran, skipped = run_sweep(sweep, store, scheduler=args.scheduler, workers=args.workers, quiet=args.quiet)
-    return report(sweep, store, ran=ran, skipped=skipped, results=args.output, picture=picture,
-                  csv=None if args.csv is None else (args.csv or _beside(args.output, ".csv")))
+    return report(sweep, store, ran=ran, skipped=skipped, results=args.output, picture=picture, csv=csv)
 
 
 def report(sweep, store, *, ran, skipped, results, picture=None, csv=None) -> int:

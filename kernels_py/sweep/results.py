@@ -54,7 +54,7 @@ class ResultStore:
             yield
             return
         path = self.path + ".lock"
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._check_directory()
         while True:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
@@ -78,6 +78,12 @@ class ResultStore:
             os.unlink(path)
             os.close(fd)
 
+    def _check_directory(self) -> None:
+        """A missing directory is refused, not made (as every other output of gfxsim)."""
+        parent = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(parent):
+            raise ResultsError(f"{self.path}: directory {parent} does not exist")
+
     def done(self, point) -> bool:
         r = self.rows.get(point.point_id)
         return r is not None and r.get("status") == "ok" and (r.get("fingerprint") or "") == point.fingerprint
@@ -92,8 +98,7 @@ class ResultStore:
         import pyarrow.parquet as pq
         table = to_table(list(self.rows.values()), self.sweep)
         tmp = self.path + ".tmp"
-        parent = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(parent, exist_ok=True)
+        self._check_directory()
         with open(tmp, "wb") as f:
             pq.write_table(table, f)
             f.flush()

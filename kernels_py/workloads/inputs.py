@@ -157,9 +157,10 @@ def validate_inputs(arrays: Mapping[str, np.ndarray], *, source: str = "inputs",
             need = -(-int(n) // bs)
             for j in range(need):
                 b = int(bt[s_, j])
-                if b < 0:
+                if b < 0 or b > np.iinfo(np.int32).max:      # the kernels' block ids are int32
                     fail(f"array 'block_tables': sequence {s_} entry {j} is {b}; sequence {s_} (context "
-                         f"{int(n)}) reads entries 0..{need - 1} at block_size {bs}, each must be a block >= 0")
+                         f"{int(n)}) reads entries 0..{need - 1} at block_size {bs}, each must be a block in "
+                         f"[0, 2**31)")
                 if b in seen:
                     s0, j0 = seen[b]
                     fail(f"array 'block_tables': sequence {s_} entry {j} is block {b}, already used by "

@@ -706,9 +706,10 @@ def _pk(name, n, fn):
                 neg = neg_hi if hi_half else neg_lo
                 if name == "v_pk_add_f32" and neg[0] != neg[1]:      # one side negated: a subtraction
                     op_h = "v_sub_f32" if neg[1] else "v_subrev_f32"
-                x = [operand(k, hi_half).astype(np.float64) for k in range(n)]
-                if op_h in ("v_add_f32", "v_fma_f32"):               # see addends_differ
+                with np.errstate(all="ignore"):       # a signalling NaN widened, inf * 0: NaNs, no warning
+                    x = [operand(k, hi_half).astype(np.float64) for k in range(n)]
                     a_, b_ = (x[0], x[1]) if n == 2 else (x[0] * x[1], x[2])
+                if op_h in ("v_add_f32", "v_fma_f32"):               # see addends_differ
                     differ = ((a_.view(np.int64) != b_.view(np.int64)) | (a_ == 0) | (b_ == 0))[None, :]
                 halves_p.append(arith_prov(st, op_h, vals, dequantized=hit, differ=differ))
             if any(p_ is not None for p_ in halves_p):

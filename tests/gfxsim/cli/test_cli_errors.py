@@ -27,8 +27,8 @@ def unknown_op(w, *a, **kw):
     return x & x
 
 
-def negative(w, *a, **kw):
-    return w.zeros("f32", -1)
+def not_a_number(w, *a, **kw):
+    return w.const("abc", "f32")
 
 
 def key_error(w, *a, **kw):
@@ -116,9 +116,9 @@ def test_a_bad_argument_is_one_line(capsys):
 
 
 def test_a_builtin_error_gfxsim_raises_under_the_users_call_names_the_call(capsys, mine):
-    one_line(capsys, *RUN, "--kernel-fn", f"{mine}:negative",
-             names=("gfxsim run: error: negative dimensions are not allowed",
-                    f"called from {mine}:{line_of(USER_KERNELS, '-1)')} in negative"))
+    one_line(capsys, *RUN, "--kernel-fn", f"{mine}:not_a_number",
+             names=("gfxsim run: error: could not convert string to float",
+                    f"called from {mine}:{line_of(USER_KERNELS, 'w.const(')} in not_a_number"))
 
 
 def test_a_kernel_fn_file_that_fails_to_import_names_its_line(capsys, tmp_path):
@@ -179,13 +179,12 @@ def _edit(asm, old, new, after=None):
     return i + 1
 
 
-def test_asm_error_names_kernel_wave_and_the_assembly_line(capsys, compiled_pv):
-    """An instruction of the whole wave: no lane (a lane's own error names it, see test_asm_semantics)."""
+def test_asm_error_names_kernel_and_the_assembly_line(capsys, compiled_pv):
+    """An instruction the asm front end cannot execute is named when the kernel is loaded."""
     line = _edit(compiled_pv, "; %bb.0:", "\tv_sin_f32_e32 v1, v2", after="pv_int8_fragment:")
     argv = (*RUN, "--arch", "gfx942", "--frontend", "asm", "--no-provenance")
-    one_line(capsys, *argv, names=("gfxsim run: error: pv_int8_fragment", f"line {line}: v_sin_f32_e32 v1, v2",
-                                   "unsupported opcode v_sin_f32_e32", "workgroup (0, 0, 0)", "wave 0",
-                                   "instruction 0"))
+    one_line(capsys, *argv, names=("gfxsim run: error: pv_int8_fragment: 1 instruction(s) the asm front end "
+                                   f"cannot execute: line {line}: v_sin_f32_e32",))
     whole_stack(capsys, *argv, last=r"^gfxsim\.asm\.state\.AsmError: ")
 
 

@@ -156,6 +156,7 @@ def test_pyproject_declares_the_command_and_gfxsim_runs_it(tmp_path, monkeypatch
 def test_a_small_sweep_on_a_local_cluster_prints_the_summary_and_resumes(tmp_path, capsys, monkeypatch):
     spec = write(tmp_path, DECODE)
     out = tmp_path / "res" / "out.parquet"
+    out.parent.mkdir()                                   # a missing directory is refused, not made
     assert run_cli(spec, "-o", out, "--workers", "2", "--csv", "--quiet") == 0
     text = capsys.readouterr().out
     rows = {r["point_id"]: r for r in read_rows(out)}

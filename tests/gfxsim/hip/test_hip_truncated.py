@@ -1,0 +1,24 @@
+"""An assembly file cut short in the build folder (a full disk, an interrupted copy) is compiled
+again, not read as a kernel without arguments."""
+import shutil
+
+from support import ROOT, need_toolchain, repo_project
+
+from gfxsim.hip import build as hipbuild
+from gfxsim.hip.project import Project
+
+
+def test_a_truncated_assembly_is_rebuilt(tmp_path):
+    need_toolchain("gfx942")
+    hipbuild.build(["pv_int8"], "gfx942", project=repo_project())        # up to date (cached)
+    shutil.copytree(ROOT / "build" / "hip" / "gfx942", tmp_path / "gfx942")
+    project = Project(ROOT / "kernels_hip", tmp_path)
+    asm = tmp_path / "gfx942" / "pv_int8.s"
+    assert not hipbuild.build(["pv_int8"], "gfx942", project=project)[0].rebuilt
+    text = asm.read_text()
+    asm.write_text(text[:len(text) // 2])
+    assert not hipbuild.complete_asm(asm)
+    (b,) = hipbuild.build(["pv_int8"], "gfx942", project=project)
+    assert b.rebuilt and hipbuild.complete_asm(asm)
+    args = hipbuild.find_kernel("pv_int8_fragment", "gfx942", project=project).metadata[".args"]
+    assert "context_len" in [a[".name"] for a in args]
