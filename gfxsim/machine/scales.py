@@ -56,16 +56,18 @@ class ScaleOps:
                 continue
             act = (mma >= 0) & fl & self.pexec("EXEC of a dequant")[None, :]
             if act.any():
-                act &= ~self._zero_of_nothing(sc, ps, act)
+                act &= ~self._zero_of_nothing(res, sc, ps, act)
             if act.any():
                 hit = True
                 self._scale_check(pr, ps, act)
         return hit
 
-    def _zero_of_nothing(self, sc: VGPRs, ps: Prov, act) -> np.ndarray:
-        """Where (of ``act``) a scale is zero and was computed from nothing — a constant, as compiled
-        code writes ``amax >= min ? amax / 127 : 0.f`` for a group whose values are all zero: the
-        product is zero whatever group it belonged to, so no token took another group's scale."""
+    def _zero_of_nothing(self, res: VGPRs, sc: VGPRs, ps: Prov, act) -> np.ndarray:
+        """Where (of ``act``) a zero scale computed from nothing meets a zero result: compiled code
+        writes ``amax >= min ? amax / 127 : 0.f`` for a group whose values are all zero (rows a
+        causal mask hides), and the instruction's products for that row are all zero too, so no
+        token took another group's scale. A zero scale on a result that is not zero drops what the
+        instruction consumed, and is checked as any other scale."""
         nothing = act.copy()
         for x in ps.ids.values():
             nothing &= x < 0
@@ -73,11 +75,9 @@ class ScaleOps:
             nothing &= ~m.nonempty()
         if not nothing.any():
             return nothing
-        zero = sc.val == 0
-        if zero.shape[0] != act.shape[0]:
-            zero = np.broadcast_to(zero, act.shape[:1] + zero.shape[1:]) if zero.shape[0] == 1 else \
-                np.tile(zero, (act.shape[0] // zero.shape[0], 1))
-        return nothing & self.pcols(zero, "where a scale of no origin is zero")
+        n = act.shape[0]
+        both = _rows(sc.val == 0, n) & _rows(res.val == 0, n)
+        return nothing & self.pcols(both, "where a scale of no origin meets a zero result")
 
     def _scale_check(self, pr: Prov, ps: Prov, act):
         if self._scale_check_in_place(pr, ps, act):
@@ -226,6 +226,13 @@ class ScaleOps:
                          lanes=lanes, mma_event=insn_index,
                          mismatches=[{"scale_over": sorted(s), "k_set": sorted(k), "foreign": sorted(k - s),
                                       "lanes": ln} for k, s, ln, _ in mism])
+
+
+def _rows(x, n) -> np.ndarray:
+    """A one-element (or n/k-element) per-lane mask repeated to n rows."""
+    if x.shape[0] == n:
+        return x
+    return np.broadcast_to(x, (n,) + x.shape[1:]) if x.shape[0] == 1 else np.tile(x, (n // x.shape[0], 1))
 
 
 def _d_parts(rec, f, nb, M, N, rows=None) -> list:

@@ -726,25 +726,26 @@ def test_matrix_result_dequantized_in_a_later_launch(second_launch_mmas):
     assert verdicts == {"fragment": [], "contiguous": [list(range(32, 40)) + list(range(48, 56))]}
 
 
-def _constant_scale_tile(w, vbuf, obuf, *, scale):
-    """A row group whose W were all zero: Wq is a constant 0 (compiled code: literal zeros), and
-    its scale the constant the kernel chose for an all-zero group."""
+def _constant_scale_tile(w, vbuf, obuf, *, scale, wq):
+    """A row group whose W were all zero (``wq`` = 0: compiled code's literal zeros) or not, and a
+    constant scale: the one a kernel chose for an all-zero group, or another."""
     rowid, lane16id = w.lane_id // 16, w.lane_id % 16
     vq = w.global_load(vbuf, lane16id * 64 + rowid * 16, nbytes=16, dtype="i8")
-    acc = w.mma("v_mmac_i32_16x16x32_i8", w.const(0, "i8", 8), vq.bytes(0, 8))
+    acc = w.mma("v_mmac_i32_16x16x32_i8", w.const(wq, "i8", 8), vq.bytes(0, 8))
     o = w.dequant(acc, w.group_scale(w.const(scale, "f32")))
     w.global_store(obuf, w.lane_id * 16, o)
 
 
-@pytest.mark.parametrize("scale, found", [(0.0, False), (0.5, True)])
-def test_a_zero_scale_of_no_origin_is_no_mismatch(scale, found):
-    """amax >= min ? amax / 127 : 0.f writes a zero of no origin for an all-zero group: the product
-    is zero whatever group it belonged to. A nonzero constant applied to consumed tokens is still
-    a scale computed over no tokens."""
+@pytest.mark.parametrize("scale, wq, found", [(0.0, 0, False), (0.0, 3, True), (0.5, 0, True)])
+def test_a_zero_scale_of_no_origin_on_a_zero_result_is_no_mismatch(scale, wq, found):
+    """amax >= min ? amax / 127 : 0.f writes a zero of no origin for an all-zero group, whose
+    products are all zero: no token took another group's scale. The same zero on a result that is
+    not zero drops consumed tokens, and a nonzero constant is a scale computed over no tokens:
+    both are reported."""
     tok = np.broadcast_to(np.arange(64), (16, 64))
     v = Buffer("v_cache", np.ones((16, 64), np.int8), {"token": tok})
     out = Buffer.empty("out", (64, 4), np.float32)
-    run = launch(_constant_scale_tile, grid=1, arch="gfx936", args=(v, out), kwargs=dict(scale=scale))
+    run = launch(_constant_scale_tile, grid=1, arch="gfx936", args=(v, out), kwargs=dict(scale=scale, wq=wq))
     got = run.findings_of("scale-group-mismatch")
     assert bool(got) == found, [f.message for f in run.findings]
     assert {f.kind for f in run.findings} <= {"scale-group-mismatch"}
