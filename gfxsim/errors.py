@@ -46,6 +46,23 @@ class UsageError(GfxSimError, ValueError):
     """A command-line option or argument that cannot be used; the message names it."""
 
 
+# What a caller passed that gfxsim cannot use, each also the builtin class code catches it as.
+class ArgumentError(GfxSimError, ValueError):
+    """A value that cannot be used (a shape, a count, an option's value); the message names it."""
+
+
+class ArgumentTypeError(GfxSimError, TypeError):
+    """A value of a type that cannot be used; the message names it and the type wanted."""
+
+
+class NotFoundError(GfxSimError, KeyError):
+    """A name gfxsim does not know (an arch, an instruction, a kernel); the message lists the known."""
+
+
+class OutOfRangeError(GfxSimError, IndexError):
+    """An index outside what it indexes (a lane, a register, a layout coordinate)."""
+
+
 _COMBINED: dict = {}
 
 

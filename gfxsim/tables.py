@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+from gfxsim.errors import ArgumentError
 
 
 def render(header, rows, fmt: str = "text", title: str | None = None) -> str:
@@ -28,4 +29,4 @@ def render(header, rows, fmt: str = "text", title: str | None = None) -> str:
                                        for c, w, n in zip(cells, widths, numeric)).rstrip()
         out = ([title] if title else []) + [line(header), line(["-" * w for w in widths])]
         return "\n".join(out + [line(r) for r in rows])
-    raise ValueError(f"unknown table format {fmt!r}; use text, markdown or csv")
+    raise ArgumentError(f"unknown table format {fmt!r}; use text, markdown or csv")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gfxsim.errors import GfxSimError
+from gfxsim.errors import ArgumentError, GfxSimError
 
 if TYPE_CHECKING:                       # names for the signatures only: importing stays cheap
     import numpy as np
@@ -76,7 +76,7 @@ def assert_no_findings(run_or_runs: Run | Iterable[Run], kinds: str | Iterable[s
         kinds = list(kinds)
         unknown = [k for k in kinds if k not in REGISTRY]
         if unknown:
-            raise ValueError(f"unknown finding kind(s) {unknown}; known: {', '.join(REGISTRY)}")
+            raise ArgumentError(f"unknown finding kind(s) {unknown}; known: {', '.join(REGISTRY)}")
     found = [f for f in _findings(run_or_runs) if kinds is None or f.kind in kinds]
     if found:
         raise AssertionError(f"expected no findings{'' if kinds is None else ' of ' + ', '.join(kinds)}, got "
@@ -93,7 +93,7 @@ def assert_findings(run_or_runs: Run | Iterable[Run], expected: Mapping[str, int
     from .machine.findings import REGISTRY
     unknown = [k for k in expected if k not in REGISTRY]
     if unknown:
-        raise ValueError(f"unknown finding kind(s) {unknown}; known: {', '.join(REGISTRY)}")
+        raise ArgumentError(f"unknown finding kind(s) {unknown}; known: {', '.join(REGISTRY)}")
     found = _findings(run_or_runs)
     by_kind: dict = {}
     for f in found:
@@ -147,10 +147,10 @@ def assert_token_sets(run: Run, instruction: int | MmaEvent, *, field: str = "to
     import numpy as np
     from .arch.kslots import format_token_set
     if not operands:
-        raise ValueError("assert_token_sets: give A=... and/or B=...")
+        raise ArgumentError("assert_token_sets: give A=... and/or B=...")
     bad = [k for k in operands if k.upper() not in ("A", "B")]
     if bad:
-        raise ValueError(f"assert_token_sets: operands are A and B, got {bad}")
+        raise ArgumentError(f"assert_token_sets: operands are A and B, got {bad}")
     m = _mma(run, instruction)
     if not m.tagged:
         raise AssertionError(f"instruction #{m.index} {m.op} carries no tags (provenance off or untagged inputs)")
@@ -198,12 +198,12 @@ def assert_lane(run: Run, workgroup: int | tuple[int, ...], wave: int, lane: int
     from .machine.dtypes import np_dtype
     runs = _runs(run)
     if len(runs) != 1:
-        raise ValueError(f"assert_lane takes one Run, got {len(runs)}")
+        raise ArgumentError(f"assert_lane takes one Run, got {len(runs)}")
     r = runs[0]
     if not r.trace.enabled:
         raise NoTraceError(f"assert_lane needs the trace: launch {r.kernel!r} with trace=True")
     if when not in ("after", "before"):
-        raise ValueError(f"when must be 'after' or 'before', got {when!r}")
+        raise ArgumentError(f"when must be 'after' or 'before', got {when!r}")
     st = r.replay(workgroup, wave)
     events = st.events
     if not events:
@@ -278,11 +278,11 @@ def run_small(kernel: Callable[..., object], *, arch: str = "gfx936", grid: int 
     outs = {}
     for name, spec in (outputs or {}).items():
         if name in bufs:
-            raise ValueError(f"run_small: {name!r} is both an input and an output")
+            raise ArgumentError(f"run_small: {name!r} is both an input and an output")
         try:
             shape, dtype = spec
         except (TypeError, ValueError):
-            raise ValueError(f"run_small: outputs[{name!r}] must be (shape, dtype), got {spec!r}") from None
+            raise ArgumentError(f"run_small: outputs[{name!r}] must be (shape, dtype), got {spec!r}") from None
         outs[name] = bufs[name] = Buffer.empty(name, shape, dtype)
     run = launch(kernel, grid=grid, waves_per_group=waves, arch=arch, args=tuple(bufs.values()), kwargs=kwargs,
                  trace=trace, provenance=provenance, **launch_kwargs)

@@ -11,6 +11,7 @@ from gfxsim.procmem import mem_available
 from kernels_py.host.config import FORMULAS, FRONTENDS, GROUPINGS, RunConfig
 from kernels_py.host.runners import KERNELS
 from kernels_py.host.runs import DEFAULTS, run_kernel
+from gfxsim.errors import ArgumentError
 
 
 def add_parser(sub):
@@ -142,7 +143,7 @@ def check_memory(args, inputs=None, *, trace: bool = False, available: int | Non
     if need > available:
         per = (need - MEMORY_BASE) / max(tokens, 1)
         most = int((available - MEMORY_BASE) // per) if available > MEMORY_BASE else 0
-        raise ValueError(f"{flag}: the run needs about {_size(need)} (K/V inputs, int8 caches"
+        raise ArgumentError(f"{flag}: the run needs about {_size(need)} (K/V inputs, int8 caches"
                          f"{' with tags' if args.provenance else ''}{', trace' if trace else ''} and references: "
                          f"{tokens} tokens x {kvh} kv heads x {hd} dims), more than the {_size(available)} "
                          f"available (MemAvailable); at most about {most} tokens fit")
@@ -157,7 +158,7 @@ def check_run_args(args) -> list[RunConfig]:
         given = getattr(args, "given_options", set())
         for dest, flag in SHAPE_FLAGS:
             if dest in given:
-                raise ValueError(f"{flag} cannot be combined with --inputs: the shapes come from "
+                raise ArgumentError(f"{flag} cannot be combined with --inputs: the shapes come from "
                                  f"{args.inputs}; drop {flag}")
     return configs
 

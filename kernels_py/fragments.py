@@ -8,6 +8,7 @@ reports when a formula is run on the wrong arch.
 from __future__ import annotations
 
 import numpy as np
+from gfxsim.errors import ArgumentError, NotFoundError
 
 # The hand-written formulas of the two archs, for the wrong-arch experiment only.
 HAND_FORMULAS = {
@@ -21,14 +22,14 @@ def int8_mma(arch) -> str:
     for mn in ("v_mmac_i32_16x16x32_i8", "v_mfma_i32_16x16x32_i8"):
         if mn in arch.instructions:
             return mn
-    raise KeyError(f"{arch.name} has no 16x16x32 int8 matrix instruction")
+    raise NotFoundError(f"{arch.name} has no 16x16x32 int8 matrix instruction")
 
 
 def bf16_mma(arch) -> str:
     for mn in ("v_mmac_f32_16x16x16_bf16", "v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x16bf16_1k"):
         if mn in arch.instructions:
             return mn
-    raise KeyError(f"{arch.name} has no 16x16x16 bf16 matrix instruction")
+    raise NotFoundError(f"{arch.name} has no 16x16x16 bf16 matrix instruction")
 
 
 class DLayout:
@@ -43,7 +44,7 @@ class DLayout:
         elif formula in HAND_FORMULAS:
             mn = [HAND_FORMULAS[formula](lane, i) for i in range(self.n_regs)]
         else:
-            raise ValueError(f"formula must be 'derived', 'gfx936' or 'gfx942', got {formula!r}")
+            raise ArgumentError(f"formula must be 'derived', 'gfx936' or 'gfx942', got {formula!r}")
         self._rows = np.stack([m for m, _ in mn])            # [regs, lanes]
         self._cols = np.stack([n for _, n in mn])
         # lanes that hold the same row m differ only in the lane bits that feed the column

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fragments import DLayout, bf16_mma, conflict_free_stride, int8_mma
+from gfxsim.errors import ArgumentError
 
 NWARPS = 4                                  # waves per workgroup
 TOKENS_PER_CHUNK = 64                       # a wave's tokens per iteration
@@ -65,9 +66,9 @@ class Config:
     def __init__(self, w, head_dim: int, block_size: int, formula: str = "derived", *, num_kv_heads: int = 1,
                  kvh: int = 0):
         if head_dim not in HEAD_DIMS:
-            raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
+            raise ArgumentError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
         if block_size not in BLOCK_SIZES:
-            raise ValueError(f"block_size must be one of {BLOCK_SIZES} (a lane's 16 V tokens lie in one "
+            raise ArgumentError(f"block_size must be one of {BLOCK_SIZES} (a lane's 16 V tokens lie in one "
                              f"block), got {block_size}")
         self.HEAD_DIM, self.BLOCK_SIZE = int(head_dim), int(block_size)
         self.QKHELOOP = head_dim // 32           # K=32 QK steps over head_dim
@@ -78,7 +79,7 @@ class Config:
         self.dlay = DLayout(w, w.insn(self.MMA), formula)
         self.BF16_MMA = bf16_mma(w.arch) if _has_bf16(w.arch) else None     # pv_bf16's; same D layout
         if self.BF16_MMA and DLayout(w, w.insn(self.BF16_MMA), formula)._rows.tolist() != self.dlay._rows.tolist():
-            raise ValueError(f"{w.arch.name}: {self.BF16_MMA} and {self.MMA} place D differently")
+            raise ArgumentError(f"{w.arch.name}: {self.BF16_MMA} and {self.MMA} place D differently")
         self.O_STRIDE = conflict_free_stride(self.dlay, head_dim)     # floats per row of o_lds
         self.D_SAME_ROW_LANES = tuple(self.dlay.row_xor_masks)
         self.D_REGS_SHARE_ROW = bool(self.dlay.regs_share_row)
@@ -105,7 +106,7 @@ class Config:
             masks = [m for m in self.D_SAME_ROW_LANES if (half[:, lane ^ m] != half).all()
                      and (rows[:, lane ^ m] == rows).all()]
             if not masks:
-                raise ValueError(f"{self.MMA}: no register or lane holds the other half of a D row")
+                raise ArgumentError(f"{self.MMA}: no register or lane holds the other half of a D row")
             self._other_half = ("lane", masks[0])
 
 
@@ -294,7 +295,7 @@ def scale_group(token, grouping):
         return token % 16 // 8
     if grouping == "contiguous":
         return token // 32
-    raise ValueError(f"grouping must be one of {GROUPINGS}, got {grouping!r}")
+    raise ArgumentError(f"grouping must be one of {GROUPINGS}, got {grouping!r}")
 
 
 def quantize_w(w, sw, W, w_lds, rowid, lane16id, *, grouping, cfg):

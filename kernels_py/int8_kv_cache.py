@@ -9,13 +9,14 @@ per-channel mean of K subtracted first) is the caller's job.
 from __future__ import annotations
 
 from .int8_attention import max_over_lanes, quant_inv, quant_scale, quantize
+from gfxsim.errors import ArgumentError
 
 
 def int8_kv_cache(w, key, value, slot_mapping, k_cache, v_cache, k_scale, v_scale, *, num_kv_heads, head_dim,
                   block_size):
     """key, value [num_tokens][num_kv_heads][head_dim] f32; slot_mapping [num_tokens] i32."""
     if head_dim % w.lanes:
-        raise ValueError(f"int8_kv_cache: head_dim {head_dim} is not a multiple of the wave size {w.lanes}")
+        raise ArgumentError(f"int8_kv_cache: head_dim {head_dim} is not a multiple of the wave size {w.lanes}")
     token, kvh = w.workgroup_id[0], w.workgroup_id[1]
     slot = w.scalar_load(slot_mapping, token * 4, "i32")
     if slot < 0:

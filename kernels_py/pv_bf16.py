@@ -12,6 +12,7 @@ from __future__ import annotations
 from .int8_attention import (LDS_PAD, NWARPS, REGS, TLOOP, TOKENS_PER_CHUNK, Config, _chunk_name, cache_head,
                              d_col, d_row, load_v_partial, load_w, sum_waves)
 from .qk_int8 import ROWS
+from gfxsim.errors import NotFoundError
 
 # bf16 per row of a wave's W slab: rows 34 dwords apart put the 16 rows of a ds_write_b16 (gfx936: one
 # row per lane16id; CDNA3: rows i and 4+i) and the 16 lanes of a ds_read_b64 in distinct banks.
@@ -74,7 +75,7 @@ def pv_bf16(w, p, v_cache, v_scale, block_table, out, *, context_len, head_dim, 
             max_blocks=None, formula="derived"):
     cfg = Config(w, head_dim, block_size, formula, num_kv_heads=num_kv_heads, kvh=kvh)
     if cfg.BF16_MMA is None:
-        raise KeyError(f"{w.arch.name} has no 16x16x16 bf16 matrix instruction")
+        raise NotFoundError(f"{w.arch.name} has no 16x16x16 bf16 matrix instruction")
     p, v_cache, v_scale, out = (w.view(x) for x in (p, v_cache, v_scale, out))
     block_table = w.view(block_table, (block_table.array.size,))
     w_lds = w.view(w.shared("w_lds", (NWARPS, ROWS, W16_STRIDE), "bf16"))   # bf16 W slab of each wave: [row][token]

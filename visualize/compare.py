@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 
 from . import grid, style
 from .fragments import cell_note, panels_for, resolve
+from gfxsim.errors import ArgumentError
 
 
 def differing(insn1, insn2, operand: str, view: str = "matrix") -> np.ndarray:
@@ -22,13 +23,13 @@ def differing(insn1, insn2, operand: str, view: str = "matrix") -> np.ndarray:
     matrix view: ``[blocks, rows, cols]``, True where the element sits in another (lane, reg, elem);
     register view: ``[regs, elems, lanes]``, True where the slot holds another element."""
     if (insn1.M, insn1.N, insn1.K, insn1.blocks) != (insn2.M, insn2.N, insn2.K, insn2.blocks):
-        raise ValueError(f"cannot compare {insn1.mnemonic} ({insn1.M}x{insn1.N}x{insn1.K}, {insn1.blocks} blocks) "
+        raise ArgumentError(f"cannot compare {insn1.mnemonic} ({insn1.M}x{insn1.N}x{insn1.K}, {insn1.blocks} blocks) "
                          f"with {insn2.mnemonic} ({insn2.M}x{insn2.N}x{insn2.K}, {insn2.blocks} blocks): shapes differ")
     a, b = insn1.operand(operand), insn2.operand(operand)
     if view == "matrix":
         return np.any(a.slot_of() != b.slot_of(), axis=0)
     if (a.n_regs, a.n_elems) != (b.n_regs, b.n_elems):
-        raise ValueError(f"operand {operand}: {insn1.mnemonic} uses {a.n_regs} VGPRs of {a.n_elems} elements, "
+        raise ArgumentError(f"operand {operand}: {insn1.mnemonic} uses {a.n_regs} VGPRs of {a.n_elems} elements, "
                          f"{insn2.mnemonic} {b.n_regs} of {b.n_elems}; compare them in the matrix view")
     return np.any(a.matrix_of() != b.matrix_of(), axis=0)
 

@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 
 from . import style
 from .runs import name_of
+from gfxsim.errors import ArgumentError
 
 REFERENCES = ("fp32", "bf16")
 # The output's axes, leading ones flattened into rows: (row axes, column axis) of each kernel's output.
@@ -35,13 +36,13 @@ def error_rows(run, ref: str):
     """(|out - ref| as [rows, last axis], row labels): the output's leading axes flattened into rows."""
     refs = getattr(run, "refs", None)
     if refs is None:
-        raise ValueError("error heatmaps need a kernel run with references (kernels_py run_kernel), "
+        raise ArgumentError("error heatmaps need a kernel run with references (kernels_py run_kernel), "
                          f"got a {type(run).__name__}")
     if ref not in refs:
-        raise ValueError(f"no reference {ref!r}; this run has {', '.join(refs)}")
+        raise ArgumentError(f"no reference {ref!r}; this run has {', '.join(refs)}")
     out, want = np.asarray(run.out, np.float64), np.asarray(refs[ref], np.float64)
     if out.shape != want.shape:
-        raise ValueError(f"output {out.shape} and reference {ref} {want.shape} differ in shape")
+        raise ArgumentError(f"output {out.shape} and reference {ref} {want.shape} differ in shape")
     err = np.abs(out - want).reshape(-1, out.shape[-1])
     names = axes_of(run)[0]
     lead = [size for size in out.shape[:-1] if size > 1] or [1]       # axes of length 1 are left out
@@ -88,7 +89,7 @@ def plot_errors(run, refs=None, vmax=None) -> Figure:
     if refs is None:
         refs = [r for r in REFERENCES if r in (getattr(run, "refs", None) or {})] or list(REFERENCES)
     if not refs:
-        raise ValueError("name at least one reference")
+        raise ArgumentError("name at least one reference")
     errs = [error_rows(run, r) for r in refs]
     rows, cols = errs[0][0].shape
     groups = kv_groups(run)

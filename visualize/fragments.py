@@ -18,6 +18,7 @@ from gfxsim.arch import get_arch
 from gfxsim.arch.matrix_insn import OPERAND_FIELDS
 
 from . import grid, style
+from gfxsim.errors import ArgumentError
 
 VIEWS = ("matrix", "register")
 _ROLE = {"A": "M×K", "B": "K×N", "C": "accumulator in, M×N", "D": "result, M×N"}
@@ -109,7 +110,7 @@ def register_panels(profile, insn, op: str, outline: np.ndarray | None = None) -
 
 def panels_for(profile, insn, op: str, view: str, outline=None) -> list[grid.Panel]:
     if view not in VIEWS:
-        raise ValueError(f"unknown view {view!r}; views are {', '.join(VIEWS)}")
+        raise ArgumentError(f"unknown view {view!r}; views are {', '.join(VIEWS)}")
     return (matrix_panels if view == "matrix" else register_panels)(profile, insn, op, outline)
 
 

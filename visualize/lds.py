@@ -25,6 +25,7 @@ from gfxsim.machine.banks import phases
 
 from . import grid, style
 from .runs import name_of, runs_of
+from gfxsim.errors import ArgumentError
 
 # ds_read_bN / ds_write_bN move N bits per lane (the ISA's names; gfxsim records the access so).
 WIDTH = {"b8": 1, "b16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
@@ -33,7 +34,7 @@ WIDTH = {"b8": 1, "b16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
 def width(op: str) -> int:
     suffix = op.rsplit("_", 1)[-1]
     if suffix not in WIDTH:
-        raise ValueError(f"{op}: not an LDS access gfxsim models (widths {', '.join(WIDTH)})")
+        raise ArgumentError(f"{op}: not an LDS access gfxsim models (widths {', '.join(WIDTH)})")
     return WIDTH[suffix]
 
 
@@ -42,12 +43,12 @@ def accesses(run) -> list:
     out = []
     for r in runs_of(run):
         if not r.trace.enabled:
-            raise ValueError(f"{r.kernel}: the LDS view reads each access from the trace; run with trace=True "
+            raise ArgumentError(f"{r.kernel}: the LDS view reads each access from the trace; run with trace=True "
                              "(gfxsim run --trace)")
         out += [(r, e) for e in r.events if e.op.startswith(("ds_read_b", "ds_write_b"))
                 and "bank_conflict" in e.details]
     if not out:
-        raise ValueError(f"{name_of(run)} made no LDS access")
+        raise ArgumentError(f"{name_of(run)} made no LDS access")
     return out
 
 
@@ -159,7 +160,7 @@ def pick(acc, event=None):
         return max(acc, key=lambda re: (int(re[1].details["bank_conflict"]), -re[1].index))
     hits = [re for re in acc if re[1].index == event]
     if not hits:
-        raise ValueError(f"trace event #{event} is not an LDS access; LDS accesses are e.g. "
+        raise ArgumentError(f"trace event #{event} is not an LDS access; LDS accesses are e.g. "
                          + ", ".join(f"#{e.index} {e.op}" for _, e in acc[:4]))
     return hits[0]
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from gfxsim.arch.kslots import format_token_set
 from gfxsim.machine.trace import MmaEvent
+from gfxsim.errors import ArgumentError
 
 
 def runs_of(run) -> list:
@@ -76,7 +77,7 @@ class SlotScales:
 def _need_provenance(run):
     for r in runs_of(run):
         if not r.provenance:
-            raise ValueError(f"{r.kernel}: the run has no provenance (tags), so its K slots carry no tokens; "
+            raise ArgumentError(f"{r.kernel}: the run has no provenance (tags), so its K slots carry no tokens; "
                              "run it with provenance (drop --no-provenance)")
 
 
@@ -112,12 +113,12 @@ def select(run, workgroup=(0, 0, 0), wave=0, limit=None) -> list:
     if not slots:
         have = waves(s.event for s in slot_scales(run))
         if not have:
-            raise ValueError(f"{name_of(run)} issued no matrix instruction whose K slots hold several tokens "
+            raise ArgumentError(f"{name_of(run)} issued no matrix instruction whose K slots hold several tokens "
                              "(a QK instruction sums over head elements, one token per column)")
-        raise ValueError(f"workgroup {_wg(workgroup)} wave {wave} issued no matrix instruction that sums over "
+        raise ArgumentError(f"workgroup {_wg(workgroup)} wave {wave} issued no matrix instruction that sums over "
                          "tokens; waves that did: " + ", ".join(f"workgroup {wg} wave {w}" for wg, w in have[:6]))
     if limit is not None and limit < 1:
-        raise ValueError(f"the number of instructions to draw must be >= 1, got {limit}")
+        raise ArgumentError(f"the number of instructions to draw must be >= 1, got {limit}")
     return slots[:limit]
 
 
@@ -197,7 +198,7 @@ def coverage(run) -> list:
     tiles = []
     for r in runs_of(run):
         if not r.trace.enabled:
-            raise ValueError(f"{r.kernel}: coverage follows results through the trace; run with trace=True "
+            raise ArgumentError(f"{r.kernel}: coverage follows results through the trace; run with trace=True "
                              "(gfxsim run --trace)")
         mm = [e for _, e in token_mmacs(r)]
         for wg, wv in waves(mm):

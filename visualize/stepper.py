@@ -27,6 +27,7 @@ from gfxsim.machine.trace import MmaEvent, words_of
 
 from . import grid, style
 from .runs import runs_of, sums_over_tokens
+from gfxsim.errors import ArgumentError
 
 MAX_REG_PANELS = 4               # VGPRs drawn for a non-matrix instruction (the rest are listed)
 
@@ -37,12 +38,12 @@ class RunStepper:
     def __init__(self, run, workgroup=(0, 0, 0), wave: int = 0, lane: int = 0):
         r = runs_of(run)[0]
         if not r.trace.enabled:
-            raise ValueError(f"{r.kernel}: stepping replays the trace; run with trace=True (gfxsim run --trace)")
+            raise ArgumentError(f"{r.kernel}: stepping replays the trace; run with trace=True (gfxsim run --trace)")
         self.run = r
         self.workgroup, self.wave = tuple(workgroup) + (0,) * (3 - len(tuple(workgroup))), wave
         self.replay = r.replay(self.workgroup, wave)
         if not self.replay.events:
-            raise ValueError(f"{r.kernel}: workgroup {self.workgroup} wave {wave} issued no instruction")
+            raise ArgumentError(f"{r.kernel}: workgroup {self.workgroup} wave {wave} issued no instruction")
         self.lanes = len(self.replay.events[0].exec_mask)
         self.lane = lane
 
@@ -54,7 +55,7 @@ class RunStepper:
     @lane.setter
     def lane(self, lane: int):
         if not 0 <= lane < self.lanes:
-            raise ValueError(f"lane {lane} is not in the wave (lanes 0-{self.lanes - 1})")
+            raise ArgumentError(f"lane {lane} is not in the wave (lanes 0-{self.lanes - 1})")
         self._lane = int(lane)
 
     @property
@@ -80,7 +81,7 @@ class RunStepper:
         """Stop just before the event with trace index ``index`` (#2057)."""
         pos = next((i for i, e in enumerate(self.replay.events) if e.index == index), None)
         if pos is None:
-            raise ValueError(f"event #{index} is not in workgroup {self.workgroup} wave {self.wave}")
+            raise ArgumentError(f"event #{index} is not in workgroup {self.workgroup} wave {self.wave}")
         self.replay.goto(pos)
         return self
 
@@ -101,7 +102,7 @@ class RunStepper:
                 return self
             i += direction
         what = "matrix instruction summing over tokens" if over_tokens else "matrix instruction"
-        raise ValueError(f"no {what} {'after' if direction > 0 else 'before'} event {self.replay.pos} of "
+        raise ArgumentError(f"no {what} {'after' if direction > 0 else 'before'} event {self.replay.pos} of "
                          f"workgroup {self.workgroup} wave {self.wave}")
 
     # -- the lane's registers ---------------------------------------------------------------------
@@ -129,7 +130,7 @@ class RunStepper:
         """Tokens of the matrix elements the lane holds in operand ``role`` (A or B), register order."""
         e = self.current
         if not isinstance(e, MmaEvent):
-            raise ValueError("tokens per lane are recorded for matrix instructions only")
+            raise ArgumentError("tokens per lane are recorded for matrix instructions only")
         lay = e.insn.operand(role)
         rows, cols, blocks = lay.matrix_of()[:, :, :, self.lane]          # [regs, elems] each
         tags = e.slot_tags(role)
@@ -167,7 +168,7 @@ class RunStepper:
         cells carry tokens where the data is tagged, its values with ``values=True``."""
         e = self.current
         if e is None:
-            raise ValueError("at the end of the wave: step back first")
+            raise ArgumentError("at the end of the wave: step back first")
         if isinstance(e, MmaEvent):
             return self._mma_figure(e, values)
         return self._register_figure(e)

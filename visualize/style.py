@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from gfxsim.errors import ArgumentError
 
 LANES_PER_GROUP = 16
 
@@ -37,7 +38,7 @@ FORMATS = ("png", "svg")
 def group_style(group: int):
     """(fill, hatch, hatch colour) of a lane group."""
     if not 0 <= group < len(LANE_GROUP_STYLE):
-        raise ValueError(f"lane group {group} has no style; wave64 has {len(LANE_GROUP_STYLE)} groups of "
+        raise ArgumentError(f"lane group {group} has no style; wave64 has {len(LANE_GROUP_STYLE)} groups of "
                          f"{LANES_PER_GROUP} lanes")
     return LANE_GROUP_STYLE[group]
 
@@ -80,9 +81,9 @@ def picture_format(path) -> str:
     """The format named by a file's extension; an error names any other extension."""
     ext = Path(path).suffix.lower().lstrip(".")
     if not ext:
-        raise ValueError(f"cannot write {str(path)!r}: it has no extension; name it .png or .svg")
+        raise ArgumentError(f"cannot write {str(path)!r}: it has no extension; name it .png or .svg")
     if ext not in FORMATS:
-        raise ValueError(f"cannot write {str(path)!r}: '.{ext}' is not a picture format gfxsim writes; "
+        raise ArgumentError(f"cannot write {str(path)!r}: '.{ext}' is not a picture format gfxsim writes; "
                          f"use .png or .svg")
     return ext
 

@@ -11,6 +11,7 @@ from .dtypes import ELEM_TYPES, ElemType, elem_type
 from .layout import Digit, OperandLayout
 from .matrix_insn import OPERANDS, AccumulatorPrecision, MatrixInstruction
 from .profile import ArchProfile
+from gfxsim.errors import NotFoundError
 
 ARCHS = {p.name: p for p in (gfx942.PROFILE, gfx90a.PROFILE, gfx936.PROFILE, *nvidia.PROFILES)}
 _ALIASES = {a: p.name for p in ARCHS.values() for a in p.aliases}
@@ -27,7 +28,7 @@ def get_arch(name) -> ArchProfile:
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
     if key not in ARCHS:
-        raise KeyError(f"unknown arch {name!r}; known: {', '.join(ARCHS)} "
+        raise NotFoundError(f"unknown arch {name!r}; known: {', '.join(ARCHS)} "
                        f"(aliases: {', '.join(sorted(_ALIASES))})")
     return ARCHS[key]
 

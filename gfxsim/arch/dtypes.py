@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import cache
+from gfxsim.errors import ArgumentError
 
 
 @cache
@@ -54,4 +55,4 @@ def elem_type(name: str) -> ElemType:
     try:
         return ELEM_TYPES[name]
     except KeyError:
-        raise ValueError(f"unknown element type {name!r}; known: {', '.join(ELEM_TYPES)}") from None
+        raise ArgumentError(f"unknown element type {name!r}; known: {', '.join(ELEM_TYPES)}") from None

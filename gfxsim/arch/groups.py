@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .matrix_insn import MatrixInstruction
+from gfxsim.errors import ArgumentError
 
 
 def _groups(lanes_of):
@@ -32,7 +33,7 @@ def scale_groups(insn: MatrixInstruction, operand: str = "D"):
 def layout_groups(lay):
     """``scale_groups`` of one C/D ``OperandLayout`` (a record's, or one a kernel assumed)."""
     if lay.operand not in ("C", "D"):
-        raise ValueError(f"scale groups are defined on the result (C/D), not operand {lay.operand!r}")
+        raise ArgumentError(f"scale groups are defined on the result (C/D), not operand {lay.operand!r}")
     t = lay.table()
     t = t[t["block"] == 0]
     rows = [frozenset(t["lane"][t["row"] == r].tolist()) for r in range(lay.rows)]
@@ -45,7 +46,7 @@ def tiled_groups(insn: MatrixInstruction, rows: int, cols: int, operand: str = "
     same lanes hold the same positions of every tile): SageAttention2's WARPQ rows x 64 tokens."""
     lay = insn.operand(operand)
     if rows % lay.rows or cols % lay.cols:
-        raise ValueError(f"a {rows}x{cols} tile is not made of whole {lay.rows}x{lay.cols} tiles of {insn.mnemonic}")
+        raise ArgumentError(f"a {rows}x{cols} tile is not made of whole {lay.rows}x{lay.cols} tiles of {insn.mnemonic}")
     rg, cg = scale_groups(insn, operand)
     return rg[np.arange(rows) % lay.rows], cg[np.arange(cols) % lay.cols]
 
@@ -55,7 +56,7 @@ def lane_groups(lay, rows: int, cols: int):
     C/D layout ``lay`` (whole tiles): the one scale a thread needs on M and the one on N. A layout
     where some lane holds rows (columns) of two groups has no per-thread scale: ValueError."""
     if rows % lay.rows or cols % lay.cols:
-        raise ValueError(f"a {rows}x{cols} tile is not made of whole {lay.rows}x{lay.cols} tiles")
+        raise ArgumentError(f"a {rows}x{cols} tile is not made of whole {lay.rows}x{lay.cols} tiles")
     rg, cg = layout_groups(lay)
     t = lay.table()
     t = t[t["block"] == 0]
@@ -65,7 +66,7 @@ def lane_groups(lay, rows: int, cols: int):
         for lane in range(lay.n_lanes):
             got = set(g[t[axis][t["lane"] == lane]].tolist())
             if len(got) != 1:
-                raise ValueError(f"lane {lane} holds {axis}s of groups {sorted(got)}: no per-thread {axis} scale")
+                raise ArgumentError(f"lane {lane} holds {axis}s of groups {sorted(got)}: no per-thread {axis} scale")
             per_lane[lane] = got.pop()
         out.append(per_lane)
     return out[0], out[1]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .matrix_insn import MatrixInstruction
+from gfxsim.errors import ArgumentError
 
 
 def k_lane_groups(lay) -> int:
@@ -29,15 +30,15 @@ def tokens_per_instruction(insn: MatrixInstruction, operand: str = "B", load_byt
     lay = insn.operand(operand)
     op = lay.operand
     if op not in ("A", "B"):
-        raise ValueError(f"token sets are defined for K-carrying operands A and B, not {operand!r}")
+        raise ArgumentError(f"token sets are defined for K-carrying operands A and B, not {operand!r}")
     if lay.elem_bits % 8:
-        raise ValueError(f"token sets need byte-sized elements; {insn.mnemonic} packs {lay.elem_bits}-bit "
+        raise ArgumentError(f"token sets need byte-sized elements; {insn.mnemonic} packs {lay.elem_bits}-bit "
                          f"elements in operand {op}")
     if load_bytes % 4 or load_bytes <= 0:
-        raise ValueError(f"load_bytes must be a positive multiple of 4 (got {load_bytes})")
+        raise ArgumentError(f"load_bytes must be a positive multiple of 4 (got {load_bytes})")
     k_axis, mn_axis = ("col", "row") if op == "A" else ("row", "col")
     if any(d.axis == mn_axis for d in lay.reg + lay.elem):
-        raise ValueError(f"token sets need all registers of a lane on one {'row' if op == 'A' else 'column'}; "
+        raise ArgumentError(f"token sets need all registers of a lane on one {'row' if op == 'A' else 'column'}; "
                          f"operand {op} of {insn.mnemonic} spreads a lane's registers over several")
     ebytes = lay.elem_bits // 8
     op_bytes = lay.n_regs * 4

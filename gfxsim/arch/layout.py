@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from gfxsim.errors import ArgumentError, OutOfRangeError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,9 +33,9 @@ class Digit:
 
     def __post_init__(self):
         if self.axis not in AXES:
-            raise ValueError(f"digit axis {self.axis!r} is not one of {AXES}")
+            raise ArgumentError(f"digit axis {self.axis!r} is not one of {AXES}")
         if self.extent < 1 or self.stride < 1:
-            raise ValueError(f"digit {self} needs extent >= 1 and stride >= 1")
+            raise ArgumentError(f"digit {self} needs extent >= 1 and stride >= 1")
 
 
 def _digits(spec) -> tuple[Digit, ...]:
@@ -68,11 +69,11 @@ class OperandLayout:
         for name in SLOTS:
             object.__setattr__(self, name, _digits(getattr(self, name)))
         if 32 % self.elem_bits:
-            raise ValueError(f"{self.operand}: element width {self.elem_bits} does not divide 32 bits")
+            raise ArgumentError(f"{self.operand}: element width {self.elem_bits} does not divide 32 bits")
         if self.n_lanes != self.wave_size:
-            raise ValueError(f"{self.operand}: lane digits cover {self.n_lanes} lanes, wave has {self.wave_size}")
+            raise ArgumentError(f"{self.operand}: lane digits cover {self.n_lanes} lanes, wave has {self.wave_size}")
         if self.n_elems > 32 // self.elem_bits:
-            raise ValueError(f"{self.operand}: {self.n_elems} elements of {self.elem_bits} bits overflow a 32-bit register")
+            raise ArgumentError(f"{self.operand}: {self.n_elems} elements of {self.elem_bits} bits overflow a 32-bit register")
         self._prove()
 
     # -- sizes -------------------------------------------------------------------------
@@ -160,7 +161,7 @@ class OperandLayout:
 
     def _check_int(self, name, value, limit):
         if not 0 <= value < limit:
-            raise IndexError(f"{self.operand}: {name} {value} out of range [0, {limit}) "
+            raise OutOfRangeError(f"{self.operand}: {name} {value} out of range [0, {limit}) "
                              f"for a {self.rows}x{self.cols}x{self.blocks}-block operand")
 
     def _check_range(self, name, value, limit):
@@ -168,7 +169,7 @@ class OperandLayout:
         bad = (value < 0) | (value >= limit)
         if np.any(bad):
             v = int(np.asarray(value)[bad].flat[0]) if np.ndim(value) else int(value)
-            raise IndexError(f"{self.operand}: {name} {v} out of range [0, {limit}) "
+            raise OutOfRangeError(f"{self.operand}: {name} {v} out of range [0, {limit}) "
                              f"for a {self.rows}x{self.cols}x{self.blocks}-block operand")
 
     # -- the proof and the whole tables ---------------------------------------------------
@@ -176,17 +177,17 @@ class OperandLayout:
         """The bijection, from the digits alone (the messages of the point-by-point check)."""
         n_slots = self.wave_size * self.n_regs * self.n_elems
         if n_slots != self.size:
-            raise ValueError(f"{self.operand}: {n_slots} register slots for {self.size} matrix elements")
+            raise ArgumentError(f"{self.operand}: {n_slots} register slots for {self.size} matrix elements")
         digits = [d for ds in (self.lane, self.reg, self.elem) for d in ds]
         axes = [(name, lim, sorted((d for d in digits if d.axis == name), key=lambda d: (d.stride, d.extent)))
                 for name, lim in (("row", self.rows), ("col", self.cols), ("block", self.blocks))]
         for name, lim, mine in axes:
             top = sum((d.extent - 1) * d.stride for d in mine)
             if top >= lim:
-                raise ValueError(f"{self.operand}: layout sends a slot to {name} {top} (size {lim})")
+                raise ArgumentError(f"{self.operand}: layout sends a slot to {name} {top} (size {lim})")
         for name, lim, mine in axes:
             if self._extent(mine) != lim or any(d.stride != s for d, s in zip(mine, _places(mine))):
-                raise ValueError(f"{self.operand}: layout is not a bijection (two slots hold one element)")
+                raise ArgumentError(f"{self.operand}: layout is not a bijection (two slots hold one element)")
 
     def _table_dict(self) -> dict:
         if self._tables is None:
@@ -199,17 +200,17 @@ class OperandLayout:
                                       np.arange(self.n_elems), indexing="ij")
         lane, reg, elem = lane.ravel(), reg.ravel(), elem.ravel()
         if lane.size != self.size:
-            raise ValueError(f"{self.operand}: {lane.size} register slots for {self.size} matrix elements")
+            raise ArgumentError(f"{self.operand}: {lane.size} register slots for {self.size} matrix elements")
         row, col, block = self.to_matrix(lane, reg, elem)
         for name, v, lim in (("row", row, self.rows), ("col", col, self.cols), ("block", block, self.blocks)):
             if v.min() < 0 or v.max() >= lim:
-                raise ValueError(f"{self.operand}: layout sends a slot to {name} {v.max()} (size {lim})")
+                raise ArgumentError(f"{self.operand}: layout sends a slot to {name} {v.max()} (size {lim})")
         flat = (block * self.rows + row) * self.cols + col
         if np.any(np.bincount(flat, minlength=self.size) != 1):
-            raise ValueError(f"{self.operand}: layout is not a bijection (two slots hold one element)")
+            raise ArgumentError(f"{self.operand}: layout is not a bijection (two slots hold one element)")
         back = self.to_register(row, col, block)
         if not all(np.array_equal(a, b) for a, b in zip(back, (lane, reg, elem))):
-            raise ValueError(f"{self.operand}: inverse map disagrees with forward map")
+            raise ArgumentError(f"{self.operand}: inverse map disagrees with forward map")
         table = np.zeros(self.size, dtype=[(n, np.int32) for n in SLOTS + AXES])
         for n, v in zip(SLOTS + AXES, (lane, reg, elem, row, col, block)):
             table[n] = v

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from .dtypes import ElemType, elem_type
 from .layout import OperandLayout
+from gfxsim.errors import ArgumentError
 
 OPERANDS = ("A", "B", "C", "D")
 OPERAND_FIELDS = {"A": "Src0", "B": "Src1", "C": "Src2", "D": "Vdst"}
@@ -43,14 +44,14 @@ class AccumulatorPrecision:
 
     def __post_init__(self):
         if self.rounding not in ROUNDINGS:
-            raise ValueError(f"accumulator rounding {self.rounding!r} is not one of {ROUNDINGS}")
+            raise ArgumentError(f"accumulator rounding {self.rounding!r} is not one of {ROUNDINGS}")
         if self.c_entry not in C_ENTRIES:
-            raise ValueError(f"accumulator c_entry {self.c_entry!r} is not one of {C_ENTRIES}")
+            raise ArgumentError(f"accumulator c_entry {self.c_entry!r} is not one of {C_ENTRIES}")
         if self.mantissa_bits is not None and not 1 <= self.mantissa_bits <= 40:
-            raise ValueError(f"accumulator mantissa_bits {self.mantissa_bits} outside 1..40")
+            raise ArgumentError(f"accumulator mantissa_bits {self.mantissa_bits} outside 1..40")
         if self.k_steps is not None and sorted(k for st in self.k_steps for k in st) != list(
                 range(sum(len(st) for st in self.k_steps))):
-            raise ValueError("accumulator k_steps must split 0..K-1, each K index once")
+            raise ArgumentError("accumulator k_steps must split 0..K-1, each K index once")
 
     def as_dict(self) -> dict:
         return {"mantissa_bits": self.mantissa_bits, "rounding": self.rounding, "c_entry": self.c_entry,
@@ -81,15 +82,15 @@ class MatrixInstruction:
 
     def __post_init__(self):
         if set(self.layouts) != set(OPERANDS):
-            raise ValueError(f"{self.mnemonic}: layouts must name exactly {OPERANDS}")
+            raise ArgumentError(f"{self.mnemonic}: layouts must name exactly {OPERANDS}")
         want = {"A": (self.M, self.K), "B": (self.K, self.N), "C": (self.M, self.N), "D": (self.M, self.N)}
         bits = {"A": self.a.bits, "B": self.b.bits, "C": self.cd.bits, "D": self.cd.bits}
         for op, lay in self.layouts.items():
             if (lay.rows, lay.cols, lay.blocks) != (*want[op], self.blocks):
-                raise ValueError(f"{self.mnemonic}: operand {op} layout is {lay.rows}x{lay.cols}x{lay.blocks}, "
+                raise ArgumentError(f"{self.mnemonic}: operand {op} layout is {lay.rows}x{lay.cols}x{lay.blocks}, "
                                  f"expected {want[op][0]}x{want[op][1]}x{self.blocks}")
             if lay.elem_bits != bits[op]:
-                raise ValueError(f"{self.mnemonic}: operand {op} layout uses {lay.elem_bits}-bit elements, "
+                raise ArgumentError(f"{self.mnemonic}: operand {op} layout uses {lay.elem_bits}-bit elements, "
                                  f"type says {bits[op]}")
 
     @property
@@ -107,7 +108,7 @@ class MatrixInstruction:
     def operand(self, name: str) -> OperandLayout:
         key = name.upper()
         if key not in self.layouts:
-            raise ValueError(f"{self.mnemonic}: unknown operand {name!r}; operands are A, B, C, D")
+            raise ArgumentError(f"{self.mnemonic}: unknown operand {name!r}; operands are A, B, C, D")
         return self.layouts[key]
 
     def elem_type_of(self, name: str) -> ElemType:

@@ -5,6 +5,7 @@ from dataclasses import dataclass, replace
 from collections.abc import Mapping
 
 from .matrix_insn import MatrixInstruction
+from gfxsim.errors import ArgumentError, NotFoundError
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,9 @@ class ArchProfile:
     def __post_init__(self):
         for m, insn in self.instructions.items():
             if m != insn.mnemonic:
-                raise ValueError(f"{self.name}: instruction key {m!r} != mnemonic {insn.mnemonic!r}")
+                raise ArgumentError(f"{self.name}: instruction key {m!r} != mnemonic {insn.mnemonic!r}")
             if insn.wave_size != self.wave_size:
-                raise ValueError(f"{self.name}: {m} is laid out for wave{insn.wave_size}, arch is wave{self.wave_size}")
+                raise ArgumentError(f"{self.name}: {m} is laid out for wave{insn.wave_size}, arch is wave{self.wave_size}")
 
     def with_accumulator(self, mnemonic: str, accumulator, name: str | None = None) -> ArchProfile:
         """This profile with one instruction's accumulator record replaced (e.g. sm_89's FP8 mma
@@ -43,7 +44,7 @@ class ArchProfile:
         key = mnemonic.strip().lower()
         if key in self.instructions:
             return self.instructions[key]
-        raise KeyError(f"{self.name} has no matrix instruction {mnemonic!r}; "
+        raise NotFoundError(f"{self.name} has no matrix instruction {mnemonic!r}; "
                        f"it has: {', '.join(self.instructions)}")
 
     def __repr__(self):

@@ -29,6 +29,7 @@ from . import semantics
 from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
 from .operands import Operands, parse_instruction_operands
 from .state import AsmError, WaveState
+from gfxsim.errors import ArgumentTypeError
 
 if TYPE_CHECKING:
     from .parse import Kernel
@@ -292,7 +293,7 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     options = launch_options(options, dict(trace=trace, provenance=provenance, check_races=check_races, batch=batch,
                                      progress=progress, fold=fold))
     if isinstance(kernel, str):
-        raise TypeError(f"run_asm({kernel!r}): pass a parsed Kernel (gfxsim.asm.parse), not a name")
+        raise ArgumentTypeError(f"run_asm({kernel!r}): pass a parsed Kernel (gfxsim.asm.parse), not a name")
     if options.lds_bytes is not None:
         raise LaunchError(f"{kernel.name}: the kernel descriptor sets its LDS size; options.lds_bytes must be None")
     program = program_of(kernel)

@@ -25,6 +25,7 @@ import sys
 from typing import NamedTuple
 
 from .failures import EXIT_HELP, EXIT_INTERRUPTED
+from gfxsim.errors import NotFoundError
 
 PLUGIN_GROUP = "gfxsim.commands"
 DESCRIPTION = ("wave64 matrix-instruction simulator and fragment-mapping debugger (Hygon gfx936 MMAC, "
@@ -210,7 +211,7 @@ def build_parser(names=None) -> argparse.ArgumentParser:
     if names is not None:
         unknown = set(names) - {c.name for c in cmds}
         if unknown:
-            raise KeyError(f"unknown gfxsim command(s): {', '.join(sorted(unknown))}")
+            raise NotFoundError(f"unknown gfxsim command(s): {', '.join(sorted(unknown))}")
         cmds = [c for c in cmds if c.name in names]
     return _parser(cmds, [])
 

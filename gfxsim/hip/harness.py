@@ -30,6 +30,7 @@ from ..errors import GfxSimError
 from . import build as hipbuild
 from .project import Project
 from .toolchain import ToolchainError, get_target
+from gfxsim.errors import ArgumentError, located
 
 HIPCC_HINT = "apt-get install -y --no-install-recommends hipcc"
 # Host code only, so any offload arch Debian's hipcc (clang-15) knows will do; naming one keeps
@@ -54,7 +55,7 @@ def build_host(*, project: Project, force: bool = False) -> Path:
     hipcc = find_hipcc()
     host_source = project.harness_source
     if not host_source.is_file():
-        raise FileNotFoundError(f"{host_source}: the harness host program is not in the project's sources")
+        raise located(FileNotFoundError, f"{host_source}: the harness host program is not in the project's sources")
     out_dir = project.build / "harness"
     out_dir.mkdir(parents=True, exist_ok=True)
     exe, rec_path = out_dir / "run_kernel", out_dir / hipbuild.RECORD
@@ -69,7 +70,7 @@ def build_host(*, project: Project, force: bool = False) -> Path:
     r = subprocess.run([*cmd[:-1], str(tmp)], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise ValueError(f"hipcc failed on {host_source} (exit {r.returncode}):\n{' '.join(cmd)}\n{r.stderr.strip()}")
+        raise ArgumentError(f"hipcc failed on {host_source} (exit {r.returncode}):\n{' '.join(cmd)}\n{r.stderr.strip()}")
     os.replace(tmp, exe)
     rec_path.write_text(json.dumps(record, indent=2) + "\n")
     return exe
@@ -93,15 +94,15 @@ def _value_bytes(name: str, value, size: int) -> bytes:
     if isinstance(value, np.generic):
         data = value.tobytes()
     elif isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"argument {name}: pass a sized numpy scalar, not a bool")
+        raise ArgumentError(f"argument {name}: pass a sized numpy scalar, not a bool")
     elif isinstance(value, int):
         data = np.array(value, {4: np.int32, 8: np.int64}.get(size, np.int32)).tobytes()
     elif isinstance(value, float):
         data = np.array(value, {4: np.float32, 8: np.float64}.get(size, np.float32)).tobytes()
     else:
-        raise ValueError(f"argument {name}: a by-value argument needs a number, got {type(value).__name__}")
+        raise ArgumentError(f"argument {name}: a by-value argument needs a number, got {type(value).__name__}")
     if len(data) != size:
-        raise ValueError(f"argument {name}: {len(data)} bytes given, the kernel takes {size}")
+        raise ArgumentError(f"argument {name}: {len(data)} bytes given, the kernel takes {size}")
     return data
 
 
@@ -111,16 +112,16 @@ def check_call(kernel: Kernel, args: Mapping[str, object], block: int | None) ->
     and run_on_sim check a call alike."""
     names = [a.get(".name") for a in kernel.metadata.get(".args", [])]
     if any(n is None for n in names):
-        raise ValueError(f"{kernel.name}: the metadata has unnamed arguments; compile with -fhip-kernel-arg-name")
+        raise ArgumentError(f"{kernel.name}: the metadata has unnamed arguments; compile with -fhip-kernel-arg-name")
     missing, extra = [n for n in names if n not in args], sorted(set(args) - set(names))
     if missing or extra:
-        raise ValueError(f"{kernel.name}({', '.join(names)}): " + "; ".join(
+        raise ArgumentError(f"{kernel.name}({', '.join(names)}): " + "; ".join(
             p for p in (f"missing {', '.join(missing)}" if missing else "",
                         f"no argument named {', '.join(extra)}" if extra else "") if p))
     max_block = int(kernel.metadata.get(".max_flat_workgroup_size", 1024))
     block = block or max_block
     if block > max_block:
-        raise ValueError(f"{kernel.name}: block {block} > .max_flat_workgroup_size {max_block}")
+        raise ArgumentError(f"{kernel.name}: block {block} > .max_flat_workgroup_size {max_block}")
     return names, block
 
 
@@ -136,13 +137,13 @@ def write_manifest(kernel: Kernel, code_object: Path, grid, args: Mapping[str, o
         kind, value = a[".value_kind"], args[name]
         if kind == "global_buffer":
             if not isinstance(value, np.ndarray):
-                raise ValueError(f"argument {name}: a buffer needs a numpy array, got {type(value).__name__}")
+                raise ArgumentError(f"argument {name}: a buffer needs a numpy array, got {type(value).__name__}")
             np.save(workdir / f"{name}.npy", np.ascontiguousarray(value))
             lines.append(f"buffer {a['.offset']} {name}")
         elif kind == "by_value":
             lines.append(f"value {a['.offset']} {_value_bytes(name, value, int(a['.size'])).hex()}")
         else:
-            raise ValueError(f"{kernel.name}: argument {name} is {kind}; the twins take no hidden arguments "
+            raise ArgumentError(f"{kernel.name}: argument {name} is {kind}; the twins take no hidden arguments "
                              "(build them with -nogpuinc, without hip_runtime.h)")
     path = workdir / "manifest.txt"
     path.write_text("\n".join(lines) + "\n")
@@ -158,7 +159,7 @@ def run_on_gpu(entry: str, grid, args: Mapping[str, object], *, project: Project
         arch = "gfx942" if check else rocm_gpu()
     target = get_target(arch)
     if target.stand_in and not check:
-        raise ValueError(f"the {arch} build is a stand-in (gfx942 code with gfx936's D-layout formulas): it computes "
+        raise ArgumentError(f"the {arch} build is a stand-in (gfx942 code with gfx936's D-layout formulas): it computes "
                          "wrong results on real hardware; run gfx940/gfx941/gfx942 on a ROCm GPU")
     b, f = hipbuild.find_entry(entry, target.arch, project=project, defines=defines)
     host = build_host(project=project)
@@ -168,5 +169,6 @@ def run_on_gpu(entry: str, grid, args: Mapping[str, object], *, project: Project
         manifest = write_manifest(f.kernel(entry), b.code_object, grid, args, wd, block)
         r = subprocess.run([str(host), *(["--check"] if check else []), str(manifest)], capture_output=True, text=True)
         if r.returncode != 0:
-            raise RuntimeError(f"{host.name} {entry} failed (exit {r.returncode}): {r.stderr.strip() or r.stdout.strip()}")
+            raise located(RuntimeError, f"{host.name} {entry} failed (exit {r.returncode}): "
+                          f"{r.stderr.strip() or r.stdout.strip()}")
         return {name: np.load(wd / f"{name}.out.npy") for name, v in args.items() if isinstance(v, np.ndarray)}

@@ -10,13 +10,14 @@ from pathlib import Path
 from ..asm.inspect import Inspection, inspect_file
 from . import build as hipbuild
 from .project import Project
+from gfxsim.errors import ArgumentError
 
 
 def inspect(kernel: str, arch: str = "gfx942", *, project: Project | None = None, defines=()) -> Inspection:
     if kernel.endswith(".s"):
         return inspect_file(Path(kernel), label=kernel)
     if project is None:
-        raise ValueError(f"inspect {kernel!r}: a kernel name needs a Project (its sources and build folder); "
+        raise ArgumentError(f"inspect {kernel!r}: a kernel name needs a Project (its sources and build folder); "
                          "only a .s path needs none")
     if kernel in project.kernels:
         b = hipbuild.build([kernel], arch, project=project, defines=defines)[0]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from gfxsim.errors import ArgumentError, NotFoundError
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ class Entry:
         for n, fn in self.options:
             if n == name:
                 return fn
-        raise KeyError(f"{self.mnemonic} has no option {name!r}; it has {[n for n, _ in self.options] or 'none'}")
+        raise NotFoundError(f"{self.mnemonic} has no option {name!r}; it has {[n for n, _ in self.options] or 'none'}")
 
 
 TABLE: dict[str, Entry] = {}
@@ -99,9 +100,9 @@ def define(mnemonic: str, srcs, result: str, fn: Callable[..., np.ndarray], rule
            asm: str | None = "valu", expands=(), **options: Callable[..., np.ndarray]) -> Entry:
     """Add one entry (a mnemonic defined twice is an error)."""
     if mnemonic in TABLE:
-        raise ValueError(f"ISA entry {mnemonic} defined twice")
+        raise ArgumentError(f"ISA entry {mnemonic} defined twice")
     if asm not in ASM_FORMS:
-        raise ValueError(f"{mnemonic}: asm form {asm!r} is not one of {ASM_FORMS}")
+        raise ArgumentError(f"{mnemonic}: asm form {asm!r} is not one of {ASM_FORMS}")
     rev = not mnemonic.startswith("pseudo.") and mnemonic.split("_")[1].endswith("rev")
     e = Entry(mnemonic, tuple(srcs), result, fn, rule, asm, tuple(options.items()), tuple(expands), rev)
     TABLE[mnemonic] = e

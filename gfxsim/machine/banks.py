@@ -16,6 +16,7 @@ from functools import cache
 
 from .jit import njit
 import numpy as np
+from gfxsim.errors import ArgumentError
 
 _B128_PAIR = (0, 1, 2, 3, 1, 0, 3, 2)     # 4-lane group q (0..7 in a half) -> its phase in that half
 
@@ -31,7 +32,7 @@ def phases(nbytes: int, lanes: int = 64, rule: str = "gfx9") -> np.ndarray:
     Programming Guide, "Shared Memory" of compute capability 5.x and later)."""
     l = np.arange(lanes)
     if rule not in RULES:
-        raise ValueError(f"unknown bank-conflict rule {rule!r}; known: {', '.join(RULES)}")
+        raise ArgumentError(f"unknown bank-conflict rule {rule!r}; known: {', '.join(RULES)}")
     if rule == "nvidia":
         ph = (l * max(1, nbytes // 4)) // 32
     elif nbytes <= 4:
@@ -224,7 +225,7 @@ def bank_conflicts_batched(addr: np.ndarray, active: np.ndarray, nbytes: int, ba
     if active.ndim == 1:
         active = active.reshape(-1, lanes)
     if addr.ndim != 2 or addr.shape != active.shape or addr.shape[1] != lanes:
-        raise ValueError(f"addr {addr.shape} and active {active.shape} must both be [members, {lanes}]")
+        raise ArgumentError(f"addr {addr.shape} and active {active.shape} must both be [members, {lanes}]")
     addr = np.asarray(addr, np.int64)
     members = addr.shape[0]
     out = np.zeros((3, members), np.int64)

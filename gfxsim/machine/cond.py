@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+from gfxsim.errors import ArgumentTypeError
 
 
 class Cond:
@@ -15,7 +16,7 @@ class Cond:
     def __or__(self, o): return Cond(self.mask | mask_of(o))
     def __invert__(self): return Cond(~self.mask)
     def __bool__(self):
-        raise TypeError("a per-lane condition has no single truth value: use w.if_(c), w.any(c) or w.all(c)")
+        raise ArgumentTypeError("a per-lane condition has no single truth value: use w.if_(c), w.any(c) or w.all(c)")
 
 
 def mask_of(c) -> np.ndarray:

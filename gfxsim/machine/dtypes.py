@@ -5,6 +5,7 @@ import numpy as np
 
 from ..arch.dtypes import ELEM_TYPES
 from ..isa.pseudo import div_const, mod_const      # the numbers of x // d and x % d by a literal
+from gfxsim.errors import ArgumentError, NotFoundError
 
 _NATIVE = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32, "u32": np.uint32,
            "f16": np.float16, "f32": np.float32, "f64": np.float64, "i64": np.int64, "u64": np.uint64}
@@ -18,7 +19,7 @@ class _Types(dict):
         if name in ELEM_TYPES:
             got = self[name] = np.dtype(ELEM_TYPES[name].numpy)
             return got
-        raise KeyError(name)
+        raise NotFoundError(name)
 
     def resolve_all(self):
         for name in ELEM_TYPES:
@@ -42,7 +43,7 @@ def np_dtype(name: str) -> np.dtype:
     try:
         return NP[name]
     except KeyError:
-        raise ValueError(f"unknown register element type {name!r}; known: {', '.join(NAMES)}") from None
+        raise ArgumentError(f"unknown register element type {name!r}; known: {', '.join(NAMES)}") from None
 
 
 def dtype_name(dt) -> str:
@@ -53,12 +54,12 @@ def dtype_name(dt) -> str:
     try:
         d = np.dtype(dt)
     except TypeError:
-        raise ValueError(f"unknown register element type {dt!r}; known: {', '.join(NAMES)}") from None
+        raise ArgumentError(f"unknown register element type {dt!r}; known: {', '.join(NAMES)}") from None
     table = NP if d.kind in "biuf" and d.name in {np.dtype(t).name for t in _NATIVE.values()} else NP.resolve_all()
     for k, v in list(table.items()):
         if v == d:
             return k
-    raise ValueError(f"no register type for numpy dtype {d}; known: {', '.join(NAMES)}")
+    raise ArgumentError(f"no register type for numpy dtype {d}; known: {', '.join(NAMES)}")
 
 
 def itemsize(name: str) -> int:
@@ -76,7 +77,7 @@ def from_bytes(raw: np.ndarray, name: str) -> np.ndarray:
     dt = np_dtype(name)
     nb, lanes = raw.shape
     if nb % dt.itemsize:
-        raise ValueError(f"{nb} bytes do not hold a whole number of {name} elements")
+        raise ArgumentError(f"{nb} bytes do not hold a whole number of {name} elements")
     return np.ascontiguousarray(raw.T).view(dt).reshape(lanes, -1).T.copy()
 
 

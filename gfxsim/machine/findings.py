@@ -7,6 +7,7 @@ finding then counts them, ``details["count"]``). An empty key means every report
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from gfxsim.errors import ArgumentError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,7 +142,7 @@ class Finding:
 
     def __post_init__(self):
         if self.kind not in REGISTRY:
-            raise ValueError(f"unknown finding kind {self.kind!r}; known: {', '.join(REGISTRY)}")
+            raise ArgumentError(f"unknown finding kind {self.kind!r}; known: {', '.join(REGISTRY)}")
 
     @property
     def is_performance(self) -> bool:
@@ -172,7 +173,7 @@ class FindingLog:
     def report(self, kind: str, message: str, details: dict, **coords) -> Finding:
         k = REGISTRY.get(kind)
         if k is None:
-            raise ValueError(f"unknown finding kind {kind!r}; known: {', '.join(REGISTRY)}")
+            raise ArgumentError(f"unknown finding kind {kind!r}; known: {', '.join(REGISTRY)}")
         rec = k.details(**details)            # the kind's fields, no more, no fewer
         d = {f.name: getattr(rec, f.name) for f in fields(rec)}     # the reporter's values (made for it)
         key = None

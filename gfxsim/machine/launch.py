@@ -27,6 +27,7 @@ from .provenance import WideSets
 from .trace import Trace
 from .wave import Wave
 from .workgroup import Workgroup
+from gfxsim.errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["launch", "run_grid", "run_batch", "Machine", "Run", "LaunchOptions", "fold_default", "GC_BATCH"]
 
@@ -50,7 +51,7 @@ class Machine:
         self.check_races = check_races
         self.lds_bytes = lds_bytes or self.arch.lds_bytes
         if self.lds_bytes > self.arch.lds_bytes:
-            raise ValueError(f"{kernel_name}: {self.lds_bytes} B of LDS requested, {self.arch.name} has "
+            raise ArgumentError(f"{kernel_name}: {self.lds_bytes} B of LDS requested, {self.arch.name} has "
                              f"{self.arch.lds_bytes}")
         self.log = FindingLog(kernel_name)
         self.findings = self.log.findings
@@ -141,9 +142,9 @@ class Run:
         wg = self._wave_of(workgroup, wave)
         lanes = get_arch(self.arch).wave_size
         if not 0 <= int(lane) < lanes:
-            raise ValueError(f"lane {lane}: a wave of {self.arch} has lanes 0..{lanes - 1}")
+            raise ArgumentError(f"lane {lane}: a wave of {self.arch} has lanes 0..{lanes - 1}")
         if int(reg) < 0:
-            raise ValueError(f"register {reg}: VGPR numbers start at 0")
+            raise ArgumentError(f"register {reg}: VGPR numbers start at 0")
         return self.trace.history(wg, wave, lane, reg)
 
     def _wave_of(self, workgroup, wave) -> tuple:
@@ -151,9 +152,9 @@ class Run:
         ran would give an empty stepper that looks like a wave which did nothing)."""
         wg = _wg(workgroup)
         if any(not 0 <= g < n for g, n in zip(wg, self.grid)):
-            raise ValueError(f"workgroup {wg} is outside the grid {self.grid}")
+            raise ArgumentError(f"workgroup {wg} is outside the grid {self.grid}")
         if not 0 <= int(wave) < self.waves_per_group:
-            raise ValueError(f"wave {wave}: the launch ran {self.waves_per_group} wave(s) per workgroup "
+            raise ArgumentError(f"wave {wave}: the launch ran {self.waves_per_group} wave(s) per workgroup "
                              f"(0..{self.waves_per_group - 1})")
         return wg
 
@@ -215,18 +216,18 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     options = launch_options(options, given)
     prof = get_arch(arch)
     if not 1 <= waves_per_group <= 16:
-        raise ValueError(f"waves_per_group must be 1..16, got {waves_per_group}")
+        raise ArgumentError(f"waves_per_group must be 1..16, got {waves_per_group}")
     grid = _wg(grid, fill=1)
     if any(g < 1 for g in grid):
-        raise ValueError(f"grid {grid} has an empty dimension")
+        raise ArgumentError(f"grid {grid} has an empty dimension")
     named: dict = {}
     for a in list(args) + list((kwargs or {}).values()):
         if isinstance(a, np.ndarray):
-            raise TypeError("pass device memory as gfxsim Buffer objects, not bare numpy arrays "
+            raise ArgumentTypeError("pass device memory as gfxsim Buffer objects, not bare numpy arrays "
                             f"(got an array of shape {a.shape})")
         if isinstance(a, Buffer):      # findings and stored provenance name a buffer by its name
             if named.setdefault(a.name, a) is not a:
-                raise ValueError(f"two different Buffers are named {a.name!r}: give each its own name")
+                raise ArgumentError(f"two different Buffers are named {a.name!r}: give each its own name")
     kname = name or getattr(kernel, "__name__", "kernel")
     m = Machine(prof, kname, trace=options.trace, provenance=options.provenance, check_races=options.check_races,
                 lds_bytes=options.lds_bytes, declared=declared_fields(list(args) + list((kwargs or {}).values())),
@@ -240,11 +241,11 @@ def launch_options(options: LaunchOptions | None, given: dict) -> LaunchOptions:
     if options is None:
         return LaunchOptions(**given)
     if not isinstance(options, LaunchOptions):
-        raise TypeError(f"options must be a LaunchOptions, got {type(options).__name__}")
+        raise ArgumentTypeError(f"options must be a LaunchOptions, got {type(options).__name__}")
     defaults = LaunchOptions()
     both = [k for k, v in given.items() if v != getattr(defaults, k)]
     if both:
-        raise ValueError(f"got options= and {', '.join(k + '=' for k in both)}: give each setting once")
+        raise ArgumentError(f"got options= and {', '.join(k + '=' for k in both)}: give each setting once")
     return options
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .jit import njit
 import numpy as np
+from gfxsim.errors import ArgumentError, OutOfRangeError
 
 MAX_WAVES = 64
 
@@ -34,7 +35,7 @@ def track(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, 
     for m in range(members):
         for l in range(lanes):
             if active[m, l] and (addr[m, l] < 0 or addr[m, l] + nbytes > size):
-                raise IndexError("LDS access outside the member's LDS")
+                raise OutOfRangeError("LDS access outside the member's LDS")
     hit_lane = np.full(members, -1, np.int64)
     hit_addr = np.full(members, -1, np.int64)
     hit_wave = np.full(members, -1, np.int64)
@@ -107,7 +108,7 @@ class RaceState:
         if active.ndim == 1:
             active = active.reshape(addr.shape)
         if addr.shape != active.shape or addr.shape[0] != self.members:
-            raise ValueError(f"addr {addr.shape} and active {active.shape} must be [{self.members}, lanes]")
+            raise ArgumentError(f"addr {addr.shape} and active {active.shape} must be [{self.members}, lanes]")
         _check_wave(wave)
         args = (np.ascontiguousarray(addr, np.int64), np.ascontiguousarray(active), int(nbytes), int(wave),
                 int(epoch), bool(is_write), self.w_wave, self.w_epoch, self.r_mask, self.r_epoch)
@@ -125,7 +126,7 @@ class RaceState:
 
 def _check_wave(wave):
     if not 0 <= int(wave) < MAX_WAVES:
-        raise ValueError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
+        raise ArgumentError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
 
 
 def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
@@ -141,7 +142,7 @@ def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mas
     size = w_wave.shape[1]
     bad = active & ((addr < 0) | (addr + nbytes > size))
     if bad.any():
-        raise IndexError("LDS access outside the member's LDS")
+        raise OutOfRangeError("LDS access outside the member's LDS")
     out = np.full((3, members), -1, np.int64)
     m, l = np.nonzero(active)                                # member-major, then lane order
     if m.size == 0:
@@ -184,7 +185,7 @@ def track_one(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_ma
         return out[0], out[1], out[2]
     base = addr[on]
     if base.min() < 0 or base.max() + nbytes > w_wave.shape[0]:
-        raise IndexError("LDS access outside the member's LDS")
+        raise OutOfRangeError("LDS access outside the member's LDS")
     a = (base[:, None] + np.arange(nbytes)).ravel()
     bit = np.uint64(1) << np.uint64(wave)
     ww = w_wave[a]

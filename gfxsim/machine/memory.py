@@ -12,6 +12,7 @@ import numpy as np
 
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
 from .provenance import WORDS, Mask, Prov
+from gfxsim.errors import ArgumentError, ArgumentTypeError, located
 
 
 def poison(n: int) -> np.ndarray:
@@ -107,11 +108,11 @@ class Buffer:
 
     def __init__(self, name: str, array: np.ndarray, tags: dict | None = None, *, written: bool = True):
         if not isinstance(array, np.ndarray):
-            raise TypeError(f"buffer {name!r}: expected a numpy array, got {type(array).__name__}")
+            raise ArgumentTypeError(f"buffer {name!r}: expected a numpy array, got {type(array).__name__}")
         if not isinstance(name, str) or not name:
-            raise TypeError(f"a buffer's name must be a non-empty str, got {name!r}")
+            raise ArgumentTypeError(f"a buffer's name must be a non-empty str, got {name!r}")
         if array.dtype.kind not in "biufc" or array.dtype.hasobject:
-            raise TypeError(f"buffer {name!r}: device memory holds numbers, got an array of dtype {array.dtype}")
+            raise ArgumentTypeError(f"buffer {name!r}: device memory holds numbers, got an array of dtype {array.dtype}")
         self.name = name
         self.array = np.ascontiguousarray(array)
         self.raw = self.array.reshape(-1).view(np.uint8)
@@ -119,11 +120,11 @@ class Buffer:
         for field, t in (tags or {}).items():
             t = np.asarray(t)
             if t.dtype.kind not in "iu":      # a tag is an identity (a token, a head): 2.5 is none
-                raise TypeError(f"buffer {name!r}: tag {field!r} must hold integers, got {t.dtype}")
+                raise ArgumentTypeError(f"buffer {name!r}: tag {field!r} must hold integers, got {t.dtype}")
             try:
                 np.broadcast_shapes(t.shape, self.array.shape)
             except ValueError:
-                raise ValueError(f"buffer {name!r}: tag {field!r} has shape {t.shape}, "
+                raise ArgumentError(f"buffer {name!r}: tag {field!r} has shape {t.shape}, "
                                  f"buffer has {self.array.shape}") from None
             self._tags[field] = t
         self._flat_tags = None
@@ -151,10 +152,10 @@ class Buffer:
             lo = np.broadcast_to(np.asarray(lo, np.int64), self.array.shape).reshape(-1)
             hi = np.broadcast_to(np.asarray(hi, np.int64), self.array.shape).reshape(-1)
         except ValueError:
-            raise ValueError(f"buffer {self.name!r}: expect({field!r}) bounds of shapes {np.shape(lo)}, "
+            raise ArgumentError(f"buffer {self.name!r}: expect({field!r}) bounds of shapes {np.shape(lo)}, "
                              f"{np.shape(hi)} do not broadcast to {self.array.shape}") from None
         if field.startswith("@"):
-            raise ValueError(f"buffer {self.name!r}: {field!r} is a reserved field")
+            raise ArgumentError(f"buffer {self.name!r}: {field!r} is a reserved field")
         self.expects[field] = (lo, hi, bool(exact))
         return self
 
@@ -354,13 +355,13 @@ class LDS:
         got = self.regions.get(name)
         if got is not None:
             if got.shape != tuple(shape) or got.dtype != dtype:
-                raise ValueError(f"LDS region {name!r} declared again with a different shape or type "
+                raise ArgumentError(f"LDS region {name!r} declared again with a different shape or type "
                                  f"({got.shape} {got.dtype} vs {tuple(shape)} {dtype})")
             return got
         off = -(-self.allocated // 16) * 16
         reg = LdsRegion(name, off, shape, dtype)
         if off + reg.nbytes > self.limit:
-            raise MemoryError(f"LDS region {name!r} ({reg.nbytes} B) does not fit: {off} B already "
+            raise located(MemoryError, f"LDS region {name!r} ({reg.nbytes} B) does not fit: {off} B already "
                               f"allocated of {self.limit} B")
         self.regions[name] = reg
         self.raw[name] = np.tile(poison(reg.stride), self.members)

@@ -10,6 +10,7 @@ from .provenance import Mask, WideSets
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import expand
 from .trace import MmaEvent
+from gfxsim.errors import ArgumentError
 
 
 class MmaRecord:
@@ -172,7 +173,7 @@ class MmaLog:
                  fold_shift: np.ndarray | None = None) -> int:
         """A new pair record (PairRecord's fields); returns its id."""
         if len(self.pairs) >= FOREIGN_BASE - PAIR_BASE:
-            raise OverflowError("more sums of matrix results than the provenance ids can name")
+            raise ArgumentError("more sums of matrix results than the provenance ids can name")
         self.pairs.append(PairRecord(left, right, site, member_base, fold_shift))
         return PAIR_BASE + len(self.pairs) - 1
 
@@ -194,7 +195,7 @@ class MmaLog:
             if l is log:
                 return (k + 1) * FOREIGN_BASE
         if len(self.foreign) >= 2:
-            raise OverflowError("a launch can read matrix results of at most two earlier launches")
+            raise ArgumentError("a launch can read matrix results of at most two earlier launches")
         self.foreign.append((log, wide))
         return len(self.foreign) * FOREIGN_BASE
 

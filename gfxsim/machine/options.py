@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from collections.abc import Callable
+from gfxsim.errors import ArgumentError
 
 MAX_STEPS = 50_000_000
 MAX_TRACE_BYTES = 8 << 30       # a third of a 24 GiB machine: a 16K decode's full trace is ~2.7 GiB
@@ -86,22 +87,22 @@ class LaunchOptions:
     def __post_init__(self):
         for name in ("trace", "provenance", "check_races"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise ArgumentError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.fold is not None and not isinstance(self.fold, bool):
-            raise ValueError(f"fold must be True, False or None (the environment's GFXSIM_FOLD), got {self.fold!r}")
+            raise ArgumentError(f"fold must be True, False or None (the environment's GFXSIM_FOLD), got {self.fold!r}")
         if self.lds_bytes is not None and (not _is_int(self.lds_bytes) or self.lds_bytes < 1):
-            raise ValueError(f"lds_bytes must be a positive number of bytes or None, got {self.lds_bytes!r}")
+            raise ArgumentError(f"lds_bytes must be a positive number of bytes or None, got {self.lds_bytes!r}")
         if not _is_int(self.batch) or self.batch < 1:
-            raise ValueError(f"batch must be >= 1, got {self.batch}")
+            raise ArgumentError(f"batch must be >= 1, got {self.batch}")
         if self.provenance_batch is not None and (not _is_int(self.provenance_batch) or self.provenance_batch < 1):
-            raise ValueError(f"provenance_batch must be >= 1 or None, got {self.provenance_batch!r}")
+            raise ArgumentError(f"provenance_batch must be >= 1 or None, got {self.provenance_batch!r}")
         if self.progress is not None and not callable(self.progress):
-            raise ValueError(f"progress must be a function progress(done, total) or None, got "
+            raise ArgumentError(f"progress must be a function progress(done, total) or None, got "
                              f"{type(self.progress).__name__}")
         if not _is_int(self.max_steps) or self.max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {self.max_steps!r}")
+            raise ArgumentError(f"max_steps must be >= 1, got {self.max_steps!r}")
         if self.max_trace_bytes is not None and (not _is_int(self.max_trace_bytes) or self.max_trace_bytes < 1):
-            raise ValueError(f"max_trace_bytes must be a positive number of bytes or None, got {self.max_trace_bytes!r}")
+            raise ArgumentError(f"max_trace_bytes must be a positive number of bytes or None, got {self.max_trace_bytes!r}")
 
     @property
     def folding(self) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from .jit import njit
 import numpy as np
+from gfxsim.errors import ArgumentError
 
 WORDS = 4                         # uint64 words per window
 WINDOW = 64 * WORDS               # values per window (tokens of a 256-token partition, 128 dims, ...)
@@ -102,7 +103,7 @@ class WideSets:
 
 class _NoWideSets(WideSets):
     def intern(self, values):
-        raise ValueError("bytes of one element hold sets in different windows: pass the machine's WideSets")
+        raise ArgumentError("bytes of one element hold sets in different windows: pass the machine's WideSets")
 
     union = intern
 
@@ -760,4 +761,4 @@ def broadcast_rows(p: Prov | None, rows: int) -> Prov | None:
         return p.map(lambda a: np.repeat(a, rows, axis=0))
     if rows % r == 0:
         return p.map(lambda a: np.tile(a, (rows // r,) + (1,) * (a.ndim - 1)))
-    raise ValueError(f"cannot broadcast {r} rows to {rows}")
+    raise ArgumentError(f"cannot broadcast {r} rows to {rows}")

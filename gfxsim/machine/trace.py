@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dtypes import to_bytes
+from gfxsim.errors import ArgumentError
 
 
 def words_of(val: np.ndarray) -> np.ndarray:
@@ -129,7 +130,7 @@ class MmaEvent(Event):
         from .summaries import expand
         op = str(operand).upper()
         if op not in ("A", "B"):
-            raise ValueError(f"operand {operand!r}: the K slots are A's and B's (\"A\" or \"B\")")
+            raise ArgumentError(f"operand {operand!r}: the K slots are A's and B's (\"A\" or \"B\")")
         insn = self.insn
         shape = (insn.blocks, insn.M, insn.K) if op == "A" else (insn.blocks, insn.K, insn.N)
         side = self.record.a if op == "A" else self.record.b

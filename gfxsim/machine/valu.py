@@ -17,6 +17,7 @@ from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .valueprov import elem_prov, merged, sum_of_results
 from .vgpr import VGPRs
+from gfxsim.errors import ArgumentError
 
 
 def bcast(x, n):
@@ -27,7 +28,7 @@ def bcast(x, n):
         return np.broadcast_to(x, (n,) + x.shape[1:])
     if n % x.shape[0] == 0:
         return np.tile(x, (n // x.shape[0],) + (1,) * (x.ndim - 1))
-    raise ValueError(f"cannot broadcast {x.shape[0]} elements to {n}")
+    raise ArgumentError(f"cannot broadcast {x.shape[0]} elements to {n}")
 
 
 class ValuOps:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, from_bytes, itemsize, np_dtype, to_bytes
+from gfxsim.errors import ArgumentTypeError, OutOfRangeError
 
 
 class VGPRs:
@@ -133,7 +134,7 @@ class VGPRs:
     def __getitem__(self, i) -> VGPRs:
         if isinstance(i, (int, np.integer)):
             if not -self.n <= i < self.n:
-                raise IndexError(f"element {i} of a {self.n}-element {self.dtype} value")
+                raise OutOfRangeError(f"element {i} of a {self.n}-element {self.dtype} value")
             i = int(i) % self.n
             return self._span(i, i + 1)
         if isinstance(i, slice) and i.step in (None, 1):
@@ -145,7 +146,7 @@ class VGPRs:
     def __setitem__(self, i, value):
         if isinstance(i, (int, np.integer)):
             if not -self.n <= i < self.n:
-                raise IndexError(f"element {i} of a {self.n}-element {self.dtype} value")
+                raise OutOfRangeError(f"element {i} of a {self.n}-element {self.dtype} value")
             i = slice(i % self.n, i % self.n + 1)
         idx = np.arange(self.n)[i]
         self.w._write_into(self, idx, value)
@@ -206,7 +207,7 @@ class VGPRs:
         return self.w._binary("mul", self, o, into=self)
 
     def __bool__(self):
-        raise TypeError("a per-lane value has no single truth value: use w.if_(cond), w.any(cond) or w.all(cond)")
+        raise ArgumentTypeError("a per-lane value has no single truth value: use w.if_(cond), w.any(cond) or w.all(cond)")
 
 
 def is_float(dtype: str) -> bool:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .dtypes import dtype_name, itemsize
 from .memory import Buffer, LdsRegion
+from gfxsim.errors import ArgumentError, ArgumentTypeError, OutOfRangeError
 
 
 class View:
@@ -25,7 +26,7 @@ class View:
 
     def __init__(self, w, mem, shape=None, dtype=None, base=0):
         if not isinstance(mem, (Buffer, LdsRegion)):
-            raise TypeError(f"a view needs a Buffer or an LDS region from w.shared(), got {type(mem).__name__}")
+            raise ArgumentTypeError(f"a view needs a Buffer or an LDS region from w.shared(), got {type(mem).__name__}")
         self.w, self.mem = w, mem
         self.dtype = dtype_name(dtype if dtype is not None else (mem.dtype if isinstance(mem, Buffer)
                                                                  else mem.dtype))
@@ -37,7 +38,7 @@ class View:
                 shape = (*shape[:-1], shape[-1] * scale // self.itemsize)
         self.shape = tuple(int(s) for s in shape)
         if not self.shape:
-            raise ValueError(f"a view of {self.name!r} needs at least one dimension")
+            raise ArgumentError(f"a view of {self.name!r} needs at least one dimension")
         self.base = base
         self.row_bytes = int(np.prod(self.shape[1:], dtype=np.int64)) * self.itemsize
 
@@ -63,7 +64,7 @@ class View:
         size = itemsize(dtype_name(dtype))
         flat = int(np.prod(self.shape)) * self.itemsize
         if flat % size:
-            raise ValueError(f"view of {self.name!r}: {flat} bytes are not whole {dtype_name(dtype)} elements")
+            raise ArgumentError(f"view of {self.name!r}: {flat} bytes are not whole {dtype_name(dtype)} elements")
         return View(self.w, self.mem, (flat // size,), dtype, self.base)
 
     def __repr__(self):
@@ -109,9 +110,9 @@ def view(w, mem, shape=None, dtype=None) -> View:
 
 def _check_index(v: View, i):
     if isinstance(i, (int, np.integer)) and not 0 <= int(i) < v.shape[0]:
-        raise IndexError(f"index {int(i)} out of range for dimension of size {v.shape[0]} of {v!r}")
+        raise OutOfRangeError(f"index {int(i)} out of range for dimension of size {v.shape[0]} of {v!r}")
     if isinstance(i, (slice, tuple)):
-        raise TypeError(f"{v!r}: index one dimension at a time (view[i][j]), with an int or a per-lane value")
+        raise ArgumentTypeError(f"{v!r}: index one dimension at a time (view[i][j]), with an int or a per-lane value")
 
 
 def _show(x):

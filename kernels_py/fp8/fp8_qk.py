@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .sage_layout import frag, sharers
+from gfxsim.errors import ArgumentError
 
 MMA = "v_mfma_f32_16x16x32_fp8_fp8"
 FP8 = "fp8"
@@ -64,10 +65,10 @@ def _quant(w, vals, lanes_of, reduce_lanes=True):
 def fp8_qk(w, q, k, s_out, *, context, head_dim, k_scale_on="N", record=None):
     """S [16, context] f32 of q [16, head_dim] and k [context, head_dim] (f32, quantized here)."""
     if k_scale_on not in ("N", "M", "K"):
-        raise ValueError(f"k_scale_on must be 'N' (fixed), 'M' or 'K' (defective), got {k_scale_on!r}")
+        raise ArgumentError(f"k_scale_on must be 'N' (fixed), 'M' or 'K' (defective), got {k_scale_on!r}")
     insn = w.insn(MMA)
     if context % insn.N or head_dim % insn.K:
-        raise ValueError(f"context {context} must be a multiple of {insn.N} and head_dim {head_dim} of {insn.K}")
+        raise ArgumentError(f"context {context} must be a multiple of {insn.N} and head_dim {head_dim} of {insn.K}")
     ar, ac = frag(insn, "A")
     br, bc = frag(insn, "B")
     dr, dc = frag(insn, "D")

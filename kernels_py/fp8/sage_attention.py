@@ -25,6 +25,7 @@ from gfxsim.arch.layout import OperandLayout
 from kernels_py.fragments import _lane_masks
 from .sage_layout import (BLKK, FP8_MAX, PV_MMA, QK_MMA, QMAX, S_FP8_OFFSET, WARPQ, frag, pv_a_from_qk,
                           row_slots, sharers)
+from gfxsim.errors import ArgumentError
 
 LOG2E = np.float32(1.4426950408889634)
 EPS = np.float32(1e-7)
@@ -89,11 +90,11 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     k/v [context, d] (smoothed on the host), ds [context] = mean(Q)·Kᵀ (0 without smooth-Q),
     vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``: causal, row r sees tokens <= q_pos0 + r."""
     if context % BLKK or head_dim % 32:
-        raise ValueError(f"context {context} must be a multiple of {BLKK}, head_dim {head_dim} of 32")
+        raise ArgumentError(f"context {context} must be a multiple of {BLKK}, head_dim {head_dim} of 32")
     mqk, mpv = w.insn(QK_MMA[qk]), w.insn(PV_MMA)
     qmax, kq = QMAX[qk], mqk.K
     if head_dim % kq:
-        raise ValueError(f"head_dim {head_dim} is not a multiple of {qk} K = {kq}")
+        raise ArgumentError(f"head_dim {head_dim} is not a multiple of {qk} K = {kq}")
     d_lay = mqk.operand("D")
     rgrp, cgrp = lane_groups(d_lay, WARPQ, BLKK)
     rgrp_used = rgrp if q_layout is None else lane_groups(q_layout, WARPQ, BLKK)[0]
@@ -108,10 +109,10 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     rg_tile, cg_tile = layout_groups(d_lay)
     a_grp = rg_tile[ar % mqk.M]
     if not (a_grp == rgrp[:, None]).all():
-        raise ValueError(f"{mqk.mnemonic}: a lane's A rows are not all in its D row group")
+        raise ArgumentError(f"{mqk.mnemonic}: a lane's A rows are not all in its D row group")
     b_grp = cg_tile[bc]
     if not (b_grp == b_grp[:, :1]).all():
-        raise ValueError(f"{mqk.mnemonic}: a lane's B columns span two token groups")
+        raise ArgumentError(f"{mqk.mnemonic}: a lane's B columns span two token groups")
     b_grp = b_grp[:, 0]
     q_sharers, k_sharers = sharers(rgrp), sharers(b_grp)
     k_src = np.array([np.nonzero(b_grp == c)[0][0] for c in cgrp])     # a B lane of D lane's token group
@@ -136,7 +137,7 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                                  4, "f32") for s in range(vr.shape[1])])
            for c in range(n_vc)] for dt in range(n_dt)]
     if not (vc == vc[:, :1]).all():
-        raise ValueError(f"{mpv.mnemonic}: a lane's B elements span two V columns")
+        raise ArgumentError(f"{mpv.mnemonic}: a lane's B elements span two V columns")
     v_sharers = sharers(vc[:, 0])                          # lanes holding one V column (dim)
     vs, vq = [], []
     for dt in range(n_dt):
@@ -240,10 +241,10 @@ def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provena
     from .sage_reference import SageConfig, smooth
     cfg = cfg or SageConfig(q_block=WARPQ)
     if cfg.granularity != "thread" or cfg.q_block != WARPQ:
-        raise ValueError(f"the kernel quantizes per thread with mean(Q) over its {WARPQ} rows; got "
+        raise ArgumentError(f"the kernel quantizes per thread with mean(Q) over its {WARPQ} rows; got "
                          f"granularity {cfg.granularity!r}, q_block {cfg.q_block}")
     if q.shape[0] != WARPQ:
-        raise ValueError(f"q must have {WARPQ} rows (one warp), got {q.shape}")
+        raise ArgumentError(f"q must have {WARPQ} rows (one warp), got {q.shape}")
     T, d = k.shape
     qs, ks, vs, ds, vm = smooth(q, k, v, cfg, T)
     rows = np.broadcast_to(np.arange(WARPQ)[:, None], (WARPQ, d))

@@ -13,6 +13,7 @@ loudly on a layout where they do not hold.
 from __future__ import annotations
 
 import numpy as np
+from gfxsim.errors import ArgumentError
 
 QK_MMA = {"int8": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
           "int4": "mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32"}
@@ -47,7 +48,7 @@ def contiguous_runs(insn, op, axis: str):
     per = rows.shape[1] // lay.n_regs
     r = along.reshape(lay.n_lanes, lay.n_regs, per)
     if not (np.diff(r, axis=2) == 1).all():
-        raise ValueError(f"{insn.mnemonic} {op}: a register's elements are not consecutive along {axis}")
+        raise ArgumentError(f"{insn.mnemonic} {op}: a register's elements are not consecutive along {axis}")
     return per
 
 
@@ -62,7 +63,7 @@ def row_slots(insn):
                 break
         else:
             if any((rows[:, g[0]] == rows[:, i]).any() for g in out):
-                raise ValueError(f"{insn.mnemonic}: D registers share rows on some lanes only")
+                raise ArgumentError(f"{insn.mnemonic}: D registers share rows on some lanes only")
             out.append([i])
     return out
 
@@ -72,7 +73,7 @@ def sharers(groups_per_lane):
     g = np.asarray(groups_per_lane)
     lists = [np.nonzero(g == x)[0] for x in g]
     if len({len(x) for x in lists}) != 1:
-        raise ValueError("groups of unequal size")
+        raise ArgumentError("groups of unequal size")
     return np.stack(lists)
 
 
@@ -87,7 +88,7 @@ def pv_a_from_qk(qk, pv):
     lanes, n_slots = arows.shape
     K, N = pv.K, qk.N
     if K % N:
-        raise ValueError(f"PV K {K} is not a whole number of QK n{N} tiles")
+        raise ArgumentError(f"PV K {K} is not a whole number of QK n{N} tiles")
     tiles = K // N
     source, perm = None, np.full(K, -1, np.int64)
     for lane in range(lanes):
@@ -98,15 +99,15 @@ def pv_a_from_qk(qk, pv):
             used = sum(1 for q in range(s) if arows[lane, q] == row)
             mine = [h for h in held if h[2] == row]
             if used >= len(mine):
-                raise ValueError(f"lane {lane}: A row {row} has more slots than QK results")
+                raise ArgumentError(f"lane {lane}: A row {row} has more slots than QK results")
             j, i, _, tok = mine[used]
             src.append((j, i))
             k = acols[lane, s]
             if perm[k] not in (-1, tok):
-                raise ValueError(f"K slot {k} would need tokens {perm[k]} and {tok}: no single V permutation")
+                raise ArgumentError(f"K slot {k} would need tokens {perm[k]} and {tok}: no single V permutation")
             perm[k] = tok
         if source is None:
             source = src
         elif src != source:
-            raise ValueError(f"lane {lane} packs its QK results in another order than lane 0")
+            raise ArgumentError(f"lane {lane} packs its QK results in another order than lane 0")
     return source, perm

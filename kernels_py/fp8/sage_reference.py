@@ -22,6 +22,7 @@ from gfxsim.arch.groups import tiled_groups
 from gfxsim.machine.accum import mma_f32
 
 from .sage_layout import BLKK, FP8_MAX, PV_MMA, QK_MMA, QMAX, S_FP8_OFFSET, WARPQ, pv_a_from_qk
+from gfxsim.errors import ArgumentError
 
 BLKQ = 128
 LOG2E = np.float32(1.4426950408889634)
@@ -44,12 +45,12 @@ class SageConfig:
 
     def __post_init__(self):
         if self.qk not in QK_MMA:
-            raise ValueError(f"qk must be one of {sorted(QK_MMA)}, got {self.qk!r}")
+            raise ArgumentError(f"qk must be one of {sorted(QK_MMA)}, got {self.qk!r}")
         if self.granularity not in GRANULARITIES:
-            raise ValueError(f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}")
+            raise ArgumentError(f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}")
         from gfxsim.arch.nvidia import ACCUMULATORS
         if self.pv_accumulator is not None and self.pv_accumulator not in ACCUMULATORS:
-            raise ValueError(f"pv_accumulator must be one of {sorted(ACCUMULATORS)}, got {self.pv_accumulator!r}")
+            raise ArgumentError(f"pv_accumulator must be one of {sorted(ACCUMULATORS)}, got {self.pv_accumulator!r}")
 
 
 def e4m3(x):

@@ -20,6 +20,7 @@ import numpy as np
 
 from gfxsim.arch import nvidia
 from gfxsim.machine.accum import accumulate, product_terms
+from gfxsim.errors import ArgumentError
 
 K_INSN = 32          # K of one FP8 instruction (mma.sync m16n8k32 / wgmma k32)
 
@@ -43,7 +44,7 @@ def pv(acc, p, v, block: int | None = None) -> np.ndarray:
     """O = P.V through k32 instructions under ``acc``; ``block`` tokens per fp32 buffer (None: one level)."""
     m, length = p.shape
     if length % K_INSN or (block and block % K_INSN):
-        raise ValueError(f"sequence length {length} and block {block} must be multiples of {K_INSN}")
+        raise ArgumentError(f"sequence length {length} and block {block} must be multiples of {K_INSN}")
     o = np.zeros((1, m, v.shape[1]), np.float32)
     buf = o
     for k0 in range(0, length, K_INSN):

@@ -20,6 +20,7 @@ from gfxsim.machine.options import BatchBounded, LaunchOptions
 from kernels_py.host.config import DecodeGeometry, check_gqa, check_partition_size
 from kernels_py.paged_attention_decode import PARTITION, paged_attention_decode, paged_attention_reduce
 from kernels_py.reference.int8_cache import PagedKVCache, build_paged_cache
+from gfxsim.errors import ArgumentError, ArgumentTypeError
 
 
 def cache_token_map(cache: PagedKVCache):
@@ -137,7 +138,7 @@ class HostSetup:
 def check_kernel(fn, what: str = "kernel") -> Callable:
     """``fn`` if it is callable, else a TypeError naming ``what`` and what it got."""
     if not callable(fn):
-        raise TypeError(f"{what} must be a kernel function fn(w, ...), got {type(fn).__name__} {fn!r}")
+        raise ArgumentTypeError(f"{what} must be a kernel function fn(w, ...), got {type(fn).__name__} {fn!r}")
     return fn
 
 
@@ -149,7 +150,7 @@ def kernel_options(fn, what: str, **opts) -> dict:
         if accepts(fn, k):
             out[k] = v
         elif v != default:
-            raise ValueError(f"{what} {getattr(fn, '__name__', fn)!r} takes no {k!r} keyword: {k}={v!r} does not apply")
+            raise ArgumentError(f"{what} {getattr(fn, '__name__', fn)!r} takes no {k!r} keyword: {k}={v!r} does not apply")
     return out
 
 
@@ -195,14 +196,14 @@ def decode_buffers(q, cache: PagedKVCache, *, arch="gfx936", partition_size=PART
     check_partition_size(partition_size)
     q = np.asarray(q, np.float32)
     if q.ndim != 3:
-        raise ValueError(f"decode needs q [num_seqs, num_heads, head_dim], got shape {q.shape}")
+        raise ArgumentError(f"decode needs q [num_seqs, num_heads, head_dim], got shape {q.shape}")
     num_seqs, num_heads, hd = q.shape
     kvh = cache.num_kv_heads
     check_gqa(num_heads, kvh)
     if hd != cache.head_dim:
-        raise ValueError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
+        raise ArgumentError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
     if num_seqs != len(cache.context_lens):
-        raise ValueError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
+        raise ArgumentError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
     bufs = cache_buffers(cache)
     max_parts = int(-(-int(cache.context_lens.max()) // partition_size))
     bufs["q"] = q_buffer(q)

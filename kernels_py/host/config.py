@@ -13,6 +13,7 @@ from typing import Literal, get_args
 from collections.abc import Callable
 
 from kernels_py.reference.int8_cache import BLOCK_SIZES, HEAD_DIMS
+from gfxsim.errors import ArgumentError
 
 Grouping = Literal["fragment", "contiguous"]
 Formula = Literal["derived", "gfx936", "gfx942"]
@@ -26,12 +27,12 @@ PARTITION = 256                       # 4 waves x 64 tokens: the decode's smalle
 def check_gqa(num_heads: int, num_kv_heads: int, what: str = "num_heads {h} / num_kv_heads {kv}") -> None:
     """The GQA rule every attention harness shares: an integer ratio of 1..16 query heads per kv head."""
     if num_kv_heads < 1 or num_heads % num_kv_heads or not 1 <= num_heads // num_kv_heads <= 16:
-        raise ValueError(f"{what.format(h=num_heads, kv=num_kv_heads)}: the GQA ratio must be an integer 1..16")
+        raise ArgumentError(f"{what.format(h=num_heads, kv=num_kv_heads)}: the GQA ratio must be an integer 1..16")
 
 
 def check_partition_size(partition_size: int, what: str = "partition_size") -> None:
     if partition_size < PARTITION or partition_size % PARTITION:
-        raise ValueError(f"{what} must be a multiple of {PARTITION} (4 waves x 64 tokens), got {partition_size}")
+        raise ArgumentError(f"{what} must be a multiple of {PARTITION} (4 waves x 64 tokens), got {partition_size}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,27 +61,27 @@ class RunConfig:
         from gfxsim.arch import get_arch
         get_arch(self.arch)
         if self.grouping not in GROUPINGS:
-            raise ValueError(f"--grouping must be fragment or contiguous, got {self.grouping!r}")
+            raise ArgumentError(f"--grouping must be fragment or contiguous, got {self.grouping!r}")
         if self.formula not in FORMULAS:
-            raise ValueError(f"--formula must be one of {', '.join(FORMULAS)}, got {self.formula!r}")
+            raise ArgumentError(f"--formula must be one of {', '.join(FORMULAS)}, got {self.formula!r}")
         if self.frontend not in FRONTENDS:
-            raise ValueError(f"--frontend must be python or asm, got {self.frontend!r}")
+            raise ArgumentError(f"--frontend must be python or asm, got {self.frontend!r}")
         if self.frontend == "asm" and (self.kernel_fn is not None or self.reduce_fn is not None):
             flag = "--kernel-fn" if self.kernel_fn is not None else "--reduce-fn"
-            raise ValueError(f"--frontend asm runs the compiled twin: it does not take {flag}")
+            raise ArgumentError(f"--frontend asm runs the compiled twin: it does not take {flag}")
         for name in ("kernel_fn", "reduce_fn"):
             fn = getattr(self, name)
             if fn is not None and not isinstance(fn, str) and not callable(fn):
-                raise ValueError(f"{name} must be a function or 'FILE.py:FN', got {type(fn).__name__}")
+                raise ArgumentError(f"{name} must be a function or 'FILE.py:FN', got {type(fn).__name__}")
         if self.head_dim not in HEAD_DIMS:
-            raise ValueError(f"--head-dim must be 64 or 128, got {self.head_dim}")
+            raise ArgumentError(f"--head-dim must be 64 or 128, got {self.head_dim}")
         if self.block_size not in BLOCK_SIZES:
-            raise ValueError(f"--block-size must be 16 or 32, got {self.block_size}")
+            raise ArgumentError(f"--block-size must be 16 or 32, got {self.block_size}")
         check_partition_size(self.partition_size, "--partition-size")
         if self.context < 1:
-            raise ValueError(f"--context must be >= 1, got {self.context}")
+            raise ArgumentError(f"--context must be >= 1, got {self.context}")
         if self.seed < 0:
-            raise ValueError(f"--seed must be >= 0, got {self.seed}")
+            raise ArgumentError(f"--seed must be >= 0, got {self.seed}")
         check_gqa(self.heads, self.kv_heads, "--heads {h} / --kv-heads {kv}")
 
     @classmethod
@@ -107,12 +108,12 @@ class RunConfig:
 
 def _check_head_dim(what: str, head_dim: int) -> None:
     if head_dim not in HEAD_DIMS:
-        raise ValueError(f"{what}: head_dim {head_dim} not in {HEAD_DIMS}")
+        raise ArgumentError(f"{what}: head_dim {head_dim} not in {HEAD_DIMS}")
 
 
 def _check_block_size(what: str, block_size: int) -> None:
     if block_size not in BLOCK_SIZES:
-        raise ValueError(f"{what}: block_size {block_size} not in {BLOCK_SIZES}")
+        raise ArgumentError(f"{what}: block_size {block_size} not in {BLOCK_SIZES}")
 
 
 class _Geometry:
@@ -140,7 +141,7 @@ class StandaloneGeometry(_Geometry):
         _check_head_dim(self.harness, self.head_dim)
         _check_block_size(self.harness, self.block_size)
         if self.context_len < 1 or self.num_kv_heads < 1:
-            raise ValueError(f"context_len {self.context_len} and num_kv_heads {self.num_kv_heads} must be >= 1")
+            raise ArgumentError(f"context_len {self.context_len} and num_kv_heads {self.num_kv_heads} must be >= 1")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,9 +158,9 @@ class PrefillGeometry(_Geometry):
         _check_head_dim("prefix_prefill", self.head_dim)
         _check_block_size("prefix_prefill", self.block_size)
         if self.num_heads % self.num_kv_heads:
-            raise ValueError(f"num_heads {self.num_heads} is not a multiple of num_kv_heads {self.num_kv_heads}")
+            raise ArgumentError(f"num_heads {self.num_heads} is not a multiple of num_kv_heads {self.num_kv_heads}")
         if not 1 <= self.query_len <= self.context_len:
-            raise ValueError(f"num_queries {self.query_len} must be 1..context_len {self.context_len}")
+            raise ArgumentError(f"num_queries {self.query_len} must be 1..context_len {self.context_len}")
 
 
 @dataclass(frozen=True, kw_only=True)

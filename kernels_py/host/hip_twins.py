@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from collections.abc import Callable
+from gfxsim.errors import ArgumentError
 
 if TYPE_CHECKING:       # the asm front end and the HIP build load when a twin first runs, not at start-up
     from gfxsim.hip.project import Project
@@ -139,7 +140,7 @@ def hip_project() -> Project:
 def asm_kernel_fn(kernel: str) -> CompiledTwin:
     """The compiled HIP twin of ``kernel`` as a kernel function with the Python twin's signature."""
     if kernel not in ASM_ENTRIES and kernel not in SECOND_KERNELS:
-        raise ValueError(f"--frontend asm runs {', '.join(sorted(ASM_ENTRIES))}; {kernel} is not wired to the asm "
+        raise ArgumentError(f"--frontend asm runs {', '.join(sorted(ASM_ENTRIES))}; {kernel} is not wired to the asm "
                          "front end yet")
     from kernels_py import int8_kv_cache, paged_attention_decode, prefix_prefill, pv_bf16, pv_int8, qk_int8
     python = {"qk_int8": qk_int8.qk_int8, "int8_kv_cache": int8_kv_cache.int8_kv_cache, "pv_bf16": pv_bf16.pv_bf16,

@@ -25,6 +25,7 @@ from kernels_py.reference import attention as R
 from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8,
                                              without_smooth_k)
 from kernels_py.workloads.inputs import prepare_inputs
+from gfxsim.errors import ArgumentError
 
 CHUNK = 64                # tokens per wave and iteration
 PREFILL_QUERIES = 64      # generated prefill queries: one workgroup's 4 x 16 rows
@@ -69,7 +70,7 @@ def _padded_w_v(p, cache: PagedKVCache):
 def _decode(cfg, inputs, swap):
     d = prepare_inputs(inputs=inputs, **cfg.shape())
     if d["q"].ndim != 3:
-        raise ValueError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
+        raise ArgumentError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
     kw = {"kernel": swap.kernel_fn} if swap.kernel_fn else {}
     if swap.reduce_fn:
         kw["reduce_kernel"] = swap.reduce_fn
@@ -181,7 +182,7 @@ def _prefill(cfg, inputs, swap):
     nq = min(PREFILL_QUERIES, cfg.context)
     d, cache = _inputs_and_cache(cfg, inputs, num_queries=nq)
     if d["q"].ndim != 4:
-        raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got {d['q'].shape}")
+        raise ArgumentError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got {d['q'].shape}")
     out, runs = run_prefill(d["q"], cache, grouping=cfg.grouping, trace=cfg.trace,
                             kernel=swap.kernel_fn or prefix_prefill, **_opts(cfg, swap))
     refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
@@ -223,15 +224,15 @@ def _sage(cfg, inputs, swap):
     from kernels_py.fp8.sage_reference import SageConfig, sage_head
     arch = get_arch(cfg.arch).name
     if arch not in ARCHS:
-        raise ValueError(f"sage_attention runs on the NVIDIA warp32 profiles {', '.join(ARCHS)}, not {arch}")
+        raise ArgumentError(f"sage_attention runs on the NVIDIA warp32 profiles {', '.join(ARCHS)}, not {arch}")
     d = prepare_inputs(inputs=inputs, num_queries=WARPQ,
                        **cfg.shape())
     if d["q"].ndim != 4 or d["q"].shape[1] < WARPQ:
-        raise ValueError(f"sage_attention needs prefill q [num_seqs, num_queries >= {WARPQ}, heads, head_dim], "
+        raise ArgumentError(f"sage_attention needs prefill q [num_seqs, num_queries >= {WARPQ}, heads, head_dim], "
                          f"got {d['q'].shape}")
     ctx = int(d["context_lens"][0])
     if ctx % BLKK:
-        raise ValueError(f"sage_attention needs a context that is a multiple of {BLKK}, got {ctx}")
+        raise ArgumentError(f"sage_attention needs a context that is a multiple of {BLKK}, got {ctx}")
     q = np.ascontiguousarray(d["q"][0, -WARPQ:, 0], np.float32)
     k = np.ascontiguousarray(d["k"][0, :ctx, 0], np.float32)
     v = np.ascontiguousarray(d["v"][0, :ctx, 0], np.float32)

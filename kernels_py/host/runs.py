@@ -16,6 +16,7 @@ from kernels_py.host.config import RunConfig
 from kernels_py.host.hip_twins import asm_kernel_fn
 from kernels_py.host.runners import KERNELS, REDUCE_KERNELS, Swap
 from kernels_py.reference import attention as R
+from gfxsim.errors import ArgumentError
 
 DEFAULTS = RunConfig()            # the defaults of every run option (RunConfig's field defaults)
 
@@ -194,20 +195,20 @@ def run_kernel(kernel: str, *, config: RunConfig | None = None, inputs=None, pro
     the second launch. ``frontend="asm"``: run the clang-compiled HIP twin (kernels_hip/) on the
     asm front end in the Python twin's place, with the same harness."""
     if kernel not in KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
+        raise ArgumentError(f"unknown kernel {kernel!r}; kernels: {', '.join(sorted(KERNELS))}")
     if config is None:
         unknown = set(params) - {f.name for f in dataclasses.fields(RunConfig)}
         if unknown:
-            raise ValueError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(RunConfig.names())}")
+            raise ArgumentError(f"unknown parameter(s) {sorted(unknown)}; known: {sorted(RunConfig.names())}")
         config = RunConfig(**params)
     elif params:
-        raise ValueError(f"run_kernel got config= and {', '.join(sorted(params))}: give each setting once")
+        raise ArgumentError(f"run_kernel got config= and {', '.join(sorted(params))}: give each setting once")
     cfg = config
     if cfg.provenance:              # numba starts while the data is generated (provenance's merges need it)
         from gfxsim.machine.jit import prewarm
         prewarm()
     if cfg.reduce_fn is not None and kernel not in REDUCE_KERNELS:
-        raise ValueError(f"--reduce-fn: {kernel} has no second kernel to swap (only "
+        raise ArgumentError(f"--reduce-fn: {kernel} has no second kernel to swap (only "
                          f"{', '.join(f'{k} ({v})' for k, v in REDUCE_KERNELS.items())})")
     shown = cfg.params()
     if cfg.frontend == "asm":

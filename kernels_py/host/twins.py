@@ -20,6 +20,7 @@ from kernels_py.pv_int8 import pv_int8, scale_group
 from kernels_py.qk_int8 import ROWS, qk_int8
 from kernels_py.reference import attention as R
 from kernels_py.reference.int8_cache import POISON_I8, PagedKVCache, gather_int8, quantize_int8
+from gfxsim.errors import ArgumentError
 
 WAVES = 4                 # waves per workgroup of every attention twin
 PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
@@ -33,7 +34,7 @@ def query_rows(q, num_kv_heads: int) -> np.ndarray:
     q = np.asarray(q, np.float32)
     q4 = q[:, None] if q.ndim == 3 else q
     if q4.ndim != 4:
-        raise ValueError(f"q must be [num_seqs, num_heads, head_dim] or [num_seqs, num_queries, num_heads, "
+        raise ArgumentError(f"q must be [num_seqs, num_heads, head_dim] or [num_seqs, num_queries, num_heads, "
                          f"head_dim], got shape {q.shape}")
     ratio = q4.shape[2] // num_kv_heads
     rows = q4[0, :, :ratio].reshape(-1, q4.shape[-1])[-ROWS:]
@@ -81,7 +82,7 @@ def qk_buffers(rows, cache: PagedKVCache) -> HostSetup:
     rows = np.asarray(rows, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
     if rows.shape != (ROWS, hd):
-        raise ValueError(f"qk_int8: q must be [{ROWS}, head_dim {hd}], got shape {rows.shape}")
+        raise ArgumentError(f"qk_int8: q must be [{ROWS}, head_dim {hd}], got shape {rows.shape}")
     bufs = cache_buffers(cache)
     bufs["q"] = Buffer("q", rows, {"row": np.arange(ROWS)[:, None], "dim": np.arange(hd)[None, :]})
     bufs["s_out"] = Buffer.empty("s_out", (ROWS, ctx), np.float32,
@@ -112,7 +113,7 @@ def pv_buffers(p, cache: PagedKVCache, what: str = "pv") -> HostSetup:
     p = np.asarray(p, np.float32)
     hd, ctx = cache.head_dim, int(cache.context_lens[0])
     if p.shape != (ROWS, ctx):
-        raise ValueError(f"{what}: P must be [{ROWS}, context_len {ctx}], got shape {p.shape}")
+        raise ArgumentError(f"{what}: P must be [{ROWS}, context_len {ctx}], got shape {p.shape}")
     bufs = cache_buffers(cache)
     bufs["p"] = Buffer("p", p, {"row": np.arange(ROWS)[:, None], "token": np.arange(ctx)[None, :]})
     bufs["out"] = Buffer.empty("out", (ROWS, hd), np.float32,
@@ -130,12 +131,12 @@ def run_pv(kernel, p, cache: PagedKVCache, *, arch="gfx936", grouping="fragment"
     pv_buffers); ``grouping`` is passed to it where it takes a ``grouping`` keyword (as pv_int8)."""
     if isinstance(kernel, str):
         if kernel not in PV_KERNELS:
-            raise ValueError(f"kernel must be one of {sorted(PV_KERNELS)} or a kernel function, got {kernel!r}")
+            raise ArgumentError(f"kernel must be one of {sorted(PV_KERNELS)} or a kernel function, got {kernel!r}")
         name, fn = kernel, PV_KERNELS[kernel]
     else:
         name, fn = getattr(check_kernel(kernel), "__name__", "pv"), kernel
     if fn is pv_bf16 and grouping != "fragment":
-        raise ValueError(f"pv_bf16 has no W scale: grouping {grouping!r} does not apply")
+        raise ArgumentError(f"pv_bf16 has no W scale: grouping {grouping!r} does not apply")
     if accepts(fn, "grouping"):
         scale_group(0, grouping)              # an unknown grouping fails before the launch
     setup = pv_buffers(p, cache, name)
@@ -152,15 +153,15 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     (ceil(num_queries / 64), num_heads) x 4 waves."""
     q = np.asarray(q, np.float32)
     if q.ndim != 4:
-        raise ValueError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got shape {q.shape}")
+        raise ArgumentError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got shape {q.shape}")
     num_seqs, nq, num_heads, hd = q.shape
     kvh = cache.num_kv_heads
     if hd != cache.head_dim:
-        raise ValueError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
+        raise ArgumentError(f"q head_dim {hd} != cache head_dim {cache.head_dim}")
     if num_seqs != len(cache.context_lens):
-        raise ValueError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
+        raise ArgumentError(f"q has {num_seqs} sequences, the cache {len(cache.context_lens)}")
     if nq < 1 or nq > int(cache.context_lens.min()):
-        raise ValueError(f"num_queries {nq} must be 1..context_len (context_lens {cache.context_lens.tolist()})")
+        raise ArgumentError(f"num_queries {nq} must be 1..context_len (context_lens {cache.context_lens.tolist()})")
     s = seq
     geo = PrefillGeometry(context_len=int(cache.context_lens[s]), query_len=nq, num_heads=num_heads, num_kv_heads=kvh,
                           head_dim=hd, block_size=cache.block_size)
@@ -215,21 +216,21 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
     key, value = np.asarray(key, np.float32), np.asarray(value, np.float32)
     slots = np.asarray(slot_mapping, np.int32)
     if key.ndim != 3 or key.shape != value.shape:
-        raise ValueError(f"key and value must both be [num_tokens, num_kv_heads, head_dim], got {key.shape} and "
+        raise ArgumentError(f"key and value must both be [num_tokens, num_kv_heads, head_dim], got {key.shape} and "
                          f"{value.shape}")
     n, kvh, hd = key.shape
     if n < 1:
-        raise ValueError("int8_kv_cache: no tokens")
+        raise ArgumentError("int8_kv_cache: no tokens")
     geo = KVCacheGeometry(num_kv_heads=kvh, head_dim=hd, block_size=block_size)
     if slots.shape != (n,):
-        raise ValueError(f"slot_mapping must be [num_tokens {n}], got shape {slots.shape}")
+        raise ArgumentError(f"slot_mapping must be [num_tokens {n}], got shape {slots.shape}")
     bad = (slots < -1) | (slots >= num_blocks * block_size)
     if bad.any():
-        raise ValueError(f"slot_mapping[{int(np.argmax(bad))}] = {int(slots[bad][0])} is outside "
+        raise ArgumentError(f"slot_mapping[{int(np.argmax(bad))}] = {int(slots[bad][0])} is outside "
                          f"[0, {num_blocks * block_size}) and not -1")
     kept = slots[slots >= 0]
     if np.unique(kept).size != kept.size:
-        raise ValueError("slot_mapping writes one slot twice")
+        raise ArgumentError("slot_mapping writes one slot twice")
     names = ("k_cache", "v_cache", "k_scale", "v_scale")
     # inputs tagged (token = input row, kv_head, dim); every cache element with the same fields of
     # the token its slot holds (-1: a slot no token maps to), so a store into another slot, head or

@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 
 from kernels_py.reference.int8_cache import PagedKVCache, gather_int8, quantize_int8, quantize_with_amax
+from gfxsim.errors import ArgumentError
 
 Grouping = Literal["fragment", "contiguous"]
 CHUNK = 64          # tokens per wave: two K=32 MMACs
@@ -34,13 +35,13 @@ def _split(q: np.ndarray, k: np.ndarray, context_lens):
     """Common shape checks; returns (q4 [S, nq, H, D], lens, ratio)."""
     q4 = q[:, None] if q.ndim == 3 else q
     if q4.ndim != 4 or k.ndim != 4:
-        raise ValueError(f"q must be 3-D (decode) or 4-D (prefill) and k 4-D; got {q.shape}, {k.shape}")
+        raise ArgumentError(f"q must be 3-D (decode) or 4-D (prefill) and k 4-D; got {q.shape}, {k.shape}")
     lens = np.asarray(context_lens, np.int64)
     num_heads, kvh = q4.shape[2], k.shape[2]
     if num_heads % kvh:
-        raise ValueError(f"num_heads {num_heads} is not a multiple of num_kv_heads {kvh}")
+        raise ArgumentError(f"num_heads {num_heads} is not a multiple of num_kv_heads {kvh}")
     if np.any(lens < q4.shape[1]):
-        raise ValueError(f"context_lens {lens.tolist()} shorter than num_queries {q4.shape[1]}")
+        raise ArgumentError(f"context_lens {lens.tolist()} shorter than num_queries {q4.shape[1]}")
     return q4, lens, num_heads // kvh
 
 
@@ -159,7 +160,7 @@ def quantize_w(w: np.ndarray, grouping: Grouping) -> tuple[np.ndarray, np.ndarra
     w = np.asarray(w, np.float32)
     *lead, T = w.shape
     if T % CHUNK:
-        raise ValueError(f"W has {T} tokens, not a multiple of {CHUNK}")
+        raise ArgumentError(f"W has {T} tokens, not a multiple of {CHUNK}")
     C = T // CHUNK
     if grouping == "fragment":
         wc = w.reshape(*lead, C, 4, 2, 8)                      # t = 16r + 8j + b
@@ -171,7 +172,7 @@ def quantize_w(w: np.ndarray, grouping: Grouping) -> tuple[np.ndarray, np.ndarra
         amax = np.abs(wc).max(axis=-1)
         wq, sw = quantize_with_amax(wc, amax[..., None])
         return wq.reshape(w.shape), sw[..., 0]
-    raise ValueError(f"grouping must be 'fragment' or 'contiguous', got {grouping!r}")
+    raise ArgumentError(f"grouping must be 'fragment' or 'contiguous', got {grouping!r}")
 
 
 def pv_int8_chunks(w: np.ndarray, vq: np.ndarray, grouping: Grouping) -> np.ndarray:
@@ -218,7 +219,7 @@ def _pv_chunks(w, vq, grouping: Grouping, pv: str) -> np.ndarray:
         return pv_int8_chunks(w, vq, grouping)
     if pv == "bf16":
         return pv_bf16_chunks(w, vq)
-    raise ValueError(f"pv must be 'int8' or 'bf16', got {pv!r}")
+    raise ArgumentError(f"pv must be 'int8' or 'bf16', got {pv!r}")
 
 
 def qk_int8_scores(qq: np.ndarray, sq: np.ndarray, kq: np.ndarray, sk: np.ndarray) -> np.ndarray:
@@ -245,7 +246,7 @@ def _decode_operands(cache: PagedKVCache, seq: int, g: int, T: int, pv: str):
     K f32 [ctx, hd], k_scale [ctx], V f32 as MMAC operands [T/64, 2, 32, hd] (pv "int8", see
     _pv_int8) or as 64-token chunks [T/64, 64, hd] (pv "bf16"), zero past the context, v_scale [ctx]."""
     if pv not in ("int8", "bf16"):
-        raise ValueError(f"pv must be 'int8' or 'bf16', got {pv!r}")
+        raise ArgumentError(f"pv must be 'int8' or 'bf16', got {pv!r}")
     blk = cache.seq_blocks(seq)
     ctx, bs, hd = int(cache.context_lens[seq]), cache.block_size, cache.head_dim
     kf = cache.k_cache[blk, g].transpose(0, 2, 1, 3).astype(np.float32, order="C").reshape(-1, hd)[:ctx]
@@ -269,7 +270,7 @@ def decode_int8_partials(q, cache: PagedKVCache, *, grouping: Grouping = "fragme
     twin (same int8 cache and QK), the PV-only side-by-side comparison."""
     q = np.asarray(q, np.float32)
     if partition_size % CHUNK:
-        raise ValueError(f"partition_size {partition_size} is not a multiple of {CHUNK}")
+        raise ArgumentError(f"partition_size {partition_size} is not a multiple of {CHUNK}")
     num_seqs, num_heads, hd = q.shape
     kvh = cache.num_kv_heads
     ratio = num_heads // kvh
@@ -363,7 +364,7 @@ def attention_int8(q, cache: PagedKVCache, *, grouping: Grouping = "fragment",
                                                       partition_size=partition_size, pv=pv))
     if q.ndim == 4:
         return prefill_int8(q, cache, grouping=grouping, pv=pv)
-    raise ValueError(f"q must be 3-D (decode) or 4-D (prefill), got shape {q.shape}")
+    raise ArgumentError(f"q must be 3-D (decode) or 4-D (prefill), got shape {q.shape}")
 
 
 def metrics(out, ref) -> dict[str, float]:

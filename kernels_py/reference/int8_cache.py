@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
+from gfxsim.errors import ArgumentError, OutOfRangeError
 
 QMAX = np.float32(127.0)
 POISON_I8 = -128            # never written by the producer: values are clamped to [-127, 127]
@@ -79,7 +80,7 @@ class PagedKVCache:
         n = int(self.context_lens[seq])
         blk = self.block_tables[seq, :-(-n // self.block_size)]
         if blk.size * self.block_size < n or np.any(blk < 0) or np.any(blk >= self.k_cache.shape[0]):
-            raise IndexError(f"block_tables[{seq}] has no valid block for some of its "
+            raise OutOfRangeError(f"block_tables[{seq}] has no valid block for some of its "
                              f"{n} tokens (block_size {self.block_size})")
         return blk
 
@@ -96,7 +97,7 @@ def make_block_tables(context_lens, block_size: int, *, seed: int = 0,
     total = int(need.sum())
     num_blocks = total + max(2, total // 8) if num_blocks is None else int(num_blocks)
     if num_blocks < total:
-        raise ValueError(f"num_blocks={num_blocks} < {total} blocks needed for context_lens {lens.tolist()}")
+        raise ArgumentError(f"num_blocks={num_blocks} < {total} blocks needed for context_lens {lens.tolist()}")
     perm = np.random.default_rng(seed).permutation(num_blocks)[:total]
     tables = np.full((lens.size, max(int(need.max(initial=0)), 1)), -1, np.int32)
     start = np.concatenate([[0], np.cumsum(need)])
@@ -200,7 +201,7 @@ def check_cache_size(block_tables, need, num_blocks: int, kvh: int, hd: int, blo
         return
     s, j = max(((s, j) for s, n in enumerate(need) for j in range(int(n))), key=lambda sj: block_tables[sj])
     gib = 1 << 30
-    raise ValueError(f"block_tables: sequence {s} entry {j} is block {int(block_tables[s, j])}, so the cache "
+    raise ArgumentError(f"block_tables: sequence {s} entry {j} is block {int(block_tables[s, j])}, so the cache "
                      f"would hold {num_blocks} blocks ({nbytes / gib:.1f} GiB), more than the "
                      f"{available / gib:.1f} GiB of memory available; the contexts use {int(sum(need))} blocks: "
                      f"number them from 0")
@@ -221,20 +222,20 @@ def build_paged_cache(k, v, context_lens, *, block_size: int = 16, smooth_k: boo
     lens = np.asarray(context_lens, np.int32)
     num_seqs, _, kvh, hd = k.shape
     if hd not in HEAD_DIMS:
-        raise ValueError(f"head_dim {hd} not in {HEAD_DIMS}")
+        raise ArgumentError(f"head_dim {hd} not in {HEAD_DIMS}")
     if block_size not in BLOCK_SIZES:
-        raise ValueError(f"block_size {block_size} not in {BLOCK_SIZES}")
+        raise ArgumentError(f"block_size {block_size} not in {BLOCK_SIZES}")
     if block_tables is None:
         block_tables, num_blocks = make_block_tables(lens, block_size, seed=seed, num_blocks=num_blocks)
     else:
         block_tables = np.asarray(block_tables, np.int32)
         need = -(-lens.astype(np.int64) // block_size)
         if block_tables.shape[0] != num_seqs or block_tables.shape[1] < need.max(initial=0):
-            raise ValueError(f"block_tables shape {block_tables.shape} cannot hold context_lens "
+            raise ArgumentError(f"block_tables shape {block_tables.shape} cannot hold context_lens "
                              f"{lens.tolist()} with block_size {block_size}")
         used = np.concatenate([block_tables[s, :n] for s, n in enumerate(need)])
         if np.any(used < 0) or np.unique(used).size != used.size:
-            raise ValueError("block_tables: a block used by a context is negative or used twice")
+            raise ArgumentError("block_tables: a block used by a context is negative or used twice")
         num_blocks = max(int(used.max(initial=-1)) + 1, num_blocks or 0)
         check_cache_size(block_tables, need, num_blocks, kvh, hd, block_size, available)
     slots = slot_mapping_for(block_tables, lens, block_size)

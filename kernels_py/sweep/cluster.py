@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import uuid
+from gfxsim.errors import ArgumentError
 
 ALLOWED_FAILURES = 1          # a point may take down one worker and run again; the second death fails it
 
@@ -41,17 +42,17 @@ def open_client(scheduler: str | None = None, workers: int | None = None):
     from distributed import Client, LocalCluster
     if scheduler is not None:
         if workers is not None:
-            raise ValueError("--workers sizes the LocalCluster; with --scheduler the cluster has its own workers")
+            raise ArgumentError("--workers sizes the LocalCluster; with --scheduler the cluster has its own workers")
         try:
             client = Client(scheduler, timeout="30s")
         except (OSError, TimeoutError) as e:
-            raise ValueError(f"--scheduler {scheduler}: cannot connect ({e})") from e
+            raise ArgumentError(f"--scheduler {scheduler}: cannot connect ({e})") from e
         with client:
             yield client
         return
     n = default_workers() if workers is None else workers
     if n < 1:
-        raise ValueError(f"--workers must be >= 1, got {n}")
+        raise ArgumentError(f"--workers must be >= 1, got {n}")
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=logging.ERROR)

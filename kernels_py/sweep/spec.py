@@ -29,7 +29,7 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-from gfxsim.errors import GfxSimError
+from gfxsim.errors import ArgumentError, GfxSimError
 from kernels_py.host.config import Frontend, RunConfig
 from kernels_py.host.hip_twins import ASM_ENTRIES
 from kernels_py.host.runners import KERNELS, REDUCE_KERNELS
@@ -280,9 +280,9 @@ def _check_sage(cfg, has_inputs: bool) -> None:
     from kernels_py.fp8.sage_layout import BLKK
     from kernels_py.host.runners import ARCHS
     if get_arch(cfg.arch).name not in ARCHS:
-        raise ValueError(f"sage_attention runs on the NVIDIA warp32 profiles {', '.join(ARCHS)}, not {cfg.arch}")
+        raise ArgumentError(f"sage_attention runs on the NVIDIA warp32 profiles {', '.join(ARCHS)}, not {cfg.arch}")
     if not has_inputs and cfg.context % BLKK:
-        raise ValueError(f"sage_attention needs a context that is a multiple of {BLKK}, got {cfg.context}")
+        raise ArgumentError(f"sage_attention needs a context that is a multiple of {BLKK}, got {cfg.context}")
 
 
 # per kernel: the checks its runner makes on the configuration before running (RunConfig has the rest)

@@ -23,6 +23,7 @@ import time
 import traceback
 
 from gfxsim.procmem import peak_rss_bytes, reset_peak_rss
+from gfxsim.errors import ArgumentError, located
 
 
 def _worker():
@@ -72,10 +73,10 @@ def check_files(point) -> None:
     for what, p in point.files:
         path = p.rsplit(":", 1)[0] if what != "inputs" else p
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"{what} {path}: no such file on host {socket.gethostname()} (a sweep on a "
+            raise located(FileNotFoundError, f"{what} {path}: no such file on host {socket.gethostname()} (a sweep on a "
                                     "cluster needs the spec's files at the same paths on every worker)")
     if fingerprint(point.files) != point.fingerprint:
-        raise ValueError(f"{', '.join(p for _, p in point.files)}: changed since the sweep started (or differs on "
+        raise ArgumentError(f"{', '.join(p for _, p in point.files)}: changed since the sweep started (or differs on "
                          f"host {socket.gethostname()}); rerun the sweep to run this point on the new files")
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels_py.reference.int8_cache import HEAD_DIMS
+from gfxsim.errors import ArgumentError
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,9 @@ class AttentionDataSpec:
     def __post_init__(self):
         lo, hi = self.temperature_range
         if not 0 < lo <= hi:
-            raise ValueError(f"temperature_range {self.temperature_range} must satisfy 0 < lo <= hi")
+            raise ArgumentError(f"temperature_range {self.temperature_range} must satisfy 0 < lo <= hi")
         if self.peaks < 0 or self.k_outliers < 0:
-            raise ValueError("peaks and k_outliers must be >= 0")
+            raise ArgumentError("peaks and k_outliers must be >= 0")
 
 
 def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 8,
@@ -73,13 +74,13 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     context_lens i32 [num_seqs]) -- the shape `kernels_py.workloads.inputs.load_inputs` returns.
     """
     if head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim {head_dim} not in {HEAD_DIMS}")
+        raise ArgumentError(f"head_dim {head_dim} not in {HEAD_DIMS}")
     if num_kv_heads < 1 or num_heads % num_kv_heads:
-        raise ValueError(f"num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}")
+        raise ArgumentError(f"num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}")
     lens = np.broadcast_to(np.asarray(context_lens, np.int64), (num_seqs,)).copy()
     nq = 1 if num_queries is None else int(num_queries)
     if np.any(lens < max(nq, 1)):
-        raise ValueError(f"context_lens {lens.tolist()} must be >= num_queries {nq} and >= 1")
+        raise ArgumentError(f"context_lens {lens.tolist()} must be >= num_queries {nq} and >= 1")
     rng = np.random.default_rng(seed)
     kvh, d, ratio = num_kv_heads, head_dim, num_heads // num_kv_heads
 

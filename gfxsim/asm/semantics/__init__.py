@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+from gfxsim.errors import ArgumentError
 
 OPS: dict = {}
 
@@ -21,7 +22,7 @@ def op(*names):
     def reg(fn):
         for n in names:
             if n in OPS:
-                raise ValueError(f"semantics for {n} defined twice")
+                raise ArgumentError(f"semantics for {n} defined twice")
             OPS[n] = fn
         return fn
     return reg
