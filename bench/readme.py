@@ -1,0 +1,73 @@
+"""The README's speed tables, written from a bench results file (default bench/results.json):
+
+    python -m bench --repeat 3                # measures, writes bench/results.json
+    python -m bench.readme                    # prints the two tables the README quotes
+
+tests/bench/test_readme_figures.py holds the README to what this prints from the committed
+results, so every figure there comes from the command that made the file.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results.json"
+CONTEXTS = {4096: "4K", 8192: "8K", 16384: "16K"}
+
+
+def _size(b: int) -> str:
+    return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{round(b / 2**20)} MiB"
+
+
+def _by(figures, group, mode, ctx):
+    got = [f for f in figures if f["group"] == group and f.get("mode") == mode and f.get("context") == ctx
+           and not f.get("error")]
+    return got[0] if got else None
+
+
+def decode_table(res: dict) -> str:
+    """Context by context: numpy, then gfxsim run without provenance, with it, with the full trace."""
+    figs = res["figures"]
+    rows = ["| context | numpy | `--no-provenance` | provenance | `--trace` (full per-lane trace) |",
+            "|---|---|---|---|---|"]
+    for ctx, name in CONTEXTS.items():
+        numpy = _by(figs, "decode", "numpy", ctx)
+        if numpy is None:
+            continue
+        cells = [name, f"{numpy['seconds']:.3f} s"]
+        for mode in ("off", "on"):
+            f = _by(figs, "decode", mode, ctx)
+            if f is None:
+                cells.append("—")
+                continue
+            ratio = f"{f['ratio']:.1f}x"                      # bold: the figures with a target
+            cells.append(f"{f['seconds']:.2f} s, {_size(f['peak_rss_bytes'])} ({f'**{ratio}**' if f.get('target') else ratio})")
+        t = _by(figs, "decode", "trace", ctx)
+        cells.append("—" if t is None else f"{t['seconds']:.1f} s, {_size(t['peak_rss_bytes'])}")
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def asm_table(res: dict) -> str:
+    """The compiled decode on the asm front end: lane-instructions per second and what they cost."""
+    figs = res["figures"]
+    rows = ["| 4K, users' shape | lane-instr/s | launches | whole command | peak RSS | target |",
+            "|---|---|---|---|---|---|"]
+    for mode, name in (("asm-off", "`--no-provenance`"), ("asm-on", "provenance")):
+        f = _by(figs, "asm", mode, 4096)
+        if f is None:
+            continue
+        target = f["target"].replace(">=", "≥").replace("/s", "")
+        rows.append(f"| {name} | **{f['lane_instructions_per_second'] / 1e6:.1f} M** | {f['simulated_seconds']:.2f} s | "
+                    f"{f['seconds']:.2f} s | {_size(f['peak_rss_bytes'])} | {target}: {'met' if f['met'] else 'missed'} |")
+    return "\n".join(rows)
+
+
+def tables(path: Path = RESULTS) -> str:
+    res = json.loads(Path(path).read_text())
+    return decode_table(res) + "\n\n" + asm_table(res)
+
+
+if __name__ == "__main__":
+    print(tables(Path(sys.argv[1]) if len(sys.argv) > 1 else RESULTS))
