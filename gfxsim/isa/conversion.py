@@ -44,14 +44,25 @@ def _to_f32(a):
     return np.asarray(a).astype(F32)
 
 
+def _in_range(x, lo: float, hi: float) -> bool:
+    """Whether every element is a number in [lo, hi): numpy's cast (C's truncation toward zero)
+    is then the instruction's, with no float64 copy (NaN compares false)."""
+    x = np.asarray(x)
+    return x.dtype.kind == "f" and bool(((x >= x.dtype.type(lo)) & (x < x.dtype.type(hi))).all())
+
+
 def _cvt_i32_f32(x):
     """Round toward zero, saturate to the int32 range, NaN -> 0."""
+    if _in_range(x, -2.0 ** 31, 2.0 ** 31):
+        return np.asarray(x).astype(I32)
     with np.errstate(invalid="ignore"):              # a signalling NaN widened: a NaN, no warning
         t = np.trunc(x.astype(np.float64))
     return np.where(np.isnan(t), 0, np.minimum(np.maximum(t, -2.0 ** 31), 2.0 ** 31 - 1)).astype(I32)
 
 
 def _cvt_u32_f32(x):
+    if _in_range(x, 0.0, 2.0 ** 32):
+        return np.asarray(x).astype(U32)
     with np.errstate(invalid="ignore"):              # a signalling NaN widened: a NaN, no warning
         t = np.trunc(x.astype(np.float64))
     return np.where(np.isnan(t), 0, np.minimum(np.maximum(t, 0.0), 2.0 ** 32 - 1)).astype(U32)

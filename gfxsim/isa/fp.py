@@ -61,8 +61,18 @@ def _minmax(a, b, is_max: bool, ieee: bool = True):
     """V_MAX_F32 / V_MIN_F32 (and the f16 forms, on arrays of any shape): IEEE mode returns a
     quieted signalling NaN, a quiet NaN yields the other operand, and +0 is greater than -0."""
     fast = np.maximum(a, b) if is_max else np.minimum(a, b)
-    if fast.dtype in _BITS and not np.isnan(fast).any() and fast.all():
-        return fast                      # no zero (whose sign decides) and no NaN: numpy's answer is the ISA's
+    if fast.dtype in _BITS and not np.isnan(fast).any():
+        # no NaN: numpy's answer is the ISA's but where +0 meets -0 (a clamp of rounded values
+        # meets zeros all the time, so only those elements are mended, not the whole array)
+        zero = fast == 0
+        if not zero.any():
+            return fast
+        mixed = zero & (np.signbit(a) != np.signbit(b))
+        if not mixed.any():
+            return fast
+        out = np.array(np.broadcast_to(fast, mixed.shape))
+        out[mixed] = fast.dtype.type(0.0 if is_max else -0.0)
+        return out
     a, b = np.broadcast_arrays(_float(a), _float(b))
     if is_max:
         pick_a = (a > b) | ((a == b) & ~np.signbit(a))
