@@ -111,7 +111,7 @@ def test_unknown_operation_is_one_line_with_its_coordinates(capsys, mine):
 
 def test_a_bad_argument_is_one_line(capsys):
     one_line(capsys, "run", "--seed", -1, "--quiet", names=("gfxsim run: error:", "--seed", "-1"))
-    whole_stack(capsys, "run", "--seed", -1, "--quiet", last=r"ValueError: .*--seed")
+    whole_stack(capsys, "run", "--seed", -1, "--quiet", last=r"ArgumentError: .*--seed")
     one_line(capsys, "layout", "gfx999", "x", names=("gfxsim layout: error: unknown arch 'gfx999'",))
 
 
