@@ -39,6 +39,7 @@ ELEM_TYPES = {t.name: t for t in (
     ElemType("i4", 4, "ml_dtypes:int4", False, "signed 4-bit integer (packed 8 per 32-bit register)"),
     ElemType("u8", 8, "numpy:uint8", False, "unsigned 8-bit integer"),
     ElemType("i16", 16, "numpy:int16", False, "signed 16-bit integer"),
+    ElemType("u16", 16, "numpy:uint16", False, "unsigned 16-bit integer (global_load_ushort, ds_read_u16)"),
     ElemType("f16", 16, "numpy:float16", True, "IEEE binary16"),
     ElemType("bf16", 16, "ml_dtypes:bfloat16", True, "bfloat16"),
     ElemType("fp8", 8, "ml_dtypes:float8_e4m3fnuz", True, "FP8 E4M3 (CDNA3 'fp8', NaN-only-zero encoding)"),

@@ -125,3 +125,44 @@ def test_python_byte_routes(form):
     launch(_py(fn, dtype), grid=1, arch="gfx942", args=(Buffer("k", k, {"token": tok}), out))
     got = _stored_tokens(out)
     assert (got == _expected(src)).all(), f"{form}: lane 0 stored {got[0].tolist()}, expected {src}"
+
+
+def test_16_bit_loads_widen_with_their_bytes():
+    """global_load_ushort / sshort and ds_read_u16 / i16 (clang's loads of f16, bf16 and short
+    data): the value zero- or sign-extended, the two loaded bytes carrying their token, the
+    extension bytes none (zero) or the top byte's (a sign copy)."""
+    k = kernel_from_text("""
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_load_dwordx2 s[6:7], s[0:1], 0x8
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v1, 1, v0
+  global_load_ushort v2, v1, s[4:5]
+  global_load_sshort v4, v1, s[4:5]
+  s_waitcnt vmcnt(0)
+  ds_write_b16 v1, v2
+  s_waitcnt lgkmcnt(0)
+  ds_read_u16 v5, v1
+  ds_read_i16 v6, v1
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v3, 2, v0
+  global_store_dword v3, v2, s[6:7]
+  global_store_dword v3, v4, s[6:7] offset:256
+  global_store_dword v3, v5, s[6:7] offset:512
+  global_store_dword v3, v6, s[6:7] offset:768""", "loads16", args=[("a", "global_buffer", 8), ("out", "global_buffer", 8)],
+                         lds=128)
+    vals = (np.arange(64) * 1000 - 20000).astype(np.int16)
+    a = Buffer("a", vals.view(np.uint16), {"token": np.arange(64)})
+    out = Buffer.empty("out", (4, 64), np.uint32)
+    run = run_asm(k, args={"a": a, "out": out})
+    assert run.findings == []
+    got = out.array.view(np.int32)
+    zext, sext = vals.view(np.uint16).astype(np.int32), vals.astype(np.int32)
+    for row, want in enumerate((zext, sext, zext, sext)):
+        assert (got[row] == want).all(), row
+    mp = out.prov
+    ids = np.repeat(mp.ids["token"], mp.unit).reshape(4, 64, 4)
+    lane = np.arange(64)[:, None]
+    for row in (0, 2):                       # zero-extended: bytes 2-3 carry nothing
+        assert (ids[row] == np.concatenate([np.repeat(lane, 2, 1), np.full((64, 2), -1)], 1)).all()
+    for row in (1, 3):                       # sign-extended: every byte is the loaded element's
+        assert (ids[row] == np.repeat(lane, 4, 1)).all()
