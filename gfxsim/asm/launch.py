@@ -3,8 +3,9 @@ State" and "Code Object V4/V5 Metadata"): what the descriptor and metadata say, 
 segment, the address of every buffer, and a wave's registers at its first instruction.
 
 - ``KernelABI.of(kernel)``: the ``.amdhsa_*`` fields the launch needs, validated; a feature the
-  front end does not set up (dispatch or queue pointers, private segment, hidden arguments) is
-  an error naming the kernel and the field.
+  front end does not set up (dispatch or queue pointers, private segment, a hidden argument it
+  does not know) is an error naming the kernel and the field. Code object v5's hidden arguments
+  (blockDim, gridDim: ``HIDDEN``) are written into the kernarg segment from the launch's grid.
 - ``AddressSpace``: every Buffer (and the kernarg segment) gets a 1 TiB range of 64-bit
   addresses, so a pointer in the kernarg segment is an address and an access resolves to one
   buffer and a byte offset — or a fault naming the lane and the address.
@@ -67,6 +68,7 @@ class KernelABI:
     wave_size: int
     max_workgroup: int
     args: tuple
+    hidden: tuple = ()             # code object v5 hidden arguments (Arg, kind = its value kind)
 
     @classmethod
     def of(cls, kernel) -> KernelABI:
@@ -94,12 +96,18 @@ class KernelABI:
                               "(fp32 denormals kept) is modelled")
         if int(d.get(".amdhsa_ieee_mode", 1)) != 1:
             raise LaunchError(f"{where}: .amdhsa_ieee_mode 0 is not modelled")
-        args = []
+        args, hidden = [], []
         for a in m.get(".args", []):
             kind = a.get(".value_kind")
+            if isinstance(kind, str) and kind.startswith("hidden_"):
+                if kind not in HIDDEN:
+                    raise LaunchError(f"{where}: hidden argument {kind} at offset {a.get('.offset')} is not filled "
+                                      f"in by the asm launch (it fills {', '.join(sorted(HIDDEN))})")
+                hidden.append(Arg(kind, int(a[".offset"]), int(a[".size"]), kind))
+                continue
             if kind not in ("global_buffer", "by_value"):
                 raise LaunchError(f"{where}: argument {a.get('.name', a.get('.offset'))} of kind {kind} "
-                                  "(hidden arguments are not filled in by the asm launch)")
+                                  "(the asm launch fills global_buffer, by_value and hidden_* arguments)")
             if ".name" not in a:
                 raise LaunchError(f"{where}: argument at offset {a.get('.offset')} has no name "
                                   "(compile with -fhip-kernel-arg-name)")
@@ -112,7 +120,8 @@ class KernelABI:
                    user, preload, int(d.get(".amdhsa_user_sgpr_kernarg_preload_offset", 0)),
                    tuple(int(d.get(f".amdhsa_system_sgpr_workgroup_id_{c}", 0)) for c in "xyz"),
                    int(d.get(".amdhsa_system_vgpr_workitem_id", 0)), max(n_vgpr, 1), n_agpr,
-                   int(m.get(".wavefront_size", 64)), int(m.get(".max_flat_workgroup_size", 1024)), tuple(args))
+                   int(m.get(".wavefront_size", 64)), int(m.get(".max_flat_workgroup_size", 1024)), tuple(args),
+                   tuple(hidden))
 
 
 class AddressSpace:
@@ -219,9 +228,36 @@ def _scalar_bytes(abi, a: Arg, v) -> bytes:
     return b
 
 
-def kernarg_segment(abi: KernelABI, space: AddressSpace, bufs: dict, scalars: dict) -> np.ndarray:
-    """The kernarg bytes: every pointer the address of its buffer, every scalar its bytes."""
+# Code object v5 hidden arguments (LLVM AMDGPUUsage, "Code Object V5 Metadata"), what the HIP
+# runtime writes for a dispatch of grid workgroups of block work-items: (grid, block) -> value.
+# Pointers the front end has nothing behind (printf and hostcall buffers, the heap, queues,
+# apertures) are null: a kernel that uses one faults at address 0, naming it.
+_NULL = lambda grid, block: 0                                          # noqa: E731
+HIDDEN = {
+    **{f"hidden_block_count_{c}": (lambda k: lambda grid, block: grid[k])(k) for k, c in enumerate("xyz")},
+    **{f"hidden_group_size_{c}": (lambda k: lambda grid, block: block[k])(k) for k, c in enumerate("xyz")},
+    **{f"hidden_remainder_{c}": _NULL for c in "xyz"},         # whole workgroups only: no partial one
+    **{f"hidden_global_offset_{c}": _NULL for c in "xyz"},
+    "hidden_grid_dims": lambda grid, block: 3 if grid[2] > 1 or block[2] > 1 else 2 if grid[1] > 1 or block[1] > 1 else 1,
+    "hidden_dynamic_lds_size": _NULL,
+    **{k: _NULL for k in ("hidden_none", "hidden_printf_buffer", "hidden_hostcall_buffer", "hidden_multigrid_sync_arg",
+                          "hidden_heap_v1", "hidden_default_queue", "hidden_completion_action", "hidden_queue_ptr",
+                          "hidden_private_base", "hidden_shared_base")},
+}
+
+
+def kernarg_segment(abi: KernelABI, space: AddressSpace, bufs: dict, scalars: dict, dims=None) -> np.ndarray:
+    """The kernarg bytes: every pointer the address of its buffer, every scalar its bytes, and the
+    hidden arguments of the launch ``dims`` = (grid in workgroups, block in work-items)."""
     seg = np.zeros(-(-max(abi.kernarg_size, 4) // 64) * 64, np.uint8)
+    for h in abi.hidden:
+        if dims is None:
+            raise LaunchError(f"{abi.name}: hidden argument {h.kind} needs the launch's grid and block "
+                              "(gfxsim.asm.run.run_asm gives them)")
+        if h.offset + h.size > len(seg):
+            raise LaunchError(f"{abi.name}: hidden argument {h.kind} at [{h.offset}, {h.offset + h.size}) outside "
+                              f"the {abi.kernarg_size}-byte kernarg segment")
+        seg[h.offset:h.offset + h.size] = np.frombuffer(int(HIDDEN[h.kind](*dims)).to_bytes(h.size, "little"), np.uint8)
     for a in abi.args:
         if a.offset + a.size > len(seg):
             raise LaunchError(f"{abi.name}: argument {a.name} at [{a.offset}, {a.offset + a.size}) outside the "

@@ -304,7 +304,7 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     if n_items > abi.max_workgroup:
         raise LaunchError(f"{kernel.name}: block {block} has {n_items} work-items, the kernel allows "
                           f"{abi.max_workgroup} (.max_flat_workgroup_size)")
-    space, kernarg = address_space(program, args)
+    space, kernarg = address_space(program, args, (grid, block))
     m = Machine(arch, kernel.name, trace=options.trace, provenance=options.provenance,
                 check_races=options.check_races, lds_bytes=abi.lds_bytes or None,
                 declared=declared_fields(space.buffers), max_steps=options.max_steps,
@@ -320,9 +320,10 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
                     options, lane_threads=int(np.prod(grid)) * n_items)
 
 
-def address_space(program: Program, args) -> tuple[AddressSpace, Buffer]:
+def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buffer]:
     """The launch's AddressSpace (the kernarg segment and every Buffer argument) and its kernarg
-    segment, filled from ``args`` as the kernel's metadata lays them out."""
+    segment, filled from ``args`` as the kernel's metadata lays them out (``dims`` = (grid, block):
+    the hidden arguments' values)."""
     abi = program.abi
     name = program.kernel.name
     bufs, scalars = bind_args(abi, args)
@@ -337,7 +338,7 @@ def address_space(program: Program, args) -> tuple[AddressSpace, Buffer]:
     if KERNARG in seen:
         raise LaunchError(f"{name}: a Buffer may not be named {KERNARG!r} (the kernarg segment)")
     space = AddressSpace([kernarg, *seen.values()])
-    kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars)
+    kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars, dims)
     return space, kernarg
 
 
