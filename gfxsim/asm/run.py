@@ -24,7 +24,7 @@ import numpy as np
 from ..machine import ops
 from ..machine.launch import Machine, Run, declared_fields, launch_options, run_grid
 from ..machine.memory import Buffer
-from ..machine.options import MAX_STEPS, LaunchOptions
+from ..machine.options import LaunchOptions
 from . import semantics
 from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
 from .operands import Operands, parse_instruction_operands
@@ -95,7 +95,7 @@ def _semantics(d: Decoded):
     return semantics.OPS.get(d.mnemonic)
 
 
-def execute(st: WaveState, program: Program, max_steps: int = MAX_STEPS):
+def execute(st: WaveState, program: Program):
     """Run one wave (every member of its batch) from st.pcs until each member's s_endpgm.
 
     Members side by side follow their own control flow by min-pc scheduling: each step executes
@@ -105,23 +105,23 @@ def execute(st: WaveState, program: Program, max_steps: int = MAX_STEPS):
     clang's structured control flow (forward branches around ifs, backward ones closing loops)
     brings the members back together where their pcs meet; while they agree (the common case)
     there is no masking. A member at s_barrier waits there until every running member is at one
-    (or has ended), so each member's waves meet at its own barriers as when run alone."""
+    (or has ended), so each member's waves meet at its own barriers as when run alone. Every
+    instruction is one of the wave's events, which bound it (LaunchOptions.max_steps)."""
     counted = [0]                             # active lanes x instructions (the speed figure's count)
     try:
-        _run_members(st, program, max_steps, counted)
+        _run_members(st, program, counted)
     finally:
         m = st.w.machine
         m.lane_instructions = (m.lane_instructions or 0) + counted[0]
 
 
-def _run_members(st, program, max_steps, counted):
+def _run_members(st, program, counted):
     n = len(program.decoded)
     w = st.w
     tr = w.machine.trace
     M, lanes = st.members, st.lanes
     pcs, ended = st.pcs, st.ended
     barrier = program.barrier
-    steps = 0
     while True:
         if M == 1:
             if ended[0]:
@@ -145,7 +145,6 @@ def _run_members(st, program, max_steps, counted):
                     act = run_on & (pcs == pc)
                 else:                                   # every running member is at a barrier
                     _barrier(st, program, live)
-                    steps += 1
                     continue
         if not 0 <= pc < n:
             st.current, st.act = None, act
@@ -191,9 +190,6 @@ def _run_members(st, program, max_steps, counted):
             pcs[act] = nxt[act]
         else:
             pcs[act] = nxt
-        steps += 1
-        if steps > max_steps:
-            raise st.error(f"more than {max_steps} instructions executed: an endless loop?")
 
 
 def _name_outputs(events, d):
@@ -315,8 +311,7 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     waves = -(-n_items // m.arch.wave_size)
     if waves > 16:
         raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
-    steps = options.max_steps
-    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block, steps),
+    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block),
                     options, lane_threads=int(np.prod(grid)) * n_items)
 
 
@@ -356,7 +351,7 @@ def asm_source(st: WaveState | None) -> str | None:
 NO_SCALE_MARKS = "asm front end: compiled code has no scale marks (dequant recognition off)"
 
 
-def run_wave(w, program: Program, space, kernarg, wg_ids, block, max_steps: int = MAX_STEPS) -> WaveState:
+def run_wave(w, program: Program, space, kernarg, wg_ids, block) -> WaveState:
     """Execute ``program`` on back-end wave ``w``, which holds the workgroups ``wg_ids`` (one
     (x, y, z) per member of its batch; block = work-items per workgroup, (x, y, z)), from their
     AMDHSA initial state to s_endpgm. The wave's findings and errors name the assembly line."""
@@ -370,7 +365,7 @@ def run_wave(w, program: Program, space, kernarg, wg_ids, block, max_steps: int 
     initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
     try:
         if st.exec.any():
-            execute(st, program, max_steps)
+            execute(st, program)
     finally:
         # the wave and its state point at each other: undone here, the register files (with their
         # provenance, GiBs for a batch) are freed when the batch ends, not at some later collection
