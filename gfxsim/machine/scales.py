@@ -17,6 +17,7 @@ from .fold import Unfolded
 from .mmalog import PAIR_BASE
 from .plans import batched_plan, flat_plan, name_planes
 from .provenance import SCALE, Mask, Prov, unique_rows
+from .valu import bcast
 from .valueprov import elem_prov
 from .vgpr import VGPRs
 
@@ -76,7 +77,7 @@ class ScaleOps:
         if not nothing.any():
             return nothing
         n = act.shape[0]
-        both = _rows(sc.val == 0, n) & _rows(res.val == 0, n)
+        both = bcast(sc.val == 0, n) & bcast(res.val == 0, n)
         return nothing & self.pcols(both, "where a scale of no origin meets a zero result")
 
     def _scale_check(self, pr: Prov, ps: Prov, act):
@@ -226,13 +227,6 @@ class ScaleOps:
                          lanes=lanes, mma_event=insn_index,
                          mismatches=[{"scale_over": sorted(s), "k_set": sorted(k), "foreign": sorted(k - s),
                                       "lanes": ln} for k, s, ln, _ in mism])
-
-
-def _rows(x, n) -> np.ndarray:
-    """A one-element (or n/k-element) per-lane mask repeated to n rows."""
-    if x.shape[0] == n:
-        return x
-    return np.broadcast_to(x, (n,) + x.shape[1:]) if x.shape[0] == 1 else np.tile(x, (n // x.shape[0], 1))
 
 
 def _d_parts(rec, f, nb, M, N, rows=None) -> list:
