@@ -13,8 +13,6 @@ the end of the code (another path, or lanes the overwrite skips, may read it).
 """
 from __future__ import annotations
 
-from .operands import parse_instruction_operands
-
 _ENDS = ("s_branch", "s_cbranch", "s_setpc", "s_swappc", "s_endpgm", "s_trap")
 # Instructions whose first operand is not a register they write whole: they read it (compares
 # write SGPRs, stores read their data, SDWA and DPP may keep bytes of the old value)
@@ -29,17 +27,17 @@ def _regs(o) -> set:
 
 
 def _uses(kernel, i: int):
-    """(written whole, read) vector registers of instruction ``i``; None for a branch or an end."""
-    ins = kernel.instructions[i]
-    mn = ins.mnemonic
-    if mn.startswith(_ENDS) or "exec" in mn or "exec" in ins.operands:
+    """(written whole, read) vector registers of instruction ``i`` (its operands as the kernel's
+    Program decoded them); None for a branch or an end."""
+    d = kernel.program.decoded[i]
+    mn = d.ins.mnemonic
+    if mn.startswith(_ENDS) or "exec" in mn or "exec" in d.ins.operands:
         return None                  # past an EXEC change the overwrite may not cover our lanes
-    ops = parse_instruction_operands(ins, kernel.name)
-    pos = ops.positional
+    pos = d.ops.positional
     if not pos:
         return set(), set()
     writes_first = mn.startswith(("v_", "global_load", "buffer_load", "flat_load", "scratch_load", "ds_read")) \
-        and not mn.startswith(_NOT_PLAIN_WRITES) and not mn.endswith(("_sdwa", "_dpp")) and "d16" not in mn
+        and not mn.startswith(_NOT_PLAIN_WRITES) and d.enc not in ("sdwa", "dpp") and "d16" not in mn
     if not writes_first:
         return set(), set().union(*(_regs(o) for o in pos))
     return _regs(pos[0]), set().union(set(), *(_regs(o) for o in pos[1:]))
