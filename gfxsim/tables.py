@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
-from gfxsim.errors import ArgumentError
+from .errors import ArgumentError
 
 
 def render(header, rows, fmt: str = "text", title: str | None = None) -> str:

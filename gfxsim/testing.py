@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gfxsim.errors import ArgumentError, GfxSimError
+from .errors import ArgumentError, GfxSimError
 
 if TYPE_CHECKING:                       # names for the signatures only: importing stays cheap
     import numpy as np

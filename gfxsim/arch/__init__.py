@@ -11,7 +11,7 @@ from .dtypes import ELEM_TYPES, ElemType, elem_type
 from .layout import Digit, OperandLayout
 from .matrix_insn import OPERANDS, AccumulatorPrecision, MatrixInstruction
 from .profile import ArchProfile
-from gfxsim.errors import NotFoundError
+from ..errors import NotFoundError
 
 ARCHS = {p.name: p for p in (gfx942.PROFILE, gfx90a.PROFILE, gfx936.PROFILE, *nvidia.PROFILES)}
 _ALIASES = {a: p.name for p in ARCHS.values() for a in p.aliases}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import cache
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 @cache

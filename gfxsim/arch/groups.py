@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .matrix_insn import MatrixInstruction
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 def _groups(lanes_of):

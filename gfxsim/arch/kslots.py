@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .matrix_insn import MatrixInstruction
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 def k_lane_groups(lay) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from gfxsim.errors import ArgumentError, OutOfRangeError
+from ..errors import ArgumentError, OutOfRangeError
 
 if TYPE_CHECKING:
     import numpy as np

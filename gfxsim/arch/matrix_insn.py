@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from .dtypes import ElemType, elem_type
 from .layout import OperandLayout
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 OPERANDS = ("A", "B", "C", "D")
 OPERAND_FIELDS = {"A": "Src0", "B": "Src1", "C": "Src2", "D": "Vdst"}

@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 from collections.abc import Mapping
 
 from .matrix_insn import MatrixInstruction
-from gfxsim.errors import ArgumentError, NotFoundError
+from ..errors import ArgumentError, NotFoundError
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from . import semantics
 from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
 from .operands import Operands, parse_instruction_operands
 from .state import AsmError, WaveState
-from gfxsim.errors import ArgumentTypeError
+from ..errors import ArgumentTypeError
 
 if TYPE_CHECKING:
     from .parse import Kernel

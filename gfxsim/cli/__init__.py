@@ -25,7 +25,7 @@ import sys
 from typing import NamedTuple
 
 from .failures import EXIT_HELP, EXIT_INTERRUPTED
-from gfxsim.errors import NotFoundError
+from ..errors import NotFoundError
 
 PLUGIN_GROUP = "gfxsim.commands"
 DESCRIPTION = ("wave64 matrix-instruction simulator and fragment-mapping debugger (Hygon gfx936 MMAC, "

@@ -25,6 +25,8 @@ import sys
 import traceback
 from functools import lru_cache, cache
 
+from ..errors import GfxSimError          # imports nothing: start-up stays cheap
+
 EXIT_USER = 1
 EXIT_ERROR = 2
 EXIT_BUG = 3
@@ -112,7 +114,6 @@ def _where(f) -> str:
 
 def message(exc: BaseException) -> str:
     """The exception's message (a KeyError's without the quotes str() gives it)."""
-    from gfxsim.errors import GfxSimError
     if isinstance(exc, KeyError) and not isinstance(exc, GfxSimError) and len(exc.args) == 1:
         return str(exc.args[0])
     return str(exc)
@@ -151,7 +152,6 @@ def user_report(exc: BaseException, command: str) -> str:
 def error_line(exc: BaseException, command: str) -> str:
     """The one line of a gfxsim error; a builtin error gfxsim raised while running the user's code
     also names the user's innermost frame."""
-    from gfxsim.errors import GfxSimError
     line = f"gfxsim {command}: error: {message(exc)}"
     if not isinstance(exc, GfxSimError):
         mine = [f for f in frames(exc) if owner(f.filename) == "user"]
@@ -162,7 +162,6 @@ def error_line(exc: BaseException, command: str) -> str:
 
 def report(exc: BaseException, command: str, *, full: bool = False, stream=None) -> int:
     """Print ``exc`` as the command's end and return the exit status (see the module docstring)."""
-    from gfxsim.errors import GfxSimError
     stream = sys.stderr if stream is None else stream
     who = raised_by(exc)
     if isinstance(exc, GfxSimError) or (who == "gfxsim" and stated(exc)):

@@ -26,11 +26,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..asm.parse import Kernel
-from ..errors import GfxSimError
+from ..errors import ArgumentError, GfxSimError, located
 from . import build as hipbuild
 from .project import Project
 from .toolchain import ToolchainError, get_target
-from gfxsim.errors import ArgumentError, located
 
 HIPCC_HINT = "apt-get install -y --no-install-recommends hipcc"
 # Host code only, so any offload arch Debian's hipcc (clang-15) knows will do; naming one keeps

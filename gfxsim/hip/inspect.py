@@ -10,7 +10,7 @@ from pathlib import Path
 from ..asm.inspect import Inspection, inspect_file
 from . import build as hipbuild
 from .project import Project
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 def inspect(kernel: str, arch: str = "gfx942", *, project: Project | None = None, defines=()) -> Inspection:

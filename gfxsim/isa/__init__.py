@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from gfxsim.errors import ArgumentError, NotFoundError
+from ..errors import ArgumentError, NotFoundError
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from functools import cache
 
 from .jit import njit
 import numpy as np
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 _B128_PAIR = (0, 1, 2, 3, 1, 0, 3, 2)     # 4-lane group q (0..7 in a half) -> its phase in that half
 

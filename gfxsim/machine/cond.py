@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from gfxsim.errors import ArgumentTypeError
+from ..errors import ArgumentTypeError
 
 
 class Cond:

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..arch.dtypes import ELEM_TYPES
 from ..isa.pseudo import div_const, mod_const      # the numbers of x // d and x % d by a literal
-from gfxsim.errors import ArgumentError, NotFoundError
+from ..errors import ArgumentError, NotFoundError
 
 _NATIVE = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "i32": np.int32, "u32": np.uint32,
            "f16": np.float16, "f32": np.float32, "f64": np.float64, "i64": np.int64, "u64": np.uint64}

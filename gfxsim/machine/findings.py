@@ -7,7 +7,7 @@ finding then counts them, ``details["count"]``). An empty key means every report
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,7 +27,7 @@ from .provenance import WideSets
 from .trace import Trace
 from .wave import Wave
 from .workgroup import Workgroup
-from gfxsim.errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["launch", "run_grid", "run_batch", "Machine", "Run", "LaunchOptions", "fold_default", "GC_BATCH"]
 

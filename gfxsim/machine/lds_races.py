@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .jit import njit
 import numpy as np
-from gfxsim.errors import ArgumentError, OutOfRangeError
+from ..errors import ArgumentError, OutOfRangeError
 
 MAX_WAVES = 64
 

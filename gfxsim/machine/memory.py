@@ -12,7 +12,7 @@ import numpy as np
 
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
 from .provenance import WORDS, Mask, Prov
-from gfxsim.errors import ArgumentError, ArgumentTypeError, located
+from ..errors import ArgumentError, ArgumentTypeError, located
 
 
 def poison(n: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from .provenance import Mask, WideSets
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import expand
 from .trace import MmaEvent
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 class MmaRecord:

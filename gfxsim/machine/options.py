@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from collections.abc import Callable
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 MAX_STEPS = 50_000_000
 MAX_TRACE_BYTES = 8 << 30       # a third of a 24 GiB machine: a 16K decode's full trace is ~2.7 GiB

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .jit import njit
 import numpy as np
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 WORDS = 4                         # uint64 words per window
 WINDOW = 64 * WORDS               # values per window (tokens of a 256-token partition, 128 dims, ...)

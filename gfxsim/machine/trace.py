@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dtypes import to_bytes
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 def words_of(val: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .valueprov import elem_prov, merged, sum_of_results
 from .vgpr import VGPRs
-from gfxsim.errors import ArgumentError
+from ..errors import ArgumentError
 
 
 def bcast(x, n):

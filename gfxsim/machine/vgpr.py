@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, from_bytes, itemsize, np_dtype, to_bytes
-from gfxsim.errors import ArgumentTypeError, OutOfRangeError
+from ..errors import ArgumentTypeError, OutOfRangeError
 
 
 class VGPRs:

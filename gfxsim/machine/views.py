@@ -18,7 +18,7 @@ import numpy as np
 
 from .dtypes import dtype_name, itemsize
 from .memory import Buffer, LdsRegion
-from gfxsim.errors import ArgumentError, ArgumentTypeError, OutOfRangeError
+from ..errors import ArgumentError, ArgumentTypeError, OutOfRangeError
 
 
 class View:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 
 import numpy as np
-from gfxsim.errors import ArgumentError
+from ...errors import ArgumentError
 
 OPS: dict = {}
 
