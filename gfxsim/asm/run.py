@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..machine import ops
-from ..machine.launch import Machine, Run, declared_fields, launch_options, run_grid
+from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, launch_options, run_grid
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
 from . import semantics
@@ -325,11 +325,7 @@ def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buff
     # clang merges the argument loads into s_load_dwordx8/x16 that may read past the last argument
     # (the runtime's kernarg allocation is padded): the segment is zero-padded to 64 bytes
     kernarg = Buffer(KERNARG, np.zeros(-(-max(abi.kernarg_size, 4) // 64) * 64, np.uint8))
-    seen = {}
-    for b in bufs.values():
-        if b.name in seen and seen[b.name] is not b:
-            raise LaunchError(f"{name}: two different Buffers are named {b.name!r}")
-        seen[b.name] = b
+    seen = distinct_buffers(bufs.values(), name, LaunchError)
     if KERNARG in seen:
         raise LaunchError(f"{name}: a Buffer may not be named {KERNARG!r} (the kernarg segment)")
     space = AddressSpace([kernarg, *seen.values()])

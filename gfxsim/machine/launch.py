@@ -220,14 +220,11 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
     grid = _wg(grid, fill=1)
     if any(g < 1 for g in grid):
         raise ArgumentError(f"grid {grid} has an empty dimension")
-    named: dict = {}
     for a in list(args) + list((kwargs or {}).values()):
         if isinstance(a, np.ndarray):
             raise ArgumentTypeError("pass device memory as gfxsim Buffer objects, not bare numpy arrays "
                             f"(got an array of shape {a.shape})")
-        if isinstance(a, Buffer):      # findings and stored provenance name a buffer by its name
-            if named.setdefault(a.name, a) is not a:
-                raise ArgumentError(f"two different Buffers are named {a.name!r}: give each its own name")
+    distinct_buffers(list(args) + list((kwargs or {}).values()))
     kname = name or getattr(kernel, "__name__", "kernel")
     m = Machine(prof, kname, trace=options.trace, provenance=options.provenance, check_races=options.check_races,
                 lds_bytes=options.lds_bytes, declared=declared_fields(list(args) + list((kwargs or {}).values())),
@@ -247,6 +244,17 @@ def launch_options(options: LaunchOptions | None, given: dict) -> LaunchOptions:
     if both:
         raise ArgumentError(f"got options= and {', '.join(k + '=' for k in both)}: give each setting once")
     return options
+
+
+def distinct_buffers(args: Iterable, where: str = "", error: type = ArgumentError) -> dict:
+    """The Buffers among ``args`` by name, each name one Buffer (findings and stored provenance name
+    a buffer by its name; one Buffer passed twice is fine); else ``error`` naming it."""
+    named: dict = {}
+    for a in args:
+        if isinstance(a, Buffer) and named.setdefault(a.name, a) is not a:
+            raise error(f"{where}{': ' if where else ''}two different Buffers are named {a.name!r}: give each "
+                        "its own name")
+    return named
 
 
 def declared_fields(args: Iterable) -> set:
