@@ -52,10 +52,13 @@ def _record(row):
 
 
 INSTRUCTIONS = {i.mnemonic: i for i in map(_record, ROWS)}
+# The assembler also takes the CDNA2 spellings, which the builtins keep (v_mfma_f32_32x32x1f32).
+ALIASES = {"v_" + i.builtin.removeprefix("__builtin_amdgcn_"): m for m, i in INSTRUCTIONS.items()
+           if i.builtin != "__builtin_amdgcn_" + m[2:]}
 
 PROFILE = ArchProfile(
     name="gfx942", family="CDNA3", aliases=("gfx940", "gfx941", "mi300", "mi300x", "cdna3"),
     wave_size=64, lds_bytes=64 * 1024, lds_banks=32, lds_bank_bytes=4,
-    vgprs=512, agprs=256, sgprs=102, instructions=INSTRUCTIONS, c_layout="cdna",
+    vgprs=512, agprs=256, sgprs=102, instructions=INSTRUCTIONS, c_layout="cdna", insn_aliases=ALIASES,
     source="MI300 ISA guide s.3 (512 unified VGPRs, 102 SGPRs per wave, 64 KiB LDS in 32 banks)",
 )

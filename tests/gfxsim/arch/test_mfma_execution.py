@@ -56,7 +56,7 @@ def _kernel(mnemonic: str, insn, arch: str):
 
 def _pack(arch: str, mnemonic: str, op: str, mat: np.ndarray, regs: int) -> np.ndarray:
     """[blocks, rows, cols] values -> [regs, 64] dwords, placed by the calculator's table."""
-    g = golden()["archs"][FAMILY[arch]][mnemonic]["layouts"][op]
+    g = golden()["archs"][FAMILY[arch]][get_arch(arch).instruction(mnemonic).mnemonic]["layouts"][op]
     raw = np.zeros((regs, 64, 4), np.uint8)
     for (first, count, lo, bits), cells in zip(g["columns"], g["cells"]):
         idx = np.array(cells)
@@ -69,7 +69,7 @@ def _pack(arch: str, mnemonic: str, op: str, mat: np.ndarray, regs: int) -> np.n
 
 
 def _unpack(arch: str, mnemonic: str, words: np.ndarray, insn, dt) -> np.ndarray:
-    g = golden()["archs"][FAMILY[arch]][mnemonic]["layouts"]["D"]
+    g = golden()["archs"][FAMILY[arch]][insn.mnemonic]["layouts"]["D"]
     out = np.zeros((insn.blocks, insn.M, insn.N), dt)
     raw = words.reshape(-1, 64).view(np.uint8).reshape(-1, 64, 4)
     for (first, count, lo, bits), cells in zip(g["columns"], g["cells"]):
@@ -114,6 +114,7 @@ CASES = [
     ("gfx942", "v_mfma_f64_16x16x4_f64"), ("gfx942", "v_mfma_f64_4x4x4_4b_f64"), ("gfx90a", "v_mfma_f64_4x4x4f64"),
     ("gfx942", "v_mfma_f32_32x32x4_2b_f16"), ("gfx942", "v_mfma_f32_16x16x4_4b_f16"),
     ("gfx942", "v_mfma_f32_4x4x4_16b_bf16"), ("gfx942", "v_mfma_f32_32x32x8_bf16"),
+    ("gfx942", "v_mfma_f32_16x16x4f16"),          # gfx942 takes the CDNA2 spelling too
     ("gfx90a", "v_mfma_f32_32x32x2bf16"), ("gfx90a", "v_mfma_f32_16x16x8bf16"), ("gfx90a", "v_mfma_f32_4x4x4bf16_1k"),
     ("gfx942", "v_mfma_i32_32x32x4_2b_i8"), ("gfx942", "v_mfma_i32_16x16x4_4b_i8"),
     ("gfx942", "v_mfma_i32_4x4x4_16b_i8"), ("gfx90a", "v_mfma_i32_32x32x4i8"), ("gfx90a", "v_mfma_i32_16x16x16i8"),
