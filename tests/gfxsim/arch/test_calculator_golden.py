@@ -74,3 +74,20 @@ def test_every_slot_matches_the_calculator(family, mnemonic):
                                   f"{got[bad[0]].tolist()}, calculator {want[bad[0]].tolist()}")
             seen[want[:, 2], want[:, 0], want[:, 1]] += 1
         assert (seen == 1).all(), f"{op}: the calculator's table does not hold every element once"
+
+
+def test_layout_cli_lists_and_names_the_new_records(capsys):
+    """`gfxsim layout` lists every CDNA record with its other spelling, and names a 64-bit element's
+    register pair as the calculator does (`-a CDNA3 -i v_mfma_f64_16x16x4_f64 -D -g -I 5 -J 3`)."""
+    from gfxsim.cli import main
+    assert main(["layout", "gfx942", "--list"]) == 0
+    out = capsys.readouterr().out
+    for mn in golden()["archs"]["CDNA3"]:
+        assert mn in out
+    assert "v_mfma_f64_4x4x4f64" in out and "cbsz,abid,blgp" in out
+    assert main(["layout", "gfx942", "v_mfma_f64_16x16x4_f64", "-o", "D", "-g", "5", "3"]) == 0
+    assert capsys.readouterr().out.strip() == "D[5][3] = v[3:2]{19}"
+    assert main(["layout", "gfx90a", "v_mfma_f32_16x16x1f32", "-o", "D", "-g", "5", "3", "-b", "2"]) == 0
+    assert capsys.readouterr().out.strip() == "D[5][3].B2 = v9{19}"
+    assert main(["layout", "gfx942", "v_mfma_f32_16x16x16bf16_1k", "-d"]) == 0      # the CDNA2 spelling
+    assert "v_mfma_f32_16x16x16_bf16" in capsys.readouterr().out

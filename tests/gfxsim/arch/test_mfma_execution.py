@@ -136,3 +136,42 @@ def test_mfma_executes_as_the_numpy_reference(arch, mnemonic):
     got = _unpack(arch, mnemonic, d.array, insn, NP[insn.cd_type])
     want = reference(insn, a, b, c)
     assert np.array_equal(got, want), f"{mnemonic}: {int((got != want).sum())} of {got.size} elements differ"
+
+
+def _byte_tags(arch: str, mnemonic: str, op: str, regs: int, tag) -> np.ndarray:
+    """int32 per byte of the [regs][64] dword buffer: ``tag(row, col, block)`` of the element it holds."""
+    g = golden()["archs"][FAMILY[arch]][mnemonic]["layouts"][op]
+    out = np.full((regs, 64, 4), -1, np.int32)
+    for (first, count, lo, bits), cells in zip(g["columns"], g["cells"]):
+        idx = np.array(cells)
+        t = tag(idx[:, 0], idx[:, 1], idx[:, 2])
+        for w in range(count):
+            out[first + w, :, lo // 8:lo // 8 + min(4, bits // 8)] = t[:, None]
+    return out.reshape(-1)
+
+
+@pytest.mark.parametrize("arch,mnemonic", [("gfx942", "v_mfma_f64_16x16x4_f64"), ("gfx90a", "v_mfma_f64_4x4x4f64"),
+                                           ("gfx942", "v_mfma_f32_16x16x4_4b_f16"),
+                                           ("gfx942", "v_mfma_i32_4x4x4_16b_i8"), ("gfx90a", "v_mfma_f32_32x32x2bf16")])
+@pytest.mark.parametrize("aligned", [True, False])
+def test_k_slot_provenance_through_every_block(arch, mnemonic, aligned):
+    """A and B tagged by their K index: one token per K slot in every block (no finding); B's tags
+    shifted by one K slot in the last block only: the K-slot check names the mismatch."""
+    insn = get_arch(arch).instruction(mnemonic)
+    a, b, c = _inputs(insn, np.random.default_rng(7))
+    last = insn.blocks - 1
+    shift = lambda blk: 0 if aligned else (blk == last).astype(np.int64)
+    tags = {"A": lambda r, k, blk: k, "B": lambda k, j, blk: (k + shift(blk)) % insn.K}
+    bufs = {}
+    for op, m in (("A", a), ("B", b), ("C", c)):
+        raw = _pack(arch, mnemonic, op, m, insn.regs(op)).reshape(-1).view(np.uint8)
+        t = {"token": _byte_tags(arch, mnemonic, op, insn.regs(op), tags[op])} if op in tags else None
+        bufs[op.lower()] = Buffer(op.lower(), raw, t)
+    d = Buffer.empty("d", (insn.regs("D") * 64,), np.uint32)
+    run = run_asm(_kernel(mnemonic, insn, arch), args={**bufs, "d": d}, arch=arch)
+    kinds = [f.kind for f in run.findings]
+    if aligned or insn.K == 1:
+        assert kinds == [], [f.message for f in run.findings]
+    else:
+        assert set(kinds) == {"ab-kslot-mismatch"}, [f.message for f in run.findings]
+    assert np.array_equal(_unpack(arch, mnemonic, d.array, insn, NP[insn.cd_type]), reference(insn, a, b, c))
