@@ -156,7 +156,8 @@ def _byte_tags(arch: str, mnemonic: str, op: str, regs: int, tag) -> np.ndarray:
 @pytest.mark.parametrize("aligned", [True, False])
 def test_k_slot_provenance_through_every_block(arch, mnemonic, aligned):
     """A and B tagged by their K index: one token per K slot in every block (no finding); B's tags
-    shifted by one K slot in the last block only: the K-slot check names the mismatch."""
+    shifted by one K slot in the last block only: the K-slot check names the mismatch. Two
+    workgroups side by side (batch=2)."""
     insn = get_arch(arch).instruction(mnemonic)
     a, b, c = _inputs(insn, np.random.default_rng(7))
     last = insn.blocks - 1
@@ -168,10 +169,41 @@ def test_k_slot_provenance_through_every_block(arch, mnemonic, aligned):
         t = {"token": _byte_tags(arch, mnemonic, op, insn.regs(op), tags[op])} if op in tags else None
         bufs[op.lower()] = Buffer(op.lower(), raw, t)
     d = Buffer.empty("d", (insn.regs("D") * 64,), np.uint32)
-    run = run_asm(_kernel(mnemonic, insn, arch), args={**bufs, "d": d}, arch=arch)
+    run = run_asm(_kernel(mnemonic, insn, arch), grid=(2,), batch=2, args={**bufs, "d": d}, arch=arch)
     kinds = [f.kind for f in run.findings]
     if aligned or insn.K == 1:
         assert kinds == [], [f.message for f in run.findings]
     else:
         assert set(kinds) == {"ab-kslot-mismatch"}, [f.message for f in run.findings]
     assert np.array_equal(_unpack(arch, mnemonic, d.array, insn, NP[insn.cd_type]), reference(insn, a, b, c))
+
+
+@pytest.mark.parametrize("arch,mnemonic,a_reg", [("gfx942", "v_mfma_f64_4x4x4_4b_f64", "f64"),
+                                                 ("gfx90a", "v_mfma_f64_16x16x4f64", "f64"),
+                                                 ("gfx942", "v_mfma_f32_16x16x8_xf32", "f32"),
+                                                 ("gfx942", "v_mfma_f32_16x16x8_xf32", "xf32")])
+def test_python_front_end_takes_f64_and_fp32_registers_for_xf32(arch, mnemonic, a_reg):
+    """w.mma with per-lane values placed by the record: f64 operands one element per register pair,
+    and an xf32 instruction reading plain f32 registers (xf32 is how the unit reads them)."""
+    from gfxsim.machine import launch
+    insn = get_arch(arch).instruction(mnemonic)
+    a, b, c = _inputs(insn, np.random.default_rng(3))
+    got = {}
+
+    def per_lane(op, mat, dtype):
+        lane, reg, elem = insn.operand(op).slot_of()
+        lay = insn.operand(op)
+        vals = np.zeros((insn.elems(op), 64), NP[dtype])
+        vals[reg * lay.n_elems + elem, lane] = mat
+        return vals
+
+    def kernel(w):
+        va = w.from_lanes(per_lane("A", a, a_reg), a_reg)
+        vb = w.from_lanes(per_lane("B", b, a_reg), a_reg)
+        vc = w.from_lanes(per_lane("C", c, insn.cd_type), insn.cd_type)
+        got["d"] = w.mma(mnemonic, va, vb, vc).val.copy()
+
+    launch(kernel, arch=arch)
+    lane, reg, elem = insn.operand("D").slot_of()
+    assert np.array_equal(got["d"][reg * insn.operand("D").n_elems + elem, lane], reference(insn, a, b, c))
+    assert got["d"].shape == (insn.elems("D"), 64)
