@@ -19,6 +19,8 @@ def _record_name(st, mnemonic: str) -> str:
     names = set(arch.instructions)
     if mnemonic in names:
         return mnemonic
+    if mnemonic in arch.insn_aliases:           # gfx942's CDNA2 spellings (v_mfma_f32_32x32x1f32)
+        return arch.insn_aliases[mnemonic]
     alt = mnemonic.replace("v_mfma_", "v_mmac_", 1)
     if alt in names:
         return alt

@@ -1,0 +1,93 @@
+"""Every CDNA2/CDNA3 v_mfma_* record against AMD's matrix instruction calculator, every lane,
+register, element and block.
+
+The golden file is the calculator's own output (hw_probes/amd_calculator/make_golden.py dumps
+`matrix_calculator.py -a CDNA2|CDNA3 -d` and `-M -A/-B/-C/-D --csv` for every instruction): per
+register column (first VGPR, VGPR count, low bit, bits) the (row, col, block) of every lane.
+"""
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gfxsim.arch import get_arch
+
+GOLDEN = Path(__file__).parent / "golden" / "amd_calculator.json.gz"
+ARCH_OF = {"CDNA2": "gfx90a", "CDNA3": "gfx942"}
+TYPES = {"FP32": "f32", "FP16": "f16", "BF16": "bf16", "int8": "i8", "int32": "i32", "FP64": "f64",
+         "FP8": "fp8", "BF8": "bf8"}
+
+
+@cache
+def golden() -> dict:
+    with gzip.open(GOLDEN, "rt") as f:
+        return json.load(f)
+
+
+def _cases():
+    return [(fam, mn) for fam, insns in golden()["archs"].items() for mn in sorted(insns)]
+
+
+@pytest.mark.parametrize("family", sorted(ARCH_OF))
+def test_every_calculator_instruction_has_a_record_and_no_other(family):
+    want = set(golden()["archs"][family])
+    have = {m for m in get_arch(ARCH_OF[family]).instructions if m.startswith("v_mfma_")}
+    assert have == want, f"missing {sorted(want - have)}, extra {sorted(have - want)}"
+
+
+@pytest.mark.parametrize("family,mnemonic", _cases())
+def test_record_facts_match_the_calculator(family, mnemonic):
+    g = golden()["archs"][family][mnemonic]
+    insn = get_arch(ARCH_OF[family]).instruction(mnemonic)
+    assert (insn.M, insn.N, insn.K, insn.blocks) == (g["M"], g["N"], g["K"], g["blocks"])
+    assert insn.cycles == g["cycles"]
+    assert {op: insn.regs(op) for op in "ABCD"} == g["gprs"]
+    types = {op: TYPES[t] for op, t in g["types"].items()}
+    if "xf32" in mnemonic:           # the calculator prints xf32 operands as FP32 registers
+        types["A"] = types["B"] = "xf32"
+    assert (insn.a_type, insn.b_type, insn.cd_type, insn.cd_type) == tuple(types[op] for op in "ABCD")
+    assert ("cbsz" in insn.modifiers, "abid" in insn.modifiers) == (g["cbsz_abid"],) * 2
+    assert ("blgp" in insn.modifiers) == g["blgp"]
+    assert ("CBSZ/ABID: block" in insn.notes) == g["cbsz_abid"] and ("BLGP:" in insn.notes) == g["blgp"]
+
+
+@pytest.mark.parametrize("family,mnemonic", _cases())
+def test_every_slot_matches_the_calculator(family, mnemonic):
+    g = golden()["archs"][family][mnemonic]
+    insn = get_arch(ARCH_OF[family]).instruction(mnemonic)
+    for op in "ABCD":
+        lay = insn.operand(op)
+        gl = g["layouts"][op]
+        assert len(gl["columns"]) == lay.reg_slots * lay.n_elems, f"{op}: register columns"
+        seen = np.zeros((lay.blocks, lay.rows, lay.cols), int)
+        for (first, count, lo, bits), cells in zip(gl["columns"], gl["cells"]):
+            assert bits == lay.elem_bits and count == lay.words_per_reg, f"{op}: v{first} [{lo}+{bits}]"
+            reg, elem = (first // 2, 0) if bits == 64 else (first, lo // bits)
+            lanes = np.arange(lay.wave_size)
+            got = np.stack(lay.to_matrix(lanes, reg, elem), axis=1)
+            want = np.array(cells)
+            bad = np.nonzero((got != want).any(axis=1))[0]
+            assert not bad.size, (f"{op} v{first}.[{lo + bits - 1}:{lo}] lane {bad[0]}: record says "
+                                  f"{got[bad[0]].tolist()}, calculator {want[bad[0]].tolist()}")
+            seen[want[:, 2], want[:, 0], want[:, 1]] += 1
+        assert (seen == 1).all(), f"{op}: the calculator's table does not hold every element once"
+
+
+def test_layout_cli_lists_and_names_the_new_records(capsys):
+    """`gfxsim layout` lists every CDNA record with its other spelling, and names a 64-bit element's
+    register pair as the calculator does (`-a CDNA3 -i v_mfma_f64_16x16x4_f64 -D -g -I 5 -J 3`)."""
+    from gfxsim.cli import main
+    assert main(["layout", "gfx942", "--list"]) == 0
+    out = capsys.readouterr().out
+    for mn in golden()["archs"]["CDNA3"]:
+        assert mn in out
+    assert "v_mfma_f64_4x4x4f64" in out and "cbsz,abid,blgp" in out
+    assert main(["layout", "gfx942", "v_mfma_f64_16x16x4_f64", "-o", "D", "-g", "5", "3"]) == 0
+    assert capsys.readouterr().out.strip() == "D[5][3] = v[3:2]{19}"
+    assert main(["layout", "gfx90a", "v_mfma_f32_16x16x1f32", "-o", "D", "-g", "5", "3", "-b", "2"]) == 0
+    assert capsys.readouterr().out.strip() == "D[5][3].B2 = v9{19}"
+    assert main(["layout", "gfx942", "v_mfma_f32_16x16x16bf16_1k", "-d"]) == 0      # the CDNA2 spelling
+    assert "v_mfma_f32_16x16x16_bf16" in capsys.readouterr().out
