@@ -30,8 +30,8 @@ def _quiet(rel):
     return run
 
 
-for _t in ("f32", "i32", "u32", "i64", "u64", "f16", "i16", "u16"):
-    _asm = "cmp" if _t in ("f32", "i32", "u32", "i64", "u64") else None
+for _t in ("f32", "i32", "u32", "i64", "u64", "f64", "f16", "i16", "u16"):
+    _asm = "cmp" if _t in ("f32", "i32", "u32", "i64", "u64", "f64") else None
     for _c, _rel in (FLOAT if _t[0] == "f" else INTEGER).items():
         for _x in ("", "x"):
             if _asm or not _x:

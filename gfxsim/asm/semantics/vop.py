@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
+from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
 from . import dequant
 from ... import isa
 from ...machine.provenance import Prov, merge
@@ -576,6 +576,8 @@ def _cmp(name, x, rel, t):
         dst, a, b = d.ops.positional
         if t == "f32":
             va, vb = f32(st, a), f32(st, b)
+        elif t == "f64":
+            va, vb = f64(st, a), f64(st, b)
         elif t in ("i32", "u32"):
             va, vb = u32(st, a), u32(st, b)
             if t == "i32":
