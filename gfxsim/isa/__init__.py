@@ -122,7 +122,7 @@ def asm_entries(form: str) -> list[Entry]:
     return [e for e in TABLE.values() if e.asm == form]
 
 
-from . import compare, conversion, double, floating, integer, moves, pseudo  # noqa: E402,F401  (they define their entries)
+from . import compare, conversion, double, floating, half, integer, moves, pseudo  # noqa: E402,F401  (they define their entries)
 
 __all__ = ["ASM_FORMS", "BYTE_EXTRACT", "DIFFERENCE", "EXTREMUM", "FUSED", "KEEP", "NONE", "PRODUCT", "QUANTIZE", "REDUCE",
            "ROUTE", "RULES", "SUM", "TABLE", "Entry", "Rule", "UnknownInstruction", "asm_entries", "define", "entry"]

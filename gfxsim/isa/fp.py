@@ -19,17 +19,18 @@ _BITS = {np.dtype(np.float32): (np.uint32, np.uint32(0x00400000)),
          np.dtype(np.float64): (np.uint64, np.uint64(0x0008000000000000))}
 
 
-def fma(a, b, c) -> np.ndarray:
-    """a*b + c rounded once to binary32 (arrays of float32)."""
+def fma(a, b, c, t=F32) -> np.ndarray:
+    """a*b + c rounded once to binary32 (arrays of float32 or float16; ``t`` np.float16: rounded
+    once to binary16, as v_fma_f16 and v_fma_mixlo_f16)."""
     with np.errstate(all="ignore"):
         a, b, c = (np.asarray(x, F32).astype(F64) for x in (a, b, c))
         p = a * b                                   # exact: 24 + 24 significant bits
         s = p + c
         bp = s - c                                  # TwoSum: s + e == p + c exactly
         e = (p - bp) + (c - (s - bp))
-        r = s.astype(F32)
+        r = s.astype(t)
         r64 = r.astype(F64)
-        toward = np.where(s > r64, F32(np.inf), F32(-np.inf))
+        toward = np.where(s > r64, t(np.inf), t(-np.inf))
         other = np.nextafter(r, toward)
         mid = (r64 + other.astype(F64)) * 0.5
         tie = np.isfinite(s) & np.isfinite(mid) & (s != r64) & (s == mid) & (e != 0)
@@ -37,7 +38,7 @@ def fma(a, b, c) -> np.ndarray:
         up = (other.astype(F64) > r64) == (e > 0)
         out = np.where(tie & up, other, r)
         # p + c exactly zero keeps binary64's sign rule (-0 only for -0 + -0), the same in binary32
-    return out.astype(F32)
+    return out.astype(t)
 
 
 def fma64(a, b, c) -> np.ndarray:
