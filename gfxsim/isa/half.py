@@ -52,6 +52,39 @@ def _ldexp(a, e):
     return np.ldexp(a, np.clip(e16, -100, 100))
 
 
+# (mantissa bits, exponent bias) of gfx942's fp8 (e4m3fnuz) and bf8 (e5m2fnuz)
+FP8_FORMATS = {"fp8": (3, 8), "bf8": (2, 16)}
+
+
+def stochastic_fp8(kind: str):
+    """V_CVT_SR_{FP8,BF8}_F32 D.byte = S0 rounded with the random word S1: the low (23 - m) bits of
+    S1 are added to S0's significand below the kept m bits, then the sum is truncated (a carry out
+    moves the exponent up), as AMD's software models of the conversion do. Beyond the largest
+    finite value, infinities and NaNs: 0x80 (NaN, as the round-to-nearest form); zero (either
+    sign): 0. Returns (bits uint8, lanes whose result is an fp8 denormal or below — there AMD's
+    models differ on which random bits are used, so the caller refuses them)."""
+    m, bias = FP8_FORMATS[kind]
+
+    def run(x, rng):
+        w = np.asarray(x, F32).view(U32).astype(np.int64)
+        r = np.asarray(rng, U32).astype(np.int64)
+        sign = (w >> 31) & 1
+        e32 = (w >> 23) & 0xFF
+        sig = (w & 0x7FFFFF) | (1 << 23)
+        e = e32 - 127 + bias                       # the fp8 exponent field
+        s = sig + (r & ((1 << (23 - m)) - 1))
+        carry = s >> 24
+        e = e + carry
+        mant = (s >> (23 - m + carry)) & ((1 << m) - 1)
+        out = (sign << 7) | (np.clip(e, 0, 255) << m) | mant
+        special = (e32 == 0xFF) | (e > (1 << (7 - m)) - 1)
+        zero = (w & 0x7FFFFFFF) == 0
+        out = np.where(special, 0x80, np.where(zero, 0, out))
+        low = ~special & ~zero & (e < 1)
+        return out.astype(np.uint8), low
+    return run
+
+
 h, u, i, f = "f16", "u16", "i16", "f32"
 define("v_subrev_f16", (h, h), h, _h(lambda a, b: b - a), DIFFERENCE, asm="own")
 define("v_fma_f16", (h, h, h), h, lambda a, b, c: fp.fma(a, b, c, F16), FUSED, asm="own")
@@ -78,8 +111,10 @@ define("v_mad_i16", (i, i, i), i, lambda a, b, c: a * b + c, asm="own")
 define("v_fma_mix_f32", (f, f, f), f, fp.fma, FUSED, asm="own")
 define("v_fma_mixlo_f16", (f, f, f), h, lambda a, b, c: fp.fma(a, b, c, F16), FUSED, asm="own")
 define("v_fma_mixhi_f16", (f, f, f), h, lambda a, b, c: fp.fma(a, b, c, F16), FUSED, asm="own")
+define("v_cvt_sr_fp8_f32", (f, "u32"), "fp8", stochastic_fp8("fp8"), asm="own")
+define("v_cvt_sr_bf8_f32", (f, "u32"), "bf8", stochastic_fp8("bf8"), asm="own")
 define("v_cvt_pk_f32_fp8", ("fp8",), f, lambda a: np.asarray(a).astype(F32), asm="own")
 define("v_cvt_pk_f32_bf8", ("bf8",), f, lambda a: np.asarray(a).astype(F32), asm="own")
 del h, u, i, f
 
-__all__ = ["pack_halves", "rtz_f16"]
+__all__ = ["FP8_FORMATS", "pack_halves", "rtz_f16", "stochastic_fp8"]

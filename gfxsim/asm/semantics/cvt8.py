@@ -3,13 +3,15 @@ infinity), their numbers from the ISA table's entries (gfxsim/isa/conversion.py,
 
 v_cvt_pk_{fp8,bf8}_f32 D, S0, S1 [op_sel:[0,0,w]] writes the two bytes {S1, S0} to word w of D,
 the other word kept; v_cvt_f32_{fp8,bf8} reads byte 0 or the SDWA-selected byte;
-v_cvt_pk_f32_{fp8,bf8} reads the bytes of word 0 or (SDWA WORD_1) word 1 into a register pair.
+v_cvt_pk_f32_{fp8,bf8} reads the bytes of word 0 or (SDWA WORD_1) word 1 into a register pair;
+v_cvt_sr_{fp8,bf8}_f32 D, S0, S1 op_sel:[0,0,b0,b1] rounds S0 with S1's random bits into byte
+b0 + 2*b1 of D, the other bytes kept.
 Provenance: each fp8 byte is named by its binary32 source; each binary32 result by its byte."""
 from __future__ import annotations
 
 import numpy as np
 
-from . import f32, no_mods, op, put
+from . import f32, no_mods, op, put, u32
 from .vop import _value
 from ... import isa
 from ...machine.provenance import Prov
@@ -63,6 +65,38 @@ def _pk_to8(name, kind):
     return run
 
 
+def _sr(name):
+    @op(name)
+    def run(st, d):
+        """D.byte[op_sel[2] + 2*op_sel[3]] = S0 stochastically rounded with S1's bits; the other bytes kept."""
+        no_mods(st, d, ("op_sel",))
+        dst, a, rnd = d.ops.positional
+        sel = tuple(d.ops.mods.get("op_sel", (0, 0, 0, 0))) + (0, 0, 0, 0)
+        if any(sel[:2]):
+            raise st.error(f"{d.mnemonic}: op_sel on a source is not modelled")
+        byte = sel[2] + 2 * sel[3]
+        bits, low = isa.entry(name).fn(f32(st, a), u32(st, rnd))
+        low &= st.exec
+        if low.any():
+            raise st.error(f"{d.mnemonic}: a result in the fp8 denormal range (which random bits the rounding "
+                           "uses there is not settled) is not modelled", lane=int(np.argmax(low)))
+        old = st.vwords(dst.file, dst.first, 1)[0]
+        shift = U32(8 * byte)
+        r = (old & ~(U32(0xFF) << shift)) | (bits.astype(U32) << shift)
+        prov = None
+        if st.w.provenance:
+            pa = elem_prov(st.w, _value(st, a), 1) if a.kind == "reg" and a.file in "va" else None
+            po = st.vread(dst.file, dst.first, 1).prov
+            if pa is not None or po is not None:
+                w = st.w.pw
+                part = None if pa is None else route_prov(pa.per_byte(), _rows([0], w), w)
+                both = Prov.concat([part, None if po is None else po.per_byte()], [1, 4], w)
+                order = [0 if k == byte else 1 + k for k in range(4)]
+                prov = route_prov(both, _rows(order, w), w)
+        _write(st, dst, r, prov)
+    return run
+
+
 def _decode(bits, kind):
     import ml_dtypes
     return np.asarray(bits, U8).view(getattr(ml_dtypes, ML[kind])).astype(F32)
@@ -96,6 +130,7 @@ def _to_f32(name, kind, pair):
 
 
 for _k in ("fp8", "bf8"):
+    _sr(f"v_cvt_sr_{_k}_f32")
     _pk_to8(f"v_cvt_pk_{_k}_f32", _k)
     _to_f32(f"v_cvt_f32_{_k}", _k, False)
     _to_f32(f"v_cvt_pk_f32_{_k}", _k, True)

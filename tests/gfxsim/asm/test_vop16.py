@@ -349,3 +349,24 @@ def test_half_provenance(form):
     lane = np.arange(64)[:, None]
     expect = np.stack([{"L": 2 * lane[:, 0], "H": 2 * lane[:, 0] + 1, "-": np.full(64, -1)}[c] for c in want], 1)
     assert (got == expect).all(), f"{form}: lane 1 {got[1].tolist()}, expected {expect[1].tolist()}"
+
+
+def test_stochastic_fp8_rounding_adds_the_random_bits_below_the_kept_ones():
+    sb = Sandbox()
+    x = np.float32(1 + 2.0 ** -4)                    # halfway between fp8 1.0 (0x40) and 1.125 (0x41)
+    sb.v[1] = np.full(64, x.view(U32))
+    # the 20 dropped bits of the significand are 0x80000: a random word below 0x80000 in its low
+    # 20 bits keeps 1.0, from 0x80000 up it carries into 1.125 (the bits above 20 are not used)
+    sb.v[2] = np.resize(np.array([0, 0x7FFFF, 0x80000, 0xFFFFF, 0xFFF00000, 0xFFF7FFFF], U32), 64)
+    sb.v[3] = 0xDEADBEEF
+    sb.v[4] = 0xDEADBEEF
+    sb.run("v_cvt_sr_fp8_f32 v3, v1, v2 op_sel:[0,0,0,1]",      # byte 2
+           "v_cvt_sr_bf8_f32 v4, v1, v2")                        # byte 0
+    want = np.resize(np.array([0x40, 0x40, 0x41, 0x41, 0x40, 0x40], U32), 64)
+    np.testing.assert_array_equal(sb.v[3], (0xDEADBEEF & ~0xFF0000) | (want << 16))
+    # bf8 (bias 16): 1.0 is 0x40; the dropped 21 bits hold 0x80000, and no low-21-bit random value
+    # here reaches 0x180000, so every lane keeps 1.0
+    np.testing.assert_array_equal(sb.v[4], (0xDEADBEEF & ~0xFF) | 0x40)
+    sb.v[1] = np.full(64, np.float32(2.0 ** -9).view(U32))         # an fp8 denormal result
+    with pytest.raises(AsmError, match="fp8 denormal range"):
+        sb.run("v_cvt_sr_fp8_f32 v3, v1, v2")
