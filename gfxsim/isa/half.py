@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import DIFFERENCE, FUSED, QUANTIZE, ROUTE, define, fp
+from . import DIFFERENCE, FUSED, QUANTIZE, REDUCE, ROUTE, define, fp
 
 
 F16, F32, F64, U16, I16, U32 = np.float16, np.float32, np.float64, np.uint16, np.int16, np.uint32
@@ -111,6 +111,19 @@ define("v_mad_i16", (i, i, i), i, lambda a, b, c: a * b + c, asm="own")
 define("v_fma_mix_f32", (f, f, f), f, fp.fma, FUSED, asm="own")
 define("v_fma_mixlo_f16", (f, f, f), h, lambda a, b, c: fp.fma(a, b, c, F16), FUSED, asm="own")
 define("v_fma_mixhi_f16", (f, f, f), h, lambda a, b, c: fp.fma(a, b, c, F16), FUSED, asm="own")
+define("v_med3_f16", (h, h, h), h, fp.med3, REDUCE, asm="own")
+define("v_max3_f16", (h, h, h), h, lambda a, b, c: fp.fmax(fp.fmax(a, b), c), REDUCE, asm="own")
+define("v_min3_f16", (h, h, h), h, lambda a, b, c: fp.fmin(fp.fmin(a, b), c), REDUCE, asm="own")
+for _t in (u, i):
+    define(f"v_med3_{_t}", (_t,) * 3, _t, lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c)),
+           REDUCE, asm="own")
+    define(f"v_max3_{_t}", (_t,) * 3, _t, lambda a, b, c: np.maximum(np.maximum(a, b), c), REDUCE, asm="own")
+    define(f"v_min3_{_t}", (_t,) * 3, _t, lambda a, b, c: np.minimum(np.minimum(a, b), c), REDUCE, asm="own")
+define("v_fract_f16", (h,), h, _h(lambda a: np.where(np.isinf(a), np.nan, np.minimum(a - np.floor(a),
+                                                                                       F64(1 - 2.0 ** -11)))), asm="own")
+define("v_frexp_mant_f16", (h,), h, lambda a: np.frexp(np.asarray(a, F16))[0].astype(F16), asm="own")
+define("v_frexp_exp_i16_f16", (h,), i, lambda a: np.where(np.isfinite(a), np.frexp(np.asarray(a, F16))[1], 0)
+       .astype(I16), asm="own")
 define("v_cvt_sr_fp8_f32", (f, "u32"), "fp8", stochastic_fp8("fp8"), asm="own")
 define("v_cvt_sr_bf8_f32", (f, "u32"), "bf8", stochastic_fp8("bf8"), asm="own")
 define("v_cvt_pk_f32_fp8", ("fp8",), f, lambda a: np.asarray(a).astype(F32), asm="own")

@@ -370,3 +370,25 @@ def test_stochastic_fp8_rounding_adds_the_random_bits_below_the_kept_ones():
     sb.v[1] = np.full(64, np.float32(2.0 ** -9).view(U32))         # an fp8 denormal result
     with pytest.raises(AsmError, match="fp8 denormal range"):
         sb.run("v_cvt_sr_fp8_f32 v3, v1, v2")
+
+
+def test_three_operand_16_bit_min_max_med3_fract_and_frexp():
+    a = H.view(F16)
+    b, c = np.roll(H, 9).view(F16), np.roll(H, 21).view(F16)
+    sb = Sandbox()
+    sb.v[1], sb.v[2], sb.v[3] = _h(a), _h(b), _h(c)
+    sb.run("v_med3_f16 v4, v1, v2, v3", "v_max3_f16 v5, v1, v2, v3", "v_min3_i16 v6, v1, v2, v3",
+           "v_med3_u16 v7, v1, v2, v3", "v_fract_f16_e32 v8, v1", "v_frexp_mant_f16_e32 v9, v1",
+           "v_frexp_exp_i16_f16_e32 v10, v1")
+    with np.errstate(all="ignore"):
+        _same16(_lo(sb.v[4]), fp.med3(a, b, c))
+        _same16(_lo(sb.v[5]), fp.fmax(fp.fmax(a, b), c))
+        ia, ib, ic = (x.view(np.int16) for x in (a, b, c))
+        np.testing.assert_array_equal(_lo(sb.v[6]).view(np.int16), np.minimum(np.minimum(ia, ib), ic))
+        ua, ub, uc = (x.view(U16) for x in (a, b, c))
+        np.testing.assert_array_equal(_lo(sb.v[7]), np.maximum(np.minimum(ua, ub), np.minimum(np.maximum(ua, ub), uc)))
+        fr = np.where(np.isinf(a), np.nan, np.minimum(a.astype(np.float64) - np.floor(a), 1 - 2.0 ** -11)).astype(F16)
+        _same16(_lo(sb.v[8]), fr)
+        m, e = np.frexp(a)
+        _same16(_lo(sb.v[9]), m)
+        np.testing.assert_array_equal(_lo(sb.v[10]).view(np.int16), np.where(np.isfinite(a), e, 0))
