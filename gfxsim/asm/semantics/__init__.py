@@ -6,7 +6,7 @@ vop (vector ALU, its numbers from the ISA table gfxsim/isa), ds (LDS), mem (glob
 
 Operand access shared by the families is here: ``u32`` reads a 32-bit source per lane (inline
 constants, literals, SGPRs broadcast over each member's lanes, VGPRs), ``f32`` the same with the abs/neg modifiers
-applied, ``u64`` a 64-bit source; ``put`` writes a vector destination under EXEC.
+applied, ``u64`` a 64-bit source, ``f64`` a binary64 one; ``put`` writes a vector destination under EXEC.
 """
 from __future__ import annotations
 
@@ -86,6 +86,44 @@ def u64(st, o) -> np.ndarray:
     raise st.error(f"operand {o.text} is not a 64-bit source (64-bit literals and float constants are not modelled)")
 
 
+INV_2PI_F64 = 0.15915494309189532          # the 1/(2*pi) inline constant, as binary64
+SIGN64 = np.uint64(1 << 63)
+
+
+def f64_bits(st, o) -> np.ndarray:
+    """A binary64 source per lane: uint64 [width], modifiers applied."""
+    w = st.w.width
+    if o.sext:
+        raise st.error(f"sext({o.text}) on a binary64 source")
+    if o.kind == "reg":
+        if o.count != 2:
+            raise st.error(f"operand {o.text}: a 64-bit register pair expected")
+        if o.file == "s":
+            b = st.lanewise64(st.sread64(o.first)).astype(np.uint64)
+        else:
+            ww = st.vwords(o.file, o.first, 2).astype(np.uint64)
+            b = ww[0] | (ww[1] << np.uint64(32))
+    elif o.kind == "float":
+        v = INV_2PI_F64 if abs(o.value - 0.15915494) < 1e-7 else o.value
+        b = np.full(w, np.float64(v).view(np.uint64), np.uint64)
+    elif o.kind == "int" and o.inline:
+        b = np.full(w, o.value & ((1 << 64) - 1), np.uint64)
+    elif o.kind == "int":
+        b = np.full(w, (o.value & 0xFFFFFFFF) << 32, np.uint64)     # a literal is the high word
+    else:
+        raise st.error(f"operand {o.text} is not a binary64 source")
+    b = b.copy()
+    if o.abs:
+        b &= ~SIGN64
+    if o.neg:
+        b ^= SIGN64
+    return b
+
+
+def f64(st, o) -> np.ndarray:
+    return f64_bits(st, o).view(np.float64)
+
+
 def put(st, o, words, *, decided: bool = False):
     """Write a VGPR/AGPR destination (uint32 [n, width] or [width]) under EXEC, with no provenance.
     ``decided``: the instruction's provenance rule gave none; otherwise a result computed from VGPR
@@ -107,9 +145,10 @@ def put(st, o, words, *, decided: bool = False):
             st.taint_v = None
 
 
-def put64(st, o, value):
+def put64(st, o, value, *, decided: bool = False):
     value = np.asarray(value, np.uint64)
-    put(st, o, np.stack([(value & np.uint64(0xFFFFFFFF)).astype(np.uint32), (value >> np.uint64(32)).astype(np.uint32)]))
+    put(st, o, np.stack([(value & np.uint64(0xFFFFFFFF)).astype(np.uint32), (value >> np.uint64(32)).astype(np.uint32)]),
+        decided=decided)
 
 
 def sdst_mask(st, o, mask):
@@ -152,4 +191,4 @@ def widen(st, v, signed: bool):
                  np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 
 
-from . import dequant, ds, mem, mfma, sop, vop  # noqa: E402,F401  (they register their operations)
+from . import cvt8, dequant, ds, mem, mfma, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)

@@ -182,6 +182,17 @@ def s_abs_i32(st, d):
     st.set_scc(r != 0)
 
 
+@op("s_brev_b32")
+def s_brev_b32(st, d):
+    """D = S0 with its 32 bits reversed (clang builds binary64 constants' high words with it); SCC kept."""
+    count(st, d, 2)
+    no_mods(st, d)
+    x = s32(st, d.ops[1]).astype(np.uint32)
+    bits = np.unpackbits(x.view(np.uint8).reshape(-1, 4), axis=1, bitorder="little")[:, ::-1]
+    st.swrite(_dst(st, d.ops[0], 1), np.packbits(bits, axis=1, bitorder="little").view(np.uint32)
+              .reshape(x.shape).astype(U64))
+
+
 # saveexec: D = EXEC; EXEC = f(S0, EXEC); SCC = EXEC != 0
 SAVEEXEC = {
     "s_and_saveexec_b64": lambda s, e: s & e,

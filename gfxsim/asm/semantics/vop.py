@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
+from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
 from . import dequant
 from ... import isa
 from ...machine.provenance import Prov, merge
@@ -355,6 +355,27 @@ def v_fmac_f32(st, d):
     _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", (a, b, dst)))
 
 
+@op("v_fmamk_f32", "v_fmaak_f32", "v_madmk_f32", "v_madak_f32")
+def v_fma_k_f32(st, d):
+    """D = a*b + c in the printed operand order (mk: S0, K, S1; ak: S0, S1, K; K the literal):
+    fused for fma*, the product rounded first for the gfx9 mad* forms."""
+    no_mods(st, d)
+    dst, a, b, c = d.ops.positional
+    srcs = (a, b, c)
+    x, y, z = (f32(st, o) for o in srcs)
+    if d.mnemonic.startswith("v_fma"):
+        r = isa.entry("v_fma_f32").fn(x, y, z)
+    else:
+        with np.errstate(all="ignore"):
+            r = (x * y + z).astype(F32)
+    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", srcs))
+
+
+@op("v_nop")
+def v_nop(st, d):
+    no_mods(st, d)
+
+
 # -- moves: VGPR sources move their bytes' provenance ----------------------------------------
 def _move(st, dst, src, n):
     if src.kind == "reg" and src.file in "va" and not (src.neg or src.abs or src.sext):
@@ -572,19 +593,31 @@ _carry("v_subbrev_co_u32", lambda a, b, c: (b - a - c, a + c > b), True)
 
 @op("v_cndmask_b32")
 def v_cndmask_b32(st, d):
-    """D = mask ? S1 : S0; the mask is VCC (e32) or the SGPR pair operand (e64)."""
-    no_mods(st, d)
+    """D = mask ? S1 : S0; the mask is VCC (e32, SDWA) or the SGPR pair operand (e64). SDWA selects
+    a field of each source (a 16-bit half: WORD_0/WORD_1) and places the result's field."""
+    sdwa = d.enc == "sdwa"
+    no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel", "src1_sel") if sdwa else ())
     dst, a, b, m = d.ops.positional
     mask = mask_src(st, m)
-    x, y = f32(st, a).view(U32), f32(st, b).view(U32)
+    if sdwa:
+        x, y = (_sdwa_src(st, d, k, o, "u32") for k, o in enumerate((a, b)))
+    else:
+        x, y = f32(st, a).view(U32), f32(st, b).view(U32)
     prov = None
     if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
-        va, vb = _value(st, a), _value(st, b)
+        va, vb = _src_values(st, d, (a, b)) if sdwa else (_value(st, a), _value(st, b))
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
             prov = Prov.select(st.w.pcols(mask[None, :], "a v_cndmask_b32 mask"),   # a byte move: per byte
                                None if vb.prov is None else vb.prov.per_byte(),
                                None if va.prov is None else va.prov.per_byte(), (4, st.w.pw))
-    _put_prov(st, dst, isa.entry("v_cndmask_b32").fn(x, y, mask), prov)
+    r = isa.entry("v_cndmask_b32").fn(x, y, mask)
+    if sdwa:
+        r = _sdwa_dst(st, d, dst, r)
+        if d.ops.mods.get("dst_sel", "DWORD") != "DWORD" and (prov is not None or (
+                st.w.provenance and d.ops.mods.get("dst_unused") == "UNUSED_PRESERVE"
+                and st.vread(dst.file, dst.first, 1).prov is not None)):
+            prov = _sdwa_dst_prov(st, d, dst, prov if prov is not None else Prov(1, {}))
+    _put_prov(st, dst, r, prov)
 
 
 # -- compares: v_cmp[x]_<op>_<type>, the table's "cmp" entries ----------------------------------------
@@ -596,6 +629,8 @@ def _cmp(name, x, rel, t):
         dst, a, b = d.ops.positional
         if t == "f32":
             va, vb = f32(st, a), f32(st, b)
+        elif t == "f64":
+            va, vb = f64(st, a), f64(st, b)
         elif t in ("i32", "u32"):
             va, vb = u32(st, a), u32(st, b)
             if t == "i32":
