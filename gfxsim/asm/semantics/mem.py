@@ -45,13 +45,37 @@ def _parts(st, addr, nbytes):
     return st.memory.split(st, addr, st.exec, nbytes)
 
 
-def _with_exec(st, lanes, fn):
+def with_exec(st, lanes, fn):
     saved = st.exec.copy()
     st.set_exec(lanes)
     try:
         return fn()
     finally:
         st.set_exec(saved)
+
+
+def load_lanes(st, dst, buf, offs, lanes, nbytes: int, fill):
+    """Load ``nbytes`` per lane from byte ``offs`` [width] of ``buf`` into ``dst``, in ``lanes``
+    only (``fill``: LOADS' sub-dword rule), through the back end's global_load."""
+    def one():
+        o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+        if fill is None:            # in the buffer's own element type: per-element provenance
+            t = buf.dtype if nbytes % buf.itemsize == 0 else "u8"
+            st.vwrite_value(dst.file, dst.first, st.w.global_load(buf, o, nbytes, t))
+        else:
+            v = st.w.global_load(buf, o, nbytes, {1: "u8", 2: "u16"}[nbytes] if fill == "u"
+                                 else {1: "i8", 2: "i16"}[nbytes])
+            st.vwrite_value(dst.file, dst.first, widen(st, v, fill == "s"))
+    with_exec(st, lanes, one)
+
+
+def store_lanes(st, buf, offs, lanes, value, nbytes: int):
+    """Store ``value``'s first ``nbytes`` per lane to byte ``offs`` [width] of ``buf``, in ``lanes``
+    only, through the back end's global_store."""
+    def one():
+        o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+        st.w.global_store(buf, o, value, nbytes)
+    with_exec(st, lanes, one)
 
 
 def _global_load(kind):
@@ -64,16 +88,7 @@ def _global_load(kind):
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
         addr = _address(st, d, vaddr, saddr)
         for buf, offs, lanes in _parts(st, addr, nbytes):
-            def one():
-                o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
-                if fill is None:            # in the buffer's own element type: per-element provenance
-                    t = buf.dtype if nbytes % buf.itemsize == 0 else "u8"
-                    st.vwrite_value(dst.file, dst.first, st.w.global_load(buf, o, nbytes, t))
-                else:
-                    v = st.w.global_load(buf, o, nbytes, {1: "u8", 2: "u16"}[nbytes] if fill == "u"
-                                         else {1: "i8", 2: "i16"}[nbytes])
-                    st.vwrite_value(dst.file, dst.first, widen(st, v, fill == "s"))
-            _with_exec(st, lanes, one)
+            load_lanes(st, dst, buf, offs, lanes, nbytes, fill)
     return run
 
 
@@ -90,10 +105,7 @@ def _global_store(kind):
         if byte0:
             value = value.bytes(byte0, nbytes)
         for buf, offs, lanes in _parts(st, addr, nbytes):
-            def one():
-                o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
-                st.w.global_store(buf, o, value, nbytes)
-            _with_exec(st, lanes, one)
+            store_lanes(st, buf, offs, lanes, value, nbytes)
     return run
 
 

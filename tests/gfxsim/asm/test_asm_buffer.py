@@ -1,0 +1,184 @@
+"""MUBUF buffer_load/buffer_store through V# descriptors: addressing (offen, idxen with a stride,
+soffset, offset:, add_tid_enable), range checks (num_records per 4-byte piece, structured
+indices), the buffer-out-of-range finding and the masked-lane idiom it leaves alone, and the
+tokens the bytes carry through a load and a store."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gfxsim import Buffer
+from gfxsim.machine.errors import MemoryFault
+
+from support.mubuf import COPY, MASKED, run
+
+
+
+def xbuf(n=64, dtype=np.int32):
+    return Buffer("x", (np.arange(n) + 1).astype(dtype), {"token": np.arange(n)})
+
+
+def test_raw_load_and_store_move_words_and_tokens():
+    y = Buffer.empty("y", (64,), np.int32, tags={"token": np.arange(64)})
+    y, r = run(COPY, xbuf(), y)
+    assert (y.array == np.arange(64) + 1).all() and not r.findings
+    ids = y.prov.ids["token"]
+    assert (np.repeat(ids, y.prov.unit)[:256].reshape(64, 4) == np.arange(64)[:, None]).all()
+
+
+def test_past_num_records_reads_zero_and_is_reported():
+    y, r = run(COPY, xbuf(), nr_x=100)
+    assert (y.array[:25] == np.arange(25) + 1).all() and (y.array[25:] == 0).all()
+    f = r.findings_of("buffer-out-of-range")
+    assert len(f) == 1 and f[0].details["reason"] == "num_records" and f[0].details["lanes"] == list(range(25, 64))
+    assert f[0].details["offset"] == 100 and f[0].details["access"] == "load" and f[0].lane == 25
+
+
+def test_store_past_num_records_is_dropped():
+    y, r = run(COPY, xbuf(), nr_y=128)
+    assert (y.array[:32] == np.arange(32) + 1).all() and (y.array[32:] == -1).all()
+    (f,) = r.findings
+    assert f.details["access"] == "store" and f.details["lanes"] == list(range(32, 64)) and f.details["buffer"] == "y"
+
+
+def test_triton_masked_lanes_read_zero_silently():
+    """Triton's raw-buffer masking: num_records 0x7ffffffe, masked lanes at offset 0x80000000."""
+    y, r = run(MASKED, xbuf(40), nr_x=0x7FFFFFFE, nr_y=0x7FFFFFFE)
+    assert (y.array[:40] == np.arange(40) + 1).all() and (y.array[40:] == -1).all()
+    assert not r.findings
+
+
+def test_overrun_inside_num_records_is_reported():
+    """The unmasked tail: num_records far past the tensor, lanes 40.. read past x."""
+    y, r = run(COPY, xbuf(40), nr_x=0x7FFFFFFE)
+    assert (y.array[40:] == 0).all()
+    (f,) = r.findings
+    assert f.details["reason"] == "buffer" and f.details["lanes"] == list(range(40, 64)) and f.details["offset"] == 160
+
+
+def test_soffset_adds_but_is_not_range_checked():
+    body = """
+v_lshlrev_b32_e32 v1, 2, v0
+s_movk_i32 s20, 0x40
+buffer_load_dword v2, v1, s[8:11], s20 offen
+buffer_store_dword v2, v1, s[12:15], 0 offen
+"""
+    y, r = run(body, xbuf(128), nr_x=256)
+    assert (y.array == np.arange(64) + 17).all() and not r.findings
+
+
+def test_offset_field_and_inline_soffset():
+    body = """
+v_lshlrev_b32_e32 v1, 2, v0
+buffer_load_dword v2, v1, s[8:11], 4 offen offset:8
+buffer_store_dword v2, v1, s[12:15], 0 offen
+"""
+    y, r = run(body, xbuf(128), nr_x=512)
+    assert (y.array == np.arange(64) + 4).all()
+
+
+def test_idxen_with_a_stride_and_the_structured_range_check():
+    """Records of 8 bytes: lane l reads record l's second dword; index >= num_records reads 0."""
+    body = """
+v_mov_b32_e32 v1, v0
+buffer_load_dword v2, v1, s[8:11], 0 idxen offset:4
+v_lshlrev_b32_e32 v3, 2, v0
+buffer_store_dword v2, v3, s[12:15], 0 offen
+"""
+    y, r = run(body, xbuf(128), nr_x=48, stride=8)
+    assert (y.array[:48] == 2 * np.arange(48) + 2).all() and (y.array[48:] == 0).all()
+    (f,) = r.findings
+    assert f.details["reason"] == "num_records" and f.details["lanes"] == list(range(48, 64))
+
+
+def test_idxen_and_offen_pair():
+    body = """
+v_lshrrev_b32_e32 v4, 1, v0
+v_and_b32_e32 v5, 1, v0
+v_lshlrev_b32_e32 v5, 2, v5
+buffer_load_dword v2, v[4:5], s[8:11], 0 idxen offen
+v_lshlrev_b32_e32 v3, 2, v0
+buffer_store_dword v2, v3, s[12:15], 0 offen
+"""
+    y, r = run(body, xbuf(128), nr_x=1000, stride=8)
+    assert (y.array == np.arange(64) + 1).all() and not r.findings
+
+
+def test_add_tid_enable_adds_the_lane_to_the_index():
+    body = """
+buffer_load_dword v2, off, s[8:11], 0
+v_lshlrev_b32_e32 v3, 2, v0
+buffer_store_dword v2, v3, s[12:15], 0 offen
+"""
+    y, r = run(body, xbuf(), nr_x=64, stride=4, word3=0x20000 | (1 << 23))
+    assert (y.array == np.arange(64) + 1).all() and not r.findings
+
+
+def test_dwordx4_checks_each_dword():
+    """num_records 0x108: lane 16's access [256, 272) keeps its first two dwords only."""
+    body = """
+v_lshlrev_b32_e32 v1, 4, v0
+buffer_load_dwordx4 v[2:5], v1, s[8:11], 0 offen
+v_lshlrev_b32_e32 v6, 2, v0
+v_add_u32_e32 v2, v2, v3
+v_add_u32_e32 v2, v2, v4
+v_add_u32_e32 v2, v2, v5
+buffer_store_dword v2, v6, s[12:15], 0 offen
+"""
+    y, r = run(body, xbuf(256), nr_x=0x108)
+    want = np.array([sum(4 * l + k + 1 for k in range(4)) for l in range(64)])
+    want[16] = 4 * 16 + 1 + 4 * 16 + 2
+    want[17:] = 0
+    assert (y.array == want).all()
+    (f,) = r.findings
+    assert f.details["lanes"] == list(range(16, 64)) and f.details["offset"] == 264
+
+
+@pytest.mark.parametrize("mn,fill", [("buffer_load_ubyte", np.uint8), ("buffer_load_sbyte", np.int8),
+                                     ("buffer_load_ushort", np.uint16), ("buffer_load_sshort", np.int16)])
+def test_sub_dword_loads_extend(mn, fill):
+    vals = np.arange(-64, 64, 2).astype(fill)
+    x = Buffer("x", np.zeros(128, fill))
+    x.raw[: vals.nbytes] = vals.view(np.uint8)
+    size = vals.itemsize
+    body = f"""
+v_lshlrev_b32_e32 v1, {size.bit_length() - 1}, v0
+{mn} v2, v1, s[8:11], 0 offen
+v_lshlrev_b32_e32 v3, 2, v0
+buffer_store_dword v2, v3, s[12:15], 0 offen
+"""
+    y, _ = run(body, x, nr_x=64 * size)
+    assert (y.array == vals.astype(np.int64)).all()      # zero- or sign-extended by the value's type
+
+
+@pytest.mark.parametrize("mn,keep", [("buffer_store_byte", 1), ("buffer_store_short", 2),
+                                     ("buffer_store_byte_d16_hi", 1), ("buffer_store_short_d16_hi", 2)])
+def test_sub_dword_stores(mn, keep):
+    y = Buffer("y", np.zeros(256, np.uint8))
+    body = f"""
+v_lshlrev_b32_e32 v1, 2, v0
+buffer_load_dword v2, v1, s[8:11], 0 offen
+{mn} v2, v1, s[12:15], 0 offen
+"""
+    x = Buffer("x", np.arange(256, dtype=np.uint8))
+    y, r = run(body, x, y)
+    got = y.array.reshape(64, 4)
+    src = np.arange(256, dtype=np.uint8).reshape(64, 4)
+    lo = 2 if "d16_hi" in mn else 0
+    assert (got[:, :keep] == src[:, lo:lo + keep]).all() and (got[:, keep:] == 0).all()
+
+
+def test_swizzled_descriptor_is_refused():
+    with pytest.raises(Exception, match="swizzle"):
+        run("s_or_b32 s9, s9, 0x80000000\n" + COPY, xbuf())
+
+
+def test_a_base_in_no_buffer_faults():
+    with pytest.raises(MemoryFault, match="in no buffer"):
+        run("s_mov_b32 s9, 0\ns_mov_b32 s8, 0x1000\n" + COPY, xbuf())
+
+
+def test_a_null_descriptor_with_no_records_reads_zero():
+    """num_records 0: every lane is out of range (reported, but no fault at the null base)."""
+    y, r = run("s_mov_b64 s[8:9], 0\n" + COPY, xbuf(), nr_x=0)
+    assert (y.array == 0).all()
