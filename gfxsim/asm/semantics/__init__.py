@@ -145,4 +145,4 @@ def widen(st, v, signed: bool):
                  np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 
 
-from . import buffer, dequant, ds, lanes, mem, mfma, sop, vop  # noqa: E402,F401  (they register their operations)
+from . import atomic, buffer, dequant, ds, lanes, mem, mfma, sop, vop  # noqa: E402,F401  (they register their operations)

@@ -165,7 +165,7 @@ def _ranges(lanes) -> str:
     return ", ".join(out)
 
 
-def _check(st, d, kind, a, parts, oob, nbytes):
+def check(st, d, kind, a, parts, oob, nbytes):
     name = parts[0][0].name if parts else "?"
     size = parts[0][0].nbytes if parts else 0
     if oob.any():
@@ -185,7 +185,7 @@ def _buffer_load(kind):
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
         a = address(st, d, vaddr, rsrc, soff)
         parts, oob, _ = classify(st, a, nbytes, d.ins.mnemonic)
-        _check(st, d, "load", a, parts, oob, nbytes)
+        check(st, d, "load", a, parts, oob, nbytes)
         ps = pieces(nbytes)
         loaded = np.zeros((len(ps), st.w.width), bool)
         for buf, offs, lanes, good, _ in parts:
@@ -220,7 +220,7 @@ def _buffer_store(kind):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
         a = address(st, d, vaddr, rsrc, soff)
         parts, oob, _ = classify(st, a, nbytes, d.ins.mnemonic)
-        _check(st, d, "store", a, parts, oob, nbytes)
+        check(st, d, "store", a, parts, oob, nbytes)
         value = st.vread(data.file, data.first, data.count, "u8")
         if byte0:
             value = value.bytes(byte0, nbytes)

@@ -22,7 +22,7 @@ STORES = {"dword": (4, 0), "dwordx2": (8, 0), "dwordx3": (12, 0), "dwordx4": (16
           "byte": (1, 0), "short": (2, 0), "byte_d16_hi": (1, 2), "short_d16_hi": (2, 2)}
 
 
-def _address(st, d, vaddr, saddr):
+def global_address(st, d, vaddr, saddr):
     off = int(d.ops.mods.get("offset", 0))
     if not -4096 <= off < 4096:
         raise st.error(f"offset:{off} outside the 13-bit signed range")
@@ -40,7 +40,7 @@ def _address(st, d, vaddr, saddr):
     return base + U64(off % (1 << 64))                  # wraps modulo 2^64
 
 
-def _parts(st, addr, nbytes):
+def global_parts(st, addr, nbytes):
     """(buffer, per-lane byte offsets, lanes) for every buffer the active lanes address."""
     return st.memory.split(st, addr, st.exec, nbytes)
 
@@ -86,8 +86,8 @@ def _global_load(kind):
         dst, vaddr, saddr = d.ops.positional
         if dst.kind != "reg" or dst.file not in "va" or dst.count != max(1, nbytes // 4):
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
-        addr = _address(st, d, vaddr, saddr)
-        for buf, offs, lanes in _parts(st, addr, nbytes):
+        addr = global_address(st, d, vaddr, saddr)
+        for buf, offs, lanes in global_parts(st, addr, nbytes):
             load_lanes(st, dst, buf, offs, lanes, nbytes, fill)
     return run
 
@@ -100,11 +100,11 @@ def _global_store(kind):
         vaddr, data, saddr = d.ops.positional
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
-        addr = _address(st, d, vaddr, saddr)
+        addr = global_address(st, d, vaddr, saddr)
         value = st.vread(data.file, data.first, data.count, "u8")
         if byte0:
             value = value.bytes(byte0, nbytes)
-        for buf, offs, lanes in _parts(st, addr, nbytes):
+        for buf, offs, lanes in global_parts(st, addr, nbytes):
             store_lanes(st, buf, offs, lanes, value, nbytes)
     return run
 

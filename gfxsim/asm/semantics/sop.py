@@ -349,7 +349,7 @@ def s_memtime(st, d):
     count(st, d, 1)
     no_mods(st, d)
     clock = st.__dict__.setdefault("clock", np.zeros(st.members, U64))
-    st._put(clock, clock + U64(1))
+    clock[np.ones(st.members, bool) if st.act is None else st.act] += U64(1)
     st.swrite64(_dst(st, d.ops[0], 2), clock)
 
 
