@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import no_mods, op
-from .mem import LOADS, STORES, load_lanes, store_lanes, with_exec
+from .mem import D16, LOADS, STORES, load_d16, load_lanes, store_lanes, with_exec
 from ..launch import BASE, SPAN
 from ...machine.errors import MemoryFault
 
@@ -236,7 +236,31 @@ def _buffer_store(kind):
     return run
 
 
+def _buffer_load_d16(kind):
+    nbytes = D16[kind][0]
+
+    def run(st, d):
+        no_mods(st, d, ("offset", "offen", "idxen", *CACHE_BITS))
+        dst, vaddr, rsrc, soff = d.ops.positional
+        if dst.kind != "reg" or dst.file not in "va" or dst.count != 1:
+            raise st.error(f"destination {dst.text}: one VGPR expected")
+        a = address(st, d, vaddr, rsrc, soff)
+        parts, oob, _ = classify(st, a, nbytes, d.ins.mnemonic)
+        check(st, d, "load", a, parts, oob, nbytes)
+        loaded = np.zeros(st.w.width, bool)
+        for buf, offs, lanes, good, _ in parts:
+            if good[0].any():
+                load_d16(st, dst, buf, offs, good[0], kind)
+                loaded |= good[0]
+        zero = st.exec & ~loaded                    # out of range: the half reads 0, the other is kept
+        if zero.any():
+            load_d16(st, dst, None, None, zero, kind, zero=True)
+    return run
+
+
 for _k in LOADS:
     op(f"buffer_load_{_k}")(_buffer_load(_k))
+for _k in D16:
+    op(f"buffer_load_{_k}")(_buffer_load_d16(_k))
 for _k in STORES:
     op(f"buffer_store_{_k}")(_buffer_store(_k))

@@ -182,3 +182,61 @@ def test_a_null_descriptor_with_no_records_reads_zero():
     """num_records 0: every lane is out of range (reported, but no fault at the null base)."""
     y, r = run("s_mov_b64 s[8:9], 0\n" + COPY, xbuf(), nr_x=0)
     assert (y.array == 0).all()
+
+
+def _byte_tokens(buf, n=64):
+    ids = buf.prov.ids["token"]
+    return np.repeat(ids, buf.prov.unit)[: 4 * n].reshape(n, 4)
+
+
+@pytest.mark.parametrize("form", ["buffer", "global"])
+def test_d16_loads_fill_one_half_and_keep_the_other(form):
+    """short_d16 then short_d16_hi into one register: the dword holds both halves, each byte its
+    own token; the first load leaves the never-written high half alone (no finding)."""
+    x = Buffer("x", np.arange(128, dtype=np.uint16) * 3, {"token": np.arange(128)})
+    y = Buffer.empty("y", (64,), np.uint32)
+    if form == "buffer":
+        loads = """
+buffer_load_short_d16 v2, v1, s[8:11], 0 offen
+buffer_load_short_d16_hi v2, v1, s[8:11], 0 offen offset:2
+"""
+    else:
+        loads = """
+s_load_dwordx2 s[16:17], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+global_load_short_d16 v2, v1, s[16:17]
+global_load_short_d16_hi v2, v1, s[16:17] offset:2
+"""
+    body = "v_lshlrev_b32_e32 v1, 2, v0\n" + loads + "buffer_store_dword v2, v1, s[12:15], 0 offen\n"
+    y, r = run(body, x, y)
+    assert (y.array == (np.arange(0, 128, 2) * 3) | ((np.arange(1, 128, 2) * 3) << 16)).all() and not r.findings
+    tok = _byte_tokens(y)
+    assert (tok == np.repeat(np.arange(128).reshape(64, 2), 2, axis=1)).all()
+
+
+@pytest.mark.parametrize("mn,want", [("buffer_load_ubyte_d16", 0x1234_00F0), ("buffer_load_sbyte_d16", 0x1234_FFF0),
+                                     ("buffer_load_ubyte_d16_hi", 0x00F0_5678), ("buffer_load_sbyte_d16_hi", 0xFFF0_5678)])
+def test_byte_d16_loads_extend_to_16_bits(mn, want):
+    x = Buffer("x", np.full(256, 0xF0, np.uint8))
+    body = f"""
+v_lshlrev_b32_e32 v1, 2, v0
+v_mov_b32_e32 v2, 0x12345678
+{mn} v2, v1, s[8:11], 0 offen
+buffer_store_dword v2, v1, s[12:15], 0 offen
+"""
+    y, _ = run(body, x)
+    assert (y.array.view(np.uint32) == want).all()
+
+
+def test_d16_out_of_range_zeroes_its_half_only():
+    x = Buffer("x", np.full(128, 0x7777, np.uint16))
+    body = """
+v_lshlrev_b32_e32 v1, 2, v0
+v_mov_b32_e32 v2, 0x12345678
+buffer_load_short_d16_hi v2, v1, s[8:11], 0 offen
+buffer_store_dword v2, v1, s[12:15], 0 offen
+"""
+    y, r = run(body, x, nr_x=128)
+    got = y.array.view(np.uint32)
+    assert (got[:32] == 0x7777_5678).all() and (got[32:] == 0x0000_5678).all()
+    assert r.findings_of("buffer-out-of-range")[0].details["lanes"] == list(range(32, 64))
