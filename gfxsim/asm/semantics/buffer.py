@@ -175,9 +175,32 @@ def check(st, d, kind, a, parts, oob, nbytes):
             report(st, d, kind, "buffer", past, a, buf.name, nbytes, buf.nbytes)
 
 
+def one_event(run):
+    """Run a buffer instruction's back-end accesses (none, one, or one per range-checked piece)
+    muted, then record the instruction as one event: its VGPR operands, the buffer and the byte
+    offsets — so every instruction is one event, an entirely out-of-range one too."""
+    def wrapped(st, d):
+        tr = st.w.machine.trace
+        tr.muted += 1
+        try:
+            ins, outs, details = run(st, d)
+        finally:
+            tr.muted -= 1
+        st.w.event(d.ins.mnemonic, ins=ins, outs=outs, **details)
+    return wrapped
+
+
+def _details(a, parts) -> dict:
+    if not parts:
+        return {"buffer": None}
+    buf, offs = parts[0][0], parts[0][1]
+    return {"buffer": buf.name, "address": offs.astype(np.int64)}
+
+
 def _buffer_load(kind):
     nbytes, fill = LOADS[kind]
 
+    @one_event
     def run(st, d):
         no_mods(st, d, ("offset", "offen", "idxen", *CACHE_BITS))
         dst, vaddr, rsrc, soff = d.ops.positional
@@ -202,6 +225,7 @@ def _buffer_load(kind):
         for k in range(len(ps)):                      # out-of-range pieces read 0
             if zero[k].any():
                 with_exec(st, zero[k], lambda k=k: st.vwrite(dst.file, dst.first + k, np.zeros(st.w.width, U32)))
+        return [], [st.vread(dst.file, dst.first, dst.count)], _details(a, parts)
     return run
 
 
@@ -213,6 +237,7 @@ def _reg(o, byte):
 def _buffer_store(kind):
     nbytes, byte0 = STORES[kind]
 
+    @one_event
     def run(st, d):
         no_mods(st, d, ("offset", "offen", "idxen", *CACHE_BITS))
         data, vaddr, rsrc, soff = d.ops.positional
@@ -233,12 +258,14 @@ def _buffer_store(kind):
                 some = good[k] & ~whole
                 if some.any():
                     store_lanes(st, buf, offs + p, some, value.bytes(p, s), s)
+        return [value], [], _details(a, parts)
     return run
 
 
 def _buffer_load_d16(kind):
     nbytes = D16[kind][0]
 
+    @one_event
     def run(st, d):
         no_mods(st, d, ("offset", "offen", "idxen", *CACHE_BITS))
         dst, vaddr, rsrc, soff = d.ops.positional
@@ -255,6 +282,7 @@ def _buffer_load_d16(kind):
         zero = st.exec & ~loaded                    # out of range: the half reads 0, the other is kept
         if zero.any():
             load_d16(st, dst, None, None, zero, kind, zero=True)
+        return [], [st.vread(dst.file, dst.first, 1)], _details(a, parts)
     return run
 
 

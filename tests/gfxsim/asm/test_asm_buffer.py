@@ -240,3 +240,22 @@ buffer_store_dword v2, v1, s[12:15], 0 offen
     got = y.array.view(np.uint32)
     assert (got[:32] == 0x7777_5678).all() and (got[32:] == 0x0000_5678).all()
     assert r.findings_of("buffer-out-of-range")[0].details["lanes"] == list(range(32, 64))
+
+
+def test_every_buffer_instruction_is_one_event():
+    """Whether its lanes are in range, split into pieces, or all out of range (no access at all)."""
+    body = """
+v_lshlrev_b32_e32 v1, 4, v0
+buffer_load_dwordx4 v[2:5], v1, s[8:11], 0 offen
+buffer_load_dword v6, v1, s[8:11], 0 offen offset:4000
+buffer_load_short_d16_hi v6, v1, s[8:11], 0 offen
+v_lshlrev_b32_e32 v1, 2, v0
+buffer_store_dword v2, v1, s[12:15], 0 offen
+"""
+    _, r = run(body, xbuf(256), nr_x=0x108)
+    names = [e.op for e in r.trace.events]
+    for mn in ("buffer_load_dwordx4", "buffer_load_dword", "buffer_load_short_d16_hi", "buffer_store_dword"):
+        assert names.count(mn) == 1, (mn, names)
+    assert len(names) == len(set(e.index for e in r.trace.events))
+    e = next(e for e in r.trace.events if e.op == "buffer_load_dwordx4")
+    assert e.outputs and e.outputs[0].regs == (2, 4)
