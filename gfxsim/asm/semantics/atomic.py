@@ -27,7 +27,7 @@ import numpy as np
 
 from . import no_mods, op
 from .buffer import CACHE_BITS, address, check, classify
-from .mem import global_address, global_parts, store_lanes, with_exec
+from .mem import flat, global_address, global_parts, store_lanes, with_exec
 from ...isa import entry
 from ...machine.vgpr import VGPRs
 
@@ -229,7 +229,7 @@ def _global_atomic(kind):
         elif len(pos) == 3:
             dst, (vaddr, data, saddr) = None, pos
         else:
-            raise st.error(f"{d.mnemonic} takes [vdst,] vaddr, vdata, saddr|off")
+            raise st.error(f"{d.mnemonic} takes [vdst,] vaddr, vdata, saddr|off (flat_: [vdst,] vaddr, vdata)")
         _check_data(st, data, nbytes, rule, "data")
         addr = global_address(st, d, vaddr, saddr)
         value = None
@@ -274,3 +274,4 @@ def _buffer_atomic(kind):
 for _k in OPS:
     op(f"global_atomic_{_k}")(_global_atomic(_k))
     op(f"buffer_atomic_{_k}")(_buffer_atomic(_k))
+    op(f"flat_atomic_{_k}")(flat(_global_atomic(_k)))

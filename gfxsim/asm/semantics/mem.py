@@ -160,8 +160,29 @@ for _k in LOADS:
     op(f"global_load_{_k}")(_global_load(_k))
 for _k in D16:
     op(f"global_load_{_k}")(_global_load_d16(_k))
+
+
+def flat(run):
+    """A FLAT instruction as its global twin: a 64-bit VGPR address and no saddr. Only addresses
+    inside the launch's buffers are modelled; one in the LDS or private aperture is in no buffer
+    and faults, naming the lane and the address."""
+    from dataclasses import replace
+    from ..operands import Operand
+    off = Operand("off", text="off")
+
+    def wrapped(st, d):
+        return run(st, replace(d, ops=replace(d.ops, positional=(*d.ops.positional, off))))
+    return wrapped
+
+
 for _k in STORES:
     op(f"global_store_{_k}")(_global_store(_k))
+for _k in LOADS:
+    op(f"flat_load_{_k}")(flat(_global_load(_k)))
+for _k in D16:
+    op(f"flat_load_{_k}")(flat(_global_load_d16(_k)))
+for _k in STORES:
+    op(f"flat_store_{_k}")(flat(_global_store(_k)))
 
 
 SMEM = {"s_load_dword": 1, "s_load_dwordx2": 2, "s_load_dwordx4": 4, "s_load_dwordx8": 8, "s_load_dwordx16": 16}

@@ -214,3 +214,33 @@ def test_buffer_atomic_past_num_records_is_reported():
     _, r = mubuf.run(BUFFER_ADD.replace("0x80000000", "0x40"), x, nr_x=0x7FFFFFFE)
     (f,) = r.findings
     assert f.details["access"] == "atomic" and f.details["reason"] == "buffer" and f.details["lanes"] == list(range(48, 64))
+
+
+FLAT = """
+s_load_dwordx2 s[4:5], s[0:1], 0x0
+s_load_dwordx2 s[6:7], s[0:1], 0x8
+s_load_dwordx2 s[8:9], s[0:1], 0x10
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32_e32 v1, 2, v0
+v_mov_b32_e32 v3, s7
+v_add_co_u32_e32 v2, vcc, s6, v1
+v_addc_co_u32_e32 v3, vcc, 0, v3, vcc
+flat_load_dword v6, v[2:3]
+v_mov_b32_e32 v5, s5
+v_mov_b32_e32 v4, s4
+flat_atomic_add v7, v[4:5], v6 offset:4 sc0
+v_mov_b32_e32 v3, s9
+v_add_co_u32_e32 v2, vcc, s8, v1
+v_addc_co_u32_e32 v3, vcc, 0, v3, vcc
+flat_store_dword v[2:3], v7
+"""
+
+
+def test_flat_forms_address_the_buffers():
+    """flat_load / flat_atomic (returning) / flat_store on pointers into the launch's buffers."""
+    mem = Buffer("mem", np.array([0, 10], np.int32))
+    out = Buffer("ret", np.zeros(64, np.int32))
+    run_asm(kernel_from_text(FLAT, "flat", args=ARGS, vgprs=16),
+            args=dict(mem=mem, src=Buffer("src", np.arange(64, dtype=np.int32)), ret=out))
+    assert mem.array[1] == 10 + 63 * 64 // 2
+    assert (out.array == 10 + np.concatenate([[0], np.cumsum(np.arange(63))])).all()
