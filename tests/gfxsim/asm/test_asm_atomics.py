@@ -244,3 +244,18 @@ def test_flat_forms_address_the_buffers():
             args=dict(mem=mem, src=Buffer("src", np.arange(64, dtype=np.int32)), ret=out))
     assert mem.array[1] == 10 + 63 * 64 // 2
     assert (out.array == 10 + np.concatenate([[0], np.cumsum(np.arange(63))])).all()
+
+
+def test_buffer_atomic_swap_returns_the_memory_tokens():
+    """Lanes 0-7 swap first at x[l % 8] and get x's bytes (tokens 100..107); later lanes get the
+    earlier lane's data, a lane id with no identity, and x ends holding lanes 56-63's."""
+    x = Buffer("x", np.arange(8, dtype=np.int32) + 50, {"token": np.arange(100, 108)})
+    y = Buffer.empty("y", (64,), np.int32)
+    body = BUFFER_ADD.replace("buffer_atomic_add", "buffer_atomic_swap").replace("v_mov_b32_e32 v2, 1",
+                                                                                  "v_mov_b32_e32 v2, v0")
+    y, r = mubuf.run(body.replace("48, v0", "64, v0"), x, y, nr_x=32)
+    assert (x.array == np.arange(56, 64)).all() and not r.findings
+    assert (y.array[:8] == np.arange(8) + 50).all() and (y.array[8:] == np.arange(56)).all()
+    tok = _tokens(y)
+    assert (tok[:8] == np.arange(100, 108)).all() and (tok[8:] == -1).all()
+    assert (_tokens(x, 8) == -1).all()
