@@ -259,3 +259,27 @@ buffer_store_dword v2, v1, s[12:15], 0 offen
     assert len(names) == len(set(e.index for e in r.trace.events))
     e = next(e for e in r.trace.events if e.op == "buffer_load_dwordx4")
     assert e.outputs and e.outputs[0].regs == (2, 4)
+
+
+def test_batched_workgroups_each_use_their_own_descriptor():
+    """Workgroup g copies x[64g:64g+64] by soffset = 256*g, with num_records cut at 200 words, and
+    each workgroup's out-of-range lanes are its own finding: batch=2 gives batch=1's results."""
+    from gfxsim.asm.run import kernel_from_text, run_asm
+    from support.mubuf import ARGS, desc
+    body = desc(8, 0, 800) + desc(12, 8, 0x7FFFFFFE) + """
+s_lshl_b32 s20, s2, 8
+v_lshlrev_b32_e32 v1, 2, v0
+v_add_u32_e32 v3, s20, v1
+buffer_load_dword v2, v3, s[8:11], 0 offen
+buffer_store_dword v2, v1, s[12:15], s20 offen
+"""
+    k = kernel_from_text(body, "test_batch", args=ARGS)
+    outs = []
+    for batch in (1, 2):
+        x = Buffer("x", np.arange(256, dtype=np.int32) + 1)
+        y = Buffer("y", np.full(256, -1, np.int32))
+        r = run_asm(k, 4, 64, args=dict(x=x, y=y), batch=batch)
+        outs.append((y.array.copy(), sorted((f.workgroup, tuple(f.details["lanes"])) for f in r.findings)))
+    want = np.where(np.arange(256) < 200, np.arange(256) + 1, 0)
+    assert (outs[0][0] == want).all() and (outs[1][0] == want).all()
+    assert outs[0][1] == outs[1][1] == [((3, 0, 0), tuple(range(8, 64)))]
