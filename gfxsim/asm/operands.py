@@ -35,6 +35,9 @@ _INT = re.compile(r"^-?(?:0x[0-9a-fA-F]+|\d+)$")
 _FLOAT = re.compile(r"^-?\d+\.\d*(?:[eE][-+]?\d+)?$")
 _MOD_COLON = re.compile(r"^([a-z_]\w*):(.+)$")
 _MOD_PAREN = re.compile(r"^(vmcnt|expcnt|lgkmcnt|vscnt)\((\d+)\)$")
+# a symbol's address as an operand: clang's calls take sym@rel32@lo+4 / sym@rel32@hi+12 (PC-relative)
+_RELOC = re.compile(r"^([.A-Za-z_$][\w.$]*)@([\w@]+?)([+-]\d+)?$")
+RELOCS = ("rel32@lo", "rel32@hi", "abs32@lo", "abs32@hi")
 _FLAGS = ("glc", "slc", "nt", "sc0", "sc1", "clamp", "lds", "offen", "idxen", "addr64", "tfe", "dlc")
 _INT_MODS = ("offset", "offset0", "offset1", "cbsz", "abid", "blgp", "mul", "div", "row_mask", "bank_mask")
 _LIST_MODS = ("op_sel", "op_sel_hi", "neg_lo", "neg_hi")
@@ -47,11 +50,12 @@ class AsmSyntaxError(GfxSimError, ValueError):
 
 @dataclass(frozen=True)
 class Operand:
-    kind: str                  # "reg" | "int" | "float" | "label" | "off" | "scc"
+    kind: str                  # "reg" | "int" | "float" | "label" | "off" | "scc" | "reloc"
     file: str = ""             # reg: "v" VGPR, "s" SGPR (vcc/exec/m0 are SGPR numbers), "a" AGPR
     first: int = 0             # reg: first register number
     count: int = 1             # reg: how many 32-bit registers
-    value: object = None       # int / float constants (the number as written); label name
+    value: object = None       # int / float constants (the number as written); label name;
+                               # reloc: (symbol, relocation, addend)
     text: str = ""             # as written
     neg: bool = False          # -src (float negate)
     abs: bool = False          # |src|
@@ -159,6 +163,12 @@ def parse_operand(text: str) -> Operand:
         return Operand("scc", text=t)
     if body == "off" and not (neg or abs_ or sext):
         return Operand("off", text=t)
+    m = _RELOC.match(body)
+    if m and not (neg or abs_ or sext):
+        if m.group(2) not in RELOCS:
+            raise AsmSyntaxError(f"operand {t} (relocation @{m.group(2)}: the asm front end resolves "
+                                 f"{', '.join('@' + r for r in RELOCS)})")
+        return Operand("reloc", value=(m.group(1), m.group(2), _int(m.group(3) or "0")), text=t)
     if re.match(r"^[.A-Za-z_$][\w.$]*$", body) and not (neg or abs_ or sext):
         if body.startswith(("ttmp", "src_", "flat_scratch", "xnack_mask", "lds_direct", "tba", "tma")):
             raise AsmSyntaxError(f"operand {t} (a special register the asm front end does not model)")

@@ -335,10 +335,39 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
     for name, f in funcs.items():
         if name not in descriptors:          # a device function, not a kernel
             continue
+        f = _with_callees(name, funcs)
         kernels[name] = Kernel(name, tuple(f["instructions"]), MappingProxyType(f["labels"]),
                                MappingProxyType(descriptors[name]), MappingProxyType(meta_by_name.get(name, {})),
                                MappingProxyType(f["info"]), target)
     return AsmFile(Path(path) if path else None, target, MappingProxyType(kernels))
+
+
+_SYMBOL_REF = re.compile(r"([.A-Za-z_$][\w.$]*)@(?:rel32|abs32)@")
+
+
+def _with_callees(name: str, funcs: dict) -> dict:
+    """A kernel's function followed by every device function of the file it refers to (clang's
+    calls: s_getpc_b64, then s_add_u32/s_addc_u32 of sym@rel32@lo/hi, s_swappc_b64), transitively,
+    so that one instruction list (and one set of labels) holds all the code a wave can run."""
+    order, work = [name], [name]
+    while work:
+        for ins in funcs[work.pop()]["instructions"]:
+            for sym in _SYMBOL_REF.findall(ins.operands):
+                if sym in funcs and sym not in order:
+                    order.append(sym)
+                    work.append(sym)
+    if len(order) == 1:
+        return funcs[name]
+    instructions, labels = [], {}
+    for fn in order:
+        base = len(instructions)
+        instructions += [Instruction(base + i.index, i.line, i.mnemonic, i.operands, i.label, i.source)
+                         for i in funcs[fn]["instructions"]]
+        for label, i in funcs[fn]["labels"].items():
+            if label in labels:
+                raise AsmFileError(f"{name}: label {label} is defined in two of the functions it calls")
+            labels[label] = base + i
+    return {**funcs[name], "instructions": instructions, "labels": labels}
 
 
 def parse_file(path: Path | str) -> AsmFile:

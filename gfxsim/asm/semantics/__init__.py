@@ -38,6 +38,9 @@ def const32(st, o) -> int:
         return o.value & 0xFFFFFFFF
     if o.kind == "float":
         return f32_bits(o.value)          # LLVM prints 1/(2*pi) as 0.15915494: f32 0x3e22f983
+    if o.kind == "reloc":
+        from .sop import reloc32
+        return reloc32(st, o)
     raise st.error(f"operand {o.text} is not a 32-bit source")
 
 
@@ -191,4 +194,4 @@ def widen(st, v, signed: bool):
                  np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 
 
-from . import cvt8, dequant, ds, mem, mfma, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
+from . import atomic, buffer, cvt8, dequant, ds, lanes, mem, mfma, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
