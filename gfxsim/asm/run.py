@@ -27,7 +27,7 @@ from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
 from . import semantics
 from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
-from .operands import Operands, parse_instruction_operands
+from .operands import AsmSyntaxError, Operands, parse_instruction_operands
 from .state import AsmError, WaveState
 from ..errors import ArgumentTypeError
 
@@ -44,6 +44,7 @@ class Decoded:
     mnemonic: str               # base mnemonic (encoding suffix stripped)
     enc: str                    # "e32" | "e64" | "sdwa" | "dpp" | ""
     ops: Operands
+    dpp: object = None          # the DPP form's control (semantics.dpp.Control)
 
 
 def decode(ins, kernel_name: str) -> Decoded:
@@ -52,7 +53,15 @@ def decode(ins, kernel_name: str) -> Decoded:
         if mn.endswith(s):
             mn, enc = mn[:-len(s)], s[1:]
             break
-    return Decoded(ins, mn, enc, parse_instruction_operands(ins, kernel_name))
+    ops = parse_instruction_operands(ins, kernel_name)
+    ctrl = None
+    if enc == "dpp":
+        try:
+            ctrl = semantics.dpp.control(ops.mods)
+            semantics.dpp.src0_index(ops)
+        except semantics.dpp.DppError as e:
+            raise AsmSyntaxError(f"{kernel_name}: line {ins.line}: {ins.mnemonic} {ins.operands}: {e}") from None
+    return Decoded(ins, mn, enc, ops, ctrl)
 
 
 class Program:
@@ -88,8 +97,11 @@ def check_target(kernel) -> None:
 
 
 def _semantics(d: Decoded):
-    if d.enc == "dpp":
-        return None
+    if d.enc == "dpp":                  # VOP1/VOP2 only: gfx9 has no DPP form of VOPC or VOP3
+        base = semantics.OPS.get(d.mnemonic)
+        if base is None or d.mnemonic.startswith("v_cmp"):
+            return None
+        return semantics.dpp.executor(base, semantics.dpp.strip(d, d.dpp, semantics.dpp.src0_index(d.ops)))
     if d.mnemonic.startswith(MATRIX):
         return semantics.mfma.mfma
     return semantics.OPS.get(d.mnemonic)
