@@ -57,8 +57,7 @@ def decode(ins, kernel_name: str) -> Decoded:
     ctrl = None
     if enc == "dpp":
         try:
-            ctrl = semantics.dpp.control(ops.mods)
-            semantics.dpp.src0_index(ops)
+            ctrl = semantics.dpp.check(ops)
         except semantics.dpp.DppError as e:
             raise AsmSyntaxError(f"{kernel_name}: line {ins.line}: {ins.mnemonic} {ins.operands}: {e}") from None
     return Decoded(ins, mn, enc, ops, ctrl)
@@ -248,7 +247,15 @@ def _vector_sources(st, d) -> list:
     regs = [o for o in d.ops.positional if o.kind == "reg" and o.file in "va"]
     if _writes_first(d) and regs and regs[0] is d.ops.positional[0]:
         regs = regs[1:]
-    return [st.vread(o.file, o.first, o.count) for o in regs]
+    vals = [st.vread(o.file, o.first, o.count) for o in regs]
+    if d.dpp is not None and vals:              # src0 as the lanes read it
+        src0 = d.ops.positional[semantics.dpp.src0_index(d.ops)]
+        st.w.machine.trace.muted += 1
+        try:
+            vals[regs.index(src0)] = semantics.dpp.read(st, src0, d.dpp)[0].value
+        finally:
+            st.w.machine.trace.muted -= 1
+    return vals
 
 
 _BACK_END_EVENTS = ("v_mfma", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",

@@ -31,6 +31,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from ...errors import GfxSimError
 from ...machine.provenance import Prov
 from ...machine.vgpr import VGPRs
 
@@ -43,7 +44,7 @@ CONTROLS = ("quad_perm", *SHIFTS, *WAVE, *FIXED, "row_bcast")
 MODS = (*CONTROLS, "row_mask", "bank_mask", "bound_ctrl")
 
 
-class DppError(ValueError):
+class DppError(GfxSimError, ValueError):
     """A DPP control the ISA does not define (the caller adds kernel and line)."""
 
 
@@ -139,12 +140,22 @@ def src0_index(ops) -> int:
     raise DppError("a DPP instruction's src0 is a VGPR; none is given")
 
 
+def check(ops) -> Control:
+    """The DPP control of a DPP instruction's operands, checked: one VGPR src0, or a pair with
+    row_newbcast (the only DPP of 64-bit operations, gfx90a and gfx940+)."""
+    ctrl = control(ops.mods)
+    o = ops.positional[src0_index(ops)]
+    if o.count == 2 and not 0x150 <= ctrl.code <= 0x15F:
+        raise DppError(f"src0 {o.text}: a 64-bit DPP operand takes only row_newbcast")
+    if o.count not in (1, 2):
+        raise DppError(f"src0 {o.text}: one VGPR (or a pair for a 64-bit move) expected")
+    return ctrl
+
+
 def strip(d, ctrl: Control, index: int):
     """The decoded instruction as its plain form runs it: src0 marked (Operand.dpp), DPP modifiers gone."""
     from ..operands import Operands
     o = d.ops.positional[index]
-    if o.count not in (1, 2):
-        raise DppError(f"src0 {o.text}: one VGPR (or a pair for a 64-bit move) expected")
     pos = list(d.ops.positional)
     pos[index] = replace(o, dpp=True)
     mods = {k: v for k, v in d.ops.mods.items() if k not in MODS}

@@ -298,3 +298,70 @@ def test_hip_dpp_reduction_end_to_end(arch, tmp_path):
     assert (outs["vmax"].array.reshape(G, 64) == ys.max(axis=1, keepdims=True)).all()
     excl = np.concatenate([np.zeros((G, 1), np.float32), scan[:, :-1]], axis=1)
     assert (outs["excl"].array.reshape(G, 64) == excl).all()
+
+
+def _sets(mask, wide) -> list:
+    """The value set of every element of a provenance Mask."""
+    return [mask.values_at(i, wide) for i in range(mask.base.shape[0])]
+
+
+def _store_prov(body, src, old):
+    k = kernel_from_text("""
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  s_load_dwordx2 s[8:9], s[0:1], 0x10
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v1, 2, v0
+  global_load_dword v2, v1, s[4:5]
+  global_load_dword v3, v1, s[6:7]
+  s_waitcnt vmcnt(0)
+""" + body + "\n  global_store_dword v1, v3, s[8:9]", "prov",
+        args=[("src", "global_buffer", 8), ("old", "global_buffer", 8), ("out", "global_buffer", 8)])
+    out = Buffer.empty("out", (64,), np.uint32)
+    run = run_asm(k, args={"src": Buffer("src", src, {"token": np.arange(64)}),
+                     "old": Buffer("old", old, {"token": 1000 + np.arange(64)}), "out": out})
+    p = out.prov
+    return out.array, {f: np.asarray(a) for f, a in p.ids.items()}, {f: _sets(m, run.machine.wide) for f, m in p.fp.items()}
+
+
+@pytest.mark.parametrize("op,ctrl", [("v_add_f32", "row_shr:1"), ("v_max_f32", "row_bcast:15 row_mask:0xa"),
+                                     ("v_mul_f32", "quad_perm:[1,0,3,2]"), ("v_add_u32", "wave_shl:1")])
+def test_arithmetic_on_a_moved_source_is_the_move_then_the_operation(op, ctrl):
+    """The fused DPP form's value and provenance (ids and footprints) are those of v_mov_b32_dpp into
+    a zeroed register followed by the plain operation, where every lane is written (bound_ctrl)."""
+    rng = np.random.default_rng(9)
+    src = rng.normal(size=64).astype(np.float32).view(np.uint32)
+    old = rng.normal(size=64).astype(np.float32).view(np.uint32)
+    masks = " row_mask:0xf" if "row_mask" not in ctrl else ""
+    fused = _store_prov(f"  {op}_dpp v3, v2, v3 {ctrl}{masks} bank_mask:0xf bound_ctrl:1", src, old)
+    moved = _store_prov(f"  v_mov_b32_e32 v5, 0\n  v_mov_b32_dpp v5, v2 {ctrl}{masks} bank_mask:0xf bound_ctrl:1\n"
+                        f"  {op}_e32 v3, v5, v3", src, old)
+    if "row_mask:0xa" in ctrl:      # rows 0 and 2 not written by the fused form: v3 keeps its old value
+        moved = _store_prov(f"  v_mov_b32_dpp v5, v2 {ctrl} bank_mask:0xf bound_ctrl:1\n"
+                            "  s_mov_b32 exec_lo, 0xffff0000\n  s_mov_b32 exec_hi, 0xffff0000\n"
+                            f"  {op}_e32 v3, v5, v3\n  s_mov_b64 exec, -1", src, old)
+    assert (fused[0] == moved[0]).all()
+    assert fused[1].keys() == moved[1].keys() and all((fused[1][f] == moved[1][f]).all() for f in fused[1])
+    assert fused[2] == moved[2]
+    assert any(len(s) == 2 for s in fused[2]["token"])       # the result names both operands' tokens
+
+
+def test_64_bit_move_row_newbcast():
+    """v_mov_b64_dpp (gfx940's DP ALU DPP) takes row_newbcast only: each row reads its lane n, both words."""
+    from support.asm_sandbox import Sandbox
+    sb = Sandbox()
+    lanes = np.arange(64)
+    sb.v[2], sb.v[3] = lanes, 1000 + lanes
+    sb.run("v_mov_b64_dpp v[4:5], v[2:3] row_newbcast:3 row_mask:0xf bank_mask:0xf")
+    assert (sb.v[4] == lanes // 16 * 16 + 3).all() and (sb.v[5] == 1000 + lanes // 16 * 16 + 3).all()
+    with pytest.raises(AsmSyntaxError, match="only row_newbcast"):
+        Program(kernel_from_text("v_mov_b64_dpp v[4:5], v[2:3] row_shl:1"))
+
+
+def test_traced_source_is_what_the_lanes_read():
+    """The trace event of a DPP instruction shows src0 as its lanes read it."""
+    k = kernel_from_text("""
+  v_mov_b32_e32 v2, v0
+  v_mov_b32_dpp v3, v2 row_ror:1 row_mask:0xf bank_mask:0xf""")
+    run = run_asm(k, args={})
+    ev = [e for e in run.trace.events if e.op == "v_mov_b32_dpp"][0]
+    assert (np.asarray(ev.inputs[0].values).reshape(-1)[:64] == np.arange(64) // 16 * 16 + (np.arange(64) - 1) % 16).all()
