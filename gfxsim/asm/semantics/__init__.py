@@ -53,7 +53,7 @@ def u32(st, o, *, mods_ok=False) -> np.ndarray:
         if o.count != 1:
             raise st.error(f"operand {o.text}: one 32-bit register expected")
         if o.dpp:
-            return st.dpp.words[0]                      # src0 of a DPP instruction, from its source lanes
+            return st.dpp.take("words")[0]              # src0 of a DPP instruction, from its source lanes
         if o.file == "s":
             return st.lanewise(st.sread(o.first))       # each member's SGPR over its lanes
         return st.vwords(o.file, o.first, 1)[0]
@@ -82,7 +82,7 @@ def u64(st, o) -> np.ndarray:
             raise st.error(f"operand {o.text}: a 64-bit register pair expected")
         if o.file == "s":
             return st.lanewise64(st.sread64(o.first))
-        ww = (st.dpp.words if o.dpp else st.vwords(o.file, o.first, 2)).astype(np.uint64)
+        ww = (st.dpp.take("words") if o.dpp else st.vwords(o.file, o.first, 2)).astype(np.uint64)
         return ww[0] | (ww[1] << np.uint64(32))
     if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):     # see sop.LITERAL64
         return np.full(w, o.value & ((1 << 64) - 1), np.uint64)
@@ -93,7 +93,7 @@ def vsrc(st, o, n: int = 1):
     """A VGPR/AGPR source of ``n`` registers as a back-end value (its bytes' provenance and written
     bits); a DPP instruction's src0 as its lanes read it."""
     if o.dpp:
-        return st.dpp.value
+        return st.dpp.take("value")
     return st.vread(o.file, o.first, n)
 
 

@@ -163,15 +163,20 @@ def strip(d, ctrl: Control, index: int):
     return replace(d, ops=Operands(tuple(pos), MappingProxyType(mods), tokens), dpp=ctrl)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Source:
     """src0 as the enabled lanes read it: words [n, width] (0 where the source lane is invalid), the
     back-end value (provenance moved from the source lanes), the fresh bits moved alike, and the
-    column each column read."""
+    column each column read. ``taken``: the instruction read it (through semantics.u32 / u64 / vsrc)."""
     words: np.ndarray
     value: VGPRs
     fresh: np.ndarray
     cols: np.ndarray
+    taken: bool = False
+
+    def take(self, what: str):
+        self.taken = True
+        return self.words if what == "words" else self.value
 
 
 def read(st, o, ctrl: Control) -> tuple[Source, np.ndarray]:
@@ -210,7 +215,11 @@ def executor(base, stripped):
         st.dpp = source
         st.set_exec(writes)
         try:
-            return base(st, stripped)
+            nxt = base(st, stripped)
+            if not source.taken:        # semantics that read the register itself would miss the move
+                raise st.error(f"{d.ins.mnemonic}: the semantics of {d.mnemonic} read src0 {o.text} without "
+                               "the DPP source path (semantics.u32 / vsrc)")
+            return nxt
         finally:
             st.dpp = None
             st.set_exec(saved)

@@ -365,3 +365,18 @@ def test_traced_source_is_what_the_lanes_read():
     run = run_asm(k, args={})
     ev = [e for e in run.trace.events if e.op == "v_mov_b32_dpp"][0]
     assert (np.asarray(ev.inputs[0].values).reshape(-1)[:64] == np.arange(64) // 16 * 16 + (np.arange(64) - 1) % 16).all()
+
+
+def test_semantics_that_bypass_the_dpp_source_are_an_error(monkeypatch):
+    """A VOP1/VOP2 function that reads its src0 register itself (not through semantics.u32 / vsrc)
+    would compute on the unmoved lanes: its DPP form stops with an error naming the instruction."""
+    from gfxsim.asm import semantics
+    from gfxsim.asm.state import AsmError
+    from support.asm_sandbox import Sandbox
+
+    def raw_mov(st, d):
+        semantics.put(st, d.ops[0], st.vwords("v", d.ops[1].first, 1)[0])
+    monkeypatch.setitem(semantics.OPS, "v_mov_b32", raw_mov)
+    sb = Sandbox()
+    with pytest.raises(AsmError, match="without the DPP source path"):
+        sb.run("v_mov_b32_dpp v3, v2 row_shr:1 row_mask:0xf bank_mask:0xf")
