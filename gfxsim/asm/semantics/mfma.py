@@ -14,7 +14,8 @@ ABID < 1 << CBSZ); BLGP reads B from lane l (0), l mod 32 (1), l mod 32 + 32 (2)
 bpermute, within each member of a batch), so the matrix record is the plain instruction's on the
 permuted registers. f64 instructions use BLGP as negation bits and ignore CBSZ/ABID: refused
 unless 0 here, as is any control on gfx936's v_mmac, which defines none. gfx942's fp8/bf8 forms
-are separate mnemonics; their CBSZ/ABID/BLGP keep this meaning.
+are separate mnemonics (fp8_fp8, fp8_bf8, ...); their CBSZ/ABID/BLGP keep this meaning (only
+gfx950's f8f6f4 forms take CBSZ/BLGP as the operands' formats).
 """
 from __future__ import annotations
 

@@ -14,6 +14,9 @@ from gfxsim.asm.state import AsmError
 from gfxsim.machine.trace import MmaEvent
 
 
+ND = {"v_mfma_f32_4x4x4_16b_f16": 4, "v_mfma_f32_32x32x8_f16": 16, "v_mfma_f32_16x16x32_fp8_fp8": 4}
+
+
 def a_src(cbsz, abid):
     s = 64 >> cbsz
     return np.arange(64) % s + s * abid
@@ -29,7 +32,7 @@ def _run(insn, mods, a, b, batch=1):
     """D of ``insn v[8:..], v[2:3], v[4:5], 0 mods`` per workgroup (a, b: f16 [G*64, 4]), and the trace's
     matrix events (one per workgroup)."""
     G = a.shape[0] // 64
-    nd = {"v_mfma_f32_4x4x4_16b_f16": 4, "v_mfma_f32_32x32x8_f16": 16}[insn]
+    nd = ND[insn]
     k = kernel_from_text(f"""
   s_load_dwordx4 s[4:7], s[0:1], 0x0
   s_load_dwordx2 s[8:9], s[0:1], 0x10
@@ -51,14 +54,17 @@ def _run(insn, mods, a, b, batch=1):
     n = a.shape[0]
     out = Buffer.empty("out", (n, nd), np.float32)
     run = run_asm(k, grid=(G,), block=64, batch=batch, args={
-        "a": Buffer("a", a, {"token": np.arange(n * 4).reshape(n, 4)}),
-        "b": Buffer("b", b, {"token": 100000 + np.arange(n * 4).reshape(n, 4)}), "out": out})
+        "a": Buffer("a", a, {"token": np.arange(a.size).reshape(a.shape)}),
+        "b": Buffer("b", b, {"token": 100000 + np.arange(b.size).reshape(b.shape)}), "out": out})
     events = [e for e in run.trace.events if isinstance(e, MmaEvent)]
     return out.array, events
 
 
-def _data(G=1, seed=0):
+def _data(G=1, seed=0, insn="v_mfma_f32_4x4x4_16b_f16"):
     rng = np.random.default_rng(seed)
+    if "fp8" in insn:          # fp8 (e4m3fnuz) codes of small magnitude, either sign; 0x80 (NaN) avoided
+        codes = np.concatenate([np.arange(0x00, 0x40), np.arange(0x81, 0xC0)]).astype(np.uint8)
+        return rng.choice(codes, (G * 64, 8)), rng.choice(codes, (G * 64, 8))
     a = rng.integers(-4, 5, (G * 64, 4)).astype(np.float16)
     b = rng.integers(-4, 5, (G * 64, 4)).astype(np.float16)
     return a, b
@@ -69,17 +75,17 @@ def _permuted(x, src, G):
 
 
 def _tokens_permuted(tok, src, G):
-    return np.concatenate([tok.reshape(-1, 64, 4)[g][src] for g in range(G)])
+    return np.concatenate([tok.reshape(-1, 64, tok.shape[1])[g][src] for g in range(G)])
 
 
 def _plain(insn, a, b, pa, pb):
     """The plain instruction on lane-permuted registers, with the tokens moved as the values were."""
     G = a.shape[0] // 64
     n = a.shape[0]
-    ta, tb = np.arange(n * 4).reshape(n, 4), 100000 + np.arange(n * 4).reshape(n, 4)
+    ta, tb = np.arange(a.size).reshape(a.shape), 100000 + np.arange(b.size).reshape(b.shape)
     a2, b2 = _permuted(a, pa, G), _permuted(b, pb, G)
     ta2, tb2 = _tokens_permuted(ta, pa, G), _tokens_permuted(tb, pb, G)
-    nd = {"v_mfma_f32_4x4x4_16b_f16": 4, "v_mfma_f32_32x32x8_f16": 16}[insn]
+    nd = ND[insn]
     k = kernel_from_text(f"""
   s_load_dwordx4 s[4:7], s[0:1], 0x0
   s_load_dwordx2 s[8:9], s[0:1], 0x10
@@ -107,12 +113,13 @@ def _d_plain(insn, a, b, pa, pb):
 CASES = [("v_mfma_f32_4x4x4_16b_f16", c, ab, 0) for c, ab in ((1, 0), (1, 1), (2, 3), (3, 5), (4, 0), (4, 9), (4, 15))] + \
         [("v_mfma_f32_4x4x4_16b_f16", 0, 0, g) for g in range(1, 8)] + \
         [("v_mfma_f32_4x4x4_16b_f16", 2, 1, 3), ("v_mfma_f32_4x4x4_16b_f16", 4, 6, 5)] + \
-        [("v_mfma_f32_32x32x8_f16", 0, 0, g) for g in (1, 2, 3, 4, 7)]
+        [("v_mfma_f32_32x32x8_f16", 0, 0, g) for g in (1, 2, 3, 4, 7)] + \
+        [("v_mfma_f32_16x16x32_fp8_fp8", 0, 0, g) for g in (2, 3, 5)]
 
 
 @pytest.mark.parametrize("insn,cbsz,abid,blgp", CASES)
 def test_broadcast_is_the_plain_instruction_on_permuted_lanes(insn, cbsz, abid, blgp):
-    a, b = _data(1, seed=cbsz * 16 + abid + 100 * blgp)
+    a, b = _data(1, seed=cbsz * 16 + abid + 100 * blgp, insn=insn)
     mods = " ".join(f"{k}:{v}" for k, v in (("cbsz", cbsz), ("abid", abid), ("blgp", blgp)) if v)
     pa = a_src(cbsz, abid) if cbsz else np.arange(64)
     pb = b_src(blgp)
