@@ -81,7 +81,6 @@ def _tokens_permuted(tok, src, G):
 def _plain(insn, a, b, pa, pb):
     """The plain instruction on lane-permuted registers, with the tokens moved as the values were."""
     G = a.shape[0] // 64
-    n = a.shape[0]
     ta, tb = np.arange(a.size).reshape(a.shape), 100000 + np.arange(b.size).reshape(b.shape)
     a2, b2 = _permuted(a, pa, G), _permuted(b, pb, G)
     ta2, tb2 = _tokens_permuted(ta, pa, G), _tokens_permuted(tb, pb, G)
