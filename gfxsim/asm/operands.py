@@ -38,8 +38,11 @@ _MOD_PAREN = re.compile(r"^(vmcnt|expcnt|lgkmcnt|vscnt)\((\d+)\)$")
 # a symbol's address as an operand: clang's calls take sym@rel32@lo+4 / sym@rel32@hi+12 (PC-relative)
 _RELOC = re.compile(r"^([.A-Za-z_$][\w.$]*)@([\w@]+?)([+-]\d+)?$")
 RELOCS = ("rel32@lo", "rel32@hi", "abs32@lo", "abs32@hi")
-_FLAGS = ("glc", "slc", "nt", "sc0", "sc1", "clamp", "lds", "offen", "idxen", "addr64", "tfe", "dlc")
-_INT_MODS = ("offset", "offset0", "offset1", "cbsz", "abid", "blgp", "mul", "div", "row_mask", "bank_mask")
+_FLAGS = ("glc", "slc", "nt", "sc0", "sc1", "clamp", "lds", "offen", "idxen", "addr64", "tfe", "dlc",
+          "row_mirror", "row_half_mirror")
+_INT_MODS = ("offset", "offset0", "offset1", "cbsz", "abid", "blgp", "mul", "div", "row_mask", "bank_mask",
+             "row_shl", "row_shr", "row_ror", "wave_shl", "wave_shr", "wave_rol", "wave_ror", "row_bcast",
+             "row_newbcast", "bound_ctrl")
 _LIST_MODS = ("op_sel", "op_sel_hi", "neg_lo", "neg_hi")
 _SEL_MODS = ("dst_sel", "src0_sel", "src1_sel")
 
@@ -60,6 +63,7 @@ class Operand:
     neg: bool = False          # -src (float negate)
     abs: bool = False          # |src|
     sext: bool = False         # SDWA sext(src)
+    dpp: bool = False          # src0 of a DPP instruction: read across lanes (semantics/dpp.py)
 
     @property
     def inline(self) -> bool:
@@ -195,6 +199,10 @@ def _mod(token: str, mods: dict):
     elif name in _LIST_MODS:
         if not re.match(r"^\[[01](,[01])*\]$", val):
             raise AsmSyntaxError(f"modifier {token!r}: {name} takes a list of 0/1")
+        mods[name] = tuple(int(x) for x in val[1:-1].split(","))
+    elif name == "quad_perm":
+        if not re.match(r"^\[[0-3](,[0-3]){3}\]$", val):
+            raise AsmSyntaxError(f"modifier {token!r}: quad_perm takes four lane numbers 0..3")
         mods[name] = tuple(int(x) for x in val[1:-1].split(","))
     elif name in _SEL_MODS:
         if val not in SDWA_SELS:

@@ -27,7 +27,7 @@ from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
 from . import semantics
 from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
-from .operands import Operands, parse_instruction_operands
+from .operands import AsmSyntaxError, Operands, parse_instruction_operands
 from .origin import taint_in
 from .state import AsmError, WaveState
 from ..errors import ArgumentTypeError
@@ -45,6 +45,7 @@ class Decoded:
     mnemonic: str               # base mnemonic (encoding suffix stripped)
     enc: str                    # "e32" | "e64" | "sdwa" | "dpp" | ""
     ops: Operands
+    dpp: object = None          # the DPP form's control (semantics.dpp.Control)
 
 
 def decode(ins, kernel_name: str) -> Decoded:
@@ -53,7 +54,14 @@ def decode(ins, kernel_name: str) -> Decoded:
         if mn.endswith(s):
             mn, enc = mn[:-len(s)], s[1:]
             break
-    return Decoded(ins, mn, enc, parse_instruction_operands(ins, kernel_name))
+    ops = parse_instruction_operands(ins, kernel_name)
+    ctrl = None
+    if enc == "dpp":
+        try:
+            ctrl = semantics.dpp.check(ops)
+        except semantics.dpp.DppError as e:
+            raise AsmSyntaxError(f"{kernel_name}: line {ins.line}: {ins.mnemonic} {ins.operands}: {e}") from None
+    return Decoded(ins, mn, enc, ops, ctrl)
 
 
 class Program:
@@ -89,8 +97,11 @@ def check_target(kernel) -> None:
 
 
 def _semantics(d: Decoded):
-    if d.enc == "dpp":
-        return None
+    if d.enc == "dpp":                  # VOP1/VOP2 only: gfx9 has no DPP form of VOPC or VOP3
+        base = semantics.OPS.get(d.mnemonic)
+        if base is None or d.mnemonic.startswith("v_cmp"):
+            return None
+        return semantics.dpp.executor(base, semantics.dpp.strip(d, d.dpp, semantics.dpp.src0_index(d.ops)))
     if d.mnemonic.startswith(MATRIX):
         return semantics.mfma.mfma
     return semantics.OPS.get(d.mnemonic)
@@ -240,7 +251,15 @@ def _vector_sources(st, d) -> list:
     regs = [o for o in d.ops.positional if o.kind == "reg" and o.file in "va"]
     if _writes_first(d) and regs and regs[0] is d.ops.positional[0]:
         regs = regs[1:]
-    return [st.vread(o.file, o.first, o.count) for o in regs]
+    vals = [st.vread(o.file, o.first, o.count) for o in regs]
+    if d.dpp is not None and vals:              # src0 as the lanes read it
+        src0 = d.ops.positional[semantics.dpp.src0_index(d.ops)]
+        st.w.machine.trace.muted += 1
+        try:
+            vals[regs.index(src0)] = semantics.dpp.read(st, src0, d.dpp)[0].value
+        finally:
+            st.w.machine.trace.muted -= 1
+    return vals
 
 
 _BACK_END_EVENTS = ("v_mfma", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",

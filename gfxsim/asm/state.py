@@ -69,6 +69,7 @@ class WaveState:
         self.act = None                      # members executing this instruction (None: all)
         self.current = None                  # the Decoded instruction being executed
         self.lds = None                      # the workgroup's LDS region (launch sets it)
+        self.dpp = None                      # a DPP instruction's src0 as its lanes read it (semantics/dpp.py)
 
     @property
     def done(self) -> bool:

@@ -6,7 +6,9 @@ vop (vector ALU, its numbers from the ISA table gfxsim/isa), ds (LDS), mem (glob
 
 Operand access shared by the families is here: ``u32`` reads a 32-bit source per lane (inline
 constants, literals, SGPRs broadcast over each member's lanes, VGPRs), ``f32`` the same with the abs/neg modifiers
-applied, ``u64`` a 64-bit source, ``f64`` a binary64 one; ``put`` writes a vector destination under EXEC.
+applied, ``u64`` a 64-bit source, ``f64`` a binary64 one, ``vsrc`` a vector source as a back-end
+value (provenance with it); ``put`` writes a vector destination under EXEC. A DPP instruction's src0
+(``Operand.dpp``) is read from its source lanes by all of them (dpp.py).
 """
 from __future__ import annotations
 
@@ -54,6 +56,8 @@ def u32(st, o, *, mods_ok=False) -> np.ndarray:
     if o.kind == "reg":
         if o.count != 1:
             raise st.error(f"operand {o.text}: one 32-bit register expected")
+        if o.dpp:
+            return st.dpp.take("words")[0]              # src0 of a DPP instruction, from its source lanes
         if o.file == "s":
             return st.lanewise(st.sread(o.first))       # each member's SGPR over its lanes
         return st.vwords(o.file, o.first, 1)[0]
@@ -82,7 +86,7 @@ def u64(st, o) -> np.ndarray:
             raise st.error(f"operand {o.text}: a 64-bit register pair expected")
         if o.file == "s":
             return st.lanewise64(st.sread64(o.first))
-        ww = st.vwords(o.file, o.first, 2).astype(np.uint64)
+        ww = (st.dpp.take("words") if o.dpp else st.vwords(o.file, o.first, 2)).astype(np.uint64)
         return ww[0] | (ww[1] << np.uint64(32))
     if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):     # see sop.LITERAL64
         return np.full(w, o.value & ((1 << 64) - 1), np.uint64)
@@ -125,6 +129,14 @@ def f64_bits(st, o) -> np.ndarray:
 
 def f64(st, o) -> np.ndarray:
     return f64_bits(st, o).view(np.float64)
+
+
+def vsrc(st, o, n: int = 1):
+    """A VGPR/AGPR source of ``n`` registers as a back-end value (its bytes' provenance and written
+    bits); a DPP instruction's src0 as its lanes read it."""
+    if o.dpp:
+        return st.dpp.take("value")
+    return st.vread(o.file, o.first, n)
 
 
 def put(st, o, words, *, decided: bool = False):
@@ -194,4 +206,4 @@ def widen(st, v, signed: bool):
                  np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 
 
-from . import atomic, buffer, cvt8, dequant, ds, lanes, mem, mfma, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
+from . import atomic, buffer, cvt8, dequant, dpp, ds, lanes, mem, mfma, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
+from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64, vsrc
 from . import dequant
 from ... import isa
 from ...machine.provenance import Prov, merge
@@ -381,8 +381,8 @@ def _move(st, dst, src, n):
     if src.kind == "reg" and src.file in "va" and not (src.neg or src.abs or src.sext):
         if src.count != n:
             raise st.error(f"source {src.text}: {n} register(s) expected")
-        keep = st.fresh[src.file][src.first:src.first + n].copy()
-        st.vwrite_value(dst.file, dst.first, st.vread(src.file, src.first, n))
+        keep = st.dpp.fresh.copy() if src.dpp else st.fresh[src.file][src.first:src.first + n].copy()
+        st.vwrite_value(dst.file, dst.first, vsrc(st, src, n))
         st.set_fresh(dst.file, dst.first, keep)
     elif n == 1:
         put(st, dst, u32(st, src))
@@ -488,7 +488,7 @@ def _value(st, o) -> VGPRs:
     if o.kind == "reg" and o.file in "va":
         if o.count != 1:
             raise st.error(f"operand {o.text}: one 32-bit register expected")
-        return st.vread(o.file, o.first, 1)
+        return vsrc(st, o)
     return VGPRs(st.w, u32(st, o, mods_ok=True)[None, :].copy(), "u32", literal=True)
 
 
