@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gfxsim import Buffer
-from gfxsim.asm.launch import PRIVATE_BASE, KernelABI, LaunchError
+from gfxsim.asm.launch import PRIVATE_BASE, SHARED_BASE, KernelABI, LaunchError
 from gfxsim.asm.parse import AsmFileError, parse
 from gfxsim.asm.run import kernel_from_text, run_asm
 from gfxsim.asm.state import AsmError
@@ -193,6 +193,41 @@ def test_a_load_through_a_hidden_null_pointer_names_the_nulls():
         run_asm(k, block=64, args={"out": out, "opt": Buffer("opt", np.zeros(4, np.uint32))})
 
 
+def test_hidden_apertures_and_sizes_at_the_offsets_the_metadata_gives():
+    args = """\
+      - .name:           out
+        .offset:         0
+        .size:           8
+        .value_kind:     global_buffer
+      - .offset:         12
+        .size:           4
+        .value_kind:     hidden_dynamic_lds_size
+      - .offset:         16
+        .size:           4
+        .value_kind:     hidden_shared_base
+      - .offset:         20
+        .size:           4
+        .value_kind:     hidden_private_base
+      - .offset:         26
+        .size:           2
+        .value_kind:     hidden_grid_dims"""
+    body = """\
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_load_dwordx4 s[8:11], s[0:1], 0xc
+  v_lshlrev_b32_e32 v1, 4, v0
+  s_waitcnt lgkmcnt(0)
+  v_mov_b32_e32 v2, s8
+  v_mov_b32_e32 v3, s9
+  v_mov_b32_e32 v4, s10
+  v_mov_b32_e32 v5, s11
+  global_store_dwordx4 v1, v[2:5], s[4:5]
+  s_endpgm"""
+    k = parse(asm_text(args, body=body, kernarg=28)).kernel("k")
+    out = Buffer("out", np.zeros((64, 4), np.uint32))
+    run_asm(k, grid=(2, 3), block=64, args={"out": out}, dynamic_lds=96)
+    assert list(out.array[0]) == [96, SHARED_BASE >> 32, PRIVATE_BASE >> 32, 2 << 16]
+
+
 # -- the private segment ---------------------------------------------------------------------------
 # each lane loads one dword of four tokens (4l .. 4l+3), stores it to its private bytes [4, 8),
 # overwrites private byte 7 with its byte 1, reads the dword back and stores it: bytes [0, 1, 2, 1]
@@ -316,3 +351,17 @@ def test_a_global_buffer_resource_is_not_taken_for_private_memory():
     assert not is_private(sb.st, rsrc)
     sb.set_sgpr(8, *private_descriptor(kern.program.abi, 64)[:3], 0x20000)     # no ADD_TID: not per lane
     assert not is_private(sb.st, rsrc)
+
+
+def test_sgpr_spills_through_vgpr_lanes():
+    from support.asm_sandbox import Sandbox
+    sb = Sandbox()
+    sb.v[5] = 0xAAAA
+    sb.set_exec(np.arange(64) < 4)                 # the lane written is outside EXEC: written all the same
+    sb.set_sgpr(8, 0x1234, 0x5678, 63)
+    sb.run("v_writelane_b32 v5, s8, 0", "v_writelane_b32 v5, s9, 17", "v_writelane_b32 v5, 0x77, s10",
+           "v_readlane_b32 s20, v5, 17", "v_readlane_b32 s21, v5, s10", "v_readlane_b32 s22, v5, 1")
+    want = np.full(64, 0xAAAA, np.uint32)
+    want[[0, 17, 63]] = [0x1234, 0x5678, 0x77]
+    np.testing.assert_array_equal(sb.v[5], want)
+    assert sb.sgpr(20, 3) == [0x5678, 0x77, 0xAAAA]

@@ -10,7 +10,7 @@ import pytest
 from support import need_toolchain
 
 from gfxsim.asm import parse_file
-from gfxsim.asm.launch import SHARED_BASE, LaunchError, Struct
+from gfxsim.asm.launch import LaunchError, Struct
 from gfxsim.asm.run import run_asm
 from gfxsim.machine.errors import MemoryFault
 from gfxsim.machine.memory import Buffer
@@ -193,7 +193,3 @@ def test_two_workgroups_side_by_side_keep_their_own_private_segments(build):
     run_asm(k, grid=4, block=64, args=dict(out=out, idx=Buffer("idx", idx), n=3), batch=4)
     t = np.tile(np.arange(64), 4)
     np.testing.assert_array_equal(out.array, (idx & 63) * t + 3)
-
-
-def test_aperture_bases_are_given_as_hidden_arguments():
-    assert SHARED_BASE >> 32 != 0
