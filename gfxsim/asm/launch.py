@@ -78,10 +78,35 @@ class Struct:
     address, None as null), ``values`` {byte offset: numpy scalar} further fields by their type.
 
         Struct(pointers={0: a, 8: b, 24: c}, values={16: np.int32(n), 56: np.int64(3)})
+        Struct.of(np.dtype([("a", "u8"), ("b", "u8"), ("n", "i4"), ("c", "u8")], align=True), a=a, b=b, n=5, c=None)
     """
     data: object = b""
     pointers: Mapping = field(default_factory=dict)
     values: Mapping = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, dtype: np.dtype, **fields) -> Struct:
+        """A struct laid out by a numpy structured ``dtype`` (``align=True`` lays it out as C does),
+        its fields by name: a Buffer or None for a pointer (an 8-byte integer field), numbers or
+        arrays for the others; fields not given are zero."""
+        dtype = np.dtype(dtype)
+        if dtype.names is None:
+            raise LaunchError(f"Struct.of needs a structured dtype, got {dtype}")
+        unknown = set(fields) - set(dtype.names)
+        if unknown:
+            raise LaunchError(f"Struct.of: no field {', '.join(sorted(unknown))} in {dtype} (fields: "
+                              f"{', '.join(dtype.names)})")
+        rec, pointers = np.zeros((), dtype), {}
+        for name, v in fields.items():
+            t, off = dtype.fields[name][:2]
+            if isinstance(v, Buffer) or is_null(v):
+                if t.kind not in "iu" or t.itemsize != 8:
+                    raise LaunchError(f"Struct.of: field {name} ({t}) takes no pointer: a pointer is an 8-byte "
+                                      "integer field")
+                pointers[off] = None if is_null(v) else v
+            else:
+                rec[name] = v
+        return cls(rec, pointers)
 
     def to_bytes(self, size: int, address, where: str) -> bytes:
         """The argument's ``size`` bytes; ``address(buffer)`` is a pointer's value."""
@@ -395,9 +420,12 @@ HIDDEN = {
 }
 
 
-def null_pointers(abi: KernelABI, bufs: dict) -> list[str]:
-    """What the launch passes as null: pointer arguments given None, hidden pointers, the queue pointer."""
-    return ([n for n, b in bufs.items() if b is None] + [h.kind for h in abi.hidden if h.kind in HIDDEN_POINTERS]
+def null_pointers(abi: KernelABI, bufs: dict, scalars: dict | None = None) -> list[str]:
+    """What the launch passes as null: pointer arguments given None, pointers inside Structs
+    ("p+24"), hidden pointers, the queue pointer."""
+    inside = [f"{n}+{o}" for n, v in (scalars or {}).items() if isinstance(v, Struct)
+              for o, b in sorted(v.pointers.items()) if is_null(b)]
+    return ([n for n, b in bufs.items() if b is None] + inside + [h.kind for h in abi.hidden if h.kind in HIDDEN_POINTERS]
             + ["queue_ptr (user SGPRs)" for w, _ in abi.user if w == "queue_ptr"])
 
 

@@ -346,7 +346,7 @@ def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buff
     extra = []
     if any(w == "dispatch_ptr" for w, _ in abi.user) and dims is not None:
         extra = [dispatch_packet(abi, dims, 0)]
-    space = AddressSpace([kernarg, *extra, *seen.values()], null_pointers(abi, bufs))
+    space = AddressSpace([kernarg, *extra, *seen.values()], null_pointers(abi, bufs, scalars))
     if extra:
         extra[0].raw[40:48] = np.frombuffer(space.address(KERNARG).to_bytes(8, "little"), np.uint8)
     kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars, dims)

@@ -125,6 +125,17 @@ def test_a_96_byte_struct_with_pointers_inside(build):
     c2 = Buffer.empty("c", (64,), np.float32)
     run_asm(k, block=64, args=[Struct(rec, pointers={0: Buffer("a", a), 8: Buffer("b", b), 24: c2})])
     np.testing.assert_array_equal(c2.array, a + b + np.float32(15))
+    # and by field name from a C-aligned structured dtype
+    layout = np.dtype([("a", "u8"), ("b", "u8"), ("n", "i4"), ("scale", "f4"), ("c", "u8"), ("extra", "i4", 16)],
+                      align=True)
+    c3 = Buffer.empty("c", (64,), np.float32)
+    run_asm(k, block=64, args={"p": Struct.of(layout, a=Buffer("a", a), b=Buffer("b", b), n=64, scale=0.5, c=c3,
+                                               extra=extra)})
+    np.testing.assert_array_equal(c3.array, (a + b) * np.float32(0.5) + np.float32(15))
+    with pytest.raises(MemoryFault, match=r"null pointer \(\+0\); null in this launch: p\+8"):
+        run_asm(k, block=64, args={"p": Struct.of(layout, a=Buffer("a", a), b=None, n=64, c=c3)})
+    with pytest.raises(LaunchError, match=r"field n \(int32\) takes no pointer"):
+        Struct.of(layout, n=c3)
     with pytest.raises(LaunchError, match=r"argument p is a 96-byte value, got a Buffer \(a struct: pass "):
         run_asm(k, block=64, args={"p": c})
     with pytest.raises(LaunchError, match="a pointer at offset 92 outside the 96-byte argument"):
