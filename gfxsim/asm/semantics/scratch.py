@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import OPS, no_mods, op, u32, widen
-from .mem import LOADS, STORES
+from .mem import LOADS as _GLOBAL_LOADS, STORES as _GLOBAL_STORES
 from ...machine.memory import Buffer
 from ...machine.vgpr import VGPRs
 from ..launch import APERTURE, PRIVATE_BASE
@@ -33,6 +33,10 @@ STRIDE_ALIGN = 16                    # lane c's private bytes start at c * strid
 _FLAT_MODS = ("offset", "sc0", "sc1", "nt", "glc", "slc")
 _BUF_MODS = ("offset", "offen", "sc0", "sc1", "nt", "glc", "slc")
 ADD_TID = 1 << 23                    # V# word 3: the swizzled, per-lane (private segment) form
+# the forms a private access takes: suffix -> (bytes, sub-dword fill) / (bytes, first byte stored)
+LOADS = {k: _GLOBAL_LOADS[k] for k in ("dword", "dwordx2", "dwordx3", "dwordx4", "ubyte", "sbyte", "ushort", "sshort")}
+STORES = {k: _GLOBAL_STORES[k] for k in ("dword", "dwordx2", "dwordx3", "dwordx4", "byte", "short", "byte_d16_hi",
+                                         "short_d16_hi")}
 
 
 class PrivateSegment(Buffer):
