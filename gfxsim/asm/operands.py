@@ -23,8 +23,10 @@ from collections.abc import Mapping
 from ..errors import GfxSimError
 
 # SGPR numbers of the named scalar registers on gfx9 (CDNA3 ISA, "SGPR" operand encoding)
-SPECIAL_SGPR = {"vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127}
-PAIRS = {"vcc": 106, "exec": 126}                  # 64-bit names: the pair starting there
+# gfx9 encodings; FLAT_SCRATCH is s[102:103] (the private segment's base, launch.py)
+SPECIAL_SGPR = {"vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127,
+                "flat_scratch_lo": 102, "flat_scratch_hi": 103}
+PAIRS = {"vcc": 106, "exec": 126, "flat_scratch": 102}     # 64-bit names: the pair starting there
 INLINE_FLOATS = (0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0)
 INV_2PI = "0.15915494"                             # how LLVM prints the 1/(2*pi) inline constant
 SDWA_SELS = ("BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD")

@@ -26,7 +26,8 @@ from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, la
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
 from . import semantics
-from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
+from .launch import (DISPATCH, KERNARG, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
+                     initial_state, kernarg_segment, null_pointers, struct_buffers)
 from .operands import AsmSyntaxError, Operands, parse_instruction_operands
 from .origin import taint_in
 from .state import AsmError, WaveState
@@ -84,7 +85,8 @@ class Program:
 def check_target(kernel) -> None:
     """An AsmError unless the kernel's .amdgcn_target is a wave64 AMD arch gfxsim models."""
     from ..arch import get_arch
-    proc = kernel.target.rpartition("--")[2].split(":")[0]
+    from .parse import processor_of
+    proc = processor_of(kernel.target)
     if not proc:
         return
     try:
@@ -211,7 +213,8 @@ def _name_outputs(events, d):
     """The back end numbers the values its loads return virtually; the events of a load show the
     VGPRs the instruction wrote (read2: its two halves in turn), so the stepper rebuilds the
     registers the assembly names."""
-    if not d.ops.positional or not d.ins.mnemonic.startswith(("global_load", "flat_load", "ds_read", "ds_bpermute")):
+    if not d.ops.positional or not d.ins.mnemonic.startswith(("global_load", "flat_load", "ds_read", "ds_bpermute",
+                                                              "scratch_load", "buffer_load")):
         return
     dst = d.ops[0]
     if dst.kind != "reg" or dst.file != "v":
@@ -302,11 +305,15 @@ def program_of(kernel) -> Program:
 
 def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
             provenance: bool = True, check_races: bool = True, batch: int = 1,
-            progress=None, fold: bool | None = None, options: LaunchOptions | None = None) -> Run:
+            progress=None, fold: bool | None = None, options: LaunchOptions | None = None,
+            dynamic_lds: int = 0) -> Run:
     """Run ``kernel`` (a parsed gfxsim.asm Kernel) over ``grid`` workgroups of ``block`` work-items,
     with ``args`` (a dict by argument name, or a sequence in the metadata's order: Buffers for
     pointers, numbers for by-value arguments). The keywords trace .. fold (or ``options=``) are
-    LaunchOptions', as gfxsim.launch takes them; the LDS size is the kernel descriptor's.
+    LaunchOptions', as gfxsim.launch takes them; the LDS size is the kernel descriptor's fixed group
+    segment plus ``dynamic_lds`` bytes (``extern __shared__``, sized at launch; Triton's
+    ``metadata.shared``), which hidden_dynamic_lds_size reports to the kernel.
+    A pointer argument may be None (null); a struct passed by value a launch.Struct.
     ``batch``: workgroups run side by side (x-fastest order), each following its own control flow
     (execute); results, findings and each workgroup's events are those of batch=1."""
     options = launch_options(options, dict(trace=trace, provenance=provenance, check_races=check_races, batch=batch,
@@ -323,9 +330,13 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     if n_items > abi.max_workgroup:
         raise LaunchError(f"{kernel.name}: block {block} has {n_items} work-items, the kernel allows "
                           f"{abi.max_workgroup} (.max_flat_workgroup_size)")
-    space, kernarg = address_space(program, args, (grid, block))
+    if isinstance(dynamic_lds, bool) or not isinstance(dynamic_lds, (int, np.integer)) or dynamic_lds < 0:
+        raise LaunchError(f"{kernel.name}: dynamic_lds must be a byte count >= 0, got {dynamic_lds!r}")
+    dispatch = Dispatch(grid, block, int(dynamic_lds))
+    lds = abi.lds_bytes + dispatch.dynamic_lds
+    space, kernarg = address_space(program, args, dispatch)
     m = Machine(arch, kernel.name, trace=options.trace, provenance=options.provenance,
-                check_races=options.check_races, lds_bytes=abi.lds_bytes or None,
+                check_races=options.check_races, lds_bytes=lds or None,
                 declared=declared_fields(space.buffers), max_steps=options.max_steps,
                 max_trace_bytes=options.max_trace_bytes)
     if abi.wave_size != m.arch.wave_size:
@@ -334,24 +345,33 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     waves = -(-n_items // m.arch.wave_size)
     if waves > 16:
         raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
-    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block),
+    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block, lds_bytes=lds),
                     options, lane_threads=int(np.prod(grid)) * n_items)
 
 
 def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buffer]:
-    """The launch's AddressSpace (the kernarg segment and every Buffer argument) and its kernarg
-    segment, filled from ``args`` as the kernel's metadata lays them out (``dims`` = (grid, block):
-    the hidden arguments' values)."""
+    """The launch's AddressSpace (the kernarg segment, every Buffer argument and those inside
+    by-value Structs, the dispatch packet where the kernel loads its pointer) and its kernarg
+    segment, filled from ``args`` as the kernel's metadata lays them out (``dims``: a
+    launch.Dispatch, or (grid, block): the hidden arguments' values)."""
     abi = program.abi
     name = program.kernel.name
     bufs, scalars = bind_args(abi, args)
+    if dims is not None and not isinstance(dims, Dispatch):
+        dims = Dispatch(*dims)
     # clang merges the argument loads into s_load_dwordx8/x16 that may read past the last argument
     # (the runtime's kernarg allocation is padded): the segment is zero-padded to 64 bytes
     kernarg = Buffer(KERNARG, np.zeros(-(-max(abi.kernarg_size, 4) // 64) * 64, np.uint8))
-    seen = distinct_buffers(bufs.values(), name, LaunchError)
-    if KERNARG in seen:
-        raise LaunchError(f"{name}: a Buffer may not be named {KERNARG!r} (the kernarg segment)")
-    space = AddressSpace([kernarg, *seen.values()])
+    seen = distinct_buffers([b for b in bufs.values() if b is not None] + struct_buffers(scalars), name, LaunchError)
+    for reserved in (KERNARG, DISPATCH):
+        if reserved in seen:
+            raise LaunchError(f"{name}: a Buffer may not be named {reserved!r} (the launch's own)")
+    extra = []
+    if any(w == "dispatch_ptr" for w, _ in abi.user) and dims is not None:
+        extra = [dispatch_packet(abi, dims, 0)]
+    space = AddressSpace([kernarg, *extra, *seen.values()], null_pointers(abi, bufs, scalars))
+    if extra:
+        extra[0].raw[40:48] = np.frombuffer(space.address(KERNARG).to_bytes(8, "little"), np.uint8)
     kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars, dims)
     return space, kernarg
 
@@ -370,17 +390,21 @@ def asm_source(st: WaveState | None) -> str | None:
 NO_SCALE_MARKS = "asm front end: compiled code has no scale marks (dequant recognition off)"
 
 
-def run_wave(w, program: Program, space, kernarg, wg_ids, block) -> WaveState:
+def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: int | None = None) -> WaveState:
     """Execute ``program`` on back-end wave ``w``, which holds the workgroups ``wg_ids`` (one
     (x, y, z) per member of its batch; block = work-items per workgroup, (x, y, z)), from their
-    AMDHSA initial state to s_endpgm. The wave's findings and errors name the assembly line."""
+    AMDHSA initial state to s_endpgm. ``lds_bytes``: the workgroup's LDS (default the descriptor's
+    fixed size). The wave's findings and errors name the assembly line."""
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
     if w.provenance and not semantics.dequant.ENABLED:
         w.machine.not_checked.setdefault("scale-group-mismatch", NO_SCALE_MARKS)
     w.source_hook = lambda: asm_source(st)
-    if abi.lds_bytes:
-        st.lds = w.shared("lds", (abi.lds_bytes,), "u8")
+    lds = abi.lds_bytes if lds_bytes is None else lds_bytes
+    if lds:
+        st.lds = w.shared("lds", (lds,), "u8")
+    if abi.private_segment:
+        st.scratch = semantics.scratch.private_segment(st, abi.private_bytes)
     initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
     try:
         if st.exec.any():
