@@ -219,3 +219,68 @@ def format_text(res: Inspection) -> str:
 
 def format_json(res: Inspection) -> str:
     return json.dumps(res.to_json(), indent=2, default=str)
+
+
+# ---- check: what would stop a run, found before anything runs ----------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    kernel: str
+    kind: str                  # "instruction" | "matrix record" | "abi"
+    line: int | None           # the .s line (None: the kernel as a whole)
+    text: str
+
+    def __str__(self):
+        return f"{self.kernel}: {self.kind}" + (f" line {self.line}" if self.line else "") + f": {self.text}"
+
+
+def check_kernel(k: Kernel, arch: str | None = None) -> list[Problem]:
+    """Everything the asm front end would refuse in ``k`` on ``arch`` (default: the kernel's own
+    processor): every instruction without semantics (or with operands it cannot read), every
+    matrix instruction without a record on the arch, and every ABI feature the launch does not set
+    up; empty when the kernel can run."""
+    from ..arch import get_arch
+    from ..errors import GfxSimError
+    from . import launch
+    from .run import MATRIX, _semantics, check_target, decode
+    out: list[Problem] = []
+    try:
+        check_target(k)
+    except GfxSimError as e:
+        return [Problem(k.name, "abi", None, e.message)]
+    proc = arch or k.target.rpartition("--")[2].split(":")[0] or "gfx942"
+    records = set(get_arch(proc).instructions)
+    for ins in k.instructions:
+        try:
+            d = decode(ins, k.name)
+        except GfxSimError as e:
+            out.append(Problem(k.name, "instruction", ins.line, f"{ins.mnemonic}: {e.message}"))
+            continue
+        if d.mnemonic.startswith(MATRIX):
+            alt = d.mnemonic.replace("v_mfma_", "v_mmac_", 1)
+            if d.mnemonic not in records and alt not in records:
+                out.append(Problem(k.name, "matrix record", ins.line, f"{ins.mnemonic} has no record on {proc}"))
+        elif _semantics(d) is None:
+            what = "DPP" if d.enc == "dpp" else "no semantics"
+            out.append(Problem(k.name, "instruction", ins.line, f"{ins.mnemonic} ({what})"))
+    out += _abi_problems(k, launch)
+    return out
+
+
+def _abi_problems(k: Kernel, launch) -> list[Problem]:
+    """The launch's own refusals: each descriptor field it does not set up and each hidden argument
+    it does not fill (its tables), then whatever else KernelABI.of refuses first."""
+    found = []
+    for key, what in getattr(launch, "_UNSUPPORTED_USER", {}).items():
+        if int(k.descriptor.get(key, 0) or 0):
+            found.append((key, f"{key} 1 ({what}) is not set up by the asm launch"))
+    for a in k.metadata.get(".args", []):
+        kind = a.get(".value_kind")
+        if isinstance(kind, str) and kind.startswith("hidden_") and kind not in launch.HIDDEN:
+            found.append((kind, f"hidden argument {kind} at offset {a.get('.offset')} is not filled in"))
+    try:
+        launch.KernelABI.of(k)
+    except launch.LaunchError as e:
+        if not any(key in e.message for key, _ in found):
+            found.append(("", e.message.removeprefix(f"{k.name}: ")))
+    return [Problem(k.name, "abi", None, text) for _, text in found]
