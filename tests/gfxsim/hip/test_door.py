@@ -114,6 +114,15 @@ def test_a_second_call_neither_compiles_nor_parses(folder, monkeypatch):
     assert len(calls) == 2
 
 
+def test_run_on_sim_parses_a_project_once():
+    need_toolchain("gfx942")
+    from support import repo_project
+
+    from gfxsim.hip.build import find_kernel
+    first = find_kernel("qk_int8", "gfx942", project=repo_project())
+    assert find_kernel("qk_int8", "gfx942", project=repo_project()) is first
+
+
 def test_a_header_debians_hip_lacks_is_named(folder):
     Path("fp8.hip").write_text("#include <hip/hip_runtime.h>\n#include <hip/hip_fp8.h>\n"
                                "__global__ void k(float* o) { o[threadIdx.x] = 0; }\n")
