@@ -105,3 +105,30 @@ def test_arg_values():
     assert arg_value("a", "null") is None
     assert arg_value("a", "7") == 7 and isinstance(arg_value("a", "0x10"), int)
     assert arg_value("a", "1.5") == 1.5 and isinstance(arg_value("a", "1e-3"), float)
+
+
+def _readme_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Your own HIP kernel")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_readme_section_is_true(folder, capsys):
+    """The README's kernel is the tested one, and its command and Python run as shown."""
+    import re
+    import shlex
+    sec = _readme_section()
+    assert "#include <hip/hip_runtime.h>" in sec
+    (kernel,) = re.findall(r"```cpp\n(.*?)```", sec, re.S)
+    assert kernel == (SOURCES / "pv_scaled.hip").read_text()
+    _pv_files()
+    Path("out.npy").write_bytes(Path("o.npy").read_bytes())
+    (cmd,) = re.findall(r"```bash\n(gfxsim hip run .*?)\n```", sec, re.S)
+    assert main(shlex.split(cmd)[1:]) == 0
+    out = capsys.readouterr().out
+    for line in re.findall(r"```\n(_Z9pv_scaled.*?)```", sec, re.S)[0].splitlines():
+        head = line.split("(...)")[0].split(", ...")[0].strip()
+        assert head in out, head
+    (py,) = re.findall(r"```python\n(.*?)```", sec, re.S)
+    exec(compile(py, "README.md", "exec"), {})
+    assert "['scale-group-mismatch', 'scale-group-mismatch']" in capsys.readouterr().out
