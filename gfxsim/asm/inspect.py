@@ -242,7 +242,7 @@ def check_kernel(k: Kernel, arch: str | None = None) -> list[Problem]:
     from ..arch import get_arch
     from ..errors import GfxSimError
     from . import launch
-    from .run import MATRIX, _semantics, check_target, decode
+    from .run import MATRIX, check_target, decode, semantics_of
     out: list[Problem] = []
     try:
         check_target(k)
@@ -260,7 +260,7 @@ def check_kernel(k: Kernel, arch: str | None = None) -> list[Problem]:
             alt = d.mnemonic.replace("v_mfma_", "v_mmac_", 1)
             if d.mnemonic not in records and alt not in records:
                 out.append(Problem(k.name, "matrix record", ins.line, f"{ins.mnemonic} has no record on {proc}"))
-        elif _semantics(d) is None:
+        elif semantics_of(d) is None:
             what = "DPP" if d.enc == "dpp" else "no semantics"
             out.append(Problem(k.name, "instruction", ins.line, f"{ins.mnemonic} ({what})"))
     out += _abi_problems(k, launch)
@@ -271,7 +271,7 @@ def _abi_problems(k: Kernel, launch) -> list[Problem]:
     """The launch's own refusals: each descriptor field it does not set up and each hidden argument
     it does not fill (its tables), then whatever else KernelABI.of refuses first."""
     found = []
-    for key, what in getattr(launch, "_UNSUPPORTED_USER", {}).items():
+    for key, what in launch.UNSUPPORTED_USER.items():
         if int(k.descriptor.get(key, 0) or 0):
             found.append((key, f"{key} 1 ({what}) is not set up by the asm launch"))
     for a in k.metadata.get(".args", []):
