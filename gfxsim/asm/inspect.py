@@ -267,20 +267,50 @@ def check_kernel(k: Kernel, arch: str | None = None) -> list[Problem]:
     return out
 
 
+# Descriptor fields that enable an optional feature (LLVM AMDGPUUsage, "Kernel Descriptor"): field ->
+# (its neutral value, the user SGPRs it takes). Whether the launch sets a feature up is the launch's
+# own answer (KernelABI.of), asked of each feature alone.
+OPTIONAL_FIELDS = {".amdhsa_user_sgpr_private_segment_buffer": (0, 4), ".amdhsa_user_sgpr_dispatch_ptr": (0, 2),
+                   ".amdhsa_user_sgpr_queue_ptr": (0, 2), ".amdhsa_user_sgpr_dispatch_id": (0, 2),
+                   ".amdhsa_user_sgpr_flat_scratch_init": (0, 2), ".amdhsa_user_sgpr_private_segment_size": (0, 1),
+                   ".amdhsa_enable_private_segment": (0, 0),
+                   ".amdhsa_system_sgpr_private_segment_wavefront_offset": (0, 0),
+                   ".amdhsa_system_sgpr_workgroup_info": (0, 0), ".amdhsa_uses_dynamic_stack": (0, 0),
+                   ".amdhsa_float_round_mode_32": (0, 0), ".amdhsa_float_denorm_mode_32": (3, 0),
+                   ".amdhsa_ieee_mode": (1, 0)}
+
+
 def _abi_problems(k: Kernel, launch) -> list[Problem]:
-    """The launch's own refusals: each descriptor field it does not set up and each hidden argument
-    it does not fill (its tables), then whatever else KernelABI.of refuses first."""
+    """What the launch (KernelABI.of) refuses, one feature at a time: each enabled optional
+    descriptor field on the kernel with the others neutral, then each argument alone."""
+    import dataclasses
+
+    def refusal(descriptor=None, args=None) -> str | None:
+        meta = dict(k.metadata) if args is None else {**k.metadata, ".args": args}
+        try:
+            launch.KernelABI.of(dataclasses.replace(k, descriptor=descriptor or k.descriptor, metadata=meta))
+        except launch.LaunchError as e:
+            return e.message.removeprefix(f"{k.name}: ")
+        return None
+
+    whole = refusal()
+    if whole is None:
+        return []
+    d = dict(k.descriptor)
+    enabled = [f for f, (neutral, _) in OPTIONAL_FIELDS.items() if f in d and d[f] != neutral]
+    base = {**d, **{f: OPTIONAL_FIELDS[f][0] for f in enabled}}
+    if ".amdhsa_user_sgpr_count" in d:
+        base[".amdhsa_user_sgpr_count"] = d[".amdhsa_user_sgpr_count"] - sum(OPTIONAL_FIELDS[f][1] for f in enabled)
     found = []
-    for key, what in launch.UNSUPPORTED_USER.items():
-        if int(k.descriptor.get(key, 0) or 0):
-            found.append((key, f"{key} 1 ({what}) is not set up by the asm launch"))
-    for a in k.metadata.get(".args", []):
-        kind = a.get(".value_kind")
-        if isinstance(kind, str) and kind.startswith("hidden_") and kind not in launch.HIDDEN:
-            found.append((kind, f"hidden argument {kind} at offset {a.get('.offset')} is not filled in"))
-    try:
-        launch.KernelABI.of(k)
-    except launch.LaunchError as e:
-        if not any(key in e.message for key, _ in found):
-            found.append(("", e.message.removeprefix(f"{k.name}: ")))
-    return [Problem(k.name, "abi", None, text) for _, text in found]
+    for f in enabled:
+        one = {**base, f: d[f]}
+        if ".amdhsa_user_sgpr_count" in d:
+            one[".amdhsa_user_sgpr_count"] = base[".amdhsa_user_sgpr_count"] + OPTIONAL_FIELDS[f][1]
+        found.append(refusal(one))
+    if refusal(base) is not None:                # the descriptor aside: the arguments, one at a time
+        args = list(k.metadata.get(".args", []))
+        found += [refusal(base, [a]) for a in args]
+        if refusal(base, []) is not None:
+            found.append(refusal(base, []))
+    found = list(dict.fromkeys(t for t in found if t))
+    return [Problem(k.name, "abi", None, t) for t in found or [whole]]

@@ -39,7 +39,6 @@ _UNSUPPORTED_USER = {".amdhsa_user_sgpr_private_segment_buffer": "private segmen
                      ".amdhsa_system_sgpr_private_segment_wavefront_offset": "scratch wave offset",
                      ".amdhsa_system_sgpr_workgroup_info": "workgroup info SGPR",
                      ".amdhsa_uses_dynamic_stack": "dynamic stack"}
-UNSUPPORTED_USER = _UNSUPPORTED_USER          # read by gfxsim.asm.inspect.check_kernel
 
 
 class LaunchError(GfxSimError, ValueError):

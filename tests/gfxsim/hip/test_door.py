@@ -1,6 +1,7 @@
 """Your own HIP kernel through the door (gfxsim.hip.run): real HIP sources that include
 <hip/hip_runtime.h>, compiled with Debian's clang, HIP headers and device libraries from a plain
 folder, run on the asm front end with tags, checked before they run, cached by content."""
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -146,6 +147,13 @@ def test_check_lists_every_problem_before_anything_runs(folder):
     assert "v_mfma_f32_32x32x8_f16 has no record on gfx936" in problems[1].text
     assert "dynamic stack" in problems[2].text
     assert [p.kind for p in check_kernel(k, "gfx942")] == ["instruction", "abi"]     # gfx942 has the record
+    # every ABI feature, not only the first the launch refuses
+    two = kernel_from_text("v_mov_b32 v1, v0", args=[("out", "global_buffer", 8)], extra_descriptor={
+        ".amdhsa_uses_dynamic_stack": 1, ".amdhsa_system_sgpr_workgroup_info": 1})
+    meta = {**two.metadata, ".args": [*two.metadata[".args"],
+                                      {".offset": 8, ".size": 8, ".value_kind": "hidden_new_thing"}]}
+    abi = [p.text for p in check_kernel(dataclasses.replace(two, metadata=meta)) if p.kind == "abi"]
+    assert len(abi) == 3 and "workgroup info" in abi[0] and "dynamic stack" in abi[1] and "hidden_new_thing" in abi[2]
     asm = Path("bad.s")
     asm.write_text(compile_source("scale.hip").asm.read_text().replace(
         "\ts_endpgm", "\tv_qsad_pk_u16_u8 v[0:1], v[2:3], v4, v[6:7]\n\ts_endpgm", 1))
