@@ -67,6 +67,7 @@ def test_a_hip_runtime_kernel_runs_from_a_plain_folder(folder, arch):
     assert np.array_equal(res["out"], x * 0.5) and np.array_equal(res["x"], x)
     assert not out.any()                                   # the caller's array is copied, not written
     assert run.findings == [] and run.lane_instructions > 0
+    assert run.replay().step() is not None                 # the Run steps as the twins' do
 
 
 def test_tags_give_token_level_findings(folder):
@@ -165,3 +166,37 @@ def test_entry_points_by_function_name():
     assert demangled("_Z5scalePfPKffi") == "scale"
     assert demangled("_ZN2ns4stepEPf") == "ns::step"
     assert demangled("plain_c") == "plain_c"
+
+
+def test_null_pointers_and_dynamic_lds_are_passed_to_the_launch(folder):
+    """None (a null pointer) and lds= (extern __shared__ bytes) go to run_asm as they are; a front
+    end without dynamic LDS says so rather than run with none."""
+    import inspect
+
+    from gfxsim.asm.run import run_asm
+    from gfxsim.errors import ArgumentError
+    x, bias = np.arange(64, dtype=np.float32), np.full(64, 0.5, np.float32)
+    if "dynamic_lds" not in inspect.signature(run_asm).parameters:
+        with pytest.raises(ArgumentError, match="lds=256: this asm front end sizes LDS from the kernel descriptor"):
+            hip.run("reverse.hip", "reverse", 1, 64, out=np.zeros(64, np.float32), x=x, bias=bias, lds=256)
+        return
+    res, run, _ = hip.run("reverse.hip", "reverse", 1, 64, lds=256, out=np.zeros(64, np.float32), x=x, bias=bias)
+    assert np.array_equal(res["out"], (x + bias)[::-1]) and run.findings == []
+    res, run, _ = hip.run("reverse.hip", "reverse", 1, 64, lds=256, out=np.zeros(64, np.float32), x=x, bias=None)
+    assert np.array_equal(res["out"], x[::-1]) and "bias" not in res
+
+
+def test_gfx90a_sources_compile_and_run_once_the_launch_sets_them_up(folder):
+    """gfx90a (Debian's device libraries have its ISA-version file): compiled with hip_runtime.h,
+    no call left unlinked; it runs where the launch sets up its user SGPRs, and otherwise the
+    refusal names the ABI feature before anything runs."""
+    b = compile_source("scale.hip", "gfx90a")
+    text = b.asm.read_text()
+    assert '.amdgcn_target "amdgcn-amd-amdhsa--gfx90a' in text and "s_swappc_b64" not in text
+    args = dict(out=np.zeros(100, np.float32), x=np.arange(100, dtype=np.float32), s=2.0, count=100)
+    if check_kernel(hip.door.load("scale.hip", "gfx90a")[0].kernel("_Z5scalePfPKffi"), "gfx90a"):
+        with pytest.raises(AsmError, match="cannot run on the asm front end for gfx90a: abi: "):
+            hip.run("scale.hip", "scale", 2, 64, arch="gfx90a", **args)
+        return
+    res, run, _ = hip.run("scale.hip", "scale", 2, 64, arch="gfx90a", **args)
+    assert np.array_equal(res["out"], args["x"] * 2) and run.findings == []
