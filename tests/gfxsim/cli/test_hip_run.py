@@ -132,3 +132,4 @@ def test_the_readme_section_is_true(folder, capsys):
     (py,) = re.findall(r"```python\n(.*?)```", sec, re.S)
     exec(compile(py, "README.md", "exec"), {})
     assert "['scale-group-mismatch', 'scale-group-mismatch']" in capsys.readouterr().out
+    assert Path("scales.png").stat().st_size > 0
