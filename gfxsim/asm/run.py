@@ -109,6 +109,9 @@ def _semantics(d: Decoded):
     return semantics.OPS.get(d.mnemonic)
 
 
+semantics_of = _semantics          # the function executing a Decoded, or None (gfxsim.asm.inspect.check_kernel)
+
+
 def execute(st: WaveState, program: Program):
     """Run one wave (every member of its batch) from st.pcs until each member's s_endpgm.
 

@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..asm.parse import AsmFile, parse_file
+from ..asm.cache import parse_cached
+from ..asm.parse import AsmFile
 from .project import Project
 from ..errors import GfxSimError
 from .toolchain import Target, Toolchain, find_toolchain, get_target
@@ -167,9 +168,10 @@ def asm_path(kernel: str, arch: str, *, project: Project) -> Path:
 
 
 def find_entry(entry: str, arch: str, *, project: Project, defines=()) -> tuple[KernelBuild, AsmFile]:
-    """The build and parsed assembly of the kernel file that defines entry point `entry`."""
+    """The build and parsed assembly of the kernel file that defines entry point `entry` (each .s
+    parsed once per content: gfxsim.asm.cache)."""
     for b in build(None, arch, project=project, defines=defines):
-        f = parse_file(b.asm)
+        f = parse_cached(b.asm)
         if entry in f.kernels:
             return b, f
     raise BuildError(f"no HIP kernel {entry!r}: not a file of {project.sources} ({', '.join(project.kernels)}) "
