@@ -283,3 +283,25 @@ buffer_store_dword v2, v1, s[12:15], s20 offen
     want = np.where(np.arange(256) < 200, np.arange(256) + 1, 0)
     assert (outs[0][0] == want).all() and (outs[1][0] == want).all()
     assert outs[0][1] == outs[1][1] == [((3, 0, 0), tuple(range(8, 64)))]
+
+
+def test_buffer_load_to_lds():
+    """buffer_load_dword ... lds: lane l's dword lands at LDS M0 + offset: + 4l (out of range: 0),
+    tokens with it; a ds_read brings it back."""
+    from gfxsim.asm.run import kernel_from_text, run_asm
+    from support.mubuf import ARGS, desc
+    body = desc(8, 0, 200) + desc(12, 8, 256) + """
+v_lshlrev_b32_e32 v1, 2, v0
+s_mov_b32 m0, 0x100
+buffer_load_dword v1, s[8:11], 0 offen offset:16 lds
+v_add_u32_e32 v3, 0x110, v1
+ds_read_b32 v2, v3
+buffer_store_dword v2, v1, s[12:15], 0 offen
+"""
+    x = Buffer("x", np.arange(64, dtype=np.int32) + 1, {"token": np.arange(64)})
+    y = Buffer.empty("y", (64,), np.int32)
+    run_asm(kernel_from_text(body, "test_lds", args=ARGS, lds=1024), args=dict(x=x, y=y))
+    want = np.where(np.arange(64) < 46, np.arange(64) + 5, 0)        # bytes 16.. of x, up to num_records 200
+    assert (y.array == want).all()
+    tok = _byte_tokens(y)
+    assert (tok[:46] == (np.arange(46) + 4)[:, None]).all() and (tok[46:] == -1).all()
