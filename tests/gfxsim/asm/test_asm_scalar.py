@@ -188,3 +188,15 @@ def test_a_hip_kernel_calling_a_noinline_device_function(tmp_path):
     assert (out.array == fused).all()
 
 
+
+
+def test_wrexec_and_n1_saveexec():
+    sb = Sandbox()
+    sb.set_sgpr(4, 0x0000FFFF, 0)
+    sb.run("s_andn2_wrexec_b64 s[6:7], s[4:5]")           # EXEC = D = S0 & ~EXEC: all ones -> 0
+    assert sb.sgpr(6, 2) == [0, 0] and not sb.st.exec.any()
+    sb.set_exec(np.ones(64, bool))
+    sb.run("s_andn1_saveexec_b64 s[8:9], s[4:5]")         # D = old EXEC; EXEC = ~S0 & EXEC
+    assert sb.sgpr(8, 2) == [M32, M32] and (sb.st.exec == (np.arange(64) >= 16)).all()
+    sb.run("s_bitcmp1_b64 s[8:9], 40")
+    assert int(sb.st.scc[0]) == 1
