@@ -27,7 +27,10 @@ lanes and the first byte offset) — the hardware hides both, and only one of th
   MemoryFault naming the lane and the address, as a global load's.
 
 Every in-range piece goes through the back end's global_load / global_store (tags, provenance,
-store checks), as the FLAT global instructions do (mem.py).
+store checks), as the FLAT global instructions do (mem.py); the instruction is one trace event
+however many pieces it took. Forms: loads of 1-16 bytes (sub-dword ones zero- or sign-extended),
+the d16 loads into one half of a register, ``lds`` (buffer_load_dword to LDS at M0 + offset: +
+4 * lane), stores of 1-16 bytes and their d16_hi forms; the atomics are atomic.py's.
 """
 from __future__ import annotations
 
