@@ -305,3 +305,35 @@ buffer_store_dword v2, v1, s[12:15], 0 offen
     assert (y.array == want).all()
     tok = _byte_tokens(y)
     assert (tok[:46] == (np.arange(46) + 4)[:, None]).all() and (tok[46:] == -1).all()
+
+
+HIP = r"""
+#include "gfxsim_hip.h"
+extern "C" __global__ void rows(int* __restrict__ out, const int* __restrict__ in, int count, int records, int masked) {
+  __amdgpu_buffer_rsrc_t src = __builtin_amdgcn_make_buffer_rsrc((void*)in, 0, records, 0x00020000);
+  __amdgpu_buffer_rsrc_t dst = __builtin_amdgcn_make_buffer_rsrc((void*)out, 0, 256, 0x00020000);
+  int i = threadIdx.x;
+  int off = (masked && i >= count) ? (int)0x80000000 : i * 4;
+  int v = __builtin_amdgcn_raw_buffer_load_b32(src, off, 0, 0);
+  __builtin_amdgcn_raw_buffer_store_b32(v + 1, dst, i * 4, 0, 0);
+}
+"""
+
+
+@pytest.mark.parametrize("records,masked,reason", [
+    (0x7FFFFFFE, 1, None), (0x7FFFFFFE, 0, "buffer"), (160, 1, None), (160, 0, "num_records"), (100, 0, "num_records")])
+def test_clangs_buffer_builtins(tmp_path, records, masked, reason):
+    """clang's own descriptors (__builtin_amdgcn_make_buffer_rsrc) over 40 rows: masked lanes and a
+    num_records that fits are silent; the unmasked tail past the tensor and a num_records short of
+    the lanes are reported."""
+    from gfxsim.asm.parse import parse
+    from gfxsim.asm.run import run_asm
+    from support.mubuf import compile_hip
+    text = compile_hip(HIP, tmp_path)
+    assert "buffer_load_dword" in text and "buffer_store_dword" in text
+    x = Buffer("in", np.arange(40, dtype=np.int32) * 2)
+    out = Buffer("out", np.full(64, -1, np.int32))
+    r = run_asm(parse(text).kernel("rows"), args=dict(out=out, count=40, records=records, masked=masked, **{"in": x}))
+    n = min(40, records // 4)
+    assert (out.array[:n] == 2 * np.arange(n) + 1).all() and (out.array[n:] == 1).all()
+    assert [f.details["reason"] for f in r.findings] == ([reason] if reason else [])
