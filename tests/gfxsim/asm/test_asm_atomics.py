@@ -259,3 +259,35 @@ def test_buffer_atomic_swap_returns_the_memory_tokens():
     tok = _tokens(y)
     assert (tok[:8] == np.arange(100, 108)).all() and (tok[8:] == -1).all()
     assert (_tokens(x, 8) == -1).all()
+
+
+HIP = r"""
+#include "gfxsim_hip.h"
+extern "C" __global__ void tally(unsigned* __restrict__ counter, float* __restrict__ total, unsigned* __restrict__ seen,
+                                 const float* __restrict__ x) {
+  int i = blockIdx.x * 64 + threadIdx.x;
+  unsigned slot = __hip_atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  __hip_atomic_fetch_max(counter + 1, (unsigned)i, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  __hip_atomic_fetch_add(total, x[i], __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  seen[i] = slot;
+}
+"""
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_clangs_atomics_with_its_wave_reduction(tmp_path, batch):
+    """clang turns a uniform-address atomicAdd into one atomic per wave (v_mbcnt, s_bcnt1, a
+    readfirstlane of the returned base) and a max/fadd into a readlane loop: every work-item gets a
+    distinct slot, the max and the float sum are exact (small integers)."""
+    from gfxsim.asm.parse import parse
+    from support.mubuf import compile_hip
+    text = compile_hip(HIP, tmp_path)
+    assert "global_atomic_add" in text and "v_readlane_b32" in text
+    counter = Buffer("counter", np.array([7, 0], np.uint32))
+    total = Buffer("total", np.zeros(1, np.float32))
+    seen = Buffer("seen", np.zeros(256, np.uint32))
+    x = np.arange(256, dtype=np.float32)
+    run_asm(parse(text).kernel("tally"), grid=4, args=dict(counter=counter, total=total, seen=seen, x=Buffer("x", x)),
+            batch=batch)
+    assert counter.array.tolist() == [7 + 256, 255]
+    assert sorted(seen.array.tolist()) == list(range(7, 7 + 256)) and total.array[0] == x.sum()
