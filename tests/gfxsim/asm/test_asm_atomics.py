@@ -291,3 +291,55 @@ def test_clangs_atomics_with_its_wave_reduction(tmp_path, batch):
             batch=batch)
     assert counter.array.tolist() == [7 + 256, 255]
     assert sorted(seen.array.tolist()) == list(range(7, 7 + 256)) and total.array[0] == x.sum()
+
+
+LDS = """
+s_load_dwordx2 s[4:5], s[0:1], 0x0
+v_mov_b32_e32 v5, 0
+v_cmp_gt_u32_e32 vcc, 16, v0
+s_and_saveexec_b64 s[6:7], vcc
+v_lshlrev_b32_e32 v1, 2, v0
+ds_write_b32 v1, v5
+s_or_b64 exec, exec, s[6:7]
+s_waitcnt lgkmcnt(0)
+s_barrier
+v_and_b32_e32 v1, 3, v0
+v_lshlrev_b32_e32 v1, 2, v1
+v_mov_b32_e32 v2, 1
+ds_add_rtn_u32 v3, v1, v2
+v_mov_b32_e32 v4, 100
+v_mov_b32_e32 v6, 7
+ds_cmpst_rtn_b32 v7, v5, v4, v6 offset:16
+ds_max_u32 v5, v0 offset:32
+s_waitcnt lgkmcnt(0)
+s_barrier
+v_lshlrev_b32_e32 v8, 3, v0
+s_waitcnt lgkmcnt(0)
+global_store_dwordx2 v8, v[6:7], s[4:5]
+v_lshlrev_b32_e32 v8, 2, v0
+s_waitcnt lgkmcnt(0)
+"""
+
+
+def test_lds_atomics_across_two_waves_count_and_do_not_race():
+    """128 work-items add 1 to LDS[l % 4] (32 each, the returned values in lane and wave order),
+    compare-and-swap LDS[4] (cmp first: 100 never matches 0), and max their id into LDS[8]."""
+    out = Buffer("out", np.zeros(512, np.int32))
+    body = LDS + """
+v_mov_b32_e32 v9, 0
+ds_read_b128 v[10:13], v9
+ds_read_b32 v14, v9 offset:32
+s_waitcnt lgkmcnt(0)
+v_add_u32_e32 v6, 0x400, v8
+global_store_dword v6, v3, s[4:5]
+global_store_dwordx4 v9, v[10:13], s[4:5] offset:1536
+global_store_dword v9, v14, s[4:5] offset:1552
+"""
+    r = run_asm(kernel_from_text(body, "lds_atomics", args=[("out", "global_buffer", 8)], lds=64, vgprs=16),
+                grid=1, block=128, args=dict(out=out))
+    assert not r.findings, r.findings
+    pairs = out.array[:256].reshape(128, 2)           # every lane's (7, the value its cmpst returned)
+    assert (pairs[:, 0] == 7).all() and (pairs[:, 1] == 0).all()
+    got = out.array[256:384]                          # ds_add_rtn's returns: wave 0's lanes, then wave 1's
+    assert (got[:64] == np.arange(64) // 4).all() and (got[64:] == 16 + np.arange(64) // 4).all()
+    assert out.array[384:388].tolist() == [32, 32, 32, 32] and out.array[388] == 127
