@@ -343,3 +343,41 @@ global_store_dword v9, v14, s[4:5] offset:1552
     got = out.array[256:384]                          # ds_add_rtn's returns: wave 0's lanes, then wave 1's
     assert (got[:64] == np.arange(64) // 4).all() and (got[64:] == 16 + np.arange(64) // 4).all()
     assert out.array[384:388].tolist() == [32, 32, 32, 32] and out.array[388] == 127
+
+
+HIST = r"""
+#include "gfxsim_hip.h"
+extern "C" __global__ void hist(unsigned* __restrict__ out, const unsigned char* __restrict__ in) {
+  __shared__ unsigned bins[16];
+  __shared__ float fs[4];
+  __shared__ long long ls[2];
+  int i = threadIdx.x;
+  if (i < 16) bins[i] = 0;
+  if (i < 4) fs[i] = 0;
+  if (i < 2) ls[i] = 0;
+  __syncthreads();
+  __hip_atomic_fetch_add(&bins[in[blockIdx.x * 128 + i] & 15], 1u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+  __hip_atomic_fetch_add(&fs[i & 3], 0.5f, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+  __hip_atomic_fetch_max(&ls[i & 1], (long long)i, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+  __syncthreads();
+  if (i < 16) out[blockIdx.x * 32 + i] = bins[i];
+  if (i < 4) out[blockIdx.x * 32 + 16 + i] = (unsigned)(fs[i] * 2);
+  if (i < 2) out[blockIdx.x * 32 + 20 + i] = (unsigned)ls[i];
+}
+"""
+
+
+def test_clangs_shared_memory_histogram(tmp_path):
+    """A shared-memory histogram of two waves per workgroup: ds_add_u32, ds_add_f32, ds_max_i64."""
+    from gfxsim.asm.parse import parse
+    from support.mubuf import compile_hip
+    text = compile_hip(HIST, tmp_path)
+    assert "ds_add_u32" in text and "ds_add_f32" in text and "ds_max_i64" in text
+    data = rng.integers(0, 256, 256).astype(np.uint8)
+    out = Buffer("out", np.zeros(64, np.uint32))
+    r = run_asm(parse(text).kernel("hist"), grid=2, block=128, args=dict(out=out, **{"in": Buffer("in", data)}))
+    assert not r.findings
+    for b in range(2):
+        got = out.array[32 * b:32 * b + 22]
+        assert (got[:16] == np.bincount(data[128 * b:128 * (b + 1)] & 15, minlength=16)).all()
+        assert got[16:20].tolist() == [32] * 4 and got[20:22].tolist() == [126, 127]
