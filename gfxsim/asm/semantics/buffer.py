@@ -171,7 +171,7 @@ def _ranges(lanes) -> str:
 
 
 def check(st, d, kind, a, parts, oob, nbytes):
-    name = parts[0][0].name if parts else "?"
+    name = parts[0][0].name if parts else "(no buffer: the base is in none)"
     size = parts[0][0].nbytes if parts else 0
     if oob.any():
         report(st, d, kind, "num_records", oob, a, name, nbytes, size)

@@ -182,6 +182,8 @@ def test_a_null_descriptor_with_no_records_reads_zero():
     """num_records 0: every lane is out of range (reported, but no fault at the null base)."""
     y, r = run("s_mov_b64 s[8:9], 0\n" + COPY, xbuf(), nr_x=0)
     assert (y.array == 0).all()
+    (f,) = r.findings
+    assert f.details["reason"] == "num_records" and f.details["buffer"].startswith("(no buffer")
 
 
 def _byte_tokens(buf, n=64):
