@@ -1,5 +1,5 @@
-"""Global and buffer atomics (FLAT global ``global_atomic_*``, MUBUF ``buffer_atomic_*``) per the
-CDNA3 ISA: a read-modify-write of 4 bytes (8 for the ``_x2`` and f64 forms) per lane; with glc
+"""Atomics (FLAT global ``global_atomic_*``, ``flat_atomic_*``, MUBUF ``buffer_atomic_*``, and the LDS
+``ds_*`` ones below) per the CDNA3 ISA: a read-modify-write of 4 bytes (8 for the ``_x2`` and f64 forms) per lane; with glc
 (gfx90a) or sc0 (gfx940+) the instruction returns the value memory held before its operation.
 
 Order: the lanes of one instruction apply their operations one after another in lane order (a
