@@ -339,3 +339,21 @@ def test_clangs_buffer_builtins(tmp_path, records, masked, reason):
     n = min(40, records // 4)
     assert (out.array[:n] == 2 * np.arange(n) + 1).all() and (out.array[n:] == 1).all()
     assert [f.details["reason"] for f in r.findings] == ([reason] if reason else [])
+
+
+def test_scalar_buffer_loads_range_check_each_dword():
+    body = """
+s_movk_i32 s20, 0x18
+s_buffer_load_dwordx4 s[24:27], s[8:11], s20
+s_buffer_load_dword s28, s[8:11], 0x4
+s_waitcnt lgkmcnt(0)
+v_mov_b32_e32 v2, s24
+v_mov_b32_e32 v3, s25
+v_mov_b32_e32 v4, s26
+v_mov_b32_e32 v5, s28
+v_mov_b32_e32 v1, 0
+buffer_store_dwordx4 v[2:5], v1, s[12:15], 0 offen
+"""
+    y, r = run(body, xbuf(), nr_x=0x20)
+    assert y.array[:4].tolist() == [7, 8, 0, 2] and not r.findings     # dwords 6, 7 in range; 8 past 0x20
+    assert [e.op for e in r.trace.events].count("s_buffer_load_dwordx4") == 1
