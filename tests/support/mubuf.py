@@ -45,3 +45,25 @@ v_cndmask_b32_e32 v4, v3, v1, vcc
 buffer_load_dword v2, v4, s[8:11], 0 offen
 buffer_store_dword v2, v4, s[12:15], 0 offen
 """
+
+
+def compile_hip(source: str, tmp_path) -> str:
+    """clang -S of a HIP source written the twins' way (gfxsim_hip.h, the twins' flags) for
+    gfx942: the .s text; the test is skipped where no suitable clang is installed."""
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    from gfxsim.hip.build import compile_flags
+    from gfxsim.hip.toolchain import ToolchainError, find_toolchain, get_target
+    try:
+        tc = find_toolchain("gfx942")
+    except ToolchainError as e:
+        pytest.skip(str(e))
+    src, out = tmp_path / "k.hip", tmp_path / "k.s"
+    src.write_text(source)
+    inc = Path(__file__).resolve().parents[2] / "kernels_hip"
+    subprocess.run([str(tc.clang), *compile_flags(get_target("gfx942")), f"-I{inc}", "-S", str(src), "-o", str(out)],
+                   check=True, capture_output=True)
+    return out.read_text()

@@ -1,5 +1,5 @@
-"""Global and buffer atomics (FLAT global ``global_atomic_*``, MUBUF ``buffer_atomic_*``) per the
-CDNA3 ISA: a read-modify-write of 4 bytes (8 for the ``_x2`` and f64 forms) per lane; with glc
+"""Atomics (FLAT global ``global_atomic_*``, ``flat_atomic_*``, MUBUF ``buffer_atomic_*``, and the LDS
+``ds_*`` ones below) per the CDNA3 ISA: a read-modify-write of 4 bytes (8 for the ``_x2`` and f64 forms) per lane; with glc
 (gfx90a) or sc0 (gfx940+) the instruction returns the value memory held before its operation.
 
 Order: the lanes of one instruction apply their operations one after another in lane order (a
@@ -18,6 +18,11 @@ none after an arithmetic update. The memory keeps its provenance where nothing c
 failed cmpswap, a max that kept the old value), takes the data's where a swap, cmpswap or an
 extremum put that lane's data there, and has none after add/sub/and/or/xor/inc/dec (an arithmetic
 result carries no identity). One event per instruction.
+
+LDS atomics (``ds_add_u32``, ``ds_add_rtn_u32``, ``ds_cmpst_rtn_b32``, ...) are the same operations
+on the workgroup's LDS, through lds_load/lds_store (bounds, alignment, bank conflicts, provenance).
+Atomics do not race with each other, so their accesses are not entered in the LDS race tracker:
+a plain access that races with an atomic one is not reported.
 """
 from __future__ import annotations
 
@@ -119,20 +124,20 @@ def _words(st, o, nbytes):
     return w[0].astype(U64) | (w[1].astype(U64) << U64(32))
 
 
-def rmw(st, d, kind: str, buf, offs, lanes, data_o, dst_o):
-    """One buffer's part of an atomic instruction: ``lanes`` at byte ``offs`` of ``buf``."""
+def rmw(st, kind: str, keys, lanes, data_o, cmp_o, dst_o, load, store):
+    """One atomic instruction's read-modify-write in ``lanes`` (their addresses ``keys`` [width]:
+    equal keys are one location) through ``load(lanes)`` (a back-end load of the old bytes:
+    bounds, alignment, provenance, uninitialized bytes) and ``store(mask, value)``."""
     nbytes, rule, fn = OPS[kind]
     w = st.w
-    t = buf.dtype if nbytes % buf.itemsize == 0 else "u8"
     cols = np.nonzero(lanes)[0]
-    o = VGPRs(w, offs[None, :].astype(np.int64), "i64", literal=True)
-    before = with_exec(st, lanes, lambda: w.global_load(buf, o, nbytes, t))     # bounds, alignment, provenance
+    before = load(lanes)
     ut = U32 if nbytes == 4 else U64
-    mem = buf.raw[offs[cols][:, None] + np.arange(nbytes)[None, :]].copy().view(ut)[:, 0]
+    raw = np.ascontiguousarray(np.asarray(before.val).T).view(np.uint8).reshape(w.width, -1)[:, :nbytes]
+    mem = np.ascontiguousarray(raw[cols]).view(ut)[:, 0]
     data = _words(st, data_o, nbytes)
-    cmp = None
-    if rule == "cmpswap":
-        cmp = _words(st, replace(data_o, first=data_o.first + nbytes // 4), nbytes)
+    cmp = None if cmp_o is None else _words(st, cmp_o, nbytes)
+    offs = keys
     # the lanes in order, one round per rank among lanes of the same address
     addrs, inv = np.unique(offs[cols], return_inverse=True)
     cur = np.zeros(len(addrs), ut)
@@ -174,7 +179,7 @@ def rmw(st, d, kind: str, buf, offs, lanes, data_o, dst_o):
     moved = np.zeros(w.width, bool)
     moved[cur_src[cur_src >= 0]] = True
     if moved.any():
-        store_lanes(st, buf, offs, moved, value, nbytes)
+        store(moved, value)
     arith = cur_src == ARITH
     if arith.any():
         words = np.zeros((nbytes // 4, w.width), U32)
@@ -183,8 +188,21 @@ def rmw(st, d, kind: str, buf, offs, lanes, data_o, dst_o):
         words[:] = fin.view(U32).reshape(w.width, nbytes // 4).T if nbytes == 8 else fin[None, :]
         where = np.zeros(w.width, bool)
         where[last[arith]] = True
-        store_lanes(st, buf, offs, where, VGPRs(w, words, "u32", regs=(data_o.first, nbytes // 4)), nbytes)
+        store(where, VGPRs(w, words, "u32", regs=(data_o.first, nbytes // 4)))
     return value
+
+
+def _cmp(data, rule, nbytes):
+    """The compare value of a cmpswap: the upper half of its data registers (global, buffer)."""
+    return replace(data, first=data.first + nbytes // 4, count=nbytes // 4) if rule == "cmpswap" else None
+
+
+def _global_memory(st, buf, offs, nbytes):
+    """(load, store) of an atomic on byte ``offs`` of ``buf``."""
+    t = buf.dtype if nbytes % buf.itemsize == 0 else "u8"
+    o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+    return (lambda lanes: with_exec(st, lanes, lambda: st.w.global_load(buf, o, nbytes, t)),
+            lambda mask, value: store_lanes(st, buf, offs, mask, value, nbytes))
 
 
 def _returned(st, dst, lanes, before, ret, ret_src, value, nbytes):
@@ -234,7 +252,8 @@ def _global_atomic(kind):
         addr = global_address(st, d, vaddr, saddr)
         value = None
         for buf, offs, lanes in global_parts(st, addr, nbytes):
-            value = _muted(st, lambda: rmw(st, d, kind, buf, offs, lanes, data, dst))
+            value = _muted(st, lambda: rmw(st, kind, offs, lanes, data, _cmp(data, rule, nbytes), dst,
+                                           *_global_memory(st, buf, offs, nbytes)))
         _event(st, d, dst, data, value)
     return run
 
@@ -262,7 +281,8 @@ def _buffer_atomic(kind):
         for buf, offs, lanes, good, _ in parts:
             whole = good.all(axis=0) & lanes
             if whole.any():
-                value = _muted(st, lambda: with_exec(st, whole, lambda: rmw(st, d, kind, buf, offs, whole, data, dst)))
+                value = _muted(st, lambda: rmw(st, kind, offs, whole, data, _cmp(data, rule, nbytes), dst,
+                                               *_global_memory(st, buf, offs, nbytes)))
                 done |= whole
         zero = st.exec & ~done                         # out of range: dropped, returns 0
         if dst is not None and zero.any():
@@ -271,7 +291,65 @@ def _buffer_atomic(kind):
     return run
 
 
-for _k in OPS:
+# LDS atomics: ds_<op>_<type> and ds_<op>_rtn_<type> -> the operation of OPS (the float min/max
+# exist only here)
+OPS["min_f32"] = (4, "pick", _isa("v_min_f32", np.float32))
+OPS["max_f32"] = (4, "pick", _isa("v_max_f32", np.float32))
+DS = {"add_u32": "add", "sub_u32": "sub", "inc_u32": "inc", "dec_u32": "dec", "min_i32": "smin", "max_i32": "smax",
+      "min_u32": "umin", "max_u32": "umax", "and_b32": "and", "or_b32": "or", "xor_b32": "xor",
+      "add_f32": "add_f32", "min_f32": "min_f32", "max_f32": "max_f32", "pk_add_f16": "pk_add_f16",
+      "pk_add_bf16": "pk_add_bf16", "cmpst_b32": "cmpswap",
+      "add_u64": "add_x2", "sub_u64": "sub_x2", "inc_u64": "inc_x2", "dec_u64": "dec_x2", "min_i64": "smin_x2",
+      "max_i64": "smax_x2", "min_u64": "umin_x2", "max_u64": "umax_x2", "and_b64": "and_x2", "or_b64": "or_x2",
+      "xor_b64": "xor_x2", "cmpst_b64": "cmpswap_x2", "add_f64": "add_f64", "min_f64": "min_f64",
+      "max_f64": "max_f64"}
+
+
+def _ds_atomic(kind, rtn):
+    nbytes, rule, _ = OPS[kind]
+
+    def run(st, d):
+        no_mods(st, d, ("offset",))
+        pos = list(d.ops.positional)
+        dst = pos.pop(0) if rtn else None
+        if dst is not None:
+            _check_data(st, dst, nbytes, "", "destination")
+        want = 3 if rule == "cmpswap" else 2
+        if len(pos) != want:
+            raise st.error(f"{d.mnemonic} takes {'vdst, ' if rtn else ''}vaddr, "
+                           f"{'vcmp, vdata' if rule == 'cmpswap' else 'vdata'}")
+        vaddr, *rest = pos
+        cmp, data = (rest[0], rest[1]) if rule == "cmpswap" else (None, rest[0])
+        for o in rest:
+            _check_data(st, o, nbytes, "", "data")
+        if vaddr.kind != "reg" or vaddr.file != "v" or vaddr.count != 1:
+            raise st.error(f"DS address {vaddr.text}: one VGPR expected")
+        if st.lds is None:
+            raise st.error("LDS atomic in a kernel whose descriptor allocates no LDS (group segment 0)")
+        a = (st.vwords("v", vaddr.first, 1)[0].astype(np.int64) + int(d.ops.mods.get("offset", 0))) & 0xFFFFFFFF
+        addr = VGPRs(st.w, a[None, :], "i64", literal=True)
+        keys = a + (np.arange(st.w.width) // st.lanes) * (1 << 32)        # each member's own LDS
+        m = st.w.machine
+        races, m.check_races = m.check_races, False
+        try:
+            value = _muted(st, lambda: rmw(
+                st, kind, keys, st.exec.copy(), data, cmp, dst,
+                lambda lanes: with_exec(st, lanes, lambda: st.w.lds_load(st.lds, addr, nbytes, "u8")),
+                lambda mask, v: with_exec(st, mask, lambda: st.w.lds_store(st.lds, addr, v, nbytes))))
+        finally:
+            m.check_races = races
+        _event(st, d, dst, data, value)
+    return run
+
+
+for _name, _k in DS.items():
+    _base, _, _t = _name.rpartition("_")
+    op(f"ds_{_base}_rtn_{_t}")(_ds_atomic(_k, True))
+    op(f"ds_{_name}")(_ds_atomic(_k, False))
+op("ds_wrxchg_rtn_b32")(_ds_atomic("swap", True))
+op("ds_wrxchg_rtn_b64")(_ds_atomic("swap_x2", True))
+
+for _k in [k for k in OPS if k not in ("min_f32", "max_f32")]:
     op(f"global_atomic_{_k}")(_global_atomic(_k))
     op(f"buffer_atomic_{_k}")(_buffer_atomic(_k))
     op(f"flat_atomic_{_k}")(flat(_global_atomic(_k)))

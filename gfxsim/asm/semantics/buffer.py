@@ -27,7 +27,10 @@ lanes and the first byte offset) — the hardware hides both, and only one of th
   MemoryFault naming the lane and the address, as a global load's.
 
 Every in-range piece goes through the back end's global_load / global_store (tags, provenance,
-store checks), as the FLAT global instructions do (mem.py).
+store checks), as the FLAT global instructions do (mem.py); the instruction is one trace event
+however many pieces it took. Forms: loads of 1-16 bytes (sub-dword ones zero- or sign-extended),
+the d16 loads into one half of a register, ``lds`` (buffer_load_dword to LDS at M0 + offset: +
+4 * lane), stores of 1-16 bytes and their d16_hi forms; the atomics are atomic.py's.
 """
 from __future__ import annotations
 
@@ -36,7 +39,9 @@ import numpy as np
 from . import no_mods, op
 from .mem import D16, LOADS, STORES, load_d16, load_lanes, store_lanes, with_exec
 from ..launch import BASE, SPAN
+from ..state import M0
 from ...machine.errors import MemoryFault
+from ...machine.vgpr import VGPRs
 
 U32, U64 = np.uint32, np.uint64
 MASKED = 0x80000000              # an offset at or past this, out of range: a deliberately masked lane
@@ -70,8 +75,8 @@ def _soffset(st, o) -> np.ndarray:
 def address(st, d, vaddr, rsrc, soffset) -> dict:
     """Per column: the 64-bit address, the offset and index the range check reads, the descriptor."""
     mods = d.ops.mods
-    if mods.get("addr64") or mods.get("tfe") or mods.get("lds"):
-        what = next(m for m in ("addr64", "tfe", "lds") if mods.get(m))
+    if mods.get("addr64") or mods.get("tfe"):
+        what = next(m for m in ("addr64", "tfe") if mods.get(m))
         raise st.error(f"{d.mnemonic} with {what} is not modelled")
     inst = int(mods.get("offset", 0))
     if not 0 <= inst < 4096:
@@ -166,7 +171,7 @@ def _ranges(lanes) -> str:
 
 
 def check(st, d, kind, a, parts, oob, nbytes):
-    name = parts[0][0].name if parts else "?"
+    name = parts[0][0].name if parts else "(no buffer: the base is in none)"
     size = parts[0][0].nbytes if parts else 0
     if oob.any():
         report(st, d, kind, "num_records", oob, a, name, nbytes, size)
@@ -197,11 +202,44 @@ def _details(a, parts) -> dict:
     return {"buffer": buf.name, "address": offs.astype(np.int64)}
 
 
+def _to_lds(st, d):
+    """buffer_load_dword ... lds: each lane's dword goes to LDS byte M0 + offset: + 4 * lane
+    instead of a VGPR (out of range: 0 is written)."""
+    vaddr, rsrc, soff = d.ops.positional
+    if st.lds is None:
+        raise st.error("buffer load to LDS in a kernel whose descriptor allocates no LDS (group segment 0)")
+    a = address(st, d, vaddr, rsrc, soff)
+    parts, oob, _ = classify(st, a, 4, d.ins.mnemonic)
+    check(st, d, "load", a, parts, oob, 4)
+    lane = np.arange(st.w.width, dtype=np.int64) % st.lanes
+    dest = VGPRs(st.w, (st.lanewise64(st.sread(M0)).astype(np.int64) + int(d.ops.mods.get("offset", 0))
+                        + 4 * lane)[None, :], "i64", literal=True)
+    done = np.zeros(st.w.width, bool)
+    for buf, offs, lanes, good, _ in parts:
+        g = good[0]
+        if g.any():
+            o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+            t = buf.dtype if 4 % buf.itemsize == 0 else "u8"
+            with_exec(st, g, lambda: st.w.lds_store(st.lds, dest, st.w.global_load(buf, o, 4, t), 4))
+            done |= g
+    zero = st.exec & ~done
+    if zero.any():
+        with_exec(st, zero, lambda: st.w.lds_store(st.lds, dest, VGPRs(st.w, np.zeros((1, st.w.width), U32), "u32",
+                                                                       literal=True), 4))
+    return [], [], _details(a, parts)
+
+
 def _buffer_load(kind):
     nbytes, fill = LOADS[kind]
 
     @one_event
     def run(st, d):
+        if d.ops.mods.get("lds"):
+            if kind != "dword":
+                raise st.error(f"{d.mnemonic} lds: only buffer_load_dword writes LDS here (a sub-dword LDS "
+                               "load's layout is not modelled)")
+            no_mods(st, d, ("offset", "offen", "idxen", "lds", *CACHE_BITS))
+            return _to_lds(st, d)
         no_mods(st, d, ("offset", "offen", "idxen", *CACHE_BITS))
         dst, vaddr, rsrc, soff = d.ops.positional
         if dst.kind != "reg" or dst.file not in "va" or dst.count != max(1, nbytes // 4):

@@ -230,3 +230,44 @@ def _s_load(n):
 
 for _n, _c in SMEM.items():
     op(_n)(_s_load(_c))
+
+
+def _s_buffer_load(n):
+    """s_buffer_load_dword*: n dwords at the V#'s base + offset (dword aligned); a dword whose
+    bytes are not all below num_records reads 0 (the SMEM range check, as the vector one's)."""
+    def run(st, d):
+        no_mods(st, d, ("glc", "offset"))
+        dst, rsrc, off = d.ops.positional
+        if dst.kind != "reg" or dst.file != "s" or dst.count != n:
+            raise st.error(f"destination {dst.text}: {n} SGPRs expected")
+        if rsrc.kind != "reg" or rsrc.file != "s" or rsrc.count != 4 or rsrc.first % 4:
+            raise st.error(f"resource {rsrc.text}: a buffer descriptor is 4 aligned SGPRs (s[4n:4n+3])")
+        if off.kind == "int":
+            o = np.full(st.members, off.value, U64)
+        elif off.kind == "reg" and off.file == "s" and off.count == 1:
+            o = st.sread(off.first)
+        else:
+            raise st.error(f"offset {off.text}: an immediate or an SGPR expected")
+        o = (o + U64(d.ops.mods.get("offset", 0))) & ~U64(3)
+        base = st.sread(rsrc.first) | ((st.sread(rsrc.first + 1) & U64(0xFFFF)) << U64(32))
+        records = st.sread(rsrc.first + 2)
+        members = np.nonzero(st.act)[0] if st.act is not None else np.arange(st.members)
+        out = np.zeros((n, st.members), U64)
+        w, tr = st.w, st.w.machine.trace
+        tr.muted += 1                                    # one event for the instruction, below
+        try:
+            for m in members.tolist():
+                for k in range(n):
+                    if int(o[m]) + 4 * k + 4 > int(records[m]):
+                        continue                         # out of range: 0
+                    buf, rel = st.memory.scalar(st, int(base[m] + o[m]) + 4 * k, 4)
+                    out[k, m] = w.scalar_load(buf, rel, "u32")
+        finally:
+            tr.muted -= 1
+        st.swrite(dst.first, *out)
+        w.event(d.ins.mnemonic)
+    return run
+
+
+for _n, _c in SMEM.items():
+    op(_n.replace("s_load", "s_buffer_load"))(_s_buffer_load(_c))

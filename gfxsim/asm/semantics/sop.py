@@ -192,6 +192,8 @@ SAVEEXEC = {
     "s_nand_saveexec_b64": lambda s, e: ~(s & e),
     "s_nor_saveexec_b64": lambda s, e: ~(s | e),
     "s_xnor_saveexec_b64": lambda s, e: ~(s ^ e),
+    "s_andn1_saveexec_b64": lambda s, e: ~s & e,
+    "s_orn1_saveexec_b64": lambda s, e: ~s | e,
 }
 
 
@@ -265,6 +267,31 @@ for _c, _rel in CMP.items():
         _scmp(f"s_cmp_{_c}_{_k}", _rel, _k)
 for _c in ("eq", "lg"):
     _scmp(f"s_cmp_{_c}_u64", CMP[_c], "u64")
+
+
+# wrexec: EXEC = D = f(S0, EXEC) (the new EXEC, where saveexec writes the old); SCC = EXEC != 0
+WREXEC = {"s_andn1_wrexec_b64": lambda s, e: ~s & e, "s_andn2_wrexec_b64": lambda s, e: s & ~e}
+
+
+def _wrexec(name, fn):
+    @op(name)
+    def run(st, d):
+        count(st, d, 2)
+        no_mods(st, d)
+        new = fn(s64(st, d.ops[1]), st.sread64(126))
+        st.swrite64(126, new)
+        st.swrite64(_dst(st, d.ops[0], 2), new)
+        st.set_scc(new != 0)
+
+
+for _n, _f in WREXEC.items():
+    _wrexec(_n, _f)
+
+
+@op("s_bitcmp0_b64", "s_bitcmp1_b64")
+def s_bitcmp64(st, d):
+    bit = (s64(st, d.ops[0]) >> _sh(s32(st, d.ops[1]), 64)) & U64(1)
+    st.set_scc(bit == (1 if d.mnemonic.startswith("s_bitcmp1") else 0))
 
 
 @op("s_bitcmp0_b32", "s_bitcmp1_b32")

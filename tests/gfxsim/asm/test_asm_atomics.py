@@ -259,3 +259,125 @@ def test_buffer_atomic_swap_returns_the_memory_tokens():
     tok = _tokens(y)
     assert (tok[:8] == np.arange(100, 108)).all() and (tok[8:] == -1).all()
     assert (_tokens(x, 8) == -1).all()
+
+
+HIP = r"""
+#include "gfxsim_hip.h"
+extern "C" __global__ void tally(unsigned* __restrict__ counter, float* __restrict__ total, unsigned* __restrict__ seen,
+                                 const float* __restrict__ x) {
+  int i = blockIdx.x * 64 + threadIdx.x;
+  unsigned slot = __hip_atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  __hip_atomic_fetch_max(counter + 1, (unsigned)i, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  __hip_atomic_fetch_add(total, x[i], __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  seen[i] = slot;
+}
+"""
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_clangs_atomics_with_its_wave_reduction(tmp_path, batch):
+    """clang turns a uniform-address atomicAdd into one atomic per wave (v_mbcnt, s_bcnt1, a
+    readfirstlane of the returned base) and a max/fadd into a readlane loop: every work-item gets a
+    distinct slot, the max and the float sum are exact (small integers)."""
+    from gfxsim.asm.parse import parse
+    from support.mubuf import compile_hip
+    text = compile_hip(HIP, tmp_path)
+    assert "global_atomic_add" in text and "v_readlane_b32" in text
+    counter = Buffer("counter", np.array([7, 0], np.uint32))
+    total = Buffer("total", np.zeros(1, np.float32))
+    seen = Buffer("seen", np.zeros(256, np.uint32))
+    x = np.arange(256, dtype=np.float32)
+    run_asm(parse(text).kernel("tally"), grid=4, args=dict(counter=counter, total=total, seen=seen, x=Buffer("x", x)),
+            batch=batch)
+    assert counter.array.tolist() == [7 + 256, 255]
+    assert sorted(seen.array.tolist()) == list(range(7, 7 + 256)) and total.array[0] == x.sum()
+
+
+LDS = """
+s_load_dwordx2 s[4:5], s[0:1], 0x0
+v_mov_b32_e32 v5, 0
+v_cmp_gt_u32_e32 vcc, 16, v0
+s_and_saveexec_b64 s[6:7], vcc
+v_lshlrev_b32_e32 v1, 2, v0
+ds_write_b32 v1, v5
+s_or_b64 exec, exec, s[6:7]
+s_waitcnt lgkmcnt(0)
+s_barrier
+v_and_b32_e32 v1, 3, v0
+v_lshlrev_b32_e32 v1, 2, v1
+v_mov_b32_e32 v2, 1
+ds_add_rtn_u32 v3, v1, v2
+v_mov_b32_e32 v4, 100
+v_mov_b32_e32 v6, 7
+ds_cmpst_rtn_b32 v7, v5, v4, v6 offset:16
+ds_max_u32 v5, v0 offset:32
+s_waitcnt lgkmcnt(0)
+s_barrier
+v_lshlrev_b32_e32 v8, 3, v0
+s_waitcnt lgkmcnt(0)
+global_store_dwordx2 v8, v[6:7], s[4:5]
+v_lshlrev_b32_e32 v8, 2, v0
+s_waitcnt lgkmcnt(0)
+"""
+
+
+def test_lds_atomics_across_two_waves_count_and_do_not_race():
+    """128 work-items add 1 to LDS[l % 4] (32 each, the returned values in lane and wave order),
+    compare-and-swap LDS[4] (cmp first: 100 never matches 0), and max their id into LDS[8]."""
+    out = Buffer("out", np.zeros(512, np.int32))
+    body = LDS + """
+v_mov_b32_e32 v9, 0
+ds_read_b128 v[10:13], v9
+ds_read_b32 v14, v9 offset:32
+s_waitcnt lgkmcnt(0)
+v_add_u32_e32 v6, 0x400, v8
+global_store_dword v6, v3, s[4:5]
+global_store_dwordx4 v9, v[10:13], s[4:5] offset:1536
+global_store_dword v9, v14, s[4:5] offset:1552
+"""
+    r = run_asm(kernel_from_text(body, "lds_atomics", args=[("out", "global_buffer", 8)], lds=64, vgprs=16),
+                grid=1, block=128, args=dict(out=out))
+    assert not r.findings, r.findings
+    pairs = out.array[:256].reshape(128, 2)           # every lane's (7, the value its cmpst returned)
+    assert (pairs[:, 0] == 7).all() and (pairs[:, 1] == 0).all()
+    got = out.array[256:384]                          # ds_add_rtn's returns: wave 0's lanes, then wave 1's
+    assert (got[:64] == np.arange(64) // 4).all() and (got[64:] == 16 + np.arange(64) // 4).all()
+    assert out.array[384:388].tolist() == [32, 32, 32, 32] and out.array[388] == 127
+
+
+HIST = r"""
+#include "gfxsim_hip.h"
+extern "C" __global__ void hist(unsigned* __restrict__ out, const unsigned char* __restrict__ in) {
+  __shared__ unsigned bins[16];
+  __shared__ float fs[4];
+  __shared__ long long ls[2];
+  int i = threadIdx.x;
+  if (i < 16) bins[i] = 0;
+  if (i < 4) fs[i] = 0;
+  if (i < 2) ls[i] = 0;
+  __syncthreads();
+  __hip_atomic_fetch_add(&bins[in[blockIdx.x * 128 + i] & 15], 1u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+  __hip_atomic_fetch_add(&fs[i & 3], 0.5f, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+  __hip_atomic_fetch_max(&ls[i & 1], (long long)i, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_WORKGROUP);
+  __syncthreads();
+  if (i < 16) out[blockIdx.x * 32 + i] = bins[i];
+  if (i < 4) out[blockIdx.x * 32 + 16 + i] = (unsigned)(fs[i] * 2);
+  if (i < 2) out[blockIdx.x * 32 + 20 + i] = (unsigned)ls[i];
+}
+"""
+
+
+def test_clangs_shared_memory_histogram(tmp_path):
+    """A shared-memory histogram of two waves per workgroup: ds_add_u32, ds_add_f32, ds_max_i64."""
+    from gfxsim.asm.parse import parse
+    from support.mubuf import compile_hip
+    text = compile_hip(HIST, tmp_path)
+    assert "ds_add_u32" in text and "ds_add_f32" in text and "ds_max_i64" in text
+    data = rng.integers(0, 256, 256).astype(np.uint8)
+    out = Buffer("out", np.zeros(64, np.uint32))
+    r = run_asm(parse(text).kernel("hist"), grid=2, block=128, args=dict(out=out, **{"in": Buffer("in", data)}))
+    assert not r.findings
+    for b in range(2):
+        got = out.array[32 * b:32 * b + 22]
+        assert (got[:16] == np.bincount(data[128 * b:128 * (b + 1)] & 15, minlength=16)).all()
+        assert got[16:20].tolist() == [32] * 4 and got[20:22].tolist() == [126, 127]

@@ -182,6 +182,8 @@ def test_a_null_descriptor_with_no_records_reads_zero():
     """num_records 0: every lane is out of range (reported, but no fault at the null base)."""
     y, r = run("s_mov_b64 s[8:9], 0\n" + COPY, xbuf(), nr_x=0)
     assert (y.array == 0).all()
+    (f,) = r.findings
+    assert f.details["reason"] == "num_records" and f.details["buffer"].startswith("(no buffer")
 
 
 def _byte_tokens(buf, n=64):
@@ -283,3 +285,75 @@ buffer_store_dword v2, v1, s[12:15], s20 offen
     want = np.where(np.arange(256) < 200, np.arange(256) + 1, 0)
     assert (outs[0][0] == want).all() and (outs[1][0] == want).all()
     assert outs[0][1] == outs[1][1] == [((3, 0, 0), tuple(range(8, 64)))]
+
+
+def test_buffer_load_to_lds():
+    """buffer_load_dword ... lds: lane l's dword lands at LDS M0 + offset: + 4l (out of range: 0),
+    tokens with it; a ds_read brings it back."""
+    from gfxsim.asm.run import kernel_from_text, run_asm
+    from support.mubuf import ARGS, desc
+    body = desc(8, 0, 200) + desc(12, 8, 256) + """
+v_lshlrev_b32_e32 v1, 2, v0
+s_mov_b32 m0, 0x100
+buffer_load_dword v1, s[8:11], 0 offen offset:16 lds
+v_add_u32_e32 v3, 0x110, v1
+ds_read_b32 v2, v3
+buffer_store_dword v2, v1, s[12:15], 0 offen
+"""
+    x = Buffer("x", np.arange(64, dtype=np.int32) + 1, {"token": np.arange(64)})
+    y = Buffer.empty("y", (64,), np.int32)
+    run_asm(kernel_from_text(body, "test_lds", args=ARGS, lds=1024), args=dict(x=x, y=y))
+    want = np.where(np.arange(64) < 46, np.arange(64) + 5, 0)        # bytes 16.. of x, up to num_records 200
+    assert (y.array == want).all()
+    tok = _byte_tokens(y)
+    assert (tok[:46] == (np.arange(46) + 4)[:, None]).all() and (tok[46:] == -1).all()
+
+
+HIP = r"""
+#include "gfxsim_hip.h"
+extern "C" __global__ void rows(int* __restrict__ out, const int* __restrict__ in, int count, int records, int masked) {
+  __amdgpu_buffer_rsrc_t src = __builtin_amdgcn_make_buffer_rsrc((void*)in, 0, records, 0x00020000);
+  __amdgpu_buffer_rsrc_t dst = __builtin_amdgcn_make_buffer_rsrc((void*)out, 0, 256, 0x00020000);
+  int i = threadIdx.x;
+  int off = (masked && i >= count) ? (int)0x80000000 : i * 4;
+  int v = __builtin_amdgcn_raw_buffer_load_b32(src, off, 0, 0);
+  __builtin_amdgcn_raw_buffer_store_b32(v + 1, dst, i * 4, 0, 0);
+}
+"""
+
+
+@pytest.mark.parametrize("records,masked,reason", [
+    (0x7FFFFFFE, 1, None), (0x7FFFFFFE, 0, "buffer"), (160, 1, None), (160, 0, "num_records"), (100, 0, "num_records")])
+def test_clangs_buffer_builtins(tmp_path, records, masked, reason):
+    """clang's own descriptors (__builtin_amdgcn_make_buffer_rsrc) over 40 rows: masked lanes and a
+    num_records that fits are silent; the unmasked tail past the tensor and a num_records short of
+    the lanes are reported."""
+    from gfxsim.asm.parse import parse
+    from gfxsim.asm.run import run_asm
+    from support.mubuf import compile_hip
+    text = compile_hip(HIP, tmp_path)
+    assert "buffer_load_dword" in text and "buffer_store_dword" in text
+    x = Buffer("in", np.arange(40, dtype=np.int32) * 2)
+    out = Buffer("out", np.full(64, -1, np.int32))
+    r = run_asm(parse(text).kernel("rows"), args=dict(out=out, count=40, records=records, masked=masked, **{"in": x}))
+    n = min(40, records // 4)
+    assert (out.array[:n] == 2 * np.arange(n) + 1).all() and (out.array[n:] == 1).all()
+    assert [f.details["reason"] for f in r.findings] == ([reason] if reason else [])
+
+
+def test_scalar_buffer_loads_range_check_each_dword():
+    body = """
+s_movk_i32 s20, 0x18
+s_buffer_load_dwordx4 s[24:27], s[8:11], s20
+s_buffer_load_dword s28, s[8:11], 0x4
+s_waitcnt lgkmcnt(0)
+v_mov_b32_e32 v2, s24
+v_mov_b32_e32 v3, s25
+v_mov_b32_e32 v4, s26
+v_mov_b32_e32 v5, s28
+v_mov_b32_e32 v1, 0
+buffer_store_dwordx4 v[2:5], v1, s[12:15], 0 offen
+"""
+    y, r = run(body, xbuf(), nr_x=0x20)
+    assert y.array[:4].tolist() == [7, 8, 0, 2] and not r.findings     # dwords 6, 7 in range; 8 past 0x20
+    assert [e.op for e in r.trace.events].count("s_buffer_load_dwordx4") == 1

@@ -4,8 +4,6 @@ instructions accepted as no-ops, and calls: s_getpc_b64 + rel32 relocations + s_
 a device function and s_setpc_b64 back, by hand and from clang."""
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pytest
 
@@ -15,6 +13,7 @@ from gfxsim.asm.run import kernel_from_text, run_asm
 from gfxsim.asm.state import AsmError
 
 from support.asm_sandbox import Sandbox
+from support.mubuf import compile_hip
 
 M32 = 0xFFFFFFFF
 
@@ -165,20 +164,7 @@ extern "C" __global__ void calls(float* __restrict__ out, const float* __restric
 
 
 def test_a_hip_kernel_calling_a_noinline_device_function(tmp_path):
-    from pathlib import Path
-    from gfxsim.hip.build import compile_flags
-    from gfxsim.hip.toolchain import ToolchainError, find_toolchain, get_target
-    try:
-        tc = find_toolchain("gfx942")
-    except ToolchainError as e:
-        pytest.skip(str(e))
-    src = tmp_path / "calls.hip"
-    src.write_text(HIP)
-    inc = Path(__file__).resolve().parents[3] / "kernels_hip"
-    s = tmp_path / "calls.s"
-    subprocess.run([str(tc.clang), *compile_flags(get_target("gfx942")), f"-I{inc}", "-S", str(src), "-o", str(s)],
-                   check=True, capture_output=True)
-    text = s.read_text()
+    text = compile_hip(HIP, tmp_path)
     assert "s_swappc_b64" in text and "_Z9scale_addfi@rel32@lo" in text     # a real call, not inlined
     k = parse(text).kernel("calls")
     x = np.linspace(-2, 2, 64).astype(np.float32)
@@ -188,3 +174,15 @@ def test_a_hip_kernel_calling_a_noinline_device_function(tmp_path):
     assert (out.array == fused).all()
 
 
+
+
+def test_wrexec_and_n1_saveexec():
+    sb = Sandbox()
+    sb.set_sgpr(4, 0x0000FFFF, 0)
+    sb.run("s_andn2_wrexec_b64 s[6:7], s[4:5]")           # EXEC = D = S0 & ~EXEC: all ones -> 0
+    assert sb.sgpr(6, 2) == [0, 0] and not sb.st.exec.any()
+    sb.set_exec(np.ones(64, bool))
+    sb.run("s_andn1_saveexec_b64 s[8:9], s[4:5]")         # D = old EXEC; EXEC = ~S0 & EXEC
+    assert sb.sgpr(8, 2) == [M32, M32] and (sb.st.exec == (np.arange(64) >= 16)).all()
+    sb.run("s_bitcmp1_b64 s[8:9], 40")
+    assert int(sb.st.scc[0]) == 1
