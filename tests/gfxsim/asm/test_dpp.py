@@ -380,3 +380,21 @@ def test_semantics_that_bypass_the_dpp_source_are_an_error(monkeypatch):
     sb = Sandbox()
     with pytest.raises(AsmError, match="without the DPP source path"):
         sb.run("v_mov_b32_dpp v3, v2 row_shr:1 row_mask:0xf bank_mask:0xf")
+
+
+def test_a_fresh_matrix_result_stays_fresh_through_dpp_moves():
+    """The dequant's freshness (semantics/dequant.py) moves with the value, as through ds_bpermute:
+    v_mov_b32_dpp and v_cvt_f32_i32_dpp carry the source lane's bit; an invalid source reads 0, not fresh."""
+    from support.asm_sandbox import Sandbox
+    sb = Sandbox()
+    lanes = np.arange(64)
+    sb.v[2] = lanes
+    fresh = lanes % 3 != 0
+    sb.st.fresh["v"][2] = fresh
+    sb.run("v_mov_b32_dpp v3, v2 row_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:1",
+           "v_cvt_f32_i32_dpp v4, v2 quad_perm:[3,2,1,0] row_mask:0xf bank_mask:0xf")
+    shr = np.array([model_source("row_shr:1", int(l)) for l in lanes], dtype=object)
+    want3 = np.array([s is not None and bool(fresh[s]) for s in shr])
+    assert (sb.st.fresh["v"][3] == want3).all()
+    assert (sb.st.fresh["v"][4] == fresh[lanes // 4 * 4 + 3 - lanes % 4]).all()
+    assert (sb.v[4].view(np.float32) == (lanes // 4 * 4 + 3 - lanes % 4)).all()

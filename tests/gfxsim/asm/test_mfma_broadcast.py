@@ -164,3 +164,56 @@ def test_controls_outside_the_isa_are_refused(insn, mods, msg):
     a, b = _data()
     with pytest.raises(AsmError, match=msg):
         _run(insn, mods, a, b)
+
+
+# -- a HIP kernel compiled by clang-19: the decode-style broadcast of one block's A ------------------
+def _mfma4_ref(a, b, cbsz, abid, blgp):
+    """D of v_mfma_f32_4x4x4_16b_f16 per lane [64, 4] from the documented layouts (block b of A in
+    lanes 4b+i, element k; of B in lanes 4b+j, element k; D[b,i,j] in lane 4b+j, register i) with the
+    broadcast's lane permutations applied to the registers first."""
+    pa = a_src(cbsz, abid) if cbsz else np.arange(64)
+    A = a.astype(np.float32)[pa].reshape(16, 4, 4)            # [b, i, k]
+    B = b.astype(np.float32)[b_src(blgp)].reshape(16, 4, 4)   # [b, j, k]
+    D = np.einsum("bik,bjk->bij", A, B)                       # [b, i, j]
+    return D.transpose(0, 2, 1).reshape(64, 4)                # lane 4b+j, register i
+
+
+def test_hip_decode_broadcast_end_to_end(tmp_path):
+    """clang-19 compiles __builtin_amdgcn_mfma_f32_4x4x4f16(a, b, 0, 4, i, 0) for i = 0..15 into
+    cbsz:4 abid:i, after a row_ror:4 DPP move of B, and blgp:3: every output against numpy, in three
+    workgroups side by side, and the tokens of A's K slots in every block are block i's."""
+    import subprocess
+    from gfxsim.asm import parse_file
+    from gfxsim.hip.build import CFLAGS
+    from support import ROOT, need_toolchain
+    tc = need_toolchain("gfx942")
+    src = ROOT / "tests" / "gfxsim" / "asm" / "hip" / "mfma4_bcast.hip"
+    asm = tmp_path / "mfma4_bcast.s"
+    subprocess.run([str(tc.clang), *CFLAGS, "--offload-arch=gfx942", "-S", "-o", str(asm), str(src)], check=True)
+    text = asm.read_text()
+    assert "row_ror:4" in text and "cbsz:4 abid:15" in text and "blgp:3" in text
+    G = 3
+    rng = np.random.default_rng(12)
+    a = rng.integers(-4, 5, (G * 64, 4)).astype(np.float16)
+    b = rng.integers(-4, 5, (G * 64, 4)).astype(np.float16)
+    out = Buffer.empty("out", (G * 17 * 64, 4), np.float32)
+    run = run_asm(parse_file(asm).kernel("mfma4_bcast"), grid=(G,), block=64, batch=G,
+                  args={"a": Buffer("a", a, {"token": np.arange(a.size).reshape(a.shape)}), "b": Buffer("b", b),
+                        "out": out})
+    lanes = np.arange(64)
+    ror = lanes // 16 * 16 + (lanes - 4) % 16                  # row_ror:4: lane l reads (l - 4) mod 16 of its row
+    for g in range(G):
+        ag, bg = a[64 * g:64 * g + 64], b[64 * g:64 * g + 64][ror]
+        o = out.array[g * 17 * 64:(g + 1) * 17 * 64].reshape(17, 64, 4)
+        for i in range(16):
+            assert (o[i] == _mfma4_ref(ag, bg, 4, i, 0)).all(), f"workgroup {g}, abid {i}"
+        assert (o[16] == _mfma4_ref(ag, bg, 0, 0, 3)).all(), f"workgroup {g}, blgp 3"
+    ev = [e for e in run.trace.events if isinstance(e, MmaEvent)]
+    assert len(ev) == 17 * G
+    for g in range(G):
+        evs = [e for e in ev if (e.workgroup[0] if isinstance(e.workgroup, tuple) else e.workgroup) == g][:16]
+        assert len(evs) == 16
+        for i, e in enumerate(evs):                # issued in order: abid 0..15
+            tags = e.slot_tags("A")
+            want = (64 * g + 4 * i + np.arange(4))[:, None] * 4 + np.arange(4)[None, :]   # block i's A tokens
+            assert (tags == want[None]).all(), f"workgroup {g}, abid {i}: A's K slots carry {tags[0].tolist()}"
