@@ -777,4 +777,7 @@ def v_pk_mov_b32(st, d):
     put(st, dst, np.stack([lo, hi]))
 
 
-__all__ = ["VALU", "OPS"]
+# shared with the 16-bit, binary64 and fp8 families (vop16, vop64, cvt8)
+value_of, put_prov, sdwa_dst, sdwa_dst_prov = _value, _put_prov, _sdwa_dst, _sdwa_dst_prov
+
+__all__ = ["VALU", "OPS", "put_prov", "sdwa_dst", "sdwa_dst_prov", "value_of"]
