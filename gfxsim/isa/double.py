@@ -100,6 +100,8 @@ define("v_div_fmas_f64", (d, d, d), d, fp.fma64, FUSED, asm="own")       # VCC c
 define("v_div_fixup_f64", (d, d, d), d, lambda a, b, c: fp.div_fixup(a, b, c, F64), KEEP, asm="own")
 define("v_cmp_class_f64", (d, u), "mask", cmp_class, asm="own")
 define("v_cmp_class_f32", (f, u), "mask", cmp_class, asm="own")
+define("v_cmp_class_f16", ("f16", "u16"), "mask", cmp_class, asm="own")      # run by the 16-bit rows
+define("v_cmpx_class_f16", ("f16", "u16"), "mask", cmp_class, asm="own")
 define("v_frexp_mant_f32", (f,), f, _f(frexp_mant, F32))
 define("v_frexp_exp_i32_f32", (f,), i, frexp_exp)
 define("v_rsq_f32", (f,), f, lambda a: rsq(np.asarray(a, F32)).astype(F32))

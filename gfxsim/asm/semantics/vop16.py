@@ -262,14 +262,14 @@ def _row16(e):
 
 
 def _cmp16(e):
-    name, t = e.mnemonic, e.srcs[0]
+    name, types = e.mnemonic, e.srcs
     x = name.startswith("v_cmpx_")
 
     @op(name)
     def run(st, d):
         no_mods(st, d, ("src0_sel", "src1_sel") if d.enc == "sdwa" else ())
         dst, a, b = d.ops.positional
-        va, vb = (typed(read_half(st, d, k, o, t, 2), t) for k, o in enumerate((a, b)))
+        va, vb = (typed(read_half(st, d, k, o, t, 2), t) for k, (o, t) in enumerate(zip((a, b), types)))
         res = np.asarray(e.fn(va, vb), bool) & st.exec
         sdst_mask(st, dst, res)
         if x:

@@ -392,3 +392,16 @@ def test_three_operand_16_bit_min_max_med3_fract_and_frexp():
         m, e = np.frexp(a)
         _same16(_lo(sb.v[9]), m)
         np.testing.assert_array_equal(_lo(sb.v[10]).view(np.int16), np.where(np.isfinite(a), e, 0))
+
+
+def test_cmp_class_f16():
+    sb = Sandbox()
+    sb.v[1] = _words(H, np.roll(H, 1))
+    sb.run("v_cmp_class_f16_e64 s[0:1], v1, 0x204", "v_cmp_class_f16_e32 vcc, v1, 0x3",
+           "v_cmp_class_f16_sdwa s[2:3], v1, v1 src0_sel:WORD_1 src1_sel:WORD_0")
+    x = H.view(F16)
+    np.testing.assert_array_equal(sb.st.mask_of(0), np.isinf(x))
+    np.testing.assert_array_equal(sb.vcc(), np.isnan(x))
+    # the mask from the low half of v1 itself: its class bits against the high half's value
+    from gfxsim.isa.double import float_class
+    np.testing.assert_array_equal(sb.st.mask_of(2), (float_class(np.roll(H, 1).view(F16)) & H) != 0)
