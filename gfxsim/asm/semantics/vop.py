@@ -610,10 +610,12 @@ def v_cndmask_b32(st, d):
 def _cmp(name, x, rel, t):
     @op(name)
     def run(st, d):
-        allowed = ()
-        no_mods(st, d, allowed)
+        sdwa = d.enc == "sdwa"
+        no_mods(st, d, ("src0_sel", "src1_sel") if sdwa else ())
         dst, a, b = d.ops.positional
-        if t == "f32":
+        if sdwa and t in ("f32", "i32", "u32"):          # a byte or word of each source, extended
+            va, vb = (_sdwa_src(st, d, k, o, t) for k, o in enumerate((a, b)))
+        elif t == "f32":
             va, vb = f32(st, a), f32(st, b)
         elif t == "f64":
             va, vb = f64(st, a), f64(st, b)

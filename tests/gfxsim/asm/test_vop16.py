@@ -405,3 +405,16 @@ def test_cmp_class_f16():
     # the mask from the low half of v1 itself: its class bits against the high half's value
     from gfxsim.isa.double import float_class
     np.testing.assert_array_equal(sb.st.mask_of(2), (float_class(np.roll(H, 1).view(F16)) & H) != 0)
+
+
+def test_sdwa_compares_of_bytes_and_words():
+    sb = Sandbox()
+    w = np.random.default_rng(12).integers(0, 2 ** 32, 64, dtype=np.uint64).astype(U32)
+    sb.v[1], sb.v[2] = w, 0x7F
+    sb.run("v_cmp_eq_u32_sdwa vcc, v1, v1 src0_sel:BYTE_1 src1_sel:BYTE_2",
+           "v_cmp_gt_i32_sdwa s[0:1], sext(v1), v2 src0_sel:BYTE_0 src1_sel:DWORD",
+           "v_cmp_lt_u32_sdwa s[2:3], v1, v2 src0_sel:WORD_1 src1_sel:DWORD")
+    b = w.view(np.uint8).reshape(64, 4)
+    np.testing.assert_array_equal(sb.vcc(), b[:, 1] == b[:, 2])
+    np.testing.assert_array_equal(sb.st.mask_of(0), b[:, 0].view(np.int8) > 0x7F)        # never: sign-extended
+    np.testing.assert_array_equal(sb.st.mask_of(2), (w >> 16) < 0x7F)
