@@ -208,3 +208,20 @@ def test_f64_buffers_and_provenance():
         ids = np.repeat(mp.ids["token"], mp.unit)[: 64 * n].reshape(64, n) if mp.unit > 1 else \
             mp.ids["token"].reshape(64, n)
         assert (ids == np.arange(64)[:, None]).all(), buf.name
+
+
+def test_f32_rsq_and_frexp():
+    x = np.array([4.0, 0.25, 2.0, 0.0, -0.0, np.inf, -1.0, np.nan, 1e-40, 3e38, 7.5, 1.0] * 6, np.float32)[:64]
+    x = np.resize(x, 64)
+    sb = Sandbox()
+    sb.v[1] = x.view(U32)
+    sb.run("v_rsq_f32_e32 v2, v1", "v_frexp_mant_f32_e32 v3, v1", "v_frexp_exp_i32_f32_e32 v4, v1")
+    with np.errstate(all="ignore"):
+        r = (1 / np.sqrt(x.astype(F64))).astype(np.float32)
+        m, e = np.frexp(x)
+    ok = ~np.isnan(r)
+    np.testing.assert_array_equal(sb.v.f32(2)[ok], r[ok])
+    assert np.isnan(sb.v.f32(2)[~ok]).all()
+    assert sb.v.f32(2)[0] == 0.5 and sb.v.f32(2)[3] == np.inf and sb.v.f32(2)[4] == -np.inf
+    np.testing.assert_array_equal(sb.v.f32(3)[~np.isnan(m)], m[~np.isnan(m)])
+    np.testing.assert_array_equal(sb.v[4].view(np.int32), np.where(np.isfinite(x), e, 0))
