@@ -96,7 +96,8 @@ def test_rounding_frexp_ldexp_and_reciprocals():
     sb.run("v_trunc_f64_e32 v[8:9], v[2:3]", "v_floor_f64_e32 v[10:11], v[2:3]", "v_ceil_f64_e32 v[12:13], v[2:3]",
            "v_rndne_f64_e32 v[14:15], v[2:3]", "v_fract_f64_e32 v[16:17], v[2:3]",
            "v_frexp_mant_f64_e32 v[18:19], v[2:3]", "v_frexp_exp_i32_f64_e32 v21, v[2:3]",
-           "v_ldexp_f64 v[22:23], v[2:3], v20", "v_sqrt_f64_e32 v[24:25], v[2:3]", "v_rcp_f64_e32 v[26:27], v[2:3]")
+           "v_ldexp_f64 v[22:23], v[2:3], v20", "v_sqrt_f64_e32 v[24:25], v[2:3]", "v_rcp_f64_e32 v[26:27], v[2:3]",
+           "v_rsq_f64_e32 v[28:29], v[2:3]")
     a = X
     with np.errstate(all="ignore"):
         same(getd(sb, 8), np.trunc(a))
@@ -111,6 +112,7 @@ def test_rounding_frexp_ldexp_and_reciprocals():
         same(getd(sb, 22), np.ldexp(a, sb.v[20].view(np.int32)))
         same(getd(sb, 24), np.sqrt(a))
         same(getd(sb, 26), 1 / a)
+        same(getd(sb, 28), 1 / np.sqrt(a))
     assert getd(sb, 16)[X == -0.75][0] == 0.25 and getd(sb, 14)[X == 2.5][0] == 2.0
 
 
