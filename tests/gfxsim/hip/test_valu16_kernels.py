@@ -38,6 +38,12 @@ extern "C" __global__ void hpack(const float* a, uint32_t* out, half* o2) {
   o2[i] = s * (half)3.0f;
 }
 
+// two fp32 rounded to halves and packed into one word, nothing else
+extern "C" __global__ void topack(const float* a, half2* out) {
+  const int i = TID;
+  out[i] = half2{(half)a[2 * i], (half)a[2 * i + 1]};
+}
+
 extern "C" __global__ void hops(const uint16_t* a, const short* b, uint16_t* o) {
   const int i = TID;
   uint16_t u = a[i];
@@ -227,3 +233,18 @@ def test_integers_to_half_and_bf16(kernels):
         want = (a.astype(np.float16) + b.astype(np.float16)) + b.view(np.uint16).astype(np.float16)
     np.testing.assert_array_equal(out["h"].view(np.uint16), want.view(np.uint16))
     np.testing.assert_array_equal(out["o"], a.astype(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+def test_compiled_packs_put_each_token_in_its_half(kernels):
+    """Tags on the fp32 inputs: each half of the packed output carries its own input's token."""
+    a = np.linspace(-3, 3, 128).astype(np.float32)
+    out = Buffer.empty("out", (64,), np.uint32)
+    run = run_asm(kernels.kernel("topack"), grid=(1,), block=64,
+                  args={"a": Buffer("a", a, {"token": np.arange(128)}), "out": out})
+    assert run.findings == []
+    np.testing.assert_array_equal(out.array, a.astype(np.float16).view(np.uint16).reshape(64, 2).astype(np.uint32)
+                                  @ np.array([1, 1 << 16], np.uint32))
+    mp = out.prov
+    ids = (np.repeat(mp.ids["token"], mp.unit) if mp.unit > 1 else mp.ids["token"].reshape(-1))[:256].reshape(64, 4)
+    lane = np.arange(64)[:, None]
+    assert (ids == np.concatenate([np.repeat(2 * lane, 2, 1), np.repeat(2 * lane + 1, 2, 1)], 1)).all(), ids[1]
