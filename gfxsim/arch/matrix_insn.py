@@ -64,7 +64,11 @@ class AccumulatorPrecision:
 class MatrixInstruction:
     """One matrix instruction, frozen. Everything else (execution, tables, plots) derives from it.
 
-    Operand shapes: A is M x K, B is K x N, C and D are M x N, each per block.
+    Operand shapes: A is M x K, B is K x N, C and D are M x N, each per block. A sparse
+    instruction (v_smfmac_*: A 4:2 structured along K) holds A compressed: its layout is of the
+    M x K/2 matrix whose column 2*g + s is the s-th stored value of A's group g (K 4g..4g+3), and
+    ``index`` is the layout of the M x K/4 matrix of 4-bit compression fields (Src2), field g
+    holding the positions within the group of its two stored values (bits 1:0 and 3:2).
     """
     mnemonic: str                 # verbatim ISA name
     M: int
@@ -81,13 +85,19 @@ class MatrixInstruction:
     accumulator: AccumulatorPrecision = field(default_factory=AccumulatorPrecision)
     notes: str = ""
     modifiers: tuple[str, ...] = ()   # the VOP3P-MAI modifiers it accepts: "cbsz", "abid", "blgp"
+    index: OperandLayout | None = None   # sparse A's compression index (v_smfmac_*), else None
 
     def __post_init__(self):
         if set(self.layouts) != set(OPERANDS):
             raise ArgumentError(f"{self.mnemonic}: layouts must name exactly {OPERANDS}")
         if not set(self.modifiers) <= set(MODIFIERS):
             raise ArgumentError(f"{self.mnemonic}: modifiers {self.modifiers} not among {MODIFIERS}")
-        want = {"A": (self.M, self.K), "B": (self.K, self.N), "C": (self.M, self.N), "D": (self.M, self.N)}
+        want = {"A": (self.M, self.K // 2 if self.sparse else self.K), "B": (self.K, self.N),
+                "C": (self.M, self.N), "D": (self.M, self.N)}
+        if self.sparse and (self.K % 4 or self.index.rows != self.M or self.index.cols != self.K // 4
+                            or self.index.elem_bits != 4 or self.index.blocks != self.blocks):
+            raise ArgumentError(f"{self.mnemonic}: a sparse record needs K a multiple of 4 and an M x K/4 "
+                                f"index of 4-bit fields")
         bits = {"A": self.a.bits, "B": self.b.bits, "C": self.cd.bits, "D": self.cd.bits}
         for op, lay in self.layouts.items():
             if (lay.rows, lay.cols, lay.blocks) != (*want[op], self.blocks):
@@ -96,6 +106,11 @@ class MatrixInstruction:
             if lay.elem_bits != bits[op]:
                 raise ArgumentError(f"{self.mnemonic}: operand {op} layout uses {lay.elem_bits}-bit elements, "
                                  f"type says {bits[op]}")
+
+    @property
+    def sparse(self) -> bool:
+        """A is 4:2 structured sparse, held compressed, with a compression index (v_smfmac_*)."""
+        return self.index is not None
 
     @property
     def a(self) -> ElemType:
