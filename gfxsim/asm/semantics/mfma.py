@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import no_mods
+from .smfmac import smfmac
 
 
 def _record_name(st, mnemonic: str) -> str:
@@ -28,6 +29,8 @@ def _record_name(st, mnemonic: str) -> str:
 
 
 def mfma(st, d):
+    if d.mnemonic.startswith("v_smfmac_"):          # sparse: a compression index in Src2 (smfmac.py)
+        return smfmac(st, d)
     for k in ("cbsz", "abid", "blgp"):
         if d.ops.mods.get(k, 0):
             raise st.error(f"{d.mnemonic} with {k}:{d.ops.mods[k]} (operand broadcast) is not modelled")

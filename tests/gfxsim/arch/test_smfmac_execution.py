@@ -1,0 +1,139 @@
+"""gfx942's sparse v_smfmac_* through the asm front end: A 4:2 sparse (two random positions of every
+group of four K, in random order), compressed and indexed as AMD's calculator lays A and the
+compression index out (the golden file), B dense, C in D's registers; D against an exact numpy
+reference of the dense product, with the index set chosen by ABID (CBSZ 0) or set 0 (CBSZ != 0)
+while the other sets hold other positions."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from gfxsim.arch import get_arch
+from gfxsim.asm.run import kernel_from_text, run_asm
+from gfxsim.machine.memory import Buffer
+
+from test_calculator_golden import golden
+from test_mfma_execution import NP, _byte_tags, _inputs, _loads, _pack, _unpack, reference
+
+SPARSE = sorted(m for m in golden()["archs"]["CDNA3"] if m.startswith("v_smfmac_"))
+A_AT, B_AT, I_AT, D_AT = 2, 4, 8, 64
+
+
+def _sparse_a(insn, rng):
+    """(dense A [1, M, K] with two nonzeros per group of four K, positions [M, K/4, 2])."""
+    M, G = insn.M, insn.K // 4
+    pos = np.array([[rng.permutation(4)[:2] for _ in range(G)] for _ in range(M)])
+    vals = _inputs(insn, rng)[0][0, :, :2 * G].reshape(M, G, 2)
+    vals = np.where(vals == 0, np.ones((), vals.dtype), vals)          # stored values are nonzero
+    dense = np.zeros((1, M, insn.K), vals.dtype)
+    for s in range(2):
+        dense[0, np.arange(M)[:, None], 4 * np.arange(G)[None, :] + pos[:, :, s]] = vals[:, :, s]
+    return dense, pos, vals
+
+
+def _pack_sparse(mnemonic: str, vals, pos, index_set: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(A's words [regs, 64], the index word per lane) placed by the calculator's A and K tables;
+    the index sets other than ``index_set`` hold random fields."""
+    g = golden()["archs"]["CDNA3"][mnemonic]["layouts"]
+    eb = vals.dtype.itemsize
+    regs = 1 + max(c[0] for c in g["A"]["columns"])
+    raw = np.zeros((regs, 64, 4), np.uint8)
+    for (first, _, lo, bits), cells in zip(g["A"]["columns"], g["A"]["cells"]):
+        c = np.array(cells)
+        two = np.ascontiguousarray(vals[c[:, 0], c[:, 1] // 4]).view(np.uint8).reshape(64, 2 * eb)
+        raw[first, :, lo // 8:lo // 8 + 2 * eb] = two
+    width = 4 * len(g["K"]["columns"])                      # bits of one index set
+    index = rng.integers(0, 2 ** 32, 64, dtype=np.uint64) & ~np.uint64(((1 << width) - 1) << (width * index_set))
+    for (_, _, lo, _), cells in zip(g["K"]["columns"], g["K"]["cells"]):
+        c = np.array(cells)
+        p = pos[c[:, 0], c[:, 1] // 4]
+        index |= ((p[:, 0] | (p[:, 1] << 2)).astype(np.uint64) << np.uint64(lo + width * index_set))
+    return raw.view(np.uint32)[..., 0], index.astype(np.uint32)
+
+
+def _kernel(mnemonic, insn, mods):
+    rng_ = lambda first, n: f"v[{first}:{first + n - 1}]"
+    body = ["s_load_dwordx2 s[4:5], s[0:1], 0x0", "s_load_dwordx2 s[6:7], s[0:1], 0x8",
+            "s_load_dwordx2 s[8:9], s[0:1], 0x10", "s_load_dwordx2 s[10:11], s[0:1], 0x18",
+            "s_load_dwordx2 s[12:13], s[0:1], 0x20", "s_waitcnt lgkmcnt(0)", "v_lshlrev_b32_e32 v1, 2, v0",
+            *_loads(A_AT, insn.regs("A"), 4), *_loads(B_AT, insn.regs("B"), 6), *_loads(D_AT, insn.regs("D"), 8),
+            *_loads(I_AT, 1, 12), "s_waitcnt vmcnt(0)",
+            f"{mnemonic} {rng_(D_AT, insn.regs('D'))}, {rng_(A_AT, insn.regs('A'))}, {rng_(B_AT, insn.regs('B'))}, "
+            f"v{I_AT} {mods}".strip(), "s_nop 7", "s_nop 7"]
+    body += [f"global_store_dword v1, v{D_AT + r}, s[10:11] offset:{r * 256}" for r in range(insn.regs("D"))]
+    args = [(n, "global_buffer", 8) for n in ("a", "b", "c", "d", "idx")]
+    return kernel_from_text("\n".join(body), "sparse", args=args, vgprs=128)
+
+
+def _run(mnemonic, cbsz=0, abid=0, tags=None):
+    insn = get_arch("gfx942").instruction(mnemonic)
+    rng = np.random.default_rng(zlib.crc32(f"{mnemonic}{cbsz}{abid}".encode()))
+    dense, pos, vals = _sparse_a(insn, rng)
+    _, b, c = _inputs(insn, rng)
+    a_words, index = _pack_sparse(mnemonic, vals, pos, 0 if cbsz else abid, rng)
+    b_raw = _pack("gfx942", mnemonic, "B", b, insn.regs("B")).reshape(-1)
+    bufs = {"a": Buffer("a", a_words.reshape(-1)), "idx": Buffer("idx", index),
+            "b": Buffer("b", b_raw.view(np.uint8), tags and {"token": tags(insn)}),
+            "c": Buffer("c", _pack("gfx942", mnemonic, "D", c, insn.regs("D")).reshape(-1))}
+    d = Buffer.empty("d", (insn.regs("D") * 64,), np.uint32)
+    mods = " ".join(f"{k}:{v}" for k, v in (("cbsz", cbsz), ("abid", abid)) if v)
+    run = run_asm(_kernel(mnemonic, insn, mods), args={**bufs, "d": d})
+    return insn, run, _unpack("gfx942", mnemonic, d.array, insn, NP[insn.cd_type]), reference(insn, dense, b, c)
+
+
+@pytest.mark.parametrize("mnemonic", SPARSE)
+def test_smfmac_executes_as_the_dense_product(mnemonic):
+    _, run, got, want = _run(mnemonic)
+    assert not run.findings, [f.message for f in run.findings]
+    assert np.array_equal(got, want), f"{int((got != want).sum())} of {got.size} elements differ"
+
+
+@pytest.mark.parametrize("mnemonic,cbsz,abid", [("v_smfmac_f32_16x16x32_f16", 0, 3), ("v_smfmac_f32_16x16x32_f16", 1, 2),
+                                                ("v_smfmac_i32_16x16x64_i8", 0, 1), ("v_smfmac_i32_32x32x32_i8", 2, 1),
+                                                ("v_smfmac_f32_32x32x16_bf16", 0, 2)])
+def test_cbsz_abid_choose_the_index_set(mnemonic, cbsz, abid):
+    _, run, got, want = _run(mnemonic, cbsz, abid)
+    assert np.array_equal(got, want)
+
+
+def test_an_abid_beyond_the_index_sets_is_refused():
+    insn = get_arch("gfx942").instruction("v_smfmac_i32_16x16x64_i8")        # two sets of 16 bits
+    with pytest.raises(Exception, match="abid:2 out of range"):
+        run_asm(_kernel("v_smfmac_i32_16x16x64_i8", insn, "abid:2"),
+                args={n: Buffer(n, np.zeros(64 * 16, np.uint32)) for n in ("a", "b", "c", "d", "idx")})
+
+
+def test_b_provenance_reaches_d_through_the_expanded_a():
+    """B tagged by K: the K-slot check sees A's stored values at their expanded positions (A carries
+    no tag, so no mismatch) and D records the product; tags on B's K rows survive the expansion."""
+    tags = lambda insn: _byte_tags("gfx942", insn.mnemonic, "B", insn.regs("B"), lambda k, j, blk: k)
+    insn, run, got, want = _run("v_smfmac_f32_16x16x32_f16", tags=tags)
+    assert not run.findings and np.array_equal(got, want)
+    (rec,) = list(run.mmacs())
+    assert rec.insn.mnemonic == "v_smfmac_f32_16x16x32_f16" and rec.insn.operand("A").cols == insn.K
+
+
+@pytest.mark.parametrize("second", [0.0, 2.0])
+def test_two_values_at_one_position(second):
+    """Python front end: both stored values of a group naming one K position. A stored zero is no
+    value (the group's other value stands); two nonzero values are refused, naming the lane."""
+    from gfxsim.machine import launch
+    from gfxsim.errors import GfxSimError
+    insn = get_arch("gfx942").instruction("v_smfmac_f32_16x16x32_f16")
+    got = {}
+
+    def kernel(w):
+        # every lane: group 0 holds (1, second), both at position 1; group 1 holds (3, 0) at 2 and 0
+        a = np.tile(np.array([1, second, 3, 0], np.float16)[:, None], (1, 64))
+        idx = w.from_lanes(np.full(64, 0b0101 | (0b0010 << 4), np.uint32), "u32")
+        vb = w.from_lanes(np.ones((8, 64), np.float16), "f16")
+        got["d"] = w.smfmac(insn.mnemonic, w.from_lanes(a, "f16"), vb, None, idx).val.copy()
+
+    if second:
+        with pytest.raises(GfxSimError, match="values 0 and 1 of lane 0 both name K position 1"):
+            launch(kernel, arch="gfx942")
+        return
+    launch(kernel, arch="gfx942")
+    assert (got["d"] == 4 * (1 + 3)).all()          # each row: 8 groups over 4 lane groups, 1 + 3 per pair
