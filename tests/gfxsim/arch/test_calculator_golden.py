@@ -1,4 +1,4 @@
-"""Every CDNA2/CDNA3 v_mfma_* record against AMD's matrix instruction calculator, every lane,
+"""Every CDNA2/CDNA3 v_mfma_* and v_smfmac_* record against AMD's matrix instruction calculator, every lane,
 register, element and block.
 
 The golden file is the calculator's own output (hw_probes/amd_calculator/make_golden.py dumps
@@ -7,26 +7,14 @@ register column (first VGPR, VGPR count, low bit, bits) the (row, col, block) of
 the sparse v_smfmac_* a column of A or of the compression index K names a group of four K
 positions (its first kept): A's column holds that group's two stored values, K's its 4-bit field.
 """
-import gzip
-import json
-from functools import cache
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from gfxsim.arch import get_arch
+from support.amd_calculator import ARCH_OF, golden
 
-GOLDEN = Path(__file__).parent / "golden" / "amd_calculator.json.gz"
-ARCH_OF = {"CDNA2": "gfx90a", "CDNA3": "gfx942"}
 TYPES = {"FP32": "f32", "FP16": "f16", "BF16": "bf16", "int8": "i8", "int32": "i32", "FP64": "f64",
          "FP8": "fp8", "BF8": "bf8"}
-
-
-@cache
-def golden() -> dict:
-    with gzip.open(GOLDEN, "rt") as f:
-        return json.load(f)
 
 
 def _cases():

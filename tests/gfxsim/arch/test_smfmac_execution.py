@@ -14,8 +14,8 @@ from gfxsim.arch import get_arch
 from gfxsim.asm.run import kernel_from_text, run_asm
 from gfxsim.machine.memory import Buffer
 
-from test_calculator_golden import golden
-from test_mfma_execution import NP, _byte_tags, _inputs, _loads, _pack, _unpack, reference
+from support.amd_calculator import byte_tags, golden, inputs, loads, NP, pack, reference, unpack
+
 
 SPARSE = sorted(m for m in golden()["archs"]["CDNA3"] if m.startswith("v_smfmac_"))
 A_AT, B_AT, I_AT, D_AT = 2, 4, 8, 64
@@ -25,7 +25,7 @@ def _sparse_a(insn, rng):
     """(dense A [1, M, K] with two nonzeros per group of four K, positions [M, K/4, 2])."""
     M, G = insn.M, insn.K // 4
     pos = np.array([[rng.permutation(4)[:2] for _ in range(G)] for _ in range(M)])
-    vals = _inputs(insn, rng)[0][0, :, :2 * G].reshape(M, G, 2)
+    vals = inputs(insn, rng)[0][0, :, :2 * G].reshape(M, G, 2)
     vals = np.where(vals == 0, np.ones((), vals.dtype), vals)          # stored values are nonzero
     dense = np.zeros((1, M, insn.K), vals.dtype)
     for s in range(2):
@@ -58,8 +58,8 @@ def _kernel(mnemonic, insn, mods):
     body = ["s_load_dwordx2 s[4:5], s[0:1], 0x0", "s_load_dwordx2 s[6:7], s[0:1], 0x8",
             "s_load_dwordx2 s[8:9], s[0:1], 0x10", "s_load_dwordx2 s[10:11], s[0:1], 0x18",
             "s_load_dwordx2 s[12:13], s[0:1], 0x20", "s_waitcnt lgkmcnt(0)", "v_lshlrev_b32_e32 v1, 2, v0",
-            *_loads(A_AT, insn.regs("A"), 4), *_loads(B_AT, insn.regs("B"), 6), *_loads(D_AT, insn.regs("D"), 8),
-            *_loads(I_AT, 1, 12), "s_waitcnt vmcnt(0)",
+            *loads(A_AT, insn.regs("A"), 4), *loads(B_AT, insn.regs("B"), 6), *loads(D_AT, insn.regs("D"), 8),
+            *loads(I_AT, 1, 12), "s_waitcnt vmcnt(0)",
             f"{mnemonic} {rng_(D_AT, insn.regs('D'))}, {rng_(A_AT, insn.regs('A'))}, {rng_(B_AT, insn.regs('B'))}, "
             f"v{I_AT} {mods}".strip(), "s_nop 7", "s_nop 7"]
     body += [f"global_store_dword v1, v{D_AT + r}, s[10:11] offset:{r * 256}" for r in range(insn.regs("D"))]
@@ -71,16 +71,16 @@ def _run(mnemonic, cbsz=0, abid=0, tags=None):
     insn = get_arch("gfx942").instruction(mnemonic)
     rng = np.random.default_rng(zlib.crc32(f"{mnemonic}{cbsz}{abid}".encode()))
     dense, pos, vals = _sparse_a(insn, rng)
-    _, b, c = _inputs(insn, rng)
+    _, b, c = inputs(insn, rng)
     a_words, index = _pack_sparse(mnemonic, vals, pos, 0 if cbsz else abid, rng)
-    b_raw = _pack("gfx942", mnemonic, "B", b, insn.regs("B")).reshape(-1)
+    b_raw = pack("gfx942", mnemonic, "B", b, insn.regs("B")).reshape(-1)
     bufs = {"a": Buffer("a", a_words.reshape(-1)), "idx": Buffer("idx", index),
             "b": Buffer("b", b_raw.view(np.uint8), tags and {"token": tags(insn)}),
-            "c": Buffer("c", _pack("gfx942", mnemonic, "D", c, insn.regs("D")).reshape(-1))}
+            "c": Buffer("c", pack("gfx942", mnemonic, "D", c, insn.regs("D")).reshape(-1))}
     d = Buffer.empty("d", (insn.regs("D") * 64,), np.uint32)
     mods = " ".join(f"{k}:{v}" for k, v in (("cbsz", cbsz), ("abid", abid)) if v)
     run = run_asm(_kernel(mnemonic, insn, mods), args={**bufs, "d": d})
-    return insn, run, _unpack("gfx942", mnemonic, d.array, insn, NP[insn.cd_type]), reference(insn, dense, b, c)
+    return insn, run, unpack("gfx942", mnemonic, d.array, insn, NP[insn.cd_type]), reference(insn, dense, b, c)
 
 
 @pytest.mark.parametrize("mnemonic", SPARSE)
@@ -108,7 +108,7 @@ def test_an_abid_beyond_the_index_sets_is_refused():
 def test_b_provenance_reaches_d_through_the_expanded_a():
     """B tagged by K: the K-slot check sees A's stored values at their expanded positions (A carries
     no tag, so no mismatch) and D records the product; tags on B's K rows survive the expansion."""
-    tags = lambda insn: _byte_tags("gfx942", insn.mnemonic, "B", insn.regs("B"), lambda k, j, blk: k)
+    tags = lambda insn: byte_tags("gfx942", insn.mnemonic, "B", insn.regs("B"), lambda k, j, blk: k)
     insn, run, got, want = _run("v_smfmac_f32_16x16x32_f16", tags=tags)
     assert not run.findings and np.array_equal(got, want)
     (rec,) = list(run.mmacs())
