@@ -239,7 +239,7 @@ def _vector_sources(st, d) -> list:
     return [st.vread(o.file, o.first, o.count) for o in regs]
 
 
-_BACK_END_EVENTS = ("v_mfma", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
+_BACK_END_EVENTS = ("v_mfma", "v_smfmac", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
                     "global_", "buffer_", "flat_", "scratch_")
 
 

@@ -137,3 +137,13 @@ def test_two_values_at_one_position(second):
         return
     launch(kernel, arch="gfx942")
     assert (got["d"] == 4 * (1 + 3)).all()          # each row: 8 groups over 4 lane groups, 1 + 3 per pair
+
+
+def test_one_event_per_sparse_instruction():
+    """The back end records the smfmac's event (as for v_mfma_*): the asm front end adds none, so
+    instruction numbers stay one per instruction."""
+    body = "\n".join([f"v_mov_b32_e32 v{i}, 0" for i in range(12)] +
+                     ["v_smfmac_f32_16x16x32_f16 v[8:11], v[0:1], v[2:5], v6", "s_nop 0"])
+    run = run_asm(kernel_from_text(body, "k", args=[("x", "global_buffer", 8)]),
+                  args={"x": Buffer("x", np.zeros(4, np.uint32))})
+    assert run.machine.trace.n_events == len(body.splitlines()) + 1          # s_endpgm too
