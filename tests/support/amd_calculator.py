@@ -100,3 +100,46 @@ def reference(insn, a, b, c) -> np.ndarray:
     fa, fb, fc = (np.vectorize(Fraction, otypes=[object])(x.astype(np.float64)) for x in (a, b, c))
     exact = np.einsum("bmk,bkn->bmn", fa, fb) + fc
     return np.vectorize(float)(exact).astype(NP[insn.cd_type])
+
+
+SCALAR = {"f32": "float", "xf32": "float", "f16": "_Float16", "bf16": "short", "f64": "double", "i32": "int"}
+
+
+def builtin_type(t: str, n: int, sparse: bool = False) -> str:
+    """The builtin's operand type: packed 8-bit values travel as int (4), long (8; two ints for
+    v_smfmac_*) or four ints (16)."""
+    if t in ("i8", "fp8", "bf8"):
+        return {4: "int", 8: builtin_type("i32", 2) if sparse else "long", 16: builtin_type("i32", 4)}[n]
+    return SCALAR[t] if n == 1 else f"{SCALAR[t]} __attribute__((ext_vector_type({n})))"
+
+
+def sparse_a(insn, rng):
+    """(dense A [1, M, K] with two nonzeros per group of four K, positions [M, K/4, 2])."""
+    M, G = insn.M, insn.K // 4
+    pos = np.array([[rng.permutation(4)[:2] for _ in range(G)] for _ in range(M)])
+    vals = inputs(insn, rng)[0][0, :, :2 * G].reshape(M, G, 2)
+    vals = np.where(vals == 0, np.ones((), vals.dtype), vals)          # stored values are nonzero
+    dense = np.zeros((1, M, insn.K), vals.dtype)
+    for s in range(2):
+        dense[0, np.arange(M)[:, None], 4 * np.arange(G)[None, :] + pos[:, :, s]] = vals[:, :, s]
+    return dense, pos, vals
+
+
+def pack_sparse(mnemonic: str, vals, pos, index_set: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(A's words [regs, 64], the index word per lane) placed by the calculator's A and K tables;
+    the index sets other than ``index_set`` hold random fields."""
+    g = golden()["archs"]["CDNA3"][mnemonic]["layouts"]
+    eb = vals.dtype.itemsize
+    regs = 1 + max(c[0] for c in g["A"]["columns"])
+    raw = np.zeros((regs, 64, 4), np.uint8)
+    for (first, _, lo, bits), cells in zip(g["A"]["columns"], g["A"]["cells"]):
+        c = np.array(cells)
+        two = np.ascontiguousarray(vals[c[:, 0], c[:, 1] // 4]).view(np.uint8).reshape(64, 2 * eb)
+        raw[first, :, lo // 8:lo // 8 + 2 * eb] = two
+    width = 4 * len(g["K"]["columns"])                      # bits of one index set
+    index = rng.integers(0, 2 ** 32, 64, dtype=np.uint64) & ~np.uint64(((1 << width) - 1) << (width * index_set))
+    for (_, _, lo, _), cells in zip(g["K"]["columns"], g["K"]["cells"]):
+        c = np.array(cells)
+        p = pos[c[:, 0], c[:, 1] // 4]
+        index |= ((p[:, 0] | (p[:, 1] << 2)).astype(np.uint64) << np.uint64(lo + width * index_set))
+    return raw.view(np.uint32)[..., 0], index.astype(np.uint32)

@@ -11,19 +11,9 @@ import pytest
 from support import need_toolchain
 
 from gfxsim.arch import get_arch
+from support.amd_calculator import builtin_type as _ctype
 
 ARCHS = ("gfx942", "gfx90a")
-SCALAR = {"f32": "float", "xf32": "float", "f16": "_Float16", "bf16": "short", "f64": "double", "i32": "int"}
-
-
-def _ctype(t: str, n: int, sparse: bool = False) -> str:
-    """The builtin's operand type: packed 8-bit values travel as int (4), long (8; two ints for
-    v_smfmac_*) or four ints (16)."""
-    if t in ("i8", "fp8", "bf8"):
-        return {4: "int", 8: _ctype("i32", 2) if sparse else "long", 16: _ctype("i32", 4)}[n]
-    return SCALAR[t] if n == 1 else f"{SCALAR[t]} __attribute__((ext_vector_type({n})))"
-
-
 def _source(arch) -> str:
     out = []
     for i, insn in enumerate(arch.instructions.values()):

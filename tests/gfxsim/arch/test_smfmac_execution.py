@@ -14,43 +14,11 @@ from gfxsim.arch import get_arch
 from gfxsim.asm.run import kernel_from_text, run_asm
 from gfxsim.machine.memory import Buffer
 
-from support.amd_calculator import byte_tags, golden, inputs, loads, NP, pack, reference, unpack
+from support.amd_calculator import byte_tags, golden, inputs, loads, NP, pack, pack_sparse, reference, sparse_a, unpack
 
 
 SPARSE = sorted(m for m in golden()["archs"]["CDNA3"] if m.startswith("v_smfmac_"))
 A_AT, B_AT, I_AT, D_AT = 2, 4, 8, 64
-
-
-def _sparse_a(insn, rng):
-    """(dense A [1, M, K] with two nonzeros per group of four K, positions [M, K/4, 2])."""
-    M, G = insn.M, insn.K // 4
-    pos = np.array([[rng.permutation(4)[:2] for _ in range(G)] for _ in range(M)])
-    vals = inputs(insn, rng)[0][0, :, :2 * G].reshape(M, G, 2)
-    vals = np.where(vals == 0, np.ones((), vals.dtype), vals)          # stored values are nonzero
-    dense = np.zeros((1, M, insn.K), vals.dtype)
-    for s in range(2):
-        dense[0, np.arange(M)[:, None], 4 * np.arange(G)[None, :] + pos[:, :, s]] = vals[:, :, s]
-    return dense, pos, vals
-
-
-def _pack_sparse(mnemonic: str, vals, pos, index_set: int, rng) -> tuple[np.ndarray, np.ndarray]:
-    """(A's words [regs, 64], the index word per lane) placed by the calculator's A and K tables;
-    the index sets other than ``index_set`` hold random fields."""
-    g = golden()["archs"]["CDNA3"][mnemonic]["layouts"]
-    eb = vals.dtype.itemsize
-    regs = 1 + max(c[0] for c in g["A"]["columns"])
-    raw = np.zeros((regs, 64, 4), np.uint8)
-    for (first, _, lo, bits), cells in zip(g["A"]["columns"], g["A"]["cells"]):
-        c = np.array(cells)
-        two = np.ascontiguousarray(vals[c[:, 0], c[:, 1] // 4]).view(np.uint8).reshape(64, 2 * eb)
-        raw[first, :, lo // 8:lo // 8 + 2 * eb] = two
-    width = 4 * len(g["K"]["columns"])                      # bits of one index set
-    index = rng.integers(0, 2 ** 32, 64, dtype=np.uint64) & ~np.uint64(((1 << width) - 1) << (width * index_set))
-    for (_, _, lo, _), cells in zip(g["K"]["columns"], g["K"]["cells"]):
-        c = np.array(cells)
-        p = pos[c[:, 0], c[:, 1] // 4]
-        index |= ((p[:, 0] | (p[:, 1] << 2)).astype(np.uint64) << np.uint64(lo + width * index_set))
-    return raw.view(np.uint32)[..., 0], index.astype(np.uint32)
 
 
 def _kernel(mnemonic, insn, mods):
@@ -70,9 +38,9 @@ def _kernel(mnemonic, insn, mods):
 def _run(mnemonic, cbsz=0, abid=0, tags=None):
     insn = get_arch("gfx942").instruction(mnemonic)
     rng = np.random.default_rng(zlib.crc32(f"{mnemonic}{cbsz}{abid}".encode()))
-    dense, pos, vals = _sparse_a(insn, rng)
+    dense, pos, vals = sparse_a(insn, rng)
     _, b, c = inputs(insn, rng)
-    a_words, index = _pack_sparse(mnemonic, vals, pos, 0 if cbsz else abid, rng)
+    a_words, index = pack_sparse(mnemonic, vals, pos, 0 if cbsz else abid, rng)
     b_raw = pack("gfx942", mnemonic, "B", b, insn.regs("B")).reshape(-1)
     bufs = {"a": Buffer("a", a_words.reshape(-1)), "idx": Buffer("idx", index),
             "b": Buffer("b", b_raw.view(np.uint8), tags and {"token": tags(insn)}),
