@@ -35,14 +35,29 @@ def _kernel(mnemonic, insn, mods):
     return kernel_from_text("\n".join(body), "sparse", args=args, vgprs=128)
 
 
-def _run(mnemonic, cbsz=0, abid=0, tags=None):
+def _a_tags(mnemonic, pos, eb, wrong=False) -> np.ndarray:
+    """int32 per byte of compressed A: the dense K of the value it belongs to (``wrong``: the K
+    position mirrored within its group, as if a kernel had built the index the other way round)."""
+    g = golden()["archs"]["CDNA3"][mnemonic]["layouts"]["A"]
+    out = np.full((1 + max(c[0] for c in g["columns"]), 64, 4), -1, np.int32)
+    for (first, _, lo, _), cells in zip(g["columns"], g["cells"]):
+        c = np.array(cells)
+        p = pos[c[:, 0], c[:, 1] // 4]                          # [64, 2]
+        k = c[:, 1, None] + (3 - p if wrong else p)
+        for s in range(2):
+            out[first, :, lo // 8 + s * eb:lo // 8 + (s + 1) * eb] = k[:, s, None]
+    return out.reshape(-1)
+
+
+def _run(mnemonic, cbsz=0, abid=0, tags=None, a_tags=None):
     insn = get_arch("gfx942").instruction(mnemonic)
     rng = np.random.default_rng(zlib.crc32(f"{mnemonic}{cbsz}{abid}".encode()))
     dense, pos, vals = sparse_a(insn, rng)
     _, b, c = inputs(insn, rng)
     a_words, index = pack_sparse(mnemonic, vals, pos, 0 if cbsz else abid, rng)
     b_raw = pack("gfx942", mnemonic, "B", b, insn.regs("B")).reshape(-1)
-    bufs = {"a": Buffer("a", a_words.reshape(-1)), "idx": Buffer("idx", index),
+    a_tag = None if a_tags is None else {"token": _a_tags(mnemonic, pos, vals.dtype.itemsize, a_tags == "wrong")}
+    bufs = {"a": Buffer("a", a_words.reshape(-1).view(np.uint8), a_tag), "idx": Buffer("idx", index),
             "b": Buffer("b", b_raw.view(np.uint8), tags and {"token": tags(insn)}),
             "c": Buffer("c", pack("gfx942", mnemonic, "D", c, insn.regs("D")).reshape(-1))}
     d = Buffer.empty("d", (insn.regs("D") * 64,), np.uint32)
@@ -115,3 +130,16 @@ def test_one_event_per_sparse_instruction():
     run = run_asm(kernel_from_text(body, "k", args=[("x", "global_buffer", 8)]),
                   args={"x": Buffer("x", np.zeros(4, np.uint32))})
     assert run.machine.trace.n_events == len(body.splitlines()) + 1          # s_endpgm too
+
+
+@pytest.mark.parametrize("mnemonic", ["v_smfmac_f32_16x16x32_f16", "v_smfmac_i32_32x32x32_i8"])
+@pytest.mark.parametrize("a_tags", ["right", "wrong"])
+def test_a_provenance_lands_where_the_index_puts_it(mnemonic, a_tags):
+    """A's stored values tagged by their dense K, B's rows by K: the expansion routes each value's
+    bytes to the K slot its index field names, so the K-slot check agrees; tags naming the mirrored
+    position (an index built the other way round) are a mismatch."""
+    tags = lambda insn: byte_tags("gfx942", insn.mnemonic, "B", insn.regs("B"), lambda k, j, blk: k)
+    _, run, got, want = _run(mnemonic, tags=tags, a_tags=a_tags)
+    assert np.array_equal(got, want)
+    kinds = {f.kind for f in run.findings}
+    assert kinds == (set() if a_tags == "right" else {"ab-kslot-mismatch"}), [f.message for f in run.findings]
