@@ -1,7 +1,7 @@
 """The record of one matrix instruction (v_mfma_* / v_mmac_*) and builders for its layouts."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 
 from .dtypes import ElemType, elem_type
@@ -86,6 +86,7 @@ class MatrixInstruction:
     notes: str = ""
     modifiers: tuple[str, ...] = ()   # the VOP3P-MAI modifiers it accepts: "cbsz", "abid", "blgp"
     index: OperandLayout | None = None   # sparse A's compression index (v_smfmac_*), else None
+    _dense: MatrixInstruction | None = field(default=None, repr=False, compare=False)   # dense_form, made once
 
     def __post_init__(self):
         if set(self.layouts) != set(OPERANDS):
@@ -111,6 +112,26 @@ class MatrixInstruction:
     def sparse(self) -> bool:
         """A is 4:2 structured sparse, held compressed, with a compression index (v_smfmac_*)."""
         return self.index is not None
+
+    @property
+    def dense_form(self) -> MatrixInstruction:
+        """A sparse record's dense form: the instruction the matrix unit runs once the compression
+        index has put A's stored values back at their K positions (zeros elsewhere). Its A is the
+        dense M x K operand of the same layout family; a lane's dense values are exactly the groups
+        its compressed values come from (compressed columns 2g, 2g+1 are group g, K 4g..4g+3), so
+        the expansion never moves a value to another lane. B, C, D, accumulator and name are the record's."""
+        if not self.sparse:
+            raise ArgumentError(f"{self.mnemonic} is not a sparse instruction")
+        if self._dense is None:
+            dense = replace(self, layouts={**self.layouts, "A": ab_kgroups("A", self.M, self.K, self.a.bits)},
+                            index=None, notes=f"dense form of {self.mnemonic} (A expanded by its compression index)")
+            object.__setattr__(self, "_dense", dense)
+        return self._dense
+
+    @property
+    def index_sets(self) -> int:
+        """Sets of compression fields one 32-bit Src2 holds: two bits per compressed value of a lane."""
+        return 32 // (2 * self.elems("A")) if self.sparse else 0
 
     @property
     def a(self) -> ElemType:

@@ -3,7 +3,7 @@ every four K values of its groups and a compression index telling where they go.
 
 ``w.smfmac`` puts each stored value at its K position (bits 2*s+1:2*s of the lane's index set give
 the position, within its group, of the lane's compressed value s; the other two positions of the
-group are zero), its bytes' provenance with it, and runs the record's dense form (arch.sparse) on
+group are zero), its bytes' provenance with it, and runs the record's dense form (dense_form) on
 the matrix unit: D = A.B + C exactly as a dense instruction of the same shape. Two stored values
 of one group naming the same position, both nonzero, are an error: the ISA guide does not say
 what the unit sums then.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arch.sparse import dense_twin, index_sets
 from .dtypes import itemsize
 from .errors import GfxSimError
 from .routing import route_prov
@@ -28,7 +27,7 @@ class SparseOps:
         insn = self.insn(mnemonic)
         if not insn.sparse:
             raise self.error(TypeError, f"{insn.mnemonic} is not a sparse instruction: use w.mma")
-        sets = index_sets(insn)
+        sets = insn.index_sets
         if not 0 <= int(index_set) < sets:
             raise self.error(ValueError, f"{insn.mnemonic}: index set {index_set} out of range 0-{sets - 1}")
         if not isinstance(a, VGPRs) or a.dtype != insn.a_type or a.n != insn.elems("A"):
@@ -41,7 +40,7 @@ class SparseOps:
             self.finding("uninitialized-read", f"{insn.mnemonic}: its compression index ({index.reg_name()}) holds "
                          f"never-written bytes", lane=lane, what="compression index", name=index.reg_name())
         dense = self._expand_sparse(insn, a, index, int(index_set))
-        return self.mma(dense_twin(insn), dense, b, c, label=label)
+        return self.mma(insn.dense_form, dense, b, c, label=label)
 
     def _expand_sparse(self, insn, a: VGPRs, index: VGPRs, index_set: int) -> VGPRs:
         n = a.n                                           # compressed values per lane

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import no_mods
-from ...arch.sparse import index_sets
 
 
 def smfmac(st, d):
@@ -28,8 +27,8 @@ def smfmac(st, d):
     if idx.kind != "reg" or idx.file != "v" or idx.count != 1:
         raise st.error(f"compression index {idx.text}: one VGPR expected")
     cbsz, abid = d.ops.mods.get("cbsz", 0), d.ops.mods.get("abid", 0)
-    if not 0 <= abid < index_sets(insn) or not 0 <= cbsz <= 3:
-        raise st.error(f"{d.mnemonic}: cbsz:{cbsz} abid:{abid} out of range (abid 0-{index_sets(insn) - 1}, cbsz 0-3)")
+    if not 0 <= abid < insn.index_sets or not 0 <= cbsz <= 3:
+        raise st.error(f"{d.mnemonic}: cbsz:{cbsz} abid:{abid} out of range (abid 0-{insn.index_sets - 1}, cbsz 0-3)")
     va = st.vread(a.file, a.first, a.count, insn.a_type)
     vb = st.vread(b.file, b.first, b.count, insn.b_type)
     vc = st.vread(dst.file, dst.first, dst.count, insn.cd_type)
