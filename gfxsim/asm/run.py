@@ -276,8 +276,7 @@ def program_of(kernel) -> Program:
     missing = p.unsupported()
     if missing:
         raise AsmError(f"{kernel.name}: {len(missing)} instruction(s) the asm front end cannot execute: "
-                       f"{'; '.join(missing[:8])}{' ...' if len(missing) > 8 else ''} (`gfxsim hip check` lists "
-                       "them all, with the matrix records and ABI features missing)")
+                       f"{'; '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
     return p
 
 
