@@ -53,6 +53,8 @@ def _source_options(p):
                    "D layout")
     p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="preprocessor define")
     p.add_argument("-I", "--include", action="append", default=[], metavar="DIR", help="a folder of headers")
+    p.add_argument("--clang-flag", action="append", default=[], metavar="FLAG",
+                   help="one more clang flag for a HIP source, e.g. --clang-flag=-std=c++20")
 
 
 def _add_run(hs):
@@ -216,7 +218,7 @@ def run_user(args) -> int:
         except OSError as e:
             raise UsageError(f"-o {args.output}: cannot create it: {e.strerror or e}") from e
     launched = run(args.source, args.kernel, grid, block, arch=args.arch, tags=tags, args=values,
-                   defines=args.define, include=args.include, lds=args.dynamic_lds, trace=args.trace,
+                   defines=args.define, include=args.include, flags=args.clang_flag, lds=args.dynamic_lds, trace=args.trace,
                    provenance=args.provenance, batch=args.batch)
     rep = report(launched, source=args.source, grid=grid, block=block)
     if out_dir is not None:
@@ -235,7 +237,7 @@ def run_user(args) -> int:
 def run_check(args) -> int:
     from ..asm.inspect import check_kernel
     from ..hip.door import find, load
-    f, arch = load(args.source, args.arch, defines=args.define, include=args.include)
+    f, arch = load(args.source, args.arch, defines=args.define, include=args.include, flags=args.clang_flag)
     kernels = [find(f, args.kernel)] if args.kernel else list(f.kernels.values())
     bad = 0
     for k in kernels:

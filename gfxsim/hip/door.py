@@ -38,21 +38,21 @@ class Launched(NamedTuple):
     kernel: Kernel         # the entry point that ran (its .s, instructions, ABI)
 
 
-def load(source, arch: str | None = None, *, defines=(), include=(), cache=None) -> tuple[AsmFile, str]:
+def load(source, arch: str | None = None, *, defines=(), include=(), flags=(), cache=None) -> tuple[AsmFile, str]:
     """The parsed assembly of ``source`` (a HIP source, compiled first, or a .s) and the arch to run
     it on (a .s: its own processor unless ``arch`` is given)."""
     from ..asm.cache import parse_cached
     from .source import compile_source
     path = Path(source)
     if path.suffix == ".s":
-        if defines or include:
-            raise ArgumentError(f"{source}: defines and include folders apply to HIP sources, not to a .s")
+        if defines or include or flags:
+            raise ArgumentError(f"{source}: defines, include folders and clang flags apply to HIP sources, not to a .s")
         f = parse_cached(path)
         return f, (arch or f.processor or "gfx942")
     if path.suffix not in HIP_SUFFIXES:
         raise ArgumentError(f"{source}: expected a HIP source ({', '.join(HIP_SUFFIXES)}) or clang assembly (.s)")
     arch = arch or "gfx942"
-    b = compile_source(path, arch, defines=defines, include=include, cache=cache)
+    b = compile_source(path, arch, defines=defines, include=include, flags=flags, cache=cache)
     return parse_cached(b.asm), b.arch
 
 
@@ -128,19 +128,20 @@ def bind(kernel: Kernel, values: Mapping, tags: Mapping | None = None) -> dict:
 
 
 def run(source, kernel: str, grid, block, *, arch: str | None = None, tags: Mapping | None = None,
-        args: Mapping | None = None, defines=(), include=(), lds: int | None = None, trace: bool | None = None,
+        args: Mapping | None = None, defines=(), include=(), flags=(), lds: int | None = None, trace: bool | None = None,
         provenance: bool | None = None, batch: int | None = None, options=None, cache=None,
         **kwargs) -> Launched:
     """Run entry point ``kernel`` of ``source`` (.hip compiled with clang, or a .s) over ``grid``
     workgroups of ``block`` work-items on ``arch`` (gfx942, gfx940, gfx90a, gfx936; a .s: its
-    own). Arguments by name in ``args`` or as keywords. ``trace``, ``provenance``, ``batch`` (or
+    own). ``defines``, ``include`` (folders), ``flags`` (more clang flags) compile a HIP source.
+    Arguments by name in ``args`` or as keywords. ``trace``, ``provenance``, ``batch`` (or
     ``options=``, a LaunchOptions) as run_asm takes them, its defaults where not given. Returns
     (outputs, run, kernel)."""
     from ..asm.inspect import check_kernel
     from ..asm.run import AsmError, run_asm
     from ..machine.memory import Buffer
     values = {**(args or {}), **kwargs}
-    f, arch = load(source, arch, defines=defines, include=include, cache=cache)
+    f, arch = load(source, arch, defines=defines, include=include, flags=flags, cache=cache)
     k = find(f, kernel)
     problems = check_kernel(k, arch)
     if problems:

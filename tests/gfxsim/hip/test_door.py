@@ -133,6 +133,17 @@ def test_a_header_debians_hip_lacks_is_named(folder):
     Path("own.hip").write_text('#include "mine.h"\n__global__ void k(float* o) {}\n')
     with pytest.raises(BuildError, match="own.hip includes <mine.h>.*--include DIR"):
         compile_source("own.hip")
+    Path("inc").mkdir()
+    Path("inc/mine.h").write_text("#define SCALE 3.0f\n")
+    Path("own.hip").write_text('#include <hip/hip_runtime.h>\n#include "mine.h"\n'
+                               "__global__ void k(float* o) { o[threadIdx.x] = SCALE; }\n")
+    out = hip.run("own.hip", "k", 1, 64, include=["inc"], o=np.zeros(64, np.float32)).outputs["o"]
+    assert (out == 3).all()
+    Path("inc/mine.h").write_text("#define SCALE 4.0f\n")        # the header is part of the cache key
+    out = hip.run("own.hip", "k", 1, 64, include=["inc"], o=np.zeros(64, np.float32)).outputs["o"]
+    assert (out == 4).all()
+    b = compile_source("own.hip", include=["inc"], flags=["-ffast-math"])
+    assert b.rebuilt and "-ffast-math" in b.command
 
 
 def test_check_lists_every_problem_before_anything_runs(folder):
