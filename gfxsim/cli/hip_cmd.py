@@ -42,7 +42,7 @@ def add_parser(sub):
     return p
 
 
-USER_ARCHS = ("gfx942", "gfx940", "gfx90a", "gfx936")
+USER_ARCHS = ("gfx942", "gfx941", "gfx940", "gfx90a", "gfx936")
 
 
 def _source_options(p):
