@@ -211,3 +211,25 @@ def test_gfx90a_sources_compile_and_run_once_the_launch_sets_them_up(folder):
         return
     res, run, _ = hip.run("scale.hip", "scale", 2, 64, arch="gfx90a", **args)
     assert np.array_equal(res["out"], args["x"] * 2) and run.findings == []
+
+
+def test_the_isa_version_rule_is_debians():
+    """__oclc_ISA_version = major*1000 + minor*100 + stepping, as in each of Debian's libraries
+    (read back with llvm-dis), so the gfx941/gfx942 ones built here follow the same rule."""
+    import re
+    import subprocess
+
+    from gfxsim.hip.devicelibs import debian_bitcode, isa_version
+    from gfxsim.hip.toolchain import ToolchainError
+    dis = shutil.which("llvm-dis-19")
+    try:
+        libs = sorted(debian_bitcode().glob("oclc_isa_version_9*.bc"))
+    except ToolchainError as e:
+        pytest.skip(str(e))
+    if dis is None or not libs:
+        pytest.skip("needs llvm-dis-19 and Debian's rocm-device-libs")
+    assert isa_version("gfx942") == ("942", 9402) and isa_version("gfx90a") == ("90a", 9010)
+    for lib in libs:
+        text = subprocess.run([dis, "-o", "-", str(lib)], capture_output=True, text=True, check=True).stdout
+        value = int(re.search(r"@__oclc_ISA_version = .* i32 (\d+)", text).group(1))
+        assert isa_version("gfx" + lib.stem.rpartition("_")[2]) == (lib.stem.rpartition("_")[2], value), lib
