@@ -32,7 +32,8 @@ def add_parser(sub):
 
     i = hs.add_parser("inspect", help="ISA figures of one kernel (builds it first if needed)")
     i.add_argument("kernel", metavar="KERNEL",
-                   help="a file stem of the sources (pv_int8), an entry point (pv_int8_fragment) or a .s path")
+                   help="a file stem of the sources (pv_int8), an entry point (pv_int8_fragment), a .s path or "
+                        "the path of your own HIP source")
     i.add_argument("--arch", default="gfx942", help=f"one of {', '.join(TARGETS)} (default gfx942)")
     i.add_argument("--format", "-f", choices=("text", "json"), default="text", help="output format")
     _common(i)
@@ -144,7 +145,8 @@ def run_build(args) -> int:
 def run_inspect(args) -> int:
     from ..asm.inspect import format_json, format_text
     from ..hip.inspect import inspect
-    project = None if args.kernel.endswith(".s") else project_of(args)
+    from ..hip.door import HIP_SUFFIXES
+    project = None if args.kernel.endswith((".s", *HIP_SUFFIXES)) else project_of(args)
     res = inspect(args.kernel, args.arch, project=project, defines=args.define)
     print(format_json(res) if args.format == "json" else format_text(res))
     return 0

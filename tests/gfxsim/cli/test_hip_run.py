@@ -87,6 +87,13 @@ def test_check_lists_the_problems_and_exits_1(folder, capsys):
     assert "v_mfma_f32_32x32x8_f16 has no record on gfx936" in out and "dynamic stack" in out
 
 
+def test_inspect_takes_your_own_source(folder, capsys):
+    assert main(["hip", "inspect", "pv_scaled.hip", "--arch", "gfx936"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("pv_scaled.hip for gfx936: ") and "gfx936 stand-in" in out
+    assert "-D__gfx936__=1" in out and "matrix: 2 v_mfma_i32_16x16x32_i8" in out
+
+
 def test_usage_errors_are_one_line(folder, capsys):
     assert main(["hip", "run", "scale.hip", "--kernel", "scale", "--grid", "0", "--block", "64"]) == 2
     assert "--grid '0': expected 1 to 3 positive integers" in capsys.readouterr().err
