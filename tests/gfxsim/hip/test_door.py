@@ -233,3 +233,20 @@ def test_the_isa_version_rule_is_debians():
         text = subprocess.run([dis, "-o", "-", str(lib)], capture_output=True, text=True, check=True).stdout
         value = int(re.search(r"@__oclc_ISA_version = .* i32 (\d+)", text).group(1))
         assert isa_version("gfx" + lib.stem.rpartition("_")[2]) == (lib.stem.rpartition("_")[2], value), lib
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_gfx936s_16_bit_mmac_builtins_run_as_v_mmac(folder, dtype):
+    """Each MMAC builtin of gfx936's records (here the f16 and bf16 ones) compiles in a kernel's
+    __gfx936__ branch and runs as its v_mmac with the jump layout; the gfx942 branch as v_mfma."""
+    import ml_dtypes
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-8, 8, (16, 16)).astype(np.float32) / 4 for _ in range(2))   # exact in both types
+    t = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+    args = dict(a=a.astype(t).view(np.int64), bt=np.ascontiguousarray(b.T).astype(t).view(np.int64),
+                d=np.zeros(256, np.float32))
+    for arch, op in (("gfx936", "v_mmac"), ("gfx942", "v_mfma")):
+        res, run, _ = hip.run("mm16.hip", "mm16", 1, 64, arch=arch, defines=["BF16"] if dtype == "bf16" else [],
+                              **args)
+        assert {m.op for m in run.mmacs()} == {f"{op}_f32_16x16x16_{dtype}"}
+        assert np.array_equal(res["d"].reshape(16, 16), a @ b), arch
