@@ -52,10 +52,11 @@ def _source_options(p):
     p.add_argument("--arch", choices=USER_ARCHS, help="target (default: gfx942 for a HIP source, a .s's own); "
                    "gfx936: gfx942 code with __gfx936__ defined and the MMAC builtins as MFMA, run with gfx936's "
                    "D layout")
-    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="preprocessor define")
-    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR", help="a folder of headers")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="preprocessor define; none by default")
+    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR", help="a folder of headers; none by default")
     p.add_argument("--clang-flag", action="append", default=[], metavar="FLAG",
-                   help="one more clang flag for a HIP source, e.g. --clang-flag=-std=c++20")
+                   help="one more clang flag for a HIP source, e.g. --clang-flag=-std=c++20; "
+                        "none by default")
 
 
 def _add_run(hs):
@@ -71,10 +72,10 @@ def _add_run(hs):
     r.add_argument("--block", required=True, metavar="X[,Y,Z]", help="work-items per workgroup per dimension")
     r.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="an argument: FILE.npy (a buffer), a number (1.5 and 1e-3 are floats, 7 and 0x7 integers) "
-                        "or null (a null pointer); repeat for each argument")
+                        "or null (a null pointer); repeat for each argument (no default: each is given)")
     r.add_argument("--tag", action="append", default=[], metavar="NAME:AXIS=FIELD",
                    help="tag buffer NAME's elements with their index along AXIS as FIELD (e.g. k_cache:1=token): "
-                        "token-level findings and token sets")
+                        "token-level findings and token sets; none by default")
     r.add_argument("--dynamic-lds", type=int, metavar="BYTES", help="dynamic LDS (extern __shared__) at launch")
     r.add_argument("--trace", action="store_true", help="keep the full per-lane trace")
     r.add_argument("--no-provenance", dest="provenance", action="store_false",
