@@ -52,7 +52,8 @@ def _source_options(p):
     p.add_argument("--arch", choices=USER_ARCHS, help="target (default: gfx942 for a HIP source, a .s's own); "
                    "gfx936: gfx942 code with __gfx936__ defined and the MMAC builtins as MFMA, run with gfx936's "
                    "D layout")
-    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="preprocessor define; none by default")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="preprocessor define; none by default")
     p.add_argument("-I", "--include", action="append", default=[], metavar="DIR", help="a folder of headers; none by default")
     p.add_argument("--clang-flag", action="append", default=[], metavar="FLAG",
                    help="one more clang flag for a HIP source, e.g. --clang-flag=-std=c++20; "
