@@ -104,8 +104,9 @@ def tag_buffer(name: str, array: np.ndarray, tags: Mapping) -> object:
 
 
 def bind(kernel: Kernel, values: Mapping, tags: Mapping | None = None) -> dict:
-    """The launch's arguments: arrays and Buffers copied into Buffers (tagged as ``tags`` says),
-    numbers and None (a null pointer) as given."""
+    """The launch's arguments: arrays and Buffers copied into Buffers (tagged as ``tags`` says; a
+    Buffer's own tags, ``expect`` declarations and unwritten bytes kept), numbers and None (a null
+    pointer) as given."""
     from ..machine.memory import Buffer
     tags = dict(tags or {})
     unknown = set(tags) - set(values)
@@ -113,11 +114,14 @@ def bind(kernel: Kernel, values: Mapping, tags: Mapping | None = None) -> dict:
         raise ArgumentError(f"{kernel.name}: tags for {', '.join(sorted(unknown))}, which no argument given names")
     bound = {}
     for n, v in values.items():
-        if isinstance(v, Buffer):
+        if isinstance(v, Buffer):             # a copy keeps its tags, expected coverage and unwritten bytes
             arrays = dict(v.tag_arrays)
             if n in tags:
                 arrays.update(tag_buffer(n, v.array, tags[n]).tag_arrays)
-            bound[n] = Buffer(n, v.array.copy(), arrays)
+            b = Buffer(n, v.array.copy(), arrays)
+            b.expects = dict(v.expects)
+            b.written = None if v.written is None else v.written.copy()
+            bound[n] = b
         elif isinstance(v, np.ndarray) and v.ndim > 0:
             bound[n] = tag_buffer(n, v, tags.get(n, {}))
         elif n in tags:

@@ -250,3 +250,19 @@ def test_gfx936s_16_bit_mmac_builtins_run_as_v_mmac(folder, dtype):
                               **args)
         assert {m.op for m in run.mmacs()} == {f"{op}_f32_16x16x16_{dtype}"}
         assert np.array_equal(res["d"].reshape(16, 16), a @ b), arch
+
+
+def test_a_buffers_expected_coverage_and_unwritten_bytes_travel(folder):
+    """A Buffer argument keeps what it declares: out.expect(...) gives token-coverage findings
+    (each output element consumes all 64 tokens, so a 32-token expectation is broken); the
+    caller's Buffer (made with Buffer.empty: every byte unwritten) is copied, not written."""
+    from gfxsim import Buffer
+    p, v, s = pv_inputs()
+    tagged = {k: t for k, t in TAGS.items() if k != "s_tok"}
+    good = Buffer.empty("out", (256,), "f32").expect("token", 0, 64)
+    run = hip.run("pv_scaled.hip", "pv_scaled", 1, 64, tags=tagged, p=p, v=v, s_tok=s, out=good).run
+    assert run.findings_of("token-coverage") == []
+    bad = Buffer.empty("out", (256,), "f32").expect("token", 0, 32)
+    run = hip.run("pv_scaled.hip", "pv_scaled", 1, 64, tags=tagged, p=p, v=v, s_tok=s, out=bad).run
+    assert run.findings_of("token-coverage")
+    assert bad.written is not None and not bad.written.any()             # the caller's Buffer is not written
