@@ -8,8 +8,9 @@ segment, the address of every buffer, and a wave's registers at its first instru
   kernargs); a feature the front end does not set up (workgroup info, dynamic stack, a hidden
   argument it does not know) is an error naming the kernel and the field.
 - Arguments: a pointer is a Buffer, or None / "null" (address 0: an access through it is a fault
-  naming it); a by-value argument a number, or for an aggregate (a struct passed by value) a
-  ``Struct`` (its bytes, pointers inside it given as Buffers); arguments the metadata leaves
+  naming it), or a ``PointerArray`` (a buffer of pointers to other Buffers); a by-value argument
+  a number, or for an aggregate (a struct passed by value) a ``Struct`` (its bytes, pointers
+  inside it given as Buffers); arguments the metadata leaves
   unnamed (Triton's) are ``arg0``, ``arg1``, ... in order. Hidden arguments (``HIDDEN``, code
   object v4 and v5) are written at the offsets the metadata gives, from the launch's ``Dispatch``
   (grid, block, dynamic LDS bytes); the pointers among them (printf, hostcall, heap, queues) are
@@ -126,6 +127,21 @@ class Struct:
                 raise LaunchError(f"{where}: a {what} at offset {o} outside the {size}-byte argument")
             raw[o:o + len(b)] = b
         return bytes(raw)
+
+
+class PointerArray(Buffer):
+    """A buffer of 64-bit pointers (a kernel's ``float**``, a table of per-batch pointers): element i
+    is the address of ``targets[i]`` (a Buffer; None for null), written when the launch places them."""
+
+    def __init__(self, name: str, targets, tags: dict | None = None):
+        self.targets = list(targets)
+        for t in self.targets:
+            if not (isinstance(t, Buffer) or is_null(t)):
+                raise LaunchError(f"PointerArray {name!r}: a target is a Buffer or None, got {type(t).__name__}")
+        super().__init__(name, np.zeros(len(self.targets), np.uint64), tags)
+
+    def fill(self, space: AddressSpace):
+        self.array[:] = [space.pointer(t) for t in self.targets]
 
 
 @dataclass(frozen=True)
@@ -356,9 +372,20 @@ def bind_args(abi: KernelABI, args) -> tuple[dict, dict]:
     return bufs, scalars
 
 
-def struct_buffers(scalars: dict) -> list:
-    """The Buffers the pointers inside by-value Struct arguments name (they join the address space)."""
-    return [b for v in scalars.values() if isinstance(v, Struct) for b in v.pointers.values() if not is_null(b)]
+def struct_buffers(scalars: dict, bufs: dict | None = None) -> list:
+    """The Buffers the pointers inside by-value Struct arguments and PointerArrays name (they join
+    the address space)."""
+    inside = [b for v in scalars.values() if isinstance(v, Struct) for b in v.pointers.values()]
+    todo = [b for b in (bufs or {}).values() if isinstance(b, PointerArray)]
+    seen = set()
+    while todo:                                    # arrays of arrays of pointers
+        pa = todo.pop()
+        if id(pa) in seen:
+            continue
+        seen.add(id(pa))
+        inside += pa.targets
+        todo += [t for t in pa.targets if isinstance(t, PointerArray)]
+    return [b for b in inside if not is_null(b)]
 
 
 def _scalar_bytes(abi, a: Arg, v, space=None) -> bytes:
@@ -425,6 +452,8 @@ def null_pointers(abi: KernelABI, bufs: dict, scalars: dict | None = None) -> li
     ("p+24"), hidden pointers, the queue pointer."""
     inside = [f"{n}+{o}" for n, v in (scalars or {}).items() if isinstance(v, Struct)
               for o, b in sorted(v.pointers.items()) if is_null(b)]
+    inside += [f"{b.name}[{i}]" for b in bufs.values() if isinstance(b, PointerArray)
+               for i, t in enumerate(b.targets) if is_null(t)]
     return ([n for n, b in bufs.items() if b is None] + inside + [h.kind for h in abi.hidden if h.kind in HIDDEN_POINTERS]
             + ["queue_ptr (user SGPRs)" for w, _ in abi.user if w == "queue_ptr"])
 

@@ -27,7 +27,7 @@ from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
 from . import semantics
 from .launch import (DISPATCH, KERNARG, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
-                     initial_state, kernarg_segment, null_pointers, struct_buffers)
+                     PointerArray, initial_state, kernarg_segment, null_pointers, struct_buffers)
 from .operands import Operands, parse_instruction_operands
 from .state import AsmError, WaveState
 from ..errors import ArgumentTypeError
@@ -199,7 +199,7 @@ def _name_outputs(events, d):
     VGPRs the instruction wrote (read2: its two halves in turn), so the stepper rebuilds the
     registers the assembly names."""
     if not d.ops.positional or not d.ins.mnemonic.startswith(("global_load", "ds_read", "ds_bpermute", "scratch_load",
-                                                              "buffer_load")):
+                                                              "buffer_load", "flat_load")):
         return
     dst = d.ops[0]
     if dst.kind != "reg" or dst.file != "v":
@@ -339,7 +339,8 @@ def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buff
     # clang merges the argument loads into s_load_dwordx8/x16 that may read past the last argument
     # (the runtime's kernarg allocation is padded): the segment is zero-padded to 64 bytes
     kernarg = Buffer(KERNARG, np.zeros(-(-max(abi.kernarg_size, 4) // 64) * 64, np.uint8))
-    seen = distinct_buffers([b for b in bufs.values() if b is not None] + struct_buffers(scalars), name, LaunchError)
+    seen = distinct_buffers([b for b in bufs.values() if b is not None] + struct_buffers(scalars, bufs), name,
+                            LaunchError)
     for reserved in (KERNARG, DISPATCH):
         if reserved in seen:
             raise LaunchError(f"{name}: a Buffer may not be named {reserved!r} (the launch's own)")
@@ -347,6 +348,9 @@ def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buff
     if any(w == "dispatch_ptr" for w, _ in abi.user) and dims is not None:
         extra = [dispatch_packet(abi, dims, 0)]
     space = AddressSpace([kernarg, *extra, *seen.values()], null_pointers(abi, bufs, scalars))
+    for b in space.buffers:
+        if isinstance(b, PointerArray):
+            b.fill(space)
     if extra:
         extra[0].raw[40:48] = np.frombuffer(space.address(KERNARG).to_bytes(8, "little"), np.uint8)
     kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars, dims)

@@ -3,7 +3,8 @@ base mnemonic (the ``_e32``/``_e64``/``_sdwa`` encoding suffix stripped; ``Decod
 it). A function takes the wave state and the decoded instruction and returns the next pc, or
 None for the next instruction. One module per family: sop (scalar ALU and program control),
 vop (vector ALU, its numbers from the ISA table gfxsim/isa), ds (LDS), mem (global and scalar memory), mfma (matrix),
-scratch (the private segment: scratch_* and MUBUF on the private segment buffer), lanes (v_readlane/v_writelane).
+scratch (the private segment: scratch_* and MUBUF on the private segment buffer), lanes (v_readlane/v_writelane),
+flat (generic addresses: global, LDS or private memory by aperture).
 
 Operand access shared by the families is here: ``u32`` reads a 32-bit source per lane (inline
 constants, literals, SGPRs broadcast over each member's lanes, VGPRs), ``f32`` the same with the abs/neg modifiers
@@ -145,4 +146,4 @@ def widen(st, v, signed: bool):
 
 from . import dequant, ds, lanes, mem, mfma, sop, vop  # noqa: E402,F401  (they register their operations)
 # last: the private segment's MUBUF forms wrap whatever global MUBUF semantics are registered above
-from . import scratch  # noqa: E402,F401
+from . import flat, scratch  # noqa: E402,F401

@@ -88,3 +88,9 @@ extern "C" __global__ void __attribute__((amdgpu_num_vgpr(24))) spill(float* out
 #pragma unroll
   for (int i = 0; i < 40; ++i) out[t * 40 + i] = v[i] * s;
 }
+
+// a table of pointers read from memory: clang cannot tell their address space (flat_* accesses)
+extern "C" __global__ void pointer_table(float* const* rows, float* const* outs, int n) {
+  unsigned t = tid(), r = __builtin_amdgcn_workgroup_id_x();
+  if ((int)t < n) outs[r][t] = rows[r][t] * 2.0f + (float)r;
+}

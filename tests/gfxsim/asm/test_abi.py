@@ -26,19 +26,19 @@ STORE_ARG = """\
 
 
 def asm_text(args_yaml: str, *, target: str = "amdgcn-amd-amdhsa--gfx942", descriptor: dict | None = None,
-             sets: str = "", body: str = STORE_ARG, kernarg: int = 16) -> str:
+             sets: str = "", body: str = STORE_ARG, kernarg: int = 16, vgprs: int = 8) -> str:
     """A .s as LLVM writes one, with the argument metadata ``args_yaml`` verbatim."""
     desc = {".amdhsa_group_segment_fixed_size": 0, ".amdhsa_private_segment_fixed_size": 0,
             ".amdhsa_kernarg_size": kernarg, ".amdhsa_user_sgpr_count": 2,
             ".amdhsa_user_sgpr_kernarg_segment_ptr": 1, ".amdhsa_system_sgpr_workgroup_id_x": 1,
-            ".amdhsa_system_vgpr_workitem_id": 0, ".amdhsa_next_free_vgpr": 8, ".amdhsa_next_free_sgpr": 16,
-            ".amdhsa_accum_offset": 8, **(descriptor or {})}
+            ".amdhsa_system_vgpr_workitem_id": 0, ".amdhsa_next_free_vgpr": vgprs, ".amdhsa_next_free_sgpr": 16,
+            ".amdhsa_accum_offset": vgprs, **(descriptor or {})}
     return "\n".join([
         f'\t.amdgcn_target "{target}"', "\t.amdhsa_code_object_version 5", "\t.text", "\t.globl\tk",
         "\t.type\tk,@function", "k:", body, ".Lfunc_end0:", "\t.rodata", "\t.amdhsa_kernel k",
         *(f"\t\t{key} {v}" for key, v in desc.items()), "\t.end_amdhsa_kernel", sets, "\t.amdgpu_metadata", "---",
         "amdhsa.kernels:", "  - .args:", args_yaml.rstrip(), "    .name:           k", "    .symbol:         k.kd",
-        "    .vgpr_count:     8", "    .wavefront_size: 64", "    .max_flat_workgroup_size: 256",
+        f"    .vgpr_count:     {vgprs}", "    .wavefront_size: 64", "    .max_flat_workgroup_size: 256",
         f"amdhsa.target:   {target}", "...", "\t.end_amdgpu_metadata", ""])
 
 
@@ -365,3 +365,61 @@ def test_sgpr_spills_through_vgpr_lanes():
     want[[0, 17, 63]] = [0x1234, 0x5678, 0x77]
     np.testing.assert_array_equal(sb.v[5], want)
     assert sb.sgpr(20, 3) == [0x5678, 0x77, 0xAAAA]
+
+
+# generic (flat) addresses into the LDS and private apertures, made from the hidden aperture bases:
+# lane l writes its token dword to LDS at 4l and to its private bytes at 8, reads both back
+APERTURES = """\
+      - .name:           k
+        .offset:         0
+        .size:           8
+        .value_kind:     global_buffer
+      - .name:           out
+        .offset:         8
+        .size:           8
+        .value_kind:     global_buffer
+      - .offset:         16
+        .size:           4
+        .value_kind:     hidden_shared_base
+      - .offset:         20
+        .size:           4
+        .value_kind:     hidden_private_base"""
+FLAT = """\
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  s_load_dwordx2 s[8:9], s[0:1], 0x10
+  v_lshlrev_b32_e32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_dword v2, v1, s[4:5]
+  v_mov_b32_e32 v11, v1
+  v_mov_b32_e32 v12, s8
+  v_mov_b32_e32 v6, 8
+  v_mov_b32_e32 v7, s9
+  s_waitcnt vmcnt(0)
+  flat_store_dword v[11:12], v2
+  flat_store_dword v[6:7], v2 offset:4
+  flat_load_dword v8, v[6:7] offset:4
+  flat_load_dword v9, v[11:12]
+  v_lshlrev_b32_e32 v10, 3, v0
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  global_store_dwordx2 v10, v[8:9], s[6:7]
+  s_endpgm"""
+
+
+def test_generic_addresses_reach_lds_and_private_memory():
+    f = parse(asm_text(APERTURES, body=FLAT, kernarg=24, vgprs=16, descriptor={
+        ".amdhsa_group_segment_fixed_size": 256, ".amdhsa_enable_private_segment": 1,
+        ".amdhsa_private_segment_fixed_size": 16}))
+    k = f.kernel("k")
+    assert [i.mnemonic for i in k.instructions].count("flat_load_dword") == 2
+    tok = np.arange(64)
+    src = Buffer("k", np.arange(64, dtype=np.uint32) * 3 + 1, tags={"token": tok})
+    out = Buffer.empty("out", (64, 2), np.uint32, tags={"token": np.stack([tok, tok], 1)})
+    run = run_asm(k, block=64, args={"k": src, "out": out})
+    assert run.findings == []
+    np.testing.assert_array_equal(out.array, np.stack([src.array, src.array], 1))
+    for col in (0, 1):                                       # each round trip kept each lane's token
+        tags = np.stack([tok, tok], 1)
+        tags[:, col] = np.roll(tok, 1)
+        bad = Buffer.empty("out", (64, 2), np.uint32, tags={"token": tags})
+        run = run_asm(k, block=64, args={"k": src, "out": bad})
+        assert run.findings_of("store-mismatch")

@@ -10,7 +10,7 @@ import pytest
 from support import need_toolchain
 
 from gfxsim.asm import parse_file
-from gfxsim.asm.launch import LaunchError, Struct
+from gfxsim.asm.launch import LaunchError, PointerArray, Struct
 from gfxsim.asm.run import run_asm
 from gfxsim.machine.errors import MemoryFault
 from gfxsim.machine.memory import Buffer
@@ -204,3 +204,19 @@ def test_two_workgroups_side_by_side_keep_their_own_private_segments(build):
     run_asm(k, grid=4, block=64, args=dict(out=out, idx=Buffer("idx", idx), n=3), batch=4)
     t = np.tile(np.arange(64), 4)
     np.testing.assert_array_equal(out.array, (idx & 63) * t + 3)
+
+
+def test_a_table_of_pointers_read_through_generic_addresses(build):
+    k = build("pointer_table")
+    assert any(i.mnemonic == "flat_load_dword" for i in k.instructions)
+    rows = [Buffer(f"row{r}", np.arange(64, dtype=np.float32) + 100 * r, tags={"token": np.arange(64) + 64 * r})
+            for r in range(3)]
+    outs = [Buffer.empty(f"out{r}", (64,), np.float32) for r in range(3)]
+    run = run_asm(k, grid=3, block=64, args={"rows": PointerArray("rows", rows), "outs": PointerArray("outs", outs),
+                                             "n": 50})
+    assert run.findings == []
+    for r in range(3):
+        np.testing.assert_array_equal(outs[r].array[:50], rows[r].array[:50] * 2 + r)
+    with pytest.raises(MemoryFault, match=r"null pointer \(\+0\); null in this launch: outs\[1\]"):
+        run_asm(k, grid=3, block=64, args={"rows": PointerArray("rows", rows),
+                                           "outs": PointerArray("outs", [outs[0], None, outs[2]]), "n": 50})
