@@ -35,6 +35,7 @@ import numpy as np
 from ..errors import GfxSimError
 from ..machine.errors import MemoryFault
 from ..machine.memory import Buffer
+from .operands import APERTURE_REGS
 
 SPAN = 1 << 40                     # address range of each buffer
 BASE = 1 << 44                     # first buffer's address (far from 0: a null pointer faults)
@@ -546,6 +547,8 @@ def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_i
         s += 1
     if abi.private_segment:                      # gfx940+: FLAT_SCRATCH set by the hardware
         st.swrite64(102, PRIVATE_BASE)
+    st.swrite64(APERTURE_REGS["src_shared_base"], SHARED_BASE)
+    st.swrite64(APERTURE_REGS["src_private_base"], PRIVATE_BASE)
     bx, by, bz = block
     n = bx * by * bz
     flat = wave_id * st.lanes + np.arange(st.lanes)

@@ -1,10 +1,11 @@
 """FLAT (generic address) loads and stores per the CDNA3 ISA: ``flat_load_* vdst, v[a:a+1]`` and
 ``flat_store_* v[a:a+1], vdata`` with an unsigned 12-bit ``offset``. clang emits them where it cannot
 tell a pointer's address space (a pointer loaded from memory, a generic pointer passed around).
-Each lane's 64-bit address goes where the hardware sends it: into the LDS aperture (SHARED_BASE:
-the workgroup's LDS at the address's low bits), the private aperture (PRIVATE_BASE: the lane's own
-private bytes, semantics/scratch.py), or global memory (the launch's buffers, as global_*), each
-part through the back end's operation, so provenance, bounds and findings are those of the segment.
+Each lane's 64-bit address goes where the hardware sends it: into the LDS aperture (SHARED_BASE,
+``src_shared_base``: the workgroup's LDS at the address's low bits), the private aperture
+(PRIVATE_BASE, ``src_private_base``: the lane's own private bytes past FLAT_SCRATCH, scratch.py),
+or global memory (the launch's buffers, as global_*), each part through the back end's operation,
+so provenance, bounds and findings are those of the segment.
 """
 from __future__ import annotations
 
@@ -50,6 +51,13 @@ def _each(st, addr, fn):
         st.set_exec(saved)
 
 
+def _private(st, addr) -> np.ndarray:
+    """A private-aperture address's offset in the lane's private bytes: past the wave's scratch
+    base, FLAT_SCRATCH (gfx90a's prolog sets it; gfx940+ the hardware)."""
+    base = st.lanewise64(st.sread64(scratch.FLAT_SCRATCH)).astype(np.int64) - PRIVATE_BASE
+    return (addr - U64(PRIVATE_BASE)).astype(np.int64) + base
+
+
 def _lds(st):
     if st.lds is None:
         raise st.error("flat access to the LDS aperture in a kernel whose descriptor allocates no LDS")
@@ -76,7 +84,7 @@ def _flat_load(kind):
 
         def one(seg):
             if seg == "private":
-                scratch.private_load(st, dst, (addr - U64(PRIVATE_BASE)).astype(np.int64), nbytes, fill)
+                scratch.private_load(st, dst, _private(st, addr), nbytes, fill)
             elif seg == "shared":
                 put(st.w.lds_load(_lds(st), _offsets(st, (addr - U64(SHARED_BASE)).astype(np.int64)), nbytes, t))
             else:
@@ -106,7 +114,7 @@ def _flat_store(kind):
 
         def one(seg):
             if seg == "private":
-                scratch.private_store(st, data, (addr - U64(PRIVATE_BASE)).astype(np.int64), nbytes, byte0)
+                scratch.private_store(st, data, _private(st, addr), nbytes, byte0)
             elif seg == "shared":
                 st.w.lds_store(_lds(st), _offsets(st, (addr - U64(SHARED_BASE)).astype(np.int64)), value, nbytes)
             else:

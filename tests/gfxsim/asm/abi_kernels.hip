@@ -94,3 +94,15 @@ extern "C" __global__ void pointer_table(float* const* rows, float* const* outs,
   unsigned t = tid(), r = __builtin_amdgcn_workgroup_id_x();
   if ((int)t < n) outs[r][t] = rows[r][t] * 2.0f + (float)r;
 }
+
+// one generic pointer to LDS, private or global memory by lane (src_shared_base, src_private_base)
+extern "C" __global__ void generic_pointer(float* g, int sel) {
+  __shared__ float lds[64];
+  float priv[16];
+  unsigned t = tid();
+  lds[t] = t;
+  for (int i = 0; i < 16; ++i) priv[i] = i * t;
+  float* p = (t & sel) ? &lds[t ^ 1] : ((t & 2) ? &priv[t & 15] : g + t);
+  __builtin_amdgcn_s_barrier();
+  g[t + 64] = *p;
+}

@@ -220,3 +220,15 @@ def test_a_table_of_pointers_read_through_generic_addresses(build):
     with pytest.raises(MemoryFault, match=r"null pointer \(\+0\); null in this launch: outs\[1\]"):
         run_asm(k, grid=3, block=64, args={"rows": PointerArray("rows", rows),
                                            "outs": PointerArray("outs", [outs[0], None, outs[2]]), "n": 50})
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx90a"])
+def test_a_generic_pointer_to_lds_private_or_global_memory(build, arch):
+    k = build("generic_pointer", arch)
+    ops = " ".join(str(i) for i in k.instructions)
+    assert "src_shared_base" in ops and "src_private_base" in ops and "flat_load_dword" in ops
+    g = Buffer("g", np.concatenate([np.arange(64, dtype=np.float32) + 1000, np.zeros(64, np.float32)]))
+    run = run_asm(k, block=64, args={"g": g, "sel": 1}, arch=arch)
+    assert run.findings == []
+    t = np.arange(64)
+    np.testing.assert_array_equal(g.array[64:], np.where(t & 1, t ^ 1, np.where(t & 2, (t & 15) * t, t + 1000)))
