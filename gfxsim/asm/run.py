@@ -29,6 +29,7 @@ from . import semantics
 from .launch import (DISPATCH, KERNARG, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
                      PointerArray, initial_state, kernarg_segment, null_pointers, struct_buffers)
 from .operands import Operands, parse_instruction_operands
+from .origin import taint_in
 from .state import AsmError, WaveState
 from ..errors import ArgumentTypeError
 
@@ -164,6 +165,8 @@ def _run_members(st, program, counted):
             w.set_exec(saved & cols)
             w.live = np.nonzero(act)[0].tolist()
         counted[0] += int(np.count_nonzero(w.exec))
+        if st.any_unknown:
+            taint_in(st, d)
         try:
             own = program.own_event[pc]
             if own:                           # arithmetic, moves, scalar, branches: one event of its own,
@@ -180,6 +183,7 @@ def _run_members(st, program, counted):
                 if tr.enabled and len(tr.raw) > n0:
                     _name_outputs(tr.raw[n0:], d)
         finally:
+            st.taint_s = st.taint_v = None
             if act is not None:
                 w.set_exec(np.where(cols, w.exec, saved))
                 w.live = None
