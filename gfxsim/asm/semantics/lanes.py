@@ -1,13 +1,15 @@
 """One lane of a VGPR to or from an SGPR (VOP3, CDNA3 ISA): ``v_readlane_b32`` and
 ``v_writelane_b32``. clang spills SGPRs into VGPR lanes with them (and reads them back), and
 wave reductions read one lane. Both ignore EXEC: the lane is named by the lane select (an SGPR,
-M0 or a constant; its low 6 bits), per member of a batch. SGPRs carry no provenance, so the lane
-written holds none and an SGPR read from a lane keeps none (as v_readfirstlane_b32)."""
+M0 or a constant; its low 6 bits), per member of a batch. SGPRs carry no provenance: the lane
+written holds none (marked of unknown origin where the SGPR is, origin.py), and an SGPR read from
+a lane whose bytes carry an identity is of unknown origin (as after v_readfirstlane_b32)."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import no_mods, op, u32
+from ..origin import bytes_carry_identity
 
 
 def _lane_select(st, o) -> np.ndarray:
@@ -27,7 +29,22 @@ def v_readlane_b32(st, d):
         raise st.error(f"v_readlane_b32 reads one VGPR, got {src.text}")
     lane = _lane_select(st, sel)
     words = st.vwords(src.file, src.first, 1)[0].reshape(st.members, st.lanes)
+    if st.w.provenance:
+        st.taint_s = _carry_identity(st, st.vread(src.file, src.first, 1), np.arange(st.members) * st.lanes + lane)
     st.swrite(dst.first, words[np.arange(st.members), lane])
+
+
+def _carry_identity(st, v, cols) -> np.ndarray | None:
+    """Per member: whether the value's bytes in column ``cols[m]`` carry an identity; None where
+    none does."""
+    if v.prov is None:
+        return None
+    p = v.prov.per_byte()
+    if st.w.fold is not None:                      # folded columns: the whole register decides
+        out = np.full(st.members, bytes_carry_identity(p), bool)
+    else:
+        out = np.array([bytes_carry_identity(p.map(lambda a, c=c: a[:, c:c + 1])) for c in cols.tolist()], bool)
+    return out if out.any() else None
 
 
 @op("v_writelane_b32")

@@ -423,3 +423,30 @@ def test_generic_addresses_reach_lds_and_private_memory():
         bad = Buffer.empty("out", (64, 2), np.uint32, tags={"token": tags})
         run = run_asm(k, block=64, args={"k": src, "out": bad})
         assert run.findings_of("store-mismatch")
+
+
+@pytest.mark.parametrize("tagged", [True, False])
+def test_an_sgpr_spilled_and_read_back_keeps_its_unknown_origin(tagged):
+    from gfxsim.machine.provenance import UNKNOWN
+    # a token read into an SGPR (v_readlane), spilled into a VGPR lane, read back, used as data
+    body = """
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_load_dwordx2 s[6:7], s[0:1], 0x8
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v1, 2, v0
+  global_load_dword v2, v1, s[4:5]
+  s_waitcnt vmcnt(0)
+  v_readlane_b32 s8, v2, 5
+  v_writelane_b32 v4, s8, 0
+  v_readlane_b32 s9, v4, 0
+  v_mov_b32_e32 v3, s9
+  global_store_dword v1, v3, s[6:7]"""
+    kern = kernel_from_text(body, "spill", args=[("k", "global_buffer", 8), ("out", "global_buffer", 8)])
+    k = np.arange(1, 65, dtype=np.uint32)
+    out = Buffer.empty("out", 64, np.uint32)
+    run_asm(kern, args={"k": Buffer("k", k, {"token": np.arange(64)}) if tagged else Buffer("k", k), "out": out})
+    assert (out.array == 6).all()
+    mp = out.prov
+    marked = np.zeros(256, bool) if mp is None or mp.flags is None else (
+        (np.repeat(mp.flags, mp.unit) if mp.unit > 1 else mp.flags) & UNKNOWN) != 0
+    assert marked.all() if tagged else not marked.any()
