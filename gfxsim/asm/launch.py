@@ -291,9 +291,9 @@ class AddressSpace:
             return (f"a null pointer (+{addr}); null in this launch: {', '.join(self.nulls)}" if self.nulls else
                     f"a null pointer (+{addr}), though no pointer of this launch is null")
         if PRIVATE_BASE <= addr < PRIVATE_BASE + APERTURE:
-            return "the private (scratch) aperture: a flat access to scratch, which the asm front end does not model"
+            return "in the private (scratch) aperture, which only flat_* and scratch_* instructions reach"
         if SHARED_BASE <= addr < SHARED_BASE + APERTURE:
-            return "the LDS aperture: a flat access to LDS, which the asm front end does not model"
+            return "in the LDS aperture, which only flat_* instructions reach"
         return f"in no buffer ({self.describe()})"
 
     def split(self, st, addr: np.ndarray, active: np.ndarray, nbytes: int):
