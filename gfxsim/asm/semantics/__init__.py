@@ -155,5 +155,6 @@ def widen(st, v, signed: bool):
 
 
 from . import dequant, ds, lanes, mem, mfma, sop, vop  # noqa: E402,F401  (they register their operations)
-# last: the private segment's MUBUF forms wrap whatever global MUBUF semantics are registered above
+# last: the private segment's MUBUF forms wrap the global MUBUF semantics registered above, and the
+# FLAT forms (global, LDS or private by aperture) replace global-only ones
 from . import flat, scratch  # noqa: E402,F401

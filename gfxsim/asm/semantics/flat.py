@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import no_mods, op, widen
+from . import OPS, no_mods, widen
 from . import scratch
 from ..launch import APERTURE, PRIVATE_BASE, SHARED_BASE
 from ...machine.vgpr import VGPRs
@@ -129,7 +129,9 @@ def _flat_store(kind):
     return run
 
 
+# imported after mem: these replace a FLAT form registered there as its global twin (global memory
+# only), keeping the forms this module does not take (the d16 loads) as they are
 for _k in scratch.LOADS:
-    op(f"flat_load_{_k}")(_flat_load(_k))
+    OPS[f"flat_load_{_k}"] = _flat_load(_k)
 for _k in scratch.STORES:
-    op(f"flat_store_{_k}")(_flat_store(_k))
+    OPS[f"flat_store_{_k}"] = _flat_store(_k)
