@@ -378,12 +378,12 @@ def struct_buffers(scalars: dict, bufs: dict | None = None) -> list:
     the address space)."""
     inside = [b for v in scalars.values() if isinstance(v, Struct) for b in v.pointers.values()]
     todo = [b for b in (bufs or {}).values() if isinstance(b, PointerArray)]
-    seen = set()
+    seen: list = []
     while todo:                                    # arrays of arrays of pointers
         pa = todo.pop()
-        if id(pa) in seen:
+        if any(pa is s for s in seen):
             continue
-        seen.add(id(pa))
+        seen.append(pa)
         inside += pa.targets
         todo += [t for t in pa.targets if isinstance(t, PointerArray)]
     return [b for b in inside if not is_null(b)]

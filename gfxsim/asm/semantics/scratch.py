@@ -189,6 +189,8 @@ def _buffer_load(kind, other):
     nbytes, fill = LOADS[kind]
 
     def run(st, d):
+        if d.ops.mods.get("lds"):                    # to LDS at M0 (no VGPR destination): a global form
+            return _global(st, d, other)
         dst, vaddr, rsrc, soffset = d.ops.positional
         if not is_private(st, rsrc):
             return _global(st, d, other)
