@@ -202,8 +202,8 @@ def _name_outputs(events, d):
     """The back end numbers the values its loads return virtually; the events of a load show the
     VGPRs the instruction wrote (read2: its two halves in turn), so the stepper rebuilds the
     registers the assembly names."""
-    if not d.ops.positional or not d.ins.mnemonic.startswith(("global_load", "ds_read", "ds_bpermute", "scratch_load",
-                                                              "buffer_load", "flat_load")):
+    if not d.ops.positional or not d.ins.mnemonic.startswith(("global_load", "flat_load", "ds_read", "ds_bpermute",
+                                                              "scratch_load", "buffer_load")):
         return
     dst = d.ops[0]
     if dst.kind != "reg" or dst.file != "v":

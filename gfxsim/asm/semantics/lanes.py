@@ -1,64 +1,53 @@
-"""One lane of a VGPR to an SGPR and back (v_readlane_b32, v_writelane_b32), per the CDNA3 ISA:
-the lane is S1[5:0] (an SGPR or an inline constant), each member of a batch its own. clang's wave
-reductions (an atomicAdd of a per-lane value) step through the active lanes with them, and clang
-spills SGPRs into VGPR lanes with them. SGPRs carry no provenance: an SGPR read from a lane whose
-bytes carry an identity is of unknown origin (origin.py, as after v_readfirstlane_b32), and a lane
-written from such an SGPR is marked (the executor's taint_in)."""
+"""One lane of a VGPR to or from an SGPR (VOP3, CDNA3 ISA): ``v_readlane_b32`` and
+``v_writelane_b32``. clang spills SGPRs into VGPR lanes with them (and reads them back), and
+wave reductions read one lane. Both ignore EXEC: the lane is named by the lane select (an SGPR,
+M0 or a constant; its low 6 bits), per member of a batch. SGPRs carry no provenance: the lane
+written holds none (or the unknown-origin mark of its SGPR), and an SGPR read from a lane whose
+bytes carry identities is of unknown origin (gfxsim/asm/origin.py), as with v_readfirstlane_b32."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import no_mods, op, u32
-from .sop import s32
-from ..origin import bytes_carry_identity
+from .vop import lanes_carry_identity
 
 
-def _lane(st, o) -> np.ndarray:
-    """The selected lane of each member, as a column: int64 [members]."""
-    return (s32(st, o) & np.uint64(st.lanes - 1)).astype(np.int64) + np.arange(st.members) * st.lanes
+def _lane_select(st, o) -> np.ndarray:
+    """The lane each member selects: int64 [members]."""
+    if o.kind == "reg" and o.file in "va":
+        raise st.error(f"lane select {o.text}: an SGPR, M0 or a constant expected")
+    return (u32(st, o).reshape(st.members, st.lanes)[:, 0] & np.uint32(st.lanes - 1)).astype(np.int64)
 
 
 @op("v_readlane_b32")
 def v_readlane_b32(st, d):
-    """D (an SGPR) = S0[lane], read whether or not that lane is active."""
     no_mods(st, d)
     dst, src, sel = d.ops.positional
     if dst.kind != "reg" or dst.file != "s" or dst.count != 1:
         raise st.error(f"v_readlane_b32 writes an SGPR, got {dst.text}")
-    cols = _lane(st, sel)
-    if st.w.provenance and src.kind == "reg" and src.file in "va":
-        st.taint_s = _carry_identity(st, st.vread(src.file, src.first, 1), cols)
-    st.swrite(dst.first, u32(st, src)[cols])
-
-
-def _carry_identity(st, v, cols) -> np.ndarray | None:
-    """Per member: whether the value's bytes in column ``cols[m]`` carry an identity; None where
-    none does."""
-    if v.prov is None:
-        return None
-    p = v.prov.per_byte()
-    if st.w.fold is not None:                      # folded columns: the whole register decides
-        out = np.full(st.members, bytes_carry_identity(p), bool)
-    else:
-        out = np.array([bytes_carry_identity(p.map(lambda a, c=c: a[:, c:c + 1])) for c in cols.tolist()], bool)
-    return out if out.any() else None
+    if src.kind != "reg" or src.file not in "va" or src.count != 1:
+        raise st.error(f"v_readlane_b32 reads one VGPR, got {src.text}")
+    lane = _lane_select(st, sel)
+    words = st.vwords(src.file, src.first, 1)[0].reshape(st.members, st.lanes)
+    if st.w.provenance:
+        st.taint_s = lanes_carry_identity(st, st.vread(src.file, src.first, 1), np.arange(st.members) * st.lanes + lane)
+    st.swrite(dst.first, words[np.arange(st.members), lane])
 
 
 @op("v_writelane_b32")
 def v_writelane_b32(st, d):
-    """D[lane] = S0 (a scalar: the written word carries no provenance), whatever EXEC says."""
     no_mods(st, d)
     dst, src, sel = d.ops.positional
     if dst.kind != "reg" or dst.file not in "va" or dst.count != 1:
         raise st.error(f"v_writelane_b32 writes one VGPR, got {dst.text}")
-    value = u32(st, src)
-    one = np.zeros(st.w.width, bool)
-    cols = _lane(st, sel)
-    act = st.act if st.act is not None else np.ones(st.members, bool)
-    one[cols[act]] = True
+    if src.kind == "reg" and src.file in "va":
+        raise st.error(f"v_writelane_b32 writes an SGPR or a constant, got {src.text}")
+    lane = _lane_select(st, sel)
+    members = np.ones(st.members, bool) if st.act is None else st.act
+    one = (np.arange(st.lanes)[None, :] == lane[:, None]) & members[:, None]
     saved = st.exec.copy()
-    st.set_exec(one)
+    st.set_exec(one.reshape(-1))
     try:
-        st.vwrite(dst.file, dst.first, value[None, :])
+        st.vwrite(dst.file, dst.first, u32(st, src)[None, :])
     finally:
         st.set_exec(saved)

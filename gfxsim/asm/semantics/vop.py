@@ -422,11 +422,11 @@ def v_readfirstlane_b32(st, d):
     ex = st.exec.reshape(st.members, st.lanes)
     lane = np.argmax(ex, axis=1)                   # each member's first active lane (0 if none)
     if st.w.provenance and src.kind == "reg" and src.file in "va":
-        st.taint_s = _lanes_carry_identity(st, st.vread(src.file, src.first, 1), np.arange(st.members) * st.lanes + lane)
+        st.taint_s = lanes_carry_identity(st, st.vread(src.file, src.first, 1), np.arange(st.members) * st.lanes + lane)
     st.swrite(dst.first, u32(st, src).reshape(st.members, st.lanes)[np.arange(st.members), lane])
 
 
-def _lanes_carry_identity(st, v, cols) -> np.ndarray | None:
+def lanes_carry_identity(st, v, cols) -> np.ndarray | None:
     """Per member: whether the value's bytes in column ``cols[m]`` carry an identity (an SGPR
     cannot hold it: origin.py); None where none does."""
     if v.prov is None:
