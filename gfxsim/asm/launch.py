@@ -5,8 +5,8 @@ segment, the address of every buffer, and a wave's registers at its first instru
 - ``KernelABI.of(kernel)``: the ``.amdhsa_*`` fields the launch needs, validated, and the user
   SGPRs they enable in ABI order (private segment buffer, dispatch packet pointer, queue pointer,
   kernarg segment pointer, dispatch id, flat scratch init, private segment size, preloaded
-  kernargs); a feature the front end does not set up (workgroup info, dynamic stack, a hidden
-  argument it does not know) is an error naming the kernel and the field.
+  kernargs); a feature the front end does not set up (workgroup info, a hidden argument it does
+  not know) is an error naming the kernel and the field.
 - Arguments: a pointer is a Buffer, or None / "null" (address 0: an access through it is a fault
   naming it), or a ``PointerArray`` (a buffer of pointers to other Buffers); a by-value argument
   a number, or for an aggregate (a struct passed by value) a ``Struct`` (its bytes, pointers
@@ -48,8 +48,10 @@ SHARED_BASE = 3 << 42
 APERTURE = 1 << 32
 
 # descriptor fields the front end does not set up: field -> what it is
-_UNSUPPORTED = {".amdhsa_system_sgpr_workgroup_info": "workgroup info SGPR",
-                ".amdhsa_uses_dynamic_stack": "dynamic stack"}
+_UNSUPPORTED = {".amdhsa_system_sgpr_workgroup_info": "workgroup info SGPR"}
+# the per-lane stack a dispatch adds to the private segment of a kernel with a dynamic stack
+# (recursion, variable-sized allocas, calls of unknown depth): HIP's default stack size limit
+STACK_BYTES = 1024
 # user SGPRs in the order the ABI loads them: (descriptor field, what, SGPRs)
 USER_SGPRS = ((".amdhsa_user_sgpr_private_segment_buffer", "private_segment_buffer", 4),
               (".amdhsa_user_sgpr_dispatch_ptr", "dispatch_ptr", 2),
@@ -148,10 +150,12 @@ class PointerArray(Buffer):
 @dataclass(frozen=True)
 class Dispatch:
     """What a launch gives its hidden arguments: grid in workgroups and block in work-items (x, y, z),
-    and the dynamic LDS bytes (``extern __shared__``) after the descriptor's fixed group segment."""
+    the dynamic LDS bytes (``extern __shared__``) after the descriptor's fixed group segment, and
+    the per-lane stack bytes after the fixed private segment of a kernel with a dynamic stack."""
     grid: tuple
     block: tuple
     dynamic_lds: int = 0
+    stack: int = STACK_BYTES
 
     def __iter__(self):               # (grid, block), as launches took them before
         return iter((self.grid, self.block))
@@ -193,6 +197,7 @@ class KernelABI:
     private_bytes: int = 0         # .amdhsa_private_segment_fixed_size: scratch bytes per lane
     private_segment: bool = False  # scratch enabled (.amdhsa_enable_private_segment, or gfx90a's wave offset)
     wave_offset: bool = False      # .amdhsa_system_sgpr_private_segment_wavefront_offset
+    dynamic_stack: bool = False    # .amdhsa_uses_dynamic_stack: the dispatch adds a stack (Dispatch.stack)
 
     @classmethod
     def of(cls, kernel) -> KernelABI:
@@ -249,7 +254,12 @@ class KernelABI:
                    tuple(need(f".amdhsa_system_sgpr_workgroup_id_{c}", 0) for c in "xyz"),
                    need(".amdhsa_system_vgpr_workitem_id", 0), max(n_vgpr, 1), n_agpr,
                    int(m.get(".wavefront_size", 64)), int(m.get(".max_flat_workgroup_size", 1024)), tuple(args),
-                   tuple(hidden), user, need(".amdhsa_private_segment_fixed_size", 0), private, wave_offset)
+                   tuple(hidden), user, need(".amdhsa_private_segment_fixed_size", 0), private, wave_offset,
+                   bool(need(".amdhsa_uses_dynamic_stack", 0)))
+
+    def lane_private(self, stack: int = STACK_BYTES) -> int:
+        """A lane's private bytes: the fixed segment, plus ``stack`` for a dynamic stack."""
+        return self.private_bytes + (stack if self.dynamic_stack else 0)
 
     def describe_args(self) -> str:
         """``out (pointer, offset 0), n (4-byte value, offset 8)``: what the kernel takes."""
@@ -492,17 +502,18 @@ def dispatch_packet(abi: KernelABI, dims: Dispatch, kernarg_address: int) -> Buf
     blockDim here."""
     p = bytearray(64)
     struct.pack_into("<HH3HH3III", p, 0, 2 << 0 | 1 << 8, _grid_dims(dims), *dims.block, 0,
-                     *(g * b for g, b in zip(dims.grid, dims.block)), abi.private_bytes,
+                     *(g * b for g, b in zip(dims.grid, dims.block)), abi.lane_private(dims.stack),
                      abi.lds_bytes + dims.dynamic_lds)
     struct.pack_into("<Q", p, 40, kernarg_address)
     return Buffer(DISPATCH, np.frombuffer(bytes(p), np.uint8).copy())
 
 
-def private_descriptor(abi: KernelABI, lanes: int) -> list[int]:
+def private_descriptor(abi: KernelABI, lanes: int, lane_bytes: int | None = None) -> list[int]:
     """The private segment buffer V# (gfx9 MUBUF resource, s[0:3] before gfx940): base the private
     aperture, swizzled per lane (ADD_TID_ENABLE, index stride 64, element size 4) so each lane sees
     its own bytes from offset 0; num_records the wave's scratch bytes."""
-    return [PRIVATE_BASE & 0xFFFFFFFF, (PRIVATE_BASE >> 32) | 1 << 31, abi.private_bytes * lanes,
+    lane_bytes = abi.private_bytes if lane_bytes is None else lane_bytes
+    return [PRIVATE_BASE & 0xFFFFFFFF, (PRIVATE_BASE >> 32) | 1 << 31, lane_bytes * lanes,
             1 << 23 | 3 << 21 | 1 << 19 | 4 << 15 | 4 << 12]
 
 
@@ -511,9 +522,10 @@ def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_i
     FLAT_SCRATCH, EXEC and v0 of wave ``wave_id`` of every member (``wg_ids``: one (x, y, z) per
     member of the batch)."""
     s = 0
+    lane_bytes = st.scratch.lane_bytes if getattr(st, "scratch", None) is not None else abi.private_bytes
     for what, n in abi.user:
         if what == "private_segment_buffer":
-            st.swrite(s, *private_descriptor(abi, st.lanes))
+            st.swrite(s, *private_descriptor(abi, st.lanes, lane_bytes))
         elif what == "dispatch_ptr":
             if DISPATCH not in space.base:
                 raise LaunchError(f"{abi.name}: the dispatch pointer needs the launch's dispatch packet "
@@ -528,7 +540,7 @@ def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_i
         elif what == "flat_scratch_init":       # the wave's scratch base before its wave offset
             st.swrite64(s, PRIVATE_BASE)
         elif what == "private_segment_size":
-            st.swrite(s, abi.private_bytes)
+            st.swrite(s, lane_bytes)
         s += n
     if abi.preload:
         words = kernarg.array.view(np.uint32)

@@ -121,8 +121,7 @@ def test_descriptor_fields_as_expressions_over_set_symbols():
     abi = k.program.abi
     assert abi.lds_bytes == 64 and abi.private_bytes == 0
     k2 = parse(asm_text(TRITON_ARGS, descriptor=desc, kernarg=32)).kernel("k")      # the .set lines missing
-    with pytest.raises(LaunchError, match=r"k: .amdhsa_uses_dynamic_stack '\(\(59\|k.has_dyn_sized_stack\)&0\)' is an "
-                                          r"expression over symbols the .s does not define"):
+    with pytest.raises(LaunchError, match=r"k: .amdhsa_\w+ '.*' is an expression over symbols the .s does not define"):
         KernelABI.of(k2)
 
 
@@ -450,3 +449,27 @@ def test_an_sgpr_spilled_and_read_back_keeps_its_unknown_origin(tagged):
     marked = np.zeros(256, bool) if mp is None or mp.flags is None else (
         (np.repeat(mp.flags, mp.unit) if mp.unit > 1 else mp.flags) & UNKNOWN) != 0
     assert marked.all() if tagged else not marked.any()
+
+
+def test_a_dynamic_stack_follows_the_fixed_private_segment():
+    kern, arch = _private_kernel("gfx942 scratch_* vaddr/saddr", **{".amdhsa_uses_dynamic_stack": 1})
+    assert kern.program.abi.dynamic_stack and kern.program.abi.lane_private(1024) == 16 + 1024
+    body = """\
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  v_mov_b32_e32 v1, 7
+  s_movk_i32 s8, 0x400
+  scratch_store_dword off, v1, s8 offset:12
+  scratch_load_dword v2, off, s8 offset:12
+  v_lshlrev_b32_e32 v3, 2, v0
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  global_store_dword v3, v2, s[4:5]"""
+    k = kernel_from_text(body, "stack", args=[("out", "global_buffer", 8)], extra_descriptor={
+        ".amdhsa_enable_private_segment": 1, ".amdhsa_private_segment_fixed_size": 16,
+        ".amdhsa_uses_dynamic_stack": 1})
+    out = Buffer.empty("out", (64,), np.uint32)
+    run_asm(k, args={"out": out})                          # bytes [1036, 1040) of 16 + 1024
+    assert (out.array == 7).all()
+    with pytest.raises(AsmError, match=r"private bytes \[1036, 1040\) outside its 528-byte private segment"):
+        run_asm(k, args={"out": out}, stack_bytes=512)
+    with pytest.raises(LaunchError, match="stack_bytes must be a byte count"):
+        run_asm(k, args={"out": out}, stack_bytes=-1)
