@@ -232,3 +232,12 @@ def test_a_generic_pointer_to_lds_private_or_global_memory(build, arch):
     assert run.findings == []
     t = np.arange(64)
     np.testing.assert_array_equal(g.array[64:], np.where(t & 1, t ^ 1, np.where(t & 2, (t & 15) * t, t + 1000)))
+
+
+def test_sgprs_spilled_into_vgpr_lanes(build):
+    k = build("sgpr_spill")
+    assert sum(i.mnemonic == "v_writelane_b32" for i in k.instructions) >= 4
+    out = Buffer.empty("out", (128,), np.int32)
+    run = run_asm(k, block=128, args={"out": out, "in": Buffer("in", np.array([5, -2, 40, 7], np.int32))})
+    assert run.findings == []
+    np.testing.assert_array_equal(out.array, 13 * np.arange(128) + 33)
