@@ -275,6 +275,15 @@ def is_null(v) -> bool:
     return v is None or (isinstance(v, str) and v == NULL)
 
 
+def entry(kernel, abi: KernelABI) -> int:
+    """The index of a wave's first instruction. A kernel that preloads kernargs begins with a
+    256-byte header for firmware that cannot preload (LLVM 19+: ``s_trap 2`` and 63 ``s_nop 0``
+    written as ``.fill``); hardware that preloads starts past it. LLVM 18's header (the kernargs
+    loaded, then ``s_branch`` to the body) is a path that gives the same registers, and runs."""
+    ins = kernel.instructions
+    return 1 if abi.preload and ins and ins[0].mnemonic == "s_trap" else 0
+
+
 class AddressSpace:
     """Buffers at 64-bit addresses: buffer k spans [BASE + k*SPAN, BASE + k*SPAN + nbytes).
     ``nulls``: what the launch passed as a null pointer (argument names, hidden pointers), named

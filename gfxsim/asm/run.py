@@ -26,6 +26,7 @@ from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, la
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
 from . import semantics
+from .launch import entry as kernel_entry
 from .launch import (DISPATCH, KERNARG, STACK_BYTES, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
                      PointerArray, initial_state, kernarg_segment, null_pointers, struct_buffers)
 from .operands import Operands, parse_instruction_operands
@@ -65,13 +66,15 @@ class Program:
         check_target(kernel)             # before decoding: another ISA's operands would be named instead
         self.decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
         self.abi = KernelABI.of(kernel)
+        self.entry = kernel_entry(kernel, self.abi)      # past a kernarg preload header
         self.fns = tuple(_semantics(d) for d in self.decoded)
         self.own_event = tuple(own_event(d.ins.mnemonic) for d in self.decoded)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
-        return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded, self.fns) if f is None]
+        return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded[self.entry:], self.fns[self.entry:])
+                if f is None]
 
 
 def check_target(kernel) -> None:
@@ -399,6 +402,7 @@ def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: i
         st.scratch = semantics.scratch.private_segment(
             st, abi.lane_private() if private_bytes is None else private_bytes)
     initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
+    st.pcs[:] = program.entry
     try:
         if st.exec.any():
             execute(st, program)

@@ -23,15 +23,17 @@ def build(tmp_path_factory):
     out = tmp_path_factory.mktemp("abi")
     cache = {}
 
-    def kernel(name: str, arch: str = "gfx942", version: int = 5):
-        if (arch, version) not in cache:
+    def kernel(name: str, arch: str = "gfx942", version: int = 5, preload: int = 0):
+        key = (arch, version, preload)
+        if key not in cache:
             tc = need_toolchain("gfx942")         # the clang that builds gfx942 builds gfx90a too
             from gfxsim.hip.build import CFLAGS
-            s = out / f"abi_{arch}_v{version}.s"
+            s = out / f"abi_{arch}_v{version}_p{preload}.s"
+            extra = ["-mllvm", f"-amdgpu-kernarg-preload-count={preload}"] if preload else []
             subprocess.run([str(tc.clang), *CFLAGS, f"--offload-arch={arch}", f"-mcode-object-version={version}",
-                            "-S", str(SOURCE), "-o", str(s)], check=True, capture_output=True)
-            cache[arch, version] = parse_file(s)
-        return cache[arch, version].kernel(name)
+                            *extra, "-S", str(SOURCE), "-o", str(s)], check=True, capture_output=True)
+            cache[key] = parse_file(s)
+        return cache[key].kernel(name)
     return kernel
 
 
@@ -241,3 +243,15 @@ def test_sgprs_spilled_into_vgpr_lanes(build):
     run = run_asm(k, block=128, args={"out": out, "in": Buffer("in", np.array([5, -2, 40, 7], np.int32))})
     assert run.findings == []
     np.testing.assert_array_equal(out.array, 13 * np.arange(128) + 33)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx90a"])
+def test_preloaded_kernel_arguments_start_past_the_preload_header(build, arch):
+    k = build("local_array", arch, preload=4)
+    abi = k.program.abi
+    assert abi.preload > 0 and k.instructions[0].mnemonic == "s_trap" and k.program.entry == 1
+    idx = np.random.default_rng(3).integers(0, 1000, 128).astype(np.int32)
+    out = Buffer.empty("out", (128,), np.int32)
+    run = run_asm(k, grid=2, block=64, args=dict(out=out, idx=Buffer("idx", idx), n=-5), arch=arch)
+    assert run.findings == []
+    np.testing.assert_array_equal(out.array, (idx & 63) * np.tile(np.arange(64), 2) - 5)
