@@ -102,10 +102,13 @@ def test_target_lines(target):
     assert (out.array == 5).all()
 
 
-def test_another_processor_is_refused_by_name():
-    k = parse(asm_text(TRITON_ARGS, target="amdgcn-amd-amdhsa--gfx1100", kernarg=32)).kernel("k")
-    with pytest.raises(AsmError, match=r"compiled for gfx1100"):
-        run_asm(k, block=64, args=[Buffer("out", np.zeros(64, np.uint32)), 5, None, None])
+@pytest.mark.parametrize("target, proc", [("amdgcn-amd-amdhsa--gfx1100", "gfx1100"),
+                                          ("amdgcn-amd-amdhsa--gfx9-4-generic:xnack-", "gfx9-4-generic")])
+def test_another_processor_is_refused_by_name(target, proc):
+    f = parse(asm_text(TRITON_ARGS, target=target, kernarg=32))
+    assert f.processor == proc
+    with pytest.raises(AsmError, match=rf"compiled for {proc} "):
+        run_asm(f.kernel("k"), block=64, args=[Buffer("out", np.zeros(64, np.uint32)), 5, None, None])
 
 
 def test_descriptor_fields_as_expressions_over_set_symbols():
