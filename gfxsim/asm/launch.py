@@ -157,9 +157,6 @@ class Dispatch:
     dynamic_lds: int = 0
     stack: int = STACK_BYTES
 
-    def __iter__(self):               # (grid, block), as launches took them before
-        return iter((self.grid, self.block))
-
 
 def _dispatch(dims) -> Dispatch | None:
     if dims is None or isinstance(dims, Dispatch):
