@@ -1,0 +1,62 @@
+"""The Triton INT8-KV-cache paged decode against kernels_py's decode reference, both groupings:
+the fragment-aligned W scales are silent, the contiguous ones are scale-group findings naming the
+tokens and the Triton source line of the dequant."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from support.triton_local import run  # skips the module without triton
+
+from gfxsim import Buffer
+from kernels_py.host.buffers import cache_buffers
+from kernels_py.reference.attention import decode_int8_partials
+from kernels_py.reference.int8_cache import build_paged_cache
+from kernels_triton import paged_decode_int8 as pd
+
+H, KVH, D, BS = 4, 1, 64, 16
+CTX = 200                         # one partition: chunks 0-2 full, chunk 3 masked past token 200
+
+
+def decode(grouping: str):
+    rng = np.random.default_rng(4)
+    k, v = (rng.standard_normal((1, CTX, KVH, D)).astype(np.float32) for _ in range(2))
+    q = rng.standard_normal((1, H, D)).astype(np.float32)
+    cache = build_paged_cache(k, v, [CTX], block_size=BS)
+    b = cache_buffers(cache)
+    args = [Buffer("q", q), b["k_cache"], b["v_cache"], b["k_scale"], b["v_scale"], b["block_tables"],
+            b["context_lens"], np.zeros((1, H, 1), np.float32), np.zeros((1, H, 1), np.float32),
+            np.zeros((1, H, 1, D), np.float32)]
+    out, r = run(pd.paged_decode_int8, (1, 1, KVH), *args, num_warps=1, NUM_HEADS=H, NUM_KV_HEADS=KVH,
+                 HEAD_DIM=D, BLOCK_SIZE=BS, MAX_BLOCKS=cache.block_tables.shape[1], MAX_PARTS=1,
+                 GROUPING=pd.FRAGMENT if grouping == "fragment" else pd.CONTIGUOUS)
+    return out, r, q, cache
+
+
+def dequant_line() -> int:
+    src, first = inspect.getsourcelines(pd.paged_decode_int8.fn)
+    return first + next(i for i, s in enumerate(src) if "o += acc0 * sw0[:, None]" in s)
+
+
+@pytest.mark.parametrize("grouping", ["fragment", "contiguous"])
+def test_paged_decode_int8(grouping):
+    out, r, q, cache = decode(grouping)
+    ref = decode_int8_partials(q, cache, grouping=grouping)
+    other = decode_int8_partials(q, cache, grouping="contiguous" if grouping == "fragment" else "fragment")
+    np.testing.assert_array_equal(out["max_logits"], ref.max_logits)
+    np.testing.assert_allclose(out["exp_sums"], ref.exp_sums, rtol=1e-5)
+    scale = np.abs(ref.tmp_out).max()
+    np.testing.assert_allclose(out["tmp_out"], ref.tmp_out, rtol=0, atol=1e-5 * scale)
+    assert np.abs(out["tmp_out"] - other.tmp_out).max() > 1e-3 * scale      # the groupings differ
+    assert {f.kind for f in r.findings if not f.is_performance} <= {"scale-group-mismatch"}
+    mism = [f for f in r.findings if f.kind == "scale-group-mismatch"]
+    if grouping == "fragment":
+        assert mism == []
+        return
+    # every chunk's two dots: group 0 (tokens 0-31) scaled dot 0's K set, group 1 dot 1's
+    msgs = {f.message for f in mism}
+    assert any("computed over tokens {0-31}" in m and "consumed {0-7,16-23,32-39,48-55}" in m for m in msgs), msgs
+    assert any("computed over tokens {32-63}" in m and "consumed {8-15,24-31,40-47,56-63}" in m for m in msgs), msgs
+    assert all(f.source.endswith(f"paged_decode_int8.py:{dequant_line()}") for f in mism), {f.source for f in mism}
