@@ -62,3 +62,24 @@ def test_gemm_tile(kind):
     assert errors(r) == []
     k_step = 8 if kind == "fp16" else 16          # the MFMA's K
     assert len(r.records) == 4 * K // k_step      # 4 programs, each K/k_step MFMAs
+
+
+@pytest.mark.parametrize("kpack,mm", [(1, 16), (2, 16), (2, 32)])
+def test_gemm_k_slot_tokens_show_kwidth(kpack, mm):
+    """K tagged by its index: each MFMA's K slots name the k they hold. With kpack=2 Triton packs
+    8 consecutive k a lane (kWidth 8), so instruction j of a K=32 step holds k = 8*(s//4) + 4*j + s%4
+    (s its K slot; the oracle in test_layout_oracle.py), not a contiguous run."""
+    from gfxsim import Buffer
+    rng = np.random.default_rng(5)
+    M = N = mm
+    K = 32
+    a = Buffer("a", rng.standard_normal((M, K)).astype(np.float16), tags={"token": np.arange(K)[None, :]})
+    b = Buffer("b", rng.standard_normal((K, N)).astype(np.float16), tags={"token": np.arange(K)[:, None]})
+    out, r = run(gemm.gemm_tile, (1, 1), a, b, np.zeros((M, N), np.float32), M, N, K, num_warps=1,
+                 options=dict(kpack=kpack), BLOCK_M=mm, BLOCK_N=mm, BLOCK_K=K, INT=False)
+    np.testing.assert_allclose(out["c_ptr"], gemm.reference(a.array, b.array), rtol=0, atol=1e-4)
+    ks = 16 if mm == 16 else 8                       # the MFMA's K
+    s = np.arange(ks)
+    for j, rec in enumerate(r.records):
+        want = 8 * (s // 4) + 4 * (j % 2) + s % 4 + 16 * (j // 2) * (mm == 32) if kpack == 2 else ks * j + s
+        assert rec.k_slots("A").tolist() == rec.k_slots("B").tolist() == [want.tolist()], (j, rec.k_slots("A"))

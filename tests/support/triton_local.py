@@ -33,7 +33,7 @@ def _arg_names(fn) -> list[str]:
     return list(fn.arg_names)
 
 
-def _compile(fn, signature: tuple, constexprs: tuple, num_warps: int, specialise: bool, fp8: tuple):
+def _compile(fn, signature: tuple, constexprs: tuple, num_warps: int, specialise: bool, fp8: tuple, options: tuple):
     sig = dict(signature)
     const = dict(constexprs)
     for name in const:
@@ -44,7 +44,7 @@ def _compile(fn, signature: tuple, constexprs: tuple, num_warps: int, specialise
             if sig[name].startswith("*"):
                 attrs[(i,)] = [["tt.divisibility", 16], ["tt.pointer_range", 32]]
     src = ASTSource(fn, sig, constexprs={k: v for k, v in const.items()}, attrs=attrs)
-    k = triton.compile(src, target=GPUTarget("hip", "gfx942", 64), options=dict(num_warps=num_warps))
+    k = triton.compile(src, target=GPUTarget("hip", "gfx942", 64), options=dict(options, num_warps=num_warps))
     text = k.asm["amdgcn"]
     return parse(text).kernel(k.metadata.name), k.metadata, text
 
@@ -52,10 +52,11 @@ def _compile(fn, signature: tuple, constexprs: tuple, num_warps: int, specialise
 _compiled = functools.lru_cache(maxsize=None)(_compile)
 
 
-def compiled(fn, *args, num_warps: int = 4, specialise: bool = True, fp8: dict | None = None, **constexprs):
+def compiled(fn, *args, num_warps: int = 4, specialise: bool = True, fp8: dict | None = None,
+             options: dict | None = None, **constexprs):
     """(parsed Kernel, triton metadata, .s text) for ``fn`` launched with ``args`` (numpy arrays or
     Buffers for tensors, Python/numpy numbers for scalars). ``fp8``: {arg name: triton fp8 type}
-    for uint8 arrays that hold fp8 bytes."""
+    for uint8 arrays that hold fp8 bytes. ``options``: further HIP compile options (kpack=2, ...)."""
     names = [n for n in _arg_names(fn) if n not in constexprs]
     if len(names) != len(args):
         raise TypeError(f"{fn.__name__} takes {names}, got {len(args)} arguments")
@@ -70,13 +71,15 @@ def compiled(fn, *args, num_warps: int = 4, specialise: bool = True, fp8: dict |
         else:
             sig.append((name, "i32"))
     return _compiled(fn, tuple(sig), tuple(sorted(constexprs.items())), num_warps, specialise,
-                     tuple(sorted(fp8.items())))
+                     tuple(sorted(fp8.items())), tuple(sorted((options or {}).items())))
 
 
-def run(fn, grid, *args, num_warps: int = 4, specialise: bool = True, fp8: dict | None = None, **constexprs):
+def run(fn, grid, *args, num_warps: int = 4, specialise: bool = True, fp8: dict | None = None,
+        options: dict | None = None, **constexprs):
     """Launch like ``fn[grid](*args, num_warps=..., **constexprs)``: (outputs, Run), outputs a dict
     of every tensor argument's array as the kernel left it."""
-    kernel, md, _ = compiled(fn, *args, num_warps=num_warps, specialise=specialise, fp8=fp8, **constexprs)
+    kernel, md, _ = compiled(fn, *args, num_warps=num_warps, specialise=specialise, fp8=fp8, options=options,
+                             **constexprs)
     names = [n for n in _arg_names(fn) if n not in constexprs]
     bufs = {}
     launch = []
