@@ -152,6 +152,7 @@ class Compiled:
     asm: Path                # the AMDGCN .s
     metadata: dict           # triton's metadata (shared, num_warps, global_scratch_size, ...), JSON-able
     runtime: tuple           # the kernel's parameters in order, constexprs left out
+    signature: dict = None   # parameter -> Triton type
 
 
 _memory: dict = {}
@@ -176,7 +177,7 @@ def compile_kernel(fn, spec: Specialisation) -> Compiled:
         meta = json.loads(meta_path.read_text())
     else:
         meta = _compile(fn, spec, folder, asm_path, meta_path)
-    out = Compiled(meta["name"], asm_path, meta, spec.runtime)
+    out = Compiled(meta["name"], asm_path, meta, spec.runtime, dict(spec.signature))
     with _lock:
         _memory[key] = out
     return out

@@ -81,6 +81,26 @@ def grid_of(grid, params: dict, meta: dict) -> tuple[int, ...]:
     return dims
 
 
+# Triton's scalar parameter types and the numpy type of their kernel argument bytes
+_SCALARS = {"i1": np.int32, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u1": np.int32,
+            "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "fp16": np.float16,
+            "bf16": np.uint16, "fp32": np.float32, "fp64": np.float64}
+
+
+def scalar(v, ty: str, name: str):
+    """A by-value argument as the bytes of its Triton type (a Python float is fp32 to Triton);
+    anything else (a tensor, None) as given."""
+    if ty.startswith("*") or v is None or isinstance(v, np.ndarray) and v.ndim > 0:
+        return v
+    t = _SCALARS.get(ty)
+    if t is None:
+        raise ArgumentError(f"parameter {name}: Triton type {ty} is not a scalar gfxsim passes")
+    if ty == "bf16":
+        import ml_dtypes
+        return np.asarray(v, ml_dtypes.bfloat16).view(np.uint16)[()]
+    return np.asarray(v).astype(t)[()]
+
+
 def _opaque(v) -> bool:
     """An array of a type device memory does not hold as numbers (ml_dtypes' bf16, fp8)."""
     return isinstance(v, np.ndarray) and v.ndim > 0 and v.dtype.kind == "V"
@@ -119,7 +139,7 @@ def run(kernel, grid, *args, num_warps: int = 4, num_stages: int | None = None, 
     k = load(compiled)
     meta = compiled.metadata
     dims = grid_of(grid, params, meta)
-    values = {n: params[n] for n in compiled.runtime}
+    values = {n: scalar(params[n], compiled.signature[n], n) for n in compiled.runtime}
     programs = int(np.prod(dims))
     for name, size, align in HIDDEN_POINTERS:
         if size in meta:

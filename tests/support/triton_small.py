@@ -62,3 +62,9 @@ def widen(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m).to(tl.float32) * 2, mask=m)
+
+
+@triton.jit
+def exp2(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.math.exp2(tl.load(x_ptr + offs)))

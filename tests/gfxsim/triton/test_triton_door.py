@@ -132,3 +132,12 @@ def test_bad_arguments_name_the_parameters():
         gt.run(ks.add, (1,), x, x, x, BLOCK=64)
     with pytest.raises(ArgumentError, match="no parameter NOPE"):
         gt.run(ks.add, (1,), x, x, x, 4, BLOCK=64, NOPE=1)
+
+
+def test_triton_exp2_is_the_bare_v_exp_f32_and_flushes_denormal_results():
+    x = np.linspace(-140, -110, 256).astype(np.float32)
+    out, run, k = gt.run(ks.exp2, (1,), x, np.zeros_like(x), BLOCK=256)
+    assert "v_exp_f32_e32" in {i.mnemonic for i in k.instructions}
+    got = out["out_ptr"]
+    assert (got[x < -126] == 0).all()
+    np.testing.assert_allclose(got[x >= -126], np.exp2(x[x >= -126].astype(np.float64)), rtol=1e-7)
