@@ -48,6 +48,9 @@ RULES = (
     Rule("gfxsim.machine", "gfxsim.hip"),
     Rule("gfxsim.machine", "gfxsim.cli"),
     Rule("gfxsim.asm", "gfxsim.hip"),          # assembly, whoever built it
+    Rule("gfxsim.asm", "gfxsim.triton"),
+    Rule("gfxsim.machine", "gfxsim.triton"),
+    Rule("gfxsim.arch", "gfxsim.triton"),
     Rule("gfxsim.isa", "gfxsim.machine"),      # instruction semantics: numbers and rules, no machine
     Rule("gfxsim.isa", "gfxsim.asm"),
     Rule("kernels_py", "bench"),
