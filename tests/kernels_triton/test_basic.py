@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support.triton_local import compiled, run  # skips the module without triton
+from support.triton_local import asm_text  # skips the module without triton
 
+from gfxsim.triton import run
 from kernels_triton import gemm
 from kernels_triton.vector_add import reference as add_reference
 from kernels_triton.vector_add import vector_add
@@ -21,10 +22,10 @@ def test_vector_add_masked_tail():
     rng = np.random.default_rng(1)
     n = 1000                                # 4 programs of 256, the last one 232 lanes
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
-    out, r = run(vector_add, (4,), x, y, np.full(n, np.nan, np.float32), n, BLOCK=256)
+    out, r, _ = run(vector_add, (4,), x, y, np.full(n, np.nan, np.float32), n, BLOCK=256)
     assert np.array_equal(out["out_ptr"], add_reference(x, y))
     assert errors(r) == []
-    text = compiled(vector_add, x, y, out["out_ptr"], n, BLOCK=256)[2]
+    text = asm_text(vector_add, x, y, out["out_ptr"], n, BLOCK=256)
     assert "buffer_load_dword" in text and "buffer_store_dword" in text     # the production MUBUF path
 
 
@@ -32,9 +33,9 @@ def test_vector_add_unspecialised_is_global():
     """The plain form (no divisibility / pointer-range hints) loads through global_load."""
     n = 300
     x, y = np.arange(n, dtype=np.float32), np.full(n, 2, np.float32)
-    out, r = run(vector_add, (2,), x, y, np.zeros(n, np.float32), n, BLOCK=256, specialise=False)
+    out, r, _ = run(vector_add, (2,), x, y, np.zeros(n, np.float32), n, BLOCK=256, plain=True)
     assert np.array_equal(out["out_ptr"], x + y)
-    assert "global_load" in compiled(vector_add, x, y, x, n, BLOCK=256, specialise=False)[2]
+    assert "global_load" in asm_text(vector_add, x, y, x, n, BLOCK=256, plain=True)
 
 
 CASES = {   # operand type: (operands, MFMA Triton picks, BLOCK_K)
@@ -52,8 +53,8 @@ def test_gemm_tile(kind):
     a, b = make(rng, (M, K)), make(rng, (K, N))
     c = np.zeros((M, N), np.int32 if kind == "int8" else np.float32)
     kw = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=block_k, INT=kind == "int8")
-    assert mfma in compiled(gemm.gemm_tile, a, b, c, M, N, K, num_warps=1, **kw)[2]
-    out, r = run(gemm.gemm_tile, (2, 2), a, b, c, M, N, K, num_warps=1, **kw)   # one wave per 32x32 tile
+    assert mfma in asm_text(gemm.gemm_tile, a, b, c, M, N, K, num_warps=1, **kw)
+    out, r, _ = run(gemm.gemm_tile, (2, 2), a, b, c, M, N, K, num_warps=1, **kw)   # one wave per 32x32 tile
     ref = gemm.reference(a, b)
     if kind == "int8":
         assert np.array_equal(out["c_ptr"], ref)
@@ -75,8 +76,8 @@ def test_gemm_k_slot_tokens_show_kwidth(kpack, mm):
     K = 32
     a = Buffer("a", rng.standard_normal((M, K)).astype(np.float16), tags={"token": np.arange(K)[None, :]})
     b = Buffer("b", rng.standard_normal((K, N)).astype(np.float16), tags={"token": np.arange(K)[:, None]})
-    out, r = run(gemm.gemm_tile, (1, 1), a, b, np.zeros((M, N), np.float32), M, N, K, num_warps=1,
-                 options=dict(kpack=kpack), BLOCK_M=mm, BLOCK_N=mm, BLOCK_K=K, INT=False)
+    out, r, _ = run(gemm.gemm_tile, (1, 1), a, b, np.zeros((M, N), np.float32), M, N, K, num_warps=1,
+                 compile_options=dict(kpack=kpack), BLOCK_M=mm, BLOCK_N=mm, BLOCK_K=K, INT=False)
     np.testing.assert_allclose(out["c_ptr"], gemm.reference(a.array, b.array), rtol=0, atol=1e-4)
     ks = 16 if mm == 16 else 8                       # the MFMA's K
     s = np.arange(ks)

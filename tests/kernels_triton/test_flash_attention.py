@@ -6,8 +6,9 @@ import inspect
 
 import numpy as np
 
-from support.triton_local import compiled, run  # skips the module without triton
+from support.triton_local import asm_text  # skips the module without triton
 
+from gfxsim.triton import run
 from kernels_triton import flash_attention as fa
 
 NQ, NK, D = 64, 80, 64          # 80 keys: two full 32-key blocks and a tail of 16
@@ -19,9 +20,9 @@ def launch(mask_tail: bool):
     q, k, v = (rng.standard_normal((n, D)).astype(np.float16) for n in (NQ, NK, NK))
     o = np.full((NQ, D), np.nan, np.float32)
     kw = dict(HEAD_DIM=D, BLOCK_M=32, BLOCK_N=32, MASK_TAIL=mask_tail)
-    out, r = run(fa.flash_attention_fwd, (NQ // 32,), q, k, v, o, NQ, NK, SCALE, **kw)
-    return out["o_ptr"], r, fa.reference(q, k, v, SCALE), compiled(fa.flash_attention_fwd, q, k, v, o, NQ, NK,
-                                                                      SCALE, **kw)[2]
+    out, r, _ = run(fa.flash_attention_fwd, (NQ // 32,), q, k, v, o, NQ, NK, SCALE, **kw)
+    return out["o_ptr"], r, fa.reference(q, k, v, SCALE), asm_text(fa.flash_attention_fwd, q, k, v, o, NQ, NK,
+                                                                      SCALE, **kw)
 
 
 def line_of(text: str) -> int:

@@ -8,9 +8,10 @@ import inspect
 import numpy as np
 import pytest
 
-from support.triton_local import run  # skips the module without triton
+import support.triton_local  # noqa: F401  (skips the module without triton)
 
 from gfxsim import Buffer
+from gfxsim.triton import run
 from kernels_py.host.buffers import cache_buffers
 from kernels_py.reference.attention import decode_int8_partials
 from kernels_py.reference.int8_cache import build_paged_cache
@@ -29,7 +30,7 @@ def decode(grouping: str):
     args = [Buffer("q", q), b["k_cache"], b["v_cache"], b["k_scale"], b["v_scale"], b["block_tables"],
             b["context_lens"], np.zeros((1, H, 1), np.float32), np.zeros((1, H, 1), np.float32),
             np.zeros((1, H, 1, D), np.float32)]
-    out, r = run(pd.paged_decode_int8, (1, 1, KVH), *args, num_warps=1, NUM_HEADS=H, NUM_KV_HEADS=KVH,
+    out, r, _ = run(pd.paged_decode_int8, (1, 1, KVH), *args, num_warps=1, NUM_HEADS=H, NUM_KV_HEADS=KVH,
                  HEAD_DIM=D, BLOCK_SIZE=BS, MAX_BLOCKS=cache.block_tables.shape[1], MAX_PARTS=1,
                  GROUPING=pd.FRAGMENT if grouping == "fragment" else pd.CONTIGUOUS)
     return out, r, q, cache
