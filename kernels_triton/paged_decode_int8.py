@@ -144,3 +144,33 @@ def paged_decode_int8(q, k_cache, v_cache, k_scale, v_scale, block_tables, conte
         tl.store(exp_sums + row, l, mask=hrow)
         tl.store(max_logits + row, m, mask=hrow)
         tl.store(tmp_out + row[:, None] * HEAD_DIM + d[None, :], o, mask=hrow[:, None])
+
+
+def launch(q, cache, grouping: str = "fragment", *, num_warps: int = 1):
+    """Run the decode on gfxsim for q [num_seqs, num_heads, head_dim] f32 against a
+    kernels_py PagedKVCache (its buffers tagged with seq/token, kernels_py.host.buffers): returns
+    (outputs by parameter name — tmp_out, max_logits, exp_sums as decode_int8_partials gives
+    them —, the Run)."""
+    import numpy as np
+
+    from gfxsim import Buffer
+    from gfxsim.errors import ArgumentError
+    from gfxsim.triton import run
+    from kernels_py.host.buffers import cache_buffers
+
+    if grouping not in ("fragment", "contiguous"):
+        raise ArgumentError(f"grouping must be 'fragment' or 'contiguous', got {grouping!r}")
+    q = np.ascontiguousarray(q, np.float32)
+    S, H, D = q.shape
+    kvh = cache.num_kv_heads
+    if H % kvh or H // kvh > ROWS:
+        raise ArgumentError(f"{H} query heads over {kvh} kv heads: at most {ROWS} query heads per kv head")
+    parts = -(-int(np.max(cache.context_lens)) // PARTITION)
+    b = cache_buffers(cache)
+    outs, r, _ = run(paged_decode_int8, (S, parts, kvh), Buffer("q", q), b["k_cache"], b["v_cache"], b["k_scale"],
+                     b["v_scale"], b["block_tables"], b["context_lens"], np.zeros((S, H, parts), np.float32),
+                     np.full((S, H, parts), -np.inf, np.float32), np.zeros((S, H, parts, D), np.float32),
+                     num_warps=num_warps, NUM_HEADS=H, NUM_KV_HEADS=kvh, HEAD_DIM=D, BLOCK_SIZE=cache.block_size,
+                     MAX_BLOCKS=cache.block_tables.shape[1], MAX_PARTS=parts,
+                     GROUPING=FRAGMENT if grouping == "fragment" else CONTIGUOUS)
+    return outs, r

@@ -10,9 +10,6 @@ import pytest
 
 import support.triton_local  # noqa: F401  (skips the module without triton)
 
-from gfxsim import Buffer
-from gfxsim.triton import run
-from kernels_py.host.buffers import cache_buffers
 from kernels_py.reference.attention import decode_int8_partials
 from kernels_py.reference.int8_cache import build_paged_cache
 from kernels_triton import paged_decode_int8 as pd
@@ -26,13 +23,7 @@ def decode(grouping: str):
     k, v = (rng.standard_normal((1, CTX, KVH, D)).astype(np.float32) for _ in range(2))
     q = rng.standard_normal((1, H, D)).astype(np.float32)
     cache = build_paged_cache(k, v, [CTX], block_size=BS)
-    b = cache_buffers(cache)
-    args = [Buffer("q", q), b["k_cache"], b["v_cache"], b["k_scale"], b["v_scale"], b["block_tables"],
-            b["context_lens"], np.zeros((1, H, 1), np.float32), np.zeros((1, H, 1), np.float32),
-            np.zeros((1, H, 1, D), np.float32)]
-    out, r, _ = run(pd.paged_decode_int8, (1, 1, KVH), *args, num_warps=1, NUM_HEADS=H, NUM_KV_HEADS=KVH,
-                 HEAD_DIM=D, BLOCK_SIZE=BS, MAX_BLOCKS=cache.block_tables.shape[1], MAX_PARTS=1,
-                 GROUPING=pd.FRAGMENT if grouping == "fragment" else pd.CONTIGUOUS)
+    out, r = pd.launch(q, cache, grouping)
     return out, r, q, cache
 
 
@@ -61,3 +52,19 @@ def test_paged_decode_int8(grouping):
     assert any("computed over tokens {0-31}" in m and "consumed {0-7,16-23,32-39,48-55}" in m for m in msgs), msgs
     assert any("computed over tokens {32-63}" in m and "consumed {8-15,24-31,40-47,56-63}" in m for m in msgs), msgs
     assert all(f.source.endswith(f"paged_decode_int8.py:{dequant_line()}") for f in mism), {f.source for f in mism}
+
+
+def test_two_sequences_two_partitions():
+    """Sequence 0 spans two partitions (300 tokens), sequence 1 one (70); its second partition's
+    program ends at once and leaves its row as the host set it."""
+    rng = np.random.default_rng(6)
+    lens = [300, 70]
+    k, v = (rng.standard_normal((2, 300, KVH, D)).astype(np.float32) for _ in range(2))
+    q = rng.standard_normal((2, H, D)).astype(np.float32)
+    cache = build_paged_cache(k, v, lens, block_size=BS)
+    out, r = pd.launch(q, cache, "fragment")
+    ref = decode_int8_partials(q, cache, grouping="fragment")
+    np.testing.assert_array_equal(out["max_logits"], ref.max_logits)
+    np.testing.assert_allclose(out["exp_sums"], ref.exp_sums, rtol=1e-5)
+    np.testing.assert_allclose(out["tmp_out"], ref.tmp_out, rtol=0, atol=1e-5 * np.abs(ref.tmp_out).max())
+    assert [f for f in r.findings if not f.is_performance] == []
