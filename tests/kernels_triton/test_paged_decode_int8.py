@@ -10,6 +10,7 @@ import pytest
 
 import support.triton_local  # noqa: F401  (skips the module without triton)
 
+from gfxsim.arch.kslots import format_token_set
 from kernels_py.reference.attention import decode_int8_partials
 from kernels_py.reference.int8_cache import build_paged_cache
 from kernels_triton import paged_decode_int8 as pd
@@ -46,6 +47,17 @@ def test_paged_decode_int8(grouping):
     mism = [f for f in r.findings if f.kind == "scale-group-mismatch"]
     if grouping == "fragment":
         assert mism == []
+        # the PV dots' K slots (Wq in A, the V cache in B) hold the seed's MFMA token sets
+        sets = set()
+        for rec in r.records:
+            a, b = rec.k_slots("A"), rec.k_slots("B")
+            if a is not None and b is not None and (b[0] >= 0).sum() > 1:
+                a, b = a[0], b[0]
+                assert a.tolist() == b.tolist()
+                sets.add(format_token_set(b[b >= 0]))
+        j_sets = [16 * (i // 8) + 8 * j + i % 8 for j in range(2) for i in [np.arange(32)]]
+        want = {format_token_set(64 * c + t) for c in range(3) for t in j_sets} | {"{192-199}"}
+        assert sets == want
         return
     # every chunk's two dots: group 0 (tokens 0-31) scaled dot 0's K set, group 1 dot 1's
     msgs = {f.message for f in mism}
