@@ -47,7 +47,7 @@ def test_paged_decode_int8(grouping):
     mism = [f for f in r.findings if f.kind == "scale-group-mismatch"]
     if grouping == "fragment":
         assert mism == []
-        # the PV dots' K slots (Wq in A, the V cache in B) hold the seed's MFMA token sets
+        # the PV dots' K slots (Wq in A, the V cache in B) hold kernels_py's MFMA token sets (reference.attention.mmac_set)
         sets = set()
         for rec in r.records:
             a, b = rec.k_slots("A"), rec.k_slots("B")
