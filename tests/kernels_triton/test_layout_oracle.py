@@ -4,13 +4,17 @@ a third oracle beside the vendor's closed forms and the hardware probes.
 
 A Triton linear layout maps (register, lane) to tensor coordinates: each set bit of the register
 index and of the lane XORs in its basis vector. Triton's register index counts elements, so it is
-gfxsim's reg * elements-per-register + elem."""
+gfxsim's reg * elements-per-register + elem. (At exit nanobind may list ir.attribute instances
+as leaked: triton's layout-to-IR conversion keeps them, whatever the caller frees.)"""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-pytest.importorskip("triton.experimental.gluon", reason="triton (>= 3.6, with Gluon) is not installed")
+from support.triton_small import need_triton
+
+need_triton()
+pytest.importorskip("triton.experimental.gluon", reason="this triton has no Gluon (to_linear_layout came with 3.6)")
 from triton._C.libtriton import gluon_ir, ir  # noqa: E402
 from triton.experimental.gluon.language import DotOperandLayout  # noqa: E402
 from triton.experimental.gluon.language.amd import AMDMFMALayout  # noqa: E402
