@@ -25,7 +25,10 @@ def gemm_tile(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.c
     for k0 in range(0, K, BLOCK_K):
         a = tl.load(a_ptr + rm[:, None] * K + (k0 + rk)[None, :])
         b = tl.load(b_ptr + (k0 + rk)[:, None] * N + rn[None, :])
-        acc = tl.dot(a, b, acc)
+        if INT:
+            acc = tl.dot(a, b, acc, out_dtype=tl.int32)
+        else:
+            acc = tl.dot(a, b, acc)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc)
 
 

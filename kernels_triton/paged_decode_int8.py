@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
-from triton.language.extra.hip import libdevice
+from triton.language.extra import libdevice
+from triton.language.extra.hip import libdevice as hip_libdevice
 
 FRAGMENT, CONTIGUOUS = 0, 1
 ROWS = 16                # MFMA rows: the query heads of one kv head, padded
@@ -49,8 +50,22 @@ def _scores(qq, sq, k_cache, k_scale, bt_row, t, ctx, kvh, g, NUM_KV_HEADS: tl.c
 
 
 @triton.jit
+def _rint_ocml(x):
+    return libdevice.rint(x)
+
+
+@triton.jit
+def _rint_llrint(x):
+    return libdevice.llrint(x).to(tl.float32)
+
+
+# round half to even (the reference's np.rint); triton 3.6's HIP libdevice has only llrint
+_rint = _rint_ocml if hasattr(hip_libdevice, "rint") else _rint_llrint
+
+
+@triton.jit
 def _quantize(w, inv, live):
-    q = tl.minimum(tl.maximum(libdevice.rint(w * inv), -127.0), 127.0)
+    q = tl.minimum(tl.maximum(_rint(w * inv), -127.0), 127.0)
     return tl.where(live, q, 0.0).to(tl.int8)
 
 
