@@ -482,24 +482,19 @@ def _with_callees(name: str, funcs: dict) -> dict:
     return {**funcs[name], "instructions": instructions, "labels": labels}
 
 
-def read_asm(path: Path) -> bytes:
-    """The bytes of a .s file, checked to be non-empty UTF-8 text."""
+def parse_file(path: Path | str) -> AsmFile:
+    path = Path(path)
     if not path.is_file():
         raise located(FileNotFoundError, f"{path}: no such assembly file")
     data = path.read_bytes()
     if not data.strip():
         raise AsmFileError(f"{path}: empty assembly file")
     try:
-        data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise AsmFileError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
                          "expected a clang AMDGPU .s file") from e
-    return data
-
-
-def parse_file(path: Path | str) -> AsmFile:
-    path = Path(path)
-    return parse(read_asm(path).decode("utf-8"), path)
+    return parse(text, path)
 
 
 # ---- encoding families ------------------------------------------------------------------------

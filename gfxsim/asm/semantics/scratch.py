@@ -187,6 +187,8 @@ def _buffer_load(kind, other):
     nbytes, fill = LOADS[kind]
 
     def run(st, d):
+        if d.ops.mods.get("lds"):           # the LDS-direct form: no VGPR destination, never a private source
+            return _global(st, d, other)
         dst, vaddr, rsrc, soffset = d.ops.positional
         if not is_private(st, rsrc):
             return _global(st, d, other)

@@ -624,10 +624,12 @@ def v_cndmask_b32(st, d):
 def _cmp(name, x, rel, t):
     @op(name)
     def run(st, d):
-        allowed = ()
-        no_mods(st, d, allowed)
+        sdwa = d.enc == "sdwa"
+        no_mods(st, d, ("src0_sel", "src1_sel") if sdwa else ())
         dst, a, b = d.ops.positional
-        if t == "f32":
+        if sdwa and t in ("f32", "i32", "u32"):          # a byte or word of each source, extended
+            va, vb = (_sdwa_src(st, d, k, o, t) for k, o in enumerate((a, b)))
+        elif t == "f32":
             va, vb = f32(st, a), f32(st, b)
         elif t == "f64":
             va, vb = f64(st, a), f64(st, b)
@@ -797,4 +799,7 @@ def v_pk_mov_b32(st, d):
         st.vwrite_value(dst.file, dst.first, VGPRs(st.w, np.stack([lo, hi]), "u32", prov, regs=(dst.first, 2)))
 
 
-__all__ = ["VALU", "OPS"]
+# shared with the 16-bit, binary64 and fp8 families (vop16, vop64, cvt8)
+value_of, put_prov, sdwa_dst, sdwa_dst_prov = _value, _put_prov, _sdwa_dst, _sdwa_dst_prov
+
+__all__ = ["VALU", "OPS", "put_prov", "sdwa_dst", "sdwa_dst_prov", "value_of"]
