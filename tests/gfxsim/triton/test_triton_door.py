@@ -141,3 +141,13 @@ def test_triton_exp2_is_the_bare_v_exp_f32_and_flushes_denormal_results():
     got = out["out_ptr"]
     assert (got[x < -126] == 0).all()
     np.testing.assert_allclose(got[x >= -126], np.exp2(x[x >= -126].astype(np.float64)), rtol=1e-7)
+
+
+def test_a_cross_wave_reduction_of_replicated_data_is_no_race():
+    # 128 columns over 4 waves: waves 2-3 hold copies of waves 0-1's data and store the same partials
+    from support.triton_small import row_sum
+    x = np.arange(3 * 100, dtype=np.float32).reshape(3, 100)
+    out, run, k = gt.run(row_sum, (3,), x, np.zeros(3, np.float32), 100, BLOCK=128)
+    assert any(i.mnemonic.startswith("ds_write") for i in k.instructions)
+    np.testing.assert_allclose(out["out_ptr"], x.sum(1))
+    assert run.findings == []
