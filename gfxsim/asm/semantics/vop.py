@@ -304,13 +304,19 @@ def _sdwa_dst_prov(st, d, dst, prov):
     return route_prov(new, rows, width)
 
 
+# VOP3 clamp on the unsigned add/sub: the result saturates to [0, 2^32 - 1] instead of wrapping
+# (CDNA3 ISA, "clamp": integer operations clamp to the type's range; LLVM's usub.sat/uadd.sat)
+_CLAMP_U32 = {"v_add_u32": lambda a, b: a + b, "v_sub_u32": lambda a, b: a - b, "v_subrev_u32": lambda a, b: b - a}
+
+
 def _valu(name, types, fn):
     @op(name)
     def run(st, d):
         if len(d.ops) != 1 + len(types):
             raise st.error(f"{d.mnemonic} takes {1 + len(types)} operands, got {len(d.ops)}")
         sdwa = d.enc == "sdwa"
-        no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel", "src1_sel") if sdwa else ())
+        clamp = bool(d.ops.mods.get("clamp")) and name in _CLAMP_U32 and d.enc == "e64"
+        no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel", "src1_sel") if sdwa else ("clamp",) if clamp else ())
         dst, srcs = d.ops[0], d.ops.positional[1:]
         if sdwa:
             vals = [_sdwa_src(st, d, k, o, t) for k, (o, t) in enumerate(zip(srcs, types))]
@@ -319,8 +325,12 @@ def _valu(name, types, fn):
                 if (o.neg or o.abs) and t not in _FLOAT_TYPES:
                     raise st.error(f"modifier on {o.text}: an integer source of {d.mnemonic}")
             vals = [_read(st, o, t) for o, t in zip(srcs, types)]
-        r = np.asarray(fn(*vals))
-        r = r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
+        if clamp:
+            wide = _CLAMP_U32[name](*(np.asarray(v).view(U32).astype(np.int64) for v in vals))
+            r = np.clip(wide, 0, 0xFFFFFFFF).astype(U32)
+        else:
+            r = np.asarray(fn(*vals))
+            r = r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
         keep = dequant.fresh(st, srcs[0]) if name in dequant.KEEPS and not sdwa else None
         prov = _result_prov(st, d, name, srcs)
         if sdwa:

@@ -151,3 +151,14 @@ def test_a_cross_wave_reduction_of_replicated_data_is_no_race():
     assert any(i.mnemonic.startswith("ds_write") for i in k.instructions)
     np.testing.assert_allclose(out["out_ptr"], x.sum(1))
     assert run.findings == []
+
+
+def test_triton_fp8_downcasts_saturate_through_mode_fp16_ovfl():
+    import ml_dtypes
+    x = np.array([1.0, -3.5, 239.0, 300.0, -1000.0, 1e6, np.nan, 0.0] * 32, np.float32)
+    out, run, k = gt.run(ks.to_fp8, (1,), x, np.zeros(256, ml_dtypes.float8_e4m3fnuz), 256, BLOCK=256)
+    assert any(i.mnemonic == "s_setreg_imm32_b32" for i in k.instructions)
+    got = out["y_ptr"].astype(np.float32)
+    want = np.where(np.isfinite(x) & (np.abs(x) > 240), np.sign(x) * 240, x.astype(ml_dtypes.float8_e4m3fnuz)
+                    .astype(np.float32))
+    np.testing.assert_array_equal(got, want)
