@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import f32, no_mods, op, put, u32
-from .vop import _value
+from .vop import value_of
 from ... import isa
 from ...machine.provenance import Prov
 from ...machine.routing import route_prov
@@ -75,7 +75,7 @@ def _pk_to8(name, kind):
         r = (old & ~(U32(0xFFFF) << shift)) | ((lo | (hi << U32(8))) << shift)
         prov = None
         if st.w.provenance:
-            pa, pb = (None if o.kind != "reg" or o.file not in "va" else elem_prov(st.w, _value(st, o), 1)
+            pa, pb = (None if o.kind != "reg" or o.file not in "va" else elem_prov(st.w, value_of(st, o), 1)
                       for o in (a, b))
             po = st.vread(dst.file, dst.first, 1).prov
             if pa is not None or pb is not None or po is not None:
@@ -110,7 +110,7 @@ def _sr(name):            # v_cvt_sr_{fp8,bf8}_f32
         r = (old & ~(U32(0xFF) << shift)) | (bits.astype(U32) << shift)
         prov = None
         if st.w.provenance:
-            pa = elem_prov(st.w, _value(st, a), 1) if a.kind == "reg" and a.file in "va" else None
+            pa = elem_prov(st.w, value_of(st, a), 1) if a.kind == "reg" and a.file in "va" else None
             po = st.vread(dst.file, dst.first, 1).prov
             if pa is not None or po is not None:
                 w = st.w.pw

@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import OPS, f32, no_mods, op, put, sdst_mask, u32
-from .vop import SDWA_FIELD, _sdwa_dst, _sdwa_dst_prov, _value, arith_prov, by_sgpr_value
+from .vop import SDWA_FIELD, sdwa_dst, sdwa_dst_prov, value_of, arith_prov, by_sgpr_value
 from ... import isa
 from ...isa.half import pack_halves
 from ...machine.provenance import Prov
@@ -145,13 +145,13 @@ def place(st, d, dst, r, prov, *, half_bits: bool, nsrc: int):
     w = st.w.pw
     new = None if prov is None else prov.per_byte()
     if d.enc == "sdwa":
-        word = _sdwa_dst(st, d, dst, np.asarray(r).astype(U32))
+        word = sdwa_dst(st, d, dst, np.asarray(r).astype(U32))
         if new is not None and d.ops.mods.get("dst_sel", "DWORD") != "DWORD":
-            new = _sdwa_dst_prov(st, d, dst, route_prov(new, _rows(new, half_bits, w), w) if half_bits else new)
+            new = sdwa_dst_prov(st, d, dst, route_prov(new, _rows(new, half_bits, w), w) if half_bits else new)
         elif new is not None and half_bits:
             new = route_prov(new, _rows(new, True, w), w)
         elif new is None and _keeps_named_bytes(st, d, dst):
-            new = _sdwa_dst_prov(st, d, dst, Prov(1, {}))
+            new = sdwa_dst_prov(st, d, dst, Prov(1, {}))
         return _put(st, dst, word, new)
     if not half_bits:
         return _put(st, dst, np.asarray(r, U32), new if new is None else route_prov(new, _rows(new, False, w), w))
@@ -204,7 +204,7 @@ def _read_src(st, d, k, o, t, n):
     if d.enc == "sdwa" and d.ops.mods.get(f"src{k}_sel", "DWORD") != "DWORD":
         raise st.error(f"SDWA select on the 32-bit source {o.text} of {d.mnemonic} is not modelled")
     x = f32(st, o) if t == "f32" else u32(st, o)
-    return (x.view(np.int32) if t == "i32" else x), _value(st, o)
+    return (x.view(np.int32) if t == "i32" else x), value_of(st, o)
 
 
 _MODS = {"e32": (), "e64": ("op_sel",), "sdwa": ("dst_sel", "dst_unused", "src0_sel", "src1_sel")}
@@ -324,7 +324,7 @@ def v_cvt_pkrtz_f16_f32(st, d):
     word = isa.entry("v_cvt_pkrtz_f16_f32").fn(f32(st, a), f32(st, b))
     prov = None
     if st.w.provenance:
-        pa, pb = (_elem_bytes(st, _value(st, o), 2) if o.kind == "reg" and o.file in "va" else None for o in (a, b))
+        pa, pb = (_elem_bytes(st, value_of(st, o), 2) if o.kind == "reg" and o.file in "va" else None for o in (a, b))
         prov = Prov.concat([pa, pb], [2, 2], st.w.pw)
     _put(st, dst, word, prov)
 
@@ -395,7 +395,7 @@ def _mix(name):
                 if sel[k] and o.kind == "reg":
                     raise st.error(f"{d.mnemonic}: op_sel on the binary32 source {o.text}")
                 xs.append(f32(st, o))
-                vals.append(_value(st, o))
+                vals.append(value_of(st, o))
         with np.errstate(all="ignore"):
             r = e.fn(*xs)
         prov = result_prov(st, name, vals, xs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import OPS, f32, f64, no_mods, op, put64, sdst_mask, u32
-from .vop import _put_prov, _value, arith_prov
+from .vop import put_prov, value_of, arith_prov
 from ... import isa
 from ...machine.provenance import Prov
 from ...machine.vgpr import VGPRs
@@ -34,7 +34,7 @@ def _src_value(st, o, t) -> VGPRs:
     """A source as a back-end value: a pair is one 8-byte element (its provenance with it)."""
     if t == "f64" and o.kind == "reg" and o.file in "va":
         return st.vread(o.file, o.first, 2, "u64")
-    return _value(st, o)
+    return value_of(st, o)
 
 
 def _differ(name, xs):
@@ -73,7 +73,7 @@ def _write(st, dst, r, t, prov):
             st.vwrite_value(dst.file, dst.first, VGPRs(st.w, bits[None, :].copy(), "u64", prov, regs=(dst.first, 2)))
         return
     r = np.asarray(r)
-    _put_prov(st, dst, r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32), prov)
+    put_prov(st, dst, r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32), prov)
 
 
 def _row(name, types, result, fn):
