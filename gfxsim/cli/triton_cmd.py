@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UsageError
-from .hip_cmd import _dims
+from .hip_cmd import parse_dims
 
 EXAMPLE = ("gfxsim triton add.py:add_kernel --grid 4 --arg x_ptr=x.npy --arg y_ptr=randn:1000:float32 "
            "--arg out_ptr=zeros:1000:float32 --arg n=1000 --arg BLOCK=256")
@@ -148,7 +148,7 @@ def run_triton(args) -> int:
     triton_module()
     values, tags = parse_values(args)
     kernel = load_kernel(args.kernel)
-    grid = _dims(args.grid, "--grid")
+    grid = parse_dims(args.grid, "--grid")
     out_dir = Path(args.output) if args.output else None
     if out_dir is not None:
         try:

@@ -197,7 +197,9 @@ def _compile(fn, spec, folder: Path, asm_path: Path, meta_path: Path) -> dict:
         why = next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else type(e).__name__)
         raise TritonCompileError(f"triton cannot compile {fn.__name__} for {ARCH} with {spec.signature}: "
                                  f"{why.strip()}") from e
-    meta = {k: v for k, v in compiled.metadata._asdict().items() if isinstance(v, (int, float, str, bool, type(None)))}
+    # the metadata as triton wrote it (its JSON file beside the IRs), scalars kept
+    path = next(Path(p) for k, p in compiled.metadata_group.items() if k.endswith(".json"))
+    meta = {k: v for k, v in json.loads(path.read_text()).items() if isinstance(v, (int, float, str, bool, type(None)))}
     folder.mkdir(parents=True, exist_ok=True)
     tmp = asm_path.with_suffix(".s.tmp")
     tmp.write_text(compiled.asm["amdgcn"])

@@ -68,3 +68,10 @@ def widen(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def exp2(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(out_ptr + offs, tl.math.exp2(tl.load(x_ptr + offs)))
+
+
+@triton.jit
+def to_fp8(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m).to(tl.float8e4b8), mask=m)

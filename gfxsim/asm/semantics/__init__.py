@@ -209,6 +209,6 @@ def widen(st, v, signed: bool):
                  np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 
 
-from . import atomic, buffer, cvt8, dequant, dpp, ds, lanes, mem, mfma, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
+from . import atomic, buffer, cvt8, dequant, dpp, ds, lanes, mem, mfma, mode, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
 # last: the private segment's MUBUF forms wrap whatever global MUBUF semantics are registered above
 from . import scratch  # noqa: E402,F401

@@ -141,3 +141,24 @@ def test_triton_exp2_is_the_bare_v_exp_f32_and_flushes_denormal_results():
     got = out["out_ptr"]
     assert (got[x < -126] == 0).all()
     np.testing.assert_allclose(got[x >= -126], np.exp2(x[x >= -126].astype(np.float64)), rtol=1e-7)
+
+
+def test_a_cross_wave_reduction_of_replicated_data_is_no_race():
+    # 128 columns over 4 waves: waves 2-3 hold copies of waves 0-1's data and store the same partials
+    from support.triton_small import row_sum
+    x = np.arange(3 * 100, dtype=np.float32).reshape(3, 100)
+    out, run, k = gt.run(row_sum, (3,), x, np.zeros(3, np.float32), 100, BLOCK=128)
+    assert any(i.mnemonic.startswith("ds_write") for i in k.instructions)
+    np.testing.assert_allclose(out["out_ptr"], x.sum(1))
+    assert run.findings == []
+
+
+def test_triton_fp8_downcasts_saturate_through_mode_fp16_ovfl():
+    import ml_dtypes
+    x = np.array([1.0, -3.5, 239.0, 300.0, -1000.0, 1e6, np.nan, 0.0] * 32, np.float32)
+    out, run, k = gt.run(ks.to_fp8, (1,), x, np.zeros(256, ml_dtypes.float8_e4m3fnuz), 256, BLOCK=256)
+    assert any(i.mnemonic == "s_setreg_imm32_b32" for i in k.instructions)
+    got = out["y_ptr"].astype(np.float32)
+    want = np.where(np.isfinite(x) & (np.abs(x) > 240), np.sign(x) * 240, x.astype(ml_dtypes.float8_e4m3fnuz)
+                    .astype(np.float32))
+    np.testing.assert_array_equal(got, want)
