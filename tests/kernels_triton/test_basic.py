@@ -42,6 +42,7 @@ CASES = {   # operand type: (operands, MFMA Triton picks, BLOCK_K)
     "fp16": (lambda rng, s: rng.standard_normal(s).astype(np.float16), "v_mfma_f32_32x32x8_f16", 16),
     "int8": (lambda rng, s: rng.integers(-128, 128, s).astype(np.int8), "v_mfma_i32_32x32x16_i8", 32),
     "fp8": (lambda rng, s: rng.standard_normal(s).astype(gemm.FP8), "v_mfma_f32_32x32x16_fp8_fp8", 32),
+    "bf8": (lambda rng, s: rng.standard_normal(s).astype(gemm.BF8), "v_mfma_f32_32x32x16_bf8_bf8", 32),
 }
 
 
