@@ -1,7 +1,7 @@
 """C = A @ B over one tile per program: fp16, int8 and fp8 (gfx942's e4m3fnuz, and e5m2fnuz as
 bf8) operands through tl.dot, which Triton lowers to MFMA (v_mfma_f32_32x32x8_f16,
-v_mfma_i32_32x32x16_i8, v_mfma_f32_32x32x16_fp8_fp8 / _bf8_bf8 at these shapes). A is M x K, B is K x N, both row-major; C is M x N,
-fp32 (int32 for int8)."""
+v_mfma_i32_32x32x16_i8, v_mfma_f32_32x32x16_fp8_fp8 / _bf8_bf8 at these shapes). A is M x K,
+B is K x N, both row-major; C is M x N, fp32 (int32 for int8)."""
 from __future__ import annotations
 
 import ml_dtypes
