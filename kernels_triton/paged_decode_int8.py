@@ -32,7 +32,7 @@ def _tokens(part, c, J: tl.constexpr):
 
 
 @triton.jit
-def _scores(qq, sq, k_cache, k_scale, bt_row, t, ctx, kvh, g, NUM_KV_HEADS: tl.constexpr,
+def _scores(qq, sq, k_cache, k_scale, bt_row, t, ctx, g, NUM_KV_HEADS: tl.constexpr,
             HEAD_DIM: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     """S [ROWS, 32] of tokens t (-inf at and past ctx)."""
     live = t < ctx
@@ -95,16 +95,16 @@ def paged_decode_int8(q, k_cache, v_cache, k_scale, v_scale, block_tables, conte
         # m and l over the partition
         m = tl.full((16,), float("-inf"), tl.float32)
         for c in range(4):
-            s0 = _scores(qq, sq, k_cache, k_scale, bt_row, _tokens(part, c, 0), ctx, NUM_KV_HEADS, g, NUM_KV_HEADS,
+            s0 = _scores(qq, sq, k_cache, k_scale, bt_row, _tokens(part, c, 0), ctx, g, NUM_KV_HEADS,
                          HEAD_DIM, BLOCK_SIZE)
-            s1 = _scores(qq, sq, k_cache, k_scale, bt_row, _tokens(part, c, 1), ctx, NUM_KV_HEADS, g, NUM_KV_HEADS,
+            s1 = _scores(qq, sq, k_cache, k_scale, bt_row, _tokens(part, c, 1), ctx, g, NUM_KV_HEADS,
                          HEAD_DIM, BLOCK_SIZE)
             m = tl.maximum(m, tl.maximum(tl.max(s0, 1), tl.max(s1, 1)))
         l = tl.zeros((16,), tl.float32)
         for c in range(4):
-            s0 = _scores(qq, sq, k_cache, k_scale, bt_row, _tokens(part, c, 0), ctx, NUM_KV_HEADS, g, NUM_KV_HEADS,
+            s0 = _scores(qq, sq, k_cache, k_scale, bt_row, _tokens(part, c, 0), ctx, g, NUM_KV_HEADS,
                          HEAD_DIM, BLOCK_SIZE)
-            s1 = _scores(qq, sq, k_cache, k_scale, bt_row, _tokens(part, c, 1), ctx, NUM_KV_HEADS, g, NUM_KV_HEADS,
+            s1 = _scores(qq, sq, k_cache, k_scale, bt_row, _tokens(part, c, 1), ctx, g, NUM_KV_HEADS,
                          HEAD_DIM, BLOCK_SIZE)
             l += tl.sum(tl.exp(s0 - m[:, None]), 1) + tl.sum(tl.exp(s1 - m[:, None]), 1)
 
@@ -113,8 +113,8 @@ def paged_decode_int8(q, k_cache, v_cache, k_scale, v_scale, block_tables, conte
         for c in range(4):
             t0 = _tokens(part, c, 0)
             t1 = _tokens(part, c, 1)
-            s0 = _scores(qq, sq, k_cache, k_scale, bt_row, t0, ctx, NUM_KV_HEADS, g, NUM_KV_HEADS, HEAD_DIM, BLOCK_SIZE)
-            s1 = _scores(qq, sq, k_cache, k_scale, bt_row, t1, ctx, NUM_KV_HEADS, g, NUM_KV_HEADS, HEAD_DIM, BLOCK_SIZE)
+            s0 = _scores(qq, sq, k_cache, k_scale, bt_row, t0, ctx, g, NUM_KV_HEADS, HEAD_DIM, BLOCK_SIZE)
+            s1 = _scores(qq, sq, k_cache, k_scale, bt_row, t1, ctx, g, NUM_KV_HEADS, HEAD_DIM, BLOCK_SIZE)
             live0 = t0 < ctx
             live1 = t1 < ctx
             b0 = tl.load(bt_row + t0 // BLOCK_SIZE, mask=live0, other=0)
