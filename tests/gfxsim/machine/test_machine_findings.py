@@ -97,6 +97,22 @@ def test_two_waves_storing_the_same_bytes_in_one_epoch_do_not_race(same):
     assert bool(races) == (not same)
 
 
+def test_duplicate_stores_in_some_batched_workgroups_only_equal_one_at_a_time():
+    # one address pattern in every workgroup of the batch, a duplicate store in workgroup 0 only
+    def k(w):
+        reg = w.shared("x", (64,), np.float32)
+        w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+        w.barrier()
+        if w.wave_id == 1:
+            x = w.workgroup_id[0]                 # an int, or one per member in a batch
+            w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32") + (x * 0.5 if isinstance(x, int) else x.to("f32") * 0.5))
+        w.barrier()
+        w.lds_load(reg, w.lane_id * 4, 4, "f32")
+    runs = [launch(k, (3,), 2, arch="gfx942", batch=b) for b in (1, 3)]
+    for r in runs:
+        assert r.findings_of("lds-race") == []
+
+
 def test_a_same_value_store_after_another_waves_read_still_races():
     def k(w):
         reg = w.shared("x", (64,), np.float32)

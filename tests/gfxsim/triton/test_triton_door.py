@@ -162,3 +162,13 @@ def test_triton_fp8_downcasts_saturate_through_mode_fp16_ovfl():
     want = np.where(np.isfinite(x) & (np.abs(x) > 240), np.sign(x) * 240, x.astype(ml_dtypes.float8_e4m3fnuz)
                     .astype(np.float32))
     np.testing.assert_array_equal(got, want)
+
+
+def test_batched_programs_with_replicated_reductions_equal_one_at_a_time():
+    from support.triton_small import row_sum
+    x = np.arange(6 * 100, dtype=np.float32).reshape(6, 100)
+    x[::2] = 3.0                                  # members whose duplicate stores differ from the others'
+    outs = [gt.run(row_sum, (6,), x, np.zeros(6, np.float32), 100, BLOCK=128, batch=b) for b in (1, 6)]
+    for out, run, _ in outs:
+        np.testing.assert_allclose(out["out_ptr"], x.sum(1))
+        assert run.findings == []
