@@ -215,13 +215,14 @@ class AsmFile:
         return self.kernels[name]
 
 
-_PROCESSOR = re.compile(r"(gfx[0-9a-f]+)(?::[^\s\"]*)?$")
+_PROCESSOR = re.compile(r"(gfx[0-9a-f]+(?:-[0-9a-f]+)*-generic|gfx[0-9a-f]+)(?::[^\s\"]*)?$")
 
 
 def processor_of(target: str) -> str:
     """The processor of a target id: "gfx942" of "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", and of
     the forms with an environment ("amdgcn-amd-amdhsa-unknown-gfx942") or another arch spelling
-    (Triton 3.9's "amdgpu9.42-amd-amdhsa-unknown-gfx942"); "" where it names none."""
+    (Triton 3.9's "amdgpu9.42-amd-amdhsa-unknown-gfx942"), and code object v6's generic targets
+    ("gfx9-4-generic"); "" where it names none."""
     m = _PROCESSOR.search(target.strip())
     return m.group(1) if m else ""
 
