@@ -46,9 +46,9 @@ class DsOps:
         if self.machine.check_races and self.wg.num_waves > 1:
             races = lds.races if lds.races is not None else lds.race_tracker()
             same = self._unchanged(region, r2, a2, nbytes, value) if value is not None else None
-            # the tracker's shared row only while every member's duplicate-store lanes agree too
-            alike = uniform and (same is None or bool((same == same[0]).all()))
-            hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, alike, same)
+            # the tracker keeps its shared row while the members' duplicate-store lanes agree, or
+            # do not matter (no other wave wrote those bytes in this epoch)
+            hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform, same)
             for m in np.nonzero(hl >= 0)[0].tolist():
                 reg, off = lds.region_at(int(ha[m]))
                 where = reg.describe(off) if reg is not None else str(int(ha[m]))

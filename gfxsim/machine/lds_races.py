@@ -132,6 +132,13 @@ class RaceState:
         return (track_np if self.members == 1 else track)(*args)
 
 
+    def written_by_another(self, addr, active, nbytes: int, wave: int, epoch: int) -> bool:
+        """Whether another wave wrote any of one member's accessed bytes (``addr``/``active``
+        ``[lanes]``) in ``epoch``, on this one-member state."""
+        a = (np.asarray(addr, np.int64)[np.asarray(active, np.bool_)][:, None] + np.arange(nbytes)).ravel()
+        a = a[(a >= 0) & (a < self.size)]
+        return bool(((self.w_epoch[0, a] == epoch) & (self.w_wave[0, a] != wave)).any())
+
     def track_row(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool, same=None):
         """``track`` of one member's access (``addr``/``active`` ``[lanes]``) on this one-member state,
         without the batch's shape handling: what a batch whose workgroups agree runs per access."""
@@ -245,7 +252,10 @@ class RaceTracker:
         """``uniform``: every member makes the same access (same addresses, same lanes, and the
         same ``same`` lanes: those of a write that store the bytes already there)."""
         if not self.split:
-            if uniform:                  # the shared state's one row
+            if uniform and same is not None and not (same == same[0]).all() \
+                    and not self.state.written_by_another(rel[0], act[0], nbytes, wave, epoch):
+                same = None              # duplicate stores matter only over another wave's write
+            if uniform and (same is None or (same == same[0]).all()):     # the shared state's one row
                 hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write,
                                             None if same is None else same[0])
                 return tuple(np.repeat(h, self.members) for h in hits)
