@@ -94,7 +94,8 @@ class ScaleOps:
 
     def _report_direction(self, sc: VGPRs, insn_index: int, op: str, e: int, rows, cols):
         lanes = sorted(set((cols % self.lanes).tolist()))
-        value = float(bcast(sc.val, max(int(rows.max()) + 1, sc.n))[rows[0], cols[0]])
+        v = bcast(sc.val, max(int(rows.max()) + 1, sc.n))[rows[0], cols[0]]
+        value = float(v.view(np.float32) if v.dtype == np.uint32 else v)     # the asm front end's words are u32
         name = self.machine.mma_log.describe(insn_index)
         quantized, rescaled = ("x*amax", "amax") if e > 0 else ("x/amax", "1/amax")
         self.finding("dequant-direction",
