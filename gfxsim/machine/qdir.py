@@ -12,7 +12,9 @@ result (a value with a footprint) is ``amax^+1``; a constant factor keeps the po
 or a division by it flips it; ``QPOS``/``QNEG`` on data (a value with provenance and no power)
 multiplied by such a value: ``x * amax^+1`` / ``x * amax^-1``. Any other arithmetic clears them
 (a product of two powers, a sum, data quantized twice), so a mark is only where the chain of
-operations is one this module follows.
+operations is one this module follows. Which amax is not recorded: a rescale by any amax's power
+in the operand's direction is reported (a rescale by another group's amax is the scale-group
+rule's to check).
 """
 from __future__ import annotations
 
