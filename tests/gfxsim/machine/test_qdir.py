@@ -91,3 +91,20 @@ def test_a_shuffle_down_amax_is_a_scale_group_mismatch():
     f = r.findings[0].details
     assert f["field"] == "dim" and min(f["lanes"]) == 16
     assert {tuple(m["foreign"]) for m in f["mismatches"]} <= {tuple(range(8)), tuple(range(16)), tuple(range(24))}
+
+
+def test_int8_quantization_through_i32_carries_the_direction():
+    """s = 127/amax; x * s or x / s rounded, converted to i32 then i8: the marks survive the
+    conversions into v_mfma_i32_16x16x32_i8's B. The rescale by 1/s undoes x * s; after x / s
+    it applies amax twice."""
+    q, kb = buffers()
+
+    def k(w, fixed):
+        x = load(w, q)
+        s = 127.0 / amax_of(w, x)
+        q8 = w.rint(x * s if fixed else x / s).to("i32").to("i8")
+        k8 = w.rint(load(w, kb) * 16.0).to("i32").to("i8")
+        acc = w.mma("v_mfma_i32_16x16x32_i8", k8, q8).to("f32")
+        w.dequant(acc, w.group_scale((1 / 16) / s))
+    assert [f.kind for f in launch(k, arch="gfx942", kwargs=dict(fixed=False)).findings] == ["dequant-direction"]
+    assert launch(k, arch="gfx942", kwargs=dict(fixed=True)).findings == []
