@@ -32,13 +32,15 @@ def inputs(seed=0):
     return rng.standard_normal((16, 32)).astype(np.float32), rng.standard_normal((16, 32)).astype(FP8)
 
 
-def model(q, k, same_direction):
+def model(q, k, same_direction, rcp=False):
     """The kernel's arithmetic: logits [token][head] of fp8 Q (q * s or q / s, s = 224 / q_max),
-    the exact sum rounded to fp32, times k_scale / s."""
-    s = np.float32(224) / np.abs(q).max()
-    q8 = (q / s if same_direction else q * s).astype(FP8).astype(np.float64)
+    the exact sum rounded to fp32, times k_scale / s; ``rcp``: each a / b as a * (1 / b), the
+    reciprocal rounded (the simulator's v_rcp_f32 is correctly rounded)."""
+    div = (lambda a, b: a * (np.float32(1) / b)) if rcp else (lambda a, b: a / b)
+    s = div(np.float32(224), np.abs(q).max())
+    q8 = (div(q, s) if same_direction else q * s).astype(FP8).astype(np.float64)
     d = (k.astype(np.float64) @ q8.T).astype(np.float32)
-    return d * (K_SCALE / s)
+    return d * div(K_SCALE, s)
 
 
 def run(q, k, *defines):
@@ -47,18 +49,20 @@ def run(q, k, *defines):
     return res["out"].reshape(16, 16), r
 
 
-def test_a_scale_applied_and_undone_is_silent(folder):
+@pytest.mark.parametrize("rcp", [False, True], ids=["division", "rcp"])
+def test_a_scale_applied_and_undone_is_silent(folder, rcp):
     q, k = inputs()
-    out, r = run(q, k)
-    np.testing.assert_allclose(out, model(q, k, False), rtol=1e-6, atol=1e-6)
+    out, r = run(q, k, *(["RCP"] if rcp else []))
+    np.testing.assert_allclose(out, model(q, k, False, rcp), rtol=1e-6, atol=1e-6)
     assert r.findings == [] and {m.op for m in r.mmacs()} == {"v_mfma_f32_16x16x32_fp8_fp8"}
 
 
-def test_q_divided_by_its_multiplier_is_a_dequant_direction(folder):
+@pytest.mark.parametrize("rcp", [False, True], ids=["division", "rcp"])
+def test_q_divided_by_its_multiplier_is_a_dequant_direction(folder, rcp):
     q, k = inputs()
-    out, r = run(q, k, "SAME_DIRECTION")
-    np.testing.assert_allclose(out, model(q, k, True), rtol=1e-6, atol=1e-9)
-    right = model(q, k, False)
+    out, r = run(q, k, "SAME_DIRECTION", *(["RCP"] if rcp else []))
+    np.testing.assert_allclose(out, model(q, k, True, rcp), rtol=1e-6, atol=1e-9)
+    right = model(q, k, False, rcp)
     ratio = np.median(out / right)                 # every logit off by (q_max / 224)^2
     assert ratio == pytest.approx((np.abs(q).max() / 224) ** 2, rel=0.05)
     assert [f.kind for f in r.findings] == ["dequant-direction"], r.findings

@@ -4,8 +4,15 @@
 // maps q_max to 224; quantizing by q * q_scale and rescaling the result by k_scale / q_scale undoes it.
 // -DSAME_DIRECTION quantizes by q / q_scale instead: the result is then off by (q_max / 224)^2.
 // -DSHFL_DOWN reduces q_max with __shfl_down: lane l gets the max over lanes l..63 only.
+// -DRCP divides by multiplying with v_rcp_f32 (as fast-math code does) instead of clang's division.
 #include <hip/hip_runtime.h>
 #include <stdint.h>
+
+#ifdef RCP
+#define DIV(a, b) ((a) * __builtin_amdgcn_rcpf(b))
+#else
+#define DIV(a, b) ((a) / (b))
+#endif
 
 typedef float floatx4 __attribute__((ext_vector_type(4)));
 
@@ -21,13 +28,13 @@ __global__ void qk_fp8(const uint8_t* k8, const float* q, float k_scale, float* 
     q_max = fmaxf(q_max, __shfl_xor(q_max, offset));
 #endif
   }
-  const float q_scale = 224.0f / q_max;
+  const float q_scale = DIV(224.0f, q_max);
   int32_t w[2];
   for (int h = 0; h < 2; ++h) {
     float x[4];
     for (int i = 0; i < 4; ++i) {
 #ifdef SAME_DIRECTION
-      x[i] = qr[4 * h + i] / q_scale;
+      x[i] = DIV(qr[4 * h + i], q_scale);
 #else
       x[i] = qr[4 * h + i] * q_scale;
 #endif
@@ -38,6 +45,6 @@ __global__ void qk_fp8(const uint8_t* k8, const float* q, float k_scale, float* 
   const int64_t q8 = (int64_t)(uint32_t)w[0] | ((int64_t)(uint32_t)w[1] << 32);
   const int64_t kk = *reinterpret_cast<const int64_t*>(k8 + row * 32 + 8 * g);
   floatx4 d = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(kk, q8, floatx4{0, 0, 0, 0}, 0, 0, 0);
-  const float scale2 = k_scale / q_scale;
+  const float scale2 = DIV(k_scale, q_scale);
   for (int i = 0; i < 4; ++i) out[(4 * g + i) * 16 + row] = d[i] * scale2;
 }
