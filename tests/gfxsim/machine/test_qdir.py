@@ -108,3 +108,18 @@ def test_int8_quantization_through_i32_carries_the_direction():
         w.dequant(acc, w.group_scale((1 / 16) / s))
     assert [f.kind for f in launch(k, arch="gfx942", kwargs=dict(fixed=False)).findings] == ["dequant-direction"]
     assert launch(k, arch="gfx942", kwargs=dict(fixed=True)).findings == []
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_a_dequantization_scale_divides_and_multiplies_back(fixed):
+    """The other consistent form: s = amax/224 (a dequantization scale), x / s quantizes and the
+    result is multiplied by s; defective, it is divided by s again."""
+    q, kb = buffers()
+
+    def k(w):
+        x = load(w, q)
+        s = amax_of(w, x) * (1 / 224)
+        acc = w.mma(MFMA, load(w, kb).to("fp8"), (x / s).to("fp8"))
+        w.dequant(acc, w.group_scale(s * 0.5 if fixed else 0.5 / s))
+    got = [f.kind for f in launch(k, arch="gfx942").findings]
+    assert got == ([] if fixed else ["dequant-direction"])
