@@ -415,7 +415,8 @@ def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: i
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
     if w.provenance and not semantics.dequant.ENABLED:
-        w.machine.not_checked.setdefault("scale-group-mismatch", NO_SCALE_MARKS)
+        for kind in ("scale-group-mismatch", "dequant-direction"):     # both are checked at a dequant
+            w.machine.not_checked.setdefault(kind, NO_SCALE_MARKS)
     w.source_hook = lambda: asm_source(st)
     lds = abi.lds_bytes if lds_bytes is None else lds_bytes
     if lds:

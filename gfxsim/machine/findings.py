@@ -40,6 +40,16 @@ class ScaleGroupMismatch:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DequantDirection:
+    operand: str                # "A" or "B": the operand quantized with the scale
+    quantized: str              # how: "x*amax" or "x/amax" (amax: the extremum the scale came from)
+    rescaled: str               # what the result was multiplied by: "amax" or "1/amax" (the same way)
+    scale: float                # the rescale's value in the first lane reported
+    lanes: list
+    mma_event: int              # the instruction's index
+
+
+@dataclass(frozen=True, kw_only=True)
 class TokenCoverage:
     tile: str                   # the w.coverage scope's key ("" for an output buffer's declaration)
     never: list
@@ -131,6 +141,9 @@ REGISTRY = {k.name: k for k in (
          ("instruction", "workgroup", "operand")),
     Kind("scale-group-mismatch", "a quantization scale does not cover every element an instruction consumed",
          ScaleGroupMismatch, ("mma_event", "wave", "field")),
+    Kind("dequant-direction", "a matrix result is rescaled by the scale its operand was quantized with in the "
+         "same direction, not the inverse: the scale is applied twice instead of undone", DequantDirection,
+         ("mma_event", "wave", "operand")),
     Kind("token-coverage", "a token was consumed zero or several times for one output tile or output element",
          TokenCoverage, ()),
     Kind("double-count", "an add of two partial sums of one element that consumed the same tokens", DoubleCount,

@@ -328,6 +328,8 @@ class Fold:
         def ks(d):
             return {f: self._mask(f, m.map(rows), member[:, None], what) for f, m in d.items()}
         out = dict(fields, a=side(fields["a"]), b=side(fields["b"]), ks_a=ks(fields["ks_a"]), ks_b=ks(fields["ks_b"]))
+        if fields.get("quant"):
+            out["quant"] = {op: rows(x) for op, x in fields["quant"].items()}
         if fields["c_mma"] is not None:
             mem3 = member[:, None, None]
             out["c_mma"], out["c_mn"] = self._names(np.take(fields["c_mma"], idx, axis=0),

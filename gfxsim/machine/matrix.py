@@ -23,6 +23,7 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .plans import batched_plan, d_inverse, flat_plan, name_planes
+from . import qdir
 from .provenance import RESERVED, UNKNOWN, Prov
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
@@ -342,6 +343,7 @@ class MatrixOps:
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
         self._unknown_kslots(insn, idx, label, (("A", pa), ("B", pb)), live_rows)
+        quant = {op: d for op, p in (("A", pa), ("B", pb)) if (d := self._quant_rows(insn, op, p)) is not None}
         rec_a, rec_b = dict(compact_a), dict(compact_b)
         ks_a, ks_b = {}, {}
         # K sets per field that varies along K (two present values in one A row or B column)
@@ -391,4 +393,14 @@ class MatrixOps:
                         elif f in pside:
                             side[f] = ps
                 c_mma, c_mn = prev.c_mma, prev.c_mn
-        return Prov(itemsize(insn.cd_type), ids), dict(a=rec_a, b=rec_b, ks_a=ks_a, ks_b=ks_b, c_mma=c_mma, c_mn=c_mn)
+        return Prov(itemsize(insn.cd_type), ids), dict(a=rec_a, b=rec_b, ks_a=ks_a, ks_b=ks_b, c_mma=c_mma, c_mn=c_mn,
+                                                        quant=quant or None)
+
+    def _quant_rows(self, insn, op, p):
+        """The direction operand ``op``'s rows (A) or columns (B) were quantized in (qdir.py),
+        int8 [nb, M|N]; None when no byte of it carries a mark."""
+        if p is None or p.flags is None or not (p.flags & (qdir.QPOS | qdir.QNEG)).any():
+            return None
+        plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
+        q = qdir.quantized(p, p.flags.shape).astype(np.int32)
+        return qdir.operand_direction(Field.gathered(q, plan, op).v)      # [nb, M|N, K] for both

@@ -21,15 +21,17 @@ class MmaRecord:
     ``exec_mask``, ``label`` (the kernel's name for it); per identity field, the values feeding the
     K slots of A and B (``a``, ``b``: field -> compact form, summaries.Field.compact; None
     untagged) and the K sets of their rows (``ks_a``, ``ks_b``: field -> Mask); ``c_mma``/``c_mn``
-    the names of what C held (None: nothing named); ``operands`` the traced (inputs, outputs)."""
+    the names of what C held (None: nothing named); ``operands`` the traced (inputs, outputs);
+    ``quant`` the direction each A row / B column was quantized in ("A"/"B" -> int8 [rows, M|N]:
+    +1 x*amax, -1 x/amax, 0 neither; qdir.py), None where no operand byte carried a mark."""
     __slots__ = ("first", "insn", "op", "kernel", "wave", "workgroups", "live", "source", "exec_mask",
-                 "a", "b", "ks_a", "ks_b", "c_mma", "c_mn", "operands", "label")
+                 "a", "b", "ks_a", "ks_b", "c_mma", "c_mn", "operands", "label", "quant")
 
     def __init__(self, *, first: int, insn, kernel: str, wave: int, workgroups, live: list,
                  source: str | None, exec_mask: np.ndarray, label: str | None = None,
                  a: dict | None = None, b: dict | None = None, ks_a: dict | None = None,
                  ks_b: dict | None = None, c_mma: np.ndarray | None = None, c_mn: np.ndarray | None = None,
-                 operands: tuple | None = None):
+                 operands: tuple | None = None, quant: dict | None = None):
         self.first, self.insn, self.op = first, insn, insn.mnemonic
         self.kernel, self.wave, self.workgroups, self.live = kernel, wave, workgroups, live
         self.source, self.exec_mask, self.label = source, exec_mask, label
@@ -38,6 +40,7 @@ class MmaRecord:
         self.ks_b = {} if ks_b is None else ks_b
         self.c_mma, self.c_mn = c_mma, c_mn
         self.operands = operands
+        self.quant = quant
 
     def member_rows(self, member):
         bl = self.insn.blocks

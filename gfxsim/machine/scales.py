@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
+from . import ops, qdir
 from .fold import Unfolded
 from .mmalog import PAIR_BASE
 from .plans import batched_plan, flat_plan, name_planes
@@ -61,7 +61,49 @@ class ScaleOps:
             if act.any():
                 hit = True
                 self._scale_check(pr, ps, act)
+                self._direction_check(sc, pr, ps, act, divisor)
         return hit
+
+    def _direction_check(self, sc: VGPRs, pr: Prov, ps: Prov, act, divisor: bool):
+        """The rescale must undo the quantization (qdir.py): an operand made as x*amax^q, its
+        result rescaled by amax^e with e == q, has had its scale applied twice."""
+        e = qdir.power(ps, act.shape) * np.int8(-1 if divisor else 1)
+        act = act & (e != 0)
+        if not act.any():
+            return
+        log = self.machine.mma_log
+        sel = np.nonzero(act)
+        ids, mns, es = pr.ids["@mma"][sel], pr.ids["@mn"][sel], e[sel]
+        for i in np.unique(ids).tolist():
+            rec = log.record_of(i)
+            if rec is None or rec.quant is None:
+                continue
+            insn = rec.insn
+            on = ids == i
+            x = mns[on]
+            row = (i - rec.first) * insn.blocks + x // (insn.M * insn.N)
+            for op, at in (("A", (x // insn.N) % insn.M), ("B", x % insn.N)):
+                q = rec.quant.get(op)
+                if q is None:
+                    continue
+                bad = (q[row, at] != 0) & (q[row, at] == es[on])
+                if bad.any():
+                    if self.fold is not None:
+                        raise Unfolded("a dequant-direction finding")
+                    self._report_direction(sc, i, op, int(es[on][bad][0]), sel[0][on][bad], sel[1][on][bad])
+
+    def _report_direction(self, sc: VGPRs, insn_index: int, op: str, e: int, rows, cols):
+        lanes = sorted(set((cols % self.lanes).tolist()))
+        v = bcast(sc.val, max(int(rows.max()) + 1, sc.n))[rows[0], cols[0]]
+        value = float(v.view(np.float32) if v.dtype == np.uint32 else v)     # the asm front end's words are u32
+        name = self.machine.mma_log.describe(insn_index)
+        quantized, rescaled = ("x*amax", "amax") if e > 0 else ("x/amax", "1/amax")
+        self.finding("dequant-direction",
+                     f"operand {op} of instruction {name} was quantized as {quantized} (amax: the extremum its "
+                     f"scale was made from), and the result is rescaled by {rescaled} again ({value:.6g} in lane "
+                     f"{lanes[0]}) instead of by its inverse: the scale is applied twice, not undone, and every "
+                     f"element is off by amax^{2 * e}", lane=int(cols[0]), instruction=insn_index, operand=op,
+                     quantized=quantized, rescaled=rescaled, scale=value, lanes=lanes, mma_event=insn_index)
 
     def _zero_of_nothing(self, res: VGPRs, sc: VGPRs, ps: Prov, act) -> np.ndarray:
         """Where (of ``act``) a zero scale computed from nothing meets a zero result: compiled code

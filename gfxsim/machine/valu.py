@@ -15,7 +15,7 @@ from . import ops
 from .cond import Cond
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
 from .provenance import Prov, broadcast_rows, fill_value, merge
-from .valueprov import elem_prov, merged, sum_of_results
+from .valueprov import elem_prov, merged, sum_of_results, with_marks
 from .vgpr import VGPRs
 from ..errors import ArgumentError
 
@@ -29,6 +29,9 @@ def bcast(x, n):
     if n % x.shape[0] == 0:
         return np.tile(x, (n // x.shape[0],) + (1,) * (x.ndim - 1))
     raise ArgumentError(f"cannot broadcast {x.shape[0]} elements to {n}")
+
+
+_MARKED = {"mul": "mul", "div": "div", "max": "extremum", "min": "extremum"}     # qdir.py's operations
 
 
 class ValuOps:
@@ -63,6 +66,8 @@ class ValuOps:
         rule = e.rule
         prov = merged(self, a, b, r.shape[0], reducing=rule.reducing, summing=rule.summing, product=rule.product,
                             extremum=rule.extremum)
+        if op in _MARKED:
+            prov = with_marks(self, _MARKED[op], a, b, prov, r.shape[0])
         if rule.product and self.check_scale_application(a, b, divisor=op == "div") and prov is not None:
             prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
         out = self.new_value(r, a.dtype, prov)
@@ -86,7 +91,10 @@ class ValuOps:
             r = e.fn(v.view(bits), bits.type((1 << (8 * bits.itemsize - 1)) - 1)).view(v.dtype)
         else:
             r = e.fn(v)
-        out = self.new_value(np.asarray(r).astype(np_dtype(x.dtype)), x.dtype, merged(self, x, None, x.n))
+        prov = merged(self, x, None, x.n)
+        if op == "rcp":
+            prov = with_marks(self, "rcp", x, None, prov, x.n)
+        out = self.new_value(np.asarray(r).astype(np_dtype(x.dtype)), x.dtype, prov)
         self.event(insn, ins=[x], outs=[out])
         return out
 
@@ -149,6 +157,8 @@ class ValuOps:
             if dequant and ab is not None:
                 ab = Prov(ab.g, ab.ids)
             pc = elem_prov(self, c, n)
+            if pc is None and not dequant:       # a*b + a number: a*b's quantization marks
+                ab = with_marks(self, "mul", a, b, ab, n)
             prov = merge(ab, pc, True, self.machine.wide)
             if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
                 prov = sum_of_results(self, ab, pc, prov)      # c + a*b: an add of two named values

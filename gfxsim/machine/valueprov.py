@@ -12,6 +12,7 @@ import numpy as np
 from .consumed import extremum_names, pair_elements, product_names, sum_made
 from .dtypes import itemsize
 from .mmalog import PAIR_BASE
+from . import qdir
 from .provenance import Prov, broadcast_rows, merge
 from .vgpr import VGPRs
 
@@ -43,6 +44,27 @@ def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, p
         elif product:
             out = product_names(w.machine.mma_log, pa, pb, out)
     return out
+
+
+def _marked(v) -> bool:
+    return v is not None and v.prov is not None and v.prov.flags is not None and bool((v.prov.flags & qdir.MARKS).any())
+
+
+def with_marks(w, op: str, a: VGPRs, b: VGPRs | None, out: Prov | None, n: int) -> Prov | None:
+    """``out``, the provenance of ``op`` ("mul", "div", "rcp", "extremum") of a and b, with its
+    quantization-direction marks (qdir.py); untouched where no operand carries one and no
+    extremum reduced anything."""
+    if out is None or not w.machine.provenance:
+        return out
+    if not (_marked(a) or _marked(b) or (op == "extremum" and out.fp)):
+        return out
+    pa = elem_prov(w, a, n) if isinstance(a, VGPRs) else None
+    pb = elem_prov(w, b, n) if isinstance(b, VGPRs) else None
+    if op == "rcp":
+        return qdir.reciprocal(pa, out)
+    if op == "extremum":
+        return qdir.extremum(pa, pb, out)
+    return qdir.product(pa, pb, out, divide=op == "div")
 
 
 def sum_of_results(w, pa: Prov, pb: Prov, out: Prov, op: str = "add", one_element=False) -> Prov:

@@ -10,6 +10,9 @@ back end's check (scales.py) compares its footprint — what the reductions that
 bpermute, ...) were over, carried by the arithmetic provenance — with the instruction's K sets;
 neither the product nor (from then on) the consumed value is fresh.
 
+The back end also checks that the scale undoes the quantization of the instruction's operands
+(``machine/qdir.py``: its marks are made by the VALU entries, ``vop.MARKED``).
+
 Limits: freshness does not follow a value through LDS or memory, through a sum of two results
 (acc0 + acc1 before the scale), or through integer arithmetic; a scale applied by division is
 not seen. ``ENABLED = False`` turns the recognition off; the scale check is then listed as not run.

@@ -18,7 +18,7 @@ from . import dequant
 from ... import isa
 from ...machine.provenance import Prov, merge
 from ...machine.routing import route_prov, shift_prov
-from ...machine.valueprov import elem_prov, merged, sum_of_results
+from ...machine.valueprov import elem_prov, merged, sum_of_results, with_marks
 from ...machine.vgpr import VGPRs
 from ..origin import bytes_carry_identity
 
@@ -98,6 +98,8 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
         if dequantized and ab is not None:
             ab = Prov(ab.g, ab.ids)
         pc = elem_prov(w, vals[2], 1)
+        if pc is None and not dequantized:      # a*b + a number: a*b's quantization marks (qdir.py)
+            ab = with_marks(w, "mul", vals[0], vals[1], ab, 1)
         p = merge(ab, pc, True, wide)
         if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
             p = sum_of_results(w, ab, pc, p, one_element=True if differ is None else differ)
@@ -111,7 +113,16 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
         p = merge(p, elem_prov(w, v, 1), red, wide)
     if rule.quantizes and p is not None and "@mma" in p.ids:
         p = Prov(p.g, {f: a for f, a in p.ids.items() if f not in ("@mma", "@mn")}, p.fp, p.flags)
+    if name in MARKED:
+        op_, x, y = MARKED[name]
+        p = with_marks(w, op_, vals[x], None if y is None else vals[y], p, 1)
     return p
+
+
+# the operations whose quantization-direction marks are followed (qdir.py): (operation, a, b);
+# v_div_fixup_f32 S0, S1, S2 is S2 / S1 (S0 is the quotient's approximation, from the same two)
+MARKED = {"v_mul_f32": ("mul", 0, 1), "v_rcp_f32": ("rcp", 0, None), "v_max_f32": ("extremum", 0, 1),
+          "v_min_f32": ("extremum", 0, 1), "v_div_fixup_f32": ("div", 2, 1)}
 
 
 def _src_values(st, d, srcs):

@@ -55,6 +55,30 @@ def _scale_group(grouping):
     return run_pv(grouping)[0]
 
 
+# -- dequant-direction: Q quantized to fp8 by a per-wave amax scale, the QK^T result rescaled ------
+def _dequant_direction(fixed):
+    """q_scale = 224 / amax; fixed: q * q_scale, rescaled by 0.5 / q_scale (undone). Defective:
+    q / q_scale (a multiplier used as a divisor), rescaled the same: amax applied twice."""
+    rng = np.random.default_rng(0)
+    dims = np.broadcast_to(np.arange(32), (16, 32))
+    rows = np.broadcast_to(np.arange(16)[:, None], (16, 32))
+    q = Buffer("q", rng.standard_normal((16, 32)).astype(np.float32), {"head": rows, "dim": dims})
+    k = Buffer("k", rng.standard_normal((16, 32)).astype(np.float32), {"token": rows, "dim": dims})
+
+    def dequant_direction(w):
+        g, c = w.lane_id // 16, w.lane_id % 16         # token/head c, dims 8g..8g+7
+        kv = w.cat(*[w.global_load(k, c * 128 + g * 32 + h, 16, "f32") for h in (0, 16)])
+        qv = w.cat(*[w.global_load(q, c * 128 + g * 32 + h, 16, "f32") for h in (0, 16)])
+        amax = abs(qv[0])
+        for e in range(1, 8):
+            amax = w.max(amax, abs(qv[e]))
+        q_scale = 224.0 / w.reduce(amax, "max")
+        q8 = (qv * q_scale if fixed else qv / q_scale).to("fp8")
+        acc = w.mma("v_mfma_f32_16x16x32_fp8_fp8", kv.to("fp8"), q8)
+        w.dequant(acc, w.group_scale(0.5 / q_scale))
+    return launch(dequant_direction, arch="gfx942")
+
+
 # -- token-coverage: inside w.coverage, one MMAC consumes 32 of the 64 expected tokens twice ------
 def _coverage(fixed):
     v = Buffer("v", np.ones((16, 64), np.int8), {"token": TOK})
@@ -190,6 +214,8 @@ PAIRS = {
                               lambda: _unknown_origin(False))],
     "scale-group-mismatch": [("contiguous groups", lambda: _scale_group("contiguous"),
                               lambda: _scale_group("fragment"))],
+    "dequant-direction": [("Q divided by its multiplier", lambda: _dequant_direction(False),
+                           lambda: _dequant_direction(True))],
     "token-coverage": [("k-step reloaded", lambda: _coverage(False), lambda: _coverage(True))],
     "lds-race": [("no barrier", lambda: _lds_race(False), lambda: _lds_race(True))],
     "uninitialized-read": [
@@ -216,7 +242,9 @@ EXPECT = {
     ("lds-bank-conflict", "128-byte stride"): {"degree": 32, "region": "rows"},
     ("kslot-unknown-origin", "packed bytes through an add"): {"operand": "A", "slots": list(range(32))},
     ("ab-kslot-mismatch", "B 8 tokens ahead"): {"field": "token", "k_slot": 0, "a_values": [0], "b_values": [8]},
-    ("token-coverage", "k-step reloaded"): {"tile": repr("O")},     # the key as written (repr)
+    ("token-coverage", "k-step reloaded"): {"tile": repr("O")},
+    ("dequant-direction", "Q divided by its multiplier"): {"operand": "B", "quantized": "x*amax", "rescaled": "amax",
+                                                           "lanes": list(range(64))},     # the key as written (repr)
     ("buffer-out-of-range", "unmasked tail"): {"reason": "buffer", "buffer": "x", "lanes": list(range(40, 64)),
                                                "offset": 160, "access": "load"},
     ("buffer-out-of-range", "past num_records"): {"reason": "num_records", "lanes": list(range(25, 64)), "offset": 100},

@@ -242,7 +242,7 @@ def test_without_provenance_no_scale_check_runs_and_the_run_says_so():
     run, *_ = run_pv("contiguous", provenance=False)
     assert run.findings == []
     assert set(run.checks_not_run) == {"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch",
-                                       "store-mismatch", "token-coverage", "double-count"}
+                                       "dequant-direction", "store-mismatch", "token-coverage", "double-count"}
     assert run_pv("contiguous")[0].checks_not_run == []
 
 

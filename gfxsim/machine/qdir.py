@@ -1,0 +1,119 @@
+"""Quantization direction: which way a scale went into a matrix operand, and which way it comes out.
+
+A quantizing kernel computes a group's extremum (``amax``), derives a scale from it (``amax/224``
+or ``224/amax``), converts ``x * s`` or ``x / s`` to fp8/int8, feeds the bytes to a matrix
+instruction and multiplies the result by a scale again. The amax must be applied once each way:
+an operand made as ``x * amax^e`` needs its result rescaled by ``amax^-e``. Rescaling by
+``amax^e`` again applies the scale twice (``dequant-direction``).
+
+Marks (bits of ``Prov.flags``, travelling with the bytes as the other flags do):
+``POS``/``NEG`` on a value proportional to ``amax^+1``/``amax^-1`` — an extremum reduction
+result (a value with a footprint) is ``amax^+1``; a constant factor keeps the power, a reciprocal
+or a division by it flips it; ``QPOS``/``QNEG`` on data (a value with provenance and no power)
+multiplied by such a value: ``x * amax^+1`` / ``x * amax^-1``. Any other arithmetic clears them
+(a product of two powers, a sum, data quantized twice), so a mark is only where the chain of
+operations is one this module follows. Which amax is not recorded: a rescale by any amax's power
+in the operand's direction is reported (a rescale by another group's amax is the scale-group
+rule's to check).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .provenance import Prov
+
+POS = np.uint8(4)             # a value proportional to amax
+NEG = np.uint8(8)             # ... to 1/amax
+QPOS = np.uint8(16)           # data times amax (quantized that way)
+QNEG = np.uint8(32)           # data over amax
+MARKS = np.uint8(POS | NEG | QPOS | QNEG)
+
+
+def _sign(flags, plus, minus, shape) -> np.ndarray:
+    if flags is None:
+        return np.zeros(shape, np.int8)
+    return ((flags & plus) != 0).astype(np.int8) - ((flags & minus) != 0).astype(np.int8)
+
+
+def power(p: Prov | None, shape) -> np.ndarray:
+    """Per element: +1 (amax), -1 (1/amax), 0 (no power)."""
+    return _sign(None if p is None else p.flags, POS, NEG, shape)
+
+
+def quantized(p: Prov | None, shape) -> np.ndarray:
+    """Per element: +1 (data times amax), -1 (data over amax), 0 (not marked)."""
+    return _sign(None if p is None else p.flags, QPOS, QNEG, shape)
+
+
+def _const(p: Prov | None) -> bool:
+    return p is None or p.empty_like()
+
+
+def _with(p: Prov, e, q) -> Prov:
+    """p with its marks replaced by power ``e`` and quantization ``q`` (int8 arrays)."""
+    marks = (np.where(e > 0, POS, 0) | np.where(e < 0, NEG, 0) | np.where(q > 0, QPOS, 0)
+             | np.where(q < 0, QNEG, 0)).astype(np.uint8)
+    if p.flags is None:
+        if not marks.any():
+            return p
+        return Prov(p.g, p.ids, p.fp, marks)
+    flags = (p.flags & ~MARKS) | marks
+    return Prov(p.g, p.ids, p.fp, flags if flags.any() else None)
+
+
+def product(pa: Prov | None, pb: Prov | None, out: Prov | None, divide: bool = False) -> Prov | None:
+    """``out`` (the provenance of a*b, or a/b when ``divide``) with its marks (a, b: per element,
+    equally shaped; None for a number without provenance)."""
+    if out is None or out.shape is None:
+        return out
+    shape = out.shape
+    ca, cb = _const(pa), _const(pb)
+    if ca and cb:
+        return out
+    s = -1 if divide else 1
+    ea, eb = power(pa, shape), s * power(pb, shape)
+    qa, qb = quantized(pa, shape), quantized(pb, shape)
+    zero = np.zeros(shape, np.int8)
+    if cb:                                   # x * c, x / c: x's marks
+        return _with(out, ea, qa)
+    if ca:                                   # c * x keeps them; c / x flips a power, not data
+        return _with(out, eb, zero if divide else qb)
+    data_a, data_b = (ea == 0) & (qa == 0), (eb == 0) & (qb == 0)
+    q = np.where(data_a & (eb != 0), eb, 0)  # data x amax^e: quantized that way
+    if not divide:
+        q = np.where(data_b & (ea != 0), ea, q)
+    return _with(out, zero, q.astype(np.int8))
+
+
+def reciprocal(pa: Prov | None, out: Prov | None) -> Prov | None:
+    """1/a: a power flips; anything else loses its marks."""
+    if out is None or _const(pa) or out.shape is None:
+        return out
+    shape = out.shape
+    return _with(out, -power(pa, shape), np.zeros(shape, np.int8))
+
+
+def extremum(pa: Prov | None, pb: Prov | None, out: Prov | None) -> Prov | None:
+    """max/min: a reduction of data (the result has a footprint) is amax^+1; a bound by a number
+    (a clamp) keeps its operand's marks; an extremum of other marks loses them."""
+    if out is None or _const(pa) or _const(pb) or out.shape is None:
+        return out
+    shape = out.shape
+    reduced = np.zeros(shape, np.bool_)
+    for m in out.fp.values():
+        reduced |= m.nonempty()
+    plain = np.ones(shape, np.bool_)
+    for p in (pa, pb):
+        plain &= (power(p, shape) >= 0) & (quantized(p, shape) == 0)
+    return _with(out, (reduced & plain).astype(np.int8), np.zeros(shape, np.int8))
+
+
+def operand_direction(marks_gathered: np.ndarray) -> np.ndarray:
+    """Per A row (B column) of an operand's gathered quantization marks ``[nb, M|N, K]`` (+1, -1,
+    0): the direction every K slot shares, 0 where they do not all share one."""
+    first = marks_gathered[:, :, :1]
+    return np.where((marks_gathered == first).all(axis=2), first[:, :, 0], 0).astype(np.int8)
+
+
+__all__ = ["POS", "NEG", "QPOS", "QNEG", "MARKS", "power", "quantized", "product", "reciprocal", "extremum",
+           "operand_direction"]

@@ -1,0 +1,125 @@
+"""Quantization-direction marks (gfxsim/machine/qdir.py) on the Python front end: an amax is
+amax^1, 224/amax amax^-1; data times either is marked quantized that way, through the conversion
+to fp8 and into the matrix record; a dequant by the same power is a dequant-direction, by the
+inverse power silent; other arithmetic drops the marks. And a q_max reduced with shuffle-down
+steps (lane l: the max of lanes l..63) meets the scale-group rule."""
+import numpy as np
+import pytest
+
+from gfxsim import Buffer, launch
+from gfxsim.machine import qdir
+
+MFMA = "v_mfma_f32_16x16x32_fp8_fp8"
+DIMS = np.broadcast_to(np.arange(32), (16, 32))
+ROWS = np.broadcast_to(np.arange(16)[:, None], (16, 32))
+
+
+def buffers(seed=0):
+    rng = np.random.default_rng(seed)
+    q = Buffer("q", rng.standard_normal((16, 32)).astype(np.float32), {"head": ROWS, "dim": DIMS})
+    k = Buffer("k", rng.standard_normal((16, 32)).astype(np.float32), {"token": ROWS, "dim": DIMS})
+    return q, k
+
+
+def load(w, buf):
+    g, c = w.lane_id // 16, w.lane_id % 16           # row c, dims 8g..8g+7
+    return w.cat(*[w.global_load(buf, c * 128 + g * 32 + h, 16, "f32") for h in (0, 16)])
+
+
+def amax_of(w, x, reduce=True):
+    a = abs(x[0])
+    for e in range(1, x.n):
+        a = w.max(a, abs(x[e]))
+    return w.reduce(a, "max") if reduce else a
+
+
+def marks(v):
+    shape = v.prov.shape
+    return qdir.power(v.prov, shape), qdir.quantized(v.prov, shape)
+
+
+def test_powers_and_quantized_data():
+    q, _ = buffers()
+    got = {}
+
+    def k(w):
+        x = load(w, q)
+        a = amax_of(w, x)
+        s = 224.0 / a
+        got.update(a=marks(a), s=marks(s), rcp=marks(w.rcp(s)), half=marks(s * 0.5), mul=marks(x * s),
+                   div=marks(x / s), fp8=marks((x / s).to("fp8")), sum_=a + a, both=a * s, twice=marks(x * s * s))
+    launch(k, arch="gfx942")
+    assert (got["a"][0] == 1).all() and (got["s"][0] == -1).all() and (got["rcp"][0] == 1).all()
+    assert (got["half"][0] == -1).all()                      # a constant factor keeps the power
+    assert (got["mul"][1] == -1).all() and (got["mul"][0] == 0).all()
+    assert (got["div"][1] == 1).all() and (got["fp8"][1] == 1).all()
+    assert (got["twice"][1] == 0).all()                      # quantized twice: not followed
+    for v in (got["sum_"], got["both"]):                     # a sum, a product of two powers: no marks
+        assert v.prov.flags is None or not (v.prov.flags & qdir.MARKS).any()
+
+
+def qk(fixed, *, divide_result=False, reduce="xor"):
+    q, kb = buffers()
+
+    def k(w):
+        x = load(w, q)
+        a = amax_of(w, x, reduce=reduce == "xor")
+        if reduce == "down":                             # __shfl_down: a source past lane 63 is the lane's own
+            for off in (32, 16, 8, 4, 2, 1):
+                src = w.lane_id + off
+                a = w.max(a, w.bpermute(a, w.select(src < 64, src, w.lane_id)))
+        s = 224.0 / a
+        acc = w.mma(MFMA, load(w, kb).to("fp8"), (x * s if fixed else x / s).to("fp8"))
+        if divide_result:                                # acc / (s / 0.5): the same rescale as acc * (0.5 / s)
+            acc / w.group_scale(s * 2.0)
+        else:
+            w.dequant(acc, w.group_scale(0.5 / s))
+    return launch(k, arch="gfx942")
+
+
+@pytest.mark.parametrize("divide_result", [False, True])
+def test_the_rescale_must_undo_the_quantization(divide_result):
+    bad = qk(False, divide_result=divide_result)
+    assert [f.kind for f in bad.findings] == ["dequant-direction"], bad.findings
+    assert bad.findings[0].details["operand"] == "B" and bad.records[0].quant["B"].tolist() == [[1] * 16]
+    assert qk(True, divide_result=divide_result).findings == []
+
+
+def test_a_shuffle_down_amax_is_a_scale_group_mismatch():
+    r = qk(True, reduce="down")
+    assert {f.kind for f in r.findings} == {"scale-group-mismatch"}, r.findings
+    f = r.findings[0].details
+    assert f["field"] == "dim" and min(f["lanes"]) == 16
+    assert {tuple(m["foreign"]) for m in f["mismatches"]} <= {tuple(range(8)), tuple(range(16)), tuple(range(24))}
+
+
+def test_int8_quantization_through_i32_carries_the_direction():
+    """s = 127/amax; x * s or x / s rounded, converted to i32 then i8: the marks survive the
+    conversions into v_mfma_i32_16x16x32_i8's B. The rescale by 1/s undoes x * s; after x / s
+    it applies amax twice."""
+    q, kb = buffers()
+
+    def k(w, fixed):
+        x = load(w, q)
+        s = 127.0 / amax_of(w, x)
+        q8 = w.rint(x * s if fixed else x / s).to("i32").to("i8")
+        k8 = w.rint(load(w, kb) * 16.0).to("i32").to("i8")
+        acc = w.mma("v_mfma_i32_16x16x32_i8", k8, q8).to("f32")
+        w.dequant(acc, w.group_scale((1 / 16) / s))
+    assert [f.kind for f in launch(k, arch="gfx942", kwargs=dict(fixed=False)).findings] == ["dequant-direction"]
+    assert launch(k, arch="gfx942", kwargs=dict(fixed=True)).findings == []
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_a_dequantization_scale_divides_and_multiplies_back(fixed):
+    """The other consistent form: s = amax/224 (a dequantization scale), x / s quantizes and the
+    result is multiplied by s; defective, it is divided by s again."""
+    q, kb = buffers()
+
+    def k(w):
+        x = load(w, q)
+        s = amax_of(w, x) * (1 / 224)
+        acc = w.mma(MFMA, load(w, kb).to("fp8"), (x / s).to("fp8"))
+        w.dequant(acc, w.group_scale(s * 0.5 if fixed else 0.5 / s))
+    got = [f.kind for f in launch(k, arch="gfx942").findings]
+    assert got == ([] if fixed else ["dequant-direction"])
