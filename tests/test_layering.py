@@ -39,6 +39,7 @@ RULES = (
     Rule("gfxsim", "kernels_py"),
     Rule("gfxsim", "visualize"),
     Rule("gfxsim", "bench"),
+    Rule("gfxsim", "public_kernels"),
     Rule("gfxsim.arch", "gfxsim.machine"),     # the records are the ground floor
     Rule("gfxsim.arch", "gfxsim.isa"),
     Rule("gfxsim.arch", "gfxsim.asm"),
