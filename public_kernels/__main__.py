@@ -1,8 +1,9 @@
-"""python -m public_kernels --vllm CHECKOUT [--users] [--json FILE]
+"""python -m public_kernels [--vllm CHECKOUT] [--amd-lab-notes CHECKOUT] [--users] [--json FILE]
 
 Compiles vLLM's ROCm paged-attention kernels (device code only) for gfx942, runs each on gfxsim's
 asm front end at a small shape (and, with --users, the mfma16 kernel at the users' shape), checks
-them against a float64 reference and prints what ran, what matched and what stopped the rest.
+them against a float64 reference and prints what ran, what matched and what stopped the rest;
+likewise AMD's matrix-core examples (amd_matrix_cores.py).
 
 Each kernel is tried twice: as vLLM builds and launches it ("unchanged": clang's default metadata,
 which names no arguments, and null optional pointers), then with two launch-side workarounds
@@ -18,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from .paged_cases import SMALL, USERS
+from .amd_matrix_cores import run_example, sources
+from .paged_cases import SMALL, USERS, USERS_ONE
 from .vllm_run import Outcome, blocker, run_qkv, run_reduce
 from .vllm_source import Instance, compile_instance
 
@@ -38,16 +40,26 @@ def shape_for(inst: Instance, base):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m public_kernels")
-    ap.add_argument("--vllm", type=Path, required=True, help="root of a vLLM checkout")
+    ap.add_argument("--vllm", type=Path, help="root of a vLLM checkout")
+    ap.add_argument("--amd-lab-notes", type=Path, help="root of an amd/amd-lab-notes checkout")
     ap.add_argument("--build", type=Path, default=Path("build/public"))
     ap.add_argument("--users", action="store_true", help="also the mfma16 kernels at the users' shape")
+    ap.add_argument("--users-one", action="store_true",
+                    help="the users' shape with one 4096-token sequence (gfxsim run paged_attention_decode's)")
     ap.add_argument("--only", default="", help="run instances whose label contains this")
     ap.add_argument("--no-provenance", action="store_true")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     rows = []
-    shapes = [SMALL] + ([USERS] if a.users else [])
-    for inst in INSTANCES:
+    shapes = [SMALL] + ([USERS] if a.users else []) + ([USERS_ONE] if a.users_one else [])
+    for src in sources(a.amd_lab_notes) if a.amd_lab_notes else []:
+        if a.only and a.only not in src.stem:
+            continue
+        for arch in ("gfx90a", "gfx942"):
+            o = run_example(src, a.amd_lab_notes, a.build / "amd", arch=arch)
+            rows.append((o, o.extra.get("unchanged", "")))
+            print(_line(o, rows[-1][1]), flush=True)
+    for inst in INSTANCES if a.vllm else []:
         if a.only and a.only not in inst.label:
             continue
         raw = compile_instance(inst, a.vllm, a.build)
@@ -59,7 +71,7 @@ def main(argv=None) -> int:
             if not o.ran:
                 unchanged += f"; then, with names: {o.error}"
         for base in shapes:
-            if base is USERS and inst.kernel != "mfma16":
+            if base is not SMALL and inst.kernel != "mfma16":
                 continue
             shape = shape_for(inst, base)
             if not unchanged:

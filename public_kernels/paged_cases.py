@@ -75,6 +75,8 @@ class Shape:
 
 SMALL = Shape(seqs=2, heads=8, kv_heads=1, head=128, block=16, context=(300, 37))
 USERS = Shape(seqs=2, heads=64, kv_heads=8, head=128, block=16, context=(4096, 3001))
+# the users' shape as `gfxsim run paged_attention_decode --context 4096` runs it: one sequence
+USERS_ONE = Shape(seqs=1, heads=64, kv_heads=8, head=128, block=16, context=(4096,))
 
 
 def make_case(shape: Shape, dtype: str, kv: str, seed: int = 0) -> dict:

@@ -52,17 +52,49 @@ def unsupported(kernel) -> list[str]:
     return list(kernel.program.unsupported())
 
 
-def blocker(path) -> str:
+def blocker(path, arch: str = "gfx942") -> str:
     """What stops the kernel before it runs (metadata, operand syntax, instructions without
-    semantics, by mnemonic and count), or "" when nothing does."""
+    semantics and matrix instructions without a record, by mnemonic and count), or "" when
+    nothing does. An ABI error is followed by the instructions that would stop it next."""
     try:
-        miss = unsupported(kernel_of(path))
+        k = kernel_of(path)
+        miss = unsupported(k) + no_record(k, arch)
     except Exception as e:          # gfxsim's own error names kernel, line and form
+        msg = f"{type(e).__name__}: {_short(str(e))}"
+        later = _instructions_past_abi(path, arch)
+        return msg + (f"; behind it: {later}" if later else "")
+    return _counted(miss)
+
+
+def _counted(miss: list[str]) -> str:
+    if not miss:
+        return ""
+    c = Counter(m.split(": ", 1)[1] for m in miss)
+    return f"{len(miss)} unsupported: " + ", ".join(f"{k} x{v}" for k, v in c.most_common())
+
+
+def no_record(kernel, arch: str) -> list[str]:
+    """'line N: mnemonic (no record)' of matrix instructions the arch has no record of."""
+    from gfxsim.arch import get_arch
+    have = get_arch(arch).instructions
+    return [f"line {i.line}: {i.mnemonic} (no {arch} record)" for i in kernel.instructions
+            if i.mnemonic.startswith("v_mfma") and i.mnemonic.removesuffix("_e64") not in have]
+
+
+def _instructions_past_abi(path, arch: str) -> str:
+    """Instructions without semantics or record, read without the launch ABI (which failed)."""
+    from gfxsim.asm import semantics
+    from gfxsim.asm.run import decode
+    try:
+        k = kernel_of(path)
+        miss = []
+        for ins in k.instructions:
+            d = decode(ins, k.name)
+            if d.enc == "dpp" or (not d.mnemonic.startswith("v_mfma") and d.mnemonic not in semantics.OPS):
+                miss.append(f"line {ins.line}: {ins.mnemonic}")
+        return _counted(miss + no_record(k, arch))
+    except Exception as e:
         return f"{type(e).__name__}: {_short(str(e))}"
-    if miss:
-        c = Counter(m.split(": ", 1)[1] for m in miss)
-        return f"{len(miss)} unsupported: " + ", ".join(f"{k} x{v}" for k, v in c.most_common())
-    return ""
 
 
 def _short(msg: str) -> str:
