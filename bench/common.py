@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from gfxsim.procmem import peak_rss_bytes, reset_peak_rss
+from gfxsim.procmem import MEM_AVAILABLE_ENV, peak_rss_bytes, reset_peak_rss
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,9 +48,12 @@ def run_child(cmd, *, timeout: float, env=None, mem_limit_bytes: int = 0, keep_s
         if mem_limit_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (mem_limit_bytes, mem_limit_bytes))
 
+    env = dict(env or child_env())
+    if mem_limit_bytes:         # the child's memory check sees the budget it runs under, not the moment's MemAvailable
+        env[MEM_AVAILABLE_ENV] = str(mem_limit_bytes)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=ROOT, env=env or child_env(), stdout=out, stderr=err,
+        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err,
                              preexec_fn=limit if mem_limit_bytes else None)
         box = {}
 

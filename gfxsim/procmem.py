@@ -3,6 +3,7 @@ machine still has available. Used by `gfxsim run`'s memory check, `gfxsim sweep`
 figures and `python -m bench`."""
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -35,8 +36,20 @@ def peak_rss_bytes() -> int | None:
         return None
 
 
+MEM_AVAILABLE_ENV = "GFXSIM_MEM_AVAILABLE"
+
+
 def mem_available() -> int | None:
-    """Bytes the machine can still give (MemAvailable of /proc/meminfo), None where unknown."""
+    """Bytes the machine can still give (MemAvailable of /proc/meminfo), None where unknown.
+    GFXSIM_MEM_AVAILABLE (bytes) replaces it: `python -m bench` gives its children the budget it
+    enforces on them, so a figure does not depend on what other processes hold at that moment."""
+    given = os.environ.get(MEM_AVAILABLE_ENV)
+    if given is not None:
+        try:
+            return int(given)
+        except ValueError:
+            from .errors import ArgumentError
+            raise ArgumentError(f"{MEM_AVAILABLE_ENV}={given!r}: a number of bytes expected") from None
     try:
         with open("/proc/meminfo") as f:
             for line in f:

@@ -28,6 +28,7 @@ from ..machine.options import LaunchOptions
 from . import semantics
 from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
 from .operands import Operands, parse_instruction_operands
+from .origin import taint_in
 from .state import AsmError, WaveState
 from ..errors import ArgumentTypeError
 
@@ -162,6 +163,8 @@ def _run_members(st, program, counted):
             w.set_exec(saved & cols)
             w.live = np.nonzero(act)[0].tolist()
         counted[0] += int(np.count_nonzero(w.exec))
+        if st.any_unknown:
+            taint_in(st, d)
         try:
             own = program.own_event[pc]
             if own:                           # arithmetic, moves, scalar, branches: one event of its own,
@@ -178,6 +181,7 @@ def _run_members(st, program, counted):
                 if tr.enabled and len(tr.raw) > n0:
                     _name_outputs(tr.raw[n0:], d)
         finally:
+            st.taint_s = st.taint_v = None
             if act is not None:
                 w.set_exec(np.where(cols, w.exec, saved))
                 w.live = None

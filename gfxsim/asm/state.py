@@ -57,6 +57,11 @@ class WaveState:
         self.fresh = {"v": np.zeros((n_vgpr, w.width), bool), "a": np.zeros((max(n_agpr, 1), w.width), bool)}
         self.s = np.zeros((self.members, N_SGPR), np.uint32)
         self.s_written = np.zeros(N_SGPR, bool)
+        # SGPRs of unknown origin and this instruction's marks on its writes (origin.py)
+        self.s_unknown = np.zeros((self.members, N_SGPR), bool)
+        self.any_unknown = False
+        self.taint_s = None                  # members whose SGPR writes are of unknown origin
+        self.taint_v = None                  # members whose VGPR writes are
         self.scc = np.zeros(self.members, U64)
         self.pc = 0                          # the pc of the instruction being executed
         self.pcs = np.zeros(self.members, np.int64)      # each member's next pc
@@ -157,6 +162,9 @@ class WaveState:
             else:
                 self._put(self.s[:, i], x.astype(np.uint32))
                 self.s_written[i] = True
+                if self.any_unknown or self.taint_s is not None:
+                    self._put(self.s_unknown[:, i], False if self.taint_s is None else self.taint_s)
+                    self.any_unknown = bool(self.s_unknown.any())
         if new_exec is not None:
             mask = words_mask(np.broadcast_to(new_exec, (self.members,)), self.lanes)
             if self.act is not None:
@@ -229,6 +237,8 @@ class WaveState:
         if rf.prov is not None and rf.has[first:first + n].any():     # provenance to clear: the file's own write
             rf.write(first, VGPRs(self.w, np.ascontiguousarray(words), "u32", regs=(first, n)))
             self.fresh[f][first:first + n] &= ~self.exec
+            if self.taint_v is not None:
+                self.mark_unknown(f, first, n)
             return
         rf.check_range(first, n)                  # no provenance: the words and their written bits only
         if self.w.exec_full:
@@ -240,11 +250,31 @@ class WaveState:
             np.copyto(rf.words[first:first + n], words, where=ex)
             rf.written[first * 4:(first + n) * 4] |= ex
             self.fresh[f][first:first + n] &= ~ex
+        if self.taint_v is not None:
+            self.mark_unknown(f, first, n)
 
     def vwrite_value(self, f: str, first: int, value: VGPRs):
         """Write a back-end value (its bytes' provenance with it) under EXEC."""
         self.regfile(f).write(first, value)
         self.fresh[f][first:first + value.nbytes // 4] &= ~self.exec
+        if self.taint_v is not None:
+            self.mark_unknown(f, first, value.nbytes // 4)
+
+    def mark_unknown(self, f: str, first: int, n: int):
+        """Flag registers first.. of the marked members' active lanes as of unknown origin
+        (origin.py): they were computed from an SGPR loaded from tagged bytes."""
+        from ..machine.provenance import UNKNOWN, Prov
+        if not self.w.provenance:
+            return
+        cols = np.repeat(self.taint_v, self.lanes) & self.exec
+        if not cols.any():
+            return
+        v = self.vread(f, first, n)
+        p = v.prov.per_byte() if v.prov is not None else Prov(1, {})
+        pc = self.w.pcols(cols[None, :], "the lanes of an SGPR of unknown origin")
+        flags = np.zeros((4 * n, self.w.pw), np.uint8) if p.flags is None else p.flags.copy()
+        flags |= np.where(pc, UNKNOWN, np.uint8(0)).astype(np.uint8)
+        self.regfile(f).write(first, VGPRs(self.w, v.val, v.dtype, Prov(1, p.ids, p.fp, flags), regs=(first, n)))
 
     def set_fresh(self, f: str, first: int, mask):
         """Mark registers first.. as holding a fresh matrix result where ``mask`` [n, width] holds

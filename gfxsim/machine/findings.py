@@ -20,6 +20,12 @@ class ABKSlotMismatch:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KSlotUnknownOrigin:
+    operand: str                # "A" or "B"
+    slots: list                 # the K slots holding bytes of unknown origin
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScaleGroupMismatch:
     field: str
     scale_over: list            # the scale's set (first distinct mismatch)
@@ -108,6 +114,9 @@ class Kind:
 REGISTRY = {k.name: k for k in (
     Kind("ab-kslot-mismatch", "A and B feed different tags into the same K slot", ABKSlotMismatch,
          ("instruction", "workgroup", "field")),
+    Kind("kslot-unknown-origin", "a matrix instruction's K slots hold bytes derived from tagged data by a route "
+         "gfxsim does not follow, so their tokens cannot be checked", KSlotUnknownOrigin,
+         ("instruction", "workgroup", "operand")),
     Kind("scale-group-mismatch", "a quantization scale does not cover every element an instruction consumed",
          ScaleGroupMismatch, ("mma_event", "wave", "field")),
     Kind("token-coverage", "a token was consumed zero or several times for one output tile or output element",

@@ -22,7 +22,7 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .plans import batched_plan, d_inverse, flat_plan, name_planes
-from .provenance import RESERVED, Prov
+from .provenance import RESERVED, UNKNOWN, Prov
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
 from .trace import BatchEvent
@@ -96,6 +96,18 @@ def _write_d(si, td, d, inv):
     else:
         np.take(si.reshape(-1), inv, out=d.reshape(-1), mode="clip")      # indices in range: no buffer
 
+
+
+def _slot_text(slots: list) -> str:
+    """[0, 1, 2, 5] -> '0-2, 5'."""
+    runs, start = [], None
+    for i, k in enumerate(slots):
+        if start is None:
+            start = k
+        if i + 1 == len(slots) or slots[i + 1] != k + 1:
+            runs.append(str(start) if start == k else f"{start}-{k}")
+            start = None
+    return ", ".join(runs)
 
 
 def _labelled(label) -> str:
@@ -258,6 +270,27 @@ class MatrixOps:
             memo.remember((insn, ft, val.copy()), got)
         return got
 
+    def _unknown_kslots(self, insn, idx, label, operands, live_rows):
+        """K slots fed by bytes of unknown origin (provenance.UNKNOWN): a token there cannot be
+        named, so the slot would silently count as one without a token."""
+        for op, p in operands:
+            if p is None or p.flags is None or not (p.flags & UNKNOWN).any():
+                continue
+            plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
+            marks = np.where(p.flags & UNKNOWN, 1, -1).astype(np.int32)
+            v = Field.gathered(marks, plan, op).v                     # [nb, M|N, K] for both
+            bad = (v >= 0).any(axis=1) & live_rows[:, None]           # [nb, K]
+            lanes = batched_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)[1]
+            for row in np.nonzero(bad.any(axis=1))[0].tolist():
+                slots = [int(x) for x in np.nonzero(bad[row])[0]]
+                k = slots[0]
+                self.finding("kslot-unknown-origin",
+                             f"{insn.mnemonic}{_labelled(label)}: operand {op}'s K slot"
+                             f"{'s' if len(slots) > 1 else ''} {_slot_text(slots)} hold bytes of unknown origin "
+                             f"(derived from tagged data by a route gfxsim does not follow): their tokens "
+                             f"cannot be checked", lane=int(lanes[row, 0, k] if op == "A" else lanes[row, k, 0]),
+                             instruction=idx, operand=op, slots=slots)
+
     def _operand_fields(self, insn, operand, p):
         """({field: Field} gathered through the operand's plan, {field: compact record form},
         {field: K sets of its rows, filled on demand}) of an operand's provenance ``p``. The last
@@ -316,6 +349,7 @@ class MatrixOps:
                                  f"({int(bad[row].sum())} K slots disagree)", lane=lane,
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
+        self._unknown_kslots(insn, idx, label, (("A", pa), ("B", pb)), live_rows)
         rec_a, rec_b = dict(compact_a), dict(compact_b)
         ks_a, ks_b = {}, {}
         # K sets per field that varies along K (two present values in one A row or B column)

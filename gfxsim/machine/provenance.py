@@ -11,7 +11,12 @@ register columns — lanes x batched workgroups):
 * **footprint** — per element and field, the set of values a reduction consumed (``amax`` over
   tokens, a row sum over dims): a ``Mask`` of ``WORDS`` uint64 words over a window of ``WINDOW``
   values aligned to ``WINDOW``; a set that leaves its window is kept exactly in ``WideSets``.
-* **flags** — uint8 per element: ``SCALE`` marks a quantization scale (``w.group_scale``).
+* **flags** — uint8 per element: ``SCALE`` marks a quantization scale (``w.group_scale``);
+  ``UNKNOWN`` marks bytes of unknown origin: derived from tagged bytes along a path whose routing
+  gfxsim does not know (the bytes of one element holding different tokens went through arithmetic;
+  an SGPR loaded from tagged memory fed a vector instruction). It travels with the bytes, survives
+  every merge, and a matrix instruction whose K slots hold such bytes reports it
+  (``kslot-unknown-origin``) instead of counting them as slots without a token.
 
 ``g`` is the bytes per row: 1 (per byte) or the element size, used while all bytes of every
 element agree (the common case: an fp32 value costs one row per element, not four). Storage that
@@ -26,6 +31,7 @@ from ..errors import ArgumentError
 WORDS = 4                         # uint64 words per window
 WINDOW = 64 * WORDS               # values per window (tokens of a 256-token partition, 128 dims, ...)
 SCALE = np.uint8(1)               # flag: a quantization scale
+UNKNOWN = np.uint8(2)             # flag: of unknown origin (the module docstring)
 RESERVED = ("@mma", "@mn")        # identity-only fields (never a footprint)
 
 
@@ -428,11 +434,15 @@ class Prov:
         if self.g != 1:
             return self.per_byte().per_element(size, wide)
         ids = {}
+        lost = None                       # elements whose bytes held different values of a field
         for f, a in self.ids.items():
             r = a.reshape(-1, size, a.shape[1])
             hi = r.max(axis=1)            # a byte with no value (zero padding) does not conflict
             lo = np.where(r < 0, np.iinfo(np.int32).max, r).min(axis=1)
             ids[f] = np.where(lo == hi, hi, -1).astype(np.int32, copy=False)
+            if f not in RESERVED:
+                c = (hi >= 0) & (lo < hi)
+                lost = c if lost is None else lost | c
         fp = {}
         for f, m in self.fp.items():          # the element's set: the union of its bytes' sets
             u = m.map(lambda x: x[::size])
@@ -441,6 +451,8 @@ class Prov:
             fp[f] = u
         flags = None if self.flags is None else np.bitwise_or.reduce(
             self.flags.reshape(-1, size, self.flags.shape[1]), axis=1)
+        if lost is not None and lost.any():         # the element stands for several tokens: their bytes' routes are gone
+            flags = np.where(lost, UNKNOWN, np.uint8(0)).astype(np.uint8) | (0 if flags is None else flags)
         return Prov(size, ids, fp, flags)
 
     # -- combining -------------------------------------------------------------------------------
@@ -569,7 +581,19 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
             elif keep.any():
                 ids["@mma"] = np.where(keep, mma, -1).astype(np.int32, copy=False)
                 ids["@mn"] = np.where(keep, mn, -1).astype(np.int32, copy=False)
-    return Prov(a.g, ids, fp, None)
+    return Prov(a.g, ids, fp, unknown_of(a, b))
+
+
+def unknown_of(*provs) -> np.ndarray | None:
+    """The UNKNOWN marks of equally shaped provenances, united (None where none has one): a
+    result of bytes of unknown origin is of unknown origin, whatever else it combines."""
+    out = None
+    for p in provs:
+        if p is not None and p.flags is not None:
+            u = p.flags & UNKNOWN
+            if u.any():
+                out = u if out is None else out | u
+    return out
 
 
 _NO = np.zeros((), np.bool_)

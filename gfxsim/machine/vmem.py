@@ -11,8 +11,10 @@ import numpy as np
 from . import ops
 from .addressing import addresses, byte_addr, integer, read_addr
 from .dtypes import dtype_name, itemsize, load_values, load_written, np_dtype, store_values
+from ..errors import ArgumentError
 from .errors import MemoryFault
 from .memory import Buffer
+from .provenance import RESERVED
 from .valueprov import stored_prov
 from .vgpr import VGPRs
 
@@ -55,9 +57,12 @@ class VmemOps:
         self.event(ops.Op("VMEM", ops.VMEM_LOAD[nbytes]), outs=[v], buffer=buf.name, address=addr)
         return v
 
-    def scalar_load(self, buf: Buffer, offset, dtype=None):
+    def scalar_load(self, buf: Buffer, offset, dtype=None, *, identities_marked: bool = False):
         """s_load_dword: one uniform value (an SGPR), returned as a Python number; in a batched
-        launch the offset may differ per workgroup and the result is a per-lane value."""
+        launch the offset may differ per workgroup and the result is a per-lane value. A Python
+        number cannot carry the loaded bytes' tags, so loading tagged bytes this way is refused
+        (``w.global_load`` of the same address keeps them), unless the caller marks what it
+        loaded itself (``identities_marked``: the asm front end's SGPRs of unknown origin)."""
         dtype = dtype_name(dtype) if dtype is not None else buf.dtype
         if isinstance(offset, VGPRs):
             return self.global_load(buf, offset, itemsize(dtype), dtype)
@@ -71,6 +76,13 @@ class VmemOps:
         if buf.written is not None and not buf.written[offset:offset + size].all():
             self.finding("uninitialized-read", f"s_load from {buf.name!r} reads never-written bytes",
                          address=offset, what="global", name=buf.name)
+        if not identities_marked and self.machine.provenance and (buf.prov is not None or buf.tag_fields):
+            p = buf.load_prov(np.arange(offset, offset + size)[:, None], 1, self.machine)
+            held = [] if p is None else sorted(f for f, a in p.ids.items() if f not in RESERVED and (a >= 0).any())
+            if held:
+                raise self.error(ArgumentError, f"s_load from {buf.name!r} at byte {offset}: the bytes carry tags "
+                                 f"({', '.join(held)}) that a scalar value cannot hold; load it with w.global_load "
+                                 f"(a uniform VGPR keeps them), or leave the buffer untagged", address=offset)
         self.event(ops.Op("SMEM", ops.SMEM_LOAD.get(size, "s_load_dword")), buffer=buf.name, address=offset)
         return buf.raw[offset:offset + size].view(np_dtype(dtype))[0].item()
 

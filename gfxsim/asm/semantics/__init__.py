@@ -14,6 +14,7 @@ import struct
 
 import numpy as np
 from ...errors import ArgumentError
+from ..origin import sources_carry_identity
 
 OPS: dict = {}
 
@@ -85,8 +86,10 @@ def u64(st, o) -> np.ndarray:
     raise st.error(f"operand {o.text} is not a 64-bit source (64-bit literals and float constants are not modelled)")
 
 
-def put(st, o, words):
-    """Write a VGPR/AGPR destination (uint32 [n, width] or [width]) under EXEC."""
+def put(st, o, words, *, decided: bool = False):
+    """Write a VGPR/AGPR destination (uint32 [n, width] or [width]) under EXEC, with no provenance.
+    ``decided``: the instruction's provenance rule gave none; otherwise a result computed from VGPR
+    bytes that carry identities is marked of unknown origin (origin.py), never silently cleared."""
     if o.kind != "reg" or o.file not in "va":
         raise st.error(f"destination {o.text} is not a vector register")
     words = np.asarray(words)
@@ -95,6 +98,13 @@ def put(st, o, words):
     if words.shape[0] != o.count:
         raise st.error(f"destination {o.text} has {o.count} registers, the result {words.shape[0]}")
     st.vwrite(o.file, o.first, words.astype(np.uint32, copy=False))
+    if not decided and st.w.provenance and st.current is not None and st.taint_v is None \
+            and sources_carry_identity(st, st.current):
+        st.taint_v = np.ones(st.members, bool)      # no route for these bytes: of unknown origin (origin.py)
+        try:
+            st.mark_unknown(o.file, o.first, o.count)
+        finally:
+            st.taint_v = None
 
 
 def put64(st, o, value):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..origin import bytes_carry_identity
 from . import no_mods, op, widen
 from ...machine.vgpr import VGPRs
 
@@ -127,15 +128,20 @@ def _s_load(n):
         for m in members.tolist():                       # members reading the same address load once
             groups.setdefault(int(addr[m]), []).append(m)
         out = np.zeros((n, st.members), U64)
+        tagged = np.zeros(st.members, bool)
         w, live = st.w, st.w.live
         try:
             for a, ms in groups.items():
                 if len(groups) > 1:                      # each group's loads are its members' events
                     w.live = ms
                 buf, rel = st.memory.scalar(st, a, 4 * n)
-                out[:, ms] = np.array([w.scalar_load(buf, rel + 4 * k, "u32") for k in range(n)], U64)[:, None]
+                out[:, ms] = np.array([w.scalar_load(buf, rel + 4 * k, "u32", identities_marked=True)
+                                         for k in range(n)], U64)[:, None]
+                if w.provenance and (buf.prov is not None or buf.tag_fields):
+                    tagged[ms] = bytes_carry_identity(buf.load_prov(np.arange(rel, rel + 4 * n)[:, None], 1, w.machine))
         finally:
             w.live = live
+        st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
         st.swrite(dst.first, *out)
     return run
 

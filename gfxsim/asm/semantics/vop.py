@@ -20,6 +20,7 @@ from ...machine.provenance import Prov, merge
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import elem_prov, merged, sum_of_results
 from ...machine.vgpr import VGPRs
+from ..origin import bytes_carry_identity
 
 U32, I32, F32, U64 = np.uint32, np.int32, np.float32, np.uint64
 
@@ -327,7 +328,7 @@ def _valu(name, types, fn):
             if d.ops.mods.get("dst_sel", "DWORD") != "DWORD" and prov is not None:
                 prov = _sdwa_dst_prov(st, d, dst, prov)
         if prov is None:
-            put(st, dst, r)
+            put(st, dst, r, decided=True)
         else:
             st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u32", prov, regs=(dst.first, 1)))
         if keep is not None:
@@ -390,7 +391,7 @@ def _valu_sdwa_mov(st, d):
         elif prov is None and d.ops.mods.get("dst_unused") == "UNUSED_PRESERVE":
             prov = _sdwa_dst_prov(st, d, dst, Prov(1, {}))
     if prov is None:
-        put(st, dst, r)
+        put(st, dst, r, decided=True)
     else:
         st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u32", prov, regs=(dst.first, 1)))
 
@@ -420,7 +421,22 @@ def v_readfirstlane_b32(st, d):
         raise st.error(f"v_readfirstlane_b32 writes an SGPR, got {dst.text}")
     ex = st.exec.reshape(st.members, st.lanes)
     lane = np.argmax(ex, axis=1)                   # each member's first active lane (0 if none)
+    if st.w.provenance and src.kind == "reg" and src.file in "va":
+        st.taint_s = _lanes_carry_identity(st, st.vread(src.file, src.first, 1), np.arange(st.members) * st.lanes + lane)
     st.swrite(dst.first, u32(st, src).reshape(st.members, st.lanes)[np.arange(st.members), lane])
+
+
+def _lanes_carry_identity(st, v, cols) -> np.ndarray | None:
+    """Per member: whether the value's bytes in column ``cols[m]`` carry an identity (an SGPR
+    cannot hold it: origin.py); None where none does."""
+    if v.prov is None:
+        return None
+    p = v.prov.per_byte()
+    if st.w.fold is not None:                      # folded columns: the whole register decides
+        out = np.full(st.members, bytes_carry_identity(p), bool)
+    else:
+        out = np.array([bytes_carry_identity(p.map(lambda a, c=c: a[:, c:c + 1])) for c in cols.tolist()], bool)
+    return out if out.any() else None
 
 
 @op("v_perm_b32")
@@ -439,7 +455,7 @@ def v_perm_b32(st, d):
 def _put_prov(st, dst, words, prov):
     """Write one register's words with ``prov`` (None: no identity)."""
     if prov is None:
-        put(st, dst, words)
+        put(st, dst, words, decided=True)
     else:
         st.vwrite_value(dst.file, dst.first, VGPRs(st.w, np.asarray(words, U32)[None, :].copy(), "u32", prov,
                                                    regs=(dst.first, 1)))
@@ -538,7 +554,10 @@ def _carry(name, fn, has_in):
         cin = mask_src(st, ops[4]).astype(np.int64) if has_in else 0
         x, y = u32(st, a).astype(np.int64), u32(st, b).astype(np.int64)
         r, c = fn(x, y, cin)
-        put(st, dst, (r & 0xFFFFFFFF).astype(U32))
+        prov = None         # an add or subtract: the rule of the 32-bit one without carry
+        if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
+            prov = arith_prov(st, "v_sub_u32" if "sub" in name else "v_add_u32", [_value(st, a), _value(st, b)])
+        _put_prov(st, dst, (r & 0xFFFFFFFF).astype(U32), prov)
         sdst_mask(st, cout, c & st.exec)
     return run
 
@@ -562,8 +581,9 @@ def v_cndmask_b32(st, d):
     if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
         va, vb = _value(st, a), _value(st, b)
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
-            prov = Prov.select(st.w.pcols(mask[None, :], "a v_cndmask_b32 mask"), elem_prov(st.w, vb, 1),
-                               elem_prov(st.w, va, 1), (1, st.w.pw))
+            prov = Prov.select(st.w.pcols(mask[None, :], "a v_cndmask_b32 mask"),   # a byte move: per byte
+                               None if vb.prov is None else vb.prov.per_byte(),
+                               None if va.prov is None else va.prov.per_byte(), (4, st.w.pw))
     _put_prov(st, dst, isa.entry("v_cndmask_b32").fn(x, y, mask), prov)
 
 
@@ -715,7 +735,7 @@ def _pk(name, n, fn):
             if any(p_ is not None for p_ in halves_p):
                 prov = Prov.concat(halves_p, [1, 1], st.w.pw)
         if prov is None:
-            put(st, dst, words)
+            put(st, dst, words, decided=True)
         else:
             st.vwrite_value(dst.file, dst.first, VGPRs(st.w, words.copy(), "u32", prov, regs=(dst.first, 2)))
     return run
@@ -733,7 +753,13 @@ def v_pk_mov_b32(st, d):
     sel = d.ops.mods.get("op_sel", (0, 0))
     lo = st.vwords(a.file, a.first, 2)[sel[0]].copy() if a.file in "va" else st.lanewise(st.sread(a.first + sel[0]))
     hi = st.vwords(b.file, b.first, 2)[sel[1]].copy() if b.file in "va" else st.lanewise(st.sread(b.first + sel[1]))
-    put(st, dst, np.stack([lo, hi]))
+    halves = [st.vread(o.file, o.first + k, 1).prov if st.w.provenance and o.file in "va" else None
+              for o, k in ((a, sel[0]), (b, sel[1]))]          # a move: each half's bytes keep theirs
+    prov = Prov.concat([None if h is None else h.per_byte() for h in halves], [4, 4], st.w.pw)
+    if prov is None:
+        put(st, dst, np.stack([lo, hi]), decided=True)
+    else:
+        st.vwrite_value(dst.file, dst.first, VGPRs(st.w, np.stack([lo, hi]), "u32", prov, regs=(dst.first, 2)))
 
 
 __all__ = ["VALU", "OPS"]

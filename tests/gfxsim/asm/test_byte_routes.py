@@ -49,6 +49,9 @@ ASM = {
     "v_mov_b32_sdwa dst_sel:BYTE_2 UNUSED_PAD": (
         "  v_mov_b32_sdwa v3, v2 dst_sel:BYTE_2 dst_unused:UNUSED_PAD src0_sel:BYTE_1", [-1, -1, 1, -1]),
     "v_alignbyte_b32": ("  v_alignbyte_b32 v3, v2, v2, 1", [1, 2, 3, 0]),
+    "v_cndmask_b32": ("  v_cmp_eq_u32_e32 vcc, v0, v0\n  v_cndmask_b32_e32 v3, 0, v2, vcc", [0, 1, 2, 3]),
+    "v_pk_mov_b32 op_sel:[1,0]": ("  v_mov_b32_e32 v5, v2\n  v_mov_b32_e32 v4, 0\n"
+                                  "  v_pk_mov_b32 v[3:4], v[4:5], v[4:5] op_sel:[1,0]", [0, 1, 2, 3]),
 }
 
 

@@ -21,6 +21,21 @@ MMAC = "v_mmac_i32_16x16x32_i8"          # gfx936, K = 32 i8 per instruction
 TOK = np.broadcast_to(np.arange(64), (16, 64))
 
 
+# -- kslot-unknown-origin: A's packed bytes went through integer arithmetic ----------------------
+def _unknown_origin(arithmetic):
+    a = Buffer("a", np.ones((16, 64), np.int8), {"token": TOK})
+    b = Buffer("b", np.ones((16, 64), np.int8), {"token": TOK})
+
+    def unknown_origin(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        av = w.global_load(a, c * 64 + r * 8, 8, "i8")
+        if arithmetic:       # a byte-wise bias done by adds on the packed words: carries cross bytes
+            av = ((av.bitcast("u32") + 0x01010101) - 0x01010101).bitcast("i8")
+        bv = w.global_load(b, c * 64 + r * 8, 8, "i8")
+        w.mma(MMAC, av, bv)
+    return launch(unknown_origin, arch="gfx936")
+
+
 # -- ab-kslot-mismatch: B loaded 8 tokens later than A -------------------------------------------
 def _ab_kslot(shift):
     a = Buffer("a", np.ones((16, 64), np.int8), {"token": TOK})
@@ -160,6 +175,8 @@ def _double_count(fixed):
 
 PAIRS = {
     "ab-kslot-mismatch": [("B 8 tokens ahead", lambda: _ab_kslot(8), lambda: _ab_kslot(0))],
+    "kslot-unknown-origin": [("packed bytes through an add", lambda: _unknown_origin(True),
+                              lambda: _unknown_origin(False))],
     "scale-group-mismatch": [("contiguous groups", lambda: _scale_group("contiguous"),
                               lambda: _scale_group("fragment"))],
     "token-coverage": [("k-step reloaded", lambda: _coverage(False), lambda: _coverage(True))],
@@ -184,6 +201,7 @@ EXPECT = {
     ("uninitialized-read", "operand A"): {"what": "operand A"},
     ("lds-race", "no barrier"): {"other_wave": 0},
     ("lds-bank-conflict", "128-byte stride"): {"degree": 32, "region": "rows"},
+    ("kslot-unknown-origin", "packed bytes through an add"): {"operand": "A", "slots": list(range(32))},
     ("ab-kslot-mismatch", "B 8 tokens ahead"): {"field": "token", "k_slot": 0, "a_values": [0], "b_values": [8]},
     ("token-coverage", "k-step reloaded"): {"tile": repr("O")},     # the key as written (repr)
     ("double-count", "k-step added twice"): {"field": "token",
