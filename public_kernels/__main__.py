@@ -105,7 +105,9 @@ def _line(o: Outcome, unchanged: str) -> str:
             f"  workarounds: {o.error or errs}{rate} ({o.seconds:.1f} s); {o.findings}\n"
             + (f"  tokens: {o.tokens}\n" if o.tokens else "")
             + (f"  max_logits / reference (median): {o.extra['max_logits_ratio']:.4g}\n"
-               if "max_logits_ratio" in o.extra else ""))
+               if "max_logits_ratio" in o.extra else "")
+            + (f"  against the model of its (q_max/224)^2 logit scaling: {o.extra['vs_defect_model']}\n"
+               if "vs_defect_model" in o.extra else ""))
 
 
 if __name__ == "__main__":

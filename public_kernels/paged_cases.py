@@ -161,3 +161,51 @@ def reference(case: dict, logit_factor=None) -> dict:
             e = np.exp(lg - m)
             out[q, h] = e @ vv[:, g, :] / e.sum()
     return dict(max_logits=ml, exp_sums=es, partial=po, out=out)
+
+
+def e4m3fnuz_round(x: np.ndarray) -> np.ndarray:
+    """x rounded to the nearest e4m3 FNUZ value, ties to the even code (magnitudes <= 240)."""
+    codes = np.arange(0x80, dtype=np.uint8)                 # the non-negative codes, ascending
+    vals = e4m3fnuz_value(codes)
+    a = np.abs(np.asarray(x, np.float64))
+    i = np.clip(np.searchsorted(vals, a), 1, len(vals) - 1)
+    lo, hi = vals[i - 1], vals[i]
+    pick_hi = (a - lo > hi - a) | ((a - lo == hi - a) & ((codes[i] & 1) == 0))
+    return np.sign(x) * np.where(pick_hi, hi, lo)
+
+
+def fp8_mfma_logits_model(case: dict) -> dict:
+    """max logits and exp-sums of vLLM's opt-in fp8-MFMA QK^T as its source computes them (gfx942,
+    64-lane waves, 256-token partitions, head_dim 128, GQA <= 16): lane j quantizes the Q values it
+    holds with its own scale 224/m_j, m_j the largest |q| over lanes j..63 (a shuffle-down
+    reduction), dividing by that scale; the output lane l = head + 16*row rescales the sum by
+    scale * k_scale / (224/m_l). Lane j (head j%16 mod GQA, row r = j//16) holds head elements
+    16r..16r+15 and 64+16r..64+16r+15."""
+    s: Shape = case["shape"]
+    assert s.head == 128 and s.gqa <= 16
+    q = VALUE[case["dtype"]](case["q"])
+    P = s.partitions
+    ml = np.full((s.seqs, s.heads, P), np.nan)
+    es = np.full((s.seqs, s.heads, P), np.nan)
+    elems = [np.r_[16 * r:16 * r + 16, 64 + 16 * r:64 + 16 * r + 16] for r in range(4)]
+    for sq in range(s.seqs):
+        kk, _ = logical_kv(case, sq)
+        kk = kk / case["k_scale"]                       # the fp8 values the MFMA multiplies
+        for g in range(s.kv_heads):
+            qg = q[sq, g * s.gqa:(g + 1) * s.gqa]      # [gqa, head]
+            own = np.array([np.abs(qg[(j % 16) % s.gqa, elems[j // 16]]).max() for j in range(64)])
+            m = np.array([own[j:].max() for j in range(64)])
+            n = s.context[sq]
+            for h in range(s.gqa):
+                total = np.zeros(n)
+                for r in range(4):                       # the four k-groups of column h
+                    j = h + 16 * r
+                    q8 = e4m3fnuz_round(qg[h, elems[r]] * m[j] / 224.0)
+                    total += kk[:, g, elems[r]] @ q8
+                rows = (np.arange(n) % 16) // 4           # the output lane row of each token
+                lg = total * case["scale"] * case["k_scale"] * m[h + 16 * rows] / 224.0
+                for p in range(-(-n // PARTITION)):
+                    sl = lg[p * PARTITION:(p + 1) * PARTITION]
+                    ml[sq, g * s.gqa + h, p] = sl.max()
+                    es[sq, g * s.gqa + h, p] = np.exp(sl - sl.max()).sum()
+    return dict(max_logits=ml, exp_sums=es)

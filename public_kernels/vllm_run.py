@@ -18,7 +18,7 @@ from gfxsim.asm.parse import parse_file
 from gfxsim.asm.run import run_asm
 from gfxsim.machine.memory import Buffer
 
-from .paged_cases import VALUE, Shape, make_case, reference
+from .paged_cases import VALUE, Shape, fp8_mfma_logits_model, make_case, reference
 
 
 @dataclass
@@ -220,9 +220,12 @@ def run_qkv(inst, path, shape: Shape, *, seed: int = 0, nulls: bool = True, batc
                 "partial_out": _rel(val(outs["tmp_out"].array), ref["partial"])}
     o.extra["max_logits_ratio"] = float(np.nanmedian(got_ml / ref["max_logits"]))
     tol = {"max_logits": 1e-5, "exp_sums": 1e-4, "partial_out": 2e-2}
-    if inst.kv == "fp8" and inst.mfma == "Fp8":
-        tol = {"max_logits": 0.1, "exp_sums": 0.1, "partial_out": 0.1}
     o.ok = all(o.errors[k] <= tol[k] for k in tol)
+    if inst.kv == "fp8" and inst.mfma == "Fp8":
+        # the fp8-MFMA path scales every logit by about (q_max/224)^2: its own arithmetic, modelled
+        model = fp8_mfma_logits_model(case)
+        o.extra["vs_defect_model"] = {"max_logits": _rel(got_ml, model["max_logits"]),
+                                      "exp_sums": _rel(got_es, model["exp_sums"])}
     if provenance:
         o.tokens, o.extra["tokens"] = token_report(run, case)
     o.findings = run.summary().split("traced, ")[-1] if run.findings else "no findings"
