@@ -82,19 +82,27 @@ def no_record(kernel, arch: str) -> list[str]:
 
 
 def _instructions_past_abi(path, arch: str) -> str:
-    """Instructions without semantics or record, read without the launch ABI (which failed)."""
+    """Instructions without semantics or record, and operand forms gfxsim cannot read, listed
+    without the launch ABI (or the parse) that failed first."""
+    import re
+
     from gfxsim.asm import semantics
     from gfxsim.asm.run import decode
     try:
         k = kernel_of(path)
-        miss = []
-        for ins in k.instructions:
-            d = decode(ins, k.name)
-            if d.enc == "dpp" or (not d.mnemonic.startswith("v_mfma") and d.mnemonic not in semantics.OPS):
-                miss.append(f"line {ins.line}: {ins.mnemonic}")
-        return _counted(miss + no_record(k, arch))
     except Exception as e:
         return f"{type(e).__name__}: {_short(str(e))}"
+    miss = []
+    for ins in k.instructions:
+        try:
+            d = decode(ins, k.name)
+        except Exception as e:      # an operand form: name the modifier, not the registers
+            form = re.search(r"unsupported modifier '([a-z_]+)", str(e))
+            miss.append(f"line {ins.line}: {ins.mnemonic} [{form.group(1) if form else 'operands'}]")
+            continue
+        if d.enc == "dpp" or (not d.mnemonic.startswith("v_mfma") and d.mnemonic not in semantics.OPS):
+            miss.append(f"line {ins.line}: {ins.mnemonic}")
+    return _counted(miss + no_record(k, arch))
 
 
 def _short(msg: str) -> str:
