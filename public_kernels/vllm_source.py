@@ -95,6 +95,7 @@ def device_copy(checkout: Path, build: Path) -> str:
     if cut < 0:
         raise PublicBuildError(f"{ATTENTION}: no {CUT!r} line to cut the host launchers at")
     head = text[:cut]
+    build.mkdir(parents=True, exist_ok=True)
     (build / "vllm_fp8_conversion.h").write_text(conversion_header(checkout))
     csrc = (checkout / "csrc").resolve()
 
