@@ -48,10 +48,13 @@ def main(argv=None) -> int:
                     help="the users' shape with one 4096-token sequence (gfxsim run paged_attention_decode's)")
     ap.add_argument("--only", default="", help="run instances whose label contains this")
     ap.add_argument("--no-provenance", action="store_true")
+    ap.add_argument("--check", action="store_true", help="compile and list blockers only; run nothing")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     rows = []
     shapes = [SMALL] + ([USERS] if a.users else []) + ([USERS_ONE] if a.users_one else [])
+    if a.check:
+        return check(a)
     for src in sources(a.amd_lab_notes) if a.amd_lab_notes else []:
         if a.only and a.only not in src.stem:
             continue
@@ -94,6 +97,17 @@ def main(argv=None) -> int:
     ok = sum(o.ok for o, _ in rows)
     print(f"{len(rows)} runs: {ran} ran with the workarounds, {ok} matched the reference; "
           f"{sum(u == 'ran unchanged' for _, u in rows)} ran unchanged ({time.strftime('%H:%M')})")
+    return 0
+
+
+def check(a) -> int:
+    """Each instance's blockers as compiled (unchanged) and with argument names, nothing run."""
+    for inst in [*INSTANCES, *REDUCES.values()] if a.vllm else []:
+        if a.only and a.only not in inst.label:
+            continue
+        raw = blocker(compile_instance(inst, a.vllm, a.build))
+        named = blocker(compile_instance(inst, a.vllm, a.build, arg_names=True))
+        print(f"{inst.label}\n  unchanged: {raw or '-'}\n  with names: {named or 'nothing before running'}")
     return 0
 
 
