@@ -238,7 +238,7 @@ def text_report(kr) -> str:
         kinds.setdefault(f.kind, []).append(f)
     if checks["not_run"]:
         lines.append(f"  checks not run ({checks['reason']}): {', '.join(checks['not_run'])}")
-    if checks["kslots_of_unknown_origin"]:
+    if checks.get("kslots_of_unknown_origin"):
         lines.append(f"  {checks['kslots_of_unknown_origin']} K slots held bytes of unknown origin: their tokens "
                      f"were not checked (kslot-unknown-origin)")
     if not kinds:

@@ -46,8 +46,8 @@ from .summaries import row_sets
 RETRIES = 3              # attempts with finer classes before a batch runs unfolded
 MAX_CLASSES = 16         # more classes than this: folding no longer pays, the batch runs unfolded
 # provenance findings made on a representative's columns: they would name it, not each member
-RESTART_KINDS = frozenset({"ab-kslot-mismatch", "scale-group-mismatch", "double-count"})      # unless reported
-# for every member (scale-group-mismatch: fold.Fold.for_members)
+# (unless reported for every member: scale-group-mismatch, fold.Fold.for_members)
+RESTART_KINDS = frozenset({"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "double-count"})
 
 
 class Unfolded(BaseException):

@@ -74,7 +74,8 @@ class Machine:
         return kinds + [k for k in self.not_checked if k not in kinds]
 
 
-PROVENANCE_KINDS = ("ab-kslot-mismatch", "scale-group-mismatch", "store-mismatch", "token-coverage", "double-count")
+PROVENANCE_KINDS = ("ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "store-mismatch",
+                    "token-coverage", "double-count")
 
 
 @dataclass

@@ -55,9 +55,11 @@ class KernelRun:
         why = {v for r in self.runs for v in r.checks_not_run_why}
         unknown = [f for f in self.findings if f.kind == "kslot-unknown-origin"]
         # K slots fed by bytes whose tokens gfxsim could not follow: their tokens were not checked
-        return {"not_run": not_run, "reason": "; ".join(sorted(why)) if not_run else None,
-                "kslots_of_unknown_origin": sum(len(f.details.get("slots", ())) * f.details.get("count", 1)
-                                                for f in unknown)}
+        out = {"not_run": not_run, "reason": "; ".join(sorted(why)) if not_run else None}
+        if "kslot-unknown-origin" not in not_run:
+            out["kslots_of_unknown_origin"] = sum(len(f.details.get("slots", ())) * f.details.get("count", 1)
+                                                  for f in unknown)
+        return out
 
     def report(self, token_arrays: bool = False, json_rows: bool = False) -> dict:
         """The report as a dict. ``token_arrays``: each instruction's a_tokens / b_tokens as a numpy

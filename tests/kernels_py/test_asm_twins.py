@@ -159,7 +159,7 @@ def test_paged_attention_decode_asm_is_the_python_twins(arch, grouping):
     # (coverage and double counts included: through clang's expf and division expansions)
     from gfxsim.asm.parity import differences
     assert differences(py.report(), asm.report()) == []
-    assert asm.checks() == {"not_run": [], "reason": None}
+    assert asm.checks() == {"not_run": [], "reason": None, "kslots_of_unknown_origin": 0}
 
 
 def test_dequant_recognition_switch(monkeypatch):
@@ -170,7 +170,8 @@ def test_dequant_recognition_switch(monkeypatch):
     kr = run_kernel("pv_int8", context=130, arch="gfx942", grouping="contiguous", frontend="asm")
     assert not scale_findings(kr.runs)
     assert kr.checks() == {"not_run": ["scale-group-mismatch"],
-                           "reason": "asm front end: compiled code has no scale marks (dequant recognition off)"}
+                           "reason": "asm front end: compiled code has no scale marks (dequant recognition off)",
+                           "kslots_of_unknown_origin": 0}
 
 
 @pytest.mark.parametrize("arch, ctx", [("gfx936", 256), ("gfx942", 256), ("gfx936", 300), ("gfx942", 130)])
@@ -187,5 +188,5 @@ def test_prefix_prefill_asm_is_the_python_twin(arch, ctx):
     assert py.findings == [] and [f for f in asm.findings if f.kind != "lds-bank-conflict"] == [], \
         [f.message for f in asm.findings]
     assert differences(py.report(), asm.report()) == []
-    assert asm.checks() == {"not_run": [], "reason": None}
+    assert asm.checks() == {"not_run": [], "reason": None, "kslots_of_unknown_origin": 0}
     assert np.abs(asm.out - py.out).max() <= 4 * np.finfo(np.float32).eps * np.abs(py.out).max()

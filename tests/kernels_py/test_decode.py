@@ -209,8 +209,8 @@ def test_trace_batch_bounds_a_traced_launch_only(monkeypatch):
     assert sorted(map(key, plain.run.findings)) == sorted(map(key, traced.run.findings))
 
 
-PROVENANCE_CHECKS = ["ab-kslot-mismatch", "double-count", "scale-group-mismatch", "store-mismatch",
-                     "token-coverage"]
+PROVENANCE_CHECKS = ["ab-kslot-mismatch", "double-count", "kslot-unknown-origin", "scale-group-mismatch",
+                     "store-mismatch", "token-coverage"]
 
 
 def test_no_provenance_reports_which_checks_did_not_run(capsys):
@@ -228,8 +228,8 @@ def test_no_provenance_reports_which_checks_did_not_run(capsys):
     assert rep["findings"] == [] and rep["checks"]["not_run"] == []
     assert main(small_run + ["--no-provenance"]) == 0
     text = capsys.readouterr().out
-    assert ("checks not run (provenance off): ab-kslot-mismatch, double-count, scale-group-mismatch, store-mismatch, "
-            "token-coverage") in text
+    assert ("checks not run (provenance off): ab-kslot-mismatch, double-count, kslot-unknown-origin, "
+            "scale-group-mismatch, store-mismatch, token-coverage") in text
     assert "findings: none among the checks that ran" in text
     assert main(small_run) == 0
     text = capsys.readouterr().out
@@ -257,7 +257,7 @@ def test_kernel_run_checks_in_python():
     assert off.findings == [] and off.checks() == {"not_run": PROVENANCE_CHECKS, "reason": "provenance off"}
     assert all(sorted(r.checks_not_run) == PROVENANCE_CHECKS for r in off.runs)
     on = run_kernel("paged_attention_decode", context=64, heads=2, head_dim=64)
-    assert on.checks() == {"not_run": [], "reason": None}
+    assert on.checks() == {"not_run": [], "reason": None, "kslots_of_unknown_origin": 0}
 
 
 def test_correct_decode_at_4k_without_provenance_has_no_false_coverage_findings():

@@ -241,8 +241,8 @@ def test_contiguous_kernel_is_found_through_every_route(route):
 def test_without_provenance_no_scale_check_runs_and_the_run_says_so():
     run, *_ = run_pv("contiguous", provenance=False)
     assert run.findings == []
-    assert set(run.checks_not_run) == {"ab-kslot-mismatch", "scale-group-mismatch", "store-mismatch", "token-coverage",
-                                      "double-count"}
+    assert set(run.checks_not_run) == {"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch",
+                                       "store-mismatch", "token-coverage", "double-count"}
     assert run_pv("contiguous")[0].checks_not_run == []
 
 
