@@ -180,7 +180,8 @@ def fp8_mfma_logits_model(case: dict) -> dict:
     holds with its own scale 224/m_j, m_j the largest |q| over lanes j..63 (a shuffle-down
     reduction), dividing by that scale; the output lane l = head + 16*row rescales the sum by
     scale * k_scale / (224/m_l). Lane j (head j%16 mod GQA, row r = j//16) holds head elements
-    16r..16r+15 and 64+16r..64+16r+15."""
+    16r..16r+15 and 64+16r..64+16r+15. Scales, quotients and the rescale in fp32, as the kernel
+    computes them (IEEE division); the MFMA's sums in float64."""
     s: Shape = case["shape"]
     assert s.head == 128 and s.gqa <= 16
     q = VALUE[case["dtype"]](case["q"])
@@ -196,14 +197,16 @@ def fp8_mfma_logits_model(case: dict) -> dict:
             own = np.array([np.abs(qg[(j % 16) % s.gqa, elems[j // 16]]).max() for j in range(64)])
             m = np.array([own[j:].max() for j in range(64)])
             n = s.context[sq]
+            qs = np.float32(224) / m.astype(np.float32)                        # each lane's q_scale
+            scale2 = np.float32(np.float32(case["scale"]) * np.float32(case["k_scale"])) / qs
             for h in range(s.gqa):
                 total = np.zeros(n)
                 for r in range(4):                       # the four k-groups of column h
                     j = h + 16 * r
-                    q8 = e4m3fnuz_round(qg[h, elems[r]] * m[j] / 224.0)
+                    q8 = e4m3fnuz_round(qg[h, elems[r]].astype(np.float32) / qs[j])
                     total += kk[:, g, elems[r]] @ q8
                 rows = (np.arange(n) % 16) // 4           # the output lane row of each token
-                lg = total * case["scale"] * case["k_scale"] * m[h + 16 * rows] / 224.0
+                lg = (total.astype(np.float32) * scale2[h + 16 * rows]).astype(np.float64)
                 for p in range(-(-n // PARTITION)):
                     sl = lg[p * PARTITION:(p + 1) * PARTITION]
                     ml[sq, g * s.gqa + h, p] = sl.max()

@@ -83,5 +83,6 @@ def test_fp8_mfma_model_is_the_reference_when_every_lane_scale_is_one():
     c["q"] = BITS["bf16"](q)
     c8 = dict(c, q=BITS["bf16"](e4m3fnuz_round(VALUE["bf16"](c["q"]))))
     got, want = fp8_mfma_logits_model(c), reference(c8)
-    np.testing.assert_allclose(got["max_logits"], want["max_logits"], rtol=1e-12)
-    np.testing.assert_allclose(got["exp_sums"], want["exp_sums"], rtol=1e-9)
+    # the model rescales in fp32, as the kernel does
+    np.testing.assert_allclose(got["max_logits"], want["max_logits"], rtol=1e-6)
+    np.testing.assert_allclose(got["exp_sums"], want["exp_sums"], rtol=1e-5)
