@@ -21,7 +21,7 @@ def _resolve(ref: str) -> type:
 
 @dataclass(frozen=True)
 class ElemType:
-    name: str          # short ISA-style name: i8, f16, bf16, fp8 (e4m3), bf8 (e5m2), i32, f32
+    name: str          # short ISA-style name: i8, f16, bf16, fp8 (e4m3), bf8 (e5m2), i32, f32, xf32, f64
     bits: int
     numpy_ref: type | str   # numpy scalar type, or "module:attr" naming one (imported on first use)
     is_float: bool
@@ -49,6 +49,10 @@ ELEM_TYPES = {t.name: t for t in (
     ElemType("i32", 32, "numpy:int32", False, "signed 32-bit integer"),
     ElemType("u32", 32, "numpy:uint32", False, "unsigned 32-bit integer"),
     ElemType("f32", 32, "numpy:float32", True, "IEEE binary32"),
+    # CDNA3 xf32 MFMA operands: fp32 registers the matrix unit reads with 10 mantissa bits
+    # (1 sign, 8 exponent, 10 mantissa; gfxsim.machine.mma cuts them)
+    ElemType("xf32", 32, "numpy:float32", True, "XF32: fp32 registers read with 10 mantissa bits"),
+    ElemType("f64", 64, "numpy:float64", True, "IEEE binary64 (a register pair)"),
 )}
 
 

@@ -57,7 +57,7 @@ def tokens_per_instruction(insn: MatrixInstruction, operand: str = "B", load_byt
             radix *= d.extent
         place *= d.extent
     for m in range(n_insn):
-        byte = (m * lay.n_regs + reg) * 4 + elem * ebytes
+        byte = (m * lay.n_regs + reg * lay.words_per_reg) * 4 + elem * ebytes     # reg: a pair for 64-bit
         ok = byte < load_bytes
         out[m, ok] = group[ok] * tokens_per_lane + byte[ok] // ebytes
     return out

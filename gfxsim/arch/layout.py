@@ -48,7 +48,8 @@ class OperandLayout:
 
     Type of the map:  (lane, reg, elem) -> (row, col, block)   and its inverse.
     ``reg`` counts VGPRs from the operand's first register; ``elem`` is the element inside
-    the 32-bit register (byte for 8-bit types, half for 16-bit, 0 for 32-bit).
+    the 32-bit register (byte for 8-bit types, half for 16-bit, 0 for 32-bit). A 64-bit element
+    (f64) fills a register pair: there ``reg`` counts pairs (VGPRs 2*reg, 2*reg+1) and ``elem`` is 0.
     Construction proves the map is a bijection: each matrix axis must be covered by its digits
     as one mixed-radix number (strides 1, e1, e1*e2, ... up to the axis size), which holds exactly
     when every slot holds one element and every element one slot. The tables (first use) check it
@@ -68,11 +69,11 @@ class OperandLayout:
     def __post_init__(self):
         for name in SLOTS:
             object.__setattr__(self, name, _digits(getattr(self, name)))
-        if 32 % self.elem_bits:
-            raise ArgumentError(f"{self.operand}: element width {self.elem_bits} does not divide 32 bits")
+        if 32 % self.elem_bits and self.elem_bits != 64:
+            raise ArgumentError(f"{self.operand}: element width {self.elem_bits} neither divides 32 bits nor is 64")
         if self.n_lanes != self.wave_size:
             raise ArgumentError(f"{self.operand}: lane digits cover {self.n_lanes} lanes, wave has {self.wave_size}")
-        if self.n_elems > 32 // self.elem_bits:
+        if self.n_elems > max(32 // self.elem_bits, 1):
             raise ArgumentError(f"{self.operand}: {self.n_elems} elements of {self.elem_bits} bits overflow a 32-bit register")
         self._prove()
 
@@ -88,7 +89,22 @@ class OperandLayout:
     @property
     def n_regs(self) -> int:
         """VGPRs per lane that the operand occupies."""
+        return self._extent(self.reg) * self.words_per_reg
+
+    @property
+    def reg_slots(self) -> int:
+        """Values ``reg`` takes: VGPRs, or register pairs for 64-bit elements."""
         return self._extent(self.reg)
+
+    @property
+    def words_per_reg(self) -> int:
+        """VGPRs one ``reg`` step covers: 2 for 64-bit elements, else 1."""
+        return max(self.elem_bits // 32, 1)
+
+    @property
+    def elems_per_lane(self) -> int:
+        """Elements of the operand's type one lane holds."""
+        return self.n_regs * 32 // self.elem_bits
 
     @property
     def n_elems(self) -> int:
@@ -105,7 +121,7 @@ class OperandLayout:
         import numpy as np
         lane, reg, elem = (np.asarray(x, dtype=np.int64) for x in (lane, reg, elem))
         self._check_range("lane", lane, self.wave_size)
-        self._check_range("reg", reg, self.n_regs)
+        self._check_range("reg", reg, self.reg_slots)
         self._check_range("elem", elem, self.n_elems)
         out = {a: np.zeros(np.broadcast(lane, reg, elem).shape, np.int64) for a in AXES}
         for value, digits in ((lane, self.lane), (reg, self.reg), (elem, self.elem)):
@@ -135,7 +151,7 @@ class OperandLayout:
     def element_of(self, lane: int, reg: int, elem: int = 0) -> tuple[int, int, int]:
         """``to_matrix`` for one slot, in plain ints (no numpy)."""
         coord = {"lane": int(lane), "reg": int(reg), "elem": int(elem)}
-        for name, limit in (("lane", self.wave_size), ("reg", self.n_regs), ("elem", self.n_elems)):
+        for name, limit in (("lane", self.wave_size), ("reg", self.reg_slots), ("elem", self.n_elems)):
             self._check_int(name, coord[name], limit)
         out = dict.fromkeys(AXES, 0)
         for slot, digits in zip(SLOTS, (self.lane, self.reg, self.elem)):
@@ -175,7 +191,7 @@ class OperandLayout:
     # -- the proof and the whole tables ---------------------------------------------------
     def _prove(self) -> None:
         """The bijection, from the digits alone (the messages of the point-by-point check)."""
-        n_slots = self.wave_size * self.n_regs * self.n_elems
+        n_slots = self.wave_size * self.reg_slots * self.n_elems
         if n_slots != self.size:
             raise ArgumentError(f"{self.operand}: {n_slots} register slots for {self.size} matrix elements")
         digits = [d for ds in (self.lane, self.reg, self.elem) for d in ds]
@@ -196,7 +212,7 @@ class OperandLayout:
 
     def _build_and_prove(self) -> dict:
         import numpy as np
-        lane, reg, elem = np.meshgrid(np.arange(self.wave_size), np.arange(self.n_regs),
+        lane, reg, elem = np.meshgrid(np.arange(self.wave_size), np.arange(self.reg_slots),
                                       np.arange(self.n_elems), indexing="ij")
         lane, reg, elem = lane.ravel(), reg.ravel(), elem.ravel()
         if lane.size != self.size:
@@ -230,10 +246,10 @@ class OperandLayout:
         return self._table_dict()["inverse"]
 
     def matrix_of(self) -> np.ndarray:
-        """Array ``[3, regs, elems, lanes]`` holding (row, col, block) of every slot."""
+        """Array ``[3, reg_slots, elems, lanes]`` holding (row, col, block) of every slot."""
         import numpy as np
         t = self.table()
-        out = np.zeros((3, self.n_regs, self.n_elems, self.wave_size), np.int32)
+        out = np.zeros((3, self.reg_slots, self.n_elems, self.wave_size), np.int32)
         for i, a in enumerate(AXES):
             out[i, t["reg"], t["elem"], t["lane"]] = t[a]
         return out
@@ -241,7 +257,7 @@ class OperandLayout:
     # -- closed-form formulas ------------------------------------------------------------
     def axis_names(self):
         """Names of (row, col) for this operand, as the ISA tables use them."""
-        return {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j")}[self.operand]
+        return {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j"), "K": ("i", "g")}[self.operand]
 
     def formulas_to_matrix(self) -> dict:
         """Closed forms (row, col, block) in terms of lane, reg, elem."""

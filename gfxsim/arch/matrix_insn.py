@@ -1,7 +1,7 @@
 """The record of one matrix instruction (v_mfma_* / v_mmac_*) and builders for its layouts."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 
 from .dtypes import ElemType, elem_type
@@ -10,6 +10,7 @@ from ..errors import ArgumentError
 
 OPERANDS = ("A", "B", "C", "D")
 OPERAND_FIELDS = {"A": "Src0", "B": "Src1", "C": "Src2", "D": "Vdst"}
+MODIFIERS = ("cbsz", "abid", "blgp")
 
 
 ROUNDINGS = ("nearest", "truncate")
@@ -63,7 +64,11 @@ class AccumulatorPrecision:
 class MatrixInstruction:
     """One matrix instruction, frozen. Everything else (execution, tables, plots) derives from it.
 
-    Operand shapes: A is M x K, B is K x N, C and D are M x N, each per block.
+    Operand shapes: A is M x K, B is K x N, C and D are M x N, each per block. A sparse
+    instruction (v_smfmac_*: A 4:2 structured along K) holds A compressed: its layout is of the
+    M x K/2 matrix whose column 2*g + s is the s-th stored value of A's group g (K 4g..4g+3), and
+    ``index`` is the layout of the M x K/4 matrix of 4-bit compression fields (Src2), field g
+    holding the positions within the group of its two stored values (bits 1:0 and 3:2).
     """
     mnemonic: str                 # verbatim ISA name
     M: int
@@ -79,11 +84,21 @@ class MatrixInstruction:
     builtin: str | None = None  # compiler builtin that emits it
     accumulator: AccumulatorPrecision = field(default_factory=AccumulatorPrecision)
     notes: str = ""
+    modifiers: tuple[str, ...] = ()   # the VOP3P-MAI modifiers it accepts: "cbsz", "abid", "blgp"
+    index: OperandLayout | None = None   # sparse A's compression index (v_smfmac_*), else None
+    _dense: MatrixInstruction | None = field(default=None, repr=False, compare=False)   # dense_form, made once
 
     def __post_init__(self):
         if set(self.layouts) != set(OPERANDS):
             raise ArgumentError(f"{self.mnemonic}: layouts must name exactly {OPERANDS}")
-        want = {"A": (self.M, self.K), "B": (self.K, self.N), "C": (self.M, self.N), "D": (self.M, self.N)}
+        if not set(self.modifiers) <= set(MODIFIERS):
+            raise ArgumentError(f"{self.mnemonic}: modifiers {self.modifiers} not among {MODIFIERS}")
+        want = {"A": (self.M, self.K // 2 if self.sparse else self.K), "B": (self.K, self.N),
+                "C": (self.M, self.N), "D": (self.M, self.N)}
+        if self.sparse and (self.K % 4 or self.index.rows != self.M or self.index.cols != self.K // 4
+                            or self.index.elem_bits != 4 or self.index.blocks != self.blocks):
+            raise ArgumentError(f"{self.mnemonic}: a sparse record needs K a multiple of 4 and an M x K/4 "
+                                f"index of 4-bit fields")
         bits = {"A": self.a.bits, "B": self.b.bits, "C": self.cd.bits, "D": self.cd.bits}
         for op, lay in self.layouts.items():
             if (lay.rows, lay.cols, lay.blocks) != (*want[op], self.blocks):
@@ -92,6 +107,31 @@ class MatrixInstruction:
             if lay.elem_bits != bits[op]:
                 raise ArgumentError(f"{self.mnemonic}: operand {op} layout uses {lay.elem_bits}-bit elements, "
                                  f"type says {bits[op]}")
+
+    @property
+    def sparse(self) -> bool:
+        """A is 4:2 structured sparse, held compressed, with a compression index (v_smfmac_*)."""
+        return self.index is not None
+
+    @property
+    def dense_form(self) -> MatrixInstruction:
+        """A sparse record's dense form: the instruction the matrix unit runs once the compression
+        index has put A's stored values back at their K positions (zeros elsewhere). Its A is the
+        dense M x K operand of the same layout family; a lane's dense values are exactly the groups
+        its compressed values come from (compressed columns 2g, 2g+1 are group g, K 4g..4g+3), so
+        the expansion never moves a value to another lane. B, C, D, accumulator and name are the record's."""
+        if not self.sparse:
+            raise ArgumentError(f"{self.mnemonic} is not a sparse instruction")
+        if self._dense is None:
+            dense = replace(self, layouts={**self.layouts, "A": ab_kgroups("A", self.M, self.K, self.a.bits)},
+                            index=None, notes=f"dense form of {self.mnemonic} (A expanded by its compression index)")
+            object.__setattr__(self, "_dense", dense)
+        return self._dense
+
+    @property
+    def index_sets(self) -> int:
+        """Sets of compression fields one 32-bit Src2 holds: two bits per compressed value of a lane."""
+        return 32 // (2 * self.elems("A")) if self.sparse else 0
 
     @property
     def a(self) -> ElemType:
@@ -115,7 +155,12 @@ class MatrixInstruction:
         return {"A": self.a, "B": self.b, "C": self.cd, "D": self.cd}[self.operand(name).operand]
 
     def regs(self, name: str) -> int:
+        """VGPRs per lane of the operand."""
         return self.operand(name).n_regs
+
+    def elems(self, name: str) -> int:
+        """Elements of the operand's type per lane (an f64 operand: half its VGPRs)."""
+        return self.operand(name).elems_per_lane
 
     @property
     def wave_size(self) -> int:
@@ -128,26 +173,41 @@ class MatrixInstruction:
 
 # -- layout builders: one per layout family in the vendor tables ------------------------------
 
-def ab_kgroups(op: str, mn: int, k: int, bits: int, wave: int = 64) -> OperandLayout:
-    """A (MxK) or B (KxN) of a single-block instruction: lane = mn + MN*(k // kpl),
-    the lane's kpl consecutive k values packed into registers little-endian.
-    (CDNA3 16x16x32 i8: A[i][k] at lane i + 16*(k//8), reg (k//4)%2, byte k%4.)"""
-    groups = wave // mn
-    kpl, epr = k // groups, 32 // bits
+def ab_kgroups(op: str, mn: int, k: int, bits: int, wave: int = 64, blocks: int = 1) -> OperandLayout:
+    """A (MxK) or B (KxN) of a CDNA/MMAC instruction: lane = mn + MN*block + MN*blocks*(k // kpl),
+    the lane's kpl consecutive k values packed into registers little-endian (a 64-bit value takes
+    a register pair). (CDNA3 16x16x32 i8: A[i][k] at lane i + 16*(k//8), reg (k//4)%2, byte k%4;
+    4x4x4_16b f16: A[i][k] of block b at lane i + 4*b, reg k//2, half k%2; 4x4x4_4b f64: A[i][k]
+    of block b at lane i + 4*b + 16*k.)"""
+    if wave % (mn * blocks):
+        raise ArgumentError(f"{op}: {mn} x {blocks} blocks do not tile a wave of {wave}")
+    groups = wave // (mn * blocks)
+    if k % groups:
+        raise ArgumentError(f"{op}: K={k} does not split over {groups} lane groups")
+    kpl, epr = k // groups, max(32 // bits, 1)
     mn_axis, k_axis = ("row", "col") if op == "A" else ("col", "row")
-    return OperandLayout(op, *((mn, k) if op == "A" else (k, mn)), 1, bits,
-                         lane=[(mn, mn_axis, 1), (groups, k_axis, kpl)],
+    return OperandLayout(op, *((mn, k) if op == "A" else (k, mn)), blocks, bits,
+                         lane=[(mn, mn_axis, 1), (blocks, "block", 1), (groups, k_axis, kpl)],
                          reg=[(max(kpl // epr, 1), k_axis, epr)],
                          elem=[(min(epr, kpl), k_axis, 1)], wave_size=wave)
 
 
-def cd_cdna(op: str, m: int, n: int, bits: int = 32, wave: int = 64) -> OperandLayout:
-    """CDNA C/D: lane%N is the column, each lane holds 4 consecutive rows per register group.
-    (16x16: D[i][j] at lane j + 16*(i//4), reg i%4; 32x32: lane j + 32*((i//4)%2), reg 4*(i//8) + i%4.)"""
-    groups = wave // n
-    return OperandLayout(op, m, n, 1, bits,
-                         lane=[(n, "col", 1), (groups, "row", 4)],
-                         reg=[(4, "row", 1), (m // (4 * groups), "row", 4 * groups)],
+def cd_cdna(op: str, m: int, n: int, bits: int = 32, wave: int = 64, blocks: int = 1) -> OperandLayout:
+    """CDNA C/D: lane%N is the column. 32-bit: each lane holds 4 consecutive rows per register
+    group (16x16: D[i][j] at lane j + 16*(i//4), reg i%4; 32x32: lane j + 32*((i//4)%2),
+    reg 4*(i//8) + i%4), further blocks in further registers (16x16x1_4b: reg i%4 + 4*block),
+    except 4x4 shapes, whose blocks take lanes (D[i][j] of block b at lane j + 4*b, reg i).
+    64-bit: one row per register pair (f64 16x16x4: D[i][j] at lane j + 16*(i%4), pair i//4;
+    4x4x4_4b: lane j + 4*block + 16*i)."""
+    lane_blocks = blocks if m == 4 else 1
+    rows_run = 4 if bits <= 32 else 1          # rows a lane holds in consecutive registers
+    groups = wave // (n * lane_blocks)
+    if wave % (n * lane_blocks) or m % (rows_run * groups):
+        raise ArgumentError(f"{op}: a {m}x{n}x{blocks}-block result does not fit the CDNA layout")
+    return OperandLayout(op, m, n, blocks, bits,
+                         lane=[(n, "col", 1), (lane_blocks, "block", 1), (groups, "row", rows_run)],
+                         reg=[(rows_run, "row", 1), (m // (rows_run * groups), "row", rows_run * groups),
+                              (blocks // lane_blocks, "block", lane_blocks)],
                          elem=[], wave_size=wave)
 
 
@@ -159,20 +219,3 @@ def cd_jump(op: str, m: int = 16, n: int = 16, bits: int = 32, wave: int = 64) -
                          lane=[(m, "row", 1), (groups, "col", 1)],
                          reg=[(n // groups, "col", groups)],
                          elem=[], wave_size=wave)
-
-
-def blocks_4x4(op: str, k: int, bits: int, blocks: int = 16, wave: int = 64) -> OperandLayout:
-    """Multi-block 4x4xK: block b uses lanes 4b..4b+3.
-    A[i][k] at lane 4b+i, k packed in registers; B[k][j] at lane 4b+j; D[i][j] at lane 4b+j, reg i."""
-    epr = 32 // bits
-    lane_axis = {"A": "row", "B": "col", "C": "col", "D": "col"}[op]
-    if op in ("A", "B"):
-        k_axis = "col" if op == "A" else "row"
-        shape = (4, k) if op == "A" else (k, 4)
-        return OperandLayout(op, *shape, blocks, bits,
-                             lane=[(4, lane_axis, 1), (blocks, "block", 1)],
-                             reg=[(max(k // epr, 1), k_axis, epr)],
-                             elem=[(min(epr, k), k_axis, 1)], wave_size=wave)
-    return OperandLayout(op, 4, 4, blocks, bits,
-                         lane=[(4, "col", 1), (blocks, "block", 1)],
-                         reg=[(4, "row", 1)], elem=[], wave_size=wave)

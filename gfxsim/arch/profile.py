@@ -1,7 +1,7 @@
 """Architecture profiles: wave size, LDS geometry, register files, the matrix instructions."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 
 from .matrix_insn import MatrixInstruction
@@ -24,6 +24,7 @@ class ArchProfile:
     c_layout: str                  # "cdna", "jump" or "ptx": which accumulator layout family the arch uses
     source: str
     lds_rule: str = "gfx9"         # bank-conflict phases: "gfx9" (AMD) or "nvidia" (banks.phases)
+    insn_aliases: Mapping[str, str] = field(default_factory=dict)   # other spellings the assembler takes
 
     def __post_init__(self):
         for m, insn in self.instructions.items():
@@ -31,6 +32,9 @@ class ArchProfile:
                 raise ArgumentError(f"{self.name}: instruction key {m!r} != mnemonic {insn.mnemonic!r}")
             if insn.wave_size != self.wave_size:
                 raise ArgumentError(f"{self.name}: {m} is laid out for wave{insn.wave_size}, arch is wave{self.wave_size}")
+        for alias, m in self.insn_aliases.items():
+            if m not in self.instructions or alias in self.instructions:
+                raise ArgumentError(f"{self.name}: instruction alias {alias!r} -> {m!r} names no record or hides one")
 
     def with_accumulator(self, mnemonic: str, accumulator, name: str | None = None) -> ArchProfile:
         """This profile with one instruction's accumulator record replaced (e.g. sm_89's FP8 mma
@@ -42,6 +46,7 @@ class ArchProfile:
 
     def instruction(self, mnemonic: str) -> MatrixInstruction:
         key = mnemonic.strip().lower()
+        key = self.insn_aliases.get(key, key)
         if key in self.instructions:
             return self.instructions[key]
         raise NotFoundError(f"{self.name} has no matrix instruction {mnemonic!r}; "

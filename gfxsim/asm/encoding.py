@@ -52,8 +52,20 @@ def family_from_encoding(words: bytes, mnemonic: str = "") -> str:
     raise AsmFileError(f"{mnemonic or 'instruction'}: first dword {w:#010x} matches no encoding family")
 
 
-def llvm_mc_families(asm: Path, mcpu: str, llvm_mc: Path) -> list[tuple[str, str]]:
-    """(mnemonic, family) of every instruction of `asm`, in order, as llvm-mc encodes it."""
+def dpp_word(words: bytes) -> dict:
+    """The DPP dword that follows a VOP1/VOP2 word whose src0 is 0xFA (Vega / CDNA3 ISA, "DPP"):
+    src0 VGPR [7:0], DPP_CTRL [16:8], BOUND_CTRL [19], src0 neg/abs [20]/[21], src1 neg/abs
+    [22]/[23], BANK_MASK [27:24], ROW_MASK [31:28]."""
+    if len(words) < 8 or int.from_bytes(words[:4], "little") & 0x1FF != 0xFA:
+        raise AsmFileError("not a DPP instruction: its first dword's src0 is not 0xFA")
+    w = int.from_bytes(words[4:8], "little")
+    return {"src0": w & 0xFF, "dpp_ctrl": (w >> 8) & 0x1FF, "bound_ctrl": (w >> 19) & 1,
+            "src0_neg": (w >> 20) & 1, "src0_abs": (w >> 21) & 1, "src1_neg": (w >> 22) & 1,
+            "src1_abs": (w >> 23) & 1, "bank_mask": (w >> 24) & 0xF, "row_mask": (w >> 28) & 0xF}
+
+
+def llvm_mc_encodings(asm: Path, mcpu: str, llvm_mc: Path) -> list[tuple[str, str, bytes]]:
+    """(mnemonic, operand text, encoded bytes) of every instruction of `asm`, in order, as llvm-mc encodes it."""
     r = subprocess.run([str(llvm_mc), "-triple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", "--show-encoding", str(asm)],
                        capture_output=True, text=True)
     if r.returncode != 0:
@@ -62,6 +74,10 @@ def llvm_mc_families(asm: Path, mcpu: str, llvm_mc: Path) -> list[tuple[str, str
     for line in r.stdout.splitlines():
         m = _ENC.match(line)
         if m:
-            data = bytes(int(b, 16) for b in m.group(3).split(","))
-            out.append((m.group(1), family_from_encoding(data, m.group(1))))
+            out.append((m.group(1), m.group(2).strip(), bytes(int(b, 16) for b in m.group(3).split(","))))
     return out
+
+
+def llvm_mc_families(asm: Path, mcpu: str, llvm_mc: Path) -> list[tuple[str, str]]:
+    """(mnemonic, family) of every instruction of `asm`, in order, as llvm-mc encodes it."""
+    return [(mn, family_from_encoding(data, mn)) for mn, _, data in llvm_mc_encodings(asm, mcpu, llvm_mc)]

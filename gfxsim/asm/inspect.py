@@ -219,3 +219,105 @@ def format_text(res: Inspection) -> str:
 
 def format_json(res: Inspection) -> str:
     return json.dumps(res.to_json(), indent=2, default=str)
+
+
+# ---- check: what would stop a run, found before anything runs ----------------------------------
+
+@dataclass(frozen=True)
+class Problem:
+    kernel: str
+    kind: str                  # "instruction" | "matrix record" | "abi"
+    line: int | None           # the .s line (None: the kernel as a whole)
+    text: str
+
+    def __str__(self):
+        return f"{self.kernel}: {self.kind}" + (f" line {self.line}" if self.line else "") + f": {self.text}"
+
+
+def check_kernel(k: Kernel, arch: str | None = None) -> list[Problem]:
+    """Everything the asm front end would refuse in ``k`` on ``arch`` (default: the kernel's own
+    processor): every instruction without semantics (or with operands it cannot read), every
+    matrix instruction without a record on the arch, and every ABI feature the launch does not set
+    up; empty when the kernel can run."""
+    from ..arch import get_arch
+    from ..errors import GfxSimError
+    from . import launch
+    from .run import MATRIX, check_target, decode, semantics_of
+    out: list[Problem] = []
+    try:
+        check_target(k)
+    except GfxSimError as e:
+        return [Problem(k.name, "abi", None, e.message)]
+    proc = arch or k.target.rpartition("--")[2].split(":")[0] or "gfx942"
+    records = set(get_arch(proc).instructions)
+    try:                                  # the kernel's decoded Program, when it builds (kept with the kernel)
+        decoded = k.program.decoded
+    except GfxSimError:
+        decoded = None
+    for n, ins in enumerate(k.instructions):
+        if decoded is not None:
+            d = decoded[n]
+        else:
+            try:
+                d = decode(ins, k.name)
+            except GfxSimError as e:
+                out.append(Problem(k.name, "instruction", ins.line, f"{ins.mnemonic}: {e.message}"))
+                continue
+        if d.mnemonic.startswith(MATRIX):
+            alt = d.mnemonic.replace("v_mfma_", "v_mmac_", 1)
+            if d.mnemonic not in records and alt not in records:
+                out.append(Problem(k.name, "matrix record", ins.line, f"{ins.mnemonic} has no record on {proc}"))
+        elif semantics_of(d) is None:
+            what = "DPP" if d.enc == "dpp" else "no semantics"
+            out.append(Problem(k.name, "instruction", ins.line, f"{ins.mnemonic} ({what})"))
+    out += _abi_problems(k, launch)
+    return out
+
+
+# Descriptor fields that enable an optional feature (LLVM AMDGPUUsage, "Kernel Descriptor"): field ->
+# (its neutral value, the user SGPRs it takes). Whether the launch sets a feature up is the launch's
+# own answer (KernelABI.of), asked of each feature alone.
+OPTIONAL_FIELDS = {".amdhsa_user_sgpr_private_segment_buffer": (0, 4), ".amdhsa_user_sgpr_dispatch_ptr": (0, 2),
+                   ".amdhsa_user_sgpr_queue_ptr": (0, 2), ".amdhsa_user_sgpr_dispatch_id": (0, 2),
+                   ".amdhsa_user_sgpr_flat_scratch_init": (0, 2), ".amdhsa_user_sgpr_private_segment_size": (0, 1),
+                   ".amdhsa_enable_private_segment": (0, 0),
+                   ".amdhsa_system_sgpr_private_segment_wavefront_offset": (0, 0),
+                   ".amdhsa_system_sgpr_workgroup_info": (0, 0), ".amdhsa_uses_dynamic_stack": (0, 0),
+                   ".amdhsa_float_round_mode_32": (0, 0), ".amdhsa_float_denorm_mode_32": (3, 0),
+                   ".amdhsa_ieee_mode": (1, 0)}
+
+
+def _abi_problems(k: Kernel, launch) -> list[Problem]:
+    """What the launch (KernelABI.of) refuses, one feature at a time: each enabled optional
+    descriptor field on the kernel with the others neutral, then each argument alone."""
+    import dataclasses
+
+    def refusal(descriptor=None, args=None) -> str | None:
+        meta = dict(k.metadata) if args is None else {**k.metadata, ".args": args}
+        try:
+            launch.KernelABI.of(dataclasses.replace(k, descriptor=descriptor or k.descriptor, metadata=meta))
+        except launch.LaunchError as e:
+            return e.message.removeprefix(f"{k.name}: ")
+        return None
+
+    whole = refusal()
+    if whole is None:
+        return []
+    d = dict(k.descriptor)
+    enabled = [f for f, (neutral, _) in OPTIONAL_FIELDS.items() if f in d and d[f] != neutral]
+    base = {**d, **{f: OPTIONAL_FIELDS[f][0] for f in enabled}}
+    if ".amdhsa_user_sgpr_count" in d:
+        base[".amdhsa_user_sgpr_count"] = d[".amdhsa_user_sgpr_count"] - sum(OPTIONAL_FIELDS[f][1] for f in enabled)
+    found = []
+    for f in enabled:
+        one = {**base, f: d[f]}
+        if ".amdhsa_user_sgpr_count" in d:
+            one[".amdhsa_user_sgpr_count"] = base[".amdhsa_user_sgpr_count"] + OPTIONAL_FIELDS[f][1]
+        found.append(refusal(one))
+    if refusal(base) is not None:                # the descriptor aside: the arguments, one at a time
+        args = list(k.metadata.get(".args", []))
+        found += [refusal(base, [a]) for a in args]
+        if refusal(base, []) is not None:
+            found.append(refusal(base, []))
+    found = list(dict.fromkeys(t for t in found if t))
+    return [Problem(k.name, "abi", None, t) for t in found or [whole]]

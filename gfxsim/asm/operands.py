@@ -23,8 +23,13 @@ from collections.abc import Mapping
 from ..errors import GfxSimError
 
 # SGPR numbers of the named scalar registers on gfx9 (CDNA3 ISA, "SGPR" operand encoding)
-SPECIAL_SGPR = {"vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127}
-PAIRS = {"vcc": 106, "exec": 126}                  # 64-bit names: the pair starting there
+# gfx9 encodings; FLAT_SCRATCH is s[102:103] (the private segment's base, launch.py)
+SPECIAL_SGPR = {"vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127,
+                "flat_scratch_lo": 102, "flat_scratch_hi": 103}
+PAIRS = {"vcc": 106, "exec": 126, "flat_scratch": 102}     # 64-bit names: the pair starting there
+# the flat apertures' 64-bit base addresses (read-only constants; held where the trap temporaries
+# ttmp0..3 are, which a kernel never names): the launch sets them (launch.initial_state)
+APERTURE_REGS = {"src_shared_base": 108, "src_private_base": 110}
 INLINE_FLOATS = (0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0)
 INV_2PI = "0.15915494"                             # how LLVM prints the 1/(2*pi) inline constant
 SDWA_SELS = ("BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD")
@@ -35,8 +40,14 @@ _INT = re.compile(r"^-?(?:0x[0-9a-fA-F]+|\d+)$")
 _FLOAT = re.compile(r"^-?\d+\.\d*(?:[eE][-+]?\d+)?$")
 _MOD_COLON = re.compile(r"^([a-z_]\w*):(.+)$")
 _MOD_PAREN = re.compile(r"^(vmcnt|expcnt|lgkmcnt|vscnt)\((\d+)\)$")
-_FLAGS = ("glc", "slc", "nt", "sc0", "sc1", "clamp", "lds", "offen", "idxen", "addr64", "tfe", "dlc")
-_INT_MODS = ("offset", "offset0", "offset1", "cbsz", "abid", "blgp", "mul", "div", "row_mask", "bank_mask")
+# a symbol's address as an operand: clang's calls take sym@rel32@lo+4 / sym@rel32@hi+12 (PC-relative)
+_RELOC = re.compile(r"^([.A-Za-z_$][\w.$]*)@([\w@]+?)([+-]\d+)?$")
+RELOCS = ("rel32@lo", "rel32@hi", "abs32@lo", "abs32@hi")
+_FLAGS = ("glc", "slc", "nt", "sc0", "sc1", "clamp", "lds", "offen", "idxen", "addr64", "tfe", "dlc",
+          "row_mirror", "row_half_mirror")
+_INT_MODS = ("offset", "offset0", "offset1", "cbsz", "abid", "blgp", "mul", "div", "row_mask", "bank_mask",
+             "row_shl", "row_shr", "row_ror", "wave_shl", "wave_shr", "wave_rol", "wave_ror", "row_bcast",
+             "row_newbcast", "bound_ctrl")
 _LIST_MODS = ("op_sel", "op_sel_hi", "neg_lo", "neg_hi")
 _SEL_MODS = ("dst_sel", "src0_sel", "src1_sel")
 
@@ -47,15 +58,17 @@ class AsmSyntaxError(GfxSimError, ValueError):
 
 @dataclass(frozen=True)
 class Operand:
-    kind: str                  # "reg" | "int" | "float" | "label" | "off" | "scc"
+    kind: str                  # "reg" | "int" | "float" | "label" | "off" | "scc" | "reloc"
     file: str = ""             # reg: "v" VGPR, "s" SGPR (vcc/exec/m0 are SGPR numbers), "a" AGPR
     first: int = 0             # reg: first register number
     count: int = 1             # reg: how many 32-bit registers
-    value: object = None       # int / float constants (the number as written); label name
+    value: object = None       # int / float constants (the number as written); label name;
+                               # reloc: (symbol, relocation, addend)
     text: str = ""             # as written
     neg: bool = False          # -src (float negate)
     abs: bool = False          # |src|
     sext: bool = False         # SDWA sext(src)
+    dpp: bool = False          # src0 of a DPP instruction: read across lanes (semantics/dpp.py)
 
     @property
     def inline(self) -> bool:
@@ -155,10 +168,18 @@ def parse_operand(text: str) -> Operand:
         return Operand("reg", "s", SPECIAL_SGPR[body], 1, text=t, **mods)
     if body in PAIRS:
         return Operand("reg", "s", PAIRS[body], 2, text=t, **mods)
+    if body in APERTURE_REGS:
+        return Operand("reg", "s", APERTURE_REGS[body], 2, text=t, **mods)
     if body == "scc" and not (neg or abs_ or sext):
         return Operand("scc", text=t)
     if body == "off" and not (neg or abs_ or sext):
         return Operand("off", text=t)
+    m = _RELOC.match(body)
+    if m and not (neg or abs_ or sext):
+        if m.group(2) not in RELOCS:
+            raise AsmSyntaxError(f"operand {t} (relocation @{m.group(2)}: the asm front end resolves "
+                                 f"{', '.join('@' + r for r in RELOCS)})")
+        return Operand("reloc", value=(m.group(1), m.group(2), _int(m.group(3) or "0")), text=t)
     if re.match(r"^[.A-Za-z_$][\w.$]*$", body) and not (neg or abs_ or sext):
         if body.startswith(("ttmp", "src_", "flat_scratch", "xnack_mask", "lds_direct", "tba", "tma")):
             raise AsmSyntaxError(f"operand {t} (a special register the asm front end does not model)")
@@ -185,6 +206,10 @@ def _mod(token: str, mods: dict):
     elif name in _LIST_MODS:
         if not re.match(r"^\[[01](,[01])*\]$", val):
             raise AsmSyntaxError(f"modifier {token!r}: {name} takes a list of 0/1")
+        mods[name] = tuple(int(x) for x in val[1:-1].split(","))
+    elif name == "quad_perm":
+        if not re.match(r"^\[[0-3](,[0-3]){3}\]$", val):
+            raise AsmSyntaxError(f"modifier {token!r}: quad_perm takes four lane numbers 0..3")
         mods[name] = tuple(int(x) for x in val[1:-1].split(","))
     elif name in _SEL_MODS:
         if val not in SDWA_SELS:

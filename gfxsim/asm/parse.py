@@ -9,6 +9,7 @@ against `llvm-mc --show-encoding` (gfxsim/asm/encoding.py).
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +28,7 @@ _LABEL = re.compile(r"^([.\w$]+):")
 # DWARF line tables in clang's assembly: `.file N ["dir"] "name" [md5 ...]`, `.loc N LINE [COL] ...`
 _FILE = re.compile(r'^\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?')
 _LOC = re.compile(r"^\.loc\s+(\d+)\s+(\d+)")
+_SET = re.compile(r"^\.set\s+([.\w$]+)\s*,\s*(.+)$")
 _TYPE_FUNC = re.compile(r"^\s*\.type\s+([.\w$]+)\s*,\s*@function")
 
 
@@ -204,7 +206,7 @@ class AsmFile:
 
     @property
     def processor(self) -> str:
-        return self.target.rsplit("--", 1)[-1].split(":")[0]
+        return processor_of(self.target)
 
     def kernel(self, name: str) -> Kernel:
         if name not in self.kernels:
@@ -213,16 +215,119 @@ class AsmFile:
         return self.kernels[name]
 
 
+_PROCESSOR = re.compile(r"(gfx[0-9a-f]+(?:-[0-9a-f]+)*-generic|gfx[0-9a-f]+)(?::[^\s\"]*)?$")
+
+
+def processor_of(target: str) -> str:
+    """The processor of a target id: "gfx942" of "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", and of
+    the forms with an environment ("amdgcn-amd-amdhsa-unknown-gfx942") or another arch spelling
+    (Triton 3.9's "amdgpu9.42-amd-amdhsa-unknown-gfx942"), and code object v6's generic targets
+    ("gfx9-4-generic"); "" where it names none."""
+    m = _PROCESSOR.search(target.strip())
+    return m.group(1) if m else ""
+
+
+class _MetadataLoader(yaml.SafeLoader):
+    """LLVM's metadata YAML (its msgpack document printed as YAML, YAML 1.2 scalars): a scalar whose
+    plain form would read as another type carries a local tag (``.name: !str n``, ``!int``,
+    ``!float``, ``!bool``, ``!nil``); yes/no/on/off are strings, as in YAML 1.2."""
+
+
+_MetadataLoader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()}
+_MetadataLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                                      list("tTfF"))
+
+
+def _scalar_tag(convert):
+    def construct(loader, node):
+        return convert(loader.construct_scalar(node))
+    return construct
+
+
+def _llvm_bool(v: str) -> bool:
+    if v.lower() not in ("true", "false"):
+        raise yaml.constructor.ConstructorError(None, None, f"!bool {v!r}: true or false expected")
+    return v.lower() == "true"
+
+
+for _tag, _convert in (("!str", str), ("!int", lambda v: int(v, 0)), ("!float", float), ("!bool", _llvm_bool),
+                       ("!nil", lambda v: None)):
+    _MetadataLoader.add_constructor(_tag, _scalar_tag(_convert))
+
+
+def load_metadata(text: str):
+    """The .amdgpu_metadata block's YAML as Python values."""
+    return yaml.load(text, Loader=_MetadataLoader)
+
+
+# LLVM 20+ may write a descriptor field as an expression over `.set` symbols (the register counts
+# of the kernel and its callees): ".amdhsa_next_free_vgpr max(totalnumvgprs(k.num_agpr, k.num_vgpr), 1, 0)"
+def _total_vgprs(agprs, vgprs):
+    """totalnumvgprs on gfx90a/gfx94x: AGPRs follow the VGPRs at a 4-register boundary."""
+    return -(-vgprs // 4) * 4 + agprs if agprs else vgprs
+
+
+_EXPR_FUNCS = {"max": max, "min": min, "alignto": lambda x, a: -(-x // a) * a, "totalnumvgprs": _total_vgprs}
+_EXPR_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+             ast.Div: lambda a, b: int(a / b) if b else 0, ast.Mod: lambda a, b: a % b if b else 0,
+             ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b,
+             ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b}
+
+
+class _Unresolved(GfxSimError):
+    """An expression with a symbol or operator evaluate() does not know (it stays text)."""
+
+
+def evaluate(expr: str, symbols: Mapping[str, object]):
+    """An MC expression as LLVM's AMDGPU assembly writes one (integers, symbols, + - * / % & | ^ << >>
+    ~, max/min/alignto/totalnumvgprs) -> int, or the text unchanged where it is not one of those."""
+    text = expr.strip()
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    names: dict[str, str] = {}
+
+    def symbol(m):
+        names.setdefault(m.group(0), f"_s{len(names)}")
+        return names[m.group(0)]
+    py = re.sub(r"(?<![\w.$])[A-Za-z_.$][\w.$]*", symbol, text)
+    back = {v: k for k, v in names.items()}
+
+    def ev(n):
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.Name):
+            name = back[n.id]
+            v = symbols.get(name)
+            if isinstance(v, int):
+                return v
+            if isinstance(v, str) and v != expr:
+                v = evaluate(v, {k: x for k, x in symbols.items() if k != name})
+                if isinstance(v, int):
+                    return v
+            raise _Unresolved(name)
+        if isinstance(n, ast.BinOp) and type(n.op) in _EXPR_OPS:
+            return _EXPR_OPS[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.UnaryOp):
+            v = ev(n.operand)
+            return {ast.USub: -v, ast.UAdd: v, ast.Invert: ~v}[type(n.op)]
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and back[n.func.id] in _EXPR_FUNCS:
+            return int(_EXPR_FUNCS[back[n.func.id]](*(ev(a) for a in n.args)))
+        raise _Unresolved(type(n).__name__)
+    try:
+        return int(ev(ast.parse(py, mode="eval")))
+    except (_Unresolved, KeyError, SyntaxError, TypeError, ValueError, RecursionError):
+        return text
+
+
 def _strip_comment(s: str) -> str:
     i = s.find(";")
     return s if i < 0 else s[:i]
-
-
-def _number(v: str):
-    try:
-        return int(v, 0)
-    except ValueError:
-        return v
 
 
 def parse(text: str, path: Path | str | None = None) -> AsmFile:
@@ -240,6 +345,7 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
     last_func: str | None = None
     files: dict[int, str] = {}          # .file number -> its name (the HIP source, a header)
     loc: str | None = None              # "name:LINE" of the last .loc (None: no line tables)
+    symbols: dict[str, object] = {}     # `.set NAME, EXPR` (LLVM 20+: a kernel's register counts)
 
     for lineno, raw in enumerate(lines, 1):
         s = raw.strip()
@@ -265,10 +371,14 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
             if s.startswith(".end_amdhsa_kernel"):
                 desc_of = None
             elif s.startswith(".amdhsa_"):
-                key, _, val = s.partition(" ")
-                descriptors[desc_of][key] = _number(val.strip())
+                key, _, val = _strip_comment(s).partition(" ")
+                descriptors[desc_of][key] = val.strip()
             continue
         if not s or s.startswith(";"):
+            continue
+        m = _SET.match(s)
+        if m:
+            symbols[m.group(1)] = evaluate(_strip_comment(m.group(2)), symbols)
             continue
         if s.startswith(".amdgcn_target"):
             target = s.split(None, 1)[1].strip().strip('"')
@@ -324,8 +434,11 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
         raise AsmFileError(f"{where}: truncated: .amdgpu_metadata has no .end_amdgpu_metadata")
     if desc_of is not None:
         raise AsmFileError(f"{where}: truncated: .amdhsa_kernel {desc_of} has no .end_amdhsa_kernel")
+    for fields in descriptors.values():          # the .set symbols may follow the descriptor
+        for key, val in fields.items():
+            fields[key] = evaluate(val, symbols)
     try:
-        meta = yaml.safe_load(metadata_text) if metadata_text else {}
+        meta = load_metadata(metadata_text) if metadata_text else {}
     except yaml.YAMLError as e:
         raise AsmFileError(f"{where}: the .amdgpu_metadata block is not valid YAML: {str(e).splitlines()[0]}") from e
     if not isinstance(meta, dict):
@@ -335,10 +448,39 @@ def parse(text: str, path: Path | str | None = None) -> AsmFile:
     for name, f in funcs.items():
         if name not in descriptors:          # a device function, not a kernel
             continue
+        f = _with_callees(name, funcs)
         kernels[name] = Kernel(name, tuple(f["instructions"]), MappingProxyType(f["labels"]),
                                MappingProxyType(descriptors[name]), MappingProxyType(meta_by_name.get(name, {})),
                                MappingProxyType(f["info"]), target)
     return AsmFile(Path(path) if path else None, target, MappingProxyType(kernels))
+
+
+_SYMBOL_REF = re.compile(r"([.A-Za-z_$][\w.$]*)@(?:rel32|abs32)@")
+
+
+def _with_callees(name: str, funcs: dict) -> dict:
+    """A kernel's function followed by every device function of the file it refers to (clang's
+    calls: s_getpc_b64, then s_add_u32/s_addc_u32 of sym@rel32@lo/hi, s_swappc_b64), transitively,
+    so that one instruction list (and one set of labels) holds all the code a wave can run."""
+    order, work = [name], [name]
+    while work:
+        for ins in funcs[work.pop()]["instructions"]:
+            for sym in _SYMBOL_REF.findall(ins.operands):
+                if sym in funcs and sym not in order:
+                    order.append(sym)
+                    work.append(sym)
+    if len(order) == 1:
+        return funcs[name]
+    instructions, labels = [], {}
+    for fn in order:
+        base = len(instructions)
+        instructions += [Instruction(base + i.index, i.line, i.mnemonic, i.operands, i.label, i.source)
+                         for i in funcs[fn]["instructions"]]
+        for label, i in funcs[fn]["labels"].items():
+            if label in labels:
+                raise AsmFileError(f"{name}: label {label} is defined in two of the functions it calls")
+            labels[label] = base + i
+    return {**funcs[name], "instructions": instructions, "labels": labels}
 
 
 def parse_file(path: Path | str) -> AsmFile:

@@ -26,8 +26,10 @@ from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, la
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
 from . import semantics
-from .launch import KERNARG, AddressSpace, KernelABI, LaunchError, bind_args, initial_state, kernarg_segment
-from .operands import Operands, parse_instruction_operands
+from .launch import entry as kernel_entry
+from .launch import (DISPATCH, KERNARG, STACK_BYTES, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
+                     PointerArray, initial_state, kernarg_segment, null_pointers, struct_buffers)
+from .operands import AsmSyntaxError, Operands, parse_instruction_operands
 from .origin import taint_in
 from .state import AsmError, WaveState
 from ..errors import ArgumentTypeError
@@ -45,6 +47,7 @@ class Decoded:
     mnemonic: str               # base mnemonic (encoding suffix stripped)
     enc: str                    # "e32" | "e64" | "sdwa" | "dpp" | ""
     ops: Operands
+    dpp: object = None          # the DPP form's control (semantics.dpp.Control)
 
 
 def decode(ins, kernel_name: str) -> Decoded:
@@ -53,7 +56,14 @@ def decode(ins, kernel_name: str) -> Decoded:
         if mn.endswith(s):
             mn, enc = mn[:-len(s)], s[1:]
             break
-    return Decoded(ins, mn, enc, parse_instruction_operands(ins, kernel_name))
+    ops = parse_instruction_operands(ins, kernel_name)
+    ctrl = None
+    if enc == "dpp":
+        try:
+            ctrl = semantics.dpp.check(ops)
+        except semantics.dpp.DppError as e:
+            raise AsmSyntaxError(f"{kernel_name}: line {ins.line}: {ins.mnemonic} {ins.operands}: {e}") from None
+    return Decoded(ins, mn, enc, ops, ctrl)
 
 
 class Program:
@@ -64,19 +74,22 @@ class Program:
         check_target(kernel)             # before decoding: another ISA's operands would be named instead
         self.decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
         self.abi = KernelABI.of(kernel)
+        self.entry = kernel_entry(kernel, self.abi)      # past a kernarg preload header
         self.fns = tuple(_semantics(d) for d in self.decoded)
         self.own_event = tuple(own_event(d.ins.mnemonic) for d in self.decoded)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
-        return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded, self.fns) if f is None]
+        return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded[self.entry:], self.fns[self.entry:])
+                if f is None]
 
 
 def check_target(kernel) -> None:
     """An AsmError unless the kernel's .amdgcn_target is a wave64 AMD arch gfxsim models."""
     from ..arch import get_arch
-    proc = kernel.target.rpartition("--")[2].split(":")[0]
+    from .parse import processor_of
+    proc = processor_of(kernel.target)
     if not proc:
         return
     try:
@@ -89,11 +102,17 @@ def check_target(kernel) -> None:
 
 
 def _semantics(d: Decoded):
-    if d.enc == "dpp":
-        return None
+    if d.enc == "dpp":                  # VOP1/VOP2 only: gfx9 has no DPP form of VOPC or VOP3
+        base = semantics.OPS.get(d.mnemonic)
+        if base is None or d.mnemonic.startswith("v_cmp"):
+            return None
+        return semantics.dpp.executor(base, semantics.dpp.strip(d, d.dpp, semantics.dpp.src0_index(d.ops)))
     if d.mnemonic.startswith(MATRIX):
         return semantics.mfma.mfma
     return semantics.OPS.get(d.mnemonic)
+
+
+semantics_of = _semantics          # the function executing a Decoded, or None (gfxsim.asm.inspect.check_kernel)
 
 
 def execute(st: WaveState, program: Program):
@@ -200,7 +219,8 @@ def _name_outputs(events, d):
     """The back end numbers the values its loads return virtually; the events of a load show the
     VGPRs the instruction wrote (read2: its two halves in turn), so the stepper rebuilds the
     registers the assembly names."""
-    if not d.ops.positional or not d.ins.mnemonic.startswith(("global_load", "ds_read", "ds_bpermute")):
+    if not d.ops.positional or not d.ins.mnemonic.startswith(("global_load", "flat_load", "ds_read", "ds_bpermute",
+                                                              "scratch_load", "buffer_load")):
         return
     dst = d.ops[0]
     if dst.kind != "reg" or dst.file != "v":
@@ -240,10 +260,18 @@ def _vector_sources(st, d) -> list:
     regs = [o for o in d.ops.positional if o.kind == "reg" and o.file in "va"]
     if _writes_first(d) and regs and regs[0] is d.ops.positional[0]:
         regs = regs[1:]
-    return [st.vread(o.file, o.first, o.count) for o in regs]
+    vals = [st.vread(o.file, o.first, o.count) for o in regs]
+    if d.dpp is not None and vals:              # src0 as the lanes read it
+        src0 = d.ops.positional[semantics.dpp.src0_index(d.ops)]
+        st.w.machine.trace.muted += 1
+        try:
+            vals[regs.index(src0)] = semantics.dpp.read(st, src0, d.dpp)[0].value
+        finally:
+            st.w.machine.trace.muted -= 1
+    return vals
 
 
-_BACK_END_EVENTS = ("v_mfma", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
+_BACK_END_EVENTS = ("v_mfma", "v_smfmac", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
                     "global_", "buffer_", "flat_", "scratch_")
 
 
@@ -283,11 +311,17 @@ def program_of(kernel) -> Program:
 
 def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
             provenance: bool = True, check_races: bool = True, batch: int = 1,
-            progress=None, fold: bool | None = None, options: LaunchOptions | None = None) -> Run:
+            progress=None, fold: bool | None = None, options: LaunchOptions | None = None,
+            dynamic_lds: int = 0, stack_bytes: int = STACK_BYTES) -> Run:
     """Run ``kernel`` (a parsed gfxsim.asm Kernel) over ``grid`` workgroups of ``block`` work-items,
     with ``args`` (a dict by argument name, or a sequence in the metadata's order: Buffers for
     pointers, numbers for by-value arguments). The keywords trace .. fold (or ``options=``) are
-    LaunchOptions', as gfxsim.launch takes them; the LDS size is the kernel descriptor's.
+    LaunchOptions', as gfxsim.launch takes them; the LDS size is the kernel descriptor's fixed group
+    segment plus ``dynamic_lds`` bytes (``extern __shared__``, sized at launch; Triton's
+    ``metadata.shared``), which hidden_dynamic_lds_size reports to the kernel.
+    A kernel with a dynamic stack (``.amdhsa_uses_dynamic_stack``) gets ``stack_bytes`` per lane after
+    its fixed private segment (HIP's default stack size limit, 1024).
+    A pointer argument may be None (null); a struct passed by value a launch.Struct.
     ``batch``: workgroups run side by side (x-fastest order), each following its own control flow
     (execute); results, findings and each workgroup's events are those of batch=1."""
     options = launch_options(options, dict(trace=trace, provenance=provenance, check_races=check_races, batch=batch,
@@ -304,9 +338,14 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     if n_items > abi.max_workgroup:
         raise LaunchError(f"{kernel.name}: block {block} has {n_items} work-items, the kernel allows "
                           f"{abi.max_workgroup} (.max_flat_workgroup_size)")
-    space, kernarg = address_space(program, args, (grid, block))
+    for what, v in (("dynamic_lds", dynamic_lds), ("stack_bytes", stack_bytes)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise LaunchError(f"{kernel.name}: {what} must be a byte count >= 0, got {v!r}")
+    dispatch = Dispatch(grid, block, int(dynamic_lds), int(stack_bytes))
+    lds = abi.lds_bytes + dispatch.dynamic_lds
+    space, kernarg = address_space(program, args, dispatch)
     m = Machine(arch, kernel.name, trace=options.trace, provenance=options.provenance,
-                check_races=options.check_races, lds_bytes=abi.lds_bytes or None,
+                check_races=options.check_races, lds_bytes=lds or None,
                 declared=declared_fields(space.buffers), max_steps=options.max_steps,
                 max_trace_bytes=options.max_trace_bytes)
     if abi.wave_size != m.arch.wave_size:
@@ -315,24 +354,38 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     waves = -(-n_items // m.arch.wave_size)
     if waves > 16:
         raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
-    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block),
+    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block, lds_bytes=lds,
+                                                          private_bytes=abi.lane_private(dispatch.stack)),
                     options, lane_threads=int(np.prod(grid)) * n_items)
 
 
 def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buffer]:
-    """The launch's AddressSpace (the kernarg segment and every Buffer argument) and its kernarg
-    segment, filled from ``args`` as the kernel's metadata lays them out (``dims`` = (grid, block):
-    the hidden arguments' values)."""
+    """The launch's AddressSpace (the kernarg segment, every Buffer argument and those inside
+    by-value Structs, the dispatch packet where the kernel loads its pointer) and its kernarg
+    segment, filled from ``args`` as the kernel's metadata lays them out (``dims``: a
+    launch.Dispatch, or (grid, block): the hidden arguments' values)."""
     abi = program.abi
     name = program.kernel.name
     bufs, scalars = bind_args(abi, args)
+    if dims is not None and not isinstance(dims, Dispatch):
+        dims = Dispatch(*dims)
     # clang merges the argument loads into s_load_dwordx8/x16 that may read past the last argument
     # (the runtime's kernarg allocation is padded): the segment is zero-padded to 64 bytes
     kernarg = Buffer(KERNARG, np.zeros(-(-max(abi.kernarg_size, 4) // 64) * 64, np.uint8))
-    seen = distinct_buffers(bufs.values(), name, LaunchError)
-    if KERNARG in seen:
-        raise LaunchError(f"{name}: a Buffer may not be named {KERNARG!r} (the kernarg segment)")
-    space = AddressSpace([kernarg, *seen.values()])
+    seen = distinct_buffers([b for b in bufs.values() if b is not None] + struct_buffers(scalars, bufs), name,
+                            LaunchError)
+    for reserved in (KERNARG, DISPATCH):
+        if reserved in seen:
+            raise LaunchError(f"{name}: a Buffer may not be named {reserved!r} (the launch's own)")
+    extra = []
+    if any(w == "dispatch_ptr" for w, _ in abi.user) and dims is not None:
+        extra = [dispatch_packet(abi, dims, 0)]
+    space = AddressSpace([kernarg, *extra, *seen.values()], null_pointers(abi, bufs, scalars))
+    for b in space.buffers:
+        if isinstance(b, PointerArray):
+            b.fill(space)
+    if extra:
+        extra[0].raw[40:48] = np.frombuffer(space.address(KERNARG).to_bytes(8, "little"), np.uint8)
     kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars, dims)
     return space, kernarg
 
@@ -351,18 +404,27 @@ def asm_source(st: WaveState | None) -> str | None:
 NO_SCALE_MARKS = "asm front end: compiled code has no scale marks (dequant recognition off)"
 
 
-def run_wave(w, program: Program, space, kernarg, wg_ids, block) -> WaveState:
+def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: int | None = None,
+             private_bytes: int | None = None) -> WaveState:
     """Execute ``program`` on back-end wave ``w``, which holds the workgroups ``wg_ids`` (one
     (x, y, z) per member of its batch; block = work-items per workgroup, (x, y, z)), from their
-    AMDHSA initial state to s_endpgm. The wave's findings and errors name the assembly line."""
+    AMDHSA initial state to s_endpgm. ``lds_bytes``: the workgroup's LDS (default the descriptor's
+    fixed size); ``private_bytes``: each lane's private segment (default the fixed size, plus
+    HIP's default stack for a kernel with a dynamic stack). The wave's findings and errors name
+    the assembly line."""
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
     if w.provenance and not semantics.dequant.ENABLED:
         w.machine.not_checked.setdefault("scale-group-mismatch", NO_SCALE_MARKS)
     w.source_hook = lambda: asm_source(st)
-    if abi.lds_bytes:
-        st.lds = w.shared("lds", (abi.lds_bytes,), "u8")
+    lds = abi.lds_bytes if lds_bytes is None else lds_bytes
+    if lds:
+        st.lds = w.shared("lds", (lds,), "u8")
+    if abi.private_segment:
+        st.scratch = semantics.scratch.private_segment(
+            st, abi.lane_private() if private_bytes is None else private_bytes)
     initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
+    st.pcs[:] = program.entry
     try:
         if st.exec.any():
             execute(st, program)

@@ -69,6 +69,8 @@ class WaveState:
         self.act = None                      # members executing this instruction (None: all)
         self.current = None                  # the Decoded instruction being executed
         self.lds = None                      # the workgroup's LDS region (launch sets it)
+        self.dpp = None                      # a DPP instruction's src0 as its lanes read it (semantics/dpp.py)
+        self.scratch = None                  # the wave's private segment (semantics/scratch.py)
 
     @property
     def done(self) -> bool:

@@ -40,7 +40,7 @@ class Command(NamedTuple):
 
 BUILTIN = (
     Command("layout", "gfxsim.cli.layout_cmd", "matrix-instruction register layouts (calculator)"),
-    Command("hip", "gfxsim.cli.hip_cmd", "compile the HIP twins (kernels_hip/) and inspect their ISA"),
+    Command("hip", "gfxsim.cli.hip_cmd", "compile and inspect HIP kernels; run your own HIP source or .s"),
 )
 
 

@@ -134,8 +134,11 @@ def _need_instruction(args) -> None:
 # -- pieces ----------------------------------------------------------------------------------
 
 def slot_name(insn, op, lane, reg, elem) -> str:
-    """Calculator-style ``v1{18}.[15:8]``; whole registers print without bits."""
+    """Calculator-style ``v1{18}.[15:8]``; whole registers print without bits, a 64-bit element
+    as its register pair ``v[3:2]{5}`` (``reg`` counts pairs there)."""
     bits = insn.operand(op).elem_bits
+    if bits == 64:
+        return f"v[{2 * reg + 1}:{2 * reg}]{{{lane}}}"
     if bits == 32:
         return f"v{reg}{{{lane}}}"
     lo = elem * bits
@@ -156,17 +159,30 @@ def layout_json(arch, insn, ops=OPERANDS) -> dict:
             "blocks": insn.blocks, "operands": operands}
 
 
+def _spellings(arch) -> dict:
+    """Each record's other assembler spellings (gfx942 takes CDNA2's v_mfma_f32_32x32x1f32)."""
+    out = {}
+    for alias, mn in arch.insn_aliases.items():
+        out.setdefault(mn, []).append(alias)
+    return out
+
+
 def list_instructions(arch, fmt):
-    rows = [[i.mnemonic, f"{i.M}x{i.N}x{i.K}", i.blocks, f"{i.a_type}x{i.b_type}->{i.cd_type}",
-             i.cycles if i.cycles is not None else "n/a"] for i in arch.instructions.values()]
+    also = _spellings(arch)
+    regs = lambda i: "/".join(str(i.regs(op)) for op in OPERANDS)
+    rows = [[i.mnemonic, f"{i.M}x{i.N}x{i.K}", i.blocks, f"{i.a_type}*{i.b_type}->{i.cd_type}", regs(i),
+             i.cycles if i.cycles is not None else "n/a", ",".join(i.modifiers) or "-",
+             ", ".join(also.get(i.mnemonic, ())) or "-"] for i in arch.instructions.values()]
     if fmt == "json":
         return json.dumps({"arch": arch.name, "family": arch.family, "aliases": list(arch.aliases),
                            "instructions": [{"instruction": i.mnemonic, "M": i.M, "N": i.N, "K": i.K,
                                              "blocks": i.blocks, "a_type": i.a_type, "b_type": i.b_type,
-                                             "cd_type": i.cd_type, "cycles": i.cycles}
+                                             "cd_type": i.cd_type, "cycles": i.cycles,
+                                             "registers": {op: i.regs(op) for op in OPERANDS},
+                                             "modifiers": list(i.modifiers), "also_spelled": also.get(i.mnemonic, [])}
                                             for i in arch.instructions.values()]})
-    return render(["instruction", "MxNxK", "blocks", "types", "cycles"], rows, fmt,
-                  title=f"{arch.name} ({arch.family}; aliases {', '.join(arch.aliases)}): matrix instructions")
+    return render(["instruction", "MxNxK", "blocks", "types", "VGPRs A/B/C/D", "cycles", "modifiers", "also spelled"],
+                  rows, fmt, title=f"{arch.name} ({arch.family}; aliases {', '.join(arch.aliases)}): matrix instructions")
 
 
 def detail(arch, insn, fmt):
@@ -179,9 +195,11 @@ def detail(arch, insn, fmt):
         "accumulator": insn.accumulator.note,
         "accumulator_record": insn.accumulator.as_dict(),
         "registers": {op: insn.regs(op) for op in OPERANDS},
-        "fields": OPERAND_FIELDS,
+        "fields": {**OPERAND_FIELDS, "C": "Vdst"} if insn.sparse else OPERAND_FIELDS,
         "element_to_register": {op: insn.operand(op).formulas_to_register() for op in OPERANDS},
         "register_to_element": {op: insn.operand(op).formulas_to_matrix() for op in OPERANDS},
+        "modifiers": list(insn.modifiers), "also_spelled": _spellings(arch).get(insn.mnemonic, []),
+        "index_to_register": insn.index.formulas_to_register() if insn.sparse else None,
         "source": insn.source, "notes": insn.notes,
     }
     if fmt == "json":
@@ -190,7 +208,17 @@ def detail(arch, insn, fmt):
             ["ops", insn.ops], ["cycles", insn.cycles if insn.cycles is not None else "not published"],
             ["builtin", insn.builtin or "-"], ["accumulator", insn.accumulator.note]]
     for op in OPERANDS:
-        rows.append([f"{op} ({OPERAND_FIELDS[op]})", f"{info['types'][op]}, {insn.regs(op)} VGPR(s)"])
+        pairs = " (reg below counts register pairs)" if insn.operand(op).elem_bits == 64 else ""
+        packed = f" compressed: {insn.M}x{insn.K // 2}, column 2g+s the s-th stored value of group g" \
+            if op == "A" and insn.sparse else ""
+        rows.append([f"{op} ({info['fields'][op]})", f"{info['types'][op]}, {insn.regs(op)} VGPR(s){pairs}{packed}"])
+    if insn.sparse:
+        f = insn.index.formulas_to_register()
+        rows.append(["index (Src2)", f"4-bit field per group g of four K, 1 VGPR: field[i][g] at lane = {f['lane']}; "
+                                     f"bits 4*({f['elem']}) (+ the set CBSZ/ABID choose)"])
+    rows.append(["modifiers", ", ".join(insn.modifiers) or "none"])
+    if info["also_spelled"]:
+        rows.append(["also spelled", ", ".join(info["also_spelled"])])
     for op in OPERANDS:
         r, c = insn.operand(op).axis_names()
         f = info["element_to_register"][op]
@@ -223,9 +251,11 @@ def register_view(insn, op, fmt):
     """Lanes x register slices; each cell is the matrix element held there."""
     lay = insn.operand(op)
     m = lay.matrix_of()
-    cols = [(r, e) for r in range(lay.n_regs) for e in range(lay.n_elems)]
+    cols = [(r, e) for r in range(lay.reg_slots) for e in range(lay.n_elems)]
     bits = lay.elem_bits
-    header = ["lane"] + [f"v{r}" if bits == 32 else f"v{r}.[{e * bits + bits - 1}:{e * bits}]" for r, e in cols]
+    head = {64: lambda r, e: f"v[{2 * r + 1}:{2 * r}]", 32: lambda r, e: f"v{r}"}.get(
+        bits, lambda r, e: f"v{r}.[{e * bits + bits - 1}:{e * bits}]")
+    header = ["lane"] + [head(r, e) for r, e in cols]
     rows = [[str(l)] + [elem_name(insn, op, *m[:, r, e, l]) for r, e in cols] for l in range(lay.wave_size)]
     return render(header, rows, fmt, title=f"{insn.mnemonic} operand {op}: register view")
 

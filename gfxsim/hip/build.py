@@ -16,9 +16,11 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-from ..asm.parse import AsmFile, parse_file
+from ..asm.cache import parse_cached
+from ..asm.parse import AsmFile
 from .project import Project
 from ..errors import GfxSimError
 from .toolchain import Target, Toolchain, find_toolchain, get_target
@@ -104,6 +106,13 @@ def complete_asm(path: Path) -> bool:
         return False
 
 
+@cache
+def version_full(clang: Path) -> str:
+    """`clang --version` (asked once per process: a build that finds everything up to date takes
+    milliseconds, the compiler's start ~0.1 s)."""
+    return subprocess.run([str(clang), "--version"], capture_output=True, text=True).stdout.strip()
+
+
 def load_record(directory: Path) -> dict:
     try:
         return json.loads((directory / RECORD).read_text())
@@ -122,8 +131,7 @@ def build(kernels=None, arch: str = "gfx942", *, project: Project, defines=(), f
     out_dir = arch_dir(target.arch, project)
     out_dir.mkdir(parents=True, exist_ok=True)
     old = load_record(out_dir)
-    compiler = {**tc.describe(), "version_full": subprocess.run([str(tc.clang), "--version"], capture_output=True,
-                                                                text=True).stdout.strip()}
+    compiler = {**tc.describe(), "version_full": version_full(tc.clang)}
     same_setup = old.get("compiler") == compiler and old.get("flags") == flags
     entries = dict(old.get("kernels", {})) if same_setup else {}
 
@@ -167,9 +175,10 @@ def asm_path(kernel: str, arch: str, *, project: Project) -> Path:
 
 
 def find_entry(entry: str, arch: str, *, project: Project, defines=()) -> tuple[KernelBuild, AsmFile]:
-    """The build and parsed assembly of the kernel file that defines entry point `entry`."""
+    """The build and parsed assembly of the kernel file that defines entry point `entry` (each .s
+    parsed once per content: gfxsim.asm.cache)."""
     for b in build(None, arch, project=project, defines=defines):
-        f = parse_file(b.asm)
+        f = parse_cached(b.asm)
         if entry in f.kernels:
             return b, f
     raise BuildError(f"no HIP kernel {entry!r}: not a file of {project.sources} ({', '.join(project.kernels)}) "

@@ -28,6 +28,7 @@ class Target:
     defines: tuple[str, ...]       # -D flags the target implies
     clang_majors: tuple[int, ...]  # clang versions that know offload_arch, preferred first
     note: str = ""
+    twins: bool = True             # kernels_hip/ builds for it (`gfxsim hip build --arch all`)
 
     @property
     def stand_in(self) -> bool:
@@ -38,6 +39,7 @@ TARGETS = {t.arch: t for t in (
     Target("gfx942", "gfx942", (), (19, 22)),
     Target("gfx940", "gfx940", (), (19, 15)),
     Target("gfx941", "gfx941", (), (19,)),
+    Target("gfx90a", "gfx90a", (), (19, 22, 15), twins=False),
     Target("gfx936", "gfx942", ("GFXSIM_JUMP_LAYOUT=1",), (19, 22),
            "stand-in: gfx942 code with gfx936's D-layout index formulas (jump layout); "
            "no upstream clang knows gfx936. Wrong results on real gfx942 hardware."),

@@ -52,8 +52,9 @@ RULES = (KEEP, SUM, DIFFERENCE, REDUCE, EXTREMUM, PRODUCT, FUSED, ROUTE, BYTE_EX
 
 # How the asm front end runs an entry: "valu" through its generic VALU row (read the sources,
 # apply ``fn``, write one register), "cmp" as a VOPC compare writing a lane mask, "own" through a
-# function of its own that still takes its numbers from the entry; None: the Python front end only
-# (16-bit forms the compiled kernels do not use).
+# function of its own that still takes its numbers from the entry (the 16-bit rows, which read and
+# write halves; the binary64 rows, on register pairs; the division helpers); None: the Python
+# front end only (pseudo-ops).
 ASM_FORMS = ("valu", "cmp", "own", None)
 
 
@@ -122,7 +123,7 @@ def asm_entries(form: str) -> list[Entry]:
     return [e for e in TABLE.values() if e.asm == form]
 
 
-from . import compare, conversion, floating, integer, moves, pseudo  # noqa: E402,F401  (they define their entries)
+from . import compare, conversion, double, floating, half, integer, moves, pseudo  # noqa: E402,F401  (they define their entries)
 
 __all__ = ["ASM_FORMS", "BYTE_EXTRACT", "DIFFERENCE", "EXTREMUM", "FUSED", "KEEP", "NONE", "PRODUCT", "QUANTIZE", "REDUCE",
            "ROUTE", "RULES", "SUM", "TABLE", "Entry", "Rule", "UnknownInstruction", "asm_entries", "define", "entry"]

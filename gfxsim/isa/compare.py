@@ -30,12 +30,10 @@ def _quiet(rel):
     return run
 
 
-for _t in ("f32", "i32", "u32", "i64", "u64", "f16", "i16", "u16"):
-    _asm = "cmp" if _t in ("f32", "i32", "u32", "i64", "u64") else None
+for _t in ("f32", "i32", "u32", "i64", "u64", "f64", "f16", "i16", "u16"):
+    _asm = "cmp" if _t in ("f32", "i32", "u32", "i64", "u64", "f64") else "own"     # 16-bit: half selects
     for _c, _rel in (FLOAT if _t[0] == "f" else INTEGER).items():
         for _x in ("", "x"):
-            if _asm or not _x:
-                define(f"v_cmp{_x}_{_c}_{_t}", (_t, _t), "mask", _quiet(_rel) if _t[0] == "f" else _rel, NONE,
-                       asm=_asm)
+            define(f"v_cmp{_x}_{_c}_{_t}", (_t, _t), "mask", _quiet(_rel) if _t[0] == "f" else _rel, NONE, asm=_asm)
 
 __all__ = ["FLOAT", "INTEGER"]

@@ -85,14 +85,16 @@ define("v_cvt_u32_f32", (f,), u, _cvt_u32_f32, QUANTIZE)
 for _k in range(4):
     define(f"v_cvt_f32_ubyte{_k}", (u,), f,
            lambda a, k=_k: ((np.asarray(a).astype(U32, copy=False) >> U32(8 * k)) & U32(0xFF)).astype(F32))
-define("v_cvt_f16_f32", (f,), "f16", lambda a: rounded(np.asarray(a, F32), np.dtype(F16)), asm=None)
-define("v_cvt_f32_f16", ("f16",), f, _to_f32, asm=None)
-define("v_cvt_f16_i16", ("i16",), "f16", lambda a: rounded(np.asarray(a), F16), asm=None)
+define("v_cvt_f16_f32", (f,), "f16", lambda a: rounded(np.asarray(a, F32), np.dtype(F16)), asm="own")
+define("v_cvt_f32_f16", ("f16",), f, _to_f32, asm="own")
+define("v_cvt_f16_i16", ("i16",), "f16", lambda a: rounded(np.asarray(a), F16), asm="own")
 # one opcode, two encodings: gfx942's fp8 is e4m3fnuz, gfx950's the OCP e4m3 (the element type says)
-define("v_cvt_pk_fp8_f32", (f, f), "fp8", _fp8("float8_e4m3fnuz"), asm=None, convert=rounded)
-define("v_cvt_pk_bf8_f32", (f, f), "bf8", _fp8("float8_e5m2fnuz"), asm=None, convert=rounded)
-define("v_cvt_f32_fp8", ("fp8",), f, _to_f32, asm=None)
-define("v_cvt_f32_bf8", ("bf8",), f, _to_f32, asm=None)
+# each source rounded to nearest even; beyond the type's range NaN (0x80: the fnuz types have no
+# infinity, and gfx942's encoding has no clamp bit)
+define("v_cvt_pk_fp8_f32", (f, f), "fp8", _fp8("float8_e4m3fnuz"), asm="own", convert=rounded)
+define("v_cvt_pk_bf8_f32", (f, f), "bf8", _fp8("float8_e5m2fnuz"), asm="own", convert=rounded)
+define("v_cvt_f32_fp8", ("fp8",), f, _to_f32, asm="own")
+define("v_cvt_f32_bf8", ("bf8",), f, _to_f32, asm="own")
 del u, i, f
 
 __all__ = ["numpy_type", "rounded", "unfit", "wrap"]

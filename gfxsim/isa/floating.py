@@ -24,7 +24,7 @@ def _fract(a):
 
 f, i, h = "f32", "i32", "f16"
 for _w, _t, _nt in ((32, f, F32), (16, h, F16)):
-    _asm = "valu" if _w == 32 else None
+    _asm = "valu" if _w == 32 else "own"
     define(f"v_add_f{_w}", (_t, _t), _t, _f(np.add, _nt), SUM, asm=_asm)
     define(f"v_sub_f{_w}", (_t, _t), _t, _f(np.subtract, _nt), DIFFERENCE, asm=_asm)
     define(f"v_mul_f{_w}", (_t, _t), _t, _f(np.multiply, _nt), PRODUCT, asm=_asm)
@@ -55,7 +55,7 @@ define("v_div_fixup_f32", (f, f, f), f, fp.div_fixup, KEEP, asm="own")
 # the widened operands; its underflow case is binary32's too (pseudo.div_f16 states the quotient)
 define("v_div_fixup_f16", (h, h, h), h,
        lambda a, b, c: tuple(np.asarray(x).astype(F16) if x.dtype.kind == "f" else x
-                             for x in fp.div_fixup(*(np.asarray(v).astype(F32) for v in (a, b, c)))), KEEP, asm=None)
+                             for x in fp.div_fixup(*(np.asarray(v).astype(F32) for v in (a, b, c)))), KEEP, asm="own")
 del f, i, h
 
 __all__: list[str] = []

@@ -15,20 +15,22 @@ F32, F64 = np.float32, np.float64
 QNAN_BIT = np.uint32(0x00400000)
 # per float type: the unsigned integer of its bits and its quiet-NaN bit (the top mantissa bit)
 _BITS = {np.dtype(np.float32): (np.uint32, np.uint32(0x00400000)),
-         np.dtype(np.float16): (np.uint16, np.uint16(0x0200))}
+         np.dtype(np.float16): (np.uint16, np.uint16(0x0200)),
+         np.dtype(np.float64): (np.uint64, np.uint64(0x0008000000000000))}
 
 
-def fma(a, b, c) -> np.ndarray:
-    """a*b + c rounded once to binary32 (arrays of float32)."""
+def fma(a, b, c, t=F32) -> np.ndarray:
+    """a*b + c rounded once to binary32 (arrays of float32 or float16; ``t`` np.float16: rounded
+    once to binary16, as v_fma_f16 and v_fma_mixlo_f16)."""
     with np.errstate(all="ignore"):
         a, b, c = (np.asarray(x, F32).astype(F64) for x in (a, b, c))
         p = a * b                                   # exact: 24 + 24 significant bits
         s = p + c
         bp = s - c                                  # TwoSum: s + e == p + c exactly
         e = (p - bp) + (c - (s - bp))
-        r = s.astype(F32)
+        r = s.astype(t)
         r64 = r.astype(F64)
-        toward = np.where(s > r64, F32(np.inf), F32(-np.inf))
+        toward = np.where(s > r64, t(np.inf), t(-np.inf))
         other = np.nextafter(r, toward)
         mid = (r64 + other.astype(F64)) * 0.5
         tie = np.isfinite(s) & np.isfinite(mid) & (s != r64) & (s == mid) & (e != 0)
@@ -36,11 +38,38 @@ def fma(a, b, c) -> np.ndarray:
         up = (other.astype(F64) > r64) == (e > 0)
         out = np.where(tie & up, other, r)
         # p + c exactly zero keeps binary64's sign rule (-0 only for -0 + -0), the same in binary32
-    return out.astype(F32)
+    return out.astype(t)
+
+
+def fma64(a, b, c) -> np.ndarray:
+    """a*b + c rounded once to binary64. Where the product is exact in binary64 (its Veltkamp/Dekker
+    error is zero) numpy's one rounding of the sum is the answer; other finite lanes are computed
+    exactly in rationals and rounded once (Python's int division rounds correctly)."""
+    from fractions import Fraction
+    with np.errstate(all="ignore"):
+        a, b, c = np.broadcast_arrays(*(np.asarray(x, F64) for x in (a, b, c)))
+        p = a * b
+        split = F64(134217729.0)                    # 2^27 + 1
+        ah = a * split - (a * split - a)
+        bh = b * split - (b * split - b)
+        e = ((ah * bh - p) + ah * (b - bh) + (a - ah) * bh) + (a - ah) * (b - bh)
+        out = p + c
+        hard = np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & ~((e == 0) & np.isfinite(p) & (np.abs(p) > 2.0 ** -960))
+    flat, fa, fb, fc = out.reshape(-1), a.reshape(-1), b.reshape(-1), c.reshape(-1)
+    for i in np.nonzero(hard.reshape(-1))[0]:
+        exact = Fraction(float(fa[i])) * Fraction(float(fb[i])) + Fraction(float(fc[i]))
+        if exact == 0:           # an exact cancellation is +0; a zero product keeps IEEE's sign rule
+            flat[i] = fa[i] * fb[i] + fc[i] if fa[i] * fb[i] == 0 else 0.0
+            continue
+        try:
+            flat[i] = float(exact)
+        except OverflowError:
+            flat[i] = np.inf if exact > 0 else -np.inf
+    return flat.reshape(out.shape)
 
 
 def _float(x) -> np.ndarray:
-    """x as an array of its float type (f16 stays f16; anything else is binary32)."""
+    """x as an array of its float type (f16 and f64 stay; anything else is binary32)."""
     x = np.asarray(x)
     return x if x.dtype in _BITS else x.astype(F32)
 
@@ -174,66 +203,79 @@ def log2(x):
         return _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x <= 0) | (m == 0.5))
 
 
-def _exponent(x):
+def _exponent(x, t=F32):
     """The biased exponent field."""
+    if t is F64:
+        return ((np.asarray(x, F64).view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
     return ((np.asarray(x, F32).view(np.uint32) >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
 
 
-def div_scale(s0, s1, s2):
-    """V_DIV_SCALE_F32 D, VCC = (S0 to scale, S1 denominator, S2 numerator). Returns (D, VCC) and
-    the lanes whose case scales only one operand (VCC = 1), which the caller reports."""
-    s0, s1, s2 = (np.asarray(x, F32) for x in (s0, s1, s2))
-    tiny = np.finfo(F32).tiny
+# V_DIV_SCALE's constants per width: (exponent gap, scale exponent, "numerator tiny" exponent, the
+# quotient's underflow gap of V_DIV_FIXUP)
+_DIV = {F32: (96, 64, 23, 150), F64: (768, 128, 53, 1075)}
+
+
+def div_scale(s0, s1, s2, t=F32):
+    """V_DIV_SCALE_F32 (``t`` np.float64: V_DIV_SCALE_F64) D, VCC = (S0 to scale, S1 denominator, S2 numerator).
+    Returns (D, VCC) and the lanes whose case scales only one operand (VCC = 1), which the caller reports."""
+    T = t
+    gap, k, small, _ = _DIV[t]
+    s0, s1, s2 = (np.asarray(x, T) for x in (s0, s1, s2))
+    tiny = np.finfo(T).tiny
     with np.errstate(all="ignore"):
         d = s0.copy()
         vcc = np.zeros(s0.shape, bool)
         zero = (s1 == 0) | (s2 == 0)
-        e1, e2 = _exponent(s1), _exponent(s2)
+        e1, e2 = _exponent(s1, t), _exponent(s2, t)
         q = s2 / s1
-        r = F32(1) / s1
+        r = T(1) / s1
         done = zero.copy()
-        d = np.where(zero, F32(np.nan), d)
-        c = ~done & (e2 - e1 >= 96)
+        d = np.where(zero, T(np.nan), d)
+        c = ~done & (e2 - e1 >= gap)
         vcc |= c
-        d = np.where(c & (s0 == s1), np.ldexp(s0, 64).astype(F32), d)
+        d = np.where(c & (s0 == s1), np.ldexp(s0, k).astype(T), d)
         done |= c
         c = ~done & (np.abs(s1) < tiny) & (s1 != 0)                 # S1 denormal
-        d = np.where(c, np.ldexp(s0, 64).astype(F32), d)
+        d = np.where(c, np.ldexp(s0, k).astype(T), d)
         done |= c
         rden = (np.abs(r) < tiny) & (r != 0)
         qnorm = np.abs(q) >= tiny
         c = ~done & rden & qnorm
         vcc |= c
-        d = np.where(c & (s0 == s1), np.ldexp(s0, 64).astype(F32), d)
+        d = np.where(c & (s0 == s1), np.ldexp(s0, k).astype(T), d)
         done |= c
         c = ~done & rden
-        d = np.where(c, np.ldexp(s0, -64).astype(F32), d)
+        d = np.where(c, np.ldexp(s0, -k).astype(T), d)
         done |= c
         c = ~done & (np.abs(q) < tiny) & (q != 0)
         vcc |= c
-        d = np.where(c & (s0 == s2), np.ldexp(s0, 64).astype(F32), d)
+        d = np.where(c & (s0 == s2), np.ldexp(s0, k).astype(T), d)
         done |= c
-        c = ~done & (e2 <= 23)                                      # numerator tiny
-        d = np.where(c, np.ldexp(s0, 64).astype(F32), d)
-    return d.astype(F32), vcc
+        c = ~done & (e2 <= small)                                      # numerator tiny
+        d = np.where(c, np.ldexp(s0, k).astype(T), d)
+    return d.astype(T), vcc
 
 
-def div_fixup(s0, s1, s2):
-    """V_DIV_FIXUP_F32 D = (S0 quotient, S1 denominator, S2 numerator): the IEEE special cases of
-    S2/S1, else the quotient with the sign of the division. Returns (D, lanes in the underflow
-    case the caller reports as not modelled)."""
-    s0, s1, s2 = (np.asarray(x, F32) for x in (s0, s1, s2))
+def div_fixup(s0, s1, s2, t=F32):
+    """V_DIV_FIXUP_F32 (``t`` np.float64: V_DIV_FIXUP_F64) D = (S0 quotient, S1 denominator, S2 numerator): the
+    IEEE special cases of S2/S1, else the quotient with the sign of the division. Returns (D, lanes
+    in the underflow case the caller reports as not modelled)."""
+    T = t
+    under_gap = _DIV[t][3]
+    u, _ = _BITS[np.dtype(t)]
+    default_nan = np.full(np.shape(s0), u(0xFFF8000000000000 if t is F64 else 0xFFC00000)).view(T)
+    s0, s1, s2 = (np.asarray(x, T) for x in (s0, s1, s2))
     sign = np.signbit(s1) ^ np.signbit(s2)
-    inf = np.where(sign, F32(-np.inf), F32(np.inf))
-    zero = np.where(sign, F32(-0.0), F32(0.0))
-    d = np.where(sign, -np.abs(s0), np.abs(s0)).astype(F32)
-    e1, e2 = _exponent(s1), _exponent(s2)
-    under = (e2 - e1 < -150) & np.isfinite(s1) & np.isfinite(s2) & (s1 != 0) & (s2 != 0)
+    inf = np.where(sign, T(-np.inf), T(np.inf))
+    zero = np.where(sign, T(-0.0), T(0.0))
+    d = np.where(sign, -np.abs(s0), np.abs(s0)).astype(T)
+    e1, e2 = _exponent(s1, t), _exponent(s2, t)
+    under = (e2 - e1 < -under_gap) & np.isfinite(s1) & np.isfinite(s2) & (s1 != 0) & (s2 != 0)
     rules = [
         (np.isnan(s2), quiet(s2)),
         (np.isnan(s1), quiet(s1)),
-        ((s1 == 0) & (s2 == 0), np.full(s0.shape, np.uint32(0xFFC00000)).view(F32)),
-        (np.isinf(s1) & np.isinf(s2), np.full(s0.shape, np.uint32(0xFFC00000)).view(F32)),
+        ((s1 == 0) & (s2 == 0), default_nan),
+        (np.isinf(s1) & np.isinf(s2), default_nan),
         ((s1 == 0) | np.isinf(s2), inf),
         (np.isinf(s1) | (s2 == 0), zero),
     ]
@@ -242,4 +284,4 @@ def div_fixup(s0, s1, s2):
         c = cond & ~taken
         out = np.where(c, val, out)
         taken |= c
-    return out.astype(F32), under & ~taken
+    return out.astype(T), under & ~taken

@@ -77,19 +77,19 @@ u, i = "u32", "i32"
 _EXTENDS = {"convert": wrap, "checked": unfit}
 # the same function on 32-bit and 16-bit arrays (and on signed ones: the bits are the same)
 for _w, _t in ((32, "u32"), (16, "u16")):
-    define(f"v_add_u{_w}", (_t, _t), _t, np.add, SUM, asm="valu" if _w == 32 else None)
-    define(f"v_sub_u{_w}", (_t, _t), _t, np.subtract, DIFFERENCE, asm="valu" if _w == 32 else None)
-    define(f"v_mul_lo_u{_w}", (_t, _t), _t, np.multiply, PRODUCT, asm="valu" if _w == 32 else None)
-    define(f"v_lshlrev_b{_w}", (_t, _t), _t, shl, ROUTE, asm="valu" if _w == 32 else None,
+    define(f"v_add_u{_w}", (_t, _t), _t, np.add, SUM, asm="valu" if _w == 32 else "own")
+    define(f"v_sub_u{_w}", (_t, _t), _t, np.subtract, DIFFERENCE, asm="valu" if _w == 32 else "own")
+    define(f"v_mul_lo_u{_w}", (_t, _t), _t, np.multiply, PRODUCT, asm="valu" if _w == 32 else "own")
+    define(f"v_lshlrev_b{_w}", (_t, _t), _t, shl, ROUTE, asm="valu" if _w == 32 else "own",
            **({"convert": rounded} if _w == 32 else {}))
-    define(f"v_lshrrev_b{_w}", (_t, _t), _t, shr, ROUTE, asm="valu" if _w == 32 else None)
-    define(f"v_ashrrev_i{_w}", (_t, f"i{_w}"), f"i{_w}", shr, ROUTE, asm="valu" if _w == 32 else None,
+    define(f"v_lshrrev_b{_w}", (_t, _t), _t, shr, ROUTE, asm="valu" if _w == 32 else "own")
+    define(f"v_ashrrev_i{_w}", (_t, f"i{_w}"), f"i{_w}", shr, ROUTE, asm="valu" if _w == 32 else "own",
            **(_EXTENDS if _w == 32 else {}))
     for _s in ("i", "u"):
         define(f"v_max_{_s}{_w}", (f"{_s}{_w}",) * 2, f"{_s}{_w}", np.maximum, EXTREMUM,
-               asm="valu" if _w == 32 else None)
+               asm="valu" if _w == 32 else "own")
         define(f"v_min_{_s}{_w}", (f"{_s}{_w}",) * 2, f"{_s}{_w}", np.minimum, EXTREMUM,
-               asm="valu" if _w == 32 else None)
+               asm="valu" if _w == 32 else "own")
 define("v_subrev_u32", (u, u), u, lambda a, b: b - a, DIFFERENCE)
 define("v_and_b32", (u, u), u, np.bitwise_and, ROUTE)
 define("v_or_b32", (u, u), u, np.bitwise_or, ROUTE)

@@ -27,9 +27,11 @@ class _Types(dict):
         return self
 
 
-NP = _Types({n: np.dtype(t) for n, t in _NATIVE.items() if n in ELEM_TYPES or n in ("i64", "u64")})
-NAMES = tuple(ELEM_TYPES) + ("i64", "u64")
-FLOAT = {n for n, t in ELEM_TYPES.items() if t.is_float}
+# 64-bit register types: VGPR pairs (addresses, f64 buffers and arithmetic), no matrix element type
+_PAIRS = tuple(n for n in ("i64", "u64", "f64") if n not in ELEM_TYPES)
+NP = _Types({n: np.dtype(t) for n, t in _NATIVE.items() if n in ELEM_TYPES or n in _PAIRS})
+NAMES = tuple(ELEM_TYPES) + _PAIRS
+FLOAT = {n for n, t in ELEM_TYPES.items() if t.is_float} | {"f64"}
 INT = set(NAMES) - FLOAT
 SIGNED = {"i8", "i16", "i32", "i64"}
 

@@ -102,6 +102,18 @@ class LdsBankConflict:
     region: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class BufferOutOfRange:
+    buffer: str                 # the buffer the descriptor's base points into
+    reason: str                 # "num_records": past the descriptor's range (the hardware reads 0);
+                                # "buffer": in range, past the buffer (the hardware reads another allocation)
+    access: str                 # load | store | atomic
+    lanes: list
+    offset: int                 # the first out-of-range byte offset (the descriptor's, soffset excluded)
+    num_records: int
+    nbytes: int                 # bytes per lane of the access
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -130,6 +142,8 @@ REGISTRY = {k.name: k for k in (
     Kind("int32-overflow", "an int32 accumulator overflowed", Int32Overflow, ("instruction", "workgroup")),
     Kind("store-mismatch", "a stored value's identity disagrees with the tags of the element it lands in",
          StoreMismatch, ("source", "buffer", "field", "workgroup")),
+    Kind("buffer-out-of-range", "a buffer access outside its descriptor's num_records or its buffer (not a masked lane)",
+         BufferOutOfRange, ("source", "buffer", "reason", "workgroup")),
     Kind("lds-bank-conflict", "an LDS access serialised on a bank (performance)", LdsBankConflict,
          ("source", "degree", "workgroup"), performance=True),
 )}

@@ -179,19 +179,22 @@ class MatrixOps:
         if label is not None and not isinstance(label, str):
             raise self.error(TypeError, f"{mnemonic}: label must be a str, got {type(label).__name__}")
         insn = self.insn(mnemonic)
+        mnemonic = insn.mnemonic
+        if insn.sparse:
+            raise self.error(TypeError, f"{mnemonic} takes a compression index: use w.smfmac")
         regs_in = (a, b)                   # as the kernel passed them (the trace shows these)
         a, b = (_unpack_nibbles(self, insn, op, v) for op, v in (("A", a), ("B", b)))
         need = {"A": (a, insn.a_type), "B": (b, insn.b_type)}
         if c is None:
-            c = VGPRs(self, np.zeros((insn.regs("C"), self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
+            c = VGPRs(self, np.zeros((insn.elems("C"), self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
         need["C"] = (c, insn.cd_type)
         for op, (v, t) in need.items():
             lay = insn.operand(op)
-            n_want = lay.n_regs * (32 // lay.elem_bits)
+            n_want = insn.elems(op)
             if not isinstance(v, VGPRs):
                 raise self.error(TypeError, f"{mnemonic}: operand {op} must be a register value")
             if v.dtype != t and not (itemsize(v.dtype) == itemsize(t) and op in "AB" and
-                                     {v.dtype, t} <= {"i8", "u8"}):
+                                     ({v.dtype, t} <= {"i8", "u8"} or {v.dtype, t} <= {"f32", "xf32"})):
                 raise self.error(TypeError, f"{mnemonic}: operand {op} must be {t}, got {v.dtype}")
             if v.n != n_want:
                 raise self.error(ValueError, f"{mnemonic}: operand {op} needs {n_want} x {t} per lane "
@@ -210,7 +213,7 @@ class MatrixOps:
         cache = self.machine.plan_cache
         # [members*blocks, rows, cols]
         plans = {op: batched_plan(cache, insn, op, self.members, self.lanes) for op in "ABCD"}
-        dval = np.empty((insn.regs("D"), self.width), np_dtype(insn.cd_type))
+        dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
         overflow = None
         if insn.cd_type == "i32" and a.dtype in ("i8", "u8") and b.dtype in ("i8", "u8"):
             # the hot path of the INT8 kernels: one exact batched GEMM for every member and block
@@ -365,7 +368,7 @@ class MatrixOps:
                     rows_b[f] = row_sets(np.swapaxes(fb[f], 1, 2), wide)   # [nb, N]
                 ks_b[f] = rows_b[f]
         # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
-        shape = (insn.regs("D"), self.pw)
+        shape = (insn.elems("D"), self.pw)
         ids = {}
         pc = elem_prov(self, c, c.n)
         flat_c = flat_plan(cache, insn, "C", pm, self.lanes)
@@ -399,4 +402,4 @@ class MatrixOps:
                         elif f in pside:
                             side[f] = ps
                 c_mma, c_mn = prev.c_mma, prev.c_mn
-        return Prov(4, ids), dict(a=rec_a, b=rec_b, ks_a=ks_a, ks_b=ks_b, c_mma=c_mma, c_mn=c_mn)
+        return Prov(itemsize(insn.cd_type), ids), dict(a=rec_a, b=rec_b, ks_a=ks_a, ks_b=ks_b, c_mma=c_mma, c_mn=c_mn)

@@ -5,7 +5,9 @@ v_mfma_*/v_mmac_* shape and block count, and any arch whose record exists (wave3
 int8 -> int32 is exact with overflow detection; float inputs are widened exactly to float64,
 each output's K-sum plus C is formed in float64 and rounded once to fp32 ("exact fp32"); a record
 with a reduced accumulator (``AccumulatorPrecision.mantissa_bits``) rounds the result to that many
-mantissa bits after every instruction (SageAttention2's FP22 finding for FP8 mma).
+mantissa bits after every instruction (SageAttention2's FP22 finding for FP8 mma). xf32 operands
+(fp32 registers) are cut to XF32's 10 mantissa bits first (XF32_BITS). f64 C/D: the exact sum of
+the products and C rounded once to f64 (``mma64``).
 """
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ import functools
 from .jit import njit
 import numpy as np
 
-from .accum import mma_f32, round_mantissa
+from .accum import mma_f32, round_mantissa, truncate_mantissa
+from .mma64 import mma_f64
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+XF32_BITS = 10          # XF32: 1 sign, 8 exponent, 10 mantissa bits, read from fp32 registers
 
 
 def gather_plan(insn, op):
@@ -33,7 +37,7 @@ def gather_plan(insn, op):
 @functools.lru_cache(maxsize=256)
 def _plan(lay):
     lane, reg, elem = lay.slot_of()
-    epr = 32 // lay.elem_bits
+    epr = max(32 // lay.elem_bits, 1)        # a 64-bit element: one per register pair
     e = reg.astype(np.int64) * epr + elem
     lane = lane.astype(np.int64)
     e.setflags(write=False)
@@ -71,6 +75,12 @@ def compute(insn, a_mat, b_mat, c_mat, batch: int = 1):
     """D = A.B + C for ``[batch*blocks, M, K] x [batch*blocks, K, N] + [batch*blocks, M, N]``.
     Returns (D typed like the record's C/D, overflow mask or None)."""
     bl, M, N, K = insn.blocks * batch, insn.M, insn.N, insn.K
+    if insn.a_type == "xf32":
+        a_mat = truncate_mantissa(a_mat, XF32_BITS)
+    if insn.b_type == "xf32":
+        b_mat = truncate_mantissa(b_mat, XF32_BITS)
+    if insn.cd_type == "f64":
+        return mma_f64(a_mat, b_mat, c_mat), None
     if insn.cd_type == "i32":
         d = _mma_int(a_mat.astype(np.int64), b_mat.astype(np.int64), c_mat.astype(np.int64), bl, M, N, K)
         overflow = (d < INT32_MIN) | (d > INT32_MAX)

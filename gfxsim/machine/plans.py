@@ -44,7 +44,7 @@ def d_inverse(cache: dict, insn, members: int, lanes: int) -> np.ndarray | None:
     if key not in cache:
         td, tc = flat_plan(cache, insn, "D", members, lanes), flat_plan(cache, insn, "C", members, lanes)
         inv = None
-        if td.size == insn.regs("D") * members * lanes and np.array_equal(td, tc):
+        if td.size == insn.elems("D") * members * lanes and np.array_equal(td, tc):
             inv = np.full(td.size, -1, np.int64)
             inv[td.reshape(-1)] = np.arange(td.size)
             if (inv < 0).any():

@@ -125,7 +125,7 @@ class ScaleOps:
         instruction wrote it, and its K sets are the record's (chains through C folded in)."""
         mma, mn = pr.ids["@mma"], pr.ids["@mn"]
         rec = self.machine.mma_log.record_of(int(mma[act][0]))
-        if rec is None or rec.c_mma is not None or rec.insn.regs("D") != mma.shape[0] or \
+        if rec is None or rec.c_mma is not None or rec.insn.elems("D") != mma.shape[0] or \
                 len(rec.workgroups) != self.members:
             return False
         insn = rec.insn

@@ -2,11 +2,17 @@
 base mnemonic (the ``_e32``/``_e64``/``_sdwa`` encoding suffix stripped; ``Decoded.enc`` keeps
 it). A function takes the wave state and the decoded instruction and returns the next pc, or
 None for the next instruction. One module per family: sop (scalar ALU and program control),
-vop (vector ALU, its numbers from the ISA table gfxsim/isa), ds (LDS), mem (global and scalar memory), mfma (matrix).
+vop (vector ALU, its numbers from the ISA table gfxsim/isa; vop16 its 16-bit halves and packs,
+vop64 binary64 on register pairs, cvt8 the fp8/bf8 conversions), dpp (cross-lane source reads),
+ds (LDS), mem (global and scalar memory), buffer (MUBUF), atomic, mfma (matrix), scratch (the private
+segment: scratch_* and MUBUF on the private segment buffer), lanes (v_readlane/v_writelane),
+flat (generic addresses: global, LDS or private memory by aperture).
 
 Operand access shared by the families is here: ``u32`` reads a 32-bit source per lane (inline
 constants, literals, SGPRs broadcast over each member's lanes, VGPRs), ``f32`` the same with the abs/neg modifiers
-applied, ``u64`` a 64-bit source; ``put`` writes a vector destination under EXEC.
+applied, ``u64`` a 64-bit source, ``f64`` a binary64 one, ``vsrc`` a vector source as a back-end
+value (provenance with it); ``put`` writes a vector destination under EXEC. A DPP instruction's src0
+(``Operand.dpp``) is read from its source lanes by all of them (dpp.py).
 """
 from __future__ import annotations
 
@@ -38,6 +44,9 @@ def const32(st, o) -> int:
         return o.value & 0xFFFFFFFF
     if o.kind == "float":
         return f32_bits(o.value)          # LLVM prints 1/(2*pi) as 0.15915494: f32 0x3e22f983
+    if o.kind == "reloc":
+        from .sop import reloc32
+        return reloc32(st, o)
     raise st.error(f"operand {o.text} is not a 32-bit source")
 
 
@@ -51,6 +60,8 @@ def u32(st, o, *, mods_ok=False) -> np.ndarray:
     if o.kind == "reg":
         if o.count != 1:
             raise st.error(f"operand {o.text}: one 32-bit register expected")
+        if o.dpp:
+            return st.dpp.take("words")[0]              # src0 of a DPP instruction, from its source lanes
         if o.file == "s":
             return st.lanewise(st.sread(o.first))       # each member's SGPR over its lanes
         return st.vwords(o.file, o.first, 1)[0]
@@ -79,11 +90,57 @@ def u64(st, o) -> np.ndarray:
             raise st.error(f"operand {o.text}: a 64-bit register pair expected")
         if o.file == "s":
             return st.lanewise64(st.sread64(o.first))
-        ww = st.vwords(o.file, o.first, 2).astype(np.uint64)
+        ww = (st.dpp.take("words") if o.dpp else st.vwords(o.file, o.first, 2)).astype(np.uint64)
         return ww[0] | (ww[1] << np.uint64(32))
     if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):     # see sop.LITERAL64
         return np.full(w, o.value & ((1 << 64) - 1), np.uint64)
     raise st.error(f"operand {o.text} is not a 64-bit source (64-bit literals and float constants are not modelled)")
+
+
+INV_2PI_F64 = 0.15915494309189532          # the 1/(2*pi) inline constant, as binary64
+SIGN64 = np.uint64(1 << 63)
+
+
+def f64_bits(st, o) -> np.ndarray:
+    """A binary64 source per lane: uint64 [width], modifiers applied."""
+    w = st.w.width
+    if o.sext:
+        raise st.error(f"sext({o.text}) on a binary64 source")
+    if o.kind == "reg":
+        if o.count != 2:
+            raise st.error(f"operand {o.text}: a 64-bit register pair expected")
+        if o.file == "s":
+            b = st.lanewise64(st.sread64(o.first)).astype(np.uint64)
+        else:
+            ww = st.vwords(o.file, o.first, 2).astype(np.uint64)
+            b = ww[0] | (ww[1] << np.uint64(32))
+    elif o.kind == "float":
+        v = INV_2PI_F64 if abs(o.value - 0.15915494) < 1e-7 else o.value
+        b = np.full(w, np.float64(v).view(np.uint64), np.uint64)
+    elif o.kind == "int" and o.inline:
+        b = np.full(w, o.value & ((1 << 64) - 1), np.uint64)
+    elif o.kind == "int":
+        b = np.full(w, (o.value & 0xFFFFFFFF) << 32, np.uint64)     # a literal is the high word
+    else:
+        raise st.error(f"operand {o.text} is not a binary64 source")
+    b = b.copy()
+    if o.abs:
+        b &= ~SIGN64
+    if o.neg:
+        b ^= SIGN64
+    return b
+
+
+def f64(st, o) -> np.ndarray:
+    return f64_bits(st, o).view(np.float64)
+
+
+def vsrc(st, o, n: int = 1):
+    """A VGPR/AGPR source of ``n`` registers as a back-end value (its bytes' provenance and written
+    bits); a DPP instruction's src0 as its lanes read it."""
+    if o.dpp:
+        return st.dpp.take("value")
+    return st.vread(o.file, o.first, n)
 
 
 def put(st, o, words, *, decided: bool = False):
@@ -107,9 +164,10 @@ def put(st, o, words, *, decided: bool = False):
             st.taint_v = None
 
 
-def put64(st, o, value):
+def put64(st, o, value, *, decided: bool = False):
     value = np.asarray(value, np.uint64)
-    put(st, o, np.stack([(value & np.uint64(0xFFFFFFFF)).astype(np.uint32), (value >> np.uint64(32)).astype(np.uint32)]))
+    put(st, o, np.stack([(value & np.uint64(0xFFFFFFFF)).astype(np.uint32), (value >> np.uint64(32)).astype(np.uint32)]),
+        decided=decided)
 
 
 def sdst_mask(st, o, mask):
@@ -152,4 +210,7 @@ def widen(st, v, signed: bool):
                  np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 
 
-from . import dequant, ds, mem, mfma, sop, vop  # noqa: E402,F401  (they register their operations)
+from . import atomic, buffer, cvt8, dequant, dpp, ds, lanes, mem, mfma, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
+# last: the private segment's MUBUF forms wrap the global MUBUF semantics registered above, and the
+# FLAT forms (global, LDS or private by aperture) replace global-only ones
+from . import flat, scratch  # noqa: E402,F401

@@ -26,6 +26,8 @@ def fresh(st, o) -> np.ndarray:
     """Per lane: whether operand ``o`` (one VGPR/AGPR) holds a fresh matrix result."""
     if o.kind != "reg" or o.file not in "va" or not ENABLED:
         return np.zeros(st.w.width, bool)
+    if o.dpp:                                      # src0 of a DPP instruction: its source lanes' bits
+        return st.dpp.fresh[0].copy()
     return st.fresh[o.file][o.first].copy()
 
 
@@ -56,5 +58,5 @@ def multiply(st, srcs, vals, k0=0, k1=1):
     vals = list(vals)
     vals[sc] = apply(st, vals[res], vals[sc], lanes)
     o = srcs[res]
-    st.fresh[o.file][o.first, lanes] = False       # its first multiply was the dequant
+    st.fresh[o.file][o.first, st.dpp.cols[lanes] if o.dpp else lanes] = False     # its first multiply was the dequant
     return vals, True

@@ -23,7 +23,7 @@ STORES = {"dword": (4, 0), "dwordx2": (8, 0), "dwordx3": (12, 0), "dwordx4": (16
           "byte": (1, 0), "short": (2, 0), "byte_d16_hi": (1, 2), "short_d16_hi": (2, 2)}
 
 
-def _address(st, d, vaddr, saddr):
+def global_address(st, d, vaddr, saddr):
     off = int(d.ops.mods.get("offset", 0))
     if not -4096 <= off < 4096:
         raise st.error(f"offset:{off} outside the 13-bit signed range")
@@ -41,18 +41,77 @@ def _address(st, d, vaddr, saddr):
     return base + U64(off % (1 << 64))                  # wraps modulo 2^64
 
 
-def _parts(st, addr, nbytes):
+def global_parts(st, addr, nbytes):
     """(buffer, per-lane byte offsets, lanes) for every buffer the active lanes address."""
     return st.memory.split(st, addr, st.exec, nbytes)
 
 
-def _with_exec(st, lanes, fn):
+def with_exec(st, lanes, fn):
     saved = st.exec.copy()
     st.set_exec(lanes)
     try:
         return fn()
     finally:
         st.set_exec(saved)
+
+
+def load_lanes(st, dst, buf, offs, lanes, nbytes: int, fill):
+    """Load ``nbytes`` per lane from byte ``offs`` [width] of ``buf`` into ``dst``, in ``lanes``
+    only (``fill``: LOADS' sub-dword rule), through the back end's global_load."""
+    def one():
+        o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+        if fill is None:            # in the buffer's own element type: per-element provenance
+            t = buf.dtype if nbytes % buf.itemsize == 0 else "u8"
+            st.vwrite_value(dst.file, dst.first, st.w.global_load(buf, o, nbytes, t))
+        else:
+            v = st.w.global_load(buf, o, nbytes, {1: "u8", 2: "u16"}[nbytes] if fill == "u"
+                                 else {1: "i8", 2: "i16"}[nbytes])
+            st.vwrite_value(dst.file, dst.first, widen(st, v, fill == "s"))
+    with_exec(st, lanes, one)
+
+
+# sub-dword loads into one half of a register, the other half kept: suffix -> (bytes, signed, high half)
+D16 = {"short_d16": (2, False, False), "short_d16_hi": (2, False, True),
+       "ubyte_d16": (1, False, False), "ubyte_d16_hi": (1, False, True),
+       "sbyte_d16": (1, True, False), "sbyte_d16_hi": (1, True, True)}
+
+
+def load_d16(st, dst, buf, offs, lanes, kind: str, zero: bool = False):
+    """A d16 load in ``lanes``: 1 or 2 bytes (a byte zero- or sign-extended to 16 bits) into bits
+    [15:0] or [31:16] of ``dst``; the other half keeps its bits, written bits and provenance
+    (``zero``: out of range, the half reads 0 with no identity)."""
+    from ...machine.provenance import Prov
+    nbytes, signed, hi = D16[kind]
+
+    def one():
+        old = st.vread(dst.file, dst.first, 1, "u8")
+        if zero:
+            half = VGPRs(st.w, np.zeros((2, st.w.width), np.uint8), "u8", literal=True)
+        else:
+            o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+            v = st.w.global_load(buf, o, nbytes, "u16" if nbytes == 2 else "i8" if signed else "u8")
+            half = widen(st, v, signed)                  # 4 bytes: the low two are the 16-bit result
+        h = half.val[0].astype(np.uint32) & np.uint32(0xFFFF) if half.dtype == "u32" else \
+            half.val.astype(np.uint32)[0] | (half.val.astype(np.uint32)[1] << np.uint32(8))
+        words = st.vwords(dst.file, dst.first, 1)[0].astype(np.uint32)
+        words = (words & np.uint32(0xFFFF)) | (h << np.uint32(16)) if hi else (words & np.uint32(0xFFFF0000)) | h
+        hp = None if half.prov is None else half.prov.per_byte().map(lambda a: a[0:2])
+        op_ = None if old.prov is None else old.prov.per_byte()
+        keep = None if op_ is None else op_.map(lambda a: a[0:2] if hi else a[2:4])
+        prov = Prov.concat([keep, hp] if hi else [hp, keep], [2, 2], st.w.pw)
+        ow, hw = old.written(), half.written()[0:2]
+        valid = np.concatenate([ow[0:2], hw] if hi else [hw, ow[2:4]])
+        st.vwrite_value(dst.file, dst.first, VGPRs(st.w, words[None, :], "u32", prov, valid, regs=(0, 1)))
+    with_exec(st, lanes, one)
+
+
+def store_lanes(st, buf, offs, lanes, value, nbytes: int):
+    """Store ``value``'s first ``nbytes`` per lane to byte ``offs`` [width] of ``buf``, in ``lanes``
+    only, through the back end's global_store."""
+    def one():
+        o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
+        st.w.global_store(buf, o, value, nbytes)
+    with_exec(st, lanes, one)
 
 
 def _global_load(kind):
@@ -63,18 +122,9 @@ def _global_load(kind):
         dst, vaddr, saddr = d.ops.positional
         if dst.kind != "reg" or dst.file not in "va" or dst.count != max(1, nbytes // 4):
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
-        addr = _address(st, d, vaddr, saddr)
-        for buf, offs, lanes in _parts(st, addr, nbytes):
-            def one():
-                o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
-                if fill is None:            # in the buffer's own element type: per-element provenance
-                    t = buf.dtype if nbytes % buf.itemsize == 0 else "u8"
-                    st.vwrite_value(dst.file, dst.first, st.w.global_load(buf, o, nbytes, t))
-                else:
-                    v = st.w.global_load(buf, o, nbytes, {1: "u8", 2: "u16"}[nbytes] if fill == "u"
-                                         else {1: "i8", 2: "i16"}[nbytes])
-                    st.vwrite_value(dst.file, dst.first, widen(st, v, fill == "s"))
-            _with_exec(st, lanes, one)
+        addr = global_address(st, d, vaddr, saddr)
+        for buf, offs, lanes in global_parts(st, addr, nbytes):
+            load_lanes(st, dst, buf, offs, lanes, nbytes, fill)
     return run
 
 
@@ -86,22 +136,54 @@ def _global_store(kind):
         vaddr, data, saddr = d.ops.positional
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
-        addr = _address(st, d, vaddr, saddr)
+        addr = global_address(st, d, vaddr, saddr)
         value = st.vread(data.file, data.first, data.count, "u8")
         if byte0:
             value = value.bytes(byte0, nbytes)
-        for buf, offs, lanes in _parts(st, addr, nbytes):
-            def one():
-                o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
-                st.w.global_store(buf, o, value, nbytes)
-            _with_exec(st, lanes, one)
+        for buf, offs, lanes in global_parts(st, addr, nbytes):
+            store_lanes(st, buf, offs, lanes, value, nbytes)
+    return run
+
+
+def _global_load_d16(kind):
+    def run(st, d):
+        no_mods(st, d, ("offset", "sc0", "sc1", "nt", "glc", "slc"))
+        dst, vaddr, saddr = d.ops.positional
+        if dst.kind != "reg" or dst.file not in "va" or dst.count != 1:
+            raise st.error(f"destination {dst.text}: one VGPR expected")
+        addr = global_address(st, d, vaddr, saddr)
+        for buf, offs, lanes in global_parts(st, addr, D16[kind][0]):
+            load_d16(st, dst, buf, offs, lanes, kind)
     return run
 
 
 for _k in LOADS:
     op(f"global_load_{_k}")(_global_load(_k))
+for _k in D16:
+    op(f"global_load_{_k}")(_global_load_d16(_k))
+
+
+def flat(run):
+    """A FLAT instruction as its global twin: a 64-bit VGPR address and no saddr. Only addresses
+    inside the launch's buffers are modelled; one in the LDS or private aperture is in no buffer
+    and faults, naming the lane and the address."""
+    from dataclasses import replace
+    from ..operands import Operand
+    off = Operand("off", text="off")
+
+    def wrapped(st, d):
+        return run(st, replace(d, ops=replace(d.ops, positional=(*d.ops.positional, off))))
+    return wrapped
+
+
 for _k in STORES:
     op(f"global_store_{_k}")(_global_store(_k))
+for _k in LOADS:
+    op(f"flat_load_{_k}")(flat(_global_load(_k)))
+for _k in D16:
+    op(f"flat_load_{_k}")(flat(_global_load_d16(_k)))
+for _k in STORES:
+    op(f"flat_store_{_k}")(flat(_global_store(_k)))
 
 
 SMEM = {"s_load_dword": 1, "s_load_dwordx2": 2, "s_load_dwordx4": 4, "s_load_dwordx8": 8, "s_load_dwordx16": 16}
@@ -148,3 +230,48 @@ def _s_load(n):
 
 for _n, _c in SMEM.items():
     op(_n)(_s_load(_c))
+
+
+def _s_buffer_load(n):
+    """s_buffer_load_dword*: n dwords at the V#'s base + offset (dword aligned); a dword whose
+    bytes are not all below num_records reads 0 (the SMEM range check, as the vector one's)."""
+    def run(st, d):
+        no_mods(st, d, ("glc", "offset"))
+        dst, rsrc, off = d.ops.positional
+        if dst.kind != "reg" or dst.file != "s" or dst.count != n:
+            raise st.error(f"destination {dst.text}: {n} SGPRs expected")
+        if rsrc.kind != "reg" or rsrc.file != "s" or rsrc.count != 4 or rsrc.first % 4:
+            raise st.error(f"resource {rsrc.text}: a buffer descriptor is 4 aligned SGPRs (s[4n:4n+3])")
+        if off.kind == "int":
+            o = np.full(st.members, off.value, U64)
+        elif off.kind == "reg" and off.file == "s" and off.count == 1:
+            o = st.sread(off.first)
+        else:
+            raise st.error(f"offset {off.text}: an immediate or an SGPR expected")
+        o = (o + U64(d.ops.mods.get("offset", 0))) & ~U64(3)
+        base = st.sread(rsrc.first) | ((st.sread(rsrc.first + 1) & U64(0xFFFF)) << U64(32))
+        records = st.sread(rsrc.first + 2)
+        members = np.nonzero(st.act)[0] if st.act is not None else np.arange(st.members)
+        out = np.zeros((n, st.members), U64)
+        tagged = np.zeros(st.members, bool)
+        w, tr = st.w, st.w.machine.trace
+        tr.muted += 1                                    # one event for the instruction, below
+        try:
+            for m in members.tolist():
+                for k in range(n):
+                    if int(o[m]) + 4 * k + 4 > int(records[m]):
+                        continue                         # out of range: 0
+                    buf, rel = st.memory.scalar(st, int(base[m] + o[m]) + 4 * k, 4)
+                    out[k, m] = w.scalar_load(buf, rel, "u32", identities_marked=True)
+                    if w.provenance and (buf.prov is not None or buf.tag_fields):
+                        tagged[m] |= bytes_carry_identity(buf.load_prov(np.arange(rel, rel + 4)[:, None], 1, w.machine))
+        finally:
+            tr.muted -= 1
+        st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
+        st.swrite(dst.first, *out)
+        w.event(d.ins.mnemonic)
+    return run
+
+
+for _n, _c in SMEM.items():
+    op(_n.replace("s_load", "s_buffer_load"))(_s_buffer_load(_c))

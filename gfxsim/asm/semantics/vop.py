@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, const32, f32, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64
+from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64, vsrc
 from . import dequant
 from ... import isa
 from ...machine.provenance import Prov, merge
@@ -355,13 +355,34 @@ def v_fmac_f32(st, d):
     _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", (a, b, dst)))
 
 
+@op("v_fmamk_f32", "v_fmaak_f32", "v_madmk_f32", "v_madak_f32")
+def v_fma_k_f32(st, d):
+    """D = a*b + c in the printed operand order (mk: S0, K, S1; ak: S0, S1, K; K the literal):
+    fused for fma*, the product rounded first for the gfx9 mad* forms."""
+    no_mods(st, d)
+    dst, a, b, c = d.ops.positional
+    srcs = (a, b, c)
+    x, y, z = (f32(st, o) for o in srcs)
+    if d.mnemonic.startswith("v_fma"):
+        r = isa.entry("v_fma_f32").fn(x, y, z)
+    else:
+        with np.errstate(all="ignore"):
+            r = (x * y + z).astype(F32)
+    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", srcs))
+
+
+@op("v_nop")
+def v_nop(st, d):
+    no_mods(st, d)
+
+
 # -- moves: VGPR sources move their bytes' provenance ----------------------------------------
 def _move(st, dst, src, n):
     if src.kind == "reg" and src.file in "va" and not (src.neg or src.abs or src.sext):
         if src.count != n:
             raise st.error(f"source {src.text}: {n} register(s) expected")
-        keep = st.fresh[src.file][src.first:src.first + n].copy()
-        st.vwrite_value(dst.file, dst.first, st.vread(src.file, src.first, n))
+        keep = st.dpp.fresh.copy() if src.dpp else st.fresh[src.file][src.first:src.first + n].copy()
+        st.vwrite_value(dst.file, dst.first, vsrc(st, src, n))
         st.set_fresh(dst.file, dst.first, keep)
     elif n == 1:
         put(st, dst, u32(st, src))
@@ -422,11 +443,11 @@ def v_readfirstlane_b32(st, d):
     ex = st.exec.reshape(st.members, st.lanes)
     lane = np.argmax(ex, axis=1)                   # each member's first active lane (0 if none)
     if st.w.provenance and src.kind == "reg" and src.file in "va":
-        st.taint_s = _lanes_carry_identity(st, st.vread(src.file, src.first, 1), np.arange(st.members) * st.lanes + lane)
+        st.taint_s = lanes_carry_identity(st, st.vread(src.file, src.first, 1), np.arange(st.members) * st.lanes + lane)
     st.swrite(dst.first, u32(st, src).reshape(st.members, st.lanes)[np.arange(st.members), lane])
 
 
-def _lanes_carry_identity(st, v, cols) -> np.ndarray | None:
+def lanes_carry_identity(st, v, cols) -> np.ndarray | None:
     """Per member: whether the value's bytes in column ``cols[m]`` carry an identity (an SGPR
     cannot hold it: origin.py); None where none does."""
     if v.prov is None:
@@ -467,7 +488,7 @@ def _value(st, o) -> VGPRs:
     if o.kind == "reg" and o.file in "va":
         if o.count != 1:
             raise st.error(f"operand {o.text}: one 32-bit register expected")
-        return st.vread(o.file, o.first, 1)
+        return vsrc(st, o)
     return VGPRs(st.w, u32(st, o, mods_ok=True)[None, :].copy(), "u32", literal=True)
 
 
@@ -572,30 +593,46 @@ _carry("v_subbrev_co_u32", lambda a, b, c: (b - a - c, a + c > b), True)
 
 @op("v_cndmask_b32")
 def v_cndmask_b32(st, d):
-    """D = mask ? S1 : S0; the mask is VCC (e32) or the SGPR pair operand (e64)."""
-    no_mods(st, d)
+    """D = mask ? S1 : S0; the mask is VCC (e32, SDWA) or the SGPR pair operand (e64). SDWA selects
+    a field of each source (a 16-bit half: WORD_0/WORD_1) and places the result's field."""
+    sdwa = d.enc == "sdwa"
+    no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel", "src1_sel") if sdwa else ())
     dst, a, b, m = d.ops.positional
     mask = mask_src(st, m)
-    x, y = f32(st, a).view(U32), f32(st, b).view(U32)
+    if sdwa:
+        x, y = (_sdwa_src(st, d, k, o, "u32") for k, o in enumerate((a, b)))
+    else:
+        x, y = f32(st, a).view(U32), f32(st, b).view(U32)
     prov = None
     if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
-        va, vb = _value(st, a), _value(st, b)
+        va, vb = _src_values(st, d, (a, b)) if sdwa else (_value(st, a), _value(st, b))
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
             prov = Prov.select(st.w.pcols(mask[None, :], "a v_cndmask_b32 mask"),   # a byte move: per byte
                                None if vb.prov is None else vb.prov.per_byte(),
                                None if va.prov is None else va.prov.per_byte(), (4, st.w.pw))
-    _put_prov(st, dst, isa.entry("v_cndmask_b32").fn(x, y, mask), prov)
+    r = isa.entry("v_cndmask_b32").fn(x, y, mask)
+    if sdwa:
+        r = _sdwa_dst(st, d, dst, r)
+        if d.ops.mods.get("dst_sel", "DWORD") != "DWORD" and (prov is not None or (
+                st.w.provenance and d.ops.mods.get("dst_unused") == "UNUSED_PRESERVE"
+                and st.vread(dst.file, dst.first, 1).prov is not None)):
+            prov = _sdwa_dst_prov(st, d, dst, prov if prov is not None else Prov(1, {}))
+    _put_prov(st, dst, r, prov)
 
 
 # -- compares: v_cmp[x]_<op>_<type>, the table's "cmp" entries ----------------------------------------
 def _cmp(name, x, rel, t):
     @op(name)
     def run(st, d):
-        allowed = ()
-        no_mods(st, d, allowed)
+        sdwa = d.enc == "sdwa"
+        no_mods(st, d, ("src0_sel", "src1_sel") if sdwa else ())
         dst, a, b = d.ops.positional
-        if t == "f32":
+        if sdwa and t in ("f32", "i32", "u32"):          # a byte or word of each source, extended
+            va, vb = (_sdwa_src(st, d, k, o, t) for k, o in enumerate((a, b)))
+        elif t == "f32":
             va, vb = f32(st, a), f32(st, b)
+        elif t == "f64":
+            va, vb = f64(st, a), f64(st, b)
         elif t in ("i32", "u32"):
             va, vb = u32(st, a), u32(st, b)
             if t == "i32":
@@ -762,4 +799,7 @@ def v_pk_mov_b32(st, d):
         st.vwrite_value(dst.file, dst.first, VGPRs(st.w, np.stack([lo, hi]), "u32", prov, regs=(dst.first, 2)))
 
 
-__all__ = ["VALU", "OPS"]
+# shared with the 16-bit, binary64 and fp8 families (vop16, vop64, cvt8)
+value_of, put_prov, sdwa_dst, sdwa_dst_prov = _value, _put_prov, _sdwa_dst, _sdwa_dst_prov
+
+__all__ = ["VALU", "OPS", "put_prov", "sdwa_dst", "sdwa_dst_prov", "value_of"]

@@ -97,8 +97,11 @@ def test_out_of_buffer_access_is_a_fault_naming_lane_and_address():
     """
     with pytest.raises(MemoryFault, match=r"lane 14 accesses bytes \[256, 260\) outside \[0, 256\)"):
         run_snippet(body, args=OUT, arrays={"out": np.zeros(64, U32)})
-    with pytest.raises(MemoryFault, match=r"address 0x0, which is in no buffer"):
+    with pytest.raises(MemoryFault, match=r"address 0x0, which is a null pointer \(\+0\), though no pointer"):
         run_snippet("v_mov_b32_e32 v2, 0\nv_mov_b32_e32 v3, 0\nglobal_load_dword v4, v[2:3], off",
+                    args=OUT, arrays={"out": np.zeros(64, U32)})
+    with pytest.raises(MemoryFault, match=r"address 0x123400000000, which is in no buffer \(kernarg at"):
+        run_snippet("v_mov_b32_e32 v2, 0\nv_mov_b32_e32 v3, 0x1234\nglobal_load_dword v4, v[2:3], off",
                     args=OUT, arrays={"out": np.zeros(64, U32)})
 
 
@@ -112,8 +115,12 @@ def test_launch_errors_are_named():
         run_asm(k, args={"out": Buffer("out", np.zeros(4)), "nope": 1})
     with pytest.raises(LaunchError, match="1025 work-items"):
         run_asm(k, block=1025, args={"out": Buffer("out", np.zeros(4))})
+    bad = kernel_from_text("s_nop 0", extra_descriptor={".amdhsa_system_sgpr_workgroup_info": 1})
+    with pytest.raises(LaunchError, match=r"snippet: .amdhsa_system_sgpr_workgroup_info 1 \(workgroup info SGPR\)"):
+        run_asm(bad, args={})
     bad = kernel_from_text("s_nop 0", extra_descriptor={".amdhsa_user_sgpr_dispatch_ptr": 1})
-    with pytest.raises(LaunchError, match=r"snippet: .amdhsa_user_sgpr_dispatch_ptr 1 \(dispatch packet pointer\)"):
+    with pytest.raises(LaunchError, match=r"snippet: .amdhsa_user_sgpr_count 2 != the enabled user SGPRs "
+                                          r"\(dispatch_ptr \(2\), kernarg_segment_ptr \(2\)\) \+ preload \(0\)"):
         run_asm(bad, args={})
     flush = kernel_from_text("s_nop 0", extra_descriptor={".amdhsa_float_denorm_mode_32": 0})
     with pytest.raises(LaunchError, match="denorm_mode_32 0"):

@@ -76,7 +76,7 @@ def test_sdwa_vop3p_ds_global_and_waitcnt_modifiers():
     ("v1, v2 src0_sel:BYTE_9", "src0_sel:BYTE_9"),
     ("v1, 3.7", "3.7"),
     ("v1 clamp, v2", "v1 clamp"),
-    ("v1, v2 row_shl:1", "row_shl:1"),
+    ("v1, v2 row_share:1", "row_share:1"),
     ("v[3:1]", "v[3:1]"),
     ("v1, %v2", "%v2"),
 ])
@@ -89,10 +89,9 @@ def test_unknown_forms_are_named_with_kernel_and_line(text, form):
 
 
 def test_unsupported_opcode_and_dpp_are_named():
-    k = kernel_from_text("v_sin_f32_e32 v1, v2\nv_mov_b32_dpp v1, v2 quad_perm:[1,0,3,2]"
-                         .replace(" quad_perm:[1,0,3,2]", ""))
+    k = kernel_from_text("v_sin_f32_e32 v1, v2\nv_cmp_gt_f32_dpp vcc, v1, v2 quad_perm:[1,0,3,2]")
     p = Program(k)
-    assert [u.split(": ")[1] for u in p.unsupported()] == ["v_sin_f32_e32", "v_mov_b32_dpp"]
+    assert [u.split(": ")[1] for u in p.unsupported()] == ["v_sin_f32_e32", "v_cmp_gt_f32_dpp"]
     from support.asm_sandbox import run_snippet
     with pytest.raises(Exception, match=r"snippet: 1 instruction\(s\) the asm front end cannot execute: "
                                         r"line \d+: v_sin_f32_e32$"):

@@ -7,7 +7,7 @@ import pytest
 from support import need_toolchain
 
 from gfxsim.asm import parse_file
-from gfxsim.asm.launch import HIDDEN, KernelABI, LaunchError, kernarg_segment
+from gfxsim.asm.launch import HIDDEN, Dispatch, KernelABI, LaunchError, kernarg_segment
 from gfxsim.asm.run import run_asm
 from gfxsim.machine.memory import Buffer
 
@@ -59,4 +59,4 @@ def test_an_unknown_hidden_kind_is_named(dims_kernel):
     k = dataclasses.replace(dims_kernel, metadata=meta)
     with pytest.raises(LaunchError, match="hidden argument hidden_new_thing .* is not filled in"):
         KernelABI.of(k)
-    assert "hidden_printf_buffer" in HIDDEN and HIDDEN["hidden_printf_buffer"]((1, 1, 1), (64, 1, 1)) == 0
+    assert "hidden_printf_buffer" in HIDDEN and HIDDEN["hidden_printf_buffer"](Dispatch((1, 1, 1), (64, 1, 1))) == 0

@@ -228,8 +228,9 @@ def test_every_entry_states_a_rule_and_types_for_each_source():
         assert all(isinstance(t, str) for t in e.srcs) and e.srcs, e.mnemonic
 
 
-# -- the Python front end's 16-bit operations: entries of their own (the asm front end has no
-# 16-bit forms), the same numbers as the entry's function on the same typed arrays
+# -- the 16-bit operations: entries of their own, the same numbers as the entry's function on the
+# same typed arrays in the Python front end, and the same bits and provenance as the asm front
+# end's 16-bit rows (global_load_ushort halves, the result's low half stored)
 _H = [0, 1, 2, 0x7FFF, 0x8000, 0xFFFF, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0x0001, 0x03FF, 0x0400, 0x3C00, 0xBC00,
       0x3800, 0x3E00, 0x7BFF, 0xFBFF, 15, 16, 17, 31, 32, 0x00FF, 0x0100, 0x8001, 0xFFFE]
 WORDS16 = np.concatenate([np.array(_H, np.uint16),
@@ -267,3 +268,50 @@ def test_a_deliberate_difference_is_a_named_option_of_one_entry():
         isa.entry("v_add_u32").option("checked")
     with pytest.raises(isa.UnknownInstruction):
         isa.entry("v_add_u33")
+
+
+def _asm16(mnemonic, e, a, b, out):
+    srcs = "v3, v2" if e.reversed else "v2, v3"
+    line = (f"{mnemonic}_e64 s[12:13], {srcs}\n    v_cndmask_b32_e64 v4, 0, 1, s[12:13]\n"
+            "    global_store_dword v6, v4, s[8:9]") if e.result == "mask" else \
+        f"{mnemonic}_e32 v4, {srcs}\n    global_store_short v1, v4, s[8:9]"
+    body = f"""
+    s_load_dwordx2 s[4:5], s[0:1], 0x0
+    s_load_dwordx2 s[6:7], s[0:1], 0x8
+    s_load_dwordx2 s[8:9], s[0:1], 0x10
+    v_lshlrev_b32_e32 v1, 1, v0
+    v_lshlrev_b32_e32 v6, 2, v0
+    s_waitcnt lgkmcnt(0)
+    global_load_ushort v2, v1, s[4:5]
+    global_load_ushort v3, v1, s[6:7]
+    s_waitcnt vmcnt(0)
+    {line}
+"""
+    args = [("a", "global_buffer", 8), ("b", "global_buffer", 8), ("out", "global_buffer", 8)]
+    run_asm(kernel_from_text(body, args=args, arch=ARCH), args={"a": a, "b": b, "out": out}, arch=ARCH, trace=False)
+    return _result(out)
+
+
+@pytest.mark.parametrize("op,t,mnemonic", SIXTEEN, ids=[f"{m}-{t}" for _, t, m in SIXTEEN])
+def test_16_bit_operations_give_equal_bits_and_provenance_in_both(op, t, mnemonic):
+    e = isa.entry(mnemonic)
+    a, b = WORDS16.view(NP16[t]), np.roll(WORDS16, 5).view(NP16[t])
+    if op in BINARY:
+        spell = BINARY[op]
+        out = lambda: Buffer.empty("out", (LANES,), t)        # noqa: E731
+    else:
+        rel = CMP[op[4:]]
+        spell = lambda w, x, y: w.select(getattr(x, rel)(y), w.const(1, "u32"), w.const(0, "u32"))  # noqa: E731
+        out = lambda: Buffer.empty("out", (LANES,), "u32")    # noqa: E731
+
+    def bufs():
+        return [Buffer(n, v.copy(), tags=TAGS[k]) for k, (n, v) in enumerate((("a", a), ("b", b)))]
+
+    def k(w):
+        x, y = (w.global_load(buf, w.lane_id * 2, 2, t) for buf in ins)
+        w.global_store(o, w.lane_id * o.array.itemsize, spell(w, x, y))
+    ins, o = bufs(), out()
+    launch(k, arch=ARCH, trace=False)
+    py = _result(o)
+    asm = _asm16(mnemonic, e, *bufs(), out())
+    _same(py, asm)

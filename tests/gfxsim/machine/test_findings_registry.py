@@ -16,6 +16,7 @@ from gfxsim.machine import findings
 from gfxsim.machine.findings import REGISTRY, FindingLog, Finding
 
 from support.pv_tile import run_pv
+from support import mubuf
 
 MMAC = "v_mmac_i32_16x16x32_i8"          # gfx936, K = 32 i8 per instruction
 TOK = np.broadcast_to(np.arange(64), (16, 64))
@@ -173,6 +174,16 @@ def _double_count(fixed):
     return launch(double_count, arch="gfx936")
 
 
+# -- buffer-out-of-range: 40 rows behind a raw descriptor of num_records 0x7ffffffe, 64 lanes reading --
+def _buffer_overrun(masked):
+    x = Buffer("x", np.arange(40, dtype=np.int32), {"token": np.arange(40)})
+    return mubuf.run(mubuf.MASKED if masked else mubuf.COPY, x, nr_x=0x7FFFFFFE, nr_y=0x7FFFFFFE)[1]
+
+
+def _buffer_past_records(nr):
+    return mubuf.run(mubuf.COPY, Buffer("x", np.arange(64, dtype=np.int32)), nr_x=nr)[1]
+
+
 PAIRS = {
     "ab-kslot-mismatch": [("B 8 tokens ahead", lambda: _ab_kslot(8), lambda: _ab_kslot(0))],
     "kslot-unknown-origin": [("packed bytes through an add", lambda: _unknown_origin(True),
@@ -191,6 +202,8 @@ PAIRS = {
     "lds-bank-conflict": [("128-byte stride", lambda: _bank_conflict(False), lambda: _bank_conflict(True))],
     "store-mismatch": [("output transposed", lambda: _store_mismatch(True), lambda: _store_mismatch(False))],
     "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True))],
+    "buffer-out-of-range": [("unmasked tail", lambda: _buffer_overrun(False), lambda: _buffer_overrun(True)),
+                            ("past num_records", lambda: _buffer_past_records(100), lambda: _buffer_past_records(256))],
 }
 
 # what a variant's finding says about itself, beyond the registry's fields
@@ -204,6 +217,9 @@ EXPECT = {
     ("kslot-unknown-origin", "packed bytes through an add"): {"operand": "A", "slots": list(range(32))},
     ("ab-kslot-mismatch", "B 8 tokens ahead"): {"field": "token", "k_slot": 0, "a_values": [0], "b_values": [8]},
     ("token-coverage", "k-step reloaded"): {"tile": repr("O")},     # the key as written (repr)
+    ("buffer-out-of-range", "unmasked tail"): {"reason": "buffer", "buffer": "x", "lanes": list(range(40, 64)),
+                                               "offset": 160, "access": "load"},
+    ("buffer-out-of-range", "past num_records"): {"reason": "num_records", "lanes": list(range(25, 64)), "offset": 100},
     ("double-count", "k-step added twice"): {"field": "token",
                                              "values": [t for t in range(64) if t % 16 >= 8]},
 }
