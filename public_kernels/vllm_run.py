@@ -167,21 +167,23 @@ def _rel(got, want) -> float:
 
 
 def token_report(run, case: dict) -> tuple[str, dict]:
-    """Per matrix instruction, the tokens its A operand consumed (K in QK^T, V in PV); a summary
-    of how often each (sequence, token) was consumed, and whether that is uniform."""
+    """Per matrix instruction, the tokens its operands consumed from each cache (K in QK^T, V in
+    PV; A in mfma16, either side in mfma4); how often each (sequence, token) was consumed."""
     s: Shape = case["shape"]
     uses = {"ktoken": Counter(), "vtoken": Counter()}
     sizes = {"ktoken": Counter(), "vtoken": Counter()}
     n_mm = 0
     for m in run.mmacs():
         n_mm += 1
-        for fld in uses:
-            toks = m.token_set("A", fld)
-            if toks:
-                seqs = m.token_set("A", "seq")
-                for t in toks:
-                    uses[fld][(min(seqs) if len(seqs) == 1 else -1, t)] += 1
-                sizes[fld][len(toks)] += 1
+        # an instruction reading V bytes is a PV one (its P operand also names K tokens, through
+        # the softmax); otherwise K bytes make it QK^T. The cache is A or B, by kernel.
+        vt = m.token_set("A", "vtoken") | m.token_set("B", "vtoken")
+        fld, toks = ("vtoken", vt) if vt else ("ktoken", m.token_set("A", "ktoken") | m.token_set("B", "ktoken"))
+        if toks:
+            seqs = m.token_set("A", "seq") | m.token_set("B", "seq")
+            for t in toks:
+                uses[fld][(min(seqs) if len(seqs) == 1 else -1, t)] += 1
+            sizes[fld][len(toks)] += 1
     parts = [f"{n_mm} matrix instructions"]
     detail = {}
     for fld, name in (("ktoken", "K"), ("vtoken", "V")):
