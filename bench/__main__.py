@@ -13,7 +13,9 @@
 3. `gfxsim layout` queries, the whole command including start-up, against AMD's matrix
    instruction calculator when given (--calculator or GFXSIM_AMD_CALCULATOR);
 4. the asm front end (bench/asm_decode.py): lane-instructions per second of the compiled decode at
-   the users' shape, 4096 tokens, provenance off and on.
+   the users' shape, 4096 tokens, provenance off and on;
+5. a Triton flash-attention forward on the asm front end (bench/triton_fa.py, where triton is
+   installed): lane-instructions per second, provenance off and on.
 Peak RSS: of the child (os.wait4) for subprocesses, of this process (VmHWM reset before the figure)
 for in-process figures. Writes a JSON file with every figure and a description of the machine.
 A figure that fails (e.g. the back end broken mid-rewrite) is reported as failed, not raised.
@@ -201,6 +203,11 @@ class Bench:
         from bench.asm_decode import asm_decode
         asm_decode(self, QUICK_SHAPE if self.args.quick else USERS_SHAPE)
 
+    # -- 5. a Triton kernel on the asm front end ------------------------------------------------
+    def triton(self):
+        from bench.triton_fa import triton_fa
+        triton_fa(self)
+
     # -- 2. PV tile --------------------------------------------------------------------------
     def tile(self):
         a = self.args
@@ -299,7 +306,7 @@ def parse_args(argv):
     ap.add_argument("-o", "--output", default=None, help="results JSON (default bench/results.json)")
     ap.add_argument("--contexts", type=int, nargs="+", help="decode contexts (default 4096 8192 16384)")
     ap.add_argument("--modes", nargs="+", choices=tuple(MODES), help="decode modes (default off on trace)")
-    ap.add_argument("--only", nargs="+", choices=("decode", "tile", "layout", "asm"),
+    ap.add_argument("--only", nargs="+", choices=("decode", "tile", "layout", "asm", "triton"),
                     help="run only these groups")
     ap.add_argument("--tiles", type=int, default=256, help="tiles of the batched gfxsim PV launch")
     ap.add_argument("--cudasim-tiles", type=int, default=8, help="tiles (blocks) of the batched cudasim launch")
@@ -335,8 +342,8 @@ def main(argv=None) -> int:
     print(f"gfxsim bench on {b.machine.get('cpu')} ({b.machine.get('cores')} cores, "
           f"{b.machine.get('memory_gib')} GiB), commit {str(b.machine.get('gfxsim_commit'))[:10]}; "
           f"median of {a.repeat} run(s) per figure", flush=True)
-    groups = a.only or ["layout", "tile", "decode", "asm"]     # cheapest first
-    for g in ("layout", "tile", "decode", "asm"):
+    groups = a.only or ["layout", "tile", "decode", "asm", "triton"]     # cheapest first
+    for g in ("layout", "tile", "decode", "asm", "triton"):
         if g in groups:
             try:
                 getattr(b, g)()

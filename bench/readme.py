@@ -1,7 +1,8 @@
 """The README's speed tables, written from a bench results file (default bench/results.json):
 
     python -m bench --repeat 3                # measures, writes bench/results.json
-    python -m bench.readme                    # prints the two tables the README quotes
+    python -m bench --only triton --repeat 3 -o bench/results_triton.json   # the Triton figure
+    python -m bench.readme                    # prints the tables the README quotes
 
 tests/bench/test_readme_figures.py holds the README to what this prints from the committed
 results, so every figure there comes from the command that made the file.
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
+TRITON_RESULTS = Path(__file__).resolve().parent / "results_triton.json"
 CONTEXTS = {4096: "4K", 8192: "8K", 16384: "16K"}
 
 
@@ -64,9 +66,24 @@ def asm_table(res: dict) -> str:
     return "\n".join(rows)
 
 
-def tables(path: Path = RESULTS) -> str:
+def triton_table(res: dict) -> str:
+    """A Triton flash-attention forward on the asm front end (bench/triton_fa.py)."""
+    rows = ["| Triton flash-attention forward | lane-instr/s | launch | whole command | peak RSS |", "|---|---|---|---|---|"]
+    for f in res["figures"]:
+        if f["group"] != "triton" or f.get("error"):
+            continue
+        name = "`--no-provenance`" if f["mode"] == "triton-off" else "provenance"
+        rows.append(f"| {f['context']} tokens, {name} | **{f['lane_instructions_per_second'] / 1e6:.2f} M** | "
+                    f"{f['simulated_seconds']:.2f} s | {f['seconds']:.2f} s | {_size(f['peak_rss_bytes'])} |")
+    return "\n".join(rows)
+
+
+def tables(path: Path = RESULTS, triton: Path | None = TRITON_RESULTS) -> str:
     res = json.loads(Path(path).read_text())
-    return decode_table(res) + "\n\n" + asm_table(res)
+    out = decode_table(res) + "\n\n" + asm_table(res)
+    if triton is not None and Path(triton).is_file():
+        out += "\n\n" + triton_table(json.loads(Path(triton).read_text()))
+    return out
 
 
 if __name__ == "__main__":

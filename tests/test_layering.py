@@ -39,6 +39,8 @@ RULES = (
     Rule("gfxsim", "kernels_py"),
     Rule("gfxsim", "visualize"),
     Rule("gfxsim", "bench"),
+    Rule("gfxsim", "kernels_triton"),         # the Triton kernels are users of gfxsim.triton
+    Rule("kernels_py", "kernels_triton"),
     Rule("gfxsim", "public_kernels"),
     Rule("gfxsim.arch", "gfxsim.machine"),     # the records are the ground floor
     Rule("gfxsim.arch", "gfxsim.isa"),
@@ -49,6 +51,9 @@ RULES = (
     Rule("gfxsim.machine", "gfxsim.hip"),
     Rule("gfxsim.machine", "gfxsim.cli"),
     Rule("gfxsim.asm", "gfxsim.hip"),          # assembly, whoever built it
+    Rule("gfxsim.asm", "gfxsim.triton"),
+    Rule("gfxsim.machine", "gfxsim.triton"),
+    Rule("gfxsim.arch", "gfxsim.triton"),
     Rule("gfxsim.isa", "gfxsim.machine"),      # instruction semantics: numbers and rules, no machine
     Rule("gfxsim.isa", "gfxsim.asm"),
     Rule("kernels_py", "bench"),

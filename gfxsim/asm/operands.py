@@ -39,6 +39,8 @@ _REG = re.compile(r"^([vsa])(?:(\d+)|\[(\d+):(\d+)\])$")
 _INT = re.compile(r"^-?(?:0x[0-9a-fA-F]+|\d+)$")
 _FLOAT = re.compile(r"^-?\d+\.\d*(?:[eE][-+]?\d+)?$")
 _MOD_COLON = re.compile(r"^([a-z_]\w*):(.+)$")
+# a hardware register field of s_getreg/s_setreg: hwreg(HW_REG_MODE[, offset, size])
+_HWREG = re.compile(r"^hwreg\(\s*(HW_REG_\w+)\s*(?:,\s*(\d+)\s*,\s*(\d+)\s*)?\)$")
 _MOD_PAREN = re.compile(r"^(vmcnt|expcnt|lgkmcnt|vscnt)\((\d+)\)$")
 # a symbol's address as an operand: clang's calls take sym@rel32@lo+4 / sym@rel32@hi+12 (PC-relative)
 _RELOC = re.compile(r"^([.A-Za-z_$][\w.$]*)@([\w@]+?)([+-]\d+)?$")
@@ -58,12 +60,12 @@ class AsmSyntaxError(GfxSimError, ValueError):
 
 @dataclass(frozen=True)
 class Operand:
-    kind: str                  # "reg" | "int" | "float" | "label" | "off" | "scc" | "reloc"
+    kind: str                  # "reg" | "int" | "float" | "label" | "off" | "scc" | "reloc" | "hwreg"
     file: str = ""             # reg: "v" VGPR, "s" SGPR (vcc/exec/m0 are SGPR numbers), "a" AGPR
     first: int = 0             # reg: first register number
     count: int = 1             # reg: how many 32-bit registers
     value: object = None       # int / float constants (the number as written); label name;
-                               # reloc: (symbol, relocation, addend)
+                               # reloc: (symbol, relocation, addend); hwreg: (register, offset, size)
     text: str = ""             # as written
     neg: bool = False          # -src (float negate)
     abs: bool = False          # |src|
@@ -228,7 +230,8 @@ def parse_operands(text: str) -> Operands:
     pieces = _split_top(text)
     positional, mods, tokens = [], {}, []
     if pieces:
-        last = pieces[-1].split()
+        hw = re.match(r"^(hwreg\([^)]*\))(.*)$", pieces[-1])
+        last = [hw.group(1).replace(" ", ""), *hw.group(2).split()] if hw else pieces[-1].split()
         pieces = pieces[:-1]
         head = []
         for tok in last:            # the last piece: its operand (if any), then space-separated modifiers
@@ -240,6 +243,13 @@ def parse_operands(text: str) -> Operands:
                 head.append(tok)
         pieces += head
     for p in pieces:
+        m = _HWREG.match(p)
+        if m:
+            off, size = int(m.group(2) or 0), int(m.group(3) or 32)
+            if not (0 <= off < 32 and 1 <= size <= 32 - off):
+                raise AsmSyntaxError(f"operand {p!r}: bits [{off}, {off + size}) are not in a 32-bit register")
+            positional.append(Operand("hwreg", value=(m.group(1), off, size), text=p))
+            continue
         if " " in p:
             raise AsmSyntaxError(f"operand {p!r} (modifiers may only follow the last operand)")
         positional.append(parse_operand(p))

@@ -71,6 +71,10 @@ class WaveState:
         self.lds = None                      # the workgroup's LDS region (launch sets it)
         self.dpp = None                      # a DPP instruction's src0 as its lanes read it (semantics/dpp.py)
         self.scratch = None                  # the wave's private segment (semantics/scratch.py)
+        # MODE per member, and as the descriptor set it (semantics/mode.py)
+        from .semantics.mode import initial
+        self.mode0 = U64(initial(kernel.descriptor))
+        self.mode = np.full(self.members, self.mode0, U64)
 
     @property
     def done(self) -> bool:
@@ -176,6 +180,10 @@ class WaveState:
     def swrite64(self, first: int, value):
         value = np.asarray(value).astype(U64)
         self.swrite(first, value & U64(M32), value >> U64(32))
+
+    def set_mode(self, value):
+        """MODE of the active members."""
+        self._put(self.mode, np.asarray(value).astype(U64))
 
     def set_scc(self, value):
         self._put(self.scc, np.asarray(value).astype(U64))

@@ -41,6 +41,8 @@ class Command(NamedTuple):
 BUILTIN = (
     Command("layout", "gfxsim.cli.layout_cmd", "matrix-instruction register layouts (calculator)"),
     Command("hip", "gfxsim.cli.hip_cmd", "compile and inspect HIP kernels; run your own HIP source or .s"),
+    Command("triton", "gfxsim.cli.triton_cmd", "run a @triton.jit kernel (compiled for gfx942 by triton) on the asm "
+            "front end"),
 )
 
 

@@ -154,7 +154,7 @@ def run_inspect(args) -> int:
     return 0
 
 
-def _dims(text: str, option: str) -> tuple[int, ...]:
+def parse_dims(text: str, option: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(x) for x in text.split(","))
     except ValueError:
@@ -214,7 +214,7 @@ def run_user(args) -> int:
     from ..hip.door import run
     from ..hip.report import report, text
     values, tags = parse_args_and_tags(args)
-    grid, block = _dims(args.grid, "--grid"), _dims(args.block, "--block")
+    grid, block = parse_dims(args.grid, "--grid"), parse_dims(args.block, "--block")
     out_dir = Path(args.output) if args.output else None
     if out_dir is not None:
         try:

@@ -171,9 +171,17 @@ def _round_f64_to_f32(y, exact_of, y_exact):
     return out.reshape(shape)
 
 
+TINY = F32(2.0 ** -126)       # the smallest normal binary32
+
+
 def exp2(x):
     """V_EXP_F32 as the correctly rounded 2^x (the hardware's is documented to 1 ulp; its bits
-    are not published). Exact for integer x; 2^-inf = 0, 2^inf = inf, NaN stays NaN."""
+    are not published). Exact for integer x; 2^-inf = 0, 2^inf = inf, NaN stays NaN.
+
+    A result below 2^-126 (x < -126) is flushed to +0 whatever the denormal mode: the hardware
+    gives no denormal results, which is why LLVM's AMDGPU lowering of llvm.exp2.f32 with fp32
+    denormals on computes 2^(x+64) * 2^-64 for x < -126 and emits the bare instruction only
+    where denormals may flush (llvm.amdgcn.exp2, Triton's exp2 under its default ftz)."""
     from decimal import Decimal, localcontext
     x = np.asarray(x, F32)
     with np.errstate(all="ignore"):
@@ -184,7 +192,8 @@ def exp2(x):
             ctx.prec = 60
             return (Decimal(float(x.flat[i])) * Decimal(2).ln()).exp()
     with np.errstate(all="ignore"):
-        return _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x == np.round(x)))
+        r = _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x == np.round(x)))
+    return np.where(r < TINY, F32(0), r).astype(F32)
 
 
 def log2(x):

@@ -123,6 +123,33 @@ define("v_min3_u32", (u, u, u), u, lambda a, b, c: np.minimum(np.minimum(a, b), 
 define("v_max3_u32", (u, u, u), u, lambda a, b, c: np.maximum(np.maximum(a, b), c), REDUCE)
 define("v_bfrev_b32", (u,), u, _bfrev)
 define("v_bcnt_u32_b32", (u, u), u, lambda a, b: np.bitwise_count(a).astype(U32) + b)
+
+
+def _ffbh_u(a):
+    """V_FFBH_U32: the number of leading zeros (the first 1 from the MSB), 0xffffffff for 0."""
+    a = np.asarray(a, U32)
+    lead = 31 - np.floor(np.log2(np.maximum(a, 1).astype(np.float64))).astype(np.int64)
+    return np.where(a == 0, U32(0xFFFFFFFF), lead.astype(U32))
+
+
+def _ffbl(a):
+    """V_FFBL_B32: the index of the lowest 1 bit, 0xffffffff for 0."""
+    a = np.asarray(a, U32)
+    low = a & (~a + U32(1))
+    return np.where(a == 0, U32(0xFFFFFFFF), _ffbh_u(low) ^ U32(31))
+
+
+def _ffbh_i(a):
+    """V_FFBH_I32: the position, counted from the MSB (bit 31 is position 0), of the first bit that
+    differs from the sign bit; 0xffffffff for 0 and -1."""
+    a = np.asarray(a, U32)
+    n = _ffbh_u(np.where(a >> U32(31), ~a, a))
+    return np.where((a == 0) | (a == U32(0xFFFFFFFF)), U32(0xFFFFFFFF), n)
+
+
+define("v_ffbh_u32", (u,), u, _ffbh_u)
+define("v_ffbl_b32", (u,), u, _ffbl)
+define("v_ffbh_i32", (u,), u, _ffbh_i)
 del u, i
 
 __all__ = ["amount", "bfe_i", "bfe_u", "shl", "shr"]

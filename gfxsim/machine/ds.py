@@ -13,7 +13,7 @@ from . import ops
 from .addressing import addresses, byte_addr, member_uniform, read_addr
 from .banks import bank_conflicts, bank_conflicts_batched
 from .dtypes import (all_written, dtype_name, itemsize, load_rows, load_values, load_written, store_rows,
-                     store_values)
+                     store_values, to_bytes)
 from .errors import MemoryFault
 from .memory import LdsRegion
 from .valueprov import stored_prov
@@ -30,7 +30,7 @@ class DsOps:
         except (MemoryError, ValueError) as e:
             raise self.error(MemoryFault if isinstance(e, MemoryError) else ValueError, str(e)) from None
 
-    def _lds_access(self, region, offset, nbytes, is_write):
+    def _lds_access(self, region, offset, nbytes, is_write, value=None):
         lds = self.wg.lds
         if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
             raise self.error(TypeError, f"LDS access needs a region from w.shared(), got {region!r}")
@@ -45,7 +45,10 @@ class DsOps:
         r2 = np.broadcast_to(rel, (self.members, self.lanes)) if uniform else rel.reshape(self.members, self.lanes)
         if self.machine.check_races and self.wg.num_waves > 1:
             races = lds.races if lds.races is not None else lds.race_tracker()
-            hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform)
+            same = self._unchanged(region, r2, a2, nbytes, value) if value is not None else None
+            # the tracker keeps its shared row while the members' duplicate-store lanes agree, or
+            # do not matter (no other wave wrote those bytes in this epoch)
+            hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform, same)
             for m in np.nonzero(hl >= 0)[0].tolist():
                 reg, off = lds.region_at(int(ha[m]))
                 where = reg.describe(off) if reg is not None else str(int(ha[m]))
@@ -75,6 +78,17 @@ class DsOps:
         if uniform:
             return rel - region.offset, None
         return None, rel + self._member_offsets(region.stride, -region.offset)
+
+    def _unchanged(self, region: LdsRegion, r2, a2, nbytes: int, value: VGPRs):
+        """bool [members, lanes]: the active lanes of a write whose bytes equal what their LDS bytes
+        hold already (the race check's duplicate stores), or None where no lane's do."""
+        rows = self.wg.lds.rows(region.name)
+        rel = np.where(a2, r2 - region.offset, 0)
+        new = to_bytes(value.val)[:nbytes].reshape(nbytes, self.members, self.lanes)
+        idx = rel[None, :, :] + np.arange(nbytes)[:, None, None]
+        old = rows[np.arange(self.members)[None, :, None], idx]
+        same = a2 & (old == new).all(axis=0)
+        return same if same.any() else None
 
     def _lds_index(self, region: LdsRegion, one, ridx):
         """Per column, the index into the region's arrays: ``ridx``, or made from ``one`` (one
@@ -155,7 +169,7 @@ class DsOps:
                              f"{type(value).__name__}")
         nbytes = nbytes or value.nbytes
         self.check_read(value)
-        one, ridx = self._lds_access(region, offset, nbytes, True)
+        one, ridx = self._lds_access(region, offset, nbytes, True, value)
         lds, act = self.wg.lds, self.exec
         lanes = None if self.exec_full else np.flatnonzero(act[:self.lanes])
         w1 = lds.written_one.get(region.name) if one is not None else None

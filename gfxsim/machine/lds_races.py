@@ -8,7 +8,14 @@ per member, indexed by the member-relative byte address:
   r_epoch int64  [members, size]: the barrier epoch of those reads (-1: never read).
 A race is an access by a wave to a byte that another wave accessed in the same barrier epoch, at
 least one of the two accesses writing: a read or write after another wave's write, or a write after
-another wave's read. Waves are numbered 0..63 within a workgroup (the reader mask is 64 bits).
+another wave's read. A write that stores the very bytes another wave wrote there in the same epoch
+(``same``: the lanes whose store leaves their bytes unchanged) is no write-write race: compilers
+keep data replicated across waves and let every copy store it (Triton's cross-wave reductions of a
+tensor smaller than the workgroup), and the result is the same in either order. Such a write is
+still checked against other waves' reads and recorded (a later read by another wave in the epoch
+races with it). An access never races with itself: its hits are found against the state before it.
+Waves are numbered 0..63 within a workgroup (the reader
+mask is 64 bits).
 The semantics are those of ``lds_track`` in memory.py (one wave, one member), member by member.
 """
 from __future__ import annotations
@@ -21,11 +28,12 @@ MAX_WAVES = 64
 
 
 @njit
-def track(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
+def track(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch, same):
     """Record one DS access of ``nbytes`` per lane by ``wave`` in ``epoch`` for every member.
 
     ``addr`` int64 and ``active`` bool are [members, lanes], addresses member-relative; the state
-    arrays are [members, size] and are updated in place. Returns int64 arrays [members]: the lane,
+    arrays are [members, size] and are updated in place; ``same`` bool [members, lanes]: the lanes
+    of a write that store the bytes already there. Returns int64 arrays [members]: the lane,
     byte address (member-relative) and other wave of each member's first race (in lane, then byte
     order), or -1 where the member has none. Raises IndexError, before recording anything, when an
     active lane's bytes fall outside [0, size).
@@ -43,29 +51,33 @@ def track(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, 
     others = ~bit
     for m in range(members):
         hl, ha, hw = -1, -1, -1
-        for l in range(lanes):
+        for l in range(lanes):               # the hits, against the state before the access
             if not active[m, l]:
                 continue
             for b in range(nbytes):
                 a = addr[m, l] + b
-                if hl < 0 and w_epoch[m, a] == epoch and w_wave[m, a] != wave:
+                if hl < 0 and w_epoch[m, a] == epoch and w_wave[m, a] != wave and not (is_write and same[m, l]):
                     hl, ha, hw = l, a, w_wave[m, a]
+                if is_write and hl < 0 and r_epoch[m, a] == epoch and (r_mask[m, a] & others) != 0:
+                    o = 0
+                    k = r_mask[m, a] & others
+                    while (k & np.uint64(1)) == 0:
+                        k = k >> np.uint64(1)
+                        o += 1
+                    hl, ha, hw = l, a, o
+        for l in range(lanes):               # then the access recorded
+            if not active[m, l]:
+                continue
+            for b in range(nbytes):
+                a = addr[m, l] + b
                 if is_write:
-                    if hl < 0 and r_epoch[m, a] == epoch and (r_mask[m, a] & others) != 0:
-                        o = 0
-                        k = r_mask[m, a] & others
-                        while (k & np.uint64(1)) == 0:
-                            k = k >> np.uint64(1)
-                            o += 1
-                        hl, ha, hw = l, a, o
                     w_wave[m, a] = wave
                     w_epoch[m, a] = epoch
+                elif r_epoch[m, a] != epoch:
+                    r_epoch[m, a] = epoch
+                    r_mask[m, a] = bit
                 else:
-                    if r_epoch[m, a] != epoch:
-                        r_epoch[m, a] = epoch
-                        r_mask[m, a] = bit
-                    else:
-                        r_mask[m, a] |= bit
+                    r_mask[m, a] |= bit
         hit_lane[m], hit_addr[m], hit_wave[m] = hl, ha, hw
     return hit_lane, hit_addr, hit_wave
 
@@ -99,8 +111,10 @@ class RaceState:
             setattr(self, name, b)
         self.size = new
 
-    def track(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool, lanes: int | None = None):
-        """``track`` on this state; ``addr``/``active`` [members, lanes] or flat [members * lanes]."""
+    def track(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool, lanes: int | None = None,
+              same=None):
+        """``track`` on this state; ``addr``/``active`` (and ``same``, default none) [members, lanes]
+        or flat [members * lanes]."""
         addr = np.asarray(addr)
         active = np.asarray(active, np.bool_)
         if addr.ndim == 1:
@@ -110,18 +124,29 @@ class RaceState:
         if addr.shape != active.shape or addr.shape[0] != self.members:
             raise ArgumentError(f"addr {addr.shape} and active {active.shape} must be [{self.members}, lanes]")
         _check_wave(wave)
+        same = np.zeros(addr.shape, np.bool_) if same is None else np.asarray(same, np.bool_).reshape(addr.shape)
         args = (np.ascontiguousarray(addr, np.int64), np.ascontiguousarray(active), int(nbytes), int(wave),
-                int(epoch), bool(is_write), self.w_wave, self.w_epoch, self.r_mask, self.r_epoch)
+                int(epoch), bool(is_write), self.w_wave, self.w_epoch, self.r_mask, self.r_epoch,
+                np.ascontiguousarray(same))
         # one member (the shared state of a batch whose workgroups agree): numpy, no numba start
         return (track_np if self.members == 1 else track)(*args)
 
 
-    def track_row(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool):
+    def written_by_another(self, addr, active, nbytes: int, wave: int, epoch: int) -> bool:
+        """Whether another wave wrote any of one member's accessed bytes (``addr``/``active``
+        ``[lanes]``) in ``epoch``, on this one-member state."""
+        a = (np.asarray(addr, np.int64)[np.asarray(active, np.bool_)][:, None] + np.arange(nbytes)).ravel()
+        a = a[(a >= 0) & (a < self.size)]
+        return bool(((self.w_epoch[0, a] == epoch) & (self.w_wave[0, a] != wave)).any())
+
+    def track_row(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool, same=None):
         """``track`` of one member's access (``addr``/``active`` ``[lanes]``) on this one-member state,
         without the batch's shape handling: what a batch whose workgroups agree runs per access."""
         _check_wave(wave)
-        return track_one(np.asarray(addr, np.int64), np.asarray(active, np.bool_), int(nbytes), int(wave), int(epoch),
-                         bool(is_write), self.w_wave[0], self.w_epoch[0], self.r_mask[0], self.r_epoch[0])
+        addr = np.asarray(addr, np.int64)
+        same = np.zeros(addr.shape, np.bool_) if same is None else np.asarray(same, np.bool_)
+        return track_one(addr, np.asarray(active, np.bool_), int(nbytes), int(wave), int(epoch),
+                         bool(is_write), self.w_wave[0], self.w_epoch[0], self.r_mask[0], self.r_epoch[0], same)
 
 
 def _check_wave(wave):
@@ -129,7 +154,7 @@ def _check_wave(wave):
         raise ArgumentError(f"wave {wave} outside 0..{MAX_WAVES - 1}")
 
 
-def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
+def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch, same):
     """``track`` in numpy, vectorised over the (member, lane, byte) accesses in that order. The
     result equals the loop's: an access never races with itself (its bytes are all this wave's
     reads or all its writes), so each byte's race condition can be read from the state before the
@@ -138,7 +163,7 @@ def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mas
     members, lanes = addr.shape
     if members == 1:
         return track_one(addr[0], active[0], nbytes, wave, epoch, is_write, w_wave[0], w_epoch[0], r_mask[0],
-                          r_epoch[0])
+                          r_epoch[0], same[0])
     size = w_wave.shape[1]
     bad = active & ((addr < 0) | (addr + nbytes > size))
     if bad.any():
@@ -154,6 +179,7 @@ def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mas
     ww = w_wave[m, a]
     c1 = (w_epoch[m, a] == epoch) & (ww != wave)
     if is_write:
+        c1 &= ~same[m, l]
         rm = np.where(r_epoch[m, a] == epoch, r_mask[m, a] & ~bit, np.uint64(0))
         hit = c1 | (rm != 0)
     else:
@@ -176,7 +202,7 @@ def track_np(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mas
     return out[0], out[1], out[2]
 
 
-def track_one(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch):
+def track_one(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_mask, r_epoch, same):
     """``track_np`` for one member (1-D state rows): the active lanes' bytes in (lane, byte) order,
     the first hit found by argmax; what a batch whose workgroups agree runs for every access."""
     out = np.full((3, 1), -1, np.int64)
@@ -191,6 +217,7 @@ def track_one(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_ma
     ww = w_wave[a]
     c1 = (w_epoch[a] == epoch) & (ww != wave)
     if is_write:
+        c1 &= ~np.repeat(same[on], nbytes)
         rm = r_mask[a] & ~bit
         rm[r_epoch[a] != epoch] = 0
         hit = c1 | (rm != 0)
@@ -207,8 +234,8 @@ def track_one(addr, active, nbytes, wave, epoch, is_write, w_wave, w_epoch, r_ma
         w_wave[a] = wave
         w_epoch[a] = epoch
     else:
-        same = r_epoch[a] == epoch
-        r_mask[a] = np.where(same, r_mask[a] | bit, bit)
+        now = r_epoch[a] == epoch
+        r_mask[a] = np.where(now, r_mask[a] | bit, bit)
         r_epoch[a] = epoch
     return out[0], out[1], out[2]
 
@@ -221,14 +248,19 @@ class RaceTracker:
         self.state = RaceState(1, size)
         self.split = members == 1
 
-    def track(self, rel, act, nbytes, wave, epoch, is_write, uniform):
-        """``uniform``: every member makes the same access (same addresses, same lanes)."""
+    def track(self, rel, act, nbytes, wave, epoch, is_write, uniform, same=None):
+        """``uniform``: every member makes the same access (same addresses, same lanes, and the
+        same ``same`` lanes: those of a write that store the bytes already there)."""
         if not self.split:
-            if uniform:                  # the shared state's one row
-                hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write)
+            if uniform and same is not None and not (same == same[0]).all() \
+                    and not self.state.written_by_another(rel[0], act[0], nbytes, wave, epoch):
+                same = None              # duplicate stores matter only over another wave's write
+            if uniform and (same is None or (same == same[0]).all()):     # the shared state's one row
+                hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write,
+                                            None if same is None else same[0])
                 return tuple(np.repeat(h, self.members) for h in hits)
             self.state, self.split = self.state.repeated(self.members), True
-        return self.state.track(rel, act, nbytes, wave, epoch, is_write)
+        return self.state.track(rel, act, nbytes, wave, epoch, is_write, same=same)
 
     def grow(self, old, new):
         self.state.grow(old, new)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arch.kslots import format_token_set
 from .dtypes import itemsize, np_dtype
 from .errors import GfxSimError, StepLimit
 from .mma import compute
@@ -96,18 +97,6 @@ def _write_d(si, td, d, inv):
     else:
         np.take(si.reshape(-1), inv, out=d.reshape(-1), mode="clip")      # indices in range: no buffer
 
-
-
-def _slot_text(slots: list) -> str:
-    """[0, 1, 2, 5] -> '0-2, 5'."""
-    runs, start = [], None
-    for i, k in enumerate(slots):
-        if start is None:
-            start = k
-        if i + 1 == len(slots) or slots[i + 1] != k + 1:
-            runs.append(str(start) if start == k else f"{start}-{k}")
-            start = None
-    return ", ".join(runs)
 
 
 def _labelled(label) -> str:
@@ -289,7 +278,7 @@ class MatrixOps:
                 k = slots[0]
                 self.finding("kslot-unknown-origin",
                              f"{insn.mnemonic}{_labelled(label)}: operand {op}'s K slot"
-                             f"{'s' if len(slots) > 1 else ''} {_slot_text(slots)} hold bytes of unknown origin "
+                             f"{'s' if len(slots) > 1 else ''} {format_token_set(slots)} hold bytes of unknown origin "
                              f"(derived from tagged data by a route gfxsim does not follow): their tokens "
                              f"cannot be checked", lane=int(lanes[row, 0, k] if op == "A" else lanes[row, k, 0]),
                              instruction=idx, operand=op, slots=slots)

@@ -54,6 +54,14 @@ def test_quick_bench_produces_every_figure(tmp_path):
     for mode in ("off", "on"):                      # the asm front end's lane-instructions per second
         (asm,) = [f for f in figs if f["figure"] == f"asm decode 512: lane-instructions/s, provenance {mode}"]
         assert asm["lane_instructions"] > 0 and asm["lane_instructions_per_second"] > 0
+    try:                                            # a Triton kernel on the asm front end, where triton is
+        import triton  # noqa: F401
+        for mode in ("off", "on"):
+            (tf,) = [f for f in figs if f["figure"] == f"Triton flash-attention forward 256: lane-instructions/s, "
+                     f"provenance {mode}"]
+            assert tf["lane_instructions"] > 0 and tf["lane_instructions_per_second"] > 0
+    except ImportError:
+        assert any("Triton figure skipped" in n for n in res["notes"])
     for f in figs:
         if f["group"] in ("tile", "layout") or f.get("mode") in ("off", "on", "trace", "numpy"):
             assert f["peak_rss_bytes"] > 0, f["figure"]

@@ -210,7 +210,7 @@ def widen(st, v, signed: bool):
                  np.concatenate([v.valid] + [v.valid[k - 1:k]] * (4 - k)), regs=(0, 1))
 
 
-from . import atomic, buffer, cvt8, dequant, dpp, ds, lanes, mem, mfma, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
+from . import atomic, buffer, cvt8, dequant, dpp, ds, lanes, mem, mfma, mode, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
 # last: the private segment's MUBUF forms wrap the global MUBUF semantics registered above, and the
 # FLAT forms (global, LDS or private by aperture) replace global-only ones
 from . import flat, scratch  # noqa: E402,F401

@@ -40,6 +40,7 @@ from . import no_mods, op
 from .mem import D16, LOADS, STORES, load_d16, load_lanes, store_lanes, with_exec
 from ..launch import BASE, SPAN
 from ..state import M0
+from ...arch.kslots import format_token_set
 from ...machine.errors import MemoryFault
 from ...machine.vgpr import VGPRs
 
@@ -154,20 +155,9 @@ def report(st, d, kind: str, reason: str, bad, a, buf_name: str, nbytes: int, bu
             why = (f"inside num_records {num} but past the end of {buf_name!r} ({buf_bytes} B): the hardware would "
                    f"{'read' if kind == 'load' else 'write'} another allocation; the simulator "
                    f"{'reads 0' if kind == 'load' else 'drops it'}")
-        st.w.finding("buffer-out-of-range", f"{d.ins.mnemonic}: lanes {_ranges(lanes)} access byte offset {off} "
+        st.w.finding("buffer-out-of-range", f"{d.ins.mnemonic}: lanes {format_token_set(lanes)} access byte offset {off} "
                      f"{why}", lane=first, address=off, buffer=buf_name, reason=reason, access=kind,
                      lanes=lanes, offset=off, num_records=num, nbytes=nbytes)
-
-
-def _ranges(lanes) -> str:
-    out, start = [], None
-    for i, x in enumerate(lanes):
-        if start is None:
-            start = x
-        if i + 1 == len(lanes) or lanes[i + 1] != x + 1:
-            out.append(str(start) if start == x else f"{start}-{x}")
-            start = None
-    return ", ".join(out)
 
 
 def check(st, d, kind, a, parts, oob, nbytes):

@@ -6,6 +6,9 @@ the other word kept; v_cvt_f32_{fp8,bf8} reads byte 0 or the SDWA-selected byte;
 v_cvt_pk_f32_{fp8,bf8} reads the bytes of word 0 or (SDWA WORD_1) word 1 into a register pair;
 v_cvt_sr_{fp8,bf8}_f32 D, S0, S1 op_sel:[0,0,b0,b1] rounds S0 with S1's random bits into byte
 b0 + 2*b1 of D, the other bytes kept.
+Overflow: a finite source beyond the type's range gives NaN (0x80), or with MODE.FP16_OVFL set
+(mode.py; what Triton sets for its saturating downcasts) the largest finite value of its sign
+(240 for fp8, 57344 for bf8); Inf and NaN give NaN either way.
 Provenance: each fp8 byte is named by its binary32 source; each binary32 result by its byte."""
 from __future__ import annotations
 
@@ -36,6 +39,25 @@ def _write(st, dst, words, prov):
         st.vwrite_value(dst.file, dst.first, VGPRs(st.w, words.copy(), "u32", prov, regs=(dst.first, words.shape[0])))
 
 
+MAX = {"fp8": 240.0, "bf8": 57344.0}
+
+
+def saturated(st, x, bits, kind):
+    """fp8 ``bits`` (uint8 [width]) of the f32 sources ``x``, the finite ones that overflowed set to
+    ±max where MODE.FP16_OVFL is set in their member."""
+    from .mode import fp16_ovfl
+    on = np.repeat(fp16_ovfl(st), st.lanes)
+    if not on.any():
+        return bits
+    import ml_dtypes
+    x = np.asarray(x, F32)
+    over = on & np.isfinite(x) & (bits == U8(0x80)) & (x != 0)
+    if not over.any():
+        return bits
+    top = np.asarray([MAX[kind], -MAX[kind]], F32).astype(getattr(ml_dtypes, ML[kind])).view(U8)
+    return np.where(over, np.where(x > 0, top[0], top[1]), bits).astype(U8)
+
+
 def _pk_to8(name, kind):
     @op(name)
     def run(st, d):
@@ -46,7 +68,8 @@ def _pk_to8(name, kind):
             raise st.error(f"{d.mnemonic}: op_sel on a source is not modelled")
         word = len(sel) > 2 and sel[2]
         fn = isa.entry(name).fn
-        lo, hi = (np.asarray(fn(f32(st, o))).view(U8).astype(U32) for o in (a, b))
+        lo, hi = (saturated(st, x, np.asarray(fn(x)).view(U8), kind).astype(U32)
+                  for x in (f32(st, o) for o in (a, b)))
         old = st.vwords(dst.file, dst.first, 1)[0]
         shift = U32(16 * word)
         r = (old & ~(U32(0xFFFF) << shift)) | ((lo | (hi << U32(8))) << shift)
@@ -65,7 +88,7 @@ def _pk_to8(name, kind):
     return run
 
 
-def _sr(name):
+def _sr(name):            # v_cvt_sr_{fp8,bf8}_f32
     @op(name)
     def run(st, d):
         """D.byte[op_sel[2] + 2*op_sel[3]] = S0 stochastically rounded with S1's bits; the other bytes kept."""
@@ -75,7 +98,9 @@ def _sr(name):
         if any(sel[:2]):
             raise st.error(f"{d.mnemonic}: op_sel on a source is not modelled")
         byte = sel[2] + 2 * sel[3]
-        bits, low = isa.entry(name).fn(f32(st, a), u32(st, rnd))
+        x = f32(st, a)
+        bits, low = isa.entry(name).fn(x, u32(st, rnd))
+        bits = saturated(st, x, np.asarray(bits).astype(U8), name.split("_")[3])
         low &= st.exec
         if low.any():
             raise st.error(f"{d.mnemonic}: a result in the fp8 denormal range (which random bits the rounding "

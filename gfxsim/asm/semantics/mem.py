@@ -189,6 +189,14 @@ for _k in STORES:
 SMEM = {"s_load_dword": 1, "s_load_dwordx2": 2, "s_load_dwordx4": 4, "s_load_dwordx8": 8, "s_load_dwordx16": 16}
 
 
+def _tagged(w, buf, rel: int, nbytes: int) -> bool:
+    """Whether bytes [rel, rel+nbytes) of a buffer carry identities (the SGPRs they are loaded
+    into become of unknown origin: origin.py)."""
+    if not w.provenance or (buf.prov is None and not buf.tag_fields):
+        return False
+    return bytes_carry_identity(buf.load_prov(np.arange(rel, rel + nbytes)[:, None], 1, w.machine))
+
+
 def _s_load(n):
     def run(st, d):
         no_mods(st, d, ("glc", "offset"))
@@ -219,8 +227,7 @@ def _s_load(n):
                 buf, rel = st.memory.scalar(st, a, 4 * n)
                 out[:, ms] = np.array([w.scalar_load(buf, rel + 4 * k, "u32", identities_marked=True)
                                          for k in range(n)], U64)[:, None]
-                if w.provenance and (buf.prov is not None or buf.tag_fields):
-                    tagged[ms] = bytes_carry_identity(buf.load_prov(np.arange(rel, rel + 4 * n)[:, None], 1, w.machine))
+                tagged[ms] = _tagged(w, buf, rel, 4 * n)
         finally:
             w.live = live
         st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
@@ -263,8 +270,7 @@ def _s_buffer_load(n):
                         continue                         # out of range: 0
                     buf, rel = st.memory.scalar(st, int(base[m] + o[m]) + 4 * k, 4)
                     out[k, m] = w.scalar_load(buf, rel, "u32", identities_marked=True)
-                    if w.provenance and (buf.prov is not None or buf.tag_fields):
-                        tagged[m] |= bytes_carry_identity(buf.load_prov(np.arange(rel, rel + 4)[:, None], 1, w.machine))
+                    tagged[m] |= _tagged(w, buf, rel, 4)
         finally:
             tr.muted -= 1
         st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py

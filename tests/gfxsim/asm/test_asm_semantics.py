@@ -433,7 +433,9 @@ def test_v_exp_f32_and_v_log_f32_are_correctly_rounded(x, y):
         ln2 = Decimal(2).ln()
         want_e = [_nearest_f32((Decimal(float(v)) * ln2).exp(), np.exp2(np.float64(v))) for v in x]
         want_l = [_nearest_f32(Decimal(float(v)).ln() / ln2, np.log2(np.float64(v))) for v in y]
-    np.testing.assert_array_equal(sb.v[3], _bits(np.array(want_e, np.float32)))
+    want_e = np.array(want_e, np.float32)
+    want_e[want_e < np.float32(2.0 ** -126)] = 0                  # no denormal results (isa/fp.py exp2)
+    np.testing.assert_array_equal(sb.v[3], _bits(want_e))
     np.testing.assert_array_equal(sb.v[4], _bits(np.array(want_l, np.float32)))
 
 
@@ -443,7 +445,7 @@ def test_exp_log_special_values_and_s_abs_i32():
     sb.v[2] = _bits(np.array([0, -1, 1, 2 ** -140, np.inf, 8, 0.5, 3] * 8, np.float32))
     sb.run("v_exp_f32_e32 v3, v1", "v_log_f32_e32 v4, v2")
     e, lg = sb.v.f32(3)[:8], sb.v.f32(4)[:8]
-    assert list(e[:6]) == [0.0, np.float32(2.0 ** -149), 1.0, np.inf, np.inf, 0.0] and np.isnan(e[6]) and e[7] == 128
+    assert list(e[:6]) == [0.0, 0.0, 1.0, np.inf, np.inf, 0.0] and np.isnan(e[6]) and e[7] == 128   # 2^-149: flushed
     assert lg[0] == -np.inf and np.isnan(lg[1]) and list(lg[2:6]) == [0.0, -140.0, np.inf, 3.0] and lg[6] == -1.0
     sb.set_sgpr(0, 0xFFFFFFF9, 0x80000000, 0)
     sb.run("s_abs_i32 s3, s0")

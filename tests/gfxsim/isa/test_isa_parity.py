@@ -21,7 +21,8 @@ def _f32_words():
                0x00000001, 0x807FFFFF, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF]
     special += [int(np.float32(x).view(U32)) for x in
                 (1.0, -1.0, 0.5, 1.5, 2.5, -2.5, 3.0, 0.1, 1 / 3, 16777217.0, -0.75, 1e-38, 2.0 ** -126,
-                 100.0, -100.0, 2.0 ** 31, -(2.0 ** 31), 2.0 ** 32, 4294967040.0, 0.999999, 88.7, -87.3, 127.5, 7.0)]
+                 100.0, -100.0, -126.5, -127.0, -149.5,
+                 2.0 ** 31, -(2.0 ** 31), 2.0 ** 32, 4294967040.0, 0.999999, 88.7, -87.3, 127.5, 7.0)]
     rng = np.random.default_rng(7)
     rest = (rng.standard_normal(LANES - len(special)) * 10.0 ** rng.integers(-3, 4, LANES - len(special)))
     return np.concatenate([np.array(special, U32), rest.astype(np.float32).view(U32)])

@@ -255,7 +255,8 @@ def test_track_bounds_and_wave_checks():
     flat_addr, flat_on = (x.ravel() for x in one([4, 8]))
     st.track(flat_addr, flat_on, 4, 0, 0, True)
     assert st.w_wave[0, 4:8].tolist() == [0] * 4 and st.w_wave[1, 8:12].tolist() == [0] * 4
-    hl, _, _ = track(*one([4, 8]), 4, 1, 0, False, st.w_wave, st.w_epoch, st.r_mask, st.r_epoch)
+    addr, on = one([4, 8])
+    hl, _, _ = track(addr, on, 4, 1, 0, False, st.w_wave, st.w_epoch, st.r_mask, st.r_epoch, np.zeros_like(on))
     assert hl.tolist() == [0, 0]
 
 
@@ -274,8 +275,9 @@ def test_track_np_equals_track(members):
             addr = rng.integers(0, size - nbytes + 1, (members, lanes)).astype(np.int64)
             on = rng.random((members, lanes)) < 0.6
             args = (addr, on, nbytes, int(rng.integers(0, 3)), int(rng.integers(0, 2)), bool(rng.integers(2)))
-            want = track(*args, a.w_wave, a.w_epoch, a.r_mask, a.r_epoch)
-            got = track_np(*args, b.w_wave, b.w_epoch, b.r_mask, b.r_epoch)
+            same = on & (rng.random((members, lanes)) < 0.3)
+            want = track(*args, a.w_wave, a.w_epoch, a.r_mask, a.r_epoch, same)
+            got = track_np(*args, b.w_wave, b.w_epoch, b.r_mask, b.r_epoch, same)
             np.testing.assert_array_equal(np.stack(got), np.stack(want), err_msg=f"trial {trial} step {step}")
             n_races += int((want[0] >= 0).sum())
             for name in ("w_wave", "w_epoch", "r_mask", "r_epoch"):
@@ -283,7 +285,8 @@ def test_track_np_equals_track(members):
     assert n_races > 100
     with pytest.raises(IndexError):
         track_np(np.array([[62]]), np.array([[True]]), 4, 0, 0, True, *(np.zeros((1, 64), t) for t in
-                                                                          (np.int32, np.int64, np.uint64, np.int64)))
+                                                                          (np.int32, np.int64, np.uint64, np.int64)),
+                 np.zeros((1, 1), bool))
 
 
 @pytest.mark.parametrize("pattern", ["same in every workgroup", "per workgroup"])

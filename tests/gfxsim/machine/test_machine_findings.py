@@ -83,6 +83,48 @@ def test_lds_race_write_after_read():
     assert not launch(k, 1, 2, arch="gfx942", args=(True,)).findings_of("lds-race")
 
 
+@pytest.mark.parametrize("same", [True, False])
+def test_two_waves_storing_the_same_bytes_in_one_epoch_do_not_race(same):
+    # data replicated across waves, every copy stored (a compiler's cross-wave reduction of a
+    # tensor smaller than the workgroup): the order does not matter, so no race; different bytes do
+    def k(w):
+        reg = w.shared("x", (64,), np.float32)
+        v = w.lane_id.to("f32") + (0.0 if same else w.wave_id * 1.0)
+        w.lds_store(reg, w.lane_id * 4, v)
+        w.barrier()
+        w.lds_load(reg, w.lane_id * 4, 4, "f32")
+    races = launch(k, 1, 2, arch="gfx942").findings_of("lds-race")
+    assert bool(races) == (not same)
+
+
+def test_duplicate_stores_in_some_batched_workgroups_only_equal_one_at_a_time():
+    # one address pattern in every workgroup of the batch, a duplicate store in workgroup 0 only
+    def k(w):
+        reg = w.shared("x", (64,), np.float32)
+        w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+        w.barrier()
+        if w.wave_id == 1:
+            x = w.workgroup_id[0]                 # an int, or one per member in a batch
+            w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32") + (x * 0.5 if isinstance(x, int) else x.to("f32") * 0.5))
+        w.barrier()
+        w.lds_load(reg, w.lane_id * 4, 4, "f32")
+    runs = [launch(k, (3,), 2, arch="gfx942", batch=b) for b in (1, 3)]
+    for r in runs:
+        assert r.findings_of("lds-race") == []
+
+
+def test_a_same_value_store_after_another_waves_read_still_races():
+    def k(w):
+        reg = w.shared("x", (64,), np.float32)
+        w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+        w.barrier()
+        if w.wave_id == 1:
+            w.lds_load(reg, w.lane_id * 4, 4, "f32")
+        if w.wave_id == 0:
+            w.lds_store(reg, w.lane_id * 4, w.lane_id.to("f32"))
+    assert launch(k, 1, 2, arch="gfx942").findings_of("lds-race")
+
+
 def test_uninitialized_register_and_lds_reads():
     def k(w, fixed):
         v = w.zeros("f32") if fixed else None

@@ -1,0 +1,172 @@
+"""`gfxsim triton FILE.py:KERNEL`: a @triton.jit kernel of your own compiled for gfx942 by the
+installed triton and run on the asm front end (gfxsim.triton.run), printed as `gfxsim hip run`
+prints a launch: outputs, the tokens every matrix instruction consumed, findings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UsageError
+from .hip_cmd import parse_dims
+
+EXAMPLE = ("gfxsim triton add.py:add_kernel --grid 4 --arg x_ptr=x.npy --arg y_ptr=randn:1000:float32 "
+           "--arg out_ptr=zeros:1000:float32 --arg n=1000 --arg BLOCK=256")
+_DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "float8_e4m3fnuz",
+           "float8_e5m2fnuz")
+
+
+def add_parser(sub):
+    p = sub.add_parser("triton", help="run a @triton.jit kernel (compiled for gfx942 by triton) on the asm front end",
+                       description="Import FILE.py, compile its @triton.jit KERNEL for gfx942 with the installed "
+                                   "triton as a launch from tensors would (cached), and run it on the asm front "
+                                   "end: findings with the Triton source line, the tokens every matrix instruction "
+                                   "consumed, the tensors as the kernel left them.",
+                       epilog=f"example: {EXAMPLE}")
+    p.add_argument("kernel", metavar="FILE.py:KERNEL", help="the Python file and its @triton.jit function")
+    p.add_argument("--grid", required=True, metavar="X[,Y,Z]", help="programs per dimension")
+    p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
+                   help="a parameter, constants included: FILE.npy, KIND:SHAPE:DTYPE with KIND one of zeros, "
+                        "ones, arange, randn, randint (-8..7), SHAPE like 64x128 (seed 0), a number, true/false "
+                        "or null; repeat for each")
+    p.add_argument("--tag", action="append", default=[], metavar="NAME:AXIS=FIELD",
+                   help="tag tensor NAME's elements with their index along AXIS as FIELD (e.g. k_ptr:0=token)")
+    p.add_argument("--num-warps", type=int, default=4, help="waves per program (block = num_warps x 64)")
+    p.add_argument("--num-stages", type=int, help="software pipelining stages (triton's default when not given)")
+    p.add_argument("--plain", action="store_true",
+                   help="compile without the launch's alignment and pointer-range specialisation "
+                        "(global_load/store instead of buffer ops)")
+    p.add_argument("--trace", action="store_true", help="keep the full per-lane trace")
+    p.add_argument("--no-provenance", dest="provenance", action="store_false",
+                   help="numbers only: no tags travel, no token-level findings (faster)")
+    p.add_argument("--batch", type=int, default=1, help="programs run side by side")
+    p.add_argument("-o", "--output", metavar="DIR", help="write every tensor as DIR/NAME.npy and the JSON report "
+                                                         "as DIR/report.json")
+    p.add_argument("--report", choices=("text", "json"), default="text", help="what to print")
+    p.set_defaults(func=run_triton)
+    return p
+
+
+def made_array(name: str, text: str):
+    """KIND:SHAPE:DTYPE -> the array, or None when ``text`` is not of that form."""
+    import numpy as np
+    parts = text.split(":")
+    kinds = ("zeros", "ones", "arange", "randn", "randint")
+    if len(parts) != 3 or parts[0] not in kinds:
+        return None
+    kind, shape_text, dtype = parts
+    try:
+        shape = tuple(int(s) for s in shape_text.split("x"))
+    except ValueError:
+        shape = ()
+    if not shape or any(s < 1 for s in shape):
+        raise UsageError(f"--arg {name}={text}: shape {shape_text!r}: expected positive sizes like 1000 or 64x128")
+    if dtype not in _DTYPES:
+        raise UsageError(f"--arg {name}={text}: dtype {dtype!r}: one of {', '.join(_DTYPES)}")
+    if dtype.startswith(("bfloat", "float8")):
+        import ml_dtypes
+        dt = np.dtype(getattr(ml_dtypes, dtype))
+    else:
+        dt = np.dtype(dtype)
+    rng = np.random.default_rng(0)
+    n = int(np.prod(shape))
+    made = {"zeros": lambda: np.zeros(n), "ones": lambda: np.ones(n), "arange": lambda: np.arange(n),
+            "randn": lambda: rng.standard_normal(n), "randint": lambda: rng.integers(-8, 8, n)}[kind]()
+    return made.astype(dt).reshape(shape)
+
+
+def parse_values(args) -> tuple[dict, dict]:
+    from .hip_cmd import parse_args_and_tags
+    plain, made = [], {}
+    for a in args.arg:
+        name, sep, text = a.partition("=")
+        arr = made_array(name, text) if sep and name else None
+        if arr is not None:
+            if name in made:
+                raise UsageError(f"--arg {name} given twice")
+            made[name] = arr
+        elif sep and text.lower() in ("true", "false"):
+            made[name] = text.lower() == "true"
+        else:
+            plain.append(a)
+    args.arg = plain
+    values, tags = parse_args_and_tags(args)
+    twice = set(values) & set(made)
+    if twice:
+        raise UsageError(f"--arg {', '.join(sorted(twice))} given twice")
+    return {**values, **made}, tags
+
+
+def load_kernel(spec: str):
+    """The @triton.jit function KERNEL of FILE.py (imported as a module of its own, by path)."""
+    import importlib.util
+    import os
+    import sys
+    import traceback
+    if ":" not in spec or spec.endswith(":") or spec.startswith(":"):
+        raise UsageError(f"{spec!r}: expected FILE.py:KERNEL, e.g. add.py:add_kernel")
+    path, name = spec.rsplit(":", 1)
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}")
+    mod_name = "gfxsim_triton_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
+    folder = os.path.dirname(os.path.abspath(path))
+    added = folder not in sys.path
+    if added:                                  # the file's own imports of its neighbours
+        sys.path.insert(0, folder)
+    try:
+        loader = importlib.util.spec_from_file_location(mod_name, path)
+        if loader is None or loader.loader is None:
+            raise ImportError("not a Python source file")
+        module = importlib.util.module_from_spec(loader)
+        sys.modules[mod_name] = module         # triton and dataclasses look modules up by name
+        loader.loader.exec_module(module)
+    except Exception as e:                     # noqa: BLE001 -- anything the user's file raises
+        sys.modules.pop(mod_name, None)
+        first = (str(e).strip().splitlines() or [""])[0]
+        lines = [f"{f.filename}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)
+                 if os.path.realpath(f.filename) == os.path.realpath(path)]
+        raise UsageError(f"{path} failed to import: {type(e).__name__}{': ' + first if first else ''}",
+                         source=lines[-1] if lines else None) from e
+    finally:
+        if added:
+            sys.path.remove(folder)
+    from ..triton.compile import jit_function
+    if not hasattr(module, name):
+        from triton.runtime.jit import JITFunction
+        jits = sorted(n for n, v in vars(module).items() if isinstance(v, JITFunction))
+        raise UsageError(f"{path} has no function {name!r}" + (f"; its @triton.jit functions: {', '.join(jits)}"
+                                                                 if jits else "; it defines no @triton.jit function"))
+    return jit_function(getattr(module, name), spec)
+
+
+def run_triton(args) -> int:
+    import json
+
+    import numpy as np
+
+    from ..hip.report import report, text
+    from ..triton import run
+    from ..triton.toolchain import triton_module
+    triton_module()
+    values, tags = parse_values(args)
+    kernel = load_kernel(args.kernel)
+    grid = parse_dims(args.grid, "--grid")
+    out_dir = Path(args.output) if args.output else None
+    if out_dir is not None:
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"-o {args.output}: cannot create it: {e.strerror or e}") from e
+    launched = run(kernel, grid, num_warps=args.num_warps, num_stages=args.num_stages, plain=args.plain, tags=tags,
+                   trace=args.trace, provenance=args.provenance, batch=args.batch, **values)
+    block = (args.num_warps * 64, 1, 1)
+    rep = report(launched, source=args.kernel, grid=grid, block=block)
+    if out_dir is not None:
+        for n, a in launched.outputs.items():
+            np.save(out_dir / f"{n}.npy", a)
+        (out_dir / "report.json").write_text(json.dumps(rep, default=str) + "\n")
+    if args.report == "json":
+        print(json.dumps(rep, default=str))
+    else:
+        print(text(launched, source=args.kernel, block=block))
+        if out_dir is not None:
+            print(f"  written: {', '.join(f'{n}.npy' for n in launched.outputs)}, report.json in {out_dir}")
+    return 0
