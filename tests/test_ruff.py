@@ -7,7 +7,7 @@ import pytest
 
 from support import ROOT
 
-PATHS = ("gfxsim", "kernels_py", "visualize", "bench", "tests", "hw_probes", "docs", "examples")
+PATHS = ("gfxsim", "kernels_py", "visualize", "bench", "public_kernels", "tests", "hw_probes", "docs", "examples")
 
 
 def _ruff() -> list[str]:
