@@ -200,7 +200,7 @@ def _run_members(st, program, counted):
                 if tr.enabled and len(tr.raw) > n0:
                     _name_outputs(tr.raw[n0:], d)
         finally:
-            st.taint_s = st.taint_v = None
+            st.taint_s = st.taint_v = st.fresh_out = None
             if act is not None:
                 w.set_exec(np.where(cols, w.exec, saved))
                 w.live = None

@@ -62,6 +62,7 @@ class WaveState:
         self.any_unknown = False
         self.taint_s = None                  # members whose SGPR writes are of unknown origin
         self.taint_v = None                  # members whose VGPR writes are
+        self.fresh_out = None                # lanes whose VGPR write stays a fresh matrix result (dequant.py)
         self.scc = np.zeros(self.members, U64)
         self.pc = 0                          # the pc of the instruction being executed
         self.pcs = np.zeros(self.members, np.int64)      # each member's next pc
@@ -267,6 +268,8 @@ class WaveState:
         """Write a back-end value (its bytes' provenance with it) under EXEC."""
         self.regfile(f).write(first, value)
         self.fresh[f][first:first + value.nbytes // 4] &= ~self.exec
+        if self.fresh_out is not None:
+            self.fresh[f][first:first + value.nbytes // 4] |= self.fresh_out & self.exec
         if self.taint_v is not None:
             self.mark_unknown(f, first, value.nbytes // 4)
 

@@ -108,10 +108,18 @@ class WideSets:
 
 
 class _NoWideSets(WideSets):
+    """Refuses to make a set; a union that needs none (one side empty, or both the same set, as
+    when the equal bytes of one element are merged) is answered."""
+
     def intern(self, values):
         raise ArgumentError("bytes of one element hold sets in different windows: pass the machine's WideSets")
 
-    union = intern
+    def union(self, a: int, b: int) -> int:
+        if a == b or b == 0:
+            return a
+        if a == 0:
+            return b
+        raise ArgumentError("bytes of one element hold sets in different windows: pass the machine's WideSets")
 
 
 def _bits_values(base: int, bits: np.ndarray) -> list:

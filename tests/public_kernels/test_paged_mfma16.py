@@ -97,10 +97,10 @@ def run_pair(kernels, c, scale=0.3):
         partial=partial, kv_heads=c["kv_heads"], gqa=c["gqa"], max_blocks=max_blocks, partitions=parts,
         scale=np.float32(scale)))
     out = Buffer("out", np.zeros((seqs, heads, HEAD), np.float32))
-    # the reduce reads the partition state as numbers: fresh Buffers, not the first launch's with
-    # its stored token footprints
-    again = {b.name: Buffer(b.name, b.array.copy()) for b in (ml, es, partial, ctx)}
-    run_asm(red, grid=(heads, seqs), block=64, args=dict(again, out=out, heads=heads, partitions=parts))
+    # the reduce reads the first launch's Buffers, with the token footprints it stored (sets over
+    # more than one 64-token window at these contexts)
+    run_asm(red, grid=(heads, seqs), block=64, args=dict(max_logits=ml, exp_sums=es, partial=partial,
+                                                         context_lens=ctx, out=out, heads=heads, partitions=parts))
     return run, ml.array, es.array, out.array
 
 

@@ -13,6 +13,11 @@ neither the product nor (from then on) the consumed value is fresh.
 The back end also checks that the scale undoes the quantization of the instruction's operands
 (``machine/qdir.py``: its marks are made by the VALU entries, ``vop.MARKED``).
 
+A multiplicand of no origin — no identity and no footprint in any field: a per-tensor scale such
+as a V scale or a softmax scale, a literal, a value from an untagged buffer — is no group scale:
+nothing says which tokens it covers, so it is not checked, and the product of ``v_mul_f32`` by it
+stays fresh (``acc * SM_SCALE * s_group``: the group scale that follows is the one checked).
+
 Limits: freshness does not follow a value through LDS or memory, through a sum of two results
 (acc0 + acc1 before the scale), or through integer arithmetic; a scale applied by division is
 not seen. ``ENABLED = False`` turns the recognition off; the scale check is then listed as not run.
@@ -58,8 +63,32 @@ def multiply(st, srcs, vals, k0=0, k1=1):
         return vals, False
     res, sc = (k0, k1) if fa.any() else (k1, k0)
     lanes = fa if fa.any() else fb
+    plain = lanes & ~_of_origin(st, vals[sc])
+    if plain.any():                                # a per-tensor factor: the product is still the result
+        if st.current is not None and st.current.ins.mnemonic.startswith("v_mul_f32"):
+            st.fresh_out = plain
+        lanes = lanes & ~plain
+        if not lanes.any():
+            return vals, False
     vals = list(vals)
     vals[sc] = apply(st, vals[res], vals[sc], lanes)
     o = srcs[res]
     st.fresh[o.file][o.first, st.dpp.cols[lanes] if o.dpp else lanes] = False     # its first multiply was the dequant
     return vals, True
+
+
+def _of_origin(st, v) -> np.ndarray:
+    """Per lane: whether a value carries an identity or a footprint in some field (what makes it
+    a scale whose coverage can be checked)."""
+    from ...machine.provenance import RESERVED
+    w = st.w
+    p = w.unfold_prov(v.prov, "a dequant's multiplicand")
+    some = np.zeros(w.width, bool)
+    if p is None:
+        return some
+    for f, a in p.ids.items():
+        if f not in RESERVED:
+            some |= (a >= 0).any(axis=0)
+    for m in p.fp.values():
+        some |= m.nonempty().any(axis=0)
+    return some
