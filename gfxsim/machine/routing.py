@@ -27,7 +27,7 @@ _NONE = -1
 
 def route_prov(p: Prov | None, src: np.ndarray, width: int) -> Prov | None:
     """Rows of a per-byte Prov gathered by ``src`` ``[out_bytes, width]`` (-1: a byte with none)."""
-    if p is None:
+    if p is None or p.shape is None:            # no plane at all: nothing to route
         return None
     rows = p.shape[0]
     none = src < 0
