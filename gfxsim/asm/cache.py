@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from .parse import parse, read_asm
+from .parse import parse, parse_file
 
 SIZE = 32
 _files: OrderedDict = OrderedDict()       # sha256 -> AsmFile
@@ -21,14 +21,23 @@ _lock = threading.Lock()
 def parse_cached(path: Path | str):
     """``parse_file(path)``, parsed once per distinct content (the AsmFile names ``path``)."""
     path = Path(path)
-    data = read_asm(path)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return parse_file(path)          # parse_file names what is wrong
     key = hashlib.sha256(data).hexdigest()
     with _lock:
         hit = _files.get(key)
         if hit is not None:
             _files.move_to_end(key)
     if hit is None:
-        hit = parse(data.decode("utf-8"), path)
+        try:
+            text = data.decode("utf-8") if data.strip() else None
+        except UnicodeDecodeError:
+            text = None
+        if text is None:                 # empty or not text: parse_file names what is wrong
+            return parse_file(path)
+        hit = parse(text, path)
         with _lock:
             _files[key] = hit
             while len(_files) > SIZE:

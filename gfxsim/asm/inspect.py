@@ -250,12 +250,19 @@ def check_kernel(k: Kernel, arch: str | None = None) -> list[Problem]:
         return [Problem(k.name, "abi", None, e.message)]
     proc = arch or k.target.rpartition("--")[2].split(":")[0] or "gfx942"
     records = set(get_arch(proc).instructions)
-    for ins in k.instructions:
-        try:
-            d = decode(ins, k.name)
-        except GfxSimError as e:
-            out.append(Problem(k.name, "instruction", ins.line, f"{ins.mnemonic}: {e.message}"))
-            continue
+    try:                                  # the kernel's decoded Program, when it builds (kept with the kernel)
+        decoded = k.program.decoded
+    except GfxSimError:
+        decoded = None
+    for n, ins in enumerate(k.instructions):
+        if decoded is not None:
+            d = decoded[n]
+        else:
+            try:
+                d = decode(ins, k.name)
+            except GfxSimError as e:
+                out.append(Problem(k.name, "instruction", ins.line, f"{ins.mnemonic}: {e.message}"))
+                continue
         if d.mnemonic.startswith(MATRIX):
             alt = d.mnemonic.replace("v_mfma_", "v_mmac_", 1)
             if d.mnemonic not in records and alt not in records:

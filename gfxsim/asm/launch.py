@@ -5,11 +5,12 @@ segment, the address of every buffer, and a wave's registers at its first instru
 - ``KernelABI.of(kernel)``: the ``.amdhsa_*`` fields the launch needs, validated, and the user
   SGPRs they enable in ABI order (private segment buffer, dispatch packet pointer, queue pointer,
   kernarg segment pointer, dispatch id, flat scratch init, private segment size, preloaded
-  kernargs); a feature the front end does not set up (workgroup info, dynamic stack, a hidden
-  argument it does not know) is an error naming the kernel and the field.
+  kernargs); a feature the front end does not set up (workgroup info, a hidden argument it does
+  not know) is an error naming the kernel and the field.
 - Arguments: a pointer is a Buffer, or None / "null" (address 0: an access through it is a fault
-  naming it); a by-value argument a number, or for an aggregate (a struct passed by value) a
-  ``Struct`` (its bytes, pointers inside it given as Buffers); arguments the metadata leaves
+  naming it), or a ``PointerArray`` (a buffer of pointers to other Buffers); a by-value argument
+  a number, or for an aggregate (a struct passed by value) a ``Struct`` (its bytes, pointers
+  inside it given as Buffers); arguments the metadata leaves
   unnamed (Triton's) are ``arg0``, ``arg1``, ... in order. Hidden arguments (``HIDDEN``, code
   object v4 and v5) are written at the offsets the metadata gives, from the launch's ``Dispatch``
   (grid, block, dynamic LDS bytes); the pointers among them (printf, hostcall, heap, queues) are
@@ -34,6 +35,7 @@ import numpy as np
 from ..errors import GfxSimError
 from ..machine.errors import MemoryFault
 from ..machine.memory import Buffer
+from .operands import APERTURE_REGS
 
 SPAN = 1 << 40                     # address range of each buffer
 BASE = 1 << 44                     # first buffer's address (far from 0: a null pointer faults)
@@ -46,8 +48,10 @@ SHARED_BASE = 3 << 42
 APERTURE = 1 << 32
 
 # descriptor fields the front end does not set up: field -> what it is
-_UNSUPPORTED = {".amdhsa_system_sgpr_workgroup_info": "workgroup info SGPR",
-                ".amdhsa_uses_dynamic_stack": "dynamic stack"}
+_UNSUPPORTED = {".amdhsa_system_sgpr_workgroup_info": "workgroup info SGPR"}
+# the per-lane stack a dispatch adds to the private segment of a kernel with a dynamic stack
+# (recursion, variable-sized allocas, calls of unknown depth): HIP's default stack size limit
+STACK_BYTES = 1024
 # user SGPRs in the order the ABI loads them: (descriptor field, what, SGPRs)
 USER_SGPRS = ((".amdhsa_user_sgpr_private_segment_buffer", "private_segment_buffer", 4),
               (".amdhsa_user_sgpr_dispatch_ptr", "dispatch_ptr", 2),
@@ -128,16 +132,30 @@ class Struct:
         return bytes(raw)
 
 
+class PointerArray(Buffer):
+    """A buffer of 64-bit pointers (a kernel's ``float**``, a table of per-batch pointers): element i
+    is the address of ``targets[i]`` (a Buffer; None for null), written when the launch places them."""
+
+    def __init__(self, name: str, targets, tags: dict | None = None):
+        self.targets = list(targets)
+        for t in self.targets:
+            if not (isinstance(t, Buffer) or is_null(t)):
+                raise LaunchError(f"PointerArray {name!r}: a target is a Buffer or None, got {type(t).__name__}")
+        super().__init__(name, np.zeros(len(self.targets), np.uint64), tags)
+
+    def fill(self, space: AddressSpace):
+        self.array[:] = [space.pointer(t) for t in self.targets]
+
+
 @dataclass(frozen=True)
 class Dispatch:
     """What a launch gives its hidden arguments: grid in workgroups and block in work-items (x, y, z),
-    and the dynamic LDS bytes (``extern __shared__``) after the descriptor's fixed group segment."""
+    the dynamic LDS bytes (``extern __shared__``) after the descriptor's fixed group segment, and
+    the per-lane stack bytes after the fixed private segment of a kernel with a dynamic stack."""
     grid: tuple
     block: tuple
     dynamic_lds: int = 0
-
-    def __iter__(self):               # (grid, block), as launches took them before
-        return iter((self.grid, self.block))
+    stack: int = STACK_BYTES
 
 
 def _dispatch(dims) -> Dispatch | None:
@@ -176,6 +194,7 @@ class KernelABI:
     private_bytes: int = 0         # .amdhsa_private_segment_fixed_size: scratch bytes per lane
     private_segment: bool = False  # scratch enabled (.amdhsa_enable_private_segment, or gfx90a's wave offset)
     wave_offset: bool = False      # .amdhsa_system_sgpr_private_segment_wavefront_offset
+    dynamic_stack: bool = False    # .amdhsa_uses_dynamic_stack: the dispatch adds a stack (Dispatch.stack)
 
     @classmethod
     def of(cls, kernel) -> KernelABI:
@@ -232,7 +251,12 @@ class KernelABI:
                    tuple(need(f".amdhsa_system_sgpr_workgroup_id_{c}", 0) for c in "xyz"),
                    need(".amdhsa_system_vgpr_workitem_id", 0), max(n_vgpr, 1), n_agpr,
                    int(m.get(".wavefront_size", 64)), int(m.get(".max_flat_workgroup_size", 1024)), tuple(args),
-                   tuple(hidden), user, need(".amdhsa_private_segment_fixed_size", 0), private, wave_offset)
+                   tuple(hidden), user, need(".amdhsa_private_segment_fixed_size", 0), private, wave_offset,
+                   bool(need(".amdhsa_uses_dynamic_stack", 0)))
+
+    def lane_private(self, stack: int = STACK_BYTES) -> int:
+        """A lane's private bytes: the fixed segment, plus ``stack`` for a dynamic stack."""
+        return self.private_bytes + (stack if self.dynamic_stack else 0)
 
     def describe_args(self) -> str:
         """``out (pointer, offset 0), n (4-byte value, offset 8)``: what the kernel takes."""
@@ -246,6 +270,15 @@ NULL = "null"
 def is_null(v) -> bool:
     """A null pointer argument: None or "null"."""
     return v is None or (isinstance(v, str) and v == NULL)
+
+
+def entry(kernel, abi: KernelABI) -> int:
+    """The index of a wave's first instruction. A kernel that preloads kernargs begins with a
+    256-byte header for firmware that cannot preload (LLVM 19+: ``s_trap 2`` and 63 ``s_nop 0``
+    written as ``.fill``); hardware that preloads starts past it. LLVM 18's header (the kernargs
+    loaded, then ``s_branch`` to the body) is a path that gives the same registers, and runs."""
+    ins = kernel.instructions
+    return 1 if abi.preload and ins and ins[0].mnemonic == "s_trap" else 0
 
 
 class AddressSpace:
@@ -274,9 +307,9 @@ class AddressSpace:
             return (f"a null pointer (+{addr}); null in this launch: {', '.join(self.nulls)}" if self.nulls else
                     f"a null pointer (+{addr}), though no pointer of this launch is null")
         if PRIVATE_BASE <= addr < PRIVATE_BASE + APERTURE:
-            return "the private (scratch) aperture: a flat access to scratch, which the asm front end does not model"
+            return "in the private (scratch) aperture, which only flat_* and scratch_* instructions reach"
         if SHARED_BASE <= addr < SHARED_BASE + APERTURE:
-            return "the LDS aperture: a flat access to LDS, which the asm front end does not model"
+            return "in the LDS aperture, which only flat_* instructions reach"
         return f"in no buffer ({self.describe()})"
 
     def split(self, st, addr: np.ndarray, active: np.ndarray, nbytes: int):
@@ -356,9 +389,20 @@ def bind_args(abi: KernelABI, args) -> tuple[dict, dict]:
     return bufs, scalars
 
 
-def struct_buffers(scalars: dict) -> list:
-    """The Buffers the pointers inside by-value Struct arguments name (they join the address space)."""
-    return [b for v in scalars.values() if isinstance(v, Struct) for b in v.pointers.values() if not is_null(b)]
+def struct_buffers(scalars: dict, bufs: dict | None = None) -> list:
+    """The Buffers the pointers inside by-value Struct arguments and PointerArrays name (they join
+    the address space)."""
+    inside = [b for v in scalars.values() if isinstance(v, Struct) for b in v.pointers.values()]
+    todo = [b for b in (bufs or {}).values() if isinstance(b, PointerArray)]
+    seen: list = []
+    while todo:                                    # arrays of arrays of pointers
+        pa = todo.pop()
+        if any(pa is s for s in seen):
+            continue
+        seen.append(pa)
+        inside += pa.targets
+        todo += [t for t in pa.targets if isinstance(t, PointerArray)]
+    return [b for b in inside if not is_null(b)]
 
 
 def _scalar_bytes(abi, a: Arg, v, space=None) -> bytes:
@@ -425,6 +469,8 @@ def null_pointers(abi: KernelABI, bufs: dict, scalars: dict | None = None) -> li
     ("p+24"), hidden pointers, the queue pointer."""
     inside = [f"{n}+{o}" for n, v in (scalars or {}).items() if isinstance(v, Struct)
               for o, b in sorted(v.pointers.items()) if is_null(b)]
+    inside += [f"{b.name}[{i}]" for b in bufs.values() if isinstance(b, PointerArray)
+               for i, t in enumerate(b.targets) if is_null(t)]
     return ([n for n, b in bufs.items() if b is None] + inside + [h.kind for h in abi.hidden if h.kind in HIDDEN_POINTERS]
             + ["queue_ptr (user SGPRs)" for w, _ in abi.user if w == "queue_ptr"])
 
@@ -462,17 +508,18 @@ def dispatch_packet(abi: KernelABI, dims: Dispatch, kernarg_address: int) -> Buf
     blockDim here."""
     p = bytearray(64)
     struct.pack_into("<HH3HH3III", p, 0, 2 << 0 | 1 << 8, _grid_dims(dims), *dims.block, 0,
-                     *(g * b for g, b in zip(dims.grid, dims.block)), abi.private_bytes,
+                     *(g * b for g, b in zip(dims.grid, dims.block)), abi.lane_private(dims.stack),
                      abi.lds_bytes + dims.dynamic_lds)
     struct.pack_into("<Q", p, 40, kernarg_address)
     return Buffer(DISPATCH, np.frombuffer(bytes(p), np.uint8).copy())
 
 
-def private_descriptor(abi: KernelABI, lanes: int) -> list[int]:
+def private_descriptor(abi: KernelABI, lanes: int, lane_bytes: int | None = None) -> list[int]:
     """The private segment buffer V# (gfx9 MUBUF resource, s[0:3] before gfx940): base the private
     aperture, swizzled per lane (ADD_TID_ENABLE, index stride 64, element size 4) so each lane sees
     its own bytes from offset 0; num_records the wave's scratch bytes."""
-    return [PRIVATE_BASE & 0xFFFFFFFF, (PRIVATE_BASE >> 32) | 1 << 31, abi.private_bytes * lanes,
+    lane_bytes = abi.private_bytes if lane_bytes is None else lane_bytes
+    return [PRIVATE_BASE & 0xFFFFFFFF, (PRIVATE_BASE >> 32) | 1 << 31, lane_bytes * lanes,
             1 << 23 | 3 << 21 | 1 << 19 | 4 << 15 | 4 << 12]
 
 
@@ -481,9 +528,10 @@ def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_i
     FLAT_SCRATCH, EXEC and v0 of wave ``wave_id`` of every member (``wg_ids``: one (x, y, z) per
     member of the batch)."""
     s = 0
+    lane_bytes = st.scratch.lane_bytes if getattr(st, "scratch", None) is not None else abi.private_bytes
     for what, n in abi.user:
         if what == "private_segment_buffer":
-            st.swrite(s, *private_descriptor(abi, st.lanes))
+            st.swrite(s, *private_descriptor(abi, st.lanes, lane_bytes))
         elif what == "dispatch_ptr":
             if DISPATCH not in space.base:
                 raise LaunchError(f"{abi.name}: the dispatch pointer needs the launch's dispatch packet "
@@ -498,7 +546,7 @@ def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_i
         elif what == "flat_scratch_init":       # the wave's scratch base before its wave offset
             st.swrite64(s, PRIVATE_BASE)
         elif what == "private_segment_size":
-            st.swrite(s, abi.private_bytes)
+            st.swrite(s, lane_bytes)
         s += n
     if abi.preload:
         words = kernarg.array.view(np.uint32)
@@ -517,6 +565,8 @@ def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_i
         s += 1
     if abi.private_segment:                      # gfx940+: FLAT_SCRATCH set by the hardware
         st.swrite64(102, PRIVATE_BASE)
+    st.swrite64(APERTURE_REGS["src_shared_base"], SHARED_BASE)
+    st.swrite64(APERTURE_REGS["src_private_base"], PRIVATE_BASE)
     bx, by, bz = block
     n = bx * by * bz
     flat = wave_id * st.lanes + np.arange(st.lanes)

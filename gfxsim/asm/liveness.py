@@ -17,7 +17,16 @@ _ENDS = ("s_branch", "s_cbranch", "s_setpc", "s_swappc", "s_endpgm", "s_trap")
 # Instructions whose first operand is not a register they write whole: they read it (compares
 # write SGPRs, stores read their data, SDWA and DPP may keep bytes of the old value)
 _NOT_PLAIN_WRITES = ("v_cmp", "v_cmpx", "v_readlane", "v_readfirstlane", "v_writelane", "global_store",
-                     "buffer_store", "flat_store", "scratch_store", "ds_write", "ds_add", "ds_max", "ds_min")
+                     "buffer_store", "flat_store", "scratch_store", "ds_write", "ds_add", "ds_max", "ds_min",
+                     # accumulators read their destination; these write part of it and keep the rest
+                     "v_fmac", "v_mac", "v_fma_mixlo", "v_fma_mixhi", "v_cvt_pk_fp8", "v_cvt_pk_bf8", "v_cvt_sr_")
+
+
+def _keeps_low_half(d) -> bool:
+    """A VOP3 16-bit result written to the high half by op_sel's destination bit (the last of one
+    bit per operand), the low half kept."""
+    sel = d.ops.mods.get("op_sel", ())
+    return len(sel) == len(d.ops.positional) and bool(sel[-1])
 
 
 def _regs(o) -> set:
@@ -37,7 +46,8 @@ def _uses(kernel, i: int):
     if not pos:
         return set(), set()
     writes_first = mn.startswith(("v_", "global_load", "buffer_load", "flat_load", "scratch_load", "ds_read")) \
-        and not mn.startswith(_NOT_PLAIN_WRITES) and d.enc not in ("sdwa", "dpp") and "d16" not in mn
+        and not mn.startswith(_NOT_PLAIN_WRITES) and d.enc not in ("sdwa", "dpp") and "d16" not in mn \
+        and not _keeps_low_half(d)
     if not writes_first:
         return set(), set().union(*(_regs(o) for o in pos))
     return _regs(pos[0]), set().union(set(), *(_regs(o) for o in pos[1:]))

@@ -27,6 +27,9 @@ from ..errors import GfxSimError
 SPECIAL_SGPR = {"vcc_lo": 106, "vcc_hi": 107, "m0": 124, "exec_lo": 126, "exec_hi": 127,
                 "flat_scratch_lo": 102, "flat_scratch_hi": 103}
 PAIRS = {"vcc": 106, "exec": 126, "flat_scratch": 102}     # 64-bit names: the pair starting there
+# the flat apertures' 64-bit base addresses (read-only constants; held where the trap temporaries
+# ttmp0..3 are, which a kernel never names): the launch sets them (launch.initial_state)
+APERTURE_REGS = {"src_shared_base": 108, "src_private_base": 110}
 INLINE_FLOATS = (0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0)
 INV_2PI = "0.15915494"                             # how LLVM prints the 1/(2*pi) inline constant
 SDWA_SELS = ("BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD")
@@ -167,6 +170,8 @@ def parse_operand(text: str) -> Operand:
         return Operand("reg", "s", SPECIAL_SGPR[body], 1, text=t, **mods)
     if body in PAIRS:
         return Operand("reg", "s", PAIRS[body], 2, text=t, **mods)
+    if body in APERTURE_REGS:
+        return Operand("reg", "s", APERTURE_REGS[body], 2, text=t, **mods)
     if body == "scc" and not (neg or abs_ or sext):
         return Operand("scc", text=t)
     if body == "off" and not (neg or abs_ or sext):

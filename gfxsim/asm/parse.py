@@ -215,13 +215,14 @@ class AsmFile:
         return self.kernels[name]
 
 
-_PROCESSOR = re.compile(r"(gfx[0-9a-f]+)(?::[^\s\"]*)?$")
+_PROCESSOR = re.compile(r"(gfx[0-9a-f]+(?:-[0-9a-f]+)*-generic|gfx[0-9a-f]+)(?::[^\s\"]*)?$")
 
 
 def processor_of(target: str) -> str:
     """The processor of a target id: "gfx942" of "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", and of
     the forms with an environment ("amdgcn-amd-amdhsa-unknown-gfx942") or another arch spelling
-    (Triton 3.9's "amdgpu9.42-amd-amdhsa-unknown-gfx942"); "" where it names none."""
+    (Triton 3.9's "amdgpu9.42-amd-amdhsa-unknown-gfx942"), and code object v6's generic targets
+    ("gfx9-4-generic"); "" where it names none."""
     m = _PROCESSOR.search(target.strip())
     return m.group(1) if m else ""
 
@@ -482,24 +483,19 @@ def _with_callees(name: str, funcs: dict) -> dict:
     return {**funcs[name], "instructions": instructions, "labels": labels}
 
 
-def read_asm(path: Path) -> bytes:
-    """The bytes of a .s file, checked to be non-empty UTF-8 text."""
+def parse_file(path: Path | str) -> AsmFile:
+    path = Path(path)
     if not path.is_file():
         raise located(FileNotFoundError, f"{path}: no such assembly file")
     data = path.read_bytes()
     if not data.strip():
         raise AsmFileError(f"{path}: empty assembly file")
     try:
-        data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise AsmFileError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
                          "expected a clang AMDGPU .s file") from e
-    return data
-
-
-def parse_file(path: Path | str) -> AsmFile:
-    path = Path(path)
-    return parse(read_asm(path).decode("utf-8"), path)
+    return parse(text, path)
 
 
 # ---- encoding families ------------------------------------------------------------------------

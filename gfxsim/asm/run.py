@@ -26,8 +26,9 @@ from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, la
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
 from . import semantics
-from .launch import (DISPATCH, KERNARG, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
-                     initial_state, kernarg_segment, null_pointers, struct_buffers)
+from .launch import entry as kernel_entry
+from .launch import (DISPATCH, KERNARG, STACK_BYTES, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
+                     PointerArray, initial_state, kernarg_segment, null_pointers, struct_buffers)
 from .operands import AsmSyntaxError, Operands, parse_instruction_operands
 from .origin import taint_in
 from .state import AsmError, WaveState
@@ -73,13 +74,15 @@ class Program:
         check_target(kernel)             # before decoding: another ISA's operands would be named instead
         self.decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
         self.abi = KernelABI.of(kernel)
+        self.entry = kernel_entry(kernel, self.abi)      # past a kernarg preload header
         self.fns = tuple(_semantics(d) for d in self.decoded)
         self.own_event = tuple(own_event(d.ins.mnemonic) for d in self.decoded)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
-        return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded, self.fns) if f is None]
+        return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded[self.entry:], self.fns[self.entry:])
+                if f is None]
 
 
 def check_target(kernel) -> None:
@@ -268,7 +271,7 @@ def _vector_sources(st, d) -> list:
     return vals
 
 
-_BACK_END_EVENTS = ("v_mfma", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
+_BACK_END_EVENTS = ("v_mfma", "v_smfmac", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
                     "global_", "buffer_", "flat_", "scratch_")
 
 
@@ -309,13 +312,15 @@ def program_of(kernel) -> Program:
 def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", trace: bool = True,
             provenance: bool = True, check_races: bool = True, batch: int = 1,
             progress=None, fold: bool | None = None, options: LaunchOptions | None = None,
-            dynamic_lds: int = 0) -> Run:
+            dynamic_lds: int = 0, stack_bytes: int = STACK_BYTES) -> Run:
     """Run ``kernel`` (a parsed gfxsim.asm Kernel) over ``grid`` workgroups of ``block`` work-items,
     with ``args`` (a dict by argument name, or a sequence in the metadata's order: Buffers for
     pointers, numbers for by-value arguments). The keywords trace .. fold (or ``options=``) are
     LaunchOptions', as gfxsim.launch takes them; the LDS size is the kernel descriptor's fixed group
     segment plus ``dynamic_lds`` bytes (``extern __shared__``, sized at launch; Triton's
     ``metadata.shared``), which hidden_dynamic_lds_size reports to the kernel.
+    A kernel with a dynamic stack (``.amdhsa_uses_dynamic_stack``) gets ``stack_bytes`` per lane after
+    its fixed private segment (HIP's default stack size limit, 1024).
     A pointer argument may be None (null); a struct passed by value a launch.Struct.
     ``batch``: workgroups run side by side (x-fastest order), each following its own control flow
     (execute); results, findings and each workgroup's events are those of batch=1."""
@@ -333,9 +338,10 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     if n_items > abi.max_workgroup:
         raise LaunchError(f"{kernel.name}: block {block} has {n_items} work-items, the kernel allows "
                           f"{abi.max_workgroup} (.max_flat_workgroup_size)")
-    if isinstance(dynamic_lds, bool) or not isinstance(dynamic_lds, (int, np.integer)) or dynamic_lds < 0:
-        raise LaunchError(f"{kernel.name}: dynamic_lds must be a byte count >= 0, got {dynamic_lds!r}")
-    dispatch = Dispatch(grid, block, int(dynamic_lds))
+    for what, v in (("dynamic_lds", dynamic_lds), ("stack_bytes", stack_bytes)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise LaunchError(f"{kernel.name}: {what} must be a byte count >= 0, got {v!r}")
+    dispatch = Dispatch(grid, block, int(dynamic_lds), int(stack_bytes))
     lds = abi.lds_bytes + dispatch.dynamic_lds
     space, kernarg = address_space(program, args, dispatch)
     m = Machine(arch, kernel.name, trace=options.trace, provenance=options.provenance,
@@ -348,7 +354,8 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
     waves = -(-n_items // m.arch.wave_size)
     if waves > 16:
         raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
-    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block, lds_bytes=lds),
+    return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block, lds_bytes=lds,
+                                                          private_bytes=abi.lane_private(dispatch.stack)),
                     options, lane_threads=int(np.prod(grid)) * n_items)
 
 
@@ -365,7 +372,8 @@ def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buff
     # clang merges the argument loads into s_load_dwordx8/x16 that may read past the last argument
     # (the runtime's kernarg allocation is padded): the segment is zero-padded to 64 bytes
     kernarg = Buffer(KERNARG, np.zeros(-(-max(abi.kernarg_size, 4) // 64) * 64, np.uint8))
-    seen = distinct_buffers([b for b in bufs.values() if b is not None] + struct_buffers(scalars), name, LaunchError)
+    seen = distinct_buffers([b for b in bufs.values() if b is not None] + struct_buffers(scalars, bufs), name,
+                            LaunchError)
     for reserved in (KERNARG, DISPATCH):
         if reserved in seen:
             raise LaunchError(f"{name}: a Buffer may not be named {reserved!r} (the launch's own)")
@@ -373,6 +381,9 @@ def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buff
     if any(w == "dispatch_ptr" for w, _ in abi.user) and dims is not None:
         extra = [dispatch_packet(abi, dims, 0)]
     space = AddressSpace([kernarg, *extra, *seen.values()], null_pointers(abi, bufs, scalars))
+    for b in space.buffers:
+        if isinstance(b, PointerArray):
+            b.fill(space)
     if extra:
         extra[0].raw[40:48] = np.frombuffer(space.address(KERNARG).to_bytes(8, "little"), np.uint8)
     kernarg.raw[:] = kernarg_segment(abi, space, bufs, scalars, dims)
@@ -393,11 +404,14 @@ def asm_source(st: WaveState | None) -> str | None:
 NO_SCALE_MARKS = "asm front end: compiled code has no scale marks (dequant recognition off)"
 
 
-def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: int | None = None) -> WaveState:
+def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: int | None = None,
+             private_bytes: int | None = None) -> WaveState:
     """Execute ``program`` on back-end wave ``w``, which holds the workgroups ``wg_ids`` (one
     (x, y, z) per member of its batch; block = work-items per workgroup, (x, y, z)), from their
     AMDHSA initial state to s_endpgm. ``lds_bytes``: the workgroup's LDS (default the descriptor's
-    fixed size). The wave's findings and errors name the assembly line."""
+    fixed size); ``private_bytes``: each lane's private segment (default the fixed size, plus
+    HIP's default stack for a kernel with a dynamic stack). The wave's findings and errors name
+    the assembly line."""
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
     if w.provenance and not semantics.dequant.ENABLED:
@@ -407,8 +421,10 @@ def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: i
     if lds:
         st.lds = w.shared("lds", (lds,), "u8")
     if abi.private_segment:
-        st.scratch = semantics.scratch.private_segment(st, abi.private_bytes)
+        st.scratch = semantics.scratch.private_segment(
+            st, abi.lane_private() if private_bytes is None else private_bytes)
     initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
+    st.pcs[:] = program.entry
     try:
         if st.exec.any():
             execute(st, program)

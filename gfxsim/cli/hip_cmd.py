@@ -32,7 +32,8 @@ def add_parser(sub):
 
     i = hs.add_parser("inspect", help="ISA figures of one kernel (builds it first if needed)")
     i.add_argument("kernel", metavar="KERNEL",
-                   help="a file stem of the sources (pv_int8), an entry point (pv_int8_fragment) or a .s path")
+                   help="a file stem of the sources (pv_int8), an entry point (pv_int8_fragment), a .s path or "
+                        "the path of your own HIP source")
     i.add_argument("--arch", default="gfx942", help=f"one of {', '.join(TARGETS)} (default gfx942)")
     i.add_argument("--format", "-f", choices=("text", "json"), default="text", help="output format")
     _common(i)
@@ -42,7 +43,7 @@ def add_parser(sub):
     return p
 
 
-USER_ARCHS = ("gfx942", "gfx940", "gfx90a", "gfx936")
+USER_ARCHS = ("gfx942", "gfx941", "gfx940", "gfx90a", "gfx936")
 
 
 def _source_options(p):
@@ -51,8 +52,12 @@ def _source_options(p):
     p.add_argument("--arch", choices=USER_ARCHS, help="target (default: gfx942 for a HIP source, a .s's own); "
                    "gfx936: gfx942 code with __gfx936__ defined and the MMAC builtins as MFMA, run with gfx936's "
                    "D layout")
-    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]", help="preprocessor define")
-    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR", help="a folder of headers")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="preprocessor define; none by default")
+    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR", help="a folder of headers; none by default")
+    p.add_argument("--clang-flag", action="append", default=[], metavar="FLAG",
+                   help="one more clang flag for a HIP source, e.g. --clang-flag=-std=c++20; "
+                        "none by default")
 
 
 def _add_run(hs):
@@ -68,10 +73,10 @@ def _add_run(hs):
     r.add_argument("--block", required=True, metavar="X[,Y,Z]", help="work-items per workgroup per dimension")
     r.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="an argument: FILE.npy (a buffer), a number (1.5 and 1e-3 are floats, 7 and 0x7 integers) "
-                        "or null (a null pointer); repeat for each argument")
+                        "or null (a null pointer); repeat for each argument (no default: each is given)")
     r.add_argument("--tag", action="append", default=[], metavar="NAME:AXIS=FIELD",
                    help="tag buffer NAME's elements with their index along AXIS as FIELD (e.g. k_cache:1=token): "
-                        "token-level findings and token sets")
+                        "token-level findings and token sets; none by default")
     r.add_argument("--dynamic-lds", type=int, metavar="BYTES", help="dynamic LDS (extern __shared__) at launch")
     r.add_argument("--trace", action="store_true", help="keep the full per-lane trace")
     r.add_argument("--no-provenance", dest="provenance", action="store_false",
@@ -142,7 +147,8 @@ def run_build(args) -> int:
 def run_inspect(args) -> int:
     from ..asm.inspect import format_json, format_text
     from ..hip.inspect import inspect
-    project = None if args.kernel.endswith(".s") else project_of(args)
+    from ..hip.door import HIP_SUFFIXES
+    project = None if args.kernel.endswith((".s", *HIP_SUFFIXES)) else project_of(args)
     res = inspect(args.kernel, args.arch, project=project, defines=args.define)
     print(format_json(res) if args.format == "json" else format_text(res))
     return 0
@@ -216,7 +222,7 @@ def run_user(args) -> int:
         except OSError as e:
             raise UsageError(f"-o {args.output}: cannot create it: {e.strerror or e}") from e
     launched = run(args.source, args.kernel, grid, block, arch=args.arch, tags=tags, args=values,
-                   defines=args.define, include=args.include, lds=args.dynamic_lds, trace=args.trace,
+                   defines=args.define, include=args.include, flags=args.clang_flag, lds=args.dynamic_lds, trace=args.trace,
                    provenance=args.provenance, batch=args.batch)
     rep = report(launched, source=args.source, grid=grid, block=block)
     if out_dir is not None:
@@ -235,7 +241,7 @@ def run_user(args) -> int:
 def run_check(args) -> int:
     from ..asm.inspect import check_kernel
     from ..hip.door import find, load
-    f, arch = load(args.source, args.arch, defines=args.define, include=args.include)
+    f, arch = load(args.source, args.arch, defines=args.define, include=args.include, flags=args.clang_flag)
     kernels = [find(f, args.kernel)] if args.kernel else list(f.kernels.values())
     bad = 0
     for k in kernels:

@@ -16,6 +16,7 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from ..asm.cache import parse_cached
@@ -105,6 +106,13 @@ def complete_asm(path: Path) -> bool:
         return False
 
 
+@cache
+def version_full(clang: Path) -> str:
+    """`clang --version` (asked once per process: a build that finds everything up to date takes
+    milliseconds, the compiler's start ~0.1 s)."""
+    return subprocess.run([str(clang), "--version"], capture_output=True, text=True).stdout.strip()
+
+
 def load_record(directory: Path) -> dict:
     try:
         return json.loads((directory / RECORD).read_text())
@@ -123,8 +131,7 @@ def build(kernels=None, arch: str = "gfx942", *, project: Project, defines=(), f
     out_dir = arch_dir(target.arch, project)
     out_dir.mkdir(parents=True, exist_ok=True)
     old = load_record(out_dir)
-    compiler = {**tc.describe(), "version_full": subprocess.run([str(tc.clang), "--version"], capture_output=True,
-                                                                text=True).stdout.strip()}
+    compiler = {**tc.describe(), "version_full": version_full(tc.clang)}
     same_setup = old.get("compiler") == compiler and old.get("flags") == flags
     entries = dict(old.get("kernels", {})) if same_setup else {}
 

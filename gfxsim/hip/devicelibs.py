@@ -80,13 +80,17 @@ def device_lib_dir(tc: Toolchain, offload_arch: str, cache: Path) -> Path:
         link = out / p.name
         if not link.exists():
             link.unlink(missing_ok=True)          # a dangling link left by an older Debian folder
-            link.symlink_to(p)
-    src = out / f"isa_version_{suffix}.cl"
+            try:
+                link.symlink_to(p)
+            except FileExistsError:               # another process made it meanwhile
+                pass
+    src = out / f"isa_version_{suffix}.{os.getpid()}.cl"
     src.write_text(f'__attribute__((visibility("protected"))) const __constant int __oclc_ISA_version = {value};\n')
     tmp = out / f".{name}.{os.getpid()}"
     cmd = [str(tc.clang), "-x", "cl", "-cl-std=CL2.0", "--target=amdgcn-amd-amdhsa", f"-mcpu={offload_arch}",
            "-nogpulib", "-emit-llvm", "-c", str(src), "-o", str(tmp)]
     r = subprocess.run(cmd, capture_output=True, text=True)
+    os.replace(src, out / f"isa_version_{suffix}.cl")     # kept: the source the library was built from
     if r.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise ToolchainError(f"building the missing device library {name} failed (exit {r.returncode}):\n"

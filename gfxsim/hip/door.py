@@ -38,21 +38,21 @@ class Launched(NamedTuple):
     kernel: Kernel         # the entry point that ran (its .s, instructions, ABI)
 
 
-def load(source, arch: str | None = None, *, defines=(), include=(), cache=None) -> tuple[AsmFile, str]:
+def load(source, arch: str | None = None, *, defines=(), include=(), flags=(), cache=None) -> tuple[AsmFile, str]:
     """The parsed assembly of ``source`` (a HIP source, compiled first, or a .s) and the arch to run
     it on (a .s: its own processor unless ``arch`` is given)."""
     from ..asm.cache import parse_cached
     from .source import compile_source
     path = Path(source)
     if path.suffix == ".s":
-        if defines or include:
-            raise ArgumentError(f"{source}: defines and include folders apply to HIP sources, not to a .s")
+        if defines or include or flags:
+            raise ArgumentError(f"{source}: defines, include folders and clang flags apply to HIP sources, not to a .s")
         f = parse_cached(path)
         return f, (arch or f.processor or "gfx942")
     if path.suffix not in HIP_SUFFIXES:
         raise ArgumentError(f"{source}: expected a HIP source ({', '.join(HIP_SUFFIXES)}) or clang assembly (.s)")
     arch = arch or "gfx942"
-    b = compile_source(path, arch, defines=defines, include=include, cache=cache)
+    b = compile_source(path, arch, defines=defines, include=include, flags=flags, cache=cache)
     return parse_cached(b.asm), b.arch
 
 
@@ -104,8 +104,9 @@ def tag_buffer(name: str, array: np.ndarray, tags: Mapping) -> object:
 
 
 def bind(kernel: Kernel, values: Mapping, tags: Mapping | None = None) -> dict:
-    """The launch's arguments: arrays and Buffers copied into Buffers (tagged as ``tags`` says),
-    numbers and None (a null pointer) as given."""
+    """The launch's arguments: arrays and Buffers copied into Buffers (tagged as ``tags`` says; a
+    Buffer's own tags, ``expect`` declarations and unwritten bytes kept), numbers and None (a null
+    pointer) as given."""
     from ..machine.memory import Buffer
     tags = dict(tags or {})
     unknown = set(tags) - set(values)
@@ -113,11 +114,14 @@ def bind(kernel: Kernel, values: Mapping, tags: Mapping | None = None) -> dict:
         raise ArgumentError(f"{kernel.name}: tags for {', '.join(sorted(unknown))}, which no argument given names")
     bound = {}
     for n, v in values.items():
-        if isinstance(v, Buffer):
+        if isinstance(v, Buffer):             # a copy keeps its tags, expected coverage and unwritten bytes
             arrays = dict(v.tag_arrays)
             if n in tags:
                 arrays.update(tag_buffer(n, v.array, tags[n]).tag_arrays)
-            bound[n] = Buffer(n, v.array.copy(), arrays)
+            b = Buffer(n, v.array.copy(), arrays)
+            b.expects = dict(v.expects)
+            b.written = None if v.written is None else v.written.copy()
+            bound[n] = b
         elif isinstance(v, np.ndarray) and v.ndim > 0:
             bound[n] = tag_buffer(n, v, tags.get(n, {}))
         elif n in tags:
@@ -128,19 +132,20 @@ def bind(kernel: Kernel, values: Mapping, tags: Mapping | None = None) -> dict:
 
 
 def run(source, kernel: str, grid, block, *, arch: str | None = None, tags: Mapping | None = None,
-        args: Mapping | None = None, defines=(), include=(), lds: int | None = None, trace: bool | None = None,
+        args: Mapping | None = None, defines=(), include=(), flags=(), lds: int | None = None, trace: bool | None = None,
         provenance: bool | None = None, batch: int | None = None, options=None, cache=None,
         **kwargs) -> Launched:
     """Run entry point ``kernel`` of ``source`` (.hip compiled with clang, or a .s) over ``grid``
     workgroups of ``block`` work-items on ``arch`` (gfx942, gfx940, gfx90a, gfx936; a .s: its
-    own). Arguments by name in ``args`` or as keywords. ``trace``, ``provenance``, ``batch`` (or
+    own). ``defines``, ``include`` (folders), ``flags`` (more clang flags) compile a HIP source.
+    Arguments by name in ``args`` or as keywords. ``trace``, ``provenance``, ``batch`` (or
     ``options=``, a LaunchOptions) as run_asm takes them, its defaults where not given. Returns
     (outputs, run, kernel)."""
     from ..asm.inspect import check_kernel
     from ..asm.run import AsmError, run_asm
     from ..machine.memory import Buffer
     values = {**(args or {}), **kwargs}
-    f, arch = load(source, arch, defines=defines, include=include, cache=cache)
+    f, arch = load(source, arch, defines=defines, include=include, flags=flags, cache=cache)
     k = find(f, kernel)
     problems = check_kernel(k, arch)
     if problems:

@@ -4,7 +4,7 @@ mean the same: ``mmacs``, ``findings``, ``checks``, ``seconds``, ``lane_instruct
 """
 from __future__ import annotations
 
-from .door import Launched
+from .door import Launched, demangled
 
 
 def report(launched: Launched, *, source: str, grid, block) -> dict:
@@ -34,7 +34,9 @@ def text(launched: Launched, *, source: str, block, shown: int = 4) -> str:
     findings by kind."""
     from ..arch.kslots import format_token_set
     run, k = launched.run, launched.kernel
-    lines = [f"{k.name} ({source}) on {run.arch}: grid {tuple(run.grid)}, block {tuple(block)}, "
+    name = demangled(k.name)
+    title = k.name if name == k.name else f"{name} ({k.name})"
+    lines = [f"{title} from {source} on {run.arch}: grid {tuple(run.grid)}, block {tuple(block)}, "
              f"{run.seconds:.2f} s simulated"
              + (f", {run.lane_instructions} lane-instructions" if run.lane_instructions is not None else "")]
     for n, a in launched.outputs.items():

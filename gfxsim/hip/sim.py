@@ -4,13 +4,12 @@ Same signature and return value as run_on_gpu — arguments by name (numpy array
 numbers for by-value arguments), every buffer argument returned as the kernel left it — so a test
 written against the GPU harness runs on the simulator unchanged. A buffer may also be given as a
 gfxsim Buffer, whose tags (token, dim, ...) give the run its provenance: the token-level findings
-need them. ``run=True`` also returns the simulator's Run (findings, token sets, trace).
+need them (its expect() declarations travel too). ``run=True`` also returns the simulator's Run
+(findings, token sets, trace).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import numpy as np
 
 from .project import Project
 
@@ -24,12 +23,12 @@ def run_on_sim(entry: str, grid, args: Mapping[str, object], *, project: Project
     from ..asm.run import run_asm
     from ..machine.memory import Buffer
     from .build import find_kernel
+    from .door import bind
     from .harness import check_call
     arch = arch or "gfx942"
     kernel = find_kernel(entry, arch, project=project, defines=tuple(defines))
     _, block = check_call(kernel, args, block)
-    bound = {n: (Buffer(n, np.array(v, copy=True)) if isinstance(v, np.ndarray) else
-                 Buffer(n, v.array.copy(), v.tag_arrays) if isinstance(v, Buffer) else v) for n, v in args.items()}
+    bound = bind(kernel, args)          # copies: the caller's arrays and Buffers are not written
     r = run_asm(kernel, grid, block, args=bound, arch=arch, trace=trace, provenance=provenance)
     out = {n: b.array for n, b in bound.items() if isinstance(b, Buffer)}
     return (out, r) if run else out

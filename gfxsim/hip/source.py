@@ -101,18 +101,20 @@ def _headers_digest(headers) -> str | None:
         return None
 
 
-def compile_source(source, arch: str = "gfx942", *, defines=(), include=(), cache: Path | None = None,
+def compile_source(source, arch: str = "gfx942", *, defines=(), include=(), flags=(), cache: Path | None = None,
                    force: bool = False) -> SourceBuild:
     """``source`` (a .hip file) compiled for ``arch`` to assembly in the cache (kept while the
-    source, its headers, the flags and the compiler are unchanged)."""
+    source, its headers, the flags and the compiler are unchanged). ``flags``: more clang flags,
+    after gfxsim's (-std=c++20, -ffast-math, ...)."""
     src = Path(source).expanduser().resolve()
     if not src.is_file():
         raise BuildError(f"{source}: no such HIP source")
     target = get_target(arch)
     tc = find_toolchain(target.arch)
     cache = Path(cache) if cache is not None else cache_root()
+    extra = tuple(flags)
     flags = [*source_flags(target, defines, include),
-             f"--rocm-device-lib-path={device_lib_dir(tc, target.offload_arch, cache)}"]
+             f"--rocm-device-lib-path={device_lib_dir(tc, target.offload_arch, cache)}", *extra]
     key = _digest(src.read_bytes(), src, tc.version, *flags)
     out = cache / "hip-src" / target.arch / key[:24]
     asm, record = out / f"{src.stem}.s", out / "headers.json"

@@ -36,17 +36,17 @@ def _to_int(lo: float, hi: float, t):
     return run
 
 
-def frexp_mant(a):
+def frexp_mant(a) -> np.ndarray:
     """V_FREXP_MANT: the significand in [0.5, 1) with a's sign; inf and NaN are returned as they are."""
     return np.frexp(a)[0].astype(np.asarray(a).dtype, copy=False)
 
 
-def frexp_exp(a):
+def frexp_exp(a) -> np.ndarray:
     """V_FREXP_EXP_I32: the exponent e of a = m * 2^e, m in [0.5, 1); 0 for zero, inf and NaN."""
     return np.where(np.isfinite(a), np.frexp(a)[1], 0).astype(I32)
 
 
-def rsq(a):
+def rsq(a) -> np.ndarray:
     """1/sqrt(x) in binary64, two roundings: the hardware's approximation (documented to 1 ulp) has
     unpublished bits; clang's sqrt and division sequences refine it with fmas either way."""
     with np.errstate(all="ignore"):
@@ -68,7 +68,8 @@ def float_class(x) -> np.ndarray:
     return (U32(1) << k.astype(U32)).astype(U32)
 
 
-def cmp_class(x, mask):
+def cmp_class(x, mask) -> np.ndarray:
+    """V_CMP_CLASS: whether x's class bit is set in ``mask``."""
     return (float_class(x) & np.asarray(mask, U32)) != 0
 
 
@@ -100,6 +101,8 @@ define("v_div_fmas_f64", (d, d, d), d, fp.fma64, FUSED, asm="own")       # VCC c
 define("v_div_fixup_f64", (d, d, d), d, lambda a, b, c: fp.div_fixup(a, b, c, F64), KEEP, asm="own")
 define("v_cmp_class_f64", (d, u), "mask", cmp_class, asm="own")
 define("v_cmp_class_f32", (f, u), "mask", cmp_class, asm="own")
+define("v_cmp_class_f16", ("f16", "u16"), "mask", cmp_class, asm="own")      # run by the 16-bit rows
+define("v_cmpx_class_f16", ("f16", "u16"), "mask", cmp_class, asm="own")
 define("v_frexp_mant_f32", (f,), f, _f(frexp_mant, F32))
 define("v_frexp_exp_i32_f32", (f,), i, frexp_exp)
 define("v_rsq_f32", (f,), f, lambda a: rsq(np.asarray(a, F32)).astype(F32))

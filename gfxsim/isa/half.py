@@ -6,6 +6,8 @@ unpublished). The asm front end runs them through asm/semantics/vop16.py, which 
 halves (op_sel, SDWA selects) and places the result's."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from . import DIFFERENCE, FUSED, QUANTIZE, REDUCE, ROUTE, define, fp
@@ -56,7 +58,7 @@ def _ldexp(a, e):
 FP8_FORMATS = {"fp8": (3, 8), "bf8": (2, 16)}
 
 
-def stochastic_fp8(kind: str):
+def stochastic_fp8(kind: str) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """V_CVT_SR_{FP8,BF8}_F32 D.byte = S0 rounded with the random word S1: the low (23 - m) bits of
     S1 are added to S0's significand below the kept m bits, then the sum is truncated (a carry out
     moves the exponent up), as AMD's software models of the conversion do. Beyond the largest

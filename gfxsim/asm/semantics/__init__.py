@@ -2,8 +2,11 @@
 base mnemonic (the ``_e32``/``_e64``/``_sdwa`` encoding suffix stripped; ``Decoded.enc`` keeps
 it). A function takes the wave state and the decoded instruction and returns the next pc, or
 None for the next instruction. One module per family: sop (scalar ALU and program control),
-vop (vector ALU, its numbers from the ISA table gfxsim/isa), ds (LDS), mem (global and scalar memory), mfma (matrix),
-scratch (the private segment: scratch_* and MUBUF on the private segment buffer), lanes (v_readlane/v_writelane).
+vop (vector ALU, its numbers from the ISA table gfxsim/isa; vop16 its 16-bit halves and packs,
+vop64 binary64 on register pairs, cvt8 the fp8/bf8 conversions), dpp (cross-lane source reads),
+ds (LDS), mem (global and scalar memory), buffer (MUBUF), atomic, mfma (matrix), scratch (the private
+segment: scratch_* and MUBUF on the private segment buffer), lanes (v_readlane/v_writelane),
+flat (generic addresses: global, LDS or private memory by aperture).
 
 Operand access shared by the families is here: ``u32`` reads a 32-bit source per lane (inline
 constants, literals, SGPRs broadcast over each member's lanes, VGPRs), ``f32`` the same with the abs/neg modifiers
@@ -208,5 +211,6 @@ def widen(st, v, signed: bool):
 
 
 from . import atomic, buffer, cvt8, dequant, dpp, ds, lanes, mem, mfma, mode, sop, vop, vop16, vop64  # noqa: E402,F401  (they register their operations)
-# last: the private segment's MUBUF forms wrap whatever global MUBUF semantics are registered above
-from . import scratch  # noqa: E402,F401
+# last: the private segment's MUBUF forms wrap the global MUBUF semantics registered above, and the
+# FLAT forms (global, LDS or private by aperture) replace global-only ones
+from . import flat, scratch  # noqa: E402,F401

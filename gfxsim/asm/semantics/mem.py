@@ -253,6 +253,7 @@ def _s_buffer_load(n):
         records = st.sread(rsrc.first + 2)
         members = np.nonzero(st.act)[0] if st.act is not None else np.arange(st.members)
         out = np.zeros((n, st.members), U64)
+        tagged = np.zeros(st.members, bool)
         w, tr = st.w, st.w.machine.trace
         tr.muted += 1                                    # one event for the instruction, below
         try:
@@ -261,9 +262,12 @@ def _s_buffer_load(n):
                     if int(o[m]) + 4 * k + 4 > int(records[m]):
                         continue                         # out of range: 0
                     buf, rel = st.memory.scalar(st, int(base[m] + o[m]) + 4 * k, 4)
-                    out[k, m] = w.scalar_load(buf, rel, "u32")
+                    out[k, m] = w.scalar_load(buf, rel, "u32", identities_marked=True)
+                    if w.provenance and (buf.prov is not None or buf.tag_fields):
+                        tagged[m] |= bytes_carry_identity(buf.load_prov(np.arange(rel, rel + 4)[:, None], 1, w.machine))
         finally:
             tr.muted -= 1
+        st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
         st.swrite(dst.first, *out)
         w.event(d.ins.mnemonic)
     return run

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import no_mods
+from .smfmac import smfmac
 
 
 def _record_name(st, mnemonic: str) -> str:
@@ -60,7 +61,7 @@ def _broadcast(st, d, insn, name):
     cbsz, abid, blgp = (int(d.ops.mods.get(k, 0)) for k in ("cbsz", "abid", "blgp"))
     if not (cbsz or abid or blgp):
         return None, None
-    if name != d.mnemonic or "f64" in (insn.a_type, insn.b_type):
+    if name.startswith("v_mmac") or "f64" in (insn.a_type, insn.b_type):
         raise st.error(f"{d.mnemonic}: cbsz/abid/blgp on {name} (f64 uses BLGP as negation; v_mmac has no "
                        "broadcast) is not modelled")
     if not 0 <= cbsz <= 4 or (1 << cbsz) > insn.blocks:
@@ -89,6 +90,8 @@ def _permute(st, v, src):
 
 
 def mfma(st, d):
+    if d.mnemonic.startswith("v_smfmac_"):          # sparse: a compression index in Src2 (smfmac.py)
+        return smfmac(st, d)
     no_mods(st, d, ("cbsz", "abid", "blgp"))
     if len(d.ops) != 4:
         raise st.error(f"{d.mnemonic} takes 4 operands, got {len(d.ops)}")

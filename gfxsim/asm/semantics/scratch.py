@@ -77,7 +77,8 @@ def _access(st, offs: np.ndarray, nbytes: int, fn):
     return fn(buf, o)
 
 
-def _load(st, dst, offs, nbytes, fill):
+def private_load(st, dst, offs: np.ndarray, nbytes: int, fill):
+    """Load ``nbytes`` (``fill``: a sub-dword load's extension) at each active lane's private offset."""
     if dst.kind != "reg" or dst.file not in "va" or dst.count != max(1, nbytes // 4):
         raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
 
@@ -91,7 +92,8 @@ def _load(st, dst, offs, nbytes, fill):
     _access(st, offs, nbytes, one)
 
 
-def _store(st, data, offs, nbytes, byte0):
+def private_store(st, data, offs: np.ndarray, nbytes: int, byte0: int):
+    """Store ``nbytes`` of ``data`` (from byte ``byte0``) at each active lane's private offset."""
     if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
         raise st.error(f"data {data.text} does not hold {nbytes} bytes")
     value = st.vread(data.file, data.first, data.count, "u8")
@@ -124,7 +126,7 @@ def _scratch_load(kind):
     def run(st, d):
         no_mods(st, d, _FLAT_MODS)
         dst, vaddr, saddr = d.ops.positional
-        _load(st, dst, _flat_offsets(st, d, vaddr, saddr), nbytes, fill)
+        private_load(st, dst, _flat_offsets(st, d, vaddr, saddr), nbytes, fill)
     return run
 
 
@@ -134,7 +136,7 @@ def _scratch_store(kind):
     def run(st, d):
         no_mods(st, d, _FLAT_MODS)
         vaddr, data, saddr = d.ops.positional
-        _store(st, data, _flat_offsets(st, d, vaddr, saddr), nbytes, byte0)
+        private_store(st, data, _flat_offsets(st, d, vaddr, saddr), nbytes, byte0)
     return run
 
 
@@ -187,10 +189,12 @@ def _buffer_load(kind, other):
     nbytes, fill = LOADS[kind]
 
     def run(st, d):
+        if d.ops.mods.get("lds"):                    # to LDS at M0 (no VGPR destination): a global form
+            return _global(st, d, other)
         dst, vaddr, rsrc, soffset = d.ops.positional
         if not is_private(st, rsrc):
             return _global(st, d, other)
-        _load(st, dst, _buffer_offsets(st, d, vaddr, rsrc, soffset), nbytes, fill)
+        private_load(st, dst, _buffer_offsets(st, d, vaddr, rsrc, soffset), nbytes, fill)
     return run
 
 
@@ -201,7 +205,7 @@ def _buffer_store(kind, other):
         data, vaddr, rsrc, soffset = d.ops.positional
         if not is_private(st, rsrc):
             return _global(st, d, other)
-        _store(st, data, _buffer_offsets(st, d, vaddr, rsrc, soffset), nbytes, byte0)
+        private_store(st, data, _buffer_offsets(st, d, vaddr, rsrc, soffset), nbytes, byte0)
     return run
 
 

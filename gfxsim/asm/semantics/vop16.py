@@ -103,18 +103,22 @@ def read_half(st, d, k, o, t, nsrc, sel_list=None) -> Half:
 
 
 def const_hi_nonzero(o) -> bool:
+    """An integer constant whose high 16 bits are not zero."""
     return o.kind == "int" and (o.value & 0xFFFFFFFF) >> 16 != 0
 
 
-def typed(h: Half, t):
+def typed(h: Half, t: str) -> np.ndarray:
+    """The half's bits as its element type's values (f16, u16, i16)."""
     return h.bits.view(HALF_TYPES[t]) if t in HALF_TYPES else h.bits
 
 
 def half_value(st, h: Half) -> VGPRs:
+    """The half as a back-end value (a constant or an SGPR: a literal with no provenance)."""
     return h.value if h.value is not None else VGPRs(st.w, h.bits.astype(U32)[None, :].copy(), "u32", literal=True)
 
 
 def bits16(r) -> np.ndarray:
+    """A 16-bit result's bits (a float16 array viewed, an integer one wrapped)."""
     r = np.asarray(r)
     return r.view(U16) if r.dtype.itemsize == 2 else r.astype(np.int64).astype(U16)
 
@@ -132,14 +136,14 @@ def _differ(name, xs):
         return ((x.view(np.int64) != y.view(np.int64)) | (x == 0) | (y == 0))[None, :]
 
 
-def result_prov(st, name, vals, xs):
+def result_prov(st, name: str, vals, xs) -> Prov | None:
     """The provenance of one 16-bit element from its sources' values, by the entry's rule."""
     if not st.w.provenance or all(v.prov is None for v in vals):
         return None
     return arith_prov(st, name, vals, differ=_differ(name, xs))
 
 
-def place(st, d, dst, r, prov, *, half_bits: bool, nsrc: int):
+def place(st, d, dst, r, prov, *, half_bits: bool, nsrc: int) -> None:
     """Write result ``r`` (uint16 [width] when ``half_bits``, else uint32) and its provenance (one
     element's, or per byte) to ``dst`` per the destination rule (module docstring)."""
     w = st.w.pw
@@ -262,14 +266,14 @@ def _row16(e):
 
 
 def _cmp16(e):
-    name, t = e.mnemonic, e.srcs[0]
+    name, types = e.mnemonic, e.srcs
     x = name.startswith("v_cmpx_")
 
     @op(name)
     def run(st, d):
         no_mods(st, d, ("src0_sel", "src1_sel") if d.enc == "sdwa" else ())
         dst, a, b = d.ops.positional
-        va, vb = (typed(read_half(st, d, k, o, t, 2), t) for k, o in enumerate((a, b)))
+        va, vb = (typed(read_half(st, d, k, o, t, 2), t) for k, (o, t) in enumerate(zip((a, b), types)))
         res = np.asarray(e.fn(va, vb), bool) & st.exec
         sdst_mask(st, dst, res)
         if x:

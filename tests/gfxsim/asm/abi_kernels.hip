@@ -88,3 +88,38 @@ extern "C" __global__ void __attribute__((amdgpu_num_vgpr(24))) spill(float* out
 #pragma unroll
   for (int i = 0; i < 40; ++i) out[t * 40 + i] = v[i] * s;
 }
+
+// a table of pointers read from memory: clang cannot tell their address space (flat_* accesses)
+extern "C" __global__ void pointer_table(float* const* rows, float* const* outs, int n) {
+  unsigned t = tid(), r = __builtin_amdgcn_workgroup_id_x();
+  if ((int)t < n) outs[r][t] = rows[r][t] * 2.0f + (float)r;
+}
+
+// one generic pointer to LDS, private or global memory by lane (src_shared_base, src_private_base)
+extern "C" __global__ void generic_pointer(float* g, int sel) {
+  __shared__ float lds[64];
+  float priv[16];
+  unsigned t = tid();
+  lds[t] = t;
+  for (int i = 0; i < 16; ++i) priv[i] = i * t;
+  float* p = (t & sel) ? &lds[t ^ 1] : ((t & 2) ? &priv[t & 15] : g + t);
+  __builtin_amdgcn_s_barrier();
+  g[t + 64] = *p;
+}
+
+// every SGPR taken by an inline asm: clang spills the live scalars into VGPR lanes around it
+#define EVERY_SGPR \
+    "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", \
+    "s14", "s15", "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", \
+    "s28", "s29", "s30", "s31", "s33", "s34", "s35", "s36", "s37", "s38", "s39", "s40", "s41", "s42", \
+    "s43", "s44", "s45", "s46", "s47", "s48", "s49", "s50", "s51", "s52", "s53", "s54", "s55", "s56", \
+    "s57", "s58", "s59", "s60", "s61", "s62", "s63", "s64", "s65", "s66", "s67", "s68", "s69", "s70", \
+    "s71", "s72", "s73", "s74", "s75", "s76", "s77", "s78", "s79", "s80", "s81", "s82", "s83", "s84", \
+    "s85", "s86", "s87", "s88", "s89", "s90", "s91", "s92", "s93", "s94", "s95", "s96", "s97", "s98", \
+    "s99"
+extern "C" __global__ void sgpr_spill(int* out, const int* in) {
+  unsigned t = tid();
+  int a = in[0], b = in[1], c = in[2], d = in[3];
+  asm volatile("; every SGPR clobbered" ::: EVERY_SGPR);
+  out[t] = (a * 3 + b) * (int)t + c - d;
+}

@@ -26,19 +26,19 @@ STORE_ARG = """\
 
 
 def asm_text(args_yaml: str, *, target: str = "amdgcn-amd-amdhsa--gfx942", descriptor: dict | None = None,
-             sets: str = "", body: str = STORE_ARG, kernarg: int = 16) -> str:
+             sets: str = "", body: str = STORE_ARG, kernarg: int = 16, vgprs: int = 8) -> str:
     """A .s as LLVM writes one, with the argument metadata ``args_yaml`` verbatim."""
     desc = {".amdhsa_group_segment_fixed_size": 0, ".amdhsa_private_segment_fixed_size": 0,
             ".amdhsa_kernarg_size": kernarg, ".amdhsa_user_sgpr_count": 2,
             ".amdhsa_user_sgpr_kernarg_segment_ptr": 1, ".amdhsa_system_sgpr_workgroup_id_x": 1,
-            ".amdhsa_system_vgpr_workitem_id": 0, ".amdhsa_next_free_vgpr": 8, ".amdhsa_next_free_sgpr": 16,
-            ".amdhsa_accum_offset": 8, **(descriptor or {})}
+            ".amdhsa_system_vgpr_workitem_id": 0, ".amdhsa_next_free_vgpr": vgprs, ".amdhsa_next_free_sgpr": 16,
+            ".amdhsa_accum_offset": vgprs, **(descriptor or {})}
     return "\n".join([
         f'\t.amdgcn_target "{target}"', "\t.amdhsa_code_object_version 5", "\t.text", "\t.globl\tk",
         "\t.type\tk,@function", "k:", body, ".Lfunc_end0:", "\t.rodata", "\t.amdhsa_kernel k",
         *(f"\t\t{key} {v}" for key, v in desc.items()), "\t.end_amdhsa_kernel", sets, "\t.amdgpu_metadata", "---",
         "amdhsa.kernels:", "  - .args:", args_yaml.rstrip(), "    .name:           k", "    .symbol:         k.kd",
-        "    .vgpr_count:     8", "    .wavefront_size: 64", "    .max_flat_workgroup_size: 256",
+        f"    .vgpr_count:     {vgprs}", "    .wavefront_size: 64", "    .max_flat_workgroup_size: 256",
         f"amdhsa.target:   {target}", "...", "\t.end_amdgpu_metadata", ""])
 
 
@@ -102,10 +102,13 @@ def test_target_lines(target):
     assert (out.array == 5).all()
 
 
-def test_another_processor_is_refused_by_name():
-    k = parse(asm_text(TRITON_ARGS, target="amdgcn-amd-amdhsa--gfx1100", kernarg=32)).kernel("k")
-    with pytest.raises(AsmError, match=r"compiled for gfx1100"):
-        run_asm(k, block=64, args=[Buffer("out", np.zeros(64, np.uint32)), 5, None, None])
+@pytest.mark.parametrize("target, proc", [("amdgcn-amd-amdhsa--gfx1100", "gfx1100"),
+                                          ("amdgcn-amd-amdhsa--gfx9-4-generic:xnack-", "gfx9-4-generic")])
+def test_another_processor_is_refused_by_name(target, proc):
+    f = parse(asm_text(TRITON_ARGS, target=target, kernarg=32))
+    assert f.processor == proc
+    with pytest.raises(AsmError, match=rf"compiled for {proc} "):
+        run_asm(f.kernel("k"), block=64, args=[Buffer("out", np.zeros(64, np.uint32)), 5, None, None])
 
 
 def test_descriptor_fields_as_expressions_over_set_symbols():
@@ -121,8 +124,7 @@ def test_descriptor_fields_as_expressions_over_set_symbols():
     abi = k.program.abi
     assert abi.lds_bytes == 64 and abi.private_bytes == 0
     k2 = parse(asm_text(TRITON_ARGS, descriptor=desc, kernarg=32)).kernel("k")      # the .set lines missing
-    with pytest.raises(LaunchError, match=r"k: .amdhsa_uses_dynamic_stack '\(\(59\|k.has_dyn_sized_stack\)&0\)' is an "
-                                          r"expression over symbols the .s does not define"):
+    with pytest.raises(LaunchError, match=r"k: .amdhsa_\w+ '.*' is an expression over symbols the .s does not define"):
         KernelABI.of(k2)
 
 
@@ -365,3 +367,112 @@ def test_sgpr_spills_through_vgpr_lanes():
     want[[0, 17, 63]] = [0x1234, 0x5678, 0x77]
     np.testing.assert_array_equal(sb.v[5], want)
     assert sb.sgpr(20, 3) == [0x5678, 0x77, 0xAAAA]
+
+
+# generic (flat) addresses into the LDS and private apertures, made from the hidden aperture bases:
+# lane l writes its token dword to LDS at 4l and to its private bytes at 8, reads both back
+APERTURES = """\
+      - .name:           k
+        .offset:         0
+        .size:           8
+        .value_kind:     global_buffer
+      - .name:           out
+        .offset:         8
+        .size:           8
+        .value_kind:     global_buffer
+      - .offset:         16
+        .size:           4
+        .value_kind:     hidden_shared_base
+      - .offset:         20
+        .size:           4
+        .value_kind:     hidden_private_base"""
+FLAT = """\
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  s_load_dwordx2 s[8:9], s[0:1], 0x10
+  v_lshlrev_b32_e32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_dword v2, v1, s[4:5]
+  v_mov_b32_e32 v11, v1
+  v_mov_b32_e32 v12, s8
+  v_mov_b32_e32 v6, 8
+  v_mov_b32_e32 v7, s9
+  s_waitcnt vmcnt(0)
+  flat_store_dword v[11:12], v2
+  flat_store_dword v[6:7], v2 offset:4
+  flat_load_dword v8, v[6:7] offset:4
+  flat_load_dword v9, v[11:12]
+  v_lshlrev_b32_e32 v10, 3, v0
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  global_store_dwordx2 v10, v[8:9], s[6:7]
+  s_endpgm"""
+
+
+def test_generic_addresses_reach_lds_and_private_memory():
+    f = parse(asm_text(APERTURES, body=FLAT, kernarg=24, vgprs=16, descriptor={
+        ".amdhsa_group_segment_fixed_size": 256, ".amdhsa_enable_private_segment": 1,
+        ".amdhsa_private_segment_fixed_size": 16}))
+    k = f.kernel("k")
+    assert [i.mnemonic for i in k.instructions].count("flat_load_dword") == 2
+    tok = np.arange(64)
+    src = Buffer("k", np.arange(64, dtype=np.uint32) * 3 + 1, tags={"token": tok})
+    out = Buffer.empty("out", (64, 2), np.uint32, tags={"token": np.stack([tok, tok], 1)})
+    run = run_asm(k, block=64, args={"k": src, "out": out})
+    assert run.findings == []
+    np.testing.assert_array_equal(out.array, np.stack([src.array, src.array], 1))
+    for col in (0, 1):                                       # each round trip kept each lane's token
+        tags = np.stack([tok, tok], 1)
+        tags[:, col] = np.roll(tok, 1)
+        bad = Buffer.empty("out", (64, 2), np.uint32, tags={"token": tags})
+        run = run_asm(k, block=64, args={"k": src, "out": bad})
+        assert run.findings_of("store-mismatch")
+
+
+@pytest.mark.parametrize("tagged", [True, False])
+def test_an_sgpr_spilled_and_read_back_keeps_its_unknown_origin(tagged):
+    from gfxsim.machine.provenance import UNKNOWN
+    # a token read into an SGPR (v_readlane), spilled into a VGPR lane, read back, used as data
+    body = """
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_load_dwordx2 s[6:7], s[0:1], 0x8
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v1, 2, v0
+  global_load_dword v2, v1, s[4:5]
+  s_waitcnt vmcnt(0)
+  v_readlane_b32 s8, v2, 5
+  v_writelane_b32 v4, s8, 0
+  v_readlane_b32 s9, v4, 0
+  v_mov_b32_e32 v3, s9
+  global_store_dword v1, v3, s[6:7]"""
+    kern = kernel_from_text(body, "spill", args=[("k", "global_buffer", 8), ("out", "global_buffer", 8)])
+    k = np.arange(1, 65, dtype=np.uint32)
+    out = Buffer.empty("out", 64, np.uint32)
+    run_asm(kern, args={"k": Buffer("k", k, {"token": np.arange(64)}) if tagged else Buffer("k", k), "out": out})
+    assert (out.array == 6).all()
+    mp = out.prov
+    marked = np.zeros(256, bool) if mp is None or mp.flags is None else (
+        (np.repeat(mp.flags, mp.unit) if mp.unit > 1 else mp.flags) & UNKNOWN) != 0
+    assert marked.all() if tagged else not marked.any()
+
+
+def test_a_dynamic_stack_follows_the_fixed_private_segment():
+    kern, arch = _private_kernel("gfx942 scratch_* vaddr/saddr", **{".amdhsa_uses_dynamic_stack": 1})
+    assert kern.program.abi.dynamic_stack and kern.program.abi.lane_private(1024) == 16 + 1024
+    body = """\
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  v_mov_b32_e32 v1, 7
+  s_movk_i32 s8, 0x400
+  scratch_store_dword off, v1, s8 offset:12
+  scratch_load_dword v2, off, s8 offset:12
+  v_lshlrev_b32_e32 v3, 2, v0
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  global_store_dword v3, v2, s[4:5]"""
+    k = kernel_from_text(body, "stack", args=[("out", "global_buffer", 8)], extra_descriptor={
+        ".amdhsa_enable_private_segment": 1, ".amdhsa_private_segment_fixed_size": 16,
+        ".amdhsa_uses_dynamic_stack": 1})
+    out = Buffer.empty("out", (64,), np.uint32)
+    run_asm(k, args={"out": out})                          # bytes [1036, 1040) of 16 + 1024
+    assert (out.array == 7).all()
+    with pytest.raises(AsmError, match=r"private bytes \[1036, 1040\) outside its 528-byte private segment"):
+        run_asm(k, args={"out": out}, stack_bytes=512)
+    with pytest.raises(LaunchError, match="stack_bytes must be a byte count"):
+        run_asm(k, args={"out": out}, stack_bytes=-1)

@@ -10,7 +10,7 @@ import pytest
 from support import need_toolchain
 
 from gfxsim.asm import parse_file
-from gfxsim.asm.launch import LaunchError, Struct
+from gfxsim.asm.launch import LaunchError, PointerArray, Struct
 from gfxsim.asm.run import run_asm
 from gfxsim.machine.errors import MemoryFault
 from gfxsim.machine.memory import Buffer
@@ -23,15 +23,17 @@ def build(tmp_path_factory):
     out = tmp_path_factory.mktemp("abi")
     cache = {}
 
-    def kernel(name: str, arch: str = "gfx942", version: int = 5):
-        if (arch, version) not in cache:
+    def kernel(name: str, arch: str = "gfx942", version: int = 5, preload: int = 0):
+        key = (arch, version, preload)
+        if key not in cache:
             tc = need_toolchain("gfx942")         # the clang that builds gfx942 builds gfx90a too
             from gfxsim.hip.build import CFLAGS
-            s = out / f"abi_{arch}_v{version}.s"
+            s = out / f"abi_{arch}_v{version}_p{preload}.s"
+            extra = ["-mllvm", f"-amdgpu-kernarg-preload-count={preload}"] if preload else []
             subprocess.run([str(tc.clang), *CFLAGS, f"--offload-arch={arch}", f"-mcode-object-version={version}",
-                            "-S", str(SOURCE), "-o", str(s)], check=True, capture_output=True)
-            cache[arch, version] = parse_file(s)
-        return cache[arch, version].kernel(name)
+                            *extra, "-S", str(SOURCE), "-o", str(s)], check=True, capture_output=True)
+            cache[key] = parse_file(s)
+        return cache[key].kernel(name)
     return kernel
 
 
@@ -204,3 +206,52 @@ def test_two_workgroups_side_by_side_keep_their_own_private_segments(build):
     run_asm(k, grid=4, block=64, args=dict(out=out, idx=Buffer("idx", idx), n=3), batch=4)
     t = np.tile(np.arange(64), 4)
     np.testing.assert_array_equal(out.array, (idx & 63) * t + 3)
+
+
+def test_a_table_of_pointers_read_through_generic_addresses(build):
+    k = build("pointer_table")
+    assert any(i.mnemonic == "flat_load_dword" for i in k.instructions)
+    rows = [Buffer(f"row{r}", np.arange(64, dtype=np.float32) + 100 * r, tags={"token": np.arange(64) + 64 * r})
+            for r in range(3)]
+    outs = [Buffer.empty(f"out{r}", (64,), np.float32) for r in range(3)]
+    run = run_asm(k, grid=3, block=64, args={"rows": PointerArray("rows", rows), "outs": PointerArray("outs", outs),
+                                             "n": 50})
+    assert run.findings == []
+    for r in range(3):
+        np.testing.assert_array_equal(outs[r].array[:50], rows[r].array[:50] * 2 + r)
+    with pytest.raises(MemoryFault, match=r"null pointer \(\+0\); null in this launch: outs\[1\]"):
+        run_asm(k, grid=3, block=64, args={"rows": PointerArray("rows", rows),
+                                           "outs": PointerArray("outs", [outs[0], None, outs[2]]), "n": 50})
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx90a"])
+def test_a_generic_pointer_to_lds_private_or_global_memory(build, arch):
+    k = build("generic_pointer", arch)
+    ops = " ".join(str(i) for i in k.instructions)
+    assert "src_shared_base" in ops and "src_private_base" in ops and "flat_load_dword" in ops
+    g = Buffer("g", np.concatenate([np.arange(64, dtype=np.float32) + 1000, np.zeros(64, np.float32)]))
+    run = run_asm(k, block=64, args={"g": g, "sel": 1}, arch=arch)
+    assert run.findings == []
+    t = np.arange(64)
+    np.testing.assert_array_equal(g.array[64:], np.where(t & 1, t ^ 1, np.where(t & 2, (t & 15) * t, t + 1000)))
+
+
+def test_sgprs_spilled_into_vgpr_lanes(build):
+    k = build("sgpr_spill")
+    assert sum(i.mnemonic == "v_writelane_b32" for i in k.instructions) >= 4
+    out = Buffer.empty("out", (128,), np.int32)
+    run = run_asm(k, block=128, args={"out": out, "in": Buffer("in", np.array([5, -2, 40, 7], np.int32))})
+    assert run.findings == []
+    np.testing.assert_array_equal(out.array, 13 * np.arange(128) + 33)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx90a"])
+def test_preloaded_kernel_arguments_start_past_the_preload_header(build, arch):
+    k = build("local_array", arch, preload=4)
+    abi = k.program.abi
+    assert abi.preload > 0 and k.instructions[0].mnemonic == "s_trap" and k.program.entry == 1
+    idx = np.random.default_rng(3).integers(0, 1000, 128).astype(np.int32)
+    out = Buffer.empty("out", (128,), np.int32)
+    run = run_asm(k, grid=2, block=64, args=dict(out=out, idx=Buffer("idx", idx), n=-5), arch=arch)
+    assert run.findings == []
+    np.testing.assert_array_equal(out.array, (idx & 63) * np.tile(np.arange(64), 2) - 5)

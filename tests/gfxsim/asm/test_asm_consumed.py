@@ -123,3 +123,25 @@ def test_liveness_is_conservative():
     assert not live.dead_after(2, "v", 8)                                     # a branch before any write
     assert not live.dead_after(5, "v", 11)                                    # an EXEC change first
     assert not live.dead_after(8, "v", 13)                                    # an SDWA write keeps bytes
+
+
+def test_partial_and_accumulating_writes_keep_a_value_live():
+    """A 16-bit result in the high half (op_sel on the destination), mixlo/mixhi, the fp8 packs
+    and the fmac accumulators read or keep their destination: the value before them stays live;
+    a 16-bit result in the low half (the high half zeroed) overwrites it."""
+    k = kernel_from_text("""
+  v_pk_add_f32 v[2:3], v[4:5], v[6:7]
+  v_fma_f16 v3, v1, v1, v1 op_sel:[0,0,0,1]
+  v_pk_add_f32 v[8:9], v[4:5], v[6:7]
+  v_fma_mixlo_f16 v9, v1, v1, v1
+  v_pk_add_f32 v[10:11], v[4:5], v[6:7]
+  v_cvt_pk_fp8_f32 v11, v1, v1
+  v_pk_add_f32 v[12:13], v[4:5], v[6:7]
+  v_fmac_f32_e32 v13, v1, v1
+  v_pk_add_f32 v[14:15], v[4:5], v[6:7]
+  v_add_f16_e32 v15, v1, v1
+""")
+    live = k.liveness
+    for i, r in ((0, 3), (2, 9), (4, 11), (6, 13)):
+        assert not live.dead_after(i, "v", r), f"v{r}"
+    assert live.dead_after(8, "v", 15)

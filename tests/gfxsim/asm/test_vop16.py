@@ -392,3 +392,165 @@ def test_three_operand_16_bit_min_max_med3_fract_and_frexp():
         m, e = np.frexp(a)
         _same16(_lo(sb.v[9]), m)
         np.testing.assert_array_equal(_lo(sb.v[10]).view(np.int16), np.where(np.isfinite(a), e, 0))
+
+
+def test_cmp_class_f16():
+    sb = Sandbox()
+    sb.v[1] = _words(H, np.roll(H, 1))
+    sb.run("v_cmp_class_f16_e64 s[0:1], v1, 0x204", "v_cmp_class_f16_e32 vcc, v1, 0x3",
+           "v_cmp_class_f16_sdwa s[2:3], v1, v1 src0_sel:WORD_1 src1_sel:WORD_0")
+    x = H.view(F16)
+    np.testing.assert_array_equal(sb.st.mask_of(0), np.isinf(x))
+    np.testing.assert_array_equal(sb.vcc(), np.isnan(x))
+    # the mask from the low half of v1 itself: its class bits against the high half's value
+    from gfxsim.isa.double import float_class
+    np.testing.assert_array_equal(sb.st.mask_of(2), (float_class(np.roll(H, 1).view(F16)) & H) != 0)
+
+
+def test_sdwa_compares_of_bytes_and_words():
+    sb = Sandbox()
+    w = np.random.default_rng(12).integers(0, 2 ** 32, 64, dtype=np.uint64).astype(U32)
+    sb.v[1], sb.v[2] = w, 0x7F
+    sb.run("v_cmp_eq_u32_sdwa vcc, v1, v1 src0_sel:BYTE_1 src1_sel:BYTE_2",
+           "v_cmp_gt_i32_sdwa s[0:1], sext(v1), v2 src0_sel:BYTE_0 src1_sel:DWORD",
+           "v_cmp_lt_u32_sdwa s[2:3], v1, v2 src0_sel:WORD_1 src1_sel:DWORD")
+    b = w.view(np.uint8).reshape(64, 4)
+    np.testing.assert_array_equal(sb.vcc(), b[:, 1] == b[:, 2])
+    np.testing.assert_array_equal(sb.st.mask_of(0), b[:, 0].view(np.int8) > 0x7F)        # never: sign-extended
+    np.testing.assert_array_equal(sb.st.mask_of(2), (w >> 16) < 0x7F)
+
+
+# -- every remaining 16-bit row once, against numpy on the halves --------------------------------
+def _f(fn):
+    """A binary16 reference evaluated in binary64 and rounded once."""
+    def run(*xs):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*(x.view(F16).astype(np.float64) for x in xs))).astype(F16).view(U16)
+    return run
+
+
+def _i16(fn):
+    def run(*xs):
+        return (np.asarray(fn(*(x.view(np.int16).astype(np.int64) for x in xs))) & 0xFFFF).astype(U16)
+    return run
+
+
+def _u16(fn):
+    def run(*xs):
+        return (np.asarray(fn(*(x.astype(np.int64) for x in xs))) & 0xFFFF).astype(U16)
+    return run
+
+
+ROWS = {
+    "v_ceil_f16_e32 v4, v1": _f(np.ceil), "v_floor_f16_e32 v4, v1": _f(np.floor),
+    "v_rndne_f16_e32 v4, v1": _f(np.rint), "v_trunc_f16_e32 v4, v1": _f(np.trunc),
+    "v_min_f16_e32 v4, v1, v2": lambda a, b: fp.fmin(a.view(F16), b.view(F16)).view(U16),
+    "v_min_i16_e32 v4, v1, v2": _i16(np.minimum), "v_min_u16_e32 v4, v1, v2": _u16(np.minimum),
+    "v_subrev_u16_e32 v4, v1, v2": _u16(lambda a, b: b - a),
+    "v_max3_i16 v4, v1, v2, v3": _i16(lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "v_max3_u16 v4, v1, v2, v3": _u16(lambda a, b, c: np.maximum(np.maximum(a, b), c)),
+    "v_min3_u16 v4, v1, v2, v3": _u16(lambda a, b, c: np.minimum(np.minimum(a, b), c)),
+    "v_min3_f16 v4, v1, v2, v3": lambda a, b, c: fp.fmin(fp.fmin(a.view(F16), b.view(F16)), c.view(F16)).view(U16),
+    "v_med3_i16 v4, v1, v2, v3": _i16(lambda a, b, c: np.maximum(np.minimum(a, b), np.minimum(np.maximum(a, b), c))),
+}
+PK_ROWS = {   # packed: the same function on the low halves and on the high halves
+    "v_pk_add_u16 v4, v1, v2": _u16(np.add), "v_pk_add_i16 v4, v1, v2": _i16(np.add),
+    "v_pk_sub_i16 v4, v1, v2": _i16(np.subtract), "v_pk_lshrrev_b16 v4, v1, v2": _u16(lambda a, b: b >> (a & 15)),
+    "v_pk_max_i16 v4, v1, v2": _i16(np.maximum), "v_pk_max_u16 v4, v1, v2": _u16(np.maximum),
+    "v_pk_min_u16 v4, v1, v2": _u16(np.minimum),
+    "v_pk_min_f16 v4, v1, v2": lambda a, b: fp.fmin(a.view(F16), b.view(F16)).view(U16),
+    "v_pk_mad_u16 v4, v1, v2, v3": _u16(lambda a, b, c: a * b + c),
+    "v_pk_mad_i16 v4, v1, v2, v3": _i16(lambda a, b, c: a * b + c),
+}
+
+
+def _abc():
+    return H, np.roll(H, 9), np.roll(H, 21)
+
+
+@pytest.mark.parametrize("line", sorted(ROWS))
+def test_each_16_bit_row(line):
+    a, b, c = _abc()
+    sb = Sandbox()
+    sb.v[1], sb.v[2], sb.v[3] = a, b, c
+    sb.run(line)
+    n = line.count(", v")
+    want = ROWS[line](*(a, b, c)[:n])
+    if "_f16" in line:
+        _same16(_lo(sb.v[4]), want.view(F16))
+    else:
+        np.testing.assert_array_equal(_lo(sb.v[4]), want)
+    assert (_hi(sb.v[4]) == 0).all()
+
+
+@pytest.mark.parametrize("line", sorted(PK_ROWS))
+def test_each_packed_row(line):
+    a, b, c = _abc()
+    sb = Sandbox()
+    sb.v[1], sb.v[2], sb.v[3] = _words(a, c), _words(b, a), _words(c, b)
+    sb.run(line)
+    n = line.count(", v")
+    fn = PK_ROWS[line]
+    lo, hi = fn(*(a, b, c)[:n]), fn(*(c, a, b)[:n])
+    if "_f16" in line:
+        _same16(_lo(sb.v[4]), lo.view(F16))
+        _same16(_hi(sb.v[4]), hi.view(F16))
+    else:
+        np.testing.assert_array_equal(sb.v[4], _words(lo, hi))
+
+
+REL = {"f": lambda a, b: np.zeros(a.shape, bool), "lt": np.less, "eq": np.equal, "le": np.less_equal,
+       "gt": np.greater, "lg": lambda a, b: (a < b) | (a > b), "ne": np.not_equal, "ge": np.greater_equal,
+       "o": lambda a, b: ~np.isnan(a) & ~np.isnan(b), "u": lambda a, b: np.isnan(a) | np.isnan(b),
+       "nge": lambda a, b: ~(a >= b), "nlg": lambda a, b: ~((a < b) | (a > b)), "ngt": lambda a, b: ~(a > b),
+       "nle": lambda a, b: ~(a <= b), "neq": lambda a, b: ~(a == b), "nlt": lambda a, b: ~(a < b),
+       "tru": lambda a, b: np.ones(a.shape, bool), "t": lambda a, b: np.ones(a.shape, bool)}
+CMP16 = [(x, rel, t) for t in ("f16", "i16", "u16") for x in ("", "x")
+         for rel in (("f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq", "nlt", "tru")
+                     if t == "f16" else ("f", "lt", "eq", "le", "gt", "ne", "ge", "t"))]
+
+
+@pytest.mark.parametrize("x,rel,t", CMP16, ids=[f"v_cmp{x}_{r}_{t}" for x, r, t in CMP16])
+def test_each_16_bit_compare_and_its_exec_form(x, rel, t):
+    a, b = H, np.roll(H, 3)
+    sb = Sandbox()
+    sb.v[1], sb.v[2] = _words(np.roll(H, 40), a), b
+    on = np.arange(64) % 5 != 0
+    sb.set_exec(on)
+    sb.run(f"v_cmp{x}_{rel}_{t}_sdwa vcc, v1, v2 src0_sel:WORD_1 src1_sel:WORD_0")
+    va, vb = a.view({"f16": F16, "i16": np.int16, "u16": U16}[t]), b.view({"f16": F16, "i16": np.int16, "u16": U16}[t])
+    with np.errstate(invalid="ignore"):
+        want = REL[rel](va, vb) & on
+    np.testing.assert_array_equal(sb.vcc(), want)
+    if x:
+        np.testing.assert_array_equal(sb.st.exec, want)
+
+
+def test_div_fixup_f16_specials_and_the_bf8_pair_and_f32_class():
+    sb = Sandbox()
+    n = np.resize(np.array([1.0, 0.0, np.inf, 1.0, -6.0, np.nan], F16), 64)
+    d = np.resize(np.array([3.0, 0.0, np.inf, 0.0, 2.0, 1.0], F16), 64)
+    q = np.resize(np.array([0.3333, 7.0, 7.0, 7.0, 3.0, 7.0], F16), 64)
+    sb.v[1], sb.v[2], sb.v[3] = _h(q), _h(d), _h(n)
+    sb.v[5] = 0x3C42_BC40                                  # bf8 bytes 0x40, 0xBC, 0x42, 0x3C
+    sb.v[6] = np.resize(np.array([0, 1, 2, 3], U32), 64)
+    sb.run("v_div_fixup_f16 v4, v1, v2, v3", "v_cvt_pk_f32_bf8_e32 v[8:9], v5", "v_cvt_pk_f32_bf8_sdwa v[10:11], v5 "
+           "src0_sel:WORD_1", "v_cmp_class_f32_e64 s[0:1], v6, 0x80", "v_cmpx_class_f32_e64 s[2:3], v6, 0x40")
+    got = _lo(sb.v[4]).view(F16)
+    assert got[0] == F16(0.3333) and np.isnan(got[1]) and np.isnan(got[2]) and got[3] == np.inf
+    assert got[4] == F16(-3.0) and np.isnan(got[5])                  # the sign of the division
+    import ml_dtypes
+    dec = np.array([0x40, 0xBC, 0x42, 0x3C], np.uint8).view(ml_dtypes.float8_e5m2fnuz).astype(np.float32)
+    assert (sb.v.f32(8) == dec[0]).all() and (sb.v.f32(9) == dec[1]).all()
+    assert (sb.v.f32(10) == dec[2]).all() and (sb.v.f32(11) == dec[3]).all()
+    np.testing.assert_array_equal(sb.st.mask_of(0), sb.v[6] != 0)        # +denormal (bit 7): words 1..3
+    np.testing.assert_array_equal(sb.st.exec, sb.v[6] == 0)             # +0 (bit 6)
+
+
+def test_madak_is_not_fused_and_s_brev_reverses_bits():
+    sb = Sandbox()
+    x = np.float32(1 + 2.0 ** -12)
+    sb.v[1] = np.full(64, x.view(U32))
+    sb.run(f"v_madak_f32 v2, v1, v1, {np.float32(-1).view(U32):#x}", "s_brev_b32 s4, 0x80000003", "s_brev_b32 s5, 8")
+    assert (sb.v.f32(2) == np.float32(2.0 ** -11)).all()                # (1+2^-12)^2 rounded first, then -1
+    assert int(sb.sgpr(4)[0]) == 0xC0000001 and int(sb.sgpr(5)[0]) == 0x10000000

@@ -96,7 +96,8 @@ def test_rounding_frexp_ldexp_and_reciprocals():
     sb.run("v_trunc_f64_e32 v[8:9], v[2:3]", "v_floor_f64_e32 v[10:11], v[2:3]", "v_ceil_f64_e32 v[12:13], v[2:3]",
            "v_rndne_f64_e32 v[14:15], v[2:3]", "v_fract_f64_e32 v[16:17], v[2:3]",
            "v_frexp_mant_f64_e32 v[18:19], v[2:3]", "v_frexp_exp_i32_f64_e32 v21, v[2:3]",
-           "v_ldexp_f64 v[22:23], v[2:3], v20", "v_sqrt_f64_e32 v[24:25], v[2:3]", "v_rcp_f64_e32 v[26:27], v[2:3]")
+           "v_ldexp_f64 v[22:23], v[2:3], v20", "v_sqrt_f64_e32 v[24:25], v[2:3]", "v_rcp_f64_e32 v[26:27], v[2:3]",
+           "v_rsq_f64_e32 v[28:29], v[2:3]")
     a = X
     with np.errstate(all="ignore"):
         same(getd(sb, 8), np.trunc(a))
@@ -111,6 +112,7 @@ def test_rounding_frexp_ldexp_and_reciprocals():
         same(getd(sb, 22), np.ldexp(a, sb.v[20].view(np.int32)))
         same(getd(sb, 24), np.sqrt(a))
         same(getd(sb, 26), 1 / a)
+        same(getd(sb, 28), 1 / np.sqrt(a))
     assert getd(sb, 16)[X == -0.75][0] == 0.25 and getd(sb, 14)[X == 2.5][0] == 2.0
 
 
@@ -208,3 +210,20 @@ def test_f64_buffers_and_provenance():
         ids = np.repeat(mp.ids["token"], mp.unit)[: 64 * n].reshape(64, n) if mp.unit > 1 else \
             mp.ids["token"].reshape(64, n)
         assert (ids == np.arange(64)[:, None]).all(), buf.name
+
+
+def test_f32_rsq_and_frexp():
+    x = np.array([4.0, 0.25, 2.0, 0.0, -0.0, np.inf, -1.0, np.nan, 1e-40, 3e38, 7.5, 1.0] * 6, np.float32)[:64]
+    x = np.resize(x, 64)
+    sb = Sandbox()
+    sb.v[1] = x.view(U32)
+    sb.run("v_rsq_f32_e32 v2, v1", "v_frexp_mant_f32_e32 v3, v1", "v_frexp_exp_i32_f32_e32 v4, v1")
+    with np.errstate(all="ignore"):
+        r = (1 / np.sqrt(x.astype(F64))).astype(np.float32)
+        m, e = np.frexp(x)
+    ok = ~np.isnan(r)
+    np.testing.assert_array_equal(sb.v.f32(2)[ok], r[ok])
+    assert np.isnan(sb.v.f32(2)[~ok]).all()
+    assert sb.v.f32(2)[0] == 0.5 and sb.v.f32(2)[3] == np.inf and sb.v.f32(2)[4] == -np.inf
+    np.testing.assert_array_equal(sb.v.f32(3)[~np.isnan(m)], m[~np.isnan(m)])
+    np.testing.assert_array_equal(sb.v[4].view(np.int32), np.where(np.isfinite(x), e, 0))

@@ -38,7 +38,7 @@ def test_run_writes_the_outputs_and_the_report(folder):
                         "--arg", "count=300", "-o", "result"], capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
-    assert "_Z5scalePfPKffi (scale.hip) on gfx942" in r.stdout and "findings: none" in r.stdout
+    assert "scale (_Z5scalePfPKffi) from scale.hip on gfx942" in r.stdout and "findings: none" in r.stdout
     assert np.array_equal(np.load("result/out.npy"), x * 0.5)
     assert not np.load("out.npy").any()                      # the input file is not written
     rep = json.loads(Path("result/report.json").read_text())
@@ -87,6 +87,13 @@ def test_check_lists_the_problems_and_exits_1(folder, capsys):
     assert "v_mfma_f32_32x32x8_f16 has no record on gfx936" in out and "dynamic stack" in out
 
 
+def test_inspect_takes_your_own_source(folder, capsys):
+    assert main(["hip", "inspect", "pv_scaled.hip", "--arch", "gfx936"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("pv_scaled.hip for gfx936: ") and "gfx936 stand-in" in out
+    assert "-D__gfx936__=1" in out and "matrix: 2 v_mfma_i32_16x16x32_i8" in out
+
+
 def test_usage_errors_are_one_line(folder, capsys):
     assert main(["hip", "run", "scale.hip", "--kernel", "scale", "--grid", "0", "--block", "64"]) == 2
     assert "--grid '0': expected 1 to 3 positive integers" in capsys.readouterr().err
@@ -126,7 +133,7 @@ def test_the_readme_section_is_true(folder, capsys):
     (cmd,) = re.findall(r"```bash\n(gfxsim hip run .*?)\n```", sec, re.S)
     assert main(shlex.split(cmd)[1:]) == 0
     out = capsys.readouterr().out
-    for line in re.findall(r"```\n(_Z9pv_scaled.*?)```", sec, re.S)[0].splitlines():
+    for line in re.findall(r"```\n(pv_scaled \(.*?)```", sec, re.S)[0].splitlines():
         head = line.split("(...)")[0].split(", ...")[0].strip()
         assert head in out, head
     (py,) = re.findall(r"```python\n(.*?)```", sec, re.S)

@@ -133,6 +133,17 @@ def test_a_header_debians_hip_lacks_is_named(folder):
     Path("own.hip").write_text('#include "mine.h"\n__global__ void k(float* o) {}\n')
     with pytest.raises(BuildError, match="own.hip includes <mine.h>.*--include DIR"):
         compile_source("own.hip")
+    Path("inc").mkdir()
+    Path("inc/mine.h").write_text("#define SCALE 3.0f\n")
+    Path("own.hip").write_text('#include <hip/hip_runtime.h>\n#include "mine.h"\n'
+                               "__global__ void k(float* o) { o[threadIdx.x] = SCALE; }\n")
+    out = hip.run("own.hip", "k", 1, 64, include=["inc"], o=np.zeros(64, np.float32)).outputs["o"]
+    assert (out == 3).all()
+    Path("inc/mine.h").write_text("#define SCALE 4.0f\n")        # the header is part of the cache key
+    out = hip.run("own.hip", "k", 1, 64, include=["inc"], o=np.zeros(64, np.float32)).outputs["o"]
+    assert (out == 4).all()
+    b = compile_source("own.hip", include=["inc"], flags=["-ffast-math"])
+    assert b.rebuilt and "-ffast-math" in b.command
 
 
 def test_check_lists_every_problem_before_anything_runs(folder):
@@ -200,3 +211,58 @@ def test_gfx90a_sources_compile_and_run_once_the_launch_sets_them_up(folder):
         return
     res, run, _ = hip.run("scale.hip", "scale", 2, 64, arch="gfx90a", **args)
     assert np.array_equal(res["out"], args["x"] * 2) and run.findings == []
+
+
+def test_the_isa_version_rule_is_debians():
+    """__oclc_ISA_version = major*1000 + minor*100 + stepping, as in each of Debian's libraries
+    (read back with llvm-dis), so the gfx941/gfx942 ones built here follow the same rule."""
+    import re
+    import subprocess
+
+    from gfxsim.hip.devicelibs import debian_bitcode, isa_version
+    from gfxsim.hip.toolchain import ToolchainError
+    dis = shutil.which("llvm-dis-19")
+    try:
+        libs = sorted(debian_bitcode().glob("oclc_isa_version_9*.bc"))
+    except ToolchainError as e:
+        pytest.skip(str(e))
+    if dis is None or not libs:
+        pytest.skip("needs llvm-dis-19 and Debian's rocm-device-libs")
+    assert isa_version("gfx942") == ("942", 9402) and isa_version("gfx90a") == ("90a", 9010)
+    for lib in libs:
+        text = subprocess.run([dis, "-o", "-", str(lib)], capture_output=True, text=True, check=True).stdout
+        value = int(re.search(r"@__oclc_ISA_version = .* i32 (\d+)", text).group(1))
+        assert isa_version("gfx" + lib.stem.rpartition("_")[2]) == (lib.stem.rpartition("_")[2], value), lib
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_gfx936s_16_bit_mmac_builtins_run_as_v_mmac(folder, dtype):
+    """Each MMAC builtin of gfx936's records (here the f16 and bf16 ones) compiles in a kernel's
+    __gfx936__ branch and runs as its v_mmac with the jump layout; the gfx942 branch as v_mfma."""
+    import ml_dtypes
+    rng = np.random.default_rng(2)
+    a, b = (rng.integers(-8, 8, (16, 16)).astype(np.float32) / 4 for _ in range(2))   # exact in both types
+    t = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
+    args = dict(a=a.astype(t).view(np.int64), bt=np.ascontiguousarray(b.T).astype(t).view(np.int64),
+                d=np.zeros(256, np.float32))
+    for arch, op in (("gfx936", "v_mmac"), ("gfx942", "v_mfma")):
+        res, run, _ = hip.run("mm16.hip", "mm16", 1, 64, arch=arch, defines=["BF16"] if dtype == "bf16" else [],
+                              **args)
+        assert {m.op for m in run.mmacs()} == {f"{op}_f32_16x16x16_{dtype}"}
+        assert np.array_equal(res["d"].reshape(16, 16), a @ b), arch
+
+
+def test_a_buffers_expected_coverage_and_unwritten_bytes_travel(folder):
+    """A Buffer argument keeps what it declares: out.expect(...) gives token-coverage findings
+    (each output element consumes all 64 tokens, so a 32-token expectation is broken); the
+    caller's Buffer (made with Buffer.empty: every byte unwritten) is copied, not written."""
+    from gfxsim import Buffer
+    p, v, s = pv_inputs()
+    tagged = {k: t for k, t in TAGS.items() if k != "s_tok"}
+    good = Buffer.empty("out", (256,), "f32").expect("token", 0, 64)
+    run = hip.run("pv_scaled.hip", "pv_scaled", 1, 64, tags=tagged, p=p, v=v, s_tok=s, out=good).run
+    assert run.findings_of("token-coverage") == []
+    bad = Buffer.empty("out", (256,), "f32").expect("token", 0, 32)
+    run = hip.run("pv_scaled.hip", "pv_scaled", 1, 64, tags=tagged, p=p, v=v, s_tok=s, out=bad).run
+    assert run.findings_of("token-coverage")
+    assert bad.written is not None and not bad.written.any()             # the caller's Buffer is not written

@@ -1,8 +1,8 @@
 """Small HIP kernels of 16-bit, fp8 and binary64 arithmetic, compiled with clang-19 (-nogpuinc
 -nogpulib, as the twins) and run end to end on the asm front end against numpy: an f16
 matrix-vector product accumulating in fp32 (fma_mix / cvt, v_cvt_f16_f32), packed f16 math and
-packs, 16-bit integer ops, fp8/bf8 round trips, and binary64 division, sqrt, rounding and
-conversions."""
+packs, 16-bit integer ops, fp8/bf8 round trips, bf16 arithmetic (clang's integer rounding),
+integer-to-half conversions, and binary64 division, sqrt, rounding and conversions."""
 import numpy as np
 import pytest
 from support import need_toolchain
@@ -38,6 +38,12 @@ extern "C" __global__ void hpack(const float* a, uint32_t* out, half* o2) {
   o2[i] = s * (half)3.0f;
 }
 
+// two fp32 rounded to halves and packed into one word, nothing else
+extern "C" __global__ void topack(const float* a, half2* out) {
+  const int i = TID;
+  out[i] = half2{(half)a[2 * i], (half)a[2 * i + 1]};
+}
+
 extern "C" __global__ void hops(const uint16_t* a, const short* b, uint16_t* o) {
   const int i = TID;
   uint16_t u = a[i];
@@ -56,6 +62,34 @@ extern "C" __global__ void fp8(const float* a, uint32_t* o, float* back) {
   float2 p = __builtin_amdgcn_cvt_pk_f32_fp8(w, false);
   back[4 * i + 2] = p.x;
   back[4 * i + 3] = p.y;
+}
+
+// bf16 arithmetic has no ALU of its own: clang widens to fp32 with shifts and rounds back with
+// integer ops (v_bfe_u32, v_add3_u32, a NaN select)
+extern "C" __global__ void bfk(const __bf16* a, const __bf16* b, __bf16* c, float* d) {
+  const int i = TID;
+  __bf16 x = a[i], y = b[i];
+  c[i] = x * y + x;
+  d[i] = (float)x - (float)y;
+  c[64 + i] = (__bf16)((float)x / 3.0f);
+}
+
+typedef half half4 __attribute__((ext_vector_type(4)));
+extern "C" __global__ void h4(const half4* a, const half4* b, half4* c, float* s) {
+  const int i = TID;
+  half4 x = a[i], y = b[i];
+  half4 z = __builtin_elementwise_max(x * y - x, y);
+  c[i] = z;
+  float acc = 0;
+  for (int k = 0; k < 4; ++k) acc += (float)z[k] * (float)x[k];
+  s[i] = acc;
+}
+
+// integers to binary16 (v_cvt_f16_i16 / _u16 / through fp32) and to bf16
+extern "C" __global__ void cvh(const int* a, const short* b, half* h, __bf16* o) {
+  const int i = TID;
+  h[i] = (half)a[i] + (half)b[i] + (half)(unsigned short)b[i];
+  o[i] = (__bf16)(float)a[i];
 }
 
 extern "C" __global__ void dmath(const double* a, const double* b, double* c, float* f, int* ni) {
@@ -164,3 +198,53 @@ def test_double_division_sqrt_rounding_and_conversions(kernels):
     with np.errstate(invalid="ignore"):
         whole = np.clip(np.trunc(a), -2.0 ** 31, 2.0 ** 31 - 1).astype(np.int64).astype(np.int32)
     np.testing.assert_array_equal(out["ni"], whole + (a < b) + ni)
+
+
+def test_bf16_through_integer_ops_and_half4_math(kernels):
+    import ml_dtypes
+    bf = ml_dtypes.bfloat16
+    rng = np.random.default_rng(3)
+    a, b = ((rng.standard_normal(64) * 3).astype(bf) for _ in range(2))
+    out = _run(kernels, "bfk", a=a.view(np.uint16), b=b.view(np.uint16), c=np.zeros(128, np.uint16),
+               d=np.zeros(64, np.float32))
+    x, y = a.astype(np.float32), b.astype(np.float32)
+    np.testing.assert_array_equal(out["c"][:64], (x * y + x).astype(bf).view(np.uint16))   # fp32 fma, then RNE
+    np.testing.assert_array_equal(out["c"][64:], (x / np.float32(3)).astype(bf).view(np.uint16))
+    np.testing.assert_array_equal(out["d"], x - y)
+    ha, hb = (rng.standard_normal(256).astype(np.float16) for _ in range(2))
+    out = _run(kernels, "h4", a=ha, b=hb, c=np.zeros(256, np.float16), s=np.zeros(64, np.float32))
+    z = np.maximum((ha.astype(np.float64) * hb - ha).astype(np.float16), hb)                # v_pk_fma_f16
+    np.testing.assert_array_equal(out["c"], z)
+    prod = (z.astype(np.float32) * ha.astype(np.float32)).reshape(64, 4)
+    acc = np.zeros(64, np.float32)
+    for k in range(4):
+        acc = (acc.astype(np.float64) + prod[:, k]).astype(np.float32)
+    np.testing.assert_array_equal(out["s"], acc)
+
+
+def test_integers_to_half_and_bf16(kernels):
+    import ml_dtypes
+    rng = np.random.default_rng(4)
+    a = rng.integers(-70000, 70000, 64).astype(np.int32)
+    b = rng.integers(-32768, 32767, 64).astype(np.int16)
+    a[:3] = [65519, 65520, -70000]
+    out = _run(kernels, "cvh", a=a, b=b, h=np.zeros(64, np.float16), o=np.zeros(64, np.uint16))
+    with np.errstate(over="ignore"):
+        want = (a.astype(np.float16) + b.astype(np.float16)) + b.view(np.uint16).astype(np.float16)
+    np.testing.assert_array_equal(out["h"].view(np.uint16), want.view(np.uint16))
+    np.testing.assert_array_equal(out["o"], a.astype(np.float32).astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+def test_compiled_packs_put_each_token_in_its_half(kernels):
+    """Tags on the fp32 inputs: each half of the packed output carries its own input's token."""
+    a = np.linspace(-3, 3, 128).astype(np.float32)
+    out = Buffer.empty("out", (64,), np.uint32)
+    run = run_asm(kernels.kernel("topack"), grid=(1,), block=64,
+                  args={"a": Buffer("a", a, {"token": np.arange(128)}), "out": out})
+    assert run.findings == []
+    np.testing.assert_array_equal(out.array, a.astype(np.float16).view(np.uint16).reshape(64, 2).astype(np.uint32)
+                                  @ np.array([1, 1 << 16], np.uint32))
+    mp = out.prov
+    ids = (np.repeat(mp.ids["token"], mp.unit) if mp.unit > 1 else mp.ids["token"].reshape(-1))[:256].reshape(64, 4)
+    lane = np.arange(64)[:, None]
+    assert (ids == np.concatenate([np.repeat(2 * lane, 2, 1), np.repeat(2 * lane + 1, 2, 1)], 1)).all(), ids[1]

@@ -316,6 +316,21 @@ def test_a_bad_dtype_string_is_a_value_error_naming_it(bad):
             launch(c, arch="gfx942")
 
 
+def test_f64_is_a_register_type_without_arithmetic_in_python():
+    """f64 values load and store as VGPR pairs (as the asm front end's binary64 ops need); the
+    Python front end has no binary64 instruction, and says so by name."""
+    a = Buffer("a", np.arange(8, dtype=np.float64) * 1.5)
+    out = Buffer.empty("out", (64,), "f64")
+
+    def k(w):
+        w.global_store(out, w.lane_id * 8, w.global_load(a, (w.lane_id % 8) * 8, 8, "f64"))
+    launch(k, arch="gfx942")
+    assert (out.array == np.tile(np.arange(8) * 1.5, 8)).all()
+    from gfxsim.machine.ops import UnknownOperation
+    with pytest.raises(UnknownOperation, match="no instruction converts i32 to f64"):
+        launch(lambda w: w.lane_id.to("f64"), arch="gfx942")
+
+
 def test_buffer_empty_speaks_the_isa_vocabulary_too():
     assert Buffer.empty("o", (4,), "i8").array.dtype == np.int8
     assert Buffer.empty("o", (4,), "f32").array.dtype == np.float32
