@@ -46,9 +46,11 @@ class DsOps:
         if self.machine.check_races and self.wg.num_waves > 1:
             races = lds.races if lds.races is not None else lds.race_tracker()
             same = self._unchanged(region, r2, a2, nbytes, value) if value is not None else None
-            # the tracker's shared row only while every member's duplicate-store lanes agree too
-            alike = uniform and (same is None or bool((same == same[0]).all()))
-            hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, alike, same)
+            if same is not None and uniform:
+                # one access for every member: a lane is a duplicate store where it is one in every
+                # member (the shared race row stays shared; replicated data repeats in every member)
+                same = np.broadcast_to(same.all(axis=0), same.shape)
+            hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform, same)
             for m in np.nonzero(hl >= 0)[0].tolist():
                 reg, off = lds.region_at(int(ha[m]))
                 where = reg.describe(off) if reg is not None else str(int(ha[m]))
