@@ -14,8 +14,7 @@ keep data replicated across waves and let every copy store it (Triton's cross-wa
 tensor smaller than the workgroup), and the result is the same in either order. Such a write is
 still checked against other waves' reads and recorded (a later read by another wave in the epoch
 races with it). An access never races with itself: its hits are found against the state before it.
-Waves are numbered 0..63 within a workgroup (the reader
-mask is 64 bits).
+Waves are numbered 0..63 within a workgroup (the reader mask is 64 bits).
 The semantics are those of ``lds_track`` in memory.py (one wave, one member), member by member.
 """
 from __future__ import annotations
