@@ -131,13 +131,18 @@ def run(kernel, grid, *args, num_warps: int = 4, num_stages: int | None = None, 
     without the launch's alignment and pointer-range specialisation. ``trace``, ``provenance``,
     ``batch`` (or ``launch_options=``, a LaunchOptions) as run_asm takes them. Returns (outputs by
     parameter name, Run, Kernel)."""
-    from ..asm.run import run_asm
+    from ..asm.inspect import check_kernel
+    from ..asm.run import AsmError, run_asm
     from ..hip.door import Launched, bind
     from ..machine.memory import Buffer
     fn, params, compiled = compile_for(kernel, args, kwargs, num_warps=num_warps, num_stages=num_stages,
                                        plain=plain, options=compile_options)
     k = load(compiled)
     meta = compiled.metadata
+    problems = check_kernel(k, "gfx942")
+    if problems:                      # all at once, before anything runs (as the HIP door does)
+        raise AsmError(f"{k.name} ({compiled.asm}) cannot run on the asm front end: " + "; ".join(
+            f"{p.kind}{' line ' + str(p.line) if p.line else ''}: {p.text}" for p in problems))
     dims = grid_of(grid, params, meta)
     values = {n: scalar(params[n], compiled.signature[n], n) for n in compiled.runtime}
     programs = int(np.prod(dims))

@@ -172,3 +172,12 @@ def test_batched_programs_with_replicated_reductions_equal_one_at_a_time():
     for out, run, _ in outs:
         np.testing.assert_allclose(out["out_ptr"], x.sum(1))
         assert run.findings == []
+
+
+def test_what_the_front_end_cannot_run_is_listed_before_anything_runs(monkeypatch):
+    from gfxsim.asm import semantics
+    from gfxsim.asm.run import AsmError
+    monkeypatch.delitem(semantics.OPS, "v_add_f32")
+    x = np.zeros(256, np.float32)
+    with pytest.raises(AsmError, match=r"cannot run on the asm front end: .*v_add_f32"):
+        gt.run(ks.add, (1,), x, x, x, 256, BLOCK=256)
