@@ -39,6 +39,8 @@ RULES = (
     Rule("gfxsim", "kernels_py"),
     Rule("gfxsim", "visualize"),
     Rule("gfxsim", "bench"),
+    Rule("gfxsim", "kernels_triton"),         # the Triton kernels are users of gfxsim.triton
+    Rule("kernels_py", "kernels_triton"),
     Rule("gfxsim.arch", "gfxsim.machine"),     # the records are the ground floor
     Rule("gfxsim.arch", "gfxsim.isa"),
     Rule("gfxsim.arch", "gfxsim.asm"),

@@ -12,7 +12,7 @@ def need_triton():
     except ImportError as e:
         if os.environ.get("GFXSIM_REQUIRE_TRITON"):
             pytest.fail(f"GFXSIM_REQUIRE_TRITON is set but triton cannot be imported: {e}")
-        pytest.skip(f"triton is not installed ({e}): pip install 'gfxsim[triton]'")
+        pytest.skip(f"triton is not installed ({e}): pip install 'gfxsim[triton]'", allow_module_level=True)
     return triton
 
 

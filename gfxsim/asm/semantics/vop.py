@@ -809,7 +809,4 @@ def v_pk_mov_b32(st, d):
         st.vwrite_value(dst.file, dst.first, VGPRs(st.w, np.stack([lo, hi]), "u32", prov, regs=(dst.first, 2)))
 
 
-# shared with the 16-bit, binary64 and fp8 families (vop16, vop64, cvt8)
-value_of, put_prov, sdwa_dst, sdwa_dst_prov = _value, _put_prov, _sdwa_dst, _sdwa_dst_prov
-
-__all__ = ["VALU", "OPS", "put_prov", "sdwa_dst", "sdwa_dst_prov", "value_of"]
+__all__ = ["VALU", "OPS"]

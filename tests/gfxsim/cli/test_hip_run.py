@@ -79,12 +79,12 @@ def test_check_lists_the_problems_and_exits_1(folder, capsys):
     text = compile_source("scale.hip").asm.read_text()
     Path("bad.s").write_text(text.replace("\ts_endpgm", "\tv_qsad_pk_u16_u8 v[0:1], v[2:3], v4, v[6:7]\n"
                                           "\tv_mfma_f32_32x32x8_f16 v[0:15], v[0:1], v[2:3], 0\n\ts_endpgm", 1)
-                             .replace(".amdhsa_uses_dynamic_stack 0", ".amdhsa_uses_dynamic_stack 1"))
+                             .replace(".amdhsa_system_sgpr_workgroup_info 0", ".amdhsa_system_sgpr_workgroup_info 1"))
     assert main(["hip", "check", "bad.s", "--arch", "gfx936"]) == 1
     out = capsys.readouterr().out
     assert "_Z5scalePfPKffi: 3 problem(s) for gfx936" in out
     assert "instruction line" in out and "v_qsad_pk_u16_u8 (no semantics)" in out
-    assert "v_mfma_f32_32x32x8_f16 has no record on gfx936" in out and "dynamic stack" in out
+    assert "v_mfma_f32_32x32x8_f16 has no record on gfx936" in out and "workgroup info" in out
 
 
 def test_inspect_takes_your_own_source(folder, capsys):

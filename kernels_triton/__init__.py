@@ -1,0 +1,1 @@
+"""Kernels written in Triton, each with its numpy reference, run on gfxsim's asm front end."""
