@@ -116,7 +116,7 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
 
 def _src_values(st, d, srcs):
     """Each source as a back-end value; an SDWA byte/word select keeps the selected bytes' identity."""
-    vals = [_value(st, o) for o in srcs]
+    vals = [value_of(st, o) for o in srcs]
     if d.enc == "sdwa":
         for k, (o, v) in enumerate(zip(srcs, vals)):
             sel = d.ops.mods.get(f"src{k}_sel", "DWORD")
@@ -264,7 +264,7 @@ def _sdwa_src(st, d, k, o, t):
     return x.view(I32) if t == "i32" else x
 
 
-def _sdwa_dst(st, d, dst, r):
+def sdwa_dst(st, d, dst, r):
     sel = d.ops.mods.get("dst_sel", "DWORD")
     if sel == "DWORD":
         return r
@@ -282,7 +282,7 @@ def _sdwa_dst(st, d, dst, r):
     return np.where(top.astype(bool), field | above, field).astype(U32)
 
 
-def _sdwa_dst_prov(st, d, dst, prov):
+def sdwa_dst_prov(st, d, dst, prov):
     """A partial-word SDWA destination routes bytes like its value: the result's low bytes land in
     the selected field; the bytes around it carry nothing (UNUSED_PAD: zero), the field's top
     byte's identity (UNUSED_SEXT) or the old register's bytes (UNUSED_PRESERVE)."""
@@ -334,9 +334,9 @@ def _valu(name, types, fn):
         keep = dequant.fresh(st, srcs[0]) if name in dequant.KEEPS and not sdwa else None
         prov = _result_prov(st, d, name, srcs)
         if sdwa:
-            r = _sdwa_dst(st, d, dst, r)
+            r = sdwa_dst(st, d, dst, r)
             if d.ops.mods.get("dst_sel", "DWORD") != "DWORD" and prov is not None:
-                prov = _sdwa_dst_prov(st, d, dst, prov)
+                prov = sdwa_dst_prov(st, d, dst, prov)
         if prov is None:
             put(st, dst, r, decided=True)
         else:
@@ -362,7 +362,7 @@ def v_fmac_f32(st, d):
     else:
         with np.errstate(all="ignore"):
             r = (x * y + acc).astype(F32)
-    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", (a, b, dst)))
+    put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", (a, b, dst)))
 
 
 @op("v_fmamk_f32", "v_fmaak_f32", "v_madmk_f32", "v_madak_f32")
@@ -378,7 +378,7 @@ def v_fma_k_f32(st, d):
     else:
         with np.errstate(all="ignore"):
             r = (x * y + z).astype(F32)
-    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", srcs))
+    put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", srcs))
 
 
 @op("v_nop")
@@ -413,14 +413,14 @@ def _valu_sdwa_mov(st, d):
     destination field, with the old register's bytes around it where dst_unused preserves them."""
     no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel"))
     dst, src = d.ops[0], d.ops[1]
-    r = _sdwa_dst(st, d, dst, _sdwa_src(st, d, 0, src, "u32"))
+    r = sdwa_dst(st, d, dst, _sdwa_src(st, d, 0, src, "u32"))
     prov = None
     if st.w.provenance and src.kind == "reg" and src.file in "va":
         prov = _src_values(st, d, [src])[0].prov
         if prov is not None and d.ops.mods.get("dst_sel", "DWORD") != "DWORD":
-            prov = _sdwa_dst_prov(st, d, dst, prov)
+            prov = sdwa_dst_prov(st, d, dst, prov)
         elif prov is None and d.ops.mods.get("dst_unused") == "UNUSED_PRESERVE":
-            prov = _sdwa_dst_prov(st, d, dst, Prov(1, {}))
+            prov = sdwa_dst_prov(st, d, dst, Prov(1, {}))
     if prov is None:
         put(st, dst, r, decided=True)
     else:
@@ -478,12 +478,12 @@ def v_perm_b32(st, d):
     for o in (s0, s1):
         if o.neg or o.abs or o.sext:
             raise st.error(f"modifier on {o.text}: v_perm_b32 takes plain 32-bit sources")
-    a, b = (_value(st, o) for o in (s0, s1))
+    a, b = (value_of(st, o) for o in (s0, s1))
     r = st.w.perm(a, b, VGPRs(st.w, u32(st, sel)[None, :].copy(), "u32", literal=True))
     st.vwrite_value(dst.file, dst.first, r)
 
 
-def _put_prov(st, dst, words, prov):
+def put_prov(st, dst, words, prov):
     """Write one register's words with ``prov`` (None: no identity)."""
     if prov is None:
         put(st, dst, words, decided=True)
@@ -492,7 +492,7 @@ def _put_prov(st, dst, words, prov):
                                                    regs=(dst.first, 1)))
 
 
-def _value(st, o) -> VGPRs:
+def value_of(st, o) -> VGPRs:
     """A 32-bit source as a back-end value: a VGPR with its provenance (a -/|| modifier changes
     the sign bit, not whose value it is), else the plain word."""
     if o.kind == "reg" and o.file in "va":
@@ -587,8 +587,8 @@ def _carry(name, fn, has_in):
         r, c = fn(x, y, cin)
         prov = None         # an add or subtract: the rule of the 32-bit one without carry
         if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
-            prov = arith_prov(st, "v_sub_u32" if "sub" in name else "v_add_u32", [_value(st, a), _value(st, b)])
-        _put_prov(st, dst, (r & 0xFFFFFFFF).astype(U32), prov)
+            prov = arith_prov(st, "v_sub_u32" if "sub" in name else "v_add_u32", [value_of(st, a), value_of(st, b)])
+        put_prov(st, dst, (r & 0xFFFFFFFF).astype(U32), prov)
         sdst_mask(st, cout, c & st.exec)
     return run
 
@@ -615,19 +615,19 @@ def v_cndmask_b32(st, d):
         x, y = f32(st, a).view(U32), f32(st, b).view(U32)
     prov = None
     if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
-        va, vb = _src_values(st, d, (a, b)) if sdwa else (_value(st, a), _value(st, b))
+        va, vb = _src_values(st, d, (a, b)) if sdwa else (value_of(st, a), value_of(st, b))
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
             prov = Prov.select(st.w.pcols(mask[None, :], "a v_cndmask_b32 mask"),   # a byte move: per byte
                                None if vb.prov is None else vb.prov.per_byte(),
                                None if va.prov is None else va.prov.per_byte(), (4, st.w.pw))
     r = isa.entry("v_cndmask_b32").fn(x, y, mask)
     if sdwa:
-        r = _sdwa_dst(st, d, dst, r)
+        r = sdwa_dst(st, d, dst, r)
         if d.ops.mods.get("dst_sel", "DWORD") != "DWORD" and (prov is not None or (
                 st.w.provenance and d.ops.mods.get("dst_unused") == "UNUSED_PRESERVE"
                 and st.vread(dst.file, dst.first, 1).prov is not None)):
-            prov = _sdwa_dst_prov(st, d, dst, prov if prov is not None else Prov(1, {}))
-    _put_prov(st, dst, r, prov)
+            prov = sdwa_dst_prov(st, d, dst, prov if prov is not None else Prov(1, {}))
+    put_prov(st, dst, r, prov)
 
 
 # -- compares: v_cmp[x]_<op>_<type>, the table's "cmp" entries ----------------------------------------
@@ -668,7 +668,7 @@ def v_div_scale_f32(st, d):
     no_mods(st, d)
     dst, sd, a, b, c = d.ops.positional
     r, vcc = isa.entry("v_div_scale_f32").fn(f32(st, a), f32(st, b), f32(st, c))
-    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_scale_f32", (a,)))      # S0, scaled
+    put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_scale_f32", (a,)))      # S0, scaled
     sdst_mask(st, sd, vcc & st.exec)
 
 
@@ -687,7 +687,7 @@ def v_div_fmas_f32(st, d):
         raise st.error("v_div_fmas_f32 with VCC set (a quotient div_scale scaled on one side: operands 2^96 "
                        "apart, a denominator above 2^126 or a subnormal quotient) is not modelled",
                        lane=int(np.argmax(vcc)))
-    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_fmas_f32", (a, b, c)))
+    put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_fmas_f32", (a, b, c)))
 
 
 @op("v_div_fixup_f32")
@@ -699,7 +699,7 @@ def v_div_fixup_f32(st, d):
     if under.any():
         raise st.error("v_div_fixup_f32: a quotient below 2^-150 (the ISA's underflow case) is not modelled",
                        lane=int(np.argmax(under)))
-    _put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_fixup_f32", (a, b, c)))
+    put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_fixup_f32", (a, b, c)))
 
 
 # -- packed fp32 (gfx940 VOP3P on register pairs) ------------------------------------------------------
