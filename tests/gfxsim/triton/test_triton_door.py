@@ -181,3 +181,13 @@ def test_what_the_front_end_cannot_run_is_listed_before_anything_runs(monkeypatc
     x = np.zeros(256, np.float32)
     with pytest.raises(AsmError, match=r"cannot run on the asm front end: .*v_add_f32"):
         gt.run(ks.add, (1,), x, x, x, 256, BLOCK=256)
+
+
+def test_trace_events_name_the_assembly_and_the_triton_line():
+    x = np.zeros(256, np.float32)
+    _, run, _ = gt.run(ks.add, (1,), x, x, x, 256, BLOCK=256, trace=True)
+    lines = open(ks.__file__).read().splitlines()
+    loads = [e.source for e in run.trace.events if "buffer_load" in str(e.op)]
+    assert loads and all(" <- triton_small.py:" in s for s in loads)
+    named = {lines[int(s.rsplit(":", 1)[1]) - 1].strip() for s in loads}
+    assert named == {"x = tl.load(x_ptr + offs, mask=m)", "y = tl.load(y_ptr + offs, mask=m)"}
