@@ -82,7 +82,7 @@ def grid_of(grid, params: dict, meta: dict) -> tuple[int, ...]:
 
 
 # Triton's scalar parameter types and the numpy type of their kernel argument bytes
-_SCALARS = {"i1": np.int32, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u1": np.int32,
+_SCALARS = {"i1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u1": np.uint8,
             "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "fp16": np.float16,
             "bf16": np.uint16, "fp32": np.float32, "fp64": np.float64}
 

@@ -191,3 +191,12 @@ def test_trace_events_name_the_assembly_and_the_triton_line():
     assert loads and all(" <- triton_small.py:" in s for s in loads)
     named = {lines[int(s.rsplit(":", 1)[1]) - 1].strip() for s in loads}
     assert named == {"x = tl.load(x_ptr + offs, mask=m)", "y = tl.load(y_ptr + offs, mask=m)"}
+
+
+@pytest.mark.parametrize("neg", [True, False])
+def test_scalars_take_their_triton_types_bytes(neg):
+    x = np.arange(64, dtype=np.float32)
+    out, _, k = gt.run(ks.scaled, (1,), x, np.zeros_like(x), neg, np.float64(0.5), 4294967296 + 3, BLOCK=64)
+    sizes = {a.name: a.size for a in k.program.abi.args}
+    assert (sizes["neg"], sizes["h"], sizes["big"]) == (1, 4, 8)
+    np.testing.assert_array_equal(out["y_ptr"], (-x if neg else x) * 0.5 + 3)
