@@ -83,3 +83,13 @@ def scaled(x_ptr, y_ptr, neg, h, big, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     tl.store(y_ptr + offs, tl.where(neg, -x, x) * h + (big - 4294967296).to(tl.float32))
+
+
+@triton.jit
+def maybe_bias(x_ptr, b_ptr, y_ptr, n, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if b_ptr is not None:
+        x += tl.load(b_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, x, mask=m)

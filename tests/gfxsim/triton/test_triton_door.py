@@ -200,3 +200,16 @@ def test_scalars_take_their_triton_types_bytes(neg):
     sizes = {a.name: a.size for a in k.program.abi.args}
     assert (sizes["neg"], sizes["h"], sizes["big"]) == (1, 4, 8)
     np.testing.assert_array_equal(out["y_ptr"], (-x if neg else x) * 0.5 + 3)
+
+
+def test_a_grid_callable_defaults_and_a_none_pointer_as_triton_takes_them():
+    import triton
+    n = 300
+    x, b = np.arange(n, dtype=np.float32), np.full(n, 0.25, np.float32)
+    grid = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)
+    out, run, k = gt.run(ks.maybe_bias, grid, x, b, np.zeros(n, np.float32), n)
+    np.testing.assert_array_equal(out["y_ptr"], x + b)
+    assert tuple(run.grid)[0] == 3                      # BLOCK's default, 128
+    out, run, k = gt.run(ks.maybe_bias, grid, x, None, np.zeros(n, np.float32), n)
+    np.testing.assert_array_equal(out["y_ptr"], x)
+    assert "b_ptr" not in [a.name for a in k.program.abi.args]       # None: a constant to Triton
