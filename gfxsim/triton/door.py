@@ -29,26 +29,33 @@ if TYPE_CHECKING:
     from ..asm.parse import Kernel
     from ..hip.door import Launched
 
-# the pointers Triton's AMD launcher passes after the kernel's own arguments, in order, each with
-# the metadata key of its per-program byte size (present from the triton release that added it)
-HIDDEN_POINTERS = (("global_scratch", "global_scratch_size", "global_scratch_align"),
-                   ("profile_scratch", "profile_scratch_size", "profile_scratch_align"))
+# the pointers Triton's AMD launcher passes after the kernel's own arguments, in order, with the
+# metadata keys of their per-program byte size: global_scratch (triton 3.3 on), profile_scratch
+# (3.6 on). Which a kernel takes is read from its argument count (3.6's metadata has no
+# global_scratch_size, yet its kernels take both); a size the metadata lacks is 0.
+HIDDEN_POINTERS = (("global_scratch", "global_scratch_size"), ("profile_scratch", "profile_scratch_size"))
 
 
-def hidden_pointers(meta: Mapping) -> tuple[str, ...]:
-    """The hidden pointers this triton's kernels take (by its metadata's keys)."""
-    return tuple(name for name, size, _ in HIDDEN_POINTERS if size in meta)
+def hidden_pointers(kernel: Kernel, compiled: Compiled) -> tuple[str, ...]:
+    """The names of the pointers Triton appended to ``kernel``'s arguments (every argument after
+    the JIT function's runtime parameters); more than Triton appends, or one not a pointer, is an
+    error naming the arguments."""
+    args = list(kernel.metadata.get(".args", []))
+    extra = args[len(compiled.runtime):]
+    names = tuple(name for name, _ in HIDDEN_POINTERS[:len(extra)])
+    if len(args) < len(compiled.runtime) or len(extra) > len(HIDDEN_POINTERS) or \
+            any(a.get(".value_kind") != "global_buffer" for a in extra):
+        raise ArgumentError(f"{compiled.name}: the compiled kernel takes {len(args)} arguments; the JIT signature "
+                            f"without constants gives {len(compiled.runtime)} ({', '.join(compiled.runtime)}), and "
+                            f"triton appends at most the pointers {', '.join(n for n, _ in HIDDEN_POINTERS)}")
+    return names
 
 
 def named_kernel(kernel: Kernel, compiled: Compiled) -> Kernel:
     """``kernel`` with its metadata's arguments named: the runtime parameters, then the hidden
-    pointers; a count that does not match is an error naming both lists."""
-    args = list(kernel.metadata.get(".args", []))
-    names = [*compiled.runtime, *hidden_pointers(compiled.metadata)]
-    if len(args) != len(names):
-        raise ArgumentError(f"{compiled.name}: the compiled kernel takes {len(args)} arguments, but the JIT signature "
-                            f"without constants and triton's hidden pointers give {len(names)}: {', '.join(names)}")
-    named = [{**a, ".name": n} for a, n in zip(args, names)]
+    pointers."""
+    names = [*compiled.runtime, *hidden_pointers(kernel, compiled)]
+    named = [{**a, ".name": n} for a, n in zip(kernel.metadata.get(".args", []), names)]
     return dataclasses.replace(kernel, metadata={**kernel.metadata, ".args": named})
 
 
@@ -146,10 +153,10 @@ def run(kernel, grid, *args, num_warps: int = 4, num_stages: int | None = None, 
     dims = grid_of(grid, params, meta)
     values = {n: scalar(params[n], compiled.signature[n], n) for n in compiled.runtime}
     programs = int(np.prod(dims))
-    for name, size, align in HIDDEN_POINTERS:
-        if size in meta:
-            nbytes = int(meta[size] or 0) * programs
-            values[name] = np.zeros(nbytes, np.uint8) if nbytes else None
+    sizes = dict(HIDDEN_POINTERS)
+    for a in k.program.abi.args[len(compiled.runtime):]:
+        nbytes = int(meta.get(sizes[a.name]) or 0) * programs
+        values[a.name] = np.zeros(nbytes, np.uint8) if nbytes else None
     views = {n: v.dtype for n, v in values.items() if _opaque(v)}
     bound = bind(k, {n: _bits(v) if n in views else v for n, v in values.items()}, tags)
     extra = {n: v for n, v in (("trace", trace), ("provenance", provenance), ("batch", batch)) if v is not None}

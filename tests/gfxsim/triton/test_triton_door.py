@@ -41,10 +41,10 @@ def test_plain_form_uses_global_memory_instructions():
 def test_arguments_are_named_after_the_jit_signature_without_constants():
     x = np.zeros(256, np.float32)
     _, _, compiled = compile_for(ks.add, (x, x, x, 256), {"BLOCK": 256})
-    names = [a.name for a in gt.door.load(compiled).program.abi.args]
+    kernel = gt.door.load(compiled)
+    names = [a.name for a in kernel.program.abi.args]
     assert names[:4] == ["x_ptr", "y_ptr", "out_ptr", "n"]
-    assert names[4:] == list(hidden_pointers(compiled.metadata))
-    assert names[4:] == ["global_scratch", "profile_scratch"][:len(names) - 4]
+    assert names[4:] == list(hidden_pointers(kernel, compiled)) == ["global_scratch", "profile_scratch"]
     # n == 1 is a constant to Triton's binder: the compiled kernel has no n
     _, _, one = compile_for(ks.add, (x, x, x, 1), {"BLOCK": 256})
     assert "n" not in one.runtime and one.asm != compiled.asm
@@ -213,3 +213,18 @@ def test_a_grid_callable_defaults_and_a_none_pointer_as_triton_takes_them():
     out, run, k = gt.run(ks.maybe_bias, grid, x, None, np.zeros(n, np.float32), n)
     np.testing.assert_array_equal(out["y_ptr"], x)
     assert "b_ptr" not in [a.name for a in k.program.abi.args]       # None: a constant to Triton
+
+
+def test_hidden_pointers_are_named_by_count_and_more_is_an_error():
+    import dataclasses
+
+    from gfxsim.asm.cache import parse_cached
+    from gfxsim.errors import ArgumentError
+    x = np.zeros(256, np.float32)
+    _, _, compiled = compile_for(ks.add, (x, x, x, 256), {"BLOCK": 256})
+    kernel = parse_cached(compiled.asm).kernel(compiled.name)
+    assert hidden_pointers(kernel, compiled) == ("global_scratch", "profile_scratch")
+    fewer = dataclasses.replace(compiled, runtime=compiled.runtime + ("global_scratch",))
+    assert hidden_pointers(kernel, fewer) == ("global_scratch",)        # a triton appending one pointer
+    with pytest.raises(ArgumentError, match="appends at most the pointers global_scratch, profile_scratch"):
+        hidden_pointers(kernel, dataclasses.replace(compiled, runtime=compiled.runtime[:1]))
