@@ -189,6 +189,37 @@ def parse_operand(text: str) -> Operand:
     raise AsmSyntaxError(f"operand {t!r}")
 
 
+def swizzle_offset(text: str) -> int:
+    """The 16-bit offset of a ds_swizzle_b32 macro as LLVM prints it: swizzle(QUAD_PERM,a,b,c,d)
+    (bit 15 set, lane selects in 2-bit fields), or a bit-mask mode (and_mask | or_mask << 5 |
+    xor_mask << 10 over each 32 lanes) from swizzle(BITMASK_PERM,"01pi0") (bit 4 first: 0/1 force,
+    p keep, i invert), swizzle(BROADCAST,size,lane), swizzle(SWAP,size), swizzle(REVERSE,size)."""
+    m = re.match(r'^swizzle\((\w+)((?:,\s*(?:"[01pi]{5}"|\d+))*)\)$', text)
+    if not m:
+        raise AsmSyntaxError(f"swizzle macro {text!r}")
+    kind, args = m.group(1), [a.strip() for a in m.group(2).split(",")[1:]]
+    nums = [int(a) for a in args if a.isdigit()]
+    if kind == "QUAD_PERM" and len(nums) == 4 and all(n < 4 for n in nums):
+        return 0x8000 | sum(n << (2 * k) for k, n in enumerate(nums))
+    if kind == "BITMASK_PERM" and len(args) == 1 and args[0].startswith('"'):
+        and_m = or_m = xor_m = 0
+        for k, c in enumerate(args[0][1:-1]):
+            bit = 1 << (4 - k)
+            and_m |= bit if c in "pi" else 0
+            or_m |= bit if c == "1" else 0
+            xor_m |= bit if c == "i" else 0
+        return and_m | or_m << 5 | xor_m << 10
+    size = nums[0] if nums else 0
+    if size and size & (size - 1) == 0 and size <= 32:
+        if kind == "SWAP" and len(nums) == 1 and size <= 16:
+            return 0x1F | size << 10
+        if kind == "REVERSE" and len(nums) == 1 and size >= 2:
+            return 0x1F | (size - 1) << 10
+        if kind == "BROADCAST" and len(nums) == 2 and size >= 2 and nums[1] < size:
+            return (0x1F & ~(size - 1)) | nums[1] << 5
+    raise AsmSyntaxError(f"swizzle macro {text!r}")
+
+
 def _mod(token: str, mods: dict):
     m = _MOD_PAREN.match(token)
     if m:
@@ -201,7 +232,9 @@ def _mod(token: str, mods: dict):
     if not m:
         raise AsmSyntaxError(f"modifier {token!r}")
     name, val = m.groups()
-    if name in _INT_MODS:
+    if name == "offset" and val.startswith("swizzle("):
+        mods[name] = swizzle_offset(val)
+    elif name in _INT_MODS:
         if not _INT.match(val):
             raise AsmSyntaxError(f"modifier {token!r}: {name} takes an integer")
         mods[name] = _int(val)

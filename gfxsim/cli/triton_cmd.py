@@ -26,9 +26,10 @@ def add_parser(sub):
     p.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE",
                    help="a parameter, constants included: FILE.npy, KIND:SHAPE:DTYPE with KIND one of zeros, "
                         "ones, arange, randn, randint (-8..7), SHAPE like 64x128 (seed 0), a number, true/false "
-                        "or null; repeat for each")
+                        "or null; repeat for each (one with a default in the signature may be left out)")
     p.add_argument("--tag", action="append", default=[], metavar="NAME:AXIS=FIELD",
-                   help="tag tensor NAME's elements with their index along AXIS as FIELD (e.g. k_ptr:0=token)")
+                   help="tag tensor NAME's elements with their index along AXIS as FIELD (e.g. k_ptr:0=token); "
+                        "none by default")
     p.add_argument("--num-warps", type=int, default=4, help="waves per program (block = num_warps x 64)")
     p.add_argument("--num-stages", type=int, help="software pipelining stages (triton's default when not given)")
     p.add_argument("--plain", action="store_true",

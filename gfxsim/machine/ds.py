@@ -45,9 +45,12 @@ class DsOps:
         r2 = np.broadcast_to(rel, (self.members, self.lanes)) if uniform else rel.reshape(self.members, self.lanes)
         if self.machine.check_races and self.wg.num_waves > 1:
             races = lds.races if lds.races is not None else lds.race_tracker()
-            same = self._unchanged(region, r2, a2, nbytes, value) if value is not None else None
-            # the tracker keeps its shared row while the members' duplicate-store lanes agree, or
-            # do not matter (no other wave wrote those bytes in this epoch)
+            same = (self._unchanged(region, r2, a2, nbytes, value) if value is not None and
+                    races.others_wrote(r2, a2, nbytes, self.wave_id, self.wg.epoch) else None)
+            if same is not None and uniform:
+                # one access for every member: a lane is a duplicate store where it is one in every
+                # member (the shared race row stays shared; replicated data repeats in every member)
+                same = np.broadcast_to(same.all(axis=0), same.shape)
             hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform, same)
             for m in np.nonzero(hl >= 0)[0].tolist():
                 reg, off = lds.region_at(int(ha[m]))

@@ -14,8 +14,7 @@ keep data replicated across waves and let every copy store it (Triton's cross-wa
 tensor smaller than the workgroup), and the result is the same in either order. Such a write is
 still checked against other waves' reads and recorded (a later read by another wave in the epoch
 races with it). An access never races with itself: its hits are found against the state before it.
-Waves are numbered 0..63 within a workgroup (the reader
-mask is 64 bits).
+Waves are numbered 0..63 within a workgroup (the reader mask is 64 bits).
 The semantics are those of ``lds_track`` in memory.py (one wave, one member), member by member.
 """
 from __future__ import annotations
@@ -132,13 +131,6 @@ class RaceState:
         return (track_np if self.members == 1 else track)(*args)
 
 
-    def written_by_another(self, addr, active, nbytes: int, wave: int, epoch: int) -> bool:
-        """Whether another wave wrote any of one member's accessed bytes (``addr``/``active``
-        ``[lanes]``) in ``epoch``, on this one-member state."""
-        a = (np.asarray(addr, np.int64)[np.asarray(active, np.bool_)][:, None] + np.arange(nbytes)).ravel()
-        a = a[(a >= 0) & (a < self.size)]
-        return bool(((self.w_epoch[0, a] == epoch) & (self.w_wave[0, a] != wave)).any())
-
     def track_row(self, addr, active, nbytes: int, wave: int, epoch: int, is_write: bool, same=None):
         """``track`` of one member's access (``addr``/``active`` ``[lanes]``) on this one-member state,
         without the batch's shape handling: what a batch whose workgroups agree runs per access."""
@@ -252,15 +244,21 @@ class RaceTracker:
         """``uniform``: every member makes the same access (same addresses, same lanes, and the
         same ``same`` lanes: those of a write that store the bytes already there)."""
         if not self.split:
-            if uniform and same is not None and not (same == same[0]).all() \
-                    and not self.state.written_by_another(rel[0], act[0], nbytes, wave, epoch):
-                same = None              # duplicate stores matter only over another wave's write
-            if uniform and (same is None or (same == same[0]).all()):     # the shared state's one row
+            if uniform:                  # the shared state's one row
                 hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write,
                                             None if same is None else same[0])
                 return tuple(np.repeat(h, self.members) for h in hits)
             self.state, self.split = self.state.repeated(self.members), True
         return self.state.track(rel, act, nbytes, wave, epoch, is_write, same=same)
+
+    def others_wrote(self, rel, act, nbytes: int, wave: int, epoch: int) -> bool:
+        """Whether another wave wrote any byte the active lanes access in this epoch (only then can
+        a duplicate store matter): a cheap look before the bytes are compared."""
+        st = self.state
+        rows = np.arange(rel.shape[0])[:, None, None] if self.split else np.zeros((1, 1, 1), np.int64)
+        at = np.clip(np.where(act, rel, 0), 0, st.size - nbytes)[:, :, None] + np.arange(nbytes)
+        hit = (st.w_epoch[rows, at] == epoch) & (st.w_wave[rows, at] != wave) & act[:, :, None]
+        return bool(hit.any())
 
     def grow(self, old, new):
         self.state.grow(old, new)

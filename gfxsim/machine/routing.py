@@ -26,8 +26,9 @@ _NONE = -1
 
 
 def route_prov(p: Prov | None, src: np.ndarray, width: int) -> Prov | None:
-    """Rows of a per-byte Prov gathered by ``src`` ``[out_bytes, width]`` (-1: a byte with none)."""
-    if p is None or p.shape is None:            # no plane at all: nothing to route
+    """Rows of a per-byte Prov gathered by ``src`` ``[out_bytes, width]`` (-1: a byte with none).
+    A Prov of no field and no flags (what a concatenation of parts without any makes) routes to none."""
+    if p is None or p.shape is None:
         return None
     rows = p.shape[0]
     none = src < 0

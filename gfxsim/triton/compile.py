@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,7 +137,8 @@ def specialise(fn, values: dict, *, options: dict, plain: bool = False) -> Speci
             shown[n] = v.item()
         else:
             shown[n] = v
-    _, spec, _ = binder(**shown)
+    with _ranges_answered(type(backend)):
+        _, spec, _ = binder(**shown)
     names = [p.name for p in fn.params]
     signature = {n: s[0] for n, s in zip(names, spec)}
     constexprs = {(i,): values[n] for i, n in enumerate(names) if signature[n] == "constexpr"}
@@ -144,6 +146,30 @@ def specialise(fn, values: dict, *, options: dict, plain: bool = False) -> Speci
                               if s[0] != "constexpr" and isinstance(s[1], str)}
     runtime = tuple(n for n in names if signature[n] != "constexpr")
     return Specialisation(signature, constexprs, attrs, runtime, dict(options))
+
+
+_patch_lock = threading.Lock()
+
+
+@contextmanager
+def _ranges_answered(backend_cls):
+    """The AMD backend's pointer-range check answers a tensor stand-in from its ptr_range():
+    triton 3.6's HIPBackend.is_within_2gb imports torch before it looks at ptr_range (3.9 does not),
+    so without torch every specialisation would fail there."""
+    orig = backend_cls.__dict__.get("is_within_2gb")
+    if orig is None:
+        yield
+        return
+    real = orig.__func__ if isinstance(orig, staticmethod) else orig
+
+    def within(arg):
+        return arg.ptr_range() <= 2 ** 31 - 1 if isinstance(arg, _Tensor) else real(arg)
+    with _patch_lock:
+        backend_cls.is_within_2gb = staticmethod(within)
+        try:
+            yield
+        finally:
+            backend_cls.is_within_2gb = orig
 
 
 @dataclass(frozen=True)

@@ -29,26 +29,33 @@ if TYPE_CHECKING:
     from ..asm.parse import Kernel
     from ..hip.door import Launched
 
-# the pointers Triton's AMD launcher passes after the kernel's own arguments, in order, each with
-# the metadata key of its per-program byte size (present from the triton release that added it)
-HIDDEN_POINTERS = (("global_scratch", "global_scratch_size", "global_scratch_align"),
-                   ("profile_scratch", "profile_scratch_size", "profile_scratch_align"))
+# the pointers Triton's AMD launcher passes after the kernel's own arguments, in order, with the
+# metadata keys of their per-program byte size: global_scratch (triton 3.3 on), profile_scratch
+# (3.6 on). Which a kernel takes is read from its argument count (3.6's metadata has no
+# global_scratch_size, yet its kernels take both); a size the metadata lacks is 0.
+HIDDEN_POINTERS = (("global_scratch", "global_scratch_size"), ("profile_scratch", "profile_scratch_size"))
 
 
-def hidden_pointers(meta: Mapping) -> tuple[str, ...]:
-    """The hidden pointers this triton's kernels take (by its metadata's keys)."""
-    return tuple(name for name, size, _ in HIDDEN_POINTERS if size in meta)
+def hidden_pointers(kernel: Kernel, compiled: Compiled) -> tuple[str, ...]:
+    """The names of the pointers Triton appended to ``kernel``'s arguments (every argument after
+    the JIT function's runtime parameters); more than Triton appends, or one not a pointer, is an
+    error naming the arguments."""
+    args = list(kernel.metadata.get(".args", []))
+    extra = args[len(compiled.runtime):]
+    names = tuple(name for name, _ in HIDDEN_POINTERS[:len(extra)])
+    if len(args) < len(compiled.runtime) or len(extra) > len(HIDDEN_POINTERS) or \
+            any(a.get(".value_kind") != "global_buffer" for a in extra):
+        raise ArgumentError(f"{compiled.name}: the compiled kernel takes {len(args)} arguments; the JIT signature "
+                            f"without constants gives {len(compiled.runtime)} ({', '.join(compiled.runtime)}), and "
+                            f"triton appends at most the pointers {', '.join(n for n, _ in HIDDEN_POINTERS)}")
+    return names
 
 
 def named_kernel(kernel: Kernel, compiled: Compiled) -> Kernel:
     """``kernel`` with its metadata's arguments named: the runtime parameters, then the hidden
-    pointers; a count that does not match is an error naming both lists."""
-    args = list(kernel.metadata.get(".args", []))
-    names = [*compiled.runtime, *hidden_pointers(compiled.metadata)]
-    if len(args) != len(names):
-        raise ArgumentError(f"{compiled.name}: the compiled kernel takes {len(args)} arguments, but the JIT signature "
-                            f"without constants and triton's hidden pointers give {len(names)}: {', '.join(names)}")
-    named = [{**a, ".name": n} for a, n in zip(args, names)]
+    pointers."""
+    names = [*compiled.runtime, *hidden_pointers(kernel, compiled)]
+    named = [{**a, ".name": n} for a, n in zip(kernel.metadata.get(".args", []), names)]
     return dataclasses.replace(kernel, metadata={**kernel.metadata, ".args": named})
 
 
@@ -82,7 +89,7 @@ def grid_of(grid, params: dict, meta: dict) -> tuple[int, ...]:
 
 
 # Triton's scalar parameter types and the numpy type of their kernel argument bytes
-_SCALARS = {"i1": np.int32, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u1": np.int32,
+_SCALARS = {"i1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u1": np.uint8,
             "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "fp16": np.float16,
             "bf16": np.uint16, "fp32": np.float32, "fp64": np.float64}
 
@@ -131,20 +138,25 @@ def run(kernel, grid, *args, num_warps: int = 4, num_stages: int | None = None, 
     without the launch's alignment and pointer-range specialisation. ``trace``, ``provenance``,
     ``batch`` (or ``launch_options=``, a LaunchOptions) as run_asm takes them. Returns (outputs by
     parameter name, Run, Kernel)."""
-    from ..asm.run import run_asm
+    from ..asm.inspect import check_kernel
+    from ..asm.run import AsmError, run_asm
     from ..hip.door import Launched, bind
     from ..machine.memory import Buffer
     fn, params, compiled = compile_for(kernel, args, kwargs, num_warps=num_warps, num_stages=num_stages,
                                        plain=plain, options=compile_options)
     k = load(compiled)
     meta = compiled.metadata
+    problems = check_kernel(k, "gfx942")
+    if problems:                      # all at once, before anything runs (as the HIP door does)
+        raise AsmError(f"{k.name} ({compiled.asm}) cannot run on the asm front end: " + "; ".join(
+            f"{p.kind}{' line ' + str(p.line) if p.line else ''}: {p.text}" for p in problems))
     dims = grid_of(grid, params, meta)
     values = {n: scalar(params[n], compiled.signature[n], n) for n in compiled.runtime}
     programs = int(np.prod(dims))
-    for name, size, align in HIDDEN_POINTERS:
-        if size in meta:
-            nbytes = int(meta[size] or 0) * programs
-            values[name] = np.zeros(nbytes, np.uint8) if nbytes else None
+    sizes = dict(HIDDEN_POINTERS)
+    for a in k.program.abi.args[len(compiled.runtime):]:
+        nbytes = int(meta.get(sizes[a.name]) or 0) * programs
+        values[a.name] = np.zeros(nbytes, np.uint8) if nbytes else None
     views = {n: v.dtype for n, v in values.items() if _opaque(v)}
     bound = bind(k, {n: _bits(v) if n in views else v for n, v in values.items()}, tags)
     extra = {n: v for n, v in (("trace", trace), ("provenance", provenance), ("batch", batch)) if v is not None}

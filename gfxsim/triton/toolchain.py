@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..errors import GfxSimError
 
 INSTALL = "pip install 'gfxsim[triton]' (or pip install triton)"
-TRIED = ("3.9",)                # triton releases the Triton tests have been run with
+TRIED = ("3.6", "3.9")          # triton releases the Triton tests have been run with (docs/triton.md)
 
 
 class TritonMissing(GfxSimError, ImportError):

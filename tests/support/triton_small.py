@@ -75,3 +75,21 @@ def to_fp8(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m).to(tl.float8e4b8), mask=m)
+
+
+@triton.jit
+def scaled(x_ptr, y_ptr, neg, h, big, BLOCK: tl.constexpr):
+    # a bool, a float and a 64-bit integer passed by value
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(y_ptr + offs, tl.where(neg, -x, x) * h + (big - 4294967296).to(tl.float32))
+
+
+@triton.jit
+def maybe_bias(x_ptr, b_ptr, y_ptr, n, BLOCK: tl.constexpr = 128):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if b_ptr is not None:
+        x += tl.load(b_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, x, mask=m)

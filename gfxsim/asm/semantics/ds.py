@@ -1,5 +1,6 @@
 """LDS (DS encoding) per the CDNA3 ISA: address = VGPR + offset (16-bit, bytes), read2/write2 at
-offset0/offset1 in units of the element size (x64 for the st64 forms), and ds_bpermute_b32.
+offset0/offset1 in units of the element size (x64 for the st64 forms), ds_bpermute_b32 and
+ds_swizzle_b32 (lanes exchanged through the LDS crossbar, no LDS memory touched).
 Every access goes through the back end's lds_load / lds_store on the workgroup's one LDS region
 (bounds, alignment, bank conflicts, races between waves, provenance)."""
 from __future__ import annotations
@@ -126,6 +127,37 @@ def ds_bpermute_b32(st, d):
     v = st.w.bpermute(st.vread(data.file, data.first, 1), src)
     base = (np.arange(st.w.width) // st.lanes) * st.lanes
     moved = st.fresh[data.file][data.first][base + src] & st.exec[base + src]     # freshness moves too
+    st.vwrite_value(dst.file, dst.first, v)
+    st.set_fresh(dst.file, dst.first, moved[None, :])
+    dead = st.exec & ~st.exec[base + src]
+    if dead.any():
+        saved = st.exec.copy()
+        st.set_exec(dead)
+        st.vwrite(dst.file, dst.first, np.zeros((1, st.w.width), U32))
+        st.set_exec(saved)
+
+
+def swizzle_sources(offset: int, lanes: int) -> np.ndarray:
+    """The lane each lane reads in ds_swizzle_b32 with ``offset``: bit 15 set, each lane of a quad
+    the lane its 2-bit field of offset[7:0] names; else the bit-mask mode within each 32 lanes,
+    ((lane & and_mask) | or_mask) ^ xor_mask with the masks at offset bits 0, 5 and 10."""
+    lane = np.arange(lanes)
+    if offset & 0x8000:
+        return (lane & ~3) | ((offset >> (2 * (lane & 3))) & 3)
+    and_m, or_m, xor_m = offset & 0x1F, (offset >> 5) & 0x1F, (offset >> 10) & 0x1F
+    return (lane & ~0x1F) | ((((lane & 0x1F) & and_m) | or_m) ^ xor_m)
+
+
+@op("ds_swizzle_b32")
+def ds_swizzle_b32(st, d):
+    """D[l] = data[swizzle_sources(offset)[l]] through the back end (provenance moves with the
+    word); a source lane that is inactive gives 0, as for ds_bpermute_b32."""
+    no_mods(st, d, ("offset",))
+    dst, data = d.ops.positional
+    src = np.tile(swizzle_sources(int(d.ops.mods.get("offset", 0)), st.lanes), st.members)
+    base = (np.arange(st.w.width) // st.lanes) * st.lanes
+    v = st.w.bpermute(st.vread(data.file, data.first, 1), src[:st.lanes])
+    moved = st.fresh[data.file][data.first][base + src] & st.exec[base + src]
     st.vwrite_value(dst.file, dst.first, v)
     st.set_fresh(dst.file, dst.first, moved[None, :])
     dead = st.exec & ~st.exec[base + src]

@@ -9,7 +9,9 @@ FP16_OVFL alone; one that changes another field is an error naming it.
 
 FP16_OVFL (bit 23) is what Triton sets before its fp8 downcasts: on gfx942, with it set, an
 fp8/bf8 conversion of a finite value beyond the type's range gives the largest finite value of
-its sign instead of NaN (cvt8.py; Inf and NaN still give NaN, the fnuz types having no infinity).
+its sign instead of NaN (cvt8.py; Inf and NaN still give NaN, the fnuz types having no infinity),
+and a binary16 result that overflows is ±65504, a true infinity kept (vop16.ovfl16: the
+conversions, the 16-bit, packed and mixed-precision VALU).
 Per member of a batch; other hardware registers are refused.
 """
 from __future__ import annotations

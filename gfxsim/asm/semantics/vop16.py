@@ -117,6 +117,29 @@ def half_value(st, h: Half) -> VGPRs:
     return h.value if h.value is not None else VGPRs(st.w, h.bits.astype(U32)[None, :].copy(), "u32", literal=True)
 
 
+MAX_F16 = np.float16(65504.0)
+
+
+def ovfl16(st, r, xs):
+    """A binary16 result under MODE.FP16_OVFL (mode.py): where it set, a result that overflowed to
+    infinity from finite sources is the largest finite value of its sign; a true infinity (an
+    infinite source) stays. ``r`` as given where the result is not binary16 or the bit is clear."""
+    from .mode import fp16_ovfl
+    r = np.asarray(r)
+    if r.dtype != np.float16:
+        return r
+    on = np.repeat(fp16_ovfl(st), st.lanes)
+    if not on.any():
+        return r
+    finite = np.ones(r.shape, bool)
+    for x in xs:
+        x = np.asarray(x)
+        if x.dtype.kind == "f":
+            finite &= np.isfinite(x)
+    over = on & np.isinf(r) & finite
+    return np.where(over, np.where(r > 0, MAX_F16, -MAX_F16), r).astype(np.float16) if over.any() else r
+
+
 def bits16(r) -> np.ndarray:
     """A 16-bit result's bits (a float16 array viewed, an integer one wrapped)."""
     r = np.asarray(r)
@@ -258,7 +281,7 @@ def _row16(e):
         else:
             prov = result_prov(st, name, vals, xs)
         if half_out:
-            place(st, d, dst, bits16(r), prov, half_bits=True, nsrc=n)
+            place(st, d, dst, bits16(ovfl16(st, r, xs)), prov, half_bits=True, nsrc=n)
         else:
             r = np.asarray(r)
             place(st, d, dst, r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32), prov, half_bits=False, nsrc=n)
@@ -366,7 +389,7 @@ def _pk16(name, scalar):
                 read.append(read_half(st, d, k, o2, t, n, sel_hi if hi else sel))
             xs = [typed(h, t) for h, t in zip(read, e.srcs)]
             with np.errstate(all="ignore"):
-                halves.append(bits16(e.fn(*xs)))
+                halves.append(bits16(ovfl16(st, e.fn(*xs), xs)))
             vals = [half_value(st, h) for h in read]
             p = result_prov(st, scalar, vals, xs)
             provs.append(None if p is None else route_prov(p.per_byte(), np.broadcast_to(
@@ -406,7 +429,7 @@ def _mix(name):
         if name == "v_fma_mix_f32":
             place(st, d, dst, np.asarray(r, F32).view(U32), prov, half_bits=False, nsrc=3)
             return
-        bits = bits16(r).astype(U32)
+        bits = bits16(ovfl16(st, r, xs)).astype(U32)
         old = st.vwords(dst.file, dst.first, 1)[0]
         hi = name == "v_fma_mixhi_f16"
         word = (old & U32(0xFFFF)) | (bits << U32(16)) if hi else (old & U32(0xFFFF0000)) | bits
@@ -425,4 +448,4 @@ for _n in ("v_fma_mix_f32", "v_fma_mixlo_f16", "v_fma_mixhi_f16"):
     _mix(_n)
 
 
-__all__ = ["HALF_TYPES", "OPS", "PK16", "place", "read_half"]
+__all__ = ["HALF_TYPES", "OPS", "PK16", "place", "read_half", "ovfl16"]

@@ -76,3 +76,42 @@ def test_a_write_leaving_the_other_fields_as_they_were_is_fine():
     k = kernel_from_text(f"s_setreg_imm32_b32 hwreg(HW_REG_MODE), {0xF0 | 1 << 8 | 1 << 9 | 1 << 23}", args=[])
     run_asm(k, 1, 64, args={})
 
+
+
+@pytest.mark.parametrize("ovfl", [0, 1])
+def test_fp16_ovfl_clamps_binary16_overflow_but_keeps_true_infinities(ovfl):
+    k = kernel_from_text(f"""
+        s_load_dwordx2 s[4:5], s[0:1], 0x0
+        s_load_dwordx2 s[6:7], s[0:1], 0x8
+        v_lshlrev_b32_e32 v1, 2, v0
+        s_waitcnt lgkmcnt(0)
+        global_load_dword v2, v1, s[4:5]
+        s_waitcnt vmcnt(0)
+        s_setreg_imm32_b32 hwreg(HW_REG_MODE, 23, 1), {ovfl}
+        v_cvt_f16_f32_e32 v3, v2
+        v_add_f16_e32 v4, v3, v3
+        v_pk_add_f16 v5, v3, v3
+        v_lshlrev_b32_e32 v4, 16, v4
+        v_and_b32_e32 v3, 0xffff, v3
+        v_or_b32_e32 v3, v3, v4
+        global_store_dword v1, v3, s[6:7]
+        global_store_dword v1, v5, s[6:7] offset:256
+    """, args=ARGS)
+    x = np.array([1.0, -3.0, 40000.0, -40000.0, 1e6, -1e6, np.inf, -np.inf] * 8, np.float32)
+    out = Buffer("out", np.zeros(128, np.uint32))
+    run_asm(k, 1, 64, args={"x": Buffer("x", x), "out": out})
+    w = out.array[:64]
+    cvt = (w & 0xFFFF).astype(np.uint16).view(np.float16)
+    add = (w >> 16).astype(np.uint16).view(np.float16)
+    pk = (out.array[64:] & 0xFFFF).astype(np.uint16).view(np.float16)
+    h = x.astype(np.float16)
+    big = np.float16(65504)
+    fin = np.isfinite(x)
+    want_cvt = np.where(fin & np.isinf(h), np.sign(x) * big, h).astype(np.float16) if ovfl else h
+    with np.errstate(over="ignore"):
+        s = want_cvt + want_cvt
+    want_add = np.where(np.isfinite(want_cvt) & np.isinf(s), np.sign(s) * big, s).astype(np.float16) if ovfl else s
+    np.testing.assert_array_equal(cvt, want_cvt)
+    np.testing.assert_array_equal(add, want_add)
+    np.testing.assert_array_equal(pk, want_add)
+    assert np.isinf(cvt[x == np.inf]).all()        # a true infinity stays one

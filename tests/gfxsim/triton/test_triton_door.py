@@ -41,10 +41,10 @@ def test_plain_form_uses_global_memory_instructions():
 def test_arguments_are_named_after_the_jit_signature_without_constants():
     x = np.zeros(256, np.float32)
     _, _, compiled = compile_for(ks.add, (x, x, x, 256), {"BLOCK": 256})
-    names = [a.name for a in gt.door.load(compiled).program.abi.args]
+    kernel = gt.door.load(compiled)
+    names = [a.name for a in kernel.program.abi.args]
     assert names[:4] == ["x_ptr", "y_ptr", "out_ptr", "n"]
-    assert names[4:] == list(hidden_pointers(compiled.metadata))
-    assert names[4:] == ["global_scratch", "profile_scratch"][:len(names) - 4]
+    assert names[4:] == list(hidden_pointers(kernel, compiled)) == ["global_scratch", "profile_scratch"]
     # n == 1 is a constant to Triton's binder: the compiled kernel has no n
     _, _, one = compile_for(ks.add, (x, x, x, 1), {"BLOCK": 256})
     assert "n" not in one.runtime and one.asm != compiled.asm
@@ -172,3 +172,59 @@ def test_batched_programs_with_replicated_reductions_equal_one_at_a_time():
     for out, run, _ in outs:
         np.testing.assert_allclose(out["out_ptr"], x.sum(1))
         assert run.findings == []
+
+
+def test_what_the_front_end_cannot_run_is_listed_before_anything_runs(monkeypatch):
+    from gfxsim.asm import semantics
+    from gfxsim.asm.run import AsmError
+    monkeypatch.delitem(semantics.OPS, "v_add_f32")
+    x = np.zeros(256, np.float32)
+    with pytest.raises(AsmError, match=r"cannot run on the asm front end: .*v_add_f32"):
+        gt.run(ks.add, (1,), x, x, x, 256, BLOCK=256)
+
+
+def test_trace_events_name_the_assembly_and_the_triton_line():
+    x = np.zeros(256, np.float32)
+    _, run, _ = gt.run(ks.add, (1,), x, x, x, 256, BLOCK=256, trace=True)
+    lines = open(ks.__file__).read().splitlines()
+    loads = [e.source for e in run.trace.events if "buffer_load" in str(e.op)]
+    assert loads and all(" <- triton_small.py:" in s for s in loads)
+    named = {lines[int(s.rsplit(":", 1)[1]) - 1].strip() for s in loads}
+    assert named == {"x = tl.load(x_ptr + offs, mask=m)", "y = tl.load(y_ptr + offs, mask=m)"}
+
+
+@pytest.mark.parametrize("neg", [True, False])
+def test_scalars_take_their_triton_types_bytes(neg):
+    x = np.arange(64, dtype=np.float32)
+    out, _, k = gt.run(ks.scaled, (1,), x, np.zeros_like(x), neg, np.float64(0.5), 4294967296 + 3, BLOCK=64)
+    sizes = {a.name: a.size for a in k.program.abi.args}
+    assert (sizes["neg"], sizes["h"], sizes["big"]) == (1, 4, 8)
+    np.testing.assert_array_equal(out["y_ptr"], (-x if neg else x) * 0.5 + 3)
+
+
+def test_a_grid_callable_defaults_and_a_none_pointer_as_triton_takes_them():
+    import triton
+    n = 300
+    x, b = np.arange(n, dtype=np.float32), np.full(n, 0.25, np.float32)
+    grid = lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)
+    out, run, k = gt.run(ks.maybe_bias, grid, x, b, np.zeros(n, np.float32), n)
+    np.testing.assert_array_equal(out["y_ptr"], x + b)
+    assert tuple(run.grid)[0] == 3                      # BLOCK's default, 128
+    out, run, k = gt.run(ks.maybe_bias, grid, x, None, np.zeros(n, np.float32), n)
+    np.testing.assert_array_equal(out["y_ptr"], x)
+    assert "b_ptr" not in [a.name for a in k.program.abi.args]       # None: a constant to Triton
+
+
+def test_hidden_pointers_are_named_by_count_and_more_is_an_error():
+    import dataclasses
+
+    from gfxsim.asm.cache import parse_cached
+    from gfxsim.errors import ArgumentError
+    x = np.zeros(256, np.float32)
+    _, _, compiled = compile_for(ks.add, (x, x, x, 256), {"BLOCK": 256})
+    kernel = parse_cached(compiled.asm).kernel(compiled.name)
+    assert hidden_pointers(kernel, compiled) == ("global_scratch", "profile_scratch")
+    fewer = dataclasses.replace(compiled, runtime=compiled.runtime + ("global_scratch",))
+    assert hidden_pointers(kernel, fewer) == ("global_scratch",)        # a triton appending one pointer
+    with pytest.raises(ArgumentError, match="appends at most the pointers global_scratch, profile_scratch"):
+        hidden_pointers(kernel, dataclasses.replace(compiled, runtime=compiled.runtime[:1]))
