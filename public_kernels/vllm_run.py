@@ -117,7 +117,9 @@ def qkv_args(case: dict, kernel, nulls: bool) -> tuple[list, dict]:
     them; otherwise a decode query_start_loc (0, 1, 2, ...) and an unread alibi buffer."""
     s: Shape = case["shape"]
     P = s.partitions
-    q = Buffer("q", case["q"])
+    # Q's head-dim index as a tag: the fp8-MFMA path's Q scale (an amax over those dims) can then
+    # be checked where it is applied and undone (scale-group-mismatch, dequant-direction)
+    q = Buffer("q", case["q"], tags={"qdim": np.broadcast_to(np.arange(case["q"].shape[-1]), case["q"].shape)})
     k = Buffer("k_cache", case["k"], tags=case["k_tags"])
     v = Buffer("v_cache", case["v"], tags=case["v_tags"])
     outs = {"exp_sums": Buffer("exp_sums", np.full((s.seqs, s.heads, P), np.nan, np.float32)),

@@ -46,7 +46,13 @@ def quantized(p: Prov | None, shape) -> np.ndarray:
 
 
 def _const(p: Prov | None) -> bool:
-    return p is None or p.empty_like()
+    """No identity, footprint or mark anywhere: a number (a register file keeps cleared planes, so
+    a constant written over tagged data reads back with planes of nothing)."""
+    if p is None or p.empty_like():
+        return True
+    if p.flags is not None and (p.flags & MARKS).any():
+        return False
+    return not any((a >= 0).any() for a in p.ids.values()) and not any(m.nonempty().any() for m in p.fp.values())
 
 
 def _with(p: Prov, e, q) -> Prov:
@@ -59,6 +65,31 @@ def _with(p: Prov, e, q) -> Prov:
         return Prov(p.g, p.ids, p.fp, marks)
     flags = (p.flags & ~MARKS) | marks
     return Prov(p.g, p.ids, p.fp, flags if flags.any() else None)
+
+
+def clamped(pa: Prov | None, out: Prov | None) -> Prov | None:
+    """``out`` with ``pa``'s marks: a clamp of ``a`` between constants (v_med3_f32 a, lo, hi, the
+    saturation before an fp8 conversion) is still ``a``, up to the range it saturates at."""
+    if pa is None or out is None or out.shape is None:
+        return out
+    shape = out.shape
+    return _with(out, power(pa, shape), quantized(pa, shape))
+
+
+def joined(pa: Prov | None, pb: Prov | None, out: Prov | None) -> Prov | None:
+    """``out`` (per byte) with each byte's marks from the side that holds it: an or/xor that packs
+    bytes of two values (quantized fp8/int8 bytes shifted into one word). A byte both sides mark
+    is a mix of two values and keeps none."""
+    if out is None or out.shape is None:
+        return out
+    shape = out.shape
+    fa = np.zeros(shape, np.uint8) if pa is None or pa.flags is None else np.broadcast_to(pa.flags & MARKS, shape)
+    fb = np.zeros(shape, np.uint8) if pb is None or pb.flags is None else np.broadcast_to(pb.flags & MARKS, shape)
+    marks = np.where(fa == 0, fb, np.where(fb == 0, fa, 0)).astype(np.uint8)
+    if not marks.any() and (out.flags is None or not (out.flags & MARKS).any()):
+        return out
+    flags = marks if out.flags is None else (out.flags & ~MARKS) | marks
+    return Prov(out.g, out.ids, out.fp, flags)
 
 
 def product(pa: Prov | None, pb: Prov | None, out: Prov | None, divide: bool = False) -> Prov | None:
@@ -116,4 +147,4 @@ def operand_direction(marks_gathered: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["POS", "NEG", "QPOS", "QNEG", "MARKS", "power", "quantized", "product", "reciprocal", "extremum",
-           "operand_direction"]
+           "operand_direction", "clamped", "joined"]

@@ -19,6 +19,7 @@ import numpy as np
 from ..isa.moves import byte_permute
 from . import ops
 from .dtypes import dtype_name, from_bytes, itemsize, np_dtype, to_bytes
+from . import qdir
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .vgpr import VGPRs
 
@@ -107,7 +108,7 @@ class RoutingOps:
                     prov = route_prov(pa, np.where(mb != 0, np.arange(n * size)[:, None], -1), self.pw)
             else:
                 pb = None if b.prov is None else broadcast_rows(b.prov.per_byte(), n * size)
-                prov = merge(pa, pb, False, self.machine.wide)
+                prov = qdir.joined(pa, pb, merge(pa, pb, False, self.machine.wide))
         return self.new_value(r, a.dtype, prov), insn
 
     def perm(self, a: VGPRs, b: VGPRs, sel) -> VGPRs:

@@ -51,7 +51,7 @@ def _marked(v) -> bool:
 
 
 def with_marks(w, op: str, a: VGPRs, b: VGPRs | None, out: Prov | None, n: int) -> Prov | None:
-    """``out``, the provenance of ``op`` ("mul", "div", "rcp", "extremum") of a and b, with its
+    """``out``, the provenance of ``op`` ("mul", "div", "rcp", "extremum", "clamp") of a and b, with its
     quantization-direction marks (qdir.py); untouched where no operand carries one and no
     extremum reduced anything."""
     if out is None or not w.machine.provenance:
@@ -62,6 +62,8 @@ def with_marks(w, op: str, a: VGPRs, b: VGPRs | None, out: Prov | None, n: int) 
     pb = elem_prov(w, b, n) if isinstance(b, VGPRs) else None
     if op == "rcp":
         return qdir.reciprocal(pa, out)
+    if op == "clamp":
+        return qdir.clamped(pa, out)
     if op == "extremum":
         return qdir.extremum(pa, pb, out)
     return qdir.product(pa, pb, out, divide=op == "div")

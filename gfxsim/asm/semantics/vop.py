@@ -16,7 +16,7 @@ import numpy as np
 from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64, vsrc
 from . import dequant
 from ... import isa
-from ...machine.provenance import Prov, merge
+from ...machine.provenance import RESERVED, Prov, merge
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import elem_prov, merged, sum_of_results, with_marks
 from ...machine.vgpr import VGPRs
@@ -116,7 +116,18 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
     if name in MARKED:
         op_, x, y = MARKED[name]
         p = with_marks(w, op_, vals[x], None if y is None else vals[y], p, 1)
+    elif name == "v_med3_f32" and not any(_has_origin(v) for v in vals[1:]):
+        p = with_marks(w, "clamp", vals[0], None, p, 1)           # a saturation between constants
     return p
+
+
+def _has_origin(v) -> bool:
+    """Whether a value carries an identity or a footprint anywhere (else a constant, for qdir.py)."""
+    p = v.prov
+    if p is None:
+        return False
+    return any(f not in RESERVED and (a >= 0).any() for f, a in p.ids.items()) or \
+        any(m.nonempty().any() for m in p.fp.values())
 
 
 # the operations whose quantization-direction marks are followed (qdir.py): (operation, a, b);

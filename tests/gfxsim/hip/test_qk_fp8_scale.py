@@ -84,3 +84,15 @@ def test_a_shfl_down_max_is_a_scale_group_mismatch(folder):
     missing = {tuple(m["foreign"]) for m in f["mismatches"]}
     assert missing == {tuple(range(8)), tuple(range(16)), tuple(range(24))}
     assert min(f["lanes"]) == 16
+
+
+@pytest.mark.parametrize("same_direction", [False, True], ids=["undone", "same-direction"])
+def test_the_direction_survives_a_saturation_and_a_packing(folder, same_direction):
+    """vLLM's form of the quantization: each value clamped to the fp8 range (v_med3_f32 between
+    constants) and the converted pairs packed into a word with a shift and an or; the direction
+    marks go through both, so the defect is named there too and the fixed kernel stays silent."""
+    q, k = inputs()
+    defines = ["SATURATE", "PACK"] + (["SAME_DIRECTION"] if same_direction else [])
+    out, r = run(q, k, *defines)
+    np.testing.assert_allclose(out, model(q, k, same_direction, False), rtol=1e-6, atol=1e-9)
+    assert [f.kind for f in r.findings] == (["dequant-direction"] if same_direction else []), r.findings

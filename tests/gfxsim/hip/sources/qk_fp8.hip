@@ -5,6 +5,8 @@
 // -DSAME_DIRECTION quantizes by q / q_scale instead: the result is then off by (q_max / 224)^2.
 // -DSHFL_DOWN reduces q_max with __shfl_down: lane l gets the max over lanes l..63 only.
 // -DRCP divides by multiplying with v_rcp_f32 (as fast-math code does) instead of clang's division.
+// -DSATURATE clamps each quantized value to the fp8 range first (clang's v_med3_f32), and -DPACK
+// converts each pair into a word of its own and packs the halves with a shift and an or.
 #include <hip/hip_runtime.h>
 #include <stdint.h>
 
@@ -38,9 +40,18 @@ __global__ void qk_fp8(const uint8_t* k8, const float* q, float k_scale, float* 
 #else
       x[i] = qr[4 * h + i] * q_scale;
 #endif
+#ifdef SATURATE
+      x[i] = fminf(fmaxf(x[i], -240.0f), 240.0f);
+#endif
     }
+#ifdef PACK
+    const uint32_t lo = (uint32_t)__builtin_amdgcn_cvt_pk_fp8_f32(x[0], x[1], 0, false) & 0xffffu;
+    const uint32_t hi = (uint32_t)__builtin_amdgcn_cvt_pk_fp8_f32(x[2], x[3], 0, false) & 0xffffu;
+    w[h] = (int32_t)(lo | (hi << 16));
+#else
     int32_t p = __builtin_amdgcn_cvt_pk_fp8_f32(x[0], x[1], 0, false);
     w[h] = __builtin_amdgcn_cvt_pk_fp8_f32(x[2], x[3], p, true);
+#endif
   }
   const int64_t q8 = (int64_t)(uint32_t)w[0] | ((int64_t)(uint32_t)w[1] << 32);
   const int64_t kk = *reinterpret_cast<const int64_t*>(k8 + row * 32 + 8 * g);
