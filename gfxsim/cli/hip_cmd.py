@@ -207,35 +207,15 @@ def parse_args_and_tags(args) -> tuple[dict, dict]:
 
 
 def run_user(args) -> int:
-    import json
-
-    import numpy as np
-
     from ..hip.door import run
-    from ..hip.report import report, text
+    from .launched import emit, output_dir
     values, tags = parse_args_and_tags(args)
     grid, block = parse_dims(args.grid, "--grid"), parse_dims(args.block, "--block")
-    out_dir = Path(args.output) if args.output else None
-    if out_dir is not None:
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"-o {args.output}: cannot create it: {e.strerror or e}") from e
+    out_dir = output_dir(args.output)
     launched = run(args.source, args.kernel, grid, block, arch=args.arch, tags=tags, args=values,
                    defines=args.define, include=args.include, flags=args.clang_flag, lds=args.dynamic_lds, trace=args.trace,
                    provenance=args.provenance, batch=args.batch)
-    rep = report(launched, source=args.source, grid=grid, block=block)
-    if out_dir is not None:
-        for n, a in launched.outputs.items():
-            np.save(out_dir / f"{n}.npy", a)
-        (out_dir / "report.json").write_text(json.dumps(rep, default=str) + "\n")
-    if args.report == "json":
-        print(json.dumps(rep, default=str))
-    else:
-        print(text(launched, source=args.source, block=block))
-        if out_dir is not None:
-            print(f"  written: {', '.join(f'{n}.npy' for n in launched.outputs)}, report.json in {out_dir}")
-    return 0
+    return emit(launched, out_dir, args.report == "json", source=args.source, grid=grid, block=block)
 
 
 def run_check(args) -> int:

@@ -3,7 +3,6 @@ installed triton and run on the asm front end (gfxsim.triton.run), printed as `g
 prints a launch: outputs, the tokens every matrix instruction consumed, findings."""
 from __future__ import annotations
 
-from pathlib import Path
 
 from ..errors import UsageError
 from .hip_cmd import parse_dims
@@ -139,35 +138,15 @@ def load_kernel(spec: str):
 
 
 def run_triton(args) -> int:
-    import json
-
-    import numpy as np
-
-    from ..hip.report import report, text
     from ..triton import run
     from ..triton.toolchain import triton_module
+    from .launched import emit, output_dir
     triton_module()
     values, tags = parse_values(args)
     kernel = load_kernel(args.kernel)
     grid = parse_dims(args.grid, "--grid")
-    out_dir = Path(args.output) if args.output else None
-    if out_dir is not None:
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"-o {args.output}: cannot create it: {e.strerror or e}") from e
+    out_dir = output_dir(args.output)
     launched = run(kernel, grid, num_warps=args.num_warps, num_stages=args.num_stages, plain=args.plain, tags=tags,
                    trace=args.trace, provenance=args.provenance, batch=args.batch, **values)
-    block = (args.num_warps * 64, 1, 1)
-    rep = report(launched, source=args.kernel, grid=grid, block=block)
-    if out_dir is not None:
-        for n, a in launched.outputs.items():
-            np.save(out_dir / f"{n}.npy", a)
-        (out_dir / "report.json").write_text(json.dumps(rep, default=str) + "\n")
-    if args.report == "json":
-        print(json.dumps(rep, default=str))
-    else:
-        print(text(launched, source=args.kernel, block=block))
-        if out_dir is not None:
-            print(f"  written: {', '.join(f'{n}.npy' for n in launched.outputs)}, report.json in {out_dir}")
-    return 0
+    return emit(launched, out_dir, args.report == "json", source=args.kernel, grid=grid,
+                block=(args.num_warps * 64, 1, 1))

@@ -1,0 +1,41 @@
+"""What `gfxsim hip run` and `gfxsim triton` do with a finished launch: the output folder (made
+before the run, so a bad -o fails first), every buffer as NAME.npy and report.json there, and the
+report printed as text or JSON (gfxsim/hip/report.py makes both)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UsageError
+
+
+def output_dir(output: str | None) -> Path | None:
+    """``-o DIR``, created; None without it."""
+    if not output:
+        return None
+    out = Path(output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"-o {output}: cannot create it: {e.strerror or e}") from e
+    return out
+
+
+def emit(launched, out_dir: Path | None, as_json: bool, *, source: str, grid, block) -> int:
+    """Write and print a launch's outputs and report; the command's exit status (0)."""
+    import json
+
+    import numpy as np
+
+    from ..hip.report import report, text
+    rep = report(launched, source=source, grid=grid, block=block)
+    if out_dir is not None:
+        for n, a in launched.outputs.items():
+            np.save(out_dir / f"{n}.npy", a)
+        (out_dir / "report.json").write_text(json.dumps(rep, default=str) + "\n")
+    if as_json:
+        print(json.dumps(rep, default=str))
+    else:
+        print(text(launched, source=source, block=block))
+        if out_dir is not None:
+            print(f"  written: {', '.join(f'{n}.npy' for n in launched.outputs)}, report.json in {out_dir}")
+    return 0
