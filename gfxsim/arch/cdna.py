@@ -6,6 +6,7 @@ so a row of facts is the whole record.
 """
 from __future__ import annotations
 
+from . import accumulators
 from .dtypes import elem_type
 from .matrix_insn import MatrixInstruction, ab_kgroups, cd_cdna
 
@@ -40,6 +41,7 @@ def mfma(mnemonic: str, m: int, n: int, k: int, blocks: int, a_type: str, b_type
                "C": cd_cdna("C", m, n, bits["C"], blocks=blocks),
                "D": cd_cdna("D", m, n, bits["C"], blocks=blocks)}
     note = modifier_note(cd_type, family, modifiers)
+    acc = accumulators.cdna(family, mnemonic, a_type, cd_type)
     return MatrixInstruction(mnemonic, m, n, k, blocks, a_type, b_type, cd_type, layouts, source=source,
-                             cycles=cycles, builtin=builtin, modifiers=modifiers,
+                             cycles=cycles, builtin=builtin, modifiers=modifiers, **({"accumulator": acc} if acc else {}),
                              notes=f"{notes}; {note}" if notes else note)

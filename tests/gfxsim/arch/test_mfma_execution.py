@@ -1,8 +1,8 @@
 """Every family of CDNA matrix instruction executed through the asm front end: a hand-written
 kernel loads A, B and C register by register from buffers, runs the mnemonic, stores D; D is
-compared with a numpy matmul under the record's documented arithmetic (i8: exact int32; f64: the
-exact sum rounded once to f64; f16/bf16/fp8/bf8/f32: the exact sum rounded once to f32; xf32: the
-inputs cut to 10 mantissa bits first), over every block.
+compared with a numpy matmul under the record's documented arithmetic (i8: exact int32; float:
+the record's accumulator datapath, computed in matrix space; xf32: the inputs cut to 10 mantissa
+bits first), over every block.
 
 The host packs the matrices into per-lane registers through AMD's calculator tables (the golden
 file), not through gfxsim's records, so a wrong record layout fails here too.
@@ -18,6 +18,7 @@ import pytest
 
 from gfxsim.arch import get_arch
 from gfxsim.asm.run import kernel_from_text, run_asm
+from gfxsim.machine.accum import mma_f32
 from gfxsim.machine.memory import Buffer
 
 from test_calculator_golden import ARCH_OF, golden
@@ -96,11 +97,13 @@ def _xf32(x):
 
 
 def reference(insn, a, b, c) -> np.ndarray:
-    """D by exact rational arithmetic, rounded once to the C/D type."""
+    """D by exact rational arithmetic, rounded once to the C/D type, or by the record's accumulator."""
     if insn.a_type == "xf32":
         a, b = _xf32(a), _xf32(b)
     if insn.cd_type == "i32":
         return (np.einsum("bmk,bkn->bmn", a.astype(np.int64), b.astype(np.int64)) + c).astype(np.int32)
+    if not insn.accumulator.is_exact:       # the record's datapath, in matrix space (test_mmasim_golden checks it)
+        return mma_f32(insn.accumulator, a, b, c.astype(NP[insn.cd_type]), insn.a_type, insn.b_type)
     fa, fb, fc = (np.vectorize(Fraction, otypes=[object])(x.astype(np.float64)) for x in (a, b, c))
     exact = np.einsum("bmk,bkn->bmn", fa, fb) + fc
     return np.vectorize(float)(exact).astype(NP[insn.cd_type])
