@@ -48,12 +48,13 @@ class AccumulatorPrecision:
     fused on its own, the groups' sums then aligned and cut to ``mantissa_bits`` again (CDNA3 FP8:
     2, even and odd K). A product's alignment exponent is the sum of its inputs' exponents, an input
     below the normal range counting as its type's smallest normal exponent; a zero term takes
-    ``zero_exponent`` (None: it never sets the alignment). ``result_bits`` cuts each step's result
-    to that many mantissa bits (the H200's QGMMA writes 13: FP22 = 1 + 8 + 13). ``nan``: the bits of
-    every NaN result (None: as the host's arithmetic makes them); ``positive_zero``: a zero result
-    is written +0; ``c_far_drops``: in "two_stage", a C more than ``mantissa_bits`` + 1 binades
-    below the alignment is dropped instead of cut toward -inf (CDNA3 FP8). ``measured`` says what
-    checked the model bit for bit (empty: nothing has).
+    ``zero_exponent`` in "fused" (None: it never sets the alignment; NVIDIA's adders give zero an
+    exponent below fp32's range, which cuts products far smaller still), and a zero sum is +0.
+    ``result_bits`` cuts each step's result to that many mantissa bits (the H200's QGMMA writes 13:
+    FP22 = 1 + 8 + 13). ``nan``: the bits of every NaN result (None: as the host's arithmetic makes
+    them); ``c_far_drops``: in "two_stage", a C more than ``mantissa_bits`` + 1 binades below the
+    alignment is dropped instead of cut toward -inf (CDNA3 FP8). ``measured`` says what checked the
+    model bit for bit (empty: nothing has).
     The arithmetic is ``gfxsim.machine.accum``."""
     mantissa_bits: int | None = None
     note: str = "exact"
@@ -68,7 +69,6 @@ class AccumulatorPrecision:
     final_rounding: str | None = None
     zero_exponent: int | None = None
     nan: int | None = None
-    positive_zero: bool = False
     c_far_drops: bool = False        # "two_stage": a C below the adder's window is dropped, not cut to -1 ulp
     measured: str = ""
 
@@ -103,7 +103,7 @@ class AccumulatorPrecision:
                 "result_bits": self.result_bits, "step": self.step, "interleave": self.interleave,
                 "c_bits": self.c_bits, "final_rounding": self.final_rounding or self.rounding,
                 "zero_exponent": self.zero_exponent, "nan": None if self.nan is None else f"{self.nan:#010x}",
-                "positive_zero": self.positive_zero, "c_far_drops": self.c_far_drops, "measured": self.measured or None,
+                "c_far_drops": self.c_far_drops, "measured": self.measured or None,
                 "note": self.note, "source": self.source}
 
 

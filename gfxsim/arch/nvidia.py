@@ -47,12 +47,12 @@ _MMASIM_ADA = ("MMA-Sim 2.1.1's Ada model (arXiv 2511.10909; its authors checked
 FP22_ADA = Acc(13, "FP22 (1+8+13) for FP8 mma on Ada: each half of K (16 products) is one fused step: C and the "
                "products aligned to the largest exponent, 13 fraction bits kept (cut toward zero), the result cut "
                "to 13 mantissa bits, then C of the second half", rounding="truncate",
-               c_entry="fused", result_bits=13, step=16, zero_exponent=-132, positive_zero=True, nan=0x7FFFFFFF,
+               c_entry="fused", result_bits=13, step=16, zero_exponent=-132, nan=0x7FFFFFFF,
                source="SageAttention2 (arXiv 2411.10958) for the width; MMA-Sim 2.1.1 for the halves",
                measured=_MMASIM_ADA)
 ADA_HMMA = Acc(24, "HMMA.16816.F32 on Ada: two fused steps of 8 products each: C and the products aligned to the "
                "largest exponent, 24 fraction bits kept (cut toward zero), exact sum, fp32 result truncated",
-               rounding="truncate", c_entry="fused", step=8, zero_exponent=-132, positive_zero=True, nan=0x7FFFFFFF,
+               rounding="truncate", c_entry="fused", step=8, zero_exponent=-132, nan=0x7FFFFFFF,
                source="MMA-Sim 2.1.1 (arXiv 2511.10909)", measured=_MMASIM_ADA)
 
 
@@ -61,7 +61,7 @@ _GOLDEN = "hw_probes/nvidia/golden_h200.json (H200, driver 580.159.04, CUDA 13.0
 # Measured on the H200 (hw_probes/nvidia): every structured and random experiment reproduced bit for bit.
 SM90_HMMA = Acc(25, "HMMA.16816.F32: C and the 16 products aligned to the largest exponent, 25 fraction "
                 "bits kept (cut toward zero), exact sum, fp32 result truncated", rounding="truncate",
-                c_entry="fused", step=16, zero_exponent=-133, positive_zero=True, nan=0x7FFFFFFF, source=_GOLDEN,
+                c_entry="fused", step=16, zero_exponent=-133, nan=0x7FFFFFFF, source=_GOLDEN,
                 measured="the H200 probe (hw_probes/nvidia) and MMA-Sim 2.1.1's Hopper model")
 SM90_MMA_E4M3 = Acc(25, "sm_90 has no FP8 mma.sync unit: ptxas emits two f16 HMMA.16816 (K slots "
                     "k%4<2, then k%4>=2, chained, 25 bits, truncated) and adds C with an fp32 FADD "
@@ -73,7 +73,7 @@ SM90_MMA_E4M3 = Acc(25, "sm_90 has no FP8 mma.sync unit: ptxas emits two f16 HMM
 SM90_WGMMA_E4M3 = Acc(13, "QGMMA.64xNx32.F32.E4M3: C and the 32 products aligned to the largest exponent, "
                       "13 fraction bits kept (cut toward zero), the result cut to 13 mantissa bits (FP22; "
                       "DeepSeek-V3's '~14 bits')", rounding="truncate",
-                      c_entry="fused", result_bits=13, step=32, zero_exponent=-133, positive_zero=True,
+                      c_entry="fused", result_bits=13, step=32, zero_exponent=-133,
                       nan=0x7FFFFFFF, source=_GOLDEN,
                       measured="the H200 probe (hw_probes/nvidia) and MMA-Sim 2.1.1's Hopper wgmma model")
 

@@ -169,10 +169,8 @@ def accumulate(acc, prod, pexp, c):
 
 
 def finish(acc, d) -> np.ndarray:
-    """The fp32 result as the record writes it: NaN bits, the sign of zero."""
+    """The fp32 result as the record writes it (its NaN bits)."""
     d = np.asarray(d).astype(np.float32)
-    if acc.positive_zero:
-        d = np.where(d == 0, np.float32(0.0), d).astype(np.float32)
     if acc.nan is not None:
         bits = np.where(np.isnan(d), np.uint32(acc.nan), d.view(np.uint32)).astype(np.uint32)
         d = bits.view(np.float32)

@@ -46,15 +46,21 @@ def fma_f64(a, b, c) -> np.ndarray:
     finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
     tame = (((np.abs(a) > 2.0 ** -400) & (np.abs(a) < 2.0 ** 400) & (np.abs(b) > 2.0 ** -400)
              & (np.abs(b) < 2.0 ** 400)) | (a == 0) | (b == 0)) & (np.abs(c) < 2.0 ** 1000)
+    # an exact zero is +0 (round to nearest), -0 only as a -0 product plus a -0 C
+    neg_zero = ((a == 0) | (b == 0)) & (np.signbit(a) ^ np.signbit(b)) & (c == 0) & np.signbit(c)
+    sign_zero = np.where(neg_zero, -0.0, 0.0)
     for idx in zip(*np.nonzero(finite)):
         if tame[idx]:
             out[idx] = math.fsum((float(p[idx]), float(e[idx]), float(c[idx])))
-            continue
+            if out[idx] != 0:
+                continue
         exact = Fraction(float(a[idx])) * Fraction(float(b[idx])) + Fraction(float(c[idx]))
         try:
-            out[idx] = float(exact)
+            out[idx] = float(exact) if exact != 0 else sign_zero[idx]
         except OverflowError:
             out[idx] = math.inf if exact > 0 else -math.inf
+        if out[idx] == 0 and exact != 0:         # rounded to zero: the sign of the exact value
+            out[idx] = math.copysign(0.0, float(exact > 0) - 0.5)
     return out
 
 

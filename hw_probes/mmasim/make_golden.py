@@ -140,6 +140,25 @@ def operands(rng, case, M, N, K, at, bt, ct):
     if case == "denormal":
         return (fields(rng, (M, K), at, 1, 4, sub=0.5), fields(rng, (K, N), bt, 1, bb + 1, sub=0.3),
                 fields(rng, (M, N), ct, 1, 3, sub=0.5))
+    if case == "tiny":             # products far below fp32's range, C zero of either sign or tiny
+        c = fields(rng, (M, N), ct, 1, 2, sub=0.5)
+        c = np.where(rng.random((M, N)) < 0.5, c & np.array(1 << (FORMATS[ct][0] + FORMATS[ct][1]), c.dtype), c)
+        return fields(rng, (M, K), at, 1, 3, sub=0.3), fields(rng, (K, N), bt, 1, 3, sub=0.3), c
+    if case == "zeros":            # signed zeros: products and C that are zero, results that are zero
+        a = fields(rng, (M, K), at, ba - 1, ba + 1)
+        b = fields(rng, (K, N), bt, bb - 1, bb + 1)
+        sa, sb = 1 << (FORMATS[at][0] + FORMATS[at][1]), 1 << (FORMATS[bt][0] + FORMATS[bt][1])
+        zero_a = rng.random((M, 1)) < 0.5
+        a = np.where(rng.random((M, K)) < 0.5, a & np.array(sa, a.dtype), a)
+        a = np.where(zero_a, np.array(sa, a.dtype), a)               # rows of -0: products -0 where B > 0
+        b = np.where(rng.random((K, N)) < 0.3, b & np.array(sb, b.dtype), b)
+        b = np.where(rng.random((1, N)) < 0.5, b & np.array(sb - 1, b.dtype), b)      # columns of B >= 0
+        if at in ("fp8", "bf8"):            # fnuz: 0x80 is NaN, the only zero is 0x00
+            a = np.where(a == 0x80, 0, a).astype(a.dtype)
+        if bt in ("fp8", "bf8"):
+            b = np.where(b == 0x80, 0, b).astype(b.dtype)
+        c = fields(rng, (M, N), ct, bc - 1, bc + 1)
+        return a, b, np.where(rng.random((M, N)) < 0.7, c & np.array(1 << (FORMATS[ct][0] + FORMATS[ct][1]), c.dtype), c)
     if case == "special":
         return (fields(rng, (M, K), at, ba - 3, ba + 2, special=0.02),
                 fields(rng, (K, N), bt, bb - 3, bb + 2, special=0.02),
@@ -147,7 +166,7 @@ def operands(rng, case, M, N, K, at, bt, ct):
     raise ValueError(case)
 
 
-CASES = ("random", "attention", "ties", "cancel", "gap", "denormal", "special")
+CASES = ("random", "attention", "ties", "cancel", "gap", "denormal", "tiny", "zeros", "special")
 CHAINED = ("v_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16_bf16", "v_mfma_f32_16x16x32_fp8_fp8",
            "v_mfma_f32_32x32x16_bf8_fp8", "v_mfma_f32_16x16x16bf16_1k", "v_mfma_f32_16x16x16f16",
            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
