@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .accum_serial import EMIN, F32_EMIN, finish, serial_mma
+
 NONE = -(1 << 20)        # the exponent of a zero term that never sets the alignment
-F32_EMIN = -126
-# smallest normal exponent of each operand type: a subnormal input aligns as if it had this one
-EMIN = {"f16": -14, "bf16": -126, "fp8": -7, "bf8": -15, "fp8_e4m3": -6, "fp8_e5m2": -14,
-        "f32": -126, "xf32": -126, "f64": -1022}
 
 
 def exponent(x, emin: int | None = None) -> np.ndarray:
@@ -168,20 +166,10 @@ def accumulate(acc, prod, pexp, c):
     return finish(acc, run)
 
 
-def finish(acc, d) -> np.ndarray:
-    """The fp32 result as the record writes it (its NaN bits)."""
-    d = np.asarray(d).astype(np.float32)
-    if acc.nan is not None:
-        bits = np.where(np.isnan(d), np.uint32(acc.nan), d.view(np.uint32)).astype(np.uint32)
-        d = bits.view(np.float32)
-    return d
-
-
 def mma_f32(acc, a, b, c, a_type: str | None = None, b_type: str | None = None) -> np.ndarray:
     """D = A.B + C of float inputs ``[bl, M, K] x [bl, K, N] + [bl, M, N]`` under the record ``acc``;
     ``a_type``/``b_type`` (ISA type names) give a subnormal input its alignment exponent."""
     if acc.c_entry in ("fma", "ftz_tree"):
-        from .accum_serial import serial_mma
         return serial_mma(acc, a, b, c, a_type, b_type)
     prod, pexp = product_terms(a, b, EMIN.get(a_type), EMIN.get(b_type))
     return accumulate(acc, prod, pexp, c)

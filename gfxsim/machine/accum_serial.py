@@ -13,8 +13,21 @@ from fractions import Fraction
 
 import numpy as np
 
-from .accum import EMIN, F32_EMIN, finish
 from .mma64 import two_product
+
+F32_EMIN = -126
+# smallest normal exponent of each operand type: a subnormal input aligns (and flushes) as one of it
+EMIN = {"f16": -14, "bf16": -126, "fp8": -7, "bf8": -15, "fp8_e4m3": -6, "fp8_e5m2": -14,
+        "f32": -126, "xf32": -126, "f64": -1022}
+
+
+def finish(acc, d) -> np.ndarray:
+    """The fp32 result as the record writes it (its NaN bits)."""
+    d = np.asarray(d).astype(np.float32)
+    if acc.nan is not None:
+        bits = np.where(np.isnan(d), np.uint32(acc.nan), d.view(np.uint32)).astype(np.uint32)
+        d = bits.view(np.float32)
+    return d
 
 
 def _round_odd_f32(x, y):

@@ -61,3 +61,22 @@ def test_v_div_scale_f32_with_a_zero_operand_is_nan_with_vcc_set():
 def test_the_approximated_instructions_name_entries_of_the_table():
     assert set(fp.APPROXIMATED) <= set(isa.TABLE)
     assert all(v == "correctly rounded stand-in, hardware within 1 ulp" for v in fp.APPROXIMATED.values())
+
+
+def test_a_run_lists_the_stand_ins_it_executed_on_both_front_ends():
+    from gfxsim import launch
+    from gfxsim.asm.run import kernel_from_text, run_asm
+
+    def k(w):
+        x = w.lane_id.to("f32")
+        w.exp(x)                          # pseudo.exp_f32: v_mul_f32 then v_exp_f32
+        x + x
+
+    run = launch(k, arch="gfx942")
+    assert run.approximations == {"v_exp_f32": "correctly rounded stand-in, hardware within 1 ulp"}
+    assert "correctly rounded stand-ins (hardware within 1 ulp): v_exp_f32" in run.summary()
+    asm = run_asm(kernel_from_text("v_cvt_f32_u32_e32 v1, v0\nv_rcp_f32_e32 v4, v1\nv_add_f32_e32 v5, v1, v1"),
+                  args=())
+    assert list(asm.approximations) == ["v_rcp_f32"]
+    plain = run_asm(kernel_from_text("v_cvt_f32_u32_e32 v1, v0\nv_add_f32_e32 v5, v1, v1"), args=())
+    assert plain.approximations == {}
