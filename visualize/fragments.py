@@ -37,7 +37,10 @@ _SLICE = {4: "n", 8: "b", 16: "w"}          # nibble, byte, word (half) of a VGP
 
 
 def vgpr_slice(reg: int, elem: int, bits: int) -> str:
-    """A VGPR slice relative to the operand's first VGPR: ``v1`` (32-bit), ``v1.b2`` (byte 2), ``v1.n5`` (nibble 5)."""
+    """A VGPR slice relative to the operand's first VGPR: ``v1`` (32-bit), ``v1.b2`` (byte 2), ``v1.n5`` (nibble 5),
+    ``v[3:2]`` (a 64-bit element: ``reg`` counts register pairs)."""
+    if bits == 64:
+        return f"v[{2 * reg + 1}:{2 * reg}]"
     if bits == 32:
         return f"v{reg}"
     return f"v{reg}.{_SLICE[bits]}{elem}"
@@ -87,7 +90,7 @@ def register_panels(profile, insn, op: str, outline: np.ndarray | None = None) -
     """One panel per lane group: 16 lanes x (VGPR, slice); ``outline[reg, elem, lane]`` marks cells."""
     lay = insn.operand(op)
     where = lay.matrix_of()                                # [3, regs, elems, lanes]
-    slots = [(r, e) for r in range(lay.n_regs) for e in range(lay.n_elems)]
+    slots = [(r, e) for r in range(lay.reg_slots) for e in range(lay.n_elems)]
     xticks = [vgpr_slice(r, e, lay.elem_bits) for r, e in slots]
     panels = []
     for g in range(lay.wave_size // style.LANES_PER_GROUP):
@@ -123,6 +126,8 @@ def cell_note(insn, op: str, view: str) -> str:
         unit = {4: "nibble", 8: "byte", 16: "16-bit word"}[bits]
         ex = vgpr_slice(1, 1, bits)
         slice_words = f"\"{ex}\" = {unit} 1 (bits {slice_bits(1, bits)}) of the operand's 2nd VGPR (v0 = its first)"
+    elif bits == 64:
+        slice_words = "\"v[3:2]\" = the operand's 2nd register pair, one 64-bit element (v[1:0] = its first)"
     else:
         slice_words = "\"v1\" = the operand's 2nd VGPR (v0 = its first)"
     if view == "matrix":

@@ -8,6 +8,8 @@ tests/gfxsim/arch/test_mmasim_golden.py replays it. Nothing here was run on AMD 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .matrix_insn import AccumulatorPrecision as Acc
 
 MMASIM = "MMA-Sim 2.1.1 (arXiv 2511.10909)"
@@ -50,3 +52,13 @@ def cdna(family: str, mnemonic: str, a_type: str, cd_type: str) -> Acc | None:
     if a_type == "bf16" and not mnemonic.endswith("_1k"):
         return CDNA2_BF16
     return CDNA2_F16
+
+
+def sparse(a_type: str, cd_type: str) -> Acc | None:
+    """A CDNA3 v_smfmac_*'s accumulator: its dense form's datapath, not validated (MMA-Sim has no
+    sparse model; how the unit groups the stored products is not published)."""
+    if cd_type == "i32":
+        return None
+    dense = cdna("CDNA3", "", a_type, cd_type)
+    return replace(dense, note=dense.note + "; taken for the sparse instruction's dense form, not measured or "
+                   "validated", measured="")

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from . import accumulators
 from .dtypes import elem_type
+from .layout import OperandLayout
 from .matrix_insn import MatrixInstruction, ab_kgroups, cd_cdna
 
 BROADCAST = ("cbsz", "abid", "blgp")     # multi-block instructions: A-block broadcast and B swizzle
 SWIZZLE = ("blgp",)
+INDEX_SET = ("cbsz", "abid")             # v_smfmac_*: which set of compression fields Src2 gives
+SPARSE_NOTE = ("4:2 structured sparse A, held compressed (two of every four K values) with a compression "
+               "index in Src2 (one 4-bit field per group of four K: bits 1:0 and 3:2 the positions of its "
+               "two stored values); C is D (Vdst); CBSZ/ABID: CBSZ 0 takes index set ABID (the fields of "
+               "16-bit A from bit 8*ABID, of 8-bit A from bit 16*ABID), CBSZ != 0 set 0; BLGP not supported")
 
 
 def modifier_note(cd_type: str, family: str, modifiers: tuple[str, ...]) -> str:
@@ -45,3 +51,25 @@ def mfma(mnemonic: str, m: int, n: int, k: int, blocks: int, a_type: str, b_type
     return MatrixInstruction(mnemonic, m, n, k, blocks, a_type, b_type, cd_type, layouts, source=source,
                              cycles=cycles, builtin=builtin, modifiers=modifiers, **({"accumulator": acc} if acc else {}),
                              notes=f"{notes}; {note}" if notes else note)
+
+
+def index_layout(m: int, k: int, wave: int = 64) -> OperandLayout:
+    """Src2 of a v_smfmac_*: field g (K 4g..4g+3) of row i at lane i + M*(g // gpl), bits 4*(g % gpl),
+    gpl = the groups one lane holds (as A's K is split over lane groups)."""
+    groups = wave // m
+    gpl = k // 4 // groups
+    return OperandLayout("K", m, k // 4, 1, 4, lane=[(m, "row", 1), (groups, "col", gpl)], reg=[],
+                         elem=[(gpl, "col", 1)], wave_size=wave)
+
+
+def smfmac(mnemonic: str, m: int, n: int, k: int, a_type: str, b_type: str, cd_type: str, cycles: int,
+           builtin: str, source: str) -> MatrixInstruction:
+    """A sparse record: A compressed (M x K/2 in the dense A family's layout), B, C/D as the dense
+    families, the compression index from ``index_layout``."""
+    bits = {op: elem_type(t).bits for op, t in (("A", a_type), ("B", b_type), ("C", cd_type))}
+    layouts = {"A": ab_kgroups("A", m, k // 2, bits["A"]), "B": ab_kgroups("B", n, k, bits["B"]),
+               "C": cd_cdna("C", m, n, bits["C"]), "D": cd_cdna("D", m, n, bits["C"])}
+    acc = accumulators.sparse(a_type, cd_type)
+    return MatrixInstruction(mnemonic, m, n, k, 1, a_type, b_type, cd_type, layouts, source=source, cycles=cycles,
+                             builtin=builtin, modifiers=INDEX_SET, notes=SPARSE_NOTE, index=index_layout(m, k),
+                             **({"accumulator": acc} if acc else {}))

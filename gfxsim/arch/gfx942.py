@@ -3,10 +3,10 @@
 Layouts, cycle counts and modifier support: AMD Matrix Instruction Calculator
 (ROCm/amd_matrix_instruction_calculator 2ef9189, `-a CDNA3 -d/-M`), replayed for every lane,
 register and element by tests/gfxsim/arch/test_calculator_golden.py; cross-checked against the
-CDNA3 ISA reference guide, section 7. Sparse v_smfmac_* (with a compression-index operand) have
-no records.
+CDNA3 ISA reference guide, section 7. The sparse v_smfmac_* (4:2 structured A, compressed, with a
+compression index in Src2) too.
 """
-from .cdna import BROADCAST as BC, SWIZZLE as SW, mfma
+from .cdna import BROADCAST as BC, SWIZZLE as SW, mfma, smfmac
 from .profile import ArchProfile
 
 SRC = "AMD Matrix Instruction Calculator 2ef9189, -a CDNA3; AMD Instinct MI300 ISA guide s.7"
@@ -45,13 +45,27 @@ ROWS = (
 )
 
 
+# mnemonic, M, N, K, A, B, C/D type, cycles (builtin: __builtin_amdgcn_ + name)
+SPARSE_ROWS = (
+    ("v_smfmac_f32_16x16x32_f16", 16, 16, 32, "f16", "f16", "f32", 16),
+    ("v_smfmac_f32_32x32x16_f16", 32, 32, 16, "f16", "f16", "f32", 32),
+    ("v_smfmac_f32_16x16x32_bf16", 16, 16, 32, "bf16", "bf16", "f32", 16),
+    ("v_smfmac_f32_32x32x16_bf16", 32, 32, 16, "bf16", "bf16", "f32", 32),
+    ("v_smfmac_i32_16x16x64_i8", 16, 16, 64, "i8", "i8", "i32", 16),
+    ("v_smfmac_i32_32x32x32_i8", 32, 32, 32, "i8", "i8", "i32", 32),
+    *((f"v_smfmac_f32_{m}x{m}x{k}_{a}_{b}", m, m, k, a, b, "f32", cyc)
+      for m, k, cyc in ((16, 64, 16), (32, 32, 32)) for a in ("fp8", "bf8") for b in ("fp8", "bf8")),
+)
+
+
 def _record(row):
     mn, m, n, k, blocks, at, bt, cdt, cycles, mods, builtin = row
     return mfma(mn, m, n, k, blocks, at, bt, cdt, cycles, mods, f"__builtin_amdgcn_{builtin}", SRC, "CDNA3",
                 notes=XF32 if at == "xf32" else "")
 
 
-INSTRUCTIONS = {i.mnemonic: i for i in map(_record, ROWS)}
+INSTRUCTIONS = {i.mnemonic: i for i in (*map(_record, ROWS),
+                                         *(smfmac(*r, f"__builtin_amdgcn_{r[0][2:]}", SRC) for r in SPARSE_ROWS))}
 # The assembler also takes the CDNA2 spellings, which the builtins keep (v_mfma_f32_32x32x1f32).
 ALIASES = {"v_" + i.builtin.removeprefix("__builtin_amdgcn_"): m for m, i in INSTRUCTIONS.items()
            if i.builtin != "__builtin_amdgcn_" + m[2:]}

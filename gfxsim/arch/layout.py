@@ -257,7 +257,7 @@ class OperandLayout:
     # -- closed-form formulas ------------------------------------------------------------
     def axis_names(self):
         """Names of (row, col) for this operand, as the ISA tables use them."""
-        return {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j")}[self.operand]
+        return {"A": ("i", "k"), "B": ("k", "j"), "C": ("i", "j"), "D": ("i", "j"), "K": ("i", "g")}[self.operand]
 
     def formulas_to_matrix(self) -> dict:
         """Closed forms (row, col, block) in terms of lane, reg, elem."""

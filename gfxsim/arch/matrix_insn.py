@@ -1,7 +1,7 @@
 """The record of one matrix instruction (v_mfma_* / v_mmac_*) and builders for its layouts."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Mapping
 
 from .dtypes import ElemType, elem_type
@@ -111,7 +111,11 @@ class AccumulatorPrecision:
 class MatrixInstruction:
     """One matrix instruction, frozen. Everything else (execution, tables, plots) derives from it.
 
-    Operand shapes: A is M x K, B is K x N, C and D are M x N, each per block.
+    Operand shapes: A is M x K, B is K x N, C and D are M x N, each per block. A sparse
+    instruction (v_smfmac_*: A 4:2 structured along K) holds A compressed: its layout is of the
+    M x K/2 matrix whose column 2*g + s is the s-th stored value of A's group g (K 4g..4g+3), and
+    ``index`` is the layout of the M x K/4 matrix of 4-bit compression fields (Src2), field g
+    holding the positions within the group of its two stored values (bits 1:0 and 3:2).
     """
     mnemonic: str                 # verbatim ISA name
     M: int
@@ -128,13 +132,20 @@ class MatrixInstruction:
     accumulator: AccumulatorPrecision = field(default_factory=AccumulatorPrecision)
     notes: str = ""
     modifiers: tuple[str, ...] = ()   # the VOP3P-MAI modifiers it accepts: "cbsz", "abid", "blgp"
+    index: OperandLayout | None = None   # sparse A's compression index (v_smfmac_*), else None
+    _dense: MatrixInstruction | None = field(default=None, repr=False, compare=False)   # dense_form, made once
 
     def __post_init__(self):
         if set(self.layouts) != set(OPERANDS):
             raise ArgumentError(f"{self.mnemonic}: layouts must name exactly {OPERANDS}")
         if not set(self.modifiers) <= set(MODIFIERS):
             raise ArgumentError(f"{self.mnemonic}: modifiers {self.modifiers} not among {MODIFIERS}")
-        want = {"A": (self.M, self.K), "B": (self.K, self.N), "C": (self.M, self.N), "D": (self.M, self.N)}
+        want = {"A": (self.M, self.K // 2 if self.sparse else self.K), "B": (self.K, self.N),
+                "C": (self.M, self.N), "D": (self.M, self.N)}
+        if self.sparse and (self.K % 4 or self.index.rows != self.M or self.index.cols != self.K // 4
+                            or self.index.elem_bits != 4 or self.index.blocks != self.blocks):
+            raise ArgumentError(f"{self.mnemonic}: a sparse record needs K a multiple of 4 and an M x K/4 "
+                                f"index of 4-bit fields")
         bits = {"A": self.a.bits, "B": self.b.bits, "C": self.cd.bits, "D": self.cd.bits}
         for op, lay in self.layouts.items():
             if (lay.rows, lay.cols, lay.blocks) != (*want[op], self.blocks):
@@ -143,6 +154,31 @@ class MatrixInstruction:
             if lay.elem_bits != bits[op]:
                 raise ArgumentError(f"{self.mnemonic}: operand {op} layout uses {lay.elem_bits}-bit elements, "
                                  f"type says {bits[op]}")
+
+    @property
+    def sparse(self) -> bool:
+        """A is 4:2 structured sparse, held compressed, with a compression index (v_smfmac_*)."""
+        return self.index is not None
+
+    @property
+    def dense_form(self) -> MatrixInstruction:
+        """A sparse record's dense form: the instruction the matrix unit runs once the compression
+        index has put A's stored values back at their K positions (zeros elsewhere). Its A is the
+        dense M x K operand of the same layout family; a lane's dense values are exactly the groups
+        its compressed values come from (compressed columns 2g, 2g+1 are group g, K 4g..4g+3), so
+        the expansion never moves a value to another lane. B, C, D, accumulator and name are the record's."""
+        if not self.sparse:
+            raise ArgumentError(f"{self.mnemonic} is not a sparse instruction")
+        if self._dense is None:
+            dense = replace(self, layouts={**self.layouts, "A": ab_kgroups("A", self.M, self.K, self.a.bits)},
+                            index=None, notes=f"dense form of {self.mnemonic} (A expanded by its compression index)")
+            object.__setattr__(self, "_dense", dense)
+        return self._dense
+
+    @property
+    def index_sets(self) -> int:
+        """Sets of compression fields one 32-bit Src2 holds: two bits per compressed value of a lane."""
+        return 32 // (2 * self.elems("A")) if self.sparse else 0
 
     @property
     def a(self) -> ElemType:

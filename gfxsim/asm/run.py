@@ -268,7 +268,7 @@ def _vector_sources(st, d) -> list:
     return vals
 
 
-_BACK_END_EVENTS = ("v_mfma", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
+_BACK_END_EVENTS = ("v_mfma", "v_smfmac", "v_mmac", "s_load", "s_buffer", "s_store", "s_barrier", "s_dcache", "ds_",
                     "global_", "buffer_", "flat_", "scratch_")
 
 

@@ -202,10 +202,11 @@ def detail(arch, insn, fmt):
         "accumulator": insn.accumulator.note,
         "accumulator_record": insn.accumulator.as_dict(), "accumulator_checked": _checked(insn),
         "registers": {op: insn.regs(op) for op in OPERANDS},
-        "fields": OPERAND_FIELDS,
+        "fields": {**OPERAND_FIELDS, "C": "Vdst"} if insn.sparse else OPERAND_FIELDS,
         "element_to_register": {op: insn.operand(op).formulas_to_register() for op in OPERANDS},
         "register_to_element": {op: insn.operand(op).formulas_to_matrix() for op in OPERANDS},
         "modifiers": list(insn.modifiers), "also_spelled": _spellings(arch).get(insn.mnemonic, []),
+        "index_to_register": insn.index.formulas_to_register() if insn.sparse else None,
         "source": insn.source, "notes": insn.notes,
     }
     if fmt == "json":
@@ -216,7 +217,13 @@ def detail(arch, insn, fmt):
             ["accumulator checked", _checked(insn)]]
     for op in OPERANDS:
         pairs = " (reg below counts register pairs)" if insn.operand(op).elem_bits == 64 else ""
-        rows.append([f"{op} ({OPERAND_FIELDS[op]})", f"{info['types'][op]}, {insn.regs(op)} VGPR(s){pairs}"])
+        packed = f" compressed: {insn.M}x{insn.K // 2}, column 2g+s the s-th stored value of group g" \
+            if op == "A" and insn.sparse else ""
+        rows.append([f"{op} ({info['fields'][op]})", f"{info['types'][op]}, {insn.regs(op)} VGPR(s){pairs}{packed}"])
+    if insn.sparse:
+        f = insn.index.formulas_to_register()
+        rows.append(["index (Src2)", f"4-bit field per group g of four K, 1 VGPR: field[i][g] at lane = {f['lane']}; "
+                                     f"bits 4*({f['elem']}) (+ the set CBSZ/ABID choose)"])
     rows.append(["modifiers", ", ".join(insn.modifiers) or "none"])
     if info["also_spelled"]:
         rows.append(["also spelled", ", ".join(info["also_spelled"])])

@@ -179,6 +179,9 @@ class MatrixOps:
         if label is not None and not isinstance(label, str):
             raise self.error(TypeError, f"{mnemonic}: label must be a str, got {type(label).__name__}")
         insn = self.insn(mnemonic)
+        mnemonic = insn.mnemonic
+        if insn.sparse:
+            raise self.error(TypeError, f"{mnemonic} takes a compression index: use w.smfmac")
         regs_in = (a, b)                   # as the kernel passed them (the trace shows these)
         a, b = (_unpack_nibbles(self, insn, op, v) for op, v in (("A", a), ("B", b)))
         need = {"A": (a, insn.a_type), "B": (b, insn.b_type)}

@@ -48,6 +48,7 @@ import sys
 import numpy as np
 
 from . import ops
+from ..arch.matrix_insn import MatrixInstruction
 from .cond import Cond, mask_of
 from .coverage import Coverage
 from .ds import DsOps
@@ -59,6 +60,7 @@ from .fold import RESTART_KINDS, Unfolded
 from .matrix import MatrixOps
 from .routing import RoutingOps
 from .scales import ScaleOps
+from .sparse import SparseOps
 from .trace import BatchEvent, Operand
 from .valu import ValuOps
 from .vgpr import VGPRs
@@ -67,7 +69,7 @@ from .vmem import VmemOps
 _MACHINE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
+class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
     def __init__(self, machine, workgroup, wave_id: int):
         self.machine = machine
         self.wg = workgroup
@@ -124,8 +126,10 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, ScaleOps):
     def provenance(self) -> bool:
         return self.machine.provenance
 
-    def insn(self, mnemonic: str):
-        return self.arch.instruction(mnemonic)
+    def insn(self, mnemonic):
+        """The arch's record of ``mnemonic``; a record itself passes through (w.smfmac runs its
+        record's dense form, which no arch table lists)."""
+        return mnemonic if isinstance(mnemonic, MatrixInstruction) else self.arch.instruction(mnemonic)
 
     def alloc(self, n: int) -> tuple:
         """(first, n): ``n`` fresh virtual register numbers."""

@@ -15,7 +15,7 @@ from gfxsim.cli import main
 from visualize import plot_compare, plot_layout
 from visualize.style import LANE_GROUP_STYLE, LANES_PER_GROUP
 
-SLICE = re.compile(r"^L(\d+)\nv(\d+)(?:\.[bwn](\d+))?$")          # matrix view: "L18\nv1.b2"
+SLICE = re.compile(r"^L(\d+)\nv(?:(\d+)|\[\d+:(\d+)\])(?:\.[bwn](\d+))?$")   # "L18\nv1.b2", "L5\nv[3:2]" (f64)
 COORD = re.compile(r"^(\d+),(\d+)(?:\nblk(\d+))?$")               # register view: "5,7" / "3,1\nblk5"
 
 CASES = [
@@ -27,6 +27,9 @@ CASES = [
     ("gfx942", "v_mfma_f32_4x4x4_16b_f16", "A"),       # 16 blocks: small multiples
     ("gfx942", "v_mfma_f32_4x4x4_16b_f16", "D"),
     ("gfx90a", "v_mfma_i32_16x16x16i8", "B"),
+    ("gfx942", "v_mfma_f64_16x16x4_f64", "D"),         # 64-bit elements: register pairs
+    ("gfx942", "v_mfma_f64_4x4x4_4b_f64", "A"),
+    ("gfx942", "v_mfma_f32_32x32x1_2b_f32", "D"),      # blocks in registers
     ("gfx936", "v_mmac_f32_16x16x16_bf16", "C"),
     ("sm_90", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "A"),      # warp32, PTX fragments
     ("sm_90", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "B"),
@@ -62,10 +65,10 @@ def check_matrix_panel(ax, insn, op, block):
     for row, col, text in cell_texts(ax):
         m = SLICE.match(text)
         assert m, f"unreadable label {text!r}"
-        lane, reg, elem = int(m[1]), int(m[2]), int(m[3] or 0)
+        lane, reg, elem = int(m[1]), int(m[2]) if m[2] else int(m[3]) // 2, int(m[4] or 0)
         assert (lane, reg, elem) == tuple(int(v) for v in lay.to_register(row, col, block)), \
             f"{insn.mnemonic} {op}[{row}][{col}] block {block}: drawn {text!r}"
-        assert (m[3] is None) == (lay.elem_bits == 32)
+        assert (m[4] is None) == (lay.elem_bits >= 32) and (m[3] is None) == (lay.elem_bits != 64)
         seen[row, col] += 1
     assert (seen == 1).all(), "every element is labelled exactly once"
 
@@ -73,7 +76,7 @@ def check_matrix_panel(ax, insn, op, block):
 def check_register_panel(ax, insn, op, lane0):
     """Every label of a register-view panel names the element the record gives for that slot."""
     lay = insn.operand(op)
-    n = lay.n_regs * lay.n_elems
+    n = lay.reg_slots * lay.n_elems
     seen = np.zeros((LANES_PER_GROUP, n), int)
     for y, x, text in cell_texts(ax):
         m = COORD.match(text)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import no_mods
+from .smfmac import smfmac
 
 
 def _record_name(st, mnemonic: str) -> str:
@@ -89,6 +90,8 @@ def _permute(st, v, src):
 
 
 def mfma(st, d):
+    if d.mnemonic.startswith("v_smfmac_"):          # sparse: a compression index in Src2 (smfmac.py)
+        return smfmac(st, d)
     no_mods(st, d, ("cbsz", "abid", "blgp"))
     if len(d.ops) != 4:
         raise st.error(f"{d.mnemonic} takes 4 operands, got {len(d.ops)}")

@@ -1,30 +1,20 @@
-"""Every CDNA2/CDNA3 v_mfma_* record against AMD's matrix instruction calculator, every lane,
+"""Every CDNA2/CDNA3 v_mfma_* and v_smfmac_* record against AMD's matrix instruction calculator, every lane,
 register, element and block.
 
 The golden file is the calculator's own output (hw_probes/amd_calculator/make_golden.py dumps
-`matrix_calculator.py -a CDNA2|CDNA3 -d` and `-M -A/-B/-C/-D --csv` for every instruction): per
-register column (first VGPR, VGPR count, low bit, bits) the (row, col, block) of every lane.
+`matrix_calculator.py -a CDNA2|CDNA3 -d` and `-M -A/-B/-C/-D/-k --csv` for every instruction): per
+register column (first VGPR, VGPR count, low bit, bits) the (row, col, block) of every lane. For
+the sparse v_smfmac_* a column of A or of the compression index K names a group of four K
+positions (its first kept): A's column holds that group's two stored values, K's its 4-bit field.
 """
-import gzip
-import json
-from functools import cache
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from gfxsim.arch import get_arch
+from support.amd_calculator import ARCH_OF, golden
 
-GOLDEN = Path(__file__).parent / "golden" / "amd_calculator.json.gz"
-ARCH_OF = {"CDNA2": "gfx90a", "CDNA3": "gfx942"}
 TYPES = {"FP32": "f32", "FP16": "f16", "BF16": "bf16", "int8": "i8", "int32": "i32", "FP64": "f64",
          "FP8": "fp8", "BF8": "bf8"}
-
-
-@cache
-def golden() -> dict:
-    with gzip.open(GOLDEN, "rt") as f:
-        return json.load(f)
 
 
 def _cases():
@@ -34,7 +24,7 @@ def _cases():
 @pytest.mark.parametrize("family", sorted(ARCH_OF))
 def test_every_calculator_instruction_has_a_record_and_no_other(family):
     want = set(golden()["archs"][family])
-    have = {m for m in get_arch(ARCH_OF[family]).instructions if m.startswith("v_mfma_")}
+    have = {m for m in get_arch(ARCH_OF[family]).instructions if m.startswith(("v_mfma_", "v_smfmac_"))}
     assert have == want, f"missing {sorted(want - have)}, extra {sorted(have - want)}"
 
 
@@ -44,35 +34,40 @@ def test_record_facts_match_the_calculator(family, mnemonic):
     insn = get_arch(ARCH_OF[family]).instruction(mnemonic)
     assert (insn.M, insn.N, insn.K, insn.blocks) == (g["M"], g["N"], g["K"], g["blocks"])
     assert insn.cycles == g["cycles"]
-    assert {op: insn.regs(op) for op in "ABCD"} == g["gprs"]
+    assert {op: insn.regs(op) for op in g["gprs"]} == g["gprs"]
+    assert insn.sparse == g["sparse"]
     types = {op: TYPES[t] for op, t in g["types"].items()}
     if "xf32" in mnemonic:           # the calculator prints xf32 operands as FP32 registers
         types["A"] = types["B"] = "xf32"
     assert (insn.a_type, insn.b_type, insn.cd_type, insn.cd_type) == tuple(types[op] for op in "ABCD")
     assert ("cbsz" in insn.modifiers, "abid" in insn.modifiers) == (g["cbsz_abid"],) * 2
     assert ("blgp" in insn.modifiers) == g["blgp"]
-    assert ("CBSZ/ABID: block" in insn.notes) == g["cbsz_abid"] and ("BLGP:" in insn.notes) == g["blgp"]
+    assert ("CBSZ/ABID:" in insn.notes) == g["cbsz_abid"] and ("BLGP:" in insn.notes) == g["blgp"]
 
 
 @pytest.mark.parametrize("family,mnemonic", _cases())
 def test_every_slot_matches_the_calculator(family, mnemonic):
     g = golden()["archs"][family][mnemonic]
     insn = get_arch(ARCH_OF[family]).instruction(mnemonic)
-    for op in "ABCD":
-        lay = insn.operand(op)
-        gl = g["layouts"][op]
-        assert len(gl["columns"]) == lay.reg_slots * lay.n_elems, f"{op}: register columns"
+    for op, gl in g["layouts"].items():
+        lay = insn.index if op == "K" else insn.operand(op)
+        grouped = gl["group"] == 4                # sparse A or its index: one 4:2 group per column
+        per_column = 2 if grouped and op == "A" else 1
+        assert len(gl["columns"]) * per_column == lay.reg_slots * lay.n_elems, f"{op}: register columns"
         seen = np.zeros((lay.blocks, lay.rows, lay.cols), int)
+        lanes = np.arange(lay.wave_size)
         for (first, count, lo, bits), cells in zip(gl["columns"], gl["cells"]):
-            assert bits == lay.elem_bits and count == lay.words_per_reg, f"{op}: v{first} [{lo}+{bits}]"
-            reg, elem = (first // 2, 0) if bits == 64 else (first, lo // bits)
-            lanes = np.arange(lay.wave_size)
-            got = np.stack(lay.to_matrix(lanes, reg, elem), axis=1)
+            assert bits == per_column * lay.elem_bits and count == lay.words_per_reg, f"{op}: v{first} [{lo}+{bits}]"
+            reg, elem = (first // 2, 0) if bits == 64 else (first, lo // lay.elem_bits)
             want = np.array(cells)
-            bad = np.nonzero((got != want).any(axis=1))[0]
-            assert not bad.size, (f"{op} v{first}.[{lo + bits - 1}:{lo}] lane {bad[0]}: record says "
-                                  f"{got[bad[0]].tolist()}, calculator {want[bad[0]].tolist()}")
-            seen[want[:, 2], want[:, 0], want[:, 1]] += 1
+            if grouped:                           # group g: A's columns 2g, 2g+1; K's field g
+                want[:, 1] = want[:, 1] // 4 * per_column
+            for s in range(per_column):
+                got = np.stack(lay.to_matrix(lanes, reg, elem + s), axis=1)
+                bad = np.nonzero((got != want + [0, s, 0]).any(axis=1))[0]
+                assert not bad.size, (f"{op} v{first}.[{lo + bits - 1}:{lo}] +{s} lane {bad[0]}: record says "
+                                      f"{got[bad[0]].tolist()}, calculator {(want[bad[0]] + [0, s, 0]).tolist()}")
+                seen[got[:, 2], got[:, 0], got[:, 1]] += 1
         assert (seen == 1).all(), f"{op}: the calculator's table does not hold every element once"
 
 

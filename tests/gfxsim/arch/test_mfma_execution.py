@@ -10,33 +10,17 @@ file), not through gfxsim's records, so a wrong record layout fails here too.
 from __future__ import annotations
 
 import zlib
-from fractions import Fraction
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from gfxsim.arch import get_arch
 from gfxsim.asm.run import kernel_from_text, run_asm
-from gfxsim.machine.accum import mma_f32
 from gfxsim.machine.memory import Buffer
 
-from test_calculator_golden import ARCH_OF, golden
+from support.amd_calculator import byte_tags, inputs, loads, NP, pack, reference, unpack
 
-FAMILY = {v: k for k, v in ARCH_OF.items()}
-NP = {"f32": np.float32, "xf32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
-      "fp8": ml_dtypes.float8_e4m3fnuz, "bf8": ml_dtypes.float8_e5m2fnuz, "i8": np.int8, "i32": np.int32}
 A_AT, B_AT, C_AT, D_AT = 2, 4, 8, 64       # first VGPR of each operand (C and D: up to 32 VGPRs)
-
-
-def _loads(first: int, regs: int, sbase: int) -> list[str]:
-    """Load registers first.. from buffer s[sbase:sbase+1], laid out [regs][64 lanes] of dwords."""
-    out = []
-    for r in range(regs):
-        if r and r % 16 == 0:              # global offsets reach 4095 bytes: move the base instead
-            out += [f"s_add_u32 s{sbase}, s{sbase}, 0x1000", f"s_addc_u32 s{sbase + 1}, s{sbase + 1}, 0"]
-        out.append(f"global_load_dword v{first + r}, v1, s[{sbase}:{sbase + 1}] offset:{(r % 16) * 256}")
-    return out
 
 
 def _kernel(mnemonic: str, insn, arch: str):
@@ -45,7 +29,7 @@ def _kernel(mnemonic: str, insn, arch: str):
     body = ["s_load_dwordx2 s[4:5], s[0:1], 0x0", "s_load_dwordx2 s[6:7], s[0:1], 0x8",
             "s_load_dwordx2 s[8:9], s[0:1], 0x10", "s_load_dwordx2 s[10:11], s[0:1], 0x18",
             "s_waitcnt lgkmcnt(0)", "v_lshlrev_b32_e32 v1, 2, v0",
-            *_loads(A_AT, ra, 4), *_loads(B_AT, rb, 6), *_loads(C_AT, rc, 8), "s_waitcnt vmcnt(0)",
+            *loads(A_AT, ra, 4), *loads(B_AT, rb, 6), *loads(C_AT, rc, 8), "s_waitcnt vmcnt(0)",
             f"{mnemonic} {rng(D_AT, rd)}, {rng(A_AT, ra)}, {rng(B_AT, rb)}, {rng(C_AT, rc)}", "s_nop 7", "s_nop 7"]
     for r in range(rd):
         if r and r % 16 == 0:
@@ -53,60 +37,6 @@ def _kernel(mnemonic: str, insn, arch: str):
         body.append(f"global_store_dword v1, v{D_AT + r}, s[10:11] offset:{(r % 16) * 256}")
     args = [(n, "global_buffer", 8) for n in ("a", "b", "c", "d")]
     return kernel_from_text("\n".join(body), "mfma_" + mnemonic, args=args, vgprs=128, arch=arch)
-
-
-def _pack(arch: str, mnemonic: str, op: str, mat: np.ndarray, regs: int) -> np.ndarray:
-    """[blocks, rows, cols] values -> [regs, 64] dwords, placed by the calculator's table."""
-    g = golden()["archs"][FAMILY[arch]][get_arch(arch).instruction(mnemonic).mnemonic]["layouts"][op]
-    raw = np.zeros((regs, 64, 4), np.uint8)
-    for (first, count, lo, bits), cells in zip(g["columns"], g["cells"]):
-        idx = np.array(cells)
-        vals = np.ascontiguousarray(mat[idx[:, 2], idx[:, 0], idx[:, 1]])
-        by = vals.view(np.uint8).reshape(64, -1)                 # [lanes, bytes of one element]
-        for w in range(count):
-            nb = min(4, bits // 8)
-            raw[first + w, :, lo // 8:lo // 8 + nb] = by[:, 4 * w:4 * w + nb]
-    return raw.view(np.uint32)[..., 0]
-
-
-def _unpack(arch: str, mnemonic: str, words: np.ndarray, insn, dt) -> np.ndarray:
-    g = golden()["archs"][FAMILY[arch]][insn.mnemonic]["layouts"]["D"]
-    out = np.zeros((insn.blocks, insn.M, insn.N), dt)
-    raw = words.reshape(-1, 64).view(np.uint8).reshape(-1, 64, 4)
-    for (first, count, lo, bits), cells in zip(g["columns"], g["cells"]):
-        idx = np.array(cells)
-        by = np.concatenate([raw[first + w] for w in range(count)], axis=1)[:, :bits // 8]
-        out[idx[:, 2], idx[:, 0], idx[:, 1]] = np.ascontiguousarray(by).view(dt)[:, 0]
-    return out
-
-
-def _inputs(insn, rng):
-    def values(t, shape):
-        if t == "i8":
-            return rng.integers(-128, 128, shape).astype(np.int8)
-        if t == "i32":
-            return rng.integers(-2 ** 20, 2 ** 20, shape).astype(np.int32)
-        scale = {"fp8": 4.0, "bf8": 4.0}.get(t, 1.0)
-        return (rng.standard_normal(shape) * scale).astype(NP[t])
-    bl, M, N, K = insn.blocks, insn.M, insn.N, insn.K
-    return values(insn.a_type, (bl, M, K)), values(insn.b_type, (bl, K, N)), values(insn.cd_type, (bl, M, N))
-
-
-def _xf32(x):
-    return (np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
-
-
-def reference(insn, a, b, c) -> np.ndarray:
-    """D by exact rational arithmetic, rounded once to the C/D type, or by the record's accumulator."""
-    if insn.a_type == "xf32":
-        a, b = _xf32(a), _xf32(b)
-    if insn.cd_type == "i32":
-        return (np.einsum("bmk,bkn->bmn", a.astype(np.int64), b.astype(np.int64)) + c).astype(np.int32)
-    if not insn.accumulator.is_exact:       # the record's datapath, in matrix space (test_mmasim_golden checks it)
-        return mma_f32(insn.accumulator, a, b, c.astype(NP[insn.cd_type]), insn.a_type, insn.b_type)
-    fa, fb, fc = (np.vectorize(Fraction, otypes=[object])(x.astype(np.float64)) for x in (a, b, c))
-    exact = np.einsum("bmk,bkn->bmn", fa, fb) + fc
-    return np.vectorize(float)(exact).astype(NP[insn.cd_type])
 
 
 # at least one instruction of every family, multi-block shapes of each width included
@@ -129,28 +59,16 @@ CASES = [
 @pytest.mark.parametrize("arch,mnemonic", CASES)
 def test_mfma_executes_as_the_numpy_reference(arch, mnemonic):
     insn = get_arch(arch).instruction(mnemonic)
-    a, b, c = _inputs(insn, np.random.default_rng(zlib.crc32(mnemonic.encode())))
-    bufs = {op: Buffer(op.lower(), _pack(arch, mnemonic, op, m, insn.regs(op)).reshape(-1))
+    a, b, c = inputs(insn, np.random.default_rng(zlib.crc32(mnemonic.encode())))
+    bufs = {op: Buffer(op.lower(), pack(arch, mnemonic, op, m, insn.regs(op)).reshape(-1))
             for op, m in (("A", a), ("B", b), ("C", c))}
     d = Buffer.empty("d", (insn.regs("D") * 64,), np.uint32)
     run = run_asm(_kernel(mnemonic, insn, arch), args={**{k.lower(): v for k, v in bufs.items()}, "d": d},
                   arch=arch)
     assert not run.findings, [f.message for f in run.findings]
-    got = _unpack(arch, mnemonic, d.array, insn, NP[insn.cd_type])
+    got = unpack(arch, mnemonic, d.array, insn, NP[insn.cd_type])
     want = reference(insn, a, b, c)
     assert np.array_equal(got, want), f"{mnemonic}: {int((got != want).sum())} of {got.size} elements differ"
-
-
-def _byte_tags(arch: str, mnemonic: str, op: str, regs: int, tag) -> np.ndarray:
-    """int32 per byte of the [regs][64] dword buffer: ``tag(row, col, block)`` of the element it holds."""
-    g = golden()["archs"][FAMILY[arch]][mnemonic]["layouts"][op]
-    out = np.full((regs, 64, 4), -1, np.int32)
-    for (first, count, lo, bits), cells in zip(g["columns"], g["cells"]):
-        idx = np.array(cells)
-        t = tag(idx[:, 0], idx[:, 1], idx[:, 2])
-        for w in range(count):
-            out[first + w, :, lo // 8:lo // 8 + min(4, bits // 8)] = t[:, None]
-    return out.reshape(-1)
 
 
 @pytest.mark.parametrize("arch,mnemonic", [("gfx942", "v_mfma_f64_16x16x4_f64"), ("gfx90a", "v_mfma_f64_4x4x4f64"),
@@ -162,14 +80,14 @@ def test_k_slot_provenance_through_every_block(arch, mnemonic, aligned):
     shifted by one K slot in the last block only: the K-slot check names the mismatch. Two
     workgroups side by side (batch=2)."""
     insn = get_arch(arch).instruction(mnemonic)
-    a, b, c = _inputs(insn, np.random.default_rng(7))
+    a, b, c = inputs(insn, np.random.default_rng(7))
     last = insn.blocks - 1
     shift = lambda blk: 0 if aligned else (blk == last).astype(np.int64)
     tags = {"A": lambda r, k, blk: k, "B": lambda k, j, blk: (k + shift(blk)) % insn.K}
     bufs = {}
     for op, m in (("A", a), ("B", b), ("C", c)):
-        raw = _pack(arch, mnemonic, op, m, insn.regs(op)).reshape(-1).view(np.uint8)
-        t = {"token": _byte_tags(arch, mnemonic, op, insn.regs(op), tags[op])} if op in tags else None
+        raw = pack(arch, mnemonic, op, m, insn.regs(op)).reshape(-1).view(np.uint8)
+        t = {"token": byte_tags(arch, mnemonic, op, insn.regs(op), tags[op])} if op in tags else None
         bufs[op.lower()] = Buffer(op.lower(), raw, t)
     d = Buffer.empty("d", (insn.regs("D") * 64,), np.uint32)
     run = run_asm(_kernel(mnemonic, insn, arch), grid=(2,), batch=2, args={**bufs, "d": d}, arch=arch)
@@ -178,7 +96,7 @@ def test_k_slot_provenance_through_every_block(arch, mnemonic, aligned):
         assert kinds == [], [f.message for f in run.findings]
     else:
         assert set(kinds) == {"ab-kslot-mismatch"}, [f.message for f in run.findings]
-    assert np.array_equal(_unpack(arch, mnemonic, d.array, insn, NP[insn.cd_type]), reference(insn, a, b, c))
+    assert np.array_equal(unpack(arch, mnemonic, d.array, insn, NP[insn.cd_type]), reference(insn, a, b, c))
 
 
 @pytest.mark.parametrize("arch,mnemonic,a_reg", [("gfx942", "v_mfma_f64_4x4x4_4b_f64", "f64"),
@@ -190,7 +108,7 @@ def test_python_front_end_takes_f64_and_fp32_registers_for_xf32(arch, mnemonic, 
     and an xf32 instruction reading plain f32 registers (xf32 is how the unit reads them)."""
     from gfxsim.machine import launch
     insn = get_arch(arch).instruction(mnemonic)
-    a, b, c = _inputs(insn, np.random.default_rng(3))
+    a, b, c = inputs(insn, np.random.default_rng(3))
     got = {}
 
     def per_lane(op, mat, dtype):

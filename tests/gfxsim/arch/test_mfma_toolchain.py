@@ -11,25 +11,19 @@ import pytest
 from support import need_toolchain
 
 from gfxsim.arch import get_arch
+from support.amd_calculator import builtin_type as _ctype
 
 ARCHS = ("gfx942", "gfx90a")
-SCALAR = {"f32": "float", "xf32": "float", "f16": "_Float16", "bf16": "short", "f64": "double", "i32": "int"}
-
-
-def _ctype(t: str, n: int) -> str:
-    """The builtin's operand type: packed 8-bit values travel as int (4) or long (8)."""
-    if t in ("i8", "fp8", "bf8"):
-        return {4: "int", 8: "long"}[n]
-    return SCALAR[t] if n == 1 else f"{SCALAR[t]} __attribute__((ext_vector_type({n})))"
-
-
 def _source(arch) -> str:
     out = []
     for i, insn in enumerate(arch.instructions.values()):
-        ta, tb, tc = (_ctype(t, insn.elems(op)) for op, t in (("A", insn.a_type), ("B", insn.b_type),
-                                                                 ("C", insn.cd_type)))
+        ta, tb, tc = (_ctype(t, insn.elems(op), insn.sparse) for op, t in (("A", insn.a_type), ("B", insn.b_type),
+                                                                              ("C", insn.cd_type)))
+        idx = "ix, " if insn.sparse else ""          # v_smfmac_*: the compression index, then CBSZ, ABID
+        mods = "0, 0" if insn.sparse else "0, 0, 0"
         out.append(f"typedef {ta} A{i}; typedef {tb} B{i}; typedef {tc} C{i};\n"
-                   f"void k{i}(A{i} *a, B{i} *b, C{i} *c) {{ c[0] = {insn.builtin}(a[0], b[0], c[0], 0, 0, 0); }}")
+                   f"void k{i}(A{i} *a, B{i} *b, C{i} *c, int ix) {{ c[0] = {insn.builtin}(a[0], b[0], c[0], "
+                   f"{idx}{mods}); }}")
     return "\n".join(out) + "\n"
 
 
@@ -45,12 +39,13 @@ def test_each_builtin_emits_the_records_mnemonic(arch_name, tmp_path):
     text = asm.read_text()
     for i, mn in enumerate(arch.instructions):
         body = text.split(f"\nk{i}:", 1)[1].split(f".Lfunc_end{i}:", 1)[0]
-        assert re.findall(r"\bv_mfma_\w+", body) == [mn], f"{arch_name} {arch.instructions[mn].builtin}"
+        assert re.findall(r"\bv_s?mfmac?_\w+", body) == [mn], f"{arch_name} {arch.instructions[mn].builtin}"
 
 
 def _operands(insn) -> str:
     regs = lambda first, n: f"v[{first}:{first + n - 1}]" if n > 1 else f"v{first}"
-    return f"{regs(0, insn.regs('D'))}, {regs(40, insn.regs('A'))}, {regs(44, insn.regs('B'))}, {regs(0, insn.regs('C'))}"
+    last = "v50" if insn.sparse else regs(0, insn.regs("C"))       # v_smfmac_*: Src2 is the index
+    return f"{regs(0, insn.regs('D'))}, {regs(40, insn.regs('A'))}, {regs(44, insn.regs('B'))}, {last}"
 
 
 @pytest.mark.parametrize("arch_name", ARCHS)
@@ -65,5 +60,5 @@ def test_llvm_mc_takes_every_mnemonic_and_alias(arch_name, tmp_path):
     out = subprocess.run([str(tc.llvm_mc), "-arch=amdgcn", f"-mcpu={arch_name}", str(src)],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    printed = re.findall(r"^\s*(v_mfma_\w+)", out.stdout, re.M)
+    printed = re.findall(r"^\s*(v_s?mfmac?_\w+)", out.stdout, re.M)
     assert printed == [mn for _, mn in spelled]
