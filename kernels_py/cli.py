@@ -238,6 +238,9 @@ def text_report(kr) -> str:
         kinds.setdefault(f.kind, []).append(f)
     if checks["not_run"]:
         lines.append(f"  checks not run ({checks['reason']}): {', '.join(checks['not_run'])}")
+    approx = sorted({m for r in kr.runs for m in r.approximations})
+    if approx:
+        lines.append(f"  correctly rounded stand-ins (hardware within 1 ulp): {', '.join(approx)}")
     if checks.get("kslots_of_unknown_origin"):
         lines.append(f"  {checks['kslots_of_unknown_origin']} K slots held bytes of unknown origin: their tokens "
                      f"were not checked (kslot-unknown-origin)")

@@ -6,6 +6,7 @@ so a row of facts is the whole record.
 """
 from __future__ import annotations
 
+from . import accumulators
 from .dtypes import elem_type
 from .layout import OperandLayout
 from .matrix_insn import MatrixInstruction, ab_kgroups, cd_cdna
@@ -46,8 +47,9 @@ def mfma(mnemonic: str, m: int, n: int, k: int, blocks: int, a_type: str, b_type
                "C": cd_cdna("C", m, n, bits["C"], blocks=blocks),
                "D": cd_cdna("D", m, n, bits["C"], blocks=blocks)}
     note = modifier_note(cd_type, family, modifiers)
+    acc = accumulators.cdna(family, mnemonic, a_type, cd_type)
     return MatrixInstruction(mnemonic, m, n, k, blocks, a_type, b_type, cd_type, layouts, source=source,
-                             cycles=cycles, builtin=builtin, modifiers=modifiers,
+                             cycles=cycles, builtin=builtin, modifiers=modifiers, **({"accumulator": acc} if acc else {}),
                              notes=f"{notes}; {note}" if notes else note)
 
 
@@ -67,5 +69,7 @@ def smfmac(mnemonic: str, m: int, n: int, k: int, a_type: str, b_type: str, cd_t
     bits = {op: elem_type(t).bits for op, t in (("A", a_type), ("B", b_type), ("C", cd_type))}
     layouts = {"A": ab_kgroups("A", m, k // 2, bits["A"]), "B": ab_kgroups("B", n, k, bits["B"]),
                "C": cd_cdna("C", m, n, bits["C"]), "D": cd_cdna("D", m, n, bits["C"])}
+    acc = accumulators.sparse(a_type, cd_type)
     return MatrixInstruction(mnemonic, m, n, k, 1, a_type, b_type, cd_type, layouts, source=source, cycles=cycles,
-                             builtin=builtin, modifiers=INDEX_SET, notes=SPARSE_NOTE, index=index_layout(m, k))
+                             builtin=builtin, modifiers=INDEX_SET, notes=SPARSE_NOTE, index=index_layout(m, k),
+                             **({"accumulator": acc} if acc else {}))

@@ -6,6 +6,9 @@ Source: HYGON-AI/composable_kernel-das include/ck_tile/ops/gemm/warp/warp_gemm_a
 (678d1df, 037f7a0), cross-checked by three independent public gfx928/gfx936 kernels
 (vLLM-style paged attention ports for gfx928/gfx936). No public cycle counts.
 """
+from dataclasses import replace
+
+from .accumulators import CDNA3_F16, HYGON_NOTE
 from .matrix_insn import MatrixInstruction as MI, ab_kgroups, cd_jump
 from .profile import ArchProfile
 
@@ -15,10 +18,11 @@ SRC = ("HYGON-AI/composable_kernel-das warp_gemm_attribute_mmac_impl.hpp 678d1df
 
 def _mmac(mn, k, t, cdt, builtin):
     bits = {"i8": 8, "f16": 16, "bf16": 16}[t]
+    acc = {} if t == "i8" else {"accumulator": replace(CDNA3_F16, note=HYGON_NOTE, measured="")}
     return MI(mn, 16, 16, k, 1, t, t, cdt,
               {"A": ab_kgroups("A", 16, k, bits), "B": ab_kgroups("B", 16, k, bits),
                "C": cd_jump("C"), "D": cd_jump("D")},
-              source=SRC, cycles=None, builtin=builtin)
+              source=SRC, cycles=None, builtin=builtin, **acc)
 
 
 INSTRUCTIONS = {i.mnemonic: i for i in (

@@ -14,50 +14,97 @@ MODIFIERS = ("cbsz", "abid", "blgp")
 
 
 ROUNDINGS = ("nearest", "truncate")
-C_ENTRIES = ("exact", "fused", "after")
+C_ENTRIES = ("exact", "fused", "after", "two_stage", "fma", "ftz_tree")
 
 
 @dataclass(frozen=True)
 class AccumulatorPrecision:
-    """How the accumulator of one instruction rounds. ``mantissa_bits`` None means exact in the
-    C/D type (int32: exact, overflow detected; f32: the K-sum plus C rounded once to fp32).
+    """How one matrix instruction turns K products and C into D: how products are grouped, where
+    they are cut, where C joins and at what width, how the result is rounded. ``mantissa_bits``
+    None with ``c_entry`` "exact" means exact in the C/D type (int32: exact, overflow detected;
+    f32: the K-sum plus C rounded once to fp32).
 
-    A number models a reduced accumulator. ``c_entry`` says how C meets the products:
-      "exact"  the exact sum of products and C is rounded to ``mantissa_bits`` mantissa bits
-               (SageAttention2's "FP22": 13 bits for FP8 mma on Ada);
-      "fused"  C and the products are aligned to the largest exponent among them and each is cut
-               to ``mantissa_bits`` bits below it before one exact sum (a fused multi-term adder);
-      "after"  the products are aligned and cut among themselves, then C is added in fp32.
-    ``rounding`` is what happens to the bits cut off: "nearest" (ties to even) or "truncate"
-    (toward zero). The result is then rounded to fp32 by ``rounding`` too. ``k_steps`` splits K
-    into fused steps (the K indices of each), each step's fp32 sum entering the next as its C.
-    A product's alignment exponent is the sum of its inputs' exponents (its significand is in [1, 4)).
-    ``result_bits`` cuts each step's result to that many mantissa bits by ``rounding`` (the H200's
-    QGMMA writes 13: FP22 = 1 + 8 + 13).
+    ``c_entry`` names the datapath:
+      "exact"     the exact sum of products and C, rounded to fp32 and then (``mantissa_bits``
+                  set) to that many mantissa bits (SageAttention2's "FP22" read as a rounding);
+      "fused"     a fused multi-term adder: C and the products of one step are aligned to the
+                  largest exponent among them, each cut to ``mantissa_bits`` fraction bits below
+                  it, summed exactly and rounded to fp32 (NVIDIA HMMA/QGMMA);
+      "after"     the products alone go through the fused adder, then C joins by an fp32 add;
+      "two_stage" the products of one step go through the fused adder (``mantissa_bits`` = F),
+                  their sum meets C in a second adder ``c_bits`` (F2) wide: both aligned to the
+                  larger of the two exponents, the products' sum cut toward -inf to F2 + 1
+                  fraction bits, C to F, the sum renormalised and cut toward -inf to F2 bits, then
+                  rounded to fp32 (CDNA3 v_mfma f16/bf16/xf32/fp8);
+      "fma"       one fused multiply-add per K index in the C/D type (CDNA f32/f64 v_mfma);
+      "ftz_tree"  fp32 products added pairwise within each step of ``step`` products, each
+                  step's sum added to C, every fp32 operation rounded to nearest even with
+                  denormal inputs, products and sums flushed to zero (CDNA2 f16/bf16 v_mfma).
+    ``rounding``: what happens to the bits a cut drops, "truncate" (toward zero) or "nearest"
+    (ties to even); ``final_rounding`` (None: ``rounding``) rounds the result to fp32.
+    Steps: ``k_steps`` lists the K indices of each (in order), or ``step`` products per step for
+    any K (None and None: all K in one step); each step's fp32 result is the next step's C.
+    ``interleave``: a step's products split into that many groups by k % interleave, each group
+    fused on its own, the groups' sums then aligned and cut to ``mantissa_bits`` again (CDNA3 FP8:
+    2, even and odd K). A product's alignment exponent is the sum of its inputs' exponents, an input
+    below the normal range counting as its type's smallest normal exponent; a zero term takes
+    ``zero_exponent`` in "fused" (None: it never sets the alignment; NVIDIA's adders give zero an
+    exponent below fp32's range, which cuts products far smaller still), and a zero sum is +0.
+    ``result_bits`` cuts each step's result to that many mantissa bits (the H200's QGMMA writes 13:
+    FP22 = 1 + 8 + 13). ``nan``: the bits of every NaN result (None: as the host's arithmetic makes
+    them); ``c_far_drops``: in "two_stage", a C more than ``mantissa_bits`` + 1 binades below the
+    alignment is dropped instead of cut toward -inf (CDNA3 FP8). ``measured`` says what checked the
+    model bit for bit (empty: nothing has).
     The arithmetic is ``gfxsim.machine.accum``."""
     mantissa_bits: int | None = None
     note: str = "exact"
     rounding: str = "nearest"
     c_entry: str = "exact"
     source: str = ""
-    k_steps: tuple[tuple[int, ...], ...] | None = None   # K indices of each fused step (None: all K at once)
+    k_steps: tuple[tuple[int, ...], ...] | None = None   # K indices of each fused step (None: see step)
     result_bits: int | None = None   # mantissa bits each step's result keeps (None: fp32's 23)
+    step: int | None = None          # products per step, any K (None: all K at once)
+    interleave: int = 1              # independent fused groups within a step (k % interleave)
+    c_bits: int | None = None        # width of the adder where C joins ("two_stage": F2)
+    final_rounding: str | None = None
+    zero_exponent: int | None = None
+    nan: int | None = None
+    c_far_drops: bool = False        # "two_stage": a C below the adder's window is dropped, not cut to -1 ulp
+    measured: str = ""
 
     def __post_init__(self):
-        if self.rounding not in ROUNDINGS:
-            raise ArgumentError(f"accumulator rounding {self.rounding!r} is not one of {ROUNDINGS}")
+        for r in (self.rounding, self.final_rounding or self.rounding):
+            if r not in ROUNDINGS:
+                raise ArgumentError(f"accumulator rounding {r!r} is not one of {ROUNDINGS}")
         if self.c_entry not in C_ENTRIES:
             raise ArgumentError(f"accumulator c_entry {self.c_entry!r} is not one of {C_ENTRIES}")
         if self.mantissa_bits is not None and not 1 <= self.mantissa_bits <= 40:
             raise ArgumentError(f"accumulator mantissa_bits {self.mantissa_bits} outside 1..40")
+        if self.c_entry in ("fused", "after", "two_stage") and self.mantissa_bits is None:
+            raise ArgumentError(f"accumulator c_entry {self.c_entry!r} needs mantissa_bits")
+        if self.c_entry == "two_stage" and not (self.c_bits or 0) >= (self.mantissa_bits or 0):
+            raise ArgumentError("accumulator c_entry 'two_stage' needs c_bits >= mantissa_bits")
+        if self.c_entry == "ftz_tree" and self.step not in (2, 4):
+            raise ArgumentError("accumulator c_entry 'ftz_tree' adds steps of 2 or 4 products")
+        if self.interleave < 1 or (self.step is not None and self.step % self.interleave):
+            raise ArgumentError(f"accumulator interleave {self.interleave} does not split a step of {self.step}")
         if self.k_steps is not None and sorted(k for st in self.k_steps for k in st) != list(
                 range(sum(len(st) for st in self.k_steps))):
             raise ArgumentError("accumulator k_steps must split 0..K-1, each K index once")
 
+    @property
+    def is_exact(self) -> bool:
+        """True for the exact model (one rounding of the exact K-sum plus C, no reduced width)."""
+        return self.c_entry == "exact" and self.mantissa_bits is None
+
     def as_dict(self) -> dict:
         return {"mantissa_bits": self.mantissa_bits, "rounding": self.rounding, "c_entry": self.c_entry,
                 "k_steps": [list(st) for st in self.k_steps] if self.k_steps else None,
-                "result_bits": self.result_bits, "note": self.note, "source": self.source}
+                "result_bits": self.result_bits, "step": self.step, "interleave": self.interleave,
+                "c_bits": self.c_bits, "final_rounding": self.final_rounding or self.rounding,
+                "zero_exponent": self.zero_exponent, "nan": None if self.nan is None else f"{self.nan:#010x}",
+                "c_far_drops": self.c_far_drops, "measured": self.measured or None,
+                "note": self.note, "source": self.source}
 
 
 @dataclass(frozen=True)

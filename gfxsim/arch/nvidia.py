@@ -42,11 +42,18 @@ def ptx_m16n8(op: str, bits: int) -> OperandLayout:
 
 # -- accumulator records (see hw_probes/nvidia/README.md for the measurements behind them) ----------
 INT_EXACT = Acc(None, "exact int32; wraps on overflow (no .satfinite)")
-FP22_ADA = Acc(13, "FP22 (1+8+13) as SageAttention2 reports for FP8 mma on RTX 4090 (Ada): modelled as the "
-               "13-bit fused adder the H200's QGMMA shows (C and products aligned to the largest exponent, cut "
-               "toward zero, result cut to 13 mantissa bits); not measured on Ada", rounding="truncate",
-               c_entry="fused", result_bits=13,
-               source="SageAttention2 core.py docstring / arXiv 2411.10958; adder shape from golden_h200.json wgmma")
+_MMASIM_ADA = ("MMA-Sim 2.1.1's Ada model (arXiv 2511.10909; its authors checked it on an RTX 4090); replayed bit "
+               "for bit from hw_probes/mmasim")
+FP22_ADA = Acc(13, "FP22 (1+8+13) for FP8 mma on Ada: each half of K (16 products) is one fused step: C and the "
+               "products aligned to the largest exponent, 13 fraction bits kept (cut toward zero), the result cut "
+               "to 13 mantissa bits, then C of the second half", rounding="truncate",
+               c_entry="fused", result_bits=13, step=16, zero_exponent=-132, nan=0x7FFFFFFF,
+               source="SageAttention2 (arXiv 2411.10958) for the width; MMA-Sim 2.1.1 for the halves",
+               measured=_MMASIM_ADA)
+ADA_HMMA = Acc(24, "HMMA.16816.F32 on Ada: two fused steps of 8 products each: C and the products aligned to the "
+               "largest exponent, 24 fraction bits kept (cut toward zero), exact sum, fp32 result truncated",
+               rounding="truncate", c_entry="fused", step=8, zero_exponent=-132, nan=0x7FFFFFFF,
+               source="MMA-Sim 2.1.1 (arXiv 2511.10909)", measured=_MMASIM_ADA)
 
 
 F32_EXACT = Acc(None, "exact fp32 (one rounding of the K-sum plus C)")
@@ -54,18 +61,21 @@ _GOLDEN = "hw_probes/nvidia/golden_h200.json (H200, driver 580.159.04, CUDA 13.0
 # Measured on the H200 (hw_probes/nvidia): every structured and random experiment reproduced bit for bit.
 SM90_HMMA = Acc(25, "HMMA.16816.F32: C and the 16 products aligned to the largest exponent, 25 fraction "
                 "bits kept (cut toward zero), exact sum, fp32 result truncated", rounding="truncate",
-                c_entry="fused", source=_GOLDEN)
+                c_entry="fused", step=16, zero_exponent=-133, nan=0x7FFFFFFF, source=_GOLDEN,
+                measured="the H200 probe (hw_probes/nvidia) and MMA-Sim 2.1.1's Hopper model")
 SM90_MMA_E4M3 = Acc(25, "sm_90 has no FP8 mma.sync unit: ptxas emits two f16 HMMA.16816 (K slots "
                     "k%4<2, then k%4>=2, chained, 25 bits, truncated) and adds C with an fp32 FADD "
                     "(nearest even)", rounding="truncate", c_entry="after",
                     k_steps=(tuple(k for k in range(32) if k % 4 < 2), tuple(k for k in range(32) if k % 4 >= 2)),
-                    source=_GOLDEN)
+                    source=_GOLDEN, measured="the H200 probe (hw_probes/nvidia)")
 # wgmma.mma_async m64nNk32 e4m3 -> f32 (QGMMA, a warpgroup instruction: no warp-level record here).
 # Every experiment of the golden file, random ones included, reproduces bit for bit.
 SM90_WGMMA_E4M3 = Acc(13, "QGMMA.64xNx32.F32.E4M3: C and the 32 products aligned to the largest exponent, "
                       "13 fraction bits kept (cut toward zero), the result cut to 13 mantissa bits (FP22; "
                       "DeepSeek-V3's '~14 bits')", rounding="truncate",
-                      c_entry="fused", result_bits=13, source=_GOLDEN)
+                      c_entry="fused", result_bits=13, step=32, zero_exponent=-133,
+                      nan=0x7FFFFFFF, source=_GOLDEN,
+                      measured="the H200 probe (hw_probes/nvidia) and MMA-Sim 2.1.1's Hopper wgmma model")
 
 
 def _mma(ptx_type: str, t: str, cd: str, bits: int, acc: Acc) -> MI:
@@ -92,10 +102,8 @@ def profile(name, family, aliases, smem_bytes, f32_acc, source) -> ArchProfile:
                        instructions=instructions(f32_acc), c_layout="ptx", source=source, lds_rule="nvidia")
 
 
-F32_EXACT_ADA = Acc(None, "exact fp32 (not measured on Ada; sm_90's HMMA keeps 25 bits: "
-                    "ACCUMULATORS['sm90_hmma'] selects that)")
 SM89 = profile("sm_89", "NVIDIA Ada", ("sm89", "ada", "rtx4090", "l40s"), 99 * 1024,
-               {"fp8_e4m3": FP22_ADA, "f16": F32_EXACT_ADA, "bf16": F32_EXACT_ADA},
+               {"fp8_e4m3": FP22_ADA, "f16": ADA_HMMA, "bf16": ADA_HMMA},
                "CUDA C++ Programming Guide, compute capability 8.9: warp 32, 255 registers per thread, "
                "99 KiB shared memory per block (opt-in), 32 banks of 4 bytes")
 SM90 = profile("sm_90", "NVIDIA Hopper", ("sm90", "sm_90a", "hopper", "h100", "h200", "h800"), 227 * 1024,
@@ -104,5 +112,5 @@ SM90 = profile("sm_90", "NVIDIA Hopper", ("sm90", "sm_90a", "hopper", "h100", "h
                "227 KiB shared memory per block (opt-in), 32 banks of 4 bytes")
 PROFILES = (SM89, SM90)
 # the accumulator records a user can select (ArchProfile.with_accumulator)
-ACCUMULATORS = {"exact": F32_EXACT, "fp22_ada": FP22_ADA, "sm90_hmma": SM90_HMMA, "sm90_mma_e4m3": SM90_MMA_E4M3,
-                "sm90_wgmma_e4m3": SM90_WGMMA_E4M3}
+ACCUMULATORS = {"exact": F32_EXACT, "fp22_ada": FP22_ADA, "ada_hmma": ADA_HMMA, "sm90_hmma": SM90_HMMA,
+                "sm90_mma_e4m3": SM90_MMA_E4M3, "sm90_wgmma_e4m3": SM90_WGMMA_E4M3}

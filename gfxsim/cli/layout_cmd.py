@@ -185,6 +185,13 @@ def list_instructions(arch, fmt):
                   rows, fmt, title=f"{arch.name} ({arch.family}; aliases {', '.join(arch.aliases)}): matrix instructions")
 
 
+def _checked(insn) -> str:
+    """What checked the record's accumulator bit for bit, or that nothing has."""
+    if insn.cd_type == "i32":
+        return "exact integer arithmetic (nothing to round)"
+    return insn.accumulator.measured or "NOT measured or validated on hardware: a model"
+
+
 def detail(arch, insn, fmt):
     info = {
         "arch": arch.name, "family": arch.family, "instruction": insn.mnemonic,
@@ -193,7 +200,7 @@ def detail(arch, insn, fmt):
         "types": {"A": insn.a.description, "B": insn.b.description, "C": insn.cd.description,
                   "D": insn.cd.description},
         "accumulator": insn.accumulator.note,
-        "accumulator_record": insn.accumulator.as_dict(),
+        "accumulator_record": insn.accumulator.as_dict(), "accumulator_checked": _checked(insn),
         "registers": {op: insn.regs(op) for op in OPERANDS},
         "fields": {**OPERAND_FIELDS, "C": "Vdst"} if insn.sparse else OPERAND_FIELDS,
         "element_to_register": {op: insn.operand(op).formulas_to_register() for op in OPERANDS},
@@ -206,7 +213,8 @@ def detail(arch, insn, fmt):
         return json.dumps(info, indent=1)
     rows = [["shape", f"M={insn.M} N={insn.N} K={insn.K} blocks={insn.blocks}"],
             ["ops", insn.ops], ["cycles", insn.cycles if insn.cycles is not None else "not published"],
-            ["builtin", insn.builtin or "-"], ["accumulator", insn.accumulator.note]]
+            ["builtin", insn.builtin or "-"], ["accumulator", insn.accumulator.note],
+            ["accumulator checked", _checked(insn)]]
     for op in OPERANDS:
         pairs = " (reg below counts register pairs)" if insn.operand(op).elem_bits == 64 else ""
         packed = f" compressed: {insn.M}x{insn.K // 2}, column 2g+s the s-th stored value of group g" \

@@ -23,7 +23,7 @@ def report(launched: Launched, *, source: str, grid, block) -> dict:
            "outputs": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in launched.outputs.items()},
            "mmacs": mmacs, "findings": [f.to_dict() for f in run.findings],
            "checks": {"not_run": not_run, "reason": "; ".join(run.checks_not_run_why) if not_run else None},
-           "seconds": round(run.seconds, 3)}
+           "seconds": round(run.seconds, 3), "approximated": run.approximations}
     if run.lane_instructions is not None:
         out["lane_instructions"] = int(run.lane_instructions)
     return out
@@ -46,6 +46,8 @@ def text(launched: Launched, *, source: str, block, shown: int = 4) -> str:
     for e in [e for e in mm if e.tagged][:shown]:
         sets = ", ".join(f"{op} tokens {format_token_set(e.token_set(op))}" for op in "AB" if e.token_set(op))
         lines.append(f"    #{e.index} {e.op} wg{e.workgroup} wave {e.wave}: {sets or 'no tagged K slots'}")
+    if run.approximations:
+        lines.append(f"  correctly rounded stand-ins (hardware within 1 ulp): {', '.join(run.approximations)}")
     not_run = sorted(run.checks_not_run)
     if not_run:
         lines.append(f"  checks not run ({'; '.join(run.checks_not_run_why)}): {', '.join(not_run)}")

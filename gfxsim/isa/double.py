@@ -48,9 +48,12 @@ def frexp_exp(a) -> np.ndarray:
 
 def rsq(a) -> np.ndarray:
     """1/sqrt(x) in binary64, two roundings: the hardware's approximation (documented to 1 ulp) has
-    unpublished bits; clang's sqrt and division sequences refine it with fmas either way."""
+    unpublished bits; clang's sqrt and division sequences refine it with fmas either way. A binary32
+    input's denormals are flushed first (fp.flush_denormals); a negative input gives the canonical NaN."""
+    a = np.asarray(a)
+    x = fp.flush_denormals(a) if a.dtype == np.float32 else a
     with np.errstate(all="ignore"):
-        return (F64(1) / np.sqrt(np.asarray(a, F64))).astype(F64)
+        return fp.canonical_nan((F64(1) / np.sqrt(np.asarray(x, F64))).astype(a.dtype), a).astype(F64)
 
 
 # float class bits of V_CMP_CLASS: the classes in bit order

@@ -17,6 +17,43 @@ QNAN_BIT = np.uint32(0x00400000)
 _BITS = {np.dtype(np.float32): (np.uint32, np.uint32(0x00400000)),
          np.dtype(np.float16): (np.uint16, np.uint16(0x0200)),
          np.dtype(np.float64): (np.uint64, np.uint64(0x0008000000000000))}
+# The NaN an invalid operation returns on AMD GPUs: positive quiet, no payload (x86's is
+# 0xffc00000). An input NaN is returned quieted instead (``quiet``).
+CANONICAL_NAN = {np.dtype(np.float32): 0x7FC00000, np.dtype(np.float16): 0x7E00,
+                 np.dtype(np.float64): 0x7FF8000000000000}
+# The transcendental units' results that simulate the hardware's value correctly rounded: their
+# last bit is not published (the ISA guides document them to 1 ulp).
+APPROXIMATED = {m: "correctly rounded stand-in, hardware within 1 ulp"
+                for m in ("v_exp_f32", "v_log_f32", "v_rcp_f32", "v_rcp_iflag_f32", "v_rsq_f32", "v_sqrt_f32")}
+
+
+def canonical_nan(result, *inputs) -> np.ndarray:
+    """``result`` with every NaN that no input NaN explains written as AMD's canonical NaN."""
+    r = np.asarray(result)
+    if r.dtype not in CANONICAL_NAN or not np.isnan(r).any():
+        return r
+    made = np.isnan(r)
+    for x in inputs:
+        x = np.asarray(x)
+        if x.dtype.kind == "f":
+            made = made & ~np.isnan(np.broadcast_to(x, r.shape))
+    u, _ = _BITS[r.dtype]
+    nan = np.asarray(CANONICAL_NAN[r.dtype], u).view(r.dtype)
+    return np.where(made, nan, r).astype(r.dtype)
+
+
+def flush_denormals(x) -> np.ndarray:
+    """Denormal values of ``x`` as zeros of their sign. The transcendental units flush their
+    denormal inputs and results whatever the float mode says: ROCm's device libraries call
+    __builtin_amdgcn_exp2f only where denormals may be lost (ocml native_exp2: "the approximate
+    function expansion of generic exp2 has to handle denormals without DAZ, this does not"), and
+    LLVM's AMDGPU back end scales the arguments of v_exp_f32, v_log_f32, v_rcp_f32, v_rsq_f32 and
+    v_sqrt_f32 into the normal range whenever denormals must be kept (AMDGPULegalizerInfo.cpp
+    legalizeFExp2, legalizeFlog2, legalizeFSQRTF32; AMDGPUCodeGenPrepare.cpp's rcp expansion)."""
+    x = np.asarray(x)
+    tiny = np.finfo(x.dtype).tiny
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x) < tiny, np.copysign(x.dtype.type(0), x), x).astype(x.dtype)
 
 
 def fma(a, b, c, t=F32) -> np.ndarray:
@@ -134,12 +171,13 @@ def med3(a, b, c, ieee=True):
 
 
 def rcp(x):
-    """V_RCP_F32 as the correctly rounded 1/x. Hardware's is an approximation whose CDNA3 bits
-    are not published (documented as 1 ulp): a simulated result may differ from the GPU's by
-    that ulp; inside clang's division sequence the fma refinement makes the quotient correctly
-    rounded either way."""
+    """V_RCP_F32 as the correctly rounded 1/x of the input with denormals flushed, its denormal
+    results flushed (``flush_denormals``). Hardware's is an approximation whose CDNA3 bits are not
+    published (documented as 1 ulp): a simulated result may differ from the GPU's by that ulp;
+    inside clang's division sequence the fma refinement makes the quotient correctly rounded
+    either way (div_scale keeps its operands normal)."""
     with np.errstate(all="ignore"):
-        return (F32(1.0) / np.asarray(x, F32)).astype(F32)
+        return flush_denormals((F32(1.0) / flush_denormals(np.asarray(x, F32))).astype(F32))
 
 
 def _round_f64_to_f32(y, exact_of, y_exact):
@@ -171,14 +209,11 @@ def _round_f64_to_f32(y, exact_of, y_exact):
     return out.reshape(shape)
 
 
-TINY = F32(2.0 ** -126)       # the smallest normal binary32
-
-
 def exp2(x):
     """V_EXP_F32 as the correctly rounded 2^x (the hardware's is documented to 1 ulp; its bits
     are not published). Exact for integer x; 2^-inf = 0, 2^inf = inf, NaN stays NaN.
 
-    A result below 2^-126 (x < -126) is flushed to +0 whatever the denormal mode: the hardware
+    A result below 2^-126 (x < -126) is flushed to +0 (``flush_denormals``) whatever the denormal mode: the hardware
     gives no denormal results, which is why LLVM's AMDGPU lowering of llvm.exp2.f32 with fp32
     denormals on computes 2^(x+64) * 2^-64 for x < -126 and emits the bare instruction only
     where denormals may flush (llvm.amdgcn.exp2, Triton's exp2 under its default ftz)."""
@@ -192,14 +227,15 @@ def exp2(x):
             ctx.prec = 60
             return (Decimal(float(x.flat[i])) * Decimal(2).ln()).exp()
     with np.errstate(all="ignore"):
-        r = _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x == np.round(x)))
-    return np.where(r < TINY, F32(0), r).astype(F32)
+        return flush_denormals(_round_f64_to_f32(y, exact, ~np.isfinite(x) | (x == np.round(x))))
 
 
 def log2(x):
-    """V_LOG_F32 as the correctly rounded log2(x) (hardware: 1 ulp); log2(0) = -inf, negative -> NaN."""
+    """V_LOG_F32 as the correctly rounded log2(x) of the input with denormals flushed (hardware:
+    1 ulp); log2(+-0) = -inf, negative -> the canonical NaN."""
     from decimal import Decimal, localcontext
-    x = np.asarray(x, F32)
+    x0 = np.asarray(x, F32)
+    x = flush_denormals(x0)
     with np.errstate(all="ignore"):
         y = np.log2(x.astype(F64))
 
@@ -209,7 +245,7 @@ def log2(x):
             return Decimal(float(x.flat[i])).ln() / Decimal(2).ln()
     with np.errstate(all="ignore"):
         m, _ = np.frexp(x)
-        return _round_f64_to_f32(y, exact, ~np.isfinite(x) | (x <= 0) | (m == 0.5))
+        return canonical_nan(_round_f64_to_f32(y, exact, ~np.isfinite(x) | (x <= 0) | (m == 0.5)), x0)
 
 
 def _exponent(x, t=F32):
@@ -235,6 +271,10 @@ def div_scale(s0, s1, s2, t=F32):
         d = s0.copy()
         vcc = np.zeros(s0.shape, bool)
         zero = (s1 == 0) | (s2 == 0)
+        # a zero numerator or denominator: D = NaN as the ISA's pseudocode says, but VCC = 1
+        # where the pseudocode writes 0 (RDNA3 hardware, as an independent emulator's tests
+        # found; not measured on CDNA). v_div_fmas then sees a NaN and v_div_fixup decides.
+        vcc |= zero
         e1, e2 = _exponent(s1, t), _exponent(s2, t)
         q = s2 / s1
         r = T(1) / s1
@@ -272,7 +312,7 @@ def div_fixup(s0, s1, s2, t=F32):
     T = t
     under_gap = _DIV[t][3]
     u, _ = _BITS[np.dtype(t)]
-    default_nan = np.full(np.shape(s0), u(0xFFF8000000000000 if t is F64 else 0xFFC00000)).view(T)
+    default_nan = np.full(np.shape(s0), u(CANONICAL_NAN[np.dtype(t)])).view(T)
     s0, s1, s2 = (np.asarray(x, T) for x in (s0, s1, s2))
     sign = np.signbit(s1) ^ np.signbit(s2)
     inf = np.where(sign, T(-np.inf), T(np.inf))

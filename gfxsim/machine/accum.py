@@ -1,76 +1,132 @@
 """Accumulator models: how one matrix instruction turns K products and C into an fp32 D.
 
-A record's ``AccumulatorPrecision`` picks the model (see its docstring). The reduced models follow
-what the H200 probe measured (hw_probes/nvidia/README.md):
-
-  fused  every term (the products, and C) is aligned to the largest exponent among them and cut to
-         ``mantissa_bits`` fraction bits below it (toward zero, or to nearest), the cut terms are
-         summed exactly and the sum is rounded to fp32 (toward zero, or to nearest). HMMA f16/bf16
-         on sm_90 keeps 25 bits and truncates; wgmma e4m3 (QGMMA) keeps 13, truncates, and writes
-         a result truncated to 13 mantissa bits (``result_bits``).
-  after  the products alone go through the fused adder (one ``k_steps`` step at a time, each
-         step's sum entering the next as its C), then C is added by an fp32 add (nearest even). This
-         is how sm_90 runs mma.sync e4m3: two f16 HMMA.16816 (K slots k%4 < 2, then k%4 >= 2) and
-         an FADD.
-  exact  the exact sum rounded once to fp32, then (``mantissa_bits`` set) to that many bits.
+A record's ``AccumulatorPrecision`` picks the datapath (its docstring states each); this module
+computes the dot-product adders ("exact", "fused", "after", "two_stage"), ``accum_serial`` the
+serial ones ("fma", "ftz_tree"). What each record's model rests on is in the record: the H200
+probe (hw_probes/nvidia/README.md) for sm_90, MMA-Sim's published models (arXiv 2511.10909,
+replayed bit for bit by tests/gfxsim/arch/test_mmasim_golden.py) for CDNA and Ada.
 
 Inputs are float64 arrays: products ``[..., K]`` (exact: every product of two <=16-bit floats is)
-and ``c`` ``[...]`` (fp32 values). The exact sums of the fused models are formed in float64, which
-is exact while mantissa_bits + log2(K + 1) <= 52.
+and ``c`` ``[...]`` (fp32 values). A term is a significand and an exponent: the exponent of a
+product is the sum of its inputs' exponents (a subnormal input counting as its type's smallest
+normal exponent), so its significand lies in [0, 4). The adders' exact sums are formed in float64,
+exact while the kept bits plus log2 of the term count stay within 52.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .accum_serial import EMIN, F32_EMIN, finish, serial_mma
 
-NONE = -(1 << 20)        # the exponent of a zero term: it never sets the alignment
-
-
-def exponent(x):
-    """floor(log2|x|) per element (NONE where x == 0)."""
-    _, e = np.frexp(np.asarray(x, np.float64))
-    return np.where(np.asarray(x) == 0, NONE, e - 1)
+NONE = -(1 << 20)        # the exponent of a zero term that never sets the alignment
 
 
-def product_terms(a, b):
+def exponent(x, emin: int | None = None) -> np.ndarray:
+    """floor(log2|x|) per element, at least ``emin`` when given; NONE where x == 0."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore"):
+        _, e = np.frexp(np.where(np.isfinite(x), x, 0.0))
+    e = e.astype(np.int64) - 1
+    if emin is not None:
+        e = np.maximum(e, emin)
+    return np.where(x == 0, NONE, e)
+
+
+def product_terms(a, b, a_emin: int | None = None, b_emin: int | None = None):
     """Products ``[..., M, N, K]`` of A ``[..., M, K]`` and B ``[..., K, N]`` with their alignment
     exponents: the sum of the inputs' exponents, as a multiplier forms it (significand in [1, 4))."""
     a = np.asarray(a, np.float64)
     b = np.swapaxes(np.asarray(b, np.float64), -1, -2)
-    prod = a[..., :, None, :] * b[..., None, :, :]
-    pexp = exponent(a)[..., :, None, :] + exponent(b)[..., None, :, :]
-    return prod, np.where(prod == 0, NONE, pexp)
+    with np.errstate(invalid="ignore", over="ignore"):
+        prod = a[..., :, None, :] * b[..., None, :, :]
+    pexp = exponent(a, a_emin)[..., :, None, :] + exponent(b, b_emin)[..., None, :, :]
+    return prod, np.where((prod == 0) | ~np.isfinite(prod), NONE, pexp)
+
+
+def _pow2(e):
+    return np.ldexp(1.0, np.clip(e, -1074, 1023).astype(np.int64))
 
 
 def _cut(x, quantum, rounding):
     q = x / quantum
+    if rounding == "floor":
+        return np.floor(q) * quantum
     return (np.trunc(q) if rounding == "truncate" else np.round(q)) * quantum     # np.round: ties to even
 
 
 def to_f32(x, rounding):
-    """float64 -> float32, to nearest even or toward zero."""
+    """float64 -> float32, to nearest even or toward zero (toward zero, a value of 2^128 or more
+    still overflows to inf, as the models' fp32 write does)."""
     x = np.asarray(x, np.float64)
-    near = x.astype(np.float32)
+    with np.errstate(over="ignore"):
+        near = x.astype(np.float32)
     if rounding == "nearest":
         return near
     over = np.abs(near.astype(np.float64)) > np.abs(x)          # nearest went away from zero: step back
-    return np.where(over, np.nextafter(near, np.float32(0)), near).astype(np.float32)
+    d = np.where(over, np.nextafter(near, np.float32(0)), near).astype(np.float32)
+    return np.where(np.abs(x) >= 2.0 ** 128, near, d).astype(np.float32)
 
 
 def fused_sum(terms, exps, bits, rounding):
-    """Align ``terms`` [..., n] to the largest of ``exps``, cut each to ``bits`` fraction bits, sum exactly."""
-    emax = exps.max(axis=-1, keepdims=True)
-    quantum = np.ldexp(1.0, np.clip(emax - bits, -1074, 1023).astype(np.int64))
-    return _cut(terms, quantum, rounding).sum(axis=-1)
+    """Align ``terms`` [..., n] to the largest of ``exps``, cut each to ``bits`` fraction bits, sum
+    exactly. Returns (sum, alignment exponent)."""
+    emax = exps.max(axis=-1)
+    return _cut(terms, _pow2(emax - bits)[..., None], rounding).sum(axis=-1), emax
 
 
-def _step(prod, pexp, run, bits, rnd, result_bits=None):
+def _specials(prod, c):
+    """(mask, value) of the outputs a NaN or infinite term decides: NaN if any term is NaN or
+    infinities of both signs meet, else the infinity."""
+    terms = np.concatenate([prod, c[..., None]], axis=-1)
+    nan = np.isnan(terms).any(axis=-1)
+    pos = (terms == np.inf).any(axis=-1)
+    neg = (terms == -np.inf).any(axis=-1)
+    value = np.where(nan | (pos & neg), np.nan, np.where(pos, np.inf, -np.inf))
+    return nan | pos | neg, value
+
+
+def steps_of(acc, k: int) -> list[list[int]]:
+    """The K indices of each step of the record ``acc`` for an instruction of ``k`` products."""
+    if acc.k_steps is not None:
+        return [list(s) for s in acc.k_steps]
+    step = acc.step or k
+    return [list(range(i, min(i + step, k))) for i in range(0, k, step)]
+
+
+def _fused_step(acc, prod, pexp, run):
+    """One step of the "fused" adder: C (``run``) among the products."""
+    zero = NONE if acc.zero_exponent is None else acc.zero_exponent
     terms = np.concatenate([prod, run[..., None]], axis=-1)
-    exps = np.concatenate([pexp, exponent(run)[..., None]], axis=-1)
-    d = to_f32(fused_sum(terms, exps, bits, rnd), rnd)
-    if result_bits is not None:
-        d = truncate_mantissa(d, result_bits) if rnd == "truncate" else round_mantissa(d, result_bits)
-    return d.astype(np.float64)
+    exps = np.concatenate([np.where(prod == 0, zero, pexp), np.where(run == 0, zero, exponent(run, F32_EMIN))[..., None]],
+                          axis=-1)
+    s, e = fused_sum(terms, exps, acc.mantissa_bits, acc.rounding)
+    return s
+
+
+def _dot(acc, prod, pexp):
+    """The products of one step through the fused adder, ``interleave`` groups each on its own,
+    their sums aligned and cut toward -inf again. Returns (exact value, alignment exponent)."""
+    f = acc.mantissa_bits
+    if acc.interleave == 1:
+        return fused_sum(prod, pexp, f, acc.rounding)
+    parts = [fused_sum(prod[..., g::acc.interleave], pexp[..., g::acc.interleave], f, acc.rounding)
+             for g in range(acc.interleave)]
+    e = np.max([p[1] for p in parts], axis=0)
+    q = _pow2(e - f)
+    return sum(_cut(p[0], q, "floor") for p in parts), e
+
+
+def _two_stage_step(acc, prod, pexp, c):
+    f, f2 = acc.mantissa_bits, acc.c_bits
+    dot, e_dot = _dot(acc, prod, pexp)
+    e_c = np.where(c == 0, F32_EMIN, exponent(c, F32_EMIN))
+    e = np.maximum(e_dot, e_c)
+    c_cut = _cut(c, _pow2(e - f), "floor")
+    if acc.c_far_drops:
+        c_cut = np.where(e_c < e - f - 1, 0.0, c_cut)
+    s = _cut(dot, _pow2(e - (f2 + 1)), "floor") + c_cut
+    s = _cut(s, _pow2(np.where(s == 0, F32_EMIN, exponent(s, F32_EMIN)) - f2), "floor")
+    return to_f32(s, acc.final_rounding or acc.rounding)
 
 
 def accumulate(acc, prod, pexp, c):
@@ -78,26 +134,44 @@ def accumulate(acc, prod, pexp, c):
     by the record ``acc`` (an ``AccumulatorPrecision``)."""
     prod = np.asarray(prod, np.float64)
     c = np.asarray(c, np.float64)
-    if acc.mantissa_bits is None or acc.c_entry == "exact":
-        d = (prod.sum(axis=-1) + c).astype(np.float32)
+    if acc.c_entry == "exact":
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = (prod.sum(axis=-1) + c).astype(np.float32)
         if acc.mantissa_bits is not None:
-                d = round_mantissa(d, acc.mantissa_bits) if acc.rounding == "nearest" else \
+            d = round_mantissa(d, acc.mantissa_bits) if acc.rounding == "nearest" else \
                 truncate_mantissa(d, acc.mantissa_bits)
         return d
-    bits, rnd = acc.mantissa_bits, acc.rounding
-    steps = acc.k_steps or (tuple(range(prod.shape[-1])),)
-    run = c if acc.c_entry == "fused" else np.zeros_like(c)
-    for ks in steps:
-        ks = list(ks)
-        run = _step(prod[..., ks], pexp[..., ks], run, bits, rnd, acc.result_bits)
+    if acc.c_entry == "two_stage":               # products beyond fp32's range overflow first
+        with np.errstate(invalid="ignore", over="ignore"):
+            prod = np.where(np.abs(prod) >= 2.0 ** 128, prod * np.inf, prod)
+    final = acc.final_rounding or acc.rounding
+    run = c if acc.c_entry != "after" else np.zeros_like(c)
+    for ks in steps_of(acc, prod.shape[-1]):
+        p, pe = prod[..., ks], pexp[..., ks]
+        special, value = _specials(p, run)
+        p = np.where(np.isfinite(p), p, 0.0)
+        r = np.where(np.isfinite(run), run, 0.0)
+        with np.errstate(over="ignore"):
+            if acc.c_entry == "two_stage":
+                d = _two_stage_step(acc, p, pe, r)
+            else:
+                d = to_f32(_fused_step(acc, p, pe, r), final)
+                if acc.result_bits is not None:
+                    d = truncate_mantissa(d, acc.result_bits) if final == "truncate" else \
+                        round_mantissa(d, acc.result_bits)
+        run = np.where(special, value, d.astype(np.float64))
     if acc.c_entry == "after":                                  # C joins last, by an fp32 add
-        return (run.astype(np.float32) + c.astype(np.float32)).astype(np.float32)
-    return run.astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            run = run.astype(np.float32) + c.astype(np.float32)
+    return finish(acc, run)
 
 
-def mma_f32(acc, a, b, c):
-    """D = A.B + C of float inputs ``[bl, M, K] x [bl, K, N] + [bl, M, N]`` under the record ``acc``."""
-    prod, pexp = product_terms(a, b)
+def mma_f32(acc, a, b, c, a_type: str | None = None, b_type: str | None = None) -> np.ndarray:
+    """D = A.B + C of float inputs ``[bl, M, K] x [bl, K, N] + [bl, M, N]`` under the record ``acc``;
+    ``a_type``/``b_type`` (ISA type names) give a subnormal input its alignment exponent."""
+    if acc.c_entry in ("fma", "ftz_tree"):
+        return serial_mma(acc, a, b, c, a_type, b_type)
+    prod, pexp = product_terms(a, b, EMIN.get(a_type), EMIN.get(b_type))
     return accumulate(acc, prod, pexp, c)
 
 

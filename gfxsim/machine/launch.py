@@ -60,6 +60,7 @@ class Machine:
         self.attempt = None              # the folded batch being run (fold.Attempt), if any
         self.folds: list = []            # per batch: how its provenance was kept (launch.run_batch)
         self.lane_instructions: int | None = None   # active lanes x instructions (asm front end)
+        self.approximated: set = set()   # executed mnemonics whose numbers are stand-ins (isa.fp.APPROXIMATED)
 
     def report(self, kind, message, *, details=None, **coords):
         if self.attempt is not None:     # a folded batch's: reported if the attempt stands (fold.Attempt)
@@ -125,6 +126,13 @@ class Run:
         return self.trace.mmacs()
 
     @property
+    def approximations(self) -> dict:
+        """The instructions this launch executed whose last bit is a stand-in, mnemonic -> what it is
+        ("correctly rounded stand-in, hardware within 1 ulp")."""
+        from ..isa.fp import APPROXIMATED
+        return {m: APPROXIMATED[m] for m in sorted(self.machine.approximated)}
+
+    @property
     def events(self):
         return self.trace.events
 
@@ -164,9 +172,11 @@ class Run:
         for f in self.findings:
             kinds[f.kind] = kinds.get(f.kind, 0) + 1
         found = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) or "no findings"
+        approx = (f"; correctly rounded stand-ins (hardware within 1 ulp): {', '.join(self.approximations)}"
+                  if self.approximations else "")
         return (f"{self.kernel} on {self.arch}: grid {self.grid} x {self.waves_per_group} waves, "
                 f"{self.trace.n_events} events, {len(self.mmacs())} matrix instructions traced, {found} "
-                f"({self.seconds:.2f} s)")
+                f"({self.seconds:.2f} s){approx}")
 
 
 def _wg(x, fill=0):

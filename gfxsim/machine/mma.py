@@ -2,12 +2,12 @@
 
 Operands are gathered through the record's layout (``slot_of``), so one code path serves every
 v_mfma_*/v_mmac_* shape and block count, and any arch whose record exists (wave32 included).
-int8 -> int32 is exact with overflow detection; float inputs are widened exactly to float64,
-each output's K-sum plus C is formed in float64 and rounded once to fp32 ("exact fp32"); a record
-with a reduced accumulator (``AccumulatorPrecision.mantissa_bits``) rounds the result to that many
-mantissa bits after every instruction (SageAttention2's FP22 finding for FP8 mma). xf32 operands
-(fp32 registers) are cut to XF32's 10 mantissa bits first (XF32_BITS). f64 C/D: the exact sum of
-the products and C rounded once to f64 (``mma64``).
+int8 -> int32 is exact with overflow detection; float inputs are widened exactly to float64 and
+go through the record's accumulator datapath (``AccumulatorPrecision``, computed by ``accum`` and
+``accum_serial``); its exact model forms each output's K-sum plus C in float64 and rounds once to
+fp32. xf32 operands (fp32 registers) are cut to XF32's 10 mantissa bits first (XF32_BITS). f64
+C/D: one fma per K index where the record says so, else the exact sum of the products and C
+rounded once to f64 (``mma64``).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import functools
 from .jit import njit
 import numpy as np
 
-from .accum import mma_f32, round_mantissa, truncate_mantissa
+from .accum import mma_f32, round_mantissa, truncate_mantissa  # noqa: F401  (round_mantissa: re-exported)
 from .mma64 import mma_f64
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -79,17 +79,17 @@ def compute(insn, a_mat, b_mat, c_mat, batch: int = 1):
         a_mat = truncate_mantissa(a_mat, XF32_BITS)
     if insn.b_type == "xf32":
         b_mat = truncate_mantissa(b_mat, XF32_BITS)
+    acc = insn.accumulator
     if insn.cd_type == "f64":
+        if acc.c_entry == "fma":
+            return mma_f32(acc, a_mat, b_mat, np.asarray(c_mat, np.float64)), None
         return mma_f64(a_mat, b_mat, c_mat), None
     if insn.cd_type == "i32":
         d = _mma_int(a_mat.astype(np.int64), b_mat.astype(np.int64), c_mat.astype(np.int64), bl, M, N, K)
         overflow = (d < INT32_MIN) | (d > INT32_MAX)
         return d.astype(np.int64).astype(np.uint64).astype(np.uint32).view(np.int32), overflow
-    if insn.accumulator.mantissa_bits is not None and insn.accumulator.c_entry != "exact":
-        # a measured reduced accumulator (sm_90 HMMA/QGMMA, FP22)
-        return mma_f32(insn.accumulator, a_mat, b_mat, c_mat), None
+    if not acc.is_exact:
+        # the record's datapath: measured (sm_90), MMA-Sim's models (CDNA, Ada), FP22
+        return mma_f32(acc, a_mat, b_mat, c_mat, insn.a_type, insn.b_type), None
     d = _mma_f64(a_mat.astype(np.float64), b_mat.astype(np.float64), c_mat.astype(np.float64), bl, M, N, K)
-    d = d.astype(np.float32)
-    if insn.accumulator.mantissa_bits is not None:
-        d = round_mantissa(d, insn.accumulator.mantissa_bits)
-    return d, None
+    return d.astype(np.float32), None

@@ -53,6 +53,7 @@ from .cond import Cond, mask_of
 from .coverage import Coverage
 from .ds import DsOps
 from .dtypes import dtype_name, from_bytes, np_dtype
+from ..isa.fp import APPROXIMATED
 from .memory import poison
 from .errors import StepLimit, located
 from .fold import RESTART_KINDS, Unfolded
@@ -216,6 +217,9 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
             return idx
         tr.n_events += 1
         self.steps += 1
+        for m in (op.expands or (op.mnemonic,)) if isinstance(op, ops.Op) else (op, op.rsplit("_", 1)[0]):
+            if m in APPROXIMATED:        # (an asm mnemonic carries its encoding: v_exp_f32_e32)
+                self.machine.approximated.add(m)
         if self.steps > self.machine.max_steps:
             raise self.error(StepLimit, f"more than {self.machine.max_steps:,} instructions executed by one wave: an "
                              f"endless loop? (the bound is max_steps, LaunchOptions(max_steps=...))")

@@ -71,7 +71,8 @@ class KernelRun:
         out = {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
                "metrics": self.metrics(), "mmacs": self._mmacs_json() if json_rows else self._mmacs(token_arrays),
                "findings": [f.to_dict() for f in self.findings], "checks": self.checks(),
-               "seconds": round(sum(r.seconds for r in self.runs), 3)}
+               "seconds": round(sum(r.seconds for r in self.runs), 3),
+               "approximated": {m: v for r in self.runs for m, v in r.approximations.items()}}
         lane = [r.lane_instructions for r in self.runs]
         if any(x is not None for x in lane):    # --frontend asm: active lanes x instructions executed
             out["lane_instructions"] = int(sum(x or 0 for x in lane))

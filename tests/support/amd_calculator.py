@@ -14,6 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from gfxsim.arch import get_arch
+from gfxsim.machine.accum import mma_f32
 
 GOLDEN = Path(__file__).resolve().parents[1] / "gfxsim" / "arch" / "golden" / "amd_calculator.json.gz"
 ARCH_OF = {"CDNA2": "gfx90a", "CDNA3": "gfx942"}
@@ -92,11 +93,13 @@ def xf32(x):
 
 
 def reference(insn, a, b, c) -> np.ndarray:
-    """D by exact rational arithmetic, rounded once to the C/D type."""
+    """D by exact rational arithmetic, rounded once to the C/D type, or by the record's accumulator."""
     if insn.a_type == "xf32":
         a, b = xf32(a), xf32(b)
     if insn.cd_type == "i32":
         return (np.einsum("bmk,bkn->bmn", a.astype(np.int64), b.astype(np.int64)) + c).astype(np.int32)
+    if not insn.accumulator.is_exact:       # the record's datapath, in matrix space (test_mmasim_golden checks it)
+        return mma_f32(insn.accumulator, a, b, c.astype(NP[insn.cd_type]), insn.a_type, insn.b_type)
     fa, fb, fc = (np.vectorize(Fraction, otypes=[object])(x.astype(np.float64)) for x in (a, b, c))
     exact = np.einsum("bmk,bkn->bmn", fa, fb) + fc
     return np.vectorize(float)(exact).astype(NP[insn.cd_type])

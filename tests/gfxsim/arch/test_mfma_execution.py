@@ -1,8 +1,8 @@
 """Every family of CDNA matrix instruction executed through the asm front end: a hand-written
 kernel loads A, B and C register by register from buffers, runs the mnemonic, stores D; D is
-compared with a numpy matmul under the record's documented arithmetic (i8: exact int32; f64: the
-exact sum rounded once to f64; f16/bf16/fp8/bf8/f32: the exact sum rounded once to f32; xf32: the
-inputs cut to 10 mantissa bits first), over every block.
+compared with a numpy matmul under the record's documented arithmetic (i8: exact int32; float:
+the record's accumulator datapath, computed in matrix space; xf32: the inputs cut to 10 mantissa
+bits first), over every block.
 
 The host packs the matrices into per-lane registers through AMD's calculator tables (the golden
 file), not through gfxsim's records, so a wrong record layout fails here too.

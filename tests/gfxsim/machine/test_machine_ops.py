@@ -5,6 +5,7 @@ import pytest
 
 from gfxsim import Buffer, GfxSimError, MemoryFault, launch
 from gfxsim.arch import get_instruction
+from gfxsim.machine.accum import mma_f32
 
 
 def run1(kernel, *args, arch="gfx936", **kw):
@@ -177,6 +178,8 @@ def test_every_matrix_instruction_against_numpy(arch, mn):
         B = rng.normal(size=(insn.blocks, insn.K, insn.N)).astype(ta)
         C = rng.normal(size=(insn.blocks, insn.M, insn.N)).astype(tc)
     want = (A.astype(np.float64) @ B.astype(np.float64) + C).astype(tc)
+    if insn.a_type != "i8":              # the record's accumulator datapath, in matrix space
+        want = mma_f32(insn.accumulator, A.astype(np.float64), B.astype(np.float64), C, insn.a_type, insn.b_type)
     ea, eb = 32 // insn.a.bits, 32 // insn.b.bits
 
     def k(w):

@@ -1,4 +1,6 @@
 """Two-level accumulation bounds the error of a reduced FP8 accumulator along the sequence."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -21,9 +23,11 @@ def test_one_level_error_grows_two_level_stays_bounded():
     assert _err(nvidia.F32_EXACT, 4096, None) < two[4096] / 100
 
 
-def test_fp22_record_is_the_13_bit_adder():
+def test_fp22_record_is_the_13_bit_adder_over_two_halves_of_k():
     p, v = pv_inputs(256, seed=2)
-    assert np.array_equal(pv(nvidia.FP22_ADA, p, v), pv(nvidia.SM90_WGMMA_E4M3, p, v))
+    halves = replace(nvidia.SM90_WGMMA_E4M3, step=16, zero_exponent=-132)     # Ada: 16 products per fused step
+    assert np.array_equal(pv(nvidia.FP22_ADA, p, v), pv(halves, p, v))
+    assert not np.array_equal(pv(nvidia.FP22_ADA, p, v), pv(nvidia.SM90_WGMMA_E4M3, p, v))
 
 
 def test_pv_checks_its_shapes():

@@ -1,0 +1,47 @@
+"""The accumulator datapaths' pieces: record validation, steps, the serial fma and flush-to-zero
+tree (the MMA-Sim golden replay checks the whole records)."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from gfxsim.arch import AccumulatorPrecision as Acc
+from gfxsim.errors import GfxSimError
+from gfxsim.machine.accum import mma_f32, steps_of
+from gfxsim.machine.accum_serial import fma_f32, fma_f64
+
+
+@pytest.mark.parametrize("kw", [dict(c_entry="two_stage", mantissa_bits=24), dict(c_entry="fused"),
+                                dict(c_entry="ftz_tree", step=3), dict(step=6, interleave=4, mantissa_bits=24,
+                                                                       c_entry="fused"),
+                                dict(final_rounding="up")])
+def test_an_impossible_datapath_is_refused(kw):
+    with pytest.raises(GfxSimError):
+        Acc(**kw)
+
+
+def test_steps_split_k_in_order():
+    assert steps_of(Acc(24, c_entry="fused", step=8), 20) == [list(range(8)), list(range(8, 16)), [16, 17, 18, 19]]
+    assert steps_of(Acc(24, c_entry="fused"), 4) == [[0, 1, 2, 3]]
+
+
+def test_fma_rounds_once():
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.normal(size=2000).astype(np.float32) * np.float32(2.0) ** rng.integers(-30, 30, 2000)
+               for _ in range(3))
+    for g, x, y, z in zip(fma_f32(a, b, c), a, b, c):
+        e = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+        for nb in (np.nextafter(g, np.float32(np.inf)), np.nextafter(g, np.float32(-np.inf))):
+            assert abs(Fraction(float(g)) - e) <= abs(Fraction(float(nb)) - e)      # g is a nearest fp32
+    assert fma_f64(np.array([2.0 ** 600]), np.array([2.0 ** 600]), np.array([-np.inf]))[0] == -np.inf
+    tiny = fma_f64(np.array([1e-300]), np.array([-1e-300]), np.array([0.0]))[0]
+    assert tiny == 0.0 and np.signbit(tiny)                   # rounded away: the exact value's sign
+
+
+def test_the_ftz_tree_flushes_denormal_inputs_and_sums():
+    acc = Acc(None, c_entry="ftz_tree", step=4)
+    a = np.array([[[2.0 ** -20, 1.0, 0.0, 0.0]]])           # f16: 2^-20 is denormal, flushed
+    b = np.array([[[1.0], [2.0 ** -130], [0.0], [0.0]]])      # below f16's normal range: flushed
+    d = mma_f32(acc, a, b, np.array([[[2.0 ** -127]]], np.float32), "f16", "f16")     # C denormal: flushed
+    assert d[0, 0, 0] == 0.0
+    assert mma_f32(acc, a, b, np.array([[[1.0]]], np.float32), "bf16", "bf16")[0, 0, 0] == np.float32(1 + 2.0 ** -20)
