@@ -224,7 +224,9 @@ def text_report(kr) -> str:
     lines.append(f"  {len(mm)} matrix instructions" + ("; the first PV ones consumed:" if mm else ""))
     shown, first = 0, None
     for e in mm:
-        if e.tagged and e.token_set("A") and shown < 2 and first in (None, (e.workgroup, e.wave)):
+        if shown == 2:            # token_set is a np.unique per record: only the two shown ask for it
+            break
+        if e.tagged and first in (None, (e.workgroup, e.wave)) and e.token_set("A"):
             first = (e.workgroup, e.wave)
             lines.append(f"    #{e.index} {e.op}{' (' + e.label + ')' if e.label else ''} wg{e.workgroup} "
                          f"wave {e.wave}: A tokens "
