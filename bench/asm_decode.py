@@ -7,9 +7,8 @@ both launches: decode and reduce) and the seconds its launches took; the figure 
 """
 from __future__ import annotations
 
-import json
 
-from bench.common import failure_text, gfxsim_cmd, median, run_child
+from bench.common import gfxsim_cmd, lane_rate_runs, median
 
 ASM_CONTEXT = 4096
 ASM_QUICK_CONTEXT = 512
@@ -26,25 +25,7 @@ def asm_decode(bench, shape):
                               "--kv-heads", str(shape["kv_heads"]), "--head-dim", str(shape["head_dim"]),
                               "--block-size", str(shape["block_size"]), "--arch", shape["arch"],
                               "--context", str(ctx), "--report", "json"] + flags
-        runs, rss, rates, sims, err, lanes = [], [], [], [], None, None
-        for _ in range(a.repeat):
-            r = run_child(cmd, timeout=a.timeout, mem_limit_bytes=bench.mem_limit)
-            if r["rc"] != 0 or r["timed_out"]:
-                err = failure_text(r, a.timeout)
-                break
-            try:
-                rep = json.loads(r["stdout"])
-            except ValueError:
-                err = "the command's stdout is not JSON"
-                break
-            lanes = rep.get("lane_instructions")
-            if not lanes or not rep.get("seconds"):
-                err = "the report has no lane_instructions / seconds"
-                break
-            runs.append(r["seconds"])
-            rss.append(r["rss_bytes"])
-            sims.append(rep["seconds"])
-            rates.append(lanes / rep["seconds"])
+        runs, rss, rates, sims, err, lanes = lane_rate_runs(cmd, a.repeat, a.timeout, bench.mem_limit)
         if err:
             bench.add("asm", label, runs=runs, error=err, context=ctx, mode=f"asm-{mode}", command=" ".join(cmd[3:]))
             continue

@@ -80,6 +80,32 @@ def run_child(cmd, *, timeout: float, env=None, mem_limit_bytes: int = 0, keep_s
                        stderr_tail=stderr[-2000:], timed_out=timed_out)
 
 
+def lane_rate_runs(cmd, repeat: int, timeout: float, mem_limit_bytes: int):
+    """``repeat`` runs of a ``--report json`` command of the asm front end: (wall seconds, peak
+    RSS, lane-instructions per simulated second, simulated seconds of each run, error text or
+    None, the last run's lane-instructions); a failed run ends them with its error."""
+    runs, rss, rates, sims, err, lanes = [], [], [], [], None, None
+    for _ in range(repeat):
+        r = run_child(cmd, timeout=timeout, mem_limit_bytes=mem_limit_bytes)
+        if r["rc"] != 0 or r["timed_out"]:
+            err = failure_text(r, timeout)
+            break
+        try:
+            rep = json.loads(r["stdout"])
+        except ValueError:
+            err = "the command's stdout is not JSON"
+            break
+        lanes = rep.get("lane_instructions")
+        if not lanes or not rep.get("seconds"):
+            err = "the report has no lane_instructions / seconds"
+            break
+        runs.append(r["seconds"])
+        rss.append(r["rss_bytes"])
+        sims.append(rep["seconds"])
+        rates.append(lanes / rep["seconds"])
+    return runs, rss, rates, sims, err, lanes
+
+
 def run_worker(module: str, args: list[str], *, timeout: float, env_extra=None) -> tuple[dict | None, ChildResult]:
     """Run `python -m bench.<module> ARGS` (which prints one JSON object last on stdout)."""
     r = run_child([sys.executable, "-m", f"bench.{module}", *args], timeout=timeout, env=child_env(env_extra))

@@ -6,9 +6,8 @@ compile, cached after the first run, is outside it). Skipped, with a note, witho
 """
 from __future__ import annotations
 
-import json
 
-from bench.common import ROOT, failure_text, gfxsim_cmd, median, run_child
+from bench.common import ROOT, gfxsim_cmd, lane_rate_runs, median, run_child
 
 SEQ, QUICK_SEQ = 1024, 256
 MODES = {"off": ["--no-provenance"], "on": []}
@@ -37,25 +36,7 @@ def triton_fa(bench):
     for mode, flags in MODES.items():
         label = f"Triton flash-attention forward {seq}: lane-instructions/s, provenance {mode}"
         cmd = command(seq, flags)
-        runs, rss, rates, sims, err, lanes = [], [], [], [], None, None
-        for _ in range(a.repeat):
-            r = run_child(cmd, timeout=a.timeout, mem_limit_bytes=bench.mem_limit)
-            if r["rc"] != 0 or r["timed_out"]:
-                err = failure_text(r, a.timeout)
-                break
-            try:
-                rep = json.loads(r["stdout"])
-            except ValueError:
-                err = "the command's stdout is not JSON"
-                break
-            lanes = rep.get("lane_instructions")
-            if not lanes or not rep.get("seconds"):
-                err = "the report has no lane_instructions / seconds"
-                break
-            runs.append(r["seconds"])
-            rss.append(r["rss_bytes"])
-            sims.append(rep["seconds"])
-            rates.append(lanes / rep["seconds"])
+        runs, rss, rates, sims, err, lanes = lane_rate_runs(cmd, a.repeat, a.timeout, bench.mem_limit)
         shown = "gfxsim " + " ".join(cmd[len(gfxsim_cmd()):]).replace(str(ROOT) + "/", "")
         if err:
             bench.add("triton", label, runs=runs, error=err, context=seq, mode=f"triton-{mode}", command=shown)

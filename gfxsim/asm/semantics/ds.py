@@ -124,7 +124,12 @@ def ds_bpermute_b32(st, d):
     dst, addr, data = d.ops.positional
     a = (_vaddr(st, addr) + d.ops.mods.get("offset", 0)) & 0xFFFFFFFF
     src = ((a >> 2) % st.lanes).astype(np.int64)
-    v = st.w.bpermute(st.vread(data.file, data.first, 1), src)
+    _write_moved(st, dst, data, st.w.bpermute(st.vread(data.file, data.first, 1), src), src)
+
+
+def _write_moved(st, dst, data, v, src):
+    """Write ``v``, ``data`` read from lane ``src`` [width] of each member, to ``dst``: freshness
+    moves with it, and a lane whose source lane is inactive gets 0."""
     base = (np.arange(st.w.width) // st.lanes) * st.lanes
     moved = st.fresh[data.file][data.first][base + src] & st.exec[base + src]     # freshness moves too
     st.vwrite_value(dst.file, dst.first, v)
@@ -155,14 +160,4 @@ def ds_swizzle_b32(st, d):
     no_mods(st, d, ("offset",))
     dst, data = d.ops.positional
     src = np.tile(swizzle_sources(int(d.ops.mods.get("offset", 0)), st.lanes), st.members)
-    base = (np.arange(st.w.width) // st.lanes) * st.lanes
-    v = st.w.bpermute(st.vread(data.file, data.first, 1), src[:st.lanes])
-    moved = st.fresh[data.file][data.first][base + src] & st.exec[base + src]
-    st.vwrite_value(dst.file, dst.first, v)
-    st.set_fresh(dst.file, dst.first, moved[None, :])
-    dead = st.exec & ~st.exec[base + src]
-    if dead.any():
-        saved = st.exec.copy()
-        st.set_exec(dead)
-        st.vwrite(dst.file, dst.first, np.zeros((1, st.w.width), U32))
-        st.set_exec(saved)
+    _write_moved(st, dst, data, st.w.bpermute(st.vread(data.file, data.first, 1), src[:st.lanes]), src)
