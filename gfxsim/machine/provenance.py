@@ -399,6 +399,19 @@ class Prov:
     def empty_like(self) -> bool:
         return not self.ids and not self.fp and self.flags is None
 
+    def origin_columns(self) -> np.ndarray | None:
+        """Per column: whether some row holds an identity (reserved names aside) or a footprint
+        in some field — what makes a value more than a number (None: no plane, no column)."""
+        if self.shape is None:
+            return None
+        some = np.zeros(self.shape[1], bool)
+        for f, a in self.ids.items():
+            if f not in RESERVED:
+                some |= (a >= 0).any(axis=0)
+        for m in self.fp.values():
+            some |= m.nonempty().any(axis=0)
+        return some
+
     def map(self, fn) -> Prov:
         """Apply the same row/column indexing to every plane."""
         return Prov(self.g, {f: fn(a) for f, a in self.ids.items()}, {f: m.map(fn) for f, m in self.fp.items()},

@@ -80,15 +80,6 @@ def multiply(st, srcs, vals, k0=0, k1=1):
 def _of_origin(st, v) -> np.ndarray:
     """Per lane: whether a value carries an identity or a footprint in some field (what makes it
     a scale whose coverage can be checked)."""
-    from ...machine.provenance import RESERVED
-    w = st.w
-    p = w.unfold_prov(v.prov, "a dequant's multiplicand")
-    some = np.zeros(w.width, bool)
-    if p is None:
-        return some
-    for f, a in p.ids.items():
-        if f not in RESERVED:
-            some |= (a >= 0).any(axis=0)
-    for m in p.fp.values():
-        some |= m.nonempty().any(axis=0)
-    return some
+    p = st.w.unfold_prov(v.prov, "a dequant's multiplicand")
+    some = None if p is None else p.origin_columns()
+    return np.zeros(st.w.width, bool) if some is None else some

@@ -16,7 +16,7 @@ import numpy as np
 from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64, vsrc
 from . import dequant
 from ... import isa
-from ...machine.provenance import RESERVED, Prov, merge
+from ...machine.provenance import Prov, merge
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import elem_prov, merged, sum_of_results, with_marks
 from ...machine.vgpr import VGPRs
@@ -123,11 +123,8 @@ def arith_prov(st, name, vals, dequantized=False, differ=None):
 
 def _has_origin(v) -> bool:
     """Whether a value carries an identity or a footprint anywhere (else a constant, for qdir.py)."""
-    p = v.prov
-    if p is None:
-        return False
-    return any(f not in RESERVED and (a >= 0).any() for f, a in p.ids.items()) or \
-        any(m.nonempty().any() for m in p.fp.values())
+    some = None if v.prov is None else v.prov.origin_columns()
+    return some is not None and bool(some.any())
 
 
 # the operations whose quantization-direction marks are followed (qdir.py): (operation, a, b);
