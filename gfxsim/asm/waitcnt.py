@@ -131,7 +131,9 @@ def plan(d) -> Plan:
             continue
         if dst is not None and i == 0 and not ("_atomic_" in m and m.startswith("buffer_")):
             continue                 # the destination: checked as a write of this access (issue())
-        written = i == 0 and cls is None and _first_written(m)
+        written = i == 0 and cls is None and _first_written(m) and not any(
+            s.kind == "reg" and s.file == o.file and s.first < o.first + o.count and o.first < s.first + s.count
+            for s in d.ops.positional[1:])          # a destination also read (v_add v1, 1.0, v1) is a read
         regs.append((o.file, o.first, o.count, o.text, written))
         bits |= ((1 << o.count) - 1) << (_FILES[o.file] + o.first)
     if dst is not None:
@@ -302,9 +304,18 @@ class Counters:
                 words = st.s[:, first:first + n] if f == "s" else st.regfile(f).words[first:first + n]
                 back = hit & (words == POISON)
                 words[back] = saved[back]
+                self._clear(f, first, n, hit & ~back)     # overwritten: the hazard was reported, the write stands
         p = self.plans[pc]
         if p.cls is not None:
             self.issue(pc, p, event)
+
+    def _clear(self, f, first, n, where):
+        if not where.any():
+            return
+        if f == "s":
+            self.spend[:, first:first + n][where] = 0
+        else:
+            self.vpend[f][first:first + n][where] = 0
 
     # -- the finding -----------------------------------------------------------------------------
     def _report(self, a: Access, hit, f, first, text, access):
