@@ -28,10 +28,12 @@ hazards only.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import GfxSimError
 from ..machine.dtypes import POISON_WORD
 from .state import N_SGPR
 
@@ -168,6 +170,7 @@ class Counters:
         self.bits = 0                                 # registers some outstanding access will write
         self.vpend: dict[str, np.ndarray] = {}        # file -> access id per register and column (0: none)
         self.spend = np.zeros((M, N_SGPR), np.int32)
+        self.notes: list[str] = []                    # this instruction's missing waits, for an error it raises
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
@@ -272,7 +275,7 @@ class Counters:
             return None
         if p.dst is not None:
             self.overwritten(p)
-        poisoned = []
+        poisoned, self.notes = [], []
         for f, first, n, text, written in p.regs:
             ids = self._pending(f, first, n, self._cols(p.cross_lane))
             if not ids.any():
@@ -300,6 +303,10 @@ class Counters:
         load's data again (it lands later); an access it issued is counted."""
         st = self.st
         if poisoned:
+            exc = sys.exc_info()[1]
+            if isinstance(exc, GfxSimError) and self.notes:     # an error from what it read: say where that came from
+                exc.message += f" (after a missing-wait: it read {'; '.join(self.notes)})"
+                exc.args = (" ".join([exc.message, *exc.where()]),)
             for f, first, n, hit, saved in poisoned:
                 words = st.s[:, first:first + n] if f == "s" else st.regfile(f).words[first:first + n]
                 back = hit & (words == POISON)
@@ -343,6 +350,9 @@ class Counters:
             tail = ("read poison (on hardware: the register's old contents)" if access == "read" else
                     "may be overwritten by the load's data after this write")
             named = reg if reg == text else f"{reg} (of {text})"
+            note = f"{reg} as poison before `{needed}` covered {a.where}"
+            if note not in self.notes:
+                self.notes.append(note)
             st.w.finding(
                 "missing-wait",
                 f"{d.ins.mnemonic} {verb} {named} before the {CLASS_NAMES[a.cls]} access that writes it "

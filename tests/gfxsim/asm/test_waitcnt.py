@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from gfxsim import Buffer
+from gfxsim.errors import GfxSimError
 from gfxsim.asm.run import kernel_from_text, run_asm
 from gfxsim.asm.waitcnt import decode_packed
 
@@ -198,3 +199,15 @@ def test_each_member_of_a_batch_has_its_own_counters():
         assert sorted(f.workgroup for f in waits(r)) == [(0, 0, 0), (1, 0, 0)]
         _, r = run(LOAD_ADD.format(wait="s_waitcnt vmcnt(0)"), grid=2, batch=batch)
         assert not r.findings
+
+
+def test_an_error_from_a_poisoned_read_names_the_missing_wait():
+    body = """
+s_load_dwordx2 s[8:9], s[0:1], 0x0
+v_lshlrev_b32_e32 v1, 2, v0
+global_load_dword v2, v1, s[8:9]
+"""
+    k = kernel_from_text(body, "test_waitcnt", args=ARGS)
+    with pytest.raises(GfxSimError, match=r"0x7fbadbad.*after a missing-wait: it read s8 as poison before "
+                                          r"`s_waitcnt lgkmcnt\(0\)` covered test_waitcnt.s:\d+ \(s_load_dwordx2 s\[8:9\]\)"):
+        run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))))
