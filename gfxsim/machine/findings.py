@@ -124,6 +124,17 @@ class BufferOutOfRange:
     nbytes: int                 # bytes per lane of the access
 
 
+@dataclass(frozen=True, kw_only=True)
+class MissingWait:
+    register: str               # the register read (or overwritten) before its data returned
+    access: str                 # "read" | "overwrite"
+    load: int                   # the instruction index of the access that writes it
+    load_line: str              # its assembly line
+    counter: str                # "vmcnt" | "lgkmcnt"
+    needed: str                 # the s_waitcnt that, before the read, would have covered it
+    lanes: list
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -157,6 +168,8 @@ REGISTRY = {k.name: k for k in (
          StoreMismatch, ("source", "buffer", "field", "workgroup")),
     Kind("buffer-out-of-range", "a buffer access outside its descriptor's num_records or its buffer (not a masked lane)",
          BufferOutOfRange, ("source", "buffer", "reason", "workgroup")),
+    Kind("missing-wait", "a register is read or overwritten before the s_waitcnt that covers the memory access "
+         "writing it: on hardware it holds stale data", MissingWait, ("source", "load_line", "register", "workgroup")),
     Kind("lds-bank-conflict", "an LDS access serialised on a bank (performance)", LdsBankConflict,
          ("source", "degree", "workgroup"), performance=True),
 )}

@@ -208,6 +208,25 @@ def _buffer_past_records(nr):
     return mubuf.run(mubuf.COPY, Buffer("x", np.arange(64, dtype=np.int32)), nr_x=nr)[1]
 
 
+# -- missing-wait: a global load's register read before s_waitcnt vmcnt(0) ---------------------------
+MISSING_WAIT = """
+s_load_dwordx4 s[4:7], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32_e32 v1, 2, v0
+global_load_dword v2, v1, s[4:5]
+{wait}
+v_add_f32_e32 v3, 1.0, v2
+global_store_dword v1, v3, s[6:7]
+"""
+
+
+def _missing_wait(wait):
+    from gfxsim.asm.run import kernel_from_text, run_asm
+    k = kernel_from_text(MISSING_WAIT.format(wait=wait), "test_missing_wait",
+                         args=[("x", "global_buffer", 8), ("y", "global_buffer", 8)])
+    return run_asm(k, 1, 64, args=dict(x=Buffer("x", np.ones(64, np.float32)), y=Buffer.empty("y", (64,), np.float32)))
+
+
 PAIRS = {
     "ab-kslot-mismatch": [("B 8 tokens ahead", lambda: _ab_kslot(8), lambda: _ab_kslot(0))],
     "kslot-unknown-origin": [("packed bytes through an add", lambda: _unknown_origin(True),
@@ -228,6 +247,7 @@ PAIRS = {
     "lds-bank-conflict": [("128-byte stride", lambda: _bank_conflict(False), lambda: _bank_conflict(True))],
     "store-mismatch": [("output transposed", lambda: _store_mismatch(True), lambda: _store_mismatch(False))],
     "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True))],
+    "missing-wait": [("no s_waitcnt vmcnt(0)", lambda: _missing_wait(""), lambda: _missing_wait("s_waitcnt vmcnt(0)"))],
     "buffer-out-of-range": [("unmasked tail", lambda: _buffer_overrun(False), lambda: _buffer_overrun(True)),
                             ("past num_records", lambda: _buffer_past_records(100), lambda: _buffer_past_records(256))],
 }
@@ -239,6 +259,8 @@ EXPECT = {
     ("uninitialized-read", "global"): {"what": "global", "name": "out"},
     ("uninitialized-read", "operand A"): {"what": "operand A"},
     ("lds-race", "no barrier"): {"other_wave": 0},
+    ("missing-wait", "no s_waitcnt vmcnt(0)"): {"register": "v2", "access": "read", "counter": "vmcnt",
+                                                "needed": "s_waitcnt vmcnt(0)", "lanes": list(range(64))},
     ("lds-bank-conflict", "128-byte stride"): {"degree": 32, "region": "rows"},
     ("kslot-unknown-origin", "packed bytes through an add"): {"operand": "A", "slots": list(range(32))},
     ("ab-kslot-mismatch", "B 8 tokens ahead"): {"field": "token", "k_slot": 0, "a_values": [0], "b_values": [8]},
