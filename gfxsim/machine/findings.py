@@ -124,6 +124,16 @@ class BufferOutOfRange:
     nbytes: int                 # bytes per lane of the access
 
 
+@dataclass(frozen=True, kw_only=True)
+class FormatMismatch:
+    operand: str                # "A", "B" (a matrix instruction's) or "its source" (a conversion's)
+    written: str                # the encoding the bytes were written in (dtypes.ENCODINGS)
+    reads: str                  # the encoding the instruction reads them in
+    written_by: str             # "buffer 'q'" or the conversion instruction that wrote them
+    element: int                # the first such element's flat index in that buffer (-1: an instruction's)
+    elements: int               # elements (lanes, for a conversion) of this instruction read in the wrong encoding
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -157,6 +167,9 @@ REGISTRY = {k.name: k for k in (
          StoreMismatch, ("source", "buffer", "field", "workgroup")),
     Kind("buffer-out-of-range", "a buffer access outside its descriptor's num_records or its buffer (not a masked lane)",
          BufferOutOfRange, ("source", "buffer", "reason", "workgroup")),
+    Kind("format-mismatch", "an instruction reads bytes in another numeric encoding than they were written in "
+         "(e4m3fn bytes read as gfx942's e4m3fnuz: off by 2x, or NaN)", FormatMismatch,
+         ("source", "operand", "written", "reads", "workgroup")),
     Kind("lds-bank-conflict", "an LDS access serialised on a bank (performance)", LdsBankConflict,
          ("source", "degree", "workgroup"), performance=True),
 )}

@@ -23,7 +23,7 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .plans import batched_plan, d_inverse, flat_plan, name_planes
-from . import qdir
+from . import encoding, qdir
 from .provenance import RESERVED, UNKNOWN, Prov
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
@@ -284,6 +284,26 @@ class MatrixOps:
                              f"cannot be checked", lane=int(lanes[row, 0, k] if op == "A" else lanes[row, k, 0]),
                              instruction=idx, operand=op, slots=slots)
 
+    def _format_check(self, insn, idx, label, operands, live_rows):
+        """Operand bytes written in another encoding than the record says the operand reads
+        (encoding.py): one ``format-mismatch`` per operand, naming the first element."""
+        for op, p in operands:
+            reads = insn.reads(op)
+            if reads is None or p is None or encoding.ENC not in p.ids or \
+                    not encoding.mismatch(p.ids[encoding.ENC], reads).any():
+                continue
+            plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
+            enc = Field.gathered(p.ids[encoding.ENC], plan, op).v                 # [nb, M|N, K] for both
+            bad = encoding.mismatch(enc, reads) & live_rows[:, None, None]
+            if not bad.any():
+                continue
+            row, i, k = (int(x) for x in np.argwhere(bad)[0])
+            at = Field.gathered(p.ids[encoding.AT], plan, op).v[row, i, k]
+            lanes = batched_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)[1]
+            lane = int(lanes[row, i, k] if op == "A" else lanes[row, k, i])
+            encoding.report(self, f"{insn.mnemonic}{_labelled(label)}", op, reads, int(enc[row, i, k]), int(at), lane,
+                            int(bad.sum()), idx)
+
     def _operand_fields(self, insn, operand, p):
         """({field: Field} gathered through the operand's plan, {field: compact record form},
         {field: K sets of its rows, filled on demand}) of an operand's provenance ``p``. The last
@@ -343,6 +363,7 @@ class MatrixOps:
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
         self._unknown_kslots(insn, idx, label, (("A", pa), ("B", pb)), live_rows)
+        self._format_check(insn, idx, label, (("A", pa), ("B", pb)), live_rows)
         quant = {op: d for op, p in (("A", pa), ("B", pb)) if (d := self._quant_rows(insn, op, p)) is not None}
         rec_a, rec_b = dict(compact_a), dict(compact_b)
         ks_a, ks_b = {}, {}
