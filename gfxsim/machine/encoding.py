@@ -74,7 +74,13 @@ def numeric(p: Prov | None) -> Prov | None:
     """``p`` without the encoding planes: a result of arithmetic, a number of the instruction's type."""
     if p is None or ENC not in p.ids:
         return p
-    return Prov(p.g, {f: a for f, a in p.ids.items() if f not in PLANES}, p.fp, p.flags)
+    out = Prov(p.g, {f: a for f, a in p.ids.items() if f not in PLANES}, p.fp, p.flags)
+    return None if out.empty_like() else out          # nothing else: no provenance at all
+
+
+def only(p: Prov | None) -> bool:
+    """Whether ``p`` holds nothing but the encoding planes (bytes a conversion wrote from numbers)."""
+    return p is not None and ENC in p.ids and not p.fp and p.flags is None and all(f in PLANES for f in p.ids)
 
 
 def with_encoding(p: Prov | None, g: int, shape, encoding: str | None, source: str) -> Prov | None:
@@ -133,4 +139,4 @@ def check_values(w, what: str, operand: str, reads: str | None, p: Prov | None, 
 
 
 __all__ = ["ENC", "AT", "PLANES", "check_name", "of_dtype", "code", "encoding_name", "source_name", "buffer_planes",
-           "numeric", "with_encoding", "mismatch", "describe", "report", "check_values"]
+           "numeric", "only", "with_encoding", "mismatch", "describe", "report", "check_values"]

@@ -222,7 +222,10 @@ class MatrixOps:
         out = self.new_value(dval, insn.cd_type)
         source = self.source()
         fields = {}                        # the record's provenance fields (MmaRecord)
-        if self.machine.provenance and (a.prov is not None or b.prov is not None or c.prov is not None):
+        if self.machine.provenance and (a.prov is not None or b.prov is not None):
+            self._format_check(insn, idx, label, a, b, live)
+        # operands that carry no more than their bytes' encoding name nothing a result could carry
+        if self.machine.provenance and any(v.prov is not None and not encoding.only(v.prov) for v in (a, b, c)):
             out.prov, fields = self._mma_provenance(insn, a, b, c, idx, label, live)
             if self.fold is not None:           # the representatives' rows, completed for every member
                 fields = self.fold.unfold_record(insn, fields, self.machine.mma_log)
@@ -284,14 +287,20 @@ class MatrixOps:
                              f"cannot be checked", lane=int(lanes[row, 0, k] if op == "A" else lanes[row, k, 0]),
                              instruction=idx, operand=op, slots=slots)
 
-    def _format_check(self, insn, idx, label, operands, live_rows):
+    def _format_check(self, insn, idx, label, a, b, live):
         """Operand bytes written in another encoding than the record says the operand reads
         (encoding.py): one ``format-mismatch`` per operand, naming the first element."""
-        for op, p in operands:
+        live_rows = None
+        for op, v in (("A", a), ("B", b)):
             reads = insn.reads(op)
-            if reads is None or p is None or encoding.ENC not in p.ids or \
-                    not encoding.mismatch(p.ids[encoding.ENC], reads).any():
+            if reads is None or v.prov is None or encoding.ENC not in v.prov.ids or \
+                    not encoding.mismatch(v.prov.ids[encoding.ENC], reads).any():
                 continue
+            p = elem_prov(self, v, v.n)
+            if p is None or encoding.ENC not in p.ids:         # the bytes of an element disagree: unchecked
+                continue
+            if live_rows is None:
+                live_rows = np.repeat(live[self.pmember_ids], insn.blocks)
             plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
             enc = Field.gathered(p.ids[encoding.ENC], plan, op).v                 # [nb, M|N, K] for both
             bad = encoding.mismatch(enc, reads) & live_rows[:, None, None]
@@ -363,7 +372,6 @@ class MatrixOps:
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
         self._unknown_kslots(insn, idx, label, (("A", pa), ("B", pb)), live_rows)
-        self._format_check(insn, idx, label, (("A", pa), ("B", pb)), live_rows)
         quant = {op: d for op, p in (("A", pa), ("B", pb)) if (d := self._quant_rows(insn, op, p)) is not None}
         rec_a, rec_b = dict(compact_a), dict(compact_b)
         ks_a, ks_b = {}, {}

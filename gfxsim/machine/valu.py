@@ -226,8 +226,9 @@ class ValuOps:
         r = e.convert(v, dt)
         # one element in, one element out: its provenance (an extended byte keeps its identity)
         px = elem_prov(self, x, x.n)
-        if src != dtype and px is not None:     # an 8-bit float source is read in its type's encoding; the result is written in dtype's
-            if ELEM_TYPES[src].bits == 8 and src in FLOAT:
+        if src != dtype and self.machine.provenance:
+            # an 8-bit float source is read in its type's encoding; the result is written in dtype's
+            if px is not None and ELEM_TYPES[src].bits == 8 and src in FLOAT:
                 encoding.check_values(self, f"{insn.mnemonic} ({src} to {dtype})", "source",
                                       ELEM_TYPES[src].encoding, px, self.pexec(f"EXEC of {insn.mnemonic}"))
             px = encoding.with_encoding(px, itemsize(dtype), (x.n, self.pw),

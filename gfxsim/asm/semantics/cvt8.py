@@ -62,8 +62,8 @@ def saturated(st, x, bits, kind):
 
 
 def _written(st, name, kind, p):
-    """An fp8 byte's provenance ``p`` (one row) as the conversion wrote it: in the arch's encoding."""
-    return encoding.with_encoding(p, 1, p.shape, st.w.arch.cvt8_encodings.get(kind), name)
+    """An fp8 byte's provenance ``p`` (one row, or None) as the conversion wrote it: in the arch's encoding."""
+    return encoding.with_encoding(p, 1, (1, st.w.pw), st.w.arch.cvt8_encodings.get(kind), name)
 
 
 def _pk_to8(name, kind):
@@ -86,10 +86,10 @@ def _pk_to8(name, kind):
             pa, pb = (None if o.kind != "reg" or o.file not in "va" else elem_prov(st.w, value_of(st, o), 1)
                       for o in (a, b))
             po = st.vread(dst.file, dst.first, 1).prov
-            if pa is not None or pb is not None or po is not None:
-                w = st.w.pw
-                parts = [None if p is None else _written(st, name, kind, route_prov(p.per_byte(), _rows([0], w), w))
-                         for p in (pa, pb)]
+            w = st.w.pw
+            parts = [_written(st, name, kind, None if p is None else route_prov(p.per_byte(), _rows([0], w), w))
+                     for p in (pa, pb)]
+            if parts[0] is not None or parts[1] is not None or po is not None:
                 both = Prov.concat(parts + [None if po is None else po.per_byte()], [1, 1, 4], w)
                 order = [2, 3, 0, 1] if word else [0, 1, 4, 5]     # old bytes are rows 2..5
                 prov = route_prov(both, _rows(order, w), w)
@@ -121,10 +121,10 @@ def _sr(name):            # v_cvt_sr_{fp8,bf8}_f32
         if st.w.provenance:
             pa = elem_prov(st.w, value_of(st, a), 1) if a.kind == "reg" and a.file in "va" else None
             po = st.vread(dst.file, dst.first, 1).prov
-            if pa is not None or po is not None:
-                w = st.w.pw
-                part = None if pa is None else _written(st, name, name.split("_")[3],
-                                                        route_prov(pa.per_byte(), _rows([0], w), w))
+            w = st.w.pw
+            part = _written(st, name, name.split("_")[3], None if pa is None else
+                            route_prov(pa.per_byte(), _rows([0], w), w))
+            if part is not None or po is not None:
                 both = Prov.concat([part, None if po is None else po.per_byte()], [1, 4], w)
                 order = [0 if k == byte else 1 + k for k in range(4)]
                 prov = route_prov(both, _rows(order, w), w)
