@@ -135,6 +135,16 @@ class MissingWait:
     lanes: list
 
 
+@dataclass(frozen=True, kw_only=True)
+class FormatMismatch:
+    operand: str                # "A", "B" (a matrix instruction's) or "its source" (a conversion's)
+    written: str                # the encoding the bytes were written in (dtypes.ENCODINGS)
+    reads: str                  # the encoding the instruction reads them in
+    written_by: str             # "buffer 'q'" or the conversion instruction that wrote them
+    element: int                # the first such element's flat index in that buffer (-1: an instruction's)
+    elements: int               # elements (lanes, for a conversion) of this instruction read in the wrong encoding
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -170,6 +180,9 @@ REGISTRY = {k.name: k for k in (
          BufferOutOfRange, ("source", "buffer", "reason", "workgroup")),
     Kind("missing-wait", "a register is read or overwritten before the s_waitcnt that covers the memory access "
          "writing it: on hardware it holds stale data", MissingWait, ("source", "load_line", "register", "workgroup")),
+    Kind("format-mismatch", "an instruction reads bytes in another numeric encoding than they were written in "
+         "(e4m3fn bytes read as gfx942's e4m3fnuz: off by 2x, or NaN)", FormatMismatch,
+         ("source", "operand", "written", "reads", "workgroup")),
     Kind("lds-bank-conflict", "an LDS access serialised on a bank (performance)", LdsBankConflict,
          ("source", "degree", "workgroup"), performance=True),
 )}

@@ -23,7 +23,7 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .plans import batched_plan, d_inverse, flat_plan, name_planes
-from . import qdir
+from . import encoding, qdir
 from .provenance import RESERVED, UNKNOWN, Prov
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
@@ -222,7 +222,10 @@ class MatrixOps:
         out = self.new_value(dval, insn.cd_type)
         source = self.source()
         fields = {}                        # the record's provenance fields (MmaRecord)
-        if self.machine.provenance and (a.prov is not None or b.prov is not None or c.prov is not None):
+        if self.machine.provenance and (a.prov is not None or b.prov is not None):
+            self._format_check(insn, idx, label, a, b, live)
+        # operands that carry no more than their bytes' encoding name nothing a result could carry
+        if self.machine.provenance and any(v.prov is not None and not encoding.only(v.prov) for v in (a, b, c)):
             out.prov, fields = self._mma_provenance(insn, a, b, c, idx, label, live)
             if self.fold is not None:           # the representatives' rows, completed for every member
                 fields = self.fold.unfold_record(insn, fields, self.machine.mma_log)
@@ -283,6 +286,32 @@ class MatrixOps:
                              f"(derived from tagged data by a route gfxsim does not follow): their tokens "
                              f"cannot be checked", lane=int(lanes[row, 0, k] if op == "A" else lanes[row, k, 0]),
                              instruction=idx, operand=op, slots=slots)
+
+    def _format_check(self, insn, idx, label, a, b, live):
+        """Operand bytes written in another encoding than the record says the operand reads
+        (encoding.py): one ``format-mismatch`` per operand, naming the first element."""
+        live_rows = None
+        for op, v in (("A", a), ("B", b)):
+            reads = insn.reads(op)
+            if reads is None or v.prov is None or encoding.ENC not in v.prov.ids or \
+                    not encoding.mismatch(v.prov.ids[encoding.ENC], reads).any():
+                continue
+            p = elem_prov(self, v, v.n)
+            if p is None or encoding.ENC not in p.ids:         # the bytes of an element disagree: unchecked
+                continue
+            if live_rows is None:
+                live_rows = np.repeat(live[self.pmember_ids], insn.blocks)
+            plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
+            enc = Field.gathered(p.ids[encoding.ENC], plan, op).v                 # [nb, M|N, K] for both
+            bad = encoding.mismatch(enc, reads) & live_rows[:, None, None]
+            if not bad.any():
+                continue
+            row, i, k = (int(x) for x in np.argwhere(bad)[0])
+            at = Field.gathered(p.ids[encoding.AT], plan, op).v[row, i, k]
+            lanes = batched_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)[1]
+            lane = int(lanes[row, i, k] if op == "A" else lanes[row, k, i])
+            encoding.report(self, f"{insn.mnemonic}{_labelled(label)}", op, reads, int(enc[row, i, k]), int(at), lane,
+                            int(bad.sum()), idx)
 
     def _operand_fields(self, insn, operand, p):
         """({field: Field} gathered through the operand's plan, {field: compact record form},

@@ -13,7 +13,10 @@ import numpy as np
 
 from . import ops
 from .cond import Cond
+from . import encoding
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
+from ..arch.dtypes import ELEM_TYPES
+from .encoding import numeric
 from .provenance import Prov, broadcast_rows, fill_value, merge
 from .valueprov import elem_prov, merged, sum_of_results, with_marks
 from .vgpr import VGPRs
@@ -159,7 +162,7 @@ class ValuOps:
             pc = elem_prov(self, c, n)
             if pc is None and not dequant:       # a*b + a number: a*b's quantization marks
                 ab = with_marks(self, "mul", a, b, ab, n)
-            prov = merge(ab, pc, True, self.machine.wide)
+            prov = numeric(merge(ab, pc, True, self.machine.wide))
             if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
                 prov = sum_of_results(self, ab, pc, prov)      # c + a*b: an add of two named values
         out = self.new_value(r, "f32", prov)
@@ -222,7 +225,15 @@ class ValuOps:
                                  f"(a silent wrap would hide a bug)", lane=l)
         r = e.convert(v, dt)
         # one element in, one element out: its provenance (an extended byte keeps its identity)
-        out = self.new_value(r, dtype, elem_prov(self, x, x.n))
+        px = elem_prov(self, x, x.n)
+        if src != dtype and self.machine.provenance:
+            # an 8-bit float source is read in its type's encoding; the result is written in dtype's
+            if px is not None and ELEM_TYPES[src].bits == 8 and src in FLOAT:
+                encoding.check_values(self, f"{insn.mnemonic} ({src} to {dtype})", "source",
+                                      ELEM_TYPES[src].encoding, px, self.pexec(f"EXEC of {insn.mnemonic}"))
+            px = encoding.with_encoding(px, itemsize(dtype), (x.n, self.pw),
+                                        ELEM_TYPES[dtype].encoding if dtype in ELEM_TYPES else None, insn.mnemonic)
+        out = self.new_value(r, dtype, px)
         if out.prov is not None:
             ids = out.prov.ids
             if e.rule.quantizes and "@mma" in ids:

@@ -6,7 +6,9 @@ twin reports nothing and computes what the project's kernel computes.
   (within each 16-dim tile) -> store-mismatch;
 - no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
 - a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch on
-  rows and store-mismatch on dims.
+  rows and store-mismatch on dims;
+- sage_fnuz_v.py: a SageAttention2 port that quantizes V to CDNA3's fp8 (e4m3fnuz) for sm_90's
+  e4m3 mma -> format-mismatch, NaN outputs.
 """
 import json
 
@@ -84,3 +86,20 @@ def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
     assert {f["details"]["field"] for f in store} == {"dim"}
     r, c = store[0]["details"]["element"]
     assert store[0]["details"]["value"]["dim"] == 16 * (c // 16) + r != c
+
+
+def test_fnuz_v_bytes_read_by_an_e4m3_mma_are_a_format_mismatch_and_nan_outputs(capsys):
+    """sage_fnuz_v.py: V quantized to CDNA3's fp8 (e4m3fnuz) and handed to sm_90's e4m3 mma.sync."""
+    small = ["sage_attention", "--arch", "sm_90", "--context", "128", "--head-dim", "64"]
+    path = DEFECTIVE / "sage_fnuz_v.py"
+    bad = run_json(capsys, *small, "--kernel-fn", f"{path}:sage_fnuz_v")
+    assert bad["findings"] and {f["kind"] for f in bad["findings"]} == {"format-mismatch"}
+    (f,) = bad["findings"]                       # one statement, B (V) of every PV instruction, counted
+    d = f["details"]
+    assert (d["operand"], d["written"], d["reads"]) == ("B", "e4m3fnuz", "e4m3fn")
+    assert d["written_by"] == "v_cvt_pk_fp8_f32" and d["element"] == -1 and d["count"] > 1
+    assert "is read as e4m3fn, but lane" in f["message"] and "mma.sync" in f["message"]
+    # the numbers show it: fnuz's ±240 (bytes 0x7f, 0xff), what V's elements near 240 become, is e4m3fn's NaN
+    assert bad["metrics"]["vs_sage_reference"]["max_abs"] is None
+    good = run_json(capsys, *small, "--kernel-fn", f"{path}:sage_fixed_v")
+    assert good["findings"] == [] and good["metrics"]["vs_sage_reference"]["max_abs"] < 1e-5

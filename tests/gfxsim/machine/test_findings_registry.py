@@ -227,6 +227,30 @@ def _missing_wait(wait):
     return run_asm(k, 1, 64, args=dict(x=Buffer("x", np.ones(64, np.float32)), y=Buffer.empty("y", (64,), np.float32)))
 
 
+# -- format-mismatch: OCP e4m3fn bytes from the host fed to gfx942's fp8 MFMA, which reads e4m3fnuz --
+def fp8_qk(q_encoding, q=None, k=None):
+    """S = Q Kᵀ of one 16x16x32 fp8 MFMA, Q's bytes encoded (and declared) in ``q_encoding``, K's in
+    e4m3fnuz. Returns (run, S, the exact product of the numbers the host meant)."""
+    import ml_dtypes
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((16, 32)).astype(np.float32) if q is None else q
+    k = rng.standard_normal((16, 32)).astype(np.float32) if k is None else k
+    qa = Buffer("q", q.astype(getattr(ml_dtypes, "float8_" + q_encoding)).view(np.uint8), encoding=q_encoding)
+    ka = Buffer("k", k.astype(ml_dtypes.float8_e4m3fnuz).view(np.uint8), encoding="e4m3fnuz")
+    s = Buffer.empty("s", (16, 16), np.float32)
+
+    def qk(w):
+        g, c = w.lane_id // 16, w.lane_id % 16           # row/token c, K bytes 8g..8g+7
+        d = w.mma("v_mfma_f32_16x16x32_fp8_fp8", w.global_load(qa, c * 32 + g * 8, 8, "fp8"),
+                  w.global_load(ka, c * 32 + g * 8, 8, "fp8"))
+        for i in range(4):
+            w.global_store(s, ((4 * g + i) * 16 + c) * 4, d[i])
+    run = launch(qk, arch="gfx942")
+    meant = q.astype(getattr(ml_dtypes, "float8_" + q_encoding)).astype(np.float32) @ \
+        k.astype(ml_dtypes.float8_e4m3fnuz).astype(np.float32).T
+    return run, s.array, meant
+
+
 PAIRS = {
     "ab-kslot-mismatch": [("B 8 tokens ahead", lambda: _ab_kslot(8), lambda: _ab_kslot(0))],
     "kslot-unknown-origin": [("packed bytes through an add", lambda: _unknown_origin(True),
@@ -246,6 +270,8 @@ PAIRS = {
     "int32-overflow": [("C near INT32_MAX", lambda: _int32_overflow(False), lambda: _int32_overflow(True))],
     "lds-bank-conflict": [("128-byte stride", lambda: _bank_conflict(False), lambda: _bank_conflict(True))],
     "store-mismatch": [("output transposed", lambda: _store_mismatch(True), lambda: _store_mismatch(False))],
+    "format-mismatch": [("e4m3fn bytes read as e4m3fnuz", lambda: fp8_qk("e4m3fn")[0],
+                         lambda: fp8_qk("e4m3fnuz")[0])],
     "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True))],
     "missing-wait": [("no s_waitcnt vmcnt(0)", lambda: _missing_wait(""), lambda: _missing_wait("s_waitcnt vmcnt(0)"))],
     "buffer-out-of-range": [("unmasked tail", lambda: _buffer_overrun(False), lambda: _buffer_overrun(True)),
