@@ -71,6 +71,8 @@ class Plan:
     dst: tuple | None = None    # (file, first, count, text): the registers its data returns to
     wait: dict | None = None    # an s_waitcnt: counter -> the count it waits down to
     cross_lane: bool = False    # reads VGPR lanes other than (or outside) its EXEC lanes
+    lds_write: bool = False     # writes LDS (a ds_ store or atomic): must land before the next s_barrier
+    barrier: bool = False       # s_barrier: the waves past it read what the others wrote to LDS
 
 
 def access_class(mnemonic: str) -> int | None:
@@ -140,7 +142,14 @@ def plan(d) -> Plan:
         bits |= ((1 << o.count) - 1) << (_FILES[o.file] + o.first)
     if dst is not None:
         bits |= ((1 << dst[2]) - 1) << (_FILES[dst[0]] + dst[1])
-    return Plan(bits, tuple(regs), cls, dst, _wait_of(d), cross_lane=m.startswith(_CROSS_LANE) or d.enc == "dpp")
+    return Plan(bits, tuple(regs), cls, dst, _wait_of(d), cross_lane=m.startswith(_CROSS_LANE) or d.enc == "dpp",
+                lds_write=cls == LDS and _writes_lds(m), barrier=m == "s_barrier")
+
+
+def _writes_lds(m: str) -> bool:
+    """A DS instruction that changes LDS (not a read, not a lane permute that only uses the LDS path)."""
+    return m.startswith(("ds_write", "ds_add", "ds_sub", "ds_inc", "ds_dec", "ds_min", "ds_max", "ds_and", "ds_or",
+                         "ds_xor", "ds_mskor", "ds_cmpst", "ds_cmpswap", "ds_wrxchg", "ds_append", "ds_consume"))
 
 
 def plans(decoded) -> tuple:
@@ -171,6 +180,7 @@ class Counters:
         self.vpend: dict[str, np.ndarray] = {}        # file -> access id per register and column (0: none)
         self.spend = np.zeros((M, N_SGPR), np.int32)
         self.notes: list[str] = []                    # this instruction's missing waits, for an error it raises
+        self.lds_writes: list[Access] = []            # LDS writes not yet known complete (s_barrier's check)
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
@@ -183,6 +193,11 @@ class Counters:
         mem = self._members()
         rank = self.issued[p.cls].copy()
         self.issued[p.cls][mem] += 1
+        if p.lds_write:
+            d = st.current
+            lanes = np.nonzero(st.exec.reshape(st.members, st.lanes).any(axis=0))[0].tolist()
+            self.lds_writes.append(Access(0, pc, event, p.cls, rank, mem, lanes,
+                                          f"{st.kernel.name}.s:{d.ins.line} ({d.ins.mnemonic})"))
         if p.dst is None:
             return
         f, first, n, text = p.dst
@@ -222,6 +237,8 @@ class Counters:
                     self.done[cls][mem] = self.issued[cls][mem]
         if self.out:
             self._retire()
+        if self.lds_writes and "lgkmcnt" in counts:
+            self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
 
     def _retire(self):
         st = self.st
@@ -263,10 +280,41 @@ class Counters:
             return np.zeros((n, self.st.w.width), np.int32)
         return np.where(cols[None, :], pend[first:first + n], 0)
 
+    def barrier(self):
+        """s_barrier with LDS writes still outstanding: a wave past the barrier may read LDS before
+        they land (the hardware's s_barrier does not wait for them; a release fence's
+        ``s_waitcnt lgkmcnt(0)`` does)."""
+        done = self.done[LDS]
+        left = []
+        for a in self.lds_writes:
+            out = a.members & (a.rank >= done)
+            if out.any():
+                a.members = out
+                left.append(a)
+        self.lds_writes = left
+        st = self.st
+        for a in left:
+            for m in np.nonzero(a.members)[0].tolist():
+                younger = int(self.issued[LDS][m] - a.rank[m] - 1)
+                needed = f"s_waitcnt lgkmcnt({younger})"
+                load = a.event + (m if st.members > 1 else 0)
+                lanes = a.dst
+                st.w.finding(
+                    "missing-wait",
+                    f"s_barrier while an LDS write is outstanding: {a.where}, instruction {load}; a wave past "
+                    f"the barrier may read those bytes before they land; `{needed}` before the barrier covers it "
+                    f"(lanes {_ranges(lanes)})",
+                    lane=m * st.lanes + (lanes[0] if lanes else 0), register="LDS", access="barrier", load=load,
+                    load_line=a.where, counter="lgkmcnt", needed=needed, lanes=lanes)
+        self.lds_writes = []         # reported once: the next barrier's question is about later writes
+
     def before(self, pc: int):
         """Before instruction ``pc`` runs: its wait, or its reads of registers still pending. Returns
         what was poisoned (to be undone by after()), or None."""
         p = self.plans[pc]
+        if p.barrier and self.lds_writes:
+            self.barrier()
+            return None
         if p.wait is not None:
             if p.wait:
                 self.wait(p.wait)

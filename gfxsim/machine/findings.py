@@ -126,8 +126,8 @@ class BufferOutOfRange:
 
 @dataclass(frozen=True, kw_only=True)
 class MissingWait:
-    register: str               # the register read (or overwritten) before its data returned
-    access: str                 # "read" | "overwrite"
+    register: str               # the register read (or overwritten) before its data returned; "LDS" at a barrier
+    access: str                 # "read" | "overwrite" | "barrier" (an LDS write outstanding at s_barrier)
     load: int                   # the instruction index of the access that writes it
     load_line: str              # its assembly line
     counter: str                # "vmcnt" | "lgkmcnt"
