@@ -7,7 +7,9 @@ byte's), stores, later launches:
 
 * ``@enc``: the encoding's index in ENCODINGS plus 16 x the id of what wrote the byte (a buffer
   declared in that encoding, or the conversion instruction; ``source_name``);
-* ``@encat``: the element's flat index in that buffer (-1: written by an instruction).
+* ``@encat``: the element's flat index in a buffer that declared its encoding (absent or -1:
+  written by an instruction, or from a buffer whose dtype named it — int8 and float16 caches are
+  loaded a dword at a time, and four indices per dword would keep their provenance per byte).
 
 Arithmetic writes a number of its own type, so its result carries neither (``numeric``);
 conversions set what they write (``with_encoding``). Only a buffer with an encoding (declared, or
@@ -64,10 +66,13 @@ def source_name(value: int) -> str:
     return _SOURCES[int(value) >> 4]
 
 
-def buffer_planes(name: str, encoding: str, elem: np.ndarray) -> dict:
-    """The planes of bytes loaded from buffer ``name`` (in ``encoding``) at flat elements ``elem``."""
-    return {ENC: np.full(elem.shape, code(encoding, f"buffer {name!r}"), np.int32),
-            AT: np.asarray(elem, np.int32)}
+def buffer_planes(name: str, encoding: str, elem: np.ndarray, declared: bool) -> dict:
+    """The planes of bytes loaded from buffer ``name`` (in ``encoding``) at flat elements ``elem``
+    (their indices only where the buffer ``declared`` it)."""
+    out = {ENC: np.full(elem.shape, code(encoding, f"buffer {name!r}"), np.int32)}
+    if declared:
+        out[AT] = np.asarray(elem, np.int32)
+    return out
 
 
 def numeric(p: Prov | None) -> Prov | None:
@@ -91,7 +96,6 @@ def with_encoding(p: Prov | None, g: int, shape, encoding: str | None, source: s
         return p
     ids = {} if p is None else dict(p.ids)
     ids[ENC] = np.full(shape, code(encoding, source), np.int32)
-    ids[AT] = np.full(shape, -1, np.int32)
     return Prov(g, ids, {} if p is None else p.fp, None if p is None else p.flags)
 
 

@@ -141,7 +141,8 @@ class FormatMismatch:
     written: str                # the encoding the bytes were written in (dtypes.ENCODINGS)
     reads: str                  # the encoding the instruction reads them in
     written_by: str             # "buffer 'q'" or the conversion instruction that wrote them
-    element: int                # the first such element's flat index in that buffer (-1: an instruction's)
+    element: int                # the first such element's flat index in that buffer (-1: an instruction's,
+                                # or a buffer whose dtype named the encoding)
     elements: int               # elements (lanes, for a conversion) of this instruction read in the wrong encoding
 
 

@@ -169,6 +169,7 @@ class Fold:
                 ids[f] = self._fold_plane(f, a)
         if ENC in p.ids:               # the encoding is every member's; the element the representative's
             ids[ENC] = self.rep(p.ids[ENC], what)
+        if AT in p.ids:
             ids[AT] = p.ids[AT][:, :self.lanes] if self.classes == 1 else np.take(p.ids[AT], self.rep_cols, axis=1)
         if "@mma" in p.ids:
             ids["@mma"], ids["@mn"] = self._fold_names(p.ids["@mma"], p.ids["@mn"], what)

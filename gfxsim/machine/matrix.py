@@ -307,7 +307,7 @@ class MatrixOps:
             if not bad.any():
                 continue
             row, i, k = (int(x) for x in np.argwhere(bad)[0])
-            at = Field.gathered(p.ids[encoding.AT], plan, op).v[row, i, k]
+            at = -1 if encoding.AT not in p.ids else Field.gathered(p.ids[encoding.AT], plan, op).v[row, i, k]
             lanes = batched_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)[1]
             lane = int(lanes[row, i, k] if op == "A" else lanes[row, k, i])
             encoding.report(self, f"{insn.mnemonic}{_labelled(label)}", op, reads, int(enc[row, i, k]), int(at), lane,

@@ -291,7 +291,7 @@ class Buffer:
         """The identities of bytes of flat elements ``elem``: the tags, and the encoding planes."""
         ids = self.tags_at(elem)
         if self.encoding is not None:
-            ids.update(enc.buffer_planes(self.name, self.encoding, elem))
+            ids.update(enc.buffer_planes(self.name, self.encoding, elem, self.declared_encoding is not None))
         return ids
 
     def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None):
@@ -308,7 +308,8 @@ class Buffer:
             unit = 4 if self.itemsize % 4 == 0 else 1
             ids = dict(self.tags)
             if self.encoding is not None:
-                ids.update(enc.buffer_planes(self.name, self.encoding, np.arange(self.array.size)))
+                ids.update(enc.buffer_planes(self.name, self.encoding, np.arange(self.array.size),
+                                             self.declared_encoding is not None))
             self.prov = MemProv(self.nbytes, {f: np.repeat(t, self.itemsize // unit) for f, t in ids.items()}, unit)
         self.prov.scatter(byte_addr, p)
 

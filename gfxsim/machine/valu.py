@@ -227,12 +227,13 @@ class ValuOps:
         # one element in, one element out: its provenance (an extended byte keeps its identity)
         px = elem_prov(self, x, x.n)
         if src != dtype and self.machine.provenance:
-            # an 8-bit float source is read in its type's encoding; the result is written in dtype's
-            if px is not None and ELEM_TYPES[src].bits == 8 and src in FLOAT:
+            # as the asm front end's v_cvt_*_fp8/bf8: an 8-bit float is read in its type's encoding
+            # and written in it (here the type names it: the same opcodes are OCP on gfx950)
+            if px is not None and _fp8(src):
                 encoding.check_values(self, f"{insn.mnemonic} ({src} to {dtype})", "source",
                                       ELEM_TYPES[src].encoding, px, self.pexec(f"EXEC of {insn.mnemonic}"))
             px = encoding.with_encoding(px, itemsize(dtype), (x.n, self.pw),
-                                        ELEM_TYPES[dtype].encoding if dtype in ELEM_TYPES else None, insn.mnemonic)
+                                        ELEM_TYPES[dtype].encoding if _fp8(dtype) else None, insn.mnemonic)
         out = self.new_value(r, dtype, px)
         if out.prov is not None:
             ids = out.prov.ids
@@ -299,6 +300,11 @@ class ValuOps:
         sel = rows[:, None] & m[None, :]
         expanded = None if pn is None else _scatter_rows(pn, idx, n, self.pw)
         return Prov.select(sel, expanded, pd, (n, self.pw))
+
+
+def _fp8(dtype: str) -> bool:
+    t = ELEM_TYPES.get(dtype)
+    return t is not None and t.is_float and t.bits == 8
 
 
 def _scatter_rows(p: Prov, idx, n, width) -> Prov:

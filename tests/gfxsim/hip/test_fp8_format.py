@@ -68,3 +68,22 @@ def test_bytes_that_declare_nothing_are_not_checked(folder):
     q, k = keys()
     out, r = run(q, k.astype(ml_dtypes.float8_e4m3fn).view(np.uint8))
     assert r.findings == []
+
+
+def test_gfxsim_hip_run_declares_an_encoding(folder, capsys):
+    import json
+    from gfxsim.cli import main
+    q, k = keys()
+    np.save("q.npy", q)
+    np.save("k8.npy", k.astype(ml_dtypes.float8_e4m3fn).view(np.uint8))
+    np.save("out.npy", np.zeros(256, np.float32))
+    argv = ["hip", "run", "qk_fp8.hip", "--kernel", "qk_fp8", "--grid", "1", "--block", "64", "--arg", "q=q.npy",
+            "--arg", "k8=k8.npy", "--arg", f"k_scale={float(K_SCALE)}", "--arg", "out=out.npy", "--report", "json"]
+    assert main([*argv, "--encoding", "k8=e4m3fn"]) == 0
+    (f,) = json.loads(capsys.readouterr().out)["findings"]
+    assert f["kind"] == "format-mismatch" and f["details"]["written"] == "e4m3fn"
+    assert main(argv) == 0 and json.loads(capsys.readouterr().out)["findings"] == []
+    assert main([*argv, "--encoding", "k8=e4m3"]) == 2
+    assert "unknown encoding 'e4m3'" in capsys.readouterr().err
+    assert main([*argv, "--encoding", "k_scale=e4m3fn"]) == 2
+    assert "k_scale is not a buffer argument" in capsys.readouterr().err

@@ -50,12 +50,21 @@ def test_negative_zero_in_e4m3fn_is_nan_in_e4m3fnuz():
     assert [f.kind for f in run.findings] == ["format-mismatch"]
 
 
-def test_the_element_named_is_the_first_misread_one():
-    run, _, _ = fp8_qk("e4m3fn")
-    assert run.findings[0].details["element"] == 0
-    # lane 17 reads row 1, K bytes 8..15: element 1*32 + 8
-    enc = encoding.buffer_planes("q", "e4m3fn", np.array([[40]]))
+def test_the_element_named_is_the_buffers_where_it_declared_its_encoding():
+    enc = encoding.buffer_planes("q", "e4m3fn", np.array([[40]]), declared=True)
     assert encoding.describe(int(enc[encoding.ENC][0, 0]), int(enc[encoding.AT][0, 0])) == "buffer 'q' element 40"
+    # an int8 array names its encoding, not the element (no index plane: the cache's dwords stay whole)
+    q = Buffer("q", np.ones((16, 32), np.int8))
+    assert encoding.AT not in encoding.buffer_planes("q", q.encoding, np.array([[0]]), declared=False)
+
+    def int8_as_fp8(w):
+        g, c = w.lane_id // 16, w.lane_id % 16
+        v = w.global_load(q, c * 32 + g * 8, 8, "fp8")
+        w.mma(MFMA, v, v)
+    a, b = launch(int8_as_fp8, arch="gfx942").findings
+    assert (a.details["operand"], b.details["operand"]) == ("A", "B")
+    assert (a.details["written"], a.details["reads"], a.details["element"]) == ("i8", "e4m3fnuz", -1)
+    assert "written in i8 by buffer 'q' (" in a.message
 
 
 def _load_through(route, declared):
