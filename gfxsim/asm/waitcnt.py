@@ -66,7 +66,7 @@ def decode_packed(imm: int) -> dict:
 class Plan:
     """What one instruction does to the counters, found once per program."""
     bits: int                   # its register operands, as a mask (file offset + register number)
-    regs: tuple                 # (file, first, count, text, written): the operands it reads or writes
+    regs: tuple                 # (file, first, count, text, written, bits): the operands it reads or writes
     cls: int | None = None      # the access class it issues, if a memory instruction
     dst: tuple | None = None    # (file, first, count, text): the registers its data returns to
     wait: dict | None = None    # an s_waitcnt: counter -> the count it waits down to
@@ -136,8 +136,9 @@ def plan(d) -> Plan:
         written = i == 0 and cls is None and _first_written(m) and not any(
             s.kind == "reg" and s.file == o.file and s.first < o.first + o.count and o.first < s.first + s.count
             for s in d.ops.positional[1:])          # a destination also read (v_add v1, 1.0, v1) is a read
-        regs.append((o.file, o.first, o.count, o.text, written))
-        bits |= ((1 << o.count) - 1) << (_FILES[o.file] + o.first)
+        b = ((1 << o.count) - 1) << (_FILES[o.file] + o.first)
+        regs.append((o.file, o.first, o.count, o.text, written, b))
+        bits |= b
     if dst is not None:
         bits |= ((1 << dst[2]) - 1) << (_FILES[dst[0]] + dst[1])
     return Plan(bits, tuple(regs), cls, dst, _wait_of(d), cross_lane=m.startswith(_CROSS_LANE) or d.enc == "dpp")
@@ -149,11 +150,15 @@ def plans(decoded) -> tuple:
 
 class Access:
     """One outstanding memory access of a wave (of each member that issued it)."""
-    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "where")
+    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins")
 
-    def __init__(self, id_, pc, event, cls, rank, members, dst, where):
+    def __init__(self, id_, pc, event, cls, rank, members, dst, ins):
         self.id, self.pc, self.event, self.cls, self.rank = id_, pc, event, cls, rank
-        self.members, self.dst, self.where = members, dst, where
+        self.members, self.dst, self.ins = members, dst, ins
+
+    def where(self, kernel: str) -> str:
+        """Its assembly line, as findings name one: kernel.s:line (mnemonic registers)."""
+        return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic} {self.dst[3]})"
 
 
 class Counters:
@@ -163,6 +168,7 @@ class Counters:
         self.st = st
         self.plans = plans_
         M = st.members
+        self.all = np.ones(M, bool)                   # every member (never written)
         self.issued = np.zeros((4, M), np.int64)      # accesses issued, per class and member
         self.done = np.zeros((4, M), np.int64)        # of which those known complete (a prefix in issue order)
         self.out: dict[int, Access] = {}
@@ -174,29 +180,33 @@ class Counters:
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
-        st = self.st
-        return np.ones(st.members, bool) if st.act is None else st.act.copy()
+        act = self.st.act
+        return self.all if act is None else act.copy()
 
     def issue(self, pc: int, p: Plan, event: int):
         """Count the access instruction ``pc`` issued, and mark the registers its data returns to."""
         st = self.st
         mem = self._members()
+        if p.dst is None:
+            if st.act is None:
+                self.issued[p.cls] += 1
+            else:
+                self.issued[p.cls][mem] += 1
+            return
         rank = self.issued[p.cls].copy()
         self.issued[p.cls][mem] += 1
-        if p.dst is None:
-            return
         f, first, n, text = p.dst
-        d = st.current
-        where = f"{st.kernel.name}.s:{d.ins.line} ({d.ins.mnemonic} {text})"
-        a = Access(self.next_id, pc, event, p.cls, rank, mem, p.dst, where)
+        a = Access(self.next_id, pc, event, p.cls, rank, mem, p.dst, st.current.ins)
         self.next_id += 1
         if f == "s":
             self.spend[mem, first:first + n] = a.id
         else:
             if f not in self.vpend:
                 self.vpend[f] = np.zeros((st.regfile(f).count, st.w.width), np.int32)
-            cols = st.exec
-            np.copyto(self.vpend[f][first:first + n], np.int32(a.id), where=cols[None, :])
+            if st.w.exec_full:
+                self.vpend[f][first:first + n] = a.id
+            else:
+                np.copyto(self.vpend[f][first:first + n], np.int32(a.id), where=st.exec[None, :])
         self.out[a.id] = a
         self.bits |= ((1 << n) - 1) << (_FILES[f] + first)
 
@@ -213,15 +223,18 @@ class Counters:
     # -- wait ------------------------------------------------------------------------------------
     def wait(self, counts: dict):
         """s_waitcnt: for each counter, the accesses it covers are complete in the executing members."""
-        mem = self._members()
+        act = self.st.act
         for ctr, n in counts.items():
             for cls in COUNTS[ctr]:
+                done, issued = self.done[cls], self.issued[cls]
                 if IN_ORDER[cls]:
-                    np.maximum(self.done[cls], np.where(mem, self.issued[cls] - n, self.done[cls]), out=self.done[cls])
+                    np.maximum(done, issued - n if act is None else np.where(act, issued - n, done), out=done)
                 elif n == 0:
-                    self.done[cls][mem] = self.issued[cls][mem]
+                    np.copyto(done, issued, where=True if act is None else act)
         if self.out:
             self._retire()
+        else:
+            self.bits = 0
 
     def _retire(self):
         st = self.st
@@ -230,7 +243,10 @@ class Counters:
             if not gone.any():
                 continue
             f, first, n, _ = a.dst
-            if f == "s":
+            if gone.all():
+                blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
+                blk[blk == a.id] = 0
+            elif f == "s":
                 rows = self.spend[gone, first:first + n]
                 rows[rows == a.id] = 0
                 self.spend[gone, first:first + n] = rows
@@ -276,7 +292,9 @@ class Counters:
         if p.dst is not None:
             self.overwritten(p)
         poisoned, self.notes = [], []
-        for f, first, n, text, written in p.regs:
+        for f, first, n, text, written, b in p.regs:
+            if not self.bits & b:
+                continue
             ids = self._pending(f, first, n, self._cols(p.cross_lane))
             if not ids.any():
                 continue
@@ -350,15 +368,15 @@ class Counters:
             tail = ("read poison (on hardware: the register's old contents)" if access == "read" else
                     "may be overwritten by the load's data after this write")
             named = reg if reg == text else f"{reg} (of {text})"
-            note = f"{reg} as poison before `{needed}` covered {a.where}"
+            note = f"{reg} as poison before `{needed}` covered {a.where(st.kernel.name)}"
             if note not in self.notes:
                 self.notes.append(note)
             st.w.finding(
                 "missing-wait",
                 f"{d.ins.mnemonic} {verb} {named} before the {CLASS_NAMES[a.cls]} access that writes it "
-                f"has returned: {a.where}, instruction {load}; `{needed}` before this instruction covers it; "
+                f"has returned: {a.where(st.kernel.name)}, instruction {load}; `{needed}` before this instruction covers it; "
                 f"lanes {_ranges(lanes)} {tail}",
-                lane=col, register=reg, access=access, load=load, load_line=a.where, counter=ctr,
+                lane=col, register=reg, access=access, load=load, load_line=a.where(st.kernel.name), counter=ctr,
                 needed=needed, lanes=lanes)
 
 
