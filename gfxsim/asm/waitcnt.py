@@ -35,6 +35,7 @@ import numpy as np
 
 from ..errors import GfxSimError
 from ..machine.dtypes import POISON_WORD
+from .operands import AsmSyntaxError
 from .state import N_SGPR
 
 VMEM, LDS, SMEM, FLAT = range(4)
@@ -109,6 +110,9 @@ def _wait_of(d) -> dict | None:
     if m == "s_waitcnt":
         if d.ops.positional:
             o = d.ops.positional[0]
+            if o.kind != "int" or len(d.ops.positional) != 1 or d.ops.mods:
+                raise AsmSyntaxError(f"line {d.ins.line}: {d.ins.mnemonic} {d.ins.operands}: a wait is "
+                                     "vmcnt(N)/expcnt(N)/lgkmcnt(N) fields or one immediate")
             return {k: v for k, v in decode_packed(int(o.value) & 0xFFFF).items() if v < MAX[k]}
         return {k: int(v) for k, v in d.ops.mods.items() if k in MAX and int(v) < MAX[k]}
     if m in ("s_waitcnt_vmcnt", "s_waitcnt_lgkmcnt", "s_waitcnt_expcnt"):

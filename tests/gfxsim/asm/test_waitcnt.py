@@ -211,3 +211,9 @@ global_load_dword v2, v1, s[8:9]
     with pytest.raises(GfxSimError, match=r"0x7fbadbad.*after a missing-wait: it read s8 as poison before "
                                           r"`s_waitcnt lgkmcnt\(0\)` covered test_waitcnt.s:\d+ \(s_load_dwordx2 s\[8:9\]\)"):
         run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))))
+
+
+def test_a_wait_of_another_form_is_named():
+    from gfxsim.asm.operands import AsmSyntaxError
+    with pytest.raises(AsmSyntaxError, match=r"line \d+: s_waitcnt foo: a wait is"):
+        run("s_waitcnt foo")
