@@ -16,8 +16,9 @@ What covers what (CDNA ISA, "Data dependency resolution"; gfx90a, gfx940-942):
   memory (``s_load``, ``s_buffer_load``, ``s_store``, ``s_memtime``, ``s_dcache_*``), which
   completes out of order: an LDS access is covered by ``lgkmcnt(N)`` with N younger LDS
   accesses, a scalar one only by ``lgkmcnt(0)``.
-- FLAT counts in both and may return out of order (it may reach the LDS): ``vmcnt(0)`` or
-  ``lgkmcnt(0)`` covers it.
+- FLAT counts in both. One whose lanes all address global or private memory completes in order
+  with the vector memory accesses (``vmcnt(N)`` as theirs, or ``lgkmcnt(0)``); one that reaches the
+  LDS may return out of order: ``vmcnt(0)`` or ``lgkmcnt(0)`` covers it.
 - expcnt counts exports and GDS, which no compute kernel the front end runs issues; its waits
   are accepted.
 
@@ -72,6 +73,7 @@ class Plan:
     dst: tuple | None = None    # (file, first, count, text): the registers its data returns to
     wait: dict | None = None    # an s_waitcnt: counter -> the count it waits down to
     cross_lane: bool = False    # reads VGPR lanes other than (or outside) its EXEC lanes
+    vaddr: int | None = None    # FLAT: the first VGPR of its 64-bit address
 
 
 def access_class(mnemonic: str) -> int | None:
@@ -145,7 +147,12 @@ def plan(d) -> Plan:
         bits |= b
     if dst is not None:
         bits |= ((1 << dst[2]) - 1) << (_FILES[dst[0]] + dst[1])
-    return Plan(bits, tuple(regs), cls, dst, _wait_of(d), cross_lane=m.startswith(_CROSS_LANE) or d.enc == "dpp")
+    vaddr = None
+    if cls == FLAT and len(d.ops.positional) > (dst is not None):
+        o = d.ops.positional[1 if dst is not None else 0]
+        vaddr = o.first if o.kind == "reg" and o.file == "v" and o.count == 2 else None
+    return Plan(bits, tuple(regs), cls, dst, _wait_of(d), cross_lane=m.startswith(_CROSS_LANE) or d.enc == "dpp",
+                vaddr=vaddr)
 
 
 def plans(decoded) -> tuple:
@@ -154,11 +161,12 @@ def plans(decoded) -> tuple:
 
 class Access:
     """One outstanding memory access of a wave (of each member that issued it)."""
-    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins")
+    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins", "flat_rank")
 
-    def __init__(self, id_, pc, event, cls, rank, members, dst, ins):
+    def __init__(self, id_, pc, event, cls, rank, members, dst, ins, flat_rank=None):
         self.id, self.pc, self.event, self.cls, self.rank = id_, pc, event, cls, rank
         self.members, self.dst, self.ins = members, dst, ins
+        self.flat_rank = flat_rank          # a FLAT access of global memory: also retired as a FLAT one
 
     def where(self, kernel: str) -> str:
         """Its assembly line, as findings name one: kernel.s:line (mnemonic registers)."""
@@ -181,6 +189,7 @@ class Counters:
         self.vpend: dict[str, np.ndarray] = {}        # file -> access id per register and column (0: none)
         self.spend = np.zeros((M, N_SGPR), np.int32)
         self.notes: list[str] = []                    # this instruction's missing waits, for an error it raises
+        self.flat_lds = True                          # the FLAT instruction being executed reaches the LDS
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
@@ -191,16 +200,21 @@ class Counters:
         """Count the access instruction ``pc`` issued, and mark the registers its data returns to."""
         st = self.st
         mem = self._members()
+        cls, flat_rank = p.cls, None
+        if cls == FLAT and not self.flat_lds:          # global or private memory only: in order with them
+            flat_rank = self.issued[FLAT].copy()
+            self.issued[FLAT][mem] += 1
+            cls = VMEM
         if p.dst is None:
             if st.act is None:
-                self.issued[p.cls] += 1
+                self.issued[cls] += 1
             else:
-                self.issued[p.cls][mem] += 1
+                self.issued[cls][mem] += 1
             return
-        rank = self.issued[p.cls].copy()
-        self.issued[p.cls][mem] += 1
+        rank = self.issued[cls].copy()
+        self.issued[cls][mem] += 1
         f, first, n, text = p.dst
-        a = Access(self.next_id, pc, event, p.cls, rank, mem, p.dst, st.current.ins)
+        a = Access(self.next_id, pc, event, cls, rank, mem, p.dst, st.current.ins, flat_rank)
         self.next_id += 1
         if f == "s":
             self.spend[mem, first:first + n] = a.id
@@ -219,9 +233,10 @@ class Counters:
         complete in order (the later lands last), a missing-wait otherwise."""
         f, first, n, text = p.dst
         ids = self._pending(f, first, n, self._cols(False))
+        cls = VMEM if p.cls == FLAT and not self.flat_lds else p.cls
         for aid in np.unique(ids[ids > 0]).tolist():
             a = self.out[aid]
-            if a.cls != p.cls or not IN_ORDER[a.cls]:
+            if a.cls != cls or not IN_ORDER[a.cls]:
                 self._report(a, ids == aid, f, first, text, "overwrite")
 
     # -- wait ------------------------------------------------------------------------------------
@@ -244,6 +259,8 @@ class Counters:
         st = self.st
         for a in list(self.out.values()):
             gone = a.members & (a.rank < self.done[a.cls])
+            if a.flat_rank is not None:
+                gone |= a.members & (a.flat_rank < self.done[FLAT])
             if not gone.any():
                 continue
             f, first, n, _ = a.dst
@@ -291,6 +308,8 @@ class Counters:
             if p.wait:
                 self.wait(p.wait)
             return None
+        if p.vaddr is not None:
+            self.flat_lds = self._reaches_lds(p.vaddr)
         if not self.bits & p.bits:
             return None
         if p.dst is not None:
@@ -307,6 +326,14 @@ class Counters:
             hit = ids > 0
             poisoned.append(self._poison(f, first, n, hit))
         return poisoned or None
+
+    def _reaches_lds(self, first: int) -> bool:
+        """Whether an active lane's generic address (v[first:first+1], the offset aside: it cannot
+        leave the 4 GiB aperture) is in the LDS aperture."""
+        from .launch import APERTURE, SHARED_BASE
+        w = self.st.vwords("v", first, 2)[:, self.st.exec]
+        hi = w[1].astype(np.uint64) << np.uint64(32)
+        return bool((((hi | w[0]) - np.uint64(SHARED_BASE)) < np.uint64(APERTURE)).any())
 
     def _poison(self, f, first, n, hit):
         st = self.st
