@@ -16,8 +16,9 @@ What covers what (CDNA ISA, "Data dependency resolution"; gfx90a, gfx940-942):
   memory (``s_load``, ``s_buffer_load``, ``s_store``, ``s_memtime``, ``s_dcache_*``), which
   completes out of order: an LDS access is covered by ``lgkmcnt(N)`` with N younger LDS
   accesses, a scalar one only by ``lgkmcnt(0)``.
-- FLAT counts in both and may return out of order (it may reach the LDS): ``vmcnt(0)`` or
-  ``lgkmcnt(0)`` covers it.
+- FLAT counts in both. One whose lanes all address global or private memory completes in order
+  with the vector memory accesses (``vmcnt(N)`` as theirs, or ``lgkmcnt(0)``); one that reaches the
+  LDS may return out of order: ``vmcnt(0)`` or ``lgkmcnt(0)`` covers it.
 - expcnt counts exports and GDS, which no compute kernel the front end runs issues; its waits
   are accepted.
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from ..errors import GfxSimError
 from ..machine.dtypes import POISON_WORD
+from .operands import AsmSyntaxError
 from .state import N_SGPR
 
 VMEM, LDS, SMEM, FLAT = range(4)
@@ -66,13 +68,14 @@ def decode_packed(imm: int) -> dict:
 class Plan:
     """What one instruction does to the counters, found once per program."""
     bits: int                   # its register operands, as a mask (file offset + register number)
-    regs: tuple                 # (file, first, count, text, written): the operands it reads or writes
+    regs: tuple                 # (file, first, count, text, written, bits): the operands it reads or writes
     cls: int | None = None      # the access class it issues, if a memory instruction
     dst: tuple | None = None    # (file, first, count, text): the registers its data returns to
     wait: dict | None = None    # an s_waitcnt: counter -> the count it waits down to
     cross_lane: bool = False    # reads VGPR lanes other than (or outside) its EXEC lanes
     lds_write: bool = False     # writes LDS (a ds_ store or atomic): must land before the next s_barrier
     barrier: bool = False       # s_barrier: the waves past it read what the others wrote to LDS
+    vaddr: int | None = None    # FLAT: the first VGPR of its 64-bit address
 
 
 def access_class(mnemonic: str) -> int | None:
@@ -111,6 +114,9 @@ def _wait_of(d) -> dict | None:
     if m == "s_waitcnt":
         if d.ops.positional:
             o = d.ops.positional[0]
+            if o.kind != "int" or len(d.ops.positional) != 1 or d.ops.mods:
+                raise AsmSyntaxError(f"line {d.ins.line}: {d.ins.mnemonic} {d.ins.operands}: a wait is "
+                                     "vmcnt(N)/expcnt(N)/lgkmcnt(N) fields or one immediate")
             return {k: v for k, v in decode_packed(int(o.value) & 0xFFFF).items() if v < MAX[k]}
         return {k: int(v) for k, v in d.ops.mods.items() if k in MAX and int(v) < MAX[k]}
     if m in ("s_waitcnt_vmcnt", "s_waitcnt_lgkmcnt", "s_waitcnt_expcnt"):
@@ -138,12 +144,17 @@ def plan(d) -> Plan:
         written = i == 0 and cls is None and _first_written(m) and not any(
             s.kind == "reg" and s.file == o.file and s.first < o.first + o.count and o.first < s.first + s.count
             for s in d.ops.positional[1:])          # a destination also read (v_add v1, 1.0, v1) is a read
-        regs.append((o.file, o.first, o.count, o.text, written))
-        bits |= ((1 << o.count) - 1) << (_FILES[o.file] + o.first)
+        b = ((1 << o.count) - 1) << (_FILES[o.file] + o.first)
+        regs.append((o.file, o.first, o.count, o.text, written, b))
+        bits |= b
     if dst is not None:
         bits |= ((1 << dst[2]) - 1) << (_FILES[dst[0]] + dst[1])
+    vaddr = None
+    if cls == FLAT and len(d.ops.positional) > (dst is not None):
+        o = d.ops.positional[1 if dst is not None else 0]
+        vaddr = o.first if o.kind == "reg" and o.file == "v" and o.count == 2 else None
     return Plan(bits, tuple(regs), cls, dst, _wait_of(d), cross_lane=m.startswith(_CROSS_LANE) or d.enc == "dpp",
-                lds_write=cls == LDS and _writes_lds(m), barrier=m == "s_barrier")
+                vaddr=vaddr, lds_write=cls == LDS and _writes_lds(m), barrier=m == "s_barrier")
 
 
 def _writes_lds(m: str) -> bool:
@@ -152,17 +163,34 @@ def _writes_lds(m: str) -> bool:
                          "ds_xor", "ds_mskor", "ds_cmpst", "ds_cmpswap", "ds_wrxchg", "ds_append", "ds_consume"))
 
 
+
 def plans(decoded) -> tuple:
     return tuple(plan(d) for d in decoded)
 
 
 class Access:
     """One outstanding memory access of a wave (of each member that issued it)."""
-    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "where")
+    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins", "flat_rank")
 
-    def __init__(self, id_, pc, event, cls, rank, members, dst, where):
+    def __init__(self, id_, pc, event, cls, rank, members, dst, ins, flat_rank=None):
         self.id, self.pc, self.event, self.cls, self.rank = id_, pc, event, cls, rank
-        self.members, self.dst, self.where = members, dst, where
+        self.members, self.dst, self.ins = members, dst, ins
+        self.flat_rank = flat_rank          # a FLAT access of global memory: also retired as a FLAT one
+
+    def where(self, kernel: str) -> str:
+        """Its assembly line, as findings name one: kernel.s:line (mnemonic registers)."""
+        return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic} {self.dst[3]})"
+
+
+class LdsWrite:
+    """An LDS write of a wave not yet known complete (of each member that issued it)."""
+    __slots__ = ("pc", "event", "rank", "members", "lanes", "ins")
+
+    def __init__(self, pc, event, rank, members, lanes, ins):
+        self.pc, self.event, self.rank, self.members, self.lanes, self.ins = pc, event, rank, members, lanes, ins
+
+    def where(self, kernel: str) -> str:
+        return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic})"
 
 
 class Counters:
@@ -172,6 +200,7 @@ class Counters:
         self.st = st
         self.plans = plans_
         M = st.members
+        self.all = np.ones(M, bool)                   # every member (never written)
         self.issued = np.zeros((4, M), np.int64)      # accesses issued, per class and member
         self.done = np.zeros((4, M), np.int64)        # of which those known complete (a prefix in issue order)
         self.out: dict[int, Access] = {}
@@ -180,38 +209,46 @@ class Counters:
         self.vpend: dict[str, np.ndarray] = {}        # file -> access id per register and column (0: none)
         self.spend = np.zeros((M, N_SGPR), np.int32)
         self.notes: list[str] = []                    # this instruction's missing waits, for an error it raises
-        self.lds_writes: list[Access] = []            # LDS writes not yet known complete (s_barrier's check)
+        self.lds_writes: list[LdsWrite] = []            # LDS writes not yet known complete (s_barrier's check)
+        self.flat_lds = True                          # the FLAT instruction being executed reaches the LDS
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
-        st = self.st
-        return np.ones(st.members, bool) if st.act is None else st.act.copy()
+        act = self.st.act
+        return self.all if act is None else act.copy()
 
     def issue(self, pc: int, p: Plan, event: int):
         """Count the access instruction ``pc`` issued, and mark the registers its data returns to."""
         st = self.st
         mem = self._members()
-        rank = self.issued[p.cls].copy()
-        self.issued[p.cls][mem] += 1
+        cls, flat_rank = p.cls, None
+        if cls == FLAT and not self.flat_lds:          # global or private memory only: in order with them
+            flat_rank = self.issued[FLAT].copy()
+            self.issued[FLAT][mem] += 1
+            cls = VMEM
         if p.lds_write:
-            d = st.current
             lanes = np.nonzero(st.exec.reshape(st.members, st.lanes).any(axis=0))[0].tolist()
-            self.lds_writes.append(Access(0, pc, event, p.cls, rank, mem, lanes,
-                                          f"{st.kernel.name}.s:{d.ins.line} ({d.ins.mnemonic})"))
+            self.lds_writes.append(LdsWrite(pc, event, self.issued[LDS].copy(), mem, lanes, st.current.ins))
         if p.dst is None:
+            if st.act is None:
+                self.issued[cls] += 1
+            else:
+                self.issued[cls][mem] += 1
             return
+        rank = self.issued[cls].copy()
+        self.issued[cls][mem] += 1
         f, first, n, text = p.dst
-        d = st.current
-        where = f"{st.kernel.name}.s:{d.ins.line} ({d.ins.mnemonic} {text})"
-        a = Access(self.next_id, pc, event, p.cls, rank, mem, p.dst, where)
+        a = Access(self.next_id, pc, event, cls, rank, mem, p.dst, st.current.ins, flat_rank)
         self.next_id += 1
         if f == "s":
             self.spend[mem, first:first + n] = a.id
         else:
             if f not in self.vpend:
                 self.vpend[f] = np.zeros((st.regfile(f).count, st.w.width), np.int32)
-            cols = st.exec
-            np.copyto(self.vpend[f][first:first + n], np.int32(a.id), where=cols[None, :])
+            if st.w.exec_full:
+                self.vpend[f][first:first + n] = a.id
+            else:
+                np.copyto(self.vpend[f][first:first + n], np.int32(a.id), where=st.exec[None, :])
         self.out[a.id] = a
         self.bits |= ((1 << n) - 1) << (_FILES[f] + first)
 
@@ -220,23 +257,27 @@ class Counters:
         complete in order (the later lands last), a missing-wait otherwise."""
         f, first, n, text = p.dst
         ids = self._pending(f, first, n, self._cols(False))
+        cls = VMEM if p.cls == FLAT and not self.flat_lds else p.cls
         for aid in np.unique(ids[ids > 0]).tolist():
             a = self.out[aid]
-            if a.cls != p.cls or not IN_ORDER[a.cls]:
+            if a.cls != cls or not IN_ORDER[a.cls]:
                 self._report(a, ids == aid, f, first, text, "overwrite")
 
     # -- wait ------------------------------------------------------------------------------------
     def wait(self, counts: dict):
         """s_waitcnt: for each counter, the accesses it covers are complete in the executing members."""
-        mem = self._members()
+        act = self.st.act
         for ctr, n in counts.items():
             for cls in COUNTS[ctr]:
+                done, issued = self.done[cls], self.issued[cls]
                 if IN_ORDER[cls]:
-                    np.maximum(self.done[cls], np.where(mem, self.issued[cls] - n, self.done[cls]), out=self.done[cls])
+                    np.maximum(done, issued - n if act is None else np.where(act, issued - n, done), out=done)
                 elif n == 0:
-                    self.done[cls][mem] = self.issued[cls][mem]
+                    np.copyto(done, issued, where=True if act is None else act)
         if self.out:
             self._retire()
+        else:
+            self.bits = 0
         if self.lds_writes and "lgkmcnt" in counts:
             self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
 
@@ -244,10 +285,15 @@ class Counters:
         st = self.st
         for a in list(self.out.values()):
             gone = a.members & (a.rank < self.done[a.cls])
+            if a.flat_rank is not None:
+                gone |= a.members & (a.flat_rank < self.done[FLAT])
             if not gone.any():
                 continue
             f, first, n, _ = a.dst
-            if f == "s":
+            if gone.all():
+                blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
+                blk[blk == a.id] = 0
+            elif f == "s":
                 rows = self.spend[gone, first:first + n]
                 rows[rows == a.id] = 0
                 self.spend[gone, first:first + n] = rows
@@ -298,14 +344,14 @@ class Counters:
                 younger = int(self.issued[LDS][m] - a.rank[m] - 1)
                 needed = f"s_waitcnt lgkmcnt({younger})"
                 load = a.event + (m if st.members > 1 else 0)
-                lanes = a.dst
+                lanes = a.lanes
                 st.w.finding(
                     "missing-wait",
-                    f"s_barrier while an LDS write is outstanding: {a.where}, instruction {load}; a wave past "
+                    f"s_barrier while an LDS write is outstanding: {a.where(st.kernel.name)}, instruction {load}; a wave past "
                     f"the barrier may read those bytes before they land; `{needed}` before the barrier covers it "
                     f"(lanes {_ranges(lanes)})",
                     lane=m * st.lanes + (lanes[0] if lanes else 0), register="LDS", access="barrier", load=load,
-                    load_line=a.where, counter="lgkmcnt", needed=needed, lanes=lanes)
+                    load_line=a.where(st.kernel.name), counter="lgkmcnt", needed=needed, lanes=lanes)
         self.lds_writes = []         # reported once: the next barrier's question is about later writes
 
     def before(self, pc: int):
@@ -319,12 +365,16 @@ class Counters:
             if p.wait:
                 self.wait(p.wait)
             return None
+        if p.vaddr is not None:
+            self.flat_lds = self._reaches_lds(p.vaddr)
         if not self.bits & p.bits:
             return None
         if p.dst is not None:
             self.overwritten(p)
         poisoned, self.notes = [], []
-        for f, first, n, text, written in p.regs:
+        for f, first, n, text, written, b in p.regs:
+            if not self.bits & b:
+                continue
             ids = self._pending(f, first, n, self._cols(p.cross_lane))
             if not ids.any():
                 continue
@@ -333,6 +383,14 @@ class Counters:
             hit = ids > 0
             poisoned.append(self._poison(f, first, n, hit))
         return poisoned or None
+
+    def _reaches_lds(self, first: int) -> bool:
+        """Whether an active lane's generic address (v[first:first+1], the offset aside: it cannot
+        leave the 4 GiB aperture) is in the LDS aperture."""
+        from .launch import APERTURE, SHARED_BASE
+        w = self.st.vwords("v", first, 2)[:, self.st.exec]
+        hi = w[1].astype(np.uint64) << np.uint64(32)
+        return bool((((hi | w[0]) - np.uint64(SHARED_BASE)) < np.uint64(APERTURE)).any())
 
     def _poison(self, f, first, n, hit):
         st = self.st
@@ -398,15 +456,15 @@ class Counters:
             tail = ("read poison (on hardware: the register's old contents)" if access == "read" else
                     "may be overwritten by the load's data after this write")
             named = reg if reg == text else f"{reg} (of {text})"
-            note = f"{reg} as poison before `{needed}` covered {a.where}"
+            note = f"{reg} as poison before `{needed}` covered {a.where(st.kernel.name)}"
             if note not in self.notes:
                 self.notes.append(note)
             st.w.finding(
                 "missing-wait",
                 f"{d.ins.mnemonic} {verb} {named} before the {CLASS_NAMES[a.cls]} access that writes it "
-                f"has returned: {a.where}, instruction {load}; `{needed}` before this instruction covers it; "
+                f"has returned: {a.where(st.kernel.name)}, instruction {load}; `{needed}` before this instruction covers it; "
                 f"lanes {_ranges(lanes)} {tail}",
-                lane=col, register=reg, access=access, load=load, load_line=a.where, counter=ctr,
+                lane=col, register=reg, access=access, load=load, load_line=a.where(st.kernel.name), counter=ctr,
                 needed=needed, lanes=lanes)
 
 

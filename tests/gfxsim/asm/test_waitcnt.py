@@ -211,3 +211,38 @@ global_load_dword v2, v1, s[8:9]
     with pytest.raises(GfxSimError, match=r"0x7fbadbad.*after a missing-wait: it read s8 as poison before "
                                           r"`s_waitcnt lgkmcnt\(0\)` covered test_waitcnt.s:\d+ \(s_load_dwordx2 s\[8:9\]\)"):
         run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))))
+
+
+def test_a_wait_of_another_form_is_named():
+    from gfxsim.asm.operands import AsmSyntaxError
+    with pytest.raises(AsmSyntaxError, match=r"line \d+: s_waitcnt foo: a wait is"):
+        run("s_waitcnt foo")
+
+
+FLAT = """
+s_mov_b64 s[10:11], src_shared_base
+v_mov_b32_e32 v2, 1.0
+ds_write_b32 v1, v2
+s_waitcnt lgkmcnt(0)
+v_mov_b32_e32 v4, {lo}
+v_mov_b32_e32 v5, {hi}
+v_add_co_u32_e32 v4, vcc, v4, v1
+v_addc_co_u32_e32 v5, vcc, 0, v5, vcc
+flat_load_dword v3, v[4:5]
+global_load_dword v6, v1, s[4:5]
+s_waitcnt vmcnt(1)
+global_store_dword v1, v3, s[6:7]
+s_waitcnt vmcnt(0)
+"""
+
+
+@pytest.mark.parametrize("where", ["global", "lds"])
+def test_a_flat_access_of_global_memory_completes_in_order_one_of_the_lds_does_not(where):
+    lo, hi = ("s4", "s5") if where == "global" else ("0", "s11")
+    y, r = run(FLAT.format(lo=lo, hi=hi), lds=256)
+    if where == "global":
+        assert not r.findings and np.array_equal(y, np.arange(64, dtype=np.float32))
+    else:
+        (f,) = r.findings
+        assert f.details["register"] == "v3" and f.details["needed"] == "s_waitcnt vmcnt(0) lgkmcnt(0)"
+        assert np.isnan(y).all()
