@@ -29,6 +29,7 @@ def add_parser(sub):
 
 
 def add_run_options(p):
+    from gfxsim.cli.launched import add_schedule_option
     """The options that choose one kernel run; `gfxsim run` and `gfxsim plot run` share them."""
     kernels = ", ".join(sorted(KERNELS))
     p.add_argument("kernel", nargs="?", default="paged_attention_decode", help=f"one of: {kernels}")
@@ -62,6 +63,7 @@ def add_run_options(p):
     p.add_argument("--frontend", choices=FRONTENDS, default=DEFAULTS.frontend,
                    help="python: the Python twin; asm: the clang-compiled HIP twin (kernels_hip/, built as by "
                         "`gfxsim hip build`) executed instruction by instruction in its place")
+    add_schedule_option(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress on stderr (shown otherwise: a bar on a terminal, a line every 5 s if not)")
     return p
@@ -75,7 +77,7 @@ def run_config(args, context: int) -> RunConfig:
                      smooth_k=args.smooth_k, heads=args.heads, kv_heads=args.kv_heads, head_dim=args.head_dim,
                      block_size=args.block_size, seed=args.seed, kernel_fn=getattr(args, "kernel_fn", None),
                      reduce_fn=getattr(args, "reduce_fn", None), frontend=getattr(args, "frontend", "python"),
-                     trace=getattr(args, "trace", False))
+                     trace=getattr(args, "trace", False), schedule=getattr(args, "schedule", "in-order"))
 
 
 def progress_for(args, context=None):

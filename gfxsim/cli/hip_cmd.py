@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import UsageError, located
 from ..hip.toolchain import TARGETS
 from ..tables import render
+from .launched import add_schedule_option
 
 # A source checkout: gfxsim/ beside kernels_hip/. A non-editable install has no kernels_hip/ here.
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -82,6 +83,7 @@ def _add_run(hs):
     r.add_argument("--no-provenance", dest="provenance", action="store_false",
                    help="numbers only: no tags travel, no token-level findings (faster)")
     r.add_argument("--batch", type=int, default=1, help="workgroups run side by side")
+    add_schedule_option(r)
     r.add_argument("-o", "--output", metavar="DIR", help="write every buffer argument as DIR/NAME.npy and the JSON "
                                                          "report as DIR/report.json")
     r.add_argument("--report", choices=("text", "json"), default="text", help="what to print")
@@ -208,13 +210,15 @@ def parse_args_and_tags(args) -> tuple[dict, dict]:
 
 def run_user(args) -> int:
     from ..hip.door import run
+    from ..machine.schedule import scheduled
     from .launched import emit, output_dir
     values, tags = parse_args_and_tags(args)
     grid, block = parse_dims(args.grid, "--grid"), parse_dims(args.block, "--block")
     out_dir = output_dir(args.output)
-    launched = run(args.source, args.kernel, grid, block, arch=args.arch, tags=tags, args=values,
-                   defines=args.define, include=args.include, flags=args.clang_flag, lds=args.dynamic_lds, trace=args.trace,
-                   provenance=args.provenance, batch=args.batch)
+    with scheduled(args.schedule):
+        launched = run(args.source, args.kernel, grid, block, arch=args.arch, tags=tags, args=values,
+                       defines=args.define, include=args.include, flags=args.clang_flag, lds=args.dynamic_lds, trace=args.trace,
+                       provenance=args.provenance, batch=args.batch)
     return emit(launched, out_dir, args.report == "json", source=args.source, grid=grid, block=block)
 
 

@@ -3,9 +3,24 @@ before the run, so a bad -o fails first), every buffer as NAME.npy and report.js
 report printed as text or JSON (gfxsim/hip/report.py makes both)."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from ..errors import UsageError
+
+
+def add_schedule_option(p) -> None:
+    """``--schedule``: the wave order between barriers (gfxsim.machine.schedule), checked as it is parsed."""
+    from ..machine.schedule import NAMES, parse_schedule
+
+    def schedule(text: str) -> str:
+        try:
+            return str(parse_schedule(text))
+        except Exception as e:          # argparse names the option and exits 2
+            raise argparse.ArgumentTypeError(str(e)) from None
+    p.add_argument("--schedule", type=schedule, default="in-order", metavar="{" + ",".join(NAMES) + "}",
+                   help="the order the waves of a workgroup run in between barriers (default in-order): another "
+                        "order makes a missing barrier show in the numbers as well as in the lds-race finding")
 
 
 def output_dir(output: str | None) -> Path | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from .hip_cmd import parse_dims
+from .launched import add_schedule_option
 
 EXAMPLE = ("gfxsim triton add.py:add_kernel --grid 4 --arg x_ptr=x.npy --arg y_ptr=randn:1000:float32 "
            "--arg out_ptr=zeros:1000:float32 --arg n=1000 --arg BLOCK=256")
@@ -38,6 +39,7 @@ def add_parser(sub):
     p.add_argument("--no-provenance", dest="provenance", action="store_false",
                    help="numbers only: no tags travel, no token-level findings (faster)")
     p.add_argument("--batch", type=int, default=1, help="programs run side by side")
+    add_schedule_option(p)
     p.add_argument("-o", "--output", metavar="DIR", help="write every tensor as DIR/NAME.npy and the JSON report "
                                                          "as DIR/report.json")
     p.add_argument("--report", choices=("text", "json"), default="text", help="what to print")
@@ -140,13 +142,15 @@ def load_kernel(spec: str):
 def run_triton(args) -> int:
     from ..triton import run
     from ..triton.toolchain import triton_module
+    from ..machine.schedule import scheduled
     from .launched import emit, output_dir
     triton_module()
     values, tags = parse_values(args)
     kernel = load_kernel(args.kernel)
     grid = parse_dims(args.grid, "--grid")
     out_dir = output_dir(args.output)
-    launched = run(kernel, grid, num_warps=args.num_warps, num_stages=args.num_stages, plain=args.plain, tags=tags,
-                   trace=args.trace, provenance=args.provenance, batch=args.batch, **values)
+    with scheduled(args.schedule):
+        launched = run(kernel, grid, num_warps=args.num_warps, num_stages=args.num_stages, plain=args.plain, tags=tags,
+                       trace=args.trace, provenance=args.provenance, batch=args.batch, **values)
     return emit(launched, out_dir, args.report == "json", source=args.kernel, grid=grid,
                 block=(args.num_warps * 64, 1, 1))

@@ -23,7 +23,7 @@ def report(launched: Launched, *, source: str, grid, block) -> dict:
            "outputs": {n: {"shape": list(a.shape), "dtype": str(a.dtype)} for n, a in launched.outputs.items()},
            "mmacs": mmacs, "findings": [f.to_dict() for f in run.findings],
            "checks": {"not_run": not_run, "reason": "; ".join(run.checks_not_run_why) if not_run else None},
-           "seconds": round(run.seconds, 3), "approximated": run.approximations}
+           "seconds": round(run.seconds, 3), "approximated": run.approximations, "schedule": run.schedule}
     if run.lane_instructions is not None:
         out["lane_instructions"] = int(run.lane_instructions)
     return out
@@ -38,7 +38,8 @@ def text(launched: Launched, *, source: str, block, shown: int = 4) -> str:
     title = k.name if name == k.name else f"{name} ({k.name})"
     lines = [f"{title} from {source} on {run.arch}: grid {tuple(run.grid)}, block {tuple(block)}, "
              f"{run.seconds:.2f} s simulated"
-             + (f", {run.lane_instructions} lane-instructions" if run.lane_instructions is not None else "")]
+             + (f", {run.lane_instructions} lane-instructions" if run.lane_instructions is not None else "")
+             + (f", waves scheduled {run.schedule}" if run.schedule != "in-order" else "")]
     for n, a in launched.outputs.items():
         lines.append(f"  {n}: {a.dtype} {tuple(a.shape)}")
     mm = run.mmacs()

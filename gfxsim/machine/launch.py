@@ -26,6 +26,7 @@ from .options import MAX_STEPS, MAX_TRACE_BYTES, LaunchOptions, fold_default
 from .provenance import WideSets
 from .trace import Trace
 from .wave import Wave
+from .schedule import IN_ORDER
 from .workgroup import Workgroup
 from ..errors import ArgumentError, ArgumentTypeError
 
@@ -61,6 +62,7 @@ class Machine:
         self.folds: list = []            # per batch: how its provenance was kept (launch.run_batch)
         self.lane_instructions: int | None = None   # active lanes x instructions (asm front end)
         self.approximated: set = set()   # executed mnemonics whose numbers are stand-ins (isa.fp.APPROXIMATED)
+        self.schedule = IN_ORDER         # the order waves run in between barriers (run_grid sets the launch's)
 
     def report(self, kind, message, *, details=None, **coords):
         if self.attempt is not None:     # a folded batch's: reported if the attempt stands (fold.Attempt)
@@ -115,6 +117,11 @@ class Run:
         """The matrix-instruction records (matrix.MmaRecord), one per issued instruction of a batch,
         in issue order; what the report's ``mmacs`` and the token checks read."""
         return self.machine.mma_log.records
+
+    @property
+    def schedule(self) -> str:
+        """The wave order the launch ran (``in-order``, ``reverse``, ``random:SEED``; schedule.py)."""
+        return str(self.machine.schedule)
 
     @property
     def lane_instructions(self) -> int | None:
@@ -280,6 +287,7 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
     declarations are checked and the Run returned. Both front ends launch through here.
     ``lane_threads``: work-items launched (default grid x waves x wave size)."""
     t0 = time.perf_counter()
+    m.schedule = options.wave_order
     ids = [(x, y, z) for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]))]
     progress = options.progress
     if progress is not None:

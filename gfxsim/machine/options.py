@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from collections.abc import Callable
 from ..errors import ArgumentError
+from .schedule import Schedule, parse_schedule
 
 MAX_STEPS = 50_000_000
 MAX_TRACE_BYTES = 8 << 30       # a third of a 24 GiB machine: a 16K decode's full trace is ~2.7 GiB
@@ -84,6 +85,12 @@ class LaunchOptions:
 
     Default: 8 GiB; None: no bound."""
 
+    schedule: str | None = None
+    """The order the waves of a workgroup run in between barriers: ``in-order``, ``reverse`` or
+    ``random:SEED`` (schedule.py); another order than in-order makes a race show in the numbers.
+
+    Default: None (the enclosing ``schedule.scheduled`` scope's, else GFXSIM_SCHEDULE, else in-order)."""
+
     def __post_init__(self):
         for name in ("trace", "provenance", "check_races"):
             if not isinstance(getattr(self, name), bool):
@@ -99,6 +106,8 @@ class LaunchOptions:
         if self.progress is not None and not callable(self.progress):
             raise ArgumentError(f"progress must be a function progress(done, total) or None, got "
                              f"{type(self.progress).__name__}")
+        if self.schedule is not None:
+            parse_schedule(self.schedule)
         if not _is_int(self.max_steps) or self.max_steps < 1:
             raise ArgumentError(f"max_steps must be >= 1, got {self.max_steps!r}")
         if self.max_trace_bytes is not None and (not _is_int(self.max_trace_bytes) or self.max_trace_bytes < 1):
@@ -108,6 +117,11 @@ class LaunchOptions:
     def folding(self) -> bool:
         """Whether batches fold: provenance on and ``fold`` (or its default) on."""
         return self.provenance and (fold_default() if self.fold is None else self.fold)
+
+    @property
+    def wave_order(self) -> Schedule:
+        """The schedule the launch runs (``schedule`` or its default)."""
+        return parse_schedule(self.schedule)
 
     @property
     def side_by_side(self) -> int:

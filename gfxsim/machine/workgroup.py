@@ -1,8 +1,9 @@
 """Workgroups: 1-16 waves sharing LDS, scheduled deterministically between barriers.
 
 Each wave of a multi-wave workgroup runs its kernel function in its own thread, but only one runs
-at a time: wave 0 runs until its next s_barrier (or its end), then wave 1, ... Once every live wave
-has arrived, the barrier epoch advances and the round starts again. The order is fixed, so a run
+at a time: by default wave 0 runs until its next s_barrier (or its end), then wave 1, ... (the
+launch's schedule, schedule.py, may order them otherwise). Once every live wave has arrived, the
+barrier epoch advances and the round starts again. The order is a function of the epoch, so a run
 is reproducible, and LDS races are found by epoch, independently of the order.
 """
 from __future__ import annotations
@@ -71,7 +72,7 @@ class Workgroup:
                 live = [i for i in range(n) if state[i] != "done"]
                 if not live:
                     break
-                for i in live:
+                for i in self.machine.schedule.order(self.epoch, live):
                     state[i] = "running"
                     go[i].release()
                     yielded.acquire()

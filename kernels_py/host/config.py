@@ -53,6 +53,7 @@ class RunConfig:
     # how it runs, not what: left out of the report's params and of equality
     frontend: Frontend = field(default="python", compare=False)    # asm: the compiled HIP twin in its place
     trace: bool = field(default=False, compare=False)              # keep the full per-lane trace
+    schedule: str = field(default="in-order", compare=False)       # wave order between barriers (schedule.py)
     # your kernel (a function, or "FILE.py:FN") in the project's place; run_kernel loads a file's
     kernel_fn: str | Callable | None = field(default=None, compare=False, repr=False)
     reduce_fn: str | Callable | None = field(default=None, compare=False, repr=False)
@@ -73,6 +74,11 @@ class RunConfig:
             fn = getattr(self, name)
             if fn is not None and not isinstance(fn, str) and not callable(fn):
                 raise ArgumentError(f"{name} must be a function or 'FILE.py:FN', got {type(fn).__name__}")
+        from gfxsim.machine.schedule import parse_schedule
+        try:
+            parse_schedule(self.schedule)
+        except ArgumentError as e:
+            raise ArgumentError(f"--{e}") from None
         if self.head_dim not in HEAD_DIMS:
             raise ArgumentError(f"--head-dim must be 64 or 128, got {self.head_dim}")
         if self.block_size not in BLOCK_SIZES:

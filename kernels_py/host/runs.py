@@ -229,7 +229,11 @@ def run_kernel(kernel: str, *, config: RunConfig | None = None, inputs=None, pro
                 shown[name] = label
         swap = Swap(*(load_kernel_fn(f, flag) if isinstance(f, str) else f
                       for f, flag in ((cfg.kernel_fn, "--kernel-fn"), (cfg.reduce_fn, "--reduce-fn"))), progress)
+    if cfg.schedule != "in-order":
+        shown["schedule"] = cfg.schedule
     from gfxsim.blas import one_blas_thread
-    with one_blas_thread():          # the simulation's GEMMs and the references' share 2 cores, not 4 threads
+    from gfxsim.machine.schedule import scheduled
+    # every launch of the harness runs the schedule (the harnesses build their own LaunchOptions)
+    with one_blas_thread(), scheduled(cfg.schedule):
         ran = KERNELS[kernel](cfg, inputs, swap)
     return KernelRun(kernel, ran.runs[0].arch, ran.context, shown, ran.out, ran.refs, ran.runs, ran.extra_metrics)

@@ -315,6 +315,15 @@ def test_every_kind_has_a_defective_and_a_fixed_kernel(kind, variant):
     assert not good.findings, f"{kind} ({name}): the fixed twin reports {good.findings}"
 
 
+def test_the_readme_findings_table_lists_every_kind_and_only_those():
+    from support import ROOT
+    text = (ROOT / "README.md").read_text()
+    table = text.split("## Findings", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip().strip("`") for line in table.splitlines()
+            if line.startswith("| `") or line.startswith("| ") and "`" in line.split("|")[1]}
+    assert rows == set(REGISTRY), (set(REGISTRY) - rows, rows - set(REGISTRY))
+
+
 def test_pairs_name_only_registry_kinds():
     assert set(PAIRS) <= set(REGISTRY), set(PAIRS) - set(REGISTRY)
     assert findings.KINDS == {k: v.summary for k, v in REGISTRY.items()}
