@@ -6,7 +6,9 @@ twin reports nothing and computes what the project's kernel computes.
   (within each 16-dim tile) -> store-mismatch;
 - no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
 - a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch on
-  rows and store-mismatch on dims.
+  rows and store-mismatch on dims;
+- reduce_stats_stride.py: the decode's reduce reading its softmax statistics without their
+  partition stride, other heads' weights on a head's partials -> identity-mismatch on head.
 """
 import json
 
@@ -84,3 +86,33 @@ def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
     assert {f["details"]["field"] for f in store} == {"dim"}
     r, c = store[0]["details"]["element"]
     assert store[0]["details"]["value"]["dim"] == 16 * (c // 16) + r != c
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_the_project_reduce_with_its_statistics_mis_strided(capsys, fixed):
+    """tests/defective/reduce_stats_stride.py: every head but 0 weights its partial outputs with
+    other heads' statistics; gfxsim run --reduce-fn names each head's product."""
+    fn = "reduce_stats_stride_fixed" if fixed else "reduce_stats_stride"
+    rep = run_json(capsys, "paged_attention_decode", "--context", "1000",
+                   "--reduce-fn", f"{DEFECTIVE / 'reduce_stats_stride.py'}:{fn}")
+    rel = rep["metrics"]["vs_reference_int8"]["rel_l1"]
+    if fixed:
+        assert rep["findings"] == [] and rel < 1e-5
+        return
+    assert rel > 0.5                                        # the numbers are far off
+    # the sum of the weights keeps the one head it met, the wrong one: its quotient is stored there
+    assert {f["kind"] for f in rep["findings"]} == {"identity-mismatch", "store-mismatch"}
+    src = (DEFECTIVE / "reduce_stats_stride.py").read_text().splitlines()
+    line = next(i + 1 for i, s in enumerate(src) if "acc += (o_p + p * head_dim).load() * w_p" in s)
+    lines = {f"reduce_stats_stride.py:{n}" for n in (line, line + 1)}    # the product, and w_sum += w_p
+    heads = set()
+    for f in rep["findings"]:
+        if f["kind"] == "store-mismatch":
+            continue
+        d = f["details"]
+        assert d["field"] == "head" and f["source"] in lines and len(set(d["values"])) == 2
+        if f["source"].endswith(f":{line}"):
+            mine, theirs = d["values"]
+            assert mine == f["workgroup"][0] != theirs        # the workgroup's head, another head's weight
+            heads.add(mine)
+    assert heads == set(range(1, 8))                          # head 0 reads its own statistics
