@@ -64,3 +64,17 @@ def _report(w, field: str, conflict: np.ndarray, cols: np.ndarray, ia, ib, what,
                   f"it does not reduce over {field}, so the result belongs to neither",
                   lane=col, field=field, values=[x, y], lanes=[int(l) for l in mine], operation=name,
                   operands=list(registers))
+
+
+def mixed(machine, pa: Prov, pb: Prov, elems) -> np.ndarray:
+    """Per element ``elems`` (rows, columns) of an add of two named values: whether the operands'
+    identities differ on a field outside ``axes`` (partials of two outputs added; consumed.py)."""
+    r, c = elems
+    skip = axes(machine)
+    out = np.zeros(len(r), bool)
+    for f in sorted((pa.ids.keys() & pb.ids.keys()) - skip):
+        if f.startswith("@"):
+            continue
+        x, y = pa.ids[f][r, c], pb.ids[f][r, c]
+        out |= (x >= 0) & (y >= 0) & (x != y)
+    return out

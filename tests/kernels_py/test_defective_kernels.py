@@ -5,8 +5,8 @@ twin reports nothing and computes what the project's kernel computes.
 - swapped_pv.py: a BF16 PV with MMAC(V, W) that writes the result for query q, dim d into out[d][q]
   (within each 16-dim tile) -> store-mismatch;
 - no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
-- a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch on
-  rows and store-mismatch on dims;
+- a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch and
+  identity-mismatch on rows and store-mismatch on dims;
 - reduce_stats_stride.py: the decode's reduce reading its softmax statistics without their
   partition stride, other heads' weights on a head's partials -> identity-mismatch on head.
 """
@@ -68,17 +68,20 @@ def test_a_missing_accumulator_zero_init_is_an_uninitialized_read_and_nan_output
     assert good["metrics"] == run_json(capsys, "pv_int8", *SMALL)["metrics"]
 
 
-def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
+def test_the_seeds_int8_mmac_v_p_is_caught_three_times(tmp_path, capsys):
     """pv_int8 with the operands swapped and nothing else changed (MMAC(V, P)): the W
-    row scales land on D's rows, which now hold dims (a scale on M must be the element's own row),
-    and the stores put dim m where dim n belongs."""
+    row scales land on D's rows, which now hold dims (a scale on M must be the element's own row;
+    the product of one row's result and another row's scale), and the stores put dim m where dim n
+    belongs."""
     from support.copies import copy_of
     path = tmp_path / "pv_v_p.py"
     path.write_text(copy_of("pv_int8", "pv_int8", "pv_v_p", ("w.mma(cfg.MMA, wq[j], vq.bytes(8 * j, 8),",
                                                              "w.mma(cfg.MMA, vq.bytes(8 * j, 8), wq[j],")))
     bad = run_json(capsys, "pv_int8", *SMALL, "--kernel-fn", f"{path}:pv_v_p")
     kinds = {f["kind"] for f in bad["findings"]}
-    assert kinds == {"scale-group-mismatch", "store-mismatch"}
+    assert kinds == {"scale-group-mismatch", "store-mismatch", "identity-mismatch"}
+    # the dequant multiplies a result of one query row by another row's scale
+    assert {f["details"]["field"] for f in bad["findings"] if f["kind"] == "identity-mismatch"} == {"row"}
     scale = [f for f in bad["findings"] if f["kind"] == "scale-group-mismatch"]
     assert {f["details"]["field"] for f in scale} == {"row"}
     assert "a scale on M or N must be the element's own" in scale[0]["message"]

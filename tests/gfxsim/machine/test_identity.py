@@ -140,3 +140,36 @@ def test_the_compiled_kernel_through_the_hip_door(capsys, tmp_path, monkeypatch)
     out, found = hip_run("kv_scale_index_fixed")
     np.testing.assert_array_equal(out, want)
     assert found == []
+
+
+def _two_heads_pv(fixed):
+    """out = P·Vᵀ in two k-steps of 32 tokens, the 16 rows of P two heads of 8 query rows; the
+    defect loads the second k-step's P rows 8 rows on, from the other head."""
+    rows, toks = np.arange(16)[:, None], np.arange(64)[None, :]
+    p = Buffer("p", np.ones((16, 64), np.int8), {"head": rows // 8 + 0 * toks, "token": toks + 0 * rows})
+    v = Buffer("v", np.ones((16, 64), np.int8), {"token": toks + 0 * rows})
+    out = Buffer.empty("out", (64, 4), np.float32).expect("token", 0, 64)
+
+    def two_heads_pv(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        o = w.zeros("f32", 4)
+        for j in range(2):
+            row = c if fixed or j == 0 else (c + 8) % 16
+            a = w.global_load(p, row * 64 + r * 16 + 8 * j, 8, "i8")
+            o += w.mma("v_mmac_i32_16x16x32_i8", a, w.global_load(v, c * 64 + r * 16 + 8 * j, 8, "i8")).to("f32")
+        w.global_store(out, w.lane_id * 16, o)
+    return launch(two_heads_pv, arch="gfx936")
+
+
+def test_another_heads_partial_is_a_coverage_finding_too():
+    """Counted by token alone, the element consumed tokens 0-63 once; counted per head, half of
+    them were another head's."""
+    run = _two_heads_pv(False)
+    assert sorted({f.kind for f in run.findings}) == ["identity-mismatch", "token-coverage"]
+    (mix,) = run.findings_of("identity-mismatch")
+    assert mix.details["field"] == "head" and mix.details["operation"] == "v_add_f32"
+    cov = run.findings_of("token-coverage")
+    assert cov and all(f.details["buffer"] == "out" and not f.details["never"] for f in cov)
+    assert "a partial sum of another output" in cov[0].message
+    assert sum(f.details["element_count"] for f in cov) == 256
+    assert _two_heads_pv(True).findings == []
