@@ -13,6 +13,11 @@ stored value is a lookup, not a walk.
   differ) is a reduction across elements: its K footprint has no per-element meaning (cell -1,
   "void"). A product of a value and such a reduction (``o / l``, a partition's weight) keeps the
   value's name.
+* An add of two partials of one D element whose identities differ on a field no sum reduces over
+  (identity.axes: one head's partial added to another head's) is no reduction but a mix (cell
+  ``MIXED``): what it consumed is counted per identity, so an output element holding it consumed
+  another head's tokens and none of its own there (a ``token-coverage`` finding; the add itself is
+  an ``identity-mismatch``). A sum with a mixed side is mixed.
 * What is never checked: a sum over an axis that carries no tag and stays in one D element
   (tiles of one untagged column added): tag the summed axis (the harnesses tag tokens).
 * ``Buffer.expect`` declares what each element must consume; at the end of a launch every declared
@@ -27,10 +32,12 @@ import numpy as np
 
 from .mmalog import FOREIGN_BASE, PAIR_BASE, PairRecord, import_wide
 from .provenance import RESERVED, WINDOW, WORDS, Mask
+from . import identity
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import expand, row_sets
 
 _FIRST = 16                      # element indices a finding lists
+MIXED = -2                       # a cell: partials of different outputs (heads, rows) added
 
 
 # -- set algebra on Masks -----------------------------------------------------------------------
@@ -320,8 +327,9 @@ def _leaf(log, r_i, ids, mn, pos, n, cell, out, wide):
         _place(out, f, pos, n, Fp(u), None if d is None else Fp(d))
 
 
-def pair_footprint(log, rec, conflict=None, op="add", active=None):
-    """Fill ``rec.cell`` and ``rec.fp`` from its two sides; returns {field: (overlap Fp, where)} of an add."""
+def pair_footprint(log, rec, conflict=None, op="add", active=None, mixed=None):
+    """Fill ``rec.cell`` and ``rec.fp`` from its two sides; returns {field: (overlap Fp, where)} of an
+    add. ``mixed``: the elements whose sides are partials of different outputs (cell MIXED)."""
     (li, lm), (ri, rm) = rec.left, rec.right
     n = len(li)
     wide = log.wide
@@ -330,17 +338,20 @@ def pair_footprint(log, rec, conflict=None, op="add", active=None):
     overlap = {}
     fp = {}
     cl = None
-    if conflict is None or not conflict.all():
+    if conflict is None or not conflict.all() or mixed is not None:
         cl, fl = footprints(log, li, lm)
-        if not (cl >= 0).any():                      # a reduction plus anything: a reduction
+        if not ((cl >= 0) | (cl == MIXED)).any():         # a reduction plus anything: a reduction
             cl = None
     if cl is not None:
         cr, fr = footprints(log, ri, rm)
         same = (cl >= 0) & (cl == cr)
+        mix = (cl == MIXED) | (cr == MIXED)
+        if mixed is not None:
+            mix |= same & mixed
         if conflict is not None:
             same &= ~conflict
-        cell = np.where(same, cl, -1)
-        void = ~same
+        cell = np.where(mix, MIXED, np.where(same, cl, -1))
+        void = ~same | mix
         for f in fl.keys() | fr.keys():
             ul, dl = fl.get(f, (None, None))
             ur, dr = fr.get(f, (None, None))
@@ -389,7 +400,7 @@ def pair_cells(log, rec, conflict, any_cell: bool) -> np.ndarray:
     if not any_cell or conflict.all():
         return np.full(len(li), -1, np.int64)
     cl, cr = cells(log, li, lm), cells(log, ri, rm)
-    return np.where((cl >= 0) & (cl == cr) & ~conflict, cl, -1)
+    return np.where((cl == MIXED) | (cr == MIXED), MIXED, np.where((cl >= 0) & (cl == cr) & ~conflict, cl, -1))
 
 
 # -- the hooks: an add of two named values, a product of two -------------------------------------
@@ -414,8 +425,15 @@ def sum_made(wave, pid, pa, pb, elems, op, folded=None):
         x, y = pa.ids[f][r, c], pb.ids[f][r, c]
         conflict |= (x >= 0) & (y >= 0) & (x != y)
     active = None if wave.exec_full else wave.pexec("EXEC of an add of results")[c]
+    mixed = None
+    if conflict.any():                   # partials of different outputs (heads, rows) under EXEC
+        mixed = identity.mixed(wave.machine, pa, pb, (r, c))
+        if active is not None:
+            mixed &= active
+        if not mixed.any():
+            mixed = None
     if folded is None:
-        overlap = pair_footprint(log, rec, conflict, op, active)
+        overlap = pair_footprint(log, rec, conflict, op, active, mixed)
         sides = rec
     else:
         left, right, src, member = folded
@@ -652,11 +670,13 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         mn = buf.prov.ids["@mn"][idx].astype(np.int64)
     named = np.nonzero(ids >= 0)[0]
     void = np.zeros(n, bool)
+    mixed = np.zeros(n, bool)
     u, d = Mask.empty((n,)), Mask.empty((n,))
     fp = {}
     if len(named):
         v, fp = footprints(log, ids[named], mn[named])
-        void[named] = v < 0
+        void[named] = v == -1
+        mixed[named] = v == MIXED
     if exact and len(named) == n and field in fp and fp[field][0].index is not None and \
             len(fp[field][0].table.base) <= n // 4:
         # the common case, per table row: a set is [lo, hi) when its min, max and size say so
@@ -666,7 +686,7 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         ok = (count[t] == hi - lo) & (first[t] == lo) & (last[t] == hi - 1)
         if fd is not None:
             ok &= ~fd.nonempty()
-        if (void | (written & ok)).all():
+        if (void | (written & ok & ~mixed)).all():
             return
     if len(named):
         if field in fp:
@@ -682,14 +702,14 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     want, fits = _range_masks(lo, hi)
     same = (u.wide == 0) & (u.base == want.base) & (u.bits == want.bits).all(axis=-1) if exact else \
         (u.wide == 0) & (u.base == want.base) & ((want.bits & ~u.bits) == 0).all(axis=-1)
-    ok = void | (written & fits & same & ~d.nonempty())
+    ok = void | (written & fits & same & ~d.nonempty() & ~mixed)
     bad = np.nonzero(~ok)[0]
     if not len(bad):
         return
     # the rest, per distinct (consumed, consumed twice, range, written)
     key = np.concatenate([u.base[bad, None], u.wide[bad, None].astype(np.int64), u.bits[bad].view(np.int64),
                           d.base[bad, None], d.wide[bad, None].astype(np.int64), d.bits[bad].view(np.int64),
-                          lo[bad, None], hi[bad, None], nwritten[bad, None]], axis=1)
+                          lo[bad, None], hi[bad, None], nwritten[bad, None], mixed[bad, None]], axis=1)
     _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inv = inv.ravel()
     groups: dict = {}
@@ -700,10 +720,11 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         never = sorted(expected - got)
         twice = sorted(d.values_at((j,), wide)) if written[j] else []
         extra = sorted(got - expected) if exact else []
-        if not (never or twice or extra):
+        mix = bool(mixed[j]) and written[j]
+        if not (never or twice or extra or mix):
             continue
-        groups.setdefault((tuple(never), tuple(twice), tuple(extra), int(nwritten[j])), []).append(g)
-    for (never, twice, extra, nw), gs in groups.items():
+        groups.setdefault((tuple(never), tuple(twice), tuple(extra), int(nwritten[j]), mix), []).append(g)
+    for (never, twice, extra, nw, mix), gs in groups.items():
         wr = nw == size
         members = bad[np.isin(inv, gs)]
         flat = el[members]
@@ -725,6 +746,9 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
             parts.append(f"{len(twice)} consumed more than once {format_token_set(twice)}")
         if extra:
             parts.append(f"{len(extra)} consumed but not expected {format_token_set(list(extra))}")
+        if mix:
+            parts.append(f"a partial sum of another output (another head, sequence or row) was added in: its "
+                         f"{field}s were consumed for that output, not this element's")
         chain = f" (values made by {' -> '.join(launches)})" if len(launches) > 1 else ""
         machine.report("token-coverage", f"{where}: " + "; ".join(parts) + chain, source=source,
                        details=dict(tile="", never=list(never), multiple=multiple, buffer=buf.name, field=field,

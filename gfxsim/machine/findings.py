@@ -75,6 +75,15 @@ class DoubleCount:
 
 
 @dataclass(frozen=True, kw_only=True)
+class IdentityMismatch:
+    field: str                  # the field the operands disagree on (head, seq, row, ...)
+    values: list                # [the first operand's value, the second's] in the first lane reported
+    lanes: list                 # the wave's lanes (under EXEC) whose operands disagree
+    operation: str              # the instruction or operation that combined them
+    operands: list = ()         # their registers, where the front end names them
+
+
+@dataclass(frozen=True, kw_only=True)
 class LdsRace:
     other_wave: int
     where: str                  # region+offset
@@ -170,6 +179,9 @@ REGISTRY = {k.name: k for k in (
          TokenCoverage, ()),
     Kind("double-count", "an add of two partial sums of one element that consumed the same tokens", DoubleCount,
          ("source", "field", "workgroup")),
+    Kind("identity-mismatch", "an elementwise add, product, fma or extremum combines values of different "
+         "heads, sequences or rows: a field the operation does not reduce over", IdentityMismatch,
+         ("source", "operation", "field", "workgroup")),
     Kind("lds-race", "two waves touched one LDS byte in the same barrier epoch, at least one writing", LdsRace,
          ("source", "other_wave", "workgroup")),
     Kind("uninitialized-read", "a never-written register, LDS or global byte was read", UninitializedRead,

@@ -49,7 +49,8 @@ MAX_CLASSES = 16         # more classes than this: folding no longer pays, the b
 # provenance findings made on a representative's columns: they would name it, not each member
 # (unless reported for every member: scale-group-mismatch, fold.Fold.for_members)
 RESTART_KINDS = frozenset({"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "double-count",
-                           "format-mismatch"})
+                           "format-mismatch",
+                           "identity-mismatch"})
 
 
 class Unfolded(BaseException):

@@ -537,7 +537,7 @@ def fill_value(a: np.ndarray):
     return -1 if a.dtype in (np.int32, np.int64) else 0
 
 
-def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Prov | None:
+def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, conflicts: dict | None = None) -> Prov | None:
     """Elementwise merge of two operands' provenance (equal shapes, equal g).
 
     Per field: equal values survive, a one-sided value survives, conflicting values are dropped —
@@ -547,7 +547,10 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
     which stays the aggregate. Otherwise the more specific operand's footprint survives
     (``S - m`` keeps S's: none). An operand without provenance changes nothing, so a scale
     multiplied by a constant stays a scale; a mark never survives arithmetic between two tagged
-    values (the dequantized product is not a scale)."""
+    values (the dequantized product is not a scale).
+
+    ``conflicts``: a dict, filled with field -> bool [rows, columns] where both operands name a
+    value of the field and the values differ (identity fields only; what identity.py checks)."""
     if a is None or a.empty_like():
         return b
     if b is None or b.empty_like():
@@ -582,6 +585,10 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
                 nb = fb.nonempty() if fb is not None else _NO
                 present, stepped = _merge_field(ia, ib, np.broadcast_to(na, shape), np.broadcast_to(nb, shape), True,
                                                 out, step)
+                if conflicts is not None and stepped and f not in RESERVED:
+                    both = step & (ia >= 0) & (ib >= 0)       # an aggregate absorbing an element is no conflict
+                    if both.any():
+                        conflicts[f] = both
             else:
                 equal, present, stepped = _merge_ids(np.ascontiguousarray(ia).reshape(-1),
                                                      np.ascontiguousarray(ib).reshape(-1), out.reshape(-1),
@@ -589,6 +596,8 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
                 if equal:                  # both carry the same plane (most merges): share it, no step
                     out = ia                   # (planes are never written in place once made)
                     step[...] = False
+                elif conflicts is not None and stepped and f not in RESERVED:
+                    conflicts[f] = step
         if present:
             ids[f] = out
         if f in RESERVED or (fa is None and fb is None and not stepped):

@@ -17,8 +17,8 @@ from . import encoding
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
 from ..arch.dtypes import ELEM_TYPES
 from .encoding import numeric
-from .provenance import Prov, broadcast_rows, fill_value, merge
-from .valueprov import elem_prov, merged, sum_of_results, with_marks
+from .provenance import Prov, broadcast_rows, fill_value
+from .valueprov import combine, elem_prov, merged, sum_of_results, with_marks
 from .vgpr import VGPRs
 from ..errors import ArgumentError
 
@@ -68,7 +68,7 @@ class ValuOps:
         r = np.asarray(r).astype(np_dtype(a.dtype), copy=False)
         rule = e.rule
         prov = merged(self, a, b, r.shape[0], reducing=rule.reducing, summing=rule.summing, product=rule.product,
-                            extremum=rule.extremum)
+                      extremum=rule.extremum, op=insn.mnemonic)
         if op in _MARKED:
             prov = with_marks(self, _MARKED[op], a, b, prov, r.shape[0])
         if rule.product and self.check_scale_application(a, b, divisor=op == "div") and prov is not None:
@@ -156,13 +156,13 @@ class ValuOps:
         n = r.shape[0]
         prov = None
         if self.machine.provenance:
-            ab = merged(self, a, b, n, product=True)
+            ab = merged(self, a, b, n, product=True, op=insn.mnemonic)
             if dequant and ab is not None:
                 ab = Prov(ab.g, ab.ids)
             pc = elem_prov(self, c, n)
             if pc is None and not dequant:       # a*b + a number: a*b's quantization marks
                 ab = with_marks(self, "mul", a, b, ab, n)
-            prov = numeric(merge(ab, pc, True, self.machine.wide))
+            prov = combine(self, numeric(ab), numeric(pc), True, "reduction", insn.mnemonic, (c,))
             if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
                 prov = sum_of_results(self, ab, pc, prov)      # c + a*b: an add of two named values
         out = self.new_value(r, "f32", prov)

@@ -13,7 +13,7 @@ from .consumed import extremum_names, pair_elements, product_names, sum_made
 from .dtypes import itemsize
 from .encoding import numeric
 from .mmalog import PAIR_BASE
-from . import qdir
+from . import identity, qdir
 from .provenance import Prov, broadcast_rows, merge
 from .vgpr import VGPRs
 
@@ -26,17 +26,18 @@ def elem_prov(w, v: VGPRs, n: int) -> Prov | None:
 
 
 def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, product=False, extremum=False,
-           one_element=False) -> Prov | None:
+           one_element=False, op: str | None = None) -> Prov | None:
     """``summing``: "add"/"sub" (a sum of two named results becomes a pair); ``product``: a mul
     or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names);
-    ``one_element``: see sum_of_results."""
+    ``one_element``: see sum_of_results; ``op``: the operation's name, for its findings."""
     if not w.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
         return None
     pa = numeric(elem_prov(w, a, n))           # arithmetic writes a number of its own type
     if b is None:
         return pa
     pb = numeric(elem_prov(w, b, n))
-    out = merge(pa, pb, reducing, w.machine.wide)
+    what = "product" if product else ("reduction" if (reducing or summing) and not extremum else None)
+    out = combine(w, pa, pb, reducing, what, op, (a, b))
     if extremum and out is not None and "@mma" in out.ids:
         out = extremum_names(pa, pb, out)
     if pa is not None and pb is not None and "@mma" in pa.ids and "@mma" in pb.ids:
@@ -45,6 +46,24 @@ def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, p
         elif product:
             out = product_names(w.machine.mma_log, pa, pb, out)
     return out
+
+
+def combine(w, pa: Prov | None, pb: Prov | None, reducing: bool, what: str | None = None, op: str | None = None,
+            values=()) -> Prov | None:
+    """merge(pa, pb) of an elementwise operation's operands, checked by identity.py: ``what`` is
+    "product" or "reduction" (an add, sub or extremum; None: not checked); ``values``: the
+    operands as values, to name their registers."""
+    if what is None or pa is None or pb is None:
+        return merge(pa, pb, reducing, w.machine.wide)
+    conflicts: dict = {}
+    out = merge(pa, pb, reducing, w.machine.wide, conflicts)
+    if conflicts:
+        identity.check(w, conflicts, pa, pb, what, op, [_reg_name(v) for v in values if _reg_name(v)])
+    return out
+
+
+def _reg_name(v) -> str | None:
+    return v.reg_name() if isinstance(v, VGPRs) and v.regs is not None else None
 
 
 def _marked(v) -> bool:

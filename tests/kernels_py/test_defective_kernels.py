@@ -5,8 +5,10 @@ twin reports nothing and computes what the project's kernel computes.
 - swapped_pv.py: a BF16 PV with MMAC(V, W) that writes the result for query q, dim d into out[d][q]
   (within each 16-dim tile) -> store-mismatch;
 - no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
-- a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch on
-  rows and store-mismatch on dims;
+- a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch and
+  identity-mismatch on rows and store-mismatch on dims;
+- reduce_stats_stride.py: the decode's reduce reading its softmax statistics without their
+  partition stride, other heads' weights on a head's partials -> identity-mismatch on head;
 - sage_fnuz_v.py: a SageAttention2 port that quantizes V to CDNA3's fp8 (e4m3fnuz) for sm_90's
   e4m3 mma -> format-mismatch, NaN outputs.
 """
@@ -68,17 +70,20 @@ def test_a_missing_accumulator_zero_init_is_an_uninitialized_read_and_nan_output
     assert good["metrics"] == run_json(capsys, "pv_int8", *SMALL)["metrics"]
 
 
-def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
+def test_the_seeds_int8_mmac_v_p_is_caught_three_times(tmp_path, capsys):
     """pv_int8 with the operands swapped and nothing else changed (MMAC(V, P)): the W
-    row scales land on D's rows, which now hold dims (a scale on M must be the element's own row),
-    and the stores put dim m where dim n belongs."""
+    row scales land on D's rows, which now hold dims (a scale on M must be the element's own row;
+    the product of one row's result and another row's scale), and the stores put dim m where dim n
+    belongs."""
     from support.copies import copy_of
     path = tmp_path / "pv_v_p.py"
     path.write_text(copy_of("pv_int8", "pv_int8", "pv_v_p", ("w.mma(cfg.MMA, wq[j], vq.bytes(8 * j, 8),",
                                                              "w.mma(cfg.MMA, vq.bytes(8 * j, 8), wq[j],")))
     bad = run_json(capsys, "pv_int8", *SMALL, "--kernel-fn", f"{path}:pv_v_p")
     kinds = {f["kind"] for f in bad["findings"]}
-    assert kinds == {"scale-group-mismatch", "store-mismatch"}
+    assert kinds == {"scale-group-mismatch", "store-mismatch", "identity-mismatch"}
+    # the dequant multiplies a result of one query row by another row's scale
+    assert {f["details"]["field"] for f in bad["findings"] if f["kind"] == "identity-mismatch"} == {"row"}
     scale = [f for f in bad["findings"] if f["kind"] == "scale-group-mismatch"]
     assert {f["details"]["field"] for f in scale} == {"row"}
     assert "a scale on M or N must be the element's own" in scale[0]["message"]
@@ -103,3 +108,33 @@ def test_fnuz_v_bytes_read_by_an_e4m3_mma_are_a_format_mismatch_and_nan_outputs(
     assert bad["metrics"]["vs_sage_reference"]["max_abs"] is None
     good = run_json(capsys, *small, "--kernel-fn", f"{path}:sage_fixed_v")
     assert good["findings"] == [] and good["metrics"]["vs_sage_reference"]["max_abs"] < 1e-5
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_the_project_reduce_with_its_statistics_mis_strided(capsys, fixed):
+    """tests/defective/reduce_stats_stride.py: every head but 0 weights its partial outputs with
+    other heads' statistics; gfxsim run --reduce-fn names each head's product."""
+    fn = "reduce_stats_stride_fixed" if fixed else "reduce_stats_stride"
+    rep = run_json(capsys, "paged_attention_decode", "--context", "1000",
+                   "--reduce-fn", f"{DEFECTIVE / 'reduce_stats_stride.py'}:{fn}")
+    rel = rep["metrics"]["vs_reference_int8"]["rel_l1"]
+    if fixed:
+        assert rep["findings"] == [] and rel < 1e-5
+        return
+    assert rel > 0.5                                        # the numbers are far off
+    # the sum of the weights keeps the one head it met, the wrong one: its quotient is stored there
+    assert {f["kind"] for f in rep["findings"]} == {"identity-mismatch", "store-mismatch"}
+    src = (DEFECTIVE / "reduce_stats_stride.py").read_text().splitlines()
+    line = next(i + 1 for i, s in enumerate(src) if "acc += (o_p + p * head_dim).load() * w_p" in s)
+    lines = {f"reduce_stats_stride.py:{n}" for n in (line, line + 1)}    # the product, and w_sum += w_p
+    heads = set()
+    for f in rep["findings"]:
+        if f["kind"] == "store-mismatch":
+            continue
+        d = f["details"]
+        assert d["field"] == "head" and f["source"] in lines and len(set(d["values"])) == 2
+        if f["source"].endswith(f":{line}"):
+            mine, theirs = d["values"]
+            assert mine == f["workgroup"][0] != theirs        # the workgroup's head, another head's weight
+            heads.add(mine)
+    assert heads == set(range(1, 8))                          # head 0 reads its own statistics

@@ -17,9 +17,9 @@ from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_ma
 from . import dequant
 from ... import isa
 from ...machine.encoding import numeric
-from ...machine.provenance import Prov, merge
+from ...machine.provenance import Prov
 from ...machine.routing import route_prov, shift_prov
-from ...machine.valueprov import elem_prov, merged, sum_of_results, with_marks
+from ...machine.valueprov import combine, elem_prov, merged, sum_of_results, with_marks
 from ...machine.vgpr import VGPRs
 from ..origin import bytes_carry_identity
 
@@ -97,26 +97,26 @@ def _arith_prov(st, name, vals, dequantized=False, differ=None):
     w = st.w
     if not w.provenance or all(v.prov is None for v in vals):
         return None
-    wide = w.machine.wide
     rule = _rule(name)
     if rule.fused:                          # c + a*b, as valu.fma: a product, then an add
-        ab = merged(w, vals[0], vals[1], 1, product=True)
+        ab = merged(w, vals[0], vals[1], 1, product=True, op=name)
         if dequantized and ab is not None:
             ab = Prov(ab.g, ab.ids)
         pc = elem_prov(w, vals[2], 1)
         if pc is None and not dequantized:      # a*b + a number: a*b's quantization marks (qdir.py)
             ab = with_marks(w, "mul", vals[0], vals[1], ab, 1)
-        p = merge(ab, pc, True, wide)
+        p = combine(w, ab, pc, True, "reduction", name, vals[2:3])
         if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
             p = sum_of_results(w, ab, pc, p, one_element=True if differ is None else differ)
         return p
     red = rule.reducing
     p = merged(w, vals[0], vals[1] if len(vals) > 1 else None, 1, red, rule.summing, product=rule.product,
-                  extremum=rule.extremum, one_element=True if differ is None else differ)
+               extremum=rule.extremum, one_element=True if differ is None else differ, op=name)
     if dequantized and p is not None:
         return Prov(p.g, p.ids)
     for v in vals[2:]:
-        p = merge(p, elem_prov(w, v, 1), red, wide)
+        p = combine(w, p, elem_prov(w, v, 1), red, "reduction" if (red or rule.summing) and not rule.extremum else None,
+                    name, (v,))
     if rule.quantizes and p is not None and "@mma" in p.ids:
         p = Prov(p.g, {f: a for f, a in p.ids.items() if f not in ("@mma", "@mn")}, p.fp, p.flags)
     if name in MARKED:

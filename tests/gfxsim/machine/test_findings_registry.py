@@ -251,6 +251,30 @@ def fp8_qk(q_encoding, q=None, k=None):
     return run, s.array, meant
 
 
+# -- identity-mismatch: another head's weight, and a row sum over lanes of four rows ------------------
+def _other_heads_weight(fixed):
+    """out[h][d] = part[h][d] * wt[h]; the defect reads the weight of head h + 1."""
+    heads = np.arange(4)
+    part = Buffer("part", np.ones((4, 16), np.float32), {"head": heads[:, None]})
+    wt = Buffer("wt", np.full(4, 0.5, np.float32), {"head": heads})
+
+    def other_heads_weight(w):
+        h = w.lane_id // 16
+        x = w.global_load(part, w.lane_id * 4, 4, "f32")
+        x * w.global_load(wt, (h if fixed else (h + 1) % 4) * 4, 4, "f32")
+    return launch(other_heads_weight, arch="gfx942")
+
+
+def _row_sum_too_wide(fixed):
+    """Lane l holds x[row l // 16][token l % 16]: a row sum reduces over 16 lanes (tokens); the
+    defect's butterfly runs over the whole wave, adding other rows' values."""
+    x = Buffer("x", np.ones((4, 16), np.float32), {"row": np.arange(4)[:, None], "token": np.arange(16)[None, :]})
+
+    def row_sum_too_wide(w):
+        w.reduce(w.global_load(x, w.lane_id * 4, 4, "f32"), "sum", 16 if fixed else 64)
+    return launch(row_sum_too_wide, arch="gfx942")
+
+
 PAIRS = {
     "ab-kslot-mismatch": [("B 8 tokens ahead", lambda: _ab_kslot(8), lambda: _ab_kslot(0))],
     "kslot-unknown-origin": [("packed bytes through an add", lambda: _unknown_origin(True),
@@ -274,6 +298,9 @@ PAIRS = {
                          lambda: fp8_qk("e4m3fnuz")[0])],
     "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True))],
     "missing-wait": [("no s_waitcnt vmcnt(0)", lambda: _missing_wait(""), lambda: _missing_wait("s_waitcnt vmcnt(0)"))],
+    "identity-mismatch": [("another head's weight", lambda: _other_heads_weight(False),
+                           lambda: _other_heads_weight(True)),
+                          ("row sum across rows", lambda: _row_sum_too_wide(False), lambda: _row_sum_too_wide(True))],
     "buffer-out-of-range": [("unmasked tail", lambda: _buffer_overrun(False), lambda: _buffer_overrun(True)),
                             ("past num_records", lambda: _buffer_past_records(100), lambda: _buffer_past_records(256))],
 }
@@ -296,6 +323,9 @@ EXPECT = {
     ("buffer-out-of-range", "unmasked tail"): {"reason": "buffer", "buffer": "x", "lanes": list(range(40, 64)),
                                                "offset": 160, "access": "load"},
     ("buffer-out-of-range", "past num_records"): {"reason": "num_records", "lanes": list(range(25, 64)), "offset": 100},
+    ("identity-mismatch", "another head's weight"): {"field": "head", "values": [0, 1], "lanes": list(range(64)),
+                                                     "operation": "v_mul_f32"},
+    ("identity-mismatch", "row sum across rows"): {"field": "row", "values": [0, 1], "operation": "v_add_f32"},
     ("double-count", "k-step added twice"): {"field": "token",
                                              "values": [t for t in range(64) if t % 16 >= 8]},
 }
