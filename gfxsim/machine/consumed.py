@@ -530,7 +530,7 @@ def describe(log, i: int, e: int, prefix: str = ""):
         return f"{prefix}the result of #{i}", i
     M, N = rec.insn.M, rec.insn.N
     wg = tuple(rec.workgroups[i - rec.first])
-    return (f"{prefix}the result of #{i} {rec.op} ({rec.source}, workgroup {wg}, wave {rec.wave}) "
+    return (f"{prefix}the result of {log.describe(i)} {rec.op} ({rec.source}, workgroup {wg}, wave {rec.wave}) "
             f"D[{(e // N) % M}][{e % N}]"), i
 
 

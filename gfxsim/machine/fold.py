@@ -47,7 +47,8 @@ RETRIES = 3              # attempts with finer classes before a batch runs unfol
 MAX_CLASSES = 16         # more classes than this: folding no longer pays, the batch runs unfolded
 # provenance findings made on a representative's columns: they would name it, not each member
 # (unless reported for every member: scale-group-mismatch, fold.Fold.for_members)
-RESTART_KINDS = frozenset({"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "double-count"})
+RESTART_KINDS = frozenset({"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "double-count",
+                           "accumulator-carried"})
 
 
 class Unfolded(BaseException):

@@ -220,10 +220,12 @@ class MmaLog:
         r = self.records[i]
         return r if index < r.first + len(r.workgroups) else None
 
-    def describe(self, index: int) -> str:
-        """``#12 (chunk 0 tile 1 j 0)``: an instruction's index and the kernel's label for it."""
+    def describe(self, index: int, label: str | None = None) -> str:
+        """``#12 (chunk 0 tile 1 j 0)``: an instruction's index and the kernel's label for it
+        (``label``: an instruction not logged yet)."""
         rec = self.record_of(index)
-        label = rec.label if rec is not None else None
+        if label is None and rec is not None:
+            label = rec.label
         return f"#{index}" + (f" ({label})" if label else "")
 
     def aligned(self, c_mma, c_mn, insn, members):
