@@ -6,7 +6,9 @@ twin reports nothing and computes what the project's kernel computes.
   (within each 16-dim tile) -> store-mismatch;
 - no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
 - a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch on
-  rows and store-mismatch on dims.
+  rows and store-mismatch on dims;
+- carried_acc.py: a QK whose int32 accumulator is zeroed once per chunk, not per tile ->
+  accumulator-carried.
 """
 import json
 
@@ -84,3 +86,25 @@ def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
     assert {f["details"]["field"] for f in store} == {"dim"}
     r, c = store[0]["details"]["element"]
     assert store[0]["details"]["value"]["dim"] == 16 * (c // 16) + r != c
+
+
+def test_an_accumulator_zeroed_once_per_chunk_is_carried_into_the_next_tile(capsys):
+    """carried_acc.py: QK's int32 accumulator zeroed once per chunk, so tile td starts from tile
+    td-1's scores: accumulator-carried at the first instruction of each later tile, naming the
+    element, C's token and D's; the numbers are far off. Its twin zeroes per tile and reports nothing."""
+    src = (DEFECTIVE / "carried_acc.py").read_text().splitlines()
+    line = next(i + 1 for i, s in enumerate(src) if "acc = w.mma(" in s)
+    bad = run_json(capsys, "qk_int8", *SMALL, "--kernel-fn", f"{DEFECTIVE / 'carried_acc.py'}:qk_carried_acc")
+    carried = [f for f in bad["findings"] if f["kind"] == "accumulator-carried"]
+    assert carried and {f["kind"] for f in bad["findings"]} <= {"accumulator-carried", "double-count"}
+    for f in carried:
+        d = f["details"]
+        assert f["source"] == f"carried_acc.py:{line}" and d["field"] == "token"
+        assert d["d_value"] - d["c_value"] == 16                 # the previous tile's token, same column
+        assert d["elements"] == 256 and "j 3)" in d["c_from"]     # the whole tile, from the last k-step of the last
+        assert f"holds token {d['c_value']}" in f["message"] and f"token {d['d_value']}" in f["message"]
+        assert "tile" in f["message"] and " j 0)" in f["message"]     # named by index and label
+    good = run_json(capsys, "qk_int8", *SMALL, "--kernel-fn", f"{DEFECTIVE / 'carried_acc.py'}:qk_zero_per_tile")
+    assert good["findings"] == []
+    assert good["metrics"] == run_json(capsys, "qk_int8", *SMALL)["metrics"]
+    assert bad["metrics"]["vs_fp32"]["max_abs"] > 100 * good["metrics"]["vs_fp32"]["max_abs"]
