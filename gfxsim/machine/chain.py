@@ -63,6 +63,14 @@ def _cells(ks_a: dict, ks_b: dict, f: str, shape, wide) -> Mask | None:
     return parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
 
 
+def _several(m: Mask) -> np.ndarray:
+    """Whether each set holds two values or more (a wide set spans windows: always)."""
+    words = m.bits
+    nonzero = (words != 0).sum(axis=-1)
+    one_word_several = ((words & (words - np.uint64(1))) != 0).any(axis=-1)
+    return (m.wide != 0) | (nonzero > 1) | one_word_several
+
+
 def c_sets(log, prev, rows, c_mma, c_mn, wide) -> dict:
     """{field: Mask [nb, M, N]}: the K sets C's elements consumed. ``prev``: the record whose D is
     exactly C (its ``rows``: the record's rows of these members, None all), or None: C's names
@@ -96,7 +104,9 @@ def report_summed_again(wave, insn, idx: int, label: str | None, ks_a: dict, ks_
         own = _cells(ks_a, ks_b, f, shape, wide)
         c = theirs[f]
         over = intersect(own.map(np.ascontiguousarray), c.map(np.ascontiguousarray), wide)
-        hit = over.nonempty() & (c_mma >= 0) & live_rows[:, None, None] & ~skip
+        # a field that holds one value along this element's K slots names the element (a
+        # query row's head), it is not summed over: only a K range is consumed once
+        hit = over.nonempty() & _several(own) & (c_mma >= 0) & live_rows[:, None, None] & ~skip
         if not hit.any():
             continue
         b, m, n = (int(x) for x in np.argwhere(hit)[0])
