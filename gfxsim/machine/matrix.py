@@ -121,7 +121,7 @@ def _unpack_nibbles(w, insn, op, v):
     nib = np.where(nib > 7, nib - 16, nib).astype(np.int8).reshape(-1, raw.shape[1])
     prov = None if v.prov is None else v.prov.per_byte().map(lambda x: np.repeat(x, 2, axis=0))
     valid = None if v.valid is None else np.repeat(v.valid, 2, axis=0)
-    return VGPRs(None, nib, "i4", prov, valid, regs=v.regs)
+    return VGPRs(None, nib, "i4", prov, valid, regs=v.regs, rfile=v.rfile)
 
 
 OPERAND_MEMO = 4         # operands a wave remembers per side (A, B): QK alternates four A registers
