@@ -410,10 +410,15 @@ def sum_made(wave, pid, pa, pb, elems, op, folded=None):
     rec = log.pairs[pid - PAIR_BASE]
     r, c = elems
     conflict = np.zeros(len(r), bool)
-    for f in sorted((pa.ids.keys() & pb.ids.keys()) - set(RESERVED)):
-        x, y = pa.ids[f][r, c], pb.ids[f][r, c]
+    unsure = np.zeros(len(r), bool)          # one side names the element on a field, the other does not
+    for f in sorted((pa.ids.keys() | pb.ids.keys()) - set(RESERVED)):
+        x = pa.ids[f][r, c] if f in pa.ids else np.full(len(r), -1, np.int32)
+        y = pb.ids[f][r, c] if f in pb.ids else np.full(len(r), -1, np.int32)
         conflict |= (x >= 0) & (y >= 0) & (x != y)
+        unsure |= (x >= 0) != (y >= 0)
     active = None if wave.exec_full else wave.pexec("EXEC of an add of results")[c]
+    if unsure.any():     # an untagged partial (an unused cache block's tile) is not shown to be this element
+        active = ~unsure if active is None else active & ~unsure
     if folded is None:
         overlap = pair_footprint(log, rec, conflict, op, active)
         sides = rec

@@ -8,7 +8,9 @@ Provenance of a matrix instruction, per (batched workgroup, block):
 * the record keeps, per field, the values feeding the K slots (compact: ``[K]`` when a field is
   the same along M (A) / N (B), ``[M]``/``[N]`` when it is the same along K, else the full grid);
 * the K set of D[m][n], per field that varies along K: A row m's values ∪ B column n's values,
-  as bitmask windows (``Mask``); through C it chains to the instruction that produced C;
+  as bitmask windows (``Mask``); through C it chains to the instruction that produced C, which
+  must have summed the same element and other K values (``chain``: accumulator-carried,
+  double-count);
 * D[m][n]'s identity: the fields constant along K of A's row m and B's column n, plus ``@mma``
   (this instruction's index) and ``@mn`` — the mark that lets a scale check or a finding name
   the instruction wherever the result travels (moves, LDS, bpermute, conversions).
@@ -368,6 +370,8 @@ class MatrixOps:
         none2, none3 = np.empty((0, 0), np.int32), np.empty((0, 0, 0), np.int32)
         as_i32 = lambda x, empty: empty if x is None else np.ascontiguousarray(x, np.int32)
         clashes = []                       # (field, D's value where C holds another, C's values)
+        unsure = np.zeros(flat_d.shape, bool)  # C or A.B names the element on a field, the other does not
+        named_c = pc is not None and "@mma" in pc.ids
         for f in sorted(fa.keys() | fb.keys() | fc.keys()):
             ra, cb = _d_identity(f, sa, sb, rec_a, rec_b) if f in sa or f in sb else (None, None)   # [nb, M], [nb, N]
             if ra is None and cb is None and f not in fc:
@@ -381,6 +385,11 @@ class MatrixOps:
                 ids[f] = plane
             if clashed:
                 clashes.append((f, clash, fc[f]))
+            if f in fc:
+                unsure |= clash == -2
+            elif named_c:                  # C names no value of f: A's row or B's column does
+                unsure |= ((np.full(flat_d.shape[:2], -1) if ra is None else ra)[:, :, None] >= 0) | \
+                    ((np.full(flat_d.shape[::2], -1) if cb is None else cb)[:, None, :] >= 0)
         member_plane, mn_plane = name_planes(cache, insn, shape, self.pmember_ids, self.lanes)
         ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
         ids["@mn"] = mn_plane.copy()
@@ -399,7 +408,7 @@ class MatrixOps:
             if ks_a or ks_b:             # what C consumed, summed again by A.B
                 theirs = chain.c_sets(self.machine.mma_log, prev, rows, c_mma, c_mn, wide)
                 chain.report_summed_again(self, insn, idx, label, ks_a, ks_b, theirs, c_mma, c_mn, d_lanes,
-                                          live_rows, other)
+                                          live_rows, other | unsure)
             if prev is not None:         # C is the previous instruction's D, element for element
                 for side, pside in ((ks_a, prev.ks_a), (ks_b, prev.ks_b)):
                     for f in pside.keys() | side.keys():

@@ -114,6 +114,34 @@ def test_a_sum_across_elements_is_a_reduction_not_a_double_count():
     assert not run.findings, run.findings
 
 
+def _tiles_summed(tokens_of_second):
+    """S of 16 rows x two 16-token tiles (QK: the dims are the K range), the tiles added (a sum
+    over tokens). The second tile's tokens: ``tokens_of_second`` (-1: an unused cache block, no
+    token tag; its dims are tagged as every block's are)."""
+    rng = np.random.default_rng(0)
+    q = Buffer("q", rng.integers(-5, 5, (16, 32)).astype(np.int8),
+               {"row": np.broadcast_to(np.arange(16)[:, None], (16, 32)), "dim": np.broadcast_to(np.arange(32), (16, 32))})
+    tok = np.concatenate([np.arange(16), tokens_of_second])[:, None] + np.zeros((1, 32), np.int64)
+    k = Buffer("k", rng.integers(-5, 5, (32, 32)).astype(np.int8),
+               {"token": tok, "dim": np.broadcast_to(np.arange(32), (32, 32))})
+
+    def tiles_summed(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        qa = w.global_load(q, c * 32 + 8 * r, 8, "i8")
+        s = [w.mma(MMAC, qa, w.global_load(k, (16 * t + c) * 32 + 8 * r, 8, "i8")) for t in range(2)]
+        s[0] + s[1]
+    return launch(tiles_summed, arch="gfx936")
+
+
+@pytest.mark.parametrize("second", ["tokens 16-31", "an unused block"])
+def test_a_tile_of_an_untagged_block_is_not_the_same_element(second):
+    """Both tiles consumed dims 0-31; they are different tokens' scores, so their sum is a
+    reduction, whether the second tile's tokens are tagged or come from a block no sequence uses
+    (no token tag): an element without a tag is not shown to be the other's."""
+    run = _tiles_summed(np.arange(16, 32) if second == "tokens 16-31" else np.full(16, -1))
+    assert not run.findings, [f.message for f in run.findings]
+
+
 def test_provenance_off_skips_the_checks_and_says_so():
     v = v_buffer()
     out = Buffer.empty("out", (16, 16), np.float32).expect("token", 0, 64)
