@@ -529,7 +529,8 @@ def describe(log, i: int, e: int, prefix: str = ""):
         idx, src, wv, wgs, lanes = rec.site
         base = rec.member_base
         wg = wgs[int(np.searchsorted(base, e, "right")) - 1] if base is not None else wgs[0]
-        return f"{prefix}the sum made at #{idx} ({src}, workgroup {tuple(wg)}, wave {wv})", int(idx)
+        return (f"{prefix}the sum of {log.summed_names(i)} made at #{idx} ({src}, workgroup {tuple(wg)}, "
+                f"wave {wv})"), int(idx)
     rec = log.record_of(i)
     if rec is None:
         return f"{prefix}the result of #{i}", i

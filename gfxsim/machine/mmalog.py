@@ -231,15 +231,19 @@ class MmaLog:
             theirs = self.foreign[k - 1][0]
             return f"{theirs.describe(index - k * FOREIGN_BASE)} of launch {theirs.kernel or '?'}"
         if index >= PAIR_BASE:
-            leaves = self.summed(index)
-            names = " + ".join(self.describe(i) for i in leaves[:_NAMED])
-            more = f" and {len(leaves) - _NAMED} more" if len(leaves) > _NAMED else ""
             site = self.pairs[index - PAIR_BASE].site
-            return names + more + (f" (summed at #{site[0]}, {site[1]})" if site is not None else " (summed)")
+            return self.summed_names(index) + (f" (summed at #{site[0]}, {site[1]})" if site is not None else
+                                               " (summed)")
         rec = self.record_of(index)
         if label is None and rec is not None:
             label = rec.label
         return f"#{index}" + (f" ({label})" if label else "")
+
+    def summed_names(self, index: int) -> str:
+        """``#12 (j 0) + #13 (j 1)``: the instructions a sum of results added (``summed``)."""
+        leaves = self.summed(index)
+        names = " + ".join(self.describe(i) for i in leaves[:_NAMED])
+        return names + (f" and {len(leaves) - _NAMED} more" if len(leaves) > _NAMED else "")
 
     def trace_index(self, index: int) -> int:
         """The trace index a value's name stands for: an instruction's own, the add that made a sum

@@ -76,7 +76,8 @@ def test_a_partial_sum_added_twice_counts_three_times():
     run = accumulate([0, 1], extra=[1])
     dc = run.findings_of("double-count")
     assert len(dc) == 1 and dc[0].details["values"] == list(range(32, 64))
-    assert "the sum made at" in dc[0].details["left"]          # (acc0 + acc1) + acc1
+    first, second, _ = (m.index for m in run.mmacs())
+    assert f"the sum of #{first} + #{second} made at #" in dc[0].details["left"]     # (acc0 + acc1) + acc1
     (cov,) = run.findings_of("token-coverage")
     assert cov.details["multiple"] == {t: 2 for t in range(32, 64)} and not cov.details["never"]
 
