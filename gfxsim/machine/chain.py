@@ -50,17 +50,30 @@ def report_carried(wave, insn, idx: int, label: str | None, clashes: list, c_mma
     return where
 
 
-def _cells(ks_a: dict, ks_b: dict, f: str, shape, wide) -> Mask | None:
-    """A row m's ∪ B column n's K set of field f, as [nb, M, N] (None: neither side has it)."""
-    nb, M, N = shape
+def _squeezed(m: Mask) -> Mask:
+    """``m`` [nb, R] as [nb, 1] where every row of a (workgroup, block) holds one set (every row of A
+    and column of B consume the same K values: the common case, one set op per row, not per element)."""
+    if (m.base == m.base[:, :1]).all() and (m.wide == m.wide[:, :1]).all() and (m.bits == m.bits[:, :1]).all():
+        return m.map(lambda x: x[:, :1])
+    return m
+
+
+def _cells(ks_a: dict, ks_b: dict, f: str, wide) -> Mask | None:
+    """A row m's ∪ B column n's K set of field f, as [nb, M or 1, N or 1] (None: neither side has
+    it; a side whose rows all hold one set is one row)."""
     parts = []
     if f in ks_a:
-        parts.append(ks_a[f].map(lambda x: np.broadcast_to(x[:, :, None], (nb, M, N) + x.shape[2:])))
+        parts.append(_squeezed(ks_a[f]).map(lambda x: x[:, :, None]))
     if f in ks_b:
-        parts.append(ks_b[f].map(lambda x: np.broadcast_to(x[:, None, :], (nb, M, N) + x.shape[2:])))
+        parts.append(_squeezed(ks_b[f]).map(lambda x: x[:, None, :]))
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
+
+
+def _full(m: Mask, shape) -> Mask:
+    """``m`` broadcast to leading ``shape`` (contiguous: the set algebra writes and compares whole arrays)."""
+    return m.map(lambda x: np.ascontiguousarray(np.broadcast_to(x, tuple(shape) + x.shape[3:])))
 
 
 def _several(m: Mask) -> np.ndarray:
@@ -72,15 +85,14 @@ def _several(m: Mask) -> np.ndarray:
 
 
 def c_sets(log, prev, rows, c_mma, c_mn, wide) -> dict:
-    """{field: Mask [nb, M, N]}: the K sets C's elements consumed. ``prev``: the record whose D is
-    exactly C (its ``rows``: the record's rows of these members, None all), or None: C's names
+    """{field: [(where, Mask)]}: the K sets C's elements consumed, as parts whose union is the set
+    of each element (_parts: A rows', B columns', or "mn" per element [nb, M, N]). ``prev``: the record whose D
+    is exactly C (its ``rows``: the record's rows of these members, None all), or None: C's names
     followed through the log."""
     shape = c_mma.shape
     if prev is not None and prev.c_mma is None:
         pick = (lambda x: x) if rows is None else (lambda x: x[rows])
-        ka = {f: m.map(pick) for f, m in prev.ks_a.items()}
-        kb = {f: m.map(pick) for f, m in prev.ks_b.items()}
-        return {f: got for f in ka.keys() | kb.keys() if (got := _cells(ka, kb, f, shape, wide)) is not None}
+        return _parts({f: m.map(pick) for f, m in prev.ks_a.items()}, {f: m.map(pick) for f, m in prev.ks_b.items()})
     keep = c_mma.reshape(-1) >= 0
     if not keep.any():
         return {}
@@ -89,7 +101,66 @@ def c_sets(log, prev, rows, c_mma, c_mn, wide) -> dict:
     for f, m in got.items():
         full = Mask.empty((c_mma.size,))
         full.assign(np.nonzero(keep)[0], m)
-        out[f] = full.map(lambda x: x.reshape(shape + x.shape[1:]))
+        out[f] = [("mn", full.map(lambda x: x.reshape(shape + x.shape[1:])))]
+    return out
+
+
+def _parts(ks_a: dict, ks_b: dict) -> dict:
+    """{field: [(where, Mask)]} of a record's K sets: "m" A rows' [nb, M], "n" B columns' [nb, N]."""
+    out: dict = {}
+    for f, m in ks_a.items():
+        out.setdefault(f, []).append(("m", m))
+    for f, m in ks_b.items():
+        out.setdefault(f, []).append(("n", m))
+    return out
+
+
+def _placed(where: str, m: Mask) -> Mask:
+    """A part as [nb, M, 1], [nb, 1, N] or [nb, M, N] (where "mn")."""
+    if where == "m":
+        return m.map(lambda x: x[:, :, None])
+    return m.map(lambda x: x[:, None, :]) if where == "n" else m
+
+
+def _one(parts: list, wide):
+    """The union of ``parts`` where each holds one set everywhere (the common case: every row of A
+    and column of B consume the same K values), as ("n", base, bits) for one window or ("v",
+    frozenset); None where some part's sets differ."""
+    got = None
+    for _, p in parts:
+        t = p.one_set()
+        if t is None:
+            return None
+        base, bits, wid = t
+        if wid == 0 and (got is None or got[0] == "n" and (got[1] < 0 or base < 0 or got[1] == base)):
+            got = ("n", base, bits) if got is None or base >= 0 and got[1] < 0 else \
+                ("n", got[1], got[2] | bits) if base < 0 or got[1] == base else ("n", base, bits)
+            continue
+        vals = _values(("n", base, bits) if wid == 0 else ("w", wid), wide)
+        got = ("v", vals if got is None else _values(got, wide) | vals)
+    return got
+
+
+def _values(t, wide) -> frozenset:
+    if t[0] == "v":
+        return t[1]
+    if t[0] == "w":
+        return wide.values(t[1])
+    if t[1] < 0:
+        return frozenset()
+    return Mask(np.array([t[1]], np.int64), t[2][None], np.zeros(1, np.uint32)).values_at((0,), wide)
+
+
+def _disjoint(a, b, wide) -> bool:
+    if a[0] == "n" and b[0] == "n":
+        return a[1] < 0 or b[1] < 0 or a[1] != b[1] or not (a[2] & b[2]).any()
+    return _values(a, wide).isdisjoint(_values(b, wide))
+
+
+def _union_parts(parts: list, wide) -> Mask:
+    out = _placed(*parts[0])
+    for p in parts[1:]:
+        out = out.union(_placed(*p), wide)
     return out
 
 
@@ -100,15 +171,21 @@ def report_summed_again(wave, insn, idx: int, label: str | None, ks_a: dict, ks_
     whose identities agree (not ``skip``)."""
     log, wide = wave.machine.mma_log, wave.machine.wide
     shape = c_mma.shape
-    for f in sorted(theirs.keys() & (ks_a.keys() | ks_b.keys())):
-        own = _cells(ks_a, ks_b, f, shape, wide)
-        c = theirs[f]
-        over = intersect(own.map(np.ascontiguousarray), c.map(np.ascontiguousarray), wide)
+    mine = _parts(ks_a, ks_b)
+    for f in sorted(theirs.keys() & mine.keys()):
+        one_own, one_c = _one(mine[f], wide), _one(theirs[f], wide)
+        if one_own is not None and one_c is not None and _disjoint(one_own, one_c, wide):
+            continue                       # one set on each side, and no value in both
+        own, c = _cells(ks_a, ks_b, f, wide), _union_parts(theirs[f], wide)
+        common = np.broadcast_shapes(own.shape, c.shape)
+        own = _full(own, common)
+        over = intersect(own, _full(c, common), wide)
         # a field that holds one value along this element's K slots names the element (a
         # query row's head), it is not summed over: only a K range is consumed once
-        hit = over.nonempty() & _several(own) & (c_mma >= 0) & live_rows[:, None, None] & ~skip
+        hit = np.broadcast_to(over.nonempty() & _several(own), shape) & (c_mma >= 0) & live_rows[:, None, None] & ~skip
         if not hit.any():
             continue
+        over = over.map(lambda x: np.broadcast_to(x, shape + x.shape[3:]))
         b, m, n = (int(x) for x in np.argwhere(hit)[0])
         vals = sorted(over.values_at((b, m, n), wide))
         left, l_idx = describe(log, int(c_mma[b, m, n]), int(c_mn[b, m, n]))
