@@ -84,6 +84,17 @@ class IdentityMismatch:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AccumulatorCarried:
+    field: str                  # the identity C and D disagree on (a query row, a token, a V dim)
+    element: list               # [m, n] of D (the first element that disagrees)
+    c_value: int                # what C's element holds
+    d_value: int                # what A's row and B's column make D's element
+    c_from: str                 # where C's value was made (its instruction, label and element)
+    c_instruction: int          # that instruction's index (-1: not a matrix result)
+    elements: int               # elements of this instruction whose C is another element's
+
+
+@dataclass(frozen=True, kw_only=True)
 class LdsRace:
     other_wave: int
     where: str                  # region+offset
@@ -182,6 +193,9 @@ REGISTRY = {k.name: k for k in (
     Kind("identity-mismatch", "an elementwise add, product, fma or extremum combines values of different "
          "heads, sequences or rows: a field the operation does not reduce over", IdentityMismatch,
          ("source", "operation", "field", "workgroup")),
+    Kind("accumulator-carried", "a matrix instruction's C holds the partial sum of another output element than its "
+         "D (an accumulator not zeroed between output tiles)", AccumulatorCarried,
+         ("source", "field", "workgroup")),
     Kind("lds-race", "two waves touched one LDS byte in the same barrier epoch, at least one writing", LdsRace,
          ("source", "other_wave", "workgroup")),
     Kind("uninitialized-read", "a never-written register, LDS or global byte was read", UninitializedRead,

@@ -50,7 +50,8 @@ MAX_CLASSES = 16         # more classes than this: folding no longer pays, the b
 # (unless reported for every member: scale-group-mismatch, fold.Fold.for_members)
 RESTART_KINDS = frozenset({"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "double-count",
                            "format-mismatch",
-                           "identity-mismatch"})
+                           "identity-mismatch",
+                           "accumulator-carried"})
 
 
 class Unfolded(BaseException):

@@ -198,6 +198,29 @@ def _double_count(fixed):
     return launch(double_count, arch="gfx936")
 
 
+# -- accumulator-carried: the int32 accumulator zeroed once, not once per output tile ---------------
+def _qk_tiles(zero_per_tile, steps=(0, 1)):
+    """S = Q.K^T over two 16-token tiles, each the chain of its k-steps ``steps`` (32 dims each)
+    through C. The defect: ``acc`` zeroed once before the tiles, so tile 1 starts from tile 0's sums."""
+    rng = np.random.default_rng(0)
+    q = Buffer("q", rng.integers(-5, 5, (16, 64)).astype(np.int8),
+               {"row": np.broadcast_to(np.arange(16)[:, None], (16, 64)), "dim": np.broadcast_to(np.arange(64), (16, 64))})
+    k = Buffer("k", rng.integers(-5, 5, (32, 64)).astype(np.int8),
+               {"token": np.broadcast_to(np.arange(32)[:, None], (32, 64)), "dim": np.broadcast_to(np.arange(64), (32, 64))})
+
+    def qk_tiles(w):
+        r, c = w.lane_id // 16, w.lane_id % 16          # A row / B token c, dims 32*ks + 8r .. +7
+        qa = [w.global_load(q, c * 64 + 32 * ks + 8 * r, 8, "i8") for ks in range(2)]
+        acc = w.zeros("i32", 4)
+        for t in range(2):
+            if zero_per_tile:
+                acc = w.zeros("i32", 4)
+            for ks in steps:
+                kb = w.global_load(k, (16 * t + c) * 64 + 32 * ks + 8 * r, 8, "i8")
+                acc = w.mma(MMAC, qa[ks], kb, acc, label=f"tile {t} k {ks}")
+    return launch(qk_tiles, arch="gfx936")
+
+
 # -- buffer-out-of-range: 40 rows behind a raw descriptor of num_records 0x7ffffffe, 64 lanes reading --
 def _buffer_overrun(masked):
     x = Buffer("x", np.arange(40, dtype=np.int32), {"token": np.arange(40)})
@@ -296,7 +319,10 @@ PAIRS = {
     "store-mismatch": [("output transposed", lambda: _store_mismatch(True), lambda: _store_mismatch(False))],
     "format-mismatch": [("e4m3fn bytes read as e4m3fnuz", lambda: fp8_qk("e4m3fn")[0],
                          lambda: fp8_qk("e4m3fnuz")[0])],
-    "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True))],
+    "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True)),
+                     ("k-step chained twice through C", lambda: _qk_tiles(True, (0, 1, 1)),
+                      lambda: _qk_tiles(True, (0, 1)))],
+    "accumulator-carried": [("acc zeroed once, not per tile", lambda: _qk_tiles(False), lambda: _qk_tiles(True))],
     "missing-wait": [("no s_waitcnt vmcnt(0)", lambda: _missing_wait(""), lambda: _missing_wait("s_waitcnt vmcnt(0)"))],
     "identity-mismatch": [("another head's weight", lambda: _other_heads_weight(False),
                            lambda: _other_heads_weight(True)),
@@ -328,6 +354,9 @@ EXPECT = {
     ("identity-mismatch", "row sum across rows"): {"field": "row", "values": [0, 1], "operation": "v_add_f32"},
     ("double-count", "k-step added twice"): {"field": "token",
                                              "values": [t for t in range(64) if t % 16 >= 8]},
+    ("double-count", "k-step chained twice through C"): {"field": "dim", "values": list(range(32, 64))},
+    ("accumulator-carried", "acc zeroed once, not per tile"): {"field": "token", "element": [0, 0], "c_value": 0,
+                                                               "d_value": 16, "elements": 256},
 }
 
 
