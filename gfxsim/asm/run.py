@@ -72,7 +72,7 @@ class Program:
     def __init__(self, kernel):
         self.kernel = kernel
         check_target(kernel)             # before decoding: another ISA's operands would be named instead
-        self.decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
+        self.decoded = _decoded(kernel)
         self.abi = KernelABI.of(kernel)
         self.entry = kernel_entry(kernel, self.abi)      # past a kernarg preload header
         self.fns = tuple(_semantics(d) for d in self.decoded)
@@ -83,6 +83,18 @@ class Program:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
         return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded[self.entry:], self.fns[self.entry:])
                 if f is None]
+
+
+def _decoded(kernel) -> tuple[Decoded, ...]:
+    """Every instruction decoded: from the disk cache where the kernel's file was parsed through
+    cache.parse_cached before, else decoded here (and kept there)."""
+    from . import cache
+    kept = cache.load_decoded(kernel)
+    if kept is not None:
+        return tuple(Decoded(i, *rest) for i, rest in zip(kernel.instructions, kept))
+    decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
+    cache.store_decoded(kernel, decoded)
+    return decoded
 
 
 def check_target(kernel) -> None:
