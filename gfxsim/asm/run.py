@@ -25,7 +25,7 @@ from ..machine import ops
 from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, launch_options, run_grid
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
-from . import semantics
+from . import semantics, translate
 from .launch import entry as kernel_entry
 from .launch import (DISPATCH, KERNARG, STACK_BYTES, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
                      PointerArray, initial_state, kernarg_segment, null_pointers, struct_buffers)
@@ -77,6 +77,7 @@ class Program:
         self.entry = kernel_entry(kernel, self.abi)      # past a kernarg preload header
         self.fns = tuple(_semantics(d) for d in self.decoded)
         self.own_event = tuple(own_event(d.ins.mnemonic) for d in self.decoded)
+        self.steps = translate.steps(self)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
 
     def unsupported(self) -> list[str]:
@@ -178,53 +179,88 @@ def _run_members(st, program, counted):
                 else:                                   # every running member is at a barrier
                     _barrier(st, program, live)
                     continue
+        if act is None:
+            _run_together(st, program, pc, counted)
+            continue
         if not 0 <= pc < n:
             st.current, st.act = None, act
             raise st.error(f"execution ran off the end of {program.kernel.name} (pc {pc}) without s_endpgm")
-        d = program.decoded[pc]
-        st.pc, st.current = pc, d
-        fn = program.fns[pc]
-        if fn is None:
-            what = "DPP" if d.enc == "dpp" else "opcode"
-            raise st.error(f"unsupported {what} {d.ins.mnemonic}")
-        if act is not None:                   # the members not at this pc sit it out
-            st.act = act
-            cols = np.repeat(act, lanes)
-            saved = w.exec
-            w.set_exec(saved & cols)
-            w.live = np.nonzero(act)[0].tolist()
-        counted[0] += int(np.count_nonzero(w.exec))
-        if st.any_unknown:
-            taint_in(st, d)
+        d = _at(st, program, pc)
+        st.act = act                          # the members not at this pc sit it out
+        cols = np.repeat(act, lanes)
+        saved = w.exec
+        w.set_exec(saved & cols)
+        w.live = np.nonzero(act)[0].tolist()
         try:
-            own = program.own_event[pc]
-            if own:                           # arithmetic, moves, scalar, branches: one event of its own,
-                ins = _vector_sources(st, d) if tr.enabled else ()       # its back-end steps muted
-                tr.muted += 1
-                try:
-                    nxt = fn(st, d)
-                finally:
-                    tr.muted -= 1
-                _record(st, d, ins)
-            else:                             # memory, LDS, matrix, barrier: the back end's event
-                n0 = len(tr.raw)
-                nxt = fn(st, d)
-                if tr.enabled and len(tr.raw) > n0:
-                    _name_outputs(tr.raw[n0:], d)
+            counted[0] += int(np.count_nonzero(w.exec))
+            nxt = _execute(st, d, program.fns[pc], program.steps[pc], program.own_event[pc], tr)
         finally:
-            st.taint_s = st.taint_v = st.fresh_out = None
-            if act is not None:
-                w.set_exec(np.where(cols, w.exec, saved))
-                w.live = None
-                st.act = None
+            w.set_exec(np.where(cols, w.exec, saved))
+            w.live = None
+            st.act = None
         if nxt is None:
             nxt = pc + 1
-        if act is None:
-            pcs[:] = nxt
-        elif isinstance(nxt, np.ndarray):
+        if isinstance(nxt, np.ndarray):
             pcs[act] = nxt[act]
         else:
             pcs[act] = nxt
+
+
+def _run_together(st, program, pc, counted):
+    """Every running member at ``pc`` (none ended): straight on, the pc a Python int, until a
+    branch parts the members, one ends or the pc leaves the program (the caller's loop then
+    schedules, stops or names the error)."""
+    decoded, fns, steps, own_event = program.decoded, program.fns, program.steps, program.own_event
+    n = len(decoded)
+    w = st.w
+    tr = w.machine.trace
+    pcs = st.pcs
+    while 0 <= pc < n:
+        d = _at(st, program, pc)
+        counted[0] += w.width if w.exec_full else int(np.count_nonzero(w.exec))
+        nxt = _execute(st, d, fns[pc], steps[pc], own_event[pc], tr)
+        if nxt is None:
+            pc += 1
+        elif isinstance(nxt, np.ndarray):
+            pcs[:] = nxt
+            return
+        else:
+            pc = nxt
+    pcs[:] = pc
+
+
+def _at(st, program, pc):
+    """The instruction at ``pc``, made the one being executed (an error unless it has semantics)."""
+    d = program.decoded[pc]
+    st.pc, st.current = pc, d
+    if program.fns[pc] is None:
+        what = "DPP" if d.enc == "dpp" else "opcode"
+        raise st.error(f"unsupported {what} {d.ins.mnemonic}")
+    return d
+
+
+def _execute(st, d, fn, step, own, tr):
+    """One instruction for the executing members: its translated step (translate.py) or its
+    semantics function, and its event. Returns the next pc (None: the next instruction)."""
+    if st.any_unknown:
+        taint_in(st, d)
+    try:
+        if own:                               # arithmetic, moves, scalar, branches: one event of its own,
+            ins = _vector_sources(st, d) if tr.enabled else ()           # its back-end steps muted
+            tr.muted += 1
+            try:
+                nxt = fn(st, d) if step is None else step(st)
+            finally:
+                tr.muted -= 1
+            _record(st, d, ins)
+        else:                                 # memory, LDS, matrix, barrier: the back end's event
+            n0 = len(tr.raw)
+            nxt = fn(st, d) if step is None else step(st)
+            if tr.enabled and len(tr.raw) > n0:
+                _name_outputs(tr.raw[n0:], d)
+    finally:
+        st.taint_s = st.taint_v = st.fresh_out = None
+    return nxt
 
 
 def _name_outputs(events, d):
