@@ -154,8 +154,9 @@ def _src_values(st, d, srcs):
 def _result_prov(st, d, name, srcs):
     """The provenance of a VALU table row's result: routed bytes where the operation moves bytes,
     the arithmetic rule otherwise."""
-    if not st.w.provenance or not any(o.kind == "reg" and o.file in "va" for o in srcs):
-        return None
+    if not st.w.provenance or not any(o.kind == "reg" and o.file in "va" and (o.dpp or st.vhas_prov(o.file, o.first, o.count))
+                                      for o in srcs):
+        return None                   # no source register holds provenance: none to compute
     vals = _src_values(st, d, srcs)
     if all(v.prov is None for v in vals):
         return None
