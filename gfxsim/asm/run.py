@@ -25,7 +25,7 @@ from ..machine import ops
 from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, launch_options, run_grid
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
-from . import semantics, waitcnt
+from . import semantics, translate, waitcnt
 from .launch import entry as kernel_entry
 from .launch import (DISPATCH, KERNARG, STACK_BYTES, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
                      PointerArray, initial_state, kernarg_segment, null_pointers, struct_buffers)
@@ -72,11 +72,12 @@ class Program:
     def __init__(self, kernel):
         self.kernel = kernel
         check_target(kernel)             # before decoding: another ISA's operands would be named instead
-        self.decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
+        self.decoded = _decoded(kernel)
         self.abi = KernelABI.of(kernel)
         self.entry = kernel_entry(kernel, self.abi)      # past a kernarg preload header
         self.fns = tuple(_semantics(d) for d in self.decoded)
         self.own_event = tuple(own_event(d.ins.mnemonic) for d in self.decoded)
+        self.steps = translate.steps(self)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
         self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
 
@@ -84,6 +85,18 @@ class Program:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
         return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded[self.entry:], self.fns[self.entry:])
                 if f is None]
+
+
+def _decoded(kernel) -> tuple[Decoded, ...]:
+    """Every instruction decoded: from the disk cache where the kernel's file was parsed through
+    cache.parse_cached before, else decoded here (and kept there)."""
+    from . import cache
+    kept = cache.load_decoded(kernel)
+    if kept is not None:
+        return tuple(Decoded(i, *rest) for i, rest in zip(kernel.instructions, kept))
+    decoded = tuple(decode(i, kernel.name) for i in kernel.instructions)
+    cache.store_decoded(kernel, decoded)
+    return decoded
 
 
 def check_target(kernel) -> None:
@@ -137,13 +150,13 @@ def execute(st: WaveState, program: Program):
 
 
 def _run_members(st, program, counted):
+    st.counters = waitcnt.Counters(st, program.waits)
     n = len(program.decoded)
     w = st.w
     tr = w.machine.trace
     M, lanes = st.members, st.lanes
     pcs, ended = st.pcs, st.ended
     barrier = program.barrier
-    counters = st.counters = waitcnt.Counters(st, program.waits)
     while True:
         if M == 1:
             if ended[0]:
@@ -168,56 +181,93 @@ def _run_members(st, program, counted):
                 else:                                   # every running member is at a barrier
                     _barrier(st, program, live)
                     continue
+        if act is None:
+            _run_together(st, program, pc, counted)
+            continue
         if not 0 <= pc < n:
             st.current, st.act = None, act
             raise st.error(f"execution ran off the end of {program.kernel.name} (pc {pc}) without s_endpgm")
-        d = program.decoded[pc]
-        st.pc, st.current = pc, d
-        fn = program.fns[pc]
-        if fn is None:
-            what = "DPP" if d.enc == "dpp" else "opcode"
-            raise st.error(f"unsupported {what} {d.ins.mnemonic}")
-        if act is not None:                   # the members not at this pc sit it out
-            st.act = act
-            cols = np.repeat(act, lanes)
-            saved = w.exec
-            w.set_exec(saved & cols)
-            w.live = np.nonzero(act)[0].tolist()
-        counted[0] += int(np.count_nonzero(w.exec))
-        if st.any_unknown:
-            taint_in(st, d)
-        event = tr.n_events
-        poisoned = counters.before(pc)        # a wait, or reads of registers whose loads are outstanding
+        d = _at(st, program, pc)
+        st.act = act                          # the members not at this pc sit it out
+        cols = np.repeat(act, lanes)
+        saved = w.exec
+        w.set_exec(saved & cols)
+        w.live = np.nonzero(act)[0].tolist()
         try:
-            own = program.own_event[pc]
-            if own:                           # arithmetic, moves, scalar, branches: one event of its own,
-                ins = _vector_sources(st, d) if tr.enabled else ()       # its back-end steps muted
-                tr.muted += 1
-                try:
-                    nxt = fn(st, d)
-                finally:
-                    tr.muted -= 1
-                _record(st, d, ins)
-            else:                             # memory, LDS, matrix, barrier: the back end's event
-                n0 = len(tr.raw)
-                nxt = fn(st, d)
-                if tr.enabled and len(tr.raw) > n0:
-                    _name_outputs(tr.raw[n0:], d)
+            counted[0] += int(np.count_nonzero(w.exec))
+            nxt = _execute(st, pc, d, program.fns[pc], program.steps[pc], program.own_event[pc], tr)
         finally:
-            counters.after(pc, poisoned, event)
-            st.taint_s = st.taint_v = st.fresh_out = None
-            if act is not None:
-                w.set_exec(np.where(cols, w.exec, saved))
-                w.live = None
-                st.act = None
+            w.set_exec(np.where(cols, w.exec, saved))
+            w.live = None
+            st.act = None
         if nxt is None:
             nxt = pc + 1
-        if act is None:
-            pcs[:] = nxt
-        elif isinstance(nxt, np.ndarray):
+        if isinstance(nxt, np.ndarray):
             pcs[act] = nxt[act]
         else:
             pcs[act] = nxt
+
+
+def _run_together(st, program, pc, counted):
+    """Every running member at ``pc`` (none ended): straight on, the pc a Python int, until a
+    branch parts the members, one ends or the pc leaves the program (the caller's loop then
+    schedules, stops or names the error)."""
+    decoded, fns, steps, own_event = program.decoded, program.fns, program.steps, program.own_event
+    n = len(decoded)
+    w = st.w
+    tr = w.machine.trace
+    pcs = st.pcs
+    while 0 <= pc < n:
+        d = _at(st, program, pc)
+        counted[0] += w.width if w.exec_full else int(np.count_nonzero(w.exec))
+        nxt = _execute(st, pc, d, fns[pc], steps[pc], own_event[pc], tr)
+        if nxt is None:
+            pc += 1
+        elif isinstance(nxt, np.ndarray):
+            pcs[:] = nxt
+            return
+        else:
+            pc = nxt
+    pcs[:] = pc
+
+
+def _at(st, program, pc):
+    """The instruction at ``pc``, made the one being executed (an error unless it has semantics)."""
+    d = program.decoded[pc]
+    st.pc, st.current = pc, d
+    if program.fns[pc] is None:
+        what = "DPP" if d.enc == "dpp" else "opcode"
+        raise st.error(f"unsupported {what} {d.ins.mnemonic}")
+    return d
+
+
+def _execute(st, pc, d, fn, step, own, tr):
+    """One instruction for the executing members: its translated step (translate.py) or its
+    semantics function, and its event, between the wait counters' look at what it reads
+    (waitcnt.py) and their count of what it issues. Returns the next pc (None: the next instruction)."""
+    if st.any_unknown:
+        taint_in(st, d)
+    counters = st.counters
+    event = tr.n_events
+    poisoned = counters.before(pc)            # a wait, or reads of registers whose loads are outstanding
+    try:
+        if own:                               # arithmetic, moves, scalar, branches: one event of its own,
+            ins = _vector_sources(st, d) if tr.enabled else ()           # its back-end steps muted
+            tr.muted += 1
+            try:
+                nxt = fn(st, d) if step is None else step(st)
+            finally:
+                tr.muted -= 1
+            _record(st, d, ins)
+        else:                                 # memory, LDS, matrix, barrier: the back end's event
+            n0 = len(tr.raw)
+            nxt = fn(st, d) if step is None else step(st)
+            if tr.enabled and len(tr.raw) > n0:
+                _name_outputs(tr.raw[n0:], d)
+    finally:
+        counters.after(pc, poisoned, event)
+        st.taint_s = st.taint_v = st.fresh_out = None
+    return nxt
 
 
 def _name_outputs(events, d):
@@ -251,10 +301,13 @@ def _barrier(st, program, live):
         at = live & (pcs == pc)
         st.pc, st.current = pc, program.decoded[pc]
         w.live = None if at.all() else np.nonzero(at)[0].tolist()
+        st.act = None if at.all() else at
         try:
+            st.counters.before(pc)            # LDS writes still outstanding at the barrier
             w.event(ops.OTHER["barrier"])
         finally:
             w.live = None
+            st.act = None
     w.wg.barrier(w)
     pcs[live] += 1
 

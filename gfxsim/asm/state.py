@@ -230,6 +230,11 @@ class WaveState:
         rf.check_range(first, count)
         return rf.words[first:first + count]
 
+    def vhas_prov(self, f: str, first: int, count: int = 1) -> bool:
+        """Whether v/a registers first.. may carry provenance (False: a read of them has none)."""
+        rf = self.regfile(f)
+        return rf.prov is not None and bool(rf.has[first:first + count].any())
+
     def vread(self, f: str, first: int, count: int, dtype="u32") -> VGPRs:
         """Registers as a back-end value (bytes, written bits and provenance), for moves and memory."""
         rf = self.regfile(f)

@@ -22,6 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cachedir import cache_root
 from .build import BuildError, compile_flags
 from .devicelibs import device_lib_dir, hip_include, hip_version
 from .toolchain import Target, find_toolchain, get_target
@@ -33,15 +34,6 @@ _NOT_FOUND = re.compile(r"^(.*?):(\d+):\d+: fatal error: '([^']+)' file not foun
 # the MFMA operand type each MMAC input type is passed as (the gfx942 builtins' signatures)
 _OPERAND_TYPE = {"i8": "long", "f16": "_Float16 __attribute__((ext_vector_type(4)))",
                  "bf16": "short __attribute__((ext_vector_type(4)))"}
-
-
-def cache_root() -> Path:
-    """Where compiled sources and built device libraries are kept: $GFXSIM_CACHE_DIR, else
-    $XDG_CACHE_HOME/gfxsim, else ~/.cache/gfxsim."""
-    given = os.environ.get("GFXSIM_CACHE_DIR")
-    if given:
-        return Path(given).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gfxsim"
 
 
 def mmac_defines() -> tuple[str, ...]:

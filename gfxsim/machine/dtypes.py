@@ -57,6 +57,16 @@ def dtype_name(dt) -> str:
         d = np.dtype(dt)
     except TypeError:
         raise ArgumentError(f"unknown register element type {dt!r}; known: {', '.join(NAMES)}") from None
+    hit = _NAME_OF.get(d)
+    if hit is None:
+        hit = _NAME_OF[d] = _name_of(d)
+    return hit
+
+
+_NAME_OF: dict = {}          # numpy dtype -> its register type name (asked once per statement on hot paths)
+
+
+def _name_of(d: np.dtype) -> str:
     table = NP if d.kind in "biuf" and d.name in {np.dtype(t).name for t in _NATIVE.values()} else NP.resolve_all()
     for k, v in list(table.items()):
         if v == d:

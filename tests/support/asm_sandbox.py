@@ -65,8 +65,10 @@ class Sandbox:
     def vcc(self):
         return self.st.mask_of(106)
 
-    def run(self, *lines: str):
-        """Execute these instructions in order (no branches), then stop."""
+    def run(self, *lines: str, translated: bool = True):
+        """Execute these instructions in order (no branches), then stop: each through its translated
+        step where it has one (as a launch runs it), else (or ``translated=False``) its semantics
+        function."""
         k = kernel_from_text("\n".join(lines))
         p = Program(k)
         self.st.kernel, self.st.pc = k, 0
@@ -78,7 +80,8 @@ class Sandbox:
             fn = p.fns[i]
             if fn is None:
                 raise self.st.error(f"unsupported opcode {d.ins.mnemonic}")
-            fn(self.st, d)
+            step = p.steps[i] if translated else None
+            fn(self.st, d) if step is None else step(self.st)
         return self
 
 

@@ -72,12 +72,47 @@ def u32(st, o, *, mods_ok=False) -> np.ndarray:
 
 def f32(st, o) -> np.ndarray:
     """A 32-bit float source with |x| then -x applied (on the sign bit, as the VOP3 modifiers)."""
-    b = u32(st, o, mods_ok=True).copy()
+    return _float_mods(u32(st, o, mods_ok=True), o)
+
+
+def _float_mods(words: np.ndarray, o) -> np.ndarray:
+    b = words.copy()
     if o.abs:
         b &= np.uint32(0x7FFFFFFF)
     if o.neg:
         b ^= np.uint32(0x80000000)
     return b.view(np.float32)
+
+
+def reader(o, t: str = "u32"):
+    """The read of a 32-bit source decided once for a translated step (translate.py): a function of
+    the wave state giving what ``u32`` (t "u32"), ``u32`` as int32 ("i32") or ``f32`` ("f32")
+    gives, through the same WaveState reads; None where the operand needs the generic path (a DPP
+    or SDWA source, a modifier the read refuses, a register range, a relocation)."""
+    if o.dpp or o.sext or ((o.neg or o.abs) and t != "f32"):
+        return None
+    if o.kind == "reg" and o.count == 1:
+        f, i = o.file, o.first
+        if f == "s":
+            def get(st):
+                return st.lanewise(st.sread(i))     # each member's SGPR over its lanes
+        else:
+            def get(st):
+                return st.vwords(f, i, 1)[0]
+    elif o.kind == "scc":
+        def get(st):
+            return st.lanewise(st.scc)
+    elif o.kind in ("int", "float"):
+        c = const32(None, o)
+        def get(st):
+            return np.full(st.w.width, c, np.uint32)
+    else:
+        return None
+    if t == "f32":
+        return lambda st: _float_mods(get(st), o)
+    if t == "i32":
+        return lambda st: get(st).view(np.int32)
+    return get
 
 
 def u64(st, o) -> np.ndarray:
@@ -141,6 +176,11 @@ def vsrc(st, o, n: int = 1):
     if o.dpp:
         return st.dpp.take("value")
     return st.vread(o.file, o.first, n)
+
+
+def vdst_ok(o, n: int = 1) -> bool:
+    """Whether ``o`` is a destination ``put`` takes without an error: ``n`` VGPRs or AGPRs."""
+    return o.kind == "reg" and o.file in ("v", "a") and o.count == n
 
 
 def put(st, o, words, *, decided: bool = False):

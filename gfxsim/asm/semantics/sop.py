@@ -36,6 +36,26 @@ def s64(st, o):
     raise st.error(f"operand {o.text} is not a 64-bit scalar source ({LITERAL64})")
 
 
+def s_reader(o, width: int = 32):
+    """The read of a scalar source decided once for a translated step (translate.py): what ``s32``
+    (width 32) or ``s64`` (64) gives, through the same WaveState reads; None where the operand
+    needs the generic path (which names what is wrong with it, or reads a relocation)."""
+    if o.neg or o.abs or o.sext:
+        return None
+    if o.kind == "reg" and o.file == "s" and o.count == width // 32:
+        i = o.first
+        return (lambda st: st.sread(i)) if width == 32 else (lambda st: st.sread64(i))
+    if width == 32 and o.kind == "scc":
+        return lambda st: st.scc.copy()
+    if width == 32 and o.kind in ("int", "float"):
+        c = const32(None, o)
+    elif width == 64 and o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):
+        c = o.value & M64
+    else:
+        return None
+    return lambda st: np.full(st.members, c, U64)
+
+
 # A 32-bit literal in a 64-bit operand is sign-extended for signed operands and zero-extended for
 # unsigned ones (llvm-project PR 70274; clang then emits no negative ones): one below 2^31 means
 # the same either way, any other is refused rather than guessed.
@@ -122,20 +142,38 @@ def _shift_amount_is_32(name):
 
 
 def _sop2(name, width, fn):
-    @op(name)
-    def run(st, d):
-        count(st, d, 3)
-        no_mods(st, d)
-        dst, a, b = d.ops.positional
-        rd = s32 if width == 32 else s64
-        rb = s32 if width == 32 or _shift_amount_is_32(name) else s64
-        r, scc = fn(rd(st, a), rb(st, b), st.scc)
+    wb = 32 if width == 32 or _shift_amount_is_32(name) else 64
+
+    def finish(st, dst, a, b):
+        r, scc = fn(a, b, st.scc)
         if width == 32:
             st.swrite(_dst(st, dst, 1), r)
         else:
             st.swrite64(_dst(st, dst, 2), r)
         if scc is not None:
             st.set_scc(scc)
+
+    @op(name)
+    def run(st, d):
+        count(st, d, 3)
+        no_mods(st, d)
+        dst, a, b = d.ops.positional
+        rd = s32 if width == 32 else s64
+        rb = s32 if wb == 32 else s64
+        finish(st, dst, rd(st, a), rb(st, b))
+
+    def prepare(d):
+        """The step with its operand count, modifiers and destination checked and its sources'
+        reads decided (None: a check fails, and run names it when a wave gets there)."""
+        if len(d.ops) != 3 or d.ops.mods:
+            return None
+        dst, a, b = d.ops.positional
+        ra, rb = s_reader(a, width), s_reader(b, wb)
+        if ra is None or rb is None or dst.kind != "reg" or dst.file != "s" or dst.count != width // 32:
+            return None
+        return lambda st: finish(st, dst, ra(st), rb(st))
+
+    run.prepare = prepare
     return run
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64, vsrc
+from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, reader, sdst_mask, u32, u64, vdst_ok, vsrc
 from . import dequant
 from ... import isa
 from ...machine.encoding import numeric
@@ -160,8 +160,9 @@ def _src_values(st, d, srcs):
 def _result_prov(st, d, name, srcs):
     """The provenance of a VALU table row's result: routed bytes where the operation moves bytes,
     the arithmetic rule otherwise."""
-    if not st.w.provenance or not any(o.kind == "reg" and o.file in "va" for o in srcs):
-        return None
+    if not st.w.provenance or not any(o.kind == "reg" and o.file in "va" and (o.dpp or st.vhas_prov(o.file, o.first, o.count))
+                                      for o in srcs):
+        return None                   # no source register holds provenance: none to compute
     vals = _src_values(st, d, srcs)
     if all(v.prov is None for v in vals):
         return None
@@ -334,23 +335,33 @@ def sdwa_dst_prov(st, d, dst, prov):
 _CLAMP_U32 = {"v_add_u32": lambda a, b: a + b, "v_sub_u32": lambda a, b: a - b, "v_subrev_u32": lambda a, b: b - a}
 
 
+def _valu_check(d, name, types) -> str | None:
+    """What is wrong with a VALU table row's operands (count, modifiers), or None: it depends on
+    the instruction alone, so a translated step (translate.py) checks it once."""
+    if len(d.ops) != 1 + len(types):
+        return f"{d.mnemonic} takes {1 + len(types)} operands, got {len(d.ops)}"
+    sdwa = d.enc == "sdwa"
+    allowed = ("dst_sel", "dst_unused", "src0_sel", "src1_sel") if sdwa else ("clamp",) if _clamps(d, name) else ()
+    extra = set(d.ops.mods) - set(allowed)
+    if extra:
+        return f"unsupported modifier {', '.join(sorted(extra))} on {d.mnemonic}"
+    if not sdwa:
+        for o, t in zip(d.ops.positional[1:], types):
+            if (o.neg or o.abs) and t not in _FLOAT_TYPES:
+                return f"modifier on {o.text}: an integer source of {d.mnemonic}"
+    return None
+
+
+def _clamps(d, name) -> bool:
+    return bool(d.ops.mods.get("clamp")) and name in _CLAMP_U32 and d.enc == "e64"
+
+
 def _valu(name, types, fn):
-    @op(name)
-    def run(st, d):
-        if len(d.ops) != 1 + len(types):
-            raise st.error(f"{d.mnemonic} takes {1 + len(types)} operands, got {len(d.ops)}")
+    def finish(st, d, vals):
+        """The instruction from its sources read: its numbers, provenance and destination."""
         sdwa = d.enc == "sdwa"
-        clamp = bool(d.ops.mods.get("clamp")) and name in _CLAMP_U32 and d.enc == "e64"
-        no_mods(st, d, ("dst_sel", "dst_unused", "src0_sel", "src1_sel") if sdwa else ("clamp",) if clamp else ())
         dst, srcs = d.ops[0], d.ops.positional[1:]
-        if sdwa:
-            vals = [_sdwa_src(st, d, k, o, t) for k, (o, t) in enumerate(zip(srcs, types))]
-        else:
-            for o, t in zip(srcs, types):
-                if (o.neg or o.abs) and t not in _FLOAT_TYPES:
-                    raise st.error(f"modifier on {o.text}: an integer source of {d.mnemonic}")
-            vals = [_read(st, o, t) for o, t in zip(srcs, types)]
-        if clamp:
+        if _clamps(d, name):
             wide = _CLAMP_U32[name](*(np.asarray(v).view(U32).astype(np.int64) for v in vals))
             r = np.clip(wide, 0, 0xFFFFFFFF).astype(U32)
         else:
@@ -368,6 +379,37 @@ def _valu(name, types, fn):
             st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u32", prov, regs=(dst.first, 1)))
         if keep is not None:
             st.set_fresh(dst.file, dst.first, keep[None, :])
+
+    @op(name)
+    def run(st, d):
+        wrong = _valu_check(d, name, types)
+        if wrong is not None:
+            raise st.error(wrong)
+        srcs = d.ops.positional[1:]
+        if d.enc == "sdwa":
+            vals = [_sdwa_src(st, d, k, o, t) for k, (o, t) in enumerate(zip(srcs, types))]
+        else:
+            vals = [_read(st, o, t) for o, t in zip(srcs, types)]
+        finish(st, d, vals)
+
+    def prepare(d):
+        """The step of one instruction, its operand checks made and its sources' reads decided
+        (None: a check fails, and run names what is wrong when a wave gets there)."""
+        if _valu_check(d, name, types) is not None:
+            return None
+        srcs = d.ops.positional[1:]
+        reads = [None] if d.enc == "sdwa" else [reader(o, t) for o, t in zip(srcs, types)]
+        if None in reads or not vdst_ok(d.ops[0]):
+            return None
+        if len(reads) == 1:
+            r0, = reads
+            return lambda st: finish(st, d, (r0(st),))
+        if len(reads) == 2:
+            r0, r1 = reads
+            return lambda st: finish(st, d, (r0(st), r1(st)))
+        return lambda st: finish(st, d, [r(st) for r in reads])
+
+    run.prepare = prepare
     return run
 
 
