@@ -195,6 +195,9 @@ def run(args) -> int:
     configs = check_run_args(args)
     inputs = load_run_inputs(args)
     check_memory(args, inputs, trace=args.trace)
+    if not args.quiet:              # a first run compiles for seconds: say so (stderr, as the progress)
+        from gfxsim.machine import jit
+        jit.announce_compiles()
     reports = []
     for cfg in configs:
         with progress_for(args, cfg.context if inputs is None else None) as progress, \
