@@ -1,7 +1,7 @@
 """`python -m bench`: gfxsim's speed, side by side in one run.
 
   python -m bench [--quick] [--only GROUP|KERNEL ...] [--repeat N] [--timeout S] [-o bench/results.json]
-                  [--contexts 4096 16384 65536] [--modes off on trace] [--calculator PATH]
+                  [--contexts 4096 16384 65536] [--modes off on trace] [--calculator PATH] [--tinygrad PATH]
 
 1. every shipped kernel at the users' shape (64 query heads on 8 KV heads, head_dim 128, block 16;
    bench/kernels.py lists the shapes): the whole `gfxsim run KERNEL ...` command as users run it
@@ -16,7 +16,10 @@
 4. the asm front end (bench/asm_decode.py): lane-instructions per second of the compiled decode at
    the users' shape, 4096 tokens, provenance off and on;
 5. a Triton flash-attention forward on the asm front end (bench/triton_fa.py, where triton is
-   installed): lane-instructions per second, provenance off and on.
+   installed): lane-instructions per second, provenance off and on;
+6. each compiled twin (gfx942), one launch, warm, on the asm front end and on tinygrad's CDNA
+   emulator (bench/tinygrad_side.py, given a tinygrad checkout with --tinygrad PATH; skipped with a
+   note otherwise): lane-instructions per second of each, provenance off.
 A figure that runs past --timeout is killed and reported as "over N s"; its mode is not tried at
 the kernel's larger shapes. Peak RSS: of the child (os.wait4) for subprocesses, of the process
 (VmHWM reset before the timed calls) for the yardsticks. Writes a JSON file with every figure, the
@@ -39,7 +42,7 @@ from bench.kernels import MODES
 USERS_SHAPE = dict(heads=64, kv_heads=8, head_dim=128, block_size=16, arch="gfx936")
 QUICK_SHAPE = dict(heads=8, kv_heads=1, head_dim=128, block_size=16, arch="gfx936")   # gfxsim run's default
 GIB = 2 ** 30
-GROUPS = ("layout", "tile", "decode", "kernels", "asm", "triton")     # cheapest first
+GROUPS = ("layout", "tile", "decode", "kernels", "asm", "triton", "tinygrad")     # cheapest first
 KERNEL_NAMES = ("int8_kv_cache", "qk_int8", "pv_int8", "pv_bf16", "prefix_prefill", "sage_attention", "fp8_qk")
 TILE_TARGET = 1000.0
 LAYOUT_QUERIES = [
@@ -109,6 +112,14 @@ class Bench:
     def triton(self):
         from bench.triton_fa import triton_fa
         triton_fa(self)
+
+    # -- 6. the compiled twins on tinygrad's CDNA emulator ------------------------------------
+    def tinygrad(self):
+        if not self.args.tinygrad:
+            self.notes.append("tinygrad figure skipped: no tinygrad checkout given (python -m bench --tinygrad PATH)")
+            return
+        from bench.tinygrad_side import figures
+        figures(self, self.args.tinygrad)
 
     # -- 2. PV tile --------------------------------------------------------------------------
     def tile(self):
@@ -211,6 +222,8 @@ def parse_args(argv):
                                                                      "(default off on trace)")
     ap.add_argument("--only", nargs="+", choices=GROUPS + KERNEL_NAMES, metavar="GROUP|KERNEL",
                     help=f"run only these groups ({', '.join(GROUPS)}) or kernels ({', '.join(KERNEL_NAMES)})")
+    ap.add_argument("--tinygrad", metavar="PATH", help="a tinygrad checkout: each compiled twin, one launch, on "
+                                                        "gfxsim and on its CDNA emulator (test/mockgpu/amd/emu.py)")
     ap.add_argument("--tiles", type=int, default=256, help="tiles of the batched gfxsim PV launch")
     ap.add_argument("--cudasim-tiles", type=int, default=8, help="tiles (blocks) of the batched cudasim launch")
     ap.add_argument("--timeout", type=float, default=900.0,

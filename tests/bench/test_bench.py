@@ -82,6 +82,7 @@ def test_quick_bench_produces_every_figure(tmp_path):
             assert f["max_abs_vs_reference"] <= 1e-6 * max(1.0, f["reference_max_abs"]), f["figure"]
     assert "figure" in r.stdout and "met?" in r.stdout           # the table
     assert any("calculator not given" in n for n in res["notes"])
+    assert any("tinygrad figure skipped" in n for n in res["notes"])
     assert len(m["load_at_start"]) == 3
 
 
