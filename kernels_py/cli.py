@@ -205,9 +205,14 @@ def run(args) -> int:
     inputs = load_run_inputs(args)
     if not args.force:
         check_memory(args, inputs, trace=args.trace)
-    if not args.quiet:              # a first run compiles for seconds: say so (stderr, as the progress)
-        from gfxsim.machine import jit
-        jit.announce_compiles()
+    if args.quiet:
+        return _run(args, configs, inputs)
+    from gfxsim.machine import jit
+    with jit.announce_compiles():   # a first run compiles for seconds: say so (stderr, as the progress)
+        return _run(args, configs, inputs)
+
+
+def _run(args, configs, inputs) -> int:
     reports = []
     for cfg in configs:
         with progress_for(args, cfg.context if inputs is None else None) as progress, \

@@ -14,7 +14,7 @@ written, in the user's cache directory (numba's own fallback; ``NUMBA_CACHE_DIR`
 A cache entry is keyed by the source file's time stamp and the argument types, so an edit or a new
 argument type compiles once more. Only module-level functions can be cached (a closure's cells are
 not part of the key), so ``@njit`` refuses anything else. ``announce_compiles`` has the first
-compilation of a process say so on stderr (the CLI turns it on unless --quiet); ``compiles()``
+compilation of a process say so on stderr (`gfxsim run` unless --quiet); ``compiles()``
 counts them.
 """
 from __future__ import annotations
@@ -111,10 +111,16 @@ def _start_target() -> None:
     _TARGET_STARTED = True
 
 
-def announce_compiles(stream=None) -> None:
-    """Have the first compilation of this process write one line to ``stream`` (default
+@contextlib.contextmanager
+def announce_compiles(stream=None):
+    """Inside, the first compilation of this process writes one line to ``stream`` (default
     sys.stderr at that moment): a first run spends seconds there that later ones do not."""
+    before = _NOTE["stream"]
     _NOTE["stream"] = stream if stream is not None else "stderr"
+    try:
+        yield
+    finally:
+        _NOTE["stream"] = before
 
 
 def compiles() -> list[str]:
