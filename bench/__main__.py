@@ -1,13 +1,14 @@
-"""`python -m bench`: gfxsim's speed, side by side in one run, each figure the median of several runs.
+"""`python -m bench`: gfxsim's speed, side by side in one run.
 
-  python -m bench [--quick] [--repeat N] [-o bench/results.json] [--calculator PATH]
-                  [--contexts 4096 8192 16384] [--modes off on trace] [--timeout S]
+  python -m bench [--quick] [--only GROUP|KERNEL ...] [--repeat N] [--timeout S] [-o bench/results.json]
+                  [--contexts 4096 16384 65536] [--modes off on trace] [--calculator PATH] [--tinygrad PATH]
 
-1. decode at the users' shape (64 query heads on 8 KV heads, head_dim 128, block 16, gfx936), the
-   whole `gfxsim run paged_attention_decode ... --report json` command as a subprocess, with
-   --no-provenance, with provenance and with --trace, against bench/decode_numpy.py (the same INT8
-   math vectorized, timed in this process on the same inputs and checked against
-   kernels_py.reference.attention.attention_int8);
+1. every shipped kernel at the users' shape (64 query heads on 8 KV heads, head_dim 128, block 16;
+   bench/kernels.py lists the shapes): the whole `gfxsim run KERNEL ...` command as users run it
+   (the text report), with --no-provenance, with provenance and with --trace, each run paired with
+   the kernel's numpy implementation (bench/kernels_numpy.py, bench/decode_numpy.py; its own process,
+   one BLAS thread), alternating A B A B (bench/ab.py): per-pair ratios, min/median/max, and the
+   load average around each figure. Group "decode" (4K/16K/64K) and group "kernels";
 2. the INT8 PV tile on gfxsim (bench/tile.py; one tile, and N tiles batched) against a SIMT port on
    numba's CUDA simulator (bench/tile_cudasim.py), each in its own process;
 3. `gfxsim layout` queries, the whole command including start-up, against AMD's matrix
@@ -15,10 +16,14 @@
 4. the asm front end (bench/asm_decode.py): lane-instructions per second of the compiled decode at
    the users' shape, 4096 tokens, provenance off and on;
 5. a Triton flash-attention forward on the asm front end (bench/triton_fa.py, where triton is
-   installed): lane-instructions per second, provenance off and on.
-Peak RSS: of the child (os.wait4) for subprocesses, of this process (VmHWM reset before the figure)
-for in-process figures. Writes a JSON file with every figure and a description of the machine.
-A figure that fails (e.g. the back end broken mid-rewrite) is reported as failed, not raised.
+   installed): lane-instructions per second, provenance off and on;
+6. each compiled twin (gfx942), one launch, warm, on the asm front end and on tinygrad's CDNA
+   emulator (bench/tinygrad_side.py, given a tinygrad checkout with --tinygrad PATH; skipped with a
+   note otherwise): lane-instructions per second of each, provenance off.
+A figure that runs past --timeout is killed and reported as "over N s"; its mode is not tried at
+the kernel's larger shapes. Peak RSS: of the child (os.wait4) for subprocesses, of the process
+(VmHWM reset before the timed calls) for the yardsticks. Writes a JSON file with every figure, the
+machine and its load. A figure that fails is reported as failed, not raised.
 """
 from __future__ import annotations
 
@@ -30,16 +35,15 @@ import sys
 import time
 import traceback
 
-from bench.common import (ROOT, failure_text, gfxsim_cmd, machine_info, median, repeat_child, run_child,
-                          run_worker, time_in_process)
+from bench.ab import load
+from bench.common import ROOT, failure_text, gfxsim_cmd, machine_info, median, repeat_child, run_worker
+from bench.kernels import MODES
 
 USERS_SHAPE = dict(heads=64, kv_heads=8, head_dim=128, block_size=16, arch="gfx936")
 QUICK_SHAPE = dict(heads=8, kv_heads=1, head_dim=128, block_size=16, arch="gfx936")   # gfxsim run's default
-MODES = {"off": ["--no-provenance"], "on": [], "trace": ["--trace"]}
-MODE_LABEL = {"off": "provenance off", "on": "provenance on", "trace": "full trace"}
 GIB = 2 ** 30
-# the decode targets at 16K: ratio to numpy and peak RSS
-DECODE_TARGETS = {"off": (12.0, 2 * GIB), "on": (40.0, 2 * GIB), "trace": (None, 4 * GIB)}
+GROUPS = ("layout", "tile", "decode", "kernels", "asm", "triton", "tinygrad")     # cheapest first
+KERNEL_NAMES = ("int8_kv_cache", "qk_int8", "pv_int8", "pv_bf16", "prefix_prefill", "sage_attention", "fp8_qk")
 TILE_TARGET = 1000.0
 LAYOUT_QUERIES = [
     ("get-register", ["layout", "gfx942", "v_mfma_i32_16x16x32_i8", "--operand", "B", "--get-register", "13", "2"]),
@@ -58,6 +62,7 @@ class Bench:
         self.notes: list[str] = []
         self.t0 = time.perf_counter()
         self.machine = machine_info()
+        self.machine["load_at_start"] = load()
         mem = self.machine.get("memory_bytes", 0)
         self.mem_limit = int(args.mem_limit_gib * GIB) if args.mem_limit_gib else int(0.8 * mem)
         ft = self.machine.get("first_touch")
@@ -81,122 +86,22 @@ class Bench:
     def write(self):
         res = dict(command="python -m bench " + " ".join(self.argv_shown), quick=self.args.quick,
                    repeat=self.args.repeat, machine=self.machine, figures=self.figures, notes=self.notes,
-                   elapsed_s=round(time.perf_counter() - self.t0, 1))
+                   elapsed_s=round(time.perf_counter() - self.t0, 1), load_now=load())
         tmp = self.args.output + ".tmp"
         with open(tmp, "w") as f:
             json.dump(res, f, indent=1, default=float)
         os.replace(tmp, self.args.output)
 
-    # -- 1. decode ---------------------------------------------------------------------------
+    # -- 1. every kernel, the decode first (bench/kernels.py) ----------------------------------
     def decode(self):
-        a = self.args
-        shape = QUICK_SHAPE if a.quick else USERS_SHAPE
-        shape_text = (f"{shape['heads']}q/{shape['kv_heads']}kv heads, d{shape['head_dim']}, "
-                      f"block {shape['block_size']}, {shape['arch']}")
-        self.notes.append(f"decode shape: {shape_text}; gfxsim command: {' '.join(gfxsim_cmd())} run "
-                          "paged_attention_decode ... --report json (this checkout on PYTHONPATH)")
-        gave_up = {}
-        for ctx in a.contexts:
-            np_fig = self.decode_numpy(ctx, shape)
-            t_np = np_fig.get("seconds")
-            for mode in a.modes:
-                label = f"decode {ctx}: gfxsim run, {MODE_LABEL[mode]}"
-                if mode in gave_up:
-                    self.add("decode", label, error=f"skipped: a shorter context timed out ({gave_up[mode]})",
-                             context=ctx, mode=mode)
-                    continue
-                cmd = gfxsim_cmd() + ["run", "paged_attention_decode", "--heads", str(shape["heads"]),
-                                      "--kv-heads", str(shape["kv_heads"]), "--head-dim", str(shape["head_dim"]),
-                                      "--block-size", str(shape["block_size"]), "--arch", shape["arch"],
-                                      "--context", str(ctx), "--report", "json"] + MODES[mode]
-                runs, rss, err, report = [], [], None, None
-                for _ in range(a.repeat):
-                    r = run_child(cmd, timeout=a.timeout, mem_limit_bytes=self.mem_limit)
-                    if r["rc"] != 0 or r["timed_out"]:
-                        err = failure_text(r, a.timeout)
-                        if r["timed_out"]:
-                            gave_up[mode] = err
-                        break
-                    runs.append(r["seconds"])
-                    rss.append(r["rss_bytes"])
-                    try:
-                        report = json.loads(r["stdout"])
-                    except ValueError:
-                        err = "the command's stdout is not JSON"
-                        break
-                if err:
-                    self.add("decode", label, runs=runs, error=err, context=ctx, mode=mode,
-                             command=" ".join(cmd[2:]))
-                    continue
-                sec = median(runs)
-                ratio = sec / t_np if t_np else None
-                tr, tm = DECODE_TARGETS[mode]
-                target, met = "", None
-                if ctx == 16384 and not a.quick:
-                    parts, oks = [], []
-                    if tr:
-                        parts.append(f"<= {tr:g}x numpy")
-                        oks.append(ratio is not None and ratio <= tr)
-                    parts.append(f"RSS < {tm // GIB} GiB")
-                    oks.append(max(rss) < tm)
-                    target, met = ", ".join(parts), all(oks)
-                m = (report or {}).get("metrics", {}).get("vs_reference_int8", {})
-                self.add("decode", label, seconds=sec, runs=runs, rss=max(rss), ratio=ratio,
-                         ratio_text=f"{ratio:.1f}x numpy" if ratio else "", target=target, met=met, context=ctx,
-                         mode=mode, command="gfxsim " + " ".join(cmd[3:]),
-                         simulated_seconds=(report or {}).get("seconds"),
-                         gfxsim_max_abs_vs_reference_int8=m.get("max_abs"),
-                         findings=len((report or {}).get("findings", [])))
+        from bench.kernels import cases, run_cases
+        run_cases(self, "decode", [c for c in cases(self.args.quick, self.args.contexts) if c.group == "decode"])
 
-    def decode_numpy(self, ctx, shape) -> dict:
-        """The numpy implementation on the inputs `gfxsim run` generates (same seed, same cache)."""
-        label = f"decode {ctx}: numpy INT8 implementation (bench/decode_numpy.py)"
-        try:
-            import numpy as np
-
-            from bench.decode_numpy import build_cache, decode_int8
-            from kernels_py.reference import attention as R
-            from kernels_py.workloads.data import make_attention_inputs
-            from kernels_py.reference.int8_cache import build_paged_cache
-            t = time.perf_counter()
-            d = make_attention_inputs(seed=0, num_seqs=1, num_heads=shape["heads"], num_kv_heads=shape["kv_heads"],
-                                      head_dim=shape["head_dim"], context_lens=[ctx])
-            t_gen = time.perf_counter() - t
-            t = time.perf_counter()
-            cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=shape["block_size"],
-                                      smooth_k=True, seed=0)
-            t_cache_ref = time.perf_counter() - t
-            t = time.perf_counter()
-            ref = R.attention_int8(d["q"], cache)
-            t_ref = time.perf_counter() - t
-            args = (d["q"], cache.k_cache, cache.v_cache, cache.k_scale, cache.v_scale, cache.block_tables,
-                    cache.context_lens)
-            sec, runs, rss, out = time_in_process(lambda: decode_int8(*args), self.args.repeat)
-            diff = float(np.abs(out - ref).max())
-            t_build, _, _, built = time_in_process(
-                lambda: build_cache(d["k"][0, :ctx], d["v"][0, :ctx], ctx, cache.block_tables[0],
-                                    cache.k_cache.shape[0], block_size=shape["block_size"]), self.args.repeat)
-            nb = -(-ctx // shape["block_size"])
-            blk = cache.block_tables[0, :nb]
-            same_cache = bool(np.array_equal(built[0][blk], cache.k_cache[blk])
-                              and np.array_equal(built[1][blk], cache.v_cache[blk]))
-            self.notes.append(f"decode {ctx}: numpy implementation vs kernels_py.reference.attention.attention_int8: "
-                              f"max abs diff {diff:.3g} (outputs up to {float(np.abs(ref).max()):.3g}); "
-                              f"its INT8 cache build equals build_paged_cache's: {same_cache}")
-            fig = self.add("decode", label, seconds=sec, runs=runs, rss=rss, ratio=1.0, ratio_text="1x (yardstick)",
-                           context=ctx, mode="numpy", max_abs_vs_reference_int8=diff,
-                           cache_build_seconds=t_build, cache_build_equal=same_cache,
-                           datagen_seconds=t_gen, reference_cache_build_seconds=t_cache_ref,
-                           reference_int8_seconds=t_ref)
-            self.add("decode", f"decode {ctx}: numpy INT8 cache build (smooth-K, not in the ratio)", seconds=t_build,
-                     context=ctx, mode="numpy-cache")
-            self.add("decode", f"decode {ctx}: data generation + kernels_py reference (not in the ratio)",
-                     seconds=t_gen + t_cache_ref + t_ref, context=ctx, mode="datagen+reference",
-                     datagen_seconds=t_gen, reference_cache_build_seconds=t_cache_ref, reference_int8_seconds=t_ref)
-            return fig
-        except Exception as e:                                  # noqa: BLE001  report, do not crash
-            traceback.print_exc()
-            return self.add("decode", label, error=f"{type(e).__name__}: {e}", context=ctx, mode="numpy")
+    def kernels(self):
+        from bench.kernels import cases, run_cases
+        chosen = [c for c in cases(self.args.quick, []) if c.group == "kernels"
+                  and (not self.args.kernels or c.kernel in self.args.kernels)]
+        run_cases(self, "kernels", chosen)
 
     # -- 4. the asm front end ------------------------------------------------------------------
     def asm(self):
@@ -207,6 +112,14 @@ class Bench:
     def triton(self):
         from bench.triton_fa import triton_fa
         triton_fa(self)
+
+    # -- 6. the compiled twins on tinygrad's CDNA emulator ------------------------------------
+    def tinygrad(self):
+        if not self.args.tinygrad:
+            self.notes.append("tinygrad figure skipped: no tinygrad checkout given (python -m bench --tinygrad PATH)")
+            return
+        from bench.tinygrad_side import figures
+        figures(self, self.args.tinygrad)
 
     # -- 2. PV tile --------------------------------------------------------------------------
     def tile(self):
@@ -304,14 +217,18 @@ def parse_args(argv):
                     help="small contexts (256, 512) and gfxsim run's default shape, 1 run each (the test suite)")
     ap.add_argument("--repeat", type=int, help="runs per figure, the median is reported (default 3; --quick 1)")
     ap.add_argument("-o", "--output", default=None, help="results JSON (default bench/results.json)")
-    ap.add_argument("--contexts", type=int, nargs="+", help="decode contexts (default 4096 8192 16384)")
-    ap.add_argument("--modes", nargs="+", choices=tuple(MODES), help="decode modes (default off on trace)")
-    ap.add_argument("--only", nargs="+", choices=("decode", "tile", "layout", "asm", "triton"),
-                    help="run only these groups")
+    ap.add_argument("--contexts", type=int, nargs="+", help="decode contexts (default 4096 16384 65536)")
+    ap.add_argument("--modes", nargs="+", choices=tuple(MODES), help="modes of the kernel figures "
+                                                                     "(default off on trace)")
+    ap.add_argument("--only", nargs="+", choices=GROUPS + KERNEL_NAMES, metavar="GROUP|KERNEL",
+                    help=f"run only these groups ({', '.join(GROUPS)}) or kernels ({', '.join(KERNEL_NAMES)})")
+    ap.add_argument("--tinygrad", metavar="PATH", help="a tinygrad checkout: each compiled twin, one launch, on "
+                                                        "gfxsim and on its CDNA emulator (test/mockgpu/amd/emu.py)")
     ap.add_argument("--tiles", type=int, default=256, help="tiles of the batched gfxsim PV launch")
     ap.add_argument("--cudasim-tiles", type=int, default=8, help="tiles (blocks) of the batched cudasim launch")
     ap.add_argument("--timeout", type=float, default=900.0,
-                    help="seconds per subprocess run; a decode mode that times out is not tried at longer contexts")
+                    help="seconds per run of a figure: one over it is reported as 'over N s', and its mode is "
+                         "not tried at the kernel's larger shapes")
     ap.add_argument("--mem-limit-gib", type=float, default=0.0,
                     help="address-space limit of each decode child (default 80%% of the machine's memory)")
     ap.add_argument("--calculator", help="path of AMD's matrix_calculator.py (or env GFXSIM_AMD_CALCULATOR)")
@@ -321,7 +238,10 @@ def parse_args(argv):
     if a.repeat is not None and a.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {a.repeat}")
     a.repeat = a.repeat or (1 if a.quick else 3)
-    a.contexts = a.contexts or ([256, 512] if a.quick else [4096, 8192, 16384])
+    a.contexts = a.contexts or ([256, 512] if a.quick else [4096, 16384, 65536])
+    only = a.only or list(GROUPS)
+    a.kernels = [k for k in only if k in KERNEL_NAMES]
+    a.groups = [g for g in GROUPS if g in only or (g == "kernels" and a.kernels)]
     a.modes = a.modes or list(MODES)
     a.output = a.output or str(ROOT / "bench" / "results.json")
     from gfxsim.errors import UsageError
@@ -342,9 +262,8 @@ def main(argv=None) -> int:
     print(f"gfxsim bench on {b.machine.get('cpu')} ({b.machine.get('cores')} cores, "
           f"{b.machine.get('memory_gib')} GiB), commit {str(b.machine.get('gfxsim_commit'))[:10]}; "
           f"median of {a.repeat} run(s) per figure", flush=True)
-    groups = a.only or ["layout", "tile", "decode", "asm", "triton"]     # cheapest first
-    for g in ("layout", "tile", "decode", "asm", "triton"):
-        if g in groups:
+    for g in GROUPS:
+        if g in a.groups:
             try:
                 getattr(b, g)()
             except Exception as e:                              # noqa: BLE001  report, do not crash

@@ -1,4 +1,4 @@
-"""Timing helpers: subprocesses timed with their own peak RSS (os.wait4), in-process peak RSS, the machine."""
+"""Timing helpers: subprocesses timed with their own peak RSS (os.wait4), the machine."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from gfxsim.procmem import MEM_AVAILABLE_ENV, peak_rss_bytes, reset_peak_rss
+from gfxsim.procmem import MEM_AVAILABLE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,22 +136,6 @@ def failure_text(r: ChildResult, timeout: float) -> str:
         return f"timed out after {timeout:.0f} s"
     tail = [ln for ln in r["stderr_tail"].strip().splitlines() if ln.strip()]
     return f"exit {r['rc']}: {tail[-1][:160] if tail else 'no stderr'}"
-
-
-# -- in-process peak RSS (gfxsim.procmem) ------------------------------------------------------
-
-def time_in_process(fn, repeat: int, warmup: int = 1):
-    """(median seconds, all seconds, peak RSS bytes during the timed calls, last result)."""
-    out = None
-    for _ in range(warmup):
-        out = fn()
-    reset_peak_rss()
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts), ts, peak_rss_bytes(), out
 
 
 # -- the machine -----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results.json"
 TRITON_RESULTS = Path(__file__).resolve().parent / "results_triton.json"
-CONTEXTS = {4096: "4K", 8192: "8K", 16384: "16K"}
+CONTEXTS = {4096: "4K", 8192: "8K", 16384: "16K", 65536: "64K"}
 
 
 def _size(b: int) -> str:
@@ -78,9 +78,47 @@ def triton_table(res: dict) -> str:
     return "\n".join(rows)
 
 
+def _x(r: float) -> str:
+    return f"{r:,.0f}x" if r >= 100 else f"{r:.1f}x"
+
+
+def _cell(f) -> str:
+    if f is None:
+        return "—"
+    if f.get("error"):
+        return f["error"] if f["error"].startswith("over ") else "failed"
+    ratio = ""
+    if f.get("ratio") is not None:
+        spread = len(f.get("ratios", [])) > 1
+        ratio = f" ({_x(f['ratio'])}" + (f", {_x(f['ratio_min'])}-{_x(f['ratio_max'])}" if spread else "") + ")"
+    rss = f", {_size(f['peak_rss_bytes'])}" if f.get("peak_rss_bytes") else ""
+    return f"{f['seconds']:.2f} s{rss}{ratio}"
+
+
+def kernels_table(res: dict) -> str:
+    """Every kernel at the users' shape: the numpy yardstick, then the whole command per mode, each
+    with its peak RSS and its ratio to the yardstick (median of the A B pairs, min-max)."""
+    rows = ["| kernel | numpy (1 thread) | `--no-provenance` | provenance | `--trace` |", "|---|---|---|---|---|"]
+    names = []
+    for f in res["figures"]:
+        if f["group"] == "kernels" and ":" in f["figure"]:
+            name = f["figure"].split(":")[0]
+            if name not in names:
+                names.append(name)
+    for name in names:
+        mine = {f.get("mode"): f for f in res["figures"] if f["group"] == "kernels" and f["figure"].startswith(name + ":")}
+        np_fig = mine.get("numpy")
+        cells = [name, "—" if np_fig is None or np_fig.get("error") else f"{np_fig['seconds'] * 1e3:.3g} ms"]
+        cells += [_cell(mine.get(m)) for m in ("off", "on", "trace")]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def tables(path: Path = RESULTS, triton: Path | None = TRITON_RESULTS) -> str:
     res = json.loads(Path(path).read_text())
     out = decode_table(res) + "\n\n" + asm_table(res)
+    if any(f["group"] == "kernels" for f in res["figures"]):
+        out += "\n\n" + kernels_table(res)
     if triton is not None and Path(triton).is_file():
         out += "\n\n" + triton_table(json.loads(Path(triton).read_text()))
     return out

@@ -7,6 +7,15 @@ that never needs a compiled kernel (the provenance-off path, a layout query) sho
 ``@njit`` marks a function; the first call of any marked function of a module compiles every marked
 function of that module (numba resolves calls between them through the module's globals, so they
 must all be dispatchers by then).
+
+Compiled code is cached on disk (numba's ``cache=True``), so only the first process of an install
+compiles: beside each source file (``__pycache__``), or, where the installed package cannot be
+written, in the user's cache directory (numba's own fallback; ``NUMBA_CACHE_DIR`` chooses another).
+A cache entry is keyed by the source file's time stamp and the argument types, so an edit or a new
+argument type compiles once more. Only module-level functions can be cached (a closure's cells are
+not part of the key), so ``@njit`` refuses anything else. ``announce_compiles`` has the first
+compilation of a process say so on stderr (`gfxsim run` unless --quiet); ``compiles()``
+counts them.
 """
 from __future__ import annotations
 
@@ -18,12 +27,18 @@ import threading
 _LAZY: dict[str, list] = {}          # module name -> its lazy functions
 _LOCK = threading.RLock()            # one thread starts numba and swaps a module's functions
 _PREWARMED = False                   # prewarm() has started (once per process)
+_COMPILED: list[str] = []            # module.function of each signature compiled (not loaded from the cache)
+_NOTE: dict = {"stream": None, "said": False}   # announce_compiles' stream; whether the note is out
 PREWARM_SWITCH_INTERVAL = 0.0005     # seconds: the GIL switch interval while numba starts (see prewarm)
 
 
 def njit(fn):
     """``numba.njit(cache=True)(fn)``, created on first use (see the module docstring)."""
     mod = fn.__module__
+    if "<locals>" in fn.__qualname__ or fn.__code__.co_freevars:
+        from ..errors import ArgumentError
+        raise ArgumentError(f"jit.njit: {mod}.{fn.__qualname__} is not a module-level function; numba's on-disk "
+                            "cache cannot key a closure, so every process would compile it again")
 
     @functools.wraps(fn)
     def first_call(*args):
@@ -87,11 +102,58 @@ def _start_target() -> None:
     if _TARGET_STARTED:
         return
     import numba  # noqa: F401
+    from numba.core import event
     from numba.core.registry import cpu_target
     with _without_scipy():
         cpu_target.target_context.refresh()
         cpu_target.typing_context.refresh()
+    event.register("numba:compile", _compile_listener())
     _TARGET_STARTED = True
+
+
+@contextlib.contextmanager
+def announce_compiles(stream=None):
+    """Inside, the first compilation of this process writes one line to ``stream`` (default
+    sys.stderr at that moment): a first run spends seconds there that later ones do not."""
+    before = _NOTE["stream"]
+    _NOTE["stream"] = stream if stream is not None else "stderr"
+    try:
+        yield
+    finally:
+        _NOTE["stream"] = before
+
+
+def compiles() -> list[str]:
+    """``module.function`` of every gfxsim signature this process compiled rather than loaded
+    from the on-disk cache, in order (the helpers numba compiles inside one are not counted)."""
+    return list(_COMPILED)
+
+
+def _on_compile(dispatcher) -> None:
+    """A dispatcher found no cache entry and compiles (numba's "numba:compile" event; a cache hit
+    fires nothing): count it, and say so once where announce_compiles asked."""
+    py = dispatcher.py_func
+    if py.__module__.split(".")[0] != __name__.split(".")[0]:
+        return                                  # numba's own helpers, compiled inside ours
+    _COMPILED.append(f"{py.__module__}.{py.__name__}")
+    stream = _NOTE["stream"]
+    if stream is None or _NOTE["said"]:
+        return
+    _NOTE["said"] = True
+    print(f"gfxsim: compiling the simulator's numba functions (the first run only; cached in "
+          f"{dispatcher.stats.cache_path})", file=sys.stderr if stream == "stderr" else stream, flush=True)
+
+
+def _compile_listener():
+    from numba.core.event import Listener
+
+    class OnCompile(Listener):
+        def on_start(self, event) -> None:
+            _on_compile(event.data["dispatcher"])
+
+        def on_end(self, event) -> None:
+            pass
+    return OnCompile()
 
 
 class _NoScipy:
