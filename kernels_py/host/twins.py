@@ -26,7 +26,7 @@ WAVES = 4                 # waves per workgroup of every attention twin
 PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
 # the producer's one-wave workgroups side by side: they fold into one class (a token and kv head
 # are shifts), so this bounds the numbers' columns (64 lanes each), not provenance
-KV_CACHE_BATCH = 2048
+KV_CACHE_BATCH = 8192
 # the prefill's workgroups side by side: the heads of one query block fold into one class (a head
 # is a shift); query blocks differ in length, so where several share a batch each is a class
 PREFILL_PROVENANCE_BATCH = 64
