@@ -27,8 +27,8 @@ PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
 # the producer's one-wave workgroups side by side: they fold into one class (a token and kv head
 # are shifts), so this bounds the numbers' columns (64 lanes each), not provenance
 KV_CACHE_BATCH = 8192
-# the prefill's workgroups side by side: the heads of one query block fold into one class (a head
-# is a shift); query blocks differ in length, so where several share a batch each is a class
+# the prefill batches the heads of one query block (its chunk loop follows the block): they fold
+# into one class, a head being a shift; at most this many side by side with provenance
 PREFILL_PROVENANCE_BATCH = 64
 
 
@@ -185,7 +185,7 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
                      tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
                      geo,
                      grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES,
-                     batch=-(-nq // (WAVES * ROWS)) * num_heads, provenance_batch=PREFILL_PROVENANCE_BATCH,
+                     batch=num_heads, batch_order=(1, 0, 2), provenance_batch=PREFILL_PROVENANCE_BATCH,
                      outputs=("out",))
 
 
