@@ -19,8 +19,8 @@ def int8_kv_cache(w, key, value, slot_mapping, k_cache, v_cache, k_scale, v_scal
         raise ArgumentError(f"int8_kv_cache: head_dim {head_dim} is not a multiple of the wave size {w.lanes}")
     token, kvh = w.workgroup_id[0], w.workgroup_id[1]
     slot = w.scalar_load(slot_mapping, token * 4, "i32")
-    if slot < 0:
-        return                                                   # padding token
+    if w.end_program(slot < 0):                                  # padding token
+        return
     blk, off = slot // block_size, slot % block_size
     he = head_dim // w.lanes                                     # head elements per lane
     d = w.cat(*[w.lane_id + w.lanes * e for e in range(he)])    # the lane's head elements l + 64e

@@ -48,12 +48,14 @@ def prefix_prefill_chunk(w, o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale,
     for td in range(TLOOP):
         tile_start = chunk_start + 16 * td
         W[td] = w.zeros("f32", 4)
-        if tail and tile_start >= wave_end:
+        live = not tail or tile_start < wave_end
+        if not w.any(live):
             continue
-        slot0 = tile_slot(w, block_table, num_kv_heads, kvh, tile_start, cfg=cfg)
-        for i in range(4):
-            with w.if_(not tail or tile_start + token_offset[i] < wave_end):
-                W[td][i] = p[td][i] * (v_scale + slot0 + token_offset[i]).load()
+        with w.if_(live):
+            slot0 = tile_slot(w, block_table, num_kv_heads, kvh, tile_start, cfg=cfg)
+            for i in range(4):
+                with w.if_(not tail or tile_start + token_offset[i] < wave_end):
+                    W[td][i] = p[td][i] * (v_scale + slot0 + token_offset[i]).load()
     quantize_w(w, sw, W, w_lds, rowid, lane16id, grouping=grouping, cfg=cfg)       # (HIP: between __syncwave()s)
     for dt in range(cfg.DTILES):
         o[dt] *= alpha
@@ -72,8 +74,8 @@ def prefix_prefill(w, q, k_cache, v_cache, k_scale, v_scale, block_table, out, *
     lane16id = lane % 16
 
     wave_q0 = 16 * (NWARPS * w.workgroup_id[0] + warpid)   # the wave's first query row
-    if wave_q0 >= query_len:
-        return                                             # the waves share no LDS and no barrier
+    if w.end_program(wave_q0 >= query_len):                # the waves share no LDS and no barrier
+        return
     query_start = context_len - query_len                  # position of query row 0
     cfg = Config(w, head_dim, block_size, formula)
     q, k_cache, v_cache, k_scale, v_scale, out = (w.view(x) for x in (q, k_cache, v_cache, k_scale, v_scale, out))
@@ -95,21 +97,23 @@ def prefix_prefill(w, q, k_cache, v_cache, k_scale, v_scale, block_table, out, *
     # Row i of the D layout sees t < row_end[i]; rows past query_len (never stored) take the last
     # row's limit. wave_end: the tokens any row of the wave sees.
     row_end = query_start + w.min(wave_q0 + d_row(w, rowid, lane16id, REGS, cfg=cfg), query_len - 1) + 1
-    wave_end = query_start + min(wave_q0 + 15, query_len - 1) + 1
+    wave_end = query_start + w.min(wave_q0 + 15, query_len - 1) + 1
 
     o = [w.zeros("f32", 4) for _ in range(cfg.DTILES)]
     m = w.const(-np.inf, "f32", 4)
     l = w.zeros("f32", 4)
+    # whole chunks, then the tail; side by side, a workgroup of another query block (another
+    # wave_end) waits with its lanes off while the others run a chunk it does not have
     chunk_start = 0
-    while chunk_start + TOKENS_PER_CHUNK <= wave_end:
-        prefix_prefill_chunk(w, o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale, v_scale, block_table,
-                             num_kv_heads, kvh, chunk_start, wave_end, w_lds[warpid], rowid, lane16id,
-                             grouping=grouping, tail=False, cfg=cfg)
+    while w.any(chunk_start < wave_end):
+        for tail, runs in ((False, chunk_start + TOKENS_PER_CHUNK <= wave_end),
+                           (True, (chunk_start < wave_end) & (chunk_start + TOKENS_PER_CHUNK > wave_end))):
+            if w.any(runs):
+                with w.if_(runs):
+                    prefix_prefill_chunk(w, o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale, v_scale,
+                                         block_table, num_kv_heads, kvh, chunk_start, wave_end, w_lds[warpid], rowid,
+                                         lane16id, grouping=grouping, tail=tail, cfg=cfg)
         chunk_start += TOKENS_PER_CHUNK
-    if chunk_start < wave_end:
-        prefix_prefill_chunk(w, o, m, l, row_end, qa, sq, k_cache, v_cache, k_scale, v_scale, block_table,
-                             num_kv_heads, kvh, chunk_start, wave_end, w_lds[warpid], rowid, lane16id,
-                             grouping=grouping, tail=True, cfg=cfg)
 
     # out = o / l, as o * (1/l)
     qrow = d_row(w, rowid, lane16id, REGS, cfg=cfg)

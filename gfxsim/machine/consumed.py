@@ -53,8 +53,7 @@ def intersect(a: Mask, b: Mask, wide) -> Mask:
     if odd.any():                   # a set wider than a window: exactly, per distinct pair
         ia, ib = a.wide_ids(odd, wide), b.wide_ids(odd, wide)
         pairs, inv = np.unique((ia.astype(np.int64) << 32) | ib, return_inverse=True)
-        res = np.array([wide.intern(wide.values(int(k >> 32)) & wide.values(int(k & 0xFFFFFFFF)))
-                        for k in pairs.tolist()], np.uint32)
+        res = np.array([wide.intersection(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
         out.wide[odd] = res[inv.ravel()]
     return out
 

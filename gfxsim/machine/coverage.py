@@ -17,6 +17,8 @@ class Coverage:
             self.ranges = self._expected(expect, wave.members)
             self.consumed = []                      # [members, K] per instruction (-1 = no token)
             self.live = np.zeros(wave.members, bool)
+            # a batched workgroup whose lanes are all off does not run the scope: nothing expected of it
+            self.entered = wave.exec.reshape(wave.members, wave.lanes).any(axis=1)
         self.first = None
 
     def _expected(self, expect, members):
@@ -68,6 +70,7 @@ class Coverage:
             want = np.zeros((members, span), bool)
             for m, r in enumerate(self.ranges):
                 want[m, r - lo[m]] = True
+        want &= self.entered[:, None]
         got = np.concatenate(self.consumed, axis=1) if self.consumed else np.full((members, 0), -1)
         off = got - lo[:, None]
         ok = (got >= 0) & (off >= 0) & (off < span)

@@ -282,13 +282,18 @@ def declared_fields(args: Iterable) -> set:
 
 def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], options: LaunchOptions,
              lane_threads: int | None = None) -> Run:
-    """Run ``fn(w)`` on every wave of every workgroup of ``grid`` (x-fastest order), in batches of
-    ``options.side_by_side`` workgroups, folded where they can be (run_batch); then the output
-    declarations are checked and the Run returned. Both front ends launch through here.
-    ``lane_threads``: work-items launched (default grid x waves x wave size)."""
+    """Run ``fn(w)`` on every wave of every workgroup of ``grid`` (x-fastest order, or the axes of
+    ``options.batch_order``), in batches of ``options.side_by_side`` workgroups, folded where they
+    can be (run_batch); then the output declarations are checked and the Run returned. Both front
+    ends launch through here. ``lane_threads``: work-items launched (default grid x waves x wave size)."""
     t0 = time.perf_counter()
     m.schedule = options.wave_order
-    ids = [(x, y, z) for z, y, x in itertools.product(range(grid[2]), range(grid[1]), range(grid[0]))]
+    fast, mid, slow = options.batch_order
+    ids = []
+    for c in itertools.product(range(grid[slow]), range(grid[mid]), range(grid[fast])):
+        wg = [0, 0, 0]
+        wg[slow], wg[mid], wg[fast] = c
+        ids.append(tuple(wg))
     progress = options.progress
     if progress is not None:
         progress(0, len(ids))

@@ -55,6 +55,12 @@ class LaunchOptions:
 
     Default: 1."""
 
+    batch_order: tuple = (0, 1, 2)
+    """The grid axes in the order batches take workgroups, fastest first (0, 1, 2: x, y, z): a
+    kernel whose control flow follows blockIdx.x batches best along y, (1, 0, 2).
+
+    Default: (0, 1, 2) (x fastest, the order of workgroups run one at a time)."""
+
     provenance_batch: int | None = None
     """With provenance, at most this many workgroups side by side (bounds ``batch``: the memory a
     batch whose provenance cannot fold takes).
@@ -101,6 +107,8 @@ class LaunchOptions:
             raise ArgumentError(f"lds_bytes must be a positive number of bytes or None, got {self.lds_bytes!r}")
         if not _is_int(self.batch) or self.batch < 1:
             raise ArgumentError(f"batch must be >= 1, got {self.batch}")
+        if not isinstance(self.batch_order, tuple) or sorted(self.batch_order) != [0, 1, 2]:
+            raise ArgumentError(f"batch_order must be a tuple ordering the grid axes (0, 1, 2), got {self.batch_order!r}")
         if self.provenance_batch is not None and (not _is_int(self.provenance_batch) or self.provenance_batch < 1):
             raise ArgumentError(f"provenance_batch must be >= 1 or None, got {self.provenance_batch!r}")
         if self.progress is not None and not callable(self.progress):

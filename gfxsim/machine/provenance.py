@@ -39,15 +39,20 @@ RESERVED = ("@mma", "@mn", "@enc", "@encat")
 
 
 class WideSets:
-    """Exact sets for the rare footprint that leaves one window: id -> frozenset of values, or a
-    lazy union node (a, b) materialised only when someone reads it (reductions build thousands of
-    partial sets and only a few are ever compared)."""
+    """Exact sets for the rare footprint that leaves one window: id -> a set held as a bitset (a
+    Python int, bit v for value v >= 0), or a lazy union node (a, b) whose bitset is made only when
+    someone reads it (reductions build thousands of partial sets and only a few are ever compared).
+    A bitset makes a union or intersection a few word operations per 64 values, so a sum that
+    grows by one part per step (a reduce over a context's partitions) costs linear time and
+    memory in its parts, where materialised sets of values would cost their square."""
 
     def __init__(self):
-        self.nodes: list = [frozenset()]
-        self._ids: dict = {frozenset(): 0}
+        self.nodes: list = [0]           # id 0: the empty set
+        self._ids: dict = {0: 0}         # bitset -> id
         self._unions: dict = {}
         self._windows: dict = {}
+        self._bits: dict = {}            # union id -> its bitset, once read
+        self._sets: dict = {}            # id -> frozenset of values, once asked for
 
     @staticmethod
     def none() -> WideSets:
@@ -55,20 +60,23 @@ class WideSets:
         return _NoWideSets()
 
     def intern(self, values) -> int:
-        key = frozenset(int(v) for v in values)
-        got = self._ids.get(key)
+        return self._intern_bits(_to_bitset(values))
+
+    def _intern_bits(self, bits: int) -> int:
+        got = self._ids.get(bits)
         if got is None:
-            got = self._ids[key] = len(self.nodes)
-            self.nodes.append(key)
+            got = self._ids[bits] = len(self.nodes)
+            self.nodes.append(bits)
         return got
 
     def intern_window(self, base: int, bits: np.ndarray) -> int:
         """``intern`` of one window's values, remembered by (base, bits): a reduction meets the
         same windows step after step."""
-        key = (base, np.ascontiguousarray(bits, np.uint64).tobytes())
+        raw = np.ascontiguousarray(bits, "<u8").tobytes()
+        key = (base, raw)
         got = self._windows.get(key)
         if got is None:
-            got = self._windows[key] = self.intern(_bits_values(base, bits))
+            got = self._windows[key] = self._intern_bits(int.from_bytes(raw, "little") << base)
         return got
 
     def union(self, a: int, b: int) -> int:
@@ -83,31 +91,73 @@ class WideSets:
             got = self._unions[key] = len(self.nodes) - 1
         return got
 
+    def intersection(self, a: int, b: int) -> int:
+        """The id of set a ∩ set b."""
+        if a == 0 or b == 0:
+            return 0
+        return a if a == b else self._intern_bits(self.bitset(a) & self.bitset(b))
+
     def truncate(self, n: int):
         """Forget every set from id ``n`` on (a folded attempt taken back)."""
         del self.nodes[n:]
         for d in (self._ids, self._unions, self._windows):
             for k in [k for k, v in d.items() if v >= n]:
                 del d[k]
+        for d in (self._bits, self._sets):
+            for k in [k for k in d if k >= n]:
+                del d[k]
 
-    def values(self, sid: int) -> frozenset:
+    def bitset(self, sid: int) -> int:
+        """The set ``sid`` as a bitset (a union's made once, then kept)."""
         sid = int(sid)
+        node = self.nodes[sid]
+        if isinstance(node, int):
+            return node
+        got = self._bits.get(sid)
+        if got is not None:
+            return got
+        nodes, made = self.nodes, self._bits
         stack = [sid]
         while stack:                      # post-order, iterative: chains can be thousands deep
             s = stack[-1]
-            node = self.nodes[s]
-            if isinstance(node, frozenset):
+            if s in made:
                 stack.pop()
                 continue
-            pa, pb = self.nodes[node[0]], self.nodes[node[1]]
-            if not isinstance(pa, frozenset):
-                stack.append(node[0])
-            elif not isinstance(pb, frozenset):
-                stack.append(node[1])
-            else:
-                self.nodes[s] = pa | pb
-                stack.pop()
-        return self.nodes[sid]
+            pending = [c for c in nodes[s] if not isinstance(nodes[c], int) and c not in made]
+            if pending:
+                stack.extend(pending)
+                continue
+            a, b = (nodes[c] if isinstance(nodes[c], int) else made[c] for c in nodes[s])
+            made[s] = a | b
+            stack.pop()
+        return made[sid]
+
+    def values(self, sid: int) -> frozenset:
+        sid = int(sid)
+        got = self._sets.get(sid)
+        if got is None:
+            got = self._sets[sid] = frozenset(_bitset_values(self.bitset(sid)))
+        return got
+
+
+def _to_bitset(values) -> int:
+    """A set of values >= 0 as a Python int with bit v set for each value v."""
+    v = np.fromiter((int(x) for x in values), np.int64)
+    if not len(v):
+        return 0
+    if v.min() < 0:
+        raise ArgumentError(f"a footprint holds values >= 0, got {int(v.min())}")
+    flags = np.zeros(int(v.max()) + 1, np.bool_)
+    flags[v] = True
+    return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
+
+
+def _bitset_values(bits: int) -> list:
+    """The values of a bitset, ascending."""
+    if not bits:
+        return []
+    raw = np.frombuffer(bits.to_bytes((bits.bit_length() + 7) // 8, "little"), np.uint8)
+    return np.flatnonzero(np.unpackbits(raw, bitorder="little")).tolist()
 
 
 class _NoWideSets(WideSets):

@@ -102,6 +102,7 @@ class HostSetup:
     grid: tuple = (1,)
     waves_per_group: int = 1
     batch: int = 1
+    batch_order: tuple = (0, 1, 2)          # the grid axes batches walk, fastest first (LaunchOptions)
     provenance_batch: int | None = None     # with provenance, at most this many side by side (memory)
     trace_batch: int | None = None          # with the full trace (it keeps every batch's events), at most this many
     lds_bytes: int | None = None
@@ -122,7 +123,7 @@ class HostSetup:
         bounds = [b for b in (self.provenance_batch, kernel.provenance_batch if isinstance(kernel, BatchBounded)
                               else None, self.trace_batch if trace else None) if b]
         options = LaunchOptions(trace=trace, provenance=provenance, lds_bytes=self.lds_bytes, batch=self.batch,
-                                provenance_batch=min(bounds) if bounds else None,
+                                batch_order=self.batch_order, provenance_batch=min(bounds) if bounds else None,
                                 **_launch_kwargs(progress, self.name, launches=launches))
         run = launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, args=self.args,
                      kwargs=kw, options=options)

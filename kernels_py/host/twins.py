@@ -24,6 +24,12 @@ from gfxsim.errors import ArgumentError
 
 WAVES = 4                 # waves per workgroup of every attention twin
 PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
+# the producer's one-wave workgroups side by side: they fold into one class (a token and kv head
+# are shifts), so this bounds the numbers' columns (64 lanes each), not provenance
+KV_CACHE_BATCH = 8192
+# the prefill batches the heads of one query block (its chunk loop follows the block): they fold
+# into one class, a head being a shift; at most this many side by side with provenance
+PREFILL_PROVENANCE_BATCH = 64
 
 
 # ---- inputs of the standalone kernels ------------------------------------------------------
@@ -178,7 +184,9 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
     return HostSetup("prefix_prefill", bufs,
                      tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
                      geo,
-                     grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES, outputs=("out",))
+                     grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES,
+                     batch=num_heads, batch_order=(1, 0, 2), provenance_batch=PREFILL_PROVENANCE_BATCH,
+                     outputs=("out",))
 
 
 def run_prefill(q, cache: PagedKVCache, *, arch="gfx936", grouping="fragment", formula="derived", trace=True,
@@ -253,7 +261,7 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
     # lds_bytes: the producer declares no LDS (as its HIP twin); each of its num_tokens x kv_heads
     # one-wave workgroups would otherwise set up a poisoned 64 KiB LDS
     return HostSetup("int8_kv_cache", bufs, tuple(bufs[k] for k in ("key", "value", "slot_mapping") + names),
-                     geo, grid=(n, kvh), waves_per_group=1,
+                     geo, grid=(n, kvh), waves_per_group=1, batch=min(n * kvh, KV_CACHE_BATCH),
                      lds_bytes=4, outputs=names)
 
 

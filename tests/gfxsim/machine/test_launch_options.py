@@ -43,6 +43,7 @@ def test_frozen_and_keyword_only():
     (dict(batch=0), "batch must be >= 1, got 0"),
     (dict(batch=2.0), "batch must be >= 1, got 2.0"),
     (dict(provenance_batch=0), "provenance_batch must be >= 1 or None, got 0"),
+    (dict(batch_order=(0, 0, 1)), "batch_order must be a tuple ordering the grid axes"),
     (dict(progress=3), "progress must be a function progress"),
     (dict(max_steps=0), "max_steps must be >= 1, got 0"),
 ])
@@ -107,3 +108,16 @@ def test_the_runs_public_surface():
     assert run.provenance is False and run.checks_not_run_why == ["provenance off"]
     assert run.lane_instructions is None                   # a Python kernel has no instruction stream
     assert run.folds == [{"first": (0, 0, 0), "members": 1, "classes": None, "attempts": 0, "unfolded": None}]
+
+
+def test_batches_walk_the_grid_in_batch_order():
+    """(1, 0, 2): the workgroups of one x side by side (a kernel whose loops follow blockIdx.x)."""
+    seen = []
+
+    def kernel(w):
+        seen.append(list(w.wg.ids))
+    launch(kernel, grid=(2, 3), options=LaunchOptions(batch=3, batch_order=(1, 0, 2), trace=False))
+    assert seen == [[(0, 0, 0), (0, 1, 0), (0, 2, 0)], [(1, 0, 0), (1, 1, 0), (1, 2, 0)]]
+    seen.clear()
+    launch(kernel, grid=(2, 3), options=LaunchOptions(batch=3, trace=False))
+    assert seen == [[(0, 0, 0), (1, 0, 0), (0, 1, 0)], [(1, 1, 0), (0, 2, 0), (1, 2, 0)]]

@@ -1,0 +1,56 @@
+"""WideSets (gfxsim/machine/provenance.py): exact sets wider than a window, held as bitsets. A
+reduce adds one partition's footprint per step to a sum that holds all earlier ones, and checks
+each step's two sides for overlap (consumed.intersect): those must answer from bitsets, without
+making a set of values per step (which cost the square of the partitions)."""
+import numpy as np
+import pytest
+
+from gfxsim.errors import GfxSimError
+from gfxsim.machine.consumed import intersect
+from gfxsim.machine.provenance import WINDOW, Mask, WideSets
+
+
+def _window(wide, lo, hi) -> int:
+    """The id of values lo..hi-1 of one window."""
+    base = lo // WINDOW * WINDOW
+    bits = np.zeros(WINDOW, bool)
+    bits[lo - base:hi - base] = True
+    return wide.intern_window(base, np.packbits(bits, bitorder="little").view("<u8"))
+
+
+def test_a_growing_sum_is_exact_and_its_overlap_checks_make_no_sets_of_values():
+    wide = WideSets()
+    acc = 0
+    for p in range(64):                       # a reduce over 64 partitions of 256 tokens
+        part = _window(wide, 256 * p, 256 * p + 256)
+        assert wide.intersection(acc, part) == 0                  # disjoint: no overlap
+        acc = wide.union(acc, part)
+    again = _window(wide, 256 * 7 + 10, 256 * 7 + 20)
+    assert wide.values(wide.intersection(acc, again)) == frozenset(range(256 * 7 + 10, 256 * 7 + 20))
+    assert wide._sets.keys() == {wide.intersection(acc, again)}     # only the set asked for
+    assert wide.values(acc) == frozenset(range(256 * 64))
+
+
+def test_intersect_of_masks_uses_the_bitsets():
+    wide = WideSets()
+    a = Mask.empty((2,))
+    a.wide[:] = wide.union(_window(wide, 0, 256), _window(wide, 256, 300))
+    b = Mask.of_values(np.array([299, 300]))
+    got = intersect(a, b, wide)
+    assert got.values_at((0,), wide) == {299} and got.values_at((1,), wide) == frozenset()
+
+
+def test_truncate_forgets_the_sets_an_attempt_made():
+    wide = WideSets()
+    x = wide.intern([1, 5, 700])
+    n = len(wide.nodes)
+    y = wide.union(x, wide.intern([2, 900]))
+    assert wide.values(y) == {1, 2, 5, 700, 900}
+    wide.truncate(n)
+    assert len(wide.nodes) == n and wide.values(x) == {1, 5, 700}
+    assert wide.union(x, wide.intern([3])) == n + 1 and wide.values(n + 1) == {1, 3, 5, 700}
+
+
+def test_a_negative_value_is_refused():
+    with pytest.raises(GfxSimError, match="values >= 0"):
+        WideSets().intern([3, -1])

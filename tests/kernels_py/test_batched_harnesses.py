@@ -1,0 +1,112 @@
+"""The producer (int8_kv_cache) and the prefill (prefix_prefill) run their workgroups side by side
+(kernels_py/host/twins.py sets the batch; the kernels branch on per-lane conditions). A batched run
+must produce what the same launch one workgroup at a time produces: outputs, findings, what the
+stores left (bytes, written bits, identities, footprints), and the matrix-instruction records;
+folded, every record and sum as with every workgroup's provenance (support.fold)."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from kernels_py.host import twins as H
+from kernels_py.host.buffers import make_cache
+from kernels_py.int8_kv_cache import int8_kv_cache
+from kernels_py.prefix_prefill import prefix_prefill
+from kernels_py.workloads.data import make_attention_inputs
+from gfxsim.machine.provenance import RESERVED
+from support.fold import _same_prov, same_buffers, same_runs
+
+
+def _kv_setup():
+    """40 tokens of two kv heads, two of them padding (slot -1), into a shuffled paged cache."""
+    rng = np.random.default_rng(3)
+    key, value = (rng.standard_normal((40, 2, 64)).astype(np.float32) for _ in range(2))
+    slots = rng.permutation(64)[:40].astype(np.int32)
+    slots[[5, 17]] = -1
+    return H.kv_cache_buffers(key, value, slots, num_blocks=4, block_size=16)
+
+
+def _prefill_setup():
+    """70 queries (two query blocks, the second a tail) of 4 heads on 2 kv heads over a 100-token context."""
+    d = make_attention_inputs(seed=2, num_seqs=1, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100],
+                              num_queries=70)
+    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=2)
+    return H.prefill_buffers(d["q"], cache, 0)
+
+
+def _wrong_block_size(w, *args, block_size, **kw):
+    """The producer told another block size than the cache's: its stores land in other slots."""
+    return int8_kv_cache(w, *args, block_size=block_size // 2, **kw)
+
+
+def _short_context(w, *args, context_len, **kw):
+    """The prefill told a context one token shorter: every query row misses its last token."""
+    return prefix_prefill(w, *args, context_len=context_len - 1, **kw)
+
+
+def _findings(run):
+    """Every finding but the register and trace position it names: side by side, the workgroup ids
+    (and what they derive) are per-lane values, which take registers and statements a lone
+    workgroup's Python ints do not."""
+    out = []
+    for f in run.findings:
+        d = f.to_dict()
+        d.pop("instruction")
+        d["details"].pop("register", None)
+        d["message"] = re.sub(r"\bv\d+\b", "v#", d["message"])
+        out.append(json.dumps(d, sort_keys=True, default=str))
+    return sorted(out)
+
+
+def _records(run):
+    """The matrix-instruction records per (workgroup, wave, label): every tagged field of A's and B's elements."""
+    return sorted((tuple(r.workgroup), r.wave, str(r.label), r.op,
+                   [(op, f, r.slot_tags(op, f).tolist()) for op in "AB" for f in r.fields(op)])
+                  for r in run.mmacs())
+
+
+def _launch(make, kernel, batch):
+    setup = make()
+    if batch is not None:
+        setup.batch = batch
+    return setup, setup.launch(kernel, trace=False)
+
+
+@pytest.mark.parametrize("make, kernel, finds", [(_kv_setup, int8_kv_cache, False),
+                                                 (_kv_setup, _wrong_block_size, True),
+                                                 (_prefill_setup, prefix_prefill, False),
+                                                 (_prefill_setup, _short_context, True)])
+def test_a_batched_run_equals_the_run_one_workgroup_at_a_time(make, kernel, finds):
+    (one, r1), (side, rb) = _launch(make, kernel, 1), _launch(make, kernel, None)
+    assert side.batch > 1 and all(n["members"] == 1 for n in r1.folds)
+    assert any(n["members"] > 1 for n in rb.folds)
+    assert bool(rb.findings) == finds
+    assert _findings(r1) == _findings(rb)
+    assert _records(r1) == _records(rb)
+    for name in one.outputs:
+        _same_stores(one.buffers[name], side.buffers[name], r1.machine.wide, rb.machine.wide)
+
+
+def _same_stores(a, b, wa, wb):
+    """Bytes, written bits, identities, footprints and marks of a buffer, but the names of matrix
+    results (@mma/@mn: record numbers, which a batch numbers its own way)."""
+    assert np.array_equal(a.raw, b.raw) and np.array_equal(a.written, b.written), a.name
+    pa, pb = (x.prov._planes().map(lambda v: v) for x in (a, b))
+    for p in (pa, pb):
+        for f in RESERVED:
+            p.ids.pop(f, None)
+    _same_prov(pa, wa, pb, wb, a.name)
+
+
+@pytest.mark.parametrize("make, kernel", [(_kv_setup, int8_kv_cache), (_prefill_setup, prefix_prefill)])
+def test_a_batch_folds_and_keeps_every_record(monkeypatch, make, kernel):
+    monkeypatch.setenv("GFXSIM_FOLD", "0")
+    every, ra = _launch(make, kernel, None)
+    monkeypatch.setenv("GFXSIM_FOLD", "1")
+    folded, rb = _launch(make, kernel, None)
+    same_runs(ra, rb)
+    for name in every.outputs:
+        same_buffers(every.buffers[name], folded.buffers[name], ra.machine.wide, rb.machine.wide)
+    assert all(n["attempts"] == 0 for n in ra.folds)
+    assert all(n["unfolded"] is None and n["classes"] <= 2 for n in rb.folds), rb.folds          # padding: a class
