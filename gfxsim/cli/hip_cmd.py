@@ -226,13 +226,14 @@ def declare_encodings(specs, values: dict) -> None:
 
 def run_user(args) -> int:
     from ..hip.door import run
+    from ..machine import jit
     from ..machine.schedule import scheduled
     from .launched import emit, output_dir
     values, tags = parse_args_and_tags(args)
     declare_encodings(args.encoding, values)
     grid, block = parse_dims(args.grid, "--grid"), parse_dims(args.block, "--block")
     out_dir = output_dir(args.output)
-    with scheduled(args.schedule):
+    with scheduled(args.schedule), jit.announce_compiles():     # a first run compiles: say so (stderr)
         launched = run(args.source, args.kernel, grid, block, arch=args.arch, tags=tags, args=values,
                        defines=args.define, include=args.include, flags=args.clang_flag, lds=args.dynamic_lds, trace=args.trace,
                        provenance=args.provenance, batch=args.batch)

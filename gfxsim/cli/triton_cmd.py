@@ -142,6 +142,7 @@ def load_kernel(spec: str):
 def run_triton(args) -> int:
     from ..triton import run
     from ..triton.toolchain import triton_module
+    from ..machine import jit
     from ..machine.schedule import scheduled
     from .launched import emit, output_dir
     triton_module()
@@ -149,7 +150,7 @@ def run_triton(args) -> int:
     kernel = load_kernel(args.kernel)
     grid = parse_dims(args.grid, "--grid")
     out_dir = output_dir(args.output)
-    with scheduled(args.schedule):
+    with scheduled(args.schedule), jit.announce_compiles():     # a first run compiles: say so (stderr)
         launched = run(kernel, grid, num_warps=args.num_warps, num_stages=args.num_stages, plain=args.plain, tags=tags,
                        trace=args.trace, provenance=args.provenance, batch=args.batch, **values)
     return emit(launched, out_dir, args.report == "json", source=args.kernel, grid=grid,
