@@ -26,6 +26,8 @@ class ElemType:
     numpy_ref: type | str   # numpy scalar type, or "module:attr" naming one (imported on first use)
     is_float: bool
     description: str
+    encoding: str | None = None   # how its bytes encode a number (ENCODINGS); None: not checked
+
 
     @property
     def numpy(self) -> type:
@@ -34,18 +36,23 @@ class ElemType:
         return _resolve(ref) if isinstance(ref, str) else ref
 
 
+# Byte encodings whose misreading is a bug class of its own (format-mismatch): the FP8 formats
+# (OCP's fn/e5m2 and CDNA3's NaN-only-zero fnuz pair differ in bias and NaN), the 16-bit floats,
+# the 8- and 4-bit integers. Wider types are not tracked: arithmetic writes them.
+ENCODINGS = ("e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz", "bf16", "f16", "i8", "u8", "i4")
+
 ELEM_TYPES = {t.name: t for t in (
-    ElemType("i8", 8, "numpy:int8", False, "signed 8-bit integer"),
-    ElemType("i4", 4, "ml_dtypes:int4", False, "signed 4-bit integer (packed 8 per 32-bit register)"),
-    ElemType("u8", 8, "numpy:uint8", False, "unsigned 8-bit integer"),
+    ElemType("i8", 8, "numpy:int8", False, "signed 8-bit integer", "i8"),
+    ElemType("i4", 4, "ml_dtypes:int4", False, "signed 4-bit integer (packed 8 per 32-bit register)", "i4"),
+    ElemType("u8", 8, "numpy:uint8", False, "unsigned 8-bit integer", "u8"),
     ElemType("i16", 16, "numpy:int16", False, "signed 16-bit integer"),
     ElemType("u16", 16, "numpy:uint16", False, "unsigned 16-bit integer (global_load_ushort, ds_read_u16)"),
-    ElemType("f16", 16, "numpy:float16", True, "IEEE binary16"),
-    ElemType("bf16", 16, "ml_dtypes:bfloat16", True, "bfloat16"),
-    ElemType("fp8", 8, "ml_dtypes:float8_e4m3fnuz", True, "FP8 E4M3 (CDNA3 'fp8', NaN-only-zero encoding)"),
-    ElemType("bf8", 8, "ml_dtypes:float8_e5m2fnuz", True, "FP8 E5M2 (CDNA3 'bf8')"),
-    ElemType("fp8_e4m3", 8, "ml_dtypes:float8_e4m3fn", True, "OCP FP8 E4M3 (NVIDIA, gfx950)"),
-    ElemType("fp8_e5m2", 8, "ml_dtypes:float8_e5m2", True, "OCP FP8 E5M2"),
+    ElemType("f16", 16, "numpy:float16", True, "IEEE binary16", "f16"),
+    ElemType("bf16", 16, "ml_dtypes:bfloat16", True, "bfloat16", "bf16"),
+    ElemType("fp8", 8, "ml_dtypes:float8_e4m3fnuz", True, "FP8 E4M3 (CDNA3 'fp8', NaN-only-zero encoding)", "e4m3fnuz"),
+    ElemType("bf8", 8, "ml_dtypes:float8_e5m2fnuz", True, "FP8 E5M2 (CDNA3 'bf8')", "e5m2fnuz"),
+    ElemType("fp8_e4m3", 8, "ml_dtypes:float8_e4m3fn", True, "OCP FP8 E4M3 (NVIDIA, gfx950)", "e4m3fn"),
+    ElemType("fp8_e5m2", 8, "ml_dtypes:float8_e5m2", True, "OCP FP8 E5M2", "e5m2"),
     ElemType("i32", 32, "numpy:int32", False, "signed 32-bit integer"),
     ElemType("u32", 32, "numpy:uint32", False, "unsigned 32-bit integer"),
     ElemType("f32", 32, "numpy:float32", True, "IEEE binary32"),

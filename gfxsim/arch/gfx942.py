@@ -74,5 +74,6 @@ PROFILE = ArchProfile(
     name="gfx942", family="CDNA3", aliases=("gfx940", "gfx941", "mi300", "mi300x", "cdna3"),
     wave_size=64, lds_bytes=64 * 1024, lds_banks=32, lds_bank_bytes=4,
     vgprs=512, agprs=256, sgprs=102, instructions=INSTRUCTIONS, c_layout="cdna", insn_aliases=ALIASES,
+    cvt8_encodings={"fp8": "e4m3fnuz", "bf8": "e5m2fnuz"},      # CDNA3: the NaN-only-zero encodings
     source="MI300 ISA guide s.3 (512 unified VGPRs, 102 SGPRs per wave, 64 KiB LDS in 32 banks)",
 )

@@ -192,6 +192,15 @@ class MatrixInstruction:
     def cd(self) -> ElemType:
         return elem_type(self.cd_type)
 
+    def reads(self, operand: str) -> str | None:
+        """The byte encoding operand A or B is read in (its element type's, ``dtypes.ENCODINGS``:
+        gfx942's fp8/bf8 read e4m3fnuz/e5m2fnuz, NVIDIA's e4m3 reads OCP e4m3fn); None for C and
+        for types whose encoding is not tracked."""
+        key = operand.upper()
+        if key not in ("A", "B", "C", "D"):
+            raise ArgumentError(f"{self.mnemonic}: unknown operand {operand!r}; operands are A, B, C, D")
+        return (self.a if key == "A" else self.b).encoding if key in "AB" else None
+
     def operand(self, name: str) -> OperandLayout:
         key = name.upper()
         if key not in self.layouts:

@@ -25,6 +25,8 @@ class ArchProfile:
     source: str
     lds_rule: str = "gfx9"         # bank-conflict phases: "gfx9" (AMD) or "nvidia" (banks.phases)
     insn_aliases: Mapping[str, str] = field(default_factory=dict)   # other spellings the assembler takes
+    # the byte encoding the arch's 8-bit float conversions (v_cvt_*_fp8, v_cvt_*_bf8) read and write
+    cvt8_encodings: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         for m, insn in self.instructions.items():

@@ -25,7 +25,7 @@ from ..machine import ops
 from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, launch_options, run_grid
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
-from . import semantics
+from . import semantics, waitcnt
 from .launch import entry as kernel_entry
 from .launch import (DISPATCH, KERNARG, STACK_BYTES, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
                      PointerArray, initial_state, kernarg_segment, null_pointers, struct_buffers)
@@ -78,6 +78,7 @@ class Program:
         self.fns = tuple(_semantics(d) for d in self.decoded)
         self.own_event = tuple(own_event(d.ins.mnemonic) for d in self.decoded)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
+        self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
@@ -142,6 +143,7 @@ def _run_members(st, program, counted):
     M, lanes = st.members, st.lanes
     pcs, ended = st.pcs, st.ended
     barrier = program.barrier
+    counters = st.counters = waitcnt.Counters(st, program.waits)
     while True:
         if M == 1:
             if ended[0]:
@@ -184,6 +186,8 @@ def _run_members(st, program, counted):
         counted[0] += int(np.count_nonzero(w.exec))
         if st.any_unknown:
             taint_in(st, d)
+        event = tr.n_events
+        poisoned = counters.before(pc)        # a wait, or reads of registers whose loads are outstanding
         try:
             own = program.own_event[pc]
             if own:                           # arithmetic, moves, scalar, branches: one event of its own,
@@ -200,6 +204,7 @@ def _run_members(st, program, counted):
                 if tr.enabled and len(tr.raw) > n0:
                     _name_outputs(tr.raw[n0:], d)
         finally:
+            counters.after(pc, poisoned, event)
             st.taint_s = st.taint_v = st.fresh_out = None
             if act is not None:
                 w.set_exec(np.where(cols, w.exec, saved))

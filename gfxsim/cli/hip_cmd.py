@@ -78,6 +78,9 @@ def _add_run(hs):
     r.add_argument("--tag", action="append", default=[], metavar="NAME:AXIS=FIELD",
                    help="tag buffer NAME's elements with their index along AXIS as FIELD (e.g. k_cache:1=token): "
                         "token-level findings and token sets; none by default")
+    r.add_argument("--encoding", action="append", default=[], metavar="NAME=ENCODING",
+                   help="how buffer NAME's bytes encode numbers (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz, bf16, f16, i8, u8, "
+                        "i4): an instruction that reads them in another is a format-mismatch")
     r.add_argument("--dynamic-lds", type=int, metavar="BYTES", help="dynamic LDS (extern __shared__) at launch")
     r.add_argument("--trace", action="store_true", help="keep the full per-lane trace")
     r.add_argument("--no-provenance", dest="provenance", action="store_false",
@@ -208,11 +211,25 @@ def parse_args_and_tags(args) -> tuple[dict, dict]:
     return values, tags
 
 
+def declare_encodings(specs, values: dict) -> None:
+    """--encoding NAME=ENCODING: buffer argument NAME as a Buffer declaring how its bytes encode numbers."""
+    import numpy as np
+    from ..machine.memory import Buffer
+    for spec in specs:
+        name, sep, enc = spec.partition("=")
+        if not sep or not name or not enc:
+            raise UsageError(f"--encoding {spec!r}: expected NAME=ENCODING, e.g. k8=e4m3fn")
+        if not isinstance(values.get(name), np.ndarray):
+            raise UsageError(f"--encoding {spec}: {name} is not a buffer argument (--arg {name}=FILE.npy)")
+        values[name] = Buffer(name, values[name], encoding=enc)
+
+
 def run_user(args) -> int:
     from ..hip.door import run
     from ..machine.schedule import scheduled
     from .launched import emit, output_dir
     values, tags = parse_args_and_tags(args)
+    declare_encodings(args.encoding, values)
     grid, block = parse_dims(args.grid, "--grid"), parse_dims(args.block, "--block")
     out_dir = output_dir(args.output)
     with scheduled(args.schedule):

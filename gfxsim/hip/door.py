@@ -105,7 +105,7 @@ def tag_buffer(name: str, array: np.ndarray, tags: Mapping) -> object:
 
 def bind(kernel: Kernel, values: Mapping, tags: Mapping | None = None) -> dict:
     """The launch's arguments: arrays and Buffers copied into Buffers (tagged as ``tags`` says; a
-    Buffer's own tags, ``expect`` declarations and unwritten bytes kept), numbers and None (a null
+    Buffer's own tags, encoding, ``expect`` declarations and unwritten bytes kept), numbers and None (a null
     pointer) as given."""
     from ..machine.memory import Buffer
     tags = dict(tags or {})
@@ -118,7 +118,7 @@ def bind(kernel: Kernel, values: Mapping, tags: Mapping | None = None) -> dict:
             arrays = dict(v.tag_arrays)
             if n in tags:
                 arrays.update(tag_buffer(n, v.array, tags[n]).tag_arrays)
-            b = Buffer(n, v.array.copy(), arrays)
+            b = Buffer(n, v.array.copy(), arrays, encoding=v.declared_encoding)
             b.expects = dict(v.expects)
             b.written = None if v.written is None else v.written.copy()
             bound[n] = b

@@ -421,10 +421,15 @@ def sum_made(wave, pid, pa, pb, elems, op, folded=None):
     rec = log.pairs[pid - PAIR_BASE]
     r, c = elems
     conflict = np.zeros(len(r), bool)
-    for f in sorted((pa.ids.keys() & pb.ids.keys()) - set(RESERVED)):
-        x, y = pa.ids[f][r, c], pb.ids[f][r, c]
+    unsure = np.zeros(len(r), bool)          # one side names the element on a field, the other does not
+    for f in sorted((pa.ids.keys() | pb.ids.keys()) - set(RESERVED)):
+        x = pa.ids[f][r, c] if f in pa.ids else np.full(len(r), -1, np.int32)
+        y = pb.ids[f][r, c] if f in pb.ids else np.full(len(r), -1, np.int32)
         conflict |= (x >= 0) & (y >= 0) & (x != y)
+        unsure |= (x >= 0) != (y >= 0)
     active = None if wave.exec_full else wave.pexec("EXEC of an add of results")[c]
+    if unsure.any():     # an untagged partial (an unused cache block's tile) is not shown to be this element
+        active = ~unsure if active is None else active & ~unsure
     mixed = None
     if conflict.any():                   # partials of different outputs (heads, rows) under EXEC
         mixed = identity.mixed(wave.machine, pa, pb, (r, c))
@@ -542,13 +547,14 @@ def describe(log, i: int, e: int, prefix: str = ""):
         idx, src, wv, wgs, lanes = rec.site
         base = rec.member_base
         wg = wgs[int(np.searchsorted(base, e, "right")) - 1] if base is not None else wgs[0]
-        return f"{prefix}the sum made at #{idx} ({src}, workgroup {tuple(wg)}, wave {wv})", int(idx)
+        return (f"{prefix}the sum of {log.summed_names(i)} made at #{idx} ({src}, workgroup {tuple(wg)}, "
+                f"wave {wv})"), int(idx)
     rec = log.record_of(i)
     if rec is None:
         return f"{prefix}the result of #{i}", i
     M, N = rec.insn.M, rec.insn.N
     wg = tuple(rec.workgroups[i - rec.first])
-    return (f"{prefix}the result of #{i} {rec.op} ({rec.source}, workgroup {wg}, wave {rec.wave}) "
+    return (f"{prefix}the result of {log.describe(i)} {rec.op} ({rec.source}, workgroup {wg}, wave {rec.wave}) "
             f"D[{(e // N) % M}][{e % N}]"), i
 
 

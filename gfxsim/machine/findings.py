@@ -84,6 +84,17 @@ class IdentityMismatch:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AccumulatorCarried:
+    field: str                  # the identity C and D disagree on (a query row, a token, a V dim)
+    element: list               # [m, n] of D (the first element that disagrees)
+    c_value: int                # what C's element holds
+    d_value: int                # what A's row and B's column make D's element
+    c_from: str                 # where C's value was made (its instruction, label and element)
+    c_instruction: int          # that instruction's index (-1: not a matrix result)
+    elements: int               # elements of this instruction whose C is another element's
+
+
+@dataclass(frozen=True, kw_only=True)
 class LdsRace:
     other_wave: int
     where: str                  # region+offset
@@ -133,6 +144,28 @@ class BufferOutOfRange:
     nbytes: int                 # bytes per lane of the access
 
 
+@dataclass(frozen=True, kw_only=True)
+class MissingWait:
+    register: str               # the register read (or overwritten) before its data returned; "LDS" at a barrier
+    access: str                 # "read" | "overwrite" | "barrier" (an LDS write outstanding at s_barrier)
+    load: int                   # the instruction index of the access that writes it
+    load_line: str              # its assembly line
+    counter: str                # "vmcnt" | "lgkmcnt"
+    needed: str                 # the s_waitcnt that, before the read, would have covered it
+    lanes: list
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormatMismatch:
+    operand: str                # "A", "B" (a matrix instruction's) or "its source" (a conversion's)
+    written: str                # the encoding the bytes were written in (dtypes.ENCODINGS)
+    reads: str                  # the encoding the instruction reads them in
+    written_by: str             # "buffer 'q'" or the conversion instruction that wrote them
+    element: int                # the first such element's flat index in that buffer (-1: an instruction's,
+                                # or a buffer whose dtype named the encoding)
+    elements: int               # elements (lanes, for a conversion) of this instruction read in the wrong encoding
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -160,6 +193,9 @@ REGISTRY = {k.name: k for k in (
     Kind("identity-mismatch", "an elementwise add, sub, product or fma combines values of different heads, "
          "sequences or rows: a field the operation does not reduce over", IdentityMismatch,
          ("source", "operation", "field", "workgroup")),
+    Kind("accumulator-carried", "a matrix instruction's C holds the partial sum of another output element than its "
+         "D (an accumulator not zeroed between output tiles)", AccumulatorCarried,
+         ("source", "field", "workgroup")),
     Kind("lds-race", "two waves touched one LDS byte in the same barrier epoch, at least one writing", LdsRace,
          ("source", "other_wave", "workgroup")),
     Kind("uninitialized-read", "a never-written register, LDS or global byte was read", UninitializedRead,
@@ -169,6 +205,11 @@ REGISTRY = {k.name: k for k in (
          StoreMismatch, ("source", "buffer", "field", "workgroup")),
     Kind("buffer-out-of-range", "a buffer access outside its descriptor's num_records or its buffer (not a masked lane)",
          BufferOutOfRange, ("source", "buffer", "reason", "workgroup")),
+    Kind("missing-wait", "a register is read or overwritten before the s_waitcnt that covers the memory access "
+         "writing it: on hardware it holds stale data", MissingWait, ("source", "load_line", "register", "workgroup")),
+    Kind("format-mismatch", "an instruction reads bytes in another numeric encoding than they were written in "
+         "(e4m3fn bytes read as gfx942's e4m3fnuz: off by 2x, or NaN)", FormatMismatch,
+         ("source", "operand", "written", "reads", "workgroup")),
     Kind("lds-bank-conflict", "an LDS access serialised on a bank (performance)", LdsBankConflict,
          ("source", "degree", "workgroup"), performance=True),
 )}

@@ -40,6 +40,7 @@ from .consumed import Fp, pair_cells
 from .errors import GfxSimError
 from .jit import njit
 from .mmalog import PAIR_BASE, PairRecord
+from .encoding import AT, ENC, PLANES as ENC_PLANES
 from .provenance import RESERVED, WINDOW, Mask, Prov
 from .summaries import row_sets
 
@@ -48,7 +49,9 @@ MAX_CLASSES = 16         # more classes than this: folding no longer pays, the b
 # provenance findings made on a representative's columns: they would name it, not each member
 # (unless reported for every member: scale-group-mismatch, fold.Fold.for_members)
 RESTART_KINDS = frozenset({"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "double-count",
-                           "identity-mismatch"})
+                           "format-mismatch",
+                           "identity-mismatch",
+                           "accumulator-carried"})
 
 
 class Unfolded(BaseException):
@@ -166,6 +169,10 @@ class Fold:
         for f, a in p.ids.items():
             if f not in RESERVED:
                 ids[f] = self._fold_plane(f, a)
+        if ENC in p.ids:               # the encoding is every member's; the element the representative's
+            ids[ENC] = self.rep(p.ids[ENC], what)
+        if AT in p.ids:
+            ids[AT] = p.ids[AT][:, :self.lanes] if self.classes == 1 else np.take(p.ids[AT], self.rep_cols, axis=1)
         if "@mma" in p.ids:
             ids["@mma"], ids["@mn"] = self._fold_names(p.ids["@mma"], p.ids["@mn"], what)
         fp = {f: _on_columns(m, lambda x: np.ascontiguousarray(self.rep(x, what))) for f, m in p.fp.items()}
@@ -273,6 +280,8 @@ class Fold:
         for f, a in p.ids.items():
             if f not in RESERVED:
                 ids[f] = self._shifted(f, cols(a), member)
+            elif f in ENC_PLANES:
+                ids[f] = cols(a)
         if "@mma" in p.ids:
             ids["@mma"], ids["@mn"] = self._names(cols(p.ids["@mma"]), cols(p.ids["@mn"]), member, log)
         fp = {f: self._mask(f, _on_columns(m, cols), member, what) for f, m in p.fp.items()}

@@ -8,7 +8,9 @@ Provenance of a matrix instruction, per (batched workgroup, block):
 * the record keeps, per field, the values feeding the K slots (compact: ``[K]`` when a field is
   the same along M (A) / N (B), ``[M]``/``[N]`` when it is the same along K, else the full grid);
 * the K set of D[m][n], per field that varies along K: A row m's values ∪ B column n's values,
-  as bitmask windows (``Mask``); through C it chains to the instruction that produced C;
+  as bitmask windows (``Mask``); through C it chains to the instruction that produced C, which
+  must have summed the same element and other K values (``chain``: accumulator-carried,
+  double-count);
 * D[m][n]'s identity: the fields constant along K of A's row m and B's column n, plus ``@mma``
   (this instruction's index) and ``@mn`` — the mark that lets a scale check or a finding name
   the instruction wherever the result travels (moves, LDS, bpermute, conversions).
@@ -23,7 +25,7 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .plans import batched_plan, d_inverse, flat_plan, name_planes
-from . import qdir
+from . import chain, encoding, qdir
 from .provenance import RESERVED, UNKNOWN, Prov
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
@@ -121,7 +123,7 @@ def _unpack_nibbles(w, insn, op, v):
     nib = np.where(nib > 7, nib - 16, nib).astype(np.int8).reshape(-1, raw.shape[1])
     prov = None if v.prov is None else v.prov.per_byte().map(lambda x: np.repeat(x, 2, axis=0))
     valid = None if v.valid is None else np.repeat(v.valid, 2, axis=0)
-    return VGPRs(None, nib, "i4", prov, valid, regs=v.regs)
+    return VGPRs(None, nib, "i4", prov, valid, regs=v.regs, rfile=v.rfile)
 
 
 OPERAND_MEMO = 4         # operands a wave remembers per side (A, B): QK alternates four A registers
@@ -222,7 +224,10 @@ class MatrixOps:
         out = self.new_value(dval, insn.cd_type)
         source = self.source()
         fields = {}                        # the record's provenance fields (MmaRecord)
-        if self.machine.provenance and (a.prov is not None or b.prov is not None or c.prov is not None):
+        if self.machine.provenance and (a.prov is not None or b.prov is not None):
+            self._format_check(insn, idx, label, a, b, live)
+        # operands that carry no more than their bytes' encoding name nothing a result could carry
+        if self.machine.provenance and any(v.prov is not None and not encoding.only(v.prov) for v in (a, b, c)):
             out.prov, fields = self._mma_provenance(insn, a, b, c, idx, label, live)
             if self.fold is not None:           # the representatives' rows, completed for every member
                 fields = self.fold.unfold_record(insn, fields, self.machine.mma_log)
@@ -283,6 +288,32 @@ class MatrixOps:
                              f"(derived from tagged data by a route gfxsim does not follow): their tokens "
                              f"cannot be checked", lane=int(lanes[row, 0, k] if op == "A" else lanes[row, k, 0]),
                              instruction=idx, operand=op, slots=slots)
+
+    def _format_check(self, insn, idx, label, a, b, live):
+        """Operand bytes written in another encoding than the record says the operand reads
+        (encoding.py): one ``format-mismatch`` per operand, naming the first element."""
+        live_rows = None
+        for op, v in (("A", a), ("B", b)):
+            reads = insn.reads(op)
+            if reads is None or v.prov is None or encoding.ENC not in v.prov.ids or \
+                    not encoding.mismatch(v.prov.ids[encoding.ENC], reads).any():
+                continue
+            p = elem_prov(self, v, v.n)
+            if p is None or encoding.ENC not in p.ids:         # the bytes of an element disagree: unchecked
+                continue
+            if live_rows is None:
+                live_rows = np.repeat(live[self.pmember_ids], insn.blocks)
+            plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
+            enc = Field.gathered(p.ids[encoding.ENC], plan, op).v                 # [nb, M|N, K] for both
+            bad = encoding.mismatch(enc, reads) & live_rows[:, None, None]
+            if not bad.any():
+                continue
+            row, i, k = (int(x) for x in np.argwhere(bad)[0])
+            at = -1 if encoding.AT not in p.ids else Field.gathered(p.ids[encoding.AT], plan, op).v[row, i, k]
+            lanes = batched_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)[1]
+            lane = int(lanes[row, i, k] if op == "A" else lanes[row, k, i])
+            encoding.report(self, f"{insn.mnemonic}{_labelled(label)}", op, reads, int(enc[row, i, k]), int(at), lane,
+                            int(bad.sum()), idx)
 
     def _operand_fields(self, insn, operand, p):
         """({field: Field} gathered through the operand's plan, {field: compact record form},
@@ -367,24 +398,47 @@ class MatrixOps:
         flat_d = flat_plan(cache, insn, "D", pm, self.lanes)
         none2, none3 = np.empty((0, 0), np.int32), np.empty((0, 0, 0), np.int32)
         as_i32 = lambda x, empty: empty if x is None else np.ascontiguousarray(x, np.int32)
+        clashes = []                       # (field, D's value where C holds another, C's values)
+        unsure = np.zeros(flat_d.shape, bool)  # C or A.B names the element on a field, the other does not
+        named_c = pc is not None and "@mma" in pc.ids
         for f in sorted(fa.keys() | fb.keys() | fc.keys()):
             ra, cb = _d_identity(f, sa, sb, rec_a, rec_b) if f in sa or f in sb else (None, None)   # [nb, M], [nb, N]
             if ra is None and cb is None and f not in fc:
                 continue
             plane = np.full(shape, -1, np.int32)
+            clash = np.full(flat_d.shape, -1, np.int32) if f in fc else none3
             # D = A.B + C: the row's and column's identity where they agree, then C's element's
-            if summaries.d_plane(as_i32(ra, none2), as_i32(cb, none2), as_i32(fc.get(f), none3), flat_d,
-                                 plane.reshape(-1)):
+            got, clashed = summaries.d_plane(as_i32(ra, none2), as_i32(cb, none2), as_i32(fc.get(f), none3), flat_d,
+                                             plane.reshape(-1), clash)
+            if got:
                 ids[f] = plane
+            if clashed:
+                clashes.append((f, clash, fc[f]))
+            if f in fc:
+                unsure |= clash == -2
+            elif named_c:                  # C names no value of f: A's row or B's column does
+                unsure |= ((np.full(flat_d.shape[:2], -1) if ra is None else ra)[:, :, None] >= 0) | \
+                    ((np.full(flat_d.shape[::2], -1) if cb is None else cb)[:, None, :] >= 0)
         member_plane, mn_plane = name_planes(cache, insn, shape, self.pmember_ids, self.lanes)
         ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
         ids["@mn"] = mn_plane.copy()
         c_mma = c_mn = None
+        d_lanes = plans["D"][1]
+        other = np.zeros(flat_d.shape, bool)     # elements whose C was summed for another element
         if pc is not None and "@mma" in pc.ids:
             c_mma, c_mn = np.take(pc.ids["@mma"], flat_c), np.take(pc.ids["@mn"], flat_c)
+        if clashes:
+            other = chain.report_carried(self, insn, idx, label, clashes, c_mma, c_mn, d_lanes, live_rows)
+            if c_mma is not None and other.any():     # another element's sums are no part of this one's
+                c_mma, c_mn = np.where(other, -1, c_mma), np.where(other, -1, c_mn)
+        if c_mma is not None:
             prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.pmember_ids)
+            rows = None if prev is None or self.fold is None else prev.rows_of(self.pmember_ids)
+            if ks_a or ks_b:             # what C consumed, summed again by A.B
+                theirs = chain.c_sets(self.machine.mma_log, prev, rows, c_mma, c_mn, wide)
+                chain.report_summed_again(self, insn, idx, label, ks_a, ks_b, theirs, c_mma, c_mn, d_lanes,
+                                          live_rows, other | unsure)
             if prev is not None:         # C is the previous instruction's D, element for element
-                rows = None if self.fold is None else prev.rows_of(self.pmember_ids)
                 for side, pside in ((ks_a, prev.ks_a), (ks_b, prev.ks_b)):
                     for f in pside.keys() | side.keys():
                         ps = pside.get(f) if rows is None or f not in pside else pside[f].map(lambda x: x[rows])

@@ -10,9 +10,15 @@ import copy
 
 import numpy as np
 
+from . import encoding as enc
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
+from ..arch.dtypes import ELEM_TYPES
 from .provenance import WORDS, Mask, Prov
 from ..errors import ArgumentError, ArgumentTypeError, located
+
+
+# bits of one element of each encoding (i4: two per byte)
+ELEM_BITS = {t.encoding: t.bits for t in ELEM_TYPES.values() if t.encoding is not None}
 
 
 def poison(n: int) -> np.ndarray:
@@ -104,9 +110,14 @@ class Buffer:
     e.g. ``{"token": tok, "seq": s}`` for a V cache: every byte loaded from element e carries the
     identity (token=tok[e], seq=s[e]); a negative value means "no tag" (e.g. an unused cache slot).
     ``Buffer.empty`` makes an output whose unwritten bytes are poison and detectable.
+    ``encoding`` declares how its bytes encode numbers (``gfxsim.arch.dtypes.ENCODINGS``: numpy has
+    no fp8 dtypes, so e4m3fn bytes live in a uint8 array); int8 and float16 arrays name theirs.
+    With provenance, a matrix instruction or conversion that reads them in another encoding
+    reports ``format-mismatch``.
     """
 
-    def __init__(self, name: str, array: np.ndarray, tags: dict | None = None, *, written: bool = True):
+    def __init__(self, name: str, array: np.ndarray, tags: dict | None = None, *, written: bool = True,
+                 encoding: str | None = None):
         if not isinstance(array, np.ndarray):
             raise ArgumentTypeError(f"buffer {name!r}: expected a numpy array, got {type(array).__name__}")
         if not isinstance(name, str) or not name:
@@ -133,13 +144,26 @@ class Buffer:
         self.prov: MemProv | None = None       # what stores with provenance left here
         self.origin = None                     # the launch (Machine) whose ids those planes use
         self.expects: dict = {}                # field -> (lo, hi, exact): see expect()
+        self.declared_encoding = None if encoding is None else self._check_encoding(encoding)
+        # how the bytes encode numbers: declared, or named by the dtype (int8, float16); None: unchecked
+        self.encoding = self.declared_encoding or enc.of_dtype(self.array.dtype)
+
+    def _check_encoding(self, encoding: str) -> str:
+        enc.check_name(encoding, f"buffer {self.name!r}")
+        bits = ELEM_BITS[encoding]
+        if self.array.itemsize * 8 != max(bits, 8):
+            raise ArgumentError(f"buffer {self.name!r}: {encoding} is {bits}-bit, but the array holds "
+                                f"{self.array.dtype} ({self.array.itemsize * 8}-bit) elements: store its bytes as "
+                                f"{'uint8' if bits <= 8 else 'uint16'}")
+        return encoding
 
     @classmethod
-    def empty(cls, name: str, shape: int | tuple[int, ...], dtype: str | np.dtype, tags: dict | None = None) -> Buffer:
+    def empty(cls, name: str, shape: int | tuple[int, ...], dtype: str | np.dtype, tags: dict | None = None, *,
+              encoding: str | None = None) -> Buffer:
         from .dtypes import np_dtype
         arr = np.empty(shape, np_dtype(dtype_name(dtype)))
         arr.reshape(-1).view(np.uint8)[:] = poison(arr.nbytes)
-        return cls(name, arr, tags, written=False)
+        return cls(name, arr, tags, written=False, encoding=encoding)
 
     def expect(self, field: str, lo: int | np.ndarray, hi: int | np.ndarray, *, exact: bool = True) -> Buffer:
         """Declare what each element must have consumed: every value ``lo[e] <= v < hi[e]`` of
@@ -254,14 +278,21 @@ class Buffer:
             if p is not None and machine is not None and self.origin is not None and self.origin is not machine:
                 p = _import(p, self.origin, machine)
             return p
-        if not self._tags:
+        if not self._tags and self.encoding is None:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
             elem = div_const(byte_addr[::size], self.itemsize)
-            return Prov(size, self.tags_at(elem))
+            return Prov(size, self._ids_at(elem))
         elem = byte_addr // self.itemsize
-        p = Prov(1, self.tags_at(elem))
+        p = Prov(1, self._ids_at(elem))
         return p.compact(size) if size > 1 else p
+
+    def _ids_at(self, elem: np.ndarray) -> dict:
+        """The identities of bytes of flat elements ``elem``: the tags, and the encoding planes."""
+        ids = self.tags_at(elem)
+        if self.encoding is not None:
+            ids.update(enc.buffer_planes(self.name, self.encoding, elem, self.declared_encoding is not None))
+        return ids
 
     def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None):
         if machine is not None and self.origin is not machine and self.prov is not None and self.origin is not None:
@@ -275,8 +306,11 @@ class Buffer:
             if p is None:
                 return
             unit = 4 if self.itemsize % 4 == 0 else 1
-            self.prov = MemProv(self.nbytes, {f: np.repeat(t, self.itemsize // unit) for f, t in self.tags.items()},
-                                unit)
+            ids = dict(self.tags)
+            if self.encoding is not None:
+                ids.update(enc.buffer_planes(self.name, self.encoding, np.arange(self.array.size),
+                                             self.declared_encoding is not None))
+            self.prov = MemProv(self.nbytes, {f: np.repeat(t, self.itemsize // unit) for f, t in ids.items()}, unit)
         self.prov.scatter(byte_addr, p)
 
     def snapshot(self) -> tuple:

@@ -67,6 +67,8 @@ class MmaRecord:
 
 
 PAIR_BASE = 1 << 28          # ids of sums of two matrix results (PairRecords)
+_NAMED = 4                   # instructions a sum's name lists
+_WALK = 4096                 # sums of sums a name follows
 FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1) * FOREIGN_BASE + its id
 
 
@@ -220,11 +222,55 @@ class MmaLog:
         r = self.records[i]
         return r if index < r.first + len(r.workgroups) else None
 
-    def describe(self, index: int) -> str:
-        """``#12 (chunk 0 tile 1 j 0)``: an instruction's index and the kernel's label for it."""
+    def describe(self, index: int, label: str | None = None) -> str:
+        """``#12 (chunk 0 tile 1 j 0)``: an instruction's index and the kernel's label for it
+        (``label``: an instruction not logged yet). A sum of results is named by the instructions
+        it summed and the add that made it, a result of an earlier launch by that launch."""
+        if index >= FOREIGN_BASE:
+            k = index // FOREIGN_BASE
+            theirs = self.foreign[k - 1][0]
+            return f"{theirs.describe(index - k * FOREIGN_BASE)} of launch {theirs.kernel or '?'}"
+        if index >= PAIR_BASE:
+            site = self.pairs[index - PAIR_BASE].site
+            return self.summed_names(index) + (f" (summed at #{site[0]}, {site[1]})" if site is not None else
+                                               " (summed)")
         rec = self.record_of(index)
-        label = rec.label if rec is not None else None
+        if label is None and rec is not None:
+            label = rec.label
         return f"#{index}" + (f" ({label})" if label else "")
+
+    def summed_names(self, index: int) -> str:
+        """``#12 (j 0) + #13 (j 1)``: the instructions a sum of results added (``summed``)."""
+        leaves = self.summed(index)
+        names = " + ".join(self.describe(i) for i in leaves[:_NAMED])
+        return names + (f" and {len(leaves) - _NAMED} more" if len(leaves) > _NAMED else "")
+
+    def trace_index(self, index: int) -> int:
+        """The trace index a value's name stands for: an instruction's own, the add that made a sum
+        (-1 where unknown), an earlier launch's result's index there."""
+        if index >= FOREIGN_BASE:
+            return index % FOREIGN_BASE
+        if index >= PAIR_BASE:
+            site = self.pairs[index - PAIR_BASE].site
+            return int(site[0]) if site is not None else -1
+        return index
+
+    def summed(self, index: int) -> list:
+        """The instructions (their indices, sorted) whose results a sum of results added, through
+        sums of sums; results of earlier launches are left out."""
+        seen, out, todo = set(), set(), [index]
+        while todo and len(seen) < _WALK:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            for ids, _ in self.pairs[pid - PAIR_BASE].left, self.pairs[pid - PAIR_BASE].right:
+                for i in np.unique(ids[ids >= 0]).tolist():
+                    if i < PAIR_BASE:
+                        out.add(i)
+                    elif i < FOREIGN_BASE:
+                        todo.append(i)
+        return sorted(out)
 
     def aligned(self, c_mma, c_mn, insn, members):
         """The record whose D is exactly this C (``[nb, M, N]`` ids in the C layout of the members

@@ -7,7 +7,8 @@ register columns — lanes x batched workgroups):
   byte has no value in that field. Loads from a tagged buffer fill them; byte moves route them
   exactly; arithmetic keeps, per element, the fields both operands agree on. Reserved fields start
   with ``@``: ``@mma`` (global index of the matrix instruction whose result this is) and ``@mn``
-  (the element of that result, ``(block*M + m)*N + n``).
+  (the element of that result, ``(block*M + m)*N + n``); ``@enc`` and ``@encat`` (the numeric
+  encoding a byte was written in, and where: encoding.py).
 * **footprint** — per element and field, the set of values a reduction consumed (``amax`` over
   tokens, a row sum over dims): a ``Mask`` of ``WORDS`` uint64 words over a window of ``WINDOW``
   values aligned to ``WINDOW``; a set that leaves its window is kept exactly in ``WideSets``.
@@ -32,7 +33,9 @@ WORDS = 4                         # uint64 words per window
 WINDOW = 64 * WORDS               # values per window (tokens of a 256-token partition, 128 dims, ...)
 SCALE = np.uint8(1)               # flag: a quantization scale
 UNKNOWN = np.uint8(2)             # flag: of unknown origin (the module docstring)
-RESERVED = ("@mma", "@mn")        # identity-only fields (never a footprint)
+# identity-only fields (never a footprint): a matrix result's name, and the byte's encoding and
+# where it was written (encoding.py)
+RESERVED = ("@mma", "@mn", "@enc", "@encat")
 
 
 class WideSets:

@@ -52,7 +52,7 @@ class RegisterFile:
             prov = _read_prov(self.prov, rows, itemsize(dtype))
         wr = self.written[rows]
         return VGPRs(self.wave, from_bytes(raw, dtype), dtype, prov, None if wr.all() else wr.copy(),
-                     regs=(first, n))
+                     regs=(first, n), rfile=self.prefix)
 
     def write(self, first: int, value: VGPRs):
         """Write ``value``'s bytes into registers first.. in the active lanes (EXEC); a value that

@@ -76,7 +76,7 @@ class RoutingOps:
         if prov is not None and prov.g != 1 and prov.g != itemsize(dtype):
             prov = prov.per_byte()
         return VGPRs(self, from_bytes(to_bytes(v.val), dtype), dtype, prov,
-                     None if v.valid is None else v.valid.copy(), regs=v.regs)
+                     None if v.valid is None else v.valid.copy(), regs=v.regs, rfile=v.rfile)
 
     # -- bitwise ops and shifts that route bytes ---------------------------------------------------
     def route_bitwise(self, op, a: VGPRs, b: VGPRs):

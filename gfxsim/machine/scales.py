@@ -102,8 +102,9 @@ class ScaleOps:
                      f"operand {op} of instruction {name} was quantized as {quantized} (amax: the extremum its "
                      f"scale was made from), and the result is rescaled by {rescaled} again ({value:.6g} in lane "
                      f"{lanes[0]}) instead of by its inverse: the scale is applied twice, not undone, and every "
-                     f"element is off by amax^{2 * e}", lane=int(cols[0]), instruction=insn_index, operand=op,
-                     quantized=quantized, rescaled=rescaled, scale=value, lanes=lanes, mma_event=insn_index)
+                     f"element is off by amax^{2 * e}", lane=int(cols[0]), operand=op,
+                     instruction=(at := self.machine.mma_log.trace_index(insn_index)),
+                     quantized=quantized, rescaled=rescaled, scale=value, lanes=lanes, mma_event=at)
 
     def _zero_of_nothing(self, res: VGPRs, sc: VGPRs, ps: Prov, act) -> np.ndarray:
         """Where (of ``act``) a zero scale computed from nothing meets a zero result: compiled code
@@ -262,11 +263,12 @@ class ScaleOps:
                        f"the element's own")
             if len(mism) > 1:
                 msg += f" ({len(mism)} distinct mismatches, see details)"
+            at = self.machine.mma_log.trace_index(insn_index)     # a sum of results: the add that made it
             self.finding("scale-group-mismatch", msg, lane=col, for_members=True,
-                         instruction=insn_index - col // self.lanes if self.members > 1 else insn_index,
+                         instruction=at - col // self.lanes if self.members > 1 else at,
                          field=field, axis={"K": "K", "M/N": "M/N", "group": "M/N group"}[axis],
                          scale_over=sorted(s_vals), k_set=sorted(k_vals), foreign=foreign, extra=extra,
-                         lanes=lanes, mma_event=insn_index,
+                         lanes=lanes, mma_event=at,
                          mismatches=[{"scale_over": sorted(s), "k_set": sorted(k), "foreign": sorted(k - s),
                                       "lanes": ln} for k, s, ln, _ in mism])
 

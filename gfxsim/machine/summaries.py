@@ -115,14 +115,17 @@ def _gather_summary(flat, plan, transposed, big, v):
 
 
 @njit
-def d_plane(ra, cb, vc, flat_d, out):
+def d_plane(ra, cb, vc, flat_d, out, clash):
     """D's identity plane of one field (``out`` [regs*width] flat, prefilled -1): D[m][n] is A row
     m's value ``ra`` [nb, M] and B column n's ``cb`` [nb, N] where they agree or one is absent (-1),
-    then C's element ``vc`` [nb, M, N] likewise (an empty [0, 0, 0] array: no C). Returns whether
-    any element got a value."""
+    then C's element ``vc`` [nb, M, N] likewise (an empty [0, 0, 0] array: no C). Where C holds
+    another value than the row's and column's, ``clash`` [nb, M, N] (prefilled -1) takes the row's
+    and column's: C was summed for another element; where only one of the two holds a value, -2
+    (not shown to be one element). Returns (whether any element got a value, whether any clashed)."""
     nb, M, N = flat_d.shape
     has_a, has_b, has_c = ra.shape[0] > 0, cb.shape[0] > 0, vc.shape[0] > 0
     any_v = False
+    any_clash = False
     for b in range(nb):
         for m in range(M):
             x = ra[b, m] if has_a else -1
@@ -131,11 +134,16 @@ def d_plane(ra, cb, vc, flat_d, out):
                 d = y if x < 0 else (x if (y < 0 or x == y) else -1)
                 if has_c:
                     z = vc[b, m, n]
+                    if d >= 0 and z >= 0 and z != d:
+                        clash[b, m, n] = d
+                        any_clash = True
+                    elif (d >= 0) != (z >= 0):
+                        clash[b, m, n] = -2
                     d = z if d < 0 else (d if (z < 0 or z == d) else -1)
                 out[flat_d[b, m, n]] = d
                 if d >= 0:
                     any_v = True
-    return any_v
+    return any_v, any_clash
 
 
 

@@ -24,10 +24,11 @@ class Operand:
     regs: tuple | None  # (first VGPR, count)
     dtype: str
     values: np.ndarray     # [n, lanes], typed
+    file: str = "v"        # the register file as the code names it: "v" VGPRs, "a" AGPRs
 
     @classmethod
     def of(cls, v) -> Operand:
-        return cls(v.regs, v.dtype, v.val.copy())
+        return cls(v.regs, v.dtype, v.val.copy(), v.rfile)
 
     @property
     def name(self) -> str:
@@ -35,7 +36,7 @@ class Operand:
             vals = np.unique(self.values)
             return str(vals[0].item()) if len(vals) == 1 else "literal"
         base, n = self.regs
-        return f"v{base}" if n == 1 else f"v[{base}:{base + n - 1}]"
+        return f"{self.file}{base}" if n == 1 else f"{self.file}[{base}:{base + n - 1}]"
 
 
 @dataclass
@@ -79,8 +80,8 @@ class BatchEvent:
     def view(self, member: int) -> Event:
         cols = slice(member * self.lanes, (member + 1) * self.lanes)
         width = self.exec_mask.shape[0]
-        ins = [Operand(o.regs, o.dtype, o.values[:, cols]) for o in self.inputs]
-        outs = [Operand(o.regs, o.dtype, o.values[:, cols]) for o in self.outputs]
+        ins = [Operand(o.regs, o.dtype, o.values[:, cols], o.file) for o in self.inputs]
+        outs = [Operand(o.regs, o.dtype, o.values[:, cols], o.file) for o in self.outputs]
         if self.record is not None:
             ev = MmaEvent.from_record(self.record, member)
             ev.inputs, ev.outputs = ins, outs
@@ -105,7 +106,7 @@ class MmaEvent(Event):
     def from_record(cls, rec, member: int) -> MmaEvent:
         lanes = len(rec.exec_mask) // len(rec.workgroups)
         cols = slice(member * lanes, (member + 1) * lanes)
-        ins, outs = ([[Operand(o.regs, o.dtype, o.values[:, cols]) for o in side] for side in rec.operands]
+        ins, outs = ([[Operand(o.regs, o.dtype, o.values[:, cols], o.file) for o in side] for side in rec.operands]
                      if rec.operands is not None else ([], []))
         return cls(index=rec.first + member, op=rec.op, kernel=rec.kernel, workgroup=tuple(rec.workgroups[member]),
                    wave=rec.wave, source=rec.source, exec_mask=rec.exec_mask[cols], inputs=ins, outputs=outs,

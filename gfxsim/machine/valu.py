@@ -13,7 +13,10 @@ import numpy as np
 
 from . import ops
 from .cond import Cond
+from . import encoding
 from .dtypes import FLOAT, INT, SIGNED, dtype_name, itemsize, np_dtype
+from ..arch.dtypes import ELEM_TYPES
+from .encoding import numeric
 from .provenance import Prov, broadcast_rows, fill_value
 from .valueprov import combine, elem_prov, merged, sum_of_results, with_marks
 from .vgpr import VGPRs
@@ -159,7 +162,7 @@ class ValuOps:
             pc = elem_prov(self, c, n)
             if pc is None and not dequant:       # a*b + a number: a*b's quantization marks
                 ab = with_marks(self, "mul", a, b, ab, n)
-            prov = combine(self, ab, pc, True, "reduction", insn.mnemonic, (c,))
+            prov = combine(self, numeric(ab), numeric(pc), True, "reduction", insn.mnemonic, (c,))
             if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
                 prov = sum_of_results(self, ab, pc, prov)      # c + a*b: an add of two named values
         out = self.new_value(r, "f32", prov)
@@ -222,7 +225,16 @@ class ValuOps:
                                  f"(a silent wrap would hide a bug)", lane=l)
         r = e.convert(v, dt)
         # one element in, one element out: its provenance (an extended byte keeps its identity)
-        out = self.new_value(r, dtype, elem_prov(self, x, x.n))
+        px = elem_prov(self, x, x.n)
+        if src != dtype and self.machine.provenance:
+            # as the asm front end's v_cvt_*_fp8/bf8: an 8-bit float is read in its type's encoding
+            # and written in it (here the type names it: the same opcodes are OCP on gfx950)
+            if px is not None and _fp8(src):
+                encoding.check_values(self, f"{insn.mnemonic} ({src} to {dtype})", "source",
+                                      ELEM_TYPES[src].encoding, px, self.pexec(f"EXEC of {insn.mnemonic}"))
+            px = encoding.with_encoding(px, itemsize(dtype), (x.n, self.pw),
+                                        ELEM_TYPES[dtype].encoding if _fp8(dtype) else None, insn.mnemonic)
+        out = self.new_value(r, dtype, px)
         if out.prov is not None:
             ids = out.prov.ids
             if e.rule.quantizes and "@mma" in ids:
@@ -288,6 +300,11 @@ class ValuOps:
         sel = rows[:, None] & m[None, :]
         expanded = None if pn is None else _scatter_rows(pn, idx, n, self.pw)
         return Prov.select(sel, expanded, pd, (n, self.pw))
+
+
+def _fp8(dtype: str) -> bool:
+    t = ELEM_TYPES.get(dtype)
+    return t is not None and t.is_float and t.bits == 8
 
 
 def _scatter_rows(p: Prov, idx, n, width) -> Prov:

@@ -11,6 +11,7 @@ import numpy as np
 
 from .consumed import extremum_names, pair_elements, product_names, sum_made
 from .dtypes import itemsize
+from .encoding import numeric
 from .mmalog import PAIR_BASE
 from . import identity, qdir
 from .provenance import Prov, broadcast_rows, merge
@@ -31,10 +32,10 @@ def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, p
     ``one_element``: see sum_of_results; ``op``: the operation's name, for its findings."""
     if not w.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
         return None
-    pa = elem_prov(w, a, n)
+    pa = numeric(elem_prov(w, a, n))           # arithmetic writes a number of its own type
     if b is None:
         return pa
-    pb = elem_prov(w, b, n)
+    pb = numeric(elem_prov(w, b, n))
     what = "product" if product else ("reduction" if (reducing or summing) and not extremum else None)
     out = combine(w, pa, pb, reducing, what, op, (a, b))
     if extremum and out is not None and "@mma" in out.ids:

@@ -20,9 +20,9 @@ from ..errors import ArgumentTypeError, OutOfRangeError
 
 class VGPRs:
     __array_ufunc__ = None       # numpy scalars defer to our operators (np.float32(127) / v)
-    __slots__ = ("w", "val", "dtype", "prov", "valid", "regs", "literal", "traced")
+    __slots__ = ("w", "val", "dtype", "prov", "valid", "regs", "literal", "traced", "rfile")
 
-    def __init__(self, w, val, dtype, prov=None, valid=None, *, regs=None, literal=False):
+    def __init__(self, w, val, dtype, prov=None, valid=None, *, regs=None, literal=False, rfile="v"):
         self.w = w
         self.dtype = dtype
         self.val = val                       # [n, width] numpy, typed
@@ -32,6 +32,7 @@ class VGPRs:
         if regs is None and w is not None and not literal:
             regs = w.alloc(self.n_regs)
         self.regs = regs
+        self.rfile = rfile                   # the register file as the code names it: "v" VGPRs, "a" AGPRs
         self.traced = None                   # the trace's copy of these values (when tracing)
 
     # -- shape -------------------------------------------------------------------------------
@@ -52,9 +53,9 @@ class VGPRs:
 
     def reg_name(self) -> str:
         if self.regs is None:
-            return "v?"
+            return f"{self.rfile}?"
         base, n = self.regs
-        return f"v{base}" if n == 1 else f"v[{base}:{base + n - 1}]"
+        return f"{self.rfile}{base}" if n == 1 else f"{self.rfile}[{base}:{base + n - 1}]"
 
     def __repr__(self):
         return f"VGPRs({self.reg_name()}, {self.n} x {self.dtype})"
@@ -114,7 +115,8 @@ class VGPRs:
         valid = None
         if self.valid is not None:
             valid = self.valid[(idx[:, None] * size + np.arange(size)).ravel()]
-        return VGPRs(self.w, self.val[idx], self.dtype, prov, valid, regs=regs)
+        return VGPRs(self.w, self.val[idx], self.dtype, prov, valid, regs=regs,
+                     rfile=self.rfile if regs is not None else "v")
 
     def _span(self, start: int, stop: int) -> VGPRs:
         """``_rows`` of the elements start..stop-1 (0 <= start < stop <= n): slices, no index arrays."""
@@ -129,7 +131,8 @@ class VGPRs:
             lo, hi = (start, stop) if g == size else (first, stop * size)
             prov = self.prov.map(lambda a: a[lo:hi].copy())
         valid = None if self.valid is None else self.valid[first:stop * size].copy()
-        return VGPRs(self.w, self.val[start:stop].copy(), self.dtype, prov, valid, regs=regs)
+        return VGPRs(self.w, self.val[start:stop].copy(), self.dtype, prov, valid, regs=regs,
+                     rfile=self.rfile if regs is not None else "v")
 
     def __getitem__(self, i) -> VGPRs:
         if isinstance(i, (int, np.integer)):

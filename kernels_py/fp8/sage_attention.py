@@ -14,6 +14,8 @@ Smoothing (K - mean(K), Q - mean(Q), V - mean(V)) and the GEMV mean(Q)·(K - mea
 the host, as SageAttention2 does them in torch before its kernels. ``q_layout`` is the layout the
 kernel takes its per-thread Q scale index from: the record's D (default), or a wrong one (the
 defective twin) -- the debugger's scale-group rule names the rows that got another group's scale.
+``v_type`` is the type V is quantized to: e4m3 (OCP e4m3fn, what the mma reads), or CDNA3's "fp8"
+(e4m3fnuz) whose bytes a port hands the mma as they are (a format-mismatch: V read twice too large, its ±240 as NaN).
 """
 from __future__ import annotations
 
@@ -85,7 +87,7 @@ def _operand(w, buf, rows, cols, row0, col0, ld, per, n_regs):
 
 
 def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two_level=True, smooth_v=False,
-                   q_pos0=None, q_layout=None):
+                   q_pos0=None, q_layout=None, v_type="fp8_e4m3"):
     """O [32, head_dim] of 32 query rows over ``context`` tokens (a multiple of 64). q [32, d],
     k/v [context, d] (smoothed on the host), ds [context] = mean(Q)·Kᵀ (0 without smooth-Q),
     vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``: causal, row r sees tokens <= q_pos0 + r."""
@@ -145,7 +147,9 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         s = w.group_scale(a * np.float32(1 / FP8_MAX) + EPS)
         inv = w.rcp(s)
         vs.append(s)
-        vq.append([(x * inv).to("fp8_e4m3") for x in vv[dt]])
+        vq.append([(x * inv).to(v_type) for x in vv[dt]])
+        if v_type != "fp8_e4m3":       # the defective twin: another encoding's bytes handed to the e4m3 mma
+            vq[-1] = [x.bitcast("fp8_e4m3") for x in vq[-1]]
 
     # -- phase 2: per K block -------------------------------------------------------------------
     slots = row_slots(mqk)

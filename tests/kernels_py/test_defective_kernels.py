@@ -8,7 +8,11 @@ twin reports nothing and computes what the project's kernel computes.
 - a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch and
   identity-mismatch on rows and store-mismatch on dims;
 - reduce_stats_stride.py: the decode's reduce reading its softmax statistics without their
-  partition stride, other heads' weights on a head's partials -> identity-mismatch on head.
+  partition stride, other heads' weights on a head's partials -> identity-mismatch on head;
+- sage_fnuz_v.py: a SageAttention2 port that quantizes V to CDNA3's fp8 (e4m3fnuz) for sm_90's
+  e4m3 mma -> format-mismatch, NaN outputs;
+- carried_acc.py: a QK whose int32 accumulator is zeroed once per chunk, not per tile ->
+  accumulator-carried.
 """
 import json
 
@@ -91,6 +95,23 @@ def test_the_seeds_int8_mmac_v_p_is_caught_three_times(tmp_path, capsys):
     assert store[0]["details"]["value"]["dim"] == 16 * (c // 16) + r != c
 
 
+def test_fnuz_v_bytes_read_by_an_e4m3_mma_are_a_format_mismatch_and_nan_outputs(capsys):
+    """sage_fnuz_v.py: V quantized to CDNA3's fp8 (e4m3fnuz) and handed to sm_90's e4m3 mma.sync."""
+    small = ["sage_attention", "--arch", "sm_90", "--context", "128", "--head-dim", "64"]
+    path = DEFECTIVE / "sage_fnuz_v.py"
+    bad = run_json(capsys, *small, "--kernel-fn", f"{path}:sage_fnuz_v")
+    assert bad["findings"] and {f["kind"] for f in bad["findings"]} == {"format-mismatch"}
+    (f,) = bad["findings"]                       # one statement, B (V) of every PV instruction, counted
+    d = f["details"]
+    assert (d["operand"], d["written"], d["reads"]) == ("B", "e4m3fnuz", "e4m3fn")
+    assert d["written_by"] == "v_cvt_pk_fp8_f32" and d["element"] == -1 and d["count"] > 1
+    assert "is read as e4m3fn, but lane" in f["message"] and "mma.sync" in f["message"]
+    # the numbers show it: fnuz's ±240 (bytes 0x7f, 0xff), what V's elements near 240 become, is e4m3fn's NaN
+    assert bad["metrics"]["vs_sage_reference"]["max_abs"] is None
+    good = run_json(capsys, *small, "--kernel-fn", f"{path}:sage_fixed_v")
+    assert good["findings"] == [] and good["metrics"]["vs_sage_reference"]["max_abs"] < 1e-5
+
+
 @pytest.mark.parametrize("fixed", [False, True])
 def test_the_project_reduce_with_its_statistics_mis_strided(capsys, fixed):
     """tests/defective/reduce_stats_stride.py: every head but 0 weights its partial outputs with
@@ -119,3 +140,25 @@ def test_the_project_reduce_with_its_statistics_mis_strided(capsys, fixed):
             assert mine == f["workgroup"][0] != theirs        # the workgroup's head, another head's weight
             heads.add(mine)
     assert heads == set(range(1, 8))                          # head 0 reads its own statistics
+
+
+def test_an_accumulator_zeroed_once_per_chunk_is_carried_into_the_next_tile(capsys):
+    """carried_acc.py: QK's int32 accumulator zeroed once per chunk, so tile td starts from tile
+    td-1's scores: accumulator-carried at the first instruction of each later tile, naming the
+    element, C's token and D's; the numbers are far off. Its twin zeroes per tile and reports nothing."""
+    src = (DEFECTIVE / "carried_acc.py").read_text().splitlines()
+    line = next(i + 1 for i, s in enumerate(src) if "acc = w.mma(" in s)
+    bad = run_json(capsys, "qk_int8", *SMALL, "--kernel-fn", f"{DEFECTIVE / 'carried_acc.py'}:qk_carried_acc")
+    carried = [f for f in bad["findings"] if f["kind"] == "accumulator-carried"]
+    assert carried and {f["kind"] for f in bad["findings"]} <= {"accumulator-carried", "double-count"}
+    for f in carried:
+        d = f["details"]
+        assert f["source"] == f"carried_acc.py:{line}" and d["field"] == "token"
+        assert d["d_value"] - d["c_value"] == 16                 # the previous tile's token, same column
+        assert d["elements"] == 256 and "j 3)" in d["c_from"]     # the whole tile, from the last k-step of the last
+        assert f"holds token {d['c_value']}" in f["message"] and f"token {d['d_value']}" in f["message"]
+        assert "tile" in f["message"] and " j 0)" in f["message"]     # named by index and label
+    good = run_json(capsys, "qk_int8", *SMALL, "--kernel-fn", f"{DEFECTIVE / 'carried_acc.py'}:qk_zero_per_tile")
+    assert good["findings"] == []
+    assert good["metrics"] == run_json(capsys, "qk_int8", *SMALL)["metrics"]
+    assert bad["metrics"]["vs_fp32"]["max_abs"] > 100 * good["metrics"]["vs_fp32"]["max_abs"]

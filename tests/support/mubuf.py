@@ -33,6 +33,7 @@ def run(body: str, x, y=None, nr_x=256, nr_y=256, stride=0, word3=0x20000, name=
 COPY = """
 v_lshlrev_b32_e32 v1, 2, v0
 buffer_load_dword v2, v1, s[8:11], 0 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v1, s[12:15], 0 offen
 """
 
@@ -43,6 +44,7 @@ v_cmp_gt_u32_e32 vcc, 40, v0
 v_mov_b32_e32 v3, 0x80000000
 v_cndmask_b32_e32 v4, v3, v1, vcc
 buffer_load_dword v2, v4, s[8:11], 0 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v4, s[12:15], 0 offen
 """
 

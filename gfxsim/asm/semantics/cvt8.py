@@ -9,7 +9,9 @@ b0 + 2*b1 of D, the other bytes kept.
 Overflow: a finite source beyond the type's range gives NaN (0x80), or with MODE.FP16_OVFL set
 (mode.py; what Triton sets for its saturating downcasts) the largest finite value of its sign
 (240 for fp8, 57344 for bf8); Inf and NaN give NaN either way.
-Provenance: each fp8 byte is named by its binary32 source; each binary32 result by its byte."""
+Provenance: each fp8 byte is named by its binary32 source, written in the arch's encoding
+(ArchProfile.cvt8_encodings); each binary32 result by its byte, which is read in that encoding
+(a byte written in another is a format-mismatch, gfxsim.machine.encoding)."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +19,7 @@ import numpy as np
 from . import f32, no_mods, op, put, u32
 from .vop import value_of
 from ... import isa
+from ...machine import encoding
 from ...machine.provenance import Prov
 from ...machine.routing import route_prov
 from ...machine.valueprov import elem_prov
@@ -58,6 +61,11 @@ def saturated(st, x, bits, kind):
     return np.where(over, np.where(x > 0, top[0], top[1]), bits).astype(U8)
 
 
+def _written(st, name, kind, p):
+    """An fp8 byte's provenance ``p`` (one row, or None) as the conversion wrote it: in the arch's encoding."""
+    return encoding.with_encoding(p, 1, (1, st.w.pw), st.w.arch.cvt8_encodings.get(kind), name)
+
+
 def _pk_to8(name, kind):
     @op(name)
     def run(st, d):
@@ -78,9 +86,10 @@ def _pk_to8(name, kind):
             pa, pb = (None if o.kind != "reg" or o.file not in "va" else elem_prov(st.w, value_of(st, o), 1)
                       for o in (a, b))
             po = st.vread(dst.file, dst.first, 1).prov
-            if pa is not None or pb is not None or po is not None:
-                w = st.w.pw
-                parts = [None if p is None else route_prov(p.per_byte(), _rows([0], w), w) for p in (pa, pb)]
+            w = st.w.pw
+            parts = [_written(st, name, kind, None if p is None else route_prov(p.per_byte(), _rows([0], w), w))
+                     for p in (pa, pb)]
+            if parts[0] is not None or parts[1] is not None or po is not None:
                 both = Prov.concat(parts + [None if po is None else po.per_byte()], [1, 1, 4], w)
                 order = [2, 3, 0, 1] if word else [0, 1, 4, 5]     # old bytes are rows 2..5
                 prov = route_prov(both, _rows(order, w), w)
@@ -112,9 +121,10 @@ def _sr(name):            # v_cvt_sr_{fp8,bf8}_f32
         if st.w.provenance:
             pa = elem_prov(st.w, value_of(st, a), 1) if a.kind == "reg" and a.file in "va" else None
             po = st.vread(dst.file, dst.first, 1).prov
-            if pa is not None or po is not None:
-                w = st.w.pw
-                part = None if pa is None else route_prov(pa.per_byte(), _rows([0], w), w)
+            w = st.w.pw
+            part = _written(st, name, name.split("_")[3], None if pa is None else
+                            route_prov(pa.per_byte(), _rows([0], w), w))
+            if part is not None or po is not None:
                 both = Prov.concat([part, None if po is None else po.per_byte()], [1, 4], w)
                 order = [0 if k == byte else 1 + k for k in range(4)]
                 prov = route_prov(both, _rows(order, w), w)
@@ -149,7 +159,12 @@ def _to_f32(name, kind, pair):
         vals = [_decode(((word >> U32(8 * (first + k))) & U32(0xFF)).astype(U8), kind).view(U32) for k in range(n)]
         prov = None
         if p is not None:
-            prov = route_prov(p.per_byte(), _rows(sum(([first + k] * 4 for k in range(n)), []), st.w.pw), st.w.pw)
+            p = p.per_byte()
+            read = p.map(lambda a: a[first:first + n])
+            encoding.check_values(st.w, d.mnemonic, "source",
+                                  st.w.arch.cvt8_encodings.get(kind), read, st.w.pexec(f"EXEC of {d.mnemonic}"))
+            prov = encoding.numeric(route_prov(p, _rows(sum(([first + k] * 4 for k in range(n)), []), st.w.pw),
+                                               st.w.pw))
         _write(st, dst, np.stack(vals), prov)
     return run
 

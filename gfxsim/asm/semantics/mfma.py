@@ -116,7 +116,7 @@ def mfma(st, d):
         vc = st.vread(c.file, c.first, c.count, insn.cd_type)
     else:
         raise st.error(f"operand C {c.text}: {insn.regs('C')} registers or the inline constant 0 expected")
-    label = f"line {d.ins.line}"
+    label = f"line {d.ins.line}" + (f" <- {d.ins.source}" if d.ins.source else "")     # the .s line, then the source's
     out = st.w.mma(name, va, vb, vc, label=label)
     st.vwrite_value(dst.file, dst.first, out)
     st.set_fresh(dst.file, dst.first, np.ones((dst.count, st.w.width), bool))      # semantics/dequant.py

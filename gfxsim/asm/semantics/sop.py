@@ -350,9 +350,9 @@ def s_barrier(st, d):
     st.w.barrier()
 
 
-# In-order execution: every memory access is complete before the next instruction, so the
-# wait counters are always satisfied; hazards are the compiler's (its s_nops) and not modelled.
-# Priorities, sleeps and trace data change no state a kernel can read; the scalar cache is
+# The wait counters are kept by gfxsim/asm/waitcnt.py (run.execute hands it every instruction, the
+# waits included); the data itself is complete at issue. Pipeline hazards are the compiler's (its
+# s_nops) and not modelled. Priorities, sleeps and trace data change no state a kernel can read; the scalar cache is
 # coherent with memory here (one copy of every byte), so its write-back and invalidates do nothing.
 @op("s_waitcnt", "s_nop", "s_setprio", "s_sleep", "s_waitcnt_vscnt", "s_waitcnt_lgkmcnt", "s_waitcnt_vmcnt",
     "s_waitcnt_expcnt", "s_ttracedata", "s_sched_barrier", "s_icache_inv")

@@ -16,6 +16,7 @@ import numpy as np
 from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, sdst_mask, u32, u64, vsrc
 from . import dequant
 from ... import isa
+from ...machine.encoding import numeric
 from ...machine.provenance import Prov
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import combine, elem_prov, merged, sum_of_results, with_marks
@@ -84,6 +85,11 @@ def addends_differ(st, name, srcs):
 
 
 def arith_prov(st, name, vals, dequantized=False, differ=None):
+    """``_arith_prov`` without the encoding planes: arithmetic writes a number of its own type."""
+    return numeric(_arith_prov(st, name, vals, dequantized, differ))
+
+
+def _arith_prov(st, name, vals, dequantized=False, differ=None):
     """Provenance of an elementwise result from its sources' back-end values (None if none has any).
     ``dequantized``: the product applied a scale to a matrix result, which keeps its identities
     but not the scale's footprint or mark (the back end's dequant, valu.py). ``differ``: see

@@ -31,9 +31,11 @@ s_load_dwordx2 s[8:9], s[0:1], 0x10
 s_waitcnt lgkmcnt(0)
 v_lshlrev_b32_e32 v1, {(2 if 'cmpswap' in op else 1) * size // 4 + 1}, v0
 global_load_{load[len('global_load_'):]} {data}, v1, s[6:7]
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_and_b32_e32 v9, {span - 1}, v0
 v_lshlrev_b32_e32 v9, {size.bit_length() - 1}, v9
 {op} {dst if ret else ''}v9, {data}, s[4:5]{' sc0' if ret else ''}
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_lshlrev_b32_e32 v1, {size.bit_length() - 1}, v0
 """ + (f"global_store_dword{'x2' if n == 2 else ''} v1, {dst[:-2]}, s[8:9]" if ret else "")
     out = Buffer("ret", np.zeros(64, mem.array.dtype))
@@ -180,8 +182,10 @@ s_load_dwordx2 s[8:9], s[0:1], 0x10
 s_waitcnt lgkmcnt(0)
 v_lshlrev_b32_e32 v1, 2, v0
 global_load_dword v2, v1, s[6:7]
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_mov_b32_e32 v3, 0
 global_atomic_swap v10, v3, v2, s[4:5] sc0
+s_waitcnt vmcnt(0) lgkmcnt(0)
 global_store_dword v1, v10, s[8:9]
 """
 
@@ -196,6 +200,7 @@ v_cmp_gt_u32_e32 vcc, 48, v0
 v_mov_b32_e32 v5, 0x80000000
 v_cndmask_b32_e32 v4, v5, v4, vcc
 buffer_atomic_add v2, v4, s[8:11], 0 offen glc
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v3, s[12:15], 0 offen
 """
 
@@ -226,9 +231,11 @@ v_mov_b32_e32 v3, s7
 v_add_co_u32_e32 v2, vcc, s6, v1
 v_addc_co_u32_e32 v3, vcc, 0, v3, vcc
 flat_load_dword v6, v[2:3]
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_mov_b32_e32 v5, s5
 v_mov_b32_e32 v4, s4
 flat_atomic_add v7, v[4:5], v6 offset:4 sc0
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_mov_b32_e32 v3, s9
 v_add_co_u32_e32 v2, vcc, s8, v1
 v_addc_co_u32_e32 v3, vcc, 0, v3, vcc
@@ -295,6 +302,7 @@ def test_clangs_atomics_with_its_wave_reduction(tmp_path, batch):
 
 LDS = """
 s_load_dwordx2 s[4:5], s[0:1], 0x0
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_mov_b32_e32 v5, 0
 v_cmp_gt_u32_e32 vcc, 16, v0
 s_and_saveexec_b64 s[6:7], vcc
@@ -307,9 +315,11 @@ v_and_b32_e32 v1, 3, v0
 v_lshlrev_b32_e32 v1, 2, v1
 v_mov_b32_e32 v2, 1
 ds_add_rtn_u32 v3, v1, v2
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_mov_b32_e32 v4, 100
 v_mov_b32_e32 v6, 7
 ds_cmpst_rtn_b32 v7, v5, v4, v6 offset:16
+s_waitcnt vmcnt(0) lgkmcnt(0)
 ds_max_u32 v5, v0 offset:32
 s_waitcnt lgkmcnt(0)
 s_barrier

@@ -61,6 +61,7 @@ def test_soffset_adds_but_is_not_range_checked():
 v_lshlrev_b32_e32 v1, 2, v0
 s_movk_i32 s20, 0x40
 buffer_load_dword v2, v1, s[8:11], s20 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v1, s[12:15], 0 offen
 """
     y, r = run(body, xbuf(128), nr_x=256)
@@ -71,6 +72,7 @@ def test_offset_field_and_inline_soffset():
     body = """
 v_lshlrev_b32_e32 v1, 2, v0
 buffer_load_dword v2, v1, s[8:11], 4 offen offset:8
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v1, s[12:15], 0 offen
 """
     y, r = run(body, xbuf(128), nr_x=512)
@@ -82,6 +84,7 @@ def test_idxen_with_a_stride_and_the_structured_range_check():
     body = """
 v_mov_b32_e32 v1, v0
 buffer_load_dword v2, v1, s[8:11], 0 idxen offset:4
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_lshlrev_b32_e32 v3, 2, v0
 buffer_store_dword v2, v3, s[12:15], 0 offen
 """
@@ -97,6 +100,7 @@ v_lshrrev_b32_e32 v4, 1, v0
 v_and_b32_e32 v5, 1, v0
 v_lshlrev_b32_e32 v5, 2, v5
 buffer_load_dword v2, v[4:5], s[8:11], 0 idxen offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_lshlrev_b32_e32 v3, 2, v0
 buffer_store_dword v2, v3, s[12:15], 0 offen
 """
@@ -107,6 +111,7 @@ buffer_store_dword v2, v3, s[12:15], 0 offen
 def test_add_tid_enable_adds_the_lane_to_the_index():
     body = """
 buffer_load_dword v2, off, s[8:11], 0
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_lshlrev_b32_e32 v3, 2, v0
 buffer_store_dword v2, v3, s[12:15], 0 offen
 """
@@ -119,6 +124,7 @@ def test_dwordx4_checks_each_dword():
     body = """
 v_lshlrev_b32_e32 v1, 4, v0
 buffer_load_dwordx4 v[2:5], v1, s[8:11], 0 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_lshlrev_b32_e32 v6, 2, v0
 v_add_u32_e32 v2, v2, v3
 v_add_u32_e32 v2, v2, v4
@@ -144,6 +150,7 @@ def test_sub_dword_loads_extend(mn, fill):
     body = f"""
 v_lshlrev_b32_e32 v1, {size.bit_length() - 1}, v0
 {mn} v2, v1, s[8:11], 0 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_lshlrev_b32_e32 v3, 2, v0
 buffer_store_dword v2, v3, s[12:15], 0 offen
 """
@@ -158,6 +165,7 @@ def test_sub_dword_stores(mn, keep):
     body = f"""
 v_lshlrev_b32_e32 v1, 2, v0
 buffer_load_dword v2, v1, s[8:11], 0 offen
+s_waitcnt vmcnt(0)
 {mn} v2, v1, s[12:15], 0 offen
 """
     x = Buffer("x", np.arange(256, dtype=np.uint8))
@@ -201,6 +209,7 @@ def test_d16_loads_fill_one_half_and_keep_the_other(form):
         loads = """
 buffer_load_short_d16 v2, v1, s[8:11], 0 offen
 buffer_load_short_d16_hi v2, v1, s[8:11], 0 offen offset:2
+s_waitcnt vmcnt(0) lgkmcnt(0)
 """
     else:
         loads = """
@@ -208,6 +217,7 @@ s_load_dwordx2 s[16:17], s[0:1], 0x0
 s_waitcnt lgkmcnt(0)
 global_load_short_d16 v2, v1, s[16:17]
 global_load_short_d16_hi v2, v1, s[16:17] offset:2
+s_waitcnt vmcnt(0) lgkmcnt(0)
 """
     body = "v_lshlrev_b32_e32 v1, 2, v0\n" + loads + "buffer_store_dword v2, v1, s[12:15], 0 offen\n"
     y, r = run(body, x, y)
@@ -224,6 +234,7 @@ def test_byte_d16_loads_extend_to_16_bits(mn, want):
 v_lshlrev_b32_e32 v1, 2, v0
 v_mov_b32_e32 v2, 0x12345678
 {mn} v2, v1, s[8:11], 0 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v1, s[12:15], 0 offen
 """
     y, _ = run(body, x)
@@ -236,6 +247,7 @@ def test_d16_out_of_range_zeroes_its_half_only():
 v_lshlrev_b32_e32 v1, 2, v0
 v_mov_b32_e32 v2, 0x12345678
 buffer_load_short_d16_hi v2, v1, s[8:11], 0 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v1, s[12:15], 0 offen
 """
     y, r = run(body, x, nr_x=128)
@@ -251,6 +263,7 @@ v_lshlrev_b32_e32 v1, 4, v0
 buffer_load_dwordx4 v[2:5], v1, s[8:11], 0 offen
 buffer_load_dword v6, v1, s[8:11], 0 offen offset:4000
 buffer_load_short_d16_hi v6, v1, s[8:11], 0 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 v_lshlrev_b32_e32 v1, 2, v0
 buffer_store_dword v2, v1, s[12:15], 0 offen
 """
@@ -273,6 +286,7 @@ s_lshl_b32 s20, s2, 8
 v_lshlrev_b32_e32 v1, 2, v0
 v_add_u32_e32 v3, s20, v1
 buffer_load_dword v2, v3, s[8:11], 0 offen
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v1, s[12:15], s20 offen
 """
     k = kernel_from_text(body, "test_batch", args=ARGS)
@@ -296,8 +310,10 @@ def test_buffer_load_to_lds():
 v_lshlrev_b32_e32 v1, 2, v0
 s_mov_b32 m0, 0x100
 buffer_load_dword v1, s[8:11], 0 offen offset:16 lds
+s_waitcnt vmcnt(0)
 v_add_u32_e32 v3, 0x110, v1
 ds_read_b32 v2, v3
+s_waitcnt vmcnt(0) lgkmcnt(0)
 buffer_store_dword v2, v1, s[12:15], 0 offen
 """
     x = Buffer("x", np.arange(64, dtype=np.int32) + 1, {"token": np.arange(64)})

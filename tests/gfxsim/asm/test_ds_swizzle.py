@@ -34,6 +34,7 @@ def _run(offset_text, active=64):
         v_cmp_gt_u32_e32 vcc, {active}, v0
         s_and_saveexec_b64 s[6:7], vcc
         ds_swizzle_b32 v3, v2 offset:{offset_text}
+        s_waitcnt lgkmcnt(0)
         s_or_b64 exec, exec, s[6:7]
         global_store_dword v1, v3, s[4:5]
     """, args=[("x", "global_buffer", 8)])

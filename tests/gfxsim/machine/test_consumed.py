@@ -76,7 +76,8 @@ def test_a_partial_sum_added_twice_counts_three_times():
     run = accumulate([0, 1], extra=[1])
     dc = run.findings_of("double-count")
     assert len(dc) == 1 and dc[0].details["values"] == list(range(32, 64))
-    assert "the sum made at" in dc[0].details["left"]          # (acc0 + acc1) + acc1
+    first, second, _ = (m.index for m in run.mmacs())
+    assert f"the sum of #{first} + #{second} made at #" in dc[0].details["left"]     # (acc0 + acc1) + acc1
     (cov,) = run.findings_of("token-coverage")
     assert cov.details["multiple"] == {t: 2 for t in range(32, 64)} and not cov.details["never"]
 
@@ -112,6 +113,34 @@ def test_a_sum_across_elements_is_a_reduction_not_a_double_count():
         store_tile(w, out, o / w.cat(*[row] * 4))
     run = launch(normalised, arch="gfx936")
     assert not run.findings, run.findings
+
+
+def _tiles_summed(tokens_of_second):
+    """S of 16 rows x two 16-token tiles (QK: the dims are the K range), the tiles added (a sum
+    over tokens). The second tile's tokens: ``tokens_of_second`` (-1: an unused cache block, no
+    token tag; its dims are tagged as every block's are)."""
+    rng = np.random.default_rng(0)
+    q = Buffer("q", rng.integers(-5, 5, (16, 32)).astype(np.int8),
+               {"row": np.broadcast_to(np.arange(16)[:, None], (16, 32)), "dim": np.broadcast_to(np.arange(32), (16, 32))})
+    tok = np.concatenate([np.arange(16), tokens_of_second])[:, None] + np.zeros((1, 32), np.int64)
+    k = Buffer("k", rng.integers(-5, 5, (32, 32)).astype(np.int8),
+               {"token": tok, "dim": np.broadcast_to(np.arange(32), (32, 32))})
+
+    def tiles_summed(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        qa = w.global_load(q, c * 32 + 8 * r, 8, "i8")
+        s = [w.mma(MMAC, qa, w.global_load(k, (16 * t + c) * 32 + 8 * r, 8, "i8")) for t in range(2)]
+        s[0] + s[1]
+    return launch(tiles_summed, arch="gfx936")
+
+
+@pytest.mark.parametrize("second", ["tokens 16-31", "an unused block"])
+def test_a_tile_of_an_untagged_block_is_not_the_same_element(second):
+    """Both tiles consumed dims 0-31; they are different tokens' scores, so their sum is a
+    reduction, whether the second tile's tokens are tagged or come from a block no sequence uses
+    (no token tag): an element without a tag is not shown to be the other's."""
+    run = _tiles_summed(np.arange(16, 32) if second == "tokens 16-31" else np.full(16, -1))
+    assert not run.findings, [f.message for f in run.findings]
 
 
 def test_provenance_off_skips_the_checks_and_says_so():

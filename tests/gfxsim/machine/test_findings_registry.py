@@ -198,6 +198,29 @@ def _double_count(fixed):
     return launch(double_count, arch="gfx936")
 
 
+# -- accumulator-carried: the int32 accumulator zeroed once, not once per output tile ---------------
+def _qk_tiles(zero_per_tile, steps=(0, 1)):
+    """S = Q.K^T over two 16-token tiles, each the chain of its k-steps ``steps`` (32 dims each)
+    through C. The defect: ``acc`` zeroed once before the tiles, so tile 1 starts from tile 0's sums."""
+    rng = np.random.default_rng(0)
+    q = Buffer("q", rng.integers(-5, 5, (16, 64)).astype(np.int8),
+               {"row": np.broadcast_to(np.arange(16)[:, None], (16, 64)), "dim": np.broadcast_to(np.arange(64), (16, 64))})
+    k = Buffer("k", rng.integers(-5, 5, (32, 64)).astype(np.int8),
+               {"token": np.broadcast_to(np.arange(32)[:, None], (32, 64)), "dim": np.broadcast_to(np.arange(64), (32, 64))})
+
+    def qk_tiles(w):
+        r, c = w.lane_id // 16, w.lane_id % 16          # A row / B token c, dims 32*ks + 8r .. +7
+        qa = [w.global_load(q, c * 64 + 32 * ks + 8 * r, 8, "i8") for ks in range(2)]
+        acc = w.zeros("i32", 4)
+        for t in range(2):
+            if zero_per_tile:
+                acc = w.zeros("i32", 4)
+            for ks in steps:
+                kb = w.global_load(k, (16 * t + c) * 64 + 32 * ks + 8 * r, 8, "i8")
+                acc = w.mma(MMAC, qa[ks], kb, acc, label=f"tile {t} k {ks}")
+    return launch(qk_tiles, arch="gfx936")
+
+
 # -- buffer-out-of-range: 40 rows behind a raw descriptor of num_records 0x7ffffffe, 64 lanes reading --
 def _buffer_overrun(masked):
     x = Buffer("x", np.arange(40, dtype=np.int32), {"token": np.arange(40)})
@@ -206,6 +229,49 @@ def _buffer_overrun(masked):
 
 def _buffer_past_records(nr):
     return mubuf.run(mubuf.COPY, Buffer("x", np.arange(64, dtype=np.int32)), nr_x=nr)[1]
+
+
+# -- missing-wait: a global load's register read before s_waitcnt vmcnt(0) ---------------------------
+MISSING_WAIT = """
+s_load_dwordx4 s[4:7], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32_e32 v1, 2, v0
+global_load_dword v2, v1, s[4:5]
+{wait}
+v_add_f32_e32 v3, 1.0, v2
+global_store_dword v1, v3, s[6:7]
+"""
+
+
+def _missing_wait(wait):
+    from gfxsim.asm.run import kernel_from_text, run_asm
+    k = kernel_from_text(MISSING_WAIT.format(wait=wait), "test_missing_wait",
+                         args=[("x", "global_buffer", 8), ("y", "global_buffer", 8)])
+    return run_asm(k, 1, 64, args=dict(x=Buffer("x", np.ones(64, np.float32)), y=Buffer.empty("y", (64,), np.float32)))
+
+
+# -- format-mismatch: OCP e4m3fn bytes from the host fed to gfx942's fp8 MFMA, which reads e4m3fnuz --
+def fp8_qk(q_encoding, q=None, k=None):
+    """S = Q Kᵀ of one 16x16x32 fp8 MFMA, Q's bytes encoded (and declared) in ``q_encoding``, K's in
+    e4m3fnuz. Returns (run, S, the exact product of the numbers the host meant)."""
+    import ml_dtypes
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((16, 32)).astype(np.float32) if q is None else q
+    k = rng.standard_normal((16, 32)).astype(np.float32) if k is None else k
+    qa = Buffer("q", q.astype(getattr(ml_dtypes, "float8_" + q_encoding)).view(np.uint8), encoding=q_encoding)
+    ka = Buffer("k", k.astype(ml_dtypes.float8_e4m3fnuz).view(np.uint8), encoding="e4m3fnuz")
+    s = Buffer.empty("s", (16, 16), np.float32)
+
+    def qk(w):
+        g, c = w.lane_id // 16, w.lane_id % 16           # row/token c, K bytes 8g..8g+7
+        d = w.mma("v_mfma_f32_16x16x32_fp8_fp8", w.global_load(qa, c * 32 + g * 8, 8, "fp8"),
+                  w.global_load(ka, c * 32 + g * 8, 8, "fp8"))
+        for i in range(4):
+            w.global_store(s, ((4 * g + i) * 16 + c) * 4, d[i])
+    run = launch(qk, arch="gfx942")
+    meant = q.astype(getattr(ml_dtypes, "float8_" + q_encoding)).astype(np.float32) @ \
+        k.astype(ml_dtypes.float8_e4m3fnuz).astype(np.float32).T
+    return run, s.array, meant
 
 
 # -- identity-mismatch: another head's weight, and a row sum over lanes of four rows ------------------
@@ -251,7 +317,13 @@ PAIRS = {
     "int32-overflow": [("C near INT32_MAX", lambda: _int32_overflow(False), lambda: _int32_overflow(True))],
     "lds-bank-conflict": [("128-byte stride", lambda: _bank_conflict(False), lambda: _bank_conflict(True))],
     "store-mismatch": [("output transposed", lambda: _store_mismatch(True), lambda: _store_mismatch(False))],
-    "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True))],
+    "format-mismatch": [("e4m3fn bytes read as e4m3fnuz", lambda: fp8_qk("e4m3fn")[0],
+                         lambda: fp8_qk("e4m3fnuz")[0])],
+    "double-count": [("k-step added twice", lambda: _double_count(False), lambda: _double_count(True)),
+                     ("k-step chained twice through C", lambda: _qk_tiles(True, (0, 1, 1)),
+                      lambda: _qk_tiles(True, (0, 1)))],
+    "accumulator-carried": [("acc zeroed once, not per tile", lambda: _qk_tiles(False), lambda: _qk_tiles(True))],
+    "missing-wait": [("no s_waitcnt vmcnt(0)", lambda: _missing_wait(""), lambda: _missing_wait("s_waitcnt vmcnt(0)"))],
     "identity-mismatch": [("another head's weight", lambda: _other_heads_weight(False),
                            lambda: _other_heads_weight(True)),
                           ("row sum across rows", lambda: _row_sum_too_wide(False), lambda: _row_sum_too_wide(True))],
@@ -266,6 +338,8 @@ EXPECT = {
     ("uninitialized-read", "global"): {"what": "global", "name": "out"},
     ("uninitialized-read", "operand A"): {"what": "operand A"},
     ("lds-race", "no barrier"): {"other_wave": 0},
+    ("missing-wait", "no s_waitcnt vmcnt(0)"): {"register": "v2", "access": "read", "counter": "vmcnt",
+                                                "needed": "s_waitcnt vmcnt(0)", "lanes": list(range(64))},
     ("lds-bank-conflict", "128-byte stride"): {"degree": 32, "region": "rows"},
     ("kslot-unknown-origin", "packed bytes through an add"): {"operand": "A", "slots": list(range(32))},
     ("ab-kslot-mismatch", "B 8 tokens ahead"): {"field": "token", "k_slot": 0, "a_values": [0], "b_values": [8]},
@@ -280,6 +354,9 @@ EXPECT = {
     ("identity-mismatch", "row sum across rows"): {"field": "row", "values": [0, 1], "operation": "v_add_f32"},
     ("double-count", "k-step added twice"): {"field": "token",
                                              "values": [t for t in range(64) if t % 16 >= 8]},
+    ("double-count", "k-step chained twice through C"): {"field": "dim", "values": list(range(32, 64))},
+    ("accumulator-carried", "acc zeroed once, not per tile"): {"field": "token", "element": [0, 0], "c_value": 0,
+                                                               "d_value": 16, "elements": 256},
 }
 
 

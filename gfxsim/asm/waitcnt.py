@@ -1,0 +1,479 @@
+"""The wait counters of a gfx9 wave: vmcnt, lgkmcnt and expcnt, in issue order.
+
+The simulator completes every memory access when it is issued; the hardware does not. A load's
+destination holds its data only once an ``s_waitcnt`` has waited the counter down far enough, so
+this model keeps, per wave (per member of a batch), the accesses still outstanding and, per
+register, the access that will write it. An instruction that reads (or overwrites) a register
+before the wait that covers its producer reads poison in those lanes and reports
+``missing-wait``, naming the load, the read and the ``s_waitcnt`` that would have covered it.
+
+What covers what (CDNA ISA, "Data dependency resolution"; gfx90a, gfx940-942):
+
+- vmcnt counts vector memory accesses, loads and stores alike (gfx9 has no separate store
+  counter), and they complete in issue order: ``vmcnt(N)`` covers an access with at least N
+  younger ones issued after it.
+- lgkmcnt counts LDS (``ds_*``) accesses, which complete in order among themselves, and scalar
+  memory (``s_load``, ``s_buffer_load``, ``s_store``, ``s_memtime``, ``s_dcache_*``), which
+  completes out of order: an LDS access is covered by ``lgkmcnt(N)`` with N younger LDS
+  accesses, a scalar one only by ``lgkmcnt(0)``.
+- FLAT counts in both. One whose lanes all address global or private memory completes in order
+  with the vector memory accesses (``vmcnt(N)`` as theirs, or ``lgkmcnt(0)``); one that reaches the
+  LDS may return out of order: ``vmcnt(0)`` or ``lgkmcnt(0)`` covers it.
+- expcnt counts exports and GDS, which no compute kernel the front end runs issues; its waits
+  are accepted.
+
+A counter field at its maximum (vmcnt 63, lgkmcnt 15, expcnt 7: the packed immediate's value
+when the field is left out) waits for nothing. Memory that an outstanding access has yet to read
+or write (a store over bytes a load has not read, an LDS DMA's bytes) is not modelled: register
+hazards only.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import GfxSimError
+from ..machine.dtypes import POISON_WORD
+from .operands import AsmSyntaxError
+from .state import N_SGPR
+
+VMEM, LDS, SMEM, FLAT = range(4)
+CLASS_NAMES = ("vector memory", "LDS", "scalar memory", "FLAT")
+# which access classes each counter counts; the in-order ones complete in issue order among themselves
+COUNTS = {"vmcnt": (VMEM, FLAT), "lgkmcnt": (LDS, SMEM, FLAT), "expcnt": ()}
+IN_ORDER = (True, True, False, False)
+MAX = {"vmcnt": 63, "lgkmcnt": 15, "expcnt": 7}          # gfx9's field widths: 6, 4 and 3 bits
+COUNTER_OF = ("vmcnt", "lgkmcnt", "lgkmcnt", "vmcnt")     # the counter a covering wait names
+POISON = np.uint32(POISON_WORD)
+_FILES = {"v": 0, "a": 512, "s": 1024}                   # bit offsets of the register files in a plan's mask
+
+_SMEM = ("s_load_", "s_buffer_load_", "s_store_", "s_buffer_store_", "s_dcache_", "s_memtime", "s_memrealtime",
+         "s_atomic_", "s_buffer_atomic_", "s_scratch_")
+# instructions that read a VGPR in other lanes than the ones they write (or in lanes out of EXEC)
+_CROSS_LANE = ("ds_bpermute", "ds_permute", "ds_swizzle", "v_readlane", "v_readfirstlane", "v_mfma", "v_smfmac",
+               "v_mmac")
+# scalar instructions whose first operand is read, not written
+_S_FIRST_READ = ("s_cmp", "s_bitcmp", "s_cbranch", "s_setpc", "s_set", "s_wait", "s_branch", "s_sendmsg")
+
+
+def decode_packed(imm: int) -> dict:
+    """gfx9's s_waitcnt immediate: vmcnt in bits 3:0 and 15:14, expcnt 6:4, lgkmcnt 11:8."""
+    return {"vmcnt": (imm & 0xF) | (((imm >> 14) & 0x3) << 4), "expcnt": (imm >> 4) & 0x7,
+            "lgkmcnt": (imm >> 8) & 0xF}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one instruction does to the counters, found once per program."""
+    bits: int                   # its register operands, as a mask (file offset + register number)
+    regs: tuple                 # (file, first, count, text, written, bits): the operands it reads or writes
+    cls: int | None = None      # the access class it issues, if a memory instruction
+    dst: tuple | None = None    # (file, first, count, text): the registers its data returns to
+    wait: dict | None = None    # an s_waitcnt: counter -> the count it waits down to
+    cross_lane: bool = False    # reads VGPR lanes other than (or outside) its EXEC lanes
+    lds_write: bool = False     # writes LDS (a ds_ store or atomic): must land before the next s_barrier
+    barrier: bool = False       # s_barrier: the waves past it read what the others wrote to LDS
+    vaddr: int | None = None    # FLAT: the first VGPR of its 64-bit address
+
+
+def access_class(mnemonic: str) -> int | None:
+    if mnemonic.startswith("ds_"):
+        return LDS
+    if mnemonic.startswith(("global_", "buffer_", "scratch_")):
+        return VMEM
+    if mnemonic.startswith("flat_"):
+        return FLAT
+    if mnemonic.startswith(_SMEM):
+        return SMEM
+    return None
+
+
+def _returns(d) -> tuple | None:
+    """The register operand a memory instruction's data returns to, as (file, first, count, text)."""
+    m, pos = d.mnemonic, d.ops.positional
+    if not pos or pos[0].kind != "reg":
+        return None
+    o = pos[0]
+    if m.startswith("ds_"):
+        back = "read" in m or "_rtn_" in m or m.startswith(("ds_bpermute", "ds_permute", "ds_swizzle"))
+    elif "_atomic_" in m:
+        back = bool(d.ops.mods.get("glc") or d.ops.mods.get("sc0"))
+        if back and m.startswith("buffer_") and "cmpswap" in m:     # vdata holds data and compare; returns the first
+            return (o.file, o.first, o.count // 2, o.text)
+    elif m.startswith(("s_load_", "s_buffer_load_", "s_memtime", "s_memrealtime")):
+        back = True
+    else:
+        back = "_load_" in m and not d.ops.mods.get("lds")
+    return (o.file, o.first, o.count, o.text) if back else None
+
+
+def _wait_of(d) -> dict | None:
+    m = d.mnemonic
+    if m == "s_waitcnt":
+        if d.ops.positional:
+            o = d.ops.positional[0]
+            if o.kind != "int" or len(d.ops.positional) != 1 or d.ops.mods:
+                raise AsmSyntaxError(f"line {d.ins.line}: {d.ins.mnemonic} {d.ins.operands}: a wait is "
+                                     "vmcnt(N)/expcnt(N)/lgkmcnt(N) fields or one immediate")
+            return {k: v for k, v in decode_packed(int(o.value) & 0xFFFF).items() if v < MAX[k]}
+        return {k: int(v) for k, v in d.ops.mods.items() if k in MAX and int(v) < MAX[k]}
+    if m in ("s_waitcnt_vmcnt", "s_waitcnt_lgkmcnt", "s_waitcnt_expcnt"):
+        pos = d.ops.positional       # SOPK form: null, count (an SGPR's value is not a constant)
+        if len(pos) == 2 and pos[0].text == "null" and pos[1].kind == "int":
+            k = m[len("s_waitcnt_"):]
+            return {k: int(pos[1].value)} if int(pos[1].value) < MAX[k] else {}
+    return None
+
+
+def _first_written(m: str) -> bool:
+    return m.startswith("v_") or (m.startswith("s_") and not m.startswith(_S_FIRST_READ))
+
+
+def plan(d) -> Plan:
+    m = d.mnemonic
+    cls = access_class(m)
+    dst = _returns(d) if cls is not None else None
+    regs, bits = [], 0
+    for i, o in enumerate(d.ops.positional):
+        if o.kind != "reg" or o.file not in _FILES:
+            continue
+        if dst is not None and i == 0 and not ("_atomic_" in m and m.startswith("buffer_")):
+            continue                 # the destination: checked as a write of this access (issue())
+        written = i == 0 and cls is None and _first_written(m) and not any(
+            s.kind == "reg" and s.file == o.file and s.first < o.first + o.count and o.first < s.first + s.count
+            for s in d.ops.positional[1:])          # a destination also read (v_add v1, 1.0, v1) is a read
+        b = ((1 << o.count) - 1) << (_FILES[o.file] + o.first)
+        regs.append((o.file, o.first, o.count, o.text, written, b))
+        bits |= b
+    if dst is not None:
+        bits |= ((1 << dst[2]) - 1) << (_FILES[dst[0]] + dst[1])
+    vaddr = None
+    if cls == FLAT and len(d.ops.positional) > (dst is not None):
+        o = d.ops.positional[1 if dst is not None else 0]
+        vaddr = o.first if o.kind == "reg" and o.file == "v" and o.count == 2 else None
+    return Plan(bits, tuple(regs), cls, dst, _wait_of(d), cross_lane=m.startswith(_CROSS_LANE) or d.enc == "dpp",
+                vaddr=vaddr, lds_write=cls == LDS and _writes_lds(m), barrier=m == "s_barrier")
+
+
+def _writes_lds(m: str) -> bool:
+    """A DS instruction that changes LDS (not a read, not a lane permute that only uses the LDS path)."""
+    return m.startswith(("ds_write", "ds_add", "ds_sub", "ds_inc", "ds_dec", "ds_min", "ds_max", "ds_and", "ds_or",
+                         "ds_xor", "ds_mskor", "ds_cmpst", "ds_cmpswap", "ds_wrxchg", "ds_append", "ds_consume"))
+
+
+
+def plans(decoded) -> tuple:
+    return tuple(plan(d) for d in decoded)
+
+
+class Access:
+    """One outstanding memory access of a wave (of each member that issued it)."""
+    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins", "flat_rank")
+
+    def __init__(self, id_, pc, event, cls, rank, members, dst, ins, flat_rank=None):
+        self.id, self.pc, self.event, self.cls, self.rank = id_, pc, event, cls, rank
+        self.members, self.dst, self.ins = members, dst, ins
+        self.flat_rank = flat_rank          # a FLAT access of global memory: also retired as a FLAT one
+
+    def where(self, kernel: str) -> str:
+        """Its assembly line, as findings name one: kernel.s:line (mnemonic registers)."""
+        return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic} {self.dst[3]})"
+
+
+class LdsWrite:
+    """An LDS write of a wave not yet known complete (of each member that issued it)."""
+    __slots__ = ("pc", "event", "rank", "members", "lanes", "ins")
+
+    def __init__(self, pc, event, rank, members, lanes, ins):
+        self.pc, self.event, self.rank, self.members, self.lanes, self.ins = pc, event, rank, members, lanes, ins
+
+    def where(self, kernel: str) -> str:
+        return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic})"
+
+
+class Counters:
+    """The outstanding accesses of one WaveState and the registers they will write."""
+
+    def __init__(self, st, plans_: tuple):
+        self.st = st
+        self.plans = plans_
+        M = st.members
+        self.all = np.ones(M, bool)                   # every member (never written)
+        self.issued = np.zeros((4, M), np.int64)      # accesses issued, per class and member
+        self.done = np.zeros((4, M), np.int64)        # of which those known complete (a prefix in issue order)
+        self.out: dict[int, Access] = {}
+        self.next_id = 1
+        self.bits = 0                                 # registers some outstanding access will write
+        self.vpend: dict[str, np.ndarray] = {}        # file -> access id per register and column (0: none)
+        self.spend = np.zeros((M, N_SGPR), np.int32)
+        self.notes: list[str] = []                    # this instruction's missing waits, for an error it raises
+        self.lds_writes: list[LdsWrite] = []            # LDS writes not yet known complete (s_barrier's check)
+        self.flat_lds = True                          # the FLAT instruction being executed reaches the LDS
+
+    # -- issue ---------------------------------------------------------------------------------
+    def _members(self) -> np.ndarray:
+        act = self.st.act
+        return self.all if act is None else act.copy()
+
+    def issue(self, pc: int, p: Plan, event: int):
+        """Count the access instruction ``pc`` issued, and mark the registers its data returns to."""
+        st = self.st
+        mem = self._members()
+        cls, flat_rank = p.cls, None
+        if cls == FLAT and not self.flat_lds:          # global or private memory only: in order with them
+            flat_rank = self.issued[FLAT].copy()
+            self.issued[FLAT][mem] += 1
+            cls = VMEM
+        if p.lds_write:
+            lanes = np.nonzero(st.exec.reshape(st.members, st.lanes).any(axis=0))[0].tolist()
+            self.lds_writes.append(LdsWrite(pc, event, self.issued[LDS].copy(), mem, lanes, st.current.ins))
+        if p.dst is None:
+            if st.act is None:
+                self.issued[cls] += 1
+            else:
+                self.issued[cls][mem] += 1
+            return
+        rank = self.issued[cls].copy()
+        self.issued[cls][mem] += 1
+        f, first, n, text = p.dst
+        a = Access(self.next_id, pc, event, cls, rank, mem, p.dst, st.current.ins, flat_rank)
+        self.next_id += 1
+        if f == "s":
+            self.spend[mem, first:first + n] = a.id
+        else:
+            if f not in self.vpend:
+                self.vpend[f] = np.zeros((st.regfile(f).count, st.w.width), np.int32)
+            if st.w.exec_full:
+                self.vpend[f][first:first + n] = a.id
+            else:
+                np.copyto(self.vpend[f][first:first + n], np.int32(a.id), where=st.exec[None, :])
+        self.out[a.id] = a
+        self.bits |= ((1 << n) - 1) << (_FILES[f] + first)
+
+    def overwritten(self, p: Plan):
+        """A returning access over registers an earlier access still has to write: fine where both
+        complete in order (the later lands last), a missing-wait otherwise."""
+        f, first, n, text = p.dst
+        ids = self._pending(f, first, n, self._cols(False))
+        cls = VMEM if p.cls == FLAT and not self.flat_lds else p.cls
+        for aid in np.unique(ids[ids > 0]).tolist():
+            a = self.out[aid]
+            if a.cls != cls or not IN_ORDER[a.cls]:
+                self._report(a, ids == aid, f, first, text, "overwrite")
+
+    # -- wait ------------------------------------------------------------------------------------
+    def wait(self, counts: dict):
+        """s_waitcnt: for each counter, the accesses it covers are complete in the executing members."""
+        act = self.st.act
+        for ctr, n in counts.items():
+            for cls in COUNTS[ctr]:
+                done, issued = self.done[cls], self.issued[cls]
+                if IN_ORDER[cls]:
+                    np.maximum(done, issued - n if act is None else np.where(act, issued - n, done), out=done)
+                elif n == 0:
+                    np.copyto(done, issued, where=True if act is None else act)
+        if self.out:
+            self._retire()
+        else:
+            self.bits = 0
+        if self.lds_writes and "lgkmcnt" in counts:
+            self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
+
+    def _retire(self):
+        st = self.st
+        for a in list(self.out.values()):
+            gone = a.members & (a.rank < self.done[a.cls])
+            if a.flat_rank is not None:
+                gone |= a.members & (a.flat_rank < self.done[FLAT])
+            if not gone.any():
+                continue
+            f, first, n, _ = a.dst
+            if gone.all():
+                blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
+                blk[blk == a.id] = 0
+            elif f == "s":
+                rows = self.spend[gone, first:first + n]
+                rows[rows == a.id] = 0
+                self.spend[gone, first:first + n] = rows
+            else:
+                blk = self.vpend[f][first:first + n]
+                cols = np.repeat(gone, st.lanes)
+                blk[:, cols] = np.where(blk[:, cols] == a.id, 0, blk[:, cols])
+            a.members = a.members & ~gone
+            if not a.members.any():
+                del self.out[a.id]
+        bits = 0
+        for a in self.out.values():
+            f, first, n, _ = a.dst
+            bits |= ((1 << n) - 1) << (_FILES[f] + first)
+        self.bits = bits
+
+    # -- reads -----------------------------------------------------------------------------------
+    def _cols(self, cross_lane: bool) -> np.ndarray:
+        st = self.st
+        if cross_lane:
+            return np.repeat(self._members(), st.lanes)
+        return st.exec
+
+    def _pending(self, f, first, n, cols):
+        """Access ids pending on registers first.. of file f: [n, width] (vector) or [n, members]."""
+        if f == "s":
+            return np.where(self._members()[None, :], self.spend[:, first:first + n].T, 0)
+        pend = self.vpend.get(f)
+        if pend is None:
+            return np.zeros((n, self.st.w.width), np.int32)
+        return np.where(cols[None, :], pend[first:first + n], 0)
+
+    def barrier(self):
+        """s_barrier with LDS writes still outstanding: a wave past the barrier may read LDS before
+        they land (the hardware's s_barrier does not wait for them; a release fence's
+        ``s_waitcnt lgkmcnt(0)`` does)."""
+        done = self.done[LDS]
+        left = []
+        for a in self.lds_writes:
+            out = a.members & (a.rank >= done)
+            if out.any():
+                a.members = out
+                left.append(a)
+        self.lds_writes = left
+        st = self.st
+        for a in left:
+            for m in np.nonzero(a.members)[0].tolist():
+                younger = int(self.issued[LDS][m] - a.rank[m] - 1)
+                needed = f"s_waitcnt lgkmcnt({younger})"
+                load = a.event + (m if st.members > 1 else 0)
+                lanes = a.lanes
+                st.w.finding(
+                    "missing-wait",
+                    f"s_barrier while an LDS write is outstanding: {a.where(st.kernel.name)}, instruction {load}; a wave past "
+                    f"the barrier may read those bytes before they land; `{needed}` before the barrier covers it "
+                    f"(lanes {_ranges(lanes)})",
+                    lane=m * st.lanes + (lanes[0] if lanes else 0), register="LDS", access="barrier", load=load,
+                    load_line=a.where(st.kernel.name), counter="lgkmcnt", needed=needed, lanes=lanes)
+        self.lds_writes = []         # reported once: the next barrier's question is about later writes
+
+    def before(self, pc: int):
+        """Before instruction ``pc`` runs: its wait, or its reads of registers still pending. Returns
+        what was poisoned (to be undone by after()), or None."""
+        p = self.plans[pc]
+        if p.barrier and self.lds_writes:
+            self.barrier()
+            return None
+        if p.wait is not None:
+            if p.wait:
+                self.wait(p.wait)
+            return None
+        if p.vaddr is not None:
+            self.flat_lds = self._reaches_lds(p.vaddr)
+        if not self.bits & p.bits:
+            return None
+        if p.dst is not None:
+            self.overwritten(p)
+        poisoned, self.notes = [], []
+        for f, first, n, text, written, b in p.regs:
+            if not self.bits & b:
+                continue
+            ids = self._pending(f, first, n, self._cols(p.cross_lane))
+            if not ids.any():
+                continue
+            for aid in np.unique(ids[ids > 0]).tolist():
+                self._report(self.out[aid], ids == aid, f, first, text, "overwrite" if written else "read")
+            hit = ids > 0
+            poisoned.append(self._poison(f, first, n, hit))
+        return poisoned or None
+
+    def _reaches_lds(self, first: int) -> bool:
+        """Whether an active lane's generic address (v[first:first+1], the offset aside: it cannot
+        leave the 4 GiB aperture) is in the LDS aperture."""
+        from .launch import APERTURE, SHARED_BASE
+        w = self.st.vwords("v", first, 2)[:, self.st.exec]
+        hi = w[1].astype(np.uint64) << np.uint64(32)
+        return bool((((hi | w[0]) - np.uint64(SHARED_BASE)) < np.uint64(APERTURE)).any())
+
+    def _poison(self, f, first, n, hit):
+        st = self.st
+        if f == "s":
+            words = st.s[:, first:first + n]                 # [members, n]
+            saved = words.copy()
+            words[hit.T] = POISON
+            return (f, first, n, hit.T, saved)
+        words = st.regfile(f).words[first:first + n]
+        saved = words.copy()
+        words[hit] = POISON
+        return (f, first, n, hit, saved)
+
+    def after(self, pc: int, poisoned, event: int):
+        """After instruction ``pc``: a poisoned register the instruction did not overwrite holds its
+        load's data again (it lands later); an access it issued is counted."""
+        st = self.st
+        if poisoned:
+            exc = sys.exc_info()[1]
+            if isinstance(exc, GfxSimError) and self.notes:     # an error from what it read: say where that came from
+                exc.message += f" (after a missing-wait: it read {'; '.join(self.notes)})"
+                exc.args = (" ".join([exc.message, *exc.where()]),)
+            for f, first, n, hit, saved in poisoned:
+                words = st.s[:, first:first + n] if f == "s" else st.regfile(f).words[first:first + n]
+                back = hit & (words == POISON)
+                words[back] = saved[back]
+                self._clear(f, first, n, hit & ~back)     # overwritten: the hazard was reported, the write stands
+        p = self.plans[pc]
+        if p.cls is not None:
+            self.issue(pc, p, event)
+
+    def _clear(self, f, first, n, where):
+        if not where.any():
+            return
+        if f == "s":
+            self.spend[:, first:first + n][where] = 0
+        else:
+            self.vpend[f][first:first + n][where] = 0
+
+    # -- the finding -----------------------------------------------------------------------------
+    def _report(self, a: Access, hit, f, first, text, access):
+        st = self.st
+        ctr = COUNTER_OF[a.cls]
+        for m in np.nonzero(a.members)[0].tolist():
+            if f == "s":
+                if not hit[:, m].any():
+                    continue
+                lanes, col = list(range(st.lanes)), m * st.lanes        # an SGPR is read by every lane
+                reg = f"s{first + int(np.argmax(hit[:, m]))}"
+            else:
+                sl = hit[:, m * st.lanes:(m + 1) * st.lanes]
+                if not sl.any():
+                    continue
+                lanes = np.nonzero(sl.any(axis=0))[0].tolist()
+                col = m * st.lanes + lanes[0]
+                reg = f"{f}{first + int(np.argmax(sl.any(axis=1)))}"
+            younger = int(self.issued[a.cls][m] - a.rank[m] - 1)
+            n = younger if IN_ORDER[a.cls] else 0
+            needed = "s_waitcnt vmcnt(0) lgkmcnt(0)" if a.cls == FLAT else f"s_waitcnt {ctr}({n})"
+            load = a.event + (m if st.members > 1 else 0)
+            d = st.current
+            verb = "reads" if access == "read" else "overwrites"
+            tail = ("read poison (on hardware: the register's old contents)" if access == "read" else
+                    "may be overwritten by the load's data after this write")
+            named = reg if reg == text else f"{reg} (of {text})"
+            note = f"{reg} as poison before `{needed}` covered {a.where(st.kernel.name)}"
+            if note not in self.notes:
+                self.notes.append(note)
+            st.w.finding(
+                "missing-wait",
+                f"{d.ins.mnemonic} {verb} {named} before the {CLASS_NAMES[a.cls]} access that writes it "
+                f"has returned: {a.where(st.kernel.name)}, instruction {load}; `{needed}` before this instruction covers it; "
+                f"lanes {_ranges(lanes)} {tail}",
+                lane=col, register=reg, access=access, load=load, load_line=a.where(st.kernel.name), counter=ctr,
+                needed=needed, lanes=lanes)
+
+
+def _ranges(lanes: list) -> str:
+    out, i = [], 0
+    while i < len(lanes):
+        j = i
+        while j + 1 < len(lanes) and lanes[j + 1] == lanes[j] + 1:
+            j += 1
+        out.append(str(lanes[i]) if i == j else f"{lanes[i]}-{lanes[j]}")
+        i = j + 1
+    return ",".join(out)

@@ -1,0 +1,248 @@
+"""The wait counters (gfxsim/asm/waitcnt.py): a register read before the s_waitcnt that covers its
+load reads poison and reports missing-wait; the wait that covers it does not. Hand-written
+snippets, each a defective kernel and its fixed twin."""
+import numpy as np
+import pytest
+
+from gfxsim import Buffer
+from gfxsim.errors import GfxSimError
+from gfxsim.asm.run import kernel_from_text, run_asm
+from gfxsim.asm.waitcnt import decode_packed
+
+ARGS = [("x", "global_buffer", 8), ("y", "global_buffer", 8)]
+# x in s[4:5], y in s[6:7], v1 = 4 * lane
+PROLOG = """
+s_load_dwordx4 s[4:7], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32_e32 v1, 2, v0
+"""
+
+
+def run(body: str, lds: int = 0, x=None, batch: int = 1, grid: int = 1):
+    """y (float32 [64 * grid]) as the kernel left it, and the Run."""
+    x = Buffer("x", np.arange(64 * grid, dtype=np.float32)) if x is None else x
+    y = Buffer("y", np.zeros(64 * grid, np.float32))
+    k = kernel_from_text(PROLOG + body, "test_waitcnt", args=ARGS, lds=lds)
+    r = run_asm(k, grid, 64, args=dict(x=x, y=y), batch=batch)
+    return y.array, r
+
+
+def waits(r):
+    return r.findings_of("missing-wait")
+
+
+LOAD_ADD = """
+global_load_dword v2, v1, s[4:5]
+{wait}
+v_add_f32_e32 v3, 1.0, v2
+global_store_dword v1, v3, s[6:7]
+"""
+
+
+def test_a_read_before_vmcnt_reads_poison_and_names_load_read_and_wait():
+    y, r = run(LOAD_ADD.format(wait=""))
+    assert np.isnan(y).all()                                   # the numbers show it
+    (f,) = r.findings
+    assert f.kind == "missing-wait" and f.details["register"] == "v2" and f.details["access"] == "read"
+    assert f.details["needed"] == "s_waitcnt vmcnt(0)" and f.details["counter"] == "vmcnt"
+    assert f.details["load_line"].endswith("(global_load_dword v2)") and f.details["lanes"] == list(range(64))
+    assert f.source.endswith("(v_add_f32_e32)") and f.details["load"] == f.instruction - 1
+    y, r = run(LOAD_ADD.format(wait="s_waitcnt vmcnt(0)"))
+    assert np.array_equal(y, np.arange(64) + 1.0) and not r.findings
+
+
+@pytest.mark.parametrize("imm", ["0", "0x3f70"])          # the packed form: vmcnt 0, the others left out
+def test_the_packed_immediate_waits_as_the_named_fields(imm):
+    y, r = run(LOAD_ADD.format(wait=f"s_waitcnt {imm}"))
+    assert np.array_equal(y, np.arange(64) + 1.0) and not r.findings
+
+
+def test_packed_fields():
+    assert decode_packed(0) == {"vmcnt": 0, "expcnt": 0, "lgkmcnt": 0}
+    assert decode_packed(0xC07F) == {"vmcnt": 63, "expcnt": 7, "lgkmcnt": 0}
+    assert decode_packed(0x0F72) == {"vmcnt": 2, "expcnt": 7, "lgkmcnt": 15}
+
+
+def test_a_wait_on_another_counter_covers_nothing():
+    _, r = run(LOAD_ADD.format(wait="s_waitcnt lgkmcnt(0) expcnt(0)"))
+    assert [f.details["register"] for f in waits(r)] == ["v2"]
+
+
+THREE_LOADS = """
+global_load_dword v2, v1, s[4:5]
+global_load_dword v3, v1, s[4:5] offset:256
+global_load_dword v4, v1, s[4:5] offset:512
+s_waitcnt vmcnt({n})
+v_add_f32_e32 v5, v{reg}, v{reg}
+global_store_dword v1, v5, s[6:7]
+"""
+
+
+@pytest.mark.parametrize("n,reg,needed", [(2, 2, None), (2, 3, 1), (1, 3, None), (1, 4, 0), (0, 4, None)])
+def test_vmcnt_n_covers_the_accesses_with_n_younger_ones(n, reg, needed):
+    x = Buffer("x", np.arange(256, dtype=np.float32))
+    y, r = run(THREE_LOADS.format(n=n, reg=reg), x=x)
+    if needed is None:
+        assert not r.findings and np.array_equal(y, 2 * (np.arange(64) + 64 * (reg - 2)))
+    else:
+        (f,) = waits(r)
+        assert f.details["register"] == f"v{reg}" and f.details["needed"] == f"s_waitcnt vmcnt({needed})"
+        assert np.isnan(y).all()
+
+
+def test_a_store_counts_in_vmcnt_in_order():
+    """gfx9 has no store counter: a store issued after a load is one of vmcnt's younger accesses."""
+    body = """
+global_load_dword v2, v1, s[4:5]
+global_store_dword v1, v1, s[6:7]
+s_waitcnt vmcnt(1)
+global_store_dword v1, v2, s[6:7]
+"""
+    y, r = run(body)
+    assert not r.findings and np.array_equal(y, np.arange(64, dtype=np.float32))
+
+
+LDS_READ = """
+v_mov_b32_e32 v2, 1.0
+ds_write_b32 v1, v2
+ds_read_b32 v3, v1
+{wait}
+v_add_f32_e32 v3, v3, v3
+global_store_dword v1, v3, s[6:7]
+"""
+
+
+def test_an_lds_read_needs_lgkmcnt():
+    y, r = run(LDS_READ.format(wait=""), lds=256)
+    (f,) = r.findings
+    assert f.details["counter"] == "lgkmcnt" and f.details["needed"] == "s_waitcnt lgkmcnt(0)"
+    assert f.details["register"] == "v3" and f.details["access"] == "read" and np.isnan(y).all()
+    y, r = run(LDS_READ.format(wait="s_waitcnt lgkmcnt(0)"), lds=256)
+    assert not r.findings and (y == 2).all()
+
+
+SMEM_TWO = """
+s_load_dword s8, s[0:1], 0x4
+s_load_dword s9, s[0:1], 0x8
+s_waitcnt lgkmcnt({n})
+v_mov_b32_e32 v2, s8
+global_store_dword v1, v2, s[6:7]
+"""
+
+
+def test_scalar_loads_return_out_of_order_so_only_lgkmcnt0_covers_them():
+    _, r = run(SMEM_TWO.format(n=1))
+    (f,) = r.findings
+    assert f.details["register"] == "s8" and f.details["needed"] == "s_waitcnt lgkmcnt(0)"
+    assert f.details["lanes"] == list(range(64))               # an SGPR is read by every lane
+    y, r = run(SMEM_TWO.format(n=0))
+    assert not r.findings and (y.view(np.uint32) != 0).all()
+
+
+@pytest.mark.parametrize("second,covered", [("ds_read_b32 v4, v1 offset:4", True),
+                                            ("s_load_dword s9, s[0:1], 0x8", False)])
+def test_lds_reads_return_in_order_but_not_behind_a_scalar_load(second, covered):
+    body = f"""
+v_mov_b32_e32 v2, 1.0
+ds_write_b32 v1, v2
+s_waitcnt lgkmcnt(0)
+ds_read_b32 v3, v1
+{second}
+s_waitcnt lgkmcnt(1)
+global_store_dword v1, v3, s[6:7]
+"""
+    _, r = run(body, lds=512)
+    assert bool(waits(r)) != covered
+    if not covered:
+        assert waits(r)[0].details["needed"] == "s_waitcnt lgkmcnt(0)"
+
+
+def test_overwriting_a_pending_destination_is_reported():
+    body = """
+global_load_dword v2, v1, s[4:5]
+v_mov_b32_e32 v2, 0
+s_waitcnt vmcnt(0)
+global_store_dword v1, v2, s[6:7]
+"""
+    _, r = run(body)
+    (f,) = r.findings
+    assert f.details["access"] == "overwrite" and f.details["register"] == "v2"
+
+
+def test_a_second_load_into_a_pending_register_lands_in_order():
+    body = """
+global_load_dword v2, v1, s[4:5]
+global_load_dword v2, v1, s[4:5] offset:4
+s_waitcnt vmcnt(0)
+global_store_dword v1, v2, s[6:7]
+"""
+    y, r = run(body, x=Buffer("x", np.arange(65, dtype=np.float32)))
+    assert not r.findings and np.array_equal(y, np.arange(1, 65, dtype=np.float32))
+
+
+def test_the_lanes_a_load_did_not_write_are_not_pending():
+    body = """
+v_cmp_gt_u32_e32 vcc, 32, v0
+s_and_saveexec_b64 s[10:11], vcc
+global_load_dword v2, v1, s[4:5]
+s_xor_b64 exec, exec, s[10:11]
+v_mov_b32_e32 v3, v2
+s_waitcnt vmcnt(0)
+"""
+    _, r = run(body)
+    assert not r.findings                  # lanes 32..63 read v2, which the load wrote in 0..31 only
+
+
+def test_each_member_of_a_batch_has_its_own_counters():
+    for batch in (1, 2):
+        _, r = run(LOAD_ADD.format(wait=""), grid=2, batch=batch)
+        assert sorted(f.workgroup for f in waits(r)) == [(0, 0, 0), (1, 0, 0)]
+        _, r = run(LOAD_ADD.format(wait="s_waitcnt vmcnt(0)"), grid=2, batch=batch)
+        assert not r.findings
+
+
+def test_an_error_from_a_poisoned_read_names_the_missing_wait():
+    body = """
+s_load_dwordx2 s[8:9], s[0:1], 0x0
+v_lshlrev_b32_e32 v1, 2, v0
+global_load_dword v2, v1, s[8:9]
+"""
+    k = kernel_from_text(body, "test_waitcnt", args=ARGS)
+    with pytest.raises(GfxSimError, match=r"0x7fbadbad.*after a missing-wait: it read s8 as poison before "
+                                          r"`s_waitcnt lgkmcnt\(0\)` covered test_waitcnt.s:\d+ \(s_load_dwordx2 s\[8:9\]\)"):
+        run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))))
+
+
+def test_a_wait_of_another_form_is_named():
+    from gfxsim.asm.operands import AsmSyntaxError
+    with pytest.raises(AsmSyntaxError, match=r"line \d+: s_waitcnt foo: a wait is"):
+        run("s_waitcnt foo")
+
+
+FLAT = """
+s_mov_b64 s[10:11], src_shared_base
+v_mov_b32_e32 v2, 1.0
+ds_write_b32 v1, v2
+s_waitcnt lgkmcnt(0)
+v_mov_b32_e32 v4, {lo}
+v_mov_b32_e32 v5, {hi}
+v_add_co_u32_e32 v4, vcc, v4, v1
+v_addc_co_u32_e32 v5, vcc, 0, v5, vcc
+flat_load_dword v3, v[4:5]
+global_load_dword v6, v1, s[4:5]
+s_waitcnt vmcnt(1)
+global_store_dword v1, v3, s[6:7]
+s_waitcnt vmcnt(0)
+"""
+
+
+@pytest.mark.parametrize("where", ["global", "lds"])
+def test_a_flat_access_of_global_memory_completes_in_order_one_of_the_lds_does_not(where):
+    lo, hi = ("s4", "s5") if where == "global" else ("0", "s11")
+    y, r = run(FLAT.format(lo=lo, hi=hi), lds=256)
+    if where == "global":
+        assert not r.findings and np.array_equal(y, np.arange(64, dtype=np.float32))
+    else:
+        (f,) = r.findings
+        assert f.details["register"] == "v3" and f.details["needed"] == "s_waitcnt vmcnt(0) lgkmcnt(0)"
+        assert np.isnan(y).all()
