@@ -190,8 +190,8 @@ REGISTRY = {k.name: k for k in (
          TokenCoverage, ()),
     Kind("double-count", "an add of two partial sums of one element that consumed the same tokens", DoubleCount,
          ("source", "field", "workgroup")),
-    Kind("identity-mismatch", "an elementwise add, product, fma or extremum combines values of different "
-         "heads, sequences or rows: a field the operation does not reduce over", IdentityMismatch,
+    Kind("identity-mismatch", "an elementwise add, sub, product or fma combines values of different heads, "
+         "sequences or rows: a field the operation does not reduce over", IdentityMismatch,
          ("source", "operation", "field", "workgroup")),
     Kind("accumulator-carried", "a matrix instruction's C holds the partial sum of another output element than its "
          "D (an accumulator not zeroed between output tiles)", AccumulatorCarried,

@@ -209,8 +209,8 @@ def test_trace_batch_bounds_a_traced_launch_only(monkeypatch):
     assert sorted(map(key, plain.run.findings)) == sorted(map(key, traced.run.findings))
 
 
-PROVENANCE_CHECKS = ["ab-kslot-mismatch", "dequant-direction", "double-count", "kslot-unknown-origin",
-                     "scale-group-mismatch", "store-mismatch", "token-coverage"]
+PROVENANCE_CHECKS = ["ab-kslot-mismatch", "dequant-direction", "double-count", "identity-mismatch",
+                     "kslot-unknown-origin", "scale-group-mismatch", "store-mismatch", "token-coverage"]
 
 
 def test_no_provenance_reports_which_checks_did_not_run(capsys):
@@ -229,7 +229,7 @@ def test_no_provenance_reports_which_checks_did_not_run(capsys):
     assert main(small_run + ["--no-provenance"]) == 0
     text = capsys.readouterr().out
     assert ("checks not run (provenance off): ab-kslot-mismatch, dequant-direction, double-count, "
-            "kslot-unknown-origin, scale-group-mismatch, store-mismatch, token-coverage") in text
+            "identity-mismatch, kslot-unknown-origin, scale-group-mismatch, store-mismatch, token-coverage") in text
     assert "findings: none among the checks that ran" in text
     assert main(small_run) == 0
     text = capsys.readouterr().out

@@ -242,7 +242,8 @@ def test_without_provenance_no_scale_check_runs_and_the_run_says_so():
     run, *_ = run_pv("contiguous", provenance=False)
     assert run.findings == []
     assert set(run.checks_not_run) == {"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch",
-                                       "dequant-direction", "store-mismatch", "token-coverage", "double-count"}
+                                       "dequant-direction", "store-mismatch", "token-coverage", "double-count",
+                                       "identity-mismatch"}
     assert run_pv("contiguous")[0].checks_not_run == []
 
 
@@ -373,7 +374,9 @@ def test_scale_of_another_row_is_an_m_n_finding():
     wrong = launch(pv_rows_kernel, arch="gfx936", args=(wbuf, vbuf),
                    kwargs=dict(src=lambda l: l // 16 * 16 + (l + 1) % 16))        # row r+1's scale on row r
     f = wrong.findings_of("scale-group-mismatch")
-    assert len(wrong.findings) == len(f) == 2
+    assert len(f) == 2
+    # the dequant's product of row r's result and row r+1's scale is an identity-mismatch too
+    assert {(x.kind, x.details["field"]) for x in wrong.findings if x not in f} == {("identity-mismatch", "row")}
     assert [x.instruction for x in f] == [m.index for m in wrong.mmacs()]
     for x in f:
         assert x.details["field"] == "row" and "must be the element's own" in x.message
@@ -577,7 +580,8 @@ def test_per_dim_v_scale_over_the_whole_tile_is_silent_and_over_half_of_it_is_fo
                                                   list(range(40, 48)) + list(range(56, 64))]
     wrong_dim = run(dim_shift=1)                             # dim n+1's scale on column n
     f = wrong_dim.findings_of("scale-group-mismatch")
-    assert len(wrong_dim.findings) == len(f) == 2 and all(x.details["field"] == "dim" for x in f)
+    assert len(f) == 2 and all(x.details["field"] == "dim" for x in f)
+    assert {(x.kind, x.details["field"]) for x in wrong_dim.findings if x not in f} == {("identity-mismatch", "dim")}
     assert sorted((m["k_set"], m["scale_over"]) for m in f[0].details["mismatches"]) == \
         [([n], [(n + 1) % 16]) for n in range(16)]
 
