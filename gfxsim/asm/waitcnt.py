@@ -359,7 +359,9 @@ class Counters:
         what was poisoned (to be undone by after()), or None."""
         p = self.plans[pc]
         if p.barrier and self.lds_writes:
-            self.barrier()
+            if self.st.w.wg.num_waves > 1:     # a lone wave's LDS accesses are in order: nothing to race
+                self.barrier()
+            self.lds_writes = []
             return None
         if p.wait is not None:
             if p.wait:

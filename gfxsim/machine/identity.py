@@ -6,8 +6,10 @@ over dims); the fields a launch sums over are its axes: the K identities ``token
 (what a score sums over, what softmax and PV sum over) and every field an output Buffer declares
 it consumes (``Buffer.expect``). Any other field (a head, a sequence, a query row) names which
 output a value belongs to: two of its values met in one add is one head's value mixed into
-another's. A product reduces over nothing, so every field counts there (another head's scale, a
-weight of another row). A max or min is not checked: an amax over a whole block (a per-tensor
+another's. A product of two values of different axis values is the term of a sum over that axis
+(a correlation or a convolution: x[t] * x[39 - t]), so the axes are free there too; every other
+field counts (another head's scale, a weight of another row); a scale of another token or dim is
+the scale checks' business (scales.py). A max or min is not checked: an amax over a whole block (a per-tensor
 quantization scale over every head and row) is as correct as a row max, and a softmax shifted by a
 larger maximum computes the same numbers. The merged result still keeps neither value
 (provenance.merge); the finding says which operands met.
@@ -31,8 +33,8 @@ def axes(machine) -> frozenset:
 
 def check(w, conflicts: dict, pa: Prov, pb: Prov, what: str, op: str | None, registers=()) -> None:
     """Report ``conflicts`` (field -> bool [rows, columns], provenance.merge's) of one operation:
-    ``what`` "product" (every field) or "reduction" (an add or sub: the fields outside ``axes``)."""
-    skip = frozenset() if what == "product" else axes(w.machine)
+    ``what`` "product" or "reduction" (an add or sub): the fields outside ``axes`` count."""
+    skip = axes(w.machine)
     fields = [f for f in sorted(conflicts) if f not in skip]
     if not fields:
         return

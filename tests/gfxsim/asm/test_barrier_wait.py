@@ -68,3 +68,12 @@ def test_batched_workgroups_agree_with_one_at_a_time(wait):
         r = run_asm(k, 2, 128, args=dict(x=Buffer("x", np.zeros(256, np.float32)), y=y), batch=batch)
         found.append(sorted((f.workgroup, f.details["count"]) for f in r.findings))
     assert found[0] == found[1] and bool(found[0]) == (wait == "")
+
+
+def test_a_lone_wave_has_no_one_to_race():
+    """One wave per workgroup: its LDS accesses are in order, the barrier has no other wave to wait for."""
+    k = kernel_from_text(SWAP.format(wait="", extra="").replace("v_xor_b32_e32 v2, 0x100, v1", "v_mov_b32_e32 v2, v1"),
+                         "one_wave", args=ARGS, lds=1024)
+    y = Buffer("y", np.zeros(64, np.float32))
+    r = run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=y))
+    assert r.findings == [] and np.array_equal(y.array, np.arange(64, dtype=np.float32))

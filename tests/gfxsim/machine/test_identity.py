@@ -49,17 +49,20 @@ def test_a_field_an_output_declares_is_an_axis():
     assert "identity-mismatch" not in _kinds(launch(k, arch="gfx942", args=(declared,)))
 
 
-def test_a_product_checks_every_field_and_an_extremum_none():
+def test_a_product_checks_the_output_fields_and_an_extremum_none():
+    """x[t] * x[t'] of one head is the term of a correlation over tokens (an axis): silent; a value
+    times another head's is a finding; a max over heads is a block amax: silent."""
     x = _x(head=HEADS, token=TOKENS)
 
-    def k(w, op):
+    def k(w, op, step):
         a = w.global_load(x, w.lane_id * 4, 4, "f32")
-        b = w.global_load(x, (w.lane_id ^ 1) * 4, 4, "f32")          # the neighbouring token
+        b = w.global_load(x, (w.lane_id ^ step) * 4, 4, "f32")
         a * b if op == "mul" else w.max(a, b)
-    (f,) = launch(k, arch="gfx942", kwargs={"op": "mul"}).findings
-    assert f.details["field"] == "token" and f.details["values"] == [0, 1]
-    assert "multiplies token 0's value by token 1's" in f.message
-    assert _kinds(launch(k, arch="gfx942", kwargs={"op": "max"})) == []       # a block amax spans them
+    assert _kinds(launch(k, arch="gfx942", kwargs={"op": "mul", "step": 1})) == []          # the neighbouring token
+    (f,) = launch(k, arch="gfx942", kwargs={"op": "mul", "step": 16}).findings               # the neighbouring head
+    assert f.details["field"] == "head" and f.details["values"] == [0, 1]
+    assert "multiplies head 0's value by head 1's" in f.message
+    assert _kinds(launch(k, arch="gfx942", kwargs={"op": "max", "step": 16})) == []       # a block amax spans them
 
 
 def test_fma_checks_its_product_and_its_sum():
