@@ -149,6 +149,10 @@ def test_a_buffer_declares_an_encoding_its_elements_can_hold():
     assert Buffer("a", np.zeros(4, np.int8)).encoding == "i8"
     assert Buffer("a", np.zeros(4, np.float16)).encoding == "f16"
     assert Buffer("a", np.zeros(4, np.uint8)).encoding is None          # fp8 or u8: the user says
+    # ml_dtypes' types name theirs (the Triton door hands such arrays over as declared bits)
+    assert [encoding.of_dtype(getattr(ml_dtypes, t)) for t in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                                                               "float8_e5m2fnuz", "bfloat16")] == \
+        ["e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz", "bf16"]
     assert Buffer("a", np.zeros(4, np.uint16), encoding="bf16").encoding == "bf16"
     assert Buffer.empty("a", 4, "u8", encoding="e5m2fnuz").encoding == "e5m2fnuz"
     with pytest.raises(ArgumentError, match="unknown encoding 'e4m3'.*e4m3fn"):
