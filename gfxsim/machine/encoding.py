@@ -12,9 +12,9 @@ byte's), stores, later launches:
   loaded a dword at a time, and four indices per dword would keep their provenance per byte).
 
 Arithmetic writes a number of its own type, so its result carries neither (``numeric``);
-conversions set what they write (``with_encoding``). Only a buffer with an encoding (declared, or
-named by its dtype: int8, float16) starts the planes: a launch where none has one pays nothing,
-and bytes with no encoding are never checked.
+fp8/bf8 conversions set what they write (``with_encoding``). Only a buffer with an encoding
+(declared, or named by its dtype: int8, float16) or such a conversion starts the planes: a launch
+with neither pays nothing, and bytes with no encoding are never checked.
 """
 from __future__ import annotations
 
