@@ -219,3 +219,27 @@ def test_the_asm_conversions_read_and_write_gfx942s_encoding():
     assert "v_cvt_f32_fp8" in f[0].message
     run, _, _ = _asm_qk("e4m3fnuz", body)
     assert run.findings == []
+
+
+def test_the_encoding_travels_through_a_store_into_the_next_launch():
+    """A copy kernel stores Q's bytes into an undeclared buffer; the next launch's MFMA reads them:
+    the bytes still say what wrote them."""
+    def twice(declared):
+        rng = np.random.default_rng(3)
+        q = Buffer("q", rng.standard_normal((16, 32)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8),
+                   encoding=declared)
+        tmp = Buffer.empty("tmp", (16, 32), np.uint8)
+
+        def copy(w):
+            w.global_store(tmp, w.lane_id * 8, w.global_load(q, w.lane_id * 8, 8, "u8"))
+        assert launch(copy, arch="gfx942").findings == []
+
+        def qk(w):
+            g, c = w.lane_id // 16, w.lane_id % 16
+            v = w.global_load(tmp, c * 32 + g * 8, 8, "fp8")
+            w.mma(MFMA, v, v)
+        return launch(qk, arch="gfx942").findings
+    f = twice("e4m3fn")
+    assert [x.details["operand"] for x in f] == ["A", "B"]
+    assert f[0].details["written_by"] == "buffer 'q'" and f[0].details["element"] == 0
+    assert twice("e4m3fnuz") == [] and twice(None) == []
