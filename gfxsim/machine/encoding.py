@@ -12,9 +12,9 @@ byte's), stores, later launches:
   loaded a dword at a time, and four indices per dword would keep their provenance per byte).
 
 Arithmetic writes a number of its own type, so its result carries neither (``numeric``);
-conversions set what they write (``with_encoding``). Only a buffer with an encoding (declared, or
-named by its dtype: int8, float16) starts the planes: a launch where none has one pays nothing,
-and bytes with no encoding are never checked.
+fp8/bf8 conversions set what they write (``with_encoding``). Only a buffer with an encoding
+(declared, or named by its dtype: int8, float16) or such a conversion starts the planes: a launch
+with neither pays nothing, and bytes with no encoding are never checked.
 """
 from __future__ import annotations
 
@@ -30,8 +30,10 @@ PLANES = (ENC, AT)
 _CODE = {n: i for i, n in enumerate(ENCODINGS)}
 _SOURCES: list[str] = [""]          # id -> what wrote the bytes (append-only: ids outlive launches)
 _SOURCE_IDS: dict[str, int] = {"": 0}
-# numpy dtypes whose name says how their bytes encode a number (uint8 holds fp8 as often as u8)
-_OF_DTYPE = {"int8": "i8", "float16": "f16"}
+# dtypes whose name says how their bytes encode a number (numpy's, and ml_dtypes' that the doors
+# hand over as their bits); uint8 holds fp8 as often as u8, so it names none
+_OF_DTYPE = {"int8": "i8", "float16": "f16", "bfloat16": "bf16", "int4": "i4", "float8_e4m3fn": "e4m3fn",
+             "float8_e4m3fnuz": "e4m3fnuz", "float8_e5m2": "e5m2", "float8_e5m2fnuz": "e5m2fnuz"}
 
 
 def check_name(encoding: str, what: str) -> str:
@@ -41,7 +43,7 @@ def check_name(encoding: str, what: str) -> str:
 
 
 def of_dtype(dtype) -> str | None:
-    """The encoding a numpy dtype names (int8, float16), else None."""
+    """The encoding a dtype names (int8, float16, ml_dtypes' bfloat16 and float8 types), else None."""
     return _OF_DTYPE.get(np.dtype(dtype).name)
 
 

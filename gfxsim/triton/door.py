@@ -113,9 +113,14 @@ def _opaque(v) -> bool:
     return isinstance(v, np.ndarray) and v.ndim > 0 and v.dtype.kind == "V"
 
 
-def _bits(v: np.ndarray) -> np.ndarray:
-    """An ml_dtypes array as the unsigned integers of its bits (the kernel reads bytes)."""
-    return v.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[v.dtype.itemsize])
+def _bits(name: str, v: np.ndarray):
+    """An ml_dtypes array as the unsigned integers of its bits (the kernel reads bytes), in a Buffer
+    declaring the encoding its dtype names (float8_e4m3fnuz: e4m3fnuz; encoding.of_dtype)."""
+    from ..machine.encoding import of_dtype
+    from ..machine.memory import Buffer
+    bits = v.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[v.dtype.itemsize])
+    enc = of_dtype(v.dtype)
+    return bits if enc is None else Buffer(name, bits, encoding=enc)
 
 
 def compile_for(kernel, args: tuple = (), kwargs: Mapping | None = None, *, num_warps: int = 4,
@@ -158,7 +163,7 @@ def run(kernel, grid, *args, num_warps: int = 4, num_stages: int | None = None, 
         nbytes = int(meta.get(sizes[a.name]) or 0) * programs
         values[a.name] = np.zeros(nbytes, np.uint8) if nbytes else None
     views = {n: v.dtype for n, v in values.items() if _opaque(v)}
-    bound = bind(k, {n: _bits(v) if n in views else v for n, v in values.items()}, tags)
+    bound = bind(k, {n: _bits(n, v) if n in views else v for n, v in values.items()}, tags)
     extra = {n: v for n, v in (("trace", trace), ("provenance", provenance), ("batch", batch)) if v is not None}
     r = run_asm(k, dims, int(meta["num_warps"]) * 64, args=bound, arch="gfx942", options=launch_options,
                 dynamic_lds=int(meta.get("shared") or 0), **extra)

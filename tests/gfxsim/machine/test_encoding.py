@@ -149,6 +149,10 @@ def test_a_buffer_declares_an_encoding_its_elements_can_hold():
     assert Buffer("a", np.zeros(4, np.int8)).encoding == "i8"
     assert Buffer("a", np.zeros(4, np.float16)).encoding == "f16"
     assert Buffer("a", np.zeros(4, np.uint8)).encoding is None          # fp8 or u8: the user says
+    # ml_dtypes' types name theirs (the Triton door hands such arrays over as declared bits)
+    assert [encoding.of_dtype(getattr(ml_dtypes, t)) for t in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+                                                               "float8_e5m2fnuz", "bfloat16")] == \
+        ["e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz", "bf16"]
     assert Buffer("a", np.zeros(4, np.uint16), encoding="bf16").encoding == "bf16"
     assert Buffer.empty("a", 4, "u8", encoding="e5m2fnuz").encoding == "e5m2fnuz"
     with pytest.raises(ArgumentError, match="unknown encoding 'e4m3'.*e4m3fn"):
@@ -215,3 +219,27 @@ def test_the_asm_conversions_read_and_write_gfx942s_encoding():
     assert "v_cvt_f32_fp8" in f[0].message
     run, _, _ = _asm_qk("e4m3fnuz", body)
     assert run.findings == []
+
+
+def test_the_encoding_travels_through_a_store_into_the_next_launch():
+    """A copy kernel stores Q's bytes into an undeclared buffer; the next launch's MFMA reads them:
+    the bytes still say what wrote them."""
+    def twice(declared):
+        rng = np.random.default_rng(3)
+        q = Buffer("q", rng.standard_normal((16, 32)).astype(ml_dtypes.float8_e4m3fn).view(np.uint8),
+                   encoding=declared)
+        tmp = Buffer.empty("tmp", (16, 32), np.uint8)
+
+        def copy(w):
+            w.global_store(tmp, w.lane_id * 8, w.global_load(q, w.lane_id * 8, 8, "u8"))
+        assert launch(copy, arch="gfx942").findings == []
+
+        def qk(w):
+            g, c = w.lane_id // 16, w.lane_id % 16
+            v = w.global_load(tmp, c * 32 + g * 8, 8, "fp8")
+            w.mma(MFMA, v, v)
+        return launch(qk, arch="gfx942").findings
+    f = twice("e4m3fn")
+    assert [x.details["operand"] for x in f] == ["A", "B"]
+    assert f[0].details["written_by"] == "buffer 'q'" and f[0].details["element"] == 0
+    assert twice("e4m3fnuz") == [] and twice(None) == []
