@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import GfxSimError
 from ..machine.dtypes import POISON_WORD
 from .operands import AsmSyntaxError
-from .state import N_SGPR
+from .state import M0, N_SGPR
 
 VMEM, LDS, SMEM, FLAT = range(4)
 CLASS_NAMES = ("vector memory", "LDS", "scalar memory", "FLAT")
@@ -239,7 +239,6 @@ class Counters:
         if p.lds_dma is not None:
             a = Access(self.next_id, pc, event, cls, self.issued[cls].copy(), mem, None, st.current.ins)
             self.next_id += 1
-            from .state import M0
             lo = st.sread(M0).astype(np.int64) + p.lds_dma
             a.lds = (lo, lo + 4 * st.lanes)
             self.dma.append(a)
@@ -306,7 +305,7 @@ class Counters:
             if not gone.any():
                 continue
             f, first, n, _ = a.dst
-            if gone.all():
+            if not (a.members & ~gone).any():             # all its members: its id, wherever it still is
                 blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
                 blk[blk == a.id] = 0
             elif f == "s":

@@ -271,3 +271,20 @@ def test_lds_bytes_an_lds_dma_has_yet_to_write(wait, off, found):
         (f,) = waits(r)
         assert f.details["register"] == "LDS[0:256]" and f.details["needed"] == "s_waitcnt vmcnt(0)"
         assert f.details["load_line"].endswith("(buffer_load_dword lds)") and f.details["lanes"] == list(range(64))
+
+
+def test_members_that_part_keep_their_own_counters():
+    """Workgroup 0 waits on its own branch, workgroup 1 does not: batched or not, only 1 reports."""
+    body = """
+global_load_dword v2, v1, s[4:5]
+s_cmp_eq_u32 s2, 0
+s_cbranch_scc0 .Lskip
+s_waitcnt vmcnt(0)
+.Lskip:
+v_add_f32_e32 v3, 1.0, v2
+s_waitcnt vmcnt(0)
+global_store_dword v1, v3, s[6:7]
+"""
+    for batch in (1, 2):
+        _, r = run(body, grid=2, batch=batch)
+        assert [f.workgroup for f in r.findings] == [(1, 0, 0)], (batch, r.findings)
