@@ -23,12 +23,14 @@ What covers what (CDNA ISA, "Data dependency resolution"; gfx90a, gfx940-942):
   are accepted.
 
 A counter field at its maximum (vmcnt 63, lgkmcnt 15, expcnt 7: the packed immediate's value
-when the field is left out) waits for nothing. Memory that an outstanding access has yet to read
-or write (a store over bytes a load has not read, an LDS DMA's bytes) is not modelled: register
-hazards only.
+when the field is left out) waits for nothing. Of memory an outstanding access has yet to write,
+the LDS bytes of ``buffer_load_dword ... lds`` are followed: a ``ds_read``/``ds_write`` of them
+before its vmcnt is a missing-wait too (reported; the bytes are not poisoned). Other memory (a
+store over bytes a scalar load has not read) is not.
 """
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -37,7 +39,7 @@ import numpy as np
 from ..errors import GfxSimError
 from ..machine.dtypes import POISON_WORD
 from .operands import AsmSyntaxError
-from .state import N_SGPR
+from .state import M0, N_SGPR
 
 VMEM, LDS, SMEM, FLAT = range(4)
 CLASS_NAMES = ("vector memory", "LDS", "scalar memory", "FLAT")
@@ -76,6 +78,8 @@ class Plan:
     lds_write: bool = False     # writes LDS (a ds_ store or atomic): must land before the next s_barrier
     barrier: bool = False       # s_barrier: the waves past it read what the others wrote to LDS
     vaddr: int | None = None    # FLAT: the first VGPR of its 64-bit address
+    lds_dma: int | None = None  # buffer_load_dword ... lds: its offset (the LDS bytes at M0 + offset + 4 * lane)
+    lds_span: tuple | None = None   # ds_read*/ds_write*: (address VGPR, byte offsets, bytes, "read"|"write")
 
 
 def access_class(mnemonic: str) -> int | None:
@@ -107,6 +111,29 @@ def _returns(d) -> tuple | None:
     else:
         back = "_load_" in m and not d.ops.mods.get("lds")
     return (o.file, o.first, o.count, o.text) if back else None
+
+
+_DS_BYTES = {"b8": 1, "u8": 1, "i8": 1, "b16": 2, "u16": 2, "i16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
+_DS = re.compile(r"^ds_(read|write)(2st64|2)?_([a-z]\d+)(?:_d16_hi)?$")
+
+
+def _ds_span(d) -> tuple | None:
+    """(address VGPR, byte offsets, bytes per offset, "read"|"write") of an LDS read or write."""
+    mt = _DS.match(d.mnemonic)
+    pos = d.ops.positional
+    if not mt or mt.group(3) not in _DS_BYTES or len(pos) < 2:
+        return None
+    kind, two, n = mt.group(1), mt.group(2), _DS_BYTES[mt.group(3)]
+    addr = pos[1] if kind == "read" else pos[0]
+    if addr.kind != "reg" or addr.file != "v":
+        return None
+    mods = d.ops.mods
+    if two:
+        unit = n * (64 if two == "2st64" else 1)
+        offs = (unit * int(mods.get("offset0", 0)), unit * int(mods.get("offset1", 0)))
+    else:
+        offs = (int(mods.get("offset", 0)),)
+    return (addr.first, offs, n, kind)
 
 
 def _wait_of(d) -> dict | None:
@@ -153,8 +180,10 @@ def plan(d) -> Plan:
     if cls == FLAT and len(d.ops.positional) > (dst is not None):
         o = d.ops.positional[1 if dst is not None else 0]
         vaddr = o.first if o.kind == "reg" and o.file == "v" and o.count == 2 else None
+    dma = int(d.ops.mods.get("offset", 0)) if cls == VMEM and d.ops.mods.get("lds") else None
     return Plan(bits, tuple(regs), cls, dst, _wait_of(d), cross_lane=m.startswith(_CROSS_LANE) or d.enc == "dpp",
-                vaddr=vaddr, lds_write=cls == LDS and _writes_lds(m), barrier=m == "s_barrier")
+                vaddr=vaddr, lds_dma=dma, lds_span=_ds_span(d) if cls == LDS else None,
+                lds_write=cls == LDS and _writes_lds(m), barrier=m == "s_barrier")
 
 
 def _writes_lds(m: str) -> bool:
@@ -163,23 +192,24 @@ def _writes_lds(m: str) -> bool:
                          "ds_xor", "ds_mskor", "ds_cmpst", "ds_cmpswap", "ds_wrxchg", "ds_append", "ds_consume"))
 
 
-
 def plans(decoded) -> tuple:
     return tuple(plan(d) for d in decoded)
 
 
 class Access:
     """One outstanding memory access of a wave (of each member that issued it)."""
-    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins", "flat_rank")
+    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins", "flat_rank", "lds")
 
     def __init__(self, id_, pc, event, cls, rank, members, dst, ins, flat_rank=None):
         self.id, self.pc, self.event, self.cls, self.rank = id_, pc, event, cls, rank
         self.members, self.dst, self.ins = members, dst, ins
         self.flat_rank = flat_rank          # a FLAT access of global memory: also retired as a FLAT one
+        self.lds = None                     # an LDS DMA: (first byte, end) per member
 
     def where(self, kernel: str) -> str:
         """Its assembly line, as findings name one: kernel.s:line (mnemonic registers)."""
-        return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic} {self.dst[3]})"
+        what = self.dst[3] if self.dst is not None else "lds"
+        return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic} {what})"
 
 
 class LdsWrite:
@@ -211,6 +241,7 @@ class Counters:
         self.notes: list[str] = []                    # this instruction's missing waits, for an error it raises
         self.lds_writes: list[LdsWrite] = []            # LDS writes not yet known complete (s_barrier's check)
         self.flat_lds = True                          # the FLAT instruction being executed reaches the LDS
+        self.dma: list[Access] = []                   # outstanding LDS DMAs (buffer_load_dword ... lds)
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
@@ -229,6 +260,12 @@ class Counters:
         if p.lds_write:
             lanes = np.nonzero(st.exec.reshape(st.members, st.lanes).any(axis=0))[0].tolist()
             self.lds_writes.append(LdsWrite(pc, event, self.issued[LDS].copy(), mem, lanes, st.current.ins))
+        if p.lds_dma is not None:
+            a = Access(self.next_id, pc, event, cls, self.issued[cls].copy(), mem, None, st.current.ins)
+            self.next_id += 1
+            lo = st.sread(M0).astype(np.int64) + p.lds_dma
+            a.lds = (lo, lo + 4 * st.lanes)
+            self.dma.append(a)
         if p.dst is None:
             if st.act is None:
                 self.issued[cls] += 1
@@ -280,6 +317,10 @@ class Counters:
             self.bits = 0
         if self.lds_writes and "lgkmcnt" in counts:
             self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
+        if self.dma:
+            for a in self.dma:
+                a.members = a.members & ~(a.rank < self.done[a.cls])
+            self.dma = [a for a in self.dma if a.members.any()]
 
     def _retire(self):
         st = self.st
@@ -290,7 +331,7 @@ class Counters:
             if not gone.any():
                 continue
             f, first, n, _ = a.dst
-            if gone.all():
+            if not (a.members & ~gone).any():             # all its members: its id, wherever it still is
                 blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
                 blk[blk == a.id] = 0
             elif f == "s":
@@ -369,6 +410,8 @@ class Counters:
             return None
         if p.vaddr is not None:
             self.flat_lds = self._reaches_lds(p.vaddr)
+        if self.dma and p.lds_span is not None:
+            self._lds_bytes(p.lds_span)
         if not self.bits & p.bits:
             return None
         if p.dst is not None:
@@ -385,6 +428,25 @@ class Counters:
             hit = ids > 0
             poisoned.append(self._poison(f, first, n, hit))
         return poisoned or None
+
+    def _lds_bytes(self, span):
+        """An LDS read or write of bytes an outstanding LDS DMA has yet to write."""
+        st = self.st
+        first, offs, n, kind = span
+        base = st.vwords("v", first, 1)[0].astype(np.int64)
+        ex = st.exec
+        for a in self.dma:
+            lo, hi = (np.repeat(x, st.lanes) for x in a.lds)
+            hit = np.zeros(st.w.width, bool)
+            for off in offs:
+                addr = base + off
+                hit |= (addr < hi) & (addr + n > lo)
+            hit &= ex & np.repeat(a.members, st.lanes)
+            for m in np.unique(np.nonzero(hit)[0] // st.lanes).tolist():
+                lanes = np.nonzero(hit[m * st.lanes:(m + 1) * st.lanes])[0].tolist()
+                region = f"LDS[{int(a.lds[0][m])}:{int(a.lds[1][m])}]"
+                self._finding(a, m, lanes, m * st.lanes + lanes[0], region, region, "read" if kind == "read" else
+                              "overwrite")
 
     def _reaches_lds(self, first: int) -> bool:
         """Whether an active lane's generic address (v[first:first+1], the offset aside: it cannot
@@ -435,7 +497,6 @@ class Counters:
     # -- the finding -----------------------------------------------------------------------------
     def _report(self, a: Access, hit, f, first, text, access):
         st = self.st
-        ctr = COUNTER_OF[a.cls]
         for m in np.nonzero(a.members)[0].tolist():
             if f == "s":
                 if not hit[:, m].any():
@@ -449,25 +510,35 @@ class Counters:
                 lanes = np.nonzero(sl.any(axis=0))[0].tolist()
                 col = m * st.lanes + lanes[0]
                 reg = f"{f}{first + int(np.argmax(sl.any(axis=1)))}"
-            younger = int(self.issued[a.cls][m] - a.rank[m] - 1)
-            n = younger if IN_ORDER[a.cls] else 0
-            needed = "s_waitcnt vmcnt(0) lgkmcnt(0)" if a.cls == FLAT else f"s_waitcnt {ctr}({n})"
-            load = a.event + (m if st.members > 1 else 0)
-            d = st.current
-            verb = "reads" if access == "read" else "overwrites"
+            self._finding(a, m, lanes, col, reg, text, access)
+
+    def _finding(self, a: Access, m: int, lanes: list, col: int, reg: str, text: str, access: str):
+        """One missing-wait of member m: ``reg`` (of operand ``text``) read or overwritten in ``lanes``."""
+        st = self.st
+        ctr = COUNTER_OF[a.cls]
+        younger = int(self.issued[a.cls][m] - a.rank[m] - 1)
+        n = younger if IN_ORDER[a.cls] else 0
+        needed = "s_waitcnt vmcnt(0) lgkmcnt(0)" if a.cls == FLAT else f"s_waitcnt {ctr}({n})"
+        load = a.event + (m if st.members > 1 else 0)
+        where = a.where(st.kernel.name)
+        lds = a.lds is not None
+        verb = "reads" if access == "read" else "overwrites"
+        if lds:
+            tail = "read the bytes before the DMA writes them" if access == "read" else "may be overwritten by the DMA"
+        else:
             tail = ("read poison (on hardware: the register's old contents)" if access == "read" else
                     "may be overwritten by the load's data after this write")
-            named = reg if reg == text else f"{reg} (of {text})"
-            note = f"{reg} as poison before `{needed}` covered {a.where(st.kernel.name)}"
+            note = f"{reg} as poison before `{needed}` covered {where}"
             if note not in self.notes:
                 self.notes.append(note)
-            st.w.finding(
-                "missing-wait",
-                f"{d.ins.mnemonic} {verb} {named} before the {CLASS_NAMES[a.cls]} access that writes it "
-                f"has returned: {a.where(st.kernel.name)}, instruction {load}; `{needed}` before this instruction covers it; "
-                f"lanes {_ranges(lanes)} {tail}",
-                lane=col, register=reg, access=access, load=load, load_line=a.where(st.kernel.name), counter=ctr,
-                needed=needed, lanes=lanes)
+        named = reg if reg == text else f"{reg} (of {text})"
+        st.w.finding(
+            "missing-wait",
+            f"{st.current.ins.mnemonic} {verb} {named} before the {CLASS_NAMES[a.cls]} access that writes it "
+            f"has returned: {where}, instruction {load}; `{needed}` before this instruction covers it; "
+            f"lanes {_ranges(lanes)} {tail}",
+            lane=col, register=reg, access=access, load=load, load_line=where, counter=ctr,
+            needed=needed, lanes=lanes)
 
 
 def _ranges(lanes: list) -> str:

@@ -246,3 +246,45 @@ def test_a_flat_access_of_global_memory_completes_in_order_one_of_the_lds_does_n
         (f,) = r.findings
         assert f.details["register"] == "v3" and f.details["needed"] == "s_waitcnt vmcnt(0) lgkmcnt(0)"
         assert np.isnan(y).all()
+
+
+DMA = """
+s_load_dwordx4 s[8:11], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+s_and_b32 s9, s9, 0xffff
+s_mov_b32 s10, 0x100
+s_mov_b32 s11, 0x20000
+s_mov_b32 m0, 0
+buffer_load_dword v1, s[8:11], 0 offen lds
+{wait}
+ds_read_b32 v2, v1 offset:{off}
+s_waitcnt lgkmcnt(0)
+global_store_dword v1, v2, s[6:7]
+"""
+
+
+@pytest.mark.parametrize("wait,off,found", [("", 0, True), ("s_waitcnt vmcnt(0)", 0, False), ("", 256, False)])
+def test_lds_bytes_an_lds_dma_has_yet_to_write(wait, off, found):
+    _, r = run(DMA.format(wait=wait, off=off), lds=1024)
+    assert bool(waits(r)) == found          # (past the DMA's bytes the read is of never-written LDS)
+    if found:
+        (f,) = waits(r)
+        assert f.details["register"] == "LDS[0:256]" and f.details["needed"] == "s_waitcnt vmcnt(0)"
+        assert f.details["load_line"].endswith("(buffer_load_dword lds)") and f.details["lanes"] == list(range(64))
+
+
+def test_members_that_part_keep_their_own_counters():
+    """Workgroup 0 waits on its own branch, workgroup 1 does not: batched or not, only 1 reports."""
+    body = """
+global_load_dword v2, v1, s[4:5]
+s_cmp_eq_u32 s2, 0
+s_cbranch_scc0 .Lskip
+s_waitcnt vmcnt(0)
+.Lskip:
+v_add_f32_e32 v3, 1.0, v2
+s_waitcnt vmcnt(0)
+global_store_dword v1, v3, s[6:7]
+"""
+    for batch in (1, 2):
+        _, r = run(body, grid=2, batch=batch)
+        assert [f.workgroup for f in r.findings] == [(1, 0, 0)], (batch, r.findings)
