@@ -33,6 +33,7 @@ WINDOW = 64 * WORDS               # values per window (tokens of a 256-token par
 SCALE = np.uint8(1)               # flag: a quantization scale
 UNKNOWN = np.uint8(2)             # flag: of unknown origin (the module docstring)
 RESERVED = ("@mma", "@mn")        # identity-only fields (never a footprint)
+COVER = "&"                       # prefix of a product of scales' cover fields (scaleparts.py)
 
 
 class WideSets:
@@ -544,7 +545,7 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
     which stays the aggregate. Otherwise the more specific operand's footprint survives
     (``S - m`` keeps S's: none). An operand without provenance changes nothing, so a scale
     multiplied by a constant stays a scale; a mark never survives arithmetic between two tagged
-    values (the dequantized product is not a scale)."""
+    values (the dequantized product is not a scale). Covers (scaleparts.py) are dropped."""
     if a is None or a.empty_like():
         return b
     if b is None or b.empty_like():
@@ -552,6 +553,8 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets) -> Pro
     shape = a.shape or b.shape
     ids, fp = {}, {}
     for f in sorted(a.ids.keys() | b.ids.keys() | a.fp.keys() | b.fp.keys()):
+        if f[0] == COVER:                 # a cover is a product's: any other merge drops it
+            continue
         ia, ib = a.ids.get(f), b.ids.get(f)
         fa, fb = a.fp.get(f), b.fp.get(f)
         if ia is ib and fa is None and fb is None:

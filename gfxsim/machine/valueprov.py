@@ -13,7 +13,8 @@ from .consumed import extremum_names, pair_elements, product_names, sum_made
 from .dtypes import itemsize
 from .mmalog import PAIR_BASE
 from . import qdir
-from .provenance import Prov, broadcast_rows, merge
+from .provenance import SCALE, Prov, broadcast_rows, merge
+from .scaleparts import scale_product
 from .vgpr import VGPRs
 
 
@@ -43,6 +44,13 @@ def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, p
             out = sum_of_results(w, pa, pb, out, summing, one_element)
         elif product:
             out = product_names(w.machine.mma_log, pa, pb, out)
+    elif product:
+        out = scale_product(pa, pb, out, w.machine.wide)
+        fa, fb = (None if p is None else p.scale_flag() for p in (pa, pb))
+        if out is not None and fa is not None and fb is not None and (fa & fb).any():
+            # two marked scales multiplied: their product is the scale applied (checked as its parts)
+            flags = np.where(fa & fb, SCALE, np.uint8(0)).astype(np.uint8)
+            out = Prov(out.g, out.ids, out.fp, flags if out.flags is None else out.flags | flags)
     return out
 
 
