@@ -7,6 +7,8 @@ twin reports nothing and computes what the project's kernel computes.
 - no_zero_init.py: an INT8 PV whose accumulators are never zeroed -> uninitialized-read, NaN outputs;
 - a copy of pv_int8 with its operands swapped (MMAC(V, P)) -> scale-group-mismatch on
   rows and store-mismatch on dims.
+- sage_fused_scales.py: a SageAttention2 port applying sQ·sK as one product, its K scale over each
+  lane's own dims -> scale-group-mismatch on dims (the product checked as its parts).
 """
 import json
 
@@ -84,3 +86,20 @@ def test_the_seeds_int8_mmac_v_p_is_caught_twice(tmp_path, capsys):
     assert {f["details"]["field"] for f in store} == {"dim"}
     r, c = store[0]["details"]["element"]
     assert store[0]["details"]["value"]["dim"] == 16 * (c // 16) + r != c
+
+
+def test_a_wrong_part_of_a_fused_scale_product_is_a_scale_group_mismatch_on_dims(capsys):
+    """sage_fused_scales.py: S = int(QKᵀ)·(sQ·sK) with each lane's K scale over its own elements
+    only. The product is checked as its parts: sQ covers every dim, the K scale part of them."""
+    sage = ["sage_attention", "--context", "128", "--head-dim", "64", "--arch", "sm_90"]
+    path = DEFECTIVE / "sage_fused_scales.py"
+    bad = run_json(capsys, *sage, "--kernel-fn", f"{path}:sage_fused_lane_k")
+    assert bad["findings"] and {f["kind"] for f in bad["findings"]} == {"scale-group-mismatch"}
+    assert {f["kernel"] for f in bad["findings"]} == {"sage_fused_lane_k"}
+    dims = [f["details"] for f in bad["findings"] if f["details"]["field"] == "dim"]
+    assert dims and all(d["axis"] == "K" and d["foreign"] and set(d["scale_over"]) < set(d["k_set"]) for d in dims)
+    # the lane's scale is its own tokens' too, not its group's: the M/N group rule says so as well
+    assert {(f["details"]["field"], f["details"]["axis"]) for f in bad["findings"]} == {("dim", "K"),
+                                                                                       ("token", "M/N group")}
+    good = run_json(capsys, *sage, "--kernel-fn", f"{path}:sage_fused_fixed")
+    assert good["findings"] == [] and good["metrics"]["vs_sage_reference"]["max_abs"] < 1e-5
