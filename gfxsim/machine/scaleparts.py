@@ -74,7 +74,7 @@ def intersection(a: Mask, b: Mask, wide: WideSets) -> Mask:
     """Elementwise a ∩ b: bitwise where both lie in one window, exactly (by value) where a wide
     set takes part."""
     shape = np.broadcast_shapes(a.base.shape, b.base.shape)
-    a, b = a._broadcast(shape), b._broadcast(shape)
+    a, b = _spread(a, shape), _spread(b, shape)
     narrow = (a.wide == 0) & (b.wide == 0)
     same = narrow & (a.base >= 0) & (a.base == b.base)
     bits = np.where(same[..., None], a.bits & b.bits, np.uint64(0)).astype(np.uint64)
@@ -93,6 +93,12 @@ def intersection(a: Mask, b: Mask, wide: WideSets) -> Mask:
         else:
             out.wide[i] = wide.intern(vals)
     return out
+
+
+def _spread(m: Mask, shape) -> Mask:
+    """``m`` broadcast (read-only views) to leading ``shape``."""
+    return Mask(np.broadcast_to(m.base, shape), np.broadcast_to(m.bits, tuple(shape) + m.bits.shape[-1:]),
+                np.broadcast_to(m.wide, shape))
 
 
 __all__ = ["base_field", "cover_field", "intersection", "scale_product", "side"]
