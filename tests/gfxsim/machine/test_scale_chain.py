@@ -51,3 +51,29 @@ def test_the_intersection_of_masks_by_window_and_exactly():
     big.wide[0] = wide.intern([1, 2, 700])
     got = intersection(big, Mask.of_values(np.array([2])), wide)
     assert got.values_at((0,), wide) == {2} and got.wide[0] == 0
+
+
+def test_a_per_token_scale_loaded_from_a_cache_is_constant_along_k():
+    """A K scale loaded per token (an identity, reduced over nothing in this kernel: the cache's
+    writer reduced it) names its column and says nothing of the dims summed: it factors out of the
+    sum and is checked on N only. Taken from the wrong token, it is an M/N mismatch."""
+    from gfxsim.testing import run_small
+    from support.qk_chain import DIMS, MMA, ROWS
+
+    def kernel(w, q8, k8, s_tok, out, *, shift):
+        row, g = w.lane_id % 16, w.lane_id // 16
+        acc = w.mma(MMA, w.global_load(q8, row * 32 + 8 * g, 8, "i8"), w.global_load(k8, row * 32 + 8 * g, 8, "i8"))
+        sk = w.group_scale(w.global_load(s_tok, ((row + shift) % 16) * 4, 4, "f32"))
+        s = w.dequant(acc, sk)
+        for i in range(4):
+            w.global_store(out, ((4 * g + i) * 16 + row) * 4, s[i])
+
+    q8, k8, *_ = inputs()
+    found = {}
+    for shift in (0, 1):
+        run, _ = run_small(kernel, arch="gfx942", inputs={
+            "q8": (q8, {"row": ROWS, "dim": DIMS}), "k8": (k8, {"token": ROWS, "dim": DIMS}),
+            "s_tok": (np.ones(16, np.float32), {"token": np.arange(16)})}, outputs={"out": ((16, 16), "f32")},
+            kwargs=dict(shift=shift), trace=False)
+        found[shift] = sorted({(f.kind, f.details["field"], f.details["axis"]) for f in run.findings})
+    assert found == {0: [], 1: [("scale-group-mismatch", "token", "M/N")]}
