@@ -28,8 +28,9 @@ def elem_prov(w, v: VGPRs, n: int) -> Prov | None:
 def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, product=False, extremum=False,
            one_element=False) -> Prov | None:
     """``summing``: "add"/"sub" (a sum of two named results becomes a pair); ``product``: a mul
-    or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names);
-    ``one_element``: see sum_of_results."""
+    or div (consumed.product_names of two results; of two other values, the cover of their parts,
+    scaleparts.scale_product, and the scale mark where both are scales); ``extremum``: max/min
+    (consumed.extremum_names); ``one_element``: see sum_of_results."""
     if not w.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
         return None
     pa = elem_prov(w, a, n)
