@@ -41,7 +41,7 @@ from .errors import GfxSimError
 from .jit import njit
 from .mmalog import PAIR_BASE, PairRecord
 from .encoding import AT, ENC, PLANES as ENC_PLANES
-from .provenance import RESERVED, WINDOW, Mask, Prov
+from .provenance import COVER, RESERVED, WINDOW, Mask, Prov
 from .summaries import row_sets
 
 RETRIES = 3              # attempts with finer classes before a batch runs unfolded
@@ -240,6 +240,7 @@ class Fold:
         """A footprint placed for every member, moved by the member's shift of ``f``: a window by
         whole windows in place; otherwise (part of a window, a set wider than one) each distinct
         (set, shift) once, exactly, by its values."""
+        f = f.removeprefix(COVER)          # a cover (scaleparts.py) moves as its field
         s = self.shift.get(f)
         sh = np.zeros(self.members, np.int64) if s is None else np.where(self.known[f], s, 0)
         if not sh.any():

@@ -36,6 +36,7 @@ UNKNOWN = np.uint8(2)             # flag: of unknown origin (the module docstrin
 # identity-only fields (never a footprint): a matrix result's name, and the byte's encoding and
 # where it was written (encoding.py)
 RESERVED = ("@mma", "@mn", "@enc", "@encat")
+COVER = "&"                       # prefix of a product of scales' cover fields (scaleparts.py)
 
 
 class WideSets:
@@ -597,7 +598,7 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
     which stays the aggregate. Otherwise the more specific operand's footprint survives
     (``S - m`` keeps S's: none). An operand without provenance changes nothing, so a scale
     multiplied by a constant stays a scale; a mark never survives arithmetic between two tagged
-    values (the dequantized product is not a scale).
+    values (the dequantized product is not a scale). Covers (scaleparts.py) are dropped.
 
     ``conflicts``: a dict, filled with field -> bool [rows, columns] where both operands name a
     value of the field and the values differ (identity fields only; what identity.py checks)."""
@@ -608,6 +609,8 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
     shape = a.shape or b.shape
     ids, fp = {}, {}
     for f in sorted(a.ids.keys() | b.ids.keys() | a.fp.keys() | b.fp.keys()):
+        if f[0] == COVER:                 # a cover is a product's: any other merge drops it
+            continue
         ia, ib = a.ids.get(f), b.ids.get(f)
         fa, fb = a.fp.get(f), b.fp.get(f)
         if ia is ib and fa is None and fb is None:

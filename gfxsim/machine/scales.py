@@ -6,17 +6,19 @@ result, however it travelled), each element's K set — per field that varies al
 through C — must be a subset of the scale's set in that field (its footprint, or its own value
 when it was never reduced). An element outside is a ``scale-group-mismatch``: it took its scale
 from another group. A scale covering more than the K set (a per-row Q scale over all 128 dims
-applied to each 32-dim k-step) is harmless and not a finding.
+applied to each 32-dim k-step) is harmless and not a finding. A scale that names an output element
+and was reduced over nothing (a per-token K scale loaded from the cache) is constant along K: it is
+checked on M/N only.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import ops, qdir
+from . import ops, qdir, scaleparts
 from .fold import Unfolded
 from .mmalog import PAIR_BASE
 from .plans import batched_plan, flat_plan, name_planes
-from .provenance import SCALE, Mask, Prov, unique_rows
+from .provenance import RESERVED, SCALE, Mask, Prov, unique_rows
 from .valu import bcast
 from .valueprov import elem_prov
 from .vgpr import VGPRs
@@ -138,10 +140,8 @@ class ScaleOps:
                                    axis="M/N")
         ks = self.machine.mma_log.ksets(ids, mn, wide)
         for f, km in sorted(ks.items()):
-            side = ps.fp[f].map(lambda x: x[sel]) if f in ps.fp else Mask.empty(ids.shape)
-            if f in ps.ids:
-                side = side.union(Mask.of_values(ps.ids[f][sel]), wide)
-            bad = ~km.subset_of(side, wide)
+            side = scaleparts.side(ps, f, wide, lambda x: x[sel])
+            bad = ~km.subset_of(side, wide) & ~_constant_along(ps, f)[sel]
             if bad.any():
                 self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]),
                                    sel[1][bad])
@@ -190,15 +190,13 @@ class ScaleOps:
             return np.take(x.reshape((-1,) + x.shape[2:]), flat, axis=0)
         on = at_d(act)
         for f in sorted(rec.ks_a.keys() | rec.ks_b.keys()):
-            side = ps.fp[f].map(at_d) if f in ps.fp else Mask.empty((nb, M, N))
-            if f in ps.ids:
-                side = side.union(Mask.of_values(at_d(ps.ids[f])), wide)
+            side = scaleparts.side(ps, f, wide, at_d)
             # K set of D[m][n] = A row m's ∪ B column n's: within the scale's iff both are (so the
             # union is made only to report what went wrong)
             bad = np.zeros((nb, M, N), np.bool_)
             for part in _d_parts(rec, f, nb, M, N, rows):
                 bad |= ~part.subset_of(side, wide)
-            bad &= on
+            bad &= on & ~at_d(_constant_along(ps, f))
             if bad.any():
                 a_b = _d_parts(rec, f, nb, M, N, rows)
                 km = a_b[0] if len(a_b) == 1 else a_b[0].union(a_b[1], wide)
@@ -271,6 +269,23 @@ class ScaleOps:
                          lanes=lanes, mma_event=at,
                          mismatches=[{"scale_over": sorted(s), "k_set": sorted(k), "foreign": sorted(k - s),
                                       "lanes": ln} for k, s, ln, _ in mism])
+
+
+def _constant_along(ps: Prov, f: str) -> np.ndarray:
+    """Per element: whether a scale says nothing of K field ``f`` because it belongs to one output
+    element — it names some field (a loaded per-token K scale, a per-row Q scale: checked on M/N as
+    the element's own) and was reduced over nothing, so it is constant along K and factors out of
+    the sum. A scale of no origin at all names no element and is checked (a constant over no tokens)."""
+    shape = ps.shape
+    named = np.zeros(shape, bool)
+    for g, a in ps.ids.items():
+        if g not in RESERVED:
+            named |= a >= 0
+    for m in ps.fp.values():
+        named &= ~m.nonempty()
+    if f in ps.ids:
+        named &= ps.ids[f] < 0
+    return named
 
 
 def _d_parts(rec, f, nb, M, N, rows=None) -> list:

@@ -14,7 +14,8 @@ from .dtypes import itemsize
 from .encoding import numeric
 from .mmalog import PAIR_BASE
 from . import identity, qdir
-from .provenance import Prov, broadcast_rows, merge
+from .provenance import SCALE, Prov, broadcast_rows, merge
+from .scaleparts import scale_product
 from .vgpr import VGPRs
 
 
@@ -28,8 +29,10 @@ def elem_prov(w, v: VGPRs, n: int) -> Prov | None:
 def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, product=False, extremum=False,
            one_element=False, op: str | None = None) -> Prov | None:
     """``summing``: "add"/"sub" (a sum of two named results becomes a pair); ``product``: a mul
-    or div (consumed.product_names); ``extremum``: max/min (consumed.extremum_names);
-    ``one_element``: see sum_of_results; ``op``: the operation's name, for its findings."""
+    or div (consumed.product_names of two results; of two other values, the cover of their parts,
+    scaleparts.scale_product, and the scale mark where both are scales); ``extremum``: max/min
+    (consumed.extremum_names); ``one_element``: see sum_of_results; ``op``: the operation's name, for
+    its findings."""
     if not w.machine.provenance or (a.prov is None and (b is None or b.prov is None)):
         return None
     pa = numeric(elem_prov(w, a, n))           # arithmetic writes a number of its own type
@@ -45,6 +48,13 @@ def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, p
             out = sum_of_results(w, pa, pb, out, summing, one_element)
         elif product:
             out = product_names(w.machine.mma_log, pa, pb, out)
+    elif product:
+        out = scale_product(pa, pb, out, w.machine.wide)
+        fa, fb = (None if p is None else p.scale_flag() for p in (pa, pb))
+        if out is not None and fa is not None and fb is not None and (fa & fb).any():
+            # two marked scales multiplied: their product is the scale applied (checked as its parts)
+            flags = np.where(fa & fb, SCALE, np.uint8(0)).astype(np.uint8)
+            out = Prov(out.g, out.ids, out.fp, flags if out.flags is None else out.flags | flags)
     return out
 
 

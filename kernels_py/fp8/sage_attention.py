@@ -16,6 +16,9 @@ kernel takes its per-thread Q scale index from: the record's D (default), or a w
 defective twin) -- the debugger's scale-group rule names the rows that got another group's scale.
 ``v_type`` is the type V is quantized to: e4m3 (OCP e4m3fn, what the mma reads), or CDNA3's "fp8"
 (e4m3fnuz) whose bytes a port hands the mma as they are (a format-mismatch: V read twice too large, its ±240 as NaN).
+``fused_scales`` applies sQ·sK as one product (the form that saves a multiply per element);
+``k_group_reduce=False`` leaves each lane's K scale the amax of its own elements, not its group's
+(a defective twin: the scale covers part of the head dims the instruction sums).
 """
 from __future__ import annotations
 
@@ -87,7 +90,7 @@ def _operand(w, buf, rows, cols, row0, col0, ld, per, n_regs):
 
 
 def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two_level=True, smooth_v=False,
-                   q_pos0=None, q_layout=None, v_type="fp8_e4m3"):
+                   q_pos0=None, q_layout=None, v_type="fp8_e4m3", fused_scales=False, k_group_reduce=True):
     """O [32, head_dim] of 32 query rows over ``context`` tokens (a multiple of 64). q [32, d],
     k/v [context, d] (smoothed on the host), ds [context] = mean(Q)·Kᵀ (0 without smooth-Q),
     vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``: causal, row r sees tokens <= q_pos0 + r."""
@@ -161,7 +164,9 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     for blk in range(context // BLKK):
         kv = [[_operand(w, k, bc, br, blk * BLKK + j * mqk.N, ks * kq, head_dim, per_b, mqk.operand("B").n_regs)
                for ks in range(n_ks)] for j in range(n_nt)]
-        ka = _reduce_over(w, _amax(w, w.cat(*[x for row in kv for x in row])), k_sharers, w.max)
+        ka = _amax(w, w.cat(*[x for row in kv for x in row]))
+        if k_group_reduce:
+            ka = _reduce_over(w, ka, k_sharers, w.max)
         sk_b = w.group_scale(ka * np.float32(1 / qmax) + EPS)
         inv_k = w.rcp(sk_b)
         kb = [[_quantize(w, x, inv_k, qmax) for x in row] for row in kv]
@@ -176,7 +181,7 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                     acc = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], acc, label=f"qk block {blk} m{mt} n{j} k{ks}")
                 tok = blk * BLKK + j * mqk.N + dc
                 dsv = w.cat(*[w.global_load(ds, _vals(w, tok[:, i] * 4), 4, "f32") for i in range(dc.shape[1])])
-                s = w.dequant(acc, sq) * sk + dsv
+                s = (w.dequant(acc, sq * sk) if fused_scales else w.dequant(acc, sq) * sk) + dsv
                 x = s * c_log2
                 if q_pos0 is not None:
                     x = w.select(_vals(w, tok.T) <= _vals(w, (q_pos0 + mt * mqk.M + dr).T), x, -np.inf)

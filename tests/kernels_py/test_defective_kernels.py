@@ -12,7 +12,9 @@ twin reports nothing and computes what the project's kernel computes.
 - sage_fnuz_v.py: a SageAttention2 port that quantizes V to CDNA3's fp8 (e4m3fnuz) for sm_90's
   e4m3 mma -> format-mismatch, NaN outputs;
 - carried_acc.py: a QK whose int32 accumulator is zeroed once per chunk, not per tile ->
-  accumulator-carried.
+  accumulator-carried;
+- sage_fused_scales.py: a SageAttention2 port applying sQ·sK as one product, its K scale over each
+  lane's own dims -> scale-group-mismatch on dims (the product checked as its parts).
 """
 import json
 
@@ -162,3 +164,20 @@ def test_an_accumulator_zeroed_once_per_chunk_is_carried_into_the_next_tile(caps
     assert good["findings"] == []
     assert good["metrics"] == run_json(capsys, "qk_int8", *SMALL)["metrics"]
     assert bad["metrics"]["vs_fp32"]["max_abs"] > 100 * good["metrics"]["vs_fp32"]["max_abs"]
+
+
+def test_a_wrong_part_of_a_fused_scale_product_is_a_scale_group_mismatch_on_dims(capsys):
+    """sage_fused_scales.py: S = int(QKᵀ)·(sQ·sK) with each lane's K scale over its own elements
+    only. The product is checked as its parts: sQ covers every dim, the K scale part of them."""
+    sage = ["sage_attention", "--context", "128", "--head-dim", "64", "--arch", "sm_90"]
+    path = DEFECTIVE / "sage_fused_scales.py"
+    bad = run_json(capsys, *sage, "--kernel-fn", f"{path}:sage_fused_lane_k")
+    assert bad["findings"] and {f["kind"] for f in bad["findings"]} == {"scale-group-mismatch"}
+    assert {f["kernel"] for f in bad["findings"]} == {"sage_fused_lane_k"}
+    dims = [f["details"] for f in bad["findings"] if f["details"]["field"] == "dim"]
+    assert dims and all(d["axis"] == "K" and d["foreign"] and set(d["scale_over"]) < set(d["k_set"]) for d in dims)
+    # the lane's scale is its own tokens' too, not its group's: the M/N group rule says so as well
+    assert {(f["details"]["field"], f["details"]["axis"]) for f in bad["findings"]} == {("dim", "K"),
+                                                                                       ("token", "M/N group")}
+    good = run_json(capsys, *sage, "--kernel-fn", f"{path}:sage_fused_fixed")
+    assert good["findings"] == [] and good["metrics"]["vs_sage_reference"]["max_abs"] < 1e-5

@@ -2,32 +2,38 @@
 front end finds where a quantization scale meets a matrix result.
 
 The rule. A matrix instruction's D is *fresh*. Freshness moves with the value through accvgpr
-moves, v_mov, int->float conversions (v_cvt_f32_i32/u32) and ds_bpermute; any other write clears
-it. The first fp multiply that consumes a fresh value — v_mul_f32, the product of v_fma_f32 /
-v_fmac_f32, each half of v_pk_mul_f32 / v_pk_fma_f32 after op_sel — is its dequant: the other
-multiplicand is the scale. It is marked as the Python twins mark theirs (Wave.group_scale), so the
-back end's check (scales.py) compares its footprint — what the reductions that made it (v_max*,
-bpermute, ...) were over, carried by the arithmetic provenance — with the instruction's K sets;
-neither the product nor (from then on) the consumed value is fresh.
+moves, v_mov, int->float conversions (v_cvt_f32_i32/u32), f32<->f16 conversions (v_cvt_f16_f32,
+v_cvt_f32_f16), ds_bpermute, and the pure multiplies of its dequant chain (v_mul_f32, each half
+of v_pk_mul_f32); any other write clears it.
+Every fp multiply that consumes a fresh value — v_mul_f32, the product of v_fma_f32 /
+v_fmac_f32, each half of v_pk_mul_f32 / v_pk_fma_f32 after op_sel — by a value of some origin
+applies a scale: the other multiplicand. It is marked as the Python twins mark theirs
+(Wave.group_scale), so the back end's check (scales.py) compares its footprint — what the
+reductions that made it (v_max*, bpermute, ...) were over, carried by the arithmetic provenance —
+with the instruction's K sets. So each factor of ``acc * sQ * sK * sKc`` is checked wherever it
+sits; a scale product computed first (``acc * (sQ * sK)``) is checked as the product of its parts
+(valueprov.scale_product).
 
 The back end also checks that the scale undoes the quantization of the instruction's operands
 (``machine/qdir.py``: its marks are made by the VALU entries, ``vop.MARKED``).
 
 A multiplicand of no origin — no identity and no footprint in any field: a per-tensor scale such
 as a V scale or a softmax scale, a literal, a value from an untagged buffer — is no group scale:
-nothing says which tokens it covers, so it is not checked, and the product of ``v_mul_f32`` by it
-stays fresh (``acc * SM_SCALE * s_group``: the group scale that follows is the one checked).
+nothing says which tokens it covers, so it is not checked (``acc * SM_SCALE * s_group``: the group
+scale that follows is the one checked).
 
 Limits: freshness does not follow a value through LDS or memory, through a sum of two results
-(acc0 + acc1 before the scale), or through integer arithmetic; a scale applied by division is
-not seen. ``ENABLED = False`` turns the recognition off; the scale check is then listed as not run.
+(acc0 + acc1 before the scale), or through integer arithmetic (bf16 conversions are shifts); a
+multiply in f16 is no dequant; a scale applied by division is not seen. ``ENABLED = False``
+turns the recognition off; the scale check is then listed as not run.
 """
 from __future__ import annotations
 
 import numpy as np
 
 ENABLED = True
-KEEPS = {"v_cvt_f32_i32", "v_cvt_f32_u32"}      # conversions a fresh value stays fresh through
+# conversions a fresh value stays fresh through (int->float, and between fp widths)
+KEEPS = {"v_cvt_f32_i32", "v_cvt_f32_u32", "v_cvt_f16_f32", "v_cvt_f32_f16"}
 
 
 def fresh(st, o) -> np.ndarray:
@@ -53,9 +59,10 @@ def apply(st, res_vals, scale_vals, lanes):
     return marked
 
 
-def multiply(st, srcs, vals, k0=0, k1=1):
+def multiply(st, srcs, vals, k0=0, k1=1, half=None):
     """Sources k0 and k1 of an fp multiply: if one is fresh where the other is not, apply the
-    dequant and return the values with the marked scale in its place (else ``vals`` unchanged)."""
+    dequant and return the values with the marked scale in its place (else ``vals`` unchanged).
+    ``half``: the half of a packed multiply (v_pk_mul_f32) these sources make."""
     if not ENABLED or not st.w.provenance:
         return vals, False
     fa, fb = fresh(st, srcs[k0]) & st.exec, fresh(st, srcs[k1]) & st.exec
@@ -63,18 +70,28 @@ def multiply(st, srcs, vals, k0=0, k1=1):
         return vals, False
     res, sc = (k0, k1) if fa.any() else (k1, k0)
     lanes = fa if fa.any() else fb
-    plain = lanes & ~_of_origin(st, vals[sc])
-    if plain.any():                                # a per-tensor factor: the product is still the result
-        if st.current is not None and st.current.ins.mnemonic.startswith("v_mul_f32"):
-            st.fresh_out = plain
-        lanes = lanes & ~plain
-        if not lanes.any():
-            return vals, False
+    keep_fresh(st, lanes, half)               # by a constant or a scale: still the matrix result
+    lanes = lanes & _of_origin(st, vals[sc])   # a per-tensor factor is no group scale
+    if not lanes.any():
+        return vals, False
     vals = list(vals)
     vals[sc] = apply(st, vals[res], vals[sc], lanes)
     o = srcs[res]
-    st.fresh[o.file][o.first, st.dpp.cols[lanes] if o.dpp else lanes] = False     # its first multiply was the dequant
+    st.fresh[o.file][o.first, st.dpp.cols[lanes] if o.dpp else lanes] = False     # the product carries it on
     return vals, True
+
+
+def keep_fresh(st, lanes, half=None):
+    """The product a pure multiply writes stays a fresh matrix result in ``lanes`` (an fma adds
+    another value: its result is not the matrix result)."""
+    name = "" if st.current is None else st.current.ins.mnemonic
+    if half is None:
+        if name.startswith("v_mul_f32"):
+            st.fresh_out = lanes if st.fresh_out is None else st.fresh_out | lanes
+    elif name.startswith("v_pk_mul_f32"):
+        out = np.zeros((2, st.w.width), bool) if st.fresh_out is None else st.fresh_out
+        out[half] |= lanes
+        st.fresh_out = out
 
 
 def _of_origin(st, v) -> np.ndarray:

@@ -835,7 +835,7 @@ def _pk(name, n, fn):
                                 VGPRs(st.w, np.zeros((1, st.w.width), U32), "u32", literal=True))
                 hit = False
                 if scalar in MULTIPLIES:
-                    vals, hit = dequant.multiply(st, regs, vals)
+                    vals, hit = dequant.multiply(st, regs, vals, half=int(hi_half))
                 op_h, differ = scalar, None
                 neg = neg_hi if hi_half else neg_lo
                 if name == "v_pk_add_f32" and neg[0] != neg[1]:      # one side negated: a subtraction

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, f32, no_mods, op, put, sdst_mask, u32
+from . import OPS, dequant, f32, no_mods, op, put, sdst_mask, u32
 from .vop import SDWA_FIELD, sdwa_dst, sdwa_dst_prov, value_of, arith_prov, by_sgpr_value
 from ... import isa
 from ...isa.half import pack_halves
@@ -257,6 +257,7 @@ def _row16(e):
         if len(d.ops) != 1 + n:
             raise st.error(f"{d.mnemonic} takes {1 + n} operands, got {len(d.ops)}")
         dst, srcs = d.ops[0], d.ops.positional[1:]
+        keep = dequant.fresh(st, srcs[0]) if name in dequant.KEEPS and d.enc != "sdwa" else None
         read = [_read_src(st, d, k, o, t, n) for k, (o, t) in enumerate(zip(srcs, types))]
         xs = [x for x, _ in read]
         with np.errstate(all="ignore"):
@@ -285,6 +286,8 @@ def _row16(e):
         else:
             r = np.asarray(r)
             place(st, d, dst, r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32), prov, half_bits=False, nsrc=n)
+        if keep is not None:               # a matrix result converted between fp widths: still fresh
+            st.set_fresh(dst.file, dst.first, keep[None, :])
     return run
 
 

@@ -16,6 +16,7 @@ from gfxsim.machine import findings
 from gfxsim.machine.findings import REGISTRY, FindingLog, Finding
 
 from support.pv_tile import run_pv
+from support.qk_chain import run_chain
 from support import mubuf
 
 MMAC = "v_mmac_i32_16x16x32_i8"          # gfx936, K = 32 i8 per instruction
@@ -303,7 +304,9 @@ PAIRS = {
     "kslot-unknown-origin": [("packed bytes through an add", lambda: _unknown_origin(True),
                               lambda: _unknown_origin(False))],
     "scale-group-mismatch": [("contiguous groups", lambda: _scale_group("contiguous"),
-                              lambda: _scale_group("fragment"))],
+                              lambda: _scale_group("fragment")),
+                             ("a wrong part of a scale product", lambda: run_chain("combined", True)[0],
+                              lambda: run_chain("combined", False)[0])],
     "dequant-direction": [("Q divided by its multiplier", lambda: _dequant_direction(False),
                            lambda: _dequant_direction(True))],
     "token-coverage": [("k-step reloaded", lambda: _coverage(False), lambda: _coverage(True))],
@@ -344,6 +347,8 @@ EXPECT = {
     ("kslot-unknown-origin", "packed bytes through an add"): {"operand": "A", "slots": list(range(32))},
     ("ab-kslot-mismatch", "B 8 tokens ahead"): {"field": "token", "k_slot": 0, "a_values": [0], "b_values": [8]},
     ("token-coverage", "k-step reloaded"): {"tile": repr("O")},
+    ("scale-group-mismatch", "a wrong part of a scale product"): {"field": "dim", "axis": "K",
+                                                                 "scale_over": list(range(16))},
     ("dequant-direction", "Q divided by its multiplier"): {"operand": "B", "quantized": "x*amax", "rescaled": "amax",
                                                            "lanes": list(range(64))},     # the key as written (repr)
     ("buffer-out-of-range", "unmasked tail"): {"reason": "buffer", "buffer": "x", "lanes": list(range(40, 64)),
@@ -383,7 +388,8 @@ def test_every_kind_has_a_defective_and_a_fixed_kernel(kind, variant):
         assert want <= set(f.details), f"{kind}: details {sorted(f.details)} lack {sorted(want - set(f.details))}"
         assert set(f.details) <= want, f"{kind}: details has fields outside the record: {set(f.details) - want}"
         assert f.kernel == bad.kernel and f.workgroup == (0, 0, 0) and f.wave is not None
-        assert f.source and f.source.startswith(("test_", "pv_tile.py:")), f"{kind}: source {f.source!r} is not the kernel's line"
+        assert f.source and f.source.startswith(("test_", "pv_tile.py:", "qk_chain.py:")), \
+            f"{kind}: source {f.source!r} is not the kernel's line"
         assert f.is_performance == rec.performance
     for k, v in EXPECT.get((kind, name), {}).items():
         assert got[0].details[k] == v, (kind, name, k, got[0].details[k])

@@ -286,7 +286,8 @@ def test_scale_mark_and_footprint_travel_through_every_route():
         sel = w.select(w.lane_id < 32, frag, cont)
         got["select_mixed"] = [sel.footprint("token", 0, l) for l in (0, 31, 32, 63)]
         got["unmarked"] = (plain.is_scale(), plain.footprint("token", 0, 0))
-        got["lost"] = (frag * frag).is_scale()
+        got["lost"] = (frag + frag).is_scale(), (frag * plain).is_scale()
+        got["product"] = (frag * cont).is_scale()
     launch(k, arch="gfx936", trace=False)
     frag_fp, cont_fp = set(k_tokens(0)), set(contiguous_group(1))
     rows = [(LANE % 16).tolist()]
@@ -300,7 +301,8 @@ def test_scale_mark_and_footprint_travel_through_every_route():
     assert got["mixed"] == (True, [frag_fp, frag_fp, cont_fp, cont_fp])
     assert got["select_mixed"] == [frag_fp, frag_fp, cont_fp, cont_fp]
     assert got["unmarked"] == (False, frag_fp)          # the footprint is the reduction's, the mark is group_scale's
-    assert got["lost"] is False                          # a product of two tagged values is no scale
+    assert got["lost"] == (False, False)                 # a sum of scales, a scale times a tagged value: no scale
+    assert got["product"] is True                        # a product of two scales is one (scaleparts.py)
 
 
 def test_matrix_result_identity_travels_through_every_route():
