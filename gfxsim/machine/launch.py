@@ -76,7 +76,7 @@ class Machine:
 
 
 PROVENANCE_KINDS = ("ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "dequant-direction",
-                    "store-mismatch", "token-coverage", "double-count")
+                    "store-mismatch", "token-coverage", "double-count", "accumulator-carried")
 
 
 @dataclass

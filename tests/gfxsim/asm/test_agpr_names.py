@@ -1,6 +1,5 @@
 """Registers are named as the code names them: an accumulator clang allocated in AGPRs is
 ``a[0:3]`` in findings and in the trace, never the VGPR of the same number."""
-import numpy as np
 
 from gfxsim.asm.run import kernel_from_text, run_asm
 
