@@ -78,7 +78,8 @@ class Machine:
 
 
 PROVENANCE_KINDS = ("ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch", "dequant-direction",
-                    "store-mismatch", "token-coverage", "double-count", "identity-mismatch")
+                    "store-mismatch", "token-coverage", "double-count", "identity-mismatch",
+                    "accumulator-carried", "format-mismatch")
 
 
 @dataclass

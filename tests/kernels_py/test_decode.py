@@ -209,8 +209,9 @@ def test_trace_batch_bounds_a_traced_launch_only(monkeypatch):
     assert sorted(map(key, plain.run.findings)) == sorted(map(key, traced.run.findings))
 
 
-PROVENANCE_CHECKS = ["ab-kslot-mismatch", "dequant-direction", "double-count", "identity-mismatch",
-                     "kslot-unknown-origin", "scale-group-mismatch", "store-mismatch", "token-coverage"]
+PROVENANCE_CHECKS = ["ab-kslot-mismatch", "accumulator-carried", "dequant-direction", "double-count",
+                     "format-mismatch", "identity-mismatch", "kslot-unknown-origin", "scale-group-mismatch",
+                     "store-mismatch", "token-coverage"]
 
 
 def test_no_provenance_reports_which_checks_did_not_run(capsys):

@@ -44,3 +44,6 @@ def test_an_accumulator_zeroed_once_is_carried_into_the_next_tile(toolchain):
     assert d["element"] == [0, 0] and d["elements"] == 256
     assert d["c_instruction"] == r.mmacs()[1].index               # C: tile 0's last k-step
     assert "carried_acc.hip:" in f.source and "holds token 0" in f.message
+    # instructions named by trace index and label: the .s line and the source line
+    assert f"#{third.index} (line {third.label.split()[1]} <- carried_acc.hip:" in f.message
+    assert third.label.startswith("line ") and "<- carried_acc.hip:" in third.label

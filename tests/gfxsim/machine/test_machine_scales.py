@@ -243,7 +243,7 @@ def test_without_provenance_no_scale_check_runs_and_the_run_says_so():
     assert run.findings == []
     assert set(run.checks_not_run) == {"ab-kslot-mismatch", "kslot-unknown-origin", "scale-group-mismatch",
                                        "dequant-direction", "store-mismatch", "token-coverage", "double-count",
-                                       "identity-mismatch"}
+                                       "identity-mismatch", "accumulator-carried", "format-mismatch"}
     assert run_pv("contiguous")[0].checks_not_run == []
 
 
@@ -527,8 +527,10 @@ def test_qk_chain_through_c_takes_the_whole_k_set():
 def test_qk_chain_through_a_moved_c_still_takes_the_whole_k_set():
     """C is a moved earlier result (not the previous D element for element): the chain is followed
     through the record's C identities instead of folded. (The numbers are no QK any more; only the
-    K sets matter here.)"""
-    qbuf, kbuf, *_ = qk_buffers()
+    K sets matter here: the tokens are left untagged, since C moved by 16 lanes holds another
+    column's sums, an accumulator-carried where the columns are tagged.)"""
+    qbuf, kbuf, _, K = qk_buffers()
+    kbuf = Buffer("k_cache", K, tags={"dim": np.broadcast_to(np.arange(128), K.shape)})
 
     def k(w, last_scale_steps):
         acc = None
