@@ -585,7 +585,7 @@ def test_per_dim_v_scale_over_the_whole_tile_is_silent_and_over_half_of_it_is_fo
     wrong_dim = run(dim_shift=1)                             # dim n+1's scale on column n
     f = wrong_dim.findings_of("scale-group-mismatch")
     assert len(f) == 2 and all(x.details["field"] == "dim" for x in f)
-    assert {(x.kind, x.details["field"]) for x in wrong_dim.findings if x not in f} == {("identity-mismatch", "dim")}
+    assert len(wrong_dim.findings) == len(f)        # the scale check's alone: a dim is an axis, free in a product
     assert sorted((m["k_set"], m["scale_over"]) for m in f[0].details["mismatches"]) == \
         [([n], [(n + 1) % 16]) for n in range(16)]
 
