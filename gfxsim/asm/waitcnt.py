@@ -388,7 +388,7 @@ class Counters:
                 lanes = a.lanes
                 st.w.finding(
                     "missing-wait",
-                    f"s_barrier while an LDS write is outstanding: {a.where(st.kernel.name)}, instruction {load}; a wave past "
+                    f"s_barrier while an LDS write is outstanding: {a.where(st.kernel.name)}; a wave past "
                     f"the barrier may read those bytes before they land; `{needed}` before the barrier covers it "
                     f"(lanes {_ranges(lanes)})",
                     lane=m * st.lanes + (lanes[0] if lanes else 0), register="LDS", access="barrier", load=load,
