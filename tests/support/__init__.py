@@ -27,6 +27,18 @@ def need_toolchain(arch: str):
         pytest.skip(str(e))
 
 
+def hip_folder(tmp_path: Path, monkeypatch, *sources: Path) -> Path:
+    """A plain folder holding ``sources`` (HIP files a test compiles through the door), made the
+    working directory, with gfxsim's compile cache beside it (the gfx942 toolchain required)."""
+    import shutil
+    need_toolchain("gfx942")
+    monkeypatch.setenv("GFXSIM_CACHE_DIR", str(tmp_path / "cache"))
+    for s in sources:
+        shutil.copy(s, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
 def repo_project():
     """The checkout's HIP project: kernels_hip/ built into build/hip/ (what `gfxsim hip` defaults to)."""
     from gfxsim.hip.project import Project

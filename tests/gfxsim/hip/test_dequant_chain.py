@@ -4,12 +4,11 @@ token scale and a K channel-group scale. The channel-group scale taken over half
 instruction summed is a scale-group-mismatch wherever it sits in the chain — last, first, or
 inside a scale product computed first (checked as its parts: the other two cover every dim);
 with a constant before them, the correct kernel is silent."""
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from support import need_toolchain
+from support import hip_folder
 from support.qk_chain import DIMS, ORDERS, ROWS, SM_SCALE, inputs, reference
 
 from gfxsim import hip
@@ -22,11 +21,7 @@ DEFINE = {"last": [], "first": ["FIRST"], "combined": ["COMBINED"], "literal": [
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
-    need_toolchain("gfx942")
-    monkeypatch.setenv("GFXSIM_CACHE_DIR", str(tmp_path / "cache"))
-    shutil.copy(SOURCE, tmp_path)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return hip_folder(tmp_path, monkeypatch, SOURCE)
 
 
 @pytest.mark.parametrize("wrong", [False, True], ids=["fixed", "wrong-group"])

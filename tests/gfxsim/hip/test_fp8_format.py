@@ -3,13 +3,12 @@ fp8 bytes from the host) on gfx942, whose v_mfma_f32_16x16x32_fp8_fp8 reads e4m3
 a host library in OCP e4m3fn is a format-mismatch naming the buffer, both encodings and the
 element, and every logit is half what the host meant; the same values encoded in e4m3fnuz, or
 bytes that declare nothing, are silent."""
-import shutil
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
-from support import need_toolchain
+from support import hip_folder
 
 import gfxsim.hip as hip
 from gfxsim import Buffer
@@ -22,11 +21,7 @@ TAGS = {"q": {0: "head", 1: "dim"}, "k8": {0: "token", 1: "dim"}}
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
-    need_toolchain("gfx942")
-    monkeypatch.setenv("GFXSIM_CACHE_DIR", str(tmp_path / "cache"))
-    shutil.copy(SOURCES / "qk_fp8.hip", tmp_path)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return hip_folder(tmp_path, monkeypatch, SOURCES / "qk_fp8.hip")
 
 
 def run(q, k8):

@@ -2,12 +2,11 @@
 the asm front end's dequant recognition lets it pass and checks the group scale that follows it
 (gfxsim/asm/semantics/dequant.py). Before, the first multiply was taken as the scale and every such
 kernel reported "computed over no tokens"."""
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from support import need_toolchain
+from support import hip_folder
 
 from gfxsim import hip
 
@@ -17,11 +16,7 @@ TAGS = {"p": {1: "token"}, "v": {1: "token"}, "s_tok": {0: "token"}}
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
-    need_toolchain("gfx942")
-    monkeypatch.setenv("GFXSIM_CACHE_DIR", str(tmp_path / "cache"))
-    shutil.copy(SOURCE, tmp_path)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return hip_folder(tmp_path, monkeypatch, SOURCE)
 
 
 def _reference(p, v, s, vs, contiguous, tensor_only):

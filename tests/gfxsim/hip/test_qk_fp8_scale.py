@@ -2,13 +2,12 @@
 (sources/qk_fp8.hip): the scale applied and undone gives no finding; Q divided by the scale that
 was meant as a multiplier, the result rescaled the same way, is a dequant-direction; a q_max
 reduced with __shfl_down (lane l: the max of lanes l..63) is a scale-group-mismatch on dims."""
-import shutil
 from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
-from support import need_toolchain
+from support import hip_folder
 
 import gfxsim.hip as hip
 
@@ -20,11 +19,7 @@ K_SCALE = np.float32(0.5)
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
-    need_toolchain("gfx942")
-    monkeypatch.setenv("GFXSIM_CACHE_DIR", str(tmp_path / "cache"))
-    shutil.copy(SOURCES / "qk_fp8.hip", tmp_path)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return hip_folder(tmp_path, monkeypatch, SOURCES / "qk_fp8.hip")
 
 
 def inputs(seed=0):
