@@ -7,10 +7,6 @@ give the right numbers. ``in-order`` (wave 0 first) is the default and reproduce
 finding alone reports; ``reverse`` and ``random:SEED`` run the same kernel in other legal orders,
 so a race shows in the numbers too. The order depends on the barrier epoch only, never on the
 workgroup, so a batch of workgroups run side by side is ordered as each would be alone.
-
-A schedule also says whether outstanding memory results may arrive late (``late_loads``): on the
-asm front end, a load whose destination is read before the wait that covers it then reads what
-the late arrival leaves there (poison), in every schedule but in-order.
 """
 from __future__ import annotations
 
@@ -41,11 +37,6 @@ class Schedule:
             return list(reversed(waves))
         rng = np.random.default_rng((self.seed, epoch))
         return [waves[i] for i in rng.permutation(len(waves))]
-
-    @property
-    def late_loads(self) -> bool:
-        """Whether memory results may land as late as the wait that covers them."""
-        return self.kind != "in-order"
 
     def __str__(self) -> str:
         return f"random:{self.seed}" if self.kind == "random" else self.kind
