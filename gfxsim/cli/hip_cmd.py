@@ -9,7 +9,7 @@ from pathlib import Path
 from ..errors import UsageError, located
 from ..hip.toolchain import TARGETS
 from ..tables import render
-from .launched import add_schedule_option
+from .launched import add_launch_options
 
 # A source checkout: gfxsim/ beside kernels_hip/. A non-editable install has no kernels_hip/ here.
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -82,14 +82,7 @@ def _add_run(hs):
                    help="how buffer NAME's bytes encode numbers (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz, bf16, f16, i8, u8, "
                         "i4): an instruction that reads them in another is a format-mismatch")
     r.add_argument("--dynamic-lds", type=int, metavar="BYTES", help="dynamic LDS (extern __shared__) at launch")
-    r.add_argument("--trace", action="store_true", help="keep the full per-lane trace")
-    r.add_argument("--no-provenance", dest="provenance", action="store_false",
-                   help="numbers only: no tags travel, no token-level findings (faster)")
-    r.add_argument("--batch", type=int, default=1, help="workgroups run side by side")
-    add_schedule_option(r)
-    r.add_argument("-o", "--output", metavar="DIR", help="write every buffer argument as DIR/NAME.npy and the JSON "
-                                                         "report as DIR/report.json")
-    r.add_argument("--report", choices=("text", "json"), default="text", help="what to print")
+    add_launch_options(r, "workgroups", "buffer argument")
     r.set_defaults(func=run_user)
 
 

@@ -9,6 +9,19 @@ from pathlib import Path
 from ..errors import UsageError
 
 
+def add_launch_options(p, units: str, outputs: str) -> None:
+    """The options `gfxsim hip run` and `gfxsim triton` share after their own: how the launch runs
+    (``units`` run side by side with --batch) and what it writes (every one of ``outputs``)."""
+    p.add_argument("--trace", action="store_true", help="keep the full per-lane trace")
+    p.add_argument("--no-provenance", dest="provenance", action="store_false",
+                   help="numbers only: no tags travel, no token-level findings (faster)")
+    p.add_argument("--batch", type=int, default=1, help=f"{units} run side by side")
+    add_schedule_option(p)
+    p.add_argument("-o", "--output", metavar="DIR", help=f"write every {outputs} as DIR/NAME.npy and the JSON "
+                                                         "report as DIR/report.json")
+    p.add_argument("--report", choices=("text", "json"), default="text", help="what to print")
+
+
 def add_schedule_option(p) -> None:
     """``--schedule``: the wave order between barriers (gfxsim.machine.schedule), checked as it is parsed."""
     from ..machine.schedule import NAMES, parse_schedule

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from .hip_cmd import parse_dims
-from .launched import add_schedule_option
+from .launched import add_launch_options
 
 EXAMPLE = ("gfxsim triton add.py:add_kernel --grid 4 --arg x_ptr=x.npy --arg y_ptr=randn:1000:float32 "
            "--arg out_ptr=zeros:1000:float32 --arg n=1000 --arg BLOCK=256")
@@ -35,14 +35,7 @@ def add_parser(sub):
     p.add_argument("--plain", action="store_true",
                    help="compile without the launch's alignment and pointer-range specialisation "
                         "(global_load/store instead of buffer ops)")
-    p.add_argument("--trace", action="store_true", help="keep the full per-lane trace")
-    p.add_argument("--no-provenance", dest="provenance", action="store_false",
-                   help="numbers only: no tags travel, no token-level findings (faster)")
-    p.add_argument("--batch", type=int, default=1, help="programs run side by side")
-    add_schedule_option(p)
-    p.add_argument("-o", "--output", metavar="DIR", help="write every tensor as DIR/NAME.npy and the JSON report "
-                                                         "as DIR/report.json")
-    p.add_argument("--report", choices=("text", "json"), default="text", help="what to print")
+    add_launch_options(p, "programs", "tensor")
     p.set_defaults(func=run_triton)
     return p
 
