@@ -92,37 +92,15 @@ def parse_values(args) -> tuple[dict, dict]:
 
 def load_kernel(spec: str):
     """The @triton.jit function KERNEL of FILE.py (imported as a module of its own, by path)."""
-    import importlib.util
     import os
-    import sys
-    import traceback
+
+    from ..userfile import import_user_file
     if ":" not in spec or spec.endswith(":") or spec.startswith(":"):
         raise UsageError(f"{spec!r}: expected FILE.py:KERNEL, e.g. add.py:add_kernel")
     path, name = spec.rsplit(":", 1)
     if not os.path.isfile(path):
         raise UsageError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}")
-    mod_name = "gfxsim_triton_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
-    folder = os.path.dirname(os.path.abspath(path))
-    added = folder not in sys.path
-    if added:                                  # the file's own imports of its neighbours
-        sys.path.insert(0, folder)
-    try:
-        loader = importlib.util.spec_from_file_location(mod_name, path)
-        if loader is None or loader.loader is None:
-            raise ImportError("not a Python source file")
-        module = importlib.util.module_from_spec(loader)
-        sys.modules[mod_name] = module         # triton and dataclasses look modules up by name
-        loader.loader.exec_module(module)
-    except Exception as e:                     # noqa: BLE001 -- anything the user's file raises
-        sys.modules.pop(mod_name, None)
-        first = (str(e).strip().splitlines() or [""])[0]
-        lines = [f"{f.filename}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)
-                 if os.path.realpath(f.filename) == os.path.realpath(path)]
-        raise UsageError(f"{path} failed to import: {type(e).__name__}{': ' + first if first else ''}",
-                         source=lines[-1] if lines else None) from e
-    finally:
-        if added:
-            sys.path.remove(folder)
+    module = import_user_file(path, "gfxsim_triton_", neighbours=True)     # its own imports of its neighbours
     from ..triton.compile import jit_function
     if not hasattr(module, name):
         from triton.runtime.jit import JITFunction

@@ -138,38 +138,20 @@ def load_kernel_fn(spec: str, option: str = "--kernel-fn") -> Callable:
     line naming ``option``, the file or the function: a spec without ":FN", a missing file, a file
     that fails to import (with the exception and the file's line it came from), no such function, or
     a name that is not callable."""
-    import importlib.util
     import os
-    import sys
-    import traceback
 
     from gfxsim.errors import UsageError
+    from gfxsim.userfile import import_user_file
     if not isinstance(spec, str) or ":" not in spec or spec.endswith(":") or spec.startswith(":"):
         raise UsageError(f"{option} {spec!r}: expected FILE.py:FUNCTION, e.g. my_pv.py:my_pv_int8")
     path, fn_name = spec.rsplit(":", 1)
     if not os.path.isfile(path):
         what = "is a directory" if os.path.isdir(path) else "no such file"
         raise UsageError(f"{option}: {path}: {what}")
-    mod_name = "gfxsim_user_kernel_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
-    try:
-        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise ImportError("not a Python source file")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[mod_name] = module              # dataclasses and pickling look modules up by name
-        loader_spec.loader.exec_module(module)
-    except Exception as e:                          # noqa: BLE001 -- anything the user's file raises
-        sys.modules.pop(mod_name, None)
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        lines = [f"{f.filename}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)
-                 if os.path.realpath(f.filename) == os.path.realpath(path)]
-        if isinstance(e, SyntaxError) and e.lineno:
-            lines.append(f"{e.filename}:{e.lineno}")
-        raise UsageError(f"{option}: {path} failed to import: {type(e).__name__}{': ' + first if first else ''}",
-                         source=lines[-1] if lines else None) from e
+    module = import_user_file(path, "gfxsim_user_kernel_", f"{option}: ")
     if not hasattr(module, fn_name):
         defined = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-                         and getattr(v, "__module__", None) == mod_name)
+                         and getattr(v, "__module__", None) == module.__name__)
         raise UsageError(f"{option}: {path} has no function {fn_name!r}"
                          f"{'; it defines ' + ', '.join(defined) if defined else ''}")
     fn = getattr(module, fn_name)
