@@ -372,16 +372,9 @@ class Counters:
         they land (the hardware's s_barrier does not wait for them; a release fence's
         ``s_waitcnt lgkmcnt(0)`` does)."""
         done = self.done[LDS]
-        left = []
-        for a in self.lds_writes:
-            out = a.members & (a.rank >= done)
-            if out.any():
-                a.members = out
-                left.append(a)
-        self.lds_writes = left
         st = self.st
-        for a in left:
-            for m in np.nonzero(a.members)[0].tolist():
+        for a in self.lds_writes:
+            for m in np.nonzero(a.members & (a.rank >= done))[0].tolist():
                 younger = int(self.issued[LDS][m] - a.rank[m] - 1)
                 needed = f"s_waitcnt lgkmcnt({younger})"
                 load = a.event + (m if st.members > 1 else 0)
@@ -393,7 +386,6 @@ class Counters:
                     f"(lanes {_ranges(lanes)})",
                     lane=m * st.lanes + (lanes[0] if lanes else 0), register="LDS", access="barrier", load=load,
                     load_line=a.where(st.kernel.name), counter="lgkmcnt", needed=needed, lanes=lanes)
-        self.lds_writes = []         # reported once: the next barrier's question is about later writes
 
     def before(self, pc: int):
         """Before instruction ``pc`` runs: its wait, or its reads of registers still pending. Returns
@@ -402,7 +394,7 @@ class Counters:
         if p.barrier and self.lds_writes:
             if self.st.w.wg.num_waves > 1:     # a lone wave's LDS accesses are in order: nothing to race
                 self.barrier()
-            self.lds_writes = []
+            self.lds_writes = []      # reported once: the next barrier's question is about later writes
             return None
         if p.wait is not None:
             if p.wait:
