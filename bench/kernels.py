@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from bench.ab import Yardstick, pairs, ratio_fields
 
-from bench.common import gfxsim_cmd, median
+from bench.common import gfxsim_cmd, median, repeat_child
 
 GIB = 2 ** 30
 MODES = {"off": ["--no-provenance"], "on": [], "trace": ["--trace"]}
@@ -146,6 +146,8 @@ def run_case(bench, case: Case, shape: dict, tmp: str, gave_up: dict) -> None:
         bench.add(case.group, lab, seconds=sec, runs=res["runs"], rss=res["rss"], target=target, met=met, mode=mode,
                   command=shown, load_before=res["load_before"], load_after=res["load_after"],
                   report_head=res["stdout"].strip().splitlines()[:1], **rf, **common)
+    if case.group == "kernels" and case.kernel != "fp8_qk" and "off" in modes:
+        floor(bench, case, cmds["off"], common)
     if yard is not None:
         rss = yard.close()
         if yard.runs:
@@ -153,6 +155,30 @@ def run_case(bench, case: Case, shape: dict, tmp: str, gave_up: dict) -> None:
             bench.add(case.group, np_label, seconds=median(yard.runs), runs=yard.runs, rss=rss, ratio=1.0,
                       ratio_text="1x (yardstick, 1 thread)", mode="numpy", max_abs_vs_reference=r["max_abs"],
                       reference_max_abs=r["ref_max_abs"], written_in_bench=r["own"], **common)
+
+
+FLOOR_SHAPE = ["--heads", "1", "--kv-heads", "1", "--context", "64"]
+
+
+def floor(bench, case: Case, cmd: list[str], common: dict) -> None:
+    """The same command at 1 head and 64 tokens, provenance off: what start-up, argument parsing,
+    loading numba's cached functions and the report cost whatever the shape. A ratio to a yardstick
+    of a millisecond is bounded below by this over the yardstick."""
+    a = bench.args
+    small = list(cmd)
+    for flag in ("--heads", "--kv-heads", "--context", "--inputs"):       # drop the users' shape
+        while flag in small:
+            i = small.index(flag)
+            del small[i:i + 2]
+    small += FLOOR_SHAPE
+    label = f"{case.name}: start-up floor (1 head, 64 tokens, provenance off)"
+    runs, rss, err, r = repeat_child(small, a.repeat, a.timeout)
+    shown = "gfxsim " + " ".join(small[3:])
+    if err:
+        bench.add(case.group, label, error=err, mode="floor", command=shown, **common)
+        return
+    bench.add(case.group, label, seconds=median(runs), runs=runs, rss=max(rss), mode="floor", command=shown,
+              **common)
 
 
 def _target(case: Case, mode: str, ratio, rss, seconds):

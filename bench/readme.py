@@ -97,8 +97,10 @@ def _cell(f) -> str:
 
 def kernels_table(res: dict) -> str:
     """Every kernel at the users' shape: the numpy yardstick, then the whole command per mode, each
-    with its peak RSS and its ratio to the yardstick (median of the A B pairs, min-max)."""
-    rows = ["| kernel | numpy (1 thread) | `--no-provenance` | provenance | `--trace` |", "|---|---|---|---|---|"]
+    with its peak RSS and its ratio to the yardstick (median of the A B pairs, min-max), and the
+    command's start-up floor (the same command at 1 head and 64 tokens)."""
+    rows = ["| kernel | numpy (1 thread) | `--no-provenance` | provenance | `--trace` | start-up floor |",
+            "|---|---|---|---|---|---|"]
     names = []
     for f in res["figures"]:
         if f["group"] == "kernels" and ":" in f["figure"]:
@@ -110,6 +112,8 @@ def kernels_table(res: dict) -> str:
         np_fig = mine.get("numpy")
         cells = [name, "—" if np_fig is None or np_fig.get("error") else f"{np_fig['seconds'] * 1e3:.3g} ms"]
         cells += [_cell(mine.get(m)) for m in ("off", "on", "trace")]
+        fl = mine.get("floor")
+        cells.append("—" if fl is None or fl.get("error") else f"{fl['seconds']:.2f} s")
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
