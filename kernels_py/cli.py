@@ -240,13 +240,13 @@ def text_report(kr) -> str:
              f"  {'against':<44}{'max_abs':>10}{'rms':>10}{'cos_sim':>12}{'rel_l1':>10}"]
     for name, v in m.items():
         lines.append(f"  {name:<44}{v['max_abs']:>10.3g}{v['rms']:>10.3g}{v['cos_sim']:>12.8f}{v['rel_l1']:>10.3g}")
-    mm = kr.mmacs()
-    lines.append(f"  {len(mm)} matrix instructions" + ("; the first PV ones consumed:" if mm else ""))
+    n_mm = kr.mmac_count()
+    lines.append(f"  {n_mm} matrix instructions" + ("; the first PV ones consumed:" if n_mm else ""))
     shown, first = 0, None
-    for e in mm:
-        if shown == 2:            # token_set is a np.unique per record: only the two shown ask for it
+    for e in kr.mmacs_carrying("A"):     # made one by one: only the two shown are
+        if shown == 2:
             break
-        if e.tagged and first in (None, (e.workgroup, e.wave)) and e.token_set("A"):
+        if first in (None, (e.workgroup, e.wave)):
             first = (e.workgroup, e.wave)
             lines.append(f"    #{e.index} {e.op}{' (' + e.label + ')' if e.label else ''} wg{e.workgroup} "
                          f"wave {e.wave}: A tokens "

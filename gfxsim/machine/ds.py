@@ -46,7 +46,7 @@ class DsOps:
         if self.machine.check_races and self.wg.num_waves > 1:
             races = lds.races if lds.races is not None else lds.race_tracker()
             same = (self._unchanged(region, r2, a2, nbytes, value) if value is not None and
-                    races.others_wrote(r2, a2, nbytes, self.wave_id, self.wg.epoch) else None)
+                    races.others_wrote(r2, a2, nbytes, self.wave_id, self.wg.epoch, uniform) else None)
             if same is not None and uniform:
                 # one access for every member: a lane is a duplicate store where it is one in every
                 # member (the shared race row stays shared; replicated data repeats in every member)

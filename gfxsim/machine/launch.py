@@ -133,6 +133,14 @@ class Run:
     def mmacs(self):
         return self.trace.mmacs()
 
+    def mmac_count(self) -> int:
+        """How many events ``mmacs()`` holds, without making them."""
+        return self.trace.mmac_count()
+
+    def mmacs_carrying(self, operand: str, field: str = "token"):
+        """The events of ``mmacs()`` whose ``operand`` carries ``field`` values, made lazily."""
+        return self.trace.mmacs_carrying(operand, field)
+
     @property
     def approximations(self) -> dict:
         """The instructions this launch executed whose last bit is a stand-in, mnemonic -> what it is
@@ -183,7 +191,7 @@ class Run:
         approx = (f"; correctly rounded stand-ins (hardware within 1 ulp): {', '.join(self.approximations)}"
                   if self.approximations else "")
         return (f"{self.kernel} on {self.arch}: grid {self.grid} x {self.waves_per_group} waves, "
-                f"{self.trace.n_events} events, {len(self.mmacs())} matrix instructions traced, {found} "
+                f"{self.trace.n_events} events, {self.mmac_count()} matrix instructions traced, {found} "
                 f"({self.seconds:.2f} s){approx}")
 
 

@@ -251,10 +251,13 @@ class RaceTracker:
             self.state, self.split = self.state.repeated(self.members), True
         return self.state.track(rel, act, nbytes, wave, epoch, is_write, same=same)
 
-    def others_wrote(self, rel, act, nbytes: int, wave: int, epoch: int) -> bool:
+    def others_wrote(self, rel, act, nbytes: int, wave: int, epoch: int, uniform: bool = False) -> bool:
         """Whether another wave wrote any byte the active lanes access in this epoch (only then can
-        a duplicate store matter): a cheap look before the bytes are compared."""
+        a duplicate store matter): a cheap look before the bytes are compared. ``uniform``: every
+        member makes the same access, so against the shared state one member's look is every one's."""
         st = self.state
+        if uniform and not self.split:
+            rel, act = rel[:1], act[:1]
         rows = np.arange(rel.shape[0])[:, None, None] if self.split else np.zeros((1, 1, 1), np.int64)
         at = np.clip(np.where(act, rel, 0), 0, st.size - nbytes)[:, :, None] + np.arange(nbytes)
         hit = (st.w_epoch[rows, at] == epoch) & (st.w_wave[rows, at] != wave) & act[:, :, None]

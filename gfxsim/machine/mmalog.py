@@ -212,6 +212,26 @@ class MmaLog:
                 out.append(MmaEvent.from_record(r, m))
         return out
 
+    def count(self) -> int:
+        """How many events ``events()`` holds, without making them."""
+        return sum(len(r.live) for r in self.records)
+
+    def events_carrying(self, operand: str, field: str = "token"):
+        """The events (in index order, made one by one as asked for) whose ``operand`` ("A" or
+        "B") carries a ``field`` value in some K slot: those whose ``token_set(operand, field)`` is
+        not empty, found from each record's compact form (a broadcast of its values) without
+        expanding or uniquing any."""
+        op = operand.upper()
+        for r in self.records:
+            side = r.a if op == "A" else r.b
+            if not side or field not in side:
+                continue
+            arr = side[field][1]
+            present = (np.asarray(arr) >= 0).reshape(len(r.workgroups), -1).any(axis=1)
+            for m in r.live:
+                if present[m]:
+                    yield MmaEvent.from_record(r, m)
+
     def record_of(self, index: int):
         """The record of instruction ``index`` (None if no record holds it)."""
         if index >= PAIR_BASE:

@@ -213,6 +213,15 @@ class Trace:
         """All matrix-instruction events, in issue order (views of the launch's MmaLog)."""
         return self.mma_log.events() if self.mma_log is not None else []
 
+    def mmac_count(self) -> int:
+        """How many matrix-instruction events ``mmacs()`` holds, without making them."""
+        return self.mma_log.count() if self.mma_log is not None else 0
+
+    def mmacs_carrying(self, operand: str, field: str = "token"):
+        """The matrix-instruction events whose ``operand`` carries ``field`` values (a non-empty
+        ``token_set(operand, field)``), in issue order, made lazily."""
+        return self.mma_log.events_carrying(operand, field) if self.mma_log is not None else iter(())
+
     def of_wave(self, workgroup, wave) -> list:
         wg = tuple(workgroup) if not isinstance(workgroup, int) else (workgroup, 0, 0)
         out = []

@@ -50,11 +50,6 @@ class Ran:
     extra_metrics: dict = field(default_factory=dict)
 
 
-def _bf16(x):
-    import ml_dtypes                 # a second to import: only the BF16 twin needs it
-    return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
-
-
 def _padded_w_v(p, cache: PagedKVCache):
     """W = P·sV and Vq of kv head 0, zero-padded to whole 64-token chunks (the references' input)."""
     _, _, vq, sv = gather_int8(cache, 0)
@@ -153,7 +148,7 @@ def _qk(cfg, inputs, swap):
     k = d["k"][0, :ctx, 0] - (cache.k_mean[0, 0] if cache.k_mean is not None else 0)
     scale = 1 / np.sqrt(cache.head_dim)
     refs = {"fp32": (rows.astype(np.float64) @ k.T.astype(np.float64) * scale).astype(np.float32),
-            "bf16": (_bf16(rows) @ _bf16(k).T) * np.float32(scale),
+            "bf16": (R.round_bf16(rows) @ R.round_bf16(k).T) * np.float32(scale),
             "reference_int8": R.qk_int8_scores(qq, sq, kq[:, 0], sk[:, 0])}
     return Ran(s, refs, [run], ctx)
 
@@ -168,7 +163,7 @@ def _pv(kernel):
         v = d["v"][0, :ctx, 0]
         W, V = _padded_w_v(P, cache)
         refs = {"fp32": (P.astype(np.float64) @ v.astype(np.float64)).astype(np.float32),
-                "bf16": _bf16(P) @ _bf16(v)}
+                "bf16": R.round_bf16(P) @ R.round_bf16(v)}
         if kernel == "pv_int8":
             refs["reference_int8"] = sum_in_wave_order(R.pv_int8_chunks(W, V, cfg.grouping))
         else:

@@ -43,6 +43,15 @@ class KernelRun:
     def mmacs(self):
         return [m for r in self.runs for m in r.mmacs()]
 
+    def mmac_count(self) -> int:
+        return sum(r.mmac_count() for r in self.runs)
+
+    def mmacs_carrying(self, operand: str, field: str = "token"):
+        """The matrix instructions whose ``operand`` carries ``field`` values, in order, made lazily
+        (a 16K decode has 65,536 events: the text report shows two)."""
+        for r in self.runs:
+            yield from r.mmacs_carrying(operand, field)
+
     def metrics(self) -> dict:
         m = {f"vs_{name}": R.metrics(self.out, ref) for name, ref in self.refs.items()}
         m.update(self.extra_metrics)

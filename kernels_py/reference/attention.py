@@ -88,7 +88,7 @@ _BF16_MASK = np.uint32(0xFFFF0000)
 _CHUNK_ELEMS = 1 << 16          # elementwise passes over blocks of this size stay in L2
 
 
-def _bf16(x) -> np.ndarray:
+def round_bf16(x) -> np.ndarray:
     """x rounded to bf16 (round to nearest even, as ml_dtypes and the hardware), as f32: on the
     float32 bits, +0x7FFF + (bit 16), keep the top 16. NaN stays NaN (quieted). Returns a new
     C-contiguous array."""
@@ -119,9 +119,9 @@ def attention_bf16(q, k, v, context_lens) -> np.ndarray:
     scale = np.float32(1.0 / np.sqrt(q4.shape[-1]))
     for s, ctx in enumerate(lens):
         mask = _causal_mask(nq, ctx)
-        qb = _bf16(q4[s])
+        qb = round_bf16(q4[s])
         for g in range(k.shape[2]):                                      # K, V rounded once per kv head
-            kk, vv = _bf16(k[s, :ctx, g]), _bf16(v[s, :ctx, g])
+            kk, vv = round_bf16(k[s, :ctx, g]), round_bf16(v[s, :ctx, g])
             for h in range(g * ratio, (g + 1) * ratio):                  # one row product per head, as before
                 sc = np.ascontiguousarray(qb[:, h]) @ kk.T
                 sc *= scale
@@ -130,7 +130,7 @@ def attention_bf16(q, k, v, context_lens) -> np.ndarray:
                 sc -= sc.max(axis=1, keepdims=True)
                 e = np.exp(sc, out=sc)
                 e /= e.sum(axis=1, keepdims=True)
-                out[s, :, h] = _bf16(e) @ vv
+                out[s, :, h] = round_bf16(e) @ vv
     return out.reshape(np.shape(q))
 
 
@@ -210,7 +210,7 @@ def pv_bf16_chunks(w: np.ndarray, vq: np.ndarray) -> np.ndarray:
 def _pv_bf16(w: np.ndarray, vc: np.ndarray) -> np.ndarray:
     """pv_bf16_chunks with V as f32 chunks vc [..., C, 64, D]."""
     *lead, rows, T = w.shape
-    a = np.swapaxes(_bf16(w).reshape(*lead, rows, T // CHUNK, CHUNK), -3, -2)
+    a = np.swapaxes(round_bf16(w).reshape(*lead, rows, T // CHUNK, CHUNK), -3, -2)
     return np.swapaxes(a @ vc, -3, -2)
 
 

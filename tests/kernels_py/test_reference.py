@@ -192,3 +192,25 @@ def test_figures_fragment_within_seed_bound_and_contiguous_ten_times_worse(conte
     assert row["fragment_rel_l1"] <= 0.025 and row["fragment"] <= 3e-3, row
     assert row["contiguous"] >= 10 * row["fragment"], row
     assert row["fragment_no_smooth"] > row["fragment"], row          # smooth-K's gain is visible
+
+
+def test_round_bf16_is_ml_dtypes_bfloat16_bit_for_bit():
+    """The references' bf16 rounding (no ml_dtypes import on a run's path) equals ml_dtypes' cast:
+    ties to even, subnormals, the largest finite values rounding to infinity, infinities, NaN."""
+    import ml_dtypes
+    from kernels_py.reference.attention import round_bf16
+    rng = np.random.default_rng(0)
+    bits = np.concatenate([rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32),
+                           np.array([0, 0x80000000, 0x00008000, 0x00018000, 0x3F808000, 0x3F818000, 0x3F807FFF,
+                                     0x00000001, 0x807FFFFF, 0x7F7FFFFF, 0xFF7F8000, 0x7F7F7FFF, 0x7F800000,
+                                     0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF], np.uint32)])
+    x = bits.view(np.float32)
+    with np.errstate(invalid="ignore"):
+        want = x.astype(ml_dtypes.bfloat16).astype(np.float32)
+    got = round_bf16(x)
+    nan = np.isnan(want)
+    assert (np.isnan(got) == nan).all()
+    np.testing.assert_array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+    assert (np.signbit(got[nan]) == np.signbit(want[nan])).all()
+    rows = x[:200_000].reshape(400, -1)[:, :100]           # a strided view rounds as its copy does
+    np.testing.assert_array_equal(round_bf16(rows).view(np.uint32), round_bf16(rows.copy()).view(np.uint32))

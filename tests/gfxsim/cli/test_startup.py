@@ -227,6 +227,18 @@ def test_a_run_without_provenance_never_starts_numba(kernel):
     assert with_prov["rc"] == 0 and "numba" in with_prov["loaded"]          # the probe can see numba
 
 
+@pytest.mark.parametrize("kernel", ["paged_attention_decode", "pv_int8", "qk_int8"])
+def test_an_int8_run_never_imports_ml_dtypes(kernel):
+    """ml_dtypes costs ~0.6 s to import: the INT8 kernels' runs and their BF16 references (bf16
+    rounding on the float32 bits) must not need it, with provenance or without."""
+    for extra in (["--no-provenance"], []):
+        r = probe(["run", kernel, "--context", "300", "--quiet", "--report", "json", *extra], heavy=("ml_dtypes",))
+        assert r["rc"] == 0, r["err"]
+        assert r["loaded"] == []
+    bf16 = probe(["run", "pv_bf16", "--context", "100", "--quiet", "--report", "json"], heavy=("ml_dtypes",))
+    assert bf16["rc"] == 0 and "ml_dtypes" in bf16["loaded"]                # the probe can see ml_dtypes
+
+
 def test_prewarm_shortens_the_gil_switch_interval_while_numba_starts():
     """jit.prewarm: numba's start holds the GIL; the caller's numpy work gets it back after a short
     switch interval meanwhile (PREWARM_SWITCH_INTERVAL), and the interval is restored after."""

@@ -396,3 +396,23 @@ def test_shared_written_bits_split_where_workgroups_part():
     key = lambda r: sorted((f.workgroup, f.lane, f.address) for f in r.findings_of("uninitialized-read"))
     assert key(runs[0]) == key(runs[1])
     assert sorted({(wg[0], addr // 4 // 64) for wg, _, addr in key(runs[1])}) == [(0, 2), (1, 1), (2, 2), (3, 1)]
+
+
+def test_others_wrote_of_a_uniform_access_looks_at_one_member():
+    """A uniform access against the shared state is answered from one member's look: the same
+    answer as every member's, hit or miss, before and after the state splits."""
+    from gfxsim.machine.lds_races import RaceTracker
+    M, L = 4, 8
+    t = RaceTracker(M, 256)
+    rel = np.broadcast_to(np.arange(L) * 4, (M, L))
+    act = np.ones((M, L), bool)
+    t.track(rel, act, 4, 1, 0, True, True)                     # wave 1 writes bytes 0..31
+    for wave, want in ((0, True), (1, False)):
+        assert t.others_wrote(rel, act, 4, wave, 0, True) is t.others_wrote(rel, act, 4, wave, 0) is want
+    far = np.broadcast_to(np.arange(L) * 4 + 64, (M, L))
+    assert t.others_wrote(far, act, 4, 0, 0, True) is t.others_wrote(far, act, 4, 0, 0) is False
+    part = np.array(rel)
+    part[1] += 128                                              # members part: the state splits
+    t.track(part, act, 4, 2, 0, True, False)
+    assert t.split
+    assert t.others_wrote(rel, act, 4, 0, 0, True) is t.others_wrote(rel, act, 4, 0, 0) is True

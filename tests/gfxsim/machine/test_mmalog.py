@@ -48,3 +48,23 @@ def test_the_log_owns_declared_fields_and_its_caches():
     log.truncate(1, 0, 0)
     assert len(log.records) == len(log.starts) == 1
     assert log.k_sets == {0: "kept"} and list(log.k_tables) == [0]
+
+
+def _carrying_the_long_way(runs, operand):
+    return [(e.index, e.workgroup, e.wave) for r in runs for e in r.mmacs() if e.tagged and e.token_set(operand)]
+
+
+@pytest.mark.parametrize("kw", [dict(kernel="paged_attention_decode", context=300, heads=4, kv_heads=2),
+                                dict(kernel="paged_attention_decode", context=200, heads=2, kv_heads=1,
+                                     provenance=False),
+                                dict(kernel="pv_int8", context=100, frontend="asm")])
+def test_the_events_carrying_an_operand_are_those_with_a_token_set(kw):
+    """The text report's lazy walk (mmacs_carrying, from each record's compact form) finds the
+    events whose token_set is not empty, in order, and mmac_count counts every event."""
+    from kernels_py.host.runs import run_kernel
+    kr = run_kernel(**kw)
+    assert kr.mmac_count() == len(kr.mmacs()) > 0
+    for operand in ("A", "B"):
+        got = [(e.index, e.workgroup, e.wave) for e in kr.mmacs_carrying(operand)]
+        assert got == _carrying_the_long_way(kr.runs, operand)
+        assert bool(got) == kw.get("provenance", True)
