@@ -63,6 +63,9 @@ class WaveState:
         self.taint_s = None                  # members whose SGPR writes are of unknown origin
         self.taint_v = None                  # members whose VGPR writes are
         self.fresh_out = None                # lanes whose VGPR write stays a fresh matrix result (dequant.py)
+        # no provenance: a move or an arithmetic result writes words and written bits directly, not
+        # through back-end values (translate.LEAN; run_wave sets it)
+        self.lean = False
         self.scc = np.zeros(self.members, U64)
         self.pc = 0                          # the pc of the instruction being executed
         self.pcs = np.zeros(self.members, np.int64)      # each member's next pc
