@@ -479,8 +479,8 @@ def _move(st, dst, src, n):
     if src.kind == "reg" and src.file in "va" and not (src.neg or src.abs or src.sext):
         if src.count != n:
             raise st.error(f"source {src.text}: {n} register(s) expected")
-        if st.lean and not src.dpp:
-            _copy_regs(st, dst, src, n)
+        if st.lean and not src.dpp:                 # no provenance: words, written bits, fresh marks
+            st.vcopy(dst.file, dst.first, src.file, src.first, n)
             return
         keep = st.dpp.fresh.copy() if src.dpp else st.fresh[src.file][src.first:src.first + n].copy()
         st.vwrite_value(dst.file, dst.first, vsrc(st, src, n))
@@ -489,26 +489,6 @@ def _move(st, dst, src, n):
         put(st, dst, u32(st, src))
     else:
         put64(st, dst, u64(st, src))
-
-
-def _copy_regs(st, dst, src, n):
-    """Without provenance: registers copied with their written bits and fresh marks under EXEC (what
-    _move's value write and set_fresh do when no byte carries provenance)."""
-    rs, rd = st.regfile(src.file), st.regfile(dst.file)
-    rs.check_range(src.first, n)
-    rd.check_range(dst.first, n)
-    a, b = src.first, dst.first
-    words, wr = rs.words[a:a + n].copy(), rs.written[4 * a:4 * (a + n)].copy()
-    keep = st.fresh[src.file][a:a + n].copy()
-    if st.w.exec_full:
-        rd.words[b:b + n] = words
-        rd.written[4 * b:4 * (b + n)] = wr
-        st.fresh[dst.file][b:b + n] = keep
-    else:
-        ex = st.exec
-        np.copyto(rd.words[b:b + n], words, where=ex)
-        np.copyto(rd.written[4 * b:4 * (b + n)], wr, where=ex)
-        np.copyto(st.fresh[dst.file][b:b + n], keep, where=ex)
 
 
 @op("v_mov_b32")
@@ -599,11 +579,7 @@ def v_perm_b32(st, d):
 
 def _written(st, o) -> bool:
     """Whether a 32-bit source has every byte written in every lane (a constant or SGPR always)."""
-    if o.kind != "reg" or o.file not in "va":
-        return True
-    rf = st.regfile(o.file)
-    rf.check_range(o.first, 1)
-    return bool(rf.written[4 * o.first:4 * o.first + 4].all())
+    return o.kind != "reg" or o.file not in "va" or st.vall_written(o.file, o.first)
 
 
 def put_prov(st, dst, words, prov):
