@@ -6,10 +6,13 @@ names the shapes) runs on gfxsim through its harness (provenance off, no trace; 
 lane-instructions counted by the front end), twice, the second timed. The same launch — the same
 code object (build/hip/gfx942/NAME.co), kernarg bytes, grid and input bytes, at host addresses —
 then runs on tinygrad's emulator (test/mockgpu/amd/emu.py run_asm, "cdna"), twice, the second timed
-(its instructions compiled by then: warm). Both rates divide gfxsim's lane-instruction count by
-the launch's seconds; tinygrad's run is counted only if it leaves every buffer as gfxsim did (float32
-results within MAX_ULP: its matrix instructions round their sums in another order; the note says
-how many differ).
+(its instructions compiled by then: warm), through tinygrad's LLVM renderer for its CPU device
+(``DEV=CPU:LLVM``, RENDERER): the C renderer's kernel for v_mfma_i32_16x16x32_i8 stores an int4 through
+an unsigned_int4 pointer, which clang rejects, while the LLVM IR of the same kernel compiles and runs
+every twin (the renderer only changes how tinygrad's instructions are compiled). Both rates divide
+gfxsim's lane-instruction count by the launch's seconds; tinygrad's run is counted only if it leaves
+every buffer as gfxsim did (float32 results within CLOSE: its matrix instructions round their sums in
+another order; the note says how many differ).
 Prints one JSON object per twin; an error (an instruction tinygrad cannot run, ...) is its note.
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 
 ARCH = "gfx942"
 CONTEXT = 256
+RENDERER = "LLVM"       # tinygrad's CPU renderer (module docstring: why not its C renderer)
 TWINS = ("qk_int8", "pv_int8", "pv_bf16", "int8_kv_cache", "prefix_prefill", "paged_attention_decode")
 
 
@@ -302,9 +306,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.tinygrad_side")
     ap.add_argument("--tinygrad", required=True, help="a tinygrad checkout")
     ap.add_argument("--twins", nargs="+", default=list(TWINS), choices=TWINS)
+    ap.add_argument("--renderer", default=RENDERER,
+                    help=f"tinygrad's CPU renderer for its emulator's instructions (default {RENDERER}; CLANG: its C)")
     a = ap.parse_args(argv)
     sys.path.insert(0, a.tinygrad)
     _clang_on_path()
+    import os
+    os.environ["DEV"] = f"CPU:{a.renderer}"          # read when tinygrad first picks the CPU device's renderer
     from test.mockgpu.amd import emu
     for twin in a.twins:
         print(json.dumps(side_by_side(twin, emu), default=float), flush=True)

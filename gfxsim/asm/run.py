@@ -472,6 +472,7 @@ def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: i
     the assembly line."""
     abi = program.abi
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
+    st.lean = translate.LEAN and not w.provenance
     if w.provenance and not semantics.dequant.ENABLED:
         for kind in ("scale-group-mismatch", "dequant-direction"):     # both are checked at a dequant
             w.machine.not_checked.setdefault(kind, NO_SCALE_MARKS)

@@ -63,6 +63,9 @@ class WaveState:
         self.taint_s = None                  # members whose SGPR writes are of unknown origin
         self.taint_v = None                  # members whose VGPR writes are
         self.fresh_out = None                # lanes whose VGPR write stays a fresh matrix result (dequant.py)
+        # no provenance: a move or an arithmetic result writes words and written bits directly, not
+        # through back-end values (translate.LEAN; run_wave sets it)
+        self.lean = False
         self.scc = np.zeros(self.members, U64)
         self.pc = 0                          # the pc of the instruction being executed
         self.pcs = np.zeros(self.members, np.int64)      # each member's next pc
@@ -268,6 +271,32 @@ class WaveState:
             self.fresh[f][first:first + n] &= ~ex
         if self.taint_v is not None:
             self.mark_unknown(f, first, n)
+
+    def vcopy(self, f: str, first: int, src_f: str, src_first: int, n: int):
+        """Without provenance (``lean``): copy registers src_first.. of file src_f to first.. of f
+        under EXEC, with their written bits and fresh marks — what a move's vwrite_value and
+        set_fresh leave where no byte carries provenance."""
+        rs, rd = self.regfile(src_f), self.regfile(f)
+        rs.check_range(src_first, n)
+        rd.check_range(first, n)
+        a, b = src_first, first
+        words, wr = rs.words[a:a + n].copy(), rs.written[4 * a:4 * (a + n)].copy()
+        keep = self.fresh[src_f][a:a + n].copy()
+        if self.w.exec_full:
+            rd.words[b:b + n] = words
+            rd.written[4 * b:4 * (b + n)] = wr
+            self.fresh[f][b:b + n] = keep
+        else:
+            ex = self.exec
+            np.copyto(rd.words[b:b + n], words, where=ex)
+            np.copyto(rd.written[4 * b:4 * (b + n)], wr, where=ex)
+            np.copyto(self.fresh[f][b:b + n], keep, where=ex)
+
+    def vall_written(self, f: str, first: int, n: int = 1) -> bool:
+        """Whether every byte of v/a registers first.. is written in every lane."""
+        rf = self.regfile(f)
+        rf.check_range(first, n)
+        return bool(rf.written[4 * first:4 * (first + n)].all())
 
     def vwrite_value(self, f: str, first: int, value: VGPRs):
         """Write a back-end value (its bytes' provenance with it) under EXEC."""

@@ -12,6 +12,11 @@ parsed and decoded once per content), so a kernel is translated once per process
 from __future__ import annotations
 
 ENABLED = True          # False: every instruction through its semantics function (the A/B of the speed figures)
+# Without provenance a register move, v_perm_b32 and a VALU table row write their words and written
+# bits straight into the register file (WaveState.lean), not through the back end's values, whose
+# provenance planes they would only carry empty. False: the value path (the A/B, and the tests that
+# compare both).
+LEAN = True
 
 
 def steps(program) -> tuple:

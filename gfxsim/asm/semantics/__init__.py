@@ -104,8 +104,14 @@ def reader(o, t: str = "u32"):
             return st.lanewise(st.scc)
     elif o.kind in ("int", "float"):
         c = const32(None, o)
+        made = {}                           # per wave width: one read-only array, not a new one per read
+
         def get(st):
-            return np.full(st.w.width, c, np.uint32)
+            a = made.get(st.w.width)
+            if a is None:
+                a = made[st.w.width] = np.full(st.w.width, c, np.uint32)
+                a.flags.writeable = False
+            return a
     else:
         return None
     if t == "f32":

@@ -20,6 +20,7 @@ from ...machine.encoding import numeric
 from ...machine.provenance import Prov
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import combine, elem_prov, merged, sum_of_results, with_marks
+from ...isa.moves import byte_permute
 from ...machine.vgpr import VGPRs
 from ..origin import bytes_carry_identity
 
@@ -401,16 +402,36 @@ def _valu(name, types, fn):
         reads = [None] if d.enc == "sdwa" else [reader(o, t) for o, t in zip(srcs, types)]
         if None in reads or not vdst_ok(d.ops[0]):
             return None
+        done = finish if _clamps(d, name) else _lean_finish(d, name, fn, finish)
         if len(reads) == 1:
             r0, = reads
-            return lambda st: finish(st, d, (r0(st),))
+            return lambda st: done(st, d, (r0(st),))
         if len(reads) == 2:
             r0, r1 = reads
-            return lambda st: finish(st, d, (r0(st), r1(st)))
-        return lambda st: finish(st, d, [r(st) for r in reads])
+            return lambda st: done(st, d, (r0(st), r1(st)))
+        return lambda st: done(st, d, [r(st) for r in reads])
 
     run.prepare = prepare
     return run
+
+
+def _lean_finish(d, name, fn, finish):
+    """finish for a prepared step whose destination is one VGPR/AGPR, not SDWA, not clamped: without
+    provenance (st.lean) the result's words go straight into the register file (what finish's
+    put does when the rule gives no provenance), else finish itself."""
+    dst, src0 = d.ops[0], d.ops.positional[1]
+    f, i = dst.file, dst.first
+    keeps = name in dequant.KEEPS
+
+    def done(st, d, vals):
+        if not st.lean:
+            return finish(st, d, vals)
+        keep = dequant.fresh(st, src0) if keeps else None
+        r = np.asarray(fn(*vals))
+        st.vwrite(f, i, r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32))
+        if keep is not None:
+            st.set_fresh(f, i, keep[None, :])
+    return done
 
 
 for _n, (_t, _fn) in VALU.items():
@@ -458,6 +479,9 @@ def _move(st, dst, src, n):
     if src.kind == "reg" and src.file in "va" and not (src.neg or src.abs or src.sext):
         if src.count != n:
             raise st.error(f"source {src.text}: {n} register(s) expected")
+        if st.lean and not src.dpp:                 # no provenance: words, written bits, fresh marks
+            st.vcopy(dst.file, dst.first, src.file, src.first, n)
+            return
         keep = st.dpp.fresh.copy() if src.dpp else st.fresh[src.file][src.first:src.first + n].copy()
         st.vwrite_value(dst.file, dst.first, vsrc(st, src, n))
         st.set_fresh(dst.file, dst.first, keep)
@@ -545,9 +569,17 @@ def v_perm_b32(st, d):
     for o in (s0, s1):
         if o.neg or o.abs or o.sext:
             raise st.error(f"modifier on {o.text}: v_perm_b32 takes plain 32-bit sources")
+    if st.lean and _written(st, s0) and _written(st, s1):       # no provenance to route, no read to report
+        st.vwrite(dst.file, dst.first, byte_permute(u32(st, s0), u32(st, s1), u32(st, sel))[0])
+        return
     a, b = (value_of(st, o) for o in (s0, s1))
     r = st.w.perm(a, b, VGPRs(st.w, u32(st, sel)[None, :].copy(), "u32", literal=True))
     st.vwrite_value(dst.file, dst.first, r)
+
+
+def _written(st, o) -> bool:
+    """Whether a 32-bit source has every byte written in every lane (a constant or SGPR always)."""
+    return o.kind != "reg" or o.file not in "va" or st.vall_written(o.file, o.first)
 
 
 def put_prov(st, dst, words, prov):
