@@ -377,9 +377,10 @@ class MatrixOps:
         quant = {op: d for op, p in (("A", pa), ("B", pb)) if (d := self._quant_rows(insn, op, p)) is not None}
         rec_a, rec_b = dict(compact_a), dict(compact_b)
         ks_a, ks_b = {}, {}
-        # K sets per field that varies along K (two present values in one A row or B column)
-        k_fields = {f for f, x in sa.items() if rec_a[f][0] != "mn" and x.varies()} | \
-                   {f for f, x in sb.items() if rec_b[f][0] != "mn" and x.varies()}
+        # K sets per field that varies along K (two present values in one A row or B column of a
+        # member that issues the instruction)
+        k_fields = {f for f, x in sa.items() if rec_a[f][0] != "mn" and x.varies(live_rows)} | \
+                   {f for f, x in sb.items() if rec_b[f][0] != "mn" and x.varies(live_rows)}
         for f in k_fields:
             if f in fa:
                 if f not in rows_a:

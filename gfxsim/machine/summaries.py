@@ -43,9 +43,12 @@ class Field:
             return ("k", self.v[:, 0, :].copy())
         return ("full", self.v if operand == "A" else np.swapaxes(self.v, 1, 2))
 
-    def varies(self) -> bool:
-        """Whether some row holds two different present values along K."""
-        return bool((self.lo_k < self.hi_k).any())
+    def varies(self, live=None) -> bool:
+        """Whether some row holds two different present values along K; ``live`` [nb] (optional):
+        only the rows of these blocks count (a member sitting out the instruction keeps stale
+        bytes in its registers, which it does not consume)."""
+        differ = self.lo_k < self.hi_k
+        return bool((differ if live is None else differ[live]).any())
 
     def one_along_k(self):
         """Per row: the one value held along K where present, -1 where none or several (slots

@@ -190,3 +190,24 @@ def test_prefix_prefill_asm_is_the_python_twin(arch, ctx):
     assert differences(py.report(), asm.report()) == []
     assert asm.checks() == {"not_run": [], "reason": None, "kslots_of_unknown_origin": 0}
     assert np.abs(asm.out - py.out).max() <= 4 * np.finfo(np.float32).eps * np.abs(py.out).max()
+
+
+def test_decode_asm_members_sitting_out_a_tile_leave_no_scale_finding():
+    """Two sequences of 90 and 140 tokens, 4 heads on 2 kv heads: in one batch the shorter
+    sequence's waves skip the tile at 96 while the longer's run it, their registers still holding
+    an earlier tile's bytes. The matrix instruction's K sets must come from the members that issue
+    it: stale tokens of the members sitting out made token look varying along K, and the per-row
+    Q scale was then reported as a scale-group-mismatch on this correct kernel."""
+    need_toolchain("gfx936")
+    from kernels_py.host.runs import run_kernel
+    from kernels_py.workloads.inputs import validate_inputs
+    r = np.random.default_rng(0)
+    inputs = validate_inputs({"q": r.standard_normal((2, 4, 128)).astype(np.float32),
+                              "k": r.standard_normal((2, 140, 2, 128)).astype(np.float32),
+                              "v": r.standard_normal((2, 140, 2, 128)).astype(np.float32),
+                              "context_lens": np.array([90, 140], np.int32)}, block_size=16)
+    asm = run_kernel("paged_attention_decode", inputs=inputs, arch="gfx936", frontend="asm")
+    py = run_kernel("paged_attention_decode", inputs=inputs, arch="gfx936")
+    assert [f.kind for f in asm.findings if f.kind != "lds-bank-conflict"] == []
+    assert [f.kind for f in py.findings] == []
+    assert kernel_ksets(asm, "B") == kernel_ksets(py, "B")
