@@ -4,6 +4,8 @@ mean the same: ``mmacs``, ``findings``, ``checks``, ``seconds``, ``lane_instruct
 """
 from __future__ import annotations
 
+import itertools
+
 from .door import Launched, demangled
 
 
@@ -42,9 +44,8 @@ def text(launched: Launched, *, source: str, block, shown: int = 4) -> str:
              + (f", waves scheduled {run.schedule}" if run.schedule != "in-order" else "")]
     for n, a in launched.outputs.items():
         lines.append(f"  {n}: {a.dtype} {tuple(a.shape)}")
-    mm = run.mmacs()
-    lines.append(f"  {len(mm)} matrix instructions")
-    for e in [e for e in mm if e.tagged][:shown]:
+    lines.append(f"  {run.mmac_count()} matrix instructions")
+    for e in itertools.islice(run.tagged_mmacs(), shown):      # made one by one: only those shown
         sets = ", ".join(f"{op} tokens {format_token_set(e.token_set(op))}" for op in "AB" if e.token_set(op))
         lines.append(f"    #{e.index} {e.op} wg{e.workgroup} wave {e.wave}: {sets or 'no tagged K slots'}")
     if run.approximations:

@@ -218,7 +218,7 @@ def _one_kind(log, ids, mn, n, cell, out, wide) -> bool:
 
 def _from_pair(log, pid, e, sel, n, cell, out):
     rec = log.pairs[pid - PAIR_BASE]
-    if rec.cell is None:
+    if not rec.has_footprints:
         pair_footprint(log, rec)
     rc = rec.cell                                    # unpacked once
     whole = _is_all(e, len(rc))
@@ -381,7 +381,7 @@ def cells(log, ids, mn) -> np.ndarray:
     for pid in _distinct(ids[pair]):
         sel = pair & (ids == pid)
         rec = log.pairs[pid - PAIR_BASE]
-        if rec.cell is None:
+        if not rec.has_footprints:
             pair_footprint(log, rec)
         out[sel] = rec.cell[mn[sel]]
     far = ids >= FOREIGN_BASE

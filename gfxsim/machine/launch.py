@@ -137,6 +137,10 @@ class Run:
         """How many events ``mmacs()`` holds, without making them."""
         return self.trace.mmac_count()
 
+    def tagged_mmacs(self):
+        """The events of ``mmacs()`` whose operands carried provenance, made lazily."""
+        return self.trace.tagged_mmacs()
+
     def mmacs_carrying(self, operand: str, field: str = "token"):
         """The events of ``mmacs()`` whose ``operand`` carries ``field`` values, made lazily."""
         return self.trace.mmacs_carrying(operand, field)

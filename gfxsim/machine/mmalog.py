@@ -134,6 +134,11 @@ class PairRecord:
     def cell(self):
         return None if self._cell is None else _unpack(self._cell)
 
+    @property
+    def has_footprints(self) -> bool:
+        """Whether ``cell`` and ``fp`` are made (without unpacking the cells to look)."""
+        return self._cell is not None
+
     def set_footprints(self, cell: np.ndarray, fp: dict):
         """The pair's cells (the D element each element sums, -1 a reduction) and its footprints
         (field -> (consumed, consumed twice) as consumed.Fp), made from its two sides."""
@@ -215,6 +220,14 @@ class MmaLog:
     def count(self) -> int:
         """How many events ``events()`` holds, without making them."""
         return sum(len(r.live) for r in self.records)
+
+    def tagged_events(self):
+        """The events whose operands carried provenance (``MmaEvent.tagged``), in index order,
+        made one by one as asked for."""
+        for r in self.records:
+            if r.a is not None:
+                for m in r.live:
+                    yield MmaEvent.from_record(r, m)
 
     def events_carrying(self, operand: str, field: str = "token"):
         """The events (in index order, made one by one as asked for) whose ``operand`` ("A" or

@@ -217,6 +217,10 @@ class Trace:
         """How many matrix-instruction events ``mmacs()`` holds, without making them."""
         return self.mma_log.count() if self.mma_log is not None else 0
 
+    def tagged_mmacs(self):
+        """The matrix-instruction events whose operands carried provenance, in issue order, made lazily."""
+        return self.mma_log.tagged_events() if self.mma_log is not None else iter(())
+
     def mmacs_carrying(self, operand: str, field: str = "token"):
         """The matrix-instruction events whose ``operand`` carries ``field`` values (a non-empty
         ``token_set(operand, field)``), in issue order, made lazily."""

@@ -72,6 +72,20 @@ def test_tags_give_token_findings_in_the_report(folder, capsys, arch):
             [t for t in range(64) if (t % 16) // 8 == j] for j in (0, 1)]
 
 
+def test_the_text_report_names_the_first_tagged_instructions(folder, capsys):
+    """The text report makes only the events it shows: its lines are those of every event made
+    and filtered (the two tagged PV instructions, their token sets), and none without provenance."""
+    args = ["hip", "run", *[a for a in _pv_files() if a not in ("--report", "json")], "--arch", "gfx942"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "  2 matrix instructions" in text
+    lines = [l for l in text.splitlines() if l.startswith("    #")]
+    assert len(lines) == 2 and all("v_mfma_i32_16x16x32_i8" in l and "B tokens {" in l for l in lines)
+    assert main([*args, "--no-provenance"]) == 0
+    off = capsys.readouterr().out
+    assert "  2 matrix instructions" in off and not [l for l in off.splitlines() if l.startswith("    #")]
+
+
 def test_check_lists_the_problems_and_exits_1(folder, capsys):
     assert main(["hip", "check", "scale.hip"]) == 0
     assert "can run on the asm front end for gfx942" in capsys.readouterr().out

@@ -68,3 +68,6 @@ def test_the_events_carrying_an_operand_are_those_with_a_token_set(kw):
         got = [(e.index, e.workgroup, e.wave) for e in kr.mmacs_carrying(operand)]
         assert got == _carrying_the_long_way(kr.runs, operand)
         assert bool(got) == kw.get("provenance", True)
+    tagged = [(e.index, e.workgroup, e.wave) for r in kr.runs for e in r.tagged_mmacs()]
+    assert tagged == [(e.index, e.workgroup, e.wave) for e in kr.mmacs() if e.tagged]
+    assert bool(tagged) == kw.get("provenance", True)
