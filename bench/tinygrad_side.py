@@ -3,10 +3,11 @@
 
 Each twin's first launch at a unit-test shape (gfx942, head_dim 128, block 16; bench/kernels.py
 names the shapes) runs on gfxsim through its harness (provenance off, no trace; the launch's
-lane-instructions counted by the front end), twice, the second timed. The same launch — the same
-code object (build/hip/gfx942/NAME.co), kernarg bytes, grid and input bytes, at host addresses —
-then runs on tinygrad's emulator (test/mockgpu/amd/emu.py run_asm, "cdna"), twice, the second timed
-(its instructions compiled by then: warm), through tinygrad's LLVM renderer for its CPU device
+lane-instructions counted by the front end), once to warm up. The same launch — the same code
+object (build/hip/gfx942/NAME.co), kernarg bytes, grid and input bytes, at host addresses — runs on
+tinygrad's emulator (test/mockgpu/amd/emu.py run_asm, "cdna"), once to compile its instructions
+(warm); then the two alternate, REPEAT timed launches each (A B A B: a pair sees the load of the
+moment), and each side's figure is its fastest. tinygrad runs through tinygrad's LLVM renderer for its CPU device
 (``DEV=CPU:LLVM``, RENDERER): the C renderer's kernel for v_mfma_i32_16x16x32_i8 stores an int4 through
 an unsigned_int4 pointer, which clang rejects, while the LLVM IR of the same kernel compiles and runs
 every twin (the renderer only changes how tinygrad's instructions are compiled). Both rates divide
@@ -137,7 +138,8 @@ class HostSpace:
 
 
 def tinygrad_launch(cap: Capture, twin: str, emu):
-    """Run the captured launch on tinygrad's emulator twice: (warm seconds, buffers equal to gfxsim's)."""
+    """The captured launch on tinygrad's emulator: (a function running it once -> (seconds, its
+    buffers compared with gfxsim's)), after one run that compiles each instruction (warm)."""
     from gfxsim.asm.launch import DISPATCH, KERNARG, Dispatch, bind_args, dispatch_packet, kernarg_segment
     from kernels_py.host.hip_twins import hip_project
     first = cap.first
@@ -165,8 +167,11 @@ def tinygrad_launch(cap: Capture, twin: str, emu):
         emu.run_asm(entry, size, *grid, *block, host.address(KERNARG), rsrc2=rsrc2, arch="cdna", user_data=user)
         return time.perf_counter() - t, host
     once()                                           # compiles each instruction once
-    seconds, host = once()
-    return seconds, compare(after, host.arrays)
+
+    def timed(code=image) -> tuple[float, dict]:     # the code image lives as long as this function
+        seconds, host = once()
+        return seconds, compare(after, host.arrays)
+    return timed
 
 
 CLOSE = 2.0 ** -20    # float32 results within this much of the buffer's largest: the same sums rounded in
@@ -199,7 +204,12 @@ def compare(mine: dict, theirs: dict) -> dict:
     return out
 
 
-def side_by_side(twin: str, emu) -> dict:
+REPEAT = 5         # timed launches per side, alternating gfxsim and tinygrad; each figure is the fastest
+
+
+def side_by_side(twin: str, emu, repeat: int = REPEAT) -> dict:
+    """gfxsim's and tinygrad's warm launch of ``twin``, alternating (A B A B: each pair sees the
+    load of the moment), ``repeat`` each; the rates are from each side's fastest."""
     run = harness(twin)
     run()                                            # warm: numba, the build, the parse
     cap = Capture()
@@ -207,15 +217,21 @@ def side_by_side(twin: str, emu) -> dict:
         r = run()
     finally:
         cap.restore()
-    out = dict(twin=twin, arch=ARCH, context=CONTEXT, lane_instructions=r.lane_instructions, gfxsim_seconds=r.seconds,
-               grid=cap.grid(), block=cap.block)
-    out["gfxsim_rate"] = r.lane_instructions / r.seconds
+    mine = [r.seconds]
+    out = dict(twin=twin, arch=ARCH, context=CONTEXT, lane_instructions=r.lane_instructions, grid=cap.grid(),
+               block=cap.block, repeat=repeat)
+    theirs, cmp = [], None
     try:
         with _stderr_lines() as said:
-            sec, cmp = tinygrad_launch(cap, twin, emu)
+            timed = tinygrad_launch(cap, twin, emu)
+        for k in range(repeat):
+            sec, cmp = timed()
+            theirs.append(sec)
+            if k < repeat - 1:
+                mine.append(run().seconds)
         same = cmp["same"]
-        out.update(tinygrad_seconds=sec, same_buffers=same, differ=cmp["differ"],
-                   tinygrad_rate=r.lane_instructions / sec if same else None)
+        out.update(tinygrad_seconds=min(theirs), tinygrad_all=theirs, same_buffers=same, differ=cmp["differ"],
+                   tinygrad_rate=r.lane_instructions / min(theirs) if same else None)
         if cmp["differ"]:
             out["note"] = "tinygrad's results differ from gfxsim's: " + "; ".join(f"{n}: {d}" for n, d in
                                                                                    cmp["differ"].items())
@@ -227,6 +243,8 @@ def side_by_side(twin: str, emu) -> dict:
         out["error"] = (f"tinygrad's emulator: {type(e).__name__}: {first}"
                         + (f" ({'; '.join(why)})" if why else ""))
         traceback.print_exc()
+    mine += [run().seconds for _ in range(repeat - len(mine))]
+    out.update(gfxsim_seconds=min(mine), gfxsim_all=mine, gfxsim_rate=r.lane_instructions / min(mine))
     return out
 
 
@@ -306,6 +324,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.tinygrad_side")
     ap.add_argument("--tinygrad", required=True, help="a tinygrad checkout")
     ap.add_argument("--twins", nargs="+", default=list(TWINS), choices=TWINS)
+    ap.add_argument("--repeat", type=int, default=REPEAT, help=f"timed launches per side (default {REPEAT})")
     ap.add_argument("--renderer", default=RENDERER,
                     help=f"tinygrad's CPU renderer for its emulator's instructions (default {RENDERER}; CLANG: its C)")
     a = ap.parse_args(argv)
@@ -315,7 +334,7 @@ def main(argv=None) -> int:
     os.environ["DEV"] = f"CPU:{a.renderer}"          # read when tinygrad first picks the CPU device's renderer
     from test.mockgpu.amd import emu
     for twin in a.twins:
-        print(json.dumps(side_by_side(twin, emu), default=float), flush=True)
+        print(json.dumps(side_by_side(twin, emu, max(1, a.repeat)), default=float), flush=True)
     return 0
 
 

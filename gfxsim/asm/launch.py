@@ -315,6 +315,9 @@ class AddressSpace:
     def split(self, st, addr: np.ndarray, active: np.ndarray, nbytes: int):
         """[(buffer, byte offsets [width], lanes)] for the buffers the active lanes address."""
         addr = np.asarray(addr, np.uint64)
+        one = self._one_buffer(addr, active)
+        if one is not None:
+            return one
         low = active & (addr < np.uint64(BASE))
         idx = np.where(addr >= np.uint64(BASE), self._index(addr), -1)
         bad = active & ((idx < 0) | (idx >= len(self.buffers)))
@@ -330,6 +333,21 @@ class AddressSpace:
             offs = np.where(lanes, (addr - np.uint64(self.base[buf.name])).astype(np.int64), 0)
             out.append((buf, offs, lanes))
         return out
+
+    def _one_buffer(self, addr: np.ndarray, active: np.ndarray):
+        """split's answer where every active lane addresses one buffer's span (the common case: the
+        lowest and highest active address decide it), else None (split's general path, which also
+        names a fault)."""
+        a = addr[active]
+        if not a.size:
+            return None
+        lo, hi = int(a.min()), int(a.max())
+        k = (lo - BASE) // SPAN
+        if lo < BASE or k != (hi - BASE) // SPAN or k >= len(self.buffers):
+            return None
+        buf = self.buffers[k]
+        offs = np.where(active, (addr - np.uint64(self.base[buf.name])).astype(np.int64), 0)
+        return [(buf, offs, active.copy())]
 
     def scalar(self, st, addr: int, nbytes: int):
         """(buffer, byte offset) of a scalar access."""

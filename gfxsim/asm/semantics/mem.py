@@ -47,7 +47,14 @@ def global_parts(st, addr, nbytes):
 
 
 def with_exec(st, lanes, fn):
-    saved = st.exec.copy()
+    saved = st.exec
+    if np.array_equal(lanes, saved):                  # EXEC already: no narrowing to make and undo
+        try:
+            return fn()
+        finally:
+            if st.exec is not saved:
+                st.set_exec(saved)
+    saved = saved.copy()
     st.set_exec(lanes)
     try:
         return fn()

@@ -92,3 +92,42 @@ def test_a_compiled_twin_gives_the_same_outputs_and_findings_either_way(twin):
         np.testing.assert_array_equal(bufs_a[n], bufs_b[n], err_msg=n)
     assert [(f.kind, f.message) for f in a.findings] == [(f.kind, f.message) for f in b.findings]
     assert a.lane_instructions == b.lane_instructions and a.trace.n_events == b.trace.n_events
+
+
+def test_split_of_lanes_on_one_buffer_is_the_general_split():
+    """AddressSpace.split answers lanes that all address one buffer without its general pass:
+    the same buffer, offsets and lanes; a fault, or lanes over two buffers, take the general path."""
+    from gfxsim import Buffer
+    from gfxsim.asm.launch import BASE, SPAN, AddressSpace, MemoryFault
+    space = AddressSpace([Buffer(n, np.zeros(256, np.uint8)) for n in ("a", "b", "c")])
+    sb = Sandbox()
+    rng = np.random.default_rng(0)
+
+    def general(addr, active):                      # split with its one-buffer answer switched off
+        space._one_buffer = lambda *a: None
+        try:
+            return space.split(sb.st, addr, active, 4)
+        finally:
+            del space._one_buffer
+
+    cases = []
+    for k in range(3):
+        for ks in ([1], [0, 2], [2]):
+            addr = np.uint64(BASE + ks[0] * SPAN) + rng.integers(0, 252, 64).astype(np.uint64)
+            if len(ks) > 1:
+                addr[::3] = np.uint64(BASE + ks[1] * SPAN) + rng.integers(0, 252, 22).astype(np.uint64)
+            cases.append((addr, rng.random(64) < 0.7))
+    cases.append((cases[0][0], np.zeros(64, bool)))
+    fast_hits = 0
+    for addr, active in cases:
+        got, want = space.split(sb.st, addr, active, 4), general(addr, active)
+        fast_hits += space._one_buffer(addr, active) is not None
+        assert [b.name for b, _, _ in got] == [b.name for b, _, _ in want]
+        for (_, o1, l1), (_, o2, l2) in zip(got, want):
+            np.testing.assert_array_equal(o1, o2)
+            np.testing.assert_array_equal(l1, l2)
+    assert fast_hits == 6
+    bad = np.full(64, BASE + 3 * SPAN, np.uint64)          # past the last buffer: the general path's fault
+    for addr in (bad, np.full(64, 8, np.uint64)):
+        with pytest.raises(MemoryFault):
+            space.split(sb.st, addr, np.ones(64, bool), 4)
