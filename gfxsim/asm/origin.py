@@ -18,6 +18,8 @@ only once some SGPR is marked, so kernels that never load tagged bytes into SGPR
 """
 from __future__ import annotations
 
+import numpy as np
+
 
 _NOT_DATA = ("s_load", "s_buffer_load", "s_store", "s_dcache", "global_", "buffer_", "ds_", "scratch_", "flat_",
              "s_cbranch", "s_branch", "s_waitcnt", "s_setpc", "s_swappc", "s_getpc", "v_readlane", "v_readfirstlane")
@@ -60,6 +62,20 @@ def bytes_carry_identity(p) -> bool:
     if p.flags is not None and (p.flags & UNKNOWN).any():
         return True
     return any(f not in RESERVED and (a >= 0).any() for f, a in p.ids.items())
+
+
+def columns_carry_identity(p, n: int) -> np.ndarray:
+    """``bytes_carry_identity`` of each of the ``n`` columns of a provenance (bool [n])."""
+    from ..machine.provenance import RESERVED, UNKNOWN
+    out = np.zeros(n, bool)
+    if p is None:
+        return out
+    if p.flags is not None:
+        out |= (p.flags & UNKNOWN).any(axis=0)
+    for f, a in p.ids.items():
+        if f not in RESERVED:
+            out |= (a >= 0).any(axis=0)
+    return out
 
 
 def sources_carry_identity(st, d) -> bool:

@@ -64,7 +64,9 @@ def integer(w, x, what: str) -> int:
 
 
 def member_uniform(w, offset) -> bool:
-    """Whether every batched member accesses the same offsets under the same EXEC."""
+    """Whether every batched member accesses the same offsets under the same EXEC. A lane outside
+    EXEC accesses nothing: what its offset register holds (another tile's address in compiled
+    code) does not count."""
     if w.members == 1:
         return True
     a2 = w.exec.reshape(w.members, w.lanes)
@@ -73,7 +75,8 @@ def member_uniform(w, offset) -> bool:
     if not isinstance(offset, VGPRs):
         return True
     r2 = offset.val[0].reshape(w.members, w.lanes)
-    return bool((r2 == r2[0]).all())
+    same = r2 == r2[0]
+    return bool(same.all() if w.exec_full else (same | ~a2).all())
 
 
 def read_addr(w, addr: np.ndarray) -> np.ndarray:

@@ -73,8 +73,12 @@ class DsOps:
                              f"{int(passes[m])} passes)", lane=m * self.lanes + l,
                              address=int(r2[m, l]), degree=int(deg[m]), cycles=int(cycles[m]), passes=int(passes[m]),
                              region=region.name)
-        # what an event shows: the address in its own workgroup's LDS, and each one's conflict degree
-        self._lds_rel = r2.reshape(-1) if self.machine.trace.enabled or not uniform else None
+        # what an event shows: the address in its own workgroup's LDS (each member's own offsets,
+        # lanes outside EXEC included), and each one's conflict degree
+        if uniform and self.machine.trace.enabled and isinstance(offset, VGPRs) and self.members > 1:
+            self._lds_rel = offset.val[0].astype(np.int64) + region.offset
+        else:
+            self._lds_rel = r2.reshape(-1) if self.machine.trace.enabled or not uniform else None
         self._lds_deg = deg
         # the index into the region's own arrays (bytes, written bits, provenance): one member's
         # offsets in its region when every member's are the same, else one per column

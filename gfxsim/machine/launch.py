@@ -312,7 +312,7 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
         progress(0, len(ids))
     batch, folding = options.side_by_side, options.folding
     for i in range(0, len(ids), batch):
-        run_batch(m, ids[i:i + batch], waves, fn, folding)
+        run_batch(m, ids[i:i + batch], waves, fn, folding, options.unfolded_batch)
         if batch >= GC_BATCH and i + batch < len(ids):
             gc.collect()         # a wave and its values point at each other: free a big batch's now
         if progress is not None:
@@ -325,11 +325,12 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
                seconds=time.perf_counter() - t0, lane_threads=lane_threads, folds=m.folds)
 
 
-def run_batch(m: Machine, members: list, waves: int, fn, folding: bool):
+def run_batch(m: Machine, members: list, waves: int, fn, folding: bool, unfolded: int | None = None):
     """Run one batch of workgroups: folded where it can be (fold.py), else keeping every member's
     provenance. A folded attempt that meets a member parting from its representative is taken
     back and run again with the members split by what differed (at most RETRIES times and
-    MAX_CLASSES classes), or unfolded; ``m.folds`` records how the batch ran."""
+    MAX_CLASSES classes), or unfolded — in batches of at most ``unfolded`` members, each tried
+    folded first (LaunchOptions.unfolded_batch); ``m.folds`` records how each batch ran."""
     make = lambda g, i: Wave(m, g, i)
     note = {"first": members[0], "members": len(members), "classes": None, "attempts": 0, "unfolded": None}
     m.folds.append(note)
@@ -360,4 +361,9 @@ def run_batch(m: Machine, members: list, waves: int, fn, folding: bool):
             attempt.stand()
             note["classes"], note["unfolded"] = f.classes, None
             return
+    if m.provenance and unfolded is not None and len(members) > unfolded:
+        note["unfolded"] = f"{note['unfolded'] or 'not folded'} (then in batches of {unfolded})"
+        for i in range(0, len(members), unfolded):
+            run_batch(m, members[i:i + unfolded], waves, fn, folding, unfolded)
+        return
     Workgroup(m, members, waves).run(fn, make)

@@ -67,6 +67,14 @@ class LaunchOptions:
 
     Default: None (no bound)."""
 
+    unfolded_batch: int | None = None
+    """With provenance, at most this many workgroups side by side in a batch that keeps every
+    member's provenance (folding off, or a folded attempt whose members parted): such a batch runs
+    again in batches of this many, each tried folded first. A batch that folds keeps one member's
+    provenance per class, so it may be larger (``batch``, bounded by ``provenance_batch``).
+
+    Default: None (no bound)."""
+
     fold: bool | None = None
     """With provenance, keep one representative member's provenance per class of a batch and a
     shift per member (fold.py); a batch whose members part runs again with finer classes or
@@ -111,6 +119,8 @@ class LaunchOptions:
             raise ArgumentError(f"batch_order must be a tuple ordering the grid axes (0, 1, 2), got {self.batch_order!r}")
         if self.provenance_batch is not None and (not _is_int(self.provenance_batch) or self.provenance_batch < 1):
             raise ArgumentError(f"provenance_batch must be >= 1 or None, got {self.provenance_batch!r}")
+        if self.unfolded_batch is not None and (not _is_int(self.unfolded_batch) or self.unfolded_batch < 1):
+            raise ArgumentError(f"unfolded_batch must be >= 1 or None, got {self.unfolded_batch!r}")
         if self.progress is not None and not callable(self.progress):
             raise ArgumentError(f"progress must be a function progress(done, total) or None, got "
                              f"{type(self.progress).__name__}")
@@ -133,10 +143,14 @@ class LaunchOptions:
 
     @property
     def side_by_side(self) -> int:
-        """Workgroups per batch: ``batch``, bounded by ``provenance_batch`` with provenance."""
+        """Workgroups per batch: ``batch``, bounded by ``provenance_batch`` with provenance, and by
+        ``unfolded_batch`` where provenance is kept unfolded."""
+        n = self.batch
         if self.provenance and self.provenance_batch is not None:
-            return min(self.batch, self.provenance_batch)
-        return self.batch
+            n = min(n, self.provenance_batch)
+        if self.provenance and not self.folding and self.unfolded_batch is not None:
+            n = min(n, self.unfolded_batch)
+        return n
 
     def replace(self, **changes) -> LaunchOptions:
         """A copy with ``changes``, validated again."""
@@ -152,7 +166,14 @@ FIELDS = tuple(f.name for f in dataclasses.fields(LaunchOptions))
 
 @runtime_checkable
 class BatchBounded(Protocol):
-    """A kernel function that bounds how many workgroups may run side by side with provenance (a
-    compiled twin: its register files hold every VGPR byte's provenance); a harness passes the bound
-    on as ``LaunchOptions.provenance_batch``."""
+    """A kernel function that bounds how many workgroups may run side by side with provenance,
+    folded or not; a harness passes the bound on as ``LaunchOptions.provenance_batch``."""
     provenance_batch: int
+
+
+@runtime_checkable
+class UnfoldedBounded(Protocol):
+    """A kernel function that bounds how many workgroups may run side by side where a batch keeps
+    every member's provenance (a compiled twin: its register files then hold every VGPR byte's
+    provenance of every member); a harness passes the bound on as ``LaunchOptions.unfolded_batch``."""
+    unfolded_batch: int

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import POISON_WORD, dtype_name, from_bytes, itemsize, to_bytes
+from .dtypes import POISON_WORD, dtype_name, from_bytes, itemsize, np_dtype, to_bytes
 from .provenance import Prov, fill_value
 from .vgpr import VGPRs
 
@@ -43,15 +43,19 @@ class RegisterFile:
         """Registers first..first+n-1 as a value of ``dtype`` (bytes and provenance as they are)."""
         self.check_range(first, n)
         dtype = dtype_name(dtype)
-        raw = to_bytes(self.words[first:first + n])                   # [n*4, width]
-        if (n * 4) % itemsize(dtype):
+        size = itemsize(dtype)
+        if (n * 4) % size:
             raise self.wave.error(ValueError, f"{self.name(first, n)} ({n * 4} bytes) does not hold whole {dtype}s")
+        if size == 4:                     # one element per register: the words themselves
+            val = self.words[first:first + n].view(np_dtype(dtype)).copy()
+        else:
+            val = from_bytes(to_bytes(self.words[first:first + n]), dtype)       # via [n*4, width] bytes
         rows = slice(first * 4, (first + n) * 4)
         prov = None
         if self.prov is not None and self.has[first:first + n].any():
-            prov = _read_prov(self.prov, rows, itemsize(dtype))
+            prov = _read_prov(self.prov, rows, size)
         wr = self.written[rows]
-        return VGPRs(self.wave, from_bytes(raw, dtype), dtype, prov, None if wr.all() else wr.copy(),
+        return VGPRs(self.wave, val, dtype, prov, None if wr.all() else wr.copy(),
                      regs=(first, n), rfile=self.prefix)
 
     def write(self, first: int, value: VGPRs):

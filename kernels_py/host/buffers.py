@@ -15,7 +15,7 @@ import numpy as np
 from gfxsim import Buffer, launch
 from gfxsim.arch import get_arch
 from gfxsim.machine.consumed import check_unwritten
-from gfxsim.machine.options import BatchBounded, LaunchOptions
+from gfxsim.machine.options import BatchBounded, LaunchOptions, UnfoldedBounded
 
 from kernels_py.host.config import DecodeGeometry, check_gqa, check_partition_size
 from kernels_py.paged_attention_decode import PARTITION, paged_attention_decode, paged_attention_reduce
@@ -124,6 +124,7 @@ class HostSetup:
                               else None, self.trace_batch if trace else None) if b]
         options = LaunchOptions(trace=trace, provenance=provenance, lds_bytes=self.lds_bytes, batch=self.batch,
                                 batch_order=self.batch_order, provenance_batch=min(bounds) if bounds else None,
+                                unfolded_batch=kernel.unfolded_batch if isinstance(kernel, UnfoldedBounded) else None,
                                 **_launch_kwargs(progress, self.name, launches=launches))
         run = launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, args=self.args,
                      kwargs=kw, options=options)

@@ -29,12 +29,14 @@ FIXED = {"kvh": (0, "the standalone HIP twins read kv head 0"),
          "partition_size": (256, "the HIP decode's PARTITION_SIZE is compiled in"),
          "grouping": ("fragment", "the HIP twin has one grouping")}
 
-# Workgroups side by side in a harness's launch with provenance: the register files hold the
-# provenance of every VGPR and AGPR byte, ~15 MiB a decode workgroup at head_dim 128 in a batch
-# that cannot fold (2.3 GiB for the 128 workgroups of a 4K decode at 64 query heads on 8 KV
-# heads), so larger grids run in batches of this many (a 16K decode: four). A folded batch holds
-# one member's per class. Without provenance a batch holds every workgroup.
-PROVENANCE_BATCH = 128
+# Workgroups side by side in a harness's launch with provenance. A batch that folds holds one
+# member's register provenance per class (the numbers, records and stores are every member's), so
+# it may hold as many as the Python decode's batch (a 16K decode's 512 workgroups: one batch). A
+# batch that cannot fold holds the provenance of every VGPR and AGPR byte of every member, ~15 MiB
+# a decode workgroup at head_dim 128 (2.3 GiB for 128), so it runs again in batches of
+# UNFOLDED_BATCH. Without provenance a batch holds every workgroup.
+PROVENANCE_BATCH = 512
+UNFOLDED_BATCH = 128
 
 # the kernels_hip/ entry point run in place of each Python twin
 ASM_ENTRIES = {"qk_int8": "qk_int8", "int8_kv_cache": "int8_kv_cache", "pv_bf16": "pv_bf16",
@@ -56,11 +58,13 @@ class CompiledTwin:
     entry}}``: the entry point chosen by a keyword (pv_int8's grouping).
 
     ``provenance_batch`` (gfxsim.machine.options.BatchBounded): with provenance, the harness runs
-    at most this many workgroups side by side."""
+    at most this many workgroups side by side; ``unfolded_batch`` (UnfoldedBounded): at most this
+    many where their provenance cannot fold."""
     entry: str | dict
     python_kernel: Callable
     project: Project
     provenance_batch: int = PROVENANCE_BATCH
+    unfolded_batch: int = UNFOLDED_BATCH
     # one launch at a time: (entry, defines) -> (Program, AddressSpace, kernarg) of the launch's Machine
     _launches: dict = field(default_factory=dict, init=False, repr=False)
 
@@ -150,4 +154,5 @@ def asm_kernel_fn(kernel: str) -> CompiledTwin:
     return CompiledTwin(ASM_ENTRIES.get(kernel, kernel), python, hip_project())
 
 
-__all__ = ["CompiledTwin", "asm_kernel_fn", "hip_project", "ASM_ENTRIES", "DEFINES", "FIXED", "PROVENANCE_BATCH"]
+__all__ = ["CompiledTwin", "asm_kernel_fn", "hip_project", "ASM_ENTRIES", "DEFINES", "FIXED", "PROVENANCE_BATCH",
+           "UNFOLDED_BATCH"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..origin import bytes_carry_identity
+from ..origin import columns_carry_identity
 from . import no_mods, op, widen
 from ...machine.vgpr import VGPRs
 
@@ -196,12 +196,14 @@ for _k in STORES:
 SMEM = {"s_load_dword": 1, "s_load_dwordx2": 2, "s_load_dwordx4": 4, "s_load_dwordx8": 8, "s_load_dwordx16": 16}
 
 
-def _tagged(w, buf, rel: int, nbytes: int) -> bool:
-    """Whether bytes [rel, rel+nbytes) of a buffer carry identities (the SGPRs they are loaded
-    into become of unknown origin: origin.py)."""
+def _tagged(w, buf, rels: list, nbytes: int) -> np.ndarray:
+    """Per start in ``rels``: whether bytes [rel, rel+nbytes) of a buffer carry identities (the
+    SGPRs they are loaded into become of unknown origin: origin.py). One gather for every start:
+    a batch's members read as many addresses as there are partitions."""
     if not w.provenance or (buf.prov is None and not buf.tag_fields):
-        return False
-    return bytes_carry_identity(buf.load_prov(np.arange(rel, rel + nbytes)[:, None], 1, w.machine))
+        return np.zeros(len(rels), bool)
+    addr = np.arange(nbytes)[:, None] + np.asarray(rels, np.int64)[None, :]     # [nbytes, starts]
+    return columns_carry_identity(buf.load_prov(addr, 1, w.machine), len(rels))
 
 
 def _s_load(n):
@@ -227,6 +229,7 @@ def _s_load(n):
         out = np.zeros((n, st.members), U64)
         tagged = np.zeros(st.members, bool)
         w, live = st.w, st.w.live
+        by_buf = {}                                      # buffer -> ([start], [members])
         try:
             for a, ms in groups.items():
                 if len(groups) > 1:                      # each group's loads are its members' events
@@ -234,9 +237,14 @@ def _s_load(n):
                 buf, rel = st.memory.scalar(st, a, 4 * n)
                 out[:, ms] = np.array([w.scalar_load(buf, rel + 4 * k, "u32", identities_marked=True)
                                          for k in range(n)], U64)[:, None]
-                tagged[ms] = _tagged(w, buf, rel, 4 * n)
+                rels, mss = by_buf.setdefault(id(buf), (buf, [], []))[1:]
+                rels.append(rel)
+                mss.append(ms)
         finally:
             w.live = live
+        for buf, rels, mss in by_buf.values():
+            for ms, t in zip(mss, _tagged(w, buf, rels, 4 * n).tolist()):
+                tagged[ms] = t
         st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
         st.swrite(dst.first, *out)
     return run
@@ -277,7 +285,7 @@ def _s_buffer_load(n):
                         continue                         # out of range: 0
                     buf, rel = st.memory.scalar(st, int(base[m] + o[m]) + 4 * k, 4)
                     out[k, m] = w.scalar_load(buf, rel, "u32", identities_marked=True)
-                    tagged[m] |= _tagged(w, buf, rel, 4)
+                    tagged[m] |= bool(_tagged(w, buf, [rel], 4)[0])
         finally:
             tr.muted -= 1
         st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py

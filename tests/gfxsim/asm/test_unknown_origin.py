@@ -130,3 +130,30 @@ def test_python_scalar_load_of_tagged_bytes_is_refused():
     launch(kern, grid=1, arch="gfx942", args=(meta,))                # untagged: a plain number
     with pytest.raises(ArgumentError, match=r"s_load from 'k' at byte 8: the bytes carry tags \(token\).*global_load"):
         launch(kern, grid=1, arch="gfx942", args=(k,))
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_members_loading_different_scalar_words_are_marked_by_their_own(batch):
+    """Four workgroups side by side load the scalar word at 4 x workgroup id: only k[0] and k[2]
+    are tagged, so workgroups 0 and 2 store bytes of unknown origin and 1 and 3 do not, in a
+    batch (one gather for every member's address) as one at a time."""
+    k = np.arange(1, 257, dtype=np.uint32)
+    tok = np.full(256, -1)
+    tok[[0, 2]] = [0, 2]
+    out = Buffer.empty("out", 4 * 64, np.uint32)
+    kern = kernel_from_text("""
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_load_dwordx2 s[6:7], s[0:1], 0x8
+  s_lshl_b32 s9, s2, 2
+  s_waitcnt lgkmcnt(0)
+  s_load_dword s8, s[4:5], s9
+  s_lshl_b32 s10, s2, 8
+  v_lshlrev_b32_e32 v1, 2, v0
+  v_add_u32_e32 v1, s10, v1
+  s_waitcnt lgkmcnt(0)
+  v_mov_b32_e32 v3, s8
+  global_store_dword v1, v3, s[6:7]""", "sgpr_members", args=ARGS)
+    run_asm(kern, grid=(4,), args={"k": Buffer("k", k, {"token": tok}), "out": out}, batch=batch)
+    assert (out.array.reshape(4, 64) == np.array([1, 2, 3, 4])[:, None]).all()
+    marked = _unknown_bytes(out).reshape(4, 256).all(axis=1)
+    assert marked.tolist() == [True, False, True, False]

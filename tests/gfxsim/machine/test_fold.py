@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gfxsim import Buffer, launch
+from gfxsim.machine.options import LaunchOptions
 from gfxsim.machine.fold import Fold, Unfolded
 from gfxsim.machine.provenance import WINDOW, Mask, Prov, WideSets
 from kernels_py.host.buffers import make_cache, run_decode
@@ -183,6 +184,29 @@ def test_every_place_a_member_can_part_is_checked(monkeypatch, part, expect):
     same_buffers(oa, ob, ra.machine.wide, rb.machine.wide)
     note = rb.folds[0]
     assert {k: note[k] for k in expect} == expect, note
+
+
+def test_an_unfolded_batch_runs_again_in_batches_of_the_unfolded_bound(monkeypatch):
+    """LaunchOptions.unfolded_batch bounds a batch only where it keeps every member's provenance: a
+    batch that folds runs whole; one whose members part runs again in batches of that many (each
+    tried folded first), and gives what the launch unfolded in batches of that many gives."""
+    tok = np.arange(4 * 64 * 4).reshape(4 * 64, 4)
+
+    def run(part):
+        src = Buffer("src", np.arange(4 * 64 * 4, dtype=np.uint8).reshape(4 * 64, 4), {"token": tok})
+        out = Buffer.empty("out", (4 * 64,), np.uint32)
+        r = launch(_parting_kernel, grid=(4,), waves_per_group=1, args=(src, out), kwargs=dict(part=part),
+                   options=LaunchOptions(trace=False, batch=4, unfolded_batch=2))
+        return r, out
+    (ra, oa), (rb, ob) = both_ways(monkeypatch, lambda: run("bpermute"))
+    same_runs(ra, rb)
+    same_buffers(oa, ob, ra.machine.wide, rb.machine.wide)
+    assert [n["members"] for n in ra.folds] == [2, 2]             # unfolded: batches of the bound
+    assert [n["members"] for n in rb.folds] == [4, 2, 2]
+    assert rb.folds[0]["unfolded"].endswith("(then in batches of 2)") and rb.folds[0]["classes"] is None
+    assert all(n["unfolded"] and n["attempts"] >= 1 for n in rb.folds[1:])
+    _, folded = both_ways(monkeypatch, lambda: run("none"))
+    assert folded[0].folds == [{"first": (0, 0, 0), "members": 4, "classes": 1, "attempts": 1, "unfolded": None}]
 
 
 # -- the fold itself ---------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ def test_frozen_and_keyword_only():
     (dict(batch=0), "batch must be >= 1, got 0"),
     (dict(batch=2.0), "batch must be >= 1, got 2.0"),
     (dict(provenance_batch=0), "provenance_batch must be >= 1 or None, got 0"),
+    (dict(unfolded_batch=0), "unfolded_batch must be >= 1 or None, got 0"),
     (dict(batch_order=(0, 0, 1)), "batch_order must be a tuple ordering the grid axes"),
     (dict(progress=3), "progress must be a function progress"),
     (dict(max_steps=0), "max_steps must be >= 1, got 0"),
@@ -63,6 +64,10 @@ def test_the_batch_bound_and_folding(monkeypatch):
     monkeypatch.setenv("GFXSIM_FOLD", "1")
     assert LaunchOptions().folding and not LaunchOptions(fold=False).folding
     assert not LaunchOptions(fold=True, provenance=False).folding
+    # the unfolded bound applies where the batch keeps every member's provenance from the start
+    assert LaunchOptions(batch=8, unfolded_batch=3).side_by_side == 8
+    assert LaunchOptions(batch=8, unfolded_batch=3, fold=False).side_by_side == 3
+    assert LaunchOptions(batch=8, unfolded_batch=3, fold=False, provenance=False).side_by_side == 8
 
     class Bounded:
         provenance_batch = 4

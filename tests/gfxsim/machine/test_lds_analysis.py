@@ -416,3 +416,42 @@ def test_others_wrote_of_a_uniform_access_looks_at_one_member():
     t.track(part, act, 4, 2, 0, True, False)
     assert t.split
     assert t.others_wrote(rel, act, 4, 0, 0, True) is t.others_wrote(rel, act, 4, 0, 0) is True
+def _stale_offsets_kernel(w, out):
+    """Two waves; lanes 0-31 store to LDS and read back another wave's words. The offset register
+    of lanes 32-63 (outside EXEC at the store) holds a different value in every workgroup, as a
+    compiled kernel's register keeps another tile's address."""
+    g = w.workgroup_id[0]
+    lane = w.lane_id
+    lds = w.view(w.shared("buf", (128,), "u32"))
+    off = w.select(lane < 32, lane + 32 * w.wave_id, lane + g)
+    with w.if_(lane < 32):
+        (lds + off).store(lane + 100 * w.wave_id)
+    w.barrier()
+    z = (lds + (lane % 32) + 32 * (1 - w.wave_id)).load() if w.wave_id < 2 else None
+    with w.if_(lane < 32):
+        w.view(out)[(g * 2 + w.wave_id) * 64 + lane].store(z)
+
+
+def test_offsets_of_lanes_outside_exec_leave_a_batchs_lds_state_shared(monkeypatch):
+    """A batch whose members store at the same offsets in their active lanes keeps one shared
+    race state (it is not copied for every member: 0.2 GiB for a 512-workgroup decode), and gives
+    what one workgroup at a time gives, the traced events' addresses (each member's own) too."""
+    from gfxsim import Buffer, launch
+    runs = {}
+    for batch in (1, 4):
+        if batch == 4:
+            def shared_only(*a, **k):
+                raise AssertionError("the race state was copied for every member")
+            monkeypatch.setattr(RaceState, "repeated", shared_only)
+        out = Buffer.empty("out", (4 * 2 * 64,), np.uint32)
+        run = launch(_stale_offsets_kernel, grid=(4,), waves_per_group=2, args=(out,), batch=batch, trace=True)
+        runs[batch] = (run, out.array.copy())
+    (r1, o1), (r4, o4) = runs[1], runs[4]
+    np.testing.assert_array_equal(o1.reshape(4, 2, 64)[:, :, :32], o4.reshape(4, 2, 64)[:, :, :32])
+    assert [f.kind for f in r1.findings] == [f.kind for f in r4.findings] == []
+
+    def addresses(run):
+        return sorted((e.workgroup, e.wave, e.op, tuple(np.asarray(e.details["address"]).tolist()))
+                      for e in run.trace.events if e.op.startswith("ds_"))
+    got = addresses(r1)
+    assert len(got) == 4 * 2 * 2 and got == addresses(r4)

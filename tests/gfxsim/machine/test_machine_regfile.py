@@ -64,3 +64,21 @@ def test_bad_register_numbers_and_partial_registers_are_errors():
         launch(outside)
     with pytest.raises(GfxSimError, match="does not fill whole registers"):
         launch(partial)
+
+
+def test_a_read_of_every_type_is_its_registers_bytes_reinterpreted():
+    """A read of whole 4-byte elements takes the words as they are, the others go through the
+    bytes: every type gives the little-endian reinterpretation of the registers' bytes per lane."""
+    from gfxsim.machine.dtypes import NAMES, from_bytes, itemsize, to_bytes
+    rng = np.random.default_rng(1)
+
+    def k(w, out):
+        rf = w.register_file(8)
+        rf.words[:] = rng.integers(0, 2 ** 32, rf.words.shape, dtype=np.uint32)
+        for name in NAMES:
+            if 8 % itemsize(name) == 0:
+                got = rf.read(2, 2, name).numpy()
+                want = from_bytes(to_bytes(rf.words[2:4]), name)
+                out[name] = got.dtype == want.dtype and got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes()
+    o = run(k)
+    assert o and all(o.values()), o
