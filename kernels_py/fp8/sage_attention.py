@@ -57,9 +57,13 @@ def _reduce_over(w, x, lanes_of, op):
 
 
 def _amax(w, vals):
-    a = abs(vals[0])
-    for e in range(1, vals.n):
-        a = w.max(a, abs(vals[e]))
+    """max |x| over a lane's elements: halves maxed pairwise (max is exact in any order), so a
+    reduction over n elements is log2(n) statements of up to n/2 registers, not n - 1 of one."""
+    a = abs(vals)
+    while a.n > 1:
+        h = a.n // 2
+        m = w.max(a[0:h], a[h:2 * h])
+        a = m if a.n == 2 * h else w.cat(m, a[2 * h:])
     return a
 
 
