@@ -56,11 +56,19 @@ def _reduce_over(w, x, lanes_of, op):
     return acc
 
 
-def _amax(w, vals):
-    a = abs(vals[0])
-    for e in range(1, vals.n):
-        a = w.max(a, abs(vals[e]))
+def _max_of(w, a):
+    """The max over a lane's elements of ``a``: halves maxed pairwise (max is exact in any order
+    but for signalling NaNs), so n elements take log2(n) statements of up to n/2 registers, not
+    n - 1 of one."""
+    while a.n > 1:
+        h = a.n // 2
+        m = w.max(a[0:h], a[h:2 * h])
+        a = m if a.n == 2 * h else w.cat(m, a[2 * h:])
     return a
+
+
+def _amax(w, vals):
+    return _max_of(w, abs(vals))
 
 
 def _quantize(w, x, inv, qmax):
@@ -188,10 +196,7 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                 xs.append(x)
             alpha = []
             for h, regs in enumerate(slots):
-                bm = xs[0][regs[0]]
-                for j in range(n_nt):
-                    for i in regs:
-                        bm = w.max(bm, xs[j][i])
+                bm = _max_of(w, w.cat(*[xs[j][i] for j in range(n_nt) for i in regs]))
                 for msk in masks:
                     bm = w.max(bm, w.shfl_xor(bm, msk))
                 m_new = w.max(m[mt][h], bm)

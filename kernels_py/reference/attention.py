@@ -370,9 +370,11 @@ def attention_int8(q, cache: PagedKVCache, *, grouping: Grouping = "fragment",
 def metrics(out, ref) -> dict[str, float]:
     """Error of `out` against `ref` (SageAttention's definitions): max_abs, rms (RMSE),
     cos_sim = ΣOO'/√(ΣO²ΣO'²), rel_l1 = Σ|O-O'|/Σ|O| (O the reference)."""
-    o = np.asarray(out, np.float64).ravel()
-    r = np.asarray(ref, np.float64).ravel()
-    d = o - r
-    return dict(max_abs=float(np.abs(d).max(initial=0.0)), rms=float(np.sqrt(np.mean(d * d))),
-                cos_sim=float(o @ r / np.sqrt((o @ o) * (r @ r))),
-                rel_l1=float(np.abs(d).sum() / np.abs(r).sum()))
+    o = np.array(out, np.float64).ravel()           # copies: the passes below reuse them in place
+    r = np.array(ref, np.float64).ravel()
+    cos_sim = float(o @ r / np.sqrt((o @ o) * (r @ r)))
+    d = np.subtract(o, r, out=o)
+    ad = np.abs(d, out=d)
+    max_abs, l1 = float(ad.max(initial=0.0)), ad.sum()
+    rms = float(np.sqrt(np.mean(np.multiply(ad, ad, out=ad))))     # |d|^2 = d^2, bit for bit
+    return dict(max_abs=max_abs, rms=rms, cos_sim=cos_sim, rel_l1=float(l1 / np.abs(r, out=r).sum()))

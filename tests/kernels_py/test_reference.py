@@ -214,3 +214,20 @@ def test_round_bf16_is_ml_dtypes_bfloat16_bit_for_bit():
     assert (np.signbit(got[nan]) == np.signbit(want[nan])).all()
     rows = x[:200_000].reshape(400, -1)[:, :100]           # a strided view rounds as its copy does
     np.testing.assert_array_equal(round_bf16(rows).view(np.uint32), round_bf16(rows.copy()).view(np.uint32))
+
+
+def test_metrics_are_the_textbook_formulas_bit_for_bit_and_leave_their_inputs():
+    """metrics reuses its float64 copies in place: the same numbers as the formulas written out,
+    and neither argument (float32 or float64) is touched."""
+    from kernels_py.reference.attention import metrics
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(4, 33)).astype(np.float32)
+    for out, ref in ((a, a + np.float32(1e-3) * rng.normal(size=a.shape).astype(np.float32)),
+                     (a.astype(np.float64), -a.astype(np.float64))):
+        keep = out.copy(), ref.copy()
+        o, r = out.astype(np.float64).ravel(), ref.astype(np.float64).ravel()
+        d = o - r
+        want = dict(max_abs=float(np.abs(d).max()), rms=float(np.sqrt(np.mean(d * d))),
+                    cos_sim=float(o @ r / np.sqrt((o @ o) * (r @ r))), rel_l1=float(np.abs(d).sum() / np.abs(r).sum()))
+        assert metrics(out, ref) == want
+        assert np.array_equal(out, keep[0]) and np.array_equal(ref, keep[1])

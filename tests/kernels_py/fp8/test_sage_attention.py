@@ -158,3 +158,44 @@ def test_gfxsim_run_sage_attention_refuses_a_gfx9_arch():
         run_kernel("sage_attention", arch="gfx942", context=128, head_dim=64)
     with pytest.raises(ValueError, match="multiple of 64"):
         run_kernel("sage_attention", arch="sm_90", context=100, head_dim=64)
+
+
+def _amax_one_by_one(w, vals):
+    a = abs(vals[0])
+    for e in range(1, vals.n):
+        a = w.max(a, abs(vals[e]))
+    return a
+
+
+@pytest.mark.parametrize("n", [7, 8])
+def test_amax_by_halves_equals_the_one_by_one_chain_with_provenance(n):
+    """The kernel's amax maxes register halves (log2(n) statements): the same value, footprint,
+    identities and quantization marks as the chain max(max(|x0|, |x1|), |x2|) ... it replaces."""
+    from gfxsim import Buffer, launch
+    from gfxsim.machine import qdir
+    from kernels_py.fp8.sage_attention import _amax
+    from support.fold import same_buffers
+    T, d = 32, n
+    x = np.random.default_rng(1).normal(size=(T, d)).astype(np.float32)
+    x[3, 2] = np.nan                              # max ignores a NaN whichever way it pairs
+    toks = np.broadcast_to(np.arange(T)[:, None], (T, d))
+    dims = np.broadcast_to(np.arange(d), (T, d))
+    src = Buffer("x", x, tags={"token": toks, "dim": dims})
+    tok = (np.arange(32)[:, None] + 5 * np.arange(d)) % T            # a lane's elements: several tokens
+    addr = ((tok * d + np.arange(d)) * 4).astype(np.int32)
+    outs = [Buffer.empty(name, (32,), np.float32) for name in ("chain", "halves", "chain_q", "halves_q")]
+
+    def kernel(w, x, chain, halves, chain_q, halves_q):
+        vals = w.cat(*[w.global_load(x, w.from_lanes(addr[:, e], "i32"), 4, "f32") for e in range(d)])
+        for amax, o, oq in ((_amax_one_by_one, chain, chain_q), (_amax, halves, halves_q)):
+            a = amax(w, vals)
+            w.global_store(o, w.lane_id * 4, a)
+            w.global_store(oq, w.lane_id * 4, vals[0] * w.rcp(a))     # carries the amax^-1 mark
+    run = launch(kernel, arch="sm_90", args=(src, *outs), provenance=True)
+    assert run.findings == []
+    np.testing.assert_array_equal(outs[0].array, np.nanmax(np.abs(x[tok, np.arange(d)]), axis=1))
+    for a, b in ((outs[0], outs[1]), (outs[2], outs[3])):
+        same_buffers(a, b, run.machine.wide, run.machine.wide)
+    fp = outs[0].prov._planes().fp
+    assert fp["token"].nonempty().all() and fp["dim"].nonempty().all()     # footprints were compared
+    assert (outs[2].prov._planes().flags & qdir.MARKS).any()              # and the marks
