@@ -12,8 +12,8 @@ checked against the project's reference in bench/yardstick.py before it is timed
 - pv_int8: W = P*sV quantized per (row, 64-token chunk, MMAC token set), acc_j = Wq_j.Vq_j, chunk
   output acc_0*sW_0 + acc_1*sW_1, chunks summed as the kernel's 4 waves do;
 - pv_bf16: W rounded to bf16 (round to nearest even), Vq exact in bf16, fp32 sums, same order;
-- prefix_prefill: every kv head at once, causal scores, per-chunk running max, p~ = exp(S - m_c),
-  W = p~*sV quantized per group, the chunks rescaled to the final max in closed form;
+- prefix_prefill: per kv head and query tile, over the chunks the tile sees: causal scores,
+  per-chunk running max, p~ = exp(S - m_c), W = p~*sV quantized per group, the chunks rescaled to the final max in closed form;
 - the decode: bench/decode_numpy.py.
 """
 from __future__ import annotations
@@ -127,8 +127,10 @@ def pv_bf16(P, v_cache, v_scale, blocks, ctx: int):
     return _wave_order(chunks.transpose(1, 0, 2))
 
 
-def prefix_prefill(q, k_cache, v_cache, k_scale, v_scale, blocks, ctx: int):
-    """q [nq, H, d] f32 (the last nq of ctx tokens) -> out [nq, H, d] f32."""
+def prefix_prefill(q, k_cache, v_cache, k_scale, v_scale, blocks, ctx: int, tile: int = 128):
+    """q [nq, H, d] f32 (the last nq of ctx tokens) -> out [nq, H, d] f32. Per kv head and per
+    ``tile`` queries (a row's math is its own), over the chunks the tile's last query sees: memory
+    is bounded by the tile, and chunks no row of it sees are not computed."""
     nq, H, d = q.shape
     _, kvh, _, bs, _ = k_cache.shape
     ratio = H // kvh
@@ -144,19 +146,29 @@ def prefix_prefill(q, k_cache, v_cache, k_scale, v_scale, blocks, ctx: int):
     v[:, ctx:] = 0
     sv = np.zeros((kvh, T), np.float32)
     sv[:, :ctx] = v_scale[blocks].transpose(1, 0, 2).reshape(kvh, -1)[:, :ctx]
-    rows = q.reshape(nq, kvh, ratio, d).transpose(1, 0, 2, 3).reshape(kvh, nq * ratio, d)   # row = i*ratio + h
-    qq, sq = quantize_amax(rows, np.abs(rows).max(axis=-1, keepdims=True))
-    sc = np.matmul(qq.astype(np.float32), kq.transpose(0, 2, 1)) * sq * sk[:, None, :] * np.float32(1.0 / np.sqrt(d))
-    pos = (ctx - nq + np.arange(nq)).repeat(ratio)                               # each row's last visible token
-    sc[:, np.arange(T)[None, :] > pos[:, None]] = -np.inf
-    sc = sc.reshape(kvh, nq * ratio, C, CHUNK)
-    m = np.maximum.accumulate(sc.max(axis=-1), axis=2)                           # [kvh, rows, C]
-    p = np.exp(sc - m[..., None])
-    psum = p.sum(axis=-1, dtype=np.float32)
-    w = (p * sv.reshape(kvh, 1, C, CHUNK)).reshape(kvh, nq * ratio, T)
-    contrib = np.stack([_pv_int8_chunks(w[g], v[g], C) for g in range(kvh)])     # [kvh, rows, C, d]
-    scale = np.exp(m - m[..., -1:])                                              # to the final max
-    o = (contrib * scale[..., None]).sum(axis=2)
-    l = (psum * scale).sum(axis=2)
-    out = o / l[..., None]
-    return out.reshape(kvh, nq, ratio, d).transpose(1, 0, 2, 3).reshape(nq, H, d)
+    out = np.empty((nq, kvh, ratio, d), np.float32)
+    inv_sqrt_d = np.float32(1.0 / np.sqrt(d))
+    for q0 in range(0, nq, tile):
+        q1 = min(q0 + tile, nq)
+        pos = (ctx - nq + np.arange(q0, q1)).repeat(ratio)                      # each row's last visible token
+        c = -(-(int(pos[-1]) + 1) // CHUNK)                                      # the chunks the tile sees
+        t = c * CHUNK
+        hidden = np.arange(t)[None, :] > pos[:, None]
+        for g in range(kvh):
+            rows = q[q0:q1, g * ratio:(g + 1) * ratio].reshape(-1, d)                 # row = i*ratio + h
+            qq, sq = quantize_amax(rows, np.abs(rows).max(axis=-1, keepdims=True))
+            sc = np.matmul(qq.astype(np.float32), kq[g, :t].T) * sq * sk[g, None, :t] * inv_sqrt_d
+            sc[hidden] = -np.inf
+            sc = sc.reshape(len(rows), c, CHUNK)
+            m = np.maximum.accumulate(sc.max(axis=-1), axis=1)                   # [rows, c]
+            p = np.exp(sc - m[..., None])
+            psum = p.sum(axis=-1, dtype=np.float32)
+            w = (p * sv[g, :t].reshape(1, c, CHUNK)).reshape(len(rows), t)
+            contrib = _pv_int8_chunks(w, v[g, :t], c)                            # [rows, c, d]
+            scale = np.exp(m - m[:, -1:])                                        # to the final max
+            o = (contrib * scale[..., None]).sum(axis=1)
+            ls = np.zeros((len(rows), C), np.float32)              # summed over every chunk: numpy's
+            ls[:, :c] = psum * scale                                # pairwise sum groups by the length
+            l = ls.sum(axis=1)
+            out[q0:q1, g] = (o / l[:, None]).reshape(q1 - q0, ratio, d)
+    return out.reshape(nq, H, d)

@@ -26,3 +26,19 @@ def test_the_prefill_implementation_takes_a_long_prompt(tmp_path):
                         inputs=str(tmp_path / "in.npz"))
     _, diff, scale = build("prefix_prefill", a)
     assert diff <= 1e-6 * max(1.0, scale)
+
+
+def test_the_prefill_implementation_by_query_tiles_is_the_whole_prompt_at_once():
+    """Tiles skip the chunks no query of theirs sees, and a row's math is its own: the same bits."""
+    import numpy as np
+
+    from bench.kernels_numpy import prefix_prefill
+    from kernels_py.reference.int8_cache import build_paged_cache
+    from kernels_py.workloads.data import make_attention_inputs
+    d = make_attention_inputs(seed=1, num_heads=8, num_kv_heads=2, head_dim=64, context_lens=[500], num_queries=300)
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=1)
+    args = (d["q"][0], cache.k_cache, cache.v_cache, cache.k_scale, cache.v_scale, cache.block_tables[0, :32], 500)
+    whole = prefix_prefill(*args, tile=300)
+    assert np.isfinite(whole).all()
+    for tile in (1, 64, 128):
+        assert np.array_equal(prefix_prefill(*args, tile=tile).view(np.uint32), whole.view(np.uint32)), tile
