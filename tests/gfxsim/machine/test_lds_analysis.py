@@ -416,6 +416,8 @@ def test_others_wrote_of_a_uniform_access_looks_at_one_member():
     t.track(part, act, 4, 2, 0, True, False)
     assert t.split
     assert t.others_wrote(rel, act, 4, 0, 0, True) is t.others_wrote(rel, act, 4, 0, 0) is True
+
+
 def _stale_offsets_kernel(w, out):
     """Two waves; lanes 0-31 store to LDS and read back another wave's words. The offset register
     of lanes 32-63 (outside EXEC at the store) holds a different value in every workgroup, as a
