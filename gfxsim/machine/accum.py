@@ -146,11 +146,15 @@ def accumulate(acc, prod, pexp, c):
             prod = np.where(np.abs(prod) >= 2.0 ** 128, prod * np.inf, prod)
     final = acc.final_rounding or acc.rounding
     run = c if acc.c_entry != "after" else np.zeros_like(c)
+    finite = bool(np.isfinite(prod).all())       # the common case: no step has a special term to look for
     for ks in steps_of(acc, prod.shape[-1]):
         p, pe = prod[..., ks], pexp[..., ks]
-        special, value = _specials(p, run)
-        p = np.where(np.isfinite(p), p, 0.0)
-        r = np.where(np.isfinite(run), run, 0.0)
+        if finite and np.isfinite(run).all():    # a step's sum may overflow: run is looked at each step
+            special, value, r = False, None, run
+        else:
+            special, value = _specials(p, run)
+            p = np.where(np.isfinite(p), p, 0.0)
+            r = np.where(np.isfinite(run), run, 0.0)
         with np.errstate(over="ignore"):
             if acc.c_entry == "two_stage":
                 d = _two_stage_step(acc, p, pe, r)
@@ -159,7 +163,7 @@ def accumulate(acc, prod, pexp, c):
                 if acc.result_bits is not None:
                     d = truncate_mantissa(d, acc.result_bits) if final == "truncate" else \
                         round_mantissa(d, acc.result_bits)
-        run = np.where(special, value, d.astype(np.float64))
+        run = np.where(special, value, d.astype(np.float64)) if special is not False else d.astype(np.float64)
     if acc.c_entry == "after":                                  # C joins last, by an fp32 add
         with np.errstate(invalid="ignore", over="ignore"):
             run = run.astype(np.float32) + c.astype(np.float32)
