@@ -45,3 +45,27 @@ def test_the_ftz_tree_flushes_denormal_inputs_and_sums():
     d = mma_f32(acc, a, b, np.array([[[2.0 ** -127]]], np.float32), "f16", "f16")     # C denormal: flushed
     assert d[0, 0, 0] == 0.0
     assert mma_f32(acc, a, b, np.array([[[1.0]]], np.float32), "bf16", "bf16")[0, 0, 0] == np.float32(1 + 2.0 ** -20)
+
+
+@pytest.mark.parametrize("name", ["CDNA3_F16", "CDNA3_XF32", "CDNA3_FP8", "FP22_ADA", "ADA_HMMA", "SM90_HMMA",
+                                  "SM90_WGMMA_E4M3"])
+def test_an_instruction_without_special_terms_equals_the_special_path(name):
+    """Finite products skip the per-step search for NaN and infinite terms: each row equals the same
+    row computed beside a row with an infinite product (which takes the special path), overflow to
+    infinity during the steps included."""
+    import gfxsim.arch.accumulators as amd
+    import gfxsim.arch.nvidia as nv
+    acc = getattr(amd, name, None) or getattr(nv, name)
+    rng = np.random.default_rng(7)
+    k = 32
+    a = (rng.normal(size=(6, 16, k)) * 2.0 ** rng.integers(-20, 20, (6, 16, 1))).astype(np.float32)
+    b = (rng.normal(size=(6, k, 16)) * 2.0 ** rng.integers(-20, 20, (6, 1, 16))).astype(np.float32)
+    a[1, 0, :] = 3e38                                      # row 1, 0 overflows to inf in the steps
+    c = (rng.normal(size=(6, 16, 16)) * 100).astype(np.float32)
+    c[2] = 0
+    fast = mma_f32(acc, a, b, c)
+    special = a.copy()
+    special[5, 3, 0] = np.inf                              # one infinite product: the special path for all
+    slow = mma_f32(acc, special, b, c)
+    np.testing.assert_array_equal(fast[:5].view(np.uint32), slow[:5].view(np.uint32))
+    assert np.isinf(slow[5, 3]).all() or np.isnan(slow[5, 3]).any()
