@@ -16,11 +16,11 @@ import numpy as np
 from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, reader, sdst_mask, u32, u64, vdst_ok, vsrc
 from . import dequant
 from ... import isa
+from ...isa.moves import byte_permute
 from ...machine.encoding import numeric
 from ...machine.provenance import Prov
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import combine, elem_prov, merged, sum_of_results, with_marks
-from ...isa.moves import byte_permute
 from ...machine.vgpr import VGPRs
 from ..origin import bytes_carry_identity
 

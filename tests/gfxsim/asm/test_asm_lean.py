@@ -131,3 +131,26 @@ def test_split_of_lanes_on_one_buffer_is_the_general_split():
     for addr in (bad, np.full(64, 8, np.uint64)):
         with pytest.raises(MemoryFault):
             space.split(sb.st, addr, np.ones(64, bool), 4)
+
+
+@pytest.mark.parametrize("line", ["v_mfma_i32_16x16x32_i8 v[4:7], v[0:1], v[2:3], 0",
+                                  "v_mfma_f32_16x16x16_bf16 a[0:3], v[0:1], v[2:3], a[4:7]"])
+def test_a_matrix_result_is_written_as_the_value_path_writes_it(line):
+    """(A matrix instruction needs the whole wave: EXEC is full.)"""
+    for seed in range(2):
+        sbs = []
+        for lean in (True, False):
+            rng = np.random.default_rng(seed)
+            sb = Sandbox()
+            half = (np.float32(rng.standard_normal((4, 2, 64))).view(np.uint32) >> 16)   # finite bf16 pairs
+            for r in range(4):
+                sb.v[r] = half[r, 0] | (half[r, 1] << 16)
+            for r in range(4, 8):
+                sb.st.vwrite("a", r, np.float32(rng.standard_normal(64)).view(np.uint32)[None, :])
+            sb.st.lean = lean
+            sbs.append(_state(sb.run(line)))
+        for k in sbs[1]:
+            if k == "findings":
+                assert sbs[0][k] == sbs[1][k]
+            else:
+                np.testing.assert_array_equal(sbs[0][k], sbs[1][k], err_msg=f"{line}: {k}")
