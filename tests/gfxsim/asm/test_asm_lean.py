@@ -19,7 +19,9 @@ LINES = ["v_mov_b32_e32 v3, v1", "v_mov_b32_e32 v3, v9", "v_mov_b32_e32 v3, s4",
          "v_perm_b32 v1, v1, v2, v2",
          "v_add_u32_e32 v3, v1, v2", "v_add_u32_e32 v3, v9, v2", "v_mul_f32_e32 v3, 0x40490fdb, v1",
          "v_fma_f32 v3, -v1, |v2|, 0.5", "v_cvt_f32_i32_e32 v3, v1", "v_cvt_f32_i32_e32 v3, a1",
-         "v_add_u32_e64 v3, v1, v2 clamp", "v_xor_b32_e32 a3, 7, v2"]
+         "v_add_u32_e64 v3, v1, v2 clamp", "v_xor_b32_e32 a3, 7, v2",
+         "v_fmac_f32_e32 v3, v1, v2", "v_fmac_f32_e64 v3, -v1, |s4|", "v_fmac_f32_e32 v3, 0.5, v2",
+         "v_mac_f32_e32 v3, v1, v2", "v_fmac_f32_e32 v9, v1, v2"]
 
 
 def _sandbox(seed: int, lean: bool) -> Sandbox:
