@@ -65,6 +65,15 @@ def fma(a, b, c, t=F32) -> np.ndarray:
         s = p + c
         bp = s - c                                  # TwoSum: s + e == p + c exactly
         e = (p - bp) + (c - (s - bp))
+        if not e.any():                             # p + c exact in binary64 (most calls): one rounding
+            return s.astype(t)
+    return _round_once(s, e, t)
+
+
+def _round_once(s, e, t) -> np.ndarray:
+    """The binary64 sum ``s`` of an exact value s + e rounded to ``t`` as the exact value would be
+    (a tie of ``s`` between two ``t`` neighbours is decided by the sign of ``e``)."""
+    with np.errstate(all="ignore"):
         r = s.astype(t)
         r64 = r.astype(F64)
         toward = np.where(s > r64, t(np.inf), t(-np.inf))
