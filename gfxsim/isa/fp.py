@@ -65,6 +65,15 @@ def fma(a, b, c, t=F32) -> np.ndarray:
         s = p + c
         bp = s - c                                  # TwoSum: s + e == p + c exactly
         e = (p - bp) + (c - (s - bp))
+        if not e.any():                             # p + c exact in binary64 (most calls): one rounding
+            return s.astype(t)
+    return _round_once(s, e, t)
+
+
+def _round_once(s, e, t) -> np.ndarray:
+    """The binary64 sum ``s`` of an exact value s + e rounded to ``t`` as the exact value would be
+    (a tie of ``s`` between two ``t`` neighbours is decided by the sign of ``e``)."""
+    with np.errstate(all="ignore"):
         r = s.astype(t)
         r64 = r.astype(F64)
         toward = np.where(s > r64, t(np.inf), t(-np.inf))
@@ -266,6 +275,8 @@ def div_scale(s0, s1, s2, t=F32):
     T = t
     gap, k, small, _ = _DIV[t]
     s0, s1, s2 = (np.asarray(x, T) for x in (s0, s1, s2))
+    if T is F32 and s0.size and s0.shape == s1.shape == s2.shape and _div_plain(s1, s2):
+        return s0.copy(), np.zeros(s0.shape, bool)
     tiny = np.finfo(T).tiny
     with np.errstate(all="ignore"):
         d = s0.copy()
@@ -303,6 +314,16 @@ def div_scale(s0, s1, s2, t=F32):
         c = ~done & (e2 <= small)                                      # numerator tiny
         d = np.where(c, np.ldexp(s0, k).astype(T), d)
     return d.astype(T), vcc
+
+
+def _div_plain(s1, s2) -> bool:
+    """Whether no lane of a binary32 V_DIV_SCALE meets any of its cases (D = S0, VCC = 0): both
+    operands normal and finite with biased exponents e1 in [1, 252] (1/S1 normal), e2 in [24, 254]
+    (the numerator not tiny) and -124 <= e2 - e1 <= 95 (the quotient normal, no exponent gap)."""
+    e1, e2 = _exponent(s1, F32), _exponent(s2, F32)
+    gap = e2 - e1
+    return bool(e1.min() >= 1 and e1.max() <= 252 and e2.min() >= 24 and e2.max() <= 254
+                and gap.min() >= -124 and gap.max() <= 95)
 
 
 def div_fixup(s0, s1, s2, t=F32):

@@ -118,6 +118,9 @@ def mfma(st, d):
         raise st.error(f"operand C {c.text}: {insn.regs('C')} registers or the inline constant 0 expected")
     label = f"line {d.ins.line}" + (f" <- {d.ins.source}" if d.ins.source else "")     # the .s line, then the source's
     out = st.w.mma(name, va, vb, vc, label=label)
-    st.vwrite_value(dst.file, dst.first, out)
+    if st.lean and out.valid is None and out.val.dtype.itemsize == 4:     # every byte written, no provenance
+        st.vwrite(dst.file, dst.first, out.val.view(np.uint32))
+    else:
+        st.vwrite_value(dst.file, dst.first, out)
     st.set_fresh(dst.file, dst.first, np.ones((dst.count, st.w.width), bool))      # semantics/dequant.py
 

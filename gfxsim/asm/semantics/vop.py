@@ -16,11 +16,11 @@ import numpy as np
 from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, reader, sdst_mask, u32, u64, vdst_ok, vsrc
 from . import dequant
 from ... import isa
+from ...isa.moves import byte_permute
 from ...machine.encoding import numeric
 from ...machine.provenance import Prov
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import combine, elem_prov, merged, sum_of_results, with_marks
-from ...isa.moves import byte_permute
 from ...machine.vgpr import VGPRs
 from ..origin import bytes_carry_identity
 
@@ -451,6 +451,35 @@ def v_fmac_f32(st, d):
         with np.errstate(all="ignore"):
             r = (x * y + acc).astype(F32)
     put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", (a, b, dst)))
+
+
+def _fmac_prepare(d):
+    """v_fmac_f32 / v_mac_f32's step: without provenance its sources read as a VALU row's are and
+    its result written as words; with provenance (or a form the checks refuse) the function above."""
+    if d.ops.mods or len(d.ops.positional) != 3 or d.enc not in ("e32", "e64", ""):
+        return None
+    dst, a, b = d.ops.positional
+    reads = [reader(o, "f32") for o in (dst, a, b)]
+    if None in reads or not vdst_ok(dst):
+        return None
+    fused, fma = d.mnemonic == "v_fmac_f32", isa.entry("v_fma_f32").fn
+    r_acc, r_a, r_b = reads
+    f, i = dst.file, dst.first
+
+    def step(st):
+        if not st.lean:
+            return v_fmac_f32(st, d)
+        acc, x, y = r_acc(st), r_a(st), r_b(st)
+        if fused:
+            r = fma(x, y, acc)
+        else:
+            with np.errstate(all="ignore"):
+                r = (x * y + acc).astype(F32)
+        st.vwrite(f, i, r.view(U32))
+    return step
+
+
+v_fmac_f32.prepare = _fmac_prepare
 
 
 @op("v_fmamk_f32", "v_fmaak_f32", "v_madmk_f32", "v_madak_f32")

@@ -19,7 +19,9 @@ LINES = ["v_mov_b32_e32 v3, v1", "v_mov_b32_e32 v3, v9", "v_mov_b32_e32 v3, s4",
          "v_perm_b32 v1, v1, v2, v2",
          "v_add_u32_e32 v3, v1, v2", "v_add_u32_e32 v3, v9, v2", "v_mul_f32_e32 v3, 0x40490fdb, v1",
          "v_fma_f32 v3, -v1, |v2|, 0.5", "v_cvt_f32_i32_e32 v3, v1", "v_cvt_f32_i32_e32 v3, a1",
-         "v_add_u32_e64 v3, v1, v2 clamp", "v_xor_b32_e32 a3, 7, v2"]
+         "v_add_u32_e64 v3, v1, v2 clamp", "v_xor_b32_e32 a3, 7, v2",
+         "v_fmac_f32_e32 v3, v1, v2", "v_fmac_f32_e64 v3, -v1, |s4|", "v_fmac_f32_e32 v3, 0.5, v2",
+         "v_mac_f32_e32 v3, v1, v2", "v_fmac_f32_e32 v9, v1, v2"]
 
 
 def _sandbox(seed: int, lean: bool) -> Sandbox:
@@ -131,3 +133,26 @@ def test_split_of_lanes_on_one_buffer_is_the_general_split():
     for addr in (bad, np.full(64, 8, np.uint64)):
         with pytest.raises(MemoryFault):
             space.split(sb.st, addr, np.ones(64, bool), 4)
+
+
+@pytest.mark.parametrize("line", ["v_mfma_i32_16x16x32_i8 v[4:7], v[0:1], v[2:3], 0",
+                                  "v_mfma_f32_16x16x16_bf16 a[0:3], v[0:1], v[2:3], a[4:7]"])
+def test_a_matrix_result_is_written_as_the_value_path_writes_it(line):
+    """(A matrix instruction needs the whole wave: EXEC is full.)"""
+    for seed in range(2):
+        sbs = []
+        for lean in (True, False):
+            rng = np.random.default_rng(seed)
+            sb = Sandbox()
+            half = (np.float32(rng.standard_normal((4, 2, 64))).view(np.uint32) >> 16)   # finite bf16 pairs
+            for r in range(4):
+                sb.v[r] = half[r, 0] | (half[r, 1] << 16)
+            for r in range(4, 8):
+                sb.st.vwrite("a", r, np.float32(rng.standard_normal(64)).view(np.uint32)[None, :])
+            sb.st.lean = lean
+            sbs.append(_state(sb.run(line)))
+        for k in sbs[1]:
+            if k == "findings":
+                assert sbs[0][k] == sbs[1][k]
+            else:
+                np.testing.assert_array_equal(sbs[0][k], sbs[1][k], err_msg=f"{line}: {k}")
