@@ -48,3 +48,13 @@ def test_the_log_owns_declared_fields_and_its_caches():
     log.truncate(1, 0, 0)
     assert len(log.records) == len(log.starts) == 1
     assert log.k_sets == {0: "kept"} and list(log.k_tables) == [0]
+
+
+def test_record_of_names_the_record_holding_an_instruction_and_none_between():
+    log = _two_mmacs().machine.mma_log
+    first, second = log.records
+    assert second.first > first.first + 1              # instructions between the two records
+    assert log.record_of(first.first) is first and log.record_of(second.first) is second
+    assert log.record_of(first.first + 1) is None and log.record_of(second.first - 1) is None
+    assert log.record_of(first.first - 1) is None if first.first else True
+    assert log.record_of(np.int64(second.first)) is second
