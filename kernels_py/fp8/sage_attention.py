@@ -216,11 +216,12 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                 lsum[mt][h] = lsum[mt][h] * alpha[h] + rs
             p8[mt] = [x.to("fp8_e4m3") for x in ps]
             tiles = mpv.K // mqk.N
+            # P~'s A operand of each K step: the same for every head-dim tile, gathered once
+            pas = [w.cat(*[p8[mt][c * tiles + jj][i] for jj, i in src]) for c in range(BLKK // mpv.K)]
             for dt in range(n_dt):
                 buf = None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d
                 for c in range(BLKK // mpv.K):
-                    pa = w.cat(*[p8[mt][c * tiles + jj][i] for jj, i in src])
-                    buf = w.mma(PV_MMA, pa, vq[dt][blk * (BLKK // mpv.K) + c], buf,
+                    buf = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], buf,
                                 label=f"pv block {blk} m{mt} d{dt} k{c}")
                 if not two_level:
                     o[mt][dt] = buf
