@@ -4,6 +4,8 @@ results this launch read, and the K sets of any result element through all of th
 """
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 
 from .provenance import Mask, WideSets
@@ -249,7 +251,7 @@ class MmaLog:
         """The record of instruction ``index`` (None if no record holds it)."""
         if index >= PAIR_BASE:
             return None
-        i = int(np.searchsorted(np.asarray(self.starts, np.int64), index, "right")) - 1
+        i = bisect.bisect_right(self.starts, index) - 1      # starts ascend; no array of them per call
         if i < 0:
             return None
         r = self.records[i]

@@ -71,8 +71,25 @@ def _amax(w, vals):
     return _max_of(w, abs(vals))
 
 
+def _split(x, sizes):
+    """``x`` cut into consecutive values of ``sizes`` elements (no instruction: register ranges)."""
+    out, at = [], 0
+    for n in sizes:
+        out.append(x[at:at + n])
+        at += n
+    return out
+
+
 def _quantize(w, x, inv, qmax):
     return w.clamp(w.rint(x * inv), -float(qmax), float(qmax)).to("i32")
+
+
+def _narrowed(w, q, sizes, qk):
+    """Quantized i32 ``q`` as the matrix operands of ``sizes`` elements each: int8 bytes, or
+    int4 nibbles packed per operand."""
+    if qk == "int4":
+        return [_pack_s4(w, x) for x in _split(q, sizes)]
+    return _split(q.to("i8"), sizes)
 
 
 def _pack_s4(w, q):
@@ -133,12 +150,13 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     # -- phase 1: Q (per-thread groups) ---------------------------------------------------------
     qv = [[_operand(w, q, ar, ac, mt * mqk.M, ks * kq, head_dim, per_a, mqk.operand("A").n_regs)
            for ks in range(n_ks)] for mt in range(n_mt)]
-    amax = _amax(w, w.cat(*[x for row in qv for x in row]))
-    amax = _reduce_over(w, amax, q_sharers, w.max)
+    qflat = [x for row in qv for x in row]
+    qcat = w.cat(*qflat)                      # every element side by side: one statement per step
+    amax = _reduce_over(w, _amax(w, qcat), q_sharers, w.max)
     sq = w.group_scale(amax * np.float32(1 / qmax) + EPS)
     inv_q = w.rcp(sq)
-    qa = [[_quantize(w, x, inv_q, qmax) for x in row] for row in qv]
-    qa = [[(_pack_s4(w, x) if qk == "int4" else x.to("i8")) for x in row] for row in qa]
+    qa = _narrowed(w, _quantize(w, qcat, inv_q, qmax), [x.n for x in qflat], qk)
+    qa = [qa[mt * n_ks:(mt + 1) * n_ks] for mt in range(n_mt)]
     if q_layout is not None:           # the defective twin: the scale of the group its wrong layout names
         sq = w.bpermute(sq, _vals(w, [q_sharers[np.nonzero(rgrp == rgrp_used[l])[0][0], 0] for l in lanes]))
 
@@ -154,13 +172,15 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     v_sharers = sharers(vc[:, 0])                          # lanes holding one V column (dim)
     vs, vq = [], []
     for dt in range(n_dt):
-        a = _reduce_over(w, _amax(w, w.cat(*vv[dt])), v_sharers, w.max)
+        vcat = w.cat(*vv[dt])
+        a = _reduce_over(w, _amax(w, vcat), v_sharers, w.max)
         s = w.group_scale(a * np.float32(1 / FP8_MAX) + EPS)
         inv = w.rcp(s)
         vs.append(s)
-        vq.append([(x * inv).to(v_type) for x in vv[dt]])
+        x8 = (vcat * inv).to(v_type)
         if v_type != "fp8_e4m3":       # the defective twin: another encoding's bytes handed to the e4m3 mma
-            vq[-1] = [x.bitcast("fp8_e4m3") for x in vq[-1]]
+            x8 = x8.bitcast("fp8_e4m3")
+        vq.append(_split(x8, [x.n for x in vv[dt]]))
 
     # -- phase 2: per K block -------------------------------------------------------------------
     slots = row_slots(mqk)
@@ -172,13 +192,15 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     for blk in range(context // BLKK):
         kv = [[_operand(w, k, bc, br, blk * BLKK + j * mqk.N, ks * kq, head_dim, per_b, mqk.operand("B").n_regs)
                for ks in range(n_ks)] for j in range(n_nt)]
-        ka = _amax(w, w.cat(*[x for row in kv for x in row]))
+        kflat = [x for row in kv for x in row]
+        kcat = w.cat(*kflat)
+        ka = _amax(w, kcat)
         if k_group_reduce:
             ka = _reduce_over(w, ka, k_sharers, w.max)
         sk_b = w.group_scale(ka * np.float32(1 / qmax) + EPS)
         inv_k = w.rcp(sk_b)
-        kb = [[_quantize(w, x, inv_k, qmax) for x in row] for row in kv]
-        kb = [[(_pack_s4(w, x) if qk == "int4" else x.to("i8")) for x in row] for row in kb]
+        kb = _narrowed(w, _quantize(w, kcat, inv_k, qmax), [x.n for x in kflat], qk)
+        kb = [kb[j * n_ks:(j + 1) * n_ks] for j in range(n_nt)]
         sk = w.bpermute(sk_b, _vals(w, k_src))
         p8 = [[None] * n_nt for _ in range(n_mt)]
         for mt in range(n_mt):
@@ -216,11 +238,12 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                 lsum[mt][h] = lsum[mt][h] * alpha[h] + rs
             p8[mt] = [x.to("fp8_e4m3") for x in ps]
             tiles = mpv.K // mqk.N
+            # P~'s A operand of each K step: the same for every head-dim tile, gathered once
+            pas = [w.cat(*[p8[mt][c * tiles + jj][i] for jj, i in src]) for c in range(BLKK // mpv.K)]
             for dt in range(n_dt):
                 buf = None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d
                 for c in range(BLKK // mpv.K):
-                    pa = w.cat(*[p8[mt][c * tiles + jj][i] for jj, i in src])
-                    buf = w.mma(PV_MMA, pa, vq[dt][blk * (BLKK // mpv.K) + c], buf,
+                    buf = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], buf,
                                 label=f"pv block {blk} m{mt} d{dt} k{c}")
                 if not two_level:
                     o[mt][dt] = buf

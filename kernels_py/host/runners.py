@@ -22,7 +22,7 @@ from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
 from kernels_py.qk_int8 import qk_int8
 from kernels_py.reference import attention as R
-from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8,
+from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, gather_int8, quantize_int8,
                                              without_smooth_k)
 from kernels_py.workloads.inputs import prepare_inputs
 from gfxsim.errors import ArgumentError
@@ -192,19 +192,31 @@ def _kv_cache(cfg, inputs, swap):
     d, ref = _inputs_and_cache(cfg, inputs)
     lens = d["context_lens"]
     mean = ref.k_mean if ref.k_mean is not None else np.zeros((len(lens),) + d["k"].shape[2:], np.float32)
-    key = np.concatenate([d["k"][s, :n] - mean[s] for s, n in enumerate(lens)]).astype(np.float32)
-    value = np.concatenate([d["v"][s, :n] for s, n in enumerate(lens)])
+    starts = np.concatenate([[0], np.cumsum(lens)]).astype(int)
+    # [2, tokens, kv heads, head_dim]: K and V written in place (no concatenate, astype or stack copies)
+    fp32 = np.empty((2, int(starts[-1])) + d["k"].shape[2:], np.float32)
+    for s, n in enumerate(lens):
+        np.subtract(d["k"][s, :n], mean[s], out=fp32[0, starts[s]:starts[s + 1]])
+        fp32[1, starts[s]:starts[s + 1]] = d["v"][s, :n]
+    key, value = fp32
     arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
                                     block_size=ref.block_size, arch=cfg.arch, trace=cfg.trace,
                                     provenance=cfg.provenance, progress=swap.progress,
                                     kernel=swap.kernel_fn or int8_kv_cache)
     mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
+    refs = {"fp32": fp32, "reference_int8": dequantized_kv(ref, starts)}
+    return Ran(dequantized_kv(mine, starts), refs, [run], int(lens.max()))
 
-    def dequantized(cache):
-        kv = [gather_kv(cache, s, add_mean=False) for s in range(len(lens))]
-        return np.stack([np.concatenate([k for k, _ in kv]), np.concatenate([v for _, v in kv])])
-    refs = {"fp32": np.stack([key, value]), "reference_int8": dequantized(ref)}
-    return Ran(dequantized(mine), refs, [run], int(lens.max()))
+
+def dequantized_kv(cache: PagedKVCache, starts: np.ndarray) -> np.ndarray:
+    """Every sequence's dequantized K (k_mean not added) and V in logical token order, one after
+    another, [2, tokens, kv heads, head_dim] f32: gather_kv's products, written in place."""
+    out = np.empty((2, int(starts[-1]), cache.num_kv_heads, cache.head_dim), np.float32)
+    for s in range(len(starts) - 1):
+        kq, ks, vq, vs = gather_int8(cache, s)
+        np.multiply(kq, ks[..., None], out=out[0, starts[s]:starts[s + 1]], dtype=np.float32)
+        np.multiply(vq, vs[..., None], out=out[1, starts[s]:starts[s + 1]], dtype=np.float32)
+    return out
 
 
 

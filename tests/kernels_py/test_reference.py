@@ -231,3 +231,15 @@ def test_metrics_are_the_textbook_formulas_bit_for_bit_and_leave_their_inputs():
                     cos_sim=float(o @ r / np.sqrt((o @ o) * (r @ r))), rel_l1=float(np.abs(d).sum() / np.abs(r).sum()))
         assert metrics(out, ref) == want
         assert np.array_equal(out, keep[0]) and np.array_equal(ref, keep[1])
+
+
+def test_the_kv_cache_runners_dequantized_caches_are_gather_kvs_bit_for_bit():
+    """dequantized_kv writes gather_kv's products in place: the same floats, sequence after sequence."""
+    from kernels_py.host.runners import dequantized_kv
+    from kernels_py.reference.int8_cache import gather_kv
+    d = make_attention_inputs(seed=2, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[40, 23])
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=2)
+    kv = [gather_kv(cache, s, add_mean=False) for s in range(2)]
+    want = np.stack([np.concatenate([k for k, _ in kv]), np.concatenate([v for _, v in kv])])
+    got = dequantized_kv(cache, np.array([0, 40, 63]))
+    assert got.dtype == want.dtype and np.array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -71,3 +71,13 @@ def test_the_events_carrying_an_operand_are_those_with_a_token_set(kw):
     tagged = [(e.index, e.workgroup, e.wave) for r in kr.runs for e in r.tagged_mmacs()]
     assert tagged == [(e.index, e.workgroup, e.wave) for e in kr.mmacs() if e.tagged]
     assert bool(tagged) == kw.get("provenance", True)
+
+
+def test_record_of_names_the_record_holding_an_instruction_and_none_between():
+    log = _two_mmacs().machine.mma_log
+    first, second = log.records
+    assert second.first > first.first + 1              # instructions between the two records
+    assert log.record_of(first.first) is first and log.record_of(second.first) is second
+    assert log.record_of(first.first + 1) is None and log.record_of(second.first - 1) is None
+    assert log.record_of(first.first - 1) is None if first.first else True
+    assert log.record_of(np.int64(second.first)) is second
