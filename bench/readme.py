@@ -66,6 +66,23 @@ def asm_table(res: dict) -> str:
     return "\n".join(rows)
 
 
+def tinygrad_table(res: dict) -> str:
+    """Each compiled twin, one launch, warm, provenance off, on the asm front end and on tinygrad's
+    CDNA emulator (bench/tinygrad_side.py): lane-instructions per second of each."""
+    rows = ["| twin (gfx942, one launch) | gfxsim lane-instr/s | tinygrad lane-instr/s | gfxsim / tinygrad | target |",
+            "|---|---|---|---|---|"]
+    for f in res["figures"]:
+        if f["group"] != "tinygrad":
+            continue
+        if f.get("error"):
+            rows.append(f"| {f.get('twin', f['figure'])} | — | — | {f['error'][:80]} | |")
+            continue
+        t = f.get("tinygrad_rate")
+        rows.append(f"| {f['twin']} | {f['gfxsim_rate'] / 1e6:.2f} M | {t / 1e6:.2f} M | **{f['ratio']:.2f}x** | "
+                    f"{f['target'].replace('>=', '≥')}: {'met' if f['met'] else 'missed'} |")
+    return "\n".join(rows)
+
+
 def triton_table(res: dict) -> str:
     """A Triton flash-attention forward on the asm front end (bench/triton_fa.py)."""
     rows = ["| Triton flash-attention forward | lane-instr/s | launch | whole command | peak RSS |", "|---|---|---|---|---|"]
@@ -123,6 +140,8 @@ def tables(path: Path = RESULTS, triton: Path | None = TRITON_RESULTS) -> str:
     out = decode_table(res) + "\n\n" + asm_table(res)
     if any(f["group"] == "kernels" for f in res["figures"]):
         out += "\n\n" + kernels_table(res)
+    if any(f["group"] == "tinygrad" for f in res["figures"]):
+        out += "\n\n" + tinygrad_table(res)
     if triton is not None and Path(triton).is_file():
         out += "\n\n" + triton_table(json.loads(Path(triton).read_text()))
     return out
