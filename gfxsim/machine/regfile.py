@@ -29,6 +29,9 @@ class RegisterFile:
         self.written = np.zeros((count * 4, wave.width), bool)
         self.prov: Prov | None = None
         self.has = np.zeros(count, bool)             # per register: may carry provenance (else none at all)
+        # per plane ("i", field) / ("f", field) / "flags" and register: may hold a value other than the
+        # plane's fill (else a write that does not carry the plane has nothing there to clear)
+        self.holds: dict = {}
 
     def name(self, first: int, n: int = 1) -> str:
         return f"{self.prefix}{first}" if n == 1 else f"{self.prefix}[{first}:{first + n - 1}]"
@@ -53,7 +56,7 @@ class RegisterFile:
         rows = slice(first * 4, (first + n) * 4)
         prov = None
         if self.prov is not None and self.has[first:first + n].any():
-            prov = _read_prov(self.prov, rows, size)
+            prov = _read_prov(self.prov, rows, size, slice(first, first + n), self.holds)
         wr = self.written[rows]
         return VGPRs(self.wave, val, dtype, prov, None if wr.all() else wr.copy(),
                      regs=(first, n), rfile=self.prefix)
@@ -83,23 +86,32 @@ class RegisterFile:
             self.prov = Prov(1, {})
         w = self.wave
         pact = act if w.fold is None else w.pexec("EXEC of a register write")
-        self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full)
+        self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full,
+                            slice(first, first + n), self.holds)
         if p is not None:
             self.has[first:first + n] = True
         elif self.wave.exec_full:
             self.has[first:first + n] = False
 
 
-def _read_prov(mem: Prov, rows: slice, size: int) -> Prov:
-    """A copy of rows ``rows`` of the file's per-byte planes, per element of ``size`` bytes where
-    every byte of every element agrees in every plane (Prov.compact's rule; taking each element's
-    first byte is then its union), else per byte."""
-    view = mem.map(lambda a: a[rows])
+def _held(holds, key, regs) -> bool:
+    """Whether plane ``key`` may hold a value in registers ``regs`` (no record: it may)."""
+    h = None if holds is None else holds.get(key)
+    return h is None or bool(h[regs].any())
+
+
+def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, holds=None) -> Prov:
+    """A copy of rows ``rows`` (registers ``regs``) of the file's per-byte planes, per element of
+    ``size`` bytes where every byte of every element agrees in every plane (Prov.compact's rule;
+    taking each element's first byte is then its union), else per byte."""
     # the file's planes hold every field any register ever had: a value carries only those its
     # own bytes name (as a value of the Python front end does), so an operand does not show a
-    # field — a V dim on a PV's A — that no byte of it holds
-    view = Prov(view.g, {f: a for f, a in view.ids.items() if (a >= 0).any()},
-                {f: m for f, m in view.fp.items() if m.nonempty().any()}, view.flags)
+    # field — a V dim on a PV's A — that no byte of it holds (a plane ``holds`` says is empty in
+    # these registers is not even looked at)
+    ids = {f: a[rows] for f, a in mem.ids.items() if _held(holds, ("i", f), regs)}
+    fp = {f: m.map(lambda a: a[rows]) for f, m in mem.fp.items() if _held(holds, ("f", f), regs)}
+    view = Prov(mem.g, {f: a for f, a in ids.items() if (a >= 0).any()},
+                {f: m for f, m in fp.items() if m.nonempty().any()}, None if mem.flags is None else mem.flags[rows])
     if size > 1:
         planes = list(view.ids.values()) + [x for m in view.fp.values() for x in (m.base, m.wide, m.bits)] + \
             ([view.flags] if view.flags is not None else [])
@@ -109,10 +121,34 @@ def _read_prov(mem: Prov, rows: slice, size: int) -> Prov:
     return view.map(lambda a: a.copy())
 
 
-def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int, full: bool = False) -> Prov:
-    """mem with rows ``rows`` of the active columns replaced by p (fields p lacks cleared there),
-    in place: the planes belong to the register file alone (``read`` hands out copies)."""
+def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int, full: bool = False,
+            regs: slice | None = None, holds=None) -> Prov:
+    """mem with rows ``rows`` (registers ``regs``) of the active columns replaced by p (fields p
+    lacks cleared there), in place: the planes belong to the register file alone (``read`` hands
+    out copies). ``holds`` (RegisterFile.holds) is kept: a plane p lacks that holds nothing in
+    these registers is left alone."""
     from .provenance import Mask
+    n_regs = total // 4
+
+    def follow(key, made: bool):
+        """The plane's record (a plane just made holds nothing; one made before it was followed may)."""
+        if holds is None or regs is None:
+            return None
+        h = holds.get(key)
+        if h is None:
+            h = holds[key] = np.zeros(n_regs, bool) if made else np.ones(n_regs, bool)
+        return h
+
+    def cleared_already(h, carried: bool) -> bool:
+        return not carried and h is not None and not h[regs].any()
+
+    def after(h, carried: bool):
+        if h is None:
+            return
+        if carried:
+            h[regs] = True
+        elif full:                           # cleared in every column of these registers
+            h[regs] = False
 
     def put(plane, src, fill, where):
         blk = plane[rows]
@@ -123,19 +159,34 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
 
     for f in set(mem.ids) | (set(p.ids) if p is not None else set()):
         plane = mem.ids.get(f)
-        if plane is None:
+        made = plane is None
+        src = p.ids.get(f) if p is not None else None
+        h = follow(("i", f), made)
+        if cleared_already(h, src is not None):
+            continue
+        if made:
             plane = mem.ids[f] = np.full((total, width), -1, np.int32)
-        put(plane, p.ids.get(f) if p is not None else None, -1, act)
+        put(plane, src, -1, act)
+        after(h, src is not None)
     for f in set(mem.fp) | (set(p.fp) if p is not None else set()):
         m = mem.fp.get(f)
-        if m is None:
-            m = mem.fp[f] = Mask.empty((total, width))
+        made = m is None
         src = p.fp.get(f) if p is not None else None
+        h = follow(("f", f), made)
+        if cleared_already(h, src is not None):
+            continue
+        if made:
+            m = mem.fp[f] = Mask.empty((total, width))
         for name in ("base", "bits", "wide"):
             a = getattr(m, name)
             put(a, None if src is None else getattr(src, name), fill_value(a), act[:, None] if a.ndim == 3 else act)
+        after(h, src is not None)
     if mem.flags is not None or (p is not None and p.flags is not None):
-        if mem.flags is None:
-            mem.flags = np.zeros((total, width), np.uint8)
-        put(mem.flags, None if p is None else p.flags, 0, act)
+        src = None if p is None else p.flags
+        h = follow("flags", mem.flags is None)
+        if not cleared_already(h, src is not None):
+            if mem.flags is None:
+                mem.flags = np.zeros((total, width), np.uint8)
+            put(mem.flags, src, 0, act)
+            after(h, src is not None)
     return mem

@@ -229,7 +229,7 @@ def _s_load(n):
         out = np.zeros((n, st.members), U64)
         tagged = np.zeros(st.members, bool)
         w, live = st.w, st.w.live
-        by_buf = {}                                      # buffer -> ([start], [members])
+        by_buf = []                                      # [buffer, [start], [members]] (a few)
         try:
             for a, ms in groups.items():
                 if len(groups) > 1:                      # each group's loads are its members' events
@@ -237,12 +237,15 @@ def _s_load(n):
                 buf, rel = st.memory.scalar(st, a, 4 * n)
                 out[:, ms] = np.array([w.scalar_load(buf, rel + 4 * k, "u32", identities_marked=True)
                                          for k in range(n)], U64)[:, None]
-                rels, mss = by_buf.setdefault(id(buf), (buf, [], []))[1:]
-                rels.append(rel)
-                mss.append(ms)
+                entry = next((e for e in by_buf if e[0] is buf), None)
+                if entry is None:
+                    entry = [buf, [], []]
+                    by_buf.append(entry)
+                entry[1].append(rel)
+                entry[2].append(ms)
         finally:
             w.live = live
-        for buf, rels, mss in by_buf.values():
+        for buf, rels, mss in by_buf:
             for ms, t in zip(mss, _tagged(w, buf, rels, 4 * n).tolist()):
                 tagged[ms] = t
         st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py

@@ -82,3 +82,37 @@ def test_a_read_of_every_type_is_its_registers_bytes_reinterpreted():
                 out[name] = got.dtype == want.dtype and got.view(np.uint8).tobytes() == want.view(np.uint8).tobytes()
     o = run(k)
     assert o and all(o.values()), o
+
+
+def test_what_the_file_follows_of_its_planes_never_hides_a_value():
+    """The register file follows which planes may hold values in which registers, to skip clearing
+    and reading empty ones: after writes with and without provenance, under full and partial EXEC,
+    every read is what reading every plane gives."""
+    from gfxsim.machine.regfile import _read_prov
+    buf = tokens()
+    rng = np.random.default_rng(2)
+
+    def k(w, out):
+        rf = w.register_file(12)
+        tagged = w.global_load(buf, w.lane_id * 8, 8, "i8")              # 2 registers, token planes
+        plain = w.const(7, "u32")
+        same = []
+        for step in range(40):
+            first = int(rng.integers(0, 10))
+            value = tagged if rng.integers(2) else w.from_lanes(np.full(64, step, np.uint32), "u32") if rng.integers(2) \
+                else plain
+            n = value.nbytes // 4
+            first = min(first, 12 - n)
+            if rng.integers(2):
+                with w.if_(w.lane_id < int(rng.integers(1, 64))):
+                    rf.write(first, value)
+            else:
+                rf.write(first, value)
+            for r in range(0, 12, 2):
+                got = rf.read(r, 2, "u32").prov
+                whole = None if rf.prov is None or not rf.has[r:r + 2].any() else _read_prov(rf.prov, slice(4 * r, 4 * r + 8), 4)
+                same.append((got is None) == (whole is None) and (got is None or (
+                    sorted(got.ids) == sorted(whole.ids) and all(np.array_equal(got.ids[f], whole.ids[f]) for f in got.ids))))
+        out["same"] = same
+    o = run(k)
+    assert len(o["same"]) == 40 * 6 and all(o["same"])
