@@ -133,6 +133,12 @@ class Run:
     def mmacs(self):
         return self.trace.mmacs()
 
+    def iter_mmacs(self):
+        return self.trace.iter_mmacs()
+
+    def mmac_count(self) -> int:
+        return self.trace.mmac_count()
+
     @property
     def approximations(self) -> dict:
         """The instructions this launch executed whose last bit is a stand-in, mnemonic -> what it is

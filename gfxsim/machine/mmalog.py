@@ -212,6 +212,16 @@ class MmaLog:
                 out.append(MmaEvent.from_record(r, m))
         return out
 
+    def iter_events(self):
+        """``events()`` one at a time (a long launch has millions: a caller that needs a few)."""
+        for r in self.records:
+            for m in r.live:
+                yield MmaEvent.from_record(r, m)
+
+    def event_count(self) -> int:
+        """How many events ``events()`` holds, without making them."""
+        return sum(len(r.live) for r in self.records)
+
     def record_of(self, index: int):
         """The record of instruction ``index`` (None if no record holds it)."""
         if index >= PAIR_BASE:

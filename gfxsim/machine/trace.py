@@ -213,6 +213,14 @@ class Trace:
         """All matrix-instruction events, in issue order (views of the launch's MmaLog)."""
         return self.mma_log.events() if self.mma_log is not None else []
 
+    def iter_mmacs(self):
+        """``mmacs()`` one at a time, made as they are asked for."""
+        return self.mma_log.iter_events() if self.mma_log is not None else iter(())
+
+    def mmac_count(self) -> int:
+        """How many matrix-instruction events ``mmacs()`` holds, without making them."""
+        return self.mma_log.event_count() if self.mma_log is not None else 0
+
     def of_wave(self, workgroup, wave) -> list:
         wg = tuple(workgroup) if not isinstance(workgroup, int) else (workgroup, 0, 0)
         out = []

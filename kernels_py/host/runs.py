@@ -43,6 +43,12 @@ class KernelRun:
     def mmacs(self):
         return [m for r in self.runs for m in r.mmacs()]
 
+    def iter_mmacs(self):
+        return (m for r in self.runs for m in r.iter_mmacs())
+
+    def mmac_count(self) -> int:
+        return sum(r.mmac_count() for r in self.runs)
+
     def metrics(self) -> dict:
         m = {f"vs_{name}": R.metrics(self.out, ref) for name, ref in self.refs.items()}
         m.update(self.extra_metrics)

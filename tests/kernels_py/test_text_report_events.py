@@ -1,0 +1,19 @@
+"""The text report counts a launch's matrix instructions and makes only the events it shows
+(a long prefill issues millions): Run.iter_mmacs gives Run.mmacs() one at a time, in order, and
+Run.mmac_count its length, for a batch whose members issue different instructions."""
+from kernels_py.host import twins as H
+from kernels_py.host.buffers import make_cache
+from kernels_py.prefix_prefill import prefix_prefill
+from kernels_py.workloads.data import make_attention_inputs
+
+
+def test_the_events_one_at_a_time_are_the_events():
+    d = make_attention_inputs(seed=2, num_seqs=1, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100],
+                              num_queries=70)
+    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=2)
+    run = H.prefill_buffers(d["q"], cache, 0).launch(prefix_prefill, trace=False, provenance=False)
+    key = lambda e: (e.index, e.workgroup, e.wave, e.op, e.label)          # noqa: E731
+    whole = [key(e) for e in run.mmacs()]
+    assert len({w for _, w, *_ in whole}) > 1 and len({i for i, *_ in whole}) == len(whole)
+    assert [key(e) for e in run.iter_mmacs()] == whole
+    assert run.mmac_count() == len(whole)
