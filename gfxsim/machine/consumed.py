@@ -632,6 +632,26 @@ def _range_masks(lo, hi):
     return m, fits
 
 
+CHECK_SLICE = 1 << 16      # output elements checked at once (each holds two masks of 48 bytes)
+
+
+def _wide_holds(u: Mask, lo, hi, exact: bool, wide) -> np.ndarray:
+    """Where ``u`` holds a set that leaves one window (a WideSets id): whether it holds [lo, hi)
+    (``exact``: is it), per distinct (set, range)."""
+    out = np.zeros(len(lo), bool)
+    w = np.nonzero(u.wide != 0)[0]
+    if not len(w):
+        return out
+    key = np.stack([u.wide[w].astype(np.int64), lo[w], hi[w]], axis=1)
+    keys, inv = np.unique(key, axis=0, return_inverse=True)
+    held = np.zeros(len(keys), bool)
+    for r, (sid, a, b) in enumerate(keys.tolist()):
+        bits, want = wide.bitset(sid), ((1 << (b - a)) - 1) << a
+        held[r] = bits == want if exact else bits & want == want
+    out[w] = held[inv.ravel()]
+    return out
+
+
 def check_outputs(machine):
     """token-coverage findings for every declared buffer this launch stored into (unless the front
     end said it cannot follow what values consumed: ``Machine.not_checked``)."""
@@ -693,27 +713,42 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
             ok &= ~fd.nonempty()
         if (void | (written & ok & ~mixed)).all():
             return
-    if len(named):
+    # element by element in slices (a prefill's output holds millions): what holds its range, then
+    # the rest's masks
+    named_at = np.full(n, -1, np.int64)
+    named_at[named] = np.arange(len(named))
+
+    def masks(sel):
+        """(consumed, consumed twice) of the elements at ``sel``."""
+        u, d = Mask.empty((len(sel),)), Mask.empty((len(sel),))
         if field in fp:
             fu, fd = fp[field]
-            if len(named) == n:                   # every element holds a result: no copy
-                u = fu.mask()
+            k = named_at[sel]
+            has = np.nonzero(k >= 0)[0]
+            if len(has):
+                u.assign(has, fu.at(k[has]).mask())
                 if fd is not None:
-                    d = fd.mask()
-            else:
-                u.assign(named, fu.mask())
-                if fd is not None:
-                    d.assign(named, fd.mask())
-    want, fits = _range_masks(lo, hi)
-    same = (u.wide == 0) & (u.base == want.base) & (u.bits == want.bits).all(axis=-1) if exact else \
-        (u.wide == 0) & (u.base == want.base) & ((want.bits & ~u.bits) == 0).all(axis=-1)
-    ok = void | (written & fits & same & ~d.nonempty() & ~mixed)
-    bad = np.nonzero(~ok)[0]
+                    d.assign(has, fd.at(k[has]).mask())
+        return u, d
+
+    bad = []
+    for s0 in range(0, n, CHECK_SLICE):
+        sel = np.arange(s0, min(n, s0 + CHECK_SLICE))
+        u, d = masks(sel)
+        want, fits = _range_masks(lo[sel], hi[sel])
+        narrow = u.wide == 0
+        same = narrow & fits & (u.base == want.base) & ((u.bits == want.bits).all(axis=-1) if exact else
+                                                        ((want.bits & ~u.bits) == 0).all(axis=-1))
+        same |= _wide_holds(u, lo[sel], hi[sel], exact, wide)
+        ok = void[sel] | (written[sel] & same & ~d.nonempty() & ~mixed[sel])
+        bad.append(sel[~ok])
+    bad = np.concatenate(bad)
     if not len(bad):
         return
+    u, d = masks(bad)                    # row i: element bad[i]
     # the rest, per distinct (consumed, consumed twice, range, written)
-    key = np.concatenate([u.base[bad, None], u.wide[bad, None].astype(np.int64), u.bits[bad].view(np.int64),
-                          d.base[bad, None], d.wide[bad, None].astype(np.int64), d.bits[bad].view(np.int64),
+    key = np.concatenate([u.base[:, None], u.wide[:, None].astype(np.int64), u.bits.view(np.int64),
+                          d.base[:, None], d.wide[:, None].astype(np.int64), d.bits.view(np.int64),
                           lo[bad, None], hi[bad, None], nwritten[bad, None], mixed[bad, None]], axis=1)
     _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inv = inv.ravel()
@@ -721,9 +756,9 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     for g, i in enumerate(first.tolist()):
         j = bad[i]
         expected = set(range(int(lo[j]), int(hi[j])))
-        got = u.values_at((j,), wide) if written[j] else frozenset()
+        got = u.values_at((i,), wide) if written[j] else frozenset()
         never = sorted(expected - got)
-        twice = sorted(d.values_at((j,), wide)) if written[j] else []
+        twice = sorted(d.values_at((i,), wide)) if written[j] else []
         extra = sorted(got - expected) if exact else []
         mix = bool(mixed[j]) and written[j]
         if not (never or twice or extra or mix):

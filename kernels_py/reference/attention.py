@@ -50,6 +50,7 @@ def _causal_mask(nq: int, ctx: int) -> np.ndarray:
     return np.arange(ctx)[None, :] <= (ctx - nq + np.arange(nq))[:, None]
 
 
+QUERY_TILE = 128                # prefill queries computed at once (their [rows, context] arrays)
 _F64_TOKENS = 1024              # tokens of K/V converted to float64 at a time (1 MiB at head_dim 128)
 
 
@@ -60,26 +61,30 @@ def attention_fp32(q, k, v, context_lens) -> np.ndarray:
     out = np.zeros(q4.shape, np.float32)
     scale = 1.0 / np.sqrt(hd)
     for s, ctx in enumerate(lens):
-        mask = np.tile(_causal_mask(nq, ctx), (ratio, 1))                 # rows h*nq + i
+        full_mask = _causal_mask(nq, ctx)
         for g in range(k.shape[2]):                                      # all query heads of a kv head at once
             heads = slice(g * ratio, (g + 1) * ratio)
-            qg = np.asarray(q4[s, :, heads], np.float64).transpose(1, 0, 2).reshape(ratio * nq, hd)
-            # K and V converted to float64 a block of tokens at a time (the blocks stay in cache,
-            # a whole head's float64 copy would be fresh memory): the same products and sums
-            sc = np.empty((ratio * nq, ctx))
-            for t in range(0, ctx, _F64_TOKENS):
-                np.matmul(qg, np.asarray(k[s, t:min(t + _F64_TOKENS, ctx), g], np.float64).T,
-                          out=sc[:, t:t + _F64_TOKENS])
-            sc *= scale
-            if nq > 1:
-                sc[~mask] = -np.inf
-            sc -= sc.max(axis=1, keepdims=True)
-            p = np.exp(sc, out=sc)
-            o = np.zeros((ratio * nq, hd))
-            for t in range(0, ctx, _F64_TOKENS):
-                o += p[:, t:t + _F64_TOKENS] @ np.asarray(v[s, t:min(t + _F64_TOKENS, ctx), g], np.float64)
-            o /= p.sum(axis=1, keepdims=True)
-            out[s, :, heads] = o.reshape(ratio, nq, hd).transpose(1, 0, 2)
+            for q0 in range(0, nq, QUERY_TILE):                          # a row's math is its own: memory by tile
+                q1 = min(nq, q0 + QUERY_TILE)
+                n = q1 - q0
+                mask = np.tile(full_mask[q0:q1], (ratio, 1))              # rows h*n + i
+                qg = np.asarray(q4[s, q0:q1, heads], np.float64).transpose(1, 0, 2).reshape(ratio * n, hd)
+                # K and V converted to float64 a block of tokens at a time (the blocks stay in cache,
+                # a whole head's float64 copy would be fresh memory): the same products and sums
+                sc = np.empty((ratio * n, ctx))
+                for t in range(0, ctx, _F64_TOKENS):
+                    np.matmul(qg, np.asarray(k[s, t:min(t + _F64_TOKENS, ctx), g], np.float64).T,
+                              out=sc[:, t:t + _F64_TOKENS])
+                sc *= scale
+                if nq > 1:
+                    sc[~mask] = -np.inf
+                sc -= sc.max(axis=1, keepdims=True)
+                p = np.exp(sc, out=sc)
+                o = np.zeros((ratio * n, hd))
+                for t in range(0, ctx, _F64_TOKENS):
+                    o += p[:, t:t + _F64_TOKENS] @ np.asarray(v[s, t:min(t + _F64_TOKENS, ctx), g], np.float64)
+                o /= p.sum(axis=1, keepdims=True)
+                out[s, q0:q1, heads] = o.reshape(ratio, n, hd).transpose(1, 0, 2)
     return out.reshape(np.shape(q))
 
 
@@ -333,24 +338,27 @@ def prefill_int8(q, cache: PagedKVCache, *, grouping: Grouping = "fragment", pv:
         svp = np.zeros(C * CHUNK, np.float32)
         for g in range(cache.num_kv_heads):
             heads = slice(g * ratio, (g + 1) * ratio)
-            qq, sq = quantize_int8(q[s, :, heads].reshape(nq * ratio, hd))       # row = i*ratio + h
-            sc = np.full((nq * ratio, C * CHUNK), -np.inf, np.float32)
-            sc[:, :ctx] = qk_int8_scores(qq, sq, kq[:, g], sk[:, g])
-            sc[~np.repeat(mask, ratio, axis=0)] = -np.inf
-            sc = sc.reshape(-1, C, CHUNK)
-            m_run = np.maximum.accumulate(sc.max(axis=-1), axis=1)           # m after each chunk
-            p = np.exp(sc - m_run[..., None])                                 # p~, 0 where masked
             svp[:ctx] = sv[:, g]
             vqp = np.zeros((C * CHUNK, hd), np.int8)
             vqp[:ctx] = vq[:, g]
-            contrib = _pv_chunks((p * svp.reshape(C, CHUNK)).reshape(-1, C * CHUNK), vqp, grouping, pv)
-            psum = p.sum(axis=-1, dtype=np.float32)
-            o, l = contrib[:, 0], psum[:, 0]                                  # chunk 0 holds token 0
-            for c in range(1, C):
-                alpha = np.exp(m_run[:, c - 1] - m_run[:, c])
-                l = alpha * l + psum[:, c]
-                o = alpha[:, None] * o + contrib[:, c]
-            out[s, :, heads] = (o / l[:, None]).reshape(nq, ratio, hd)
+            for q0 in range(0, nq, QUERY_TILE):                          # a row's math is its own: memory by tile
+                q1 = min(nq, q0 + QUERY_TILE)
+                n = q1 - q0
+                qq, sq = quantize_int8(q[s, q0:q1, heads].reshape(n * ratio, hd))   # row = i*ratio + h
+                sc = np.full((n * ratio, C * CHUNK), -np.inf, np.float32)
+                sc[:, :ctx] = qk_int8_scores(qq, sq, kq[:, g], sk[:, g])
+                sc[~np.repeat(mask[q0:q1], ratio, axis=0)] = -np.inf
+                sc = sc.reshape(-1, C, CHUNK)
+                m_run = np.maximum.accumulate(sc.max(axis=-1), axis=1)       # m after each chunk
+                p = np.exp(sc - m_run[..., None])                             # p~, 0 where masked
+                contrib = _pv_chunks((p * svp.reshape(C, CHUNK)).reshape(-1, C * CHUNK), vqp, grouping, pv)
+                psum = p.sum(axis=-1, dtype=np.float32)
+                o, l = contrib[:, 0], psum[:, 0]                              # chunk 0 holds token 0
+                for c in range(1, C):
+                    alpha = np.exp(m_run[:, c - 1] - m_run[:, c])
+                    l = alpha * l + psum[:, c]
+                    o = alpha[:, None] * o + contrib[:, c]
+                out[s, q0:q1, heads] = (o / l[:, None]).reshape(n, ratio, hd)
     return out
 
 

@@ -1,0 +1,49 @@
+"""The prefill's output declaration (each query consumes the tokens up to its own) over a context
+wider than one footprint window: its elements' token sets are wide (WideSets), checked per distinct
+(set, range) and in slices of the output (consumed.CHECK_SLICE), with the findings of the check
+element by element."""
+import json
+
+import pytest
+
+from gfxsim.machine import consumed
+from kernels_py.host import twins as H
+from kernels_py.host.buffers import make_cache
+from kernels_py.prefix_prefill import prefix_prefill
+from kernels_py.workloads.data import make_attention_inputs
+
+CTX, NQ = 400, 70
+
+
+def _short_context(w, *args, context_len, **kw):
+    """The prefill told a context one token shorter: every query row misses its last token."""
+    return prefix_prefill(w, *args, context_len=context_len - 1, **kw)
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    d = make_attention_inputs(seed=2, num_seqs=1, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[CTX],
+                              num_queries=NQ)
+    return d, make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=2)
+
+
+def _coverage(inputs, kernel):
+    d, cache = inputs
+    run = H.prefill_buffers(d["q"], cache, 0).launch(kernel, trace=False)
+    return [f for f in run.findings if f.kind == "token-coverage"]
+
+
+def test_a_prefill_over_a_wide_context_is_silent(inputs):
+    assert CTX > 256 and _coverage(inputs, prefix_prefill) == []
+
+
+def test_a_query_that_misses_its_own_token_is_named(inputs, monkeypatch):
+    found = _coverage(inputs, _short_context)
+    assert found
+    for f in found:
+        queries = {e[0] for e in f.details["elements"]}
+        assert len(queries) == 1 and f.details["never"] == [CTX - NQ + queries.pop()], f.message
+    monkeypatch.setattr(consumed, "CHECK_SLICE", 7)          # slices that split rows and heads
+    sliced = _coverage(inputs, _short_context)
+    same = lambda fs: [json.dumps(f.to_dict(), sort_keys=True, default=str) for f in fs]     # noqa: E731
+    assert same(sliced) == same(found)
