@@ -11,6 +11,7 @@ results, so every figure there comes from the command that made the file.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -112,7 +113,15 @@ def _cell(f) -> str:
     if f is None:
         return "—"
     if f.get("error"):
-        return f["error"] if f["error"].startswith("over ") else "failed"
+        e = f["error"]
+        if e.startswith("over "):
+            return e
+        if e.startswith("skipped"):
+            return "not run (a shorter prompt ran over)"
+        bound = re.search(r"max_trace_bytes = ([0-9.]+ GiB)", e)
+        if bound:
+            return f"refused: the trace is over its {bound.group(1)} bound"
+        return "failed"
     ratio = ""
     if f.get("ratio") is not None:
         spread = len(f.get("ratios", [])) > 1
