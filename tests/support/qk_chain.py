@@ -76,3 +76,17 @@ def run_chain(order="last", wrong_group=False, seed=0):
         "kc": (kc, {"dim": np.arange(32)})}, outputs={"out": ((16, 16), "f32")},
         kwargs=dict(order=order, wrong_group=wrong_group), trace=False)
     return run, res["out"]
+
+
+def check_findings(run, wrong_group: bool):
+    """Either front end's findings on the chain: none for the correct kernel; for the wrong group
+    one scale-group-mismatch naming the dims (0-15 taken, 16-31 foreign) along K. Returns that
+    finding (None for the correct kernel) for a front end's own further checks."""
+    messages = [f.message for f in run.findings]
+    if not wrong_group:
+        assert run.findings == [], messages
+        return None
+    assert [f.kind for f in run.findings] == ["scale-group-mismatch"], messages
+    d = run.findings[0].details
+    assert (d["field"], d["axis"], d["scale_over"], d["foreign"]) == ("dim", "K", list(range(16)), list(range(16, 32)))
+    return run.findings[0]
