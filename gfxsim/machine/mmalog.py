@@ -213,11 +213,7 @@ class MmaLog:
 
     def events(self) -> list:
         """One MmaEvent view per instruction and live workgroup, in index order."""
-        out = []
-        for r in self.records:
-            for m in r.live:
-                out.append(MmaEvent.from_record(r, m))
-        return out
+        return list(_events_of(self.records))
 
     def count(self) -> int:
         """How many events ``events()`` holds, without making them."""
@@ -226,10 +222,7 @@ class MmaLog:
     def tagged_events(self):
         """The events whose operands carried provenance (``MmaEvent.tagged``), in index order,
         made one by one as asked for."""
-        for r in self.records:
-            if r.a is not None:
-                for m in r.live:
-                    yield MmaEvent.from_record(r, m)
+        return _events_of(r for r in self.records if r.a is not None)
 
     def events_carrying(self, operand: str, field: str = "token"):
         """The events (in index order, made one by one as asked for) whose ``operand`` ("A" or
@@ -407,3 +400,9 @@ def import_wide(m: Mask, theirs: WideSets, ours: WideSets) -> Mask:
         out.wide[m.wide == wid] = ours.intern(theirs.values(wid))
     return out
 
+
+def _events_of(records):
+    """The MmaEvent views of ``records``, one per live workgroup of each, made as asked for."""
+    for r in records:
+        for m in r.live:
+            yield MmaEvent.from_record(r, m)
