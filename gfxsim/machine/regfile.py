@@ -130,25 +130,23 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
     from .provenance import Mask
     n_regs = total // 4
 
-    def follow(key, made: bool):
-        """The plane's record (a plane just made holds nothing; one made before it was followed may)."""
-        if holds is None or regs is None:
-            return None
-        h = holds.get(key)
-        if h is None:
-            h = holds[key] = np.zeros(n_regs, bool) if made else np.ones(n_regs, bool)
-        return h
-
-    def cleared_already(h, carried: bool) -> bool:
-        return not carried and h is not None and not h[regs].any()
-
-    def after(h, carried: bool):
-        if h is None:
-            return
-        if carried:
-            h[regs] = True
-        elif full:                           # cleared in every column of these registers
-            h[regs] = False
+    def update(key, current, src, make, write):
+        """Write plane ``key`` (``current``, made by ``make`` if None) from ``src`` (None: clear),
+        keeping ``holds``: a plane made now holds nothing yet; one made before it was followed may
+        hold anything; a clear of a plane that holds nothing in these registers is skipped."""
+        h = None
+        if holds is not None and regs is not None:
+            h = holds.get(key)
+            if h is None:
+                h = holds[key] = np.zeros(n_regs, bool) if current is None else np.ones(n_regs, bool)
+            if src is None and not h[regs].any():
+                return
+        write(make() if current is None else current, src)
+        if h is not None:
+            if src is not None:
+                h[regs] = True
+            elif full:                       # cleared in every column of these registers
+                h[regs] = False
 
     def put(plane, src, fill, where):
         blk = plane[rows]
@@ -157,36 +155,29 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
         else:
             np.copyto(blk, fill if src is None else src, where=where)
 
-    for f in set(mem.ids) | (set(p.ids) if p is not None else set()):
-        plane = mem.ids.get(f)
-        made = plane is None
-        src = p.ids.get(f) if p is not None else None
-        h = follow(("i", f), made)
-        if cleared_already(h, src is not None):
-            continue
-        if made:
-            plane = mem.ids[f] = np.full((total, width), -1, np.int32)
-        put(plane, src, -1, act)
-        after(h, src is not None)
-    for f in set(mem.fp) | (set(p.fp) if p is not None else set()):
-        m = mem.fp.get(f)
-        made = m is None
-        src = p.fp.get(f) if p is not None else None
-        h = follow(("f", f), made)
-        if cleared_already(h, src is not None):
-            continue
-        if made:
-            m = mem.fp[f] = Mask.empty((total, width))
+    def put_mask(m, src):
         for name in ("base", "bits", "wide"):
             a = getattr(m, name)
             put(a, None if src is None else getattr(src, name), fill_value(a), act[:, None] if a.ndim == 3 else act)
-        after(h, src is not None)
+
+    def new_ids(f):
+        mem.ids[f] = np.full((total, width), -1, np.int32)
+        return mem.ids[f]
+
+    def new_fp(f):
+        mem.fp[f] = Mask.empty((total, width))
+        return mem.fp[f]
+
+    def new_flags():
+        mem.flags = np.zeros((total, width), np.uint8)
+        return mem.flags
+
+    for f in set(mem.ids) | (set(p.ids) if p is not None else set()):
+        update(("i", f), mem.ids.get(f), p.ids.get(f) if p is not None else None, lambda: new_ids(f),
+               lambda plane, src: put(plane, src, -1, act))
+    for f in set(mem.fp) | (set(p.fp) if p is not None else set()):
+        update(("f", f), mem.fp.get(f), p.fp.get(f) if p is not None else None, lambda: new_fp(f), put_mask)
     if mem.flags is not None or (p is not None and p.flags is not None):
-        src = None if p is None else p.flags
-        h = follow("flags", mem.flags is None)
-        if not cleared_already(h, src is not None):
-            if mem.flags is None:
-                mem.flags = np.zeros((total, width), np.uint8)
-            put(mem.flags, src, 0, act)
-            after(h, src is not None)
+        update("flags", mem.flags, None if p is None else p.flags, new_flags,
+               lambda plane, src: put(plane, src, 0, act))
     return mem
