@@ -22,7 +22,7 @@ from ...machine.provenance import Prov
 from ...machine.routing import route_prov, shift_prov
 from ...machine.valueprov import combine, elem_prov, merged, sum_of_results, with_marks
 from ...machine.vgpr import VGPRs
-from ..origin import bytes_carry_identity
+from ..origin import bytes_carry_identity, columns_carry_identity
 
 U32, I32, F32, U64 = np.uint32, np.int32, np.float32, np.uint64
 
@@ -586,7 +586,7 @@ def lanes_carry_identity(st, v, cols) -> np.ndarray | None:
     if st.w.fold is not None:                      # folded columns: the whole register decides
         out = np.full(st.members, bytes_carry_identity(p), bool)
     else:
-        out = np.array([bytes_carry_identity(p.map(lambda a, c=c: a[:, c:c + 1])) for c in cols.tolist()], bool)
+        out = columns_carry_identity(p, st.members * st.lanes)[cols]
     return out if out.any() else None
 
 
