@@ -22,7 +22,7 @@ from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
 from kernels_py.qk_int8 import qk_int8
 from kernels_py.reference import attention as R
-from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, gather_int8, quantize_int8,
+from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8,
                                              without_smooth_k)
 from kernels_py.workloads.inputs import prepare_inputs
 from gfxsim.errors import ArgumentError
@@ -210,12 +210,11 @@ def _kv_cache(cfg, inputs, swap):
 
 def dequantized_kv(cache: PagedKVCache, starts: np.ndarray) -> np.ndarray:
     """Every sequence's dequantized K (k_mean not added) and V in logical token order, one after
-    another, [2, tokens, kv heads, head_dim] f32: gather_kv's products, written in place."""
+    another, [2, tokens, kv heads, head_dim] f32, gathered in place."""
     out = np.empty((2, int(starts[-1]), cache.num_kv_heads, cache.head_dim), np.float32)
     for s in range(len(starts) - 1):
-        kq, ks, vq, vs = gather_int8(cache, s)
-        np.multiply(kq, ks[..., None], out=out[0, starts[s]:starts[s + 1]], dtype=np.float32)
-        np.multiply(vq, vs[..., None], out=out[1, starts[s]:starts[s + 1]], dtype=np.float32)
+        span = slice(starts[s], starts[s + 1])
+        gather_kv(cache, s, add_mean=False, out=(out[0, span], out[1, span]))
     return out
 
 

@@ -278,10 +278,13 @@ def gather_int8(cache: PagedKVCache, seq: int):
     return kq, ks, vq, vs
 
 
-def gather_kv(cache: PagedKVCache, seq: int, *, add_mean: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Dequantized (k, v) of one sequence, [ctx, kv_heads, head_dim] f32 (k_mean added back unless told not)."""
+def gather_kv(cache: PagedKVCache, seq: int, *, add_mean: bool = True,
+              out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Dequantized (k, v) of one sequence, [ctx, kv_heads, head_dim] f32 (k_mean added back unless
+    told not), into ``out`` (two f32 arrays of that shape) where given."""
     kq, ks, vq, vs = gather_int8(cache, seq)
-    k = kq.astype(np.float32) * ks[..., None]
+    k_out, v_out = out if out is not None else (None, None)
+    k = np.multiply(kq, ks[..., None], out=k_out, dtype=np.float32)
     if add_mean and cache.k_mean is not None:
-        k = k + cache.k_mean[seq]
-    return k, vq.astype(np.float32) * vs[..., None]
+        k = np.add(k, cache.k_mean[seq], out=k)
+    return k, np.multiply(vq, vs[..., None], out=v_out, dtype=np.float32)
