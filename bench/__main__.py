@@ -14,7 +14,8 @@
 3. `gfxsim layout` queries, the whole command including start-up, against AMD's matrix
    instruction calculator when given (--calculator or GFXSIM_AMD_CALCULATOR);
 4. the asm front end (bench/asm_decode.py): lane-instructions per second of the compiled decode at
-   the users' shape, 4096 tokens, provenance off and on;
+   the users' shape, 4096 and 16384 tokens, provenance off and on; and what gfxsim.hip.run_on_sim
+   adds to a launch per call after the first (bench/sim_call.py);
 5. a Triton flash-attention forward on the asm front end (bench/triton_fa.py, where triton is
    installed): lane-instructions per second, provenance off and on;
 6. each compiled twin (gfx942), one launch, warm, on the asm front end and on tinygrad's CDNA
@@ -106,7 +107,9 @@ class Bench:
     # -- 4. the asm front end ------------------------------------------------------------------
     def asm(self):
         from bench.asm_decode import asm_decode
+        from bench.sim_call import figure
         asm_decode(self, QUICK_SHAPE if self.args.quick else USERS_SHAPE)
+        figure(self)
 
     # -- 5. a Triton kernel on the asm front end ------------------------------------------------
     def triton(self):

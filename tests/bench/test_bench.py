@@ -65,6 +65,8 @@ def test_quick_bench_produces_every_figure(tmp_path):
     for mode in ("off", "on"):                      # the asm front end's lane-instructions per second
         (asm,) = [f for f in figs if f["figure"] == f"asm decode 512: lane-instructions/s, provenance {mode}"]
         assert asm["lane_instructions"] > 0 and asm["lane_instructions_per_second"] > 0
+    (call,) = [f for f in figs if f["figure"].startswith("run_on_sim: overhead per call")]
+    assert call["target"] == "<= 50 ms" and len(call["runs"]) >= 3 and call["first_call_seconds"] > call["seconds"]
     try:                                            # a Triton kernel on the asm front end, where triton is
         import triton  # noqa: F401
         for mode in ("off", "on"):
