@@ -293,10 +293,12 @@ class WaveState:
             np.copyto(self.fresh[f][b:b + n], keep, where=ex)
 
     def vall_written(self, f: str, first: int, n: int = 1) -> bool:
-        """Whether every byte of v/a registers first.. is written in every lane."""
+        """Whether every byte of v/a registers first.. is written in every active lane (EXEC): a
+        read of them reports no never-written byte (Wave.check_read asks the active lanes only)."""
         rf = self.regfile(f)
         rf.check_range(first, n)
-        return bool(rf.written[4 * first:4 * (first + n)].all())
+        wr = rf.written[4 * first:4 * (first + n)]
+        return bool(wr.all() if self.w.exec_full else wr[:, self.exec].all())
 
     def vwrite_value(self, f: str, first: int, value: VGPRs):
         """Write a back-end value (its bytes' provenance with it) under EXEC."""

@@ -156,3 +156,23 @@ def test_a_matrix_result_is_written_as_the_value_path_writes_it(line):
                 assert sbs[0][k] == sbs[1][k]
             else:
                 np.testing.assert_array_equal(sbs[0][k], sbs[1][k], err_msg=f"{line}: {k}")
+
+
+@pytest.mark.parametrize("other_lanes", [False, True])
+def test_v_perm_of_registers_written_in_the_active_lanes_only(other_lanes):
+    """A source written in the active lanes (not all) takes the lean write as the value path would:
+    no read of a never-written byte; with EXEC widened to lanes where it is not written, both report it."""
+    out = {}
+    for lean in (True, False):
+        sb = _sandbox(0, lean)
+        ex = sb.st.exec.copy()
+        sb.st.vwrite("v", 5, np.arange(64, dtype=np.uint32)[None, :] * 0x01010101)     # under the partial EXEC
+        if other_lanes:
+            sb.set_exec(np.ones(64, bool))
+        assert sb.st.vall_written("v", 5) != other_lanes and not ex.all()
+        out[lean] = _state(sb.run("v_perm_b32 v3, v5, v2, 0x5040100"))
+    for k in out[False]:
+        if k == "findings":
+            assert out[True][k] == out[False][k] and bool(out[True][k]) == other_lanes
+        else:
+            np.testing.assert_array_equal(out[True][k], out[False][k], err_msg=k)
