@@ -156,12 +156,19 @@ class WaveState:
         self._sgpr_check(first, 2)
         if first == EXEC:
             return self.exec_words()
-        return self.sread(first) | (self.sread(first + 1) << U64(32))
+        if first == EXEC - 1:
+            return self.sread(first) | (self.sread(first + 1) << U64(32))
+        return self.s[:, first:first + 2].copy().view(U64)[:, 0]     # a copy (not a view of the SGPRs); lo, hi
 
     def swrite(self, first: int, *values):
         """Write SGPRs first, first+1, ... (one value per member each, or one for all) in the
         active members."""
         self._sgpr_check(first, len(values))
+        if len(values) == 1 and self.act is None and not self.any_unknown and self.taint_s is None \
+                and first < EXEC:           # one SGPR of every member, no origin marks: the loop below in brief
+            self.s[:, first] = np.asarray(values[0]).astype(U64) & U64(M32)
+            self.s_written[first] = True
+            return
         new_exec = None
         for k, x in enumerate(values):
             i = first + k
@@ -183,6 +190,16 @@ class WaveState:
 
     def swrite64(self, first: int, value):
         value = np.asarray(value).astype(U64)
+        if self.act is None and not self.any_unknown and self.taint_s is None and first != EXEC - 1:
+            # every member, no origin marks: what swrite does with both halves, in fewer passes
+            self._sgpr_check(first, 2)
+            if first == EXEC:
+                self.set_exec(words_mask(np.broadcast_to(value, (self.members,)), self.lanes))
+                return
+            self.s[:, first] = value & U64(M32)
+            self.s[:, first + 1] = value >> U64(32)
+            self.s_written[first:first + 2] = True
+            return
         self.swrite(first, value & U64(M32), value >> U64(32))
 
     def set_mode(self, value):
