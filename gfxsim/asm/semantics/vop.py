@@ -913,6 +913,57 @@ def _pk(name, n, fn):
             put(st, dst, words, decided=True)
         else:
             st.vwrite_value(dst.file, dst.first, VGPRs(st.w, words.copy(), "u32", prov, regs=(dst.first, 2)))
+
+    def prepare(d):
+        """Without provenance (st.lean) both halves at once: each source's selected halves as one
+        [2, width] operand (the entry is elementwise), the words written as run's put writes them;
+        with provenance, or a form run refuses or reads otherwise, run itself."""
+        mods = d.ops.mods
+        if set(mods) - {"op_sel", "op_sel_hi", "neg_lo", "neg_hi"} or len(d.ops) != n + 1:
+            return None
+        sel, sel_hi = mods.get("op_sel", (0,) * n), mods.get("op_sel_hi", (1,) * n)
+        neg_lo, neg_hi = mods.get("neg_lo", (0,) * n), mods.get("neg_hi", (0,) * n)
+        if any(len(m) != n for m in (sel, sel_hi, neg_lo, neg_hi)) or not vdst_ok(d.ops[0], 2):
+            return None
+        dst, srcs = d.ops[0], d.ops.positional[1:]
+        reads = []
+        for k, o in enumerate(srcs):
+            pick = (int(sel[k]), int(sel_hi[k]))
+            neg = np.array([[0x80000000 if neg_lo[k] else 0], [0x80000000 if neg_hi[k] else 0]], U32)
+            neg = neg if neg.any() else None
+            if o.kind in ("int", "float") and not (o.neg or o.abs):
+                c = const32(None, o)
+                if c != 0 and any(pick):
+                    return None
+                reads.append((None, c, None, neg))
+            elif o.kind == "reg" and o.count == 2 and not (o.neg or o.abs) and o.file in "vas":
+                reads.append((o, None, list(pick), neg))
+            else:
+                return None
+
+        def operands(st):
+            out = []
+            for o, c, pick, neg in reads:
+                if o is None:
+                    x = np.full((2, st.w.width), c, U32)
+                elif o.file == "s":
+                    h = (st.lanewise(st.sread(o.first)), st.lanewise(st.sread(o.first + 1)))
+                    x = np.stack([h[pick[0]], h[pick[1]]])
+                else:
+                    x = st.vwords(o.file, o.first, 2)[pick]          # a copy
+                if neg is not None:
+                    x ^= neg
+                out.append(x.view(F32))
+            return out
+
+        def step(st):
+            if not st.lean:
+                return run(st, d)
+            r = np.asarray(fn(*operands(st)), F32)         # the entries keep their own errstate
+            st.vwrite(dst.file, dst.first, r.view(U32))
+        return step
+
+    run.prepare = prepare
     return run
 
 

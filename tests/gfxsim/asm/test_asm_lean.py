@@ -21,7 +21,12 @@ LINES = ["v_mov_b32_e32 v3, v1", "v_mov_b32_e32 v3, v9", "v_mov_b32_e32 v3, s4",
          "v_fma_f32 v3, -v1, |v2|, 0.5", "v_cvt_f32_i32_e32 v3, v1", "v_cvt_f32_i32_e32 v3, a1",
          "v_add_u32_e64 v3, v1, v2 clamp", "v_xor_b32_e32 a3, 7, v2",
          "v_fmac_f32_e32 v3, v1, v2", "v_fmac_f32_e64 v3, -v1, |s4|", "v_fmac_f32_e32 v3, 0.5, v2",
-         "v_mac_f32_e32 v3, v1, v2", "v_fmac_f32_e32 v9, v1, v2"]
+         "v_mac_f32_e32 v3, v1, v2", "v_fmac_f32_e32 v9, v1, v2",
+         # packed fp32: both halves at once
+         "v_pk_add_f32 v[4:5], v[1:2], v[2:3]", "v_pk_mul_f32 v[4:5], v[1:2], s[4:5] op_sel_hi:[1,0]",
+         "v_pk_fma_f32 v[4:5], v[1:2], v[2:3], v[4:5] neg_lo:[1,0,0] neg_hi:[0,1,1]",
+         "v_pk_add_f32 v[4:5], v[1:2], 0 op_sel:[1,0] op_sel_hi:[0,1]", "v_pk_mul_f32 v[4:5], v[2:3], 1.0 op_sel_hi:[1,0]",
+         "v_pk_mul_f32 a[2:3], v[1:2], v[1:2] op_sel:[1,1]", "v_pk_add_f32 v[4:5], v[1:2], v[9:10]"]
 
 
 def _sandbox(seed: int, lean: bool) -> Sandbox:
