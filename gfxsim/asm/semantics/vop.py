@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, reader, sdst_mask, u32, u64, vdst_ok, vsrc
+from . import (OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, reader, reader64, sdst_mask, u32, u64, vdst_ok,
+               vsrc, words64)
 from . import dequant
 from ... import isa
 from ...isa.moves import byte_permute
@@ -655,6 +656,28 @@ def v_lshl_add_u64(st, d):
     put64(st, dst, (u64(st, a) << sh) + u64(st, c))
 
 
+def _lshl_add_prepare(d):
+    """The step of a constant shift (clang's form): without provenance the sum's words written as
+    put64 writes them; with provenance, another shift or a form the function refuses, the function."""
+    if d.ops.mods or len(d.ops.positional) != 4:
+        return None
+    dst, a, s, c = d.ops.positional
+    ra, rc = reader64(a), reader64(c)
+    if s.kind != "int" or s.neg or s.abs or s.sext or (s.value & 7) > 4 or ra is None or rc is None \
+            or not vdst_ok(dst, 2):
+        return None
+    sh, f, i = U64(s.value & 7), dst.file, dst.first
+
+    def step(st):
+        if not st.lean:
+            return v_lshl_add_u64(st, d)
+        st.vwrite(f, i, words64((ra(st) << sh) + rc(st)))
+    return step
+
+
+v_lshl_add_u64.prepare = _lshl_add_prepare
+
+
 @op("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64")
 def v_shift64(st, d):
     no_mods(st, d)
@@ -679,6 +702,34 @@ def v_shift64(st, d):
         put64(st, dst, r)
     else:
         st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u64", prov, regs=(dst.first, 2)))
+
+
+def _shift64_prepare(d):
+    """The step of a constant shift: without provenance the shifted words written as put64 writes
+    them; with provenance (the bytes' routes) or another form, the function."""
+    if d.ops.mods or len(d.ops.positional) != 3:
+        return None
+    dst, s, a = d.ops.positional
+    ra = reader64(a)
+    if s.kind != "int" or s.neg or s.abs or s.sext or ra is None or not vdst_ok(dst, 2):
+        return None
+    sh, f, i, m = U64(s.value & 63), dst.file, dst.first, d.mnemonic
+
+    def step(st):
+        if not st.lean:
+            return v_shift64(st, d)
+        x = ra(st)
+        if m == "v_lshlrev_b64":
+            r = x << sh
+        elif m == "v_lshrrev_b64":
+            r = x >> sh
+        else:
+            r = (x.view(np.int64) >> sh.astype(np.int64)).view(U64)
+        st.vwrite(f, i, words64(r))
+    return step
+
+
+v_shift64.prepare = _shift64_prepare
 
 
 @op("v_mad_u64_u32", "v_mad_i64_i32")

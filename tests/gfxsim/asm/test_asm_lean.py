@@ -26,7 +26,12 @@ LINES = ["v_mov_b32_e32 v3, v1", "v_mov_b32_e32 v3, v9", "v_mov_b32_e32 v3, s4",
          "v_pk_add_f32 v[4:5], v[1:2], v[2:3]", "v_pk_mul_f32 v[4:5], v[1:2], s[4:5] op_sel_hi:[1,0]",
          "v_pk_fma_f32 v[4:5], v[1:2], v[2:3], v[4:5] neg_lo:[1,0,0] neg_hi:[0,1,1]",
          "v_pk_add_f32 v[4:5], v[1:2], 0 op_sel:[1,0] op_sel_hi:[0,1]", "v_pk_mul_f32 v[4:5], v[2:3], 1.0 op_sel_hi:[1,0]",
-         "v_pk_mul_f32 a[2:3], v[1:2], v[1:2] op_sel:[1,1]", "v_pk_add_f32 v[4:5], v[1:2], v[9:10]"]
+         "v_pk_mul_f32 a[2:3], v[1:2], v[1:2] op_sel:[1,1]", "v_pk_add_f32 v[4:5], v[1:2], v[9:10]",
+         # 64-bit shifts and adds with a constant shift
+         "v_lshl_add_u64 v[4:5], v[1:2], 2, s[4:5]", "v_lshl_add_u64 v[4:5], v[1:2], 0, v[2:3]",
+         "v_lshl_add_u64 v[4:5], s[4:5], 4, 16", "v_lshl_add_u64 v[1:2], v[1:2], 3, v[2:3]",
+         "v_lshl_add_u64 v[4:5], v[2:3], 1, v[9:10]", "v_lshlrev_b64 v[4:5], 3, v[1:2]",
+         "v_lshrrev_b64 v[4:5], 33, v[2:3]", "v_ashrrev_i64 v[4:5], 7, v[1:2]", "v_ashrrev_i64 v[2:3], 63, v[2:3]"]
 
 
 def _sandbox(seed: int, lean: bool) -> Sandbox:
