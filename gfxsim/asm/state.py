@@ -246,8 +246,9 @@ class WaveState:
         reported here: clang legitimately reads undefined halves whose result bits are unused (the
         high word of v_mad_u64_u32's addend when only the low word is kept); the back end reports
         them where a value is consumed (stores, LDS writes, matrix operands: ``vread``)."""
-        rf = self.regfile(f)
-        rf.check_range(first, count)
+        rf = self.v if f == "v" else self.regfile(f)
+        if first < 0 or first + count > rf.count:
+            rf.check_range(first, count)
         return rf.words[first:first + count]
 
     def vhas_prov(self, f: str, first: int, count: int = 1) -> bool:
@@ -267,8 +268,12 @@ class WaveState:
     def vwrite(self, f: str, first: int, words: np.ndarray):
         """Write words [n, width] (uint32) under EXEC; the registers' provenance is cleared there
         (an arithmetic result carries no identity)."""
-        words = np.asarray(words).astype(np.uint32, copy=False).reshape(-1, self.w.width)
-        rf = self.regfile(f)
+        words = np.asarray(words)
+        if words.dtype != np.uint32:
+            words = words.astype(np.uint32)
+        if words.ndim != 2:
+            words = words.reshape(-1, self.w.width)
+        rf = self.v if f == "v" else self.regfile(f)
         n = words.shape[0]
         if rf.prov is not None and rf.has[first:first + n].any():     # provenance to clear: the file's own write
             rf.write(first, VGPRs(self.w, np.ascontiguousarray(words), "u32", regs=(first, n)))
@@ -276,7 +281,8 @@ class WaveState:
             if self.taint_v is not None:
                 self.mark_unknown(f, first, n)
             return
-        rf.check_range(first, n)                  # no provenance: the words and their written bits only
+        if first < 0 or first + n > rf.count:      # no provenance: the words and their written bits only
+            rf.check_range(first, n)
         if self.w.exec_full:
             rf.words[first:first + n] = words
             rf.written[first * 4:(first + n) * 4] = True

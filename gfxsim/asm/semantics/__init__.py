@@ -115,6 +115,8 @@ def reader(o, t: str = "u32"):
     else:
         return None
     if t == "f32":
+        if not (o.neg or o.abs):         # the words as floats, not a copy (as the u32 reads give them)
+            return lambda st: get(st).view(np.float32)
         return lambda st: _float_mods(get(st), o)
     if t == "i32":
         return lambda st: get(st).view(np.int32)
