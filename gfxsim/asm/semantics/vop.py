@@ -809,6 +809,28 @@ def v_cndmask_b32(st, d):
     put_prov(st, dst, r, prov)
 
 
+def _cndmask_prepare(d):
+    """The step of the e32/e64 forms: without provenance the selected words written as put_prov
+    writes them (no rule gives a provenance then); with provenance, SDWA or a form the function
+    refuses, the function."""
+    if d.enc == "sdwa" or d.ops.mods or len(d.ops.positional) != 4:
+        return None
+    dst, a, b, m = d.ops.positional
+    ra, rb = reader(a, "f32"), reader(b, "f32")
+    if ra is None or rb is None or m.kind != "reg" or m.file != "s" or m.count != 2 or not vdst_ok(dst):
+        return None
+    fn, f, i, mi = isa.entry("v_cndmask_b32").fn, dst.file, dst.first, m.first
+
+    def step(st):
+        if not st.lean:
+            return v_cndmask_b32(st, d)
+        st.vwrite(f, i, fn(ra(st).view(U32), rb(st).view(U32), st.mask_of(mi)))
+    return step
+
+
+v_cndmask_b32.prepare = _cndmask_prepare
+
+
 # -- compares: v_cmp[x]_<op>_<type>, the table's "cmp" entries ----------------------------------------
 def _cmp(name, x, rel, t):
     @op(name)

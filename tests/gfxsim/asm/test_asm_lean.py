@@ -31,7 +31,11 @@ LINES = ["v_mov_b32_e32 v3, v1", "v_mov_b32_e32 v3, v9", "v_mov_b32_e32 v3, s4",
          "v_lshl_add_u64 v[4:5], v[1:2], 2, s[4:5]", "v_lshl_add_u64 v[4:5], v[1:2], 0, v[2:3]",
          "v_lshl_add_u64 v[4:5], s[4:5], 4, 16", "v_lshl_add_u64 v[1:2], v[1:2], 3, v[2:3]",
          "v_lshl_add_u64 v[4:5], v[2:3], 1, v[9:10]", "v_lshlrev_b64 v[4:5], 3, v[1:2]",
-         "v_lshrrev_b64 v[4:5], 33, v[2:3]", "v_ashrrev_i64 v[4:5], 7, v[1:2]", "v_ashrrev_i64 v[2:3], 63, v[2:3]"]
+         "v_lshrrev_b64 v[4:5], 33, v[2:3]", "v_ashrrev_i64 v[4:5], 7, v[1:2]", "v_ashrrev_i64 v[2:3], 63, v[2:3]",
+         # selects by VCC or an SGPR pair
+         "v_cndmask_b32_e32 v3, v1, v2, vcc", "v_cndmask_b32_e64 v3, v1, -v2, s[4:5]",
+         "v_cndmask_b32_e64 v3, 0, 1.0, s[4:5]", "v_cndmask_b32_e64 a3, |v1|, s4, s[4:5]",
+         "v_cndmask_b32_e32 v3, v9, v2, vcc", "v_cndmask_b32_e64 v1, v1, v2, exec"]
 
 
 def _sandbox(seed: int, lean: bool) -> Sandbox:
@@ -42,6 +46,7 @@ def _sandbox(seed: int, lean: bool) -> Sandbox:
     sb.v[3] = 0xDEADBEEF
     sb.st.vwrite("a", 1, rng.integers(0, 2**32, 64).astype(np.uint32)[None, :])
     sb.set_sgpr(4, *(int(x) for x in rng.integers(0, 2**32, 2)))
+    sb.set_sgpr(106, *(int(x) for x in rng.integers(0, 2**32, 2)))         # VCC
     sb.st.fresh["v"][1] = rng.random(64) < 0.5          # held matrix results (dequant.py), in some lanes
     sb.st.fresh["a"][1] = rng.random(64) < 0.5
     sb.set_exec(rng.random(64) < 0.7)                   # the others keep their old words and bits
