@@ -856,6 +856,34 @@ def _cmp(name, x, rel, t):
         sdst_mask(st, dst, res)
         if x:
             st.set_exec(res)
+
+    def prepare(d):
+        """The step of the e32/e64 forms with 32- or 64-bit integer or f32 sources: the reads decided
+        once, the rest as run (a compare writes no register provenance, so one step serves both modes)."""
+        if d.enc == "sdwa" or d.ops.mods or len(d.ops.positional) != 3:
+            return None
+        dst, a, b = d.ops.positional
+        if t in ("f32", "i32", "u32"):
+            ra, rb = reader(a, t), reader(b, t)
+        elif t in ("u64", "i64"):
+            ra, rb = reader64(a), reader64(b)
+        else:
+            return None
+        if ra is None or rb is None or dst.kind != "reg" or dst.file != "s" or dst.count != 2:
+            return None
+        signed64, first = t == "i64", dst.first
+
+        def step(st):
+            va, vb = ra(st), rb(st)
+            if signed64:
+                va, vb = va.view(np.int64), vb.view(np.int64)
+            res = np.asarray(rel(va, vb), bool) & st.exec
+            st.set_mask(first, res)
+            if x:
+                st.set_exec(res)
+        return step
+
+    run.prepare = prepare
     return run
 
 
