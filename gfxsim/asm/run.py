@@ -25,6 +25,7 @@ from ..machine import ops
 from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, launch_options, run_grid
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
+from . import blocks as _blocks
 from . import semantics, translate, waitcnt
 from .launch import entry as kernel_entry
 from .launch import (DISPATCH, KERNARG, STACK_BYTES, AddressSpace, Dispatch, KernelABI, LaunchError, bind_args, dispatch_packet,
@@ -80,6 +81,7 @@ class Program:
         self.steps = translate.steps(self)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
         self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
+        self.blocks: dict = {}                            # pc -> blocks.Block (or None), made as waves reach them
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
@@ -217,17 +219,29 @@ def _run_together(st, program, pc, counted):
     w = st.w
     tr = w.machine.trace
     pcs = st.pcs
+    blocks = program.blocks if _blocks.ENABLED else None
     while 0 <= pc < n:
-        d = _at(st, program, pc)
-        counted[0] += w.width if w.exec_full else int(np.count_nonzero(w.exec))
-        nxt = _execute(st, pc, d, fns[pc], steps[pc], own_event[pc], tr)
-        if nxt is None:
-            pc += 1
-        elif isinstance(nxt, np.ndarray):
-            pcs[:] = nxt
-            return
-        else:
+        b = None if blocks is None else blocks[pc] if pc in blocks else _blocks.block_at(program, pc)
+        if b is not None and b.ready(st, w, tr):      # the run of ALU instructions as one function
+            nxt = b.run(st, w, tr, counted)
+            if isinstance(nxt, np.ndarray):
+                pcs[:] = nxt
+                return
             pc = nxt
+            continue
+        end = pc + 1 if b is None else b.end          # else one at a time, as _execute runs each alone
+        while pc < end:
+            d = _at(st, program, pc)
+            counted[0] += w.width if w.exec_full else int(np.count_nonzero(w.exec))
+            nxt = _execute(st, pc, d, fns[pc], steps[pc], own_event[pc], tr)
+            if nxt is None:
+                pc += 1
+                continue
+            if isinstance(nxt, np.ndarray):
+                pcs[:] = nxt
+                return
+            pc = nxt
+            break
     pcs[:] = pc
 
 

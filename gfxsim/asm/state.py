@@ -156,12 +156,19 @@ class WaveState:
         self._sgpr_check(first, 2)
         if first == EXEC:
             return self.exec_words()
-        return self.sread(first) | (self.sread(first + 1) << U64(32))
+        if first == EXEC - 1:
+            return self.sread(first) | (self.sread(first + 1) << U64(32))
+        return self.s[:, first:first + 2].copy().view(U64)[:, 0]     # a copy (not a view of the SGPRs); lo, hi
 
     def swrite(self, first: int, *values):
         """Write SGPRs first, first+1, ... (one value per member each, or one for all) in the
         active members."""
         self._sgpr_check(first, len(values))
+        if len(values) == 1 and self.act is None and not self.any_unknown and self.taint_s is None \
+                and first < EXEC:           # one SGPR of every member, no origin marks: the loop below in brief
+            self.s[:, first] = np.asarray(values[0]).astype(U64) & U64(M32)
+            self.s_written[first] = True
+            return
         new_exec = None
         for k, x in enumerate(values):
             i = first + k
@@ -183,6 +190,16 @@ class WaveState:
 
     def swrite64(self, first: int, value):
         value = np.asarray(value).astype(U64)
+        if self.act is None and not self.any_unknown and self.taint_s is None and first != EXEC - 1:
+            # every member, no origin marks: what swrite does with both halves, in fewer passes
+            self._sgpr_check(first, 2)
+            if first == EXEC:
+                self.set_exec(words_mask(np.broadcast_to(value, (self.members,)), self.lanes))
+                return
+            self.s[:, first] = value & U64(M32)
+            self.s[:, first + 1] = value >> U64(32)
+            self.s_written[first:first + 2] = True
+            return
         self.swrite(first, value & U64(M32), value >> U64(32))
 
     def set_mode(self, value):
@@ -229,8 +246,9 @@ class WaveState:
         reported here: clang legitimately reads undefined halves whose result bits are unused (the
         high word of v_mad_u64_u32's addend when only the low word is kept); the back end reports
         them where a value is consumed (stores, LDS writes, matrix operands: ``vread``)."""
-        rf = self.regfile(f)
-        rf.check_range(first, count)
+        rf = self.v if f == "v" else self.regfile(f)
+        if first < 0 or first + count > rf.count:
+            rf.check_range(first, count)
         return rf.words[first:first + count]
 
     def vhas_prov(self, f: str, first: int, count: int = 1) -> bool:
@@ -250,8 +268,12 @@ class WaveState:
     def vwrite(self, f: str, first: int, words: np.ndarray):
         """Write words [n, width] (uint32) under EXEC; the registers' provenance is cleared there
         (an arithmetic result carries no identity)."""
-        words = np.asarray(words).astype(np.uint32, copy=False).reshape(-1, self.w.width)
-        rf = self.regfile(f)
+        words = np.asarray(words)
+        if words.dtype != np.uint32:
+            words = words.astype(np.uint32)
+        if words.ndim != 2:
+            words = words.reshape(-1, self.w.width)
+        rf = self.v if f == "v" else self.regfile(f)
         n = words.shape[0]
         if rf.prov is not None and rf.has[first:first + n].any():     # provenance to clear: the file's own write
             rf.write(first, VGPRs(self.w, np.ascontiguousarray(words), "u32", regs=(first, n)))
@@ -259,7 +281,8 @@ class WaveState:
             if self.taint_v is not None:
                 self.mark_unknown(f, first, n)
             return
-        rf.check_range(first, n)                  # no provenance: the words and their written bits only
+        if first < 0 or first + n > rf.count:      # no provenance: the words and their written bits only
+            rf.check_range(first, n)
         if self.w.exec_full:
             rf.words[first:first + n] = words
             rf.written[first * 4:(first + n) * 4] = True
@@ -293,10 +316,12 @@ class WaveState:
             np.copyto(self.fresh[f][b:b + n], keep, where=ex)
 
     def vall_written(self, f: str, first: int, n: int = 1) -> bool:
-        """Whether every byte of v/a registers first.. is written in every lane."""
+        """Whether every byte of v/a registers first.. is written in every active lane (EXEC): a
+        read of them reports no never-written byte (Wave.check_read asks the active lanes only)."""
         rf = self.regfile(f)
         rf.check_range(first, n)
-        return bool(rf.written[4 * first:4 * (first + n)].all())
+        wr = rf.written[4 * first:4 * (first + n)]
+        return bool(wr.all() if self.w.exec_full else wr[:, self.exec].all())
 
     def vwrite_value(self, f: str, first: int, value: VGPRs):
         """Write a back-end value (its bytes' provenance with it) under EXEC."""

@@ -225,6 +225,7 @@ class LdsWrite:
 
 class Counters:
     """The outstanding accesses of one WaveState and the registers they will write."""
+    SCALAR = True         # a wave of one member counts on Python numbers (False: the per-member arrays, the A/B)
 
     def __init__(self, st, plans_: tuple):
         self.st = st
@@ -304,8 +305,16 @@ class Counters:
     def wait(self, counts: dict):
         """s_waitcnt: for each counter, the accesses it covers are complete in the executing members."""
         act = self.st.act
+        one = self.SCALAR and self.st.members == 1 and act is None     # one member: its counts as numbers
         for ctr, n in counts.items():
             for cls in COUNTS[ctr]:
+                if one:
+                    i, d = int(self.issued[cls, 0]), int(self.done[cls, 0])
+                    if IN_ORDER[cls]:
+                        self.done[cls, 0] = max(d, i - n)
+                    elif n == 0:
+                        self.done[cls, 0] = i
+                    continue
                 done, issued = self.done[cls], self.issued[cls]
                 if IN_ORDER[cls]:
                     np.maximum(done, issued - n if act is None else np.where(act, issued - n, done), out=done)
@@ -323,6 +332,13 @@ class Counters:
             self.dma = [a for a in self.dma if a.members.any()]
 
     def _retire(self):
+        st = self.st
+        if self.SCALAR and st.members == 1:   # one member: the same decisions on Python numbers
+            self._retire_one()
+        else:
+            self._retire_members()
+
+    def _retire_members(self):
         st = self.st
         for a in list(self.out.values()):
             gone = a.members & (a.rank < self.done[a.cls])
@@ -345,6 +361,23 @@ class Counters:
             a.members = a.members & ~gone
             if not a.members.any():
                 del self.out[a.id]
+        bits = 0
+        for a in self.out.values():
+            f, first, n, _ = a.dst
+            bits |= ((1 << n) - 1) << (_FILES[f] + first)
+        self.bits = bits
+
+    def _retire_one(self):
+        """_retire for a wave of one member: an access is outstanding in it or gone from ``out``."""
+        done = self.done[:, 0].tolist()
+        for a in list(self.out.values()):
+            if not a.members[0] or not (a.rank[0] < done[a.cls] or (a.flat_rank is not None and a.flat_rank[0] < done[FLAT])):
+                continue
+            f, first, n, _ = a.dst
+            blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
+            blk[blk == a.id] = 0
+            a.members = a.members & False
+            del self.out[a.id]
         bits = 0
         for a in self.out.values():
             f, first, n, _ = a.dst

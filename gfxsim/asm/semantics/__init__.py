@@ -115,6 +115,8 @@ def reader(o, t: str = "u32"):
     else:
         return None
     if t == "f32":
+        if not (o.neg or o.abs):         # the words as floats, not a copy (as the u32 reads give them)
+            return lambda st: get(st).view(np.float32)
         return lambda st: _float_mods(get(st), o)
     if t == "i32":
         return lambda st: get(st).view(np.int32)
@@ -136,6 +138,29 @@ def u64(st, o) -> np.ndarray:
     if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):     # see sop.LITERAL64
         return np.full(w, o.value & ((1 << 64) - 1), np.uint64)
     raise st.error(f"operand {o.text} is not a 64-bit source (64-bit literals and float constants are not modelled)")
+
+
+def reader64(o):
+    """The read of a 64-bit source decided once for a translated step: what ``u64`` gives, through
+    the same WaveState reads; None where the operand needs the generic path (which names what is
+    wrong with it)."""
+    if o.neg or o.abs or o.sext or o.dpp:
+        return None
+    if o.kind == "reg" and o.count == 2:
+        f, i = o.file, o.first
+        if f == "s":
+            return lambda st: st.lanewise64(st.sread64(i))
+        # the pair's words [2, width] as one uint64 per lane (little-endian: low word first)
+        return lambda st: st.vwords(f, i, 2).T.copy().view(np.uint64)[:, 0]
+    if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):
+        c = o.value & ((1 << 64) - 1)
+        return lambda st: np.full(st.w.width, c, np.uint64)
+    return None
+
+
+def words64(r: np.ndarray) -> np.ndarray:
+    """uint64 [width] -> its low and high words [2, width] (a view), as put64 writes them."""
+    return np.ascontiguousarray(r, np.uint64).view(np.uint32).reshape(-1, 2).T
 
 
 INV_2PI_F64 = 0.15915494309189532          # the 1/(2*pi) inline constant, as binary64

@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, reader, sdst_mask, u32, u64, vdst_ok, vsrc
+from . import (OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, reader, reader64, sdst_mask, u32, u64, vdst_ok,
+               vsrc, words64)
 from . import dequant
 from ... import isa
 from ...isa.moves import byte_permute
@@ -655,6 +656,28 @@ def v_lshl_add_u64(st, d):
     put64(st, dst, (u64(st, a) << sh) + u64(st, c))
 
 
+def _lshl_add_prepare(d):
+    """The step of a constant shift (clang's form): without provenance the sum's words written as
+    put64 writes them; with provenance, another shift or a form the function refuses, the function."""
+    if d.ops.mods or len(d.ops.positional) != 4:
+        return None
+    dst, a, s, c = d.ops.positional
+    ra, rc = reader64(a), reader64(c)
+    if s.kind != "int" or s.neg or s.abs or s.sext or (s.value & 7) > 4 or ra is None or rc is None \
+            or not vdst_ok(dst, 2):
+        return None
+    sh, f, i = U64(s.value & 7), dst.file, dst.first
+
+    def step(st):
+        if not st.lean:
+            return v_lshl_add_u64(st, d)
+        st.vwrite(f, i, words64((ra(st) << sh) + rc(st)))
+    return step
+
+
+v_lshl_add_u64.prepare = _lshl_add_prepare
+
+
 @op("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64")
 def v_shift64(st, d):
     no_mods(st, d)
@@ -679,6 +702,34 @@ def v_shift64(st, d):
         put64(st, dst, r)
     else:
         st.vwrite_value(dst.file, dst.first, VGPRs(st.w, r[None, :].copy(), "u64", prov, regs=(dst.first, 2)))
+
+
+def _shift64_prepare(d):
+    """The step of a constant shift: without provenance the shifted words written as put64 writes
+    them; with provenance (the bytes' routes) or another form, the function."""
+    if d.ops.mods or len(d.ops.positional) != 3:
+        return None
+    dst, s, a = d.ops.positional
+    ra = reader64(a)
+    if s.kind != "int" or s.neg or s.abs or s.sext or ra is None or not vdst_ok(dst, 2):
+        return None
+    sh, f, i, m = U64(s.value & 63), dst.file, dst.first, d.mnemonic
+
+    def step(st):
+        if not st.lean:
+            return v_shift64(st, d)
+        x = ra(st)
+        if m == "v_lshlrev_b64":
+            r = x << sh
+        elif m == "v_lshrrev_b64":
+            r = x >> sh
+        else:
+            r = (x.view(np.int64) >> sh.astype(np.int64)).view(U64)
+        st.vwrite(f, i, words64(r))
+    return step
+
+
+v_shift64.prepare = _shift64_prepare
 
 
 @op("v_mad_u64_u32", "v_mad_i64_i32")
@@ -758,6 +809,28 @@ def v_cndmask_b32(st, d):
     put_prov(st, dst, r, prov)
 
 
+def _cndmask_prepare(d):
+    """The step of the e32/e64 forms: without provenance the selected words written as put_prov
+    writes them (no rule gives a provenance then); with provenance, SDWA or a form the function
+    refuses, the function."""
+    if d.enc == "sdwa" or d.ops.mods or len(d.ops.positional) != 4:
+        return None
+    dst, a, b, m = d.ops.positional
+    ra, rb = reader(a, "f32"), reader(b, "f32")
+    if ra is None or rb is None or m.kind != "reg" or m.file != "s" or m.count != 2 or not vdst_ok(dst):
+        return None
+    fn, f, i, mi = isa.entry("v_cndmask_b32").fn, dst.file, dst.first, m.first
+
+    def step(st):
+        if not st.lean:
+            return v_cndmask_b32(st, d)
+        st.vwrite(f, i, fn(ra(st).view(U32), rb(st).view(U32), st.mask_of(mi)))
+    return step
+
+
+v_cndmask_b32.prepare = _cndmask_prepare
+
+
 # -- compares: v_cmp[x]_<op>_<type>, the table's "cmp" entries ----------------------------------------
 def _cmp(name, x, rel, t):
     @op(name)
@@ -783,6 +856,34 @@ def _cmp(name, x, rel, t):
         sdst_mask(st, dst, res)
         if x:
             st.set_exec(res)
+
+    def prepare(d):
+        """The step of the e32/e64 forms with 32- or 64-bit integer or f32 sources: the reads decided
+        once, the rest as run (a compare writes no register provenance, so one step serves both modes)."""
+        if d.enc == "sdwa" or d.ops.mods or len(d.ops.positional) != 3:
+            return None
+        dst, a, b = d.ops.positional
+        if t in ("f32", "i32", "u32"):
+            ra, rb = reader(a, t), reader(b, t)
+        elif t in ("u64", "i64"):
+            ra, rb = reader64(a), reader64(b)
+        else:
+            return None
+        if ra is None or rb is None or dst.kind != "reg" or dst.file != "s" or dst.count != 2:
+            return None
+        signed64, first = t == "i64", dst.first
+
+        def step(st):
+            va, vb = ra(st), rb(st)
+            if signed64:
+                va, vb = va.view(np.int64), vb.view(np.int64)
+            res = np.asarray(rel(va, vb), bool) & st.exec
+            st.set_mask(first, res)
+            if x:
+                st.set_exec(res)
+        return step
+
+    run.prepare = prepare
     return run
 
 
@@ -913,6 +1014,57 @@ def _pk(name, n, fn):
             put(st, dst, words, decided=True)
         else:
             st.vwrite_value(dst.file, dst.first, VGPRs(st.w, words.copy(), "u32", prov, regs=(dst.first, 2)))
+
+    def prepare(d):
+        """Without provenance (st.lean) both halves at once: each source's selected halves as one
+        [2, width] operand (the entry is elementwise), the words written as run's put writes them;
+        with provenance, or a form run refuses or reads otherwise, run itself."""
+        mods = d.ops.mods
+        if set(mods) - {"op_sel", "op_sel_hi", "neg_lo", "neg_hi"} or len(d.ops) != n + 1:
+            return None
+        sel, sel_hi = mods.get("op_sel", (0,) * n), mods.get("op_sel_hi", (1,) * n)
+        neg_lo, neg_hi = mods.get("neg_lo", (0,) * n), mods.get("neg_hi", (0,) * n)
+        if any(len(m) != n for m in (sel, sel_hi, neg_lo, neg_hi)) or not vdst_ok(d.ops[0], 2):
+            return None
+        dst, srcs = d.ops[0], d.ops.positional[1:]
+        reads = []
+        for k, o in enumerate(srcs):
+            pick = (int(sel[k]), int(sel_hi[k]))
+            neg = np.array([[0x80000000 if neg_lo[k] else 0], [0x80000000 if neg_hi[k] else 0]], U32)
+            neg = neg if neg.any() else None
+            if o.kind in ("int", "float") and not (o.neg or o.abs):
+                c = const32(None, o)
+                if c != 0 and any(pick):
+                    return None
+                reads.append((None, c, None, neg))
+            elif o.kind == "reg" and o.count == 2 and not (o.neg or o.abs) and o.file in "vas":
+                reads.append((o, None, list(pick), neg))
+            else:
+                return None
+
+        def operands(st):
+            out = []
+            for o, c, pick, neg in reads:
+                if o is None:
+                    x = np.full((2, st.w.width), c, U32)
+                elif o.file == "s":
+                    h = (st.lanewise(st.sread(o.first)), st.lanewise(st.sread(o.first + 1)))
+                    x = np.stack([h[pick[0]], h[pick[1]]])
+                else:
+                    x = st.vwords(o.file, o.first, 2)[pick]          # a copy
+                if neg is not None:
+                    x ^= neg
+                out.append(x.view(F32))
+            return out
+
+        def step(st):
+            if not st.lean:
+                return run(st, d)
+            r = np.asarray(fn(*operands(st)), F32)         # the entries keep their own errstate
+            st.vwrite(dst.file, dst.first, r.view(U32))
+        return step
+
+    run.prepare = prepare
     return run
 
 

@@ -21,7 +21,21 @@ LINES = ["v_mov_b32_e32 v3, v1", "v_mov_b32_e32 v3, v9", "v_mov_b32_e32 v3, s4",
          "v_fma_f32 v3, -v1, |v2|, 0.5", "v_cvt_f32_i32_e32 v3, v1", "v_cvt_f32_i32_e32 v3, a1",
          "v_add_u32_e64 v3, v1, v2 clamp", "v_xor_b32_e32 a3, 7, v2",
          "v_fmac_f32_e32 v3, v1, v2", "v_fmac_f32_e64 v3, -v1, |s4|", "v_fmac_f32_e32 v3, 0.5, v2",
-         "v_mac_f32_e32 v3, v1, v2", "v_fmac_f32_e32 v9, v1, v2"]
+         "v_mac_f32_e32 v3, v1, v2", "v_fmac_f32_e32 v9, v1, v2",
+         # packed fp32: both halves at once
+         "v_pk_add_f32 v[4:5], v[1:2], v[2:3]", "v_pk_mul_f32 v[4:5], v[1:2], s[4:5] op_sel_hi:[1,0]",
+         "v_pk_fma_f32 v[4:5], v[1:2], v[2:3], v[4:5] neg_lo:[1,0,0] neg_hi:[0,1,1]",
+         "v_pk_add_f32 v[4:5], v[1:2], 0 op_sel:[1,0] op_sel_hi:[0,1]", "v_pk_mul_f32 v[4:5], v[2:3], 1.0 op_sel_hi:[1,0]",
+         "v_pk_mul_f32 a[2:3], v[1:2], v[1:2] op_sel:[1,1]", "v_pk_add_f32 v[4:5], v[1:2], v[9:10]",
+         # 64-bit shifts and adds with a constant shift
+         "v_lshl_add_u64 v[4:5], v[1:2], 2, s[4:5]", "v_lshl_add_u64 v[4:5], v[1:2], 0, v[2:3]",
+         "v_lshl_add_u64 v[4:5], s[4:5], 4, 16", "v_lshl_add_u64 v[1:2], v[1:2], 3, v[2:3]",
+         "v_lshl_add_u64 v[4:5], v[2:3], 1, v[9:10]", "v_lshlrev_b64 v[4:5], 3, v[1:2]",
+         "v_lshrrev_b64 v[4:5], 33, v[2:3]", "v_ashrrev_i64 v[4:5], 7, v[1:2]", "v_ashrrev_i64 v[2:3], 63, v[2:3]",
+         # selects by VCC or an SGPR pair
+         "v_cndmask_b32_e32 v3, v1, v2, vcc", "v_cndmask_b32_e64 v3, v1, -v2, s[4:5]",
+         "v_cndmask_b32_e64 v3, 0, 1.0, s[4:5]", "v_cndmask_b32_e64 a3, |v1|, s4, s[4:5]",
+         "v_cndmask_b32_e32 v3, v9, v2, vcc", "v_cndmask_b32_e64 v1, v1, v2, exec"]
 
 
 def _sandbox(seed: int, lean: bool) -> Sandbox:
@@ -32,6 +46,7 @@ def _sandbox(seed: int, lean: bool) -> Sandbox:
     sb.v[3] = 0xDEADBEEF
     sb.st.vwrite("a", 1, rng.integers(0, 2**32, 64).astype(np.uint32)[None, :])
     sb.set_sgpr(4, *(int(x) for x in rng.integers(0, 2**32, 2)))
+    sb.set_sgpr(106, *(int(x) for x in rng.integers(0, 2**32, 2)))         # VCC
     sb.st.fresh["v"][1] = rng.random(64) < 0.5          # held matrix results (dequant.py), in some lanes
     sb.st.fresh["a"][1] = rng.random(64) < 0.5
     sb.set_exec(rng.random(64) < 0.7)                   # the others keep their old words and bits
@@ -156,3 +171,23 @@ def test_a_matrix_result_is_written_as_the_value_path_writes_it(line):
                 assert sbs[0][k] == sbs[1][k]
             else:
                 np.testing.assert_array_equal(sbs[0][k], sbs[1][k], err_msg=f"{line}: {k}")
+
+
+@pytest.mark.parametrize("other_lanes", [False, True])
+def test_v_perm_of_registers_written_in_the_active_lanes_only(other_lanes):
+    """A source written in the active lanes (not all) takes the lean write as the value path would:
+    no read of a never-written byte; with EXEC widened to lanes where it is not written, both report it."""
+    out = {}
+    for lean in (True, False):
+        sb = _sandbox(0, lean)
+        ex = sb.st.exec.copy()
+        sb.st.vwrite("v", 5, np.arange(64, dtype=np.uint32)[None, :] * 0x01010101)     # under the partial EXEC
+        if other_lanes:
+            sb.set_exec(np.ones(64, bool))
+        assert sb.st.vall_written("v", 5) != other_lanes and not ex.all()
+        out[lean] = _state(sb.run("v_perm_b32 v3, v5, v2, 0x5040100"))
+    for k in out[False]:
+        if k == "findings":
+            assert out[True][k] == out[False][k] and bool(out[True][k]) == other_lanes
+        else:
+            np.testing.assert_array_equal(out[True][k], out[False][k], err_msg=k)

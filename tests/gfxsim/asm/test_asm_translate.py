@@ -51,3 +51,20 @@ def test_an_instruction_whose_checks_fail_has_no_step_and_errors_when_reached(li
     assert Program(kernel_from_text(line)).steps[0] is None
     with pytest.raises(AsmError, match=message):
         _sandbox(0).run(line)
+
+
+@pytest.mark.parametrize("line", ["v_cmp_gt_f32_e32 vcc, v1, v2", "v_cmp_le_f32_e64 s[10:11], -|v2|, 0.5",
+                                  "v_cmp_lt_i32_e32 vcc, 5, v1", "v_cmp_ne_u32_e64 s[10:11], v1, s4",
+                                  "v_cmp_eq_u32_e32 vcc, v1, v1", "v_cmp_gt_u64_e64 s[10:11], v[1:2], s[4:5]",
+                                  "v_cmp_lt_i64_e32 vcc, 3, v[1:2]", "v_cmpx_gt_f32_e32 vcc, v2, v1",
+                                  "v_cmpx_ne_u32_e64 s[10:11], 0, v1", "v_cmp_u_f32_e32 vcc, v2, v2"])
+def test_a_compares_step_writes_the_functions_mask_and_exec(line):
+    assert Program(kernel_from_text(line)).steps[0] is not None
+    for seed in range(3):
+        a, b = _sandbox(seed), _sandbox(seed)
+        a.v[2] = np.where(np.arange(64) % 5 == 0, 0x7FC00000, a.v[2])       # NaNs for the unordered compares
+        b.v[2] = a.v[2]
+        a.run(line, translated=True)
+        b.run(line, translated=False)
+        np.testing.assert_array_equal(a.st.s, b.st.s)
+        np.testing.assert_array_equal(a.st.exec, b.st.exec)

@@ -288,3 +288,25 @@ global_store_dword v1, v3, s[6:7]
     for batch in (1, 2):
         _, r = run(body, grid=2, batch=batch)
         assert [f.workgroup for f in r.findings] == [(1, 0, 0)], (batch, r.findings)
+
+
+@pytest.mark.parametrize("wait", ["", "s_waitcnt vmcnt(1)", "s_waitcnt vmcnt(0)", "s_waitcnt lgkmcnt(0)"])
+def test_a_lone_members_retiring_is_the_general_one(wait, monkeypatch):
+    """A wave of one member counts and retires its accesses on Python numbers (Counters.SCALAR):
+    the same numbers, poison and findings as the per-member arrays' path."""
+    from gfxsim.asm.waitcnt import Counters
+    body = """
+global_load_dword v2, v1, s[4:5]
+global_load_dword v3, v1, s[4:5] offset:4
+s_load_dword s9, s[4:5], 0x0
+{wait}
+v_add_f32_e32 v3, v2, v3
+v_add_f32_e32 v3, s9, v3
+global_store_dword v1, v3, s[6:7]
+"""
+    x = np.arange(65, dtype=np.float32)
+    got = run(body.format(wait=wait), x=Buffer("x", x.copy()))
+    monkeypatch.setattr(Counters, "SCALAR", False)
+    want = run(body.format(wait=wait), x=Buffer("x", x.copy()))
+    np.testing.assert_array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+    assert [(f.kind, f.message) for f in got[1].findings] == [(f.kind, f.message) for f in want[1].findings]

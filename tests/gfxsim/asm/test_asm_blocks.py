@@ -1,0 +1,130 @@
+"""Blocks (gfxsim/asm/blocks.py): a straight run of ALU and branch instructions executed by one
+generated function gives what run._execute gives one instruction at a time — the same buffers,
+registers, findings, events, lane count and step-bound error — and is left to _execute where it
+could not be exact (a register of the block pending on a load, a trace, the step bound)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import need_toolchain
+
+from gfxsim import Buffer
+from gfxsim.asm import blocks
+from gfxsim.asm.run import kernel_from_text, run_asm
+from gfxsim.errors import GfxSimError
+from gfxsim.machine.options import LaunchOptions
+
+ARGS = [("x", "global_buffer", 8), ("y", "global_buffer", 8)]
+# x in s[4:5], y in s[6:7], v1 = 4 * lane; a loop of VALU/SALU rows, a branch that parts lanes'
+# EXEC, then a load read before its wait (a missing-wait) unless WAIT is filled in
+LOOP = """
+s_load_dwordx4 s[4:7], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32_e32 v1, 2, v0
+global_load_dword v2, v1, s[4:5]
+v_cvt_f32_u32_e32 v3, v0
+s_mov_b32 s8, 0
+.LBB0_1:
+v_mul_f32_e32 v3, 0x3f800001, v3
+v_add_f32_e32 v3, 0.5, v3
+s_add_u32 s8, s8, 1
+s_cmp_lt_u32 s8, {trips}
+s_cbranch_scc1 .LBB0_1
+v_cmp_gt_u32_e32 vcc, 20, v0
+s_and_saveexec_b64 s[10:11], vcc
+s_cbranch_execz .LBB0_3
+v_max_f32_e32 v3, 2.0, v3
+.LBB0_3:
+s_or_b64 exec, exec, s[10:11]
+{wait}
+v_add_f32_e32 v3, v2, v3
+global_store_dword v1, v3, s[6:7]
+"""
+
+
+def _run(body: str, enabled: bool, **kw):
+    blocks.ENABLED = enabled
+    try:
+        x = Buffer("x", np.arange(64 * kw.get("grid", 1), dtype=np.float32) * 0.25)
+        y = Buffer("y", np.zeros(64 * kw.get("grid", 1), np.float32))
+        k = kernel_from_text(body, "test_blocks", args=ARGS)
+        if "options" not in kw:
+            kw.setdefault("trace", False)
+        r = run_asm(k, kw.pop("grid", 1), 64, args=dict(x=x, y=y), **kw)
+        return y.array.copy(), r
+    finally:
+        blocks.ENABLED = True
+
+
+def _same(a, b):
+    (ya, ra), (yb, rb) = a, b
+    np.testing.assert_array_equal(ya.view(np.uint32), yb.view(np.uint32))
+    assert [(f.kind, f.message, f.lane, f.instruction) for f in ra.findings] == \
+        [(f.kind, f.message, f.lane, f.instruction) for f in rb.findings]
+    assert ra.lane_instructions == rb.lane_instructions and ra.trace.n_events == rb.trace.n_events
+
+
+@pytest.mark.parametrize("wait", ["", "s_waitcnt vmcnt(0)"])
+@pytest.mark.parametrize("kw", [dict(provenance=False), dict(provenance=True), dict(provenance=False, grid=3, batch=3),
+                                dict(provenance=False, trace=True)])
+def test_a_block_gives_what_one_instruction_at_a_time_gives(wait, kw):
+    body = LOOP.format(trips=5, wait=wait)
+    got, want = _run(body, True, **dict(kw)), _run(body, False, **dict(kw))
+    _same(got, want)
+    assert bool(got[1].findings_of("missing-wait")) == (wait == "")
+
+
+def test_blocks_are_made_and_run_where_they_are_exact():
+    k = kernel_from_text(LOOP.format(trips=5, wait=""), "test_blocks", args=ARGS)
+    ran = []
+    real = blocks.Block.ready
+
+    def ready(self, st, w, tr):
+        ok = real(self, st, w, tr)
+        ran.append((self.start, ok))
+        return ok
+    blocks.Block.ready = ready
+    try:
+        run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))),
+                provenance=False, trace=False)
+    finally:
+        blocks.Block.ready = real
+    loop = k.labels[".LBB0_1"]
+    assert (loop, True) in ran                       # the loop body: one function, run
+    b = k.program.blocks[loop]
+    assert b.end - b.start == 5 and k.program.decoded[b.end - 1].mnemonic == "s_cbranch_scc1"
+    # the block after the load reads v2 (pending: no wait) and goes one instruction at a time
+    assert any(not ok for _, ok in ran)
+
+
+def test_the_step_bound_raises_at_the_same_instruction():
+    body = LOOP.format(trips=1000, wait="s_waitcnt vmcnt(0)")
+    msgs = []
+    for enabled in (True, False):
+        with pytest.raises(GfxSimError, match="max_steps") as e:
+            _run(body, enabled, options=LaunchOptions(provenance=False, trace=False, max_steps=137))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("twin", ["qk_int8", "pv_bf16", "prefix_prefill"])
+def test_a_compiled_twin_gives_the_same_outputs_findings_and_events_either_way(twin):
+    need_toolchain("gfx942")
+    from bench.tinygrad_side import Capture, harness
+    run = harness(twin)
+    out = {}
+    for enabled in (True, False):
+        blocks.ENABLED = enabled
+        cap = Capture()
+        try:
+            r = run()
+        finally:
+            cap.restore()
+            blocks.ENABLED = True
+        out[enabled] = (r, {b.name: b.raw.copy() for b in cap.first["space"].buffers})
+    (a, bufs_a), (b, bufs_b) = out[True], out[False]
+    assert bufs_a.keys() == bufs_b.keys()
+    for n in bufs_a:
+        np.testing.assert_array_equal(bufs_a[n], bufs_b[n], err_msg=n)
+    assert [(f.kind, f.message) for f in a.findings] == [(f.kind, f.message) for f in b.findings]
+    assert a.lane_instructions == b.lane_instructions and a.trace.n_events == b.trace.n_events
