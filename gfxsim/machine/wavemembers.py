@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ArgumentError, GfxSimError
 from .mmalog import MmaRecord
 
 _EMPTY_LO, _EMPTY_HI = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
-class WavesPart(Exception):
-    """The waves run side by side met what only the serial order decides (see the module docstring)."""
+class WavesPart(GfxSimError):
+    """The waves run side by side met what only the serial order decides (see the module docstring);
+    launch.run_batch catches it and runs the workgroup serially."""
 
 
 class MemberAccesses:
@@ -50,7 +52,7 @@ class MemberAccesses:
     def note_span(self, w, buf, lo: int, hi: int, store: bool):
         """A load of bytes [lo, hi) of ``buf`` by every executing member (a scalar load)."""
         if store:
-            raise ValueError("a scalar store is not watched (gfxsim.asm.run.waves_side_by_side)")
+            raise ArgumentError("a scalar store is not watched (gfxsim.asm.run.waves_side_by_side)")
         on = np.zeros(self.members, bool)
         on[slice(None) if w.live is None else w.live] = True
         a = np.where(on, lo, 0)[:, None] + np.arange(hi - lo)[None, :]

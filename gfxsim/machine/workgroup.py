@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .memory import LDS
 from .wavemembers import MemberAccesses
 
@@ -38,7 +39,8 @@ class Workgroup:
         self.accesses = None             # wavemembers.MemberAccesses, where the members are waves
         if waves_as_members:
             if len(self.ids) != 1 or fold is not None:
-                raise ValueError("waves run as members of one workgroup, unfolded")
+                raise ArgumentError(f"waves run as members of one workgroup, unfolded: got {len(self.ids)} "
+                                    f"workgroups{' folded' if fold is not None else ''}")
             self.ids = self.ids * num_waves
             self.member_waves = list(range(num_waves))
             self.accesses = MemberAccesses(num_waves)
