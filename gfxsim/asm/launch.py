@@ -541,10 +541,10 @@ def private_descriptor(abi: KernelABI, lanes: int, lane_bytes: int | None = None
             1 << 23 | 3 << 21 | 1 << 19 | 4 << 15 | 4 << 12]
 
 
-def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_ids, block, wave_id: int):
+def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_ids, block, wave_id):
     """The user SGPRs (ABI order), preloaded kernargs, workgroup ids, scratch wave offset,
     FLAT_SCRATCH, EXEC and v0 of wave ``wave_id`` of every member (``wg_ids``: one (x, y, z) per
-    member of the batch)."""
+    member of the batch; ``wave_id`` one per member where the members are the waves of one workgroup)."""
     s = 0
     lane_bytes = st.scratch.lane_bytes if getattr(st, "scratch", None) is not None else abi.private_bytes
     for what, n in abi.user:
@@ -587,13 +587,13 @@ def initial_state(st, abi: KernelABI, space: AddressSpace, kernarg: Buffer, wg_i
     st.swrite64(APERTURE_REGS["src_private_base"], PRIVATE_BASE)
     bx, by, bz = block
     n = bx * by * bz
-    flat = wave_id * st.lanes + np.arange(st.lanes)
+    waves = np.broadcast_to(np.asarray(wave_id, np.int64), (st.members,))
+    flat = (waves[:, None] * st.lanes + np.arange(st.lanes)).reshape(-1)
     live = flat < n
     x, y, z = flat % bx, (flat // bx) % by, flat // (bx * by)
     if (abi.workitem_id < 1 and by > 1) or (abi.workitem_id < 2 and bz > 1):
         raise LaunchError(f"{abi.name}: block {block} has y/z extent but the descriptor enables work-item ids "
                           f"up to {'xyz'[abi.workitem_id]} only")
     v0 = np.where(live, x | (y << 10) | (z << 20), 0).astype(np.uint32)
-    live, v0 = np.tile(live, st.members), np.tile(v0, st.members)
     st.set_exec(live)
     st.vwrite("v", 0, v0[None, :])

@@ -25,6 +25,7 @@ from ..machine import ops
 from ..machine.launch import Machine, Run, declared_fields, distinct_buffers, launch_options, run_grid
 from ..machine.memory import Buffer
 from ..machine.options import LaunchOptions
+from ..machine.wavemembers import WavesPart
 from . import blocks as _blocks
 from . import semantics, translate, waitcnt
 from .launch import entry as kernel_entry
@@ -82,11 +83,29 @@ class Program:
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
         self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
         self.blocks: dict = {}                            # pc -> blocks.Block (or None), made as waves reach them
+        self.waves_as_members = waves_side_by_side(self.decoded, self.fns)
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
         return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded[self.entry:], self.fns[self.entry:])
                 if f is None]
+
+
+# a run of a workgroup's waves side by side watches the accesses of global, scalar and LDS loads
+# and stores (wavemembers.py); a kernel with atomics, flat, buffer or scratch accesses (LDS DMA
+# among them) or scalar stores runs its waves one after another
+_NOT_SIDE_BY_SIDE = ("atomic", "buffer", "flat", "scratch")
+
+
+def waves_side_by_side(decoded, fns) -> bool:
+    """Whether a kernel's waves of one workgroup may run side by side (launch.run_batch tries it,
+    and runs them serially where it cannot be exact): no memory instruction that run does not watch."""
+    for d, f in zip(decoded, fns):
+        module = getattr(f, "__module__", "") or ""
+        if module.rsplit(".", 1)[-1] in _NOT_SIDE_BY_SIDE or d.mnemonic.startswith(("s_store", "s_atomic", "s_scratch",
+                                                                                  "s_buffer_store", "s_buffer_atomic")):
+            return False
+    return True
 
 
 def _decoded(kernel) -> tuple[Decoded, ...]:
@@ -428,7 +447,7 @@ def run_asm(kernel: Kernel, grid=(1,), block=64, *, args, arch: str = "gfx942", 
         raise LaunchError(f"{kernel.name}: {waves} waves per workgroup (at most 16)")
     return run_grid(m, grid, waves, lambda w: run_wave(w, program, space, kernarg, w.wg.ids, block, lds_bytes=lds,
                                                           private_bytes=abi.lane_private(dispatch.stack)),
-                    options, lane_threads=int(np.prod(grid)) * n_items)
+                    options, lane_threads=int(np.prod(grid)) * n_items, waves_as_members=True)
 
 
 def address_space(program: Program, args, dims=None) -> tuple[AddressSpace, Buffer]:
@@ -485,6 +504,9 @@ def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: i
     HIP's default stack for a kernel with a dynamic stack). The wave's findings and errors name
     the assembly line."""
     abi = program.abi
+    if w.wg.waves_as_members and (not program.waves_as_members or abi.private_segment):
+        raise WavesPart(f"{program.kernel.name} has memory accesses a run of its waves side by side does not "
+                        "watch (atomics, flat, buffer, scratch, scalar stores, a private segment)")
     st = WaveState(w, program.kernel, abi.n_vgpr, abi.n_agpr, space)
     st.lean = translate.LEAN and not w.provenance
     if w.provenance and not semantics.dequant.ENABLED:
@@ -497,7 +519,7 @@ def run_wave(w, program: Program, space, kernarg, wg_ids, block, *, lds_bytes: i
     if abi.private_segment:
         st.scratch = semantics.scratch.private_segment(
             st, abi.lane_private() if private_bytes is None else private_bytes)
-    initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id)
+    initial_state(st, abi, space, kernarg, wg_ids, block, w.wave_id if w.wg.member_waves is None else w.wg.member_waves)
     st.pcs[:] = program.entry
     try:
         if st.exec.any():

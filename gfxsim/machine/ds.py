@@ -18,6 +18,7 @@ from .errors import MemoryFault
 from .memory import LdsRegion
 from .valueprov import stored_prov
 from .vgpr import VGPRs
+from .wavemembers import WavesPart
 
 
 class DsOps:
@@ -40,10 +41,13 @@ class DsOps:
         a2 = self.exec.reshape(self.members, self.lanes)
         # every member at the same address under the same EXEC (a kernel's LDS layout): the
         # addresses are made and checked for one member's lanes and broadcast
-        uniform = member_uniform(self, offset)
+        shared = self.wg.waves_as_members        # one LDS for every member: the waves of one workgroup
+        uniform = not shared and member_uniform(self, offset)
         rel = addresses(self, offset, nbytes, region.nbytes, what, align, one_member=uniform) + region.offset
         r2 = np.broadcast_to(rel, (self.members, self.lanes)) if uniform else rel.reshape(self.members, self.lanes)
-        if self.machine.check_races and self.wg.num_waves > 1:
+        if shared:
+            self._member_races(region, r2, a2, nbytes, is_write, value)
+        elif self.machine.check_races and self.wg.num_waves > 1:
             races = lds.races if lds.races is not None else lds.race_tracker()
             same = (self._unchanged(region, r2, a2, nbytes, value) if value is not None and
                     races.others_wrote(r2, a2, nbytes, self.wave_id, self.wg.epoch, uniform) else None)
@@ -86,6 +90,19 @@ class DsOps:
             return rel - region.offset, None
         return None, rel + self._member_offsets(region.stride, -region.offset)
 
+    def _member_races(self, region: LdsRegion, r2, a2, nbytes: int, is_write: bool, value):
+        """The waves of one workgroup as members: each member's access tracked as its wave's; a
+        race, whether or not the launch checks races, is decided by the order the waves run in,
+        so it ends the side-by-side run (wavemembers.WavesPart) and the workgroup runs serially."""
+        lds = self.wg.lds
+        state = (lds.races if lds.races is not None else lds.race_tracker()).state
+        same = self._unchanged(region, r2, a2, nbytes, value) if is_write and value is not None else None
+        for m in np.nonzero(a2.any(axis=1))[0].tolist():
+            hl, ha, hw = state.track_row(r2[m], a2[m], nbytes, m, self.wg.epoch, is_write,
+                                         None if same is None else same[m])
+            if hl[0] >= 0:
+                raise WavesPart(f"LDS byte {int(ha[0])}: waves {int(hw[0])} and {m} race in one barrier epoch")
+
     def _unchanged(self, region: LdsRegion, r2, a2, nbytes: int, value: VGPRs):
         """bool [members, lanes]: the active lanes of a write whose bytes equal what their LDS bytes
         hold already (the race check's duplicate stores), or None where no lane's do."""
@@ -93,7 +110,7 @@ class DsOps:
         rel = np.where(a2, r2 - region.offset, 0)
         new = to_bytes(value.val)[:nbytes].reshape(nbytes, self.members, self.lanes)
         idx = rel[None, :, :] + np.arange(nbytes)[:, None, None]
-        old = rows[np.arange(self.members)[None, :, None], idx]
+        old = rows[np.arange(self.members)[None, :, None] if rows.shape[0] > 1 else 0, idx]
         same = a2 & (old == new).all(axis=0)
         return same if same.any() else None
 
@@ -121,7 +138,8 @@ class DsOps:
         access of a batch adds it)."""
         got = self.lds_offsets.get((stride, add))
         if got is None:
-            got = self.lds_offsets[(stride, add)] = (self.member_starts // self.lanes) * stride + add
+            per_member = 0 if self.wg.waves_as_members else stride       # waves as members: one LDS
+            got = self.lds_offsets[(stride, add)] = (self.member_starts // self.lanes) * per_member + add
             got.setflags(write=False)
         return got
 

@@ -28,6 +28,7 @@ from .trace import Trace
 from .wave import Wave
 from .schedule import IN_ORDER
 from .workgroup import Workgroup
+from .wavemembers import serial_order
 from ..errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["launch", "run_grid", "run_batch", "Machine", "Run", "LaunchOptions", "fold_default", "GC_BATCH"]
@@ -261,7 +262,9 @@ def launch(kernel, grid=(1,), waves_per_group: int = 1, *, arch="gfx936", args=(
                 lds_bytes=options.lds_bytes, declared=declared_fields(list(args) + list((kwargs or {}).values())),
                 max_steps=options.max_steps, max_trace_bytes=options.max_trace_bytes)
     kw = kwargs or {}
-    return run_grid(m, grid, waves_per_group, lambda w: kernel(w, *args, **kw), options)
+    # a kernel function may run a workgroup's waves side by side (a compiled twin: wavemembers.py)
+    return run_grid(m, grid, waves_per_group, lambda w: kernel(w, *args, **kw), options,
+                    waves_as_members=bool(getattr(kernel, "waves_as_members", False)))
 
 
 def launch_options(options: LaunchOptions | None, given: dict) -> LaunchOptions:
@@ -294,11 +297,13 @@ def declared_fields(args: Iterable) -> set:
 
 
 def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], options: LaunchOptions,
-             lane_threads: int | None = None) -> Run:
+             lane_threads: int | None = None, waves_as_members: bool = False) -> Run:
     """Run ``fn(w)`` on every wave of every workgroup of ``grid`` (x-fastest order, or the axes of
     ``options.batch_order``), in batches of ``options.side_by_side`` workgroups, folded where they
     can be (run_batch); then the output declarations are checked and the Run returned. Both front
-    ends launch through here. ``lane_threads``: work-items launched (default grid x waves x wave size)."""
+    ends launch through here. ``lane_threads``: work-items launched (default grid x waves x wave size).
+    ``waves_as_members``: ``fn`` can run a workgroup's waves side by side as the members of one wave
+    (wavemembers.py); a batch of one workgroup is tried so first, where the launch allows it."""
     t0 = time.perf_counter()
     m.schedule = options.wave_order
     fast, mid, slow = options.batch_order
@@ -312,7 +317,7 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
         progress(0, len(ids))
     batch, folding = options.side_by_side, options.folding
     for i in range(0, len(ids), batch):
-        run_batch(m, ids[i:i + batch], waves, fn, folding, options.unfolded_batch)
+        run_batch(m, ids[i:i + batch], waves, fn, folding, options.unfolded_batch, waves_as_members)
         if batch >= GC_BATCH and i + batch < len(ids):
             gc.collect()         # a wave and its values point at each other: free a big batch's now
         if progress is not None:
@@ -325,15 +330,23 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
                seconds=time.perf_counter() - t0, lane_threads=lane_threads, folds=m.folds)
 
 
-def run_batch(m: Machine, members: list, waves: int, fn, folding: bool, unfolded: int | None = None):
+def run_batch(m: Machine, members: list, waves: int, fn, folding: bool, unfolded: int | None = None,
+              waves_as_members: bool = False):
     """Run one batch of workgroups: folded where it can be (fold.py), else keeping every member's
     provenance. A folded attempt that meets a member parting from its representative is taken
     back and run again with the members split by what differed (at most RETRIES times and
     MAX_CLASSES classes), or unfolded — in batches of at most ``unfolded`` members, each tried
-    folded first (LaunchOptions.unfolded_batch); ``m.folds`` records how each batch ran."""
+    folded first (LaunchOptions.unfolded_batch); ``m.folds`` records how each batch ran.
+    ``waves_as_members``: a batch of one workgroup of several waves is first run with its waves
+    side by side (_waves_side_by_side), then, where that cannot be exact, one after another."""
     make = lambda g, i: Wave(m, g, i)
     note = {"first": members[0], "members": len(members), "classes": None, "attempts": 0, "unfolded": None}
     m.folds.append(note)
+    if waves_as_members and len(members) == 1 and waves > 1 and WAVES_AS_MEMBERS and not m.provenance \
+            and not m.trace.enabled and m.schedule == IN_ORDER:
+        note["waves"] = _waves_side_by_side(m, members, waves, fn, make)
+        if note["waves"] == "side by side":
+            return
     if folding and len(members) > 1:
         classes = None
         for _ in range(RETRIES):
@@ -367,3 +380,32 @@ def run_batch(m: Machine, members: list, waves: int, fn, folding: bool, unfolded
             run_batch(m, members[i:i + unfolded], waves, fn, folding, unfolded)
         return
     Workgroup(m, members, waves).run(fn, make)
+
+
+# whether a launch that allows it runs a workgroup's waves side by side (tests compare both ways)
+WAVES_AS_MEMBERS = True
+
+
+def _waves_side_by_side(m: Machine, members: list, waves: int, fn, make) -> str:
+    """One workgroup's waves run as the members of one wave (wavemembers.py), as an attempt that
+    is taken back (buffers, records, events) where the order of the waves could show: a race, a
+    finding, an error. Returns "side by side", or why the workgroup must run serially."""
+    attempt = m.attempt = Attempt(m)
+    counted, approximated = m.lane_instructions, set(m.approximated)
+    why = None
+    try:
+        wg = Workgroup(m, members[0], waves, waves_as_members=True)
+        wg.run(fn, make)
+    except Exception as e:               # noqa: BLE001 - the serial run raises it again, or not
+        why = f"serially: {type(e).__name__}: {e}"
+    finally:
+        m.attempt = None
+    if why is None and attempt.pending:
+        why = f"serially: {len(attempt.pending)} finding(s), numbered as the serial run numbers them"
+    if why is not None:
+        attempt.take_back()
+        m.lane_instructions, m.approximated = counted, approximated
+        gc.collect()
+        return why
+    serial_order(m, attempt.n_events, attempt.records, wg)
+    return "side by side"

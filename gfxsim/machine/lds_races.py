@@ -239,10 +239,20 @@ class RaceTracker:
         self.members = members
         self.state = RaceState(1, size)
         self.split = members == 1
+        # the waves that wrote in the latest epoch a write was tracked in: while no other wave has
+        # written in this one, no access can meet another's write (others_wrote answers at once)
+        self.write_epoch, self.writers = -1, set()
 
     def track(self, rel, act, nbytes, wave, epoch, is_write, uniform, same=None):
         """``uniform``: every member makes the same access (same addresses, same lanes, and the
         same ``same`` lanes: those of a write that store the bytes already there)."""
+        if is_write:
+            if epoch != self.write_epoch:
+                self.write_epoch, self.writers = epoch, set()
+            self.writers.add(int(wave))
+        if self.members == 1:            # one LDS: its one row, without the batch's shape handling
+            return self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write,
+                                        None if same is None else same[0])
         if not self.split:
             if uniform:                  # the shared state's one row
                 hits = self.state.track_row(rel[0], act[0], nbytes, wave, epoch, is_write,
@@ -255,9 +265,13 @@ class RaceTracker:
         """Whether another wave wrote any byte the active lanes access in this epoch (only then can
         a duplicate store matter): a cheap look before the bytes are compared. ``uniform``: every
         member makes the same access, so against the shared state one member's look is every one's."""
+        if epoch != self.write_epoch or not self.writers - {int(wave)}:
+            return False
         st = self.state
-        if uniform and not self.split:
-            rel, act = rel[:1], act[:1]
+        if self.members == 1 or (uniform and not self.split):     # one row of state to look at
+            on = rel[0][act[0]]
+            at = np.clip(on, 0, st.size - nbytes)[:, None] + np.arange(nbytes)
+            return bool(((st.w_epoch[0, at] == epoch) & (st.w_wave[0, at] != wave)).any())
         rows = np.arange(rel.shape[0])[:, None, None] if self.split else np.zeros((1, 1, 1), np.int64)
         at = np.clip(np.where(act, rel, 0), 0, st.size - nbytes)[:, :, None] + np.arange(nbytes)
         hit = (st.w_epoch[rows, at] == epoch) & (st.w_wave[rows, at] != wave) & act[:, :, None]

@@ -248,6 +248,11 @@ class MatrixOps:
                                  operands[0], operands[1], {}, self.lanes, record=rec),
                       lambda msg: self.error(StepLimit, msg))
         self.machine.mma_log.add(rec)
+        if self.member_events is not None:       # waves as members: numbered per wave at the end
+            executing = list(range(self.members)) if self.live is None else list(self.live)
+            self.wg.member_records.append((rec, self.wg.epoch, self.member_events.copy(), executing))
+            rec.exec_mask = self.exec.copy()
+            self.member_events[executing] += 1
         for cov in self.coverages:
             cov.add(self, rec)
         return out

@@ -32,6 +32,8 @@ class VmemOps:
         if nbytes % size:
             raise self.error(ValueError, f"global_load of {nbytes} bytes as {dtype} from {buf.name!r}")
         addr = addresses(self, offset, nbytes, buf.nbytes, f"global_load from {buf.name!r}", min(nbytes, 4))
+        if self.wg.accesses is not None:         # waves as members: no wave may read another's store
+            self.wg.accesses.note(self, buf, addr, nbytes, store=False)
         a = read_addr(self, addr)
         prov = None
         if self.machine.provenance:
@@ -73,6 +75,8 @@ class VmemOps:
                              f"[0, {buf.nbytes})", address=offset)
         if offset % min(size, 4):
             raise self.error(MemoryFault, f"s_load from {buf.name!r}: address {offset} is not aligned", address=offset)
+        if self.wg.accesses is not None:
+            self.wg.accesses.note_span(self, buf, offset, offset + size, store=False)
         if buf.written is not None and not buf.written[offset:offset + size].all():
             self.finding("uninitialized-read", f"s_load from {buf.name!r} reads never-written bytes",
                          address=offset, what="global", name=buf.name)
@@ -126,6 +130,8 @@ class VmemOps:
         nbytes = nbytes or value.nbytes
         self.check_read(value)
         addr = addresses(self, offset, nbytes, buf.nbytes, f"global_store to {buf.name!r}", min(nbytes, 4))
+        if self.wg.accesses is not None:
+            self.wg.accesses.note(self, buf, addr, nbytes, store=True)
         act = self.exec
         if self.machine.attempt is not None:
             self.machine.attempt.before_store(buf)                   # a folded attempt may be taken back

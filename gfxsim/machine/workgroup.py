@@ -12,7 +12,9 @@ import threading
 
 import numpy as np
 
+from ..errors import ArgumentError
 from .memory import LDS
+from .wavemembers import MemberAccesses
 
 
 class _Abort(BaseException):
@@ -20,23 +22,45 @@ class _Abort(BaseException):
 
 
 class Workgroup:
-    def __init__(self, machine, wg_ids, num_waves: int, fold=None):
+    def __init__(self, machine, wg_ids, num_waves: int, fold=None, waves_as_members: bool = False):
         """``wg_ids``: one workgroup id, or a list of them run side by side as a batch (each wave then
         holds the same wave of every member, member m in columns m*wave_size ...). ``fold``: the
-        batch's folded provenance (fold.Fold; None: every member's provenance is kept)."""
+        batch's folded provenance (fold.Fold; None: every member's provenance is kept).
+        ``waves_as_members``: one workgroup whose ``num_waves`` waves run side by side as the
+        members of one wave (member m = wave m, one LDS; wavemembers.py)."""
         arch = machine.arch
         self.machine = machine
         self.ids = [tuple(wg_ids)] if isinstance(wg_ids[0], (int, np.integer)) else [tuple(i) for i in wg_ids]
         self.id = self.ids[0]
-        self.members = len(self.ids)
         self.num_waves = num_waves
         self.fold = fold
-        self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes, members=self.members,
+        self.waves_as_members = waves_as_members
+        self.member_waves = None         # each member's wave id, where the members are waves
+        self.accesses = None             # wavemembers.MemberAccesses, where the members are waves
+        if waves_as_members:
+            if len(self.ids) != 1 or fold is not None:
+                raise ArgumentError(f"waves run as members of one workgroup, unfolded: got {len(self.ids)} "
+                                    f"workgroups{' folded' if fold is not None else ''}")
+            self.ids = self.ids * num_waves
+            self.member_waves = list(range(num_waves))
+            self.accesses = MemberAccesses(num_waves)
+            self.lanes = arch.wave_size
+            self.member_events = None            # each member's events so far (the wave's)
+            self.epoch_starts = [np.zeros(num_waves, np.int64)]     # ... at each epoch's start
+            self.member_records = []             # (record, epoch, counts before it, executing members)
+        self.members = len(self.ids)
+        self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes,
+                       members=1 if waves_as_members else self.members,
                        prov_members=fold.classes if fold is not None else None)
         self.epoch = 0
         self._go = None
 
     def run(self, fn, make_wave):
+        if self.waves_as_members:
+            w = make_wave(self, 0)
+            self.member_events = w.member_events
+            fn(w)
+            return
         if self.num_waves == 1:
             fn(make_wave(self, 0))
             return
@@ -91,6 +115,10 @@ class Workgroup:
                 t.join(timeout=5)
 
     def barrier(self, wave):
+        if self.waves_as_members:        # every member (wave) is at a barrier or has ended
+            self.epoch += 1
+            self.epoch_starts.append(wave.member_events.copy())
+            return
         if self.num_waves == 1:
             self.epoch += 1
             return

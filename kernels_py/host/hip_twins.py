@@ -67,6 +67,9 @@ class CompiledTwin:
     unfolded_batch: int = UNFOLDED_BATCH
     # one launch at a time: (entry, defines) -> (Program, AddressSpace, kernarg) of the launch's Machine
     _launches: dict = field(default_factory=dict, init=False, repr=False)
+    # a workgroup's waves may run side by side (gfxsim.machine.wavemembers; run_wave refuses a
+    # program whose accesses that run cannot watch, and the workgroup then runs serially)
+    waves_as_members = True
 
     def __post_init__(self):
         # named as a function is (launch names its Run by __name__; the harnesses read the signature)

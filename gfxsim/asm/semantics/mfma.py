@@ -19,6 +19,8 @@ gfx950's f8f6f4 forms take CBSZ/BLGP as the operands' formats).
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import no_mods
@@ -117,7 +119,10 @@ def mfma(st, d):
     else:
         raise st.error(f"operand C {c.text}: {insn.regs('C')} registers or the inline constant 0 expected")
     label = f"line {d.ins.line}" + (f" <- {d.ins.source}" if d.ins.source else "")     # the .s line, then the source's
-    out = st.w.mma(name, va, vb, vc, label=label)
+    # members sitting this instruction out (st.act) hold other data, perhaps NaN bit patterns: their
+    # columns are computed and dropped, and say nothing
+    with np.errstate(invalid="ignore") if st.act is not None else contextlib.nullcontext():
+        out = st.w.mma(name, va, vb, vc, label=label)
     if st.lean and out.valid is None and out.val.dtype.itemsize == 4:     # every byte written, no provenance
         st.vwrite(dst.file, dst.first, out.val.view(np.uint32))
     else:

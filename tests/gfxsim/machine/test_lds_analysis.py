@@ -457,3 +457,39 @@ def test_offsets_of_lanes_outside_exec_leave_a_batchs_lds_state_shared(monkeypat
                       for e in run.trace.events if e.op.startswith("ds_"))
     got = addresses(r1)
     assert len(got) == 4 * 2 * 2 and got == addresses(r4)
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_tracker_shortcuts_equal_the_full_look(members):
+    """A tracker's answers where it takes a shortcut (one workgroup's one row; others_wrote answered
+    from the waves that wrote in the epoch) equal the full look at the state: others_wrote against
+    every member's bytes, track against a RaceState of every member, hits and state."""
+    from gfxsim.machine.lds_races import RaceTracker
+    rng = np.random.default_rng(7 + members)
+    size, n_races, n_wrote = 64, 0, 0
+    for trial in range(60):
+        t, ref = RaceTracker(members, size), RaceState(members, size)
+        epoch = 0
+        for step in range(12):
+            epoch += int(rng.random() < 0.2)
+            nbytes = int(rng.choice(NBYTES))
+            base = rng.integers(0, size - nbytes + 1, LANES).astype(np.int64)
+            uniform = members == 1 or bool(rng.random() < 0.5)
+            addr = np.tile(base, (members, 1)) if uniform else \
+                rng.integers(0, size - nbytes + 1, (members, LANES)).astype(np.int64)
+            on = rng.random(LANES) < 0.7
+            act = np.tile(on, (members, 1)) if uniform else rng.random((members, LANES)) < 0.7
+            wave, is_write = int(rng.integers(0, 3)), bool(rng.integers(2))
+            at = addr[:, :, None] + np.arange(nbytes)
+            want_wrote = bool(((ref.w_epoch[np.arange(members)[:, None, None], at] == epoch) &
+                               (ref.w_wave[np.arange(members)[:, None, None], at] != wave) & act[:, :, None]).any())
+            assert t.others_wrote(addr, act, nbytes, wave, epoch, uniform) is want_wrote, (trial, step)
+            n_wrote += want_wrote
+            got = t.track(addr, act, nbytes, wave, epoch, is_write, uniform)
+            want = ref.track(addr, act, nbytes, wave, epoch, is_write)
+            np.testing.assert_array_equal(np.stack(got), np.stack(want), err_msg=f"trial {trial} step {step}")
+            n_races += int((want[0] >= 0).sum())
+            if t.split or members == 1:
+                for name in ("w_wave", "w_epoch", "r_mask", "r_epoch"):
+                    np.testing.assert_array_equal(getattr(t.state, name), getattr(ref, name))
+    assert n_races > 20 and n_wrote > 20

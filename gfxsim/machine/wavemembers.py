@@ -1,0 +1,121 @@
+"""The waves of one workgroup run side by side as the members of one back-end wave.
+
+A front end may run a workgroup's waves as the columns of one wave (member m = wave m, one shared
+LDS, the members meeting at s_barrier together) instead of one after another between barriers
+(workgroup.py). That is exact only where the order of the waves within a barrier epoch cannot
+show: no two waves touch the same LDS or global bytes in one epoch with one of them storing
+(a race, which the serial order resolves: wave 0's accesses first), no finding (the serial run
+numbers and orders them), no error. ``MemberAccesses`` watches the global accesses for that; the
+LDS's race state watches LDS (ds.py); a run that meets any of them raises ``WavesPart`` and the
+launch runs the workgroup again, serially (launch.run_batch). What a side-by-side run leaves is
+then the serial run's: the buffers, and with ``serial_order`` its events' count and the matrix
+instructions' records, renumbered and split per wave in the serial order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ArgumentError, GfxSimError
+from .mmalog import MmaRecord
+
+_EMPTY_LO, _EMPTY_HI = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+class WavesPart(GfxSimError):
+    """The waves run side by side met what only the serial order decides (see the module docstring);
+    launch.run_batch catches it and runs the workgroup serially."""
+
+
+class MemberAccesses:
+    """Per barrier epoch, per buffer, the member that stored each byte (exact) and each member's
+    span of bytes loaded ([lo, hi), the least and most over its loads: wider than the bytes, so
+    a store outside it certainly meets no load of that member, and one inside may meet none,
+    which costs a serial run, never a wrong answer)."""
+
+    def __init__(self, members: int):
+        self.members = members
+        self.epoch = -1
+        self.loads: dict = {}            # buffer name -> int64 [2, members]: each member's load lo, hi
+        self.owner: dict = {}            # buffer name -> int8 [buffer bytes]: the member that stored it, -1
+
+    def note(self, w, buf, addr: np.ndarray, nbytes: int, store: bool):
+        """An access of ``nbytes`` per lane at byte ``addr`` [width] of ``buf`` by the active lanes."""
+        act = w.exec.reshape(self.members, -1)
+        a = addr.reshape(self.members, -1)
+        if store:
+            self._store(w, buf, a, act, nbytes)
+            return
+        lo = np.where(act, a, _EMPTY_LO).min(axis=1)
+        hi = np.where(act, a + nbytes, _EMPTY_HI).max(axis=1)
+        self._load(w, buf, lo, hi, (a, act, nbytes))
+
+    def note_span(self, w, buf, lo: int, hi: int, store: bool):
+        """A load of bytes [lo, hi) of ``buf`` by every executing member (a scalar load)."""
+        if store:
+            raise ArgumentError("a scalar store is not watched (gfxsim.asm.run.waves_side_by_side)")
+        on = np.zeros(self.members, bool)
+        on[slice(None) if w.live is None else w.live] = True
+        a = np.where(on, lo, 0)[:, None] + np.arange(hi - lo)[None, :]
+        self._load(w, buf, np.where(on, lo, _EMPTY_LO), np.where(on, hi, _EMPTY_HI),
+                   (a, np.broadcast_to(on[:, None], a.shape), 1))
+
+    def _epoch(self, w):
+        if w.wg.epoch != self.epoch:
+            self.epoch, self.loads, self.owner = w.wg.epoch, {}, {}
+
+    def _load(self, w, buf, lo, hi, where):
+        self._epoch(w)
+        owner = self.owner.get(buf.name)
+        if owner is not None:            # a byte another member stored in this epoch
+            a, act, nbytes = where
+            o = owner[(a[:, :, None] + np.arange(nbytes)) * act[:, :, None]]
+            mine = np.arange(self.members)[:, None, None]
+            if (act[:, :, None] & (o >= 0) & (o != mine)).any():
+                raise WavesPart(f"a wave loads bytes of {buf.name!r} another stored in one barrier epoch")
+        s = self.loads.get(buf.name)
+        if s is None:
+            s = self.loads[buf.name] = np.array([[_EMPTY_LO], [_EMPTY_HI]], np.int64).repeat(self.members, 1)
+        s[0], s[1] = np.minimum(s[0], lo), np.maximum(s[1], hi)
+
+    def _store(self, w, buf, a, act, nbytes):
+        self._epoch(w)
+        b = a[:, :, None] + np.arange(nbytes)                    # [members, lanes, bytes]
+        on = np.broadcast_to(act[:, :, None], b.shape)
+        mine = np.broadcast_to(np.arange(self.members)[:, None, None], b.shape)
+        s = self.loads.get(buf.name)
+        if s is not None:                # a byte in another member's loads
+            inside = (b[None] >= s[0][:, None, None, None]) & (b[None] < s[1][:, None, None, None]) & on[None]
+            inside &= np.arange(self.members)[:, None, None, None] != mine[None]
+            if inside.any():
+                raise WavesPart(f"a wave stores bytes of {buf.name!r} another loaded in one barrier epoch")
+        owner = self.owner.get(buf.name)
+        if owner is None:
+            owner = self.owner[buf.name] = np.full(buf.nbytes, -1, np.int8)
+        at, who = b[on], mine[on]
+        if ((owner[at] >= 0) & (owner[at] != who)).any():
+            raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
+        owner[at] = who
+        if (owner[at] != who).any():     # two members storing one byte in this access
+            raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
+
+
+def serial_order(machine, first_event: int, first_record: int, wg) -> None:
+    """Make what a side-by-side run of ``wg`` logged what the serial run logs: the launch's event
+    count, and each matrix-instruction record split into one per wave that issued it, numbered
+    and ordered as the waves one after another per barrier epoch number them (in-order schedule)."""
+    starts = wg.epoch_starts + [wg.member_events]            # each member's events at each epoch's start
+    sums = [int(s.sum()) for s in starts]
+    log = machine.mma_log
+    split = []
+    for rec, epoch, counts, executing in wg.member_records:
+        here, nxt = starts[epoch], starts[epoch + 1]
+        for m in executing:
+            idx = first_event + sums[epoch] + int((nxt[:m] - here[:m]).sum()) + int(counts[m] - here[m])
+            lanes = slice(m * wg.lanes, (m + 1) * wg.lanes)
+            split.append(MmaRecord(first=idx, insn=rec.insn, kernel=rec.kernel, wave=m, workgroups=[wg.ids[m]],
+                                   live=[0] if m in rec.live else [], source=rec.source,
+                                   exec_mask=rec.exec_mask[lanes].copy(), label=rec.label))
+    log.truncate(first_record, len(log.pairs), len(log.foreign))
+    for rec in sorted(split, key=lambda r: r.first):
+        log.add(rec)
+    machine.trace.n_events = first_event + sums[-1]

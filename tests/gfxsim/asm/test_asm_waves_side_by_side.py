@@ -1,0 +1,201 @@
+"""A workgroup's waves run side by side as the members of one wave (gfxsim.machine.wavemembers:
+provenance and trace off, one workgroup at a time) give exactly what they give one after another:
+the buffers, the findings, the launch's event count and the matrix-instruction records (numbered
+and ordered per wave as the serial run numbers them); where the order of the waves could show (a
+race between waves in LDS or global memory, a finding, an error) the workgroup runs serially."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+from support import need_toolchain
+
+from gfxsim.asm.run import kernel_from_text, run_asm
+from gfxsim.machine.memory import Buffer
+from gfxsim.machine.options import LaunchOptions
+
+LAUNCH = importlib.import_module("gfxsim.machine.launch")     # gfxsim.machine.launch is also a function
+
+
+def _records(run):
+    return [(r.first, r.op, r.wave, [tuple(g) for g in r.workgroups], list(r.live), r.source,
+             r.exec_mask.tolist(), r.label) for r in run.records]
+
+
+def _findings(run):
+    return [(f.kind, f.message, f.workgroup, f.wave, f.lane, f.instruction, f.address) for f in run.findings]
+
+
+def _both(monkeypatch, go):
+    """``go()`` -> (run, {name: Buffer}) side by side (where it can be) and serially."""
+    got = {}
+    for side in (True, False):
+        monkeypatch.setattr(LAUNCH, "WAVES_AS_MEMBERS", side)
+        got[side] = go()
+    return got[True], got[False]
+
+
+def _same(a, b):
+    (ra, ba), (rb, bb) = a, b
+    for name in ba:
+        np.testing.assert_array_equal(ba[name].raw, bb[name].raw, err_msg=name)
+        wa, wb = ba[name].written, bb[name].written
+        assert (wa is None) == (wb is None) and (wa is None or (wa == wb).all()), name
+    assert _findings(ra) == _findings(rb)
+    assert ra.trace.n_events == rb.trace.n_events
+    assert ra.lane_instructions == rb.lane_instructions
+    assert _records(ra) == _records(rb)
+    assert all("waves" not in f for f in rb.folds)                # the serial run is serial
+    return [f.get("waves") for f in ra.folds]
+
+
+def _twin(name):
+    """The compiled twin's harness at a unit-test shape (gfx942, 256 tokens), provenance off."""
+    from kernels_py.host.buffers import make_cache
+    from kernels_py.host.hip_twins import asm_kernel_fn
+    from kernels_py.host.twins import query_rows, run_pv, run_qk_int8, run_prefill, softmax_rows
+    from kernels_py.host.buffers import run_decode
+    from kernels_py.workloads.data import make_attention_inputs
+    kw = dict(arch="gfx942", trace=False, provenance=False)
+    d = make_attention_inputs(seed=0, num_heads=1, head_dim=128, context_lens=[200],
+                              num_queries=None if name == "paged_attention_decode" else 16)
+    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=0)
+    fn = asm_kernel_fn(name)
+    if name == "qk_int8":
+        out, run = run_qk_int8(query_rows(d["q"], 1), cache, kernel=fn, **kw)
+    elif name in ("pv_int8", "pv_bf16"):
+        out, run = run_pv(fn, softmax_rows(query_rows(d["q"], 1), cache), cache, **kw)
+    elif name == "prefix_prefill":
+        out, runs = run_prefill(d["q"], cache, kernel=fn, **kw)
+        run = runs[0]
+    else:
+        res = run_decode(d["q"], cache, kernel=fn, **kw)
+        out, run = res.out, res.runs[0]
+    return run, {"out": Buffer("out", np.ascontiguousarray(out))}
+
+
+@pytest.mark.parametrize("name", ["qk_int8", "pv_int8", "pv_bf16", "prefix_prefill", "paged_attention_decode"])
+def test_the_compiled_twins_side_by_side_are_their_serial_runs(monkeypatch, name):
+    need_toolchain("gfx942")
+    assert set(_same(*_both(monkeypatch, lambda: _twin(name)))) == {"side by side"}
+
+
+# two waves (v0 = 0..127); s2 = workgroup id. Each wave writes its lanes' words to LDS, meets the
+# other at s_barrier and reads the other wave's words back; wave 1 of workgroup 1 runs a loop of
+# its own first; workgroup 2 stores with a stride that bank-conflicts (a finding: run serially)
+EXCHANGE = """
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  v_lshlrev_b32_e32 v2, 2, v0
+  v_add_u32_e32 v1, 7, v0
+  v_cmp_gt_u32_e32 vcc, 64, v0
+  s_cmp_eq_u32 s2, 1
+  s_cbranch_scc0 .Lwrite
+  s_and_saveexec_b64 s[12:13], vcc
+  s_xor_b64 s[12:13], exec, s[12:13]
+  s_mov_b64 exec, s[12:13]
+  s_mov_b32 s10, 0
+.Lloop:
+  v_add_u32_e32 v1, v1, v0
+  s_add_u32 s10, s10, 1
+  s_cmp_lt_u32 s10, 3
+  s_cbranch_scc1 .Lloop
+  s_mov_b64 exec, -1
+.Lwrite:
+  s_cmp_eq_u32 s2, 2
+  s_cbranch_scc0 .Lplain
+  v_lshlrev_b32_e32 v2, 7, v0
+  v_and_b32_e32 v2, 0x3fff, v2
+.Lplain:
+  ds_write_b32 v2, v1
+  s_waitcnt lgkmcnt(0)
+  s_barrier
+  v_xor_b32_e32 v3, 64, v0
+  v_lshlrev_b32_e32 v3, 2, v3
+  s_cmp_eq_u32 s2, 2
+  s_cbranch_scc0 .Lread
+  v_lshlrev_b32_e32 v3, 7, v0
+  v_and_b32_e32 v3, 0x3fff, v3
+.Lread:
+  ds_read_b32 v4, v3
+  s_waitcnt lgkmcnt(0)
+  s_lshl_b32 s11, s2, 7
+  v_add_u32_e32 v7, s11, v0
+  v_lshlrev_b32_e32 v7, 2, v7
+  global_store_dword v7, v4, s[4:5]
+"""
+
+
+def _exchange(body=EXCHANGE, groups=3, **kw):
+    kernel = kernel_from_text(body, "exchange", args=[("out", "global_buffer", 8)], lds=16384)
+
+    options = LaunchOptions(trace=False, provenance=False, **kw)
+
+    def go():
+        bufs = {"out": Buffer.empty("out", (groups * 128,), np.uint32)}
+        return run_asm(kernel, grid=(groups,), block=128, args=bufs, options=options), bufs
+    return go
+
+
+def test_waves_exchanging_through_lds_at_a_barrier(monkeypatch):
+    ways = _same(*_both(monkeypatch, _exchange()))
+    assert ways[:2] == ["side by side"] * 2 and ways[2].startswith("serially: ") and "finding" in ways[2]
+
+
+# the waves' accesses that only the serial order decides: each runs serially, with its results
+RACES = {
+    "an LDS read of another wave's write, no barrier": ("ds_write_b32 v2, v1", "v_xor_b32_e32 v3, 64, v0\n"
+                                                        "  v_lshlrev_b32_e32 v3, 2, v3\n  ds_read_b32 v4, v3"),
+    "one global word stored by both waves": ("", "v_and_b32_e32 v7, 63, v0\n  v_lshlrev_b32_e32 v7, 2, v7\n"
+                                                 "  global_store_dword v7, v0, s[4:5]"),
+    "a global word one wave stores and the other loads": (
+        "v_and_b32_e32 v7, 63, v0\n  v_lshlrev_b32_e32 v7, 2, v7\n  v_cmp_gt_u32_e32 vcc, 64, v0\n"
+        "  s_and_saveexec_b64 s[12:13], vcc\n  global_store_dword v7, v0, s[4:5]\n  s_mov_b64 exec, -1",
+        "v_cmp_le_u32_e32 vcc, 64, v0\n  s_and_saveexec_b64 s[12:13], vcc\n  global_load_dword v4, v7, s[4:5]\n"
+        "  s_waitcnt vmcnt(0)\n  global_store_dword v7, v4, s[4:5] offset:256\n  s_mov_b64 exec, -1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RACES))
+@pytest.mark.parametrize("check_races", [True, False])
+def test_an_order_the_waves_decide_runs_serially(monkeypatch, case, check_races):
+    first, then = RACES[case]
+    body = f"""
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v2, 2, v0
+  v_add_u32_e32 v1, 7, v0
+  v_lshlrev_b32_e32 v7, 2, v0
+  {first}
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  {then}
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+"""
+    ways = _same(*_both(monkeypatch, _exchange(body, groups=1, check_races=check_races)))
+    assert ways[0].startswith("serially"), ways
+
+
+@pytest.mark.parametrize("what", ["fault", "steps"])
+def test_an_error_is_the_serial_runs(monkeypatch, what):
+    """Wave 1 faults (an address past the buffer) or loops without end (max_steps): the error
+    raised is the serial run's, naming the same wave, instruction and lane."""
+    bad = ("v_lshlrev_b32_e32 v7, 12, v0\n  global_store_dword v7, v0, s[4:5]" if what == "fault" else
+           ".Lspin:\n  s_branch .Lspin")
+    body = f"""
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v7, 2, v0
+  global_store_dword v7, v0, s[4:5]
+  v_readfirstlane_b32 s6, v0
+  s_cmp_lt_u32 s6, 64
+  s_cbranch_scc1 .Ldone
+  {bad}
+.Ldone:
+"""
+    errors = []
+    for side in (True, False):
+        monkeypatch.setattr(LAUNCH, "WAVES_AS_MEMBERS", side)
+        with pytest.raises(Exception) as e:
+            _exchange(body, groups=1, max_steps=500)()
+        errors.append((type(e.value), str(e.value)))
+    assert errors[0] == errors[1]
