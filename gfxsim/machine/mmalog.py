@@ -184,9 +184,13 @@ class MmaLog:
     def add_pair(self, left, right, site: tuple | None = None, member_base: np.ndarray | None = None,
                  fold_shift: np.ndarray | None = None) -> int:
         """A new pair record (PairRecord's fields); returns its id."""
+        return self.add_pair_record(PairRecord(left, right, site, member_base, fold_shift))
+
+    def add_pair_record(self, rec: PairRecord) -> int:
+        """A pair record made by the caller (a folded batch's, foldrec.FoldedPair); returns its id."""
         if len(self.pairs) >= FOREIGN_BASE - PAIR_BASE:
             raise ArgumentError("more sums of matrix results than the provenance ids can name")
-        self.pairs.append(PairRecord(left, right, site, member_base, fold_shift))
+        self.pairs.append(rec)
         return PAIR_BASE + len(self.pairs) - 1
 
     def truncate(self, n_records: int, n_pairs: int, n_foreign: int):
