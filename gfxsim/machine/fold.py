@@ -34,10 +34,12 @@ Shifts (``Fold.shift[field]``, int64 ``[members]``; a representative's is 0):
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .consumed import pair_cells
-from .foldrec import FoldedPair, Spread, SpreadFp
+from .foldrec import FoldedFields, FoldedPair, Spread, SpreadFp
 from .errors import GfxSimError
 from .jit import njit
 from .mmalog import PAIR_BASE, PairRecord
@@ -90,6 +92,7 @@ class Fold:
         self.name_shift: dict = {}                        # a result id loads read -> its @mn shift [members]
         self.known: dict = {}                             # field -> bool [members]: shift set
         self._spreads: dict = {}                          # elements per class -> foldrec.Spread of the sums
+        self._frozen = None                               # a copy with the shifts as they stand (frozen())
 
     # -- per-column data ------------------------------------------------------------------------
     def rep(self, x, what: str) -> np.ndarray:
@@ -147,6 +150,7 @@ class Fold:
         return inv.ravel()
 
     def _set_shift(self, f, s, has, what):
+        self._frozen = None
         cur, known = self.shift.get(f), self.known.get(f)
         if cur is None:
             self.shift[f], self.known[f] = s.copy(), has.copy()
@@ -197,6 +201,7 @@ class Fold:
         for k, i in enumerate(ids.tolist()):
             cur = self.name_shift.get(i)
             if cur is None:
+                self._frozen = None
                 self.name_shift[i] = np.where(has[k], shifts[k], 0)
             elif not np.array_equal(cur[has[k]], shifts[k][has[k]]):
                 raise Unfolded(f"{what}: the elements of result {i} lie elsewhere than an earlier load's")
@@ -328,8 +333,45 @@ class Fold:
 
     def unfold_record(self, insn, fields: dict, log) -> dict:
         """A matrix-instruction record's provenance fields (mmalog.MmaRecord's a, b, ks_a, ks_b,
-        c_mma, c_mn) made on the representatives' rows ``[classes*blocks, ...]``, completed for
-        every member: K-slot values, K sets and C's names."""
+        c_mma, c_mn) made on the representatives' rows ``[classes*blocks, ...]``, for every member:
+        ``{"folded": foldrec.FoldedFields}`` (a FoldedRecord's, placed where read, by the shifts as
+        they stand now), or the fields placed now where placing interns wide sets or fails."""
+        if self._places_now(fields):
+            return self.place_record(insn, fields, log)
+        self._moved(log, *(() if fields["c_mma"] is None else (np.ascontiguousarray(fields["c_mma"], np.int32)
+                                                                .reshape(-1),)))    # a sum with no shifts fails now
+        return {"folded": FoldedFields(self.frozen(), insn, fields, log)}
+
+    def _places_now(self, fields: dict) -> bool:
+        """Whether placing the record's fields could intern wide sets or raise: a tag field no load
+        shifted, or a K set whose field moves by part of a window or holds a set wider than one."""
+        for d in (fields["a"], fields["b"]):
+            if d and any(f not in self.shift for f in d):
+                return True
+        for d in (fields["ks_a"], fields["ks_b"]):
+            for f, m in d.items():
+                s = self.shift.get(f.removeprefix(COVER))
+                if s is None:
+                    continue
+                sh = np.where(self.known[f.removeprefix(COVER)], s, 0)
+                if ((sh % WINDOW != 0).any() and (m.base >= 0).any()) or (sh.any() and (m.wide != 0).any()):
+                    return True
+        return False
+
+    def frozen(self) -> Fold:
+        """A copy of this Fold with its shifts as they stand (later loads add to the shifts in place),
+        kept while they do not change."""
+        if self._frozen is None:
+            f = copy.copy(self)
+            f.shift = {k: v.copy() for k, v in self.shift.items()}
+            f.known = {k: v.copy() for k, v in self.known.items()}
+            f.name_shift = dict(self.name_shift)
+            f._frozen = None
+            self._frozen = f
+        return self._frozen
+
+    def place_record(self, insn, fields: dict, log) -> dict:
+        """unfold_record's fields placed for every member: K-slot values, K sets and C's names."""
         bl = insn.blocks
         idx, member = self._rows(bl)
         what = f"the record of {insn.mnemonic}"

@@ -1,5 +1,5 @@
-"""A folded batch's sums of results held once per class (fold.py): the representatives' elements
-and what places them for every member, expanded where read.
+"""A folded batch's sums of results and matrix-instruction records held once per class (fold.py):
+the representatives' elements or rows and what places them for every member, expanded where read.
 
 A sum of two results (``PairRecord``) holds every member's elements, member by member. In a folded
 batch a member's elements are its representative's, their names shifted (its copy of each
@@ -9,13 +9,18 @@ head-dim tile) outgrow the machine; held per class they cost 1/members. ``Folded
 representatives' sides and cells, ``Spread`` where each member's elements come from, and the
 names' shifts as they stood when the sum was made; ``left``, ``right``, ``cell`` and each
 footprint's ``index`` are made on every read, exactly what the record held for every member.
+A matrix-instruction record (``FoldedRecord``) likewise keeps its representatives' rows and a copy
+of the batch's shifts (a few ints per member and field), unless placing it would intern new wide
+sets (a footprint moved by part of a window), which is done when it is made.
 """
 from __future__ import annotations
+
+from collections import OrderedDict
 
 import numpy as np
 
 from .consumed import Fp
-from .mmalog import PAIR_BASE, PairRecord, _pack, _unpack
+from .mmalog import PAIR_BASE, MmaRecord, PairRecord, _pack, _unpack
 
 
 class Spread:
@@ -105,3 +110,52 @@ class FoldedPair(PairRecord):
         the footprints for every member (SpreadFp)."""
         self._rep_cell = _pack(rep_cell)
         self.fp = fp
+
+
+_PLACED: OrderedDict = OrderedDict()     # id(record) -> (record, its fields placed for every member)
+_KEEP = 4                                # records whose placed fields are kept: events walk one at a time
+
+
+class FoldedRecord(MmaRecord):
+    """A matrix-instruction record of a folded batch: its provenance fields (a, b, ks_a, ks_b, c_mma,
+    c_mn, quant) made on the representatives' rows and placed for every member where read, by the
+    batch's shifts as they stood when the instruction ran (``folded``: fold.Fold.unfold_record's
+    snapshot). The last few records read keep their placed fields."""
+    __slots__ = ("_folded",)
+
+    def __init__(self, *, first: int, insn, kernel: str, wave: int, workgroups, live: list, source: str | None,
+                 exec_mask: np.ndarray, folded, label: str | None = None, operands: tuple | None = None):
+        self._site(first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands)
+        self._folded = folded
+
+    def _fields(self) -> dict:
+        got = _PLACED.get(id(self))
+        if got is not None and got[0] is self:
+            _PLACED.move_to_end(id(self))
+            return got[1]
+        fields = self._folded.place()
+        _PLACED[id(self)] = (self, fields)
+        while len(_PLACED) > _KEEP:
+            _PLACED.popitem(last=False)
+        return fields
+
+    a = property(lambda self: self._fields()["a"])
+    b = property(lambda self: self._fields()["b"])
+    ks_a = property(lambda self: self._fields()["ks_a"])
+    ks_b = property(lambda self: self._fields()["ks_b"])
+    c_mma = property(lambda self: self._fields()["c_mma"])
+    c_mn = property(lambda self: self._fields()["c_mn"])
+    quant = property(lambda self: self._fields()["quant"])
+
+
+class FoldedFields:
+    """A record's provenance fields on the representatives' rows and what places them for every
+    member: ``frozen`` a copy of the batch's Fold with its shifts as they stood (fold.Fold.frozen),
+    ``insn``, ``log`` (the sums the names shift by were made before the record and stay)."""
+    __slots__ = ("frozen", "insn", "fields", "log")
+
+    def __init__(self, frozen, insn, fields: dict, log):
+        self.frozen, self.insn, self.fields, self.log = frozen, insn, fields, log
+
+    def place(self) -> dict:
+        return self.frozen.place_record(self.insn, self.fields, self.log)

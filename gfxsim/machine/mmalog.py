@@ -34,15 +34,18 @@ class MmaRecord:
                  a: dict | None = None, b: dict | None = None, ks_a: dict | None = None,
                  ks_b: dict | None = None, c_mma: np.ndarray | None = None, c_mn: np.ndarray | None = None,
                  operands: tuple | None = None, quant: dict | None = None):
-        self.first, self.insn, self.op = first, insn, insn.mnemonic
-        self.kernel, self.wave, self.workgroups, self.live = kernel, wave, workgroups, live
-        self.source, self.exec_mask, self.label = source, exec_mask, label
+        self._site(first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands)
         self.a, self.b = a, b
         self.ks_a = {} if ks_a is None else ks_a
         self.ks_b = {} if ks_b is None else ks_b
         self.c_mma, self.c_mn = c_mma, c_mn
-        self.operands = operands
         self.quant = quant
+
+    def _site(self, first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands):
+        self.first, self.insn, self.op = first, insn, insn.mnemonic
+        self.kernel, self.wave, self.workgroups, self.live = kernel, wave, workgroups, live
+        self.source, self.exec_mask, self.label = source, exec_mask, label
+        self.operands = operands
 
     def member_rows(self, member):
         bl = self.insn.blocks
