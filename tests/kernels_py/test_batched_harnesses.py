@@ -15,6 +15,7 @@ from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
 from kernels_py.workloads.data import make_attention_inputs
 from gfxsim.machine.foldrec import FoldedPair, FoldedRecord
+from gfxsim.machine.mmalog import MmaRecord
 from gfxsim.machine.provenance import RESERVED
 from support.fold import _same_prov, same_buffers, same_runs
 
@@ -117,3 +118,8 @@ def test_a_batch_folds_and_keeps_every_record(monkeypatch, make, kernel):
         assert not any(isinstance(p, FoldedPair) for p in ra.machine.mma_log.pairs)
         assert all(isinstance(r, FoldedRecord) for r in rb.machine.mma_log.records)
         assert not any(isinstance(r, FoldedRecord) for r in ra.machine.mma_log.records)
+        for x, y in zip(ra.machine.mma_log.records, rb.machine.mma_log.records):   # read without placing
+            for op in "AB":
+                for f in ("token", "head", "dim"):
+                    assert np.array_equal(x.k_slots(op, f), y.k_slots(op, f)), (x.first, op, f)
+                    assert np.array_equal(MmaRecord.k_slots(y, op, f), y.k_slots(op, f)), (x.first, op, f)
