@@ -140,6 +140,9 @@ class FoldedRecord(MmaRecord):
             _PLACED.popitem(last=False)
         return fields
 
+    def tagged(self) -> bool:
+        return self._folded.fields["a"] is not None
+
     def k_slots(self, operand: str, field: str = "token"):
         """MmaRecord.k_slots from the representatives' rows: each member's block-0 row, shifted by
         its shift of ``field`` as placing would, without placing the record."""

@@ -47,6 +47,10 @@ class MmaRecord:
         self.source, self.exec_mask, self.label = source, exec_mask, label
         self.operands = operands
 
+    def tagged(self) -> bool:
+        """Whether the operands carried provenance (A's K-slot values are recorded)."""
+        return self.a is not None
+
     def member_rows(self, member):
         bl = self.insn.blocks
         return slice(member * bl, (member + 1) * bl)
@@ -229,7 +233,7 @@ class MmaLog:
     def tagged_events(self):
         """The events whose operands carried provenance (``MmaEvent.tagged``), in index order,
         made one by one as asked for."""
-        return _events_of(r for r in self.records if r.a is not None)
+        return _events_of(r for r in self.records if r.tagged())
 
     def events_carrying(self, operand: str, field: str = "token"):
         """The events (in index order, made one by one as asked for) whose ``operand`` ("A" or
