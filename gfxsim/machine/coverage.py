@@ -33,17 +33,9 @@ class Coverage:
         return [one] * members
 
     def add(self, wave, rec):
-        if not self.active or rec.a is None:
+        if not self.active or not rec.tagged():
             return
-        from .summaries import expand
-        side = rec.b if self.operand == "B" else rec.a
-        insn = rec.insn
-        if self.field in side:
-            kind, arr = side[self.field]
-            full = expand(kind, arr, self.operand, insn.M, insn.N, insn.K)
-            per_k = full[::insn.blocks, :, 0] if self.operand == "B" else full[::insn.blocks, 0, :]   # [members, K]
-        else:
-            per_k = np.full((wave.members, insn.K), -1)
+        per_k = rec.k_slots(self.operand, self.field)          # [members, K], -1 where none
         keep = np.zeros(wave.members, bool)
         keep[rec.live] = True
         self.consumed.append(np.where(keep[:, None], per_k, -1))

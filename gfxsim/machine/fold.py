@@ -34,9 +34,12 @@ Shifts (``Fold.shift[field]``, int64 ``[members]``; a representative's is 0):
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
-from .consumed import Fp, pair_cells
+from .consumed import pair_cells
+from .foldrec import FoldedFields, FoldedPair, Spread, SpreadFp
 from .errors import GfxSimError
 from .jit import njit
 from .mmalog import PAIR_BASE, PairRecord
@@ -88,6 +91,8 @@ class Fold:
         self.shift: dict = {}                             # field -> int64 [members]
         self.name_shift: dict = {}                        # a result id loads read -> its @mn shift [members]
         self.known: dict = {}                             # field -> bool [members]: shift set
+        self._spreads: dict = {}                          # elements per class -> foldrec.Spread of the sums
+        self._frozen = None                               # a copy with the shifts as they stand (frozen())
 
     # -- per-column data ------------------------------------------------------------------------
     def rep(self, x, what: str) -> np.ndarray:
@@ -145,6 +150,7 @@ class Fold:
         return inv.ravel()
 
     def _set_shift(self, f, s, has, what):
+        self._frozen = None
         cur, known = self.shift.get(f), self.known.get(f)
         if cur is None:
             self.shift[f], self.known[f] = s.copy(), has.copy()
@@ -195,6 +201,7 @@ class Fold:
         for k, i in enumerate(ids.tolist()):
             cur = self.name_shift.get(i)
             if cur is None:
+                self._frozen = None
                 self.name_shift[i] = np.where(has[k], shifts[k], 0)
             elif not np.array_equal(cur[has[k]], shifts[k][has[k]]):
                 raise Unfolded(f"{what}: the elements of result {i} lie elsewhere than an earlier load's")
@@ -221,20 +228,26 @@ class Fold:
         mma = np.array(mma, np.int32).reshape(-1)          # copies: the caller's stay as they are
         mn = np.array(mn, np.int32).reshape(-1)
         member = np.ascontiguousarray(np.broadcast_to(member, shape), np.int64).reshape(-1)
-        # the names whose @mn moves: what loads read (name_shift), and this batch's sums
-        moved = dict(self.name_shift)
-        pids = np.flatnonzero(_pairs_named(mma, PAIR_BASE, len(log.pairs))) + PAIR_BASE if log is not None \
-            else _NO_PIDS
-        for pid in pids.tolist():
-            if pid not in moved:
-                sh = log.pairs[pid - PAIR_BASE].fold_shift
-                if sh is None:
-                    raise GfxSimError(f"folded provenance: sum {pid} holds no per-member element starts")
-                moved[pid] = sh
-        keys = np.array(sorted(moved), np.int64)
-        shifts = np.stack([moved[k] for k in keys.tolist()]) if len(keys) else np.zeros((0, self.members), np.int64)
+        keys, shifts = self._moved(log, mma)
         _shift_names(mma, mn, member, self.rep_of, keys, shifts, PAIR_BASE)
         return mma.reshape(shape), mn.reshape(shape)
+
+    def _moved(self, log, *mmas):
+        """(keys, shifts [keys, members]) of the names whose @mn moves per member among those in the
+        planes ``mmas``: what loads read (name_shift), and this batch's sums (their fold_shift)."""
+        moved = dict(self.name_shift)
+        for mma in mmas:
+            pids = np.flatnonzero(_pairs_named(mma, PAIR_BASE, len(log.pairs))) + PAIR_BASE if log is not None \
+                else _NO_PIDS
+            for pid in pids.tolist():
+                if pid not in moved:
+                    sh = log.pairs[pid - PAIR_BASE].fold_shift
+                    if sh is None:
+                        raise GfxSimError(f"folded provenance: sum {pid} holds no per-member element starts")
+                    moved[pid] = sh
+        keys = np.array(sorted(moved), np.int64)
+        shifts = np.stack([moved[k] for k in keys.tolist()]) if len(keys) else np.zeros((0, self.members), np.int64)
+        return keys, shifts
 
     def _mask(self, f: str, m: Mask, member, what: str) -> Mask:
         """A footprint placed for every member, moved by the member's shift of ``f``: a window by
@@ -320,8 +333,45 @@ class Fold:
 
     def unfold_record(self, insn, fields: dict, log) -> dict:
         """A matrix-instruction record's provenance fields (mmalog.MmaRecord's a, b, ks_a, ks_b,
-        c_mma, c_mn) made on the representatives' rows ``[classes*blocks, ...]``, completed for
-        every member: K-slot values, K sets and C's names."""
+        c_mma, c_mn) made on the representatives' rows ``[classes*blocks, ...]``, for every member:
+        ``{"folded": foldrec.FoldedFields}`` (a FoldedRecord's, placed where read, by the shifts as
+        they stand now), or the fields placed now where placing interns wide sets or fails."""
+        if self._places_now(fields):
+            return self.place_record(insn, fields, log)
+        self._moved(log, *(() if fields["c_mma"] is None else (np.ascontiguousarray(fields["c_mma"], np.int32)
+                                                                .reshape(-1),)))    # a sum with no shifts fails now
+        return {"folded": FoldedFields(self.frozen(), insn, fields, log)}
+
+    def _places_now(self, fields: dict) -> bool:
+        """Whether placing the record's fields could intern wide sets or raise: a tag field no load
+        shifted, or a K set whose field moves by part of a window or holds a set wider than one."""
+        for d in (fields["a"], fields["b"]):
+            if d and any(f not in self.shift for f in d):
+                return True
+        for d in (fields["ks_a"], fields["ks_b"]):
+            for f, m in d.items():
+                s = self.shift.get(f.removeprefix(COVER))
+                if s is None:
+                    continue
+                sh = np.where(self.known[f.removeprefix(COVER)], s, 0)
+                if ((sh % WINDOW != 0).any() and (m.base >= 0).any()) or (sh.any() and (m.wide != 0).any()):
+                    return True
+        return False
+
+    def frozen(self) -> Fold:
+        """A copy of this Fold with its shifts as they stand (later loads add to the shifts in place),
+        kept while they do not change."""
+        if self._frozen is None:
+            f = copy.copy(self)
+            f.shift = {k: v.copy() for k, v in self.shift.items()}
+            f.known = {k: v.copy() for k, v in self.known.items()}
+            f.name_shift = dict(self.name_shift)
+            f._frozen = None
+            self._frozen = f
+        return self._frozen
+
+    def place_record(self, insn, fields: dict, log) -> dict:
+        """unfold_record's fields placed for every member: K-slot values, K sets and C's names."""
         bl = insn.blocks
         idx, member = self._rows(bl)
         what = f"the record of {insn.mnemonic}"
@@ -353,20 +403,20 @@ class Fold:
         every member's elements, member by member. Returns (pid, @mn of the representatives'
         elements in it, the element index of each of the record's elements in the representatives')."""
         n_k = np.bincount(cls_of_elem, minlength=self.classes)                # elements per class
-        start_k = np.concatenate([[0], np.cumsum(n_k)])
+        spread = self._spreads.get(n_k.tobytes())
+        if spread is None:
+            spread = self._spreads[n_k.tobytes()] = Spread(self.cls, n_k)
+        start_k = spread.start_k
         n_m = n_k[self.cls]
         base = np.concatenate([[0], np.cumsum(n_m)])                         # where each member's start
-        # the record's elements: member by member, its class's elements in order
-        if self.classes == 1:
-            src = np.tile(np.arange(n_k[0]), self.members)
-        else:
-            src = np.concatenate([np.arange(start_k[k], start_k[k] + n_k[k]) for k in self.cls.tolist()])
-        member = np.repeat(np.arange(self.members), n_m)
-        sides = []
-        for ids, mn in (left, right):
-            i, m = self._names(np.take(ids, src), np.take(mn, src), member, log)
-            sides.append((i, m))
-        pid = log.add_pair(*sides, site, base, (base[:-1] - base[self.rep_of]).astype(np.int64))
+        # the record's elements: member by member, its class's elements in order (foldrec.Spread),
+        # held as the representatives' and placed for every member where read
+        src, member = spread.arrays()
+        rep_sides = tuple((np.asarray(ids, np.int32), np.asarray(mn, np.int32)) for ids, mn in (left, right))
+        keys, shifts = self._moved(log, rep_sides[0][0], rep_sides[1][0])
+        rec = FoldedPair(rep_sides[0], rep_sides[1], site, base, (base[:-1] - base[self.rep_of]).astype(np.int64),
+                         spread, self.rep_of, keys, shifts)
+        pid = log.add_pair_record(rec)
         local = np.arange(len(cls_of_elem)) - start_k[cls_of_elem]
         rep_mn = (base[self.reps[cls_of_elem]] + local).astype(np.int32)
         return pid, rep_mn, src, member
@@ -376,30 +426,29 @@ class Fold:
         member's elements (``src``, ``member``: fold.pair's). The footprints move with their fields;
         the cells (which D element each partial sums) are the record's own sides', looked up (a
         member's elements of a result read from another launch sit at other cells)."""
-        cells = np.take(cell, src) if not self.name_shift else \
-            pair_cells(log, rec, np.take(conflict, src), bool((cell >= 0).any()))
         out = {}
         for f, (u, d) in fp.items():
-            out[f] = tuple(None if x is None else self._fp(f, x, src, member, what) for x in (u, d))
-        rec.set_footprints(cells, out)
+            out[f] = tuple(None if x is None else self._fp(f, x, rec._spread, what) for x in (u, d))
+        if not self.name_shift:                # each member's cells are its representative's
+            rec.set_rep_footprints(cell, out)
+        else:                                  # a read result's elements sit at other cells per member
+            rec.set_footprints(pair_cells(log, rec, np.take(conflict, src), bool((cell >= 0).any())), out)
 
-    def _fp(self, f, x, src, member, what):
-        """A footprint of the representatives' elements (consumed.Fp) for every member's elements:
-        one copy of its table per distinct shift of ``f``, indexed."""
+    def _fp(self, f, x, spread, what):
+        """A footprint of the representatives' elements (consumed.Fp) for every member's elements
+        (foldrec.SpreadFp): one copy of its table per distinct shift of ``f``, indexed."""
         table, index = x.table, x.index
         t = len(table.base)
         if index is None:
             index = np.arange(t)
         sh = self.shift.get(f)
         sh = np.zeros(self.members, np.int64) if sh is None else np.where(self.known[f], sh, 0)
-        idx = np.take(index, src)
         if not sh.any():                       # no member moves: the table serves every member
-            return Fp(table, idx.astype(np.int32))
+            return SpreadFp(table, index, None, t, spread)
         shifts, first, which = np.unique(sh, return_index=True, return_inverse=True)
         S = len(shifts)
         copies = Mask(np.tile(table.base, S), np.tile(table.bits, (S, 1)), np.tile(table.wide, S))
-        return Fp(self._mask(f, copies, np.repeat(first, t), what),
-                  (idx + which.ravel()[member] * t).astype(np.int32))
+        return SpreadFp(self._mask(f, copies, np.repeat(first, t), what), index, which.ravel(), t, spread)
 
 
 _NO_COLS = np.zeros(0, np.int64)

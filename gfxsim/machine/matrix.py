@@ -24,6 +24,7 @@ from .dtypes import itemsize, np_dtype
 from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
+from .foldrec import FoldedRecord
 from .plans import batched_plan, d_inverse, flat_plan, name_planes
 from . import chain, encoding, qdir
 from .provenance import RESERVED, UNKNOWN, Prov
@@ -240,9 +241,10 @@ class MatrixOps:
         operands = None
         if tr.enabled:
             operands = (self.trace_operands((*regs_in, c), False), self.trace_operands((out,), True))
-        rec = MmaRecord(first=idx, insn=insn, kernel=self.kernel, wave=self.wave_id, workgroups=self.wg.ids,
-                        live=np.nonzero(live)[0].tolist(), source=source, exec_mask=self.exec, label=label,
-                        operands=operands, **fields)
+        make = FoldedRecord if "folded" in fields else MmaRecord      # a folded batch's: placed where read
+        rec = make(first=idx, insn=insn, kernel=self.kernel, wave=self.wave_id, workgroups=self.wg.ids,
+                   live=np.nonzero(live)[0].tolist(), source=source, exec_mask=self.exec, label=label,
+                   operands=operands, **fields)
         if tr.enabled:
             tr.record(BatchEvent(idx, insn.mnemonic, self.kernel, self.wg.ids, self.wave_id, source, rec.exec_mask,
                                  operands[0], operands[1], {}, self.lanes, record=rec),

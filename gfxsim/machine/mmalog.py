@@ -34,15 +34,22 @@ class MmaRecord:
                  a: dict | None = None, b: dict | None = None, ks_a: dict | None = None,
                  ks_b: dict | None = None, c_mma: np.ndarray | None = None, c_mn: np.ndarray | None = None,
                  operands: tuple | None = None, quant: dict | None = None):
-        self.first, self.insn, self.op = first, insn, insn.mnemonic
-        self.kernel, self.wave, self.workgroups, self.live = kernel, wave, workgroups, live
-        self.source, self.exec_mask, self.label = source, exec_mask, label
+        self._site(first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands)
         self.a, self.b = a, b
         self.ks_a = {} if ks_a is None else ks_a
         self.ks_b = {} if ks_b is None else ks_b
         self.c_mma, self.c_mn = c_mma, c_mn
-        self.operands = operands
         self.quant = quant
+
+    def _site(self, first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands):
+        self.first, self.insn, self.op = first, insn, insn.mnemonic
+        self.kernel, self.wave, self.workgroups, self.live = kernel, wave, workgroups, live
+        self.source, self.exec_mask, self.label = source, exec_mask, label
+        self.operands = operands
+
+    def tagged(self) -> bool:
+        """Whether the operands carried provenance (A's K-slot values are recorded)."""
+        return self.a is not None
 
     def member_rows(self, member):
         bl = self.insn.blocks
@@ -184,9 +191,13 @@ class MmaLog:
     def add_pair(self, left, right, site: tuple | None = None, member_base: np.ndarray | None = None,
                  fold_shift: np.ndarray | None = None) -> int:
         """A new pair record (PairRecord's fields); returns its id."""
+        return self.add_pair_record(PairRecord(left, right, site, member_base, fold_shift))
+
+    def add_pair_record(self, rec: PairRecord) -> int:
+        """A pair record made by the caller (a folded batch's, foldrec.FoldedPair); returns its id."""
         if len(self.pairs) >= FOREIGN_BASE - PAIR_BASE:
             raise ArgumentError("more sums of matrix results than the provenance ids can name")
-        self.pairs.append(PairRecord(left, right, site, member_base, fold_shift))
+        self.pairs.append(rec)
         return PAIR_BASE + len(self.pairs) - 1
 
     def truncate(self, n_records: int, n_pairs: int, n_foreign: int):
@@ -222,7 +233,7 @@ class MmaLog:
     def tagged_events(self):
         """The events whose operands carried provenance (``MmaEvent.tagged``), in index order,
         made one by one as asked for."""
-        return _events_of(r for r in self.records if r.a is not None)
+        return _events_of(r for r in self.records if r.tagged())
 
     def events_carrying(self, operand: str, field: str = "token"):
         """The events (in index order, made one by one as asked for) whose ``operand`` ("A" or

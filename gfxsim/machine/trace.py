@@ -120,7 +120,7 @@ class MmaEvent(Event):
     @property
     def tagged(self) -> bool:
         """Whether the operands carried provenance (a launch with provenance, tagged inputs)."""
-        return self.record is not None and self.record.a is not None
+        return self.record is not None and self.record.tagged()
 
     def fields(self, operand: str) -> list:
         side = self.record.a if operand.upper() == "A" else self.record.b

@@ -14,6 +14,8 @@ from kernels_py.host.buffers import make_cache
 from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
 from kernels_py.workloads.data import make_attention_inputs
+from gfxsim.machine.foldrec import FoldedPair, FoldedRecord
+from gfxsim.machine.mmalog import MmaRecord
 from gfxsim.machine.provenance import RESERVED
 from support.fold import _same_prov, same_buffers, same_runs
 
@@ -110,3 +112,14 @@ def test_a_batch_folds_and_keeps_every_record(monkeypatch, make, kernel):
         same_buffers(every.buffers[name], folded.buffers[name], ra.machine.wide, rb.machine.wide)
     assert all(n["attempts"] == 0 for n in ra.folds)
     assert all(n["unfolded"] is None and n["classes"] <= 2 for n in rb.folds), rb.folds          # padding: a class
+    if kernel is prefix_prefill:     # its records and sums held once per class (compared above, placed for every member)
+        pairs = rb.machine.mma_log.pairs
+        assert pairs and all(isinstance(p, FoldedPair) for p in pairs)
+        assert not any(isinstance(p, FoldedPair) for p in ra.machine.mma_log.pairs)
+        assert all(isinstance(r, FoldedRecord) for r in rb.machine.mma_log.records)
+        assert not any(isinstance(r, FoldedRecord) for r in ra.machine.mma_log.records)
+        for x, y in zip(ra.machine.mma_log.records, rb.machine.mma_log.records):   # read without placing
+            for op in "AB":
+                for f in ("token", "head", "dim"):
+                    assert np.array_equal(x.k_slots(op, f), y.k_slots(op, f)), (x.first, op, f)
+                    assert np.array_equal(MmaRecord.k_slots(y, op, f), y.k_slots(op, f)), (x.first, op, f)
