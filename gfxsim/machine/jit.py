@@ -29,6 +29,7 @@ _LOCK = threading.RLock()            # one thread starts numba and swaps a modul
 _PREWARMED = False                   # prewarm() has started (once per process)
 _COMPILED: list[str] = []            # module.function of each signature compiled (not loaded from the cache)
 _NOTE: dict = {"stream": None, "said": False}   # announce_compiles' stream; whether the note is out
+PREWARM_SWITCH_INTERVAL = 0.0005     # seconds: the GIL switch interval while numba starts (see prewarm)
 
 
 def njit(fn):
@@ -74,10 +75,9 @@ def prewarm() -> threading.Thread | None:
 
     # numba's start is Python code that holds the GIL; the caller's numpy work gets it back only
     # when the switch interval expires (5 ms), after each of its many short calls. A short interval
-    # while numba starts (gfxsim.gil, shared with the run's other holders): a 16K decode's data
-    # generation took 1.1 s beside it instead of 0.4 s.
-    from ..gil import hold, release
-    hold()
+    # while numba starts: a 16K decode's data generation took 1.1 s beside it instead of 0.4 s.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, PREWARM_SWITCH_INTERVAL))
 
     def work():
         try:
@@ -86,7 +86,7 @@ def prewarm() -> threading.Thread | None:
                 for mod in list(_LAZY):
                     _compile_module(mod)
         finally:
-            release()
+            sys.setswitchinterval(interval)
     t = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
     t.start()
     return t

@@ -223,10 +223,8 @@ def run_kernel(kernel: str, *, config: RunConfig | None = None, inputs=None, pro
     if cfg.schedule != "in-order":
         shown["schedule"] = cfg.schedule
     from gfxsim.blas import one_blas_thread
-    from gfxsim.gil import short_switch_interval
     from gfxsim.machine.schedule import scheduled
-    # every launch of the harness runs the schedule (the harnesses build their own LaunchOptions);
-    # the references' thread gets the GIL back from the simulation's Python within 0.5 ms
-    with one_blas_thread(), short_switch_interval(), scheduled(cfg.schedule):
+    # every launch of the harness runs the schedule (the harnesses build their own LaunchOptions)
+    with one_blas_thread(), scheduled(cfg.schedule):
         ran = KERNELS[kernel](cfg, inputs, swap)
     return KernelRun(kernel, ran.runs[0].arch, ran.context, shown, ran.out, ran.refs, ran.runs, ran.extra_metrics)

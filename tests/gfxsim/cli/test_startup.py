@@ -241,7 +241,7 @@ def test_an_int8_run_never_imports_ml_dtypes(kernel):
 
 def test_prewarm_shortens_the_gil_switch_interval_while_numba_starts():
     """jit.prewarm: numba's start holds the GIL; the caller's numpy work gets it back after a short
-    switch interval meanwhile (gfxsim.gil.SHORT_SWITCH_INTERVAL), and the interval is restored after."""
+    switch interval meanwhile (PREWARM_SWITCH_INTERVAL), and the interval is restored after."""
     code = ("import sys; from gfxsim.machine import jit; before = sys.getswitchinterval(); t = jit.prewarm(); "
             "during = sys.getswitchinterval(); t.join(); "
             "print(before, during, sys.getswitchinterval(), jit.prewarm() is None, jit.loaded())")
