@@ -200,7 +200,8 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     c_log2 = np.float32(1 / np.sqrt(head_dim)) * LOG2E
     m = [w.cat(*[w.const(-np.inf, "f32")] * n_slot) for _ in range(n_mt)]
     lsum = [w.cat(*[w.const(0.0, "f32")] * n_slot) for _ in range(n_mt)]
-    o = [[None] * n_dt for _ in range(n_mt)]
+    o = [[None] * n_dt for _ in range(n_mt)]     # one-level: each head-dim tile's O, the C of its next
+    o_all = [None] * n_mt                          # two-level: O of every tile side by side, tile dt at n_d * dt
     if q_pos0 is not None:                                 # each row's last visible token, [j][i] order
         last = [_vals(w, np.tile((q_pos0 + mt * mqk.M + dr).T, (n_nt, 1)), "i32") for mt in range(n_mt)]
     for blk in range(context // BLKK):
@@ -247,19 +248,25 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
             tiles = mpv.K // mqk.N
             # P~'s A operand of each K step: the same for every head-dim tile, gathered once
             pas = [w.cat(*[p8[n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
+            bufs = []
             for dt in range(n_dt):
                 buf = None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d
                 for c in range(BLKK // mpv.K):
                     buf = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], buf,
                                 label=f"pv block {blk} m{mt} d{dt} k{c}")
-                if not two_level:
-                    o[mt][dt] = buf
-                else:
-                    o[mt][dt] = buf if o[mt][dt] is None else o[mt][dt] * alpha_d + buf
+                bufs.append(buf)
+            if not two_level:
+                o[mt] = bufs
+            elif o_all[mt] is None:
+                o_all[mt] = w.cat(*bufs)
+            else:                    # every head-dim tile's O rescaled and added in one statement
+                o_all[mt] = o_all[mt] * alpha[slot_of_d * n_dt] + w.cat(*bufs)
 
     # -- end: O * sV / l (+ mean V) --------------------------------------------------------------
     v_src = [np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes]) for i in range(n_d)]
     for mt in range(n_mt):
+        if two_level:
+            o[mt] = [o_all[mt][n_d * dt:n_d * (dt + 1)] for dt in range(n_dt)]
         for msk in masks:
             lsum[mt] = lsum[mt] + w.shfl_xor(lsum[mt], msk)
         inv_l = w.rcp(lsum[mt])[slot_of_d]
