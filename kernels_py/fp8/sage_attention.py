@@ -185,25 +185,31 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         vq.append(_split(x8, [x.n for x in vv[dt]]))
 
     # -- phase 2: per K block -------------------------------------------------------------------
+    # The scores of a block are one value: row tile mt, n tile j, D register i at element
+    # n_d * (n_nt * mt + j) + i. A row's running max, sum and rescale are "chains", chain
+    # n_slot * mt + h the rows of tile mt's slot h, side by side in one statement: element by
+    # element the operations (and their order) of each chain alone.
     slots = row_slots(mqk)
     n_d = dc.shape[1]                                      # D registers of a lane
     n_slot, per_slot = len(slots), len(slots[0])
     if any(len(r) != per_slot for r in slots):
         raise ArgumentError(f"{mqk.mnemonic}: its D row slots hold {[len(r) for r in slots]} registers, not one count")
     reg_slot = {i: h for h, regs in enumerate(slots) for i in regs}
-    # a row's registers of every n tile, the row slots side by side (element t * n_slot + h is term
-    # t of slot h): one statement serves every slot, each element's operations those of its slot
-    terms = [[n_d * j + slots[h][i] for h in range(n_slot)] for j in range(n_nt) for i in range(per_slot)]
-    by_slot = [e for t in terms for e in t]
-    slot_of_d = [reg_slot[i] for i in range(n_d)]          # each D register's slot
+    tile = n_d * n_nt                                      # elements of one row tile's scores
+    chains = n_mt * n_slot
+    # term t of every chain: a row's registers of every n tile, in the order the sum adds them
+    terms = [[mt * tile + n_d * j + slots[h][i] for mt in range(n_mt) for h in range(n_slot)]
+             for j in range(n_nt) for i in range(per_slot)]
+    by_chain = [e for t in terms for e in t]
+    chain_of = [n_slot * mt + reg_slot[i] for mt in range(n_mt) for _ in range(n_nt) for i in range(n_d)]
     masks = _lane_masks(d_lay, "col")                      # lanes that share a D row
     c_log2 = np.float32(1 / np.sqrt(head_dim)) * LOG2E
-    m = [w.cat(*[w.const(-np.inf, "f32")] * n_slot) for _ in range(n_mt)]
-    lsum = [w.cat(*[w.const(0.0, "f32")] * n_slot) for _ in range(n_mt)]
+    m = w.cat(*[w.const(-np.inf, "f32")] * chains)
+    lsum = w.cat(*[w.const(0.0, "f32")] * chains)
     o = [[None] * n_dt for _ in range(n_mt)]     # one-level: each head-dim tile's O, the C of its next
-    o_all = [None] * n_mt                          # two-level: O of every tile side by side, tile dt at n_d * dt
-    if q_pos0 is not None:                                 # each row's last visible token, [j][i] order
-        last = [_vals(w, np.tile((q_pos0 + mt * mqk.M + dr).T, (n_nt, 1)), "i32") for mt in range(n_mt)]
+    o_all = None                                 # two-level: O of every row and head-dim tile side by side
+    if q_pos0 is not None:                       # each score's row's last visible token
+        last = _vals(w, np.concatenate([np.tile((q_pos0 + mt * mqk.M + dr).T, (n_nt, 1)) for mt in range(n_mt)]))
     for blk in range(context // BLKK):
         kv = [[_operand(w, k, bc, br, blk * BLKK + j * mqk.N, ks * kq, head_dim, per_b, mqk.operand("B").n_regs)
                for ks in range(n_ks)] for j in range(n_nt)]
@@ -218,61 +224,61 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         kb = [kb[j * n_ks:(j + 1) * n_ks] for j in range(n_nt)]
         sk = w.bpermute(sk_b, _vals(w, k_src))
         tok = blk * BLKK + np.arange(n_nt)[:, None, None] * mqk.N + dc[None]    # [j, lane, i]
-        dsv = _token_values(w, ds, tok)                    # mean(Q)·Kᵀ of the block: both row tiles' D
+        dsv = _token_values(w, ds, tok)                    # mean(Q)·Kᵀ of the block, [j][i]
         sqk = sq * sk if fused_scales else None
+        ss = []
         for mt in range(n_mt):
-            ss = []
             for j in range(n_nt):
                 acc = None
                 for ks in range(n_ks):
                     acc = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], acc, label=f"qk block {blk} m{mt} n{j} k{ks}")
                 # each tile's scales applied to it alone: its scale checks (and findings) in tile order
                 ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
-            x = (w.cat(*ss) + dsv) * c_log2                # element n_d * j + i: tile j's register i
-            if q_pos0 is not None:
-                x = w.select(_vals(w, tok.transpose(0, 2, 1).reshape(-1, w.lanes)) <= last[mt], x, -np.inf)
-            bm = _max_of(w, x[by_slot], n_slot)
-            for msk in masks:
-                bm = w.max(bm, w.shfl_xor(bm, msk))
-            m_new = w.max(m[mt], bm)
-            alpha = w.exp2(m[mt] - m_new)
-            m[mt] = m_new
-            moff = m[mt] - S_FP8_OFFSET
-            ps = w.exp2(x - moff[slot_of_d * n_nt])
-            rs = ps[terms[0]]
-            for t in terms[1:]:
-                rs = rs + ps[t]
-            lsum[mt] = lsum[mt] * alpha + rs
-            p8 = ps.to("fp8_e4m3")
-            alpha_d = alpha[slot_of_d]
-            tiles = mpv.K // mqk.N
+        x = (w.cat(*ss) + dsv[list(range(tile)) * n_mt]) * c_log2
+        if q_pos0 is not None:
+            x = w.select(_vals(w, np.tile(tok.transpose(0, 2, 1).reshape(-1, w.lanes), (n_mt, 1))) <= last, x, -np.inf)
+        bm = _max_of(w, x[by_chain], chains)
+        for msk in masks:
+            bm = w.max(bm, w.shfl_xor(bm, msk))
+        m_new = w.max(m, bm)
+        alpha = w.exp2(m - m_new)
+        m = m_new
+        ps = w.exp2(x - (m - S_FP8_OFFSET)[chain_of])
+        rs = ps[terms[0]]
+        for t in terms[1:]:
+            rs = rs + ps[t]
+        lsum = lsum * alpha + rs
+        p8 = ps.to("fp8_e4m3")
+        tiles = mpv.K // mqk.N
+        bufs = []
+        for mt in range(n_mt):
+            alpha_d = alpha[chain_of[mt * tile:mt * tile + n_d]]
             # P~'s A operand of each K step: the same for every head-dim tile, gathered once
-            pas = [w.cat(*[p8[n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
-            bufs = []
+            pas = [w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
             for dt in range(n_dt):
                 buf = None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d
                 for c in range(BLKK // mpv.K):
                     buf = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], buf,
                                 label=f"pv block {blk} m{mt} d{dt} k{c}")
                 bufs.append(buf)
-            if not two_level:
-                o[mt] = bufs
-            elif o_all[mt] is None:
-                o_all[mt] = w.cat(*bufs)
-            else:                    # every head-dim tile's O rescaled and added in one statement
-                o_all[mt] = o_all[mt] * alpha[slot_of_d * n_dt] + w.cat(*bufs)
+                if not two_level:
+                    o[mt][dt] = buf
+        if two_level:                # every tile's O rescaled and added in one statement
+            o_all = w.cat(*bufs) if o_all is None else \
+                o_all * alpha[[chain_of[mt * tile + i] for mt in range(n_mt) for _ in range(n_dt) for i in range(n_d)]] \
+                + w.cat(*bufs)
 
     # -- end: O * sV / l (+ mean V) --------------------------------------------------------------
     v_src = [np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes]) for i in range(n_d)]
+    for msk in masks:
+        lsum = lsum + w.shfl_xor(lsum, msk)
+    inv_l = w.rcp(lsum)
     for mt in range(n_mt):
-        if two_level:
-            o[mt] = [o_all[mt][n_d * dt:n_d * (dt + 1)] for dt in range(n_dt)]
-        for msk in masks:
-            lsum[mt] = lsum[mt] + w.shfl_xor(lsum[mt], msk)
-        inv_l = w.rcp(lsum[mt])[slot_of_d]
+        inv_d = inv_l[chain_of[mt * tile:mt * tile + n_d]]
         for dt in range(n_dt):
+            o_t = o_all[n_d * (n_dt * mt + dt):n_d * (n_dt * mt + dt + 1)] if two_level else o[mt][dt]
             sv = w.cat(*[w.bpermute(vs[dt], _vals(w, v_src[i])) for i in range(n_d)])
-            res = w.dequant(o[mt][dt], sv) * inv_l
+            res = w.dequant(o_t, sv) * inv_d
             col = dt * mpv.N + dc
             if smooth_v:
                 res = res + w.cat(*[w.global_load(vm, _vals(w, col[:, i] * 4), 4, "f32") for i in range(n_d)])
