@@ -130,6 +130,57 @@ def _two_stage_step(acc, prod, pexp, c):
     return to_f32(s, acc.final_rounding or acc.rounding)
 
 
+def _finite_steps(acc, prod, pexp, c):
+    """accumulate's "fused" and "after" datapaths where no term is NaN or infinite and no step's
+    result overflows, with a step's products cut at once and C's cut added to their sum; None
+    where that is not so or the sum could be inexact (the general loop then runs). Each cut term
+    is a multiple of the step's quantum below 2^(bits + 2) quanta (a product's significand is
+    below 4, C's below 2), so while (4 x products + 2) x 2^bits <= 2^53 every partial sum is
+    exact, and the sum is the general loop's whatever the order (a zero sum is +0 in both: numpy's
+    sum starts from +0)."""
+    steps = steps_of(acc, prod.shape[-1])
+    width = len(steps[0])
+    if acc.interleave != 1 or any(len(s) != width for s in steps) or \
+            (4 * width + 2) << acc.mantissa_bits > 1 << 53:
+        return None
+    if not (np.isfinite(prod).all() and np.isfinite(c).all()):
+        return None
+    zero = NONE if acc.zero_exponent is None else acc.zero_exponent
+    order = [k for s in steps for k in s]
+    shape = prod.shape[:-1] + (len(steps), width)
+    p = prod.reshape(shape) if order == list(range(prod.shape[-1])) else prod[..., order].reshape(shape)
+    e = pexp.reshape(shape) if order == list(range(prod.shape[-1])) else pexp[..., order].reshape(shape)
+    if acc.zero_exponent is not None:
+        e = np.where(p == 0, zero, e)
+    pmax = e.max(axis=-1)
+    final = acc.final_rounding or acc.rounding
+    after = acc.c_entry == "after"
+    run = c
+    for i in range(len(steps)):
+        if after and i == 0:             # C has not joined: the run is +0, which sets no alignment
+            emax = np.maximum(pmax[..., 0], zero)
+            q = _pow2(emax - acc.mantissa_bits)
+            total = _cut(p[..., 0, :], q[..., None], acc.rounding).sum(axis=-1) + 0.0
+        else:
+            er = exponent(run, F32_EMIN)
+            if zero != NONE:
+                er = np.where(run == 0, zero, er)
+            emax = np.maximum(pmax[..., i], er)
+            q = _pow2(emax - acc.mantissa_bits)
+            total = _cut(p[..., i, :], q[..., None], acc.rounding).sum(axis=-1) + _cut(run, q, acc.rounding)
+        with np.errstate(over="ignore"):
+            d = to_f32(total, final)
+        if acc.result_bits is not None:
+            d = truncate_mantissa(d, acc.result_bits) if final == "truncate" else round_mantissa(d, acc.result_bits)
+        if not np.isfinite(d).all():
+            return None
+        run = d.astype(np.float64)
+    if after:                                                   # C joins last, by an fp32 add
+        with np.errstate(invalid="ignore", over="ignore"):
+            run = run.astype(np.float32) + c.astype(np.float32)
+    return finish(acc, run)
+
+
 def accumulate(acc, prod, pexp, c):
     """D (float32 ``[...]``) from products ``[..., K]`` (alignment exponents ``pexp``) and C ``[...]``
     by the record ``acc`` (an ``AccumulatorPrecision``)."""
@@ -142,6 +193,15 @@ def accumulate(acc, prod, pexp, c):
             d = round_mantissa(d, acc.mantissa_bits) if acc.rounding == "nearest" else \
                 truncate_mantissa(d, acc.mantissa_bits)
         return d
+    if acc.c_entry in ("fused", "after"):
+        d = _finite_steps(acc, prod, pexp, c)
+        if d is not None:
+            return d
+    return _stepwise(acc, prod, pexp, c)
+
+
+def _stepwise(acc, prod, pexp, c):
+    """accumulate's adders step by step, each step's terms looked at for NaN and infinities."""
     if acc.c_entry == "two_stage":               # products beyond fp32's range overflow first
         with np.errstate(invalid="ignore", over="ignore"):
             prod = np.where(np.abs(prod) >= 2.0 ** 128, prod * np.inf, prod)

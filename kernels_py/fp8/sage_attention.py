@@ -56,12 +56,14 @@ def _reduce_over(w, x, lanes_of, op):
     return acc
 
 
-def _max_of(w, a):
+def _max_of(w, a, width=1):
     """The max over a lane's elements of ``a``: halves maxed pairwise (max is exact in any order
     but for signalling NaNs), so n elements take log2(n) statements of up to n/2 registers, not
-    n - 1 of one."""
-    while a.n > 1:
-        h = a.n // 2
+    n - 1 of one. ``width``: that many maxes side by side (element t * width + h is element t of
+    max h), each halved as it would be alone."""
+    while a.n > width:
+        n = a.n // width
+        h = n // 2 * width
         m = w.max(a[0:h], a[h:2 * h])
         a = m if a.n == 2 * h else w.cat(m, a[2 * h:])
     return a
@@ -183,12 +185,31 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         vq.append(_split(x8, [x.n for x in vv[dt]]))
 
     # -- phase 2: per K block -------------------------------------------------------------------
+    # The scores of a block are one value: row tile mt, n tile j, D register i at element
+    # n_d * (n_nt * mt + j) + i. A row's running max, sum and rescale are "chains", chain
+    # n_slot * mt + h the rows of tile mt's slot h, side by side in one statement: element by
+    # element the operations (and their order) of each chain alone.
     slots = row_slots(mqk)
+    n_d = dc.shape[1]                                      # D registers of a lane
+    n_slot, per_slot = len(slots), len(slots[0])
+    if any(len(r) != per_slot for r in slots):
+        raise ArgumentError(f"{mqk.mnemonic}: its D row slots hold {[len(r) for r in slots]} registers, not one count")
+    reg_slot = {i: h for h, regs in enumerate(slots) for i in regs}
+    tile = n_d * n_nt                                      # elements of one row tile's scores
+    chains = n_mt * n_slot
+    # term t of every chain: a row's registers of every n tile, in the order the sum adds them
+    terms = [[mt * tile + n_d * j + slots[h][i] for mt in range(n_mt) for h in range(n_slot)]
+             for j in range(n_nt) for i in range(per_slot)]
+    by_chain = [e for t in terms for e in t]
+    chain_of = [n_slot * mt + reg_slot[i] for mt in range(n_mt) for _ in range(n_nt) for i in range(n_d)]
     masks = _lane_masks(d_lay, "col")                      # lanes that share a D row
     c_log2 = np.float32(1 / np.sqrt(head_dim)) * LOG2E
-    m = [[w.const(-np.inf, "f32") for _ in slots] for _ in range(n_mt)]
-    lsum = [[w.const(0.0, "f32") for _ in slots] for _ in range(n_mt)]
-    o = [[None] * n_dt for _ in range(n_mt)]
+    m = w.cat(*[w.const(-np.inf, "f32")] * chains)
+    lsum = w.cat(*[w.const(0.0, "f32")] * chains)
+    o = [[None] * n_dt for _ in range(n_mt)]     # one-level: each head-dim tile's O, the C of its next
+    o_all = None                                 # two-level: O of every row and head-dim tile side by side
+    if q_pos0 is not None:                       # each score's row's last visible token
+        last = _vals(w, np.concatenate([np.tile((q_pos0 + mt * mqk.M + dr).T, (n_nt, 1)) for mt in range(n_mt)]))
     for blk in range(context // BLKK):
         kv = [[_operand(w, k, bc, br, blk * BLKK + j * mqk.N, ks * kq, head_dim, per_b, mqk.operand("B").n_regs)
                for ks in range(n_ks)] for j in range(n_nt)]
@@ -202,71 +223,84 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         kb = _narrowed(w, _quantize(w, kcat, inv_k, qmax), [x.n for x in kflat], qk)
         kb = [kb[j * n_ks:(j + 1) * n_ks] for j in range(n_nt)]
         sk = w.bpermute(sk_b, _vals(w, k_src))
-        p8 = [[None] * n_nt for _ in range(n_mt)]
+        tok = blk * BLKK + np.arange(n_nt)[:, None, None] * mqk.N + dc[None]    # [j, lane, i]
+        dsv = _token_values(w, ds, tok)                    # mean(Q)·Kᵀ of the block, [j][i]
+        sqk = sq * sk if fused_scales else None
+        ss = []
         for mt in range(n_mt):
-            xs = []
             for j in range(n_nt):
                 acc = None
                 for ks in range(n_ks):
                     acc = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], acc, label=f"qk block {blk} m{mt} n{j} k{ks}")
-                tok = blk * BLKK + j * mqk.N + dc
-                dsv = w.cat(*[w.global_load(ds, _vals(w, tok[:, i] * 4), 4, "f32") for i in range(dc.shape[1])])
-                s = (w.dequant(acc, sq * sk) if fused_scales else w.dequant(acc, sq) * sk) + dsv
-                x = s * c_log2
-                if q_pos0 is not None:
-                    x = w.select(_vals(w, tok.T) <= _vals(w, (q_pos0 + mt * mqk.M + dr).T), x, -np.inf)
-                xs.append(x)
-            alpha = []
-            for h, regs in enumerate(slots):
-                bm = _max_of(w, w.cat(*[xs[j][i] for j in range(n_nt) for i in regs]))
-                for msk in masks:
-                    bm = w.max(bm, w.shfl_xor(bm, msk))
-                m_new = w.max(m[mt][h], bm)
-                alpha.append(w.exp2(m[mt][h] - m_new))
-                m[mt][h] = m_new
-            moff = [m[mt][h] - S_FP8_OFFSET for h in range(len(slots))]
-            reg_slot = {i: h for h, regs in enumerate(slots) for i in regs}
-            moff_d = w.cat(*[moff[reg_slot[i]] for i in range(dc.shape[1])])
-            alpha_d = w.cat(*[alpha[reg_slot[i]] for i in range(dc.shape[1])])
-            ps = [w.exp2(xs[j] - moff_d) for j in range(n_nt)]
-            for h, regs in enumerate(slots):
-                rs = ps[0][regs[0]]
-                for j in range(n_nt):
-                    for i in regs:
-                        if (j, i) != (0, regs[0]):
-                            rs = rs + ps[j][i]
-                lsum[mt][h] = lsum[mt][h] * alpha[h] + rs
-            p8[mt] = [x.to("fp8_e4m3") for x in ps]
-            tiles = mpv.K // mqk.N
+                # each tile's scales applied to it alone: its scale checks (and findings) in tile order
+                ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
+        x = (w.cat(*ss) + dsv[list(range(tile)) * n_mt]) * c_log2
+        if q_pos0 is not None:
+            x = w.select(_vals(w, np.tile(tok.transpose(0, 2, 1).reshape(-1, w.lanes), (n_mt, 1))) <= last, x, -np.inf)
+        bm = _max_of(w, x[by_chain], chains)
+        for msk in masks:
+            bm = w.max(bm, w.shfl_xor(bm, msk))
+        m_new = w.max(m, bm)
+        alpha = w.exp2(m - m_new)
+        m = m_new
+        ps = w.exp2(x - (m - S_FP8_OFFSET)[chain_of])
+        rs = ps[terms[0]]
+        for t in terms[1:]:
+            rs = rs + ps[t]
+        lsum = lsum * alpha + rs
+        p8 = ps.to("fp8_e4m3")
+        tiles = mpv.K // mqk.N
+        bufs = []
+        for mt in range(n_mt):
+            alpha_d = alpha[chain_of[mt * tile:mt * tile + n_d]]
             # P~'s A operand of each K step: the same for every head-dim tile, gathered once
-            pas = [w.cat(*[p8[mt][c * tiles + jj][i] for jj, i in src]) for c in range(BLKK // mpv.K)]
+            pas = [w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
             for dt in range(n_dt):
                 buf = None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d
                 for c in range(BLKK // mpv.K):
                     buf = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], buf,
                                 label=f"pv block {blk} m{mt} d{dt} k{c}")
+                bufs.append(buf)
                 if not two_level:
                     o[mt][dt] = buf
-                else:
-                    o[mt][dt] = buf if o[mt][dt] is None else o[mt][dt] * alpha_d + buf
+        if two_level:                # every tile's O rescaled and added in one statement
+            o_all = w.cat(*bufs) if o_all is None else \
+                o_all * alpha[[chain_of[mt * tile + i] for mt in range(n_mt) for _ in range(n_dt) for i in range(n_d)]] \
+                + w.cat(*bufs)
 
     # -- end: O * sV / l (+ mean V) --------------------------------------------------------------
-    v_src = [np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes]) for i in range(dc.shape[1])]
+    v_src = [np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes]) for i in range(n_d)]
+    for msk in masks:
+        lsum = lsum + w.shfl_xor(lsum, msk)
+    inv_l = w.rcp(lsum)
     for mt in range(n_mt):
-        for h, regs in enumerate(slots):
-            for msk in masks:
-                lsum[mt][h] = lsum[mt][h] + w.shfl_xor(lsum[mt][h], msk)
-        reg_slot = {i: hh for hh, regs in enumerate(slots) for i in regs}
-        inv_l = w.cat(*[w.rcp(lsum[mt][reg_slot[i]]) for i in range(dc.shape[1])])
+        inv_d = inv_l[chain_of[mt * tile:mt * tile + n_d]]
         for dt in range(n_dt):
-            sv = w.cat(*[w.bpermute(vs[dt], _vals(w, v_src[i])) for i in range(dc.shape[1])])
-            res = w.dequant(o[mt][dt], sv) * inv_l
+            o_t = o_all[n_d * (n_dt * mt + dt):n_d * (n_dt * mt + dt + 1)] if two_level else o[mt][dt]
+            sv = w.cat(*[w.bpermute(vs[dt], _vals(w, v_src[i])) for i in range(n_d)])
+            res = w.dequant(o_t, sv) * inv_d
             col = dt * mpv.N + dc
             if smooth_v:
-                res = res + w.cat(*[w.global_load(vm, _vals(w, col[:, i] * 4), 4, "f32") for i in range(dc.shape[1])])
+                res = res + w.cat(*[w.global_load(vm, _vals(w, col[:, i] * 4), 4, "f32") for i in range(n_d)])
             row = mt * mqk.M + dr
-            for i in range(dc.shape[1]):
+            for i in range(n_d):
                 w.global_store(out, _vals(w, (row[:, i] * head_dim + col[:, i]) * 4), res[i])
+
+
+def _token_values(w, buf, tok):
+    """The f32 of ``buf`` at tokens ``tok`` [tiles, lanes, regs] as one value, element regs * t + i.
+    A lane's registers that name two consecutive tokens (then the same two again: the rows of
+    an m16n8 D) are one 8-byte load; otherwise a load per register."""
+    n_t, _, n_r = tok.shape
+    pairs = n_r == 4 and (tok[:, :, 1] == tok[:, :, 0] + 1).all() and (tok[:, :, 2:] == tok[:, :, :2]).all() and \
+        (tok[:, :, 0] % 2 == 0).all()
+    parts = []
+    for t in range(n_t):
+        if pairs:
+            parts.append(w.global_load(buf, _vals(w, tok[t, :, 0] * 4), 8, "f32")[[0, 1, 0, 1]])
+        else:
+            parts += [w.global_load(buf, _vals(w, tok[t, :, i] * 4), 4, "f32") for i in range(n_r)]
+    return w.cat(*parts)
 
 
 def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provenance=True, kernel=None, trace=False):

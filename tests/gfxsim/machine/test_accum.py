@@ -69,3 +69,41 @@ def test_an_instruction_without_special_terms_equals_the_special_path(name):
     slow = mma_f32(acc, special, b, c)
     np.testing.assert_array_equal(fast[:5].view(np.uint32), slow[:5].view(np.uint32))
     assert np.isinf(slow[5, 3]).all() or np.isnan(slow[5, 3]).any()
+
+
+@pytest.mark.parametrize("name", ["FP22_ADA", "ADA_HMMA", "SM90_HMMA", "SM90_MMA_E4M3", "SM90_WGMMA_E4M3"])
+def test_the_finite_fast_path_equals_the_step_by_step_adder(name):
+    """A "fused"/"after" instruction with no special term cuts each step's products at once
+    (accum._finite_steps): bit for bit the step-by-step loop's D, zeros of both signs, subnormal
+    inputs, C of every sign and size and steps far apart in exponent included; a step that
+    overflows leaves it to the loop."""
+    import gfxsim.arch.nvidia as nv
+    from gfxsim.machine.accum import EMIN, _finite_steps, _stepwise, accumulate, product_terms
+    acc = getattr(nv, name)
+    rng = np.random.default_rng(11)
+    k = 32
+    a = rng.normal(size=(40, 16, k)) * 2.0 ** rng.integers(-12, 12, (40, 16, k))
+    b = rng.normal(size=(40, k, 8)) * 2.0 ** rng.integers(-12, 12, (40, 1, 8))
+    a[rng.random(a.shape) < 0.2] = 0.0
+    a[rng.random(a.shape) < 0.1] = -0.0
+    b[:4] = -b[:4]
+    a[5] = 2.0 ** -130                                             # subnormal in fp32 and bf16, zero in f16
+    a[6, :, :k // 2] = 0.0                                         # a step of zeros only
+    c = rng.normal(size=(40, 16, 8)) * 2.0 ** rng.integers(-30, 30, (40, 16, 8))
+    c[7] = 0.0
+    c[8] = -0.0
+    c[9] = 1e30
+    a[10], b[10], c[10] = -0.0, np.abs(b[10]), -0.0                # every term -0
+    t = "f16" if "HMMA" in name else "f32"
+    a, b, c = a.astype(np.float32), b.astype(np.float32), c.astype(np.float32)
+    prod, pexp = product_terms(a, b, EMIN[t], EMIN[t])
+    fast = _finite_steps(acc, prod, pexp, c.astype(np.float64))
+    assert fast is not None
+    slow = _stepwise(acc, prod, pexp, c.astype(np.float64))
+    np.testing.assert_array_equal(fast.view(np.uint32), slow.view(np.uint32))
+    assert np.array_equal(accumulate(acc, prod, pexp, c).view(np.uint32), slow.view(np.uint32))
+    assert (slow[10] == 0).all() and (slow[6] != 0).any()
+    big = a.copy()
+    big[0, 0, :] = 3e38                                            # the first step overflows
+    prod, pexp = product_terms(big, b, EMIN[t], EMIN[t])
+    assert _finite_steps(acc, prod, pexp, c.astype(np.float64)) is None

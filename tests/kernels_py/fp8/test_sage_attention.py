@@ -199,3 +199,33 @@ def test_amax_by_halves_equals_the_one_by_one_chain_with_provenance(n):
     fp = outs[0].prov._planes().fp
     assert fp["token"].nonempty().all() and fp["dim"].nonempty().all()     # footprints were compared
     assert (outs[2].prov._planes().flags & qdir.MARKS).any()              # and the marks
+
+
+@pytest.mark.parametrize("n", [6, 8])
+def test_maxes_side_by_side_equal_each_max_alone_with_provenance(n):
+    """The kernel's row maxes run their chains side by side (_max_of's width): chain h's max has
+    the value, footprint and identities of the same halving of chain h alone."""
+    from gfxsim import Buffer, launch
+    from kernels_py.fp8.sage_attention import _max_of
+    from support.fold import same_buffers
+    T, width = 32, 3
+    x = np.random.default_rng(2).normal(size=(T, n * width)).astype(np.float32)
+    toks = np.broadcast_to(np.arange(T)[:, None], x.shape)
+    src = Buffer("x", x, tags={"token": toks})
+    tok = (np.arange(32)[:, None] + 7 * np.arange(n * width)) % T
+    addr = ((tok * n * width + np.arange(n * width)) * 4).astype(np.int32)
+    alone = [Buffer.empty(f"alone{h}", (32,), np.float32) for h in range(width)]
+    side = [Buffer.empty(f"side{h}", (32,), np.float32) for h in range(width)]
+
+    def kernel(w, x, *outs):
+        vals = w.cat(*[w.global_load(x, w.from_lanes(addr[:, e], "i32"), 4, "f32") for e in range(n * width)])
+        together = _max_of(w, vals, width)                 # element t * width + h: term t of chain h
+        for h in range(width):
+            w.global_store(outs[h], w.lane_id * 4, _max_of(w, vals[list(range(h, n * width, width))]))
+            w.global_store(outs[width + h], w.lane_id * 4, together[h])
+    run = launch(kernel, arch="sm_90", args=(src, *alone, *side), provenance=True)
+    assert run.findings == []
+    for h in range(width):
+        np.testing.assert_array_equal(alone[h].array, x[tok[:, h::width], np.arange(h, n * width, width)].max(axis=1))
+        same_buffers(alone[h], side[h], run.machine.wide, run.machine.wide)
+    assert alone[0].prov._planes().fp["token"].nonempty().all()          # footprints were compared
