@@ -457,3 +457,32 @@ def test_offsets_of_lanes_outside_exec_leave_a_batchs_lds_state_shared(monkeypat
                       for e in run.trace.events if e.op.startswith("ds_"))
     got = addresses(r1)
     assert len(got) == 4 * 2 * 2 and got == addresses(r4)
+
+
+def set_conflicts(addr, active, nbytes, banks=32, bank_bytes=4, rule="gfx9"):
+    """One row's (degree, cycles, phases used) from Python sets: the distinct dwords each phase's
+    active lanes touch, counted per bank."""
+    from gfxsim.machine.banks import phases
+    ph = phases(nbytes, len(addr), rule)
+    seen = {}
+    for lane in np.flatnonzero(active):
+        for k in range(max(1, nbytes // bank_bytes)):
+            seen.setdefault(int(ph[lane]), set()).add(int(addr[lane]) // bank_bytes + k)
+    degree = [max(np.bincount([d % banks for d in dws], minlength=banks)) for dws in seen.values()]
+    return (max(degree), sum(degree), len(degree)) if degree else (0, 0, 0)
+
+
+@pytest.mark.parametrize("rule", ["gfx9", "nvidia"])
+def test_row_conflicts_count_the_distinct_dwords_of_each_phase(rule):
+    """The row model finds each phase's distinct dwords by sorting (not np.unique): the same counts
+    as sets of them, negative offsets from the first active lane included."""
+    from gfxsim.machine.banks import _row_np_uncached
+    rng = np.random.default_rng(11)
+    for nbytes in NBYTES:
+        for _ in range(60):
+            addr, on = random_row(rng, nbytes), random_active(rng)
+            if not on.any():
+                continue
+            rel = addr - (addr[np.flatnonzero(on)[0]] // 4) * 4
+            assert _row_np_uncached(rel, on, nbytes, 32, 4, rule) == set_conflicts(rel, on, nbytes, rule=rule)
+            assert bank_conflicts(addr, on, nbytes, rule=rule) == set_conflicts(addr, on, nbytes, rule=rule)
