@@ -83,7 +83,7 @@ def _row_np_uncached(addr, active, nbytes, banks, bank_bytes, rule):
     p = np.repeat(ph[active], dwords)
     n_phase = int(ph.max()) + 1
     # distinct (phase, dword): sorted by phase then dword, each first of its run (np.unique would
-    # say the same, but imports numpy.ma on its first call: ~10 ms of every launch)
+    # say the same, but imports numpy.ma on its first call: ~10 ms of CPU, once a process)
     order = np.lexsort((dw, p))
     p, dw = p[order], dw[order]
     first = np.ones(p.size, bool)
