@@ -243,3 +243,13 @@ def test_the_kv_cache_runners_dequantized_caches_are_gather_kvs_bit_for_bit():
     want = np.stack([np.concatenate([k for k, _ in kv]), np.concatenate([v for _, v in kv])])
     got = dequantized_kv(cache, np.array([0, 40, 63]))
     assert got.dtype == want.dtype and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_all_distinct_says_what_np_unique_says():
+    """The cache's slot and block checks sort instead of calling np.unique (which imports numpy.ma)."""
+    from kernels_py.reference.int8_cache import all_distinct
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        a = rng.integers(-5, 60, int(rng.integers(0, 40)))
+        assert all_distinct(a) == (np.unique(a).size == a.size)
+    assert all_distinct(np.array([], np.int64)) and not all_distinct(np.array([[3, 1], [2, 3]]))

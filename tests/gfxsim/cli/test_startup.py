@@ -219,8 +219,11 @@ def test_digit_proof_accepts_a_mixed_radix_layout_in_any_digit_order():
 @pytest.mark.parametrize("kernel", ["paged_attention_decode", "pv_int8", "qk_int8"])
 def test_a_run_without_provenance_never_starts_numba(kernel):
     """numba costs ~0.7 s to import and start: the provenance-off path (INT8 matrix instructions as
-    an exact float GEMM, bank conflicts and races of a batch that agrees in numpy) must not need it."""
-    r = probe(["run", kernel, "--context", "300", "--no-provenance", "--quiet", "--report", "json"], heavy=("numba",))
+    an exact float GEMM, bank conflicts and races of a batch that agrees in numpy) must not need it.
+    Nor numpy.ma (~10 ms), which np.unique imports on its first call (numpy 2): the cache build and
+    the bank-conflict model find distinct values by sorting."""
+    r = probe(["run", kernel, "--context", "300", "--no-provenance", "--quiet", "--report", "json"],
+              heavy=("numba", "numpy.ma"))
     assert r["rc"] == 0, r["err"]
     assert r["loaded"] == []
     with_prov = probe(["run", kernel, "--context", "300", "--quiet", "--report", "json"], heavy=("numba",))

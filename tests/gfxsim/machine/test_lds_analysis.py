@@ -493,3 +493,32 @@ def test_tracker_shortcuts_equal_the_full_look(members):
                 for name in ("w_wave", "w_epoch", "r_mask", "r_epoch"):
                     np.testing.assert_array_equal(getattr(t.state, name), getattr(ref, name))
     assert n_races > 20 and n_wrote > 20
+
+
+def set_conflicts(addr, active, nbytes, banks=32, bank_bytes=4, rule="gfx9"):
+    """One row's (degree, cycles, phases used) from Python sets: the distinct dwords each phase's
+    active lanes touch, counted per bank."""
+    from gfxsim.machine.banks import phases
+    ph = phases(nbytes, len(addr), rule)
+    seen = {}
+    for lane in np.flatnonzero(active):
+        for k in range(max(1, nbytes // bank_bytes)):
+            seen.setdefault(int(ph[lane]), set()).add(int(addr[lane]) // bank_bytes + k)
+    degree = [max(np.bincount([d % banks for d in dws], minlength=banks)) for dws in seen.values()]
+    return (max(degree), sum(degree), len(degree)) if degree else (0, 0, 0)
+
+
+@pytest.mark.parametrize("rule", ["gfx9", "nvidia"])
+def test_row_conflicts_count_the_distinct_dwords_of_each_phase(rule):
+    """The row model finds each phase's distinct dwords by sorting (not np.unique): the same counts
+    as sets of them, negative offsets from the first active lane included."""
+    from gfxsim.machine.banks import _row_np_uncached
+    rng = np.random.default_rng(11)
+    for nbytes in NBYTES:
+        for _ in range(60):
+            addr, on = random_row(rng, nbytes), random_active(rng)
+            if not on.any():
+                continue
+            rel = addr - (addr[np.flatnonzero(on)[0]] // 4) * 4
+            assert _row_np_uncached(rel, on, nbytes, 32, 4, rule) == set_conflicts(rel, on, nbytes, rule=rule)
+            assert bank_conflicts(addr, on, nbytes, rule=rule) == set_conflicts(addr, on, nbytes, rule=rule)
