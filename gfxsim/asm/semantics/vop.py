@@ -565,6 +565,51 @@ def v_accvgpr(st, d):
     _move(st, dst, src, 1)
 
 
+def _move_step(d, dst, src, fn):
+    """A 32-bit move's step without provenance: a VGPR/AGPR source copied with its written bits and
+    fresh marks (vcopy), a constant or SGPR written as put writes it; with provenance, or a source
+    form _move refuses or reads otherwise, the function."""
+    if d.ops.mods or d.enc not in ("e32", "e64", "") or not vdst_ok(dst):
+        return None
+    f, i = dst.file, dst.first
+    if src.kind == "reg" and src.file in "va":
+        if src.count != 1 or src.neg or src.abs or src.sext or src.dpp:
+            return None
+        sf, si = src.file, src.first
+
+        def step(st):
+            if not st.lean:
+                return fn(st, d)
+            st.vcopy(f, i, sf, si, 1)
+        return step
+    r = reader(src)
+    if r is None:
+        return None
+
+    def step(st):
+        if not st.lean:
+            return fn(st, d)
+        st.vwrite(f, i, r(st))
+    return step
+
+
+v_mov_b32.prepare = lambda d: None if len(d.ops.positional) != 2 else _move_step(d, *d.ops.positional, v_mov_b32)
+
+
+def _accvgpr_prepare(d):
+    if len(d.ops.positional) != 2:
+        return None
+    want = {"v_accvgpr_read_b32": ("v", "a"), "v_accvgpr_write_b32": ("a", "v"),
+            "v_accvgpr_mov_b32": ("a", "a")}[d.mnemonic]
+    dst, src = d.ops.positional
+    if dst.kind != "reg" or dst.file != want[0] or (src.kind == "reg" and src.file not in (want[1], "s")):
+        return None
+    return _move_step(d, dst, src, v_accvgpr)
+
+
+v_accvgpr.prepare = _accvgpr_prepare
+
+
 @op("v_readfirstlane_b32")
 def v_readfirstlane_b32(st, d):
     no_mods(st, d)
