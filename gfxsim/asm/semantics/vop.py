@@ -976,6 +976,53 @@ def v_div_fixup_f32(st, d):
     put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_fixup_f32", (a, b, c)))
 
 
+def _div_prepare(fn, scale: bool):
+    """The division helpers' steps: without provenance their sources read as decided once and the
+    result written as put_prov writes it (no rule gives a provenance then); the lanes' checks and
+    VCC as the functions make them. With provenance, or a form the function refuses, the function."""
+    name = fn.__name__
+
+    def prepare(d):
+        pos = d.ops.positional
+        if d.ops.mods or len(pos) != (5 if scale else 4):
+            return None
+        dst, srcs = pos[0], pos[-3:]
+        reads = [reader(o, "f32") for o in srcs]
+        sd = pos[1] if scale else None
+        if None in reads or not vdst_ok(dst) or (scale and (sd.kind != "reg" or sd.file != "s" or sd.count != 2)):
+            return None
+        entry = isa.entry(name).fn
+        f, i = dst.file, dst.first
+        ra, rb, rc = reads
+
+        def step(st):
+            if not st.lean:
+                return fn(st, d)
+            x, y, z = ra(st), rb(st), rc(st)
+            if name == "v_div_scale_f32":
+                r, vcc = entry(x, y, z)
+                st.vwrite(f, i, r.view(U32))
+                st.set_mask(sd.first, vcc & st.exec)
+                return
+            if name == "v_div_fmas_f32":
+                r = entry(x, y, z)
+                bad = st.mask_of(106) & st.exec & np.isfinite(r) & (r != 0)
+                if bad.any():
+                    return fn(st, d)              # the function names the lanes
+            else:
+                r, under = entry(x, y, z)
+                if (under & st.exec).any():
+                    return fn(st, d)
+            st.vwrite(f, i, r.view(U32))
+        return step
+    fn.prepare = prepare
+
+
+_div_prepare(v_div_scale_f32, True)
+_div_prepare(v_div_fmas_f32, False)
+_div_prepare(v_div_fixup_f32, False)
+
+
 # -- packed fp32 (gfx940 VOP3P on register pairs) ------------------------------------------------------
 # each half is the scalar instruction's entry
 PK = {"v_pk_mul_f32": (2, isa.entry("v_mul_f32").fn), "v_pk_add_f32": (2, isa.entry("v_add_f32").fn),
