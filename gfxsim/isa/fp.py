@@ -70,9 +70,26 @@ def fma(a, b, c, t=F32) -> np.ndarray:
     return _round_once(s, e, t)
 
 
+_LOW29, _MID29 = np.uint64((1 << 29) - 1), np.uint64(1 << 28)
+
+
 def _round_once(s, e, t) -> np.ndarray:
     """The binary64 sum ``s`` of an exact value s + e rounded to ``t`` as the exact value would be
     (a tie of ``s`` between two ``t`` neighbours is decided by the sign of ``e``)."""
+    if t is F32 and s.dtype == F64:
+        # s and the exact value lie on the same side of every binary32 midpoint (each is a binary64
+        # number) unless s is one: where every lane is zero or in binary32's normal range (biased
+        # binary64 exponent 897..1150) and none is a midpoint there (low 29 mantissa bits 1 then 28
+        # zeros), rounding s once is the answer
+        bits = s.view(np.uint64)
+        ex = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+        if (((ex >= 897) & (ex <= 1150)) | (s == 0)).all() and not ((bits & _LOW29) == _MID29).any():
+            return s.astype(t)
+    return _round_ties(s, e, t)
+
+
+def _round_ties(s, e, t) -> np.ndarray:
+    """_round_once by the neighbours of every lane (the general path)."""
     with np.errstate(all="ignore"):
         r = s.astype(t)
         r64 = r.astype(F64)
