@@ -70,9 +70,26 @@ def fma(a, b, c, t=F32) -> np.ndarray:
     return _round_once(s, e, t)
 
 
+_LOW29, _MID29 = np.uint64((1 << 29) - 1), np.uint64(1 << 28)
+
+
 def _round_once(s, e, t) -> np.ndarray:
     """The binary64 sum ``s`` of an exact value s + e rounded to ``t`` as the exact value would be
     (a tie of ``s`` between two ``t`` neighbours is decided by the sign of ``e``)."""
+    if t is F32 and s.dtype == F64:
+        # s and the exact value lie on the same side of every binary32 midpoint (each is a binary64
+        # number) unless s is one: where every lane is zero or in binary32's normal range (biased
+        # binary64 exponent 897..1150) and none is a midpoint there (low 29 mantissa bits 1 then 28
+        # zeros), rounding s once is the answer
+        bits = s.view(np.uint64)
+        ex = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+        if (((ex >= 897) & (ex <= 1150)) | (s == 0)).all() and not ((bits & _LOW29) == _MID29).any():
+            return s.astype(t)
+    return _round_ties(s, e, t)
+
+
+def _round_ties(s, e, t) -> np.ndarray:
+    """_round_once by the neighbours of every lane (the general path)."""
     with np.errstate(all="ignore"):
         r = s.astype(t)
         r64 = r.astype(F64)
@@ -173,6 +190,12 @@ def fmin(a, b, ieee=True):
 def med3(a, b, c, ieee=True):
     """V_MED3_F32: with any NaN the min3; else the middle value (max of the two that are not
     the max3)."""
+    fa, fb, fc = (np.asarray(x) for x in (a, b, c))
+    if fa.dtype == fb.dtype == fc.dtype and fa.dtype in _BITS:
+        # no NaN and no zero in any lane (the smallest magnitude is > 0; a NaN makes it NaN): the
+        # median is one value with one encoding, which numpy's min/max find as the ISA's rules do
+        if (np.minimum(np.minimum(np.abs(fa), np.abs(fb)), np.abs(fc)) > 0).all():
+            return np.maximum(np.minimum(fa, fb), np.minimum(np.maximum(fa, fb), fc))
     mx = fmax(fmax(a, b, ieee), c, ieee)
     nan = np.isnan(a) | np.isnan(b) | np.isnan(c)
     out = np.where(mx == a, fmax(b, c, ieee), np.where(mx == b, fmax(a, c, ieee), fmax(a, b, ieee)))
@@ -326,6 +349,15 @@ def _div_plain(s1, s2) -> bool:
                 and gap.min() >= -124 and gap.max() <= 95)
 
 
+def _fixup_plain(s1, s2) -> bool:
+    """Whether no lane of a binary32 V_DIV_FIXUP meets a special case (D = S0 with the division's
+    sign, no underflow): both operands normal and finite (biased exponents in [1, 254]: no NaN, inf,
+    zero) and e2 - e1 >= -150."""
+    e1, e2 = _exponent(s1, F32), _exponent(s2, F32)
+    return bool(e1.min() >= 1 and e1.max() <= 254 and e2.min() >= 1 and e2.max() <= 254
+                and (e2 - e1).min() >= -_DIV[F32][3])
+
+
 def div_fixup(s0, s1, s2, t=F32):
     """V_DIV_FIXUP_F32 (``t`` np.float64: V_DIV_FIXUP_F64) D = (S0 quotient, S1 denominator, S2 numerator): the
     IEEE special cases of S2/S1, else the quotient with the sign of the division. Returns (D, lanes
@@ -336,6 +368,8 @@ def div_fixup(s0, s1, s2, t=F32):
     default_nan = np.full(np.shape(s0), u(CANONICAL_NAN[np.dtype(t)])).view(T)
     s0, s1, s2 = (np.asarray(x, T) for x in (s0, s1, s2))
     sign = np.signbit(s1) ^ np.signbit(s2)
+    if T is F32 and s0.size and s0.shape == s1.shape == s2.shape and _fixup_plain(s1, s2):
+        return np.where(sign, -np.abs(s0), np.abs(s0)).astype(T), np.zeros(s0.shape, bool)
     inf = np.where(sign, T(-np.inf), T(np.inf))
     zero = np.where(sign, T(-0.0), T(0.0))
     d = np.where(sign, -np.abs(s0), np.abs(s0)).astype(T)

@@ -565,6 +565,51 @@ def v_accvgpr(st, d):
     _move(st, dst, src, 1)
 
 
+def _move_step(d, dst, src, fn):
+    """A 32-bit move's step without provenance: a VGPR/AGPR source copied with its written bits and
+    fresh marks (vcopy), a constant or SGPR written as put writes it; with provenance, or a source
+    form _move refuses or reads otherwise, the function."""
+    if d.ops.mods or d.enc not in ("e32", "e64", "") or not vdst_ok(dst):
+        return None
+    f, i = dst.file, dst.first
+    if src.kind == "reg" and src.file in "va":
+        if src.count != 1 or src.neg or src.abs or src.sext or src.dpp:
+            return None
+        sf, si = src.file, src.first
+
+        def step(st):
+            if not st.lean:
+                return fn(st, d)
+            st.vcopy(f, i, sf, si, 1)
+        return step
+    r = reader(src)
+    if r is None:
+        return None
+
+    def step(st):
+        if not st.lean:
+            return fn(st, d)
+        st.vwrite(f, i, r(st))
+    return step
+
+
+v_mov_b32.prepare = lambda d: None if len(d.ops.positional) != 2 else _move_step(d, *d.ops.positional, v_mov_b32)
+
+
+def _accvgpr_prepare(d):
+    if len(d.ops.positional) != 2:
+        return None
+    want = {"v_accvgpr_read_b32": ("v", "a"), "v_accvgpr_write_b32": ("a", "v"),
+            "v_accvgpr_mov_b32": ("a", "a")}[d.mnemonic]
+    dst, src = d.ops.positional
+    if dst.kind != "reg" or dst.file != want[0] or (src.kind == "reg" and src.file not in (want[1], "s")):
+        return None
+    return _move_step(d, dst, src, v_accvgpr)
+
+
+v_accvgpr.prepare = _accvgpr_prepare
+
+
 @op("v_readfirstlane_b32")
 def v_readfirstlane_b32(st, d):
     no_mods(st, d)
@@ -929,6 +974,53 @@ def v_div_fixup_f32(st, d):
         raise st.error("v_div_fixup_f32: a quotient below 2^-150 (the ISA's underflow case) is not modelled",
                        lane=int(np.argmax(under)))
     put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_div_fixup_f32", (a, b, c)))
+
+
+def _div_prepare(fn, scale: bool):
+    """The division helpers' steps: without provenance their sources read as decided once and the
+    result written as put_prov writes it (no rule gives a provenance then); the lanes' checks and
+    VCC as the functions make them. With provenance, or a form the function refuses, the function."""
+    name = fn.__name__
+
+    def prepare(d):
+        pos = d.ops.positional
+        if d.ops.mods or len(pos) != (5 if scale else 4):
+            return None
+        dst, srcs = pos[0], pos[-3:]
+        reads = [reader(o, "f32") for o in srcs]
+        sd = pos[1] if scale else None
+        if None in reads or not vdst_ok(dst) or (scale and (sd.kind != "reg" or sd.file != "s" or sd.count != 2)):
+            return None
+        entry = isa.entry(name).fn
+        f, i = dst.file, dst.first
+        ra, rb, rc = reads
+
+        def step(st):
+            if not st.lean:
+                return fn(st, d)
+            x, y, z = ra(st), rb(st), rc(st)
+            if name == "v_div_scale_f32":
+                r, vcc = entry(x, y, z)
+                st.vwrite(f, i, r.view(U32))
+                st.set_mask(sd.first, vcc & st.exec)
+                return
+            if name == "v_div_fmas_f32":
+                r = entry(x, y, z)
+                bad = st.mask_of(106) & st.exec & np.isfinite(r) & (r != 0)
+                if bad.any():
+                    return fn(st, d)              # the function names the lanes
+            else:
+                r, under = entry(x, y, z)
+                if (under & st.exec).any():
+                    return fn(st, d)
+            st.vwrite(f, i, r.view(U32))
+        return step
+    fn.prepare = prepare
+
+
+_div_prepare(v_div_scale_f32, True)
+_div_prepare(v_div_fmas_f32, False)
+_div_prepare(v_div_fixup_f32, False)
 
 
 # -- packed fp32 (gfx940 VOP3P on register pairs) ------------------------------------------------------

@@ -35,7 +35,10 @@ LINES = ["v_mov_b32_e32 v3, v1", "v_mov_b32_e32 v3, v9", "v_mov_b32_e32 v3, s4",
          # selects by VCC or an SGPR pair
          "v_cndmask_b32_e32 v3, v1, v2, vcc", "v_cndmask_b32_e64 v3, v1, -v2, s[4:5]",
          "v_cndmask_b32_e64 v3, 0, 1.0, s[4:5]", "v_cndmask_b32_e64 a3, |v1|, s4, s[4:5]",
-         "v_cndmask_b32_e32 v3, v9, v2, vcc", "v_cndmask_b32_e64 v1, v1, v2, exec"]
+         "v_cndmask_b32_e32 v3, v9, v2, vcc", "v_cndmask_b32_e64 v1, v1, v2, exec",
+         # the division helpers (and test_a_division_helpers_error_is_the_same_either_way)
+         "v_div_scale_f32 v3, vcc, v1, v2, v1", "v_div_scale_f32 v3, s[10:11], v2, v2, 1.0",
+         "v_div_fixup_f32 v3, v1, 2.0, 1.0"]
 
 
 def _sandbox(seed: int, lean: bool) -> Sandbox:
@@ -191,3 +194,31 @@ def test_v_perm_of_registers_written_in_the_active_lanes_only(other_lanes):
             assert out[True][k] == out[False][k] and bool(out[True][k]) == other_lanes
         else:
             np.testing.assert_array_equal(out[True][k], out[False][k], err_msg=k)
+
+
+@pytest.mark.parametrize("line", ["v_div_fixup_f32 v3, v1, v2, v1", "v_div_fmas_f32 v3, v1, v2, v1",
+                                  "v_div_fmas_f32 v3, v1, 1.0, v2", "v_div_fixup_f32 v3, v2, v1, v1"])
+@pytest.mark.parametrize("vcc", [False, True])
+def test_a_division_helpers_result_or_error_is_the_same_either_way(line, vcc):
+    """Random words meet the cases the functions refuse (VCC set under v_div_fmas, a quotient
+    underflow under v_div_fixup): the same error, or the same registers, either way."""
+    from gfxsim.asm.state import AsmError
+    for seed in range(4):
+        out = {}
+        for lean in (True, False):
+            sb = _sandbox(seed, lean)
+            if not vcc:
+                sb.set_sgpr(106, 0, 0)
+                sb.v[1] = np.float32(np.random.default_rng(seed).uniform(0.5, 4, 64)).view(np.uint32)
+            try:
+                out[lean] = _state(sb.run(line))
+            except AsmError as e:
+                out[lean] = str(e)
+        if isinstance(out[False], str):
+            assert out[True] == out[False]
+            continue
+        for k in out[False]:
+            if k == "findings":
+                assert out[True][k] == out[False][k]
+            else:
+                np.testing.assert_array_equal(out[True][k], out[False][k], err_msg=f"{line}: {k}")
