@@ -103,7 +103,7 @@ def serial_order(machine, first_event: int, first_record: int, wg) -> None:
     """Make what a side-by-side run of ``wg`` logged what the serial run logs: the launch's event
     count, and each matrix-instruction record split into one per wave that issued it, numbered
     and ordered as the waves one after another per barrier epoch number them (in-order schedule)."""
-    starts = wg.epoch_starts + [wg.member_events]            # each member's events at each epoch's start
+    starts = [np.array(s, np.int64) for s in wg.epoch_starts + [wg.member_events]]   # each member's, per epoch
     sums = [int(s.sum()) for s in starts]
     log = machine.mma_log
     split = []
