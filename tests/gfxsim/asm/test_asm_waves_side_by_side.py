@@ -152,6 +152,11 @@ def test_waves_exchanging_through_lds_at_a_barrier(monkeypatch):
 RACES = {
     "an LDS read of another wave's write, no barrier": ("ds_write_b32 v2, v1", "v_xor_b32_e32 v3, 64, v0\n"
                                                         "  v_lshlrev_b32_e32 v3, 2, v3\n  ds_read_b32 v4, v3"),
+    "an LDS write over another wave's read": (
+        "ds_write_b32 v2, v1\n  s_waitcnt lgkmcnt(0)\n  s_barrier\n  ds_read_b32 v4, v2",
+        "v_xor_b32_e32 v3, 64, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n  ds_write_b32 v3, v1"),
+    "an LDS word both waves write": ("", "v_and_b32_e32 v3, 63, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n"
+                                         "  ds_write_b32 v3, v0"),
     "one global word stored by both waves": ("", "v_and_b32_e32 v7, 63, v0\n  v_lshlrev_b32_e32 v7, 2, v7\n"
                                                  "  global_store_dword v7, v0, s[4:5]"),
     "a global word one wave stores and the other loads": (
@@ -179,6 +184,8 @@ def test_an_order_the_waves_decide_runs_serially(monkeypatch, case, check_races)
 """
     ways = _same(*_both(monkeypatch, _exchange(body, groups=1, check_races=check_races)))
     assert ways[0].startswith("serially"), ways
+    if not check_races:          # no race finding: the side-by-side run's own watch found it
+        assert ("race in LDS" if "LDS" in case else "barrier epoch") in ways[0], ways
 
 
 @pytest.mark.parametrize("what", ["fault", "steps"])
