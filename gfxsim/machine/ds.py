@@ -93,15 +93,38 @@ class DsOps:
     def _member_races(self, region: LdsRegion, r2, a2, nbytes: int, is_write: bool, value):
         """The waves of one workgroup as members: each member's access tracked as its wave's; a
         race, whether or not the launch checks races, is decided by the order the waves run in,
-        so it ends the side-by-side run (wavemembers.WavesPart) and the workgroup runs serially."""
+        so it ends the side-by-side run (wavemembers.WavesPart) and the workgroup runs serially.
+        One pass for every member: a byte two members write in this access counts as a race too
+        (the serial order would decide which lands last, unless both store what is there already:
+        a race found where there is none costs a serial run, never a wrong answer)."""
         lds = self.wg.lds
-        state = (lds.races if lds.races is not None else lds.race_tracker()).state
-        same = self._unchanged(region, r2, a2, nbytes, value) if is_write and value is not None else None
-        for m in np.nonzero(a2.any(axis=1))[0].tolist():
-            hl, ha, hw = state.track_row(r2[m], a2[m], nbytes, m, self.wg.epoch, is_write,
-                                         None if same is None else same[m])
-            if hl[0] >= 0:
-                raise WavesPart(f"LDS byte {int(ha[0])}: waves {int(hw[0])} and {m} race in one barrier epoch")
+        st = (lds.races if lds.races is not None else lds.race_tracker()).state
+        w_wave, w_epoch, r_mask, r_epoch = st.w_wave[0], st.w_epoch[0], st.r_mask[0], st.r_epoch[0]
+        epoch = self.wg.epoch
+        on = np.broadcast_to(a2[:, :, None], (self.members, self.lanes, nbytes))
+        at = (r2[:, :, None] + np.arange(nbytes))[on]                       # member, lane, byte order
+        who = np.broadcast_to(np.arange(self.members)[:, None, None], on.shape)[on]
+        hit = (w_epoch[at] == epoch) & (w_wave[at] != who)
+        bits = np.left_shift(np.uint64(1), who.astype(np.uint64))
+        if is_write:
+            same = self._unchanged(region, r2, a2, nbytes, value) if value is not None else None
+            if same is not None:
+                hit &= ~np.broadcast_to(same[:, :, None], on.shape)[on]
+            hit |= (r_epoch[at] == epoch) & ((r_mask[at] & ~bits) != 0)
+            order = np.argsort(at, kind="stable")
+            sa, sw = at[order], who[order]
+            hit = hit.any() or bool(((sa[1:] == sa[:-1]) & (sw[1:] != sw[:-1])).any())
+        else:
+            hit = hit.any()
+        if hit:
+            raise WavesPart(f"waves race in LDS in barrier epoch {epoch}")
+        if is_write:
+            w_wave[at] = who
+            w_epoch[at] = epoch
+        else:
+            r_mask[at[r_epoch[at] != epoch]] = 0
+            r_epoch[at] = epoch
+            np.bitwise_or.at(r_mask, at, bits)
 
     def _unchanged(self, region: LdsRegion, r2, a2, nbytes: int, value: VGPRs):
         """bool [members, lanes]: the active lanes of a write whose bytes equal what their LDS bytes

@@ -405,7 +405,6 @@ def _waves_side_by_side(m: Machine, members: list, waves: int, fn, make) -> str:
     if why is not None:
         attempt.take_back()
         m.lane_instructions, m.approximated = counted, approximated
-        gc.collect()
         return why
     serial_order(m, attempt.n_events, attempt.records, wg)
     return "side by side"

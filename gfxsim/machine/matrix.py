@@ -252,9 +252,10 @@ class MatrixOps:
         self.machine.mma_log.add(rec)
         if self.member_events is not None:       # waves as members: numbered per wave at the end
             executing = list(range(self.members)) if self.live is None else list(self.live)
-            self.wg.member_records.append((rec, self.wg.epoch, self.member_events.copy(), executing))
+            self.wg.member_records.append((rec, self.wg.epoch, list(self.member_events), executing))
             rec.exec_mask = self.exec.copy()
-            self.member_events[executing] += 1
+            for m in executing:
+                self.member_events[m] += 1
         for cov in self.coverages:
             cov.add(self, rec)
         return out

@@ -81,7 +81,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
         self.exec = np.ones(self.width, bool)
         self.steps = 0                                   # instructions this wave executed (max_steps)
         # a workgroup's waves as members (wavemembers.py): each member's events, counted apart
-        self.member_events = np.zeros(self.members, np.int64) if getattr(workgroup, "waves_as_members", False) else None
+        self.member_events = [0] * self.members if getattr(workgroup, "waves_as_members", False) else None
         # provenance columns: every member's, or a folded batch's representatives' (fold.py)
         self.fold = workgroup.fold
         self.pw = self.width if self.fold is None else self.fold.width
@@ -220,7 +220,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
         tr.n_events += 1
         self.steps += 1
         if self.member_events is not None:
-            self.member_events[slice(None) if self.live is None else self.live] += 1
+            self.wg.member_event(self)
         for m in (op.expands or (op.mnemonic,)) if isinstance(op, ops.Op) else (op, op.rsplit("_", 1)[0]):
             if m in APPROXIMATED:        # (an asm mnemonic carries its encoding: v_exp_f32_e32)
                 self.machine.approximated.add(m)

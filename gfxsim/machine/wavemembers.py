@@ -83,11 +83,16 @@ class MemberAccesses:
         on = np.broadcast_to(act[:, :, None], b.shape)
         mine = np.broadcast_to(np.arange(self.members)[:, None, None], b.shape)
         s = self.loads.get(buf.name)
-        if s is not None:                # a byte in another member's loads
-            inside = (b[None] >= s[0][:, None, None, None]) & (b[None] < s[1][:, None, None, None]) & on[None]
-            inside &= np.arange(self.members)[:, None, None, None] != mine[None]
-            if inside.any():
-                raise WavesPart(f"a wave stores bytes of {buf.name!r} another loaded in one barrier epoch")
+        if s is not None:                # a byte in another member's loads: spans first, then bytes
+            lo = np.where(act, a, _EMPTY_LO).min(axis=1)
+            hi = np.where(act, a + nbytes, _EMPTY_HI).max(axis=1)
+            near = (lo[None, :] < s[1][:, None]) & (s[0][:, None] < hi[None, :]) & \
+                ~np.eye(self.members, dtype=bool)                          # [loader, storer]
+            if near.any():
+                inside = (b[None] >= s[0][:, None, None, None]) & (b[None] < s[1][:, None, None, None]) & on[None]
+                inside &= near[:, :, None, None]
+                if inside.any():
+                    raise WavesPart(f"a wave stores bytes of {buf.name!r} another loaded in one barrier epoch")
         owner = self.owner.get(buf.name)
         if owner is None:
             owner = self.owner[buf.name] = np.full(buf.nbytes, -1, np.int8)
@@ -103,7 +108,7 @@ def serial_order(machine, first_event: int, first_record: int, wg) -> None:
     """Make what a side-by-side run of ``wg`` logged what the serial run logs: the launch's event
     count, and each matrix-instruction record split into one per wave that issued it, numbered
     and ordered as the waves one after another per barrier epoch number them (in-order schedule)."""
-    starts = wg.epoch_starts + [wg.member_events]            # each member's events at each epoch's start
+    starts = [np.array(s, np.int64) for s in wg.epoch_starts + [wg.member_events]]   # each member's, per epoch
     sums = [int(s.sum()) for s in starts]
     log = machine.mma_log
     split = []

@@ -14,7 +14,10 @@ import numpy as np
 
 from ..errors import ArgumentError
 from .memory import LDS
-from .wavemembers import MemberAccesses
+from .wavemembers import MemberAccesses, WavesPart
+
+# events between two looks at how many ran for at most half the members (member_event)
+APART_CHECK = 128
 
 
 class _Abort(BaseException):
@@ -46,8 +49,9 @@ class Workgroup:
             self.accesses = MemberAccesses(num_waves)
             self.lanes = arch.wave_size
             self.member_events = None            # each member's events so far (the wave's)
-            self.epoch_starts = [np.zeros(num_waves, np.int64)]     # ... at each epoch's start
+            self.epoch_starts = [[0] * num_waves]        # ... at each epoch's start
             self.member_records = []             # (record, epoch, counts before it, executing members)
+            self.apart = 0                       # events of at most half the members (member_event)
         self.members = len(self.ids)
         self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes,
                        members=1 if waves_as_members else self.members,
@@ -114,10 +118,24 @@ class Workgroup:
             for t in threads:
                 t.join(timeout=5)
 
+    def member_event(self, wave):
+        """Waves as members: one event of the members executing (``wave.live``; None: all). Where
+        most instructions so far ran for at most half the members (waves whose paths part, one
+        looping while the others wait), the side-by-side run costs more than the serial one (each
+        instruction at the whole width, masked): every APART_CHECK events, the workgroup runs
+        serially if more than half of them did."""
+        live, counts = wave.live, wave.member_events
+        for m in range(self.num_waves) if live is None else live:
+            counts[m] += 1
+        if live is not None and 2 * len(live) <= self.num_waves:
+            self.apart += 1
+        if wave.steps % APART_CHECK == 0 and 2 * self.apart > wave.steps:
+            raise WavesPart(f"{self.apart} of the first {wave.steps} instructions ran for at most half the waves")
+
     def barrier(self, wave):
         if self.waves_as_members:        # every member (wave) is at a barrier or has ended
             self.epoch += 1
-            self.epoch_starts.append(wave.member_events.copy())
+            self.epoch_starts.append(list(wave.member_events))
             return
         if self.num_waves == 1:
             self.epoch += 1
