@@ -269,16 +269,19 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                 + w.cat(*bufs)
 
     # -- end: O * sV / l (+ mean V) --------------------------------------------------------------
-    v_src = [np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes]) for i in range(n_d)]
+    v_addr = [_vals(w, np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes])) for i in range(n_d)]
+    sv = [w.cat(*[w.bpermute(vs[dt], v_addr[i]) for i in range(n_d)]) for dt in range(n_dt)]   # D's column scales
     for msk in masks:
         lsum = lsum + w.shfl_xor(lsum, msk)
     inv_l = w.rcp(lsum)
+    if two_level:                    # every tile's O rescaled in one statement, its scale check once
+        res_all = w.dequant(o_all, w.cat(*(sv * n_mt))) * \
+            inv_l[[chain_of[mt * tile + i] for mt in range(n_mt) for _ in range(n_dt) for i in range(n_d)]]
     for mt in range(n_mt):
         inv_d = inv_l[chain_of[mt * tile:mt * tile + n_d]]
         for dt in range(n_dt):
-            o_t = o_all[n_d * (n_dt * mt + dt):n_d * (n_dt * mt + dt + 1)] if two_level else o[mt][dt]
-            sv = w.cat(*[w.bpermute(vs[dt], _vals(w, v_src[i])) for i in range(n_d)])
-            res = w.dequant(o_t, sv) * inv_d
+            at = n_d * (n_dt * mt + dt)
+            res = res_all[at:at + n_d] if two_level else w.dequant(o[mt][dt], sv[dt]) * inv_d
             col = dt * mpv.N + dc
             if smooth_v:
                 res = res + w.cat(*[w.global_load(vm, _vals(w, col[:, i] * 4), 4, "f32") for i in range(n_d)])
