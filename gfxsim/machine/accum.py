@@ -130,6 +130,18 @@ def _two_stage_step(acc, prod, pexp, c):
     return to_f32(s, acc.final_rounding or acc.rounding)
 
 
+def _finite_to_f32(x, rounding):
+    """to_f32 of a finite ``x`` whose nearest fp32 values are all finite; None where one is not."""
+    with np.errstate(over="ignore"):
+        near = x.astype(np.float32)
+    if not np.isfinite(near).all():
+        return None
+    if rounding == "nearest":
+        return near
+    over = np.abs(near.astype(np.float64)) > np.abs(x)          # nearest went away from zero: step back
+    return np.where(over, np.nextafter(near, np.float32(0)), near)
+
+
 def _finite_steps(acc, prod, pexp, c):
     """accumulate's "fused" and "after" datapaths where no term is NaN or infinite and no step's
     result overflows, with a step's products cut at once and C's cut added to their sum; None
@@ -162,14 +174,16 @@ def _finite_steps(acc, prod, pexp, c):
             q = _pow2(emax - acc.mantissa_bits)
             total = _cut(p[..., 0, :], q[..., None], acc.rounding).sum(axis=-1) + 0.0
         else:
-            er = exponent(run, F32_EMIN)
+            _, er = np.frexp(run)                          # run is finite: exponent() without its guards
+            er = np.where(run == 0, NONE, np.maximum(er.astype(np.int64) - 1, F32_EMIN))
             if zero != NONE:
                 er = np.where(run == 0, zero, er)
             emax = np.maximum(pmax[..., i], er)
             q = _pow2(emax - acc.mantissa_bits)
             total = _cut(p[..., i, :], q[..., None], acc.rounding).sum(axis=-1) + _cut(run, q, acc.rounding)
-        with np.errstate(over="ignore"):
-            d = to_f32(total, final)
+        d = _finite_to_f32(total, final)
+        if d is None:
+            return None
         if acc.result_bits is not None:
             d = truncate_mantissa(d, acc.result_bits) if final == "truncate" else round_mantissa(d, acc.result_bits)
         if not np.isfinite(d).all():

@@ -67,6 +67,17 @@ from .vgpr import VGPRs
 from .vmem import VmemOps
 
 _MACHINE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NOT_KERNEL: dict[str, bool] = {}       # a frame's file name -> whether source() passes over it
+
+
+def _not_the_kernels(filename: str) -> bool:
+    """The machine's frames and contextlib's (``with w.if_(...)`` enters through it) are not the
+    kernel's; asked of every frame of every statement, so answered once per file."""
+    skip = _NOT_KERNEL.get(filename)
+    if skip is None:
+        skip = _NOT_KERNEL[filename] = (os.path.dirname(os.path.abspath(filename)) == _MACHINE_DIR
+                                        or filename == contextlib.__file__)
+    return skip
 
 
 class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
@@ -179,9 +190,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
             if where is not None:
                 return where
         f = sys._getframe(1)
-        # the machine's frames and contextlib's (``with w.if_(...)`` enters through it) are not the kernel's
-        while f is not None and (os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _MACHINE_DIR
-                                 or f.f_code.co_filename == contextlib.__file__):
+        while f is not None and _not_the_kernels(f.f_code.co_filename):
             f = f.f_back
         if f is None:
             return None

@@ -228,11 +228,11 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         sqk = sq * sk if fused_scales else None
         ss = []
         for mt in range(n_mt):
-            for j in range(n_nt):
-                acc = None
-                for ks in range(n_ks):
-                    acc = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], acc, label=f"qk block {blk} m{mt} n{j} k{ks}")
-                # each tile's scales applied to it alone: its scale checks (and findings) in tile order
+            accs = [None] * n_nt
+            for ks in range(n_ks):           # one A operand for every n tile in a row: its provenance reused
+                for j in range(n_nt):
+                    accs[j] = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], accs[j], label=f"qk block {blk} m{mt} n{j} k{ks}")
+            for acc in accs:                 # each tile's scales applied to it alone: checks in tile order
                 ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
         x = (w.cat(*ss) + dsv[list(range(tile)) * n_mt]) * c_log2
         if q_pos0 is not None:
@@ -255,30 +255,33 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
             alpha_d = alpha[chain_of[mt * tile:mt * tile + n_d]]
             # P~'s A operand of each K step: the same for every head-dim tile, gathered once
             pas = [w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
-            for dt in range(n_dt):
-                buf = None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d
-                for c in range(BLKK // mpv.K):
-                    buf = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], buf,
-                                label=f"pv block {blk} m{mt} d{dt} k{c}")
-                bufs.append(buf)
-                if not two_level:
-                    o[mt][dt] = buf
+            tbuf = [None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d for dt in range(n_dt)]
+            for c in range(BLKK // mpv.K):   # one A operand for every head-dim tile in a row
+                for dt in range(n_dt):
+                    tbuf[dt] = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], tbuf[dt],
+                                     label=f"pv block {blk} m{mt} d{dt} k{c}")
+            bufs += tbuf
+            if not two_level:
+                o[mt] = tbuf
         if two_level:                # every tile's O rescaled and added in one statement
             o_all = w.cat(*bufs) if o_all is None else \
                 o_all * alpha[[chain_of[mt * tile + i] for mt in range(n_mt) for _ in range(n_dt) for i in range(n_d)]] \
                 + w.cat(*bufs)
 
     # -- end: O * sV / l (+ mean V) --------------------------------------------------------------
-    v_src = [np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes]) for i in range(n_d)]
+    v_addr = [_vals(w, np.array([np.nonzero(vc[:, 0] == dc[l, i])[0][0] for l in lanes])) for i in range(n_d)]
+    sv = [w.cat(*[w.bpermute(vs[dt], v_addr[i]) for i in range(n_d)]) for dt in range(n_dt)]   # D's column scales
     for msk in masks:
         lsum = lsum + w.shfl_xor(lsum, msk)
     inv_l = w.rcp(lsum)
+    if two_level:                    # every tile's O rescaled in one statement, its scale check once
+        res_all = w.dequant(o_all, w.cat(*(sv * n_mt))) * \
+            inv_l[[chain_of[mt * tile + i] for mt in range(n_mt) for _ in range(n_dt) for i in range(n_d)]]
     for mt in range(n_mt):
         inv_d = inv_l[chain_of[mt * tile:mt * tile + n_d]]
         for dt in range(n_dt):
-            o_t = o_all[n_d * (n_dt * mt + dt):n_d * (n_dt * mt + dt + 1)] if two_level else o[mt][dt]
-            sv = w.cat(*[w.bpermute(vs[dt], _vals(w, v_src[i])) for i in range(n_d)])
-            res = w.dequant(o_t, sv) * inv_d
+            at = n_d * (n_dt * mt + dt)
+            res = res_all[at:at + n_d] if two_level else w.dequant(o[mt][dt], sv[dt]) * inv_d
             col = dt * mpv.N + dc
             if smooth_v:
                 res = res + w.cat(*[w.global_load(vm, _vals(w, col[:, i] * 4), 4, "f32") for i in range(n_d)])
