@@ -104,7 +104,8 @@ def _compile(program, start: int, end: int):
                   f"        nxt = {call}",
                   "        st.taint_s = st.taint_v = st.fresh_out = None",
                   "        tr.n_events += 1",
-                  "        w.steps += 1"]
+                  "        w.steps += 1",
+                  "        if w.member_events is not None: w.wg.member_event(w)"]      # waves as members
         lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
         if pc == end - 1:
             lines.append(f"        return {pc + 1} if nxt is None else nxt")
