@@ -13,6 +13,7 @@ slot against the maps, on first use.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from ..errors import ArgumentError, OutOfRangeError
@@ -86,9 +87,9 @@ class OperandLayout:
     def n_lanes(self) -> int:
         return self._extent(self.lane)
 
-    @property
+    @cached_property
     def n_regs(self) -> int:
-        """VGPRs per lane that the operand occupies."""
+        """VGPRs per lane that the operand occupies (kept: every matrix instruction asks)."""
         return self._extent(self.reg) * self.words_per_reg
 
     @property
@@ -101,7 +102,7 @@ class OperandLayout:
         """VGPRs one ``reg`` step covers: 2 for 64-bit elements, else 1."""
         return max(self.elem_bits // 32, 1)
 
-    @property
+    @cached_property
     def elems_per_lane(self) -> int:
         """Elements of the operand's type one lane holds."""
         return self.n_regs * 32 // self.elem_bits

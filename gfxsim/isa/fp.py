@@ -159,6 +159,10 @@ def _minmax(a, b, is_max: bool, ieee: bool = True):
         zero = fast == 0
         if not zero.any():
             return fast
+        # a mend needs both operands zero: a broadcast operand (a clamp's bound) with none needs none
+        small = b if np.size(b) < np.size(a) else a if np.size(a) < np.size(b) else None
+        if small is not None and not (np.asarray(small) == 0).any():
+            return fast
         mixed = zero & (np.signbit(a) != np.signbit(b))
         if not mixed.any():
             return fast
