@@ -1,18 +1,20 @@
 """Straight runs of ALU and program-control instructions, each run as one generated function.
 
 run._execute wraps every instruction in what the wait counters, the origin tracking and the trace
-need of it. Of an instruction that touches no memory and waits for nothing (a VALU or SALU row, a
-move, a branch) most of that is decided by the program: the wait counters only ask whether it
-reads or writes a register an outstanding access will write (``Plan.bits``), nothing is issued or
-retired, and without a trace its event is a count. A block is the longest run of such instructions
-from a pc, up to and including the first that may leave the run (a branch, ``s_endpgm``); its
+need of it. Of an instruction that touches no memory (a VALU or SALU row, a move, a branch, a
+wait) most of that is decided by the program: the wait counters only ask whether it reads or
+writes a register an outstanding access will write (``Plan.bits``) or, for an ``s_waitcnt``,
+retire what it covers; nothing is issued, and without a trace its event is a count. A block is the
+longest run of such instructions from a pc, up to and including the first that may leave the run
+(a branch, ``s_endpgm``); its
 function is Python source generated once (per Program, so per kernel content: cache.py) that calls
 each instruction's prepared step (translate.py) or semantics function in turn, counting its lanes
 and its event exactly as _execute does, with no per-instruction dispatch.
 
 The block runs only where it is exact, decided on entry (``ready``): no trace (a traced event keeps
-its operands), no register of the block pending on an outstanding access (which _execute's
-wait-counter check would report or poison), and the wave's step bound not reached within the block
+its operands), no register of the block up to its first wait pending on an outstanding access (which
+_execute's wait-counter check would report or poison; past each wait the next part is asked again,
+and the block returns there if one is), and the wave's step bound not reached within the block
 (the bound raises at the instruction that passes it). Otherwise run.py executes the same
 instructions one at a time through _execute. Origin tracking (``st.any_unknown``, with provenance)
 is asked per instruction, as _execute asks it.
@@ -44,11 +46,10 @@ class Block:
 
 
 def member(program, pc: int) -> bool:
-    """Whether instruction ``pc`` can be part of a block: it has semantics, records its own event
-    (no memory, LDS, matrix or barrier operation) and is no wait."""
+    """Whether instruction ``pc`` can be part of a block: it has semantics and records its own
+    event (no memory, LDS, matrix or barrier operation; a wait is one)."""
     p = program.waits[pc]
-    return (program.fns[pc] is not None and program.own_event[pc] and p.cls is None and p.wait is None
-            and not p.barrier)
+    return program.fns[pc] is not None and program.own_event[pc] and p.cls is None and not p.barrier
 
 
 def leaves(mnemonic: str) -> bool:
@@ -68,15 +69,23 @@ def block_at(program, pc: int) -> Block | None:
 
 def _make(program, start: int) -> Block | None:
     n = len(program.decoded)
-    end, bits = start, 0
+    end = start
     while end < n and member(program, end):
-        bits |= program.waits[end].bits
         end += 1
         if leaves(program.decoded[end - 1].ins.mnemonic):
             break
     if end == start:
         return None
-    return Block(start, end, bits, _compile(program, start, end))
+    return Block(start, end, _segment_bits(program, start, end), _compile(program, start, end))
+
+
+def _segment_bits(program, pc: int, end: int) -> int:
+    """The registers instructions pc.. name up to the next wait (the part of a block one check covers)."""
+    bits = 0
+    while pc < end and program.waits[pc].wait is None:
+        bits |= program.waits[pc].bits
+        pc += 1
+    return bits
 
 
 def _compile(program, start: int, end: int):
@@ -85,6 +94,7 @@ def _compile(program, start: int, end: int):
     env = {"taint_in": taint_in, "count_nonzero": np.count_nonzero}
     lines = ["def run(st, w, tr, counted):",
              "    approx = w.machine.approximated",
+             "    counters = st.counters",
              "    tr.muted += 1",
              "    try:"]
     for pc in range(start, end):
@@ -98,15 +108,22 @@ def _compile(program, start: int, end: int):
             env[f"F{pc}"] = program.fns[pc]
             call = f"F{pc}(st, D{pc})"
         m = d.ins.mnemonic
+        wait = program.waits[pc].wait
         lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
                   f"        if st.any_unknown: taint_in(st, D{pc})",
-                  "        counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))",
-                  f"        nxt = {call}",
+                  "        counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))"]
+        if wait:                                  # what the wait counters do before it (Counters.before)
+            env[f"W{pc}"] = wait
+            lines.append(f"        counters.wait(W{pc})")
+        lines += [f"        nxt = {call}",
                   "        st.taint_s = st.taint_v = st.fresh_out = None",
                   "        tr.n_events += 1",
                   "        w.steps += 1",
                   "        if w.member_events is not None: w.wg.member_event(w)"]      # waves as members
         lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+        seg = _segment_bits(program, pc + 1, end) if wait is not None and pc < end - 1 else 0
+        if seg:                                   # past a wait: the next part's registers must not be pending
+            lines.append(f"        if counters.bits & {seg}: return {pc + 1}")
         if pc == end - 1:
             lines.append(f"        return {pc + 1} if nxt is None else nxt")
         else:

@@ -221,6 +221,21 @@ def _round_f64_to_f32(y, exact_of, y_exact):
     ``y`` lies within 4 binary64 ulps of a binary32 midpoint the value is recomputed to 60 digits
     by ``exact_of(i)`` (a Decimal) and rounded from that; where ``y_exact`` the binary64 value is
     the exact result and numpy's rounding of it is already correct."""
+    y = np.asarray(y, F64)
+    bits = np.ascontiguousarray(y).view(np.uint64)
+    ex = (bits >> np.uint64(52)) & np.uint64(0x7FF)
+    if ((ex >= 897) & (ex <= 1150)).all():
+        # every lane in binary32's normal range: a lane within 4 binary64 ulps of a binary32 midpoint
+        # has its low 29 mantissa bits within 4 of 1 followed by 28 zeros; where none has, no lane
+        # is recomputed and numpy's rounding is the answer
+        near = np.abs((bits & _LOW29).astype(np.int64) - (1 << 28)) <= 4
+        if not near.any():
+            return y.astype(F32)
+    return _round_near_midpoints(y, exact_of, y_exact)
+
+
+def _round_near_midpoints(y, exact_of, y_exact):
+    """_round_f64_to_f32 by each lane's distance to its binary32 neighbours' midpoint (the general path)."""
     from decimal import Decimal
     shape = y.shape
     y, y_exact = y.reshape(-1), np.broadcast_to(y_exact, shape).reshape(-1)

@@ -47,6 +47,14 @@ def bfe_u(a, off, width):
 
 
 def bfe_i(a, off, width):
+    a, off, width = np.asarray(a), np.asarray(off), np.asarray(width)
+    if a.dtype == U32 and off.size and width.size:
+        o, w = int(off.flat[0]) & 31, int(width.flat[0]) & 31
+        # one field for every lane (clang's constant operands), inside the word: shift it to the
+        # top, then arithmetically back down
+        if 0 < w and o + w <= 32 and off.shape in ((), a.shape) and width.shape in ((), a.shape) and \
+                (off.ndim == 0 or (off == off.flat[0]).all()) and (width.ndim == 0 or (width == width.flat[0]).all()):
+            return ((a << U32(32 - o - w)).view(np.int32) >> (32 - w)).view(U32)
     off, width = (off & U32(31)).astype(np.int64), (width & U32(31)).astype(np.int64)
     v = (a.astype(np.int64) >> off) & ((1 << width) - 1)
     sign = (width > 0) & ((v >> np.maximum(width - 1, 0)) & 1).astype(bool)

@@ -236,16 +236,31 @@ SAVEEXEC = {
 
 
 def _saveexec(name, fn):
+    def finish(st, dst, src):
+        old = st.sread64(126)
+        st.swrite64(dst, old)
+        new = fn(src, old)
+        st.swrite64(126, new)
+        st.set_scc(new != 0)
+
     @op(name)
     def run(st, d):
         count(st, d, 2)
         no_mods(st, d)
-        src = s64(st, d.ops[1])                 # read before D is written (D may alias S0)
-        old = st.sread64(126)
-        st.swrite64(_dst(st, d.ops[0], 2), old)
-        new = fn(src, old)
-        st.swrite64(126, new)
-        st.set_scc(new != 0)
+        finish(st, _dst(st, d.ops[0], 2), s64(st, d.ops[1]))     # S0 read before D is written (D may alias it)
+
+    def prepare(d):
+        """The step with its operand count, modifiers, destination and source read decided once."""
+        if len(d.ops) != 2 or d.ops.mods:
+            return None
+        dst, src = d.ops.positional
+        read = s_reader(src, 64)
+        if read is None or dst.kind != "reg" or dst.file != "s" or dst.count != 2:
+            return None
+        first = dst.first
+        return lambda st: finish(st, first, read(st))
+
+    run.prepare = prepare
 
 
 for _n, _f in SAVEEXEC.items():

@@ -17,7 +17,8 @@ LINES = ["v_add_u32_e32 v3, v1, v2", "v_sub_u32_e64 v3, v1, s4", "v_mul_f32_e32 
          "v_ashrrev_i32_e32 v3, s4, v1", "v_add_u32_e64 v3, v1, v2 clamp", "v_med3_f32 v3, v1, -1.0, 1.0",
          # scalar ALU: SGPRs, SCC, 64-bit pairs, a literal
          "s_add_u32 s5, s4, 17", "s_add_i32 s5, s4, 0x7fff0000", "s_lshl_b64 s[6:7], s[4:5], 3",
-         "s_cselect_b32 s5, s4, 1", "s_and_b64 s[6:7], s[4:5], -1", "s_lshr_b64 s[6:7], s[4:5], s8"]
+         "s_cselect_b32 s5, s4, 1", "s_and_b64 s[6:7], s[4:5], -1", "s_lshr_b64 s[6:7], s[4:5], s8",
+         "s_and_saveexec_b64 s[6:7], s[4:5]", "s_andn2_saveexec_b64 s[4:5], s[4:5]", "s_or_saveexec_b64 s[6:7], -1"]
 
 
 def _sandbox(seed):
@@ -43,6 +44,7 @@ def test_a_translated_step_gives_the_semantics_functions_bits(line):
         b.run(line, translated=False)
         np.testing.assert_array_equal(a.v[3], b.v[3])
         assert a.sgpr(4, 4) == b.sgpr(4, 4) and (a.st.scc == b.st.scc).all()
+        np.testing.assert_array_equal(a.st.exec, b.st.exec)
 
 
 @pytest.mark.parametrize("line, message", [("v_add_u32_e32 v3, -v1, v2", "modifier on -v1"),
