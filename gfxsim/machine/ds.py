@@ -65,6 +65,10 @@ class DsOps:
         if uniform:              # one pattern: computed once (and remembered), the same for every member
             deg, cycles, passes = (np.full(self.members, x, np.int64) for x in
                                    bank_conflicts(r2[0], a2[0], nbytes, lds.banks, lds.bank_bytes, self.arch.lds_rule))
+        elif shared:             # the waves of one workgroup: each its own pattern, remembered per pattern
+            deg, cycles, passes = (np.array(x, np.int64) for x in zip(*(
+                bank_conflicts(r2[m], a2[m], nbytes, lds.banks, lds.bank_bytes, self.arch.lds_rule)
+                for m in range(self.members))))
         else:
             deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes,
                                                          self.arch.lds_rule)
