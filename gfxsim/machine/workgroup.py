@@ -16,7 +16,7 @@ from ..errors import ArgumentError
 from .memory import LDS
 from .wavemembers import MemberAccesses, WavesPart
 
-# events between two looks at how many ran for at most half the members (member_event)
+# the first events, where more than half ran for at most half the members, make a run serial (member_event)
 APART_CHECK = 128
 
 
@@ -121,17 +121,19 @@ class Workgroup:
 
     def member_event(self, wave):
         """Waves as members: one event of the members executing (``wave.live``; None: all). Where
-        most instructions so far ran for at most half the members (waves whose paths part, one
-        looping while the others wait), the side-by-side run costs more than the serial one (each
-        instruction at the whole width, masked): every APART_CHECK events, the workgroup runs
-        serially if more than half of them did."""
+        more than half of the first APART_CHECK instructions ran for at most half the members
+        (waves whose paths part at once: one works while the others wait at the end), the
+        side-by-side run costs more than the serial one (one wave's instructions at the whole
+        width, masked): the workgroup runs serially, having lost little. Paths that part later
+        (a tail chunk) run on side by side, each group of members straight on (run.execute)."""
         live, counts = wave.live, wave.member_events
         for m in range(self.num_waves) if live is None else live:
             counts[m] += 1
-        if live is not None and 2 * len(live) <= self.num_waves:
-            self.apart += 1
-        if wave.steps % APART_CHECK == 0 and 2 * self.apart > wave.steps:
-            raise WavesPart(f"{self.apart} of the first {wave.steps} instructions ran for at most half the waves")
+        if wave.steps <= APART_CHECK:
+            if live is not None and 2 * len(live) <= self.num_waves:
+                self.apart += 1
+            if wave.steps == APART_CHECK and 2 * self.apart > APART_CHECK:
+                raise WavesPart(f"{self.apart} of the first {APART_CHECK} instructions ran for at most half the waves")
 
     def barrier(self, wave):
         if self.waves_as_members:        # every member (wave) is at a barrier or has ended

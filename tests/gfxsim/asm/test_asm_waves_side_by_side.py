@@ -78,13 +78,12 @@ def _twin(name, context):
 @pytest.mark.parametrize("context", [256, 200])
 @pytest.mark.parametrize("name", ["qk_int8", "pv_int8", "pv_bf16", "prefix_prefill", "paged_attention_decode"])
 def test_the_compiled_twins_side_by_side_are_their_serial_runs(monkeypatch, name, context):
-    """At 256 tokens (whole chunks) the twins' waves run side by side but the prefill's, whose waves
-    part at once; at 200 the waves part at the tail chunk, and the same results come either way."""
+    """The twins' waves run side by side but the prefill's, whose waves part at once (its one query
+    tile is one wave's work); at 200 tokens the waves part later, at the tail chunk, and run on."""
     need_toolchain("gfx942")
     ways = _same(*_both(monkeypatch, lambda: _twin(name, context)))
-    if context == 256:
-        apart = name == "prefix_prefill"
-        assert len(ways) == 1 and ("at most half the waves" in ways[0] if apart else ways[0] == "side by side"), ways
+    apart = name == "prefix_prefill"
+    assert len(ways) == 1 and ("at most half the waves" in ways[0] if apart else ways[0] == "side by side"), ways
 
 
 # two waves (v0 = 0..127); s2 = workgroup id. Each wave writes its lanes' words to LDS, meets the
