@@ -6,8 +6,9 @@ LDS, the members meeting at s_barrier together) instead of one after another bet
 show: no two waves touch the same LDS or global bytes in one epoch with one of them storing
 (a race, which the serial order resolves: wave 0's accesses first), no finding (the serial run
 numbers and orders them), no error. ``MemberAccesses`` watches the global accesses for that; the
-LDS's race state watches LDS (ds.py); a run that meets any of them raises ``WavesPart`` and the
-launch runs the workgroup again, serially (launch.run_batch). What a side-by-side run leaves is
+LDS's race state watches LDS (ds.py); a run that meets any of them, or whose waves part at once
+(Workgroup.member_event: slower side by side), raises ``WavesPart`` and the launch runs the
+workgroup again, serially (launch.run_batch). What a side-by-side run leaves is
 then the serial run's: the buffers, and with ``serial_order`` its events' count and the matrix
 instructions' records, renumbered and split per wave in the serial order.
 """

@@ -4,7 +4,9 @@ Each wave of a multi-wave workgroup runs its kernel function in its own thread, 
 at a time: by default wave 0 runs until its next s_barrier (or its end), then wave 1, ... (the
 launch's schedule, schedule.py, may order them otherwise). Once every live wave has arrived, the
 barrier epoch advances and the round starts again. The order is a function of the epoch, so a run
-is reproducible, and LDS races are found by epoch, independently of the order.
+is reproducible, and LDS races are found by epoch, independently of the order. A front end may
+instead run one workgroup's waves side by side as the members of one wave (``waves_as_members``,
+wavemembers.py), where that gives what this order gives.
 """
 from __future__ import annotations
 
