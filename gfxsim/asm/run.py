@@ -193,10 +193,11 @@ def _run_members(st, program, counted):
                 act = None if not ended.any() else live
             else:
                 act = live & (pcs == pc)
+            scheduled = live                            # the members this loop picks the smallest pc of
             if 0 <= pc < n and barrier[pc] and act is not None:
                 waiting = live & barrier[np.clip(pcs, 0, n - 1)] & (pcs < n)
                 if not (waiting == live).all():         # others run on to a barrier (or their end) first
-                    run_on = live & ~waiting
+                    run_on = scheduled = live & ~waiting
                     pc = int(pcs[run_on].min())
                     act = run_on & (pcs == pc)
                 else:                                   # every running member is at a barrier
@@ -208,6 +209,10 @@ def _run_members(st, program, counted):
         if not 0 <= pc < n:
             st.current, st.act = None, act
             raise st.error(f"execution ran off the end of {program.kernel.name} (pc {pc}) without s_endpgm")
+        # the members at pc run on while their pc stays below every other scheduled member's (this
+        # loop would pick them again each step), up to a barrier or a branch that parts them
+        rest = scheduled & ~act
+        bound = int(pcs[rest].min()) if rest.any() else n
         d = _at(st, program, pc)
         st.act = act                          # the members not at this pc sit it out
         cols = np.repeat(act, lanes)
@@ -215,14 +220,19 @@ def _run_members(st, program, counted):
         w.set_exec(saved & cols)
         w.live = np.nonzero(act)[0].tolist()
         try:
-            counted[0] += int(np.count_nonzero(w.exec))
-            nxt = _execute(st, pc, d, program.fns[pc], program.steps[pc], program.own_event[pc], tr)
+            while True:
+                counted[0] += int(np.count_nonzero(w.exec))
+                nxt = _execute(st, pc, d, program.fns[pc], program.steps[pc], program.own_event[pc], tr)
+                if nxt is None:
+                    nxt = pc + 1
+                if isinstance(nxt, np.ndarray) or not 0 <= nxt < bound or barrier[nxt]:
+                    break
+                pc = nxt
+                d = _at(st, program, pc)
         finally:
             w.set_exec(np.where(cols, w.exec, saved))
             w.live = None
             st.act = None
-        if nxt is None:
-            nxt = pc + 1
         if isinstance(nxt, np.ndarray):
             pcs[act] = nxt[act]
         else:

@@ -65,6 +65,10 @@ class DsOps:
         if uniform:              # one pattern: computed once (and remembered), the same for every member
             deg, cycles, passes = (np.full(self.members, x, np.int64) for x in
                                    bank_conflicts(r2[0], a2[0], nbytes, lds.banks, lds.bank_bytes, self.arch.lds_rule))
+        elif shared:             # the waves of one workgroup: each its own pattern, remembered per pattern
+            deg, cycles, passes = (np.array(x, np.int64) for x in zip(*(
+                bank_conflicts(r2[m], a2[m], nbytes, lds.banks, lds.bank_bytes, self.arch.lds_rule)
+                for m in range(self.members))))
         else:
             deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes,
                                                          self.arch.lds_rule)
@@ -101,19 +105,21 @@ class DsOps:
         st = (lds.races if lds.races is not None else lds.race_tracker()).state
         w_wave, w_epoch, r_mask, r_epoch = st.w_wave[0], st.w_epoch[0], st.r_mask[0], st.r_epoch[0]
         epoch = self.wg.epoch
-        on = np.broadcast_to(a2[:, :, None], (self.members, self.lanes, nbytes))
-        at = (r2[:, :, None] + np.arange(nbytes))[on]                       # member, lane, byte order
-        who = np.broadcast_to(np.arange(self.members)[:, None, None], on.shape)[on]
+        mi, li = np.nonzero(a2)                                  # the active lanes, member by member
+        at = (r2[mi, li][:, None] + np.arange(nbytes)).reshape(-1)
+        who = np.repeat(mi, nbytes)
         hit = (w_epoch[at] == epoch) & (w_wave[at] != who)
         bits = np.left_shift(np.uint64(1), who.astype(np.uint64))
         if is_write:
             same = self._unchanged(region, r2, a2, nbytes, value) if value is not None else None
             if same is not None:
-                hit &= ~np.broadcast_to(same[:, :, None], on.shape)[on]
+                hit &= ~np.repeat(same[mi, li], nbytes)
             hit |= (r_epoch[at] == epoch) & ((r_mask[at] & ~bits) != 0)
-            order = np.argsort(at, kind="stable")
-            sa, sw = at[order], who[order]
-            hit = hit.any() or bool(((sa[1:] == sa[:-1]) & (sw[1:] != sw[:-1])).any())
+            mark = self.wg.lds_marks
+            if mark is None or mark.size != w_wave.size:
+                mark = self.wg.lds_marks = np.zeros(w_wave.size, np.int32)
+            mark[at] = who                       # a byte two members write keeps one of them
+            hit = hit.any() or bool((mark[at] != who).any())
         else:
             hit = hit.any()
         if hit:

@@ -386,15 +386,36 @@ def run_batch(m: Machine, members: list, waves: int, fn, folding: bool, unfolded
 WAVES_AS_MEMBERS = True
 
 
+class _WavesAttempt(Attempt):
+    """An Attempt of waves side by side (provenance off): the bytes each store overwrites are
+    logged (wavemembers.MemberAccesses.undo), not every buffer stored into copied whole (one
+    workgroup of a large grid stores a small part of them)."""
+
+    def __init__(self, machine):
+        super().__init__(machine)
+        self.undo: list = []             # (buffer, byte indices, their bytes, their written bits) per store
+
+    def before_store(self, buf):
+        pass
+
+    def take_back(self):
+        super().take_back()
+        for buf, at, raw, written in reversed(self.undo):
+            buf.raw[at] = raw
+            if written is not None:
+                buf.written[at] = written
+
+
 def _waves_side_by_side(m: Machine, members: list, waves: int, fn, make) -> str:
     """One workgroup's waves run as the members of one wave (wavemembers.py), as an attempt that
     is taken back (buffers, records, events) where the order of the waves could show: a race, a
     finding, an error. Returns "side by side", or why the workgroup must run serially."""
-    attempt = m.attempt = Attempt(m)
+    attempt = m.attempt = _WavesAttempt(m)
     counted, approximated = m.lane_instructions, set(m.approximated)
     why = None
     try:
         wg = Workgroup(m, members[0], waves, waves_as_members=True)
+        wg.accesses.undo = attempt.undo
         wg.run(fn, make)
     except Exception as e:               # noqa: BLE001 - the serial run raises it again, or not
         why = f"serially: {type(e).__name__}: {e}"

@@ -6,8 +6,9 @@ LDS, the members meeting at s_barrier together) instead of one after another bet
 show: no two waves touch the same LDS or global bytes in one epoch with one of them storing
 (a race, which the serial order resolves: wave 0's accesses first), no finding (the serial run
 numbers and orders them), no error. ``MemberAccesses`` watches the global accesses for that; the
-LDS's race state watches LDS (ds.py); a run that meets any of them raises ``WavesPart`` and the
-launch runs the workgroup again, serially (launch.run_batch). What a side-by-side run leaves is
+LDS's race state watches LDS (ds.py); a run that meets any of them, or whose waves part at once
+(Workgroup.member_event: slower side by side), raises ``WavesPart`` and the launch runs the
+workgroup again, serially (launch.run_batch). What a side-by-side run leaves is
 then the serial run's: the buffers, and with ``serial_order`` its events' count and the matrix
 instructions' records, renumbered and split per wave in the serial order.
 """
@@ -27,7 +28,7 @@ class WavesPart(GfxSimError):
 
 
 class MemberAccesses:
-    """Per barrier epoch, per buffer, the member that stored each byte (exact) and each member's
+    """Per barrier epoch, per buffer, the bytes each member stored (exact) and each member's
     span of bytes loaded ([lo, hi), the least and most over its loads: wider than the bytes, so
     a store outside it certainly meets no load of that member, and one inside may meet none,
     which costs a serial run, never a wrong answer)."""
@@ -36,7 +37,8 @@ class MemberAccesses:
         self.members = members
         self.epoch = -1
         self.loads: dict = {}            # buffer name -> int64 [2, members]: each member's load lo, hi
-        self.owner: dict = {}            # buffer name -> int8 [buffer bytes]: the member that stored it, -1
+        self.stored: dict = {}           # buffer name -> (byte indices, member) of this epoch's stores
+        self.undo: list | None = None    # where each store's old bytes are logged (launch._WavesAttempt)
 
     def note(self, w, buf, addr: np.ndarray, nbytes: int, store: bool):
         """An access of ``nbytes`` per lane at byte ``addr`` [width] of ``buf`` by the active lanes."""
@@ -61,17 +63,18 @@ class MemberAccesses:
 
     def _epoch(self, w):
         if w.wg.epoch != self.epoch:
-            self.epoch, self.loads, self.owner = w.wg.epoch, {}, {}
+            self.epoch, self.loads, self.stored = w.wg.epoch, {}, {}
 
     def _load(self, w, buf, lo, hi, where):
         self._epoch(w)
-        owner = self.owner.get(buf.name)
-        if owner is not None:            # a byte another member stored in this epoch
+        stored = self.stored.get(buf.name)
+        if stored is not None:           # a byte another member stored in this epoch
             a, act, nbytes = where
-            o = owner[(a[:, :, None] + np.arange(nbytes)) * act[:, :, None]]
-            mine = np.arange(self.members)[:, None, None]
-            if (act[:, :, None] & (o >= 0) & (o != mine)).any():
-                raise WavesPart(f"a wave loads bytes of {buf.name!r} another stored in one barrier epoch")
+            at, who = stored
+            for m in np.nonzero(act.any(axis=1))[0].tolist():
+                mine = (a[m][act[m]][:, None] + np.arange(nbytes)).ravel()
+                if np.isin(mine, at[who != m]).any():
+                    raise WavesPart(f"a wave loads bytes of {buf.name!r} another stored in one barrier epoch")
         s = self.loads.get(buf.name)
         if s is None:
             s = self.loads[buf.name] = np.array([[_EMPTY_LO], [_EMPTY_HI]], np.int64).repeat(self.members, 1)
@@ -93,15 +96,21 @@ class MemberAccesses:
                 inside &= near[:, :, None, None]
                 if inside.any():
                     raise WavesPart(f"a wave stores bytes of {buf.name!r} another loaded in one barrier epoch")
-        owner = self.owner.get(buf.name)
-        if owner is None:
-            owner = self.owner[buf.name] = np.full(buf.nbytes, -1, np.int8)
         at, who = b[on], mine[on]
-        if ((owner[at] >= 0) & (owner[at] != who)).any():
+        pairs = np.unique(at * self.members + who)       # (byte, member) of this store, once each
+        if (np.diff(pairs // self.members) == 0).any():  # two members storing one byte in this access
             raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
-        owner[at] = who
-        if (owner[at] != who).any():     # two members storing one byte in this access
-            raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
+        stored = self.stored.get(buf.name)
+        if stored is not None:
+            for m in np.unique(who).tolist():
+                if np.isin(at[who == m], stored[0][stored[1] != m]).any():
+                    raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
+            at_all, who_all = np.concatenate([stored[0], at]), np.concatenate([stored[1], who])
+        else:
+            at_all, who_all = at, who
+        self.stored[buf.name] = (at_all, who_all)
+        if self.undo is not None:        # the bytes the store is about to overwrite
+            self.undo.append((buf, at, buf.raw[at].copy(), None if buf.written is None else buf.written[at].copy()))
 
 
 def serial_order(machine, first_event: int, first_record: int, wg) -> None:

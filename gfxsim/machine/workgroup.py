@@ -4,7 +4,9 @@ Each wave of a multi-wave workgroup runs its kernel function in its own thread, 
 at a time: by default wave 0 runs until its next s_barrier (or its end), then wave 1, ... (the
 launch's schedule, schedule.py, may order them otherwise). Once every live wave has arrived, the
 barrier epoch advances and the round starts again. The order is a function of the epoch, so a run
-is reproducible, and LDS races are found by epoch, independently of the order.
+is reproducible, and LDS races are found by epoch, independently of the order. A front end may
+instead run one workgroup's waves side by side as the members of one wave (``waves_as_members``,
+wavemembers.py), where that gives what this order gives.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ..errors import ArgumentError
 from .memory import LDS
 from .wavemembers import MemberAccesses, WavesPart
 
-# events between two looks at how many ran for at most half the members (member_event)
+# the first events, where more than half ran for at most half the members, make a run serial (member_event)
 APART_CHECK = 128
 
 
@@ -52,6 +54,7 @@ class Workgroup:
             self.epoch_starts = [[0] * num_waves]        # ... at each epoch's start
             self.member_records = []             # (record, epoch, counts before it, executing members)
             self.apart = 0                       # events of at most half the members (member_event)
+        self.lds_marks = None                    # scratch of the LDS race watch of waves as members (ds.py)
         self.members = len(self.ids)
         self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes,
                        members=1 if waves_as_members else self.members,
@@ -120,17 +123,19 @@ class Workgroup:
 
     def member_event(self, wave):
         """Waves as members: one event of the members executing (``wave.live``; None: all). Where
-        most instructions so far ran for at most half the members (waves whose paths part, one
-        looping while the others wait), the side-by-side run costs more than the serial one (each
-        instruction at the whole width, masked): every APART_CHECK events, the workgroup runs
-        serially if more than half of them did."""
+        more than half of the first APART_CHECK instructions ran for at most half the members
+        (waves whose paths part at once: one works while the others wait at the end), the
+        side-by-side run costs more than the serial one (one wave's instructions at the whole
+        width, masked): the workgroup runs serially, having lost little. Paths that part later
+        (a tail chunk) run on side by side, each group of members straight on (run.execute)."""
         live, counts = wave.live, wave.member_events
         for m in range(self.num_waves) if live is None else live:
             counts[m] += 1
-        if live is not None and 2 * len(live) <= self.num_waves:
-            self.apart += 1
-        if wave.steps % APART_CHECK == 0 and 2 * self.apart > wave.steps:
-            raise WavesPart(f"{self.apart} of the first {wave.steps} instructions ran for at most half the waves")
+        if wave.steps <= APART_CHECK:
+            if live is not None and 2 * len(live) <= self.num_waves:
+                self.apart += 1
+            if wave.steps == APART_CHECK and 2 * self.apart > APART_CHECK:
+                raise WavesPart(f"{self.apart} of the first {APART_CHECK} instructions ran for at most half the waves")
 
     def barrier(self, wave):
         if self.waves_as_members:        # every member (wave) is at a barrier or has ended

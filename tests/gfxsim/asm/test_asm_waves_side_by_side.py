@@ -78,13 +78,12 @@ def _twin(name, context):
 @pytest.mark.parametrize("context", [256, 200])
 @pytest.mark.parametrize("name", ["qk_int8", "pv_int8", "pv_bf16", "prefix_prefill", "paged_attention_decode"])
 def test_the_compiled_twins_side_by_side_are_their_serial_runs(monkeypatch, name, context):
-    """At 256 tokens (whole chunks) the twins' waves run side by side but the prefill's, whose waves
-    part at once; at 200 the waves part at the tail chunk, and the same results come either way."""
+    """The twins' waves run side by side but the prefill's, whose waves part at once (its one query
+    tile is one wave's work); at 200 tokens the waves part later, at the tail chunk, and run on."""
     need_toolchain("gfx942")
     ways = _same(*_both(monkeypatch, lambda: _twin(name, context)))
-    if context == 256:
-        apart = name == "prefix_prefill"
-        assert len(ways) == 1 and ("at most half the waves" in ways[0] if apart else ways[0] == "side by side"), ways
+    apart = name == "prefix_prefill"
+    assert len(ways) == 1 and ("at most half the waves" in ways[0] if apart else ways[0] == "side by side"), ways
 
 
 # two waves (v0 = 0..127); s2 = workgroup id. Each wave writes its lanes' words to LDS, meets the
@@ -260,3 +259,30 @@ def test_waves_that_part_run_serially(monkeypatch, why):
     trip counts: the workgroup runs serially, with the same results."""
     ways = _same(*_both(monkeypatch, _exchange(APART[why], groups=1)))
     assert ways[0].startswith("serially") and "at most half the waves" in ways[0], ways
+
+
+def test_a_side_by_side_attempt_taken_back_leaves_no_store(monkeypatch):
+    """Wave 1 stores words 0-63 first (the smaller pc), then wave 0 loads them: the attempt ends and
+    its store is taken back, so the serial run's wave 0 reads never-written words (a finding and
+    poison) as it did before wave 1 ran."""
+    body = """
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_and_b32_e32 v7, 63, v0
+  v_lshlrev_b32_e32 v7, 2, v7
+  v_readfirstlane_b32 s6, v0
+  s_cmp_lt_u32 s6, 64
+  s_cbranch_scc1 .Lwave0
+  global_store_dword v7, v0, s[4:5]
+  s_branch .Ldone
+.Lwave0:
+  global_load_dword v4, v7, s[4:5]
+  s_waitcnt vmcnt(0)
+  global_store_dword v7, v4, s[4:5] offset:256
+.Ldone:
+"""
+    ways = _same(*_both(monkeypatch, _exchange(body, groups=1)))
+    assert ways[0].startswith("serially"), ways
+    monkeypatch.setattr(LAUNCH, "WAVES_AS_MEMBERS", True)
+    run, _ = _exchange(body, groups=1)()
+    assert {f.kind for f in run.findings} == {"uninitialized-read"}
