@@ -47,13 +47,22 @@ def _d_identity(f, sa, sb, compact_a, compact_b):
 
 
 
-_SAMPLE_COLUMNS = 64      # a sample of the columns, not a wave size: any count is exact
+def _content(x: np.ndarray | None) -> tuple | None:
+    """An array's content as a key: equal keys are equal dtype, shape and bytes, so the same
+    computation on either gives the same result (a bytes compare is one memcmp, where array_equal
+    costs several numpy calls)."""
+    return None if x is None else (x.dtype.str, x.shape, x.tobytes())
 
 
-def _same_planes(x: np.ndarray, y: np.ndarray) -> bool:
-    """x == y everywhere; a miss (another operand) is usually told by the first columns, so those
-    are compared first and the whole arrays only where they agree."""
-    return np.array_equal(x[..., :_SAMPLE_COLUMNS], y[..., :_SAMPLE_COLUMNS]) and np.array_equal(x, y)
+def _varies(x: Field, f: str, live_rows: np.ndarray, every: bool, known: dict) -> bool:
+    """x.varies(live_rows); where every row is live, the answer over all rows, kept in ``known``
+    (the remembered operand's) by field."""
+    if not every:
+        return x.varies(live_rows)
+    got = known.get(f)
+    if got is None:
+        got = known[f] = x.varies()
+    return got
 
 
 def _i8_float_type(K, a_dtype, b_dtype):
@@ -143,6 +152,13 @@ class _OperandMemo:
     def _off(self) -> bool:
         return self.trial is not None and self.looked >= self.trial and not self.hits
 
+    def on(self) -> bool:
+        """Whether the side is still remembered (a caller skips making a key where it is not)."""
+        if self._off():
+            self.entries.clear()
+            return False
+        return True
+
     def recall(self, matches):
         """The remembered value whose key ``matches``, moved to the front; None if none does."""
         if self._off():
@@ -216,7 +232,7 @@ class MatrixOps:
                                flat_plan(cache, insn, "D", self.members, self.lanes), dval,
                                d_inverse(cache, insn, self.members, self.lanes))
         else:
-            mats = {op: v.val[plans[op]] for op, v in (("A", a), ("B", b), ("C", c))}
+            mats = {op: self._gathered(insn, op, v.val, plans[op]) for op, v in (("A", a), ("B", b), ("C", c))}
             d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
             dval[plans["D"]] = d_mat
         tr = self.machine.trace
@@ -260,6 +276,14 @@ class MatrixOps:
             cov.add(self, rec)
         return out
 
+    def _gathered(self, insn, op, val, plan):
+        """An operand's elements ``[members*blocks, rows, cols]`` through its plan: one take by the
+        flat plan where the registers are ``[regs, members*lanes]`` (the plan's columns), else by
+        the plan's two index arrays."""
+        if val.ndim == 2 and val.shape[1] == self.members * self.lanes:
+            return np.take(val, flat_plan(self.machine.plan_cache, insn, op, self.members, self.lanes))
+        return val[plan]
+
     def _memo(self, name, side, trial=None) -> _OperandMemo:
         return self.mma_memos.setdefault((name, side), _OperandMemo(trial))
 
@@ -269,11 +293,13 @@ class MatrixOps:
         first MEMO_TRIAL operands were all new (a B loaded afresh for every instruction) is not
         remembered further: its copies would be memory for nothing."""
         memo = self._memo("_float_memo", op, MEMO_TRIAL)
-        got = memo.recall(lambda k: k[0] is insn and k[1] is ft and k[2].dtype == val.dtype and
-                          k[2].shape == val.shape and _same_planes(k[2], val))
+        if not memo.on():
+            return np.take(val, flat_plan(self.machine.plan_cache, insn, op, self.members, self.lanes)).astype(ft)
+        key = (insn, ft, _content(val))
+        got = memo.recall(lambda k: k[0] is insn and k[1] is ft and k[2] == key[2])
         if got is None:
             got = np.take(val, flat_plan(self.machine.plan_cache, insn, op, self.members, self.lanes)).astype(ft)
-            memo.remember((insn, ft, val.copy()), got)
+            memo.remember(key, got)
         return got
 
     def _unknown_kslots(self, insn, idx, label, operands, live_rows):
@@ -325,20 +351,27 @@ class MatrixOps:
 
     def _operand_fields(self, insn, operand, p):
         """({field: Field} gathered through the operand's plan, {field: compact record form},
-        {field: K sets of its rows, filled on demand}) of an operand's provenance ``p``. The last
-        OPERAND_MEMO operands are remembered by the content of their planes (kept as copies, so an
-        in-place write elsewhere cannot make a stale match): one register feeds several instructions
-        (QK's A in each of four tiles, PV's W in each of eight D tiles), and its gather, summary and
-        K sets are the same each time."""
+        {field: K sets of its rows, filled on demand}, the quantization directions of its rows or
+        columns: _quant_rows, {field: Field.varies over every row, filled on demand}) of an operand's
+        provenance ``p``. The last OPERAND_MEMO operands are
+        remembered by the content of their planes and flags (kept as copies, so an in-place write
+        elsewhere cannot make a stale match): one register feeds several instructions (QK's A in
+        each of four tiles, PV's W in each of eight D tiles), and its gather, summary, K sets and
+        directions are the same each time. A side whose first MEMO_TRIAL operands were all new (K
+        or V loaded afresh for every instruction) is not remembered further: its compares and
+        copies would be time for nothing."""
         items = tuple((f, x) for f, x in p.ids.items() if f not in RESERVED) if p is not None else ()
-        memo = self._memo("_operand_memo", operand)
-        out = memo.recall(lambda k: k[0] is insn and len(k[1]) == len(items) and all(
-            f == g and x.shape == y.shape and _same_planes(x, y) for (f, x), (g, y) in zip(items, k[1])))
+        memo = self._memo("_operand_memo", operand, MEMO_TRIAL)
+        key = out = None
+        if memo.on():
+            key = (tuple((f, _content(x)) for f, x in items), _content(None if p is None else p.flags))
+            out = memo.recall(lambda k: k[0] is insn and k[1] == key)
         if out is None:
             plan = flat_plan(self.machine.plan_cache, insn, operand, len(self.pmember_ids), self.lanes)
             fields = {f: Field.gathered(x, plan, operand) for f, x in items}
-            out = (fields, {f: v.compact(operand) for f, v in fields.items()}, {})
-            memo.remember((insn, tuple((f, np.array(x, copy=True)) for f, x in items)), out)
+            out = (fields, {f: v.compact(operand) for f, v in fields.items()}, {}, self._quant_rows(insn, operand, p), {})
+            if key is not None:
+                memo.remember((insn, key), out)
         return out
 
     def _mma_provenance(self, insn, a, b, c, idx, label, live):
@@ -354,8 +387,8 @@ class MatrixOps:
         wide = self.machine.wide
         pa = elem_prov(self, a, a.n)
         pb = elem_prov(self, b, b.n)
-        sa, compact_a, rows_a = self._operand_fields(insn, "A", pa)       # [nb, M, K]
-        sb, compact_b, rows_b = self._operand_fields(insn, "B", pb)       # [nb, N, K]
+        sa, compact_a, rows_a, quant_a, varies_a = self._operand_fields(insn, "A", pa)       # [nb, M, K]
+        sb, compact_b, rows_b, quant_b, varies_b = self._operand_fields(insn, "B", pb)       # [nb, N, K]
         fa = {f: x.v for f, x in sa.items()}                              # [nb, M, K]
         fb = {f: np.swapaxes(x.v, 1, 2) for f, x in sb.items()}           # [nb, K, N]
         live_rows = np.repeat(live[self.pmember_ids], bl)
@@ -382,13 +415,14 @@ class MatrixOps:
                                  instruction=idx, field=f, k_slot=k, a_values=ka_set, b_values=kb_set,
                                  slots=[int(x) for x in np.nonzero(bad[row])[0]])
         self._unknown_kslots(insn, idx, label, (("A", pa), ("B", pb)), live_rows)
-        quant = {op: d for op, p in (("A", pa), ("B", pb)) if (d := self._quant_rows(insn, op, p)) is not None}
+        quant = {op: d for op, d in (("A", quant_a), ("B", quant_b)) if d is not None}
         rec_a, rec_b = dict(compact_a), dict(compact_b)
         ks_a, ks_b = {}, {}
         # K sets per field that varies along K (two present values in one A row or B column of a
         # member that issues the instruction)
-        k_fields = {f for f, x in sa.items() if rec_a[f][0] != "mn" and x.varies(live_rows)} | \
-                   {f for f, x in sb.items() if rec_b[f][0] != "mn" and x.varies(live_rows)}
+        every = bool(live_rows.all())          # every row live: the operand's remembered answer
+        k_fields = {f for f, x in sa.items() if rec_a[f][0] != "mn" and _varies(x, f, live_rows, every, varies_a)} | \
+                   {f for f, x in sb.items() if rec_b[f][0] != "mn" and _varies(x, f, live_rows, every, varies_b)}
         for f in k_fields:
             if f in fa:
                 if f not in rows_a:

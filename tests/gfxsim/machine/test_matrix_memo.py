@@ -1,0 +1,54 @@
+"""The matrix unit's remembered operands (matrix.OPERAND_MEMO: gathers, summaries, quantization
+directions and whether a field varies, found by content) and its one-take gather are shortcuts
+only: with the memory off and the gather by two index arrays, SageAttention (both matrix
+instructions' paths: int8 QK, e4m3 PV; a silent twin and one with findings) gives the same output
+bits, records, findings and event count."""
+import numpy as np
+import pytest
+
+from gfxsim.arch import get_instruction
+from kernels_py.fp8.sage_attention import run_sage_attention, swapped_d_layout
+from kernels_py.fp8.sage_layout import QK_MMA
+from kernels_py.fp8.sage_reference import SageConfig
+
+
+def _key(x):
+    """A record field as comparable bytes (arrays by dtype, shape and content; masks by planes)."""
+    if isinstance(x, np.ndarray):
+        return ("nd", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, dict):
+        return ("d", sorted((k, _key(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return ("l", [_key(y) for y in x])
+    if hasattr(x, "bits") and hasattr(x, "base"):
+        return ("mask", _key(x.base), _key(x.bits), _key(x.wide))
+    return ("o", repr(x))
+
+
+def _everything(wrong_layout: bool):
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(32, 64)).astype(np.float32)
+    k = (rng.normal(size=(128, 64)) + rng.normal(size=64) * 3).astype(np.float32)
+    v = rng.normal(size=(128, 64)).astype(np.float32)
+    lay = swapped_d_layout(get_instruction("sm_89", QK_MMA["int8"]).operand("D")) if wrong_layout else None
+    out, run = run_sage_attention(q, k, v, SageConfig(q_block=32), q_layout=lay)
+    log = run.machine.mma_log
+    recs = [_key((r.first, r.op, r.label, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
+            for r in log.records]
+    pairs = [_key((p.left, p.right)) for p in log.pairs]
+    findings = [(f.kind, f.lane, f.message) for f in run.findings]
+    return out.tobytes(), recs, pairs, findings, run.trace.n_events
+
+
+@pytest.mark.parametrize("wrong_layout", [False, True])
+def test_remembered_operands_and_one_take_gather_change_nothing(monkeypatch, wrong_layout):
+    import gfxsim.machine.matrix as MX
+    fast = _everything(wrong_layout)
+    monkeypatch.setattr(MX, "OPERAND_MEMO", 0)
+    monkeypatch.setattr(MX.MatrixOps, "_gathered", lambda self, insn, op, val, plan: val[plan])
+    exact = _everything(wrong_layout)
+    assert fast[0] == exact[0]
+    assert fast[1] == exact[1] and len(fast[1]) > 0
+    assert fast[2] == exact[2]
+    assert fast[3] == exact[3] and bool(fast[3]) == wrong_layout
+    assert fast[4] == exact[4]
