@@ -123,6 +123,7 @@ class FoldedRecord(MmaRecord):
     batch's shifts as they stood when the instruction ran (``folded``: fold.Fold.unfold_record's
     snapshot). The last few records read keep their placed fields."""
     __slots__ = ("_folded",)
+    held_per_class = True
 
     def __init__(self, *, first: int, insn, kernel: str, wave: int, workgroups, live: list, source: str | None,
                  exec_mask: np.ndarray, folded, label: str | None = None, operands: tuple | None = None):

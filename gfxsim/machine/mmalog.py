@@ -5,6 +5,7 @@ results this launch read, and the K sets of any result element through all of th
 from __future__ import annotations
 
 import bisect
+from collections import OrderedDict
 
 import numpy as np
 
@@ -46,6 +47,8 @@ class MmaRecord:
         self.kernel, self.wave, self.workgroups, self.live = kernel, wave, workgroups, live
         self.source, self.exec_mask, self.label = source, exec_mask, label
         self.operands = operands
+
+    held_per_class = False                # a folded batch's record (foldrec.FoldedRecord): placed where read
 
     def tagged(self) -> bool:
         """Whether the operands carried provenance (A's K-slot values are recorded)."""
@@ -161,7 +164,8 @@ class MmaLog:
 
     ``declared``: the fields the launch's output buffers declare they consume (Buffer.expect),
     K fields whether or not an instruction varies along them. ``k_sets`` and ``k_tables`` hold
-    what consumed.py derives of a record (by record index), dropped with their records."""
+    what consumed.py derives of a record (by record index), dropped with their records (of a folded
+    record, ``k_sets`` keeps the K fields it was made with and ``k_recent`` the latest sets)."""
 
     def __init__(self, wide: WideSets | None = None, declared=frozenset(), kernel: str | None = None):
         self.records: list[MmaRecord] = []
@@ -173,6 +177,7 @@ class MmaLog:
         self.kernel = kernel                         # how a later launch's findings name this one
         self.k_sets: dict = {}                       # record index -> (A's, B's) {field: Mask}
         self.k_tables: dict = {}                     # record index -> {field: Mask [rows]} or None
+        self.k_recent: OrderedDict = OrderedDict()   # record index -> k_sets' pair, of the latest folded ones
         self._k_field_names = None                   # (records seen, their K fields and declared)
 
     def add(self, rec: MmaRecord):
@@ -207,7 +212,7 @@ class MmaLog:
         del self.starts[n_records:]
         del self.pairs[n_pairs:]
         del self.foreign[n_foreign:]
-        for cache in (self.k_sets, self.k_tables):
+        for cache in (self.k_sets, self.k_tables, self.k_recent):
             for k in [k for k in cache if k >= n_records]:
                 del cache[k]
         self._k_field_names = None
