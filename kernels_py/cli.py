@@ -11,7 +11,7 @@ from gfxsim.procmem import mem_available
 from kernels_py.host.config import FORMULAS, FRONTENDS, GROUPINGS, RunConfig
 from kernels_py.host.runners import KERNELS
 from kernels_py.host.runs import DEFAULTS, run_kernel
-from gfxsim.errors import ArgumentError
+from gfxsim.errors import ArgumentError, GfxSimError
 
 
 def add_parser(sub):
@@ -223,14 +223,31 @@ def _run(args, configs, inputs) -> int:
         if inputs is not None:
             kr.params.update(input_params(inputs, args.inputs))
         with np.errstate(invalid="ignore", divide="ignore"):     # e.g. all-zero V: cos_sim 0/0 -> null
-            if args.report == "json":
-                reports.append(kr.report(json_rows=True))
+            if args.report == "json":      # mmacs written as made (write_json_report)
+                reports.append((kr.report(json_rows=_MMACS_MARK), kr))
             else:
                 print(text_report(kr))
             sys.stdout.flush()
     if args.report == "json":
-        sys.stdout.write(report_json(reports[0] if len(reports) == 1 else reports) + "\n")
+        write_json_report(reports)
     return 0
+
+
+_MMACS_MARK = b'"\x00mmacs\x00"'    # where each report's mmacs go, in its JSON text
+
+
+def write_json_report(reports: list) -> None:
+    """report_json of the (report, KernelRun) pairs (one report, or a list), each report's mmacs
+    written part by part as made (KernelRun.mmacs_json_parts): the same text, never held whole."""
+    obj = reports[0][0] if len(reports) == 1 else [r for r, _ in reports]
+    pieces = report_json(obj).encode().split(_MMACS_MARK)
+    if len(pieces) != len(reports) + 1:
+        raise GfxSimError("the JSON report's matrix-instruction tables could not be placed")
+    for head, (_, kr) in zip(pieces, reports):
+        sys.stdout.write(head.decode())
+        for part in kr.mmacs_json_parts():
+            sys.stdout.write(part.decode())
+    sys.stdout.write(pieces[-1].decode() + "\n")
 
 
 def text_report(kr) -> str:

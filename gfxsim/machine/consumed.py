@@ -242,6 +242,9 @@ def _uniform(ks: Mask) -> bool:
                 (ks.bits == ks.bits[:, :1]).all())
 
 
+K_RECENT = 64           # a folded batch's records whose K sets are kept (sums read the latest ones)
+
+
 def _k_sets(log, r_i, rec):
     """(A's, B's) {field: Mask [rows, M] / [rows, N]}: the record's K sets, and a K field that
     holds one value in this instruction's slots (the one token left at the end of the context,
@@ -249,18 +252,33 @@ def _k_sets(log, r_i, rec):
     field must be on both A and B (what K slots share); on one side it names M rows or N columns."""
     cache = log.k_sets
     got = cache.get(r_i)
-    if got is None:
-        ksa, ksb = dict(rec.ks_a), dict(rec.ks_b)
-        insn = rec.insn
-        for f in log.k_fields():
-            if not (rec.a and rec.b and f in rec.a and f in rec.b):
-                continue        # on one side only it names rows or columns (a V dim), not K slots
-            for side, ks, op in ((rec.a, ksa, "A"), (rec.b, ksb, "B")):
-                if f in ks or not side or f not in side or side[f][0] == "mn":
-                    continue
-                full = expand(*side[f], op, insn.M, insn.N, insn.K)          # [rows, M, K] / [rows, K, N]
-                ks[f] = row_sets(full if op == "A" else np.swapaxes(full, 1, 2), log.wide)
-        got = cache[r_i] = (ksa, ksb)
+    if isinstance(got, tuple):
+        return got
+    if got is not None:                    # a folded record's, made before: kept while recent
+        recent = log.k_recent.get(r_i)
+        if recent is not None:
+            log.k_recent.move_to_end(r_i)
+            return recent
+    # the K fields as the launch knew them when first asked (a later record may add one)
+    fields = frozenset(log.k_fields()) if got is None else got
+    ksa, ksb = dict(rec.ks_a), dict(rec.ks_b)
+    insn = rec.insn
+    for f in fields:
+        if not (rec.a and rec.b and f in rec.a and f in rec.b):
+            continue        # on one side only it names rows or columns (a V dim), not K slots
+        for side, ks, op in ((rec.a, ksa, "A"), (rec.b, ksb, "B")):
+            if f in ks or not side or f not in side or side[f][0] == "mn":
+                continue
+            full = expand(*side[f], op, insn.M, insn.N, insn.K)          # [rows, M, K] / [rows, K, N]
+            ks[f] = row_sets(full if op == "A" else np.swapaxes(full, 1, 2), log.wide)
+    got = (ksa, ksb)
+    if not rec.held_per_class:
+        cache[r_i] = got
+    else:                              # placed for every member: its fields kept, its sets while recent
+        cache[r_i] = frozenset(fields)
+        log.k_recent[r_i] = got
+        while len(log.k_recent) > K_RECENT:
+            log.k_recent.popitem(last=False)
     return got
 
 

@@ -39,6 +39,7 @@ import copy
 import numpy as np
 
 from .consumed import pair_cells
+from . import foldrec           # compiled functions by the module: jit.njit rebinds their names
 from .foldrec import FoldedFields, FoldedPair, Spread, SpreadFp
 from .errors import GfxSimError
 from .jit import njit
@@ -209,7 +210,7 @@ class Fold:
         return rep_mma, np.ascontiguousarray(rep_mn)
 
     # -- sinks: provenance for every member ------------------------------------------------------
-    def _shifted(self, f: str, a: np.ndarray, member) -> np.ndarray:
+    def shifted(self, f: str, a: np.ndarray, member) -> np.ndarray:
         """Tag field ``f``'s values ``a`` (representatives' values, placed for every member), shifted by
         the shift of each element's member (``member`` broadcasts against ``a``)."""
         s = self.shift.get(f)
@@ -229,7 +230,7 @@ class Fold:
         mn = np.array(mn, np.int32).reshape(-1)
         member = np.ascontiguousarray(np.broadcast_to(member, shape), np.int64).reshape(-1)
         keys, shifts = self._moved(log, mma)
-        _shift_names(mma, mn, member, self.rep_of, keys, shifts, PAIR_BASE)
+        foldrec.shift_names(mma, mn, member, self.rep_of, keys, shifts, PAIR_BASE)
         return mma.reshape(shape), mn.reshape(shape)
 
     def _moved(self, log, *mmas):
@@ -293,7 +294,7 @@ class Fold:
         ids = {}
         for f, a in p.ids.items():
             if f not in RESERVED:
-                ids[f] = self._shifted(f, cols(a), member)
+                ids[f] = self.shifted(f, cols(a), member)
             elif f in ENC_PLANES:
                 ids[f] = cols(a)
         if "@mma" in p.ids:
@@ -383,7 +384,7 @@ class Fold:
             out = {}
             for f, (kind, arr) in d.items():
                 a = rows(arr)
-                out[f] = (kind, self._shifted(f, a, member.reshape((-1,) + (1,) * (a.ndim - 1))))
+                out[f] = (kind, self.shifted(f, a, member.reshape((-1,) + (1,) * (a.ndim - 1))))
             return out
 
         def ks(d):
@@ -428,7 +429,7 @@ class Fold:
         member's elements of a result read from another launch sit at other cells)."""
         out = {}
         for f, (u, d) in fp.items():
-            out[f] = tuple(None if x is None else self._fp(f, x, rec._spread, what) for x in (u, d))
+            out[f] = tuple(None if x is None else self._fp(f, x, rec.spread, what) for x in (u, d))
         if not self.name_shift:                # each member's cells are its representative's
             rec.set_rep_footprints(cell, out)
         else:                                  # a read result's elements sit at other cells per member
@@ -490,25 +491,6 @@ def _pairs_named(mma, pair_base, n_pairs):
         if 0 <= k < n_pairs:
             seen[k] = True
     return seen
-
-
-@njit
-def _shift_names(mma, mn, member, rep_of, ids, shifts, pair_base):
-    """fold.Fold._names in one pass, in place: the @mn of a name in ``ids`` (sorted: a sum of this
-    batch, a result a load read) moves by its per-member shift (row k of ``shifts`` for ids[k]);
-    another result of this launch's instructions moves its @mma by its member's distance from its
-    representative; anything else is every member's as it is."""
-    n = ids.shape[0]
-    for i in range(mma.shape[0]):
-        x = mma[i]
-        if x < 0:
-            continue
-        m = member[i]
-        k = np.searchsorted(ids, x)
-        if k < n and ids[k] == x:
-            mn[i] = mn[i] + shifts[k, m]
-        elif x < pair_base:
-            mma[i] = x + (m - rep_of[m])
 
 
 @njit

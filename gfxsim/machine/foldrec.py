@@ -20,7 +20,8 @@ from collections import OrderedDict
 import numpy as np
 
 from .consumed import Fp
-from .mmalog import PAIR_BASE, MmaRecord, PairRecord, _pack, _unpack
+from .jit import njit
+from .mmalog import PAIR_BASE, MmaRecord, PairRecord, pack, unpack
 from .summaries import expand
 
 
@@ -73,43 +74,42 @@ class FoldedPair(PairRecord):
     (``rep_of``), its elements of each sum or read result in ``keys`` (``shifts`` [keys, members]).
     ``cell``: the representatives' cells placed the same way, or every member's where they had to
     be looked up member by member (``set_cells``)."""
-    __slots__ = ("_spread", "_rep_of", "_keys", "_shifts", "_rep_cell")
+    __slots__ = ("spread", "_rep_of", "_keys", "_shifts", "_rep_cell")
 
     def __init__(self, left, right, site, member_base, fold_shift, spread: Spread, rep_of: np.ndarray,
                  keys: np.ndarray, shifts: np.ndarray):
         super().__init__(left, right, site, member_base, fold_shift)
-        self._spread, self._rep_of, self._keys, self._shifts = spread, rep_of, keys, shifts
+        self.spread, self._rep_of, self._keys, self._shifts = spread, rep_of, keys, shifts
         self._rep_cell = None
 
     def _placed(self, packed) -> tuple:
-        from .fold import _shift_names
-        src, member = self._spread.arrays()
-        ids, mn = (np.take(_unpack(p), src) for p in packed)
-        _shift_names(ids, mn, member, self._rep_of, self._keys, self._shifts, PAIR_BASE)
+        src, member = self.spread.arrays()
+        ids, mn = (np.take(unpack(p), src) for p in packed)
+        shift_names(ids, mn, member, self._rep_of, self._keys, self._shifts, PAIR_BASE)
         return ids, mn
 
     @property
     def left(self):
-        return self._placed(self._left)
+        return self._placed(self.packed_sides()[0])
 
     @property
     def right(self):
-        return self._placed(self._right)
+        return self._placed(self.packed_sides()[1])
 
     @property
     def cell(self):
         if self._rep_cell is not None:
-            return np.take(_unpack(self._rep_cell), self._spread.arrays()[0])
-        return None if self._cell is None else _unpack(self._cell)
+            return np.take(unpack(self._rep_cell), self.spread.arrays()[0])
+        return PairRecord.cell.fget(self)
 
     @property
     def has_footprints(self) -> bool:
-        return self._cell is not None or self._rep_cell is not None
+        return self._rep_cell is not None or PairRecord.has_footprints.fget(self)
 
     def set_rep_footprints(self, rep_cell: np.ndarray, fp: dict):
         """The representatives' cells (each member's elements sum its representative's cells) and
         the footprints for every member (SpreadFp)."""
-        self._rep_cell = _pack(rep_cell)
+        self._rep_cell = pack(rep_cell)
         self.fp = fp
 
 
@@ -123,10 +123,11 @@ class FoldedRecord(MmaRecord):
     batch's shifts as they stood when the instruction ran (``folded``: fold.Fold.unfold_record's
     snapshot). The last few records read keep their placed fields."""
     __slots__ = ("_folded",)
+    held_per_class = True
 
     def __init__(self, *, first: int, insn, kernel: str, wave: int, workgroups, live: list, source: str | None,
                  exec_mask: np.ndarray, folded, label: str | None = None, operands: tuple | None = None):
-        self._site(first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands)
+        self.set_site(first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands)
         self._folded = folded
 
     def _fields(self) -> dict:
@@ -157,7 +158,7 @@ class FoldedRecord(MmaRecord):
         kind, arr = side[field]
         fz = folded.frozen
         a = np.take(arr, fz.cls * insn.blocks, axis=0)
-        a = fz._shifted(field, a, np.arange(fz.members).reshape((-1,) + (1,) * (a.ndim - 1)))
+        a = fz.shifted(field, a, np.arange(fz.members).reshape((-1,) + (1,) * (a.ndim - 1)))
         full = expand(kind, a, op, insn.M, insn.N, insn.K)
         return np.asarray(full[:, 0, :] if op == "A" else full[:, :, 0], np.int64)
 
@@ -181,3 +182,22 @@ class FoldedFields:
 
     def place(self) -> dict:
         return self.frozen.place_record(self.insn, self.fields, self.log)
+
+
+@njit
+def shift_names(mma, mn, member, rep_of, ids, shifts, pair_base):
+    """fold.Fold._names (and FoldedPair's sides) in one pass, in place: the @mn of a name in ``ids`` (sorted: a sum of this
+    batch, a result a load read) moves by its per-member shift (row k of ``shifts`` for ids[k]);
+    another result of this launch's instructions moves its @mma by its member's distance from its
+    representative; anything else is every member's as it is."""
+    n = ids.shape[0]
+    for i in range(mma.shape[0]):
+        x = mma[i]
+        if x < 0:
+            continue
+        m = member[i]
+        k = np.searchsorted(ids, x)
+        if k < n and ids[k] == x:
+            mn[i] = mn[i] + shifts[k, m]
+        elif x < pair_base:
+            mma[i] = x + (m - rep_of[m])

@@ -5,6 +5,7 @@ results this launch read, and the K sets of any result element through all of th
 from __future__ import annotations
 
 import bisect
+from collections import OrderedDict
 
 import numpy as np
 
@@ -34,18 +35,21 @@ class MmaRecord:
                  a: dict | None = None, b: dict | None = None, ks_a: dict | None = None,
                  ks_b: dict | None = None, c_mma: np.ndarray | None = None, c_mn: np.ndarray | None = None,
                  operands: tuple | None = None, quant: dict | None = None):
-        self._site(first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands)
+        self.set_site(first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands)
         self.a, self.b = a, b
         self.ks_a = {} if ks_a is None else ks_a
         self.ks_b = {} if ks_b is None else ks_b
         self.c_mma, self.c_mn = c_mma, c_mn
         self.quant = quant
 
-    def _site(self, first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands):
+    def set_site(self, first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands) -> None:
+        """The fields every record has: where and what it ran (the class docstring)."""
         self.first, self.insn, self.op = first, insn, insn.mnemonic
         self.kernel, self.wave, self.workgroups, self.live = kernel, wave, workgroups, live
         self.source, self.exec_mask, self.label = source, exec_mask, label
         self.operands = operands
+
+    held_per_class = False                # a folded batch's record (foldrec.FoldedRecord): placed where read
 
     def tagged(self) -> bool:
         """Whether the operands carried provenance (A's K-slot values are recorded)."""
@@ -81,7 +85,7 @@ _WALK = 4096                 # sums of sums a name follows
 FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1) * FOREIGN_BASE + its id
 
 
-def _pack(x) -> tuple:
+def pack(x) -> tuple:
     """An int array of a pair record in the fewest bytes that hold it exactly: ("c", v, n) n copies
     of v, ("r", v, n) v, v+1, ..., or ("n", base, narrow) base + a uint8/uint16/int32 array. A sum's
     sides are mostly one pair id over a run of elements, or one instruction per workgroup (a span
@@ -100,7 +104,7 @@ def _pack(x) -> tuple:
     return ("n", lo, (x - lo).astype(dt)) if dt is not None else ("n", 0, x.astype(np.int32))
 
 
-def _unpack(p) -> np.ndarray:
+def unpack(p) -> np.ndarray:
     kind, a, b = p
     if kind == "c":
         return np.full(b, a, np.int32)
@@ -114,7 +118,7 @@ def _unpack(p) -> np.ndarray:
 
 class PairRecord:
     """The sum of two matrix results, element for element: what each side was (@mma, @mn).
-    ``left``, ``right`` ((ids, mn) int32 [n] each) and ``cell`` are held packed (_pack) and
+    ``left``, ``right`` ((ids, mn) int32 [n] each) and ``cell`` are held packed (pack) and
     unpacked on each read. ``site``: where the add ran (instruction, source, wave, workgroups,
     lanes); ``member_base``: the elements are held member by member, where each member's start
     ([members + 1]); ``fold_shift``: a folded batch's @mn shift of each member (fold.py). Its
@@ -123,25 +127,29 @@ class PairRecord:
 
     def __init__(self, left, right, site: tuple | None = None, member_base: np.ndarray | None = None,
                  fold_shift: np.ndarray | None = None):
-        self._left = tuple(_pack(x) for x in left)
-        self._right = tuple(_pack(x) for x in right)
+        self._left = tuple(pack(x) for x in left)
+        self._right = tuple(pack(x) for x in right)
         self.site = site
         self._cell = None                            # int32 [n]: the D element summed, -1: a reduction
         self.fp = None                               # field -> (consumed, consumed twice) as consumed.Fp
         self.member_base = member_base
         self.fold_shift = fold_shift
 
+    def packed_sides(self) -> tuple:
+        """(left, right) as held: each (ids, mn) packed (``pack``)."""
+        return self._left, self._right
+
     @property
     def left(self):
-        return tuple(_unpack(p) for p in self._left)
+        return tuple(unpack(p) for p in self._left)
 
     @property
     def right(self):
-        return tuple(_unpack(p) for p in self._right)
+        return tuple(unpack(p) for p in self._right)
 
     @property
     def cell(self):
-        return None if self._cell is None else _unpack(self._cell)
+        return None if self._cell is None else unpack(self._cell)
 
     @property
     def has_footprints(self) -> bool:
@@ -151,7 +159,7 @@ class PairRecord:
     def set_footprints(self, cell: np.ndarray, fp: dict):
         """The pair's cells (the D element each element sums, -1 a reduction) and its footprints
         (field -> (consumed, consumed twice) as consumed.Fp), made from its two sides."""
-        self._cell = _pack(cell)
+        self._cell = pack(cell)
         self.fp = fp
 
 
@@ -161,7 +169,8 @@ class MmaLog:
 
     ``declared``: the fields the launch's output buffers declare they consume (Buffer.expect),
     K fields whether or not an instruction varies along them. ``k_sets`` and ``k_tables`` hold
-    what consumed.py derives of a record (by record index), dropped with their records."""
+    what consumed.py derives of a record (by record index), dropped with their records (of a folded
+    record, ``k_sets`` keeps the K fields it was made with and ``k_recent`` the latest sets)."""
 
     def __init__(self, wide: WideSets | None = None, declared=frozenset(), kernel: str | None = None):
         self.records: list[MmaRecord] = []
@@ -173,6 +182,7 @@ class MmaLog:
         self.kernel = kernel                         # how a later launch's findings name this one
         self.k_sets: dict = {}                       # record index -> (A's, B's) {field: Mask}
         self.k_tables: dict = {}                     # record index -> {field: Mask [rows]} or None
+        self.k_recent: OrderedDict = OrderedDict()   # record index -> k_sets' pair, of the latest folded ones
         self._k_field_names = None                   # (records seen, their K fields and declared)
 
     def add(self, rec: MmaRecord):
@@ -207,7 +217,7 @@ class MmaLog:
         del self.starts[n_records:]
         del self.pairs[n_pairs:]
         del self.foreign[n_foreign:]
-        for cache in (self.k_sets, self.k_tables):
+        for cache in (self.k_sets, self.k_tables, self.k_recent):
             for k in [k for k in cache if k >= n_records]:
                 del cache[k]
         self._k_field_names = None

@@ -70,15 +70,18 @@ class KernelRun:
                                                   for f in unknown)
         return out
 
-    def report(self, token_arrays: bool = False, json_rows: bool = False) -> dict:
+    def report(self, token_arrays: bool = False, json_rows: bool | bytes = False) -> dict:
         """The report as a dict. ``token_arrays``: each instruction's a_tokens / b_tokens as a numpy
         int64 row rather than a list (what the JSON writer serializes directly: a 16K decode's
         table is 4M tokens, which as Python ints cost ~1 s and ~150 MB); an empty list where none
         were recorded. ``json_rows``: ``mmacs`` as its JSON text already written (an
-        orjson.Fragment, what ``gfxsim run --report json`` writes: 65,536 rows at 16K as one dict
-        each took ~0.1 s to build and as long to write)."""
+        orjson.Fragment: 65,536 rows at 16K as one dict each took ~0.1 s to build and as long to
+        write); bytes: that JSON text in their place (``gfxsim run --report json`` writes the rows
+        there as made, kernels_py.cli.write_json_report)."""
         out = {"kernel": self.kernel, "arch": self.arch, "context": self.context, "params": self.params,
-               "metrics": self.metrics(), "mmacs": self._mmacs_json() if json_rows else self._mmacs(token_arrays),
+               "metrics": self.metrics(),
+               "mmacs": self._mmacs_json() if json_rows is True else _fragment(json_rows) if json_rows
+               else self._mmacs(token_arrays),
                "findings": [f.to_dict() for f in self.findings], "checks": self.checks(),
                "seconds": round(sum(r.seconds for r in self.runs), 3),
                "approximated": {m: v for r in self.runs for m, v in r.approximations.items()}}
@@ -114,7 +117,14 @@ class KernelRun:
         """``_mmacs`` as JSON text (an orjson.Fragment), the same bytes orjson writes for the dicts:
         each record's constant fields encoded once, its token rows by one orjson call per operand."""
         import orjson
-        rows, wgs, wgl = [], None, None
+        return orjson.Fragment(b"".join(self.mmacs_json_parts()))
+
+    def mmacs_json_parts(self):
+        """``_mmacs_json``'s text in parts (bytes, one per record), made as asked for: a writer that
+        writes each as it comes never holds the table (a prefill's is millions of rows)."""
+        import orjson
+        wgs, wgl = None, None
+        sep = b"["
         for r in self.runs:
             for rec in r.records:
                 live = rec.live
@@ -127,9 +137,15 @@ class KernelRun:
                     b',"workgroup":'
                 end = b',"wave":%d,"source":%b,"a_tokens":' % (int(rec.wave), orjson.dumps(rec.source))
                 first = rec.first
-                rows.extend([b'{"index":%d%b%b%b%b,"b_tokens":%b}' % (first + m, mid, wgl[m], end, ta, tb)
-                             for m, ta, tb in zip(live, a, b)])
-        return orjson.Fragment(b"[" + b",".join(rows) + b"]")
+                yield sep + b",".join([b'{"index":%d%b%b%b%b,"b_tokens":%b}' % (first + m, mid, wgl[m], end, ta, tb)
+                                       for m, ta, tb in zip(live, a, b)])
+                sep = b","
+        yield b"]" if sep == b"," else b"[]"
+
+
+def _fragment(text: bytes):
+    import orjson
+    return orjson.Fragment(text)
 
 
 def _token_rows(slots, live) -> list:

@@ -113,3 +113,22 @@ def test_gfxsim_run_builds_one_run_config_per_context_and_runners_return_a_recor
     assert all(c.trace and c.frontend == "python" for c in given)
     with pytest.raises(dataclasses.FrozenInstanceError):
         runners.Ran(None, {}, [], 1).context = 2
+
+
+@pytest.mark.parametrize("contexts", [["64"], ["64", "100"]])
+def test_the_json_report_written_as_made_is_the_whole_reports_text(capsys, monkeypatch, contexts):
+    """--report json writes each report's mmacs part by part (cli.write_json_report): the same text
+    as the whole report (KernelRun.report(json_rows=True)) written at once."""
+    import json
+
+    from kernels_py import cli
+    from gfxsim.cli import main
+    made = []
+    run_kernel = cli.run_kernel
+    monkeypatch.setattr(cli, "run_kernel", lambda *a, **k: made.append(run_kernel(*a, **k)) or made[-1])
+    assert main(["run", "qk_int8", "--context", *contexts, "--quiet", "--report", "json"]) == 0
+    got = capsys.readouterr().out
+    whole = [kr.report(json_rows=True) for kr in made]
+    want = cli.report_json(whole[0] if len(whole) == 1 else whole) + "\n"
+    assert got == want and len(made) == len(contexts)
+    assert all(len(r["mmacs"]) for r in (json.loads(got) if len(contexts) > 1 else [json.loads(got)]))

@@ -3,7 +3,7 @@ exact int32 array it was given, and the common forms take (almost) no memory."""
 import numpy as np
 import pytest
 
-from gfxsim.machine.mmalog import PairRecord, _pack, _unpack
+from gfxsim.machine.mmalog import PairRecord, pack, unpack
 
 
 @pytest.mark.parametrize("x, kind", [
@@ -17,9 +17,9 @@ from gfxsim.machine.mmalog import PairRecord, _pack, _unpack
     (np.array([4, 5, 7], np.int32), "n"),                             # a near-ramp is not a ramp
 ])
 def test_pack_round_trip(x, kind):
-    p = _pack(x)
+    p = pack(x)
     assert p[0] == kind
-    y = _unpack(p)
+    y = unpack(p)
     assert y.dtype == np.int32 and np.array_equal(y, x)
 
 
