@@ -58,7 +58,7 @@ class RegisterFile:
             val = from_bytes(to_bytes(self.words[first:first + n]), dtype)       # via [n*4, width] bytes
         rows = slice(first * 4, (first + n) * 4)
         prov = None
-        if self.prov is not None and self.has[first:first + n].any():
+        if self.prov is not None and (self.has[first] if n == 1 else self.has[first:first + n].any()):
             if n == 1:                        # one register, read again and again until written
                 got = self._reads.get(first)
                 mine = None if got is None else got.get(size)
@@ -161,6 +161,7 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
     a plane p lacks that holds nothing in these registers is left alone."""
     n_regs = total // 4
     g = 1 if p is None else p.g
+    one = regs.start if regs is not None and regs.stop - regs.start == 1 else None
 
     def update(key, current, src, make, write):
         """Write plane ``key`` (``current``, made by ``make`` if None) from ``src`` (None: clear),
@@ -171,7 +172,7 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
             h = holds.get(key)
             if h is None:
                 h = holds[key] = np.zeros(n_regs, bool) if current is None else np.ones(n_regs, bool)
-            if src is None and not h[regs].any():
+            if src is None and not (h[one] if one is not None else h[regs].any()):
                 return
         write(make() if current is None else current, src)
         if h is not None:
