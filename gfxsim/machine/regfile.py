@@ -84,12 +84,16 @@ class RegisterFile:
         v = value.val
         words = v.view(np.uint32) if v.dtype.itemsize == 4 else from_bytes(to_bytes(v), "u32")
         rows = slice(first * 4, (first + n) * 4)
+        every = value.valid is None                   # every byte written: no bit array to copy
         if self.wave.exec_full:
             self.words[first:first + n] = words
-            self.written[rows] = value.written()
+            self.written[rows] = True if every else value.valid
         else:
             np.copyto(self.words[first:first + n], words, where=act)
-            np.copyto(self.written[rows], value.written(), where=act)
+            if every:
+                self.written[rows] |= act
+            else:
+                np.copyto(self.written[rows], value.valid, where=act)
         p = value.prov                        # on the provenance columns; per element or per byte
         if p is None and (self.prov is None or not self.has[first:first + n].any()):
             return                                   # nothing there to clear
