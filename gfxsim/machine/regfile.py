@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import POISON_WORD, dtype_name, from_bytes, itemsize, np_dtype, to_bytes
-from .provenance import Prov, fill_value
+from .provenance import Mask, Prov, fill_value
 from .vgpr import VGPRs
 
 
@@ -32,6 +32,9 @@ class RegisterFile:
         # per plane ("i", field) / ("f", field) / "flags" and register: may hold a value other than the
         # plane's fill (else a write that does not carry the plane has nothing there to clear)
         self.holds: dict = {}
+        # register -> {element size: Prov}: what ``read`` of that one register last gave, until a
+        # write reaches its planes (only ``write`` changes them); handed out as copies
+        self._reads: dict = {}
 
     def name(self, first: int, n: int = 1) -> str:
         return f"{self.prefix}{first}" if n == 1 else f"{self.prefix}[{first}:{first + n - 1}]"
@@ -55,8 +58,16 @@ class RegisterFile:
             val = from_bytes(to_bytes(self.words[first:first + n]), dtype)       # via [n*4, width] bytes
         rows = slice(first * 4, (first + n) * 4)
         prov = None
-        if self.prov is not None and self.has[first:first + n].any():
-            prov = _read_prov(self.prov, rows, size, slice(first, first + n), self.holds)
+        if self.prov is not None and (self.has[first] if n == 1 else self.has[first:first + n].any()):
+            if n == 1:                        # one register, read again and again until written
+                got = self._reads.get(first)
+                mine = None if got is None else got.get(size)
+                if mine is None:
+                    mine = _read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds)
+                    self._reads.setdefault(first, {})[size] = mine
+                prov = mine.map(np.copy)
+            else:
+                prov = _read_prov(self.prov, rows, size, slice(first, first + n), self.holds)
         wr = self.written[rows]
         return VGPRs(self.wave, val, dtype, prov, None if wr.all() else wr.copy(),
                      regs=(first, n), rfile=self.prefix)
@@ -73,17 +84,23 @@ class RegisterFile:
         v = value.val
         words = v.view(np.uint32) if v.dtype.itemsize == 4 else from_bytes(to_bytes(v), "u32")
         rows = slice(first * 4, (first + n) * 4)
+        every = value.valid is None                   # every byte written: no bit array to copy
         if self.wave.exec_full:
             self.words[first:first + n] = words
-            self.written[rows] = value.written()
+            self.written[rows] = True if every else value.valid
         else:
             np.copyto(self.words[first:first + n], words, where=act)
-            np.copyto(self.written[rows], value.written(), where=act)
-        p = None if value.prov is None else value.prov.per_byte()      # on the provenance columns
+            if every:
+                self.written[rows] |= act
+            else:
+                np.copyto(self.written[rows], value.valid, where=act)
+        p = value.prov                        # on the provenance columns; per element or per byte
         if p is None and (self.prov is None or not self.has[first:first + n].any()):
             return                                   # nothing there to clear
         if self.prov is None:
             self.prov = Prov(1, {})
+        for r in range(first, first + n):
+            self._reads.pop(r, None)
         w = self.wave
         pact = act if w.fold is None else w.pexec("EXEC of a register write")
         self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full,
@@ -108,27 +125,47 @@ def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, hol
     # own bytes name (as a value of the Python front end does), so an operand does not show a
     # field — a V dim on a PV's A — that no byte of it holds (a plane ``holds`` says is empty in
     # these registers is not even looked at)
-    ids = {f: a[rows] for f, a in mem.ids.items() if _held(holds, ("i", f), regs)}
-    fp = {f: m.map(lambda a: a[rows]) for f, m in mem.fp.items() if _held(holds, ("f", f), regs)}
-    view = Prov(mem.g, {f: a for f, a in ids.items() if (a >= 0).any()},
-                {f: m for f, m in fp.items() if m.nonempty().any()}, None if mem.flags is None else mem.flags[rows])
+    one = regs.start if regs is not None and regs.stop - regs.start == 1 else None
+
+    def held(key) -> bool:
+        h = None if holds is None else holds.get(key)
+        return h is None or bool(h[one] if one is not None else h[regs].any())
+
+    ids = {}
+    for f, a in mem.ids.items():
+        if held(("i", f)):
+            x = a[rows]
+            if x.max() >= 0:
+                ids[f] = x
+    fp = {}
+    for f, m in mem.fp.items():
+        if held(("f", f)):
+            x = Mask(m.base[rows], m.bits[rows], m.wide[rows])
+            if x.nonempty().any():
+                fp[f] = x
+    flags = None if mem.flags is None else mem.flags[rows]
     if size > 1:
-        planes = list(view.ids.values()) + [x for m in view.fp.values() for x in (m.base, m.wide, m.bits)] + \
-            ([view.flags] if view.flags is not None else [])
+        planes = list(ids.values()) + [x for m in fp.values() for x in (m.base, m.wide, m.bits)] + \
+            ([flags] if flags is not None else [])
         if all((a.reshape((-1, size) + a.shape[1:]) == a[::size][:, None]).all() for a in planes):
-            out = view.map(lambda a: a[::size].copy())
-            return Prov(size, out.ids, out.fp, out.flags)
-    return view.map(lambda a: a.copy())
+            first = lambda a: a[::size].copy()
+            return Prov(size, {f: first(a) for f, a in ids.items()},
+                        {f: Mask(first(m.base), first(m.bits), first(m.wide)) for f, m in fp.items()},
+                        None if flags is None else first(flags))
+    return Prov(mem.g, {f: a.copy() for f, a in ids.items()},
+                {f: Mask(m.base.copy(), m.bits.copy(), m.wide.copy()) for f, m in fp.items()},
+                None if flags is None else flags.copy())
 
 
 def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int, full: bool = False,
             regs: slice | None = None, holds=None) -> Prov:
-    """mem with rows ``rows`` (registers ``regs``) of the active columns replaced by p (fields p
-    lacks cleared there), in place: the planes belong to the register file alone (``read`` hands
-    out copies). ``holds`` (RegisterFile.holds) is kept: a plane p lacks that holds nothing in
-    these registers is left alone."""
-    from .provenance import Mask
+    """mem with rows ``rows`` (registers ``regs``) of the active columns replaced by p (per byte, or
+    per element of ``p.g`` bytes; fields p lacks cleared there), in place: the planes belong to
+    the register file alone (``read`` hands out copies). ``holds`` (RegisterFile.holds) is kept:
+    a plane p lacks that holds nothing in these registers is left alone."""
     n_regs = total // 4
+    g = 1 if p is None else p.g
+    one = regs.start if regs is not None and regs.stop - regs.start == 1 else None
 
     def update(key, current, src, make, write):
         """Write plane ``key`` (``current``, made by ``make`` if None) from ``src`` (None: clear),
@@ -139,7 +176,7 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
             h = holds.get(key)
             if h is None:
                 h = holds[key] = np.zeros(n_regs, bool) if current is None else np.ones(n_regs, bool)
-            if src is None and not h[regs].any():
+            if src is None and not (h[one] if one is not None else h[regs].any()):
                 return
         write(make() if current is None else current, src)
         if h is not None:
@@ -150,6 +187,12 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
 
     def put(plane, src, fill, where):
         blk = plane[rows]
+        if src is not None and g > 1:        # each element's value into its g bytes, as per_byte would
+            if not blk.flags.c_contiguous:
+                src = np.repeat(src, g, axis=0)
+            else:
+                blk = blk.reshape((blk.shape[0] // g, g) + blk.shape[1:])      # a view of the rows
+                src = src[:, None]
         if full:
             blk[...] = fill if src is None else src
         else:

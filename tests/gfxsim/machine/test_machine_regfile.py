@@ -116,3 +116,53 @@ def test_what_the_file_follows_of_its_planes_never_hides_a_value():
         out["same"] = same
     o = run(k)
     assert len(o["same"]) == 40 * 6 and all(o["same"])
+
+
+def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
+    """A one-register read is kept until a write reaches the register, and a per-element value is
+    written into its bytes without first going per byte: after random writes (per element, per
+    byte, none, under full and partial EXEC) every one-register read equals what reading every
+    plane gives, the file equals one that was given every value per byte, and a reader that
+    changes its copy changes nothing the next read sees."""
+    from gfxsim.machine.regfile import _read_prov
+    from gfxsim.machine.vgpr import VGPRs
+    words = Buffer("w", np.arange(LANES * 2, dtype=np.uint32).reshape(LANES, 2),
+                   tags={"token": np.arange(LANES * 2).reshape(LANES, 2) // 3})
+    buf = tokens()
+    rng = np.random.default_rng(3)
+
+    def planes(p):
+        return None if p is None else (p.g, {f: a.tolist() for f, a in p.ids.items()},
+                                       {f: (m.base.tolist(), m.bits.tolist(), m.wide.tolist()) for f, m in p.fp.items()},
+                                       None if p.flags is None else p.flags.tolist())
+
+    def k(w, out):
+        rf, ref = w.register_file(8), w.register_file(8)
+        per_element = w.global_load(words, w.lane_id * 8, 8, "u32")
+        per_byte = w.global_load(buf, w.lane_id * 8, 8, "i8")
+        plain = w.const(7, "u32")
+        same, kinds = [], set()
+        for step in range(60):
+            value = [per_element, per_byte, plain][int(rng.integers(3))]
+            if value.prov is not None:
+                kinds.add(value.prov.g)
+            n = value.nbytes // 4
+            first = int(rng.integers(0, 9 - n))
+            bytewise = value if value.prov is None else VGPRs(w, value.val, value.dtype, value.prov.per_byte())
+            lanes = int(rng.integers(1, 65))
+            with w.if_(w.lane_id < lanes):
+                rf.write(first, value)
+                ref.write(first, bytewise)
+            for r in range(8):
+                got = rf.read(r, 1, "u32").prov
+                whole = None if rf.prov is None or not rf.has[r] else _read_prov(rf.prov, slice(4 * r, 4 * r + 4), 4)
+                same.append(planes(got) == planes(whole))
+                if got is not None:
+                    for a in got.ids.values():
+                        a[...] = 12345                       # the reader's copy, not the kept one
+            same.append(all(np.array_equal(rf.prov.ids[f], ref.prov.ids[f]) for f in ref.prov.ids)
+                        if ref.prov is not None else rf.prov is None)
+        out["same"], out["kinds"] = same, kinds
+    o = run(k)
+    assert o["kinds"] == {1, 4}
+    assert len(o["same"]) == 60 * 9 and all(o["same"])
