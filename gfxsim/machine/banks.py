@@ -56,25 +56,29 @@ def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int
 def bank_conflicts_rows(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32, bank_bytes: int = 4,
                        rule: str = "gfx9"):
     """(degree, cycles, passes), each int64 [rows], of one DS access by each row's lanes
-    (``addr`` int64 and ``active`` bool, [rows, lanes]): ``bank_conflicts`` per row, computed once
-    for the rows that are the first active row shifted by whole dwords on the same active lanes
-    (the same result: "Shift invariance" below) and row by row for the others."""
-    rows = addr.shape[0]
-    out = np.zeros((3, rows), np.int64)
-    on = active.any(axis=1)
-    if not on.any():
-        return out[0], out[1], out[2]
-    ref = int(np.argmax(on))
-    f = int(np.argmax(active[ref]))
-    d = addr[:, f] - addr[ref, f]
-    same = (on & (d % bank_bytes == 0) & (active == active[ref]).all(axis=1) &
-            ((addr - d[:, None] == addr[ref]) | ~active).all(axis=1))
-    out[:, same] = np.array(_row_np(addr[ref], active[ref], int(nbytes), int(banks), int(bank_bytes), rule))[:, None]
-    for m in np.flatnonzero(on & ~same).tolist():
-        out[:, m] = _row_np(addr[m], active[m], int(nbytes), int(banks), int(bank_bytes), rule)
-    return out[0], out[1], out[2]
+    (``addr`` int64 and ``active`` bool, [rows, lanes]): ``bank_conflicts`` per row, remembered
+    per pattern of all rows together (every row shifted by the same whole dwords: the same
+    result, "Shift invariance" below)."""
+    flat = active.reshape(-1)
+    f = int(np.argmax(flat))
+    if not flat[f]:
+        z = np.zeros(addr.shape[0], np.int64)
+        return z, z.copy(), z.copy()
+    rel = addr - (int(addr.reshape(-1)[f]) // bank_bytes) * bank_bytes
+    key = (nbytes, banks, bank_bytes, rule, addr.shape, rel.tobytes(), active.tobytes())
+    got = _ROWS_CACHE.get(key)
+    if got is None:
+        if len(_ROWS_CACHE) >= 4096:
+            _ROWS_CACHE.clear()
+        out = np.zeros((3, addr.shape[0]), np.int64)
+        for m in range(addr.shape[0]):
+            out[:, m] = _row_np(rel[m], active[m], int(nbytes), int(banks), int(bank_bytes), rule)
+        out.setflags(write=False)
+        got = _ROWS_CACHE[key] = out
+    return got[0], got[1], got[2]
 
 
+_ROWS_CACHE: dict = {}         # bank_conflicts_rows' patterns
 _ROW_CACHE: dict = {}          # a kernel repeats its few access patterns thousands of times
 
 
