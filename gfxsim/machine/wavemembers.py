@@ -14,6 +14,8 @@ instructions' records, renumbered and split per wave in the serial order.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..errors import ArgumentError, GfxSimError
@@ -135,14 +137,16 @@ def serial_order(machine, first_event: int, first_record: int, wg) -> None:
     """Make what a side-by-side run of ``wg`` logged what the serial run logs: the launch's event
     count, and each matrix-instruction record split into one per wave that issued it, numbered
     and ordered as the waves one after another per barrier epoch number them (in-order schedule)."""
-    starts = [np.array(s, np.int64) for s in wg.epoch_starts + [wg.member_events]]   # each member's, per epoch
-    sums = [int(s.sum()) for s in starts]
+    starts = wg.epoch_starts + [wg.member_events]     # each member's events (ints), per epoch
+    sums = [sum(s) for s in starts]
+    # the events of the members before m in an epoch: a running sum of each member's epoch count
+    before = [[0, *itertools.accumulate(b - a for a, b in zip(here, nxt))] for here, nxt in zip(starts, starts[1:])]
     log = machine.mma_log
     split = []
     for rec, epoch, counts, executing in wg.member_records:
-        here, nxt = starts[epoch], starts[epoch + 1]
+        here, ahead = starts[epoch], before[epoch]
         for m in executing:
-            idx = first_event + sums[epoch] + int((nxt[:m] - here[:m]).sum()) + int(counts[m] - here[m])
+            idx = first_event + sums[epoch] + ahead[m] + counts[m] - here[m]
             lanes = slice(m * wg.lanes, (m + 1) * wg.lanes)
             split.append(MmaRecord(first=idx, insn=rec.insn, kernel=rec.kernel, wave=m, workgroups=[wg.ids[m]],
                                    live=[0] if m in rec.live else [], source=rec.source,
