@@ -15,7 +15,7 @@ import re
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -174,12 +174,34 @@ def asm_path(kernel: str, arch: str, *, project: Project) -> Path:
     return build([kernel], arch, project=project)[0].asm
 
 
+_FOUND: dict = {}       # find_entry's answers, with the folders' listing they were found under
+
+
+def _listing(folder: Path) -> tuple:
+    """Every file of ``folder`` with its size and times (a file added, removed or written shows)."""
+    try:
+        with os.scandir(folder) as it:
+            return tuple(sorted((e.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                                for e in it if e.is_file() for st in (e.stat(),)))
+    except FileNotFoundError:
+        return ()
+
+
 def find_entry(entry: str, arch: str, *, project: Project, defines=()) -> tuple[KernelBuild, AsmFile]:
     """The build and parsed assembly of the kernel file that defines entry point `entry` (each .s
-    parsed once per content: gfxsim.asm.cache)."""
+    parsed once per content: gfxsim.asm.cache). Asked again with the sources, the build folder and
+    the compiler's environment unchanged, the last answer (a launch asks once per run: the build's
+    staleness check hashes every source)."""
+    key = (entry, arch, project, tuple(defines), os.environ.get("GFXSIM_CLANG"), os.environ.get("PATH"))
+    where = (_listing(project.sources), _listing(arch_dir(get_target(arch).arch, project)))
+    got = _FOUND.get(key)
+    if got is not None and got[0] == where:
+        b, f = got[1]
+        return (b if not b.rebuilt else replace(b, rebuilt=False, seconds=0.0)), f
     for b in build(None, arch, project=project, defines=defines):
         f = parse_cached(b.asm)
         if entry in f.kernels:
+            _FOUND[key] = ((_listing(project.sources), _listing(arch_dir(get_target(arch).arch, project))), (b, f))
             return b, f
     raise BuildError(f"no HIP kernel {entry!r}: not a file of {project.sources} ({', '.join(project.kernels)}) "
                      f"nor one of their entry points (e.g. pv_int8_fragment, paged_attention_reduce) for {arch}")

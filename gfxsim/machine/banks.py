@@ -53,6 +53,32 @@ def bank_conflicts(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int
     return _row_np(addr, np.asarray(active, np.bool_), int(nbytes), int(banks), int(bank_bytes), rule)
 
 
+def bank_conflicts_rows(addr: np.ndarray, active: np.ndarray, nbytes: int, banks: int = 32, bank_bytes: int = 4,
+                       rule: str = "gfx9"):
+    """(degree, cycles, passes), each int64 [rows], of one DS access by each row's lanes
+    (``addr`` int64 and ``active`` bool, [rows, lanes]): ``bank_conflicts`` per row, remembered
+    per pattern of all rows together (every row shifted by the same whole dwords: the same
+    result, "Shift invariance" below)."""
+    flat = active.reshape(-1)
+    f = int(np.argmax(flat))
+    if not flat[f]:
+        z = np.zeros(addr.shape[0], np.int64)
+        return z, z.copy(), z.copy()
+    rel = addr - (int(addr.reshape(-1)[f]) // bank_bytes) * bank_bytes
+    key = (nbytes, banks, bank_bytes, rule, addr.shape, rel.tobytes(), active.tobytes())
+    got = _ROWS_CACHE.get(key)
+    if got is None:
+        if len(_ROWS_CACHE) >= 4096:
+            _ROWS_CACHE.clear()
+        out = np.zeros((3, addr.shape[0]), np.int64)
+        for m in range(addr.shape[0]):
+            out[:, m] = _row_np(rel[m], active[m], int(nbytes), int(banks), int(bank_bytes), rule)
+        out.setflags(write=False)
+        got = _ROWS_CACHE[key] = out
+    return got[0], got[1], got[2]
+
+
+_ROWS_CACHE: dict = {}         # bank_conflicts_rows' patterns
 _ROW_CACHE: dict = {}          # a kernel repeats its few access patterns thousands of times
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import ops
 from .addressing import addresses, byte_addr, member_uniform, read_addr
-from .banks import bank_conflicts, bank_conflicts_batched
+from .banks import bank_conflicts, bank_conflicts_batched, bank_conflicts_rows
 from .dtypes import (all_written, dtype_name, itemsize, load_rows, load_values, load_written, store_rows,
                      store_values, to_bytes)
 from .errors import MemoryFault
@@ -65,10 +65,9 @@ class DsOps:
         if uniform:              # one pattern: computed once (and remembered), the same for every member
             deg, cycles, passes = (np.full(self.members, x, np.int64) for x in
                                    bank_conflicts(r2[0], a2[0], nbytes, lds.banks, lds.bank_bytes, self.arch.lds_rule))
-        elif shared:             # the waves of one workgroup: each its own pattern, remembered per pattern
-            deg, cycles, passes = (np.array(x, np.int64) for x in zip(*(
-                bank_conflicts(r2[m], a2[m], nbytes, lds.banks, lds.bank_bytes, self.arch.lds_rule)
-                for m in range(self.members))))
+        elif shared:             # the waves of one workgroup: each its own pattern (most a shift of the first's)
+            deg, cycles, passes = bank_conflicts_rows(np.asarray(r2, np.int64), a2, nbytes, lds.banks,
+                                                      lds.bank_bytes, self.arch.lds_rule)
         else:
             deg, cycles, passes = bank_conflicts_batched(r2, a2, nbytes, lds.banks, lds.bank_bytes, self.lanes,
                                                          self.arch.lds_rule)
@@ -105,15 +104,22 @@ class DsOps:
         st = (lds.races if lds.races is not None else lds.race_tracker()).state
         w_wave, w_epoch, r_mask, r_epoch = st.w_wave[0], st.w_epoch[0], st.r_mask[0], st.r_epoch[0]
         epoch = self.wg.epoch
-        mi, li = np.nonzero(a2)                                  # the active lanes, member by member
-        at = (r2[mi, li][:, None] + np.arange(nbytes)).reshape(-1)
-        who = np.repeat(mi, nbytes)
-        hit = (w_epoch[at] == epoch) & (w_wave[at] != who)
-        bits = np.left_shift(np.uint64(1), who.astype(np.uint64))
+        if self.exec_full:                                       # every lane, member by member
+            at = (np.asarray(r2)[:, :, None] + np.arange(nbytes)).reshape(-1)
+            per = np.full(self.members, self.lanes * nbytes)
+        else:
+            mi, li = np.nonzero(a2)                              # the active lanes, member by member
+            at = (r2[mi, li][:, None] + np.arange(nbytes)).reshape(-1)
+            per = np.count_nonzero(a2, axis=1) * nbytes
+        who = np.repeat(np.arange(self.members), per)
+        hit = w_epoch[at] == epoch                               # written in this epoch: by another?
+        if hit.any():
+            hit &= w_wave[at] != who
         if is_write:
             same = self._unchanged(region, r2, a2, nbytes, value) if value is not None else None
             if same is not None:
-                hit &= ~np.repeat(same[mi, li], nbytes)
+                hit &= ~np.repeat(same[a2], nbytes)
+            bits = np.left_shift(np.uint64(1), who.astype(np.uint64))
             hit |= (r_epoch[at] == epoch) & ((r_mask[at] & ~bits) != 0)
             mark = self.wg.lds_marks
             if mark is None or mark.size != w_wave.size:
@@ -130,7 +136,10 @@ class DsOps:
         else:
             r_mask[at[r_epoch[at] != epoch]] = 0
             r_epoch[at] = epoch
-            np.bitwise_or.at(r_mask, at, bits)
+            ends = np.cumsum(per).tolist()
+            for m, (lo, hi) in enumerate(zip([0] + ends[:-1], ends)):    # a byte twice in one member: one bit
+                if hi > lo:
+                    r_mask[at[lo:hi]] |= np.uint64(1 << m)
 
     def _unchanged(self, region: LdsRegion, r2, a2, nbytes: int, value: VGPRs):
         """bool [members, lanes]: the active lanes of a write whose bytes equal what their LDS bytes

@@ -14,12 +14,15 @@ instructions' records, renumbered and split per wave in the serial order.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..errors import ArgumentError, GfxSimError
 from .mmalog import MmaRecord
 
 _EMPTY_LO, _EMPTY_HI = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+_OWNER_WINDOW = 1 << 24                  # bytes: the widest window of store owners kept per buffer
 
 
 class WavesPart(GfxSimError):
@@ -28,7 +31,8 @@ class WavesPart(GfxSimError):
 
 
 class MemberAccesses:
-    """Per barrier epoch, per buffer, the bytes each member stored (exact) and each member's
+    """Per barrier epoch, per buffer, the bytes each member stored (exact: an owner per byte over
+    the window of bytes stored, one array lookup per access instead of a set search) and each member's
     span of bytes loaded ([lo, hi), the least and most over its loads: wider than the bytes, so
     a store outside it certainly meets no load of that member, and one inside may meet none,
     which costs a serial run, never a wrong answer)."""
@@ -37,7 +41,7 @@ class MemberAccesses:
         self.members = members
         self.epoch = -1
         self.loads: dict = {}            # buffer name -> int64 [2, members]: each member's load lo, hi
-        self.stored: dict = {}           # buffer name -> (byte indices, member) of this epoch's stores
+        self.stored: dict = {}           # buffer name -> (first byte, owner + 1 per byte from there)
         self.undo: list | None = None    # where each store's old bytes are logged (launch._WavesAttempt)
 
     def note(self, w, buf, addr: np.ndarray, nbytes: int, store: bool):
@@ -65,15 +69,34 @@ class MemberAccesses:
         if w.wg.epoch != self.epoch:
             self.epoch, self.loads, self.stored = w.wg.epoch, {}, {}
 
+    def _owners(self, name: str, at: np.ndarray) -> tuple:
+        """The window of this epoch's store owners of buffer ``name`` grown to hold bytes ``at``:
+        (its first byte, owner + 1 per byte, 0 where no member stored)."""
+        lo, hi = int(at.min()), int(at.max()) + 1
+        had = self.stored.get(name)
+        if had is not None:
+            base, own = had
+            if base <= lo and hi <= base + own.size:
+                return had
+            lo, hi = min(lo, base), max(hi, base + own.size)
+        if hi - lo > _OWNER_WINDOW:      # a window this wide costs more than the serial run
+            raise WavesPart(f"the waves store bytes of {name!r} over {hi - lo} bytes in one barrier epoch")
+        grown = np.zeros(hi - lo, np.int16)
+        if had is not None:
+            grown[had[0] - lo:had[0] - lo + had[1].size] = had[1]
+        self.stored[name] = (lo, grown)
+        return self.stored[name]
+
     def _load(self, w, buf, lo, hi, where):
         self._epoch(w)
         stored = self.stored.get(buf.name)
         if stored is not None:           # a byte another member stored in this epoch
             a, act, nbytes = where
-            at, who = stored
+            base, own = stored
             for m in np.nonzero(act.any(axis=1))[0].tolist():
-                mine = (a[m][act[m]][:, None] + np.arange(nbytes)).ravel()
-                if np.isin(mine, at[who != m]).any():
+                mine = (a[m][act[m]][:, None] + np.arange(nbytes)).ravel() - base
+                o = own[mine[(mine >= 0) & (mine < own.size)]]
+                if ((o != 0) & (o != m + 1)).any():
                     raise WavesPart(f"a wave loads bytes of {buf.name!r} another stored in one barrier epoch")
         s = self.loads.get(buf.name)
         if s is None:
@@ -85,10 +108,10 @@ class MemberAccesses:
         b = a[:, :, None] + np.arange(nbytes)                    # [members, lanes, bytes]
         on = np.broadcast_to(act[:, :, None], b.shape)
         mine = np.broadcast_to(np.arange(self.members)[:, None, None], b.shape)
+        lo = np.where(act, a, _EMPTY_LO).min(axis=1)
+        hi = np.where(act, a + nbytes, _EMPTY_HI).max(axis=1)
         s = self.loads.get(buf.name)
         if s is not None:                # a byte in another member's loads: spans first, then bytes
-            lo = np.where(act, a, _EMPTY_LO).min(axis=1)
-            hi = np.where(act, a + nbytes, _EMPTY_HI).max(axis=1)
             near = (lo[None, :] < s[1][:, None]) & (s[0][:, None] < hi[None, :]) & \
                 ~np.eye(self.members, dtype=bool)                          # [loader, storer]
             if near.any():
@@ -97,18 +120,15 @@ class MemberAccesses:
                 if inside.any():
                     raise WavesPart(f"a wave stores bytes of {buf.name!r} another loaded in one barrier epoch")
         at, who = b[on], mine[on]
-        pairs = np.unique(at * self.members + who)       # (byte, member) of this store, once each
-        if (np.diff(pairs // self.members) == 0).any():  # two members storing one byte in this access
-            raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
-        stored = self.stored.get(buf.name)
-        if stored is not None:
-            for m in np.unique(who).tolist():
-                if np.isin(at[who == m], stored[0][stored[1] != m]).any():
-                    raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
-            at_all, who_all = np.concatenate([stored[0], at]), np.concatenate([stored[1], who])
-        else:
-            at_all, who_all = at, who
-        self.stored[buf.name] = (at_all, who_all)
+        if at.size:                      # a byte another member stored, in this access or before
+            base, own = self._owners(buf.name, at)
+            i = at - base
+            o = own[i]
+            if ((o != 0) & (o != who + 1)).any():
+                raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
+            own[i] = who + 1
+            if (own[i] != who + 1).any():    # two members' lanes wrote one owner here
+                raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
         if self.undo is not None:        # the bytes the store is about to overwrite
             self.undo.append((buf, at, buf.raw[at].copy(), None if buf.written is None else buf.written[at].copy()))
 
@@ -117,14 +137,16 @@ def serial_order(machine, first_event: int, first_record: int, wg) -> None:
     """Make what a side-by-side run of ``wg`` logged what the serial run logs: the launch's event
     count, and each matrix-instruction record split into one per wave that issued it, numbered
     and ordered as the waves one after another per barrier epoch number them (in-order schedule)."""
-    starts = [np.array(s, np.int64) for s in wg.epoch_starts + [wg.member_events]]   # each member's, per epoch
-    sums = [int(s.sum()) for s in starts]
+    starts = wg.epoch_starts + [wg.member_events]     # each member's events (ints), per epoch
+    sums = [sum(s) for s in starts]
+    # the events of the members before m in an epoch: a running sum of each member's epoch count
+    before = [[0, *itertools.accumulate(b - a for a, b in zip(here, nxt))] for here, nxt in zip(starts, starts[1:])]
     log = machine.mma_log
     split = []
     for rec, epoch, counts, executing in wg.member_records:
-        here, nxt = starts[epoch], starts[epoch + 1]
+        here, ahead = starts[epoch], before[epoch]
         for m in executing:
-            idx = first_event + sums[epoch] + int((nxt[:m] - here[:m]).sum()) + int(counts[m] - here[m])
+            idx = first_event + sums[epoch] + ahead[m] + counts[m] - here[m]
             lanes = slice(m * wg.lanes, (m + 1) * wg.lanes)
             split.append(MmaRecord(first=idx, insn=rec.insn, kernel=rec.kernel, wave=m, workgroups=[wg.ids[m]],
                                    live=[0] if m in rec.live else [], source=rec.source,

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from gfxsim.machine.banks import bank_conflicts, bank_conflicts_batched
+from gfxsim.machine.banks import bank_conflicts, bank_conflicts_batched, bank_conflicts_rows
 from gfxsim.machine.lds_races import RaceState, track, track_np
 
 NBYTES = (1, 2, 4, 8, 12, 16)
@@ -77,6 +77,17 @@ def test_bank_conflicts_batched_equals_loop(nbytes, mode):
         got = np.stack(bank_conflicts_batched(addr, on, nbytes))
         assert got.dtype == np.int64
         np.testing.assert_array_equal(got, loop_conflicts(addr, on, nbytes))
+
+
+@pytest.mark.parametrize("nbytes", NBYTES)
+@pytest.mark.parametrize("mode", ["identical", "shifted", "shifted-by-dwords", "shifted-by-bytes", "mixed", "different"])
+def test_bank_conflicts_rows_equals_loop(nbytes, mode):
+    rng = np.random.default_rng(nbytes * 100 + len(mode) + 1)
+    for _ in range(20):
+        addr, on = batch(rng, nbytes, int(rng.integers(1, 40)), mode)
+        for banks, bank_bytes in ((32, 4), (16, 8)):
+            got = np.stack(bank_conflicts_rows(np.asarray(addr, np.int64), on, nbytes, banks, bank_bytes))
+            np.testing.assert_array_equal(got, loop_conflicts(addr, on, nbytes, banks, bank_bytes))
 
 
 def test_bank_conflicts_batched_other_geometry_and_flat_input():
