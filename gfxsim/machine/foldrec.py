@@ -15,7 +15,6 @@ sets (a footprint moved by part of a window), which is done when it is made.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 
 import numpy as np
 
@@ -113,7 +112,7 @@ class FoldedPair(PairRecord):
         self.fp = fp
 
 
-_PLACED: OrderedDict = OrderedDict()     # id(record) -> (record, its fields placed for every member)
+_PLACED: list = []                       # the records holding their placed fields, least recent first
 _KEEP = 4                                # records whose placed fields are kept: events walk one at a time
 
 
@@ -122,23 +121,26 @@ class FoldedRecord(MmaRecord):
     c_mn, quant) made on the representatives' rows and placed for every member where read, by the
     batch's shifts as they stood when the instruction ran (``folded``: fold.Fold.unfold_record's
     snapshot). The last few records read keep their placed fields."""
-    __slots__ = ("_folded",)
+    __slots__ = ("_folded", "_placed_fields")
     held_per_class = True
 
     def __init__(self, *, first: int, insn, kernel: str, wave: int, workgroups, live: list, source: str | None,
                  exec_mask: np.ndarray, folded, label: str | None = None, operands: tuple | None = None):
         self.set_site(first, insn, kernel, wave, workgroups, live, source, exec_mask, label, operands)
         self._folded = folded
+        self._placed_fields = None
 
     def _fields(self) -> dict:
-        got = _PLACED.get(id(self))
-        if got is not None and got[0] is self:
-            _PLACED.move_to_end(id(self))
-            return got[1]
-        fields = self._folded.place()
-        _PLACED[id(self)] = (self, fields)
+        fields = self._placed_fields
+        if fields is not None:
+            if _PLACED[-1] is not self:            # by identity: records compare by their fields
+                del _PLACED[next(i for i, r in enumerate(_PLACED) if r is self)]
+                _PLACED.append(self)
+            return fields
+        fields = self._placed_fields = self._folded.place()
+        _PLACED.append(self)
         while len(_PLACED) > _KEEP:
-            _PLACED.popitem(last=False)
+            _PLACED.pop(0)._placed_fields = None
         return fields
 
     def tagged(self) -> bool:
