@@ -116,7 +116,8 @@ class DsOps:
         if hit.any():
             hit &= w_wave[at] != who
         if is_write:
-            same = self._unchanged(region, r2, a2, nbytes, value) if value is not None else None
+            # a write of what is there already is no race: asked only where another wave wrote
+            same = self._unchanged(region, r2, a2, nbytes, value) if value is not None and hit.any() else None
             if same is not None:
                 hit &= ~np.repeat(same[a2], nbytes)
             bits = np.left_shift(np.uint64(1), who.astype(np.uint64))

@@ -59,11 +59,20 @@ class MemberAccesses:
         """A load of bytes [lo, hi) of ``buf`` by every executing member (a scalar load)."""
         if store:
             raise ArgumentError("a scalar store is not watched (gfxsim.asm.run.waves_side_by_side)")
-        on = np.zeros(self.members, bool)
-        on[slice(None) if w.live is None else w.live] = True
-        a = np.where(on, lo, 0)[:, None] + np.arange(hi - lo)[None, :]
-        self._load(w, buf, np.where(on, lo, _EMPTY_LO), np.where(on, hi, _EMPTY_HI),
-                   (a, np.broadcast_to(on[:, None], a.shape), 1))
+        self._epoch(w)
+        on = list(range(self.members)) if w.live is None else list(w.live)
+        stored = self.stored.get(buf.name)
+        if stored is not None and on:    # a byte another member stored in this epoch
+            base, own = stored
+            o = own[min(max(lo - base, 0), own.size):min(max(hi - base, 0), own.size)]
+            owners = set(np.unique(o).tolist()) - {0} if o.any() else set()
+            if owners and (len(owners) > 1 or any(m + 1 not in owners for m in on)):
+                raise WavesPart(f"a wave loads bytes of {buf.name!r} another stored in one barrier epoch")
+        s = self.loads.get(buf.name)
+        if s is None:
+            s = self.loads[buf.name] = np.array([[_EMPTY_LO], [_EMPTY_HI]], np.int64).repeat(self.members, 1)
+        s[0, on] = np.minimum(s[0, on], lo)
+        s[1, on] = np.maximum(s[1, on], hi)
 
     def _epoch(self, w):
         if w.wg.epoch != self.epoch:
