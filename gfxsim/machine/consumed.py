@@ -632,9 +632,15 @@ def _row_stats(m: Mask, wide):
     has = count > 0
     first = np.where(has, m.base + bits.argmax(axis=1), -1)
     last = np.where(has, m.base + (WINDOW - 1 - bits[:, ::-1].argmax(axis=1)), -1)
-    for r in np.nonzero(m.wide != 0)[0].tolist():
-        vals = wide.values(int(m.wide[r]))
-        first[r], last[r], count[r] = (min(vals), max(vals), len(vals)) if vals else (-1, -1, 0)
+    w = np.nonzero(m.wide != 0)[0]
+    if len(w):                     # per distinct set: the rows of a context-wide sum share one
+        ids, inv = np.unique(m.wide[w], return_inverse=True)
+        stats = []
+        for sid in ids.tolist():
+            vals = wide.values(sid)
+            stats.append((min(vals), max(vals), len(vals)) if vals else (-1, -1, 0))
+        stats = np.array(stats, np.int64)[inv.ravel()]
+        first[w], last[w], count[w] = stats[:, 0], stats[:, 1], stats[:, 2]
     count[(m.base < 0) & (m.wide == 0)] = 0
     return first, last, count
 
