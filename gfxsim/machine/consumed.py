@@ -220,9 +220,14 @@ def _from_pair(log, pid, e, sel, n, cell, out):
     rec = log.pairs[pid - PAIR_BASE]
     if not rec.has_footprints:
         pair_footprint(log, rec)
-    rc = rec.cell                                    # unpacked once
-    whole = _is_all(e, len(rc))
-    cell[sel] = rc if whole else rc[e]
+    cell_at = getattr(rec, "cell_at", None)          # a folded batch's: placed where read
+    if cell_at is None:
+        rc = rec.cell                                # unpacked once
+        whole = _is_all(e, len(rc))
+        cell[sel] = rc if whole else rc[e]
+    else:
+        whole = _is_all(e, rec.size())
+        cell[sel] = rec.cell if whole else cell_at(e)
     for f, (u, d) in rec.fp.items():
         _place(out, f, sel, n, u if whole else u.at(e), d if whole or d is None else d.at(e))
 
@@ -401,7 +406,8 @@ def cells(log, ids, mn) -> np.ndarray:
         rec = log.pairs[pid - PAIR_BASE]
         if not rec.has_footprints:
             pair_footprint(log, rec)
-        out[sel] = rec.cell[mn[sel]]
+        cell_at = getattr(rec, "cell_at", None)
+        out[sel] = rec.cell[mn[sel]] if cell_at is None else cell_at(mn[sel])
     far = ids >= FOREIGN_BASE
     for k in _distinct(ids[far] // FOREIGN_BASE):
         sel = far & (ids // FOREIGN_BASE == k)
@@ -626,9 +632,15 @@ def _row_stats(m: Mask, wide):
     has = count > 0
     first = np.where(has, m.base + bits.argmax(axis=1), -1)
     last = np.where(has, m.base + (WINDOW - 1 - bits[:, ::-1].argmax(axis=1)), -1)
-    for r in np.nonzero(m.wide != 0)[0].tolist():
-        vals = wide.values(int(m.wide[r]))
-        first[r], last[r], count[r] = (min(vals), max(vals), len(vals)) if vals else (-1, -1, 0)
+    w = np.nonzero(m.wide != 0)[0]
+    if len(w):                     # per distinct set: the rows of a context-wide sum share one
+        ids, inv = np.unique(m.wide[w], return_inverse=True)
+        stats = []
+        for sid in ids.tolist():
+            vals = wide.values(sid)
+            stats.append((min(vals), max(vals), len(vals)) if vals else (-1, -1, 0))
+        stats = np.array(stats, np.int64)[inv.ravel()]
+        first[w], last[w], count[w] = stats[:, 0], stats[:, 1], stats[:, 2]
     count[(m.base < 0) & (m.wide == 0)] = 0
     return first, last, count
 

@@ -66,6 +66,14 @@ class SpreadFp(Fp):
             return idx.astype(np.int32)
         return (idx + self._which[member] * self._t).astype(np.int32)
 
+    def at(self, e) -> Fp:
+        # index[e] from e's own sources and members: a few elements of a big sum, not all of them
+        src, member = self._spread.arrays()
+        idx = np.take(self._rep, np.take(src, e))
+        if self._which is not None:
+            idx = idx + np.take(self._which, np.take(member, e)) * self._t
+        return Fp(self.table, idx.astype(np.int32))
+
 
 class FoldedPair(PairRecord):
     """A pair record of a folded batch (module docstring). ``left``/``right`` are the
@@ -100,6 +108,16 @@ class FoldedPair(PairRecord):
         if self._rep_cell is not None:
             return np.take(unpack(self._rep_cell), self.spread.arrays()[0])
         return PairRecord.cell.fget(self)
+
+    def size(self) -> int:
+        """How many elements the record holds (every member's)."""
+        return len(self.spread.arrays()[0])
+
+    def cell_at(self, e) -> np.ndarray:
+        """``cell[e]``, placing only the elements ``e``."""
+        if self._rep_cell is not None:
+            return np.take(unpack(self._rep_cell), np.take(self.spread.arrays()[0], e))
+        return PairRecord.cell.fget(self)[e]
 
     @property
     def has_footprints(self) -> bool:

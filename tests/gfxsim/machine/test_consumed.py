@@ -294,3 +294,19 @@ def test_a_register_rewritten_in_place_is_not_taken_for_the_remembered_operand()
     run = launch(kernel, arch="gfx936")
     got = [sorted(set(m.tokens("B").ravel().tolist()) - {-1}) for m in run.mmacs()]
     assert got == [list(range(32)), list(range(32)), list(range(32, 64))]
+
+
+def test_row_stats_of_wide_sets_shared_by_rows_are_each_rows_own():
+    """_row_stats per distinct wide set (rows of a context-wide sum share one) equals each row's."""
+    from gfxsim.machine.consumed import _row_stats
+    from gfxsim.machine.provenance import WINDOW, Mask, WideSets
+    wide = WideSets()
+    sets = [wide.intern(range(5, 3 * WINDOW)), wide.intern([1, 2 * WINDOW + 7]), wide.intern(range(WINDOW, 2 * WINDOW + 1))]
+    pick = [0, 1, 0, 2, 0, 1]
+    m = Mask.concat([Mask.empty((len(pick),)), Mask.of_values(np.array([3, -1]))])
+    m.wide[:len(pick)] = [sets[i] for i in pick]
+    first, last, count = _row_stats(m, wide)
+    for r, i in enumerate(pick):
+        vals = wide.values(sets[i])
+        assert (first[r], last[r], count[r]) == (min(vals), max(vals), len(vals))
+    assert (first[-2], last[-2], count[-2]) == (3, 3, 1) and count[-1] == 0 and first[-1] == -1

@@ -267,3 +267,26 @@ def test_members_that_differ_split_into_classes_by_what_they_held():
     assert keys[0] == keys[1] == keys[3] != keys[2]
     g = Fold(4, 2, keys)
     assert g.classes == 2 and g.reps.tolist() == [0, 2] and np.array_equal(g.rep(x, "a test"), [1, 2, 3, 3])
+
+
+def test_a_folded_sums_elements_read_alone_are_those_placed_for_every_member(monkeypatch):
+    """FoldedPair.cell_at and SpreadFp.at (a few elements placed) against cell / index (all placed)."""
+    from gfxsim.machine.foldrec import FoldedPair, SpreadFp
+    monkeypatch.setenv("GFXSIM_FOLD", "1")
+    res = _decode(1024, heads=8, kv_heads=2)()
+    rng = np.random.default_rng(0)
+    seen = 0
+    for run in res.runs:
+        log = run.machine.mma_log
+        for rec in log.pairs:
+            if not isinstance(rec, FoldedPair) or not rec.has_footprints:
+                continue
+            n = rec.size()
+            e = rng.integers(0, n, 7)
+            assert n == len(rec.cell) and np.array_equal(rec.cell_at(e), rec.cell[e])
+            for u, d in rec.fp.values():
+                for x in (u, d):
+                    if isinstance(x, SpreadFp):
+                        seen += 1
+                        assert np.array_equal(x.at(e).index, x.index[e]) and x.at(e).index.dtype == x.index.dtype
+    assert seen                      # the reduce's sums are folded and read
