@@ -7,7 +7,8 @@ writes a register an outstanding access will write (``Plan.bits``) or, for an ``
 retire what it covers; nothing is issued, and without a trace its event is a count. A block is the
 longest run of such instructions from a pc, up to and including the first that may leave the run
 (a branch, ``s_endpgm``); its
-function is Python source generated once (per Program, so per kernel content: cache.py) that calls
+function is Python source generated once (per Program, so per kernel content: cache.py; its code
+object kept by content in memory and on disk, ``compiled``) that calls
 each instruction's prepared step (translate.py) or semantics function in turn, counting its lanes
 and its event exactly as _execute does, with no per-instruction dispatch.
 
@@ -21,8 +22,15 @@ is asked per instruction, as _execute asks it.
 """
 from __future__ import annotations
 
+import hashlib
+import marshal
+import os
+import sys
+import threading
+
 import numpy as np
 
+from ..cachedir import cache_root
 from ..isa.fp import APPROXIMATED
 from .origin import taint_in
 
@@ -132,6 +140,42 @@ def _compile(program, start: int, end: int):
               "        tr.muted -= 1",
               "        st.taint_s = st.taint_v = st.fresh_out = None"]
     src = "\n".join(lines) + "\n"
-    code = compile(src, f"<gfxsim.asm block {program.kernel.name}:{start}-{end}>", "exec")
-    exec(code, env)
+    exec(compiled(src, f"<gfxsim.asm block {program.kernel.name}:{start}-{end}>"), env)
     return env["run"]
+
+
+DISK = True                     # False: block code compiled in every process
+_codes: dict = {}               # sha256 of (file name, source) -> code object, this process
+
+
+def compiled(src: str, filename: str):
+    """``compile(src, filename, "exec")``, once per content: kept in memory and on disk (under
+    gfxsim's cache folder, by this Python's marshal format), since compiling a kernel's blocks
+    costs more than running a small launch (~1 ms a block). A disk entry that cannot be read or
+    written is compiled again."""
+    key = hashlib.sha256(filename.encode() + b"\0" + src.encode()).hexdigest()
+    code = _codes.get(key)
+    if code is not None:
+        return code
+    path = _disk_dir() / f"{key}.code" if DISK else None
+    if path is not None:
+        try:
+            code = marshal.loads(path.read_bytes())
+        except Exception:                # absent, unreadable or another interpreter's: compile it
+            code = None
+    if code is None:
+        code = compile(src, filename, "exec")
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+                tmp.write_bytes(marshal.dumps(code))
+                os.replace(tmp, path)
+            except OSError:
+                pass                     # a read-only or full cache folder: compiled again next time
+    _codes[key] = code
+    return code
+
+
+def _disk_dir():
+    return cache_root() / "asm" / "blocks" / f"{sys.implementation.cache_tag}-{marshal.version}"

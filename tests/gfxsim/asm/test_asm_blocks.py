@@ -141,3 +141,23 @@ def test_a_compiled_twin_gives_the_same_outputs_findings_and_events_either_way(t
         np.testing.assert_array_equal(bufs_a[n], bufs_b[n], err_msg=n)
     assert [(f.kind, f.message) for f in a.findings] == [(f.kind, f.message) for f in b.findings]
     assert a.lane_instructions == b.lane_instructions and a.trace.n_events == b.trace.n_events
+
+
+def test_block_code_is_compiled_once_per_content(tmp_path, monkeypatch):
+    """A block's code object comes back from memory, then from the disk in a process that has not
+    compiled it (here: the memory cleared), and an unreadable disk entry is compiled again."""
+    monkeypatch.setenv("GFXSIM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(blocks, "_codes", {})
+    src = "def run(x):\n    return x + 1\n"
+    code = blocks.compiled(src, "<block test>")
+    assert blocks.compiled(src, "<block test>") is code
+    (entry,) = list(tmp_path.rglob("*.code"))
+    monkeypatch.setattr(blocks, "_codes", {})
+    again = blocks.compiled(src, "<block test>")
+    assert again is not code and again == code              # read back from the disk
+    entry.write_bytes(b"not marshal")
+    monkeypatch.setattr(blocks, "_codes", {})
+    env = {}
+    exec(blocks.compiled(src, "<block test>"), env)
+    assert env["run"](2) == 3
+    assert blocks.compiled(src.replace("1", "2"), "<block test>") != code       # another content, another code
