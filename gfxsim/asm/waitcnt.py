@@ -361,6 +361,10 @@ class Counters:
             a.members = a.members & ~gone
             if not a.members.any():
                 del self.out[a.id]
+        self._pending_bits()
+
+    def _pending_bits(self):
+        """``bits``: the registers the outstanding accesses will write."""
         bits = 0
         for a in self.out.values():
             f, first, n, _ = a.dst
@@ -378,11 +382,7 @@ class Counters:
             blk[blk == a.id] = 0
             a.members = a.members & False
             del self.out[a.id]
-        bits = 0
-        for a in self.out.values():
-            f, first, n, _ = a.dst
-            bits |= ((1 << n) - 1) << (_FILES[f] + first)
-        self.bits = bits
+        self._pending_bits()
 
     # -- reads -----------------------------------------------------------------------------------
     def _cols(self, cross_lane: bool) -> np.ndarray:

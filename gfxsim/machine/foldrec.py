@@ -21,7 +21,6 @@ import numpy as np
 from .consumed import Fp
 from .jit import njit
 from .mmalog import PAIR_BASE, MmaRecord, PairRecord, pack, unpack
-from .summaries import expand
 
 
 class Spread:
@@ -167,20 +166,13 @@ class FoldedRecord(MmaRecord):
     def k_slots(self, operand: str, field: str = "token"):
         """MmaRecord.k_slots from the representatives' rows: each member's block-0 row, shifted by
         its shift of ``field`` as placing would, without placing the record."""
-        op = operand.upper()
         folded = self._folded
-        side = folded.fields["a" if op == "A" else "b"]
-        if side is None:
-            return None
-        insn = self.insn
-        if field not in side:
-            return np.full((len(self.workgroups), insn.K), -1, np.int64)
-        kind, arr = side[field]
         fz = folded.frozen
-        a = np.take(arr, fz.cls * insn.blocks, axis=0)
-        a = fz.shifted(field, a, np.arange(fz.members).reshape((-1,) + (1,) * (a.ndim - 1)))
-        full = expand(kind, a, op, insn.M, insn.N, insn.K)
-        return np.asarray(full[:, 0, :] if op == "A" else full[:, :, 0], np.int64)
+
+        def block0(arr):
+            a = np.take(arr, fz.cls * self.insn.blocks, axis=0)
+            return fz.shifted(field, a, np.arange(fz.members).reshape((-1,) + (1,) * (a.ndim - 1)))
+        return self.slot_row(operand, folded.fields["a" if operand.upper() == "A" else "b"], field, block0)
 
     a = property(lambda self: self._fields()["a"])
     b = property(lambda self: self._fields()["b"])

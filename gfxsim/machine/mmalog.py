@@ -67,15 +67,21 @@ class MmaRecord:
     def k_slots(self, operand: str, field: str = "token"):
         """``field`` in each K slot of A's row 0 / B's column 0 (block 0), per workgroup of the
         batch: int64 ``[members, K]`` (-1 where a slot carries none), or None untagged."""
-        side = self.a if operand.upper() == "A" else self.b
+        return self.slot_row(operand, self.a if operand.upper() == "A" else self.b, field,
+                             lambda arr: arr[::self.insn.blocks])
+
+    def slot_row(self, operand: str, side, field: str, block0):
+        """k_slots of ``side`` (an operand's fields), whose ``field`` array gives each workgroup's
+        block-0 rows through ``block0(array)``."""
         if side is None:
             return None
         insn = self.insn
         if field not in side:
             return np.full((len(self.workgroups), insn.K), -1, np.int64)
         kind, arr = side[field]
-        full = expand(kind, arr[::insn.blocks], operand.upper(), insn.M, insn.N, insn.K)
-        return np.asarray(full[:, 0, :] if operand.upper() == "A" else full[:, :, 0], np.int64)
+        op = operand.upper()
+        full = expand(kind, block0(arr), op, insn.M, insn.N, insn.K)
+        return np.asarray(full[:, 0, :] if op == "A" else full[:, :, 0], np.int64)
 
 
 
