@@ -9,3 +9,28 @@ def standalone(ctx, head_dim=64, block_size=16, seed=0):
     d = make_attention_inputs(seed=seed, num_heads=1, head_dim=head_dim, context_lens=[ctx], num_queries=16)
     cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=block_size, smooth_k=True, seed=seed)
     return d, cache, query_rows(d["q"], 1)
+
+
+def same_either_way(twin: str, module, switch: str) -> None:
+    """A compiled twin's first launch (bench.tinygrad_side's harness, provenance off) with
+    ``module.<switch>`` True and False leaves the same buffers, findings, lane count and events."""
+    import numpy as np
+
+    from bench.tinygrad_side import Capture, harness
+    run = harness(twin)
+    out = {}
+    for on in (True, False):
+        setattr(module, switch, on)
+        cap = Capture()
+        try:
+            r = run()
+        finally:
+            cap.restore()
+            setattr(module, switch, True)
+        out[on] = (r, {b.name: b.raw.copy() for b in cap.first["space"].buffers})
+    (a, bufs_a), (b, bufs_b) = out[True], out[False]
+    assert bufs_a.keys() == bufs_b.keys()
+    for n in bufs_a:
+        np.testing.assert_array_equal(bufs_a[n], bufs_b[n], err_msg=n)
+    assert [(f.kind, f.message) for f in a.findings] == [(f.kind, f.message) for f in b.findings]
+    assert a.lane_instructions == b.lane_instructions and a.trace.n_events == b.trace.n_events

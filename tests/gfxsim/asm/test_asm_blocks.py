@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support import need_toolchain
+from support.twins import same_either_way
 
 from gfxsim import Buffer
 from gfxsim.asm import blocks
@@ -123,24 +124,7 @@ def test_the_step_bound_raises_at_the_same_instruction():
 @pytest.mark.parametrize("twin", ["qk_int8", "pv_bf16", "prefix_prefill"])
 def test_a_compiled_twin_gives_the_same_outputs_findings_and_events_either_way(twin):
     need_toolchain("gfx942")
-    from bench.tinygrad_side import Capture, harness
-    run = harness(twin)
-    out = {}
-    for enabled in (True, False):
-        blocks.ENABLED = enabled
-        cap = Capture()
-        try:
-            r = run()
-        finally:
-            cap.restore()
-            blocks.ENABLED = True
-        out[enabled] = (r, {b.name: b.raw.copy() for b in cap.first["space"].buffers})
-    (a, bufs_a), (b, bufs_b) = out[True], out[False]
-    assert bufs_a.keys() == bufs_b.keys()
-    for n in bufs_a:
-        np.testing.assert_array_equal(bufs_a[n], bufs_b[n], err_msg=n)
-    assert [(f.kind, f.message) for f in a.findings] == [(f.kind, f.message) for f in b.findings]
-    assert a.lane_instructions == b.lane_instructions and a.trace.n_events == b.trace.n_events
+    same_either_way(twin, blocks, "ENABLED")
 
 
 def test_block_code_is_compiled_once_per_content(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support import need_toolchain
+from support.twins import same_either_way
 from support.asm_sandbox import Sandbox, run_snippet
 
 from gfxsim.asm import translate
@@ -94,24 +95,7 @@ def test_a_never_written_source_still_reports_where_its_bytes_are_consumed():
 @pytest.mark.parametrize("twin", ["pv_bf16", "qk_int8"])
 def test_a_compiled_twin_gives_the_same_outputs_and_findings_either_way(twin):
     need_toolchain("gfx942")
-    from bench.tinygrad_side import Capture, harness
-    run = harness(twin)
-    out = {}
-    for lean in (True, False):
-        translate.LEAN = lean
-        cap = Capture()
-        try:
-            r = run()
-        finally:
-            cap.restore()
-            translate.LEAN = True
-        out[lean] = (r, {b.name: b.raw.copy() for b in cap.first["space"].buffers})
-    (a, bufs_a), (b, bufs_b) = out[True], out[False]
-    assert bufs_a.keys() == bufs_b.keys()
-    for n in bufs_a:
-        np.testing.assert_array_equal(bufs_a[n], bufs_b[n], err_msg=n)
-    assert [(f.kind, f.message) for f in a.findings] == [(f.kind, f.message) for f in b.findings]
-    assert a.lane_instructions == b.lane_instructions and a.trace.n_events == b.trace.n_events
+    same_either_way(twin, translate, "LEAN")
 
 
 def test_split_of_lanes_on_one_buffer_is_the_general_split():
