@@ -7,24 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from gfxsim.isa import fp
-
-
-def _f(mant, biased_exp):
-    return np.float32(np.ldexp(np.float64(mant), int(biased_exp) - 127))
+from support.f32 import division_operands, f32 as _f
 
 
 def _lanes(rng):
-    e1 = rng.integers(1, 255, 64)
-    e2 = np.clip(e1 + rng.integers(-200, 100, 64), 1, 254)
-    plain = rng.random(64) < 0.6
-    e1[plain] = rng.integers(60, 190, plain.sum())
-    e2[plain] = e1[plain] + rng.integers(-40, 40, plain.sum())
-    s1 = np.float32([_f(m, e) for m, e in zip(rng.uniform(1, 2, 64) * rng.choice([-1, 1], 64), e1)])
-    s2 = np.float32([_f(m, e) for m, e in zip(rng.uniform(1, 2, 64) * rng.choice([-1, 1], 64), e2)])
-    special = np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1e-40, 3.4e38])
-    for x in (s1, s2):
-        hit = rng.random(64) < 0.05
-        x[hit] = rng.choice(special, hit.sum())
+    s1, s2 = division_operands(rng, -200)
     s0 = np.float32(rng.standard_normal(64))
     s0[rng.random(64) < 0.05] = np.nan
     return s0, s1, s2
