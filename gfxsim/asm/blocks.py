@@ -33,10 +33,14 @@ import numpy as np
 from ..cachedir import cache_root
 from ..isa.fp import APPROXIMATED
 from .origin import taint_in
+from .semantics import float_mods
 
 # instructions that may return a pc other than the next: a block ends after one
 _LEAVES = ("s_branch", "s_cbranch", "s_setpc", "s_swappc", "s_endpgm", "s_call", "s_trap", "s_rfe")
 ENABLED = True          # False: every instruction through run._execute (the A/B, and the tests comparing both)
+# False: a block calls every instruction's step, none written into its source (semantics.Inline;
+# the A/B, and the tests comparing both)
+INLINE = True
 
 
 class Block:
@@ -98,10 +102,141 @@ def _segment_bits(program, pc: int, end: int) -> int:
 
 def _compile(program, start: int, end: int):
     """The block's function: each instruction as _execute runs it when no trace is on and no
-    register it names is pending (so the wait counters neither report nor count anything)."""
-    env = {"taint_in": taint_in, "count_nonzero": np.count_nonzero}
-    lines = ["def run(st, w, tr, counted):",
-             "    approx = w.machine.approximated",
+    register it names is pending (so the wait counters neither report nor count anything). Where
+    some of its instructions give their lean work as source (semantics.Inline), a second function
+    runs that work in place of their steps; the first calls it when the wave state is lean."""
+    env = {"taint_in": taint_in, "count_nonzero": np.count_nonzero, "_blocks": sys.modules[__name__]}
+    inline = {pc: _inline_of(program, pc) for pc in range(start, end)}
+    inline = {pc: x for pc, x in inline.items() if x is not None}
+    lines = ["def run(st, w, tr, counted):"]
+    if inline:
+        lines += _entry_check(inline)
+    lines += _body(program, start, end, env, {})
+    if inline:
+        lines += ["", "def run_lean(st, w, tr, counted):"] + _lean_prologue(inline, env, start)
+        lines += _body(program, start, end, env, inline)
+    src = "\n".join(lines) + "\n"
+    exec(compiled(src, f"<gfxsim.asm block {program.kernel.name}:{start}-{end}>"), env)
+    return env["run"]
+
+
+def _inline_of(program, pc: int):
+    """Instruction ``pc``'s semantics.Inline, or None (no template, or a form it leaves to the step)."""
+    if program.steps[pc] is None:          # no prepared step: its checks are the function's, each time
+        return None
+    make = getattr(program.fns[pc], "inline", None)
+    return None if make is None else make(program.decoded[pc])
+
+
+def _entry_check(inline) -> list[str]:
+    """When the inline work is exactly the steps': no provenance (st.lean, and no register file
+    holding any), no origin marks, and every register the templates name inside its file (else the
+    steps name what is wrong)."""
+    top = {}
+    for x in inline.values():
+        regs = [(f[0], f[1], 1) for (f, _), _t in x.srcs if f[0] in ("v", "a")] + [x.dst]
+        for file, first, n in regs:
+            top[file] = max(top.get(file, 0), first + n)
+    cond = ["_blocks.INLINE", "st.lean", "not st.any_unknown"]
+    for file, n in sorted(top.items()):
+        cond.append(f"st.{file} is not None and st.{file}.prov is None and st.{file}.count >= {n}")
+    return [f"    if {' and '.join(cond)}:",
+            "        return run_lean(st, w, tr, counted)"]
+
+
+def _lean_prologue(inline, env, start) -> list[str]:
+    """The lean function's locals: the register files' arrays, each member's SGPR row, EXEC, and
+    the block's constants at this wave's width."""
+    files = sorted({f[0] for x in inline.values() for (f, _), _t in x.srcs if f[0] in ("v", "a")} |
+                   {x.dst[0] for x in inline.values()})
+    consts = sorted({f[1] for x in inline.values() for (f, _), _t in x.srcs if f[0] == "const"})
+    env[f"KW{start}"] = _constants(tuple(consts))
+    lines = [f"    R_{f}, W_{f}, F_{f} = st.{f}.words, st.{f}.written, st.fresh[{f!r}]" for f in files]
+    lines += ["    S, WID = st.s, w.width",
+              "    EX, XF = w.exec, w.exec_full",
+              "    CNT = WID if XF else int(count_nonzero(EX))",
+              "    if st.members == 1:",
+              "        def SL(i):",
+              "            return np.full(WID, S[0, i], np.uint32)",
+              "    else:",
+              "        def SL(i, lanes=st.lanes):",
+              "            return np.repeat(S[:, i], lanes)",
+              f"    K = KW{start}(WID)"]
+    env["np"] = np
+    env["float_mods"] = float_mods
+    env["_F32"], env["_I32"] = np.float32, np.int32
+    return lines
+
+
+def _constants(words: tuple):
+    """The block's constants at a wave width: read-only uint32 [width] arrays, made once per width."""
+    made = {}
+
+    def at(width: int) -> dict:
+        k = made.get(width)
+        if k is None:
+            k = {}
+            for c in words:
+                a = np.full(width, c, np.uint32)
+                a.flags.writeable = False
+                k[c] = a
+            made[width] = k
+        return k
+    return at
+
+
+def _read_expr(form, mods, t: str) -> str:
+    """The source of one read (semantics.source's form) as the block's locals give it."""
+    kind = form[0]
+    if kind in ("v", "a"):
+        x = f"R_{kind}[{form[1]}]"
+    elif kind == "s":
+        x = f"SL({form[1]})"
+    elif kind == "sread":
+        x = f"st.lanewise(st.sread({form[1]}))"
+    elif kind == "scc":
+        x = "st.lanewise(st.scc)"
+    elif kind == "mask":
+        return f"st.mask_of({form[1]})"
+    else:
+        x = f"K[{form[1]}]"
+    if t == "f32":
+        return f"float_mods({x}, {mods[0]}, {mods[1]})" if any(mods) else f"{x}.view(_F32)"
+    if t == "i32":
+        return f"{x}.view(_I32)"
+    return x
+
+
+def _inline_lines(pc: int, x, env) -> list[str]:
+    """Instruction pc's lean work: the reads, the call, the keep marks and the write under EXEC (as
+    WaveState.vwrite writes words into a file holding no provenance)."""
+    env[f"C{pc}"] = x.call
+    f, i, n = x.dst
+    rows = f"{i}" if n == 1 else f"{i}:{i + n}"
+    out = []
+    if x.keep is not None:
+        env[f"KP{pc}"] = x.keep
+        out.append(f"        keep = KP{pc}(st)")
+    args = ", ".join(_read_expr(form, mods, t) for (form, mods), t in x.srcs)
+    out += [f"        r = C{pc}({args})",
+            "        if XF:",
+            f"            R_{f}[{rows}] = r",
+            f"            W_{f}[{4 * i}:{4 * (i + n)}] = True",
+            f"            F_{f}[{rows}] = False",
+            "        else:",
+            f"            np.copyto(R_{f}[{rows}], r, where=EX)",
+            f"            W_{f}[{4 * i}:{4 * (i + n)}] |= EX",
+            f"            F_{f}[{rows}] &= ~EX"]
+    if x.keep is not None:
+        out.append(f"        st.set_fresh({f!r}, {i}, keep[None, :])")
+    return out
+
+
+def _body(program, start: int, end: int, env, inline) -> list[str]:
+    """The instructions pc start..end-1, each as _execute runs it; those in ``inline`` by their
+    lean work written here (no step call; EXEC and the lane count of the block's locals, refreshed
+    after every instruction that may write EXEC)."""
+    lines = ["    approx = w.machine.approximated",
              "    counters = st.counters",
              "    tr.muted += 1",
              "    try:"]
@@ -109,17 +244,28 @@ def _compile(program, start: int, end: int):
         d = program.decoded[pc]
         step = program.steps[pc]
         env[f"D{pc}"] = d
+        m = d.ins.mnemonic
+        lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
+                  f"        if st.any_unknown: taint_in(st, D{pc})"]
+        x = inline.get(pc)
+        if x is not None:
+            lines.append("        counted[0] += CNT")
+            lines += _inline_lines(pc, x, env)
+            lines += ["        tr.n_events += 1",
+                      "        w.steps += 1",
+                      "        if w.member_events is not None: w.wg.member_event(w)"]
+            lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+            if pc == end - 1:
+                lines.append(f"        return {pc + 1}")
+            continue
         if step is not None:
             env[f"S{pc}"] = step
             call = f"S{pc}(st)"
         else:
             env[f"F{pc}"] = program.fns[pc]
             call = f"F{pc}(st, D{pc})"
-        m = d.ins.mnemonic
         wait = program.waits[pc].wait
-        lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
-                  f"        if st.any_unknown: taint_in(st, D{pc})",
-                  "        counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))"]
+        lines.append("        counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))")
         if wait:                                  # what the wait counters do before it (Counters.before)
             env[f"W{pc}"] = wait
             lines.append(f"        counters.wait(W{pc})")
@@ -129,6 +275,9 @@ def _compile(program, start: int, end: int):
                   "        w.steps += 1",
                   "        if w.member_events is not None: w.wg.member_event(w)"]      # waves as members
         lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+        if pc + 1 in inline:                      # it may have written EXEC: the next reads it
+            lines += ["        EX, XF = w.exec, w.exec_full",
+                      "        CNT = WID if XF else int(count_nonzero(EX))"]
         seg = _segment_bits(program, pc + 1, end) if wait is not None and pc < end - 1 else 0
         if seg:                                   # past a wait: the next part's registers must not be pending
             lines.append(f"        if counters.bits & {seg}: return {pc + 1}")
@@ -139,9 +288,7 @@ def _compile(program, start: int, end: int):
     lines += ["    finally:",
               "        tr.muted -= 1",
               "        st.taint_s = st.taint_v = st.fresh_out = None"]
-    src = "\n".join(lines) + "\n"
-    exec(compiled(src, f"<gfxsim.asm block {program.kernel.name}:{start}-{end}>"), env)
-    return env["run"]
+    return lines
 
 
 DISK = True                     # False: block code compiled in every process

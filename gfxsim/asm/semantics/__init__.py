@@ -21,6 +21,7 @@ import struct
 import numpy as np
 from ...errors import ArgumentError
 from ..origin import sources_carry_identity
+from ..state import EXEC, N_SGPR
 
 OPS: dict = {}
 
@@ -76,12 +77,38 @@ def f32(st, o) -> np.ndarray:
 
 
 def _float_mods(words: np.ndarray, o) -> np.ndarray:
+    return float_mods(words, o.abs, o.neg)
+
+
+def float_mods(words: np.ndarray, abs_: bool, neg: bool) -> np.ndarray:
+    """32-bit words as floats with |x| then -x applied on the sign bit (a copy)."""
     b = words.copy()
-    if o.abs:
+    if abs_:
         b &= np.uint32(0x7FFFFFFF)
-    if o.neg:
+    if neg:
         b ^= np.uint32(0x80000000)
     return b.view(np.float32)
+
+
+def source(o, t: str = "u32"):
+    """The form of a 32-bit source ``reader(o, t)`` reads, decided once: ("v"|"a", register),
+    ("s", register), ("sread", an EXEC half: read from the wave's mask), ("scc",) or ("const",
+    word), each with the float modifiers (abs, neg) an "f32" read applies; None where ``reader``
+    gives None. A block's generated code (blocks.py) reads the form as ``reader``'s function does,
+    through the same WaveState arrays."""
+    if o.dpp or o.sext or ((o.neg or o.abs) and t != "f32"):
+        return None
+    if o.kind == "reg" and o.count == 1:
+        if o.file not in ("v", "a", "s") or not 0 <= o.first < (N_SGPR if o.file == "s" else 1 << 16):
+            return None
+        form = ("sread", o.first) if o.file == "s" and o.first in (EXEC, EXEC + 1) else (o.file, o.first)
+    elif o.kind == "scc":
+        form = ("scc",)
+    elif o.kind in ("int", "float"):
+        form = ("const", const32(None, o))
+    else:
+        return None
+    return form, (bool(o.abs), bool(o.neg))
 
 
 def reader(o, t: str = "u32"):
@@ -138,6 +165,31 @@ def u64(st, o) -> np.ndarray:
     if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):     # see sop.LITERAL64
         return np.full(w, o.value & ((1 << 64) - 1), np.uint64)
     raise st.error(f"operand {o.text} is not a 64-bit source (64-bit literals and float constants are not modelled)")
+
+
+def mask_source(o):
+    """The form of a lane-mask source held in an SGPR pair (``st.mask_of``), as ``source`` gives
+    forms; None where ``mask_src`` would refuse it."""
+    if o.kind != "reg" or o.file != "s" or o.count != 2 or not 0 <= o.first <= N_SGPR - 2:
+        return None
+    return ("mask", o.first), (False, False)
+
+
+class Inline:
+    """An instruction's work without provenance (WaveState.lean) in a form a block writes into its
+    own source (blocks.py), so the block neither calls a step nor dispatches per operand: ``srcs``
+    the sources' forms (``source``), each read as ``reader`` reads it; ``call`` a function of
+    their arrays giving the result words (uint32 [count, width] or [width]); ``dst`` (file, first
+    register, count) written under EXEC as WaveState.vwrite writes words where no register holds
+    provenance (written bits set, fresh marks cleared); ``keep`` (dequant.KEEPS): a function of
+    the wave state giving the lanes whose result stays a fresh matrix result (read before the write,
+    set after it, as the prepared step does). A semantics function's ``inline(decoded)`` gives it,
+    or None where the instruction needs its step; the test holding each to its function is
+    tests/gfxsim/asm/test_asm_inline.py."""
+    __slots__ = ("srcs", "call", "dst", "keep")
+
+    def __init__(self, srcs, call, dst, keep=None):
+        self.srcs, self.call, self.dst, self.keep = tuple(srcs), call, dst, keep
 
 
 def reader64(o):

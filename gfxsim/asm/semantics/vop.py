@@ -13,8 +13,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import (OPS, const32, f32, f64, mask_src, no_mods, op, put, put64, reader, reader64, sdst_mask, u32, u64, vdst_ok,
-               vsrc, words64)
+from . import (OPS, Inline, const32, f32, f64, mask_source, mask_src, no_mods, op, put, put64, reader, reader64, sdst_mask,
+               source, u32, u64, vdst_ok, vsrc, words64)
 from . import dequant
 from ... import isa
 from ...isa.moves import byte_permute
@@ -412,8 +412,30 @@ def _valu(name, types, fn):
             return lambda st: done(st, d, (r0(st), r1(st)))
         return lambda st: done(st, d, [r(st) for r in reads])
 
+    def inline(d):
+        """The step's lean work for a block's source (semantics.Inline): the sources as prepare
+        reads them, the entry's numbers, the words as _lean_finish writes them."""
+        if _valu_check(d, name, types) is not None or d.enc == "sdwa" or _clamps(d, name) or not vdst_ok(d.ops[0]):
+            return None
+        srcs = d.ops.positional[1:]
+        forms = [source(o, t) for o, t in zip(srcs, types)]
+        if None in forms:
+            return None
+        dst, src0 = d.ops[0], srcs[0]
+        keep = (lambda st: dequant.fresh(st, src0)) if name in dequant.KEEPS else None
+        return Inline(zip(forms, types), _words_of(fn), (dst.file, dst.first, 1), keep)
+
     run.prepare = prepare
+    run.inline = inline
     return run
+
+
+def _words_of(fn):
+    """fn's result as the uint32 words a register takes (as _lean_finish converts it)."""
+    def call(*vals):
+        r = np.asarray(fn(*vals))
+        return r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
+    return call
 
 
 def _lean_finish(d, name, fn, finish):
@@ -481,6 +503,28 @@ def _fmac_prepare(d):
 
 
 v_fmac_f32.prepare = _fmac_prepare
+
+
+def _fmac_inline(d):
+    """_fmac_prepare's lean work for a block's source (semantics.Inline)."""
+    if d.ops.mods or len(d.ops.positional) != 3 or d.enc not in ("e32", "e64", ""):
+        return None
+    dst, a, b = d.ops.positional
+    forms = [source(o, "f32") for o in (dst, a, b)]
+    if None in forms or not vdst_ok(dst):
+        return None
+    fma = isa.entry("v_fma_f32").fn
+    if d.mnemonic == "v_fmac_f32":
+        def call(acc, x, y):
+            return fma(x, y, acc).view(U32)
+    else:
+        def call(acc, x, y):
+            with np.errstate(all="ignore"):
+                return (x * y + acc).astype(F32).view(U32)
+    return Inline(zip(forms, ("f32",) * 3), call, (dst.file, dst.first, 1))
+
+
+v_fmac_f32.inline = _fmac_inline
 
 
 @op("v_fmamk_f32", "v_fmaak_f32", "v_madmk_f32", "v_madak_f32")
@@ -594,6 +638,25 @@ def _move_step(d, dst, src, fn):
 
 
 v_mov_b32.prepare = lambda d: None if len(d.ops.positional) != 2 else _move_step(d, *d.ops.positional, v_mov_b32)
+
+
+def _move_inline(d):
+    """_move_step's lean work for a block's source (semantics.Inline) where the source is a
+    constant or an SGPR (a register's copy keeps its written bits and fresh marks: the step)."""
+    if len(d.ops.positional) != 2 or d.ops.mods or d.enc not in ("e32", "e64", ""):
+        return None
+    dst, src = d.ops.positional
+    form = source(src) if not (src.kind == "reg" and src.file in "va") else None
+    if form is None or not vdst_ok(dst):
+        return None
+    return Inline([(form, "u32")], _same, (dst.file, dst.first, 1))
+
+
+def _same(x):
+    return x
+
+
+v_mov_b32.inline = _move_inline
 
 
 def _accvgpr_prepare(d):
@@ -874,6 +937,24 @@ def _cndmask_prepare(d):
 
 
 v_cndmask_b32.prepare = _cndmask_prepare
+
+
+def _cndmask_inline(d):
+    """_cndmask_prepare's lean work for a block's source (semantics.Inline)."""
+    if d.enc == "sdwa" or d.ops.mods or len(d.ops.positional) != 4:
+        return None
+    dst, a, b, m = d.ops.positional
+    forms = [source(a, "f32"), source(b, "f32"), mask_source(m)]
+    if None in forms or not vdst_ok(dst):
+        return None
+    fn = isa.entry("v_cndmask_b32").fn
+
+    def call(x, y, mask):
+        return np.asarray(fn(x.view(U32), y.view(U32), mask)).astype(U32, copy=False)
+    return Inline(zip(forms, ("f32", "f32", "mask")), call, (dst.file, dst.first, 1))
+
+
+v_cndmask_b32.inline = _cndmask_inline
 
 
 # -- compares: v_cmp[x]_<op>_<type>, the table's "cmp" entries ----------------------------------------
