@@ -213,22 +213,32 @@ def _run_members(st, program, counted):
         # loop would pick them again each step), up to a barrier or a branch that parts them
         rest = scheduled & ~act
         bound = int(pcs[rest].min()) if rest.any() else n
-        d = _at(st, program, pc)
+        _at(st, program, pc)
         st.act = act                          # the members not at this pc sit it out
         cols = np.repeat(act, lanes)
         saved = w.exec
         w.set_exec(saved & cols)
         w.live = np.nonzero(act)[0].tolist()
+        blocks = program.blocks if _blocks.ENABLED else None
+        alone = -1                            # instructions below this pc run one at a time (a block not ready)
         try:
             while True:
-                counted[0] += int(np.count_nonzero(w.exec))
-                nxt = _execute(st, pc, d, program.fns[pc], program.steps[pc], program.own_event[pc], tr)
-                if nxt is None:
-                    nxt = pc + 1
+                b = None if blocks is None or pc < alone else blocks[pc] if pc in blocks else _blocks.block_at(program, pc)
+                if b is not None and b.end <= bound and b.ready(st, w, tr):    # the block ends before the others' pc
+                    nxt = b.run(st, w, tr, counted)
+                else:
+                    if b is not None:
+                        alone = b.end
+                    d = _at(st, program, pc)
+                    counted[0] += int(np.count_nonzero(w.exec))
+                    nxt = _execute(st, pc, d, program.fns[pc], program.steps[pc], program.own_event[pc], tr)
+                    if nxt is None:
+                        nxt = pc + 1
+                    elif not isinstance(nxt, np.ndarray) and nxt != pc + 1:
+                        alone = -1                # a jump: look for the block there
                 if isinstance(nxt, np.ndarray) or not 0 <= nxt < bound or barrier[nxt]:
                     break
                 pc = nxt
-                d = _at(st, program, pc)
         finally:
             w.set_exec(np.where(cols, w.exec, saved))
             w.live = None

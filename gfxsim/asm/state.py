@@ -32,6 +32,8 @@ class AsmError(GfxSimError):
 def mask_words(mask: np.ndarray, members: int) -> np.ndarray:
     """Lane masks [members * lanes] (lanes <= 64) -> one 64-bit word per member (uint64 [members])."""
     per = np.asarray(mask, bool).reshape(members, -1)
+    if per.shape[1] == 64:                   # wave64: each member's eight bytes are its word
+        return np.packbits(per, axis=1, bitorder="little").view(U64)[:, 0]
     bits = np.packbits(per, axis=1, bitorder="little")
     if bits.shape[1] < 8:
         bits = np.concatenate([bits, np.zeros((members, 8 - bits.shape[1]), np.uint8)], axis=1)
@@ -41,6 +43,8 @@ def mask_words(mask: np.ndarray, members: int) -> np.ndarray:
 def words_mask(words, lanes: int) -> np.ndarray:
     """64-bit words [members] -> the lane mask [members * lanes]."""
     w = np.ascontiguousarray(np.asarray(words, U64).reshape(-1))
+    if lanes == 64:                          # every bit of each word, in lane order
+        return np.unpackbits(w.view(np.uint8), bitorder="little").view(bool)
     return np.unpackbits(w.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")[:, :lanes].astype(bool).reshape(-1)
 
 
@@ -194,7 +198,8 @@ class WaveState:
             # every member, no origin marks: what swrite does with both halves, in fewer passes
             self._sgpr_check(first, 2)
             if first == EXEC:
-                self.set_exec(words_mask(np.broadcast_to(value, (self.members,)), self.lanes))
+                per = value if value.shape == (self.members,) else np.broadcast_to(value, (self.members,))
+                self.set_exec(words_mask(per, self.lanes))
                 return
             self.s[:, first] = value & U64(M32)
             self.s[:, first + 1] = value >> U64(32)
