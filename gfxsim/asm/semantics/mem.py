@@ -236,8 +236,7 @@ def _s_load(n):
                 if len(groups) > 1:                      # each group's loads are its members' events
                     w.live = ms
                 buf, rel = st.memory.scalar(st, a, 4 * n)
-                out[:, ms] = np.array([w.scalar_load(buf, rel + 4 * k, "u32", identities_marked=True)
-                                         for k in range(n)], U64)[:, None]
+                out[:, ms] = np.array(w.scalar_load_dwords(buf, rel, n), U64)[:, None]
                 entry = next((e for e in by_buf if e[0] is buf), None)
                 if entry is None:
                     entry = [buf, [], []]
