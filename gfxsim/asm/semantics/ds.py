@@ -132,12 +132,13 @@ def ds_bpermute_b32(st, d):
 def _write_moved(st, dst, data, v, src):
     """Write ``v``, ``data`` read from lane ``src`` [width] of each member, to ``dst``: freshness
     moves with it, and a lane whose source lane is inactive gets 0."""
-    base = (np.arange(st.w.width) // st.lanes) * st.lanes
-    moved = st.fresh[data.file][data.first][base + src] & st.exec[base + src]     # freshness moves too
+    at = st.w.member_starts + src                     # the source lane's column
+    ex = st.exec
+    moved = st.fresh[data.file][data.first][at] & ex[at]                          # freshness moves too
     st.vwrite_value(dst.file, dst.first, v)
     st.set_fresh(dst.file, dst.first, moved[None, :])
-    dead = st.exec & ~st.exec[base + src]
-    if dead.any():
+    dead = None if st.w.exec_full else ex & ~ex[at]
+    if dead is not None and dead.any():
         saved = st.exec.copy()
         st.set_exec(dead)
         st.vwrite(dst.file, dst.first, np.zeros((1, st.w.width), U32))
