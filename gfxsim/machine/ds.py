@@ -15,6 +15,7 @@ from .banks import bank_conflicts, bank_conflicts_batched, bank_conflicts_rows
 from .dtypes import (all_written, dtype_name, itemsize, load_rows, load_values, load_written, store_rows,
                      store_values, to_bytes)
 from .errors import MemoryFault
+from .lds_races import EpochWatch
 from .memory import LdsRegion
 from .valueprov import stored_prov
 from .vgpr import VGPRs
@@ -94,53 +95,20 @@ class DsOps:
         return None, rel + self._member_offsets(region.stride, -region.offset)
 
     def _member_races(self, region: LdsRegion, r2, a2, nbytes: int, is_write: bool, value):
-        """The waves of one workgroup as members: each member's access tracked as its wave's; a
-        race, whether or not the launch checks races, is decided by the order the waves run in,
-        so it ends the side-by-side run (wavemembers.WavesPart) and the workgroup runs serially.
-        One pass for every member: a byte two members write in this access counts as a race too
-        (the serial order would decide which lands last, unless both store what is there already:
-        a race found where there is none costs a serial run, never a wrong answer)."""
+        """The waves of one workgroup as members: each member's access tracked as its wave's
+        (lds_races.EpochWatch); a race, whether or not the launch checks races, is decided by the
+        order the waves run in, so it ends the side-by-side run (wavemembers.WavesPart) and the
+        workgroup runs serially (a race found where there is none costs a serial run, never a
+        wrong answer)."""
         lds = self.wg.lds
         st = (lds.races if lds.races is not None else lds.race_tracker()).state
-        w_wave, w_epoch, r_mask, r_epoch = st.w_wave[0], st.w_epoch[0], st.r_mask[0], st.r_epoch[0]
-        epoch = self.wg.epoch
-        if self.exec_full:                                       # every lane, member by member
-            at = (np.asarray(r2)[:, :, None] + np.arange(nbytes)).reshape(-1)
-            per = np.full(self.members, self.lanes * nbytes)
-        else:
-            mi, li = np.nonzero(a2)                              # the active lanes, member by member
-            at = (r2[mi, li][:, None] + np.arange(nbytes)).reshape(-1)
-            per = np.count_nonzero(a2, axis=1) * nbytes
-        who = np.repeat(np.arange(self.members), per)
-        hit = w_epoch[at] == epoch                               # written in this epoch: by another?
-        if hit.any():
-            hit &= w_wave[at] != who
-        if is_write:
-            # a write of what is there already is no race: asked only where another wave wrote
-            same = self._unchanged(region, r2, a2, nbytes, value) if value is not None and hit.any() else None
-            if same is not None:
-                hit &= ~np.repeat(same[a2], nbytes)
-            bits = np.left_shift(np.uint64(1), who.astype(np.uint64))
-            hit |= (r_epoch[at] == epoch) & ((r_mask[at] & ~bits) != 0)
-            mark = self.wg.lds_marks
-            if mark is None or mark.size != w_wave.size:
-                mark = self.wg.lds_marks = np.zeros(w_wave.size, np.int32)
-            mark[at] = who                       # a byte two members write keeps one of them
-            hit = hit.any() or bool((mark[at] != who).any())
-        else:
-            hit = hit.any()
-        if hit:
-            raise WavesPart(f"waves race in LDS in barrier epoch {epoch}")
-        if is_write:
-            w_wave[at] = who
-            w_epoch[at] = epoch
-        else:
-            r_mask[at[r_epoch[at] != epoch]] = 0
-            r_epoch[at] = epoch
-            ends = np.cumsum(per).tolist()
-            for m, (lo, hi) in enumerate(zip([0] + ends[:-1], ends)):    # a byte twice in one member: one bit
-                if hi > lo:
-                    r_mask[at[lo:hi]] |= np.uint64(1 << m)
+        watch = self.wg.lds_watch
+        if watch is None:
+            watch = self.wg.lds_watch = EpochWatch()
+        act = None if self.exec_full else a2.copy()
+        unchanged = None if value is None else (lambda: self._unchanged(region, r2, a2, nbytes, value))
+        if watch.race(st, r2, act, nbytes, is_write, self.wg.epoch, unchanged):
+            raise WavesPart(f"waves race in LDS in barrier epoch {self.wg.epoch}")
 
     def _unchanged(self, region: LdsRegion, r2, a2, nbytes: int, value: VGPRs):
         """bool [members, lanes]: the active lanes of a write whose bytes equal what their LDS bytes

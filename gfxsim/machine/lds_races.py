@@ -279,3 +279,92 @@ class RaceTracker:
 
     def grow(self, old, new):
         self.state.grow(old, new)
+
+
+class EpochWatch:
+    """The LDS race watch of the waves of one workgroup run side by side (the members of one wave,
+    one LDS: ds.py), member m as wave m: ``race`` tells whether an access meets another member's
+    in its barrier epoch, one of them writing. It asks the race state (a ``RaceState`` of one row)
+    only what the epoch can hold: a read meets another's write only if some write was made in this
+    epoch, and a write meets another's read only if some read was. The epoch's reads are kept as
+    they came and marked in the state (``flush``) only when a write of the same epoch is checked,
+    the one thing that asks for them; at the next epoch they are dropped unmarked, as no check
+    there can meet them (a read mark counts only in its own epoch)."""
+
+    def __init__(self):
+        self.epoch = -1
+        self.wrote = False               # a write was recorded in this epoch
+        self.marked = False              # reads were marked in the state in this epoch
+        self.reads: list = []            # (addresses [members, lanes], active or None: all, nbytes)
+        self.marks = None                # scratch: the member writing each byte of one access
+
+    def race(self, st: RaceState, rel: np.ndarray, act, nbytes: int, is_write: bool, epoch: int,
+             unchanged=None) -> bool:
+        """Whether the access of ``nbytes`` per lane at ``rel`` (int64 [members, lanes], in the
+        LDS; ``act`` bool [members, lanes] or None: every lane) by every member races, recording
+        it where it does not. A byte two members write in this access counts as a race too (the
+        serial order would decide which lands last), unless it is one of the lanes ``unchanged()``
+        (bool [members, lanes] or None; asked only where another member wrote in this epoch)
+        names as storing what is there already. ``rel``/``act`` must not change afterwards."""
+        if epoch != self.epoch:
+            self.epoch, self.wrote, self.marked, self.reads = epoch, False, False, []
+        if not is_write:
+            if self.wrote:                                       # bytes another member wrote in this epoch
+                at, who = member_bytes(rel, act, nbytes)
+                if ((st.w_epoch[0][at] == epoch) & (st.w_wave[0][at] != who)).any():
+                    return True
+            self.reads.append((rel, act, nbytes))
+            return False
+        w_wave, w_epoch = st.w_wave[0], st.w_epoch[0]
+        at, who = member_bytes(rel, act, nbytes)
+        if self.wrote:                                           # written in this epoch: by another?
+            h = w_epoch[at] == epoch
+            if h.any():
+                h &= w_wave[at] != who
+            if h.any() and unchanged is not None:                # a store of what is there already
+                same = unchanged()
+                if same is not None:
+                    h &= ~np.repeat(same[act] if act is not None else same.reshape(-1), nbytes)
+            if h.any():
+                return True
+        self.flush(st)
+        if self.marked:                                          # bytes another member read in this epoch
+            bits = np.left_shift(np.uint64(1), who.astype(np.uint64))
+            if ((st.r_epoch[0][at] == epoch) & ((st.r_mask[0][at] & ~bits) != 0)).any():
+                return True
+        if self.marks is None or self.marks.size != w_wave.size:
+            self.marks = np.zeros(w_wave.size, np.int32)
+        self.marks[at] = who                                     # a byte two members write keeps one
+        if (self.marks[at] != who).any():
+            return True
+        w_wave[at] = who
+        w_epoch[at] = epoch
+        self.wrote = True
+        return False
+
+    def flush(self, st: RaceState) -> None:
+        """Mark this epoch's kept reads in ``st``'s one row: bit m of a byte that member m read."""
+        if not self.reads:
+            return
+        r_mask, r_epoch, epoch = st.r_mask[0], st.r_epoch[0], self.epoch
+        got = [member_bytes(rel, act, nbytes) for rel, act, nbytes in self.reads]
+        at = np.concatenate([a for a, _ in got])
+        who = np.concatenate([w for _, w in got])
+        r_mask[at[r_epoch[at] != epoch]] = 0
+        r_epoch[at] = epoch
+        for m in range(self.reads[0][0].shape[0]):      # a byte twice in one member: one bit
+            mine = at[who == m]
+            if mine.size:
+                r_mask[mine] |= np.uint64(1 << m)
+        self.reads, self.marked = [], True
+
+
+def member_bytes(rel: np.ndarray, act, nbytes: int):
+    """(every byte an access of ``nbytes`` per lane at ``rel`` [members, lanes] touches in the
+    active lanes (``act``: bool [members, lanes], or None for all), the member of each), member by member."""
+    members, lanes = rel.shape
+    if act is None:
+        at = (rel[:, :, None] + np.arange(nbytes)).reshape(-1)
+        return at, np.repeat(np.arange(members), lanes * nbytes)
+    mi, li = np.nonzero(act)
+    return (rel[mi, li][:, None] + np.arange(nbytes)).reshape(-1), np.repeat(mi, nbytes)

@@ -142,7 +142,7 @@ class RoutingOps:
                                          f"({self.lanes}), got shape {src.shape}")
         if src.ndim == 1 and src.shape[0] == self.lanes and self.members > 1:
             src = np.tile(src, self.members)
-        src = self.member_starts + np.broadcast_to(src, (self.width,)) % self.lanes
+        src = self.member_starts + (src if src.shape == (self.width,) else np.broadcast_to(src, (self.width,))) % self.lanes
         self.check_read(v)
         valid = None
         if v.valid is not None:

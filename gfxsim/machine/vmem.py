@@ -90,6 +90,22 @@ class VmemOps:
         self.event(ops.Op("SMEM", ops.SMEM_LOAD.get(size, "s_load_dword")), buffer=buf.name, address=offset)
         return buf.raw[offset:offset + size].view(np_dtype(dtype))[0].item()
 
+    def scalar_load_dwords(self, buf: Buffer, offset: int, n: int) -> list[int]:
+        """``n`` dwords from byte ``offset`` of ``buf`` as ``n`` calls of ``scalar_load`` (``u32``,
+        ``identities_marked``) give them, one event each (s_load_dwordx*): the checks made once
+        for the whole range where it is in bounds, aligned and written and no trace records each
+        dword's address; otherwise dword by dword (the fault, finding or event of each in turn)."""
+        size = 4 * n
+        if (self.machine.trace.enabled or offset < 0 or offset + size > buf.nbytes or offset % 4
+                or (buf.written is not None and not buf.written[offset:offset + size].all())):
+            return [self.scalar_load(buf, offset + 4 * k, "u32", identities_marked=True) for k in range(n)]
+        if self.wg.accesses is not None:
+            self.wg.accesses.note_span(self, buf, offset, offset + size, store=False)
+        op = ops.Op("SMEM", ops.SMEM_LOAD[4])
+        for _ in range(n):
+            self.event(op)
+        return buf.raw[offset:offset + size].view(np.uint32).tolist()
+
     def _check_store(self, buf: Buffer, sel, stored, value, act):
         """Store provenance: where the value and the destination element both name a field (query
         head, dim, ...), they must agree — else the value landed in another element's place."""

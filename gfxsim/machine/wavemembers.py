@@ -43,6 +43,7 @@ class MemberAccesses:
         self.loads: dict = {}            # buffer name -> int64 [2, members]: each member's load lo, hi
         self.stored: dict = {}           # buffer name -> (first byte, owner + 1 per byte from there)
         self.undo: list | None = None    # where each store's old bytes are logged (launch._WavesAttempt)
+        self._ids: dict = {}             # bytes per member -> owner + 1 of each byte (_owner_ids)
 
     def note(self, w, buf, addr: np.ndarray, nbytes: int, store: bool):
         """An access of ``nbytes`` per lane at byte ``addr`` [width] of ``buf`` by the active lanes."""
@@ -51,8 +52,11 @@ class MemberAccesses:
         if store:
             self._store(w, buf, a, act, nbytes)
             return
-        lo = np.where(act, a, _EMPTY_LO).min(axis=1)
-        hi = np.where(act, a + nbytes, _EMPTY_HI).max(axis=1)
+        if w.exec_full:
+            lo, hi = a.min(axis=1), a.max(axis=1) + nbytes
+        else:
+            lo = np.where(act, a, _EMPTY_LO).min(axis=1)
+            hi = np.where(act, a + nbytes, _EMPTY_HI).max(axis=1)
         self._load(w, buf, lo, hi, (a, act, nbytes))
 
     def note_span(self, w, buf, lo: int, hi: int, store: bool):
@@ -114,32 +118,43 @@ class MemberAccesses:
 
     def _store(self, w, buf, a, act, nbytes):
         self._epoch(w)
-        b = a[:, :, None] + np.arange(nbytes)                    # [members, lanes, bytes]
-        on = np.broadcast_to(act[:, :, None], b.shape)
-        mine = np.broadcast_to(np.arange(self.members)[:, None, None], b.shape)
-        lo = np.where(act, a, _EMPTY_LO).min(axis=1)
-        hi = np.where(act, a + nbytes, _EMPTY_HI).max(axis=1)
+        if act.all():                    # every lane: the bytes member by member, no mask to apply
+            at = (a[:, :, None] + np.arange(nbytes)).reshape(-1)
+            who = self._owner_ids(a.shape[1] * nbytes)
+            lo, hi = a.min(axis=1), a.max(axis=1) + nbytes
+        else:
+            mi, li = np.nonzero(act)
+            at = (a[mi, li][:, None] + np.arange(nbytes)).reshape(-1)
+            who = np.repeat(mi + 1, nbytes).astype(np.int16)
+            lo = np.where(act, a, _EMPTY_LO).min(axis=1)
+            hi = np.where(act, a + nbytes, _EMPTY_HI).max(axis=1)
         s = self.loads.get(buf.name)
         if s is not None:                # a byte in another member's loads: spans first, then bytes
             near = (lo[None, :] < s[1][:, None]) & (s[0][:, None] < hi[None, :]) & \
                 ~np.eye(self.members, dtype=bool)                          # [loader, storer]
-            if near.any():
-                inside = (b[None] >= s[0][:, None, None, None]) & (b[None] < s[1][:, None, None, None]) & on[None]
-                inside &= near[:, :, None, None]
-                if inside.any():
+            for loader in np.nonzero(near.any(axis=1))[0].tolist():
+                mine = near[loader][who - 1]                               # bytes of the storers near it
+                if (mine & (at >= s[0][loader]) & (at < s[1][loader])).any():
                     raise WavesPart(f"a wave stores bytes of {buf.name!r} another loaded in one barrier epoch")
-        at, who = b[on], mine[on]
         if at.size:                      # a byte another member stored, in this access or before
             base, own = self._owners(buf.name, at)
             i = at - base
             o = own[i]
-            if ((o != 0) & (o != who + 1)).any():
+            if ((o != 0) & (o != who)).any():
                 raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
-            own[i] = who + 1
-            if (own[i] != who + 1).any():    # two members' lanes wrote one owner here
+            own[i] = who
+            if (own[i] != who).any():    # two members' lanes wrote one owner here
                 raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
-        if self.undo is not None:        # the bytes the store is about to overwrite
-            self.undo.append((buf, at, buf.raw[at].copy(), None if buf.written is None else buf.written[at].copy()))
+        if self.undo is not None:        # the bytes the store is about to overwrite (gathers: copies)
+            self.undo.append((buf, at, buf.raw[at], None if buf.written is None else buf.written[at]))
+
+    def _owner_ids(self, per: int) -> np.ndarray:
+        """owner + 1 of each byte of an access of ``per`` bytes per member by every lane (read-only, kept)."""
+        got = self._ids.get(per)
+        if got is None:
+            got = self._ids[per] = np.repeat(np.arange(1, self.members + 1, dtype=np.int16), per)
+            got.setflags(write=False)
+        return got
 
 
 def serial_order(machine, first_event: int, first_record: int, wg) -> None:

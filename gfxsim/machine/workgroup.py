@@ -54,7 +54,7 @@ class Workgroup:
             self.epoch_starts = [[0] * num_waves]        # ... at each epoch's start
             self.member_records = []             # (record, epoch, counts before it, executing members)
             self.apart = 0                       # events of at most half the members (member_event)
-        self.lds_marks = None                    # scratch of the LDS race watch of waves as members (ds.py)
+        self.lds_watch = None                    # the LDS race watch of waves as members (lds_races.EpochWatch)
         self.members = len(self.ids)
         self.lds = LDS(machine.lds_bytes, arch.lds_banks, arch.lds_bank_bytes,
                        members=1 if waves_as_members else self.members,

@@ -306,6 +306,18 @@ def mask_src(st, o) -> np.ndarray:
     return st.mask_of(o.first)
 
 
+DWORD_MOVES = True          # False: every memory instruction's data moved as bytes (the tests comparing both)
+
+
+def moved_as(st, nbytes: int) -> str:
+    """The type a memory instruction moves ``nbytes`` of register data as: dwords where that leaves
+    the same register bits and written bits as bytes do (a whole number of dwords, and neither
+    provenance, kept per element of the type, nor a trace, whose operands show it), which spares
+    each side's byte<->dword conversions; else bytes."""
+    m = st.w.machine
+    return "u32" if DWORD_MOVES and nbytes % 4 == 0 and not m.provenance and not m.trace.enabled else "u8"
+
+
 def no_mods(st, d, allowed=()):
     extra = set(d.ops.mods) - set(allowed)
     if extra:
@@ -337,3 +349,4 @@ from . import atomic, buffer, cvt8, dequant, dpp, ds, lanes, mem, mfma, mode, so
 # last: the private segment's MUBUF forms wrap the global MUBUF semantics registered above, and the
 # FLAT forms (global, LDS or private by aperture) replace global-only ones
 from . import flat, scratch  # noqa: E402,F401
+

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import no_mods, op, u32, widen
+from . import moved_as, no_mods, op, u32, widen
 from ...machine.vgpr import VGPRs
 
 U32 = np.uint32
@@ -39,7 +39,7 @@ def _ds_read(nbytes):
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
         a = _vaddr(st, addr)
         st.vwrite_value(dst.file, dst.first, st.w.lds_load(_region(st), _off(st, a, d.ops.mods.get("offset", 0)),
-                                                           nbytes, "u8"))
+                                                           nbytes, moved_as(st, nbytes)))
     return run
 
 
@@ -51,7 +51,8 @@ def _ds_read2(nbytes, stride):
             raise st.error(f"destination {dst.text} does not hold 2 x {nbytes} bytes")
         a = _vaddr(st, addr)
         unit = nbytes * stride
-        vals = [st.w.lds_load(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), nbytes, "u8")
+        t = moved_as(st, nbytes)
+        vals = [st.w.lds_load(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), nbytes, t)
                 for k in ("offset0", "offset1")]
         for j, v in enumerate(vals):              # both read before either is written (dst may alias addr)
             st.vwrite_value(dst.file, dst.first + j * nbytes // 4, v)
@@ -65,7 +66,8 @@ def _ds_write(nbytes, byte0=0):
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
         a = _vaddr(st, addr)
-        value = st.vread(data.file, data.first, data.count, "u8")
+        value = st.vread(data.file, data.first, data.count, moved_as(st, 4 * data.count) if not byte0 and
+                         nbytes == 4 * data.count else "u8")
         if byte0 or nbytes < 4:
             value = value.bytes(byte0, nbytes)
         st.w.lds_store(_region(st), _off(st, a, d.ops.mods.get("offset", 0)), value, nbytes)
@@ -81,7 +83,7 @@ def _ds_write2(nbytes, stride):
         for k, data in (("offset0", d0), ("offset1", d1)):
             if data.kind != "reg" or data.file not in "va" or data.count * 4 != nbytes:
                 raise st.error(f"data {data.text} does not hold {nbytes} bytes")
-            value = st.vread(data.file, data.first, data.count, "u8")
+            value = st.vread(data.file, data.first, data.count, moved_as(st, nbytes))
             st.w.lds_store(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), value, nbytes)
     return run
 
@@ -130,12 +132,13 @@ def ds_bpermute_b32(st, d):
 def _write_moved(st, dst, data, v, src):
     """Write ``v``, ``data`` read from lane ``src`` [width] of each member, to ``dst``: freshness
     moves with it, and a lane whose source lane is inactive gets 0."""
-    base = (np.arange(st.w.width) // st.lanes) * st.lanes
-    moved = st.fresh[data.file][data.first][base + src] & st.exec[base + src]     # freshness moves too
+    at = st.w.member_starts + src                     # the source lane's column
+    ex = st.exec
+    moved = st.fresh[data.file][data.first][at] & ex[at]                          # freshness moves too
     st.vwrite_value(dst.file, dst.first, v)
     st.set_fresh(dst.file, dst.first, moved[None, :])
-    dead = st.exec & ~st.exec[base + src]
-    if dead.any():
+    dead = None if st.w.exec_full else ex & ~ex[at]
+    if dead is not None and dead.any():
         saved = st.exec.copy()
         st.set_exec(dead)
         st.vwrite(dst.file, dst.first, np.zeros((1, st.w.width), U32))

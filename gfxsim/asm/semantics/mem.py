@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..origin import columns_carry_identity
-from . import no_mods, op, widen
+from . import moved_as, no_mods, op, widen
 from ...machine.vgpr import VGPRs
 
 U32, U64 = np.uint32, np.uint64
@@ -69,6 +69,7 @@ def load_lanes(st, dst, buf, offs, lanes, nbytes: int, fill):
         o = VGPRs(st.w, offs[None, :].astype(np.int64), "i64", literal=True)
         if fill is None:            # in the buffer's own element type: per-element provenance
             t = buf.dtype if nbytes % buf.itemsize == 0 else "u8"
+            t = "u32" if moved_as(st, nbytes) == "u32" else t
             st.vwrite_value(dst.file, dst.first, st.w.global_load(buf, o, nbytes, t))
         else:
             v = st.w.global_load(buf, o, nbytes, {1: "u8", 2: "u16"}[nbytes] if fill == "u"
@@ -144,7 +145,7 @@ def _global_store(kind):
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
         addr = global_address(st, d, vaddr, saddr)
-        value = st.vread(data.file, data.first, data.count, "u8")
+        value = st.vread(data.file, data.first, data.count, "u8" if byte0 or nbytes % 4 else moved_as(st, nbytes))
         if byte0:
             value = value.bytes(byte0, nbytes)
         for buf, offs, lanes in global_parts(st, addr, nbytes):
@@ -235,8 +236,7 @@ def _s_load(n):
                 if len(groups) > 1:                      # each group's loads are its members' events
                     w.live = ms
                 buf, rel = st.memory.scalar(st, a, 4 * n)
-                out[:, ms] = np.array([w.scalar_load(buf, rel + 4 * k, "u32", identities_marked=True)
-                                         for k in range(n)], U64)[:, None]
+                out[:, ms] = np.array(w.scalar_load_dwords(buf, rel, n), U64)[:, None]
                 entry = next((e for e in by_buf if e[0] is buf), None)
                 if entry is None:
                     entry = [buf, [], []]

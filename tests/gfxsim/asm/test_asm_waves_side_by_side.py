@@ -164,6 +164,9 @@ RACES = {
     "a global word one wave stores and the other loads as a scalar": (
         "v_cmp_gt_u32_e32 vcc, 64, v0\n  s_and_saveexec_b64 s[12:13], vcc\n  global_store_dword v7, v0, s[4:5]\n"
         "  s_mov_b64 exec, -1", "s_load_dword s20, s[4:5], 0x10"),
+    "a global word one wave loads and the other stores": (
+        "global_load_dword v4, v7, s[4:5]", "v_xor_b32_e32 v3, 64, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n"
+                                             "  global_store_dword v3, v1, s[4:5]"),
     "a global word one wave stores and the other loads": (
         "v_and_b32_e32 v7, 63, v0\n  v_lshlrev_b32_e32 v7, 2, v7\n  v_cmp_gt_u32_e32 vcc, 64, v0\n"
         "  s_and_saveexec_b64 s[12:13], vcc\n  global_store_dword v7, v0, s[4:5]\n  s_mov_b64 exec, -1",

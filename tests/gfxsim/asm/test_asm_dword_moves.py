@@ -1,0 +1,92 @@
+"""Without provenance or a trace, LDS and global loads and stores move whole-dword data as dwords
+(semantics.moved_as) instead of bytes: the same registers, written bits, memory and findings, under
+a partial EXEC, from registers never written, and for whole compiled twins."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support import need_toolchain
+from support.asm_sandbox import Sandbox, run_snippet
+from support.twins import same_either_way
+
+from gfxsim.asm import semantics
+
+LDS_LINES = ["ds_read_b32 v3, v1", "ds_read_b64 v[3:4], v2 offset:8", "ds_read_b128 v[3:6], v2",
+             "ds_read2_b32 v[3:4], v1 offset0:1 offset1:9", "ds_read2_b64 v[3:6], v2 offset1:3",
+             "ds_read2st64_b32 v[3:4], v1 offset1:1", "ds_read_b32 v1, v1",
+             "ds_write_b32 v1, v7", "ds_write_b64 v2, v[7:8] offset:16", "ds_write_b128 v2, v[7:10]",
+             "ds_write2_b32 v1, v7, v8 offset0:2 offset1:5", "ds_write2_b64 v2, v[7:8], v[9:10] offset1:2",
+             "ds_write_b32 v1, v12", "ds_write_b8 v1, v7", "ds_write_b16_d16_hi v1, v7",
+             "ds_write_b32 v1, v7\n  ds_read_b64 v[3:4], v2", "ds_write_b8 v1, v7\n  ds_read_b32 v3, v1"]
+
+
+def _sandbox(seed: int) -> Sandbox:
+    rng = np.random.default_rng(seed)
+    sb = Sandbox(lds=4096)
+    sb.v[1] = (rng.integers(0, 64, 64) * 4).astype(np.uint32)           # dword addresses, some shared
+    sb.v[2] = (rng.permutation(64) * 16).astype(np.uint32)               # 16-byte aligned
+    for r in (3, 4, 5, 6, 7, 8, 9, 10):
+        sb.v[r] = rng.integers(0, 2**32, 64)
+    lds = sb.wg.lds
+    half = rng.random(lds.raw["lds"].size) < 0.5                         # LDS bytes half written before
+    lds.raw["lds"][half] = rng.integers(0, 256, int(half.sum())).astype(np.uint8)
+    lds.written_one["lds"][half] = True
+    sb.set_exec(rng.random(64) < 0.7)
+    return sb
+
+
+def _state(sb: Sandbox) -> dict:
+    st, lds = sb.st, sb.wg.lds
+    written = lds.written_one.get("lds")
+    return dict(v=st.v.words.copy(), vw=st.v.written.copy(), lds=lds.raw["lds"].copy(),
+                lw=(written if written is not None else lds.member_written("lds")).copy(),
+                findings=[(f.kind, f.message, f.lane) for f in sb.m.findings])
+
+
+@pytest.mark.parametrize("line", LDS_LINES)
+def test_an_lds_access_leaves_what_the_byte_moves_leave(line):
+    for seed in range(3):
+        got = {}
+        for dwords in (True, False):
+            semantics.DWORD_MOVES = dwords
+            try:
+                got[dwords] = _state(_sandbox(seed).run(*line.split("\n  ")))
+            finally:
+                semantics.DWORD_MOVES = True
+        for k in got[False]:
+            if k == "findings":
+                assert got[True][k] == got[False][k], line
+            else:
+                np.testing.assert_array_equal(got[True][k], got[False][k], err_msg=f"{line}: {k}")
+
+
+GLOBAL = ("s_load_dwordx2 s[4:5], s[0:1], 0x0\n  v_lshlrev_b32_e32 v1, 4, v0\n  s_waitcnt lgkmcnt(0)\n"
+          "  v_cmp_gt_u32_e32 vcc, 50, v0\n  s_and_saveexec_b64 s[12:13], vcc\n"
+          "  global_load_dwordx4 v[2:5], v1, s[4:5]\n  global_load_dword v6, v1, s[4:5] offset:1024\n"
+          "  global_load_dwordx2 v[8:9], v1, s[4:5] offset:2048\n  s_waitcnt vmcnt(0)\n"
+          "  global_store_dwordx4 v1, v[2:5], s[4:5] offset:3072\n  global_store_dword v1, v6, s[4:5] offset:2064\n"
+          "  global_store_dwordx2 v1, v[8:9], s[4:5] offset:1040\n  global_store_dword v1, v11, s[4:5] offset:3080\n"
+          "  global_store_short v1, v6, s[4:5] offset:3088\n  s_mov_b64 exec, s[12:13]")
+
+
+def test_global_accesses_leave_what_the_byte_moves_leave():
+    """Loads of partly written bytes, stores of a never-written register, a partial EXEC."""
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 2**32, 1024).astype(np.uint32)
+    got = {}
+    for dwords in (True, False):
+        semantics.DWORD_MOVES = dwords
+        try:
+            run, arrays = run_snippet(GLOBAL, args=[("out", "global_buffer", 8)], arrays={"out": data.copy()},
+                                      provenance=False, vgprs=16)
+        finally:
+            semantics.DWORD_MOVES = True
+        got[dwords] = (arrays["out"].copy(), [(f.kind, f.message) for f in run.findings], run.trace.n_events)
+    np.testing.assert_array_equal(got[True][0], got[False][0])
+    assert got[True][1:] == got[False][1:] and any(k == "uninitialized-read" for k, _ in got[True][1])
+
+
+@pytest.mark.parametrize("twin", ["pv_int8", "paged_attention_decode", "prefix_prefill"])
+def test_a_compiled_twin_gives_the_same_outputs_and_findings_either_way(twin):
+    need_toolchain("gfx942")
+    same_either_way(twin, semantics, "DWORD_MOVES")
