@@ -44,8 +44,9 @@ def product_terms(a, b, a_emin: int | None = None, b_emin: int | None = None):
 
 
 def _pow2(e):
-    # maximum then minimum: np.clip's bounds checks on integer arrays cost more than the work here
-    return np.ldexp(1.0, np.minimum(np.maximum(e, -1074), 1023).astype(np.int64))
+    # maximum then minimum: np.clip's bounds checks on integer arrays cost more than the work here;
+    # int32 exponents: numpy's ldexp has a loop for them, int64 ones take a slower path (2x)
+    return np.ldexp(1.0, np.minimum(np.maximum(e, -1074), 1023).astype(np.int32))
 
 
 def _cut(x, quantum, rounding):
