@@ -44,8 +44,9 @@ def product_terms(a, b, a_emin: int | None = None, b_emin: int | None = None):
 
 
 def _pow2(e):
-    # maximum then minimum: np.clip's bounds checks on integer arrays cost more than the work here
-    return np.ldexp(1.0, np.minimum(np.maximum(e, -1074), 1023).astype(np.int64))
+    # maximum then minimum: np.clip's bounds checks on integer arrays cost more than the work here;
+    # int32 exponents: numpy's ldexp has a loop for them, int64 ones take a slower path (2x)
+    return np.ldexp(1.0, np.minimum(np.maximum(e, -1074), 1023).astype(np.int32))
 
 
 def _cut(x, quantum, rounding):
@@ -195,6 +196,59 @@ def _finite_steps(acc, prod, pexp, c):
     return finish(acc, run)
 
 
+def _e32(x):
+    """exponent(x, F32_EMIN) of a finite ``x``, with F32_EMIN where x == 0 (two_stage's C and sum)."""
+    _, e = np.frexp(x)
+    return np.where(x == 0, F32_EMIN, np.maximum(e.astype(np.int64) - 1, F32_EMIN))
+
+
+def _finite_two_stage(acc, prod, pexp, c):
+    """accumulate's "two_stage" datapath where no term is NaN, no product reaches 2^128 and no
+    step's result overflows: every step's fused dot product formed at once (the steps' products
+    do not depend on C), then C carried through the steps' second adders; None where that is not
+    so (the general loop then runs). Each cut product is a multiple of its group's quantum below
+    2^(bits + 2) quanta, so while 4 x width x 2^bits <= 2^53 a step's (and its groups') sums are
+    exact, equal to the loop's whatever the order; every other operation is the loop's own, on
+    the same values (a zero sum is +0 in both: numpy's sum starts from +0)."""
+    k = prod.shape[-1]
+    steps = steps_of(acc, k)
+    width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
+    if any(len(s) != width for s in steps) or width % il or (4 * width) << f > 1 << 53:
+        return None
+    if not (np.abs(prod).max(initial=0.0) < 2.0 ** 128 and np.isfinite(c).all()):    # NaN compares False
+        return None
+    order = [i for s in steps for i in s]
+    shape = prod.shape[:-1] + (len(steps), width)
+    if order == list(range(k)):
+        p, e = prod.reshape(shape), pexp.reshape(shape)
+    else:
+        p, e = prod[..., order].reshape(shape), pexp[..., order].reshape(shape)
+    if il == 1:                                                   # _dot: one fused group per step
+        e_dot = e.max(axis=-1)
+        dot = _cut(p, _pow2(e_dot - f)[..., None], acc.rounding).sum(axis=-1)
+    else:                                                         # group g: a step's terms g, g + il, ...
+        grouped = shape[:-1] + (width // il, il)
+        eg = e.reshape(grouped).max(axis=-2)
+        sums = _cut(p.reshape(grouped), _pow2(eg - f)[..., None, :], acc.rounding).sum(axis=-2)
+        e_dot = eg.max(axis=-1)
+        dot = _cut(sums, _pow2(e_dot - f)[..., None], "floor").sum(axis=-1)
+    f2, final, run = acc.c_bits, acc.final_rounding or acc.rounding, c
+    for i in range(len(steps)):                                   # _two_stage_step, C carried
+        e_c = _e32(run)
+        top = np.maximum(e_dot[..., i], e_c)
+        c_cut = _cut(run, _pow2(top - f), "floor")
+        if acc.c_far_drops:
+            c_cut = np.where(e_c < top - f - 1, 0.0, c_cut)
+        s = _cut(dot[..., i], _pow2(top - (f2 + 1)), "floor") + c_cut
+        s = _cut(s, _pow2(_e32(s) - f2), "floor")
+        with np.errstate(over="ignore"):
+            d = to_f32(s, final)
+        if not np.isfinite(d).all():
+            return None
+        run = d.astype(np.float64)
+    return finish(acc, run)
+
+
 def accumulate(acc, prod, pexp, c):
     """D (float32 ``[...]``) from products ``[..., K]`` (alignment exponents ``pexp``) and C ``[...]``
     by the record ``acc`` (an ``AccumulatorPrecision``)."""
@@ -209,6 +263,10 @@ def accumulate(acc, prod, pexp, c):
         return d
     if acc.c_entry in ("fused", "after"):
         d = _finite_steps(acc, prod, pexp, c)
+        if d is not None:
+            return d
+    if acc.c_entry == "two_stage":
+        d = _finite_two_stage(acc, prod, pexp, c)
         if d is not None:
             return d
     return _stepwise(acc, prod, pexp, c)

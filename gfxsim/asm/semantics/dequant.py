@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...machine.provenance import COVER, RESERVED, WINDOW
+
 ENABLED = True
 # conversions a fresh value stays fresh through (int->float, and between fp widths)
 KEEPS = {"v_cvt_f32_i32", "v_cvt_f32_u32", "v_cvt_f16_f32", "v_cvt_f32_f16"}
@@ -97,6 +99,42 @@ def keep_fresh(st, lanes, half=None):
 def _of_origin(st, v) -> np.ndarray:
     """Per lane: whether a value carries an identity or a footprint in some field (what makes it
     a scale whose coverage can be checked)."""
-    p = st.w.unfold_prov(v.prov, "a dequant's multiplicand")
-    some = None if p is None else p.origin_columns()
-    return np.zeros(st.w.width, bool) if some is None else some
+    w = st.w
+    some = None if w.fold is None or v.prov is None else folded_origin(w.fold, v.prov)
+    if some is None:
+        p = w.unfold_prov(v.prov, "a dequant's multiplicand")
+        some = None if p is None else p.origin_columns()
+    return np.zeros(w.width, bool) if some is None else some
+
+
+def folded_origin(fold, p) -> np.ndarray | None:
+    """``fold.unfold(p).origin_columns()`` from the representatives' columns, without placing the
+    planes for every member: where no member's shift can make a present value or footprint absent
+    (each field's smallest value, or window, plus its smallest shift stays >= 0; footprints move by
+    whole windows and hold no set wider than one) and nothing names a result (its names would be
+    moved per member). None where that is not so, or nothing is held: the caller unfolds, which
+    raises what unfolding raises."""
+    if "@mma" in p.ids and (p.ids["@mma"] >= 0).any():
+        return None
+    for f, a in p.ids.items():
+        if f in RESERVED:
+            continue
+        present = a >= 0
+        if not present.any():
+            continue
+        s = fold.shift.get(f)
+        if s is None or int(a[present].min()) + int(np.where(fold.known[f], s, 0).min()) < 0:
+            return None
+    for f, m in p.fp.items():
+        s = fold.shift.get(f.removeprefix(COVER))
+        if s is None:
+            continue
+        sh = np.where(fold.known[f.removeprefix(COVER)], s, 0)
+        if not sh.any():
+            continue
+        narrow = m.base >= 0
+        if (m.wide != 0).any() or (sh % WINDOW).any() or \
+                (narrow.any() and int(m.base[narrow].min()) + int(sh.min()) < 0):
+            return None
+    some = p.origin_columns()
+    return None if some is None else fold.expand_cols(some)

@@ -256,3 +256,29 @@ def test_a_traced_folded_compiled_decode_records_the_same_events(monkeypatch):
     for ra, rb in zip(a.runs, b.runs):
         ea = events(ra)
         assert ea and ea == events(rb)
+
+
+def test_a_dequant_scales_origin_is_found_on_the_folded_columns(monkeypatch):
+    """dequant.folded_origin (a scale's columns of some origin, read from the representatives'
+    planes) equals unfolding the scale for every member and asking there, at every dequant of the
+    folded compiled decode; it answers most of them."""
+    need_toolchain("gfx942")
+    from gfxsim.asm.semantics import dequant
+    calls = {"fast": 0, "unfolded": 0}
+    fast = dequant.folded_origin
+
+    def both(fold, p):
+        got = fast(fold, p)
+        whole = fold.unfold(p, None, "test").origin_columns()
+        if got is None:
+            calls["unfolded"] += 1
+        else:
+            calls["fast"] += 1
+            assert np.array_equal(got, whole)
+        return got
+    monkeypatch.setattr(dequant, "folded_origin", both)
+    monkeypatch.setenv("GFXSIM_FOLD", "1")
+    from kernels_py.host.runs import run_kernel
+    run = run_kernel("paged_attention_decode", frontend="asm", arch="gfx942", context=1024, heads=8, kv_heads=2)
+    assert run.runs[0].folds[0]["classes"] == 1
+    assert calls["fast"] > calls["unfolded"]

@@ -107,3 +107,61 @@ def test_the_finite_fast_path_equals_the_step_by_step_adder(name):
     big[0, 0, :] = 3e38                                            # the first step overflows
     prod, pexp = product_terms(big, b, EMIN[t], EMIN[t])
     assert _finite_steps(acc, prod, pexp, c.astype(np.float64)) is None
+
+
+_TWO_STAGE = {"nearest": dict(rounding="nearest", c_entry="two_stage", c_bits=26, step=4),
+              "k_steps": dict(rounding="truncate", final_rounding="truncate", c_entry="two_stage", c_bits=31,
+                              k_steps=tuple(tuple(range(i + 7, i - 1, -1)) for i in range(0, 32, 8))),
+              "interleave4": dict(rounding="truncate", final_rounding="nearest", c_entry="two_stage", c_bits=28,
+                                  step=8, interleave=4, c_far_drops=True)}
+
+
+@pytest.mark.parametrize("name", ["CDNA3_F16", "CDNA3_XF32", "CDNA3_FP8", *_TWO_STAGE])
+@pytest.mark.parametrize("t", ["bf16", "f16", "fp8"])
+def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
+    """A "two_stage" instruction with no special term forms every step's products at once and
+    carries C through the second adders (accum._finite_two_stage): bit for bit the step-by-step
+    loop's D, zeros of both signs, subnormal inputs, C of every sign and size (far below the
+    products, where CDNA3 FP8 drops it, and far above), steps of zeros only, reordered steps and
+    interleaved groups included; a product of 2^128 or more, a NaN or infinite term, or a step
+    that overflows leaves it to the loop."""
+    import gfxsim.arch.accumulators as amd
+    from gfxsim.machine.accum import EMIN, _finite_two_stage, _stepwise, accumulate, product_terms
+    acc = getattr(amd, name) if name.isupper() else Acc(22, **_TWO_STAGE[name])
+    rng = np.random.default_rng(13)
+    k = 32
+    a = rng.normal(size=(48, 16, k)) * 2.0 ** rng.integers(-12, 12, (48, 16, k))
+    b = rng.normal(size=(48, k, 8)) * 2.0 ** rng.integers(-12, 12, (48, 1, 8))
+    a[rng.random(a.shape) < 0.2] = 0.0
+    a[rng.random(a.shape) < 0.1] = -0.0
+    b[:4] = -b[:4]
+    a[5] = 2.0 ** -130                                             # subnormal in fp32 and bf16, zero in f16
+    a[6, :, :k // 2] = 0.0                                         # steps of zeros only
+    a[11, :, 0] = 2.0 ** 40                                        # one product far above its step's others
+    c = rng.normal(size=(48, 16, 8)) * 2.0 ** rng.integers(-30, 30, (48, 16, 8))
+    c[7] = 0.0
+    c[8] = -0.0
+    c[9] = 1e30
+    c[12] = 2.0 ** -60                                             # far below the products: dropped or cut
+    c[13] = -(2.0 ** -60)
+    a[10], b[10], c[10] = -0.0, np.abs(b[10]), -0.0                # every term -0
+    a, b, c = a.astype(np.float32), b.astype(np.float32), c.astype(np.float32)
+    prod, pexp = product_terms(a, b, EMIN[t], EMIN[t])
+    c64 = c.astype(np.float64)
+    fast = _finite_two_stage(acc, prod, pexp, c64)
+    assert fast is not None
+    slow = _stepwise(acc, prod, pexp, c64)
+    np.testing.assert_array_equal(fast.view(np.uint32), slow.view(np.uint32))
+    assert np.array_equal(accumulate(acc, prod, pexp, c).view(np.uint32), slow.view(np.uint32))
+    assert (slow[10] == 0).all() and (slow[6] != 0).any()
+    inf_c = c64.copy()
+    inf_c[9] = np.inf
+    for big, cc in ((3e38, c64), (1e36, c64), (1.0, inf_c)):
+        worse = a.copy()
+        worse[0, 0, :] = big                       # 3e38: the first step overflows; 1e36: products past 2^128
+        prod, pexp = product_terms(worse, b, EMIN[t], EMIN[t])
+        assert _finite_two_stage(acc, prod, pexp, cc) is None
+    nan = a.copy()
+    nan[3, 2, 1] = np.nan
+    prod, pexp = product_terms(nan, b, EMIN[t], EMIN[t])
+    assert _finite_two_stage(acc, prod, pexp, c64) is None
