@@ -48,12 +48,12 @@ BUILTIN = (
 
 def plugin_commands() -> list[Command]:
     """Entry points of group ``gfxsim.commands``, by name (first of duplicates), built-ins left out."""
-    from importlib.metadata import entry_points
+    from .entrypoints import group_entries
     builtin = {c.name for c in BUILTIN}
     out = {}
-    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
-        if ep.name not in builtin and ep.name not in out:
-            out[ep.name] = Command(ep.name, ep.value)
+    for name, value in sorted(group_entries(PLUGIN_GROUP), key=lambda e: e[0]):
+        if name not in builtin and name not in out:
+            out[name] = Command(name, value)
     return list(out.values())
 
 
