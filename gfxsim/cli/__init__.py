@@ -48,12 +48,12 @@ BUILTIN = (
 
 def plugin_commands() -> list[Command]:
     """Entry points of group ``gfxsim.commands``, by name (first of duplicates), built-ins left out."""
-    from importlib.metadata import entry_points
+    from .entrypoints import group_entries
     builtin = {c.name for c in BUILTIN}
     out = {}
-    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
-        if ep.name not in builtin and ep.name not in out:
-            out[ep.name] = Command(ep.name, ep.value)
+    for name, value in sorted(group_entries(PLUGIN_GROUP), key=lambda e: e[0]):
+        if name not in builtin and name not in out:
+            out[name] = Command(name, value)
     return list(out.values())
 
 
@@ -249,12 +249,14 @@ def script():
     one by one although the process is ending (0.5 s after a 16K decode with provenance, 0.1 s
     without). stdout and stderr are flushed and the atexit handlers run first (logging, weakref
     finalizers such as temporary directories, dask's), so nothing but that freeing is skipped.
-    Memory the run frees is kept for its next arrays (procmem.keep_freed_pages)."""
+    Memory the run frees is kept for its next arrays (procmem.keep_freed_pages), and the cyclic
+    garbage collector runs less often (procmem.collect_less)."""
     import atexit
     import os
 
-    from gfxsim.procmem import keep_freed_pages
+    from gfxsim.procmem import collect_less, keep_freed_pages
     keep_freed_pages()
+    collect_less()
     try:
         rc = main()
     except SystemExit as e:

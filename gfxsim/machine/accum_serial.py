@@ -9,7 +9,6 @@ float32 then rounds correctly. f64: the product is split exactly (``mma64.two_pr
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -67,6 +66,7 @@ def fma_f64(a, b, c) -> np.ndarray:
             out[idx] = math.fsum((float(p[idx]), float(e[idx]), float(c[idx])))
             if out[idx] != 0:
                 continue
+        from fractions import Fraction      # imports decimal (~10 ms): only here, where it is needed
         exact = Fraction(float(a[idx])) * Fraction(float(b[idx])) + Fraction(float(c[idx]))
         try:
             out[idx] = float(exact) if exact != 0 else sign_zero[idx]

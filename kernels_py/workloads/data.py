@@ -132,9 +132,10 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
                 total += np.add.reduce(x, axis=0, dtype=np.float64)
             mean = total / ctx
             sq = np.zeros((kvh, d))
+            buf = np.empty((min(ctx, _ROWS), kvh, d))             # one float64 chunk, reused
             for c in range(0, ctx, _ROWS):
-                x = ks[c:c + _ROWS] - mean
-                sq += np.add.reduce(x * x, axis=0)
+                x = np.subtract(ks[c:c + _ROWS], mean, out=buf[:min(_ROWS, ctx - c)])
+                sq += np.add.reduce(np.multiply(x, x, out=x), axis=0)
             var = sq / ctx                                              # [kvh, d]
             kp_all = [ks[idx, h // ratio] - mean[h // ratio] for h, (_, idx, _) in enumerate(draws)]
             if v_done is None:

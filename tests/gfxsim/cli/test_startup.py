@@ -279,6 +279,21 @@ def test_without_scipy_leaves_an_imported_scipy_linalg_alone():
     assert r.returncode == 0 and r.stdout.split() == ["True"], r.stderr
 
 
+def test_the_console_script_collects_cycles_less_often_and_a_library_import_does_not():
+    """collect_less sets procmem.COLLECT_THRESHOLDS for the console script's command and returns
+    the thresholds before; importing gfxsim (a library user) leaves the collector as it was."""
+    from gfxsim.procmem import COLLECT_THRESHOLDS
+    code = ("import gc, sys, atexit; start = gc.get_threshold(); import gfxsim.cli as c, gfxsim.machine; "
+            "atexit.register(lambda: print('thresholds', start, after_import, gc.get_threshold())); "
+            "after_import = gc.get_threshold(); sys.argv = ['gfxsim', '--version']; c.script()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    line = next(x for x in out.splitlines() if x.startswith("thresholds"))
+    import gc
+    default = gc.get_threshold()
+    assert line == f"thresholds {default} {default} {COLLECT_THRESHOLDS}"
+    assert COLLECT_THRESHOLDS[0] > default[0]
+
+
 def test_the_console_script_keeps_freed_memory_for_reuse(monkeypatch):
     """keep_freed_pages sets glibc's one arena, no trimming and a 32 MiB mmap threshold, and changes
     nothing (False) where there is no glibc; the console script calls it before the command."""
