@@ -269,10 +269,9 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
             # P~'s A operand of each K step: the same for every head-dim tile, gathered once
             pas = [w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
             tbuf = [None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d for dt in range(n_dt)]
-            for c in range(BLKK // mpv.K):   # one A operand for every head-dim tile in a row
-                for dt in range(n_dt):
-                    tbuf[dt] = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], tbuf[dt],
-                                     label=f"pv block {blk} m{mt} d{dt} k{c}")
+            for c in range(BLKK // mpv.K):   # one A operand for every head-dim tile in a row, issued together
+                tbuf = w.mma_many(PV_MMA, [(pas[c], vq[dt][blk * (BLKK // mpv.K) + c], tbuf[dt],
+                                            f"pv block {blk} m{mt} d{dt} k{c}") for dt in range(n_dt)])
             bufs += tbuf
             if not two_level:
                 o[mt] = tbuf
