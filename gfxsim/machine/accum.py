@@ -143,6 +143,17 @@ def _finite_to_f32(x, rounding):
     return np.where(over, np.nextafter(near, np.float32(0)), near)
 
 
+def _finite_shape(acc, k: int):
+    """The steps of a "fused"/"after" instruction of ``k`` products where _finite_steps applies
+    (equal steps, no interleave, partial sums exact), else None."""
+    steps = steps_of(acc, k)
+    width = len(steps[0])
+    if acc.interleave != 1 or any(len(s) != width for s in steps) or \
+            (4 * width + 2) << acc.mantissa_bits > 1 << 53:
+        return None
+    return steps
+
+
 def _finite_steps(acc, prod, pexp, c):
     """accumulate's "fused" and "after" datapaths where no term is NaN or infinite and no step's
     result overflows, with a step's products cut at once and C's cut added to their sum; None
@@ -151,29 +162,61 @@ def _finite_steps(acc, prod, pexp, c):
     below 4, C's below 2), so while (4 x products + 2) x 2^bits <= 2^53 every partial sum is
     exact, and the sum is the general loop's whatever the order (a zero sum is +0 in both: numpy's
     sum starts from +0)."""
-    steps = steps_of(acc, prod.shape[-1])
-    width = len(steps[0])
-    if acc.interleave != 1 or any(len(s) != width for s in steps) or \
-            (4 * width + 2) << acc.mantissa_bits > 1 << 53:
+    steps = _finite_shape(acc, prod.shape[-1])
+    if steps is None or not (np.isfinite(prod).all() and np.isfinite(c).all()):
         return None
-    if not (np.isfinite(prod).all() and np.isfinite(c).all()):
-        return None
-    zero = NONE if acc.zero_exponent is None else acc.zero_exponent
     order = [k for s in steps for k in s]
-    shape = prod.shape[:-1] + (len(steps), width)
+    shape = prod.shape[:-1] + (len(steps), len(steps[0]))
     p = prod.reshape(shape) if order == list(range(prod.shape[-1])) else prod[..., order].reshape(shape)
     e = pexp.reshape(shape) if order == list(range(prod.shape[-1])) else pexp[..., order].reshape(shape)
-    if acc.zero_exponent is not None:
-        e = np.where(p == 0, zero, e)
+    return _finite_run(acc, p, e, c)
+
+
+def _finite_operands(acc, a, b, c, a_emin, b_emin):
+    """mma_f32 by _finite_steps from the operands: A's columns and B's rows put in the steps' K
+    order first (hundreds of elements where the products are thousands), the products and their
+    exponent sums formed in that order (the same numbers product_terms gives, reordered). None
+    where _finite_steps would give None. Finite inputs of at most 32 bits have finite float64
+    products (below 2^256)."""
+    a, b, c = (np.asarray(x, np.float64) for x in (a, b, c))
+    steps = _finite_shape(acc, a.shape[-1])
+    if steps is None or not (np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(c).all()) or \
+            max(np.abs(a).max(initial=0.0), np.abs(b).max(initial=0.0)) >= 2.0 ** 128:
+        return None
+    order = [k for s in steps for k in s]
+    if order != list(range(a.shape[-1])):
+        a, b = a[..., order], b[..., order, :]
+    b = np.swapaxes(b, -1, -2)
+    shape = a.shape[:-1] + (b.shape[-2], len(steps), len(steps[0]))
+    prod = (a[..., :, None, :] * b[..., None, :, :]).reshape(shape)
+    pexp = (exponent(a, a_emin)[..., :, None, :] + exponent(b, b_emin)[..., None, :, :]).reshape(shape)
+    zero = NONE if acc.zero_exponent is None else acc.zero_exponent
+    return _finite_run(acc, prod, np.where(prod == 0, zero, pexp), c)
+
+
+def _cut_sum(x, quantum, rounding):
+    """The sum over the last axis of ``x`` cut to ``quantum`` (a power of two per row): the cut
+    terms' counts of quanta summed, then scaled once (exact where _finite_steps applies: integers
+    below 2^53, scaled by a power of two; a zero keeps its sign as in _cut)."""
+    q = x / quantum[..., None]
+    q = np.floor(q, out=q) if rounding == "floor" else np.trunc(q, out=q) if rounding == "truncate" else \
+        np.round(q, out=q)
+    return q.sum(axis=-1) * quantum
+
+
+def _finite_run(acc, p, e, c):
+    """_finite_steps' steps: products ``p`` and their alignment exponents ``e`` ``[..., steps,
+    width]`` (a zero product's the record's zero exponent), C ``[...]``."""
+    zero = NONE if acc.zero_exponent is None else acc.zero_exponent
     pmax = e.max(axis=-1)
     final = acc.final_rounding or acc.rounding
     after = acc.c_entry == "after"
     run = c
-    for i in range(len(steps)):
+    for i in range(p.shape[-2]):
         if after and i == 0:             # C has not joined: the run is +0, which sets no alignment
             emax = np.maximum(pmax[..., 0], zero)
             q = _pow2(emax - acc.mantissa_bits)
-            total = _cut(p[..., 0, :], q[..., None], acc.rounding).sum(axis=-1) + 0.0
+            total = _cut_sum(p[..., 0, :], q, acc.rounding) + 0.0
         else:
             _, er = np.frexp(run)                          # run is finite: exponent() without its guards
             er = np.where(run == 0, NONE, np.maximum(er.astype(np.int64) - 1, F32_EMIN))
@@ -181,7 +224,7 @@ def _finite_steps(acc, prod, pexp, c):
                 er = np.where(run == 0, zero, er)
             emax = np.maximum(pmax[..., i], er)
             q = _pow2(emax - acc.mantissa_bits)
-            total = _cut(p[..., i, :], q[..., None], acc.rounding).sum(axis=-1) + _cut(run, q, acc.rounding)
+            total = _cut_sum(p[..., i, :], q, acc.rounding) + _cut(run, q, acc.rounding)
         d = _finite_to_f32(total, final)
         if d is None:
             return None
@@ -308,6 +351,10 @@ def mma_f32(acc, a, b, c, a_type: str | None = None, b_type: str | None = None) 
     ``a_type``/``b_type`` (ISA type names) give a subnormal input its alignment exponent."""
     if acc.c_entry in ("fma", "ftz_tree"):
         return serial_mma(acc, a, b, c, a_type, b_type)
+    if acc.c_entry in ("fused", "after"):
+        d = _finite_operands(acc, a, b, c, EMIN.get(a_type), EMIN.get(b_type))
+        if d is not None:
+            return d
     prod, pexp = product_terms(a, b, EMIN.get(a_type), EMIN.get(b_type))
     return accumulate(acc, prod, pexp, c)
 

@@ -65,6 +65,11 @@ def _varies(x: Field, f: str, live_rows: np.ndarray, every: bool, known: dict) -
     return got
 
 
+def _i8_path(insn, a, b) -> bool:
+    """Whether an issue takes the 8-bit integer GEMM (``_mma_i8``)."""
+    return insn.cd_type == "i32" and a.dtype in ("i8", "u8") and b.dtype in ("i8", "u8")
+
+
 def _i8_float_type(K, a_dtype, b_dtype):
     """The float type whose GEMM sums K products of these 8-bit types exactly: float32 while every
     partial sum is an integer below 2^24, else float64 (below 2^53)."""
@@ -180,11 +185,53 @@ class _OperandMemo:
         del self.entries[OPERAND_MEMO:]
 
 
+ISSUE_TOGETHER = True      # mma_many computes its instructions' D in one pass (False: one by one, the exact path)
+
+
 class MatrixOps:
     def mma(self, mnemonic: str, a: VGPRs, b: VGPRs, c: VGPRs | None = None, label: str | None = None) -> VGPRs:
         """D = A*B + C by the arch's record of ``mnemonic`` (C = 0 when omitted). ``label``: what the
         kernel calls this instruction (e.g. "chunk 2 tile 1 j 0"), shown beside its index in the
         pictures and the findings."""
+        insn, regs_in, a, b, c, live = self._mma_operands(mnemonic, a, b, c, label)
+        plans = self._mma_plans(insn)
+        dval, overflow = self._mma_d(insn, a, b, c, plans)
+        return self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow)
+
+    def mma_many(self, mnemonic: str, issues) -> list[VGPRs]:
+        """``[w.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]``, in that order: the
+        same values, records, provenance, findings and events. The instructions are independent
+        (each C was made before the call), so a float record's D of all of them comes from one
+        pass of its accumulator model (exact per element: the model works element by element,
+        and a batch that takes its general path gives each element that path's bits, which
+        equal the fast path's). Where an operand holds never-written bytes, EXEC is not full,
+        the record is an 8-bit one, or an operand is refused, the instructions run one by one."""
+        issues = [tuple(x) for x in issues]
+        prepared = None
+        if ISSUE_TOGETHER and self.exec_full and all(isinstance(v, VGPRs) and v.valid is None for x in issues for v in x[:3]
+                                  if v is not None):
+            try:
+                prepared = [self._mma_operands(mnemonic, a, b, c, label) for a, b, c, label in issues]
+            except Exception:            # refused: one by one, so the error comes after the earlier ones issue
+                prepared = None
+        if not prepared or any(_i8_path(p[0], p[2], p[3]) for p in prepared):
+            return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
+        insn = prepared[0][0]
+        plans = self._mma_plans(insn)
+        mats = [[self._gathered(insn, op, v.val, plans[op]) for op, v in zip("ABC", p[2:5])] for p in prepared]
+        d_all, _ = compute(insn, *(np.concatenate([m[i] for m in mats]) for i in range(3)),
+                           batch=self.members * len(prepared))
+        nb = len(d_all) // len(prepared)
+        out = []
+        for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
+            dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
+            dval[plans["D"]] = d_all[i * nb:(i + 1) * nb]
+            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, None))
+        return out
+
+    def _mma_operands(self, mnemonic, a, b, c, label):
+        """The checks of an issue: (record, the operands as the kernel passed them, A, B, C, the
+        live members)."""
         if label is not None and not isinstance(label, str):
             raise self.error(TypeError, f"{mnemonic}: label must be a str, got {type(label).__name__}")
         insn = self.insn(mnemonic)
@@ -219,12 +266,19 @@ class MatrixOps:
                 lane = self.first_lanes((~v.valid & self.exec[None, :]).any(axis=0))[0]
                 self.finding("uninitialized-read", f"{mnemonic}: operand {op} ({v.reg_name()}) holds never-written "
                              f"bytes", lane=lane, what=f"operand {op}", name=v.reg_name())
+        return insn, regs_in, a, b, c, live
+
+    def _mma_plans(self, insn) -> dict:
         cache = self.machine.plan_cache
         # [members*blocks, rows, cols]
-        plans = {op: batched_plan(cache, insn, op, self.members, self.lanes) for op in "ABCD"}
+        return {op: batched_plan(cache, insn, op, self.members, self.lanes) for op in "ABCD"}
+
+    def _mma_d(self, insn, a, b, c, plans):
+        """D's registers and the int32 overflow mask (None for a float record)."""
+        cache = self.machine.plan_cache
         dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
         overflow = None
-        if insn.cd_type == "i32" and a.dtype in ("i8", "u8") and b.dtype in ("i8", "u8"):
+        if _i8_path(insn, a, b):
             # the hot path of the INT8 kernels: one exact batched GEMM for every member and block
             ft = _i8_float_type(insn.K, a.val.dtype, b.val.dtype)
             overflow = _mma_i8(self._float_operand(insn, "A", a.val, ft), self._float_operand(insn, "B", b.val, ft),
@@ -235,6 +289,12 @@ class MatrixOps:
             mats = {op: self._gathered(insn, op, v.val, plans[op]) for op, v in (("A", a), ("B", b), ("C", c))}
             d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
             dval[plans["D"]] = d_mat
+        return dval, overflow
+
+    def _mma_issue(self, insn, regs_in, a, b, c, live, label, plans, dval, overflow) -> VGPRs:
+        """The issue of one instruction whose D is computed: its index, D's value and provenance,
+        findings, record and trace event."""
+        mnemonic = insn.mnemonic
         tr = self.machine.trace
         idx = tr.n_events
         tr.n_events += self.members             # member m's instruction is idx + m

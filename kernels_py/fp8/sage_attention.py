@@ -3,8 +3,10 @@
   phase 1  per-thread INT8/INT4 quantization of Q and K (the quant kernel, fused here): each lane
            reduces |x| over the elements it feeds to the QK mma.sync, then across the lanes of its
            group; the groups are the record's (gfxsim.arch.groups.lane_groups): Q row r in group
-           r % 8, K token n in (n % 8) // 2. V: per-channel FP8 e4m3 (amax over tokens / 448),
-           loaded in the token order that lets the QK accumulator be PV's A operand as it is.
+           r % 8, K token n in (n % 8) // 2. V: per-channel FP8 e4m3 (amax over tokens / 448);
+           V arrives transposed and permuted (SageAttention2's TransposePadPermuteKernel: the
+           token order that lets the QK accumulator be PV's A operand as it is), so a lane's B
+           elements of a K step lie side by side: wide loads.
   phase 2  per K block: S = int(QKᵀ) * sQ * sK + mean(Q)·Kᵀ (smooth-Q's correction), online
            softmax in base 2 with P~ = 2^(x - m + 8.807) (the static 448 scale), P~ -> e4m3, PV
            on the e4m3 mma.sync: two-level (a buffer per block added into an fp32 O) or one-level.
@@ -24,12 +26,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from gfxsim.arch import get_instruction
 from gfxsim.arch.groups import lane_groups, layout_groups
 from gfxsim.arch.layout import OperandLayout
 
 from kernels_py.fragments import _lane_masks
-from .sage_layout import (BLKK, FP8_MAX, PV_MMA, QK_MMA, QMAX, S_FP8_OFFSET, WARPQ, frag, pv_a_from_qk,
-                          row_slots, sharers)
+from .sage_layout import (BLKK, FP8_MAX, PV_MMA, QK_MMA, QMAX, S_FP8_OFFSET, WARPQ, frag, permuted_columns,
+                          pv_a_from_qk, row_slots, sharers)
 from gfxsim.errors import ArgumentError
 
 LOG2E = np.float32(1.4426950408889634)
@@ -73,6 +76,18 @@ def _amax(w, vals):
     return _max_of(w, abs(vals))
 
 
+def _near_first(n: int) -> list:
+    """An order of ``n`` elements in which _max_of's halving pairs neighbours first: element j
+    takes element bitreverse(j) (n a power of two; else the given order). The maxes of a V
+    channel's tokens then meet tokens of one K step, then of nearby steps, and their provenance
+    spans the whole context only in the last few statements, on a few registers. Max is exact in
+    any order (see _max_of)."""
+    bits = n.bit_length() - 1
+    if n < 2 or n != 1 << bits:
+        return list(range(n))
+    return [int(format(j, f"0{bits}b")[::-1], 2) for j in range(n)]
+
+
 def _split(x, sizes):
     """``x`` cut into consecutive values of ``sizes`` elements (no instruction: register ranges)."""
     out, at = [], 0
@@ -108,18 +123,16 @@ def _pack_s4(w, q):
 def _operand(w, buf, rows, cols, row0, col0, ld, per, n_regs):
     """The f32 values of one operand: register r of each lane is ``per`` consecutive columns
     from (row0 + rows[:, r*per], col0 + cols[:, r*per]) of a row-major [*, ld] buffer."""
-    parts = []
-    for r in range(n_regs):
-        addr = ((row0 + rows[:, r * per]) * ld + col0 + cols[:, r * per]) * 4
-        for h in range(0, per, 4):
-            parts.append(w.global_load(buf, _vals(w, addr + 4 * h), 16, "f32"))
-    return w.cat(*parts)
+    addr = _vals(w, [((row0 + rows[:, r * per]) * ld + col0 + cols[:, r * per]) * 4 + 4 * h
+                     for r in range(n_regs) for h in range(0, per, 4)])     # one register per load
+    return w.cat(*[w.global_load(buf, addr[i], 16, "f32") for i in range(addr.n)])
 
 
 def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two_level=True, smooth_v=False,
                    q_pos0=None, q_layout=None, v_type="fp8_e4m3", fused_scales=False, k_group_reduce=True):
     """O [32, head_dim] of 32 query rows over ``context`` tokens (a multiple of 64). q [32, d],
-    k/v [context, d] (smoothed on the host), ds [context] = mean(Q)·Kᵀ (0 without smooth-Q),
+    k [context, d], v [d, context] transposed and permuted (column c * K + k holds token
+    c * K + perm[k]: sage_layout.permuted_columns), both smoothed on the host, ds [context] = mean(Q)·Kᵀ (0 without smooth-Q),
     vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``: causal, row r sees tokens <= q_pos0 + r."""
     if context % BLKK or head_dim % 32:
         raise ArgumentError(f"context {context} must be a multiple of {BLKK}, head_dim {head_dim} of 32")
@@ -162,12 +175,12 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     if q_layout is not None:           # the defective twin: the scale of the group its wrong layout names
         sq = w.bpermute(sq, _vals(w, [q_sharers[np.nonzero(rgrp == rgrp_used[l])[0][0], 0] for l in lanes]))
 
-    # -- V: per-channel FP8, in the permuted token order --------------------------------------
-    src, perm = pv_a_from_qk(mqk, mpv)
+    # -- V: per-channel FP8, from V transposed and permuted: element (k, n) of K step c is at
+    # row dt * N + n, column c * K + k ---------------------------------------------------------
+    src, _ = pv_a_from_qk(mqk, mpv)
     vr, vc = frag(mpv, "B")
     n_dt, n_vc = head_dim // mpv.N, context // mpv.K
-    vv = [[w.cat(*[w.global_load(v, _vals(w, ((c * mpv.K + perm[vr[:, s]]) * head_dim + dt * mpv.N + vc[:, s]) * 4),
-                                 4, "f32") for s in range(vr.shape[1])])
+    vv = [[_v_elements(w, v, ((dt * mpv.N + vc) * context + c * mpv.K + vr).T * 4)
            for c in range(n_vc)] for dt in range(n_dt)]
     if not (vc == vc[:, :1]).all():
         raise ArgumentError(f"{mpv.mnemonic}: a lane's B elements span two V columns")
@@ -175,7 +188,7 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     vs, vq = [], []
     for dt in range(n_dt):
         vcat = w.cat(*vv[dt])
-        a = _reduce_over(w, _amax(w, vcat), v_sharers, w.max)
+        a = _reduce_over(w, _amax(w, vcat[_near_first(vcat.n)]), v_sharers, w.max)
         s = w.group_scale(a * np.float32(1 / FP8_MAX) + EPS)
         inv = w.rcp(s)
         vs.append(s)
@@ -256,10 +269,9 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
             # P~'s A operand of each K step: the same for every head-dim tile, gathered once
             pas = [w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
             tbuf = [None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d for dt in range(n_dt)]
-            for c in range(BLKK // mpv.K):   # one A operand for every head-dim tile in a row
-                for dt in range(n_dt):
-                    tbuf[dt] = w.mma(PV_MMA, pas[c], vq[dt][blk * (BLKK // mpv.K) + c], tbuf[dt],
-                                     label=f"pv block {blk} m{mt} d{dt} k{c}")
+            for c in range(BLKK // mpv.K):   # one A operand for every head-dim tile in a row, issued together
+                tbuf = w.mma_many(PV_MMA, [(pas[c], vq[dt][blk * (BLKK // mpv.K) + c], tbuf[dt],
+                                            f"pv block {blk} m{mt} d{dt} k{c}") for dt in range(n_dt)])
             bufs += tbuf
             if not two_level:
                 o[mt] = tbuf
@@ -288,6 +300,20 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
             row = mt * mqk.M + dr
             for i in range(n_d):
                 w.global_store(out, _vals(w, (row[:, i] * head_dim + col[:, i]) * 4), res[i])
+
+
+def _v_elements(w, v, addr):
+    """A lane's f32 elements at byte addresses ``addr`` [elements, lanes]: consecutive elements
+    at consecutive addresses in every lane, the first aligned to their size, are one load of 16
+    or 8 bytes (the address registers made in one value)."""
+    runs, e = [], 0
+    while e < len(addr):
+        n = next(n for n in (4, 2, 1) if e + n <= len(addr) and not (addr[e] % (4 * n)).any() and
+                 (addr[e:e + n] == addr[e] + 4 * np.arange(n)[:, None]).all())
+        runs.append((e, n))
+        e += n
+    at = _vals(w, np.stack([addr[e] for e, _ in runs]))
+    return w.cat(*[w.global_load(v, at[i], 4 * n, "f32") for i, (_, n) in enumerate(runs)])
 
 
 def _token_values(w, buf, tok):
@@ -324,9 +350,14 @@ def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provena
     rows = np.broadcast_to(np.arange(WARPQ)[:, None], (WARPQ, d))
     toks = np.broadcast_to(np.arange(T)[:, None], (T, d))
     dims_q, dims_k = np.broadcast_to(np.arange(d), (WARPQ, d)), np.broadcast_to(np.arange(d), (T, d))
+    # V transposed and permuted, as SageAttention2 hands it to its attention kernel
+    _, perm = pv_a_from_qk(get_instruction(cfg.arch, QK_MMA[cfg.qk]), get_instruction(cfg.arch, PV_MMA))
+    v_tok = permuted_columns(T, perm)
+    vt = np.ascontiguousarray(vs[v_tok].T)
     bufs = (Buffer("q", qs, tags={"row": rows, "dim": dims_q}), Buffer("k", ks, tags={"token": toks, "dim": dims_k}),
-            Buffer("v", vs, tags={"token": toks, "dim": dims_k}), Buffer("ds", ds[0], tags={"token": np.arange(T)}),
-            Buffer("vm", vm, tags={"dim": np.arange(d)}))
+            Buffer("v", vt, tags={"token": np.broadcast_to(v_tok, (d, T)),
+                                  "dim": np.broadcast_to(np.arange(d)[:, None], (d, T))}),
+            Buffer("ds", ds[0], tags={"token": np.arange(T)}), Buffer("vm", vm, tags={"dim": np.arange(d)}))
     out = Buffer.empty("out", (WARPQ, d), np.float32)
     run = launch(kernel or sage_attention, arch=cfg.arch, args=bufs + (out,), provenance=provenance, trace=trace,
                  kwargs=dict(context=T, head_dim=d, qk=cfg.qk, two_level=cfg.two_level, smooth_v=cfg.smooth_v,

@@ -111,3 +111,14 @@ def pv_a_from_qk(qk, pv):
         elif src != source:
             raise ArgumentError(f"lane {lane} packs its QK results in another order than lane 0")
     return source, perm
+
+
+def permuted_columns(tokens: int, perm) -> np.ndarray:
+    """The token each column of a transposed, permuted V holds (SageAttention2's
+    TransposePadPermuteKernel): column c * K + k holds token c * K + perm[k], K = len(perm) (the
+    PV instruction's K), so a lane's B elements of one K step are its K slots, side by side."""
+    K = len(perm)
+    if tokens % K:
+        raise ArgumentError(f"{tokens} tokens are not a whole number of PV K steps of {K}")
+    col = np.arange(tokens)
+    return (col // K) * K + np.asarray(perm)[col % K]

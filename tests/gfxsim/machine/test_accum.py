@@ -78,7 +78,7 @@ def test_the_finite_fast_path_equals_the_step_by_step_adder(name):
     inputs, C of every sign and size and steps far apart in exponent included; a step that
     overflows leaves it to the loop."""
     import gfxsim.arch.nvidia as nv
-    from gfxsim.machine.accum import EMIN, _finite_steps, _stepwise, accumulate, product_terms
+    from gfxsim.machine.accum import EMIN, _finite_operands, _finite_steps, _stepwise, accumulate, product_terms
     acc = getattr(nv, name)
     rng = np.random.default_rng(11)
     k = 32
@@ -102,6 +102,8 @@ def test_the_finite_fast_path_equals_the_step_by_step_adder(name):
     slow = _stepwise(acc, prod, pexp, c.astype(np.float64))
     np.testing.assert_array_equal(fast.view(np.uint32), slow.view(np.uint32))
     assert np.array_equal(accumulate(acc, prod, pexp, c).view(np.uint32), slow.view(np.uint32))
+    # from the operands: A and B put in the steps' K order before the products are formed
+    assert np.array_equal(mma_f32(acc, a, b, c, t, t).view(np.uint32), slow.view(np.uint32))
     assert (slow[10] == 0).all() and (slow[6] != 0).any()
     big = a.copy()
     big[0, 0, :] = 3e38                                            # the first step overflows
@@ -165,3 +167,6 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
     nan[3, 2, 1] = np.nan
     prod, pexp = product_terms(nan, b, EMIN[t], EMIN[t])
     assert _finite_two_stage(acc, prod, pexp, c64) is None
+    assert _finite_operands(acc, big, b, c, EMIN[t], EMIN[t]) is None
+    np.testing.assert_array_equal(mma_f32(acc, big, b, c, t, t).view(np.uint32),
+                                  _stepwise(acc, prod, pexp, c.astype(np.float64)).view(np.uint32))

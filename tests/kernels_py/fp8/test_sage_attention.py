@@ -229,3 +229,28 @@ def test_maxes_side_by_side_equal_each_max_alone_with_provenance(n):
         np.testing.assert_array_equal(alone[h].array, x[tok[:, h::width], np.arange(h, n * width, width)].max(axis=1))
         same_buffers(alone[h], side[h], run.machine.wide, run.machine.wide)
     assert alone[0].prov._planes().fp["token"].nonempty().all()          # footprints were compared
+
+
+def test_amax_with_neighbours_first_equals_the_amax_in_token_order_with_provenance():
+    """V's amax maxes its elements in _near_first's order (tokens of one K step meet first): the
+    same value, footprint and identities as the halving of the elements in token order, over a
+    lane's tokens spread across the whole context (footprints wider than one window)."""
+    from gfxsim import Buffer, launch
+    from kernels_py.fp8.sage_attention import _amax, _near_first
+    from support.fold import same_buffers
+    T, n = 1024, 16
+    assert sorted(_near_first(n)) == list(range(n)) and _near_first(n) != list(range(n))
+    x = np.random.default_rng(4).normal(size=(T, 1)).astype(np.float32)
+    src = Buffer("x", x, tags={"token": np.arange(T)[:, None], "dim": np.zeros((T, 1), int)})
+    tok = np.arange(32)[:, None] + 64 * np.arange(n)                 # lane l: tokens l, l + 64, ...
+    outs = [Buffer.empty(name, (32,), np.float32) for name in ("in_order", "near_first")]
+
+    def kernel(w, x, in_order, near_first):
+        vals = w.cat(*[w.global_load(x, w.from_lanes(tok[:, e] * 4, "i32"), 4, "f32") for e in range(n)])
+        w.global_store(in_order, w.lane_id * 4, _amax(w, vals))
+        w.global_store(near_first, w.lane_id * 4, _amax(w, vals[_near_first(n)]))
+    run = launch(kernel, arch="sm_90", args=(src, *outs), provenance=True)
+    assert run.findings == []
+    np.testing.assert_array_equal(outs[0].array, np.abs(x[tok, 0]).max(axis=1))
+    same_buffers(outs[0], outs[1], run.machine.wide, run.machine.wide)
+    assert outs[0].prov._planes().fp["token"].wide.any()               # wide footprints were compared

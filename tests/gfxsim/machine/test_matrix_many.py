@@ -1,0 +1,65 @@
+"""``w.mma_many`` (independent instructions of one record, their D from one pass of the
+accumulator model) is ``w.mma`` issued one by one: SageAttention's PV instructions, with and
+without provenance and trace, a twin with findings on every PV instruction, and V with an
+infinite element (the model's general path for the whole batch), give the same output bits,
+records, findings, events and output provenance."""
+import numpy as np
+import pytest
+
+from kernels_py.fp8.sage_attention import run_sage_attention
+from kernels_py.fp8.sage_reference import SageConfig
+from support.fold import same_buffers
+
+
+def _key(x):
+    if isinstance(x, np.ndarray):
+        return ("nd", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, dict):
+        return ("d", sorted((k, _key(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return ("l", [_key(y) for y in x])
+    if hasattr(x, "bits") and hasattr(x, "base"):
+        return ("mask", _key(x.base), _key(x.bits), _key(x.wide))
+    return ("o", repr(x))
+
+
+def _launch(provenance, trace, v_type, inf_v):
+    import kernels_py.fp8.sage_attention as S
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(32, 64)).astype(np.float32)
+    k = rng.normal(size=(128, 64)).astype(np.float32)
+    v = rng.normal(size=(128, 64)).astype(np.float32)
+    if inf_v:
+        v[70, 3] = np.inf
+    held = []
+
+    def kernel(w, *a, **kw):
+        held.append(a[-1])                           # the output buffer, for its provenance
+        return S.sage_attention(w, *a, **dict(kw, v_type=v_type))
+    out, run = run_sage_attention(q, k, v, SageConfig(arch="sm_90", q_block=32), provenance=provenance,
+                                  trace=trace, kernel=kernel)
+    log = run.machine.mma_log
+    recs = [_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
+            for r in log.records]
+    events = [(e.index, e.op, e.source) for e in run.events] if trace else None
+    return out, run, recs, [(f.kind, f.lane, f.instruction, f.message) for f in run.findings], events, held[0]
+
+
+@pytest.mark.parametrize("provenance,trace,v_type,inf_v", [(False, False, "fp8_e4m3", False),
+                                                           (True, False, "fp8_e4m3", False),
+                                                           (True, True, "fp8", False),
+                                                           (False, False, "fp8_e4m3", True)],
+                         ids=["off", "provenance", "trace-fnuz-findings", "infinite-v"])
+def test_mma_many_is_mma_one_by_one(monkeypatch, provenance, trace, v_type, inf_v):
+    import gfxsim.machine.matrix as MX
+    many = _launch(provenance, trace, v_type, inf_v)
+    monkeypatch.setattr(MX, "ISSUE_TOGETHER", False)
+    one = _launch(provenance, trace, v_type, inf_v)
+    assert many[0].tobytes() == one[0].tobytes()
+    assert np.isnan(one[0]).any() == (inf_v or v_type == "fp8")      # NaN terms: the general path
+    assert many[2] == one[2] and len(one[2]) > 0
+    assert many[3] == one[3] and bool(one[3]) == (v_type == "fp8")
+    assert many[1].trace.n_events == one[1].trace.n_events
+    assert many[4] == one[4]
+    same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
+    assert (many[5].prov is not None) == provenance
