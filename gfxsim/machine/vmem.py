@@ -37,7 +37,11 @@ class VmemOps:
         a = read_addr(self, addr)
         prov = None
         if self.machine.provenance:
-            prov = self.outside_exec(buf.load_prov(byte_addr(self, addr, nbytes), size, self.machine),
+            if buf.whole_elements(size):          # each element's first byte is enough
+                got = buf.element_prov(a[None, :] + np.arange(0, nbytes, size)[:, None], size)
+            else:
+                got = buf.load_prov(byte_addr(self, addr, nbytes), size, self.machine)
+            prov = self.outside_exec(got,
                                       None if self.fold is None else f"EXEC of a global_load from {buf.name!r}",
                                       whole=True)
             if self.fold is not None and prov is not None:
