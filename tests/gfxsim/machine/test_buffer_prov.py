@@ -54,3 +54,17 @@ def test_a_store_leaves_the_callers_tag_arrays_as_they_were():
     assert {f.kind for f in run.findings} == {"store-mismatch"}
     assert np.array_equal(tok, np.arange(64))              # the planes were written, not the tags
     assert np.array_equal(dst.prov.ids["token"], np.arange(64)[::-1])     # one entry per dword
+
+
+def test_store_check_untagged_bytes_are_no_mismatch_and_every_mismatching_wave_is_named():
+    tok = np.arange(256)
+    part = np.where(tok % 3 == 0, -1, tok)                  # a third of the value's bytes untagged
+    for src_tok, dst_tok, found in ((part, tok, 0), (tok, part, 0), (part[::-1].copy(), tok, 4)):
+        src = Buffer("src", np.ones(256, np.int8), {"token": src_tok})
+        dst = Buffer("dst", np.zeros(256, np.int8), {"token": dst_tok})
+
+        def k(w):
+            at = w.workgroup_id[0] * 64 + w.lane_id
+            w.global_store(dst, at, w.global_load(src, at, 1, "i8"))
+        run = launch(k, grid=(4,), batch=4, provenance=True, trace=False)
+        assert len(run.findings_of("store-mismatch")) == found, (src_tok[:4], dst_tok[:4])
