@@ -218,15 +218,24 @@ GC_BATCH = 16
 
 @contextmanager
 def _launch_garbage(big: bool):
-    """While a launch of big batches runs, the objects that were there before it (the modules
-    of numpy, numba and the front ends: ~0.1 M, ~0.06 s per full collection) are set aside
-    (gc.freeze), so the collections after its batches visit the launch's own objects only; they
-    are given back at its end. A process that froze objects itself keeps its own arrangement."""
+    """Yields the collection to make after each batch. While a launch of big batches runs, the
+    objects that were there before it (the modules of numpy, numba and the front ends: ~0.1 M,
+    ~0.06 s per full collection) are set aside (gc.freeze), and after each collection what
+    survived it (numba's modules, imported meanwhile by its start-up thread), so each visits the
+    objects made since the last only; all are given back at the launch's end. (Freezing frees
+    nothing later: an object is still freed when its last reference goes.) A process that froze
+    objects itself keeps its own arrangement, with full collections."""
     mine = big and gc.get_freeze_count() == 0
+
+    def collect():
+        gc.collect()
+        if mine:
+            gc.freeze()
+
     if mine:
         gc.freeze()
     try:
-        yield
+        yield collect
     finally:
         if mine:
             gc.unfreeze()
@@ -333,11 +342,11 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
     if progress is not None:
         progress(0, len(ids))
     batch, folding = options.side_by_side, options.folding
-    with _launch_garbage(batch >= GC_BATCH):
+    with _launch_garbage(batch >= GC_BATCH) as collect:
         for i in range(0, len(ids), batch):
             run_batch(m, ids[i:i + batch], waves, fn, folding, options.unfolded_batch, waves_as_members)
             if batch >= GC_BATCH:
-                gc.collect()     # a wave and its values point at each other: free a big batch's now
+                collect()        # a wave and its values point at each other: free a big batch's now
             if progress is not None:
                 progress(min(i + batch, len(ids)), len(ids))
     if m.provenance:
