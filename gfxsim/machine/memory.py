@@ -193,6 +193,12 @@ class Buffer:
                                for f, t in self._tags.items()}
         return self._flat_tags
 
+    def _fresh_tags(self) -> dict:
+        """field -> int32 tag of every element (flat), as ``tags``, but arrays of the caller's own
+        (not kept here, never a view of a tag array given)."""
+        return {f: np.array(np.broadcast_to(t, self.array.shape), np.int32, order="C").reshape(-1)
+                for f, t in self._tags.items()}
+
     @property
     def tag_arrays(self) -> dict:
         """field -> its tag array as given (broadcastable to the buffer's shape): what a copy of the
@@ -281,11 +287,20 @@ class Buffer:
         if not self._tags and self.encoding is None:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
-            elem = div_const(byte_addr[::size], self.itemsize)
-            return Prov(size, self._ids_at(elem))
+            return self.element_prov(byte_addr[::size], size)
         elem = byte_addr // self.itemsize
         p = Prov(1, self._ids_at(elem))
         return p.compact(size) if size > 1 else p
+
+    def whole_elements(self, size: int) -> bool:
+        """Whether a load of ``size``-byte elements takes its provenance from ``element_prov``:
+        nothing stored here with provenance, and each loaded element inside one buffer element."""
+        return self.prov is None and self.itemsize % size == 0 and (bool(self._tags) or self.encoding is not None)
+
+    def element_prov(self, starts: np.ndarray, size: int) -> Prov:
+        """``load_prov`` where ``whole_elements(size)``, from the first byte of each loaded element
+        ``starts`` ``[nbytes / size, width]`` (the per-byte addresses never made)."""
+        return Prov(size, self._ids_at(div_const(starts, self.itemsize)))
 
     def _ids_at(self, elem: np.ndarray) -> dict:
         """The identities of bytes of flat elements ``elem``: the tags, and the encoding planes."""
@@ -306,11 +321,14 @@ class Buffer:
             if p is None:
                 return
             unit = 4 if self.itemsize % 4 == 0 else 1
-            ids = dict(self.tags)
+            ids = self._fresh_tags()                 # the planes are written in place: each its own array
             if self.encoding is not None:
-                ids.update(enc.buffer_planes(self.name, self.encoding, np.arange(self.array.size),
-                                             self.declared_encoding is not None))
-            self.prov = MemProv(self.nbytes, {f: np.repeat(t, self.itemsize // unit) for f, t in ids.items()}, unit)
+                declared = self.declared_encoding is not None
+                # the element indices are read only where declared; otherwise only their shape
+                elem = np.arange(self.array.size) if declared else np.broadcast_to(np.int32(0), (self.array.size,))
+                ids.update(enc.buffer_planes(self.name, self.encoding, elem, declared))
+            per = self.itemsize // unit
+            self.prov = MemProv(self.nbytes, {f: t if per == 1 else np.repeat(t, per) for f, t in ids.items()}, unit)
         self.prov.scatter(byte_addr, p)
 
     def snapshot(self) -> tuple:

@@ -140,9 +140,15 @@ class RoutingOps:
         if src.shape not in ((), (self.lanes,), (self.width,)):
             raise self.error(ValueError, f"bpermute's source lanes must be one number or one per lane "
                                          f"({self.lanes}), got shape {src.shape}")
-        if src.ndim == 1 and src.shape[0] == self.lanes and self.members > 1:
-            src = np.tile(src, self.members)
-        src = self.member_starts + (src if src.shape == (self.width,) else np.broadcast_to(src, (self.width,))) % self.lanes
+        # one pattern of source lanes for every member (a shuffle): each member's lanes are read by
+        # one take over the lane axis, without a source column per column of the batch
+        pattern = None if src.shape == (self.width,) and self.members > 1 else \
+            np.broadcast_to(src, (self.lanes,)) % self.lanes
+        provenance = v.prov is not None and self.machine.provenance
+        if pattern is None:
+            src = self.member_starts + src % self.lanes
+        elif v.valid is not None or provenance:     # the source column of every column
+            src = self.member_starts + (np.tile(pattern, self.members) if self.members > 1 else pattern)
         self.check_read(v)
         valid = None
         if v.valid is not None:
@@ -152,13 +158,18 @@ class RoutingOps:
             valid = v.valid[:, src]
         prov = None
         cols = lambda a: np.take(a, src, axis=1)          # faster than a[:, src]
-        if v.prov is not None and self.machine.provenance:
+        if provenance:
             psrc = src
             if self.fold is not None:                      # the representatives' lanes read theirs
                 psrc = self.pcols(src - self.member_starts, "a bpermute's source lanes") + \
                     (np.arange(self.pw) // self.lanes) * self.lanes
             prov = v.prov.map(lambda a: np.take(a, psrc, axis=1))
-        out = self.new_value(cols(v.val), v.dtype, prov)
+        if pattern is not None:
+            rows = v.val.shape[0]
+            val = np.take(v.val.reshape(rows, self.members, self.lanes), pattern, axis=2).reshape(rows, self.width)
+        else:
+            val = cols(v.val)
+        out = self.new_value(val, v.dtype, prov)
         if valid is not None:
             out.valid = valid if out.valid is None else (out.valid & valid)
         self.event(ops.OTHER["bpermute"], ins=[v], outs=[out])

@@ -37,7 +37,11 @@ class VmemOps:
         a = read_addr(self, addr)
         prov = None
         if self.machine.provenance:
-            prov = self.outside_exec(buf.load_prov(byte_addr(self, addr, nbytes), size, self.machine),
+            if buf.whole_elements(size):          # each element's first byte is enough
+                got = buf.element_prov(a[None, :] + np.arange(0, nbytes, size)[:, None], size)
+            else:
+                got = buf.load_prov(byte_addr(self, addr, nbytes), size, self.machine)
+            prov = self.outside_exec(got,
                                       None if self.fold is None else f"EXEC of a global_load from {buf.name!r}",
                                       whole=True)
             if self.fold is not None and prov is not None:
@@ -110,15 +114,21 @@ class VmemOps:
         """Store provenance: where the value and the destination element both name a field (query
         head, dim, ...), they must agree — else the value landed in another element's place."""
         p = stored.per_byte()
-        elem = sel // buf.itemsize                                   # [nbytes, active cols]
-        cols = np.nonzero(act)[0] if not self.exec_full else np.arange(self.width)
         fields = sorted(p.ids.keys() & buf.tag_fields)
+        if not fields:
+            return
+        elem = sel if buf.itemsize == 1 else sel // buf.itemsize     # [nbytes, active cols]
         expected = buf.tags_at(elem, fields)                        # one coordinate pass for them all
+        cols = None
         for f in fields:
             got, want = p.ids[f], expected[f]
+            if np.array_equal(got, want):          # the common case: every byte where it belongs
+                continue
             bad = (got >= 0) & (want >= 0) & (got != want)
             if not bad.any():
                 continue
+            if cols is None:
+                cols = np.nonzero(act)[0] if not self.exec_full else np.arange(self.width)
             per_col = bad.any(axis=0)
             for m in sorted({int(c) // self.lanes for c in cols[per_col]}):
                 in_m = per_col & (cols // self.lanes == m)

@@ -53,7 +53,7 @@ class KernelRun:
             yield from r.mmacs_carrying(operand, field)
 
     def metrics(self) -> dict:
-        m = {f"vs_{name}": R.metrics(self.out, ref) for name, ref in self.refs.items()}
+        m = {f"vs_{name}": got for name, got in R.metrics_against(self.out, self.refs).items()}
         m.update(self.extra_metrics)
         return m
 

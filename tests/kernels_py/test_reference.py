@@ -233,6 +233,32 @@ def test_metrics_are_the_textbook_formulas_bit_for_bit_and_leave_their_inputs():
         assert np.array_equal(out, keep[0]) and np.array_equal(ref, keep[1])
 
 
+def test_metrics_against_several_refs_is_metrics_of_each_bit_for_bit():
+    """metrics_against makes out's float64 copy once and reads a ref equal to out byte for byte
+    through it: each ref's numbers are metrics' own (a ref off by noise, equal, equal with an inf
+    or a NaN in both, +0 against -0, float64, strided, of another shape), and no input is touched."""
+    from kernels_py.reference.attention import metrics, metrics_against
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(2, 40, 3, 16)).astype(np.float32)
+    inf, nan = a.copy(), a.copy()
+    inf[0, 3, 1, 2], nan[1, 0, 0, 5] = np.inf, np.nan
+    cases = [(a, {"noise": a + np.float32(1e-3) * rng.normal(size=a.shape).astype(np.float32), "same": a.copy(),
+                  "f64": a.astype(np.float64), "strided": np.ascontiguousarray(a.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3),
+                  "flat": a.reshape(-1).copy(), "negated": -a}),
+             (inf, {"same": inf.copy(), "other": a}), (nan, {"same": nan.copy()}),
+             (np.zeros(8, np.float32), {"zero": np.zeros(8, np.float32), "minus_zero": -np.zeros(8, np.float32)})]
+    for out, refs in cases:
+        keep = out.copy(), {k: r.copy() for k, r in refs.items()}
+        with np.errstate(all="ignore"):
+            got = metrics_against(out, refs)
+            want = {k: metrics(out, r) for k, r in refs.items()}
+        assert got.keys() == want.keys()
+        for k in want:
+            assert {m: repr(v) for m, v in got[k].items()} == {m: repr(v) for m, v in want[k].items()}, k
+        assert np.array_equal(out, keep[0], equal_nan=True)
+        assert all(np.array_equal(r, keep[1][k], equal_nan=True) for k, r in refs.items())
+
+
 def test_the_kv_cache_runners_dequantized_caches_are_gather_kvs_bit_for_bit():
     """dequantized_kv writes gather_kv's products in place: the same floats, sequence after sequence."""
     from kernels_py.host.runners import dequantized_kv

@@ -1,0 +1,70 @@
+"""A buffer's provenance paths: a load of whole elements takes its provenance from each element's
+first byte (Buffer.element_prov), the same planes the per-byte path (Buffer.load_prov) gives;
+the planes a first store with provenance starts from are the buffer's own, never the caller's
+tag arrays."""
+import numpy as np
+import pytest
+
+from gfxsim import Buffer, launch
+
+
+def _same(a, b):
+    assert a.g == b.g and a.ids.keys() == b.ids.keys() and not a.fp and not b.fp and a.flags is b.flags is None
+    for f in a.ids:
+        assert a.ids[f].dtype == b.ids[f].dtype and np.array_equal(a.ids[f], b.ids[f]), f
+
+
+@pytest.mark.parametrize("dtype, encoding, size, nbytes", [
+    ("f4", None, 4, 4), ("f4", None, 4, 16), ("f4", None, 2, 8), ("i1", None, 1, 4),
+    ("f2", None, 2, 8), ("u1", "e4m3fn", 1, 8), ("i4", None, 4, 12)])
+def test_element_prov_is_load_prov(dtype, encoding, size, nbytes):
+    rng = np.random.default_rng(7)
+    shape = (6, 5, 32)
+    tags = {"token": rng.integers(-1, 40, (6, 1, 1)), "dim": np.arange(32)[None, None, :],
+            "row": rng.integers(0, 9, shape)}
+    buf = Buffer("b", np.zeros(shape, dtype), tags, encoding=encoding)
+    assert buf.whole_elements(size)
+    lanes = 200
+    addr = rng.integers(0, (buf.nbytes - nbytes) // nbytes + 1, lanes) * nbytes
+    per_byte = addr[None, :] + np.arange(nbytes)[:, None]
+    _same(buf.element_prov(addr[None, :] + np.arange(0, nbytes, size)[:, None], size), buf.load_prov(per_byte, size))
+
+
+def test_no_element_path_across_elements_or_after_a_store():
+    buf = Buffer("b", np.zeros(64, np.int8), {"token": np.arange(64)})
+    assert not buf.whole_elements(4)                       # a 4-byte element spans four buffer elements
+    assert not Buffer("u", np.zeros(16, np.float32)).whole_elements(4)     # nothing to carry
+    out = Buffer("o", np.zeros(64, np.float32), {"token": np.arange(64)})
+    assert out.whole_elements(4)
+
+    def k(w):
+        w.global_store(out, w.lane_id * 4, w.global_load(out, w.lane_id * 4))
+    launch(k, provenance=True, trace=False)
+    assert out.prov is not None and not out.whole_elements(4)
+
+
+def test_a_store_leaves_the_callers_tag_arrays_as_they_were():
+    tok = np.arange(64, dtype=np.int32)                    # full shape, int32, contiguous: no copy needed to view
+    src = Buffer("src", np.ones(64, np.float32), {"token": tok[::-1].copy()})
+    dst = Buffer("dst", np.zeros(64, np.float32), {"token": tok})
+
+    def k(w):
+        w.global_store(dst, w.lane_id * 4, w.global_load(src, w.lane_id * 4))
+    run = launch(k, provenance=True, trace=False)
+    assert {f.kind for f in run.findings} == {"store-mismatch"}
+    assert np.array_equal(tok, np.arange(64))              # the planes were written, not the tags
+    assert np.array_equal(dst.prov.ids["token"], np.arange(64)[::-1])     # one entry per dword
+
+
+def test_store_check_untagged_bytes_are_no_mismatch_and_every_mismatching_wave_is_named():
+    tok = np.arange(256)
+    part = np.where(tok % 3 == 0, -1, tok)                  # a third of the value's bytes untagged
+    for src_tok, dst_tok, found in ((part, tok, 0), (tok, part, 0), (part[::-1].copy(), tok, 4)):
+        src = Buffer("src", np.ones(256, np.int8), {"token": src_tok})
+        dst = Buffer("dst", np.zeros(256, np.int8), {"token": dst_tok})
+
+        def k(w):
+            at = w.workgroup_id[0] * 64 + w.lane_id
+            w.global_store(dst, at, w.global_load(src, at, 1, "i8"))
+        run = launch(k, grid=(4,), batch=4, provenance=True, trace=False)
+        assert len(run.findings_of("store-mismatch")) == found, (src_tok[:4], dst_tok[:4])
