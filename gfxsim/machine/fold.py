@@ -524,8 +524,9 @@ def _on_columns(m: Mask, fn) -> Mask:
 
 class Attempt:
     """A batch run once folded, that can be taken back: what the launch had before it (instruction
-    count, trace, records, pairs, wide sets, outputs) and every buffer before the attempt's first
-    store into it. Findings are held back (``pending``) and reported only when the attempt stands."""
+    count, trace, records, pairs, wide sets, outputs) and, per store, what it overwrote
+    (Buffer.overwritten), put back latest first. Findings are held back (``pending``) and reported
+    only when the attempt stands."""
 
     def __init__(self, machine):
         self.machine = machine
@@ -534,12 +535,12 @@ class Attempt:
         self.records, self.pairs, self.foreign = len(log.records), len(log.pairs), len(log.foreign)
         self.wide = len(wide.nodes)
         self.outputs = len(machine.outputs)
-        self.buffers: list = []              # (buf, snapshot) of each buffer stored into
+        self.overwrites: list = []           # (buffer, what a store overwrote) per store, in order
         self.pending: list = []              # (kind, message, details, coords) of the attempt
 
-    def before_store(self, buf):
-        if all(b is not buf for b, _ in self.buffers):
-            self.buffers.append((buf, buf.snapshot()))
+    def before_store(self, buf, byte_addr: np.ndarray):
+        """A store to bytes ``byte_addr`` of ``buf`` is about to be made."""
+        self.overwrites.append((buf, buf.overwritten(byte_addr)))
 
     def take_back(self):
         m = self.machine
@@ -547,8 +548,8 @@ class Attempt:
         m.mma_log.truncate(self.records, self.pairs, self.foreign)
         m.wide.truncate(self.wide)
         del m.outputs[self.outputs:]
-        for buf, snap in self.buffers:
-            buf.restore(snap)
+        for buf, before in reversed(self.overwrites):
+            buf.put_back(before)
 
     def stand(self):
         """The attempt stands: its findings are reported, in order."""

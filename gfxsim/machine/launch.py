@@ -415,14 +415,13 @@ WAVES_AS_MEMBERS = True
 
 class _WavesAttempt(Attempt):
     """An Attempt of waves side by side (provenance off): the bytes each store overwrites are
-    logged (wavemembers.MemberAccesses.undo), not every buffer stored into copied whole (one
-    workgroup of a large grid stores a small part of them)."""
+    logged as the members store (wavemembers.MemberAccesses.undo), without provenance planes."""
 
     def __init__(self, machine):
         super().__init__(machine)
         self.undo: list = []             # (buffer, byte indices, their bytes, their written bits) per store
 
-    def before_store(self, buf):
+    def before_store(self, buf, byte_addr):
         pass
 
     def take_back(self):

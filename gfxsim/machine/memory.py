@@ -6,8 +6,6 @@ and scale marks survive a store and a load, within one launch and across launche
 """
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from . import encoding as enc
@@ -50,6 +48,14 @@ class MemProv:
         u = self.unit
         p = self._planes().map(lambda a: np.repeat(a, u, axis=0))
         self.ids, self.fp, self.flags, self.unit = p.ids, p.fp, p.flags, 1
+
+    def units_of(self, addr: np.ndarray) -> np.ndarray:
+        """The plane entries holding bytes ``addr`` ``[nbytes, ...]`` (flat; an entry once per dword
+        of a dword-aligned access of whole dwords)."""
+        if self.unit == 1:
+            return addr.ravel()
+        words = self._words(addr, 4)
+        return (addr // self.unit).ravel() if words is None else words.ravel()
 
     def _words(self, addr, g) -> np.ndarray | None:
         """Dword indices of a dword-aligned access of whole dwords by a value with g == 4, else None."""
@@ -331,19 +337,42 @@ class Buffer:
             self.prov = MemProv(self.nbytes, {f: t if per == 1 else np.repeat(t, per) for f, t in ids.items()}, unit)
         self.prov.scatter(byte_addr, p)
 
-    def snapshot(self) -> tuple:
-        """What a store may change here: the bytes, written bits, provenance and origin (a folded
-        attempt taken back restores them, fold.Attempt)."""
-        return (self.raw.copy(), None if self.written is None else self.written.copy(),
-                copy.deepcopy(self.prov), self.origin)
+    def overwritten(self, byte_addr: np.ndarray) -> tuple:
+        """What a store to bytes ``byte_addr`` may change here: those bytes, their written bits and
+        provenance, and which provenance planes (and origin) the buffer has. ``put_back`` of each
+        store's, latest first, gives the buffer as before the first (a folded attempt taken back,
+        fold.Attempt) at the cost of the bytes stored, not of a copy of the whole buffer."""
+        at = byte_addr.ravel()
+        p = self.prov
+        planes = None
+        if p is not None:
+            idx = p.units_of(byte_addr)
+            take = lambda x: np.take(x, idx, axis=0)
+            planes = (p.unit, dict(p.ids), dict(p.fp), p.flags, idx, {f: take(a) for f, a in p.ids.items()},
+                      {f: m.map(take) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags))
+        return (at, np.take(self.raw, at), None if self.written is None else np.take(self.written, at), p,
+                self.origin, planes)
 
-    def restore(self, snap: tuple):
-        """The buffer as ``snapshot`` saw it."""
-        raw, written, prov, origin = snap
-        self.raw[:] = raw
+    def put_back(self, before: tuple):
+        """Undo the store ``before`` (``overwritten``) was taken for; stores made after it must
+        have been put back first. A store that replaced a plane or the whole provenance (a new
+        field, bytes no longer in dwords, a second launch's first store) left the old one as it
+        was: it is taken back as it is, with its bytes at the store's addresses restored."""
+        at, raw, written, prov, origin, planes = before
+        self.raw[at] = raw
         if written is not None:
-            self.written[:] = written
+            self.written[at] = written
         self.prov, self.origin = prov, origin
+        if planes is None:
+            return
+        unit, ids, fp, flags, idx, id_vals, fp_vals, flag_vals = planes
+        prov.unit, prov.ids, prov.fp, prov.flags = unit, ids, fp, flags
+        for f, v in id_vals.items():
+            ids[f][idx] = v
+        for f, v in fp_vals.items():
+            fp[f].assign(idx, v)
+        if flags is not None:
+            flags[idx] = flag_vals
 
     def __repr__(self):
         return f"Buffer({self.name!r}, {self.array.shape}, {self.array.dtype})"

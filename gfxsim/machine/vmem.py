@@ -159,8 +159,9 @@ class VmemOps:
         if self.wg.accesses is not None:
             self.wg.accesses.note(self, buf, addr, nbytes, store=True)
         act = self.exec
-        if self.machine.attempt is not None:
-            self.machine.attempt.before_store(buf)                   # a folded attempt may be taken back
+        if self.machine.attempt is not None:                         # a folded attempt may be taken back
+            at = addr if self.exec_full else addr[act]
+            self.machine.attempt.before_store(buf, at[None, :] + np.arange(nbytes)[:, None])
         store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self.exec_full else act)
         if buf.expects and self.machine.provenance and all(b is not buf for b, _ in self.machine.outputs):
             self.machine.outputs.append((buf, self.source()))          # checked at the launch's end

@@ -17,7 +17,7 @@ from gfxsim.machine.provenance import WINDOW, Mask, Prov, WideSets
 from kernels_py.host.buffers import make_cache, run_decode
 from kernels_py.workloads.data import make_attention_inputs
 from support import DEFECTIVE
-from support.fold import same_buffers, same_runs
+from support.fold import _same_prov, same_buffers, same_runs
 
 
 def both_ways(monkeypatch, fn):
@@ -207,6 +207,73 @@ def test_an_unfolded_batch_runs_again_in_batches_of_the_unfolded_bound(monkeypat
     assert all(n["unfolded"] and n["attempts"] >= 1 for n in rb.folds[1:])
     _, folded = both_ways(monkeypatch, lambda: run("none"))
     assert folded[0].folds == [{"first": (0, 0, 0), "members": 4, "classes": 1, "attempts": 1, "unfolded": None}]
+
+
+def _accumulating_kernel(w, src, out):
+    """Adds its bytes into ``out`` (a load, an add, a store), then parts member 1 from the others
+    and adds again: the attempt taken back must put back what it stored, or the batch run again
+    adds its first sum twice."""
+    g = w.workgroup_id[0]
+    x = w.global_load(src, (g * 64 + w.lane_id) * 4, 4, "u32")
+    o = w.view(out)[g * 64 + w.lane_id]
+    o.store(o.load() + x)
+    sel = w.select(g.eq(1), w.const(0x03020100, "u32"), 0x07060504)
+    o.store(w.perm(x, x, sel) + o.load())
+
+
+def test_an_attempt_taken_back_puts_back_every_byte_its_stores_overwrote(monkeypatch):
+    """Two launches into one output (the second brings the first's provenance into its own), the
+    second taken back after its first store: the same bytes and planes as every member's run."""
+    tok = np.arange(4 * 64 * 4).reshape(4 * 64, 4)
+    src_bytes = np.arange(4 * 64 * 4, dtype=np.uint8).reshape(4 * 64, 4)
+
+    def run():
+        src = Buffer("src", src_bytes, {"token": tok})
+        out = Buffer("out", np.zeros(4 * 64, np.uint32), {"token": 4 * np.arange(4 * 64) + 5000})   # shifts as src's
+        runs = [launch(_accumulating_kernel, grid=(4,), waves_per_group=1, args=(src, out), trace=False, batch=4)
+                for _ in range(2)]
+        return runs, out
+    (ra, oa), (rb, ob) = both_ways(monkeypatch, run)
+    for x, y in zip(ra, rb):
+        same_runs(x, y)
+    same_buffers(oa, ob, ra[1].machine.wide, rb[1].machine.wide)
+    assert [r.folds[0]["attempts"] for r in rb] == [2, 2] and rb[1].folds[0]["classes"] == 2
+    x = src_bytes.view(np.uint32).ravel()       # either selector of perm(x, x) gives x: each launch adds 2x
+    assert np.array_equal(oa.array, 4 * x) and np.array_equal(ob.array, oa.array)
+
+
+def test_putting_back_each_store_latest_first_gives_the_buffer_as_before_it():
+    """Buffer.overwritten / put_back over stores that make the provenance, add a field, give up the
+    dword unit and add marks: after putting back each, the buffer is as it was before that store."""
+    import copy
+    from gfxsim.machine.dtypes import store_values
+    buf = Buffer("b", np.zeros(16, np.uint32), {"token": np.arange(16)})
+    rng = np.random.default_rng(0)
+
+    def dwords(first, n):                     # byte addresses [4, n] of n dwords from dword ``first``
+        return (4 * (first + np.arange(n)))[None, :] + np.arange(4)[:, None]
+    stores = [(dwords(2, 4), Prov(4, {"token": np.array([[7, 8, 9, -1]], np.int32)},
+                                  {"token": Mask.of_values(np.array([[1, 2, 3, 4]]))})),
+              (dwords(4, 3), Prov(4, {"head": np.array([[1, 2, 3]], np.int32)})),
+              (np.array([[9, 10, 11]]), Prov(1, {"token": np.array([[4, 5, 6]], np.int32)})),
+              (dwords(0, 2), Prov(4, {"token": np.array([[3, 3]], np.int32)}, flags=np.array([[1, 2]], np.uint8))),
+              (dwords(1, 1), None)]
+    before, logged = [], []
+    for at, p in stores:
+        before.append(copy.deepcopy((buf.raw, buf.written, buf.prov)))
+        logged.append(buf.overwritten(at))
+        store_values(buf.raw, buf.written, at[0], at.shape[0], rng.integers(0, 255, (at.shape[0], at.shape[1]))
+                     .astype(np.uint8), None)
+        buf.store_prov(at, p)
+    assert buf.prov.unit == 1 and sorted(buf.prov.ids) == ["head", "token"] and buf.prov.flags is not None
+    for (raw, written, prov), rec in zip(reversed(before), reversed(logged)):
+        buf.put_back(rec)
+        assert np.array_equal(buf.raw, raw) and np.array_equal(buf.written, written)
+        assert (buf.prov is None) == (prov is None)
+        if prov is not None:
+            assert buf.prov.unit == prov.unit
+            _same_prov(buf.prov._planes(), None, prov._planes(), None, "put back")
+    assert buf.prov is None and not buf.raw.any()
 
 
 # -- the fold itself ---------------------------------------------------------------------------------
