@@ -109,6 +109,9 @@ def test_the_finite_fast_path_equals_the_step_by_step_adder(name):
     big[0, 0, :] = 3e38                                            # the first step overflows
     prod, pexp = product_terms(big, b, EMIN[t], EMIN[t])
     assert _finite_steps(acc, prod, pexp, c.astype(np.float64)) is None
+    assert _finite_operands(acc, big, b, c, EMIN[t], EMIN[t]) is None
+    np.testing.assert_array_equal(mma_f32(acc, big, b, c, t, t).view(np.uint32),
+                                  _stepwise(acc, prod, pexp, c.astype(np.float64)).view(np.uint32))
 
 
 _TWO_STAGE = {"nearest": dict(rounding="nearest", c_entry="two_stage", c_bits=26, step=4),
@@ -167,6 +170,3 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
     nan[3, 2, 1] = np.nan
     prod, pexp = product_terms(nan, b, EMIN[t], EMIN[t])
     assert _finite_two_stage(acc, prod, pexp, c64) is None
-    assert _finite_operands(acc, big, b, c, EMIN[t], EMIN[t]) is None
-    np.testing.assert_array_equal(mma_f32(acc, big, b, c, t, t).view(np.uint32),
-                                  _stepwise(acc, prod, pexp, c.astype(np.float64)).view(np.uint32))
