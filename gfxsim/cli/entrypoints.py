@@ -48,7 +48,10 @@ def _fingerprint(group: str) -> str | None:
             return None
     parts = [group, sys.executable, sys.version]
     for entry in sys.path:
-        root = entry or os.getcwd()
+        try:
+            root = entry or os.getcwd()
+        except OSError:                             # the working folder was removed
+            return None
         try:
             st = os.stat(root)
         except OSError:

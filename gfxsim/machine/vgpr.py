@@ -30,7 +30,7 @@ class VGPRs:
         self.valid = valid                   # [nbytes, width] bool or None (all written)
         self.literal = literal               # an inline constant / SGPR: occupies no VGPR
         if regs is None and w is not None and not literal:
-            regs = w.alloc(self.n_regs)
+            regs = w.alloc(-(-(val.shape[0] * itemsize(dtype)) // 4))       # n_regs, without its property chain
         self.regs = regs
         self.rfile = rfile                   # the register file as the code names it: "v" VGPRs, "a" AGPRs
         self.traced = None                   # the trace's copy of these values (when tracing)

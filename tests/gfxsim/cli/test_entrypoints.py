@@ -86,3 +86,14 @@ def test_plugin_commands_come_from_the_group(site):
     names = {c.name: c.module for c in plugin_commands()}
     assert names["fakecmd"] == "fake.module"
     assert not {c.name for c in BUILTIN} & set(names)          # a built-in name wins
+
+
+def test_a_removed_working_folder_reads_the_metadata(site, monkeypatch):
+    _dist(site, "fakeplug", "fakecmd = fake.module")
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+
+    def gone():
+        raise FileNotFoundError("the working folder was removed")
+    monkeypatch.setattr(E.os, "getcwd", gone)
+    assert E._fingerprint(GROUP) is None
+    assert ("fakecmd", "fake.module") in E.group_entries(GROUP)
