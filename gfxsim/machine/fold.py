@@ -218,10 +218,14 @@ class Fold:
             if (a >= 0).any():
                 raise GfxSimError(f"folded provenance: field {f!r} holds values no load shifted")
             return a
-        sh = np.where(self.known[f], s, 0)[member]
+        per = np.where(self.known[f], s, 0)
+        if not per.any():                  # no member moves (a dim): nothing to place per column
+            return a
+        # in a's type: the sum wraps as the int64 sum cast back does, without int64 temporaries
+        sh = per.astype(a.dtype)[member]
         if not sh.any():
             return a
-        return np.where(a >= 0, a + sh, a).astype(a.dtype, copy=False)
+        return np.where(a >= 0, a + sh, a)
 
     def _names(self, mma: np.ndarray, mn: np.ndarray, member, log):
         """``@mma``/``@mn`` (representatives' names, placed for every member) as each member's."""
