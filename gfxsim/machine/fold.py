@@ -289,12 +289,16 @@ class Fold:
         got = row_sets(vals[None, :], self.wide)
         return int(got.base[0]), got.bits[0], int(got.wide[0])
 
-    def unfold(self, p: Prov | None, log, what: str) -> Prov | None:
-        """A folded value's provenance ``[rows, width]`` for every member ``[rows, members*lanes]``."""
+    def unfold(self, p: Prov | None, log, what: str, at: np.ndarray | None = None) -> Prov | None:
+        """A folded value's provenance ``[rows, width]`` for every member ``[rows, members*lanes]``;
+        ``at``: only those columns of it (column by column the same: a store under a partial EXEC)."""
         if p is None:
             return None
-        member = self.col_member[None, :]
-        cols = self.expand_cols
+        if at is None:
+            member, cols = self.col_member[None, :], self.expand_cols
+        else:
+            src = self.member_cols[at]
+            member, cols = self.col_member[None, at], lambda a: np.take(a, src, axis=-1)
         ids = {}
         for f, a in p.ids.items():
             if f not in RESERVED:
