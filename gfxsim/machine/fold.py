@@ -218,10 +218,14 @@ class Fold:
             if (a >= 0).any():
                 raise GfxSimError(f"folded provenance: field {f!r} holds values no load shifted")
             return a
-        sh = np.where(self.known[f], s, 0)[member]
+        per = np.where(self.known[f], s, 0)
+        if not per.any():                  # no member moves (a dim): nothing to place per column
+            return a
+        # in a's type: the sum wraps as the int64 sum cast back does, without int64 temporaries
+        sh = per.astype(a.dtype)[member]
         if not sh.any():
             return a
-        return np.where(a >= 0, a + sh, a).astype(a.dtype, copy=False)
+        return np.where(a >= 0, a + sh, a)
 
     def _names(self, mma: np.ndarray, mn: np.ndarray, member, log):
         """``@mma``/``@mn`` (representatives' names, placed for every member) as each member's."""
@@ -285,12 +289,16 @@ class Fold:
         got = row_sets(vals[None, :], self.wide)
         return int(got.base[0]), got.bits[0], int(got.wide[0])
 
-    def unfold(self, p: Prov | None, log, what: str) -> Prov | None:
-        """A folded value's provenance ``[rows, width]`` for every member ``[rows, members*lanes]``."""
+    def unfold(self, p: Prov | None, log, what: str, at: np.ndarray | None = None) -> Prov | None:
+        """A folded value's provenance ``[rows, width]`` for every member ``[rows, members*lanes]``;
+        ``at``: only those columns of it (column by column the same: a store under a partial EXEC)."""
         if p is None:
             return None
-        member = self.col_member[None, :]
-        cols = self.expand_cols
+        if at is None:
+            member, cols = self.col_member[None, :], self.expand_cols
+        else:
+            src = self.member_cols[at]
+            member, cols = self.col_member[None, at], lambda a: np.take(a, src, axis=-1)
         ids = {}
         for f, a in p.ids.items():
             if f not in RESERVED:

@@ -225,11 +225,11 @@ class Buffer:
         e = np.asarray(elem)
         if self.array.size < 2 ** 31 and e.dtype != np.int32:
             e = e.astype(np.int32)
-        out, index = {}, {}
+        out, index, given = {}, {}, set()
         for f in fields:
-            flat, axes, tshape = self._tag_plan(f)
+            flat, axes, tshape, ident = self._tag_plan(f)
             if axes is None:
-                out[f] = flat[e]
+                out[f] = np.take(flat, e)
                 continue
             if not axes:
                 out[f] = np.broadcast_to(flat[0], e.shape).copy()
@@ -244,16 +244,22 @@ class Buffer:
                 one_row = e.ndim == 2 and e.shape[0] > 1 and bool((rest == rest[:1]).all())
                 if one_row:
                     rest = rest[:1]
-                idx, mult = 0, 1
+                idx, mult = None, 1
                 for d in range(axes[-1], axes[0] - 1, -1):      # coordinates from the last varying axis up
                     if tshape[d] > 1:        # the outermost axis needs no mod: elem is in the buffer
-                        idx = idx + (rest if d == 0 else mod_const(rest, shape[d])) * mult
+                        c = rest if d == 0 else mod_const(rest, shape[d])
+                        idx = c if idx is None else idx + c * mult
                         mult *= shape[d]
                     if d > axes[0]:
                         rest = div_const(rest, shape[d])
                 got = index[key] = (idx, one_row)
             idx, one_row = got
-            out[f] = np.broadcast_to(flat[idx], e.shape).copy() if one_row else flat[idx]
+            if ident and idx.dtype == flat.dtype:   # the tag is its own index (a dim, heads numbered 0, 1, ...)
+                v = idx.copy() if key in given or idx is e else idx
+                given.add(key)
+            else:
+                v = np.take(flat, idx)
+            out[f] = np.broadcast_to(v, e.shape).copy() if one_row else v
         return out
 
     def _tag_plan(self, field):
@@ -263,7 +269,9 @@ class Buffer:
             t = self._tags[field]
             t = np.ascontiguousarray(t.reshape((1,) * (len(shape) - t.ndim) + t.shape), np.int32)
             axes = None if t.shape == shape else [d for d in range(len(shape)) if t.shape[d] > 1]
-            plan = self._tag_plans[field] = (t.reshape(-1), axes, t.shape)
+            flat = t.reshape(-1)
+            ident = bool(np.array_equal(flat, np.arange(flat.size, dtype=np.int32)))
+            plan = self._tag_plans[field] = (flat, axes, t.shape, ident)
         return plan
 
     @property

@@ -145,9 +145,11 @@ class RoutingOps:
         pattern = None if src.shape == (self.width,) and self.members > 1 else \
             np.broadcast_to(src, (self.lanes,)) % self.lanes
         provenance = v.prov is not None and self.machine.provenance
+        # a folded batch's representatives read by the pattern too (what fold.rep would find)
+        rep_pattern = provenance and pattern is not None and self.fold is not None
         if pattern is None:
             src = self.member_starts + src % self.lanes
-        elif v.valid is not None or provenance:     # the source column of every column
+        elif v.valid is not None or (provenance and not rep_pattern):     # the source column of every column
             src = self.member_starts + (np.tile(pattern, self.members) if self.members > 1 else pattern)
         self.check_read(v)
         valid = None
@@ -158,7 +160,10 @@ class RoutingOps:
             valid = v.valid[:, src]
         prov = None
         cols = lambda a: np.take(a, src, axis=1)          # faster than a[:, src]
-        if provenance:
+        if rep_pattern:
+            psrc = np.tile(pattern, self.pw // self.lanes) + (np.arange(self.pw) // self.lanes) * self.lanes
+            prov = v.prov.map(lambda a: np.take(a, psrc, axis=1))
+        elif provenance:
             psrc = src
             if self.fold is not None:                      # the representatives' lanes read theirs
                 psrc = self.pcols(src - self.member_starts, "a bpermute's source lanes") + \

@@ -168,8 +168,11 @@ class VmemOps:
         if self.machine.provenance and (value.prov is not None or buf.prov is not None):
             ba = addr[None, :] + np.arange(nbytes)[:, None]
             sel = ba if self.exec_full else np.take(ba, np.flatnonzero(act), axis=1)
-            stored = stored_prov(self.unfold_prov(value.prov, f"global_store to {buf.name!r}"), nbytes, act,
-                                 self.exec_full)
+            what = f"global_store to {buf.name!r}"
+            if self.exec_full or self.fold is None:
+                stored = stored_prov(self.unfold_prov(value.prov, what), nbytes, act, self.exec_full)
+            else:                  # a partial EXEC: only the writing columns unfolded (a scale's lane 0)
+                stored = stored_prov(self.unfold_prov(value.prov, what, np.flatnonzero(act)), nbytes, act, True)
             if stored is not None and buf.tagged:
                 self._check_store(buf, sel, stored, value, act)
             buf.store_prov(sel, stored, self.machine)

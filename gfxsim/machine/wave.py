@@ -172,9 +172,10 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
         m = self.exec if whole else self.pexec(what)
         return Prov.select(m[None, :], p, None, p.shape)
 
-    def unfold_prov(self, p, what: str):
-        """A value's provenance for every member (a folded batch's expanded, fold.Fold.unfold)."""
-        return p if self.fold is None or p is None else self.fold.unfold(p, self.machine.mma_log, what)
+    def unfold_prov(self, p, what: str, at=None):
+        """A value's provenance for every member (a folded batch's expanded, fold.Fold.unfold); ``at``:
+        only those columns (where not folded, ``p`` whole)."""
+        return p if self.fold is None or p is None else self.fold.unfold(p, self.machine.mma_log, what, at)
 
     def set_exec(self, m: np.ndarray) -> None:
         """EXEC := ``m`` (bool ``[width]``, kept, not copied)."""

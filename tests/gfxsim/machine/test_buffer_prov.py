@@ -68,3 +68,27 @@ def test_store_check_untagged_bytes_are_no_mismatch_and_every_mismatching_wave_i
             w.global_store(dst, at, w.global_load(src, at, 1, "i8"))
         run = launch(k, grid=(4,), batch=4, provenance=True, trace=False)
         assert len(run.findings_of("store-mismatch")) == found, (src_tok[:4], dst_tok[:4])
+
+
+def test_tags_at_is_each_tag_broadcast_and_indexed():
+    """tags_at's coordinate arithmetic (a tag that is its own index is not looked up) gives what
+    indexing each broadcast tag gives, as int32, each field its own array."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        shape = tuple(int(x) for x in rng.integers(1, 7, rng.integers(1, 5)))
+        tags = {}
+        for f in ("a", "b", "c", "d"):
+            tsh = tuple(s if rng.random() < 0.5 else 1 for s in shape)
+            tsh = tsh[int(rng.integers(0, len(shape))):] if rng.random() < 0.3 else tsh
+            n = int(np.prod(tsh))
+            tags[f] = (np.arange(n) if rng.random() < 0.5 else rng.integers(-2, 50, n)).reshape(tsh)
+        buf = Buffer("x", np.zeros(shape, np.float32), tags)
+        size = int(np.prod(shape))
+        for e in (rng.integers(0, size, (1, 17)), np.repeat(rng.integers(0, size, (1, 9)), 3, axis=0)):
+            for dt in (np.int64, np.int32):
+                got = buf.tags_at(e.astype(dt))
+                for f, t in tags.items():
+                    want = np.broadcast_to(t, shape).reshape(-1)[e].astype(np.int32)
+                    assert got[f].dtype == np.int32 and np.array_equal(got[f], want), (shape, f)
+                assert len({id(a) for a in got.values()}) == len(got)
+                assert not any(np.shares_memory(a, b) for a in got.values() for b in got.values() if a is not b)
