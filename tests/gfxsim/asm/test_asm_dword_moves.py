@@ -1,6 +1,8 @@
 """Without provenance or a trace, LDS and global loads and stores move whole-dword data as dwords
-(semantics.moved_as) instead of bytes: the same registers, written bits, memory and findings, under
-a partial EXEC, from registers never written, and for whole compiled twins."""
+(semantics.moved_as) instead of bytes, and global loads and stores of whole dwords move words
+straight between registers and memory (translate.LEAN: Wave.global_load_words/global_store_words):
+the same registers, written bits, memory, findings and faults, under a partial EXEC, from registers
+never written, and for whole compiled twins."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +11,8 @@ from support import need_toolchain
 from support.asm_sandbox import Sandbox, run_snippet
 from support.twins import same_either_way
 
-from gfxsim.asm import semantics
+from gfxsim import Buffer
+from gfxsim.asm import semantics, translate
 
 LDS_LINES = ["ds_read_b32 v3, v1", "ds_read_b64 v[3:4], v2 offset:8", "ds_read_b128 v[3:6], v2",
              "ds_read2_b32 v[3:4], v1 offset0:1 offset1:9", "ds_read2_b64 v[3:6], v2 offset1:3",
@@ -69,24 +72,43 @@ GLOBAL = ("s_load_dwordx2 s[4:5], s[0:1], 0x0\n  v_lshlrev_b32_e32 v1, 4, v0\n  
           "  global_store_short v1, v6, s[4:5] offset:3088\n  s_mov_b64 exec, s[12:13]")
 
 
-def test_global_accesses_leave_what_the_byte_moves_leave():
-    """Loads of partly written bytes, stores of a never-written register, a partial EXEC."""
-    rng = np.random.default_rng(0)
-    data = rng.integers(0, 2**32, 1024).astype(np.uint32)
-    got = {}
-    for dwords in (True, False):
-        semantics.DWORD_MOVES = dwords
-        try:
-            run, arrays = run_snippet(GLOBAL, args=[("out", "global_buffer", 8)], arrays={"out": data.copy()},
-                                      provenance=False, vgprs=16)
-        finally:
-            semantics.DWORD_MOVES = True
-        got[dwords] = (arrays["out"].copy(), [(f.kind, f.message) for f in run.findings], run.trace.n_events)
-    np.testing.assert_array_equal(got[True][0], got[False][0])
-    assert got[True][1:] == got[False][1:] and any(k == "uninitialized-read" for k, _ in got[True][1])
+def _global(body, data, switch, on):
+    module, name = switch
+    setattr(module, name, on)
+    out = Buffer("out", data.copy(), written=False)         # the first 3 KiB written, but one word
+    out.written[:3072] = True
+    out.written[1024 + 16 * 7:1024 + 16 * 7 + 4] = False          # lane 7's global_load_dword
+    try:
+        run, arrays = run_snippet(body, args=[("out", "global_buffer", 8)], arrays={"out": out},
+                                  provenance=False, trace=False, vgprs=16)
+    except Exception as e:                      # noqa: BLE001 - compared below
+        return type(e).__name__, str(e)
+    finally:
+        setattr(module, name, True)
+    return (arrays["out"].copy().tolist(), out.written.tolist(), [(f.kind, f.message) for f in run.findings],
+            run.trace.n_events)
+
+
+FAULT = GLOBAL.replace("offset:2048", "offset:4000")        # lanes past the buffer's end
+
+
+@pytest.mark.parametrize("switch", [(semantics, "DWORD_MOVES"), (translate, "LEAN")], ids=["dwords", "lean"])
+@pytest.mark.parametrize("body", [GLOBAL, FAULT], ids=["global", "fault"])
+def test_global_accesses_leave_what_the_byte_moves_leave(switch, body):
+    """Loads of partly written bytes, stores of a never-written register, a partial EXEC, a fault;
+    without the switch (translate.LEAN: words straight between registers and memory) as with it."""
+    data = np.random.default_rng(0).integers(0, 2**32, 1024).astype(np.uint32)
+    got = _global(body, data, switch, True)
+    assert got == _global(body, data, switch, False)
+    if body is GLOBAL:                 # a load of the unwritten word, a store of a register never written
+        found = [m for k, m in got[2] if k == "uninitialized-read"]
+        assert found[0] == "global_load from 'out' reads never-written bytes" and any("v11" in m for m in found)
+    else:
+        assert got[0] == "MemoryFault"
 
 
 @pytest.mark.parametrize("twin", ["pv_int8", "paged_attention_decode", "prefix_prefill"])
-def test_a_compiled_twin_gives_the_same_outputs_and_findings_either_way(twin):
+@pytest.mark.parametrize("switch", [(semantics, "DWORD_MOVES"), (translate, "LEAN")], ids=["dwords", "lean"])
+def test_a_compiled_twin_gives_the_same_outputs_and_findings_either_way(twin, switch):
     need_toolchain("gfx942")
-    same_either_way(twin, semantics, "DWORD_MOVES")
+    same_either_way(twin, *switch)
