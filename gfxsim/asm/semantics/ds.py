@@ -38,9 +38,26 @@ def _ds_read(nbytes):
         if dst.kind != "reg" or dst.file not in "va" or dst.count * 4 != nbytes:
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
         a = _vaddr(st, addr)
-        st.vwrite_value(dst.file, dst.first, st.w.lds_load(_region(st), _off(st, a, d.ops.mods.get("offset", 0)),
-                                                           nbytes, moved_as(st, nbytes)))
+        _put(st, dst.file, dst.first, _load(st, a, d.ops.mods.get("offset", 0), nbytes))
     return run
+
+
+def _load(st, a, extra: int, nbytes: int):
+    """The LDS read of ``nbytes`` per lane at ``a + extra``: uint32 words where the back end can
+    give them straight (``st.lean``: Wave.lds_load_words), else its value (lds_load)."""
+    if st.lean:
+        words = st.w.lds_load_words(_region(st), (a + extra) & 0xFFFFFFFF, nbytes)
+        if words is not None:
+            return words
+    return st.w.lds_load(_region(st), _off(st, a, extra), nbytes, moved_as(st, nbytes))
+
+
+def _put(st, f: str, first: int, got):
+    """Write what _load gave into registers first.. of file f."""
+    if isinstance(got, np.ndarray):
+        st.vwrite(f, first, got)
+    else:
+        st.vwrite_value(f, first, got)
 
 
 def _ds_read2(nbytes, stride):
@@ -51,11 +68,9 @@ def _ds_read2(nbytes, stride):
             raise st.error(f"destination {dst.text} does not hold 2 x {nbytes} bytes")
         a = _vaddr(st, addr)
         unit = nbytes * stride
-        t = moved_as(st, nbytes)
-        vals = [st.w.lds_load(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), nbytes, t)
-                for k in ("offset0", "offset1")]
+        vals = [_load(st, a, unit * d.ops.mods.get(k, 0), nbytes) for k in ("offset0", "offset1")]
         for j, v in enumerate(vals):              # both read before either is written (dst may alias addr)
-            st.vwrite_value(dst.file, dst.first + j * nbytes // 4, v)
+            _put(st, dst.file, dst.first + j * nbytes // 4, v)
     return run
 
 

@@ -31,7 +31,7 @@ def _sandbox(seed: int) -> Sandbox:
     for r in (3, 4, 5, 6, 7, 8, 9, 10):
         sb.v[r] = rng.integers(0, 2**32, 64)
     lds = sb.wg.lds
-    half = rng.random(lds.raw["lds"].size) < 0.5                         # LDS bytes half written before
+    half = rng.random(lds.raw["lds"].size) < (1.0 if seed == 0 else 0.5)     # LDS bytes written before
     lds.raw["lds"][half] = rng.integers(0, 256, int(half.sum())).astype(np.uint8)
     lds.written_one["lds"][half] = True
     sb.set_exec(rng.random(64) < 0.7)
@@ -47,13 +47,18 @@ def _state(sb: Sandbox) -> dict:
 
 
 @pytest.mark.parametrize("line", LDS_LINES)
-def test_an_lds_access_leaves_what_the_byte_moves_leave(line):
+@pytest.mark.parametrize("lean", [False, True], ids=["dwords", "lean"])
+def test_an_lds_access_leaves_what_the_byte_moves_leave(line, lean):
+    """dwords: data moved as dwords or as bytes; lean: an LDS read's words straight into the
+    registers (Wave.lds_load_words) or through its value."""
     for seed in range(3):
         got = {}
-        for dwords in (True, False):
-            semantics.DWORD_MOVES = dwords
+        for on in (True, False):
+            sb = _sandbox(seed)
+            sb.st.lean = on if lean else False
+            semantics.DWORD_MOVES = on or lean
             try:
-                got[dwords] = _state(_sandbox(seed).run(*line.split("\n  ")))
+                got[on] = _state(sb.run(*line.split("\n  ")))
             finally:
                 semantics.DWORD_MOVES = True
         for k in got[False]:
