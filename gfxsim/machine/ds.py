@@ -24,6 +24,7 @@ from .wavemembers import WavesPart
 
 _ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit array, as one word
 _DS_READ_OPS = {n: ops.Op("DS", m) for n, m in ops.DS_READ.items()}      # lds_load's events
+_DS_WRITE_OPS = {n: ops.Op("DS", m) for n, m in ops.DS_WRITE.items()}    # lds_store's
 
 
 class DsOps:
@@ -145,6 +146,40 @@ class DsOps:
         words = raw.view(np.uint32)[at]
         self.event(_DS_READ_OPS[nbytes])
         return words
+
+    def lds_store_words(self, region: LdsRegion, offset: np.ndarray, words: np.ndarray, nbytes: int) -> bool:
+        """What ``lds_store`` of the first ``nbytes`` (whole dwords) of uint32 ``words`` [n, width],
+        written in every active lane, at byte ``offset`` (int64 [width]) of the region does, without
+        provenance or a trace, for the waves of one workgroup side by side or one wave whose races
+        are not watched, where every active lane is in bounds and aligned: the race watch, the bank
+        conflicts (and their findings), the bytes and their written bits, the event; True. False,
+        having done nothing, anywhere else."""
+        m, wg = self.machine, self.wg
+        if m.provenance or m.trace.enabled or nbytes % 4:
+            return False
+        lds, shared = wg.lds, wg.waves_as_members
+        if not shared and (self.members > 1 or (m.check_races and wg.num_waves > 1)):
+            return False
+        if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
+            return False
+        raw = lds.raw[region.name]
+        if raw.size % 4:
+            return False
+        ex, full = self.exec, self.exec_full
+        a = offset if full else offset[ex]
+        align = 16 if nbytes == 12 else nbytes
+        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > region.nbytes or (a & (align - 1)).any():
+            return False
+        r2 = (offset + region.offset).reshape(self.members, self.lanes)
+        a2 = ex.reshape(self.members, self.lanes)
+        if shared:
+            self._member_races(region, r2, a2, nbytes, True, VGPRs(self, words, "u32"))
+        self._bank_conflicts(region, r2, a2, nbytes, True, not shared)
+        w1 = None if shared else lds.written_one.get(region.name)      # lds_store's written bits: the same ones
+        store_values(raw, w1 if w1 is not None else lds.member_written(region.name), offset, nbytes, words,
+                     None if full else ex)
+        self.event(_DS_WRITE_OPS[nbytes])
+        return True
 
     def _member_races(self, region: LdsRegion, r2, a2, nbytes: int, is_write: bool, value):
         """The waves of one workgroup as members: each member's access tracked as its wave's

@@ -52,6 +52,16 @@ def _load(st, a, extra: int, nbytes: int):
     return st.w.lds_load(_region(st), _off(st, a, extra), nbytes, moved_as(st, nbytes))
 
 
+def _store_words(st, a, extra: int, data, nbytes: int) -> bool:
+    """An LDS write of ``data``'s whole dwords at ``a + extra`` as words straight from the registers
+    (``st.lean``: Wave.lds_store_words) where they are written in every active lane; False, having
+    done nothing, where the back end's value path must take it."""
+    if not st.lean or nbytes % 4 or nbytes != 4 * data.count or not st.vall_written(data.file, data.first, data.count):
+        return False
+    return st.w.lds_store_words(_region(st), (a + extra) & 0xFFFFFFFF, st.vwords(data.file, data.first, data.count),
+                                nbytes)
+
+
 def _put(st, f: str, first: int, got):
     """Write what _load gave into registers first.. of file f."""
     if isinstance(got, np.ndarray):
@@ -81,6 +91,8 @@ def _ds_write(nbytes, byte0=0):
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
         a = _vaddr(st, addr)
+        if not byte0 and _store_words(st, a, d.ops.mods.get("offset", 0), data, nbytes):
+            return
         value = st.vread(data.file, data.first, data.count, moved_as(st, 4 * data.count) if not byte0 and
                          nbytes == 4 * data.count else "u8")
         if byte0 or nbytes < 4:
@@ -98,6 +110,8 @@ def _ds_write2(nbytes, stride):
         for k, data in (("offset0", d0), ("offset1", d1)):
             if data.kind != "reg" or data.file not in "va" or data.count * 4 != nbytes:
                 raise st.error(f"data {data.text} does not hold {nbytes} bytes")
+            if _store_words(st, a, unit * d.ops.mods.get(k, 0), data, nbytes):
+                continue
             value = st.vread(data.file, data.first, data.count, moved_as(st, nbytes))
             st.w.lds_store(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), value, nbytes)
     return run
