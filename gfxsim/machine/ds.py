@@ -148,14 +148,14 @@ class DsOps:
         return words
 
     def lds_store_words(self, region: LdsRegion, offset: np.ndarray, words: np.ndarray, nbytes: int) -> bool:
-        """What ``lds_store`` of the first ``nbytes`` (whole dwords) of uint32 ``words`` [n, width],
+        """What ``lds_store`` of the first ``nbytes`` (1, 2 or whole dwords) of uint32 ``words`` [n, width],
         written in every active lane, at byte ``offset`` (int64 [width]) of the region does, without
         provenance or a trace, for the waves of one workgroup side by side or one wave whose races
         are not watched, where every active lane is in bounds and aligned: the race watch, the bank
         conflicts (and their findings), the bytes and their written bits, the event; True. False,
         having done nothing, anywhere else."""
         m, wg = self.machine, self.wg
-        if m.provenance or m.trace.enabled or nbytes % 4:
+        if m.provenance or m.trace.enabled or nbytes > 4 * words.shape[0]:
             return False
         lds, shared = wg.lds, wg.waves_as_members
         if not shared and (self.members > 1 or (m.check_races and wg.num_waves > 1)):
@@ -163,8 +163,6 @@ class DsOps:
         if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
             return False
         raw = lds.raw[region.name]
-        if raw.size % 4:
-            return False
         ex, full = self.exec, self.exec_full
         a = offset if full else offset[ex]
         align = 16 if nbytes == 12 else nbytes

@@ -53,10 +53,11 @@ def _load(st, a, extra: int, nbytes: int):
 
 
 def _store_words(st, a, extra: int, data, nbytes: int) -> bool:
-    """An LDS write of ``data``'s whole dwords at ``a + extra`` as words straight from the registers
-    (``st.lean``: Wave.lds_store_words) where they are written in every active lane; False, having
-    done nothing, where the back end's value path must take it."""
-    if not st.lean or nbytes % 4 or nbytes != 4 * data.count or not st.vall_written(data.file, data.first, data.count):
+    """An LDS write of ``data``'s whole dwords (or one register's low 1 or 2 bytes) at ``a + extra``
+    straight from the registers (``st.lean``: Wave.lds_store_words) where they are written in every
+    active lane; False, having done nothing, where the back end's value path must take it."""
+    if not st.lean or (nbytes != 4 * data.count if nbytes >= 4 else data.count != 1) or \
+            not st.vall_written(data.file, data.first, data.count):
         return False
     return st.w.lds_store_words(_region(st), (a + extra) & 0xFFFFFFFF, st.vwords(data.file, data.first, data.count),
                                 nbytes)
