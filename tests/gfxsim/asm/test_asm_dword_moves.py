@@ -117,3 +117,40 @@ def test_global_accesses_leave_what_the_byte_moves_leave(switch, body):
 def test_a_compiled_twin_gives_the_same_outputs_and_findings_either_way(twin, switch):
     need_toolchain("gfx942")
     same_either_way(twin, *switch)
+
+
+RACING = """
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v2, 2, v0
+  v_add_u32_e32 v1, 7, v0
+  {write}
+  s_waitcnt lgkmcnt(0)
+  v_xor_b32_e32 v3, 64, v0
+  v_lshlrev_b32_e32 v3, 2, v3
+  ds_read_b32 v4, v3
+  s_waitcnt lgkmcnt(0)
+  global_store_dword v2, v4, s[4:5]
+"""
+
+
+@pytest.mark.parametrize("write", ["ds_write_b32 v2, v1", "ds_write_b8 v2, v1", "ds_write2_b32 v2, v1, v1 offset1:1"])
+def test_waves_one_after_another_find_the_same_races_either_way(monkeypatch, write):
+    """Two waves run serially with the race check: each reads the words the other writes (no
+    barrier), so the words path meets the LDS race state's hits and never-written bytes as the
+    value path does."""
+    import importlib
+
+    from gfxsim.asm.run import kernel_from_text, run_asm
+    from gfxsim.machine.options import LaunchOptions
+    monkeypatch.setattr(importlib.import_module("gfxsim.machine.launch"), "WAVES_AS_MEMBERS", False)
+    kernel = kernel_from_text(RACING.format(write=write), "racing", args=[("out", "global_buffer", 8)], lds=4096)
+    got = {}
+    for lean in (True, False):
+        monkeypatch.setattr(translate, "LEAN", lean)
+        out = Buffer.empty("out", (128,), np.uint32)
+        run = run_asm(kernel, grid=(1,), block=128, args={"out": out},
+                      options=LaunchOptions(trace=False, provenance=False, check_races=True))
+        got[lean] = (out.raw.tolist(), [(f.kind, f.message, f.wave, f.lane) for f in run.findings], run.trace.n_events)
+    assert got[True] == got[False]
+    assert {"lds-race", "uninitialized-read"} <= {k for k, *_ in got[True][1]}
