@@ -8,9 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import moved_as, no_mods, op, u32, widen
+from ...machine import ops
 from ...machine.vgpr import VGPRs
 
 U32 = np.uint32
+_BPERMUTE = ops.OTHER["bpermute"]          # the back end's event of a bpermute
 READ = {"b32": 4, "b64": 8, "b96": 12, "b128": 16}
 WRITE = {"b8": 1, "b16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
 
@@ -156,7 +158,29 @@ def ds_bpermute_b32(st, d):
     dst, addr, data = d.ops.positional
     a = (_vaddr(st, addr) + d.ops.mods.get("offset", 0)) & 0xFFFFFFFF
     src = ((a >> 2) % st.lanes).astype(np.int64)
+    if st.lean and _bpermute_words(st, dst, data, src):
+        return
     _write_moved(st, dst, data, st.w.bpermute(st.vread(data.file, data.first, 1), src), src)
+
+
+def _bpermute_words(st, dst, data, src) -> bool:
+    """ds_bpermute_b32 without provenance (``st.lean``) as words where ``data`` is written in every
+    lane: what bpermute and _write_moved leave (the words, 0 from an inactive source lane, the
+    freshness moved, the event); False, having done nothing, otherwise."""
+    rf = st.regfile(data.file)
+    rf.check_range(data.first, 1)
+    if not rf.written[4 * data.first:4 * data.first + 4].all():
+        return False
+    w = st.w
+    at = w.member_starts + src                          # the source lane's column
+    ex = st.exec
+    on = ex[at]
+    words = rf.words[data.first][at]
+    moved = st.fresh[data.file][data.first][at] & on
+    w.event(_BPERMUTE)
+    st.vwrite(dst.file, dst.first, (words if w.exec_full and on.all() else np.where(on, words, U32(0)))[None, :])
+    np.copyto(st.fresh[dst.file][dst.first], moved, where=ex)
+    return True
 
 
 def _write_moved(st, dst, data, v, src):

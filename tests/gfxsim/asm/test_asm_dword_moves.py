@@ -20,7 +20,8 @@ LDS_LINES = ["ds_read_b32 v3, v1", "ds_read_b64 v[3:4], v2 offset:8", "ds_read_b
              "ds_write_b32 v1, v7", "ds_write_b64 v2, v[7:8] offset:16", "ds_write_b128 v2, v[7:10]",
              "ds_write2_b32 v1, v7, v8 offset0:2 offset1:5", "ds_write2_b64 v2, v[7:8], v[9:10] offset1:2",
              "ds_write_b32 v1, v12", "ds_write_b8 v1, v7", "ds_write_b16 v1, v8 offset:2", "ds_write_b16_d16_hi v1, v7",
-             "ds_write_b32 v1, v7\n  ds_read_b64 v[3:4], v2", "ds_write_b8 v1, v7\n  ds_read_b32 v3, v1"]
+             "ds_write_b32 v1, v7\n  ds_read_b64 v[3:4], v2", "ds_write_b8 v1, v7\n  ds_read_b32 v3, v1",
+             "ds_bpermute_b32 v3, v1, v2", "ds_bpermute_b32 v3, v1, v2 offset:4", "ds_bpermute_b32 v3, v1, v12"]
 
 
 def _sandbox(seed: int) -> Sandbox:
@@ -34,6 +35,7 @@ def _sandbox(seed: int) -> Sandbox:
     half = rng.random(lds.raw["lds"].size) < (1.0 if seed == 0 else 0.5)     # LDS bytes written before
     lds.raw["lds"][half] = rng.integers(0, 256, int(half.sum())).astype(np.uint8)
     lds.written_one["lds"][half] = True
+    sb.st.fresh["v"][2] = rng.random(64) < 0.5           # held matrix results move with a bpermute
     sb.set_exec(rng.random(64) < 0.7)
     return sb
 
@@ -41,7 +43,7 @@ def _sandbox(seed: int) -> Sandbox:
 def _state(sb: Sandbox) -> dict:
     st, lds = sb.st, sb.wg.lds
     written = lds.written_one.get("lds")
-    return dict(v=st.v.words.copy(), vw=st.v.written.copy(), lds=lds.raw["lds"].copy(),
+    return dict(v=st.v.words.copy(), vw=st.v.written.copy(), fv=st.fresh["v"].copy(), lds=lds.raw["lds"].copy(),
                 lw=(written if written is not None else lds.member_written("lds")).copy(),
                 findings=[(f.kind, f.message, f.lane) for f in sb.m.findings])
 
@@ -49,8 +51,9 @@ def _state(sb: Sandbox) -> dict:
 @pytest.mark.parametrize("line", LDS_LINES)
 @pytest.mark.parametrize("lean", [False, True], ids=["dwords", "lean"])
 def test_an_lds_access_leaves_what_the_byte_moves_leave(line, lean):
-    """dwords: data moved as dwords or as bytes; lean: an LDS read's words straight into the
-    registers (Wave.lds_load_words) or through its value."""
+    """dwords: data moved as dwords or as bytes; lean: an LDS access's (or a bpermute's) words
+    straight between the registers and the LDS (Wave.lds_load_words, lds_store_words) or through
+    the back end's values."""
     for seed in range(3):
         got = {}
         for on in (True, False):
