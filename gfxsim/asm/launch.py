@@ -335,10 +335,16 @@ class AddressSpace:
         return out
 
     def _one_buffer(self, addr: np.ndarray, active: np.ndarray):
-        """split's answer where every active lane addresses one buffer's span (the common case: the
-        lowest and highest active address decide it), else None (split's general path, which also
-        names a fault)."""
-        a = addr[active]
+        """split's answer where every active lane addresses one buffer's span, else None (split's
+        general path, which also names a fault)."""
+        one = self.one_buffer(addr, active)
+        return None if one is None else [(*one, active.copy())]
+
+    def one_buffer(self, addr: np.ndarray, active: np.ndarray, full: bool = False):
+        """(buffer, byte offsets int64 [width], 0 outside ``active``) where every active lane of
+        ``addr`` (uint64 [width]) addresses one buffer's span (the common case: the lowest and
+        highest active address decide it), else None. ``full``: every lane is active."""
+        a = addr if full else addr[active]
         if not a.size:
             return None
         lo, hi = int(a.min()), int(a.max())
@@ -346,8 +352,8 @@ class AddressSpace:
         if lo < BASE or k != (hi - BASE) // SPAN or k >= len(self.buffers):
             return None
         buf = self.buffers[k]
-        offs = np.where(active, (addr - np.uint64(self.base[buf.name])).astype(np.int64), 0)
-        return [(buf, offs, active.copy())]
+        offs = (addr - np.uint64(self.base[buf.name])).astype(np.int64)
+        return buf, offs if full else np.where(active, offs, 0)
 
     def scalar(self, st, addr: int, nbytes: int):
         """(buffer, byte offset) of a scalar access."""

@@ -22,6 +22,11 @@ from .vgpr import VGPRs
 from .wavemembers import WavesPart
 
 
+_ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit array, as one word
+_DS_READ_OPS = {n: ops.Op("DS", m) for n, m in ops.DS_READ.items()}      # lds_load's events
+_DS_WRITE_OPS = {n: ops.Op("DS", m) for n, m in ops.DS_WRITE.items()}    # lds_store's
+
+
 class DsOps:
     def shared(self, name: str, shape, dtype) -> LdsRegion:
         """A ``__shared__`` array of the workgroup (the same region for every wave); ``dtype`` an ISA
@@ -49,24 +54,48 @@ class DsOps:
         if shared:
             self._member_races(region, r2, a2, nbytes, is_write, value)
         elif self.machine.check_races and self.wg.num_waves > 1:
-            races = lds.races if lds.races is not None else lds.race_tracker()
-            same = (self._unchanged(region, r2, a2, nbytes, value) if value is not None and
-                    races.others_wrote(r2, a2, nbytes, self.wave_id, self.wg.epoch, uniform) else None)
-            if same is not None and uniform:
-                # one access for every member: a lane is a duplicate store where it is one in every
-                # member (the shared race row stays shared; replicated data repeats in every member)
-                same = np.broadcast_to(same.all(axis=0), same.shape)
-            hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform, same)
-            for m in np.nonzero(hl >= 0)[0].tolist():
-                reg, off = lds.region_at(int(ha[m]))
-                where = reg.describe(off) if reg is not None else str(int(ha[m]))
-                self.finding("lds-race", f"{'write' if is_write else 'read'} of LDS {where} races with wave "
-                             f"{int(hw[m])}: no barrier between them", lane=m * self.lanes + int(hl[m]),
-                             address=int(ha[m]), other_wave=int(hw[m]), where=where)
+            self._wave_races(region, r2, a2, nbytes, is_write, value, uniform)
+        deg = self._bank_conflicts(region, r2, a2, nbytes, is_write, uniform)
+        # what an event shows: the address in its own workgroup's LDS (each member's own offsets,
+        # lanes outside EXEC included), and each one's conflict degree
+        if uniform and self.machine.trace.enabled and isinstance(offset, VGPRs) and self.members > 1:
+            self._lds_rel = offset.val[0].astype(np.int64) + region.offset
+        else:
+            self._lds_rel = r2.reshape(-1) if self.machine.trace.enabled or not uniform else None
+        self._lds_deg = deg
+        # the index into the region's own arrays (bytes, written bits, provenance): one member's
+        # offsets in its region when every member's are the same, else one per column
+        if uniform:
+            return rel - region.offset, None
+        return None, rel + self._member_offsets(region.stride, -region.offset)
+
+    def _wave_races(self, region: LdsRegion, r2, a2, nbytes: int, is_write: bool, value, uniform: bool):
+        """The LDS race check of waves run one after another (the launch's check_races): the
+        access tracked as this wave's, a finding for each member's first race."""
+        lds = self.wg.lds
+        races = lds.races if lds.races is not None else lds.race_tracker()
+        same = (self._unchanged(region, r2, a2, nbytes, value) if value is not None and
+                races.others_wrote(r2, a2, nbytes, self.wave_id, self.wg.epoch, uniform) else None)
+        if same is not None and uniform:
+            # one access for every member: a lane is a duplicate store where it is one in every
+            # member (the shared race row stays shared; replicated data repeats in every member)
+            same = np.broadcast_to(same.all(axis=0), same.shape)
+        hl, ha, hw = races.track(r2, a2, nbytes, self.wave_id, self.wg.epoch, is_write, uniform, same)
+        for m in np.nonzero(hl >= 0)[0].tolist():
+            reg, off = lds.region_at(int(ha[m]))
+            where = reg.describe(off) if reg is not None else str(int(ha[m]))
+            self.finding("lds-race", f"{'write' if is_write else 'read'} of LDS {where} races with wave "
+                         f"{int(hw[m])}: no barrier between them", lane=m * self.lanes + int(hl[m]),
+                         address=int(ha[m]), other_wave=int(hw[m]), where=where)
+
+    def _bank_conflicts(self, region: LdsRegion, r2, a2, nbytes: int, is_write: bool, uniform: bool):
+        """Each member's bank-conflict degree of an access (int64 [members]), and a finding for each
+        member whose access conflicts."""
+        lds = self.wg.lds
         if uniform:              # one pattern: computed once (and remembered), the same for every member
             deg, cycles, passes = (np.full(self.members, x, np.int64) for x in
                                    bank_conflicts(r2[0], a2[0], nbytes, lds.banks, lds.bank_bytes, self.arch.lds_rule))
-        elif shared:             # the waves of one workgroup: each its own pattern (most a shift of the first's)
+        elif self.wg.waves_as_members:   # the waves of one workgroup: each its own pattern (most a shift of the first's)
             deg, cycles, passes = bank_conflicts_rows(np.asarray(r2, np.int64), a2, nbytes, lds.banks,
                                                       lds.bank_bytes, self.arch.lds_rule)
         else:
@@ -81,18 +110,84 @@ class DsOps:
                              f"{int(passes[m])} passes)", lane=m * self.lanes + l,
                              address=int(r2[m, l]), degree=int(deg[m]), cycles=int(cycles[m]), passes=int(passes[m]),
                              region=region.name)
-        # what an event shows: the address in its own workgroup's LDS (each member's own offsets,
-        # lanes outside EXEC included), and each one's conflict degree
-        if uniform and self.machine.trace.enabled and isinstance(offset, VGPRs) and self.members > 1:
-            self._lds_rel = offset.val[0].astype(np.int64) + region.offset
-        else:
-            self._lds_rel = r2.reshape(-1) if self.machine.trace.enabled or not uniform else None
-        self._lds_deg = deg
-        # the index into the region's own arrays (bytes, written bits, provenance): one member's
-        # offsets in its region when every member's are the same, else one per column
-        if uniform:
-            return rel - region.offset, None
-        return None, rel + self._member_offsets(region.stride, -region.offset)
+        return deg
+
+    def lds_load_words(self, region: LdsRegion, offset: np.ndarray, nbytes: int):
+        """What ``lds_load`` of ``nbytes`` (whole dwords) per lane at byte ``offset`` (int64
+        [width]) of the region gives, without provenance or a trace, for the waves of one workgroup
+        side by side or one wave of a workgroup run one at a time (else None), where every active lane
+        is in bounds, aligned and reads written bytes: uint32 words [nbytes/4, width] (inactive
+        lanes: any words), with the race watch, the bank conflicts (and their findings) and the
+        event. None, having done nothing, anywhere else (``lds_load`` names the fault or the
+        never-written bytes)."""
+        m, wg = self.machine, self.wg
+        if m.provenance or m.trace.enabled or nbytes % 4:
+            return None
+        lds, shared = wg.lds, wg.waves_as_members
+        if not shared and self.members > 1:
+            return None
+        if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
+            return None
+        raw = lds.raw[region.name]
+        written = lds.written.get(region.name)
+        if written is None:
+            written = lds.written_one[region.name]
+        if raw.size % 4 or written.size != raw.size:
+            return None
+        ex, full = self.exec, self.exec_full
+        a = offset if full else offset[ex]
+        align = 16 if nbytes == 12 else nbytes
+        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > region.nbytes or (a & (align - 1)).any():
+            return None
+        at = (offset if full else np.where(ex, offset, 0)) >> 2
+        at = at[None, :] + np.arange(nbytes // 4)[:, None] if nbytes > 4 else at[None, :]
+        wr = written.view(np.uint32)[at] == _ALL_WRITTEN
+        if not (wr if full else wr[:, ex]).all():
+            return None
+        r2 = (offset + region.offset).reshape(self.members, self.lanes)
+        a2 = ex.reshape(self.members, self.lanes)
+        if shared:
+            self._member_races(region, r2, a2, nbytes, False, None)
+        elif m.check_races and wg.num_waves > 1:
+            self._wave_races(region, r2, a2, nbytes, False, None, True)
+        self._bank_conflicts(region, r2, a2, nbytes, False, not shared)
+        words = raw.view(np.uint32)[at]
+        self.event(_DS_READ_OPS[nbytes])
+        return words
+
+    def lds_store_words(self, region: LdsRegion, offset: np.ndarray, words: np.ndarray, nbytes: int) -> bool:
+        """What ``lds_store`` of the first ``nbytes`` (1, 2 or whole dwords) of uint32 ``words`` [n, width],
+        written in every active lane, at byte ``offset`` (int64 [width]) of the region does, without
+        provenance or a trace, for the waves of one workgroup side by side or one wave of a workgroup
+        run one at a time, where every active lane is in bounds and aligned: the race watch, the bank
+        conflicts (and their findings), the bytes and their written bits, the event; True. False,
+        having done nothing, anywhere else."""
+        m, wg = self.machine, self.wg
+        if m.provenance or m.trace.enabled or nbytes > 4 * words.shape[0]:
+            return False
+        lds, shared = wg.lds, wg.waves_as_members
+        if not shared and self.members > 1:
+            return False
+        if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
+            return False
+        raw = lds.raw[region.name]
+        ex, full = self.exec, self.exec_full
+        a = offset if full else offset[ex]
+        align = 16 if nbytes == 12 else nbytes
+        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > region.nbytes or (a & (align - 1)).any():
+            return False
+        r2 = (offset + region.offset).reshape(self.members, self.lanes)
+        a2 = ex.reshape(self.members, self.lanes)
+        if shared:
+            self._member_races(region, r2, a2, nbytes, True, VGPRs(self, words, "u32"))
+        elif m.check_races and wg.num_waves > 1:
+            self._wave_races(region, r2, a2, nbytes, True, VGPRs(self, words, "u32"), True)
+        self._bank_conflicts(region, r2, a2, nbytes, True, not shared)
+        w1 = None if shared else lds.written_one.get(region.name)      # lds_store's written bits: the same ones
+        store_values(raw, w1 if w1 is not None else lds.member_written(region.name), offset, nbytes, words,
+                     None if full else ex)
+        self.event(_DS_WRITE_OPS[nbytes])
+        return True
 
     def _member_races(self, region: LdsRegion, r2, a2, nbytes: int, is_write: bool, value):
         """The waves of one workgroup as members: each member's access tracked as its wave's

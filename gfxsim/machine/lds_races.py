@@ -297,6 +297,7 @@ class EpochWatch:
         self.marked = False              # reads were marked in the state in this epoch
         self.reads: list = []            # (addresses [members, lanes], active or None: all, nbytes)
         self.marks = None                # scratch: the member writing each byte of one access
+        self._full: dict = {}            # (members, bytes per member) -> (member of each byte, ~its bit)
 
     def race(self, st: RaceState, rel: np.ndarray, act, nbytes: int, is_write: bool, epoch: int,
              unchanged=None) -> bool:
@@ -316,7 +317,12 @@ class EpochWatch:
             self.reads.append((rel, act, nbytes))
             return False
         w_wave, w_epoch = st.w_wave[0], st.w_epoch[0]
-        at, who = member_bytes(rel, act, nbytes)
+        if act is None:                  # every lane: each byte's member and the other members' bits, kept
+            at = (rel[:, :, None] + np.arange(nbytes)).reshape(-1)
+            who, others = self._every_lane(rel.shape[0], rel.shape[1] * nbytes)
+        else:
+            at, who = member_bytes(rel, act, nbytes)
+            others = None
         if self.wrote:                                           # written in this epoch: by another?
             h = w_epoch[at] == epoch
             if h.any():
@@ -329,8 +335,9 @@ class EpochWatch:
                 return True
         self.flush(st)
         if self.marked:                                          # bytes another member read in this epoch
-            bits = np.left_shift(np.uint64(1), who.astype(np.uint64))
-            if ((st.r_epoch[0][at] == epoch) & ((st.r_mask[0][at] & ~bits) != 0)).any():
+            if others is None:
+                others = ~np.left_shift(np.uint64(1), who.astype(np.uint64))
+            if ((st.r_epoch[0][at] == epoch) & ((st.r_mask[0][at] & others) != 0)).any():
                 return True
         if self.marks is None or self.marks.size != w_wave.size:
             self.marks = np.zeros(w_wave.size, np.int32)
@@ -342,20 +349,38 @@ class EpochWatch:
         self.wrote = True
         return False
 
+    def _every_lane(self, members: int, per: int):
+        """(the member of each byte, the other members' bits of each) of an access by every lane of
+        ``per`` bytes per member (read-only, kept)."""
+        got = self._full.get((members, per))
+        if got is None:
+            who = np.repeat(np.arange(members), per)
+            got = self._full[(members, per)] = (who, ~np.left_shift(np.uint64(1), who.astype(np.uint64)))
+            for a in got:
+                a.setflags(write=False)
+        return got
+
     def flush(self, st: RaceState) -> None:
         """Mark this epoch's kept reads in ``st``'s one row: bit m of a byte that member m read."""
         if not self.reads:
             return
         r_mask, r_epoch, epoch = st.r_mask[0], st.r_epoch[0], self.epoch
-        got = [member_bytes(rel, act, nbytes) for rel, act, nbytes in self.reads]
-        at = np.concatenate([a for a, _ in got])
-        who = np.concatenate([w for _, w in got])
+        members = self.reads[0][0].shape[0]
+        if all(act is None for _, act, _ in self.reads):      # every lane: each member's bytes a row
+            rows = np.concatenate([(rel[:, :, None] + np.arange(nbytes)).reshape(members, -1)
+                                   for rel, _, nbytes in self.reads], axis=1)
+            at = rows.reshape(-1)
+            mine = list(rows)
+        else:
+            got = [member_bytes(rel, act, nbytes) for rel, act, nbytes in self.reads]
+            at = np.concatenate([a for a, _ in got])
+            who = np.concatenate([w for _, w in got])
+            mine = [at[who == m] for m in range(members)]
         r_mask[at[r_epoch[at] != epoch]] = 0
         r_epoch[at] = epoch
-        for m in range(self.reads[0][0].shape[0]):      # a byte twice in one member: one bit
-            mine = at[who == m]
-            if mine.size:
-                r_mask[mine] |= np.uint64(1 << m)
+        for m, bytes_m in enumerate(mine):               # a byte twice in one member: one bit
+            if bytes_m.size:
+                r_mask[bytes_m] |= np.uint64(1 << m)
         self.reads, self.marked = [], True
 
 

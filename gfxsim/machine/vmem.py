@@ -94,6 +94,49 @@ class VmemOps:
         self.event(ops.Op("SMEM", ops.SMEM_LOAD.get(size, "s_load_dword")), buffer=buf.name, address=offset)
         return buf.raw[offset:offset + size].view(np_dtype(dtype))[0].item()
 
+    def global_load_words(self, buf: Buffer, addr: np.ndarray, nbytes: int):
+        """What ``global_load`` of ``nbytes`` (whole dwords) per lane at byte ``addr`` (int64
+        [width]) of ``buf`` gives where every active lane is in bounds, dword aligned and reads
+        written bytes, without provenance or a trace: uint32 words [nbytes/4, width] (inactive
+        lanes: any words), with its side-by-side note and its event. None, having done nothing,
+        anywhere else (``global_load`` then names the fault or the never-written bytes)."""
+        if self.machine.provenance or self.machine.trace.enabled or nbytes % 4 or buf.raw.size % 4:
+            return None
+        ex, full = self.exec, self.exec_full
+        a = addr if full else addr[ex]
+        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > buf.nbytes or (a & 3).any():
+            return None
+        at = (addr if full else np.where(ex, addr, 0)) >> 2
+        at = at[None, :] + np.arange(nbytes // 4)[:, None] if nbytes > 4 else at[None, :]
+        if buf.written is not None:
+            wr = buf.written.view(np.uint32)[at]
+            if not ((wr == _ALL_WRITTEN) if full else (wr == _ALL_WRITTEN)[:, ex]).all():
+                return None
+        if self.wg.accesses is not None:
+            self.wg.accesses.note(self, buf, addr, nbytes, store=False)
+        words = buf.raw.view(np.uint32)[at]
+        self.event(_VMEM_OPS[("load", nbytes)])
+        return words
+
+    def global_store_words(self, buf: Buffer, addr: np.ndarray, words: np.ndarray, nbytes: int) -> bool:
+        """``global_store`` of the first ``nbytes`` (whole dwords) of uint32 ``words`` [n, width],
+        written in every active lane, at byte ``addr`` of ``buf`` where every active lane is in
+        bounds and dword aligned, without provenance or a trace: the bytes, their written bits,
+        the side-by-side note and the event, and True. False, having done nothing, anywhere else."""
+        if self.machine.provenance or self.machine.trace.enabled or nbytes % 4 or buf.raw.size % 4:
+            return False
+        ex, full = self.exec, self.exec_full
+        a = addr if full else addr[ex]
+        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > buf.nbytes or (a & 3).any():
+            return False
+        if self.wg.accesses is not None:
+            self.wg.accesses.note(self, buf, addr, nbytes, store=True)
+        if self.machine.attempt is not None:
+            self.machine.attempt.before_store(buf)
+        store_values(buf.raw, buf.written, addr, nbytes, words, None if full else ex)
+        self.event(_VMEM_OPS[("store", nbytes)])
+        return True
+
     def scalar_load_dwords(self, buf: Buffer, offset: int, n: int) -> list[int]:
         """``n`` dwords from byte ``offset`` of ``buf`` as ``n`` calls of ``scalar_load`` (``u32``,
         ``identities_marked``) give them, one event each (s_load_dwordx*): the checks made once
@@ -177,6 +220,14 @@ class VmemOps:
                 self._check_store(buf, sel, stored, value, act)
             buf.store_prov(sel, stored, self.machine)
         self.event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
+
+
+_ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit array, as one word
+
+# the events of word-wise accesses (global_load_words, global_store_words): what global_load and
+# global_store record for the same sizes
+_VMEM_OPS = {**{("load", n): ops.Op("VMEM", m) for n, m in ops.VMEM_LOAD.items()},
+             **{("store", n): ops.Op("VMEM", m) for n, m in ops.VMEM_STORE.items()}}
 
 
 def _ident(fields: dict) -> str:

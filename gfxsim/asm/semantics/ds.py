@@ -8,9 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import moved_as, no_mods, op, u32, widen
+from ...machine import ops
 from ...machine.vgpr import VGPRs
 
 U32 = np.uint32
+_BPERMUTE = ops.OTHER["bpermute"]          # the back end's event of a bpermute
 READ = {"b32": 4, "b64": 8, "b96": 12, "b128": 16}
 WRITE = {"b8": 1, "b16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
 
@@ -38,9 +40,37 @@ def _ds_read(nbytes):
         if dst.kind != "reg" or dst.file not in "va" or dst.count * 4 != nbytes:
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
         a = _vaddr(st, addr)
-        st.vwrite_value(dst.file, dst.first, st.w.lds_load(_region(st), _off(st, a, d.ops.mods.get("offset", 0)),
-                                                           nbytes, moved_as(st, nbytes)))
+        _put(st, dst.file, dst.first, _load(st, a, d.ops.mods.get("offset", 0), nbytes))
     return run
+
+
+def _load(st, a, extra: int, nbytes: int):
+    """The LDS read of ``nbytes`` per lane at ``a + extra``: uint32 words where the back end can
+    give them straight (``st.lean``: Wave.lds_load_words), else its value (lds_load)."""
+    if st.lean:
+        words = st.w.lds_load_words(_region(st), (a + extra) & 0xFFFFFFFF, nbytes)
+        if words is not None:
+            return words
+    return st.w.lds_load(_region(st), _off(st, a, extra), nbytes, moved_as(st, nbytes))
+
+
+def _store_words(st, a, extra: int, data, nbytes: int) -> bool:
+    """An LDS write of ``data``'s whole dwords (or one register's low 1 or 2 bytes) at ``a + extra``
+    straight from the registers (``st.lean``: Wave.lds_store_words) where they are written in every
+    active lane; False, having done nothing, where the back end's value path must take it."""
+    if not st.lean or (nbytes != 4 * data.count if nbytes >= 4 else data.count != 1) or \
+            not st.vall_written(data.file, data.first, data.count):
+        return False
+    return st.w.lds_store_words(_region(st), (a + extra) & 0xFFFFFFFF, st.vwords(data.file, data.first, data.count),
+                                nbytes)
+
+
+def _put(st, f: str, first: int, got):
+    """Write what _load gave into registers first.. of file f."""
+    if isinstance(got, np.ndarray):
+        st.vwrite(f, first, got)
+    else:
+        st.vwrite_value(f, first, got)
 
 
 def _ds_read2(nbytes, stride):
@@ -51,11 +81,9 @@ def _ds_read2(nbytes, stride):
             raise st.error(f"destination {dst.text} does not hold 2 x {nbytes} bytes")
         a = _vaddr(st, addr)
         unit = nbytes * stride
-        t = moved_as(st, nbytes)
-        vals = [st.w.lds_load(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), nbytes, t)
-                for k in ("offset0", "offset1")]
+        vals = [_load(st, a, unit * d.ops.mods.get(k, 0), nbytes) for k in ("offset0", "offset1")]
         for j, v in enumerate(vals):              # both read before either is written (dst may alias addr)
-            st.vwrite_value(dst.file, dst.first + j * nbytes // 4, v)
+            _put(st, dst.file, dst.first + j * nbytes // 4, v)
     return run
 
 
@@ -66,6 +94,8 @@ def _ds_write(nbytes, byte0=0):
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
         a = _vaddr(st, addr)
+        if not byte0 and _store_words(st, a, d.ops.mods.get("offset", 0), data, nbytes):
+            return
         value = st.vread(data.file, data.first, data.count, moved_as(st, 4 * data.count) if not byte0 and
                          nbytes == 4 * data.count else "u8")
         if byte0 or nbytes < 4:
@@ -83,6 +113,8 @@ def _ds_write2(nbytes, stride):
         for k, data in (("offset0", d0), ("offset1", d1)):
             if data.kind != "reg" or data.file not in "va" or data.count * 4 != nbytes:
                 raise st.error(f"data {data.text} does not hold {nbytes} bytes")
+            if _store_words(st, a, unit * d.ops.mods.get(k, 0), data, nbytes):
+                continue
             value = st.vread(data.file, data.first, data.count, moved_as(st, nbytes))
             st.w.lds_store(_region(st), _off(st, a, unit * d.ops.mods.get(k, 0)), value, nbytes)
     return run
@@ -126,7 +158,29 @@ def ds_bpermute_b32(st, d):
     dst, addr, data = d.ops.positional
     a = (_vaddr(st, addr) + d.ops.mods.get("offset", 0)) & 0xFFFFFFFF
     src = ((a >> 2) % st.lanes).astype(np.int64)
+    if st.lean and _bpermute_words(st, dst, data, src):
+        return
     _write_moved(st, dst, data, st.w.bpermute(st.vread(data.file, data.first, 1), src), src)
+
+
+def _bpermute_words(st, dst, data, src) -> bool:
+    """ds_bpermute_b32 without provenance (``st.lean``) as words where ``data`` is written in every
+    lane: what bpermute and _write_moved leave (the words, 0 from an inactive source lane, the
+    freshness moved, the event); False, having done nothing, otherwise."""
+    rf = st.regfile(data.file)
+    rf.check_range(data.first, 1)
+    if not rf.written[4 * data.first:4 * data.first + 4].all():
+        return False
+    w = st.w
+    at = w.member_starts + src                          # the source lane's column
+    ex = st.exec
+    on = ex[at]
+    words = rf.words[data.first][at]
+    moved = st.fresh[data.file][data.first][at] & on
+    w.event(_BPERMUTE)
+    st.vwrite(dst.file, dst.first, (words if w.exec_full and on.all() else np.where(on, words, U32(0)))[None, :])
+    np.copyto(st.fresh[dst.file][dst.first], moved, where=ex)
+    return True
 
 
 def _write_moved(st, dst, data, v, src):

@@ -122,6 +122,32 @@ def store_lanes(st, buf, offs, lanes, value, nbytes: int):
     with_exec(st, lanes, one)
 
 
+def _load_words(st, dst, addr, nbytes: int) -> bool:
+    """A load of whole dwords without provenance (``st.lean``) as words straight into ``dst``
+    (Wave.global_load_words) where its active lanes address one buffer and it needs none of the
+    general path's faults or findings; False, having done nothing, otherwise."""
+    w = st.w
+    one = st.memory.one_buffer(addr, st.exec, w.exec_full)
+    if one is None:
+        return False
+    words = w.global_load_words(*one, nbytes)
+    if words is None:
+        return False
+    st.vwrite(dst.file, dst.first, words)
+    return True
+
+
+def _store_words(st, data, addr, nbytes: int) -> bool:
+    """A store of whole dwords without provenance (``st.lean``) from ``data``'s words
+    (Wave.global_store_words) where its registers are written in every active lane and its active
+    lanes address one buffer in bounds; False, having done nothing, otherwise."""
+    if nbytes % 4 or not st.vall_written(data.file, data.first, data.count):
+        return False
+    w = st.w
+    one = st.memory.one_buffer(addr, st.exec, w.exec_full)
+    return one is not None and w.global_store_words(*one, st.vwords(data.file, data.first, data.count), nbytes)
+
+
 def _global_load(kind):
     nbytes, fill = LOADS[kind]
 
@@ -131,6 +157,8 @@ def _global_load(kind):
         if dst.kind != "reg" or dst.file not in "va" or dst.count != max(1, nbytes // 4):
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
         addr = global_address(st, d, vaddr, saddr)
+        if fill is None and st.lean and _load_words(st, dst, addr, nbytes):
+            return
         for buf, offs, lanes in global_parts(st, addr, nbytes):
             load_lanes(st, dst, buf, offs, lanes, nbytes, fill)
     return run
@@ -145,6 +173,8 @@ def _global_store(kind):
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
         addr = global_address(st, d, vaddr, saddr)
+        if not byte0 and st.lean and _store_words(st, data, addr, nbytes):
+            return
         value = st.vread(data.file, data.first, data.count, "u8" if byte0 or nbytes % 4 else moved_as(st, nbytes))
         if byte0:
             value = value.bytes(byte0, nbytes)
