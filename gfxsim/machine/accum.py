@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .accum_serial import EMIN, F32_EMIN, finish, serial_mma
+from .jit import running
 
 NONE = -(1 << 20)        # the exponent of a zero term that never sets the alignment
 
@@ -209,7 +210,9 @@ def _finite_two_stage(acc, prod, pexp, c):
     so (the general loop then runs). Each cut product is a multiple of its group's quantum below
     2^(bits + 2) quanta, so while 4 x width x 2^bits <= 2^53 a step's (and its groups') sums are
     exact, equal to the loop's whatever the order; every other operation is the loop's own, on
-    the same values (a zero sum is +0 in both: numpy's sum starts from +0)."""
+    the same values (a zero sum is +0 in both: numpy's sum starts from +0). Where numba runs
+    already (a run with provenance) and the result rounds to nearest, accum_jit does the same
+    operations one element at a time."""
     k = prod.shape[-1]
     steps = steps_of(acc, k)
     width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
@@ -218,6 +221,15 @@ def _finite_two_stage(acc, prod, pexp, c):
     if not (np.abs(prod).max(initial=0.0) < 2.0 ** 128 and np.isfinite(c).all()):    # NaN compares False
         return None
     order = [i for s in steps for i in s]
+    if (acc.final_rounding or acc.rounding) == "nearest" and running():     # numba runs already: compiled
+        from .accum_jit import ROUNDING, two_stage
+        n = prod.size // k
+        out = np.empty(n, np.float32)
+        if not two_stage(np.ascontiguousarray(prod.reshape(n, k)), np.ascontiguousarray(pexp.reshape(n, k), np.int64),
+                         np.ascontiguousarray(np.broadcast_to(c, prod.shape[:-1])).reshape(n), np.array(order, np.int64),
+                         width, il, f, acc.c_bits, ROUNDING[acc.rounding], acc.c_far_drops, out):
+            return None
+        return finish(acc, out.reshape(prod.shape[:-1]))
     shape = prod.shape[:-1] + (len(steps), width)
     if order == list(range(k)):
         p, e = prod.reshape(shape), pexp.reshape(shape)

@@ -152,6 +152,10 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
     assert fast is not None
     slow = _stepwise(acc, prod, pexp, c64)
     np.testing.assert_array_equal(fast.view(np.uint32), slow.view(np.uint32))
+    if (acc.final_rounding or acc.rounding) == "nearest":          # the compiled path (numba running)
+        compiled = _two_stage_compiled(acc, prod, pexp, c64)
+        assert compiled is not None
+        np.testing.assert_array_equal(compiled.view(np.uint32), slow.view(np.uint32))
     assert np.array_equal(accumulate(acc, prod, pexp, c).view(np.uint32), slow.view(np.uint32))
     assert (slow[10] == 0).all() and (slow[6] != 0).any()
     inf_c = c64.copy()
@@ -161,7 +165,20 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
         worse[0, 0, :] = big                       # 3e38: the first step overflows; 1e36: products past 2^128
         prod, pexp = product_terms(worse, b, EMIN[t], EMIN[t])
         assert _finite_two_stage(acc, prod, pexp, cc) is None
+        if big == 3e38 and (acc.final_rounding or acc.rounding) == "nearest":
+            assert _two_stage_compiled(acc, prod, pexp, cc) is None
     nan = a.copy()
     nan[3, 2, 1] = np.nan
     prod, pexp = product_terms(nan, b, EMIN[t], EMIN[t])
     assert _finite_two_stage(acc, prod, pexp, c64) is None
+
+
+def _two_stage_compiled(acc, prod, pexp, c):
+    """accum._finite_two_stage by its compiled path (accum_jit), as a process running numba takes it."""
+    from gfxsim.machine import accum
+    before = accum.running
+    accum.running = lambda: True
+    try:
+        return accum._finite_two_stage(acc, prod, pexp, c)
+    finally:
+        accum.running = before
