@@ -203,6 +203,16 @@ def _e32(x):
     return np.where(x == 0, F32_EMIN, np.maximum(e.astype(np.int64) - 1, F32_EMIN))
 
 
+def _halving(x, axis, op):
+    """``op`` (np.maximum, or np.add of an exact sum) reduced along ``axis`` by halving it while its
+    length is even: numpy reduces a short inner axis several times slower. A sum comes back
+    with -0 where every term is -0; the caller adds +0, as numpy's sum starts from it."""
+    x = np.moveaxis(x, axis, -1)
+    while x.shape[-1] > 1 and x.shape[-1] % 2 == 0:
+        x = op(x[..., 0::2], x[..., 1::2])
+    return x[..., 0] if x.shape[-1] == 1 else op.reduce(x, axis=-1)
+
+
 def _finite_two_stage(acc, prod, pexp, c):
     """accumulate's "two_stage" datapath where no term is NaN, no product reaches 2^128 and no
     step's result overflows: every step's fused dot product formed at once (the steps' products
@@ -236,22 +246,23 @@ def _finite_two_stage(acc, prod, pexp, c):
     else:
         p, e = prod[..., order].reshape(shape), pexp[..., order].reshape(shape)
     if il == 1:                                                   # _dot: one fused group per step
-        e_dot = e.max(axis=-1)
-        dot = _cut(p, _pow2(e_dot - f)[..., None], acc.rounding).sum(axis=-1)
+        e_dot = _halving(e, -1, np.maximum)
+        dot = _halving(_cut(p, _pow2(e_dot - f)[..., None], acc.rounding), -1, np.add) + 0.0
     else:                                                         # group g: a step's terms g, g + il, ...
         grouped = shape[:-1] + (width // il, il)
-        eg = e.reshape(grouped).max(axis=-2)
-        sums = _cut(p.reshape(grouped), _pow2(eg - f)[..., None, :], acc.rounding).sum(axis=-2)
-        e_dot = eg.max(axis=-1)
-        dot = _cut(sums, _pow2(e_dot - f)[..., None], "floor").sum(axis=-1)
+        eg = _halving(e.reshape(grouped), -2, np.maximum)
+        sums = _halving(_cut(p.reshape(grouped), _pow2(eg - f)[..., None, :], acc.rounding), -2, np.add) + 0.0
+        e_dot = _halving(eg, -1, np.maximum)
+        dot = _halving(_cut(sums, _pow2(e_dot - f)[..., None], "floor"), -1, np.add) + 0.0
+    e_dot, dot = np.moveaxis(e_dot, -1, 0).copy(), np.moveaxis(dot, -1, 0).copy()     # [steps, ...]
     f2, final, run = acc.c_bits, acc.final_rounding or acc.rounding, c
     for i in range(len(steps)):                                   # _two_stage_step, C carried
         e_c = _e32(run)
-        top = np.maximum(e_dot[..., i], e_c)
+        top = np.maximum(e_dot[i], e_c)
         c_cut = _cut(run, _pow2(top - f), "floor")
         if acc.c_far_drops:
             c_cut = np.where(e_c < top - f - 1, 0.0, c_cut)
-        s = _cut(dot[..., i], _pow2(top - (f2 + 1)), "floor") + c_cut
+        s = _cut(dot[i], _pow2(top - (f2 + 1)), "floor") + c_cut
         s = _cut(s, _pow2(_e32(s) - f2), "floor")
         with np.errstate(over="ignore"):
             d = to_f32(s, final)

@@ -113,7 +113,9 @@ _TWO_STAGE = {"nearest": dict(rounding="nearest", c_entry="two_stage", c_bits=26
               "k_steps": dict(rounding="truncate", final_rounding="truncate", c_entry="two_stage", c_bits=31,
                               k_steps=tuple(tuple(range(i + 7, i - 1, -1)) for i in range(0, 32, 8))),
               "interleave4": dict(rounding="truncate", final_rounding="nearest", c_entry="two_stage", c_bits=28,
-                                  step=8, interleave=4, c_far_drops=True)}
+                                  step=8, interleave=4, c_far_drops=True),
+              "steps_of_12": dict(rounding="truncate", final_rounding="nearest", c_entry="two_stage", c_bits=31,
+                                  step=12, interleave=3)}
 
 
 @pytest.mark.parametrize("name", ["CDNA3_F16", "CDNA3_XF32", "CDNA3_FP8", *_TWO_STAGE])
@@ -122,14 +124,15 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
     """A "two_stage" instruction with no special term forms every step's products at once and
     carries C through the second adders (accum._finite_two_stage): bit for bit the step-by-step
     loop's D, zeros of both signs, subnormal inputs, C of every sign and size (far below the
-    products, where CDNA3 FP8 drops it, and far above), steps of zeros only, reordered steps and
-    interleaved groups included; a product of 2^128 or more, a NaN or infinite term, or a step
-    that overflows leaves it to the loop."""
+    products, where CDNA3 FP8 drops it, and far above), steps of zeros only, reordered steps,
+    interleaved groups and steps whose length does not halve to one included; a product of 2^128
+    or more, a NaN or infinite term, or a step that overflows leaves it to the loop. The compiled
+    path (numba running) gives the same bits."""
     import gfxsim.arch.accumulators as amd
     from gfxsim.machine.accum import EMIN, _finite_two_stage, _stepwise, accumulate, product_terms
     acc = getattr(amd, name) if name.isupper() else Acc(22, **_TWO_STAGE[name])
     rng = np.random.default_rng(13)
-    k = 32
+    k = 36 if acc.step == 12 else 32
     a = rng.normal(size=(48, 16, k)) * 2.0 ** rng.integers(-12, 12, (48, 16, k))
     b = rng.normal(size=(48, k, 8)) * 2.0 ** rng.integers(-12, 12, (48, 1, 8))
     a[rng.random(a.shape) < 0.2] = 0.0
