@@ -331,8 +331,36 @@ def mma_f32(acc, a, b, c, a_type: str | None = None, b_type: str | None = None) 
     ``a_type``/``b_type`` (ISA type names) give a subnormal input its alignment exponent."""
     if acc.c_entry in ("fma", "ftz_tree"):
         return serial_mma(acc, a, b, c, a_type, b_type)
+    if acc.c_entry == "two_stage" and running():
+        d = _compiled_two_stage(acc, a, b, c, EMIN.get(a_type), EMIN.get(b_type))
+        if d is not None:
+            return d
     prod, pexp = product_terms(a, b, EMIN.get(a_type), EMIN.get(b_type))
     return accumulate(acc, prod, pexp, c)
+
+
+def _compiled_two_stage(acc, a, b, c, a_emin, b_emin):
+    """mma_f32 of a "two_stage" record by accum_jit.two_stage_mma, products and exponents formed
+    there as product_terms forms them; None where _finite_two_stage would leave it to the loop
+    (or the record is not one it takes: final rounding not to nearest, unequal steps, inexact sums)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    k = a.shape[-1]
+    steps = steps_of(acc, k)
+    width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
+    if (acc.final_rounding or acc.rounding) != "nearest" or a.ndim != 3 or \
+            any(len(s) != width for s in steps) or width % il or (4 * width) << f > 1 << 53:
+        return None
+    c = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), a.shape[:2] + b.shape[2:]))
+    if not np.isfinite(c).all():
+        return None
+    from .accum_jit import ROUNDING, two_stage_mma
+    none = -(1 << 30)                                   # no smallest normal exponent: no clamp
+    out = np.empty(c.shape, np.float32)
+    if not two_stage_mma(np.ascontiguousarray(a), np.ascontiguousarray(b), c, none if a_emin is None else a_emin,
+                         none if b_emin is None else b_emin, np.array([i for s in steps for i in s], np.int64),
+                         width, il, f, acc.c_bits, ROUNDING[acc.rounding], acc.c_far_drops, out):
+        return None
+    return finish(acc, out)
 
 
 def truncate_mantissa(x, bits):

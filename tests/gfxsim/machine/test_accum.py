@@ -159,6 +159,8 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
         compiled = _two_stage_compiled(acc, prod, pexp, c64)
         assert compiled is not None
         np.testing.assert_array_equal(compiled.view(np.uint32), slow.view(np.uint32))
+        whole = _two_stage_compiled(acc, a, b, c, t)                   # products formed in the kernel too
+        np.testing.assert_array_equal(whole.view(np.uint32), slow.view(np.uint32))
     assert np.array_equal(accumulate(acc, prod, pexp, c).view(np.uint32), slow.view(np.uint32))
     assert (slow[10] == 0).all() and (slow[6] != 0).any()
     inf_c = c64.copy()
@@ -170,18 +172,21 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
         assert _finite_two_stage(acc, prod, pexp, cc) is None
         if big == 3e38 and (acc.final_rounding or acc.rounding) == "nearest":
             assert _two_stage_compiled(acc, prod, pexp, cc) is None
+            got = _two_stage_compiled(acc, worse, b, cc.astype(np.float32), t)     # left to the loop
+            np.testing.assert_array_equal(got.view(np.uint32), _stepwise(acc, prod, pexp, cc).view(np.uint32))
     nan = a.copy()
     nan[3, 2, 1] = np.nan
     prod, pexp = product_terms(nan, b, EMIN[t], EMIN[t])
     assert _finite_two_stage(acc, prod, pexp, c64) is None
 
 
-def _two_stage_compiled(acc, prod, pexp, c):
-    """accum._finite_two_stage by its compiled path (accum_jit), as a process running numba takes it."""
+def _two_stage_compiled(acc, x, y, c, t=None):
+    """As a process running numba computes it (accum_jit): accum._finite_two_stage of products ``x``
+    (exponents ``y``), or with ``t`` (the operands' type) mma_f32 of A ``x`` and B ``y``."""
     from gfxsim.machine import accum
     before = accum.running
     accum.running = lambda: True
     try:
-        return accum._finite_two_stage(acc, prod, pexp, c)
+        return accum._finite_two_stage(acc, x, y, c) if t is None else accum.mma_f32(acc, x, y, c, t, t)
     finally:
         accum.running = before
