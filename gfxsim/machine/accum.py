@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import accum_jit           # compiled functions by the module: jit.njit rebinds their names
 from .accum_serial import EMIN, F32_EMIN, finish, serial_mma
 from .jit import running
 
@@ -232,12 +233,11 @@ def _finite_two_stage(acc, prod, pexp, c):
         return None
     order = [i for s in steps for i in s]
     if (acc.final_rounding or acc.rounding) == "nearest" and running():     # numba runs already: compiled
-        from .accum_jit import ROUNDING, two_stage
         n = prod.size // k
         out = np.empty(n, np.float32)
-        if not two_stage(np.ascontiguousarray(prod.reshape(n, k)), np.ascontiguousarray(pexp.reshape(n, k), np.int64),
+        if not accum_jit.two_stage(np.ascontiguousarray(prod.reshape(n, k)), np.ascontiguousarray(pexp.reshape(n, k), np.int64),
                          np.ascontiguousarray(np.broadcast_to(c, prod.shape[:-1])).reshape(n), np.array(order, np.int64),
-                         width, il, f, acc.c_bits, ROUNDING[acc.rounding], acc.c_far_drops, out):
+                         width, il, f, acc.c_bits, accum_jit.ROUNDING[acc.rounding], acc.c_far_drops, out):
             return None
         return finish(acc, out.reshape(prod.shape[:-1]))
     shape = prod.shape[:-1] + (len(steps), width)
@@ -353,12 +353,11 @@ def _compiled_two_stage(acc, a, b, c, a_emin, b_emin):
     c = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), a.shape[:2] + b.shape[2:]))
     if not np.isfinite(c).all():
         return None
-    from .accum_jit import ROUNDING, two_stage_mma
     none = -(1 << 30)                                   # no smallest normal exponent: no clamp
     out = np.empty(c.shape, np.float32)
-    if not two_stage_mma(np.ascontiguousarray(a), np.ascontiguousarray(b), c, none if a_emin is None else a_emin,
+    if not accum_jit.two_stage_mma(np.ascontiguousarray(a), np.ascontiguousarray(b), c, none if a_emin is None else a_emin,
                          none if b_emin is None else b_emin, np.array([i for s in steps for i in s], np.int64),
-                         width, il, f, acc.c_bits, ROUNDING[acc.rounding], acc.c_far_drops, out):
+                         width, il, f, acc.c_bits, accum_jit.ROUNDING[acc.rounding], acc.c_far_drops, out):
         return None
     return finish(acc, out)
 
