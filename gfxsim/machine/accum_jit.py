@@ -92,7 +92,8 @@ def _steps(prod, pexp, run, order, width, il, f, f2, mode, far):
 
 
 @njit
-def two_stage(prod, pexp, c, order, width, il, f, f2, mode, far, out):
+def two_stage(prod: np.ndarray, pexp: np.ndarray, c: np.ndarray, order: np.ndarray, width: int, il: int, f: int,
+              f2: int, mode: int, far: bool, out: np.ndarray) -> bool:
     """D (float32 ``out`` [E]) of products ``prod`` [E, K] (exponents ``pexp``) and C ``c`` [E]
     through the steps of ``width`` K indices listed in ``order``; False where a step's result
     is not finite (the caller then leaves it to the step loop)."""
@@ -111,7 +112,8 @@ def _exponent(x, emin):
 
 
 @njit
-def two_stage_mma(a, b, c, a_emin, b_emin, order, width, il, f, f2, mode, far, out):
+def two_stage_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_emin: int, b_emin: int, order: np.ndarray, width: int,
+                  il: int, f: int, f2: int, mode: int, far: bool, out: np.ndarray) -> bool:
     """two_stage of A ``[bl, M, K]`` x B ``[bl, K, N]`` + C ``[bl, M, N]`` (float64) with the
     products and their exponents formed here as accum.product_terms forms them (an input below
     its type's normal range aligning as ``*_emin``); False where a product is not finite or
