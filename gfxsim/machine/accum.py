@@ -208,10 +208,10 @@ def _halving(x, axis, op):
     """``op`` (np.maximum, or np.add of an exact sum) reduced along ``axis`` by halving it while its
     length is even: numpy reduces a short inner axis several times slower. A sum comes back
     with -0 where every term is -0; the caller adds +0, as numpy's sum starts from it."""
-    x = np.moveaxis(x, axis, -1)
-    while x.shape[-1] > 1 and x.shape[-1] % 2 == 0:
-        x = op(x[..., 0::2], x[..., 1::2])
-    return x[..., 0] if x.shape[-1] == 1 else op.reduce(x, axis=-1)
+    tail = (slice(None),) * (-1 - axis)             # the axes after ``axis`` (a negative index)
+    while x.shape[axis] > 1 and x.shape[axis] % 2 == 0:
+        x = op(x[(..., slice(0, None, 2), *tail)], x[(..., slice(1, None, 2), *tail)])
+    return x[(..., 0, *tail)] if x.shape[axis] == 1 else op.reduce(x, axis=axis)
 
 
 def _finite_two_stage(acc, prod, pexp, c):
@@ -254,15 +254,14 @@ def _finite_two_stage(acc, prod, pexp, c):
         sums = _halving(_cut(p.reshape(grouped), _pow2(eg - f)[..., None, :], acc.rounding), -2, np.add) + 0.0
         e_dot = _halving(eg, -1, np.maximum)
         dot = _halving(_cut(sums, _pow2(e_dot - f)[..., None], "floor"), -1, np.add) + 0.0
-    e_dot, dot = np.moveaxis(e_dot, -1, 0).copy(), np.moveaxis(dot, -1, 0).copy()     # [steps, ...]
     f2, final, run = acc.c_bits, acc.final_rounding or acc.rounding, c
     for i in range(len(steps)):                                   # _two_stage_step, C carried
         e_c = _e32(run)
-        top = np.maximum(e_dot[i], e_c)
+        top = np.maximum(e_dot[..., i], e_c)
         c_cut = _cut(run, _pow2(top - f), "floor")
         if acc.c_far_drops:
             c_cut = np.where(e_c < top - f - 1, 0.0, c_cut)
-        s = _cut(dot[i], _pow2(top - (f2 + 1)), "floor") + c_cut
+        s = _cut(dot[..., i], _pow2(top - (f2 + 1)), "floor") + c_cut
         s = _cut(s, _pow2(_e32(s) - f2), "floor")
         with np.errstate(over="ignore"):
             d = to_f32(s, final)
