@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import accum_jit           # compiled functions by the module: jit.njit rebinds their names
 from .accum_serial import EMIN, F32_EMIN, finish, serial_mma
+from .jit import running
 
 NONE = -(1 << 20)        # the exponent of a zero term that never sets the alignment
 
@@ -245,6 +247,16 @@ def _e32(x):
     return np.where(x == 0, F32_EMIN, np.maximum(e.astype(np.int64) - 1, F32_EMIN))
 
 
+def _halving(x, axis, op):
+    """``op`` (np.maximum, or np.add of an exact sum) reduced along ``axis`` by halving it while its
+    length is even: numpy reduces a short inner axis several times slower. A sum comes back
+    with -0 where every term is -0; the caller adds +0, as numpy's sum starts from it."""
+    tail = (slice(None),) * (-1 - axis)             # the axes after ``axis`` (a negative index)
+    while x.shape[axis] > 1 and x.shape[axis] % 2 == 0:
+        x = op(x[(..., slice(0, None, 2), *tail)], x[(..., slice(1, None, 2), *tail)])
+    return x[(..., 0, *tail)] if x.shape[axis] == 1 else op.reduce(x, axis=axis)
+
+
 def _finite_two_stage(acc, prod, pexp, c):
     """accumulate's "two_stage" datapath where no term is NaN, no product reaches 2^128 and no
     step's result overflows: every step's fused dot product formed at once (the steps' products
@@ -252,7 +264,9 @@ def _finite_two_stage(acc, prod, pexp, c):
     so (the general loop then runs). Each cut product is a multiple of its group's quantum below
     2^(bits + 2) quanta, so while 4 x width x 2^bits <= 2^53 a step's (and its groups') sums are
     exact, equal to the loop's whatever the order; every other operation is the loop's own, on
-    the same values (a zero sum is +0 in both: numpy's sum starts from +0)."""
+    the same values (a zero sum is +0 in both: numpy's sum starts from +0). Where numba runs
+    already (a run with provenance) and the result rounds to nearest, accum_jit does the same
+    operations one element at a time."""
     k = prod.shape[-1]
     steps = steps_of(acc, k)
     width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
@@ -261,20 +275,28 @@ def _finite_two_stage(acc, prod, pexp, c):
     if not (np.abs(prod).max(initial=0.0) < 2.0 ** 128 and np.isfinite(c).all()):    # NaN compares False
         return None
     order = [i for s in steps for i in s]
+    if (acc.final_rounding or acc.rounding) == "nearest" and running():     # numba runs already: compiled
+        n = prod.size // k
+        out = np.empty(n, np.float32)
+        if not accum_jit.two_stage(np.ascontiguousarray(prod.reshape(n, k)), np.ascontiguousarray(pexp.reshape(n, k), np.int64),
+                         np.ascontiguousarray(np.broadcast_to(c, prod.shape[:-1])).reshape(n), np.array(order, np.int64),
+                         width, il, f, acc.c_bits, accum_jit.ROUNDING[acc.rounding], acc.c_far_drops, out):
+            return None
+        return finish(acc, out.reshape(prod.shape[:-1]))
     shape = prod.shape[:-1] + (len(steps), width)
     if order == list(range(k)):
         p, e = prod.reshape(shape), pexp.reshape(shape)
     else:
         p, e = prod[..., order].reshape(shape), pexp[..., order].reshape(shape)
     if il == 1:                                                   # _dot: one fused group per step
-        e_dot = e.max(axis=-1)
-        dot = _cut(p, _pow2(e_dot - f)[..., None], acc.rounding).sum(axis=-1)
+        e_dot = _halving(e, -1, np.maximum)
+        dot = _halving(_cut(p, _pow2(e_dot - f)[..., None], acc.rounding), -1, np.add) + 0.0
     else:                                                         # group g: a step's terms g, g + il, ...
         grouped = shape[:-1] + (width // il, il)
-        eg = e.reshape(grouped).max(axis=-2)
-        sums = _cut(p.reshape(grouped), _pow2(eg - f)[..., None, :], acc.rounding).sum(axis=-2)
-        e_dot = eg.max(axis=-1)
-        dot = _cut(sums, _pow2(e_dot - f)[..., None], "floor").sum(axis=-1)
+        eg = _halving(e.reshape(grouped), -2, np.maximum)
+        sums = _halving(_cut(p.reshape(grouped), _pow2(eg - f)[..., None, :], acc.rounding), -2, np.add) + 0.0
+        e_dot = _halving(eg, -1, np.maximum)
+        dot = _halving(_cut(sums, _pow2(e_dot - f)[..., None], "floor"), -1, np.add) + 0.0
     f2, final, run = acc.c_bits, acc.final_rounding or acc.rounding, c
     for i in range(len(steps)):                                   # _two_stage_step, C carried
         e_c = _e32(run)
@@ -355,8 +377,35 @@ def mma_f32(acc, a, b, c, a_type: str | None = None, b_type: str | None = None) 
         d = _finite_operands(acc, a, b, c, EMIN.get(a_type), EMIN.get(b_type))
         if d is not None:
             return d
+    if acc.c_entry == "two_stage" and running():
+        d = _compiled_two_stage(acc, a, b, c, EMIN.get(a_type), EMIN.get(b_type))
+        if d is not None:
+            return d
     prod, pexp = product_terms(a, b, EMIN.get(a_type), EMIN.get(b_type))
     return accumulate(acc, prod, pexp, c)
+
+
+def _compiled_two_stage(acc, a, b, c, a_emin, b_emin):
+    """mma_f32 of a "two_stage" record by accum_jit.two_stage_mma, products and exponents formed
+    there as product_terms forms them; None where _finite_two_stage would leave it to the loop
+    (or the record is not one it takes: final rounding not to nearest, unequal steps, inexact sums)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    k = a.shape[-1]
+    steps = steps_of(acc, k)
+    width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
+    if (acc.final_rounding or acc.rounding) != "nearest" or a.ndim != 3 or \
+            any(len(s) != width for s in steps) or width % il or (4 * width) << f > 1 << 53:
+        return None
+    c = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), a.shape[:2] + b.shape[2:]))
+    if not np.isfinite(c).all():
+        return None
+    none = -(1 << 30)                                   # no smallest normal exponent: no clamp
+    out = np.empty(c.shape, np.float32)
+    if not accum_jit.two_stage_mma(np.ascontiguousarray(a), np.ascontiguousarray(b), c, none if a_emin is None else a_emin,
+                         none if b_emin is None else b_emin, np.array([i for s in steps for i in s], np.int64),
+                         width, il, f, acc.c_bits, accum_jit.ROUNDING[acc.rounding], acc.c_far_drops, out):
+        return None
+    return finish(acc, out)
 
 
 def truncate_mantissa(x, bits):

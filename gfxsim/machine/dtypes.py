@@ -93,6 +93,25 @@ def from_bytes(raw: np.ndarray, name: str) -> np.ndarray:
     return np.ascontiguousarray(raw.T).view(dt).reshape(lanes, -1).T.copy()
 
 
+def retype(val: np.ndarray, name: str) -> np.ndarray:
+    """``from_bytes(to_bytes(val), name)`` in one copy: each lane's bytes regrouped into elements of
+    ``name`` by views along a trailing axis (a register read of i8/bf16/f64 elements, a write of
+    them as words), with no transposed byte array in between."""
+    dt = np_dtype(name)
+    n, lanes = val.shape
+    a, b = val.dtype.itemsize, dt.itemsize
+    if (n * a) % b:
+        raise ArgumentError(f"{n * a} bytes do not hold a whole number of {name} elements")
+    val = np.ascontiguousarray(val)
+    if a == b:
+        return val.view(dt).copy()
+    if a > b:                                   # each element splits into k, lowest bytes first
+        k = a // b
+        return val.view(dt).reshape(n, lanes, k).transpose(0, 2, 1).reshape(n * k, lanes)
+    k = b // a                                  # k consecutive elements make one
+    return np.ascontiguousarray(val.reshape(n // k, k, lanes).transpose(0, 2, 1)).view(dt).reshape(n // k, lanes)
+
+
 # -- memory as dwords: a dword-sized access at dword-aligned addresses moves whole 32-bit words,
 # four times fewer elements to gather or scatter than bytes (the same bytes, little-endian); an
 # 8- or 16-byte access of 8- or 16-bit elements (a cache's 16 int8 dims) at an address aligned to

@@ -184,6 +184,12 @@ def _without_scipy():
         sys.meta_path.remove(finder)
 
 
+def running() -> bool:
+    """Whether numba's target has started in this process (prewarm or a compiled call): a compiled
+    path costs no start-up any more."""
+    return _TARGET_STARTED
+
+
 def loaded() -> bool:
     """Whether numba has been imported in this process (tests check the off path stays free of it)."""
     return "numba" in sys.modules

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import POISON_WORD, dtype_name, from_bytes, itemsize, np_dtype, to_bytes
+from .dtypes import POISON_WORD, dtype_name, itemsize, np_dtype, retype
 from .provenance import Mask, Prov, fill_value
 from .vgpr import VGPRs
 
@@ -55,7 +55,7 @@ class RegisterFile:
         if size == 4:                     # one element per register: the words themselves
             val = self.words[first:first + n].view(np_dtype(dtype)).copy()
         else:
-            val = from_bytes(to_bytes(self.words[first:first + n]), dtype)       # via [n*4, width] bytes
+            val = retype(self.words[first:first + n], dtype)
         rows = slice(first * 4, (first + n) * 4)
         prov = None
         if self.prov is not None and (self.has[first] if n == 1 else self.has[first:first + n].any()):
@@ -82,7 +82,7 @@ class RegisterFile:
         self.check_range(first, n)
         act = self.wave.exec
         v = value.val
-        words = v.view(np.uint32) if v.dtype.itemsize == 4 else from_bytes(to_bytes(v), "u32")
+        words = v.view(np.uint32) if v.dtype.itemsize == 4 else retype(v, "u32")
         rows = slice(first * 4, (first + n) * 4)
         every = value.valid is None                   # every byte written: no bit array to copy
         if self.wave.exec_full:

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...machine.provenance import COVER, RESERVED, WINDOW
+from ...machine.fold import Fold
+from ...machine.provenance import COVER, RESERVED, WINDOW, Prov
 
 ENABLED = True
 # conversions a fresh value stays fresh through (int->float, and between fp widths)
@@ -107,7 +108,7 @@ def _of_origin(st, v) -> np.ndarray:
     return np.zeros(w.width, bool) if some is None else some
 
 
-def folded_origin(fold, p) -> np.ndarray | None:
+def folded_origin(fold: Fold, p: Prov) -> np.ndarray | None:
     """``fold.unfold(p).origin_columns()`` from the representatives' columns, without placing the
     planes for every member: where no member's shift can make a present value or footprint absent
     (each field's smallest value, or window, plus its smallest shift stays >= 0; footprints move by

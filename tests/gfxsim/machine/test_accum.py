@@ -118,7 +118,9 @@ _TWO_STAGE = {"nearest": dict(rounding="nearest", c_entry="two_stage", c_bits=26
               "k_steps": dict(rounding="truncate", final_rounding="truncate", c_entry="two_stage", c_bits=31,
                               k_steps=tuple(tuple(range(i + 7, i - 1, -1)) for i in range(0, 32, 8))),
               "interleave4": dict(rounding="truncate", final_rounding="nearest", c_entry="two_stage", c_bits=28,
-                                  step=8, interleave=4, c_far_drops=True)}
+                                  step=8, interleave=4, c_far_drops=True),
+              "steps_of_12": dict(rounding="truncate", final_rounding="nearest", c_entry="two_stage", c_bits=31,
+                                  step=12, interleave=3)}
 
 
 @pytest.mark.parametrize("name", ["CDNA3_F16", "CDNA3_XF32", "CDNA3_FP8", *_TWO_STAGE])
@@ -127,14 +129,15 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
     """A "two_stage" instruction with no special term forms every step's products at once and
     carries C through the second adders (accum._finite_two_stage): bit for bit the step-by-step
     loop's D, zeros of both signs, subnormal inputs, C of every sign and size (far below the
-    products, where CDNA3 FP8 drops it, and far above), steps of zeros only, reordered steps and
-    interleaved groups included; a product of 2^128 or more, a NaN or infinite term, or a step
-    that overflows leaves it to the loop."""
+    products, where CDNA3 FP8 drops it, and far above), steps of zeros only, reordered steps,
+    interleaved groups and steps whose length does not halve to one included; a product of 2^128
+    or more, a NaN or infinite term, or a step that overflows leaves it to the loop. The compiled
+    path (numba running) gives the same bits."""
     import gfxsim.arch.accumulators as amd
     from gfxsim.machine.accum import EMIN, _finite_two_stage, _stepwise, accumulate, product_terms
     acc = getattr(amd, name) if name.isupper() else Acc(22, **_TWO_STAGE[name])
     rng = np.random.default_rng(13)
-    k = 32
+    k = 36 if acc.step == 12 else 32
     a = rng.normal(size=(48, 16, k)) * 2.0 ** rng.integers(-12, 12, (48, 16, k))
     b = rng.normal(size=(48, k, 8)) * 2.0 ** rng.integers(-12, 12, (48, 1, 8))
     a[rng.random(a.shape) < 0.2] = 0.0
@@ -157,6 +160,12 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
     assert fast is not None
     slow = _stepwise(acc, prod, pexp, c64)
     np.testing.assert_array_equal(fast.view(np.uint32), slow.view(np.uint32))
+    if (acc.final_rounding or acc.rounding) == "nearest":          # the compiled path (numba running)
+        compiled = _two_stage_compiled(acc, prod, pexp, c64)
+        assert compiled is not None
+        np.testing.assert_array_equal(compiled.view(np.uint32), slow.view(np.uint32))
+        whole = _two_stage_compiled(acc, a, b, c, t)                   # products formed in the kernel too
+        np.testing.assert_array_equal(whole.view(np.uint32), slow.view(np.uint32))
     assert np.array_equal(accumulate(acc, prod, pexp, c).view(np.uint32), slow.view(np.uint32))
     assert (slow[10] == 0).all() and (slow[6] != 0).any()
     inf_c = c64.copy()
@@ -166,7 +175,23 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
         worse[0, 0, :] = big                       # 3e38: the first step overflows; 1e36: products past 2^128
         prod, pexp = product_terms(worse, b, EMIN[t], EMIN[t])
         assert _finite_two_stage(acc, prod, pexp, cc) is None
+        if big == 3e38 and (acc.final_rounding or acc.rounding) == "nearest":
+            assert _two_stage_compiled(acc, prod, pexp, cc) is None
+            got = _two_stage_compiled(acc, worse, b, cc.astype(np.float32), t)     # left to the loop
+            np.testing.assert_array_equal(got.view(np.uint32), _stepwise(acc, prod, pexp, cc).view(np.uint32))
     nan = a.copy()
     nan[3, 2, 1] = np.nan
     prod, pexp = product_terms(nan, b, EMIN[t], EMIN[t])
     assert _finite_two_stage(acc, prod, pexp, c64) is None
+
+
+def _two_stage_compiled(acc, x, y, c, t=None):
+    """As a process running numba computes it (accum_jit): accum._finite_two_stage of products ``x``
+    (exponents ``y``), or with ``t`` (the operands' type) mma_f32 of A ``x`` and B ``y``."""
+    from gfxsim.machine import accum
+    before = accum.running
+    accum.running = lambda: True
+    try:
+        return accum._finite_two_stage(acc, x, y, c) if t is None else accum.mma_f32(acc, x, y, c, t, t)
+    finally:
+        accum.running = before

@@ -166,3 +166,22 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
     o = run(k)
     assert o["kinds"] == {1, 4}
     assert len(o["same"]) == 60 * 9 and all(o["same"])
+
+
+@pytest.mark.parametrize("src", ["u8", "i16", "bf16", "u32", "f32", "f64", "u64"])
+@pytest.mark.parametrize("dst", ["i8", "u8", "f16", "bf16", "i32", "u32", "f64", "i64"])
+def test_retype_regroups_each_lanes_bytes_as_the_byte_round_trip_does(src, dst):
+    """dtypes.retype (a register read or write of elements narrower or wider than a word) gives
+    from_bytes(to_bytes(...)) bit for bit, from contiguous and strided arrays; a size that does not
+    divide is refused as from_bytes refuses it."""
+    from gfxsim.machine.dtypes import from_bytes, np_dtype, retype, to_bytes
+    rng = np.random.default_rng(5)
+    raw = rng.integers(0, 256, (48, 40), dtype=np.uint8)
+    val = from_bytes(raw, src)
+    for v in (val, val[:, ::2], np.asfortranarray(val)):
+        want = from_bytes(to_bytes(v), dst)
+        got = retype(v, dst)
+        assert got.dtype == np_dtype(dst) and got.shape == want.shape
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    with pytest.raises(GfxSimError):
+        retype(from_bytes(raw[:1], "u8"), "u32")
