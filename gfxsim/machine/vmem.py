@@ -131,8 +131,8 @@ class VmemOps:
             return False
         if self.wg.accesses is not None:
             self.wg.accesses.note(self, buf, addr, nbytes, store=True)
-        if self.machine.attempt is not None:
-            self.machine.attempt.before_store(buf)
+        if self.machine.attempt is not None:                         # a folded attempt may be taken back
+            self.machine.attempt.before_store(buf, a[None, :] + np.arange(nbytes)[:, None])
         store_values(buf.raw, buf.written, addr, nbytes, words, None if full else ex)
         self.event(_VMEM_OPS[("store", nbytes)])
         return True
