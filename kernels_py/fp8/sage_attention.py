@@ -239,14 +239,18 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         tok = blk * BLKK + np.arange(n_nt)[:, None, None] * mqk.N + dc[None]    # [j, lane, i]
         dsv = _token_values(w, ds, tok)                    # mean(Q)·Kᵀ of the block, [j][i]
         sqk = sq * sk if fused_scales else None
+        # k step by k step, n tile by n tile, both row tiles of a K operand back to back: the matrix
+        # unit's operand memo finds the K operand (loaded afresh each block) for the second and
+        # the two row tiles' Q operands alternating
+        accs = [[None] * n_nt for _ in range(n_mt)]
+        for ks in range(n_ks):
+            for j in range(n_nt):
+                for mt in range(n_mt):
+                    accs[mt][j] = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], accs[mt][j],
+                                        label=f"qk block {blk} m{mt} n{j} k{ks}")
         ss = []
-        for mt in range(n_mt):
-            accs = [None] * n_nt
-            for ks in range(n_ks):           # one A operand for every n tile in a row: its provenance reused
-                for j in range(n_nt):
-                    accs[j] = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], accs[j], label=f"qk block {blk} m{mt} n{j} k{ks}")
-            for acc in accs:                 # each tile's scales applied to it alone: checks in tile order
-                ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
+        for acc in (a for row in accs for a in row):   # each tile's scales applied to it alone: checks in tile order
+            ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
         x = (w.cat(*ss) + dsv[list(range(tile)) * n_mt]) * c_log2
         if q_pos0 is not None:
             x = w.select(_vals(w, np.tile(tok.transpose(0, 2, 1).reshape(-1, w.lanes), (n_mt, 1))) <= last, x, -np.inf)
@@ -263,18 +267,21 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         lsum = lsum * alpha + rs
         p8 = ps.to("fp8_e4m3")
         tiles = mpv.K // mqk.N
-        bufs = []
-        for mt in range(n_mt):
-            alpha_d = alpha[chain_of[mt * tile:mt * tile + n_d]]
-            # P~'s A operand of each K step: the same for every head-dim tile, gathered once
-            pas = [w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
-            tbuf = [None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d for dt in range(n_dt)]
-            for c in range(BLKK // mpv.K):   # one A operand for every head-dim tile in a row, issued together
-                tbuf = w.mma_many(PV_MMA, [(pas[c], vq[dt][blk * (BLKK // mpv.K) + c], tbuf[dt],
-                                            f"pv block {blk} m{mt} d{dt} k{c}") for dt in range(n_dt)])
-            bufs += tbuf
-            if not two_level:
-                o[mt] = tbuf
+        n_c = BLKK // mpv.K
+        # P~'s A operand of each row tile and K step: the same for every head-dim tile, gathered once
+        pas = [[w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(n_c)]
+               for mt in range(n_mt)]
+        tbuf = [[None if two_level or o[mt][dt] is None else o[mt][dt] * alpha[chain_of[mt * tile:mt * tile + n_d]]
+                 for dt in range(n_dt)] for mt in range(n_mt)]
+        for c in range(n_c):     # a K step's instructions issued together, both row tiles of a V operand back to back
+            pairs = [(dt, mt) for dt in range(n_dt) for mt in range(n_mt)]
+            got = w.mma_many(PV_MMA, [(pas[mt][c], vq[dt][blk * n_c + c], tbuf[mt][dt],
+                                       f"pv block {blk} m{mt} d{dt} k{c}") for dt, mt in pairs])
+            for (dt, mt), d in zip(pairs, got):
+                tbuf[mt][dt] = d
+        bufs = [d for row in tbuf for d in row]
+        if not two_level:
+            o = tbuf
         if two_level:                # every tile's O rescaled and added in one statement
             o_all = w.cat(*bufs) if o_all is None else \
                 o_all * alpha[[chain_of[mt * tile + i] for mt in range(n_mt) for _ in range(n_dt) for i in range(n_d)]] \
