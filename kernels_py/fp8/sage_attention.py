@@ -132,8 +132,9 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                    q_pos0=None, q_layout=None, v_type="fp8_e4m3", fused_scales=False, k_group_reduce=True):
     """O [32, head_dim] of 32 query rows over ``context`` tokens (a multiple of 64). q [32, d],
     k [context, d], v [d, context] transposed and permuted (column c * K + k holds token
-    c * K + perm[k]: sage_layout.permuted_columns), both smoothed on the host, ds [context] = mean(Q)·Kᵀ (0 without smooth-Q),
-    vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``: causal, row r sees tokens <= q_pos0 + r."""
+    c * K + perm[k]: sage_layout.permuted_columns), both smoothed on the host, ds [context] =
+    mean(Q)·Kᵀ (0 without smooth-Q), vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``:
+    causal, row r sees tokens <= q_pos0 + r."""
     if context % BLKK or head_dim % 32:
         raise ArgumentError(f"context {context} must be a multiple of {BLKK}, head_dim {head_dim} of 32")
     mqk, mpv = w.insn(QK_MMA[qk]), w.insn(PV_MMA)
