@@ -120,12 +120,14 @@ def _pack_s4(w, q):
     return w.cat(*regs)
 
 
-def _operand(w, buf, rows, cols, row0, col0, ld, per, n_regs):
-    """The f32 values of one operand: register r of each lane is ``per`` consecutive columns
-    from (row0 + rows[:, r*per], col0 + cols[:, r*per]) of a row-major [*, ld] buffer."""
+def _operands(w, buf, rows, cols, corners, ld, per, n_regs):
+    """The f32 values of the operands at ``corners`` [(row0, col0)], side by side in that order:
+    register r of an operand in each lane is ``per`` consecutive columns from (row0 + rows[:, r*per],
+    col0 + cols[:, r*per]) of a row-major [*, ld] buffer. The addresses are one value (a register
+    per load). Returns (the value, each operand's element count)."""
     addr = _vals(w, [((row0 + rows[:, r * per]) * ld + col0 + cols[:, r * per]) * 4 + 4 * h
-                     for r in range(n_regs) for h in range(0, per, 4)])     # one register per load
-    return w.cat(*[w.global_load(buf, addr[i], 16, "f32") for i in range(addr.n)])
+                     for row0, col0 in corners for r in range(n_regs) for h in range(0, per, 4)])
+    return w.cat(*[w.global_load(buf, addr[i], 16, "f32") for i in range(addr.n)]), [n_regs * per] * len(corners)
 
 
 def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two_level=True, smooth_v=False,
@@ -164,14 +166,13 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     k_src = np.array([np.nonzero(b_grp == c)[0][0] for c in cgrp])     # a B lane of D lane's token group
 
     # -- phase 1: Q (per-thread groups) ---------------------------------------------------------
-    qv = [[_operand(w, q, ar, ac, mt * mqk.M, ks * kq, head_dim, per_a, mqk.operand("A").n_regs)
-           for ks in range(n_ks)] for mt in range(n_mt)]
-    qflat = [x for row in qv for x in row]
-    qcat = w.cat(*qflat)                      # every element side by side: one statement per step
+    # every element side by side: one statement per step
+    qcat, q_sizes = _operands(w, q, ar, ac, [(mt * mqk.M, ks * kq) for mt in range(n_mt) for ks in range(n_ks)],
+                              head_dim, per_a, mqk.operand("A").n_regs)
     amax = _reduce_over(w, _amax(w, qcat), q_sharers, w.max)
     sq = w.group_scale(amax * np.float32(1 / qmax) + EPS)
     inv_q = w.rcp(sq)
-    qa = _narrowed(w, _quantize(w, qcat, inv_q, qmax), [x.n for x in qflat], qk)
+    qa = _narrowed(w, _quantize(w, qcat, inv_q, qmax), q_sizes, qk)
     qa = [qa[mt * n_ks:(mt + 1) * n_ks] for mt in range(n_mt)]
     if q_layout is not None:           # the defective twin: the scale of the group its wrong layout names
         sq = w.bpermute(sq, _vals(w, [q_sharers[np.nonzero(rgrp == rgrp_used[l])[0][0], 0] for l in lanes]))
@@ -225,16 +226,14 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     if q_pos0 is not None:                       # each score's row's last visible token
         last = _vals(w, np.concatenate([np.tile((q_pos0 + mt * mqk.M + dr).T, (n_nt, 1)) for mt in range(n_mt)]))
     for blk in range(context // BLKK):
-        kv = [[_operand(w, k, bc, br, blk * BLKK + j * mqk.N, ks * kq, head_dim, per_b, mqk.operand("B").n_regs)
-               for ks in range(n_ks)] for j in range(n_nt)]
-        kflat = [x for row in kv for x in row]
-        kcat = w.cat(*kflat)
+        kcat, k_sizes = _operands(w, k, bc, br, [(blk * BLKK + j * mqk.N, ks * kq) for j in range(n_nt)
+                                                 for ks in range(n_ks)], head_dim, per_b, mqk.operand("B").n_regs)
         ka = _amax(w, kcat)
         if k_group_reduce:
             ka = _reduce_over(w, ka, k_sharers, w.max)
         sk_b = w.group_scale(ka * np.float32(1 / qmax) + EPS)
         inv_k = w.rcp(sk_b)
-        kb = _narrowed(w, _quantize(w, kcat, inv_k, qmax), [x.n for x in kflat], qk)
+        kb = _narrowed(w, _quantize(w, kcat, inv_k, qmax), k_sizes, qk)
         kb = [kb[j * n_ks:(j + 1) * n_ks] for j in range(n_nt)]
         sk = w.bpermute(sk_b, _vals(w, k_src))
         tok = blk * BLKK + np.arange(n_nt)[:, None, None] * mqk.N + dc[None]    # [j, lane, i]
