@@ -171,7 +171,9 @@ def _finite_steps(acc, prod, pexp, c):
     shape = prod.shape[:-1] + (len(steps), len(steps[0]))
     p = prod.reshape(shape) if order == list(range(prod.shape[-1])) else prod[..., order].reshape(shape)
     e = pexp.reshape(shape) if order == list(range(prod.shape[-1])) else pexp[..., order].reshape(shape)
-    return _finite_run(acc, p, e, c)
+    if acc.zero_exponent is not None:
+        e = np.where(p == 0, acc.zero_exponent, e)
+    return _finite_run(acc, p, c, e.max(axis=-1))
 
 
 def _finite_operands(acc, a, b, c, a_emin, b_emin):
@@ -189,11 +191,20 @@ def _finite_operands(acc, a, b, c, a_emin, b_emin):
     if order != list(range(a.shape[-1])):
         a, b = a[..., order], b[..., order, :]
     b = np.swapaxes(b, -1, -2)
-    shape = a.shape[:-1] + (b.shape[-2], len(steps), len(steps[0]))
-    prod = (a[..., :, None, :] * b[..., None, :, :]).reshape(shape)
-    pexp = (exponent(a, a_emin)[..., :, None, :] + exponent(b, b_emin)[..., None, :, :]).reshape(shape)
-    zero = NONE if acc.zero_exponent is None else acc.zero_exponent
-    return _finite_run(acc, prod, np.where(prod == 0, zero, pexp), c)
+    sw = (len(steps), len(steps[0]))
+    prod = (a[..., :, None, :] * b[..., None, :, :]).reshape(a.shape[:-1] + (b.shape[-2],) + sw)
+    # a step's alignment: the max of its products' exponent sums, formed as int32 [M, N, steps,
+    # width] from A's and B's (NONE at a zero input). A zero product's sum is then NONE plus at
+    # most a few hundred where its exponent is NONE: it sets no alignment either way, and a step
+    # of zeros only has a quantum below 2^-1074 either way (_pow2 clamps), so every cut is the same
+    ea = exponent(a, a_emin).astype(np.int32).reshape(a.shape[:-1] + sw)
+    eb = exponent(b, b_emin).astype(np.int32).reshape(b.shape[:-1] + sw)
+    pmax = (ea[..., :, None, :, :] + eb[..., None, :, :, :]).max(axis=-1)
+    if acc.zero_exponent is not None:        # a zero product's exponent is the record's: it joins the max
+        za = (a == 0).reshape(a.shape[:-1] + sw).any(axis=-1)
+        zb = (b == 0).reshape(b.shape[:-1] + sw).any(axis=-1)
+        pmax = np.where(za[..., :, None, :] | zb[..., None, :, :], np.maximum(pmax, acc.zero_exponent), pmax)
+    return _finite_run(acc, prod, c, pmax)
 
 
 def _cut_sum(x, quantum, rounding):
@@ -206,11 +217,11 @@ def _cut_sum(x, quantum, rounding):
     return q.sum(axis=-1) * quantum
 
 
-def _finite_run(acc, p, e, c):
-    """_finite_steps' steps: products ``p`` and their alignment exponents ``e`` ``[..., steps,
-    width]`` (a zero product's the record's zero exponent), C ``[...]``."""
+def _finite_run(acc, p, c, pmax):
+    """_finite_steps' steps: products ``p`` ``[..., steps, width]``, C ``[...]``, each step's
+    alignment exponent ``pmax`` ``[..., steps]`` (the max of its products', a zero product's the
+    record's zero exponent)."""
     zero = NONE if acc.zero_exponent is None else acc.zero_exponent
-    pmax = e.max(axis=-1)
     final = acc.final_rounding or acc.rounding
     after = acc.c_entry == "after"
     run = c

@@ -222,11 +222,12 @@ class MatrixOps:
         d_all, _ = compute(insn, *(np.concatenate([m[i] for m in mats]) for i in range(3)),
                            batch=self.members * len(prepared))
         nb = len(d_all) // len(prepared)
+        source = self.source()             # one statement of the kernel issues them all
         out = []
         for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
             dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
             dval[plans["D"]] = d_all[i * nb:(i + 1) * nb]
-            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, None))
+            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, None, source))
         return out
 
     def _mma_operands(self, mnemonic, a, b, c, label):
@@ -245,7 +246,6 @@ class MatrixOps:
             c = VGPRs(self, np.zeros((insn.elems("C"), self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
         need["C"] = (c, insn.cd_type)
         for op, (v, t) in need.items():
-            lay = insn.operand(op)
             n_want = insn.elems(op)
             if not isinstance(v, VGPRs):
                 raise self.error(TypeError, f"{mnemonic}: operand {op} must be a register value")
@@ -254,7 +254,7 @@ class MatrixOps:
                 raise self.error(TypeError, f"{mnemonic}: operand {op} must be {t}, got {v.dtype}")
             if v.n != n_want:
                 raise self.error(ValueError, f"{mnemonic}: operand {op} needs {n_want} x {t} per lane "
-                                 f"({lay.n_regs} VGPRs), got {v.n}")
+                                 f"({insn.operand(op).n_regs} VGPRs), got {v.n}")
         ex = self.exec.reshape(self.members, self.lanes)
         live = np.ones(self.members, bool) if self.exec_full else ex.all(axis=1)
         if not self.exec_full and not np.all(live | ~ex.any(axis=1)):
@@ -291,15 +291,17 @@ class MatrixOps:
             dval[plans["D"]] = d_mat
         return dval, overflow
 
-    def _mma_issue(self, insn, regs_in, a, b, c, live, label, plans, dval, overflow) -> VGPRs:
+    def _mma_issue(self, insn, regs_in, a, b, c, live, label, plans, dval, overflow, source=None) -> VGPRs:
         """The issue of one instruction whose D is computed: its index, D's value and provenance,
-        findings, record and trace event."""
+        findings, record and trace event (``source``: where the kernel issued it, when the caller
+        knows)."""
         mnemonic = insn.mnemonic
         tr = self.machine.trace
         idx = tr.n_events
         tr.n_events += self.members             # member m's instruction is idx + m
         out = self.new_value(dval, insn.cd_type)
-        source = self.source()
+        if source is None:
+            source = self.source()
         fields = {}                        # the record's provenance fields (MmaRecord)
         if self.machine.provenance and (a.prov is not None or b.prov is not None):
             self._format_check(insn, idx, label, a, b, live)

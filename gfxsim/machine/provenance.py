@@ -196,6 +196,17 @@ def unique_rows(rows: np.ndarray):
     return first, inv
 
 
+def _shaped(x: np.ndarray, shape) -> np.ndarray:
+    """np.broadcast_to(x, shape): a read-only view, made directly where ``x`` has that shape
+    already (np.broadcast_to costs ~10 µs a call; the same strides and read-only flag, so the
+    compiled passes see the same array type)."""
+    if x.shape != tuple(shape):
+        return np.broadcast_to(x, shape)
+    v = x.view()
+    v.flags.writeable = False
+    return v
+
+
 @njit
 def _union_windows(ab, abits, aw, bb, bbits, bw, ob, obits, ow, need):
     """Mask.union where the windows agree (one pass): base, bits OR-ed, wide id; ``need`` marks the
@@ -295,7 +306,7 @@ class Mask:
 
     def _union(self, other: Mask, wide: WideSets, shape) -> Mask:
         # an empty set has no bits, so OR-ing is right wherever the windows agree or one is empty
-        flat = [np.ascontiguousarray(np.broadcast_to(x, s)).reshape((-1,) + s[len(shape):]) for x, s in
+        flat = [np.ascontiguousarray(_shaped(x, s)).reshape((-1,) + s[len(shape):]) for x, s in
                 ((self.base, shape), (self.bits, shape + (WORDS,)), (self.wide, shape),
                  (other.base, shape), (other.bits, shape + (WORDS,)), (other.wide, shape))]
         n = flat[0].shape[0]
@@ -350,7 +361,7 @@ class Mask:
         wide set takes part are compared exactly."""
         shape = np.broadcast_shapes(self.base.shape, other.base.shape)
         if len(shape) <= 3:
-            lift = lambda x, s: np.broadcast_to(x, s).reshape((1,) * (3 - len(shape)) + s)
+            lift = lambda x, s: _shaped(x, s).reshape((1,) * (3 - len(shape)) + s)
             ok = np.empty(shape, np.bool_)
             odd = np.empty(shape, np.bool_)
             any_odd = _subset_windows(lift(self.base, shape), lift(self.bits, shape + (WORDS,)),
@@ -636,7 +647,7 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
             if red:
                 na = fa.nonempty() if fa is not None else _NO
                 nb = fb.nonempty() if fb is not None else _NO
-                present, stepped = _merge_field(ia, ib, np.broadcast_to(na, shape), np.broadcast_to(nb, shape), True,
+                present, stepped = _merge_field(ia, ib, _shaped(na, shape), _shaped(nb, shape), True,
                                                 out, step)
                 if conflicts is not None and stepped and f not in RESERVED:
                     both = step & (ia >= 0) & (ib >= 0)       # an aggregate absorbing an element is no conflict
@@ -771,7 +782,7 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
     if 2 * max(wide_a * n // max(fa.wide.size, 1) if fa is not None else 0,
                wide_b * n // max(fb.wide.size, 1) if fb is not None else 0) > n:
         return _exact_footprint(fa, fb, ia, ib, step, wide, shape)     # mostly wide already: no window pass
-    flat = lambda x: np.ascontiguousarray(np.broadcast_to(x, shape + x.shape[len(shape):])).reshape((n,) + x.shape[len(shape):])
+    flat = lambda x: np.ascontiguousarray(_shaped(x, shape + x.shape[len(shape):])).reshape((n,) + x.shape[len(shape):])
     none = (np.zeros(1, np.int64), np.zeros((1, WORDS), np.uint64), np.zeros(1, np.uint32))
     ma = (flat(fa.base), flat(fa.bits), flat(fa.wide)) if fa is not None else none
     mb = (flat(fb.base), flat(fb.bits), flat(fb.wide)) if fb is not None else none

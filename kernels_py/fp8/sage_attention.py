@@ -120,20 +120,23 @@ def _pack_s4(w, q):
     return w.cat(*regs)
 
 
-def _operand(w, buf, rows, cols, row0, col0, ld, per, n_regs):
-    """The f32 values of one operand: register r of each lane is ``per`` consecutive columns
-    from (row0 + rows[:, r*per], col0 + cols[:, r*per]) of a row-major [*, ld] buffer."""
+def _operands(w, buf, rows, cols, corners, ld, per, n_regs):
+    """The f32 values of the operands at ``corners`` [(row0, col0)], side by side in that order:
+    register r of an operand in each lane is ``per`` consecutive columns from (row0 + rows[:, r*per],
+    col0 + cols[:, r*per]) of a row-major [*, ld] buffer. The addresses are one value (a register
+    per load). Returns (the value, each operand's element count)."""
     addr = _vals(w, [((row0 + rows[:, r * per]) * ld + col0 + cols[:, r * per]) * 4 + 4 * h
-                     for r in range(n_regs) for h in range(0, per, 4)])     # one register per load
-    return w.cat(*[w.global_load(buf, addr[i], 16, "f32") for i in range(addr.n)])
+                     for row0, col0 in corners for r in range(n_regs) for h in range(0, per, 4)])
+    return w.cat(*[w.global_load(buf, addr[i], 16, "f32") for i in range(addr.n)]), [n_regs * per] * len(corners)
 
 
 def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two_level=True, smooth_v=False,
                    q_pos0=None, q_layout=None, v_type="fp8_e4m3", fused_scales=False, k_group_reduce=True):
     """O [32, head_dim] of 32 query rows over ``context`` tokens (a multiple of 64). q [32, d],
     k [context, d], v [d, context] transposed and permuted (column c * K + k holds token
-    c * K + perm[k]: sage_layout.permuted_columns), both smoothed on the host, ds [context] = mean(Q)·Kᵀ (0 without smooth-Q),
-    vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``: causal, row r sees tokens <= q_pos0 + r."""
+    c * K + perm[k]: sage_layout.permuted_columns), both smoothed on the host, ds [context] =
+    mean(Q)·Kᵀ (0 without smooth-Q), vm [d] = mean(V) (used with ``smooth_v``). ``q_pos0``:
+    causal, row r sees tokens <= q_pos0 + r."""
     if context % BLKK or head_dim % 32:
         raise ArgumentError(f"context {context} must be a multiple of {BLKK}, head_dim {head_dim} of 32")
     mqk, mpv = w.insn(QK_MMA[qk]), w.insn(PV_MMA)
@@ -163,14 +166,13 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     k_src = np.array([np.nonzero(b_grp == c)[0][0] for c in cgrp])     # a B lane of D lane's token group
 
     # -- phase 1: Q (per-thread groups) ---------------------------------------------------------
-    qv = [[_operand(w, q, ar, ac, mt * mqk.M, ks * kq, head_dim, per_a, mqk.operand("A").n_regs)
-           for ks in range(n_ks)] for mt in range(n_mt)]
-    qflat = [x for row in qv for x in row]
-    qcat = w.cat(*qflat)                      # every element side by side: one statement per step
+    # every element side by side: one statement per step
+    qcat, q_sizes = _operands(w, q, ar, ac, [(mt * mqk.M, ks * kq) for mt in range(n_mt) for ks in range(n_ks)],
+                              head_dim, per_a, mqk.operand("A").n_regs)
     amax = _reduce_over(w, _amax(w, qcat), q_sharers, w.max)
     sq = w.group_scale(amax * np.float32(1 / qmax) + EPS)
     inv_q = w.rcp(sq)
-    qa = _narrowed(w, _quantize(w, qcat, inv_q, qmax), [x.n for x in qflat], qk)
+    qa = _narrowed(w, _quantize(w, qcat, inv_q, qmax), q_sizes, qk)
     qa = [qa[mt * n_ks:(mt + 1) * n_ks] for mt in range(n_mt)]
     if q_layout is not None:           # the defective twin: the scale of the group its wrong layout names
         sq = w.bpermute(sq, _vals(w, [q_sharers[np.nonzero(rgrp == rgrp_used[l])[0][0], 0] for l in lanes]))
@@ -224,29 +226,31 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     if q_pos0 is not None:                       # each score's row's last visible token
         last = _vals(w, np.concatenate([np.tile((q_pos0 + mt * mqk.M + dr).T, (n_nt, 1)) for mt in range(n_mt)]))
     for blk in range(context // BLKK):
-        kv = [[_operand(w, k, bc, br, blk * BLKK + j * mqk.N, ks * kq, head_dim, per_b, mqk.operand("B").n_regs)
-               for ks in range(n_ks)] for j in range(n_nt)]
-        kflat = [x for row in kv for x in row]
-        kcat = w.cat(*kflat)
+        kcat, k_sizes = _operands(w, k, bc, br, [(blk * BLKK + j * mqk.N, ks * kq) for j in range(n_nt)
+                                                 for ks in range(n_ks)], head_dim, per_b, mqk.operand("B").n_regs)
         ka = _amax(w, kcat)
         if k_group_reduce:
             ka = _reduce_over(w, ka, k_sharers, w.max)
         sk_b = w.group_scale(ka * np.float32(1 / qmax) + EPS)
         inv_k = w.rcp(sk_b)
-        kb = _narrowed(w, _quantize(w, kcat, inv_k, qmax), [x.n for x in kflat], qk)
+        kb = _narrowed(w, _quantize(w, kcat, inv_k, qmax), k_sizes, qk)
         kb = [kb[j * n_ks:(j + 1) * n_ks] for j in range(n_nt)]
         sk = w.bpermute(sk_b, _vals(w, k_src))
         tok = blk * BLKK + np.arange(n_nt)[:, None, None] * mqk.N + dc[None]    # [j, lane, i]
         dsv = _token_values(w, ds, tok)                    # mean(Q)·Kᵀ of the block, [j][i]
         sqk = sq * sk if fused_scales else None
+        # k step by k step, n tile by n tile, both row tiles of a K operand back to back: the matrix
+        # unit's operand memo finds the K operand (loaded afresh each block) for the second and
+        # the two row tiles' Q operands alternating
+        accs = [[None] * n_nt for _ in range(n_mt)]
+        for ks in range(n_ks):
+            for j in range(n_nt):
+                for mt in range(n_mt):
+                    accs[mt][j] = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], accs[mt][j],
+                                        label=f"qk block {blk} m{mt} n{j} k{ks}")
         ss = []
-        for mt in range(n_mt):
-            accs = [None] * n_nt
-            for ks in range(n_ks):           # one A operand for every n tile in a row: its provenance reused
-                for j in range(n_nt):
-                    accs[j] = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], accs[j], label=f"qk block {blk} m{mt} n{j} k{ks}")
-            for acc in accs:                 # each tile's scales applied to it alone: checks in tile order
-                ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
+        for acc in (a for row in accs for a in row):   # each tile's scales applied to it alone: checks in tile order
+            ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
         x = (w.cat(*ss) + dsv[list(range(tile)) * n_mt]) * c_log2
         if q_pos0 is not None:
             x = w.select(_vals(w, np.tile(tok.transpose(0, 2, 1).reshape(-1, w.lanes), (n_mt, 1))) <= last, x, -np.inf)
@@ -263,18 +267,21 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         lsum = lsum * alpha + rs
         p8 = ps.to("fp8_e4m3")
         tiles = mpv.K // mqk.N
-        bufs = []
-        for mt in range(n_mt):
-            alpha_d = alpha[chain_of[mt * tile:mt * tile + n_d]]
-            # P~'s A operand of each K step: the same for every head-dim tile, gathered once
-            pas = [w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(BLKK // mpv.K)]
-            tbuf = [None if two_level or o[mt][dt] is None else o[mt][dt] * alpha_d for dt in range(n_dt)]
-            for c in range(BLKK // mpv.K):   # one A operand for every head-dim tile in a row, issued together
-                tbuf = w.mma_many(PV_MMA, [(pas[c], vq[dt][blk * (BLKK // mpv.K) + c], tbuf[dt],
-                                            f"pv block {blk} m{mt} d{dt} k{c}") for dt in range(n_dt)])
-            bufs += tbuf
-            if not two_level:
-                o[mt] = tbuf
+        n_c = BLKK // mpv.K
+        # P~'s A operand of each row tile and K step: the same for every head-dim tile, gathered once
+        pas = [[w.cat(*[p8[mt * tile + n_d * (c * tiles + jj) + i] for jj, i in src]) for c in range(n_c)]
+               for mt in range(n_mt)]
+        tbuf = [[None if two_level or o[mt][dt] is None else o[mt][dt] * alpha[chain_of[mt * tile:mt * tile + n_d]]
+                 for dt in range(n_dt)] for mt in range(n_mt)]
+        for c in range(n_c):     # a K step's instructions issued together, both row tiles of a V operand back to back
+            pairs = [(dt, mt) for dt in range(n_dt) for mt in range(n_mt)]
+            got = w.mma_many(PV_MMA, [(pas[mt][c], vq[dt][blk * n_c + c], tbuf[mt][dt],
+                                       f"pv block {blk} m{mt} d{dt} k{c}") for dt, mt in pairs])
+            for (dt, mt), d in zip(pairs, got):
+                tbuf[mt][dt] = d
+        bufs = [d for row in tbuf for d in row]
+        if not two_level:
+            o = tbuf
         if two_level:                # every tile's O rescaled and added in one statement
             o_all = w.cat(*bufs) if o_all is None else \
                 o_all * alpha[[chain_of[mt * tile + i] for mt in range(n_mt) for _ in range(n_dt) for i in range(n_d)]] \

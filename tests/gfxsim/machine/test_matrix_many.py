@@ -1,8 +1,8 @@
 """``w.mma_many`` (independent instructions of one record, their D from one pass of the
 accumulator model) is ``w.mma`` issued one by one: SageAttention's PV instructions, with and
-without provenance and trace, a twin with findings on every PV instruction, and V with an
-infinite element (the model's general path for the whole batch), give the same output bits,
-records, findings, events and output provenance."""
+without provenance and trace, a twin with findings on every PV instruction, V with an
+infinite element (the model's general path for the whole batch), and one-level PV (every C a
+rescaled earlier D) give the same output bits, records, findings, events and output provenance."""
 import numpy as np
 import pytest
 
@@ -23,7 +23,7 @@ def _key(x):
     return ("o", repr(x))
 
 
-def _launch(provenance, trace, v_type, inf_v):
+def _launch(provenance, trace, v_type, inf_v, two_level=True):
     import kernels_py.fp8.sage_attention as S
     rng = np.random.default_rng(5)
     q = rng.normal(size=(32, 64)).astype(np.float32)
@@ -36,7 +36,7 @@ def _launch(provenance, trace, v_type, inf_v):
     def kernel(w, *a, **kw):
         held.append(a[-1])                           # the output buffer, for its provenance
         return S.sage_attention(w, *a, **dict(kw, v_type=v_type))
-    out, run = run_sage_attention(q, k, v, SageConfig(arch="sm_90", q_block=32), provenance=provenance,
+    out, run = run_sage_attention(q, k, v, SageConfig(arch="sm_90", q_block=32, two_level=two_level), provenance=provenance,
                                   trace=trace, kernel=kernel)
     log = run.machine.mma_log
     recs = [_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
@@ -45,16 +45,17 @@ def _launch(provenance, trace, v_type, inf_v):
     return out, run, recs, [(f.kind, f.lane, f.instruction, f.message) for f in run.findings], events, held[0]
 
 
-@pytest.mark.parametrize("provenance,trace,v_type,inf_v", [(False, False, "fp8_e4m3", False),
-                                                           (True, False, "fp8_e4m3", False),
-                                                           (True, True, "fp8", False),
-                                                           (False, False, "fp8_e4m3", True)],
-                         ids=["off", "provenance", "trace-fnuz-findings", "infinite-v"])
-def test_mma_many_is_mma_one_by_one(monkeypatch, provenance, trace, v_type, inf_v):
+@pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
+                                                                     (True, False, "fp8_e4m3", False, True),
+                                                                     (True, True, "fp8", False, True),
+                                                                     (False, False, "fp8_e4m3", True, True),
+                                                                     (True, False, "fp8_e4m3", False, False)],
+                         ids=["off", "provenance", "trace-fnuz-findings", "infinite-v", "one-level-c-chains"])
+def test_mma_many_is_mma_one_by_one(monkeypatch, provenance, trace, v_type, inf_v, two_level):
     import gfxsim.machine.matrix as MX
-    many = _launch(provenance, trace, v_type, inf_v)
+    many = _launch(provenance, trace, v_type, inf_v, two_level)
     monkeypatch.setattr(MX, "ISSUE_TOGETHER", False)
-    one = _launch(provenance, trace, v_type, inf_v)
+    one = _launch(provenance, trace, v_type, inf_v, two_level)
     assert many[0].tobytes() == one[0].tobytes()
     assert np.isnan(one[0]).any() == (inf_v or v_type == "fp8")      # NaN terms: the general path
     assert many[2] == one[2] and len(one[2]) > 0
