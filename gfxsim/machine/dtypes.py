@@ -102,14 +102,18 @@ def retype(val: np.ndarray, name: str) -> np.ndarray:
     a, b = val.dtype.itemsize, dt.itemsize
     if (n * a) % b:
         raise ArgumentError(f"{n * a} bytes do not hold a whole number of {name} elements")
+    src = val
     val = np.ascontiguousarray(val)
     if a == b:
         return val.view(dt).copy()
     if a > b:                                   # each element splits into k, lowest bytes first
         k = a // b
-        return val.view(dt).reshape(n, lanes, k).transpose(0, 2, 1).reshape(n * k, lanes)
-    k = b // a                                  # k consecutive elements make one
-    return np.ascontiguousarray(val.reshape(n // k, k, lanes).transpose(0, 2, 1)).view(dt).reshape(n // k, lanes)
+        out = val.view(dt).reshape(n, lanes, k).transpose(0, 2, 1).reshape(n * k, lanes)
+    else:                                       # k consecutive elements make one
+        k = b // a
+        out = np.ascontiguousarray(val.reshape(n // k, k, lanes).transpose(0, 2, 1)).view(dt).reshape(n // k, lanes)
+    # one row (or one lane) reshapes without a copy: the result must never alias the registers
+    return out.copy() if np.may_share_memory(out, src) else out
 
 
 # -- memory as dwords: a dword-sized access at dword-aligned addresses moves whole 32-bit words,

@@ -178,10 +178,12 @@ def test_retype_regroups_each_lanes_bytes_as_the_byte_round_trip_does(src, dst):
     rng = np.random.default_rng(5)
     raw = rng.integers(0, 256, (48, 40), dtype=np.uint8)
     val = from_bytes(raw, src)
-    for v in (val, val[:, ::2], np.asfortranarray(val)):
+    whole = 8 // np_dtype(src).itemsize           # rows that make whole elements of either type
+    for v in (val, val[:, ::2], np.asfortranarray(val), val[:whole], val[:whole, :1]):
         want = from_bytes(to_bytes(v), dst)
         got = retype(v, dst)
         assert got.dtype == np_dtype(dst) and got.shape == want.shape
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+        assert not np.may_share_memory(got, v)     # a register read never aliases the registers
     with pytest.raises(GfxSimError):
         retype(from_bytes(raw[:1], "u8"), "u32")
