@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import (OPS, Inline, const32, f32, f64, mask_source, mask_src, no_mods, op, put, put64, reader, reader64, sdst_mask,
-               source, u32, u64, vdst_ok, vsrc, words64)
+               source, source64, u32, u64, vdst_ok, vsrc, words64)
 from . import dequant
 from ... import isa
 from ...isa.moves import byte_permute
@@ -641,15 +641,22 @@ v_mov_b32.prepare = lambda d: None if len(d.ops.positional) != 2 else _move_step
 
 
 def _move_inline(d):
-    """_move_step's lean work for a block's source (semantics.Inline) where the source is a
-    constant or an SGPR (a register's copy keeps its written bits and fresh marks: the step)."""
+    """_move_step's lean work for a block's source (semantics.Inline): a constant or an SGPR
+    written as words, a register copied with its written bits and fresh marks (vcopy)."""
     if len(d.ops.positional) != 2 or d.ops.mods or d.enc not in ("e32", "e64", ""):
         return None
-    dst, src = d.ops.positional
-    form = source(src) if not (src.kind == "reg" and src.file in "va") else None
-    if form is None or not vdst_ok(dst):
+    return _move_inline_of(*d.ops.positional)
+
+
+def _move_inline_of(dst, src):
+    if not vdst_ok(dst):
         return None
-    return Inline([(form, "u32")], _same, (dst.file, dst.first, 1))
+    if src.kind == "reg" and src.file in "va":
+        if src.count != 1 or src.neg or src.abs or src.sext or src.dpp or src.first < 0:
+            return None
+        return Inline([(((src.file, src.first), (False, False)), "u32")], None, (dst.file, dst.first, 1), copy=True)
+    form = source(src)
+    return None if form is None else Inline([(form, "u32")], _same, (dst.file, dst.first, 1))
 
 
 def _same(x):
@@ -671,6 +678,21 @@ def _accvgpr_prepare(d):
 
 
 v_accvgpr.prepare = _accvgpr_prepare
+
+
+def _accvgpr_inline(d):
+    """_accvgpr_prepare's lean work for a block's source (semantics.Inline)."""
+    if len(d.ops.positional) != 2 or d.ops.mods or d.enc not in ("e32", "e64", ""):
+        return None
+    want = {"v_accvgpr_read_b32": ("v", "a"), "v_accvgpr_write_b32": ("a", "v"),
+            "v_accvgpr_mov_b32": ("a", "a")}[d.mnemonic]
+    dst, src = d.ops.positional
+    if dst.kind != "reg" or dst.file != want[0] or (src.kind == "reg" and src.file not in (want[1], "s")):
+        return None
+    return _move_inline_of(dst, src)
+
+
+v_accvgpr.inline = _accvgpr_inline
 
 
 @op("v_readfirstlane_b32")
@@ -784,6 +806,22 @@ def _lshl_add_prepare(d):
 
 
 v_lshl_add_u64.prepare = _lshl_add_prepare
+
+
+def _lshl_add_inline(d):
+    """_lshl_add_prepare's lean work for a block's source (semantics.Inline)."""
+    if d.ops.mods or len(d.ops.positional) != 4:
+        return None
+    dst, a, s, c = d.ops.positional
+    fa, fc = source64(a), source64(c)
+    if s.kind != "int" or s.neg or s.abs or s.sext or (s.value & 7) > 4 or fa is None or fc is None \
+            or not vdst_ok(dst, 2):
+        return None
+    sh = U64(s.value & 7)
+    return Inline([(fa, "u64"), (fc, "u64")], lambda x, y: words64((x << sh) + y), (dst.file, dst.first, 2))
+
+
+v_lshl_add_u64.inline = _lshl_add_inline
 
 
 @op("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64")
