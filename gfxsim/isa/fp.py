@@ -60,7 +60,7 @@ def fma(a, b, c, t=F32) -> np.ndarray:
     """a*b + c rounded once to binary32 (arrays of float32 or float16; ``t`` np.float16: rounded
     once to binary16, as v_fma_f16 and v_fma_mixlo_f16)."""
     with np.errstate(all="ignore"):
-        a, b, c = (np.asarray(x, F32).astype(F64) for x in (a, b, c))
+        a, b, c = np.asarray(a, F32).astype(F64), np.asarray(b, F32).astype(F64), np.asarray(c, F32).astype(F64)
         p = a * b                                   # exact: 24 + 24 significant bits
         s = p + c
         bp = s - c                                  # TwoSum: s + e == p + c exactly
