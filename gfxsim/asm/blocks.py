@@ -79,6 +79,21 @@ def block_at(program, pc: int) -> Block | None:
     return b
 
 
+def block_until(program, pc: int, bound: int) -> Block | None:
+    """The block at ``pc``, cut to end before ``bound`` where it reaches it (members of a batch run
+    up to the smallest pc others wait at, usually a label inside a block); made once per (pc,
+    bound), kept beside the blocks under that pair."""
+    b = program.blocks[pc] if pc in program.blocks else block_at(program, pc)
+    if b is None or b.end <= bound:
+        return b
+    key = (pc, bound)
+    cut = program.blocks.get(key)
+    if cut is None and key not in program.blocks:
+        cut = Block(pc, bound, _segment_bits(program, pc, bound), _compile(program, pc, bound)) if bound > pc else None
+        program.blocks[key] = cut
+    return cut
+
+
 def _make(program, start: int) -> Block | None:
     n = len(program.decoded)
     end = start
