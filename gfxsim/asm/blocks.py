@@ -145,7 +145,7 @@ def _inline_of(program, pc: int):
 
 def _vregs(x) -> list:
     """The VGPR/AGPR ranges (file, first, count) an Inline names."""
-    regs = [(f[0], f[1], 2 if t == "u64" else 1) for (f, _), t in x.srcs if f[0] in ("v", "a")]
+    regs = [(f[0], f[1], 2 if t in ("u64", "pair") else 1) for (f, _), t in x.srcs if f[0] in ("v", "a")]
     return regs + ([x.dst] if x.dst[0] in ("v", "a") else [])
 
 
@@ -218,6 +218,10 @@ def _read_expr(form, mods, t: str) -> str:
         if kind == "scc":
             return "st.scc" if t == "scc" else "st.scc.copy()"
         return f"KS[{form[1]}]"
+    if t == "pair":                             # two registers' words [2, width] (packed fp32)
+        if kind in ("v", "a"):
+            return f"R_{kind}[{form[1]}:{form[1] + 2}]"
+        return f"np.stack((st.lanewise(st.sread({form[1]})), st.lanewise(st.sread({form[1] + 1}))))"
     if t == "u64":                              # a 64-bit vector source (semantics.reader64)
         if kind in ("v", "a"):
             return f"R_{kind}[{form[1]}:{form[1] + 2}].T.copy().view(_U64)[:, 0]"
@@ -251,6 +255,13 @@ def _inline_lines(pc: int, x, env) -> list[str]:
     rows = f"{i}" if n == 1 else f"{i}:{i + n}"
     if f == "s":
         return _scalar_lines(pc, x)
+    if f == "mask":                             # a compare: the lanes under EXEC to an SGPR pair
+        args = ", ".join(_read_expr(form, mods, t) for (form, mods), t in x.srcs)
+        out = [f"        r = np.asarray(C{pc}({args}), bool) & w.exec",
+               f"        st.set_mask({i}, r)"]
+        if n:
+            out.append("        st.set_exec(r)")
+        return out
     if x.copy:
         return _copy_lines(x)
     out = []
@@ -332,6 +343,9 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
         if x is not None:
             lines.append("        counted[0] += CNT")
             lines += _inline_lines(pc, x, env)
+            if x.dst[0] == "mask":                # EXEC, or the pair a later read takes, may have changed
+                lines += ["        EX, XF = w.exec, w.exec_full",
+                          "        CNT = WID if XF else int(count_nonzero(EX))"]
             lines += ["        tr.n_events += 1",
                       "        w.steps += 1",
                       "        if w.member_events is not None: w.wg.member_event(w)"]

@@ -206,11 +206,14 @@ class Inline:
     or None where the instruction needs its step; the test holding each to its function is
     tests/gfxsim/asm/test_asm_inline.py.
 
-    A source's type is "u32", "i32", "f32", "u64" (a 64-bit vector source: ``source64``), "mask" (an
+    A source's type is "u32", "i32", "f32", "u64" (a 64-bit vector source: ``source64``), "pair"
+    (two registers' words [2, width], or an SGPR pair's over the lanes), "mask" (an
     SGPR pair's lanes, ``mask_source``) or, for a scalar instruction (dst file "s"), "s32"/"s64" (one
     number per member, as ``sop.s_reader`` reads it) and "scc" (SCC itself); a scalar ``call`` gives
     (result, SCC or None), written as WaveState.swrite/swrite64 and set_scc write them. ``copy``:
-    the instruction is a register copy (WaveState.vcopy) of ``srcs[0]``'s registers; no call."""
+    the instruction is a register copy (WaveState.vcopy) of ``srcs[0]``'s registers; no call. A
+    ``dst`` ("mask", first, exec too) takes the call's lanes under EXEC as a compare writes them
+    (``st.set_mask``, and ``st.set_exec`` where exec too is true)."""
     __slots__ = ("srcs", "call", "dst", "keep", "copy")
 
     def __init__(self, srcs, call, dst, keep=None, copy=False):

