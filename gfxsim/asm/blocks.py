@@ -324,13 +324,24 @@ def _copy_lines(x) -> list[str]:
             f"            np.copyto(F_{f}[{rows}], keep, where=EX)"]
 
 
+# the events of the inline instructions since the last flush, counted as their own events would
+# count them (Wave.event: the trace's count, the wave's steps, the members' counts), before any step
+# runs, at every exit, and when the block raises (a side-by-side attempt is then taken back)
+_FLUSH = ["        if k:",
+          "            tr.n_events += k",
+          "            w.steps += k",
+          "            if w.member_events is not None: w.wg.member_event(w, k)",
+          "            k = 0"]
+
+
 def _body(program, start: int, end: int, env, inline) -> list[str]:
     """The instructions pc start..end-1, each as _execute runs it; those in ``inline`` by their
     lean work written here (no step call; EXEC and the lane count of the block's locals, refreshed
-    after every instruction that may write EXEC)."""
+    after every instruction that may write EXEC; their events counted together, _FLUSH)."""
     lines = ["    approx = w.machine.approximated",
              "    counters = st.counters",
              "    tr.muted += 1",
+             "    k = 0",
              "    try:"]
     for pc in range(start, end):
         d = program.decoded[pc]
@@ -346,13 +357,13 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
             if x.dst[0] == "mask":                # EXEC, or the pair a later read takes, may have changed
                 lines += ["        EX, XF = w.exec, w.exec_full",
                           "        CNT = WID if XF else int(count_nonzero(EX))"]
-            lines += ["        tr.n_events += 1",
-                      "        w.steps += 1",
-                      "        if w.member_events is not None: w.wg.member_event(w)"]
+            lines.append("        k += 1")
             lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
             if pc == end - 1:
-                lines.append(f"        return {pc + 1}")
+                lines += [*_FLUSH, f"        return {pc + 1}"]
             continue
+        if inline:
+            lines += _FLUSH
         if step is not None:
             env[f"S{pc}"] = step
             call = f"S{pc}(st)"
@@ -383,6 +394,8 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
     lines += ["    finally:",
               "        tr.muted -= 1",
               "        st.taint_s = st.taint_v = st.fresh_out = None"]
+    if inline:
+        lines += _FLUSH
     return lines
 
 
