@@ -79,6 +79,21 @@ def block_at(program, pc: int) -> Block | None:
     return b
 
 
+def block_until(program, pc: int, bound: int) -> Block | None:
+    """The block at ``pc``, cut to end before ``bound`` where it reaches it (members of a batch run
+    up to the smallest pc others wait at, usually a label inside a block); made once per (pc,
+    bound), kept beside the blocks under that pair."""
+    b = program.blocks[pc] if pc in program.blocks else block_at(program, pc)
+    if b is None or b.end <= bound:
+        return b
+    key = (pc, bound)
+    cut = program.blocks.get(key)
+    if cut is None and key not in program.blocks:
+        cut = Block(pc, bound, _segment_bits(program, pc, bound), _compile(program, pc, bound)) if bound > pc else None
+        program.blocks[key] = cut
+    return cut
+
+
 def _make(program, start: int) -> Block | None:
     n = len(program.decoded)
     end = start
@@ -128,14 +143,19 @@ def _inline_of(program, pc: int):
     return None if make is None else make(program.decoded[pc])
 
 
+def _vregs(x) -> list:
+    """The VGPR/AGPR ranges (file, first, count) an Inline names."""
+    regs = [(f[0], f[1], 2 if t in ("u64", "pair") else 1) for (f, _), t in x.srcs if f[0] in ("v", "a")]
+    return regs + ([x.dst] if x.dst[0] in ("v", "a") else [])
+
+
 def _entry_check(inline) -> list[str]:
     """When the inline work is exactly the steps': no provenance (st.lean, and no register file
     holding any), no origin marks, and every register the templates name inside its file (else the
     steps name what is wrong)."""
     top = {}
     for x in inline.values():
-        regs = [(f[0], f[1], 1) for (f, _), _t in x.srcs if f[0] in ("v", "a")] + [x.dst]
-        for file, first, n in regs:
+        for file, first, n in _vregs(x):
             top[file] = max(top.get(file, 0), first + n)
     cond = ["_blocks.INLINE", "st.lean", "not st.any_unknown"]
     for file, n in sorted(top.items()):
@@ -147,10 +167,11 @@ def _entry_check(inline) -> list[str]:
 def _lean_prologue(inline, env, start) -> list[str]:
     """The lean function's locals: the register files' arrays, each member's SGPR row, EXEC, and
     the block's constants at this wave's width."""
-    files = sorted({f[0] for x in inline.values() for (f, _), _t in x.srcs if f[0] in ("v", "a")} |
-                   {x.dst[0] for x in inline.values()})
-    consts = sorted({f[1] for x in inline.values() for (f, _), _t in x.srcs if f[0] == "const"})
-    env[f"KW{start}"] = _constants(tuple(consts))
+    files = sorted({file for x in inline.values() for file, _, _ in _vregs(x)})
+    consts = {(t, f[1]) for x in inline.values() for (f, _), t in x.srcs if f[0] == "const"}
+    env[f"KW{start}"] = _constants(tuple(sorted(c for t, c in consts if t in ("u32", "i32", "f32"))), np.uint32)
+    env[f"KW64{start}"] = _constants(tuple(sorted(c for t, c in consts if t == "u64")), np.uint64)
+    env[f"KWS{start}"] = _constants(tuple(sorted(c for t, c in consts if t in ("s32", "s64"))), np.uint64)
     lines = [f"    R_{f}, W_{f}, F_{f} = st.{f}.words, st.{f}.written, st.fresh[{f!r}]" for f in files]
     lines += ["    S, WID = st.s, w.width",
               "    EX, XF = w.exec, w.exec_full",
@@ -161,15 +182,16 @@ def _lean_prologue(inline, env, start) -> list[str]:
               "    else:",
               "        def SL(i, lanes=st.lanes):",
               "            return np.repeat(S[:, i], lanes)",
-              f"    K = KW{start}(WID)"]
+              f"    K, K64, KS = KW{start}(WID), KW64{start}(WID), KWS{start}(st.members)"]
     env["np"] = np
     env["float_mods"] = float_mods
-    env["_F32"], env["_I32"] = np.float32, np.int32
+    env["_F32"], env["_I32"], env["_U64"], env["_M32"] = np.float32, np.int32, np.uint64, np.uint64(0xFFFFFFFF)
     return lines
 
 
-def _constants(words: tuple):
-    """The block's constants at a wave width: read-only uint32 [width] arrays, made once per width."""
+def _constants(words: tuple, dtype):
+    """The block's constants at a width (lanes, or members for scalar ones): read-only arrays of
+    ``dtype``, made once per width."""
     made = {}
 
     def at(width: int) -> dict:
@@ -177,7 +199,7 @@ def _constants(words: tuple):
         if k is None:
             k = {}
             for c in words:
-                a = np.full(width, c, np.uint32)
+                a = np.full(width, c, dtype)
                 a.flags.writeable = False
                 k[c] = a
             made[width] = k
@@ -188,6 +210,24 @@ def _constants(words: tuple):
 def _read_expr(form, mods, t: str) -> str:
     """The source of one read (semantics.source's form) as the block's locals give it."""
     kind = form[0]
+    if t in ("s32", "s64", "scc"):              # scalar: one number per member (sop.s_reader)
+        if kind == "s":
+            return f"S[:, {form[1]}].astype(_U64)" if t == "s32" else f"S[:, {form[1]}:{form[1] + 2}].copy().view(_U64)[:, 0]"
+        if kind == "sread":
+            return f"st.sread({form[1]})" if t == "s32" else f"st.sread64({form[1]})"
+        if kind == "scc":
+            return "st.scc" if t == "scc" else "st.scc.copy()"
+        return f"KS[{form[1]}]"
+    if t == "pair":                             # two registers' words [2, width] (packed fp32)
+        if kind in ("v", "a"):
+            return f"R_{kind}[{form[1]}:{form[1] + 2}]"
+        return f"np.stack((st.lanewise(st.sread({form[1]})), st.lanewise(st.sread({form[1] + 1}))))"
+    if t == "u64":                              # a 64-bit vector source (semantics.reader64)
+        if kind in ("v", "a"):
+            return f"R_{kind}[{form[1]}:{form[1] + 2}].T.copy().view(_U64)[:, 0]"
+        if kind == "sread":
+            return f"st.lanewise64(st.sread64({form[1]}))"
+        return f"K64[{form[1]}]"
     if kind in ("v", "a"):
         x = f"R_{kind}[{form[1]}]"
     elif kind == "s":
@@ -213,6 +253,17 @@ def _inline_lines(pc: int, x, env) -> list[str]:
     env[f"C{pc}"] = x.call
     f, i, n = x.dst
     rows = f"{i}" if n == 1 else f"{i}:{i + n}"
+    if f == "s":
+        return _scalar_lines(pc, x)
+    if f == "mask":                             # a compare: the lanes under EXEC to an SGPR pair
+        args = ", ".join(_read_expr(form, mods, t) for (form, mods), t in x.srcs)
+        out = [f"        r = np.asarray(C{pc}({args}), bool) & w.exec",
+               f"        st.set_mask({i}, r)"]
+        if n:
+            out.append("        st.set_exec(r)")
+        return out
+    if x.copy:
+        return _copy_lines(x)
     out = []
     if x.keep is not None:
         env[f"KP{pc}"] = x.keep
@@ -232,13 +283,65 @@ def _inline_lines(pc: int, x, env) -> list[str]:
     return out
 
 
+def _scalar_lines(pc: int, x) -> list[str]:
+    """A scalar row: its result and SCC written as WaveState.swrite/swrite64 (every member: their
+    one assignment; some: swrite itself) and set_scc write them."""
+    _, i, n = x.dst
+    args = ", ".join(_read_expr(form, mods, t) for (form, mods), t in x.srcs)
+    out = [f"        r, c = C{pc}({args})",
+           "        if st.act is None:",
+           "            r = np.asarray(r).astype(_U64)"]
+    if n == 1:
+        out += [f"            S[:, {i}] = r & _M32",
+                f"            st.s_written[{i}] = True",
+                "        else:",
+                f"            st.swrite({i}, r)"]
+    else:
+        out += [f"            S[:, {i}] = r & _M32",
+                f"            S[:, {i + 1}] = r >> _U64(32)",
+                f"            st.s_written[{i}:{i + 2}] = True",
+                "        else:",
+                f"            st.swrite64({i}, r)"]
+    return out + ["        if c is not None: st.set_scc(c)"]
+
+
+def _copy_lines(x) -> list[str]:
+    """A register copy as WaveState.vcopy makes it: words, written bits and fresh marks under EXEC
+    (read before any is written, where source and destination overlap)."""
+    f, i, n = x.dst
+    ((_, a), _), _t = x.srcs[0]
+    sf = x.srcs[0][0][0][0]
+    rows, src = f"{i}:{i + n}", f"{a}:{a + n}"
+    wr, wsrc = f"{4 * i}:{4 * (i + n)}", f"{4 * a}:{4 * (a + n)}"
+    return ["        words, wr, keep = " + f"R_{sf}[{src}].copy(), W_{sf}[{wsrc}].copy(), F_{sf}[{src}].copy()",
+            "        if XF:",
+            f"            R_{f}[{rows}] = words",
+            f"            W_{f}[{wr}] = wr",
+            f"            F_{f}[{rows}] = keep",
+            "        else:",
+            f"            np.copyto(R_{f}[{rows}], words, where=EX)",
+            f"            np.copyto(W_{f}[{wr}], wr, where=EX)",
+            f"            np.copyto(F_{f}[{rows}], keep, where=EX)"]
+
+
+# the events of the inline instructions since the last flush, counted as their own events would
+# count them (Wave.event: the trace's count, the wave's steps, the members' counts), before any step
+# runs, at every exit, and when the block raises (a side-by-side attempt is then taken back)
+_FLUSH = ["        if k:",
+          "            tr.n_events += k",
+          "            w.steps += k",
+          "            if w.member_events is not None: w.wg.member_event(w, k)",
+          "            k = 0"]
+
+
 def _body(program, start: int, end: int, env, inline) -> list[str]:
     """The instructions pc start..end-1, each as _execute runs it; those in ``inline`` by their
     lean work written here (no step call; EXEC and the lane count of the block's locals, refreshed
-    after every instruction that may write EXEC)."""
+    after every instruction that may write EXEC; their events counted together, _FLUSH)."""
     lines = ["    approx = w.machine.approximated",
              "    counters = st.counters",
              "    tr.muted += 1",
+             "    k = 0",
              "    try:"]
     for pc in range(start, end):
         d = program.decoded[pc]
@@ -251,13 +354,16 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
         if x is not None:
             lines.append("        counted[0] += CNT")
             lines += _inline_lines(pc, x, env)
-            lines += ["        tr.n_events += 1",
-                      "        w.steps += 1",
-                      "        if w.member_events is not None: w.wg.member_event(w)"]
+            if x.dst[0] == "mask":                # EXEC, or the pair a later read takes, may have changed
+                lines += ["        EX, XF = w.exec, w.exec_full",
+                          "        CNT = WID if XF else int(count_nonzero(EX))"]
+            lines.append("        k += 1")
             lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
             if pc == end - 1:
-                lines.append(f"        return {pc + 1}")
+                lines += [*_FLUSH, f"        return {pc + 1}"]
             continue
+        if inline:
+            lines += _FLUSH
         if step is not None:
             env[f"S{pc}"] = step
             call = f"S{pc}(st)"
@@ -288,6 +394,8 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
     lines += ["    finally:",
               "        tr.muted -= 1",
               "        st.taint_s = st.taint_v = st.fresh_out = None"]
+    if inline:
+        lines += _FLUSH
     return lines
 
 

@@ -82,7 +82,7 @@ class Program:
         self.steps = translate.steps(self)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
         self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
-        self.blocks: dict = {}                            # pc -> blocks.Block (or None), made as waves reach them
+        self.blocks: dict = {}          # pc (or pc, bound: blocks.block_until) -> blocks.Block or None, made as waves reach them
         self.waves_as_members = waves_side_by_side(self.decoded, self.fns)
 
     def unsupported(self) -> list[str]:
@@ -223,8 +223,8 @@ def _run_members(st, program, counted):
         alone = -1                            # instructions below this pc run one at a time (a block not ready)
         try:
             while True:
-                b = None if blocks is None or pc < alone else blocks[pc] if pc in blocks else _blocks.block_at(program, pc)
-                if b is not None and b.end <= bound and b.ready(st, w, tr):    # the block ends before the others' pc
+                b = None if blocks is None or pc < alone else _blocks.block_until(program, pc, bound)
+                if b is not None and b.ready(st, w, tr):        # the block, ending before the others' pc
                     nxt = b.run(st, w, tr, counted)
                 else:
                     if b is not None:

@@ -60,7 +60,7 @@ def fma(a, b, c, t=F32) -> np.ndarray:
     """a*b + c rounded once to binary32 (arrays of float32 or float16; ``t`` np.float16: rounded
     once to binary16, as v_fma_f16 and v_fma_mixlo_f16)."""
     with np.errstate(all="ignore"):
-        a, b, c = (np.asarray(x, F32).astype(F64) for x in (a, b, c))
+        a, b, c = np.asarray(a, F32).astype(F64), np.asarray(b, F32).astype(F64), np.asarray(c, F32).astype(F64)
         p = a * b                                   # exact: 24 + 24 significant bits
         s = p + c
         bp = s - c                                  # TwoSum: s + e == p + c exactly
@@ -193,12 +193,17 @@ def fmin(a, b, ieee=True):
 
 def med3(a, b, c, ieee=True):
     """V_MED3_F32: with any NaN the min3; else the middle value (max of the two that are not
-    the max3)."""
+    the max3). Without a NaN, and with no lane where two operands are zeros, numpy's min/max."""
     fa, fb, fc = (np.asarray(x) for x in (a, b, c))
     if fa.dtype == fb.dtype == fc.dtype and fa.dtype in _BITS:
         # no NaN and no zero in any lane (the smallest magnitude is > 0; a NaN makes it NaN): the
         # median is one value with one encoding, which numpy's min/max find as the ISA's rules do
-        if (np.minimum(np.minimum(np.abs(fa), np.abs(fb)), np.abs(fc)) > 0).all():
+        least = np.minimum(np.minimum(np.abs(fa), np.abs(fb)), np.abs(fc))
+        if (least > 0).all():
+            return np.maximum(np.minimum(fa, fb), np.minimum(np.maximum(fa, fb), fc))
+        # no NaN, and at most one zero in any lane (a clamp between non-zero bounds): no two
+        # operands are +0 and -0, so every comparison is strict or between equal encodings
+        if not np.isnan(least).any() and ((fa == 0).view(np.uint8) + (fb == 0) + (fc == 0) <= 1).all():
             return np.maximum(np.minimum(fa, fb), np.minimum(np.maximum(fa, fb), fc))
     mx = fmax(fmax(a, b, ieee), c, ieee)
     nan = np.isnan(a) | np.isnan(b) | np.isnan(c)

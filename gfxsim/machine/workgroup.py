@@ -121,8 +121,9 @@ class Workgroup:
             for t in threads:
                 t.join(timeout=5)
 
-    def member_event(self, wave):
-        """Waves as members: one event of the members executing (``wave.live``; None: all). Where
+    def member_event(self, wave, n: int = 1):
+        """Waves as members: one event (``n``: the last n, ``wave.steps`` counting them) of the
+        members executing (``wave.live``; None: all). Where
         more than half of the first APART_CHECK instructions ran for at most half the members
         (waves whose paths part at once: one works while the others wait at the end), the
         side-by-side run costs more than the serial one (one wave's instructions at the whole
@@ -130,11 +131,13 @@ class Workgroup:
         (a tail chunk) run on side by side, each group of members straight on (run.execute)."""
         live, counts = wave.live, wave.member_events
         for m in range(self.num_waves) if live is None else live:
-            counts[m] += 1
-        if wave.steps <= APART_CHECK:
+            counts[m] += n
+        if wave.steps - n >= APART_CHECK:
+            return
+        for step in range(wave.steps - n + 1, min(wave.steps, APART_CHECK) + 1):     # each event's step number
             if live is not None and 2 * len(live) <= self.num_waves:
                 self.apart += 1
-            if wave.steps == APART_CHECK and 2 * self.apart > APART_CHECK:
+            if step == APART_CHECK and 2 * self.apart > APART_CHECK:
                 raise WavesPart(f"{self.apart} of the first {APART_CHECK} instructions ran for at most half the waves")
 
     def barrier(self, wave):

@@ -175,6 +175,25 @@ def mask_source(o):
     return ("mask", o.first), (False, False)
 
 
+def source64(o):
+    """The form of a 64-bit source ``reader64(o)`` reads, as ``source`` gives forms: ("v"|"a",
+    first register), ("sread", an SGPR pair), ("const", value); None where ``reader64`` gives None."""
+    if o.neg or o.abs or o.sext or o.dpp:
+        return None
+    if o.kind == "reg" and o.count == 2:
+        if o.file == "s":
+            form = ("sread", o.first)
+        elif o.file in ("v", "a") and o.first >= 0:
+            form = (o.file, o.first)
+        else:
+            return None
+    elif o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):
+        form = ("const", o.value & ((1 << 64) - 1))
+    else:
+        return None
+    return form, (False, False)
+
+
 class Inline:
     """An instruction's work without provenance (WaveState.lean) in a form a block writes into its
     own source (blocks.py), so the block neither calls a step nor dispatches per operand: ``srcs``
@@ -185,11 +204,20 @@ class Inline:
     the wave state giving the lanes whose result stays a fresh matrix result (read before the write,
     set after it, as the prepared step does). A semantics function's ``inline(decoded)`` gives it,
     or None where the instruction needs its step; the test holding each to its function is
-    tests/gfxsim/asm/test_asm_inline.py."""
-    __slots__ = ("srcs", "call", "dst", "keep")
+    tests/gfxsim/asm/test_asm_inline.py.
 
-    def __init__(self, srcs, call, dst, keep=None):
-        self.srcs, self.call, self.dst, self.keep = tuple(srcs), call, dst, keep
+    A source's type is "u32", "i32", "f32", "u64" (a 64-bit vector source: ``source64``), "pair"
+    (two registers' words [2, width], or an SGPR pair's over the lanes), "mask" (an
+    SGPR pair's lanes, ``mask_source``) or, for a scalar instruction (dst file "s"), "s32"/"s64" (one
+    number per member, as ``sop.s_reader`` reads it) and "scc" (SCC itself); a scalar ``call`` gives
+    (result, SCC or None), written as WaveState.swrite/swrite64 and set_scc write them. ``copy``:
+    the instruction is a register copy (WaveState.vcopy) of ``srcs[0]``'s registers; no call. A
+    ``dst`` ("mask", first, exec too) takes the call's lanes under EXEC as a compare writes them
+    (``st.set_mask``, and ``st.set_exec`` where exec too is true)."""
+    __slots__ = ("srcs", "call", "dst", "keep", "copy")
+
+    def __init__(self, srcs, call, dst, keep=None, copy=False):
+        self.srcs, self.call, self.dst, self.keep, self.copy = tuple(srcs), call, dst, keep, copy
 
 
 def reader64(o):

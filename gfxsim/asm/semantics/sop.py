@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import const32, count, no_mods, op
+from . import Inline, const32, count, no_mods, op
+from ..state import EXEC
 
 M32, M64 = (1 << 32) - 1, (1 << 64) - 1
 U64, I64 = np.uint64, np.int64
@@ -34,6 +35,27 @@ def s64(st, o):
     if o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):
         return np.full(st.members, o.value & M64, U64)
     raise st.error(f"operand {o.text} is not a 64-bit scalar source ({LITERAL64})")
+
+
+def s_source(o, width: int = 32):
+    """The form of the read ``s_reader(o, width)`` makes, as semantics.source gives forms: ("s",
+    first), ("sread", an EXEC register or pair: read through WaveState), ("scc",) or ("const",
+    value); None where ``s_reader`` gives None."""
+    if o.neg or o.abs or o.sext:
+        return None
+    if o.kind == "reg" and o.file == "s" and o.count == width // 32:
+        i = o.first
+        touches = EXEC - 1 <= i + width // 32 - 1 and i <= EXEC + 1
+        return ("sread" if touches or not 0 <= i <= 128 - width // 32 else "s", i), (False, False)
+    if width == 32 and o.kind == "scc":
+        return ("scc",), (False, False)
+    if width == 32 and o.kind in ("int", "float"):
+        c = const32(None, o)
+    elif width == 64 and o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):
+        c = o.value & M64
+    else:
+        return None
+    return ("const", c), (False, False)
 
 
 def s_reader(o, width: int = 32):
@@ -173,7 +195,20 @@ def _sop2(name, width, fn):
             return None
         return lambda st: finish(st, dst, ra(st), rb(st))
 
+    def inline(d):
+        """The step's work for a block's source (semantics.Inline): the reads s_reader makes, the
+        row's numbers and SCC, written as finish writes them (a destination below EXEC)."""
+        if prepare(d) is None:
+            return None
+        dst, a, b = d.ops.positional
+        n = width // 32
+        if dst.first < 0 or dst.first + n > EXEC:
+            return None
+        fa, fb = s_source(a, width), s_source(b, wb)
+        return Inline([(fa, f"s{width}"), (fb, f"s{wb}"), ((("scc",), (False, False)), "scc")], fn, ("s", dst.first, n))
+
     run.prepare = prepare
+    run.inline = inline
     return run
 
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import (OPS, Inline, const32, f32, f64, mask_source, mask_src, no_mods, op, put, put64, reader, reader64, sdst_mask,
-               source, u32, u64, vdst_ok, vsrc, words64)
+               source, source64, u32, u64, vdst_ok, vsrc, words64)
 from . import dequant
 from ... import isa
 from ...isa.moves import byte_permute
@@ -641,15 +641,22 @@ v_mov_b32.prepare = lambda d: None if len(d.ops.positional) != 2 else _move_step
 
 
 def _move_inline(d):
-    """_move_step's lean work for a block's source (semantics.Inline) where the source is a
-    constant or an SGPR (a register's copy keeps its written bits and fresh marks: the step)."""
+    """_move_step's lean work for a block's source (semantics.Inline): a constant or an SGPR
+    written as words, a register copied with its written bits and fresh marks (vcopy)."""
     if len(d.ops.positional) != 2 or d.ops.mods or d.enc not in ("e32", "e64", ""):
         return None
-    dst, src = d.ops.positional
-    form = source(src) if not (src.kind == "reg" and src.file in "va") else None
-    if form is None or not vdst_ok(dst):
+    return _move_inline_of(*d.ops.positional)
+
+
+def _move_inline_of(dst, src):
+    if not vdst_ok(dst):
         return None
-    return Inline([(form, "u32")], _same, (dst.file, dst.first, 1))
+    if src.kind == "reg" and src.file in "va":
+        if src.count != 1 or src.neg or src.abs or src.sext or src.dpp or src.first < 0:
+            return None
+        return Inline([(((src.file, src.first), (False, False)), "u32")], None, (dst.file, dst.first, 1), copy=True)
+    form = source(src)
+    return None if form is None else Inline([(form, "u32")], _same, (dst.file, dst.first, 1))
 
 
 def _same(x):
@@ -671,6 +678,21 @@ def _accvgpr_prepare(d):
 
 
 v_accvgpr.prepare = _accvgpr_prepare
+
+
+def _accvgpr_inline(d):
+    """_accvgpr_prepare's lean work for a block's source (semantics.Inline)."""
+    if len(d.ops.positional) != 2 or d.ops.mods or d.enc not in ("e32", "e64", ""):
+        return None
+    want = {"v_accvgpr_read_b32": ("v", "a"), "v_accvgpr_write_b32": ("a", "v"),
+            "v_accvgpr_mov_b32": ("a", "a")}[d.mnemonic]
+    dst, src = d.ops.positional
+    if dst.kind != "reg" or dst.file != want[0] or (src.kind == "reg" and src.file not in (want[1], "s")):
+        return None
+    return _move_inline_of(dst, src)
+
+
+v_accvgpr.inline = _accvgpr_inline
 
 
 @op("v_readfirstlane_b32")
@@ -784,6 +806,22 @@ def _lshl_add_prepare(d):
 
 
 v_lshl_add_u64.prepare = _lshl_add_prepare
+
+
+def _lshl_add_inline(d):
+    """_lshl_add_prepare's lean work for a block's source (semantics.Inline)."""
+    if d.ops.mods or len(d.ops.positional) != 4:
+        return None
+    dst, a, s, c = d.ops.positional
+    fa, fc = source64(a), source64(c)
+    if s.kind != "int" or s.neg or s.abs or s.sext or (s.value & 7) > 4 or fa is None or fc is None \
+            or not vdst_ok(dst, 2):
+        return None
+    sh = U64(s.value & 7)
+    return Inline([(fa, "u64"), (fc, "u64")], lambda x, y: words64((x << sh) + y), (dst.file, dst.first, 2))
+
+
+v_lshl_add_u64.inline = _lshl_add_inline
 
 
 @op("v_lshlrev_b64", "v_lshrrev_b64", "v_ashrrev_i64")
@@ -1009,7 +1047,27 @@ def _cmp(name, x, rel, t):
                 st.set_exec(res)
         return step
 
+    def inline(d):
+        """prepare's work for a block's source (semantics.Inline): the sources as prepare reads them,
+        the relation's lanes under EXEC written to the SGPR pair (and EXEC, for v_cmpx)."""
+        if prepare(d) is None:
+            return None
+        dst, a, b = d.ops.positional
+        if t in ("f32", "i32", "u32"):
+            forms, tt = [source(a, t), source(b, t)], t
+        else:
+            forms, tt = [source64(a), source64(b)], "u64"
+        if None in forms:
+            return None
+        if t == "i64":
+            def call(va, vb):
+                return rel(va.view(np.int64), vb.view(np.int64))
+        else:
+            call = rel
+        return Inline([(forms[0], tt), (forms[1], tt)], call, ("mask", dst.first, x))
+
     run.prepare = prepare
+    run.inline = inline
     return run
 
 
@@ -1192,28 +1250,10 @@ def _pk(name, n, fn):
         """Without provenance (st.lean) both halves at once: each source's selected halves as one
         [2, width] operand (the entry is elementwise), the words written as run's put writes them;
         with provenance, or a form run refuses or reads otherwise, run itself."""
-        mods = d.ops.mods
-        if set(mods) - {"op_sel", "op_sel_hi", "neg_lo", "neg_hi"} or len(d.ops) != n + 1:
+        reads = reads_of(d)
+        if reads is None:
             return None
-        sel, sel_hi = mods.get("op_sel", (0,) * n), mods.get("op_sel_hi", (1,) * n)
-        neg_lo, neg_hi = mods.get("neg_lo", (0,) * n), mods.get("neg_hi", (0,) * n)
-        if any(len(m) != n for m in (sel, sel_hi, neg_lo, neg_hi)) or not vdst_ok(d.ops[0], 2):
-            return None
-        dst, srcs = d.ops[0], d.ops.positional[1:]
-        reads = []
-        for k, o in enumerate(srcs):
-            pick = (int(sel[k]), int(sel_hi[k]))
-            neg = np.array([[0x80000000 if neg_lo[k] else 0], [0x80000000 if neg_hi[k] else 0]], U32)
-            neg = neg if neg.any() else None
-            if o.kind in ("int", "float") and not (o.neg or o.abs):
-                c = const32(None, o)
-                if c != 0 and any(pick):
-                    return None
-                reads.append((None, c, None, neg))
-            elif o.kind == "reg" and o.count == 2 and not (o.neg or o.abs) and o.file in "vas":
-                reads.append((o, None, list(pick), neg))
-            else:
-                return None
+        dst = d.ops[0]
 
         def operands(st):
             out = []
@@ -1237,7 +1277,61 @@ def _pk(name, n, fn):
             st.vwrite(dst.file, dst.first, r.view(U32))
         return step
 
+    def reads_of(d):
+        """Per source (register or None, constant, halves picked, sign flips [2, 1] or None), decided
+        once; None where run refuses the form or reads it otherwise."""
+        mods = d.ops.mods
+        if set(mods) - {"op_sel", "op_sel_hi", "neg_lo", "neg_hi"} or len(d.ops) != n + 1:
+            return None
+        sel, sel_hi = mods.get("op_sel", (0,) * n), mods.get("op_sel_hi", (1,) * n)
+        neg_lo, neg_hi = mods.get("neg_lo", (0,) * n), mods.get("neg_hi", (0,) * n)
+        if any(len(m) != n for m in (sel, sel_hi, neg_lo, neg_hi)) or not vdst_ok(d.ops[0], 2):
+            return None
+        reads = []
+        for k, o in enumerate(d.ops.positional[1:]):
+            pick = (int(sel[k]), int(sel_hi[k]))
+            neg = np.array([[0x80000000 if neg_lo[k] else 0], [0x80000000 if neg_hi[k] else 0]], U32)
+            neg = neg if neg.any() else None
+            if o.kind in ("int", "float") and not (o.neg or o.abs):
+                c = const32(None, o)
+                if c != 0 and any(pick):
+                    return None
+                reads.append((None, c, None, neg))
+            elif o.kind == "reg" and o.count == 2 and not (o.neg or o.abs) and o.file in "vas":
+                reads.append((o, None, list(pick), neg))
+            else:
+                return None
+        return reads
+
+    def inline(d):
+        """prepare's lean work for a block's source (semantics.Inline): each source's register pair
+        (or constant) read as operands() reads it, its halves picked and signs flipped in the call."""
+        reads = reads_of(d)
+        if reads is None:
+            return None
+        forms, how = [], []
+        for o, c, pick, neg in reads:
+            if o is None:
+                forms.append(((("const", c), (False, False)), "u32"))
+            elif o.first < 0:
+                return None
+            else:
+                forms.append((((o.file, o.first), (False, False)), "pair"))
+            how.append((pick, neg))
+
+        def call(*xs):
+            ops = []
+            for x, (pick, neg) in zip(xs, how):
+                x = np.stack((x, x)) if pick is None else x[pick]          # a copy either way
+                if neg is not None:
+                    x ^= neg
+                ops.append(x.view(F32))
+            return np.asarray(fn(*ops), F32).view(U32)
+        dst = d.ops[0]
+        return Inline(forms, call, (dst.file, dst.first, 2))
+
     run.prepare = prepare
+    run.inline = inline
     return run
 
 

@@ -145,3 +145,48 @@ def test_block_code_is_compiled_once_per_content(tmp_path, monkeypatch):
     exec(blocks.compiled(src, "<block test>"), env)
     assert env["run"](2) == 3
     assert blocks.compiled(src.replace("1", "2"), "<block test>") != code       # another content, another code
+
+
+PARTED = """
+s_load_dwordx4 s[4:7], s[0:1], 0x0
+v_lshlrev_b32_e32 v1, 2, v0
+v_cvt_f32_u32_e32 v3, v0
+s_cmp_eq_u32 s2, 1
+s_cbranch_scc1 .LBB0_2
+v_mul_f32_e32 v3, 0x3fc00000, v3
+v_add_u32_e32 v4, s2, v0
+v_cvt_f32_u32_e32 v4, v4
+v_add_f32_e32 v3, v4, v3
+s_add_u32 s8, s2, 5
+v_mov_b32_e32 v5, s8
+v_cvt_f32_u32_e32 v5, v5
+v_fmac_f32_e32 v3, v5, v4
+.LBB0_2:
+v_add_f32_e32 v3, 1.0, v3
+s_mul_i32 s9, s2, 0x100
+v_add_u32_e32 v1, s9, v1
+s_waitcnt lgkmcnt(0)
+global_store_dword v1, v3, s[6:7]
+"""
+
+
+def test_members_that_part_run_their_blocks_as_one_at_a_time_does():
+    """Workgroup 1 of a batch of three branches past the others' block: the two others run it as a
+    block while it waits (st.act set), with the same results, events and lane count either way."""
+    seen = []
+    real = blocks.Block.ready
+
+    def ready(self, st, w, tr):
+        ok = real(self, st, w, tr)
+        seen.append((ok, st.act is not None))
+        return ok
+    blocks.Block.ready = ready
+    try:
+        got = _run(PARTED, True, provenance=False, grid=3, batch=3)
+    finally:
+        blocks.Block.ready = real
+    want = _run(PARTED, False, provenance=False, grid=3, batch=3)
+    _same(got, want)
+    assert (True, True) in seen
+    y = got[0].view(np.uint32).reshape(3, 64)
+    assert not (y[0] == y[1]).all() and not (y[0] == y[2]).all()

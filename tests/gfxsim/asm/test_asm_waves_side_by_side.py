@@ -295,3 +295,40 @@ def test_a_side_by_side_attempt_taken_back_leaves_no_store(monkeypatch):
     monkeypatch.setattr(LAUNCH, "WAVES_AS_MEMBERS", True)
     run, _ = _exchange(body, groups=1)()
     assert {f.kind for f in run.findings} == {"uninitialized-read"}
+
+
+@pytest.mark.parametrize("live", [None, [1], [0, 2, 3]])
+def test_n_member_events_at_once_are_n_in_turn(live):
+    """Workgroup.member_event(wave, n) (a block's inline instructions, counted together) leaves the
+    members' counts and the parting check as n calls, one per step, leave them — and raises where
+    they would, at the same check."""
+    from types import SimpleNamespace
+
+    from gfxsim.machine.launch import Machine
+    from gfxsim.machine.wavemembers import WavesPart
+    from gfxsim.machine.workgroup import APART_CHECK, Workgroup
+
+    def fresh():
+        wg = Workgroup(Machine("gfx942", "t", trace=False, provenance=False), (0, 0, 0), 4, waves_as_members=True)
+        return wg, SimpleNamespace(live=live, member_events=[0] * 4, steps=0)
+
+    for sizes in ([5, 1, 60, 62, 3, 200], [APART_CHECK - 1, 2, 7], [1] * 140):
+        (a, wa), (b, wb) = fresh(), fresh()
+        outcome = {}
+        for wg, w, batched in ((a, wa, True), (b, wb, False)):
+            try:
+                for n in sizes:
+                    if batched:
+                        w.steps += n
+                        wg.member_event(w, n)
+                    else:
+                        for _ in range(n):
+                            w.steps += 1
+                            wg.member_event(w)
+                outcome[batched] = None
+            except WavesPart as e:
+                outcome[batched] = str(e)
+        assert outcome[True] == outcome[False]
+        if outcome[True] is None:
+            assert wa.member_events == wb.member_events and a.apart == b.apart
+        assert (outcome[True] is not None) == (live is not None and 2 * len(live) <= 4 and sum(sizes) >= APART_CHECK)

@@ -38,3 +38,22 @@ def test_a_nan_or_a_zero_takes_the_ieee_rules():
     assert fp.med3(one, two, three)[0] == 2.0
     assert fp.med3(np.float32([-0.0]), np.float32([0.0]), np.float32([0.0])).view(np.uint32)[0] == 0
     assert fp.med3(np.float32([np.nan]), two, three)[0] == 2.0          # with a NaN: the min3 of the others
+
+
+@pytest.mark.parametrize("t", [np.float32, np.float16])
+def test_a_clamp_of_zeros_by_numpy_is_the_ieee_rules(t):
+    """Lanes with at most one zero operand (a clamp of rounded values between non-zero bounds) take
+    numpy's min/max, lanes with two the IEEE-mode rules: either way the bits of those lanes in a
+    call with a NaN lane, which takes the IEEE-mode rules for all."""
+    rng = np.random.default_rng(2)
+    u = np.uint32 if t is np.float32 else np.uint16
+    for _ in range(20):
+        a = t(np.rint(rng.standard_normal(64) * 2))                   # many +0 and -0
+        a[rng.random(64) < 0.3] = t(-0.0)
+        b = t(rng.choice([-127.0, -1.0, 0.5, np.inf, -np.inf, 1e-40, 0.0, -0.0], 64))
+        c = t(rng.choice([127.0, 1.0, -0.5, 3.0], 64))
+        with np.errstate(all="ignore"):
+            fast = fp.med3(a, b, c)
+            ieee = fp.med3(*(np.append(x, t(np.nan)) for x in (a, b, c)))[:64]
+        np.testing.assert_array_equal(fast.view(u), ieee.view(u))
+    assert (a == 0).any()
