@@ -215,11 +215,12 @@ class Buffer:
     def tag_fields(self):
         return self._tags.keys()
 
-    def tags_at(self, elem: np.ndarray, fields=None) -> dict:
+    def tags_at(self, elem: np.ndarray, fields=None, views: bool = False) -> dict:
         """field -> the int32 tag of the flat elements ``elem`` (each in the buffer): each tag is
         looked up, as given, at the element's coordinates on the axes where it varies; the index is
         computed once per set of axes (a cache's seq and token tags share theirs), in int32 when
-        the buffer allows."""
+        the buffer allows. ``views``: a tag the same in every row comes back as a read-only
+        broadcast of its first row (a caller that only reads it; fold.py checks one row)."""
         fields = self._tags.keys() if fields is None else fields
         shape = self.array.shape
         e = np.asarray(elem)
@@ -232,7 +233,7 @@ class Buffer:
                 out[f] = flat[e]
                 continue
             if not axes:
-                out[f] = np.broadcast_to(flat[0], e.shape).copy()
+                out[f] = _rows(np.broadcast_to(flat[0], e.shape), views)
                 continue
             key = (tuple(axes), tshape)
             got = index.get(key)
@@ -253,7 +254,7 @@ class Buffer:
                         rest = div_const(rest, shape[d])
                 got = index[key] = (idx, one_row)
             idx, one_row = got
-            out[f] = np.broadcast_to(flat[idx], e.shape).copy() if one_row else flat[idx]
+            out[f] = _rows(np.broadcast_to(flat[idx], e.shape), views) if one_row else flat[idx]
         return out
 
     def _tag_plan(self, field):
@@ -303,14 +304,15 @@ class Buffer:
         nothing stored here with provenance, and each loaded element inside one buffer element."""
         return self.prov is None and self.itemsize % size == 0 and (bool(self._tags) or self.encoding is not None)
 
-    def element_prov(self, starts: np.ndarray, size: int) -> Prov:
+    def element_prov(self, starts: np.ndarray, size: int, views: bool = False) -> Prov:
         """``load_prov`` where ``whole_elements(size)``, from the first byte of each loaded element
-        ``starts`` ``[nbytes / size, width]`` (the per-byte addresses never made)."""
-        return Prov(size, self._ids_at(div_const(starts, self.itemsize)))
+        ``starts`` ``[nbytes / size, width]`` (the per-byte addresses never made); ``views``: as
+        ``tags_at``'s."""
+        return Prov(size, self._ids_at(starts if self.itemsize == 1 else div_const(starts, self.itemsize), views))
 
-    def _ids_at(self, elem: np.ndarray) -> dict:
+    def _ids_at(self, elem: np.ndarray, views: bool = False) -> dict:
         """The identities of bytes of flat elements ``elem``: the tags, and the encoding planes."""
-        ids = self.tags_at(elem)
+        ids = self.tags_at(elem, views=views)
         if self.encoding is not None:
             ids.update(enc.buffer_planes(self.name, self.encoding, elem, self.declared_encoding is not None))
         return ids
@@ -483,3 +485,8 @@ class LDS:
 
 
 __all__ = ["Buffer", "LdsRegion", "LDS", "MemProv", "poison", "WORDS"]
+
+
+def _rows(b: np.ndarray, views: bool) -> np.ndarray:
+    """A tag broadcast over a load's rows: as it is (``views``), or an array of the caller's own."""
+    return b if views else b.copy()

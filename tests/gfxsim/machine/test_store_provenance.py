@@ -173,6 +173,8 @@ def test_tags_at_equals_the_materialised_tags(shape):
     lanes = rng.integers(0, arr.size // shape[-1], 40) * shape[-1]           # lanes at the start of a run
     for e in (rng.integers(0, arr.size, 100), lanes[None, :] + np.arange(4)[:, None],
               rng.integers(0, arr.size, (3, 40))):
-        got = buf.tags_at(e)
+        got, views = buf.tags_at(e), buf.tags_at(e, views=True)
         for f in tags:
             np.testing.assert_array_equal(got[f], full[f][e])
+            np.testing.assert_array_equal(views[f], full[f][e])
+            assert got[f].flags.writeable and not np.shares_memory(got[f], views[f])
