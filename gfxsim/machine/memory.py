@@ -226,6 +226,10 @@ class Buffer:
         e = np.asarray(elem)
         if self.array.size < 2 ** 31 and e.dtype != np.int32:
             e = e.astype(np.int32)
+        R = e.shape[0] if e.ndim == 2 else 0
+        # each lane's elements one after another (a load's bytes or words): the first row's
+        # coordinates give every row's where a lane's run stays inside one run of the tag's axes
+        runs = R > 1 and np.array_equal(e, e[:1] + np.arange(R, dtype=e.dtype)[:, None])
         out, index = {}, {}
         for f in fields:
             flat, axes, tshape = self._tag_plan(f)
@@ -239,10 +243,15 @@ class Buffer:
             got = index.get(key)
             if got is None:
                 inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
-                rest = div_const(e, inner)
+                span = None          # "same": every row at the first row's coordinates; "next": one on
+                if runs:             # along the last varying axis per row (inner 1); None: computed
+                    run = inner if inner > 1 else shape[axes[-1]]
+                    if bool((mod_const(e[0], run) <= run - R).all()):
+                        span = "same" if inner > 1 else "next"
+                rest = div_const(e[:1] if span else e, inner)
                 # every byte of each lane's access in one run of the axes inside the tag's (a lane's
                 # 8 bytes of one token's dims): the coordinates of the first row serve every row
-                one_row = e.ndim == 2 and e.shape[0] > 1 and bool((rest == rest[:1]).all())
+                one_row = span == "same" or (span is None and R > 1 and bool((rest == rest[:1]).all()))
                 if one_row:
                     rest = rest[:1]
                 idx, mult = 0, 1
@@ -252,9 +261,11 @@ class Buffer:
                         mult *= shape[d]
                     if d > axes[0]:
                         rest = div_const(rest, shape[d])
+                if span == "next":
+                    idx = idx + np.arange(R, dtype=idx.dtype)[:, None]
                 got = index[key] = (idx, one_row)
             idx, one_row = got
-            out[f] = _rows(np.broadcast_to(flat[idx], e.shape), views) if one_row else flat[idx]
+            out[f] = _rows(np.broadcast_to(flat[idx], e.shape), views) if one_row else np.take(flat, idx)
         return out
 
     def _tag_plan(self, field):
