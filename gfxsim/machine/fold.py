@@ -129,9 +129,12 @@ class Fold:
     # -- sources: what a load read --------------------------------------------------------------
     def _fold_plane(self, f: str, a: np.ndarray) -> np.ndarray:
         """A tag plane a load read (``[rows, members*lanes]``), folded: the field's shifts set
-        (first load) or checked (later loads)."""
-        a = np.ascontiguousarray(a, np.int32)
+        (first load) or checked (later loads). A plane broadcast over its rows (every byte of a
+        lane's access in one element's tag: ``Buffer.tags_at``'s views) is checked on its first row."""
         R = a.shape[0]
+        if R > 1 and a.strides[0] == 0:
+            return np.ascontiguousarray(np.broadcast_to(self._fold_plane(f, a[:1]), (R, self.width)))
+        a = np.ascontiguousarray(a, np.int32)
         M, L = self.members, self.lanes
         shift, has = np.zeros(M, np.int64), np.zeros(M, np.bool_)
         if not _fold_check(a, self.rep_cols if self.classes > 1 else _NO_COLS, self.cls, L, shift, has):
@@ -469,24 +472,28 @@ def _fold_check(a, rep_cols, cls, lanes, shift, has):
     """Whether plane ``a`` [rows, members*lanes] is, in every member, its representative's plus one
     shift per member where the representative holds a value (and the same where it holds none);
     fills ``shift`` and ``has`` (a member whose representative holds a value). ``rep_cols``: the
-    representatives' columns (empty: one class, member 0). The representative's column is worked
-    out inline: a compiled helper called per column made a 16K decode's launch 0.2 s slower."""
+    representatives' columns (empty: one class, member 0). Row by row, member by member, along
+    memory (a column at a time strode over every row: twice as slow); a member's shift is the same
+    whichever of its values comes first, since all must agree."""
     R, W = a.shape
     one = rep_cols.shape[0] == 0
-    for c in range(W):
-        m = c // lanes
-        rc = c % lanes if one else rep_cols[cls[m] * lanes + c % lanes]
-        for r in range(R):
-            x, v = a[r, c], a[r, rc]
-            if v < 0:
-                if x != v:
-                    return False
-            elif has[m]:
-                if np.int64(x) != np.int64(v) + shift[m]:
-                    return False
-            else:
-                shift[m] = np.int64(x) - np.int64(v)
-                has[m] = True
+    for r in range(R):
+        for m in range(W // lanes):
+            base = m * lanes
+            rb = 0 if one else rep_cols[cls[m] * lanes]     # the representative's first column
+            hm, sm = has[m], shift[m]
+            for l in range(lanes):
+                x, v = a[r, base + l], a[r, rb + l]
+                if v < 0:
+                    if x != v:
+                        return False
+                elif hm:
+                    if np.int64(x) != np.int64(v) + sm:
+                        return False
+                else:
+                    sm = np.int64(x) - np.int64(v)
+                    hm = True
+            has[m], shift[m] = hm, sm
     return True
 
 
@@ -507,10 +514,10 @@ def _name_shift_check(mma, mn, rep_cols, cls, lanes, ids, shifts, has):
     (the @mma planes already equal); False where a member's elements of a name lie otherwise."""
     R, W = mma.shape
     one = rep_cols.shape[0] == 0
-    for c in range(W):
-        m = c // lanes
-        rc = c % lanes if one else rep_cols[cls[m] * lanes + c % lanes]     # as _fold_check's
-        for r in range(R):
+    for r in range(R):                   # along memory, as _fold_check
+        for c in range(W):
+            m = c // lanes
+            rc = c % lanes if one else rep_cols[cls[m] * lanes + c % lanes]
             x = mma[r, c]
             if x < 0:
                 continue

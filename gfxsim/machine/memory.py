@@ -215,16 +215,21 @@ class Buffer:
     def tag_fields(self):
         return self._tags.keys()
 
-    def tags_at(self, elem: np.ndarray, fields=None) -> dict:
+    def tags_at(self, elem: np.ndarray, fields=None, views: bool = False) -> dict:
         """field -> the int32 tag of the flat elements ``elem`` (each in the buffer): each tag is
         looked up, as given, at the element's coordinates on the axes where it varies; the index is
         computed once per set of axes (a cache's seq and token tags share theirs), in int32 when
-        the buffer allows."""
+        the buffer allows. ``views``: a tag the same in every row comes back as a read-only
+        broadcast of its first row (a caller that only reads it; fold.py checks one row)."""
         fields = self._tags.keys() if fields is None else fields
         shape = self.array.shape
         e = np.asarray(elem)
         if self.array.size < 2 ** 31 and e.dtype != np.int32:
             e = e.astype(np.int32)
+        R = e.shape[0] if e.ndim == 2 else 0
+        # each lane's elements one after another (a load's bytes or words): the first row's
+        # coordinates give every row's where a lane's run stays inside one run of the tag's axes
+        runs = R > 1 and np.array_equal(e, e[:1] + np.arange(R, dtype=e.dtype)[:, None])
         out, index, given = {}, {}, set()
         for f in fields:
             flat, axes, tshape, ident = self._tag_plan(f)
@@ -232,16 +237,21 @@ class Buffer:
                 out[f] = np.take(flat, e)
                 continue
             if not axes:
-                out[f] = np.broadcast_to(flat[0], e.shape).copy()
+                out[f] = _rows(np.broadcast_to(flat[0], e.shape), views)
                 continue
             key = (tuple(axes), tshape)
             got = index.get(key)
             if got is None:
                 inner = int(np.prod(shape[axes[-1] + 1:], dtype=np.int64))
-                rest = div_const(e, inner)
+                span = None          # "same": every row at the first row's coordinates; "next": one on
+                if runs:             # along the last varying axis per row (inner 1); None: computed
+                    run = inner if inner > 1 else shape[axes[-1]]
+                    if bool((mod_const(e[0], run) <= run - R).all()):
+                        span = "same" if inner > 1 else "next"
+                rest = div_const(e[:1] if span else e, inner)
                 # every byte of each lane's access in one run of the axes inside the tag's (a lane's
                 # 8 bytes of one token's dims): the coordinates of the first row serve every row
-                one_row = e.ndim == 2 and e.shape[0] > 1 and bool((rest == rest[:1]).all())
+                one_row = span == "same" or (span is None and R > 1 and bool((rest == rest[:1]).all()))
                 if one_row:
                     rest = rest[:1]
                 idx, mult = None, 1
@@ -252,6 +262,8 @@ class Buffer:
                         mult *= shape[d]
                     if d > axes[0]:
                         rest = div_const(rest, shape[d])
+                if span == "next":
+                    idx = idx + np.arange(R, dtype=idx.dtype)[:, None]
                 got = index[key] = (idx, one_row)
             idx, one_row = got
             if ident and idx.dtype == flat.dtype:   # the tag is its own index (a dim, heads numbered 0, 1, ...)
@@ -259,7 +271,7 @@ class Buffer:
                 given.add(key)
             else:
                 v = np.take(flat, idx)
-            out[f] = np.broadcast_to(v, e.shape).copy() if one_row else v
+            out[f] = _rows(np.broadcast_to(v, e.shape), views) if one_row else v
         return out
 
     def _tag_plan(self, field):
@@ -311,14 +323,15 @@ class Buffer:
         nothing stored here with provenance, and each loaded element inside one buffer element."""
         return self.prov is None and self.itemsize % size == 0 and (bool(self._tags) or self.encoding is not None)
 
-    def element_prov(self, starts: np.ndarray, size: int) -> Prov:
+    def element_prov(self, starts: np.ndarray, size: int, views: bool = False) -> Prov:
         """``load_prov`` where ``whole_elements(size)``, from the first byte of each loaded element
-        ``starts`` ``[nbytes / size, width]`` (the per-byte addresses never made)."""
-        return Prov(size, self._ids_at(div_const(starts, self.itemsize)))
+        ``starts`` ``[nbytes / size, width]`` (the per-byte addresses never made); ``views``: as
+        ``tags_at``'s."""
+        return Prov(size, self._ids_at(starts if self.itemsize == 1 else div_const(starts, self.itemsize), views))
 
-    def _ids_at(self, elem: np.ndarray) -> dict:
+    def _ids_at(self, elem: np.ndarray, views: bool = False) -> dict:
         """The identities of bytes of flat elements ``elem``: the tags, and the encoding planes."""
-        ids = self.tags_at(elem)
+        ids = self.tags_at(elem, views=views)
         if self.encoding is not None:
             ids.update(enc.buffer_planes(self.name, self.encoding, elem, self.declared_encoding is not None))
         return ids
@@ -491,3 +504,8 @@ class LDS:
 
 
 __all__ = ["Buffer", "LdsRegion", "LDS", "MemProv", "poison", "WORDS"]
+
+
+def _rows(b: np.ndarray, views: bool) -> np.ndarray:
+    """A tag broadcast over a load's rows: as it is (``views``), or an array of the caller's own."""
+    return b if views else b.copy()

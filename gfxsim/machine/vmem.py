@@ -38,7 +38,9 @@ class VmemOps:
         prov = None
         if self.machine.provenance:
             if buf.whole_elements(size):          # each element's first byte is enough
-                got = buf.element_prov(a[None, :] + np.arange(0, nbytes, size)[:, None], size)
+                a0 = a.astype(np.int32) if buf.nbytes < 2 ** 31 else a      # the index passes in int32
+                got = buf.element_prov(a0[None, :] + np.arange(0, nbytes, size, dtype=a0.dtype)[:, None], size,
+                                       views=self.fold is not None)        # fold_prov makes arrays of its own
             else:
                 got = buf.load_prov(byte_addr(self, addr, nbytes), size, self.machine)
             prov = self.outside_exec(got,

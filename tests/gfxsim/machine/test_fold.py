@@ -298,6 +298,28 @@ def test_a_load_sets_each_members_shift_and_a_later_load_checks_it():
         load(f, other)
 
 
+def test_a_plane_broadcast_over_its_rows_folds_as_its_copy():
+    """A load's tag the same in every row (Buffer.tags_at's views) is checked on one row: the
+    same folded plane, shifts and parting members as the materialised plane's, in 1 and 2 classes."""
+    rep = np.array([[0, 1, -1, 3]], np.int32)
+    row = np.concatenate([rep, np.where(rep >= 0, rep + 256, -1), np.where(rep >= 0, rep + 512, -1)], axis=1)
+    bad = row.copy()
+    bad[0, 4 + 1] += 1
+    for classes in (None, [0, 1, 0]):
+        for plane in (row, bad):
+            got = []
+            for p in (np.broadcast_to(plane, (3, 12)), np.broadcast_to(plane, (3, 12)).copy()):
+                f = Fold(3, 4, classes)
+                try:
+                    got.append((load(f, p)["token"], f.shift["token"], f.known["token"]))
+                except Unfolded as e:
+                    got.append((e.what, e.keys))
+            assert len(got[0]) == len(got[1]) and all(np.array_equal(x, y) for x, y in zip(*got))
+            assert len(got[0]) == (2 if plane is bad and classes is None else 3)
+            if len(got[0]) == 3:
+                assert got[0][0].shape == (3, 4 * (1 if classes is None else 2)) and got[0][0].flags.writeable
+
+
 def test_unfolding_moves_identities_names_and_footprints_by_each_members_shift():
     f = Fold(2, 2)
     load(f, np.array([[5, -1, 5 + WINDOW, -1]], np.int32))

@@ -171,8 +171,15 @@ def test_tags_at_equals_the_materialised_tags(shape):
     buf = Buffer("x", arr, tags=tags)
     full = buf.tags
     lanes = rng.integers(0, arr.size // shape[-1], 40) * shape[-1]           # lanes at the start of a run
+    anywhere = rng.integers(0, arr.size - 4, 40)                              # runs across coordinates
+    inner = lanes[lanes < arr.size - shape[-1]]
     for e in (rng.integers(0, arr.size, 100), lanes[None, :] + np.arange(4)[:, None],
-              rng.integers(0, arr.size, (3, 40))):
-        got = buf.tags_at(e)
+              rng.integers(0, arr.size, (3, 40)), anywhere[None, :] + np.arange(5)[:, None],
+              (lanes + 1)[None, :] + np.arange(2)[:, None], np.sort(rng.integers(0, arr.size, (3, 40)), axis=0),
+              (lanes + shape[-1] - 4)[None, :] + np.arange(4)[:, None],       # a run's last 4 elements
+              (inner + shape[-1] - 3)[None, :] + np.arange(4)[:, None]):      # one past it
+        got, views = buf.tags_at(e), buf.tags_at(e, views=True)
         for f in tags:
             np.testing.assert_array_equal(got[f], full[f][e])
+            np.testing.assert_array_equal(views[f], full[f][e])
+            assert got[f].flags.writeable and not np.shares_memory(got[f], views[f])
