@@ -241,15 +241,16 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         tok = blk * BLKK + np.arange(n_nt)[:, None, None] * mqk.N + dc[None]    # [j, lane, i]
         dsv = _token_values(w, ds, tok)                    # mean(Q)·Kᵀ of the block, [j][i]
         sqk = sq * sk if fused_scales else None
-        # k step by k step, n tile by n tile, both row tiles of a K operand back to back: the matrix
-        # unit's operand memo finds the K operand (loaded afresh each block) for the second and
-        # the two row tiles' Q operands alternating
+        # k step by k step (a step's instructions issued together), n tile by n tile, both row
+        # tiles of a K operand back to back: the matrix unit's operand memo finds the K operand
+        # (loaded afresh each block) for the second and the two row tiles' Q operands alternating
         accs = [[None] * n_nt for _ in range(n_mt)]
+        pairs = [(j, mt) for j in range(n_nt) for mt in range(n_mt)]
         for ks in range(n_ks):
-            for j in range(n_nt):
-                for mt in range(n_mt):
-                    accs[mt][j] = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], accs[mt][j],
-                                        label=f"qk block {blk} m{mt} n{j} k{ks}")
+            got = w.mma_many(QK_MMA[qk], [(qa[mt][ks], kb[j][ks], accs[mt][j], f"qk block {blk} m{mt} n{j} k{ks}")
+                                          for j, mt in pairs])
+            for (j, mt), d in zip(pairs, got):
+                accs[mt][j] = d
         ss = []
         for acc in (a for row in accs for a in row):   # each tile's scales applied to it alone: checks in tile order
             ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
