@@ -86,7 +86,12 @@ def _mma_i8(fa, fb, c, tc, td, d, inv=None):
     2^24 inside the int32 range, is added in int32). ``inv``: where D's plan puts every element of
     ``d`` exactly once and C's plan is D's, each element of ``d``'s index into the sums (a take then
     writes D, and C is added where it lies, with no gather)."""
-    s = np.matmul(fa, fb)
+    return _i8_sums_to_d(np.matmul(fa, fb), c, tc, td, d, inv)
+
+
+def _i8_sums_to_d(s, c, tc, td, d, inv=None):
+    """``_mma_i8`` past its GEMM: the exact float sums ``s`` (``[members*blocks, rows, cols]``)
+    plus C written to D; returns where it overflowed (None: it cannot)."""
     if s.dtype == np.float32:                    # every sum below 2^24, far inside int32
         si = s.astype(np.int32)
         if c is None:
@@ -204,8 +209,10 @@ class MatrixOps:
         (each C was made before the call), so a float record's D of all of them comes from one
         pass of its accumulator model (exact per element: the model works element by element,
         and a batch that takes its general path gives each element that path's bits, which
-        equal the fast path's). Where an operand holds never-written bytes, EXEC is not full,
-        the record is an 8-bit one, or an operand is refused, the instructions run one by one."""
+        equal the fast path's); an 8-bit integer record's products of all of them are one
+        batched GEMM (each sum exact). Where an operand holds never-written bytes, EXEC is not
+        full, an integer record's operands are not all 8-bit, or an operand is refused, the
+        instructions run one by one."""
         issues = [tuple(x) for x in issues]
         prepared = None
         if ISSUE_TOGETHER and self.exec_full and all(isinstance(v, VGPRs) and v.valid is None for x in issues for v in x[:3]
@@ -214,20 +221,50 @@ class MatrixOps:
                 prepared = [self._mma_operands(mnemonic, a, b, c, label) for a, b, c, label in issues]
             except Exception:            # refused: one by one, so the error comes after the earlier ones issue
                 prepared = None
-        if not prepared or any(_i8_path(p[0], p[2], p[3]) for p in prepared):
+        if not prepared:
             return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
         insn = prepared[0][0]
         plans = self._mma_plans(insn)
+        source = self.source()             # one statement of the kernel issues them all
+        if all(_i8_path(p[0], p[2], p[3]) for p in prepared):
+            return self._mma_many_i8(prepared, issues, plans, source)
+        if insn.cd_type == "i32":          # 4-bit or mixed operands: each one's overflow found one by one
+            return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
         mats = [[self._gathered(insn, op, v.val, plans[op]) for op, v in zip("ABC", p[2:5])] for p in prepared]
         d_all, _ = compute(insn, *(np.concatenate([m[i] for m in mats]) for i in range(3)),
                            batch=self.members * len(prepared))
         nb = len(d_all) // len(prepared)
-        source = self.source()             # one statement of the kernel issues them all
         out = []
         for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
             dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
             dval[plans["D"]] = d_all[i * nb:(i + 1) * nb]
             out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, None, source))
+        return out
+
+    def _mma_many_i8(self, prepared, issues, plans, source) -> list[VGPRs]:
+        """mma_many of 8-bit integer instructions: their products summed in one batched GEMM (each
+        sum exact, so the same bits as one GEMM per instruction: ``_i8_float_type``), then each
+        instruction's C, D, overflow and issue in order as ``_mma_d`` and ``_mma_issue`` give them."""
+        cache = self.machine.plan_cache
+        fas, fbs, fts = [], [], []
+        for insn, _, a, b, _, _ in prepared:   # A then B of each, in order: the operand memos as one by one
+            ft = _i8_float_type(insn.K, a.val.dtype, b.val.dtype)
+            fas.append(self._float_operand(insn, "A", a.val, ft))
+            fbs.append(self._float_operand(insn, "B", b.val, ft))
+            fts.append(ft)
+        if len(set(fts)) > 1:
+            fas, fbs = [x.astype(np.float64) for x in fas], [x.astype(np.float64) for x in fbs]
+        sums = np.matmul(np.concatenate(fas), np.concatenate(fbs))
+        nb = len(sums) // len(prepared)
+        out = []
+        for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
+            dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
+            s = sums[i * nb:(i + 1) * nb]
+            overflow = _i8_sums_to_d(s if s.dtype == fts[i] else s.astype(fts[i]), None if c.literal else c.val,
+                                     flat_plan(cache, insn, "C", self.members, self.lanes),
+                                     flat_plan(cache, insn, "D", self.members, self.lanes), dval,
+                                     d_inverse(cache, insn, self.members, self.lanes))
+            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow, source))
         return out
 
     def _mma_operands(self, mnemonic, a, b, c, label):

@@ -182,8 +182,10 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
     src, _ = pv_a_from_qk(mqk, mpv)
     vr, vc = frag(mpv, "B")
     n_dt, n_vc = head_dim // mpv.N, context // mpv.K
-    vv = [[_v_elements(w, v, ((dt * mpv.N + vc) * context + c * mpv.K + vr).T * 4)
-           for c in range(n_vc)] for dt in range(n_dt)]
+    rel = (vc * context + vr).T * 4                         # a K step's addresses less its first
+    runs = _v_runs(rel)             # the same at every start that is a multiple of 16 bytes
+    vv = [[_v_elements(w, v, rel + base, runs if base % 16 == 0 else _v_runs(rel + base))
+           for c in range(n_vc) for base in [(dt * mpv.N * context + c * mpv.K) * 4]] for dt in range(n_dt)]
     if not (vc == vc[:, :1]).all():
         raise ArgumentError(f"{mpv.mnemonic}: a lane's B elements span two V columns")
     v_sharers = sharers(vc[:, 0])                          # lanes holding one V column (dim)
@@ -239,15 +241,16 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
         tok = blk * BLKK + np.arange(n_nt)[:, None, None] * mqk.N + dc[None]    # [j, lane, i]
         dsv = _token_values(w, ds, tok)                    # mean(Q)·Kᵀ of the block, [j][i]
         sqk = sq * sk if fused_scales else None
-        # k step by k step, n tile by n tile, both row tiles of a K operand back to back: the matrix
-        # unit's operand memo finds the K operand (loaded afresh each block) for the second and
-        # the two row tiles' Q operands alternating
+        # k step by k step (a step's instructions issued together), n tile by n tile, both row
+        # tiles of a K operand back to back: the matrix unit's operand memo finds the K operand
+        # (loaded afresh each block) for the second and the two row tiles' Q operands alternating
         accs = [[None] * n_nt for _ in range(n_mt)]
+        pairs = [(j, mt) for j in range(n_nt) for mt in range(n_mt)]
         for ks in range(n_ks):
-            for j in range(n_nt):
-                for mt in range(n_mt):
-                    accs[mt][j] = w.mma(QK_MMA[qk], qa[mt][ks], kb[j][ks], accs[mt][j],
-                                        label=f"qk block {blk} m{mt} n{j} k{ks}")
+            got = w.mma_many(QK_MMA[qk], [(qa[mt][ks], kb[j][ks], accs[mt][j], f"qk block {blk} m{mt} n{j} k{ks}")
+                                          for j, mt in pairs])
+            for (j, mt), d in zip(pairs, got):
+                accs[mt][j] = d
         ss = []
         for acc in (a for row in accs for a in row):   # each tile's scales applied to it alone: checks in tile order
             ss.append(w.dequant(acc, sqk) if fused_scales else w.dequant(acc, sq) * sk)
@@ -309,17 +312,24 @@ def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two
                 w.global_store(out, _vals(w, (row[:, i] * head_dim + col[:, i]) * 4), res[i])
 
 
-def _v_elements(w, v, addr):
-    """A lane's f32 elements at byte addresses ``addr`` [elements, lanes]: consecutive elements
-    at consecutive addresses in every lane, the first aligned to their size, are one load of 16
-    or 8 bytes (the address registers made in one value)."""
+def _v_runs(addr) -> list[tuple[int, int]]:
+    """(first element, count) of each load of ``_v_elements`` at byte addresses ``addr``
+    [elements, lanes]: consecutive elements at consecutive addresses in every lane, the first
+    aligned to their size, are one load of 16 or 8 bytes. Adding a multiple of 16 to every
+    address leaves them as they are."""
     runs, e = [], 0
     while e < len(addr):
         n = next(n for n in (4, 2, 1) if e + n <= len(addr) and not (addr[e] % (4 * n)).any() and
                  (addr[e:e + n] == addr[e] + 4 * np.arange(n)[:, None]).all())
         runs.append((e, n))
         e += n
-    at = _vals(w, np.stack([addr[e] for e, _ in runs]))
+    return runs
+
+
+def _v_elements(w, v, addr, runs):
+    """A lane's f32 elements at byte addresses ``addr`` [elements, lanes], loaded as ``runs``
+    (``_v_runs(addr)``), the address registers made in one value."""
+    at = _vals(w, addr[[e for e, _ in runs]])
     return w.cat(*[w.global_load(v, at[i], 4 * n, "f32") for i, (_, n) in enumerate(runs)])
 
 

@@ -159,7 +159,8 @@ def _draw_queries(rng, pos: np.ndarray, d: int, spec: AttentionDataSpec):
     z = rng.standard_normal((pos.size, d))
     sink = 1 if spec.sink_logit else 0
     n = min(spec.peaks, int(pos.min()) + 1 - sink)      # peaks drawn from the visible tokens 1..pos
-    idx = np.stack([rng.choice(np.arange(sink, p + 1), n, replace=False) for p in pos]).reshape(pos.size, n)
+    # sink + a choice among p + 1 - sink: the same draws and values as a choice from arange(sink, p + 1)
+    idx = np.stack([sink + rng.choice(p + 1 - sink, n, replace=False) for p in pos]).reshape(pos.size, n)
     delta = spec.peak_logit * rng.uniform(0.7, 1.0, (pos.size, n))
     if sink:
         idx = np.concatenate([np.zeros((pos.size, 1), int), idx], axis=1)

@@ -64,3 +64,49 @@ def test_mma_many_is_mma_one_by_one(monkeypatch, provenance, trace, v_type, inf_
     assert many[4] == one[4]
     same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
     assert (many[5].prov is not None) == provenance
+
+
+def _i8_launch(provenance):
+    """Six independent 8-bit integer instructions through mma_many: C of the fourth close to
+    INT32_MAX (an overflow), C of two omitted, the first two A operands the same registers,
+    A and B tagged so that each D carries provenance (their K slots' tags disagree: an
+    ab-kslot-mismatch finding on each, alike both ways)."""
+    from gfxsim import Buffer, launch
+    rng = np.random.default_rng(3)
+    mma = "v_mmac_i32_16x16x32_i8"
+    x = Buffer("x", rng.integers(-128, 128, (6, 2, 8, 64)).astype(np.int8),
+               tags={"i": np.arange(6)[:, None, None, None], "reg": np.arange(8)[None, None, :, None]})
+    d_out = Buffer.empty("d", (6, 4, 64), np.int32)
+
+    def kernel(w, x, d_out):
+        def operand(i, side):
+            return w.cat(*[w.global_load(x, (((i * 2 + side) * 8 + r) * 64 + w.lane_id), 1, "i8") for r in range(8)])
+        a0 = operand(0, 0)
+        issues = []
+        for i in range(6):
+            c = None if i in (1, 5) else w.from_lanes(rng.integers(-1000, 1000, (4, 64)) +
+                                                      (2 ** 31 - 1000 if i == 3 else 0), "i32")
+            issues.append((a0 if i < 2 else operand(i, 0), operand(i, 1), c, f"i{i}"))
+        for i, d in enumerate(w.mma_many(mma, issues)):
+            for r in range(4):
+                w.global_store(d_out, ((i * 4 + r) * 64 + w.lane_id) * 4, d[r])
+    run = launch(kernel, arch="gfx936", args=(x, d_out), provenance=provenance)
+    recs = [_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.live))
+            for r in run.machine.mma_log.records]
+    return d_out, run, recs
+
+
+@pytest.mark.parametrize("provenance", [False, True], ids=["off", "provenance"])
+def test_mma_many_i8_is_mma_one_by_one(monkeypatch, provenance):
+    import gfxsim.machine.matrix as MX
+    many_d, many, many_recs = _i8_launch(provenance)
+    monkeypatch.setattr(MX, "ISSUE_TOGETHER", False)
+    one_d, one, one_recs = _i8_launch(provenance)
+    assert many_d.array.tobytes() == one_d.array.tobytes()
+    assert many_recs == one_recs and len(one_recs) == 6
+    found = [(f.kind, f.lane, f.instruction, f.message) for f in many.findings]
+    assert found == [(f.kind, f.lane, f.instruction, f.message) for f in one.findings]
+    over = [f for f in found if f[0] == "int32-overflow"]
+    assert len(over) == 1 and "(i3)" in over[0][3]
+    assert many.trace.n_events == one.trace.n_events
+    same_buffers(many_d, one_d, many.machine.wide, one.machine.wide)
