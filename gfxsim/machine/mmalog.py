@@ -55,6 +55,10 @@ class MmaRecord:
         """Whether the operands carried provenance (A's K-slot values are recorded)."""
         return self.a is not None
 
+    def k_set_fields(self) -> set:
+        """The fields A's and B's K sets are kept of."""
+        return self.ks_a.keys() | self.ks_b.keys()
+
     def member_rows(self, member):
         bl = self.insn.blocks
         return slice(member * bl, (member + 1) * bl)
@@ -208,7 +212,7 @@ class MmaLog:
         those the launch's output buffers declare (``declared``)."""
         seen, names = self._k_field_names or (0, set(self.declared))
         for r in self.records[seen:]:                  # the records added since the last call
-            names |= r.ks_a.keys() | r.ks_b.keys()
+            names |= r.k_set_fields()
         self._k_field_names = (len(self.records), names)
         return names
 

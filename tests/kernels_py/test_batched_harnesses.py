@@ -137,6 +137,7 @@ def test_a_batch_folds_and_keeps_every_record(monkeypatch, make, kernel):
         assert all(isinstance(r, FoldedRecord) for r in rb.machine.mma_log.records)
         assert not any(isinstance(r, FoldedRecord) for r in ra.machine.mma_log.records)
         for x, y in zip(ra.machine.mma_log.records, rb.machine.mma_log.records):   # read without placing
+            assert y.k_set_fields() == x.k_set_fields() == x.ks_a.keys() | x.ks_b.keys() and x.k_set_fields()
             for op in "AB":
                 for f in ("token", "head", "dim"):
                     assert np.array_equal(x.k_slots(op, f), y.k_slots(op, f)), (x.first, op, f)
