@@ -177,7 +177,7 @@ def footprints(log, ids, mn):
         return cell, {f: _assemble(g, n) for f, g in out.items()}
     local = np.nonzero((ids >= 0) & (ids < PAIR_BASE))[0]
     if len(local):
-        starts = np.asarray(log.starts, np.int64)
+        starts = log.starts
         ri = np.searchsorted(starts, ids[local], "right") - 1
         recs = _distinct(ri)
         for r_i in recs:
@@ -201,7 +201,7 @@ def _one_kind(log, ids, mn, n, cell, out, wide) -> bool:
         return False
     pos = np.arange(n)
     if hi < PAIR_BASE:
-        starts = np.asarray(log.starts, np.int64)
+        starts = log.starts
         r_lo, r_hi = (int(np.searchsorted(starts, x, "right")) - 1 for x in (lo, hi))
         if r_lo != r_hi:
             return False
@@ -597,7 +597,7 @@ def counts(log, i: int, e: int, field: str) -> Counter:
             for ids, mn in (rec.left, rec.right):
                 stack.append((lg, int(ids[e]), int(mn[e])))
         else:
-            r_i = int(np.searchsorted(np.asarray(lg.starts, np.int64), i, "right")) - 1
+            r_i = int(np.searchsorted(lg.starts, i, "right")) - 1
             rec = lg.records[r_i]
             M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
             blk, m, n = e // (M * N), (e // N) % M, e % N

@@ -245,8 +245,7 @@ class Fold:
         planes ``mmas``: what loads read (name_shift), and this batch's sums (their fold_shift)."""
         moved = dict(self.name_shift)
         for mma in mmas:
-            pids = np.flatnonzero(_pairs_named(mma, PAIR_BASE, len(log.pairs))) + PAIR_BASE if log is not None \
-                else _NO_PIDS
+            pids = _pairs_named(mma, PAIR_BASE, len(log.pairs)) if log is not None else _NO_PIDS
             for pid in pids.tolist():
                 if pid not in moved:
                     sh = log.pairs[pid - PAIR_BASE].fold_shift
@@ -497,15 +496,11 @@ def _fold_check(a, rep_cols, cls, lanes, shift, has):
     return True
 
 
-@njit
-def _pairs_named(mma, pair_base, n_pairs):
-    """Which sums of results (pair records) a plane of names holds: bool [n_pairs]."""
-    seen = np.zeros(n_pairs, np.bool_)
-    for i in range(mma.shape[0]):
-        k = mma[i] - pair_base
-        if 0 <= k < n_pairs:
-            seen[k] = True
-    return seen
+def _pairs_named(mma: np.ndarray, pair_base: int, n_pairs: int) -> np.ndarray:
+    """The ids of the sums of results (pair records) a plane of names holds, ascending: from the
+    plane's names, not a pass over every pair of the launch (they grow with it)."""
+    named = mma[(mma >= pair_base) & (mma < pair_base + n_pairs)]
+    return np.unique(named) if named.size else _NO_PIDS
 
 
 @njit

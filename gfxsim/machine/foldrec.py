@@ -163,6 +163,11 @@ class FoldedRecord(MmaRecord):
     def tagged(self) -> bool:
         return self._folded.fields["a"] is not None
 
+    def k_set_fields(self) -> set:
+        """The representatives' K-set fields, which placing keeps: known without placing."""
+        f = self._folded.fields
+        return f["ks_a"].keys() | f["ks_b"].keys()
+
     def k_slots(self, operand: str, field: str = "token"):
         """MmaRecord.k_slots from the representatives' rows: each member's block-0 row, shifted by
         its shift of ``field`` as placing would, without placing the record."""

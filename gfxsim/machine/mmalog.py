@@ -55,6 +55,10 @@ class MmaRecord:
         """Whether the operands carried provenance (A's K-slot values are recorded)."""
         return self.a is not None
 
+    def k_set_fields(self) -> set:
+        """The fields A's and B's K sets are kept of."""
+        return self.ks_a.keys() | self.ks_b.keys()
+
     def member_rows(self, member):
         bl = self.insn.blocks
         return slice(member * bl, (member + 1) * bl)
@@ -180,7 +184,7 @@ class MmaLog:
 
     def __init__(self, wide: WideSets | None = None, declared=frozenset(), kernel: str | None = None):
         self.records: list[MmaRecord] = []
-        self.starts: list[int] = []                  # each record's first instruction index
+        self._starts = np.zeros(64, np.int64)        # each record's first instruction index, grown by doubling
         self.pairs: list[PairRecord] = []
         self.foreign: list = []                      # [(MmaLog, its WideSets)]
         self.wide = wide
@@ -192,15 +196,23 @@ class MmaLog:
         self._k_field_names = None                   # (records seen, their K fields and declared)
 
     def add(self, rec: MmaRecord):
+        n = len(self.records)
+        if n == len(self._starts):       # a sum reads the starts after most records: never rebuilt from a list
+            self._starts = np.concatenate([self._starts, np.zeros(n, np.int64)])
+        self._starts[n] = rec.first
         self.records.append(rec)
-        self.starts.append(rec.first)
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Each record's first instruction index (int64, ascending; a view: read, do not keep)."""
+        return self._starts[:len(self.records)]
 
     def k_fields(self) -> set:
         """The fields some matrix instruction of the launch consumed along K (token, dim), and
         those the launch's output buffers declare (``declared``)."""
         seen, names = self._k_field_names or (0, set(self.declared))
         for r in self.records[seen:]:                  # the records added since the last call
-            names |= r.ks_a.keys() | r.ks_b.keys()
+            names |= r.k_set_fields()
         self._k_field_names = (len(self.records), names)
         return names
 
@@ -220,7 +232,6 @@ class MmaLog:
         """Forget every record, pair and earlier launch from these counts on (a folded attempt
         taken back), with what consumed.py cached of the records dropped."""
         del self.records[n_records:]
-        del self.starts[n_records:]
         del self.pairs[n_pairs:]
         del self.foreign[n_foreign:]
         for cache in (self.k_sets, self.k_tables, self.k_recent):

@@ -30,6 +30,10 @@ KV_CACHE_BATCH = 8192
 # the prefill batches the heads of one query block (its chunk loop follows the block): they fold
 # into one class, a head being a shift; at most this many side by side with provenance
 PREFILL_PROVENANCE_BATCH = 64
+# without provenance, the heads of this many query blocks side by side (with it, one block's: the
+# blocks' causal masks part them): over a long prefix their chunk counts differ by a few, and each
+# statement's Python cost is shared by 4x the lanes
+PREFILL_BLOCKS = 4
 
 
 # ---- inputs of the standalone kernels ------------------------------------------------------
@@ -185,7 +189,8 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
                      tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
                      geo,
                      grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES,
-                     batch=num_heads, batch_order=(1, 0, 2), provenance_batch=PREFILL_PROVENANCE_BATCH,
+                     batch=num_heads * PREFILL_BLOCKS, batch_order=(1, 0, 2),
+                     provenance_batch=min(num_heads, PREFILL_PROVENANCE_BATCH),
                      outputs=("out",))
 
 

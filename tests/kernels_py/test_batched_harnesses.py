@@ -90,6 +90,24 @@ def test_a_batched_run_equals_the_run_one_workgroup_at_a_time(make, kernel, find
         _same_stores(one.buffers[name], side.buffers[name], r1.machine.wide, rb.machine.wide)
 
 
+@pytest.mark.parametrize("kernel", [prefix_prefill, _short_context])
+def test_without_provenance_a_prefill_batch_spans_query_blocks_and_equals_the_lone_runs(kernel):
+    """Provenance off, the heads of several query blocks run side by side (with it, one block's)."""
+    runs = []
+    for batch in (1, None):
+        setup = _prefill_setup()
+        if batch is not None:
+            setup.batch = batch
+        runs.append((setup, setup.launch(kernel, trace=False, provenance=False)))
+    (one, r1), (side, rb) = runs
+    assert [n["members"] for n in rb.folds] == [8]             # 2 query blocks x 4 heads
+    assert [n["members"] for n in _launch(_prefill_setup, kernel, None)[1].folds] == [4, 4]
+    assert _findings(r1) == _findings(rb) and _records(r1) == _records(rb)
+    for name in one.outputs:
+        a, b = one.buffers[name], side.buffers[name]
+        assert np.array_equal(a.raw, b.raw) and np.array_equal(a.written, b.written)
+
+
 def _same_stores(a, b, wa, wb):
     """Bytes, written bits, identities, footprints and marks of a buffer, but the names of matrix
     results (@mma/@mn: record numbers, which a batch numbers its own way)."""
@@ -119,6 +137,7 @@ def test_a_batch_folds_and_keeps_every_record(monkeypatch, make, kernel):
         assert all(isinstance(r, FoldedRecord) for r in rb.machine.mma_log.records)
         assert not any(isinstance(r, FoldedRecord) for r in ra.machine.mma_log.records)
         for x, y in zip(ra.machine.mma_log.records, rb.machine.mma_log.records):   # read without placing
+            assert y.k_set_fields() == x.k_set_fields() == x.ks_a.keys() | x.ks_b.keys() and x.k_set_fields()
             for op in "AB":
                 for f in ("token", "head", "dim"):
                     assert np.array_equal(x.k_slots(op, f), y.k_slots(op, f)), (x.first, op, f)

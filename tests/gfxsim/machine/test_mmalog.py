@@ -30,9 +30,23 @@ def test_a_record_is_built_in_one_call():
     again = MmaRecord(**{f: getattr(rec, f) for f in MmaRecord.__slots__ if f != "op"})
     assert all(getattr(again, f) is getattr(rec, f) for f in MmaRecord.__slots__ if f != "op")
     assert again.op == rec.insn.mnemonic == MMAC and rec.label == "j 1"
-    assert log.starts == [r.first for r in log.records]
+    assert log.starts.tolist() == [r.first for r in log.records]
     with pytest.raises(TypeError):
         MmaRecord(rec.first, rec.insn)          # keyword-only: no field is filled by position
+
+
+def test_the_starts_follow_records_added_past_the_first_allocation_and_truncated():
+    rec = _two_mmacs().machine.mma_log.records[0]
+    log = MmaLog()
+    firsts = list(range(0, 3 * 200, 3))
+    for f in firsts:
+        log.add(MmaRecord(first=f, insn=rec.insn, kernel=rec.kernel, wave=0, workgroups=[(0, 0, 0)], live=[0],
+                          source=rec.source, exec_mask=rec.exec_mask, label=None))
+    assert log.starts.tolist() == firsts and log.starts.dtype == np.int64
+    log.truncate(150, 0, 0)
+    log.add(MmaRecord(first=1000, insn=rec.insn, kernel=rec.kernel, wave=0, workgroups=[(0, 0, 0)], live=[0],
+                      source=rec.source, exec_mask=rec.exec_mask, label=None))
+    assert log.starts.tolist() == firsts[:150] + [1000] == [r.first for r in log.records]
 
 
 def test_the_log_owns_declared_fields_and_its_caches():
