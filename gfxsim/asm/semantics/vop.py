@@ -786,17 +786,27 @@ def v_lshl_add_u64(st, d):
     put64(st, dst, (u64(st, a) << sh) + u64(st, c))
 
 
-def _lshl_add_prepare(d):
-    """The step of a constant shift (clang's form): without provenance the sum's words written as
-    put64 writes them; with provenance, another shift or a form the function refuses, the function."""
+def _lshl_add_form(d, operand):
+    """A constant shift (clang's form): the destination, the two addends as ``operand`` takes them
+    (reader64 for a step, source64 for a block's source) and the shift; None for any other form."""
     if d.ops.mods or len(d.ops.positional) != 4:
         return None
     dst, a, s, c = d.ops.positional
-    ra, rc = reader64(a), reader64(c)
+    ra, rc = operand(a), operand(c)
     if s.kind != "int" or s.neg or s.abs or s.sext or (s.value & 7) > 4 or ra is None or rc is None \
             or not vdst_ok(dst, 2):
         return None
-    sh, f, i = U64(s.value & 7), dst.file, dst.first
+    return dst, ra, rc, U64(s.value & 7)
+
+
+def _lshl_add_prepare(d):
+    """The step of a constant shift: without provenance the sum's words written as put64 writes
+    them; with provenance, another shift or a form the function refuses, the function."""
+    form = _lshl_add_form(d, reader64)
+    if form is None:
+        return None
+    dst, ra, rc, sh = form
+    f, i = dst.file, dst.first
 
     def step(st):
         if not st.lean:
@@ -810,14 +820,10 @@ v_lshl_add_u64.prepare = _lshl_add_prepare
 
 def _lshl_add_inline(d):
     """_lshl_add_prepare's lean work for a block's source (semantics.Inline)."""
-    if d.ops.mods or len(d.ops.positional) != 4:
+    form = _lshl_add_form(d, source64)
+    if form is None:
         return None
-    dst, a, s, c = d.ops.positional
-    fa, fc = source64(a), source64(c)
-    if s.kind != "int" or s.neg or s.abs or s.sext or (s.value & 7) > 4 or fa is None or fc is None \
-            or not vdst_ok(dst, 2):
-        return None
-    sh = U64(s.value & 7)
+    dst, fa, fc, sh = form
     return Inline([(fa, "u64"), (fc, "u64")], lambda x, y: words64((x << sh) + y), (dst.file, dst.first, 2))
 
 
