@@ -61,20 +61,18 @@ def s_source(o, width: int = 32):
 def s_reader(o, width: int = 32):
     """The read of a scalar source decided once for a translated step (translate.py): what ``s32``
     (width 32) or ``s64`` (64) gives, through the same WaveState reads; None where the operand
-    needs the generic path (which names what is wrong with it, or reads a relocation)."""
-    if o.neg or o.abs or o.sext:
+    needs the generic path (which names what is wrong with it, or reads a relocation). Made from
+    ``s_source``'s form, so a step and a block's source accept the same operands."""
+    got = s_source(o, width)
+    if got is None:
         return None
-    if o.kind == "reg" and o.file == "s" and o.count == width // 32:
-        i = o.first
+    kind, *arg = got[0]
+    if kind in ("s", "sread"):
+        i = arg[0]
         return (lambda st: st.sread(i)) if width == 32 else (lambda st: st.sread64(i))
-    if width == 32 and o.kind == "scc":
+    if kind == "scc":
         return lambda st: st.scc.copy()
-    if width == 32 and o.kind in ("int", "float"):
-        c = const32(None, o)
-    elif width == 64 and o.kind == "int" and (o.inline or 0 <= o.value < (1 << 31)):
-        c = o.value & M64
-    else:
-        return None
+    c = arg[0]
     return lambda st: np.full(st.members, c, U64)
 
 
