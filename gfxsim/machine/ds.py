@@ -112,6 +112,19 @@ class DsOps:
                              region=region.name)
         return deg
 
+    def _words_fit(self, region: LdsRegion, offset: np.ndarray, nbytes: int) -> bool:
+        """What both word paths ask first: no provenance or trace, the waves of one workgroup side
+        by side or one wave alone, a region of this LDS, every active lane in bounds and aligned."""
+        m, wg = self.machine, self.wg
+        if m.provenance or m.trace.enabled or (not wg.waves_as_members and self.members > 1):
+            return False
+        if not isinstance(region, LdsRegion) or wg.lds.regions.get(region.name) is not region:
+            return False
+        a = offset if self.exec_full else offset[self.exec]
+        align = 16 if nbytes == 12 else nbytes
+        return bool(a.size) and int(a.min()) >= 0 and int(a.max()) + nbytes <= region.nbytes \
+            and not (a & (align - 1)).any()
+
     def lds_load_words(self, region: LdsRegion, offset: np.ndarray, nbytes: int):
         """What ``lds_load`` of ``nbytes`` (whole dwords) per lane at byte ``offset`` (int64
         [width]) of the region gives, without provenance or a trace, for the waves of one workgroup
@@ -121,13 +134,9 @@ class DsOps:
         event. None, having done nothing, anywhere else (``lds_load`` names the fault or the
         never-written bytes)."""
         m, wg = self.machine, self.wg
-        if m.provenance or m.trace.enabled or nbytes % 4:
+        if nbytes % 4 or not self._words_fit(region, offset, nbytes):
             return None
         lds, shared = wg.lds, wg.waves_as_members
-        if not shared and self.members > 1:
-            return None
-        if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
-            return None
         raw = lds.raw[region.name]
         written = lds.written.get(region.name)
         if written is None:
@@ -135,10 +144,6 @@ class DsOps:
         if raw.size % 4 or written.size != raw.size:
             return None
         ex, full = self.exec, self.exec_full
-        a = offset if full else offset[ex]
-        align = 16 if nbytes == 12 else nbytes
-        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > region.nbytes or (a & (align - 1)).any():
-            return None
         at = (offset if full else np.where(ex, offset, 0)) >> 2
         at = at[None, :] + np.arange(nbytes // 4)[:, None] if nbytes > 4 else at[None, :]
         wr = written.view(np.uint32)[at] == _ALL_WRITTEN
@@ -163,19 +168,11 @@ class DsOps:
         conflicts (and their findings), the bytes and their written bits, the event; True. False,
         having done nothing, anywhere else."""
         m, wg = self.machine, self.wg
-        if m.provenance or m.trace.enabled or nbytes > 4 * words.shape[0]:
+        if nbytes > 4 * words.shape[0] or not self._words_fit(region, offset, nbytes):
             return False
         lds, shared = wg.lds, wg.waves_as_members
-        if not shared and self.members > 1:
-            return False
-        if not isinstance(region, LdsRegion) or lds.regions.get(region.name) is not region:
-            return False
         raw = lds.raw[region.name]
         ex, full = self.exec, self.exec_full
-        a = offset if full else offset[ex]
-        align = 16 if nbytes == 12 else nbytes
-        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > region.nbytes or (a & (align - 1)).any():
-            return False
         r2 = (offset + region.offset).reshape(self.members, self.lanes)
         a2 = ex.reshape(self.members, self.lanes)
         if shared:
