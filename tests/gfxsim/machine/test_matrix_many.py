@@ -9,18 +9,9 @@ import pytest
 from kernels_py.fp8.sage_attention import run_sage_attention
 from kernels_py.fp8.sage_reference import SageConfig
 from support.fold import same_buffers
+from support.records import field_key
 
 
-def _key(x):
-    if isinstance(x, np.ndarray):
-        return ("nd", x.dtype.str, x.shape, x.tobytes())
-    if isinstance(x, dict):
-        return ("d", sorted((k, _key(v)) for k, v in x.items()))
-    if isinstance(x, (list, tuple)):
-        return ("l", [_key(y) for y in x])
-    if hasattr(x, "bits") and hasattr(x, "base"):
-        return ("mask", _key(x.base), _key(x.bits), _key(x.wide))
-    return ("o", repr(x))
 
 
 def _launch(provenance, trace, v_type, inf_v, two_level=True):
@@ -39,7 +30,7 @@ def _launch(provenance, trace, v_type, inf_v, two_level=True):
     out, run = run_sage_attention(q, k, v, SageConfig(arch="sm_90", q_block=32, two_level=two_level), provenance=provenance,
                                   trace=trace, kernel=kernel)
     log = run.machine.mma_log
-    recs = [_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
+    recs = [field_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
             for r in log.records]
     events = [(e.index, e.op, e.source) for e in run.events] if trace else None
     return out, run, recs, [(f.kind, f.lane, f.instruction, f.message) for f in run.findings], events, held[0]
@@ -91,7 +82,7 @@ def _i8_launch(provenance):
             for r in range(4):
                 w.global_store(d_out, ((i * 4 + r) * 64 + w.lane_id) * 4, d[r])
     run = launch(kernel, arch="gfx936", args=(x, d_out), provenance=provenance)
-    recs = [_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.live))
+    recs = [field_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.live))
             for r in run.machine.mma_log.records]
     return d_out, run, recs
 

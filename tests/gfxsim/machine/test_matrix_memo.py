@@ -10,19 +10,9 @@ from gfxsim.arch import get_instruction
 from kernels_py.fp8.sage_attention import run_sage_attention, swapped_d_layout
 from kernels_py.fp8.sage_layout import QK_MMA
 from kernels_py.fp8.sage_reference import SageConfig
+from support.records import field_key
 
 
-def _key(x):
-    """A record field as comparable bytes (arrays by dtype, shape and content; masks by planes)."""
-    if isinstance(x, np.ndarray):
-        return ("nd", x.dtype.str, x.shape, x.tobytes())
-    if isinstance(x, dict):
-        return ("d", sorted((k, _key(v)) for k, v in x.items()))
-    if isinstance(x, (list, tuple)):
-        return ("l", [_key(y) for y in x])
-    if hasattr(x, "bits") and hasattr(x, "base"):
-        return ("mask", _key(x.base), _key(x.bits), _key(x.wide))
-    return ("o", repr(x))
 
 
 def _everything(wrong_layout: bool):
@@ -33,9 +23,9 @@ def _everything(wrong_layout: bool):
     lay = swapped_d_layout(get_instruction("sm_89", QK_MMA["int8"]).operand("D")) if wrong_layout else None
     out, run = run_sage_attention(q, k, v, SageConfig(q_block=32), q_layout=lay)
     log = run.machine.mma_log
-    recs = [_key((r.first, r.op, r.label, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
+    recs = [field_key((r.first, r.op, r.label, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
             for r in log.records]
-    pairs = [_key((p.left, p.right)) for p in log.pairs]
+    pairs = [field_key((p.left, p.right)) for p in log.pairs]
     findings = [(f.kind, f.lane, f.message) for f in run.findings]
     return out.tobytes(), recs, pairs, findings, run.trace.n_events
 
