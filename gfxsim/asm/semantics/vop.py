@@ -461,44 +461,54 @@ for _n, (_t, _fn) in VALU.items():
     _valu(_n, _t, _fn)
 
 
+def _mac_math(mnemonic: str):
+    """(acc, x, y) -> f32 D of v_fmac_f32 (fused) or v_mac_f32 (gfx9, not fused: the product
+    rounded first): the function, its step and its block template compute it here."""
+    if mnemonic == "v_fmac_f32":
+        fma = isa.entry("v_fma_f32").fn
+        return lambda acc, x, y: fma(x, y, acc)
+
+    def mac(acc, x, y):
+        with np.errstate(all="ignore"):
+            return (x * y + acc).astype(F32)
+    return mac
+
+
 @op("v_fmac_f32", "v_mac_f32")
 def v_fmac_f32(st, d):
     """D = S0*S1 + D: fused for fmac; v_mac_f32 (gfx9, not fused) rounds the product first."""
     no_mods(st, d)
     dst, a, b = d.ops.positional
-    acc = f32(st, dst)
-    x, y = f32(st, a), f32(st, b)
-    if d.mnemonic == "v_fmac_f32":
-        r = isa.entry("v_fma_f32").fn(x, y, acc)
-    else:
-        with np.errstate(all="ignore"):
-            r = (x * y + acc).astype(F32)
+    r = _mac_math(d.mnemonic)(f32(st, dst), f32(st, a), f32(st, b))
     put_prov(st, dst, r.view(U32), _result_prov(st, d, "v_fma_f32", (a, b, dst)))
+
+
+def _fmac_form(d, operand):
+    """The destination and the forms ``operand`` gives (reader for a step, source for a block's
+    source) of D, S0 and S1 as f32; None where the checks refuse the form."""
+    if d.ops.mods or len(d.ops.positional) != 3 or d.enc not in ("e32", "e64", ""):
+        return None
+    dst, a, b = d.ops.positional
+    got = [operand(o, "f32") for o in (dst, a, b)]
+    if None in got or not vdst_ok(dst):
+        return None
+    return dst, got
 
 
 def _fmac_prepare(d):
     """v_fmac_f32 / v_mac_f32's step: without provenance its sources read as a VALU row's are and
     its result written as words; with provenance (or a form the checks refuse) the function above."""
-    if d.ops.mods or len(d.ops.positional) != 3 or d.enc not in ("e32", "e64", ""):
+    form = _fmac_form(d, reader)
+    if form is None:
         return None
-    dst, a, b = d.ops.positional
-    reads = [reader(o, "f32") for o in (dst, a, b)]
-    if None in reads or not vdst_ok(dst):
-        return None
-    fused, fma = d.mnemonic == "v_fmac_f32", isa.entry("v_fma_f32").fn
-    r_acc, r_a, r_b = reads
+    dst, (r_acc, r_a, r_b) = form
+    math = _mac_math(d.mnemonic)
     f, i = dst.file, dst.first
 
     def step(st):
         if not st.lean:
             return v_fmac_f32(st, d)
-        acc, x, y = r_acc(st), r_a(st), r_b(st)
-        if fused:
-            r = fma(x, y, acc)
-        else:
-            with np.errstate(all="ignore"):
-                r = (x * y + acc).astype(F32)
-        st.vwrite(f, i, r.view(U32))
+        st.vwrite(f, i, math(r_acc(st), r_a(st), r_b(st)).view(U32))
     return step
 
 
@@ -507,21 +517,12 @@ v_fmac_f32.prepare = _fmac_prepare
 
 def _fmac_inline(d):
     """_fmac_prepare's lean work for a block's source (semantics.Inline)."""
-    if d.ops.mods or len(d.ops.positional) != 3 or d.enc not in ("e32", "e64", ""):
+    form = _fmac_form(d, source)
+    if form is None:
         return None
-    dst, a, b = d.ops.positional
-    forms = [source(o, "f32") for o in (dst, a, b)]
-    if None in forms or not vdst_ok(dst):
-        return None
-    fma = isa.entry("v_fma_f32").fn
-    if d.mnemonic == "v_fmac_f32":
-        def call(acc, x, y):
-            return fma(x, y, acc).view(U32)
-    else:
-        def call(acc, x, y):
-            with np.errstate(all="ignore"):
-                return (x * y + acc).astype(F32).view(U32)
-    return Inline(zip(forms, ("f32",) * 3), call, (dst.file, dst.first, 1))
+    dst, forms = form
+    math = _mac_math(d.mnemonic)
+    return Inline(zip(forms, ("f32",) * 3), lambda acc, x, y: math(acc, x, y).view(U32), (dst.file, dst.first, 1))
 
 
 v_fmac_f32.inline = _fmac_inline
