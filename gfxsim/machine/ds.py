@@ -112,7 +112,7 @@ class DsOps:
                              region=region.name)
         return deg
 
-    def _words_fit(self, region: LdsRegion, offset: np.ndarray, nbytes: int) -> bool:
+    def _lds_words_fit(self, region: LdsRegion, offset: np.ndarray, nbytes: int) -> bool:
         """What both word paths ask first: no provenance or trace, the waves of one workgroup side
         by side or one wave alone, a region of this LDS, every active lane in bounds and aligned."""
         m, wg = self.machine, self.wg
@@ -134,7 +134,7 @@ class DsOps:
         event. None, having done nothing, anywhere else (``lds_load`` names the fault or the
         never-written bytes)."""
         m, wg = self.machine, self.wg
-        if nbytes % 4 or not self._words_fit(region, offset, nbytes):
+        if nbytes % 4 or not self._lds_words_fit(region, offset, nbytes):
             return None
         lds, shared = wg.lds, wg.waves_as_members
         raw = lds.raw[region.name]
@@ -168,7 +168,7 @@ class DsOps:
         conflicts (and their findings), the bytes and their written bits, the event; True. False,
         having done nothing, anywhere else."""
         m, wg = self.machine, self.wg
-        if nbytes > 4 * words.shape[0] or not self._words_fit(region, offset, nbytes):
+        if nbytes > 4 * words.shape[0] or not self._lds_words_fit(region, offset, nbytes):
             return False
         lds, shared = wg.lds, wg.waves_as_members
         raw = lds.raw[region.name]

@@ -96,18 +96,25 @@ class VmemOps:
         self.event(ops.Op("SMEM", ops.SMEM_LOAD.get(size, "s_load_dword")), buffer=buf.name, address=offset)
         return buf.raw[offset:offset + size].view(np_dtype(dtype))[0].item()
 
+    def _global_words_fit(self, buf: Buffer, addr: np.ndarray, nbytes: int):
+        """What both word paths ask first: no provenance or trace, whole dwords, every active lane
+        in bounds and dword aligned; the active lanes' addresses, or None."""
+        if self.machine.provenance or self.machine.trace.enabled or nbytes % 4 or buf.raw.size % 4:
+            return None
+        a = addr if self.exec_full else addr[self.exec]
+        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > buf.nbytes or (a & 3).any():
+            return None
+        return a
+
     def global_load_words(self, buf: Buffer, addr: np.ndarray, nbytes: int):
         """What ``global_load`` of ``nbytes`` (whole dwords) per lane at byte ``addr`` (int64
         [width]) of ``buf`` gives where every active lane is in bounds, dword aligned and reads
         written bytes, without provenance or a trace: uint32 words [nbytes/4, width] (inactive
         lanes: any words), with its side-by-side note and its event. None, having done nothing,
         anywhere else (``global_load`` then names the fault or the never-written bytes)."""
-        if self.machine.provenance or self.machine.trace.enabled or nbytes % 4 or buf.raw.size % 4:
+        if self._global_words_fit(buf, addr, nbytes) is None:
             return None
         ex, full = self.exec, self.exec_full
-        a = addr if full else addr[ex]
-        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > buf.nbytes or (a & 3).any():
-            return None
         at = (addr if full else np.where(ex, addr, 0)) >> 2
         at = at[None, :] + np.arange(nbytes // 4)[:, None] if nbytes > 4 else at[None, :]
         if buf.written is not None:
@@ -125,12 +132,10 @@ class VmemOps:
         written in every active lane, at byte ``addr`` of ``buf`` where every active lane is in
         bounds and dword aligned, without provenance or a trace: the bytes, their written bits,
         the side-by-side note and the event, and True. False, having done nothing, anywhere else."""
-        if self.machine.provenance or self.machine.trace.enabled or nbytes % 4 or buf.raw.size % 4:
+        a = self._global_words_fit(buf, addr, nbytes)
+        if a is None:
             return False
         ex, full = self.exec, self.exec_full
-        a = addr if full else addr[ex]
-        if not a.size or int(a.min()) < 0 or int(a.max()) + nbytes > buf.nbytes or (a & 3).any():
-            return False
         if self.wg.accesses is not None:
             self.wg.accesses.note(self, buf, addr, nbytes, store=True)
         if self.machine.attempt is not None:                         # a folded attempt may be taken back
