@@ -25,7 +25,8 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .foldrec import FoldedRecord
-from .plans import batched_plan, d_inverse, flat_plan, name_planes
+from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_planes
+from . import strided
 from . import chain, encoding, qdir
 from .provenance import RESERVED, UNKNOWN, Prov
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
@@ -77,7 +78,7 @@ def _i8_float_type(K, a_dtype, b_dtype):
     return np.float32 if bound < 2 ** 24 else np.float64
 
 
-def _mma_i8(fa, fb, c, tc, td, d, inv=None):
+def _mma_i8(fa, fb, c, tc, td, d, inv=None, inv_form=None):
     """D = A.B + C for 8-bit A/B (``fa``, ``fb``: the operands gathered as floats, ``[members*blocks,
     rows, cols]``, _i8_float_type) and int32 C/D read and written through the flat operand plans
     (indices into ``[regs, width]``). The products are summed as one batched float GEMM, which is
@@ -85,23 +86,23 @@ def _mma_i8(fa, fb, c, tc, td, d, inv=None):
     overflowed (None: it cannot: a float32 sum, below 2^24, without C or with every C element
     2^24 inside the int32 range, is added in int32). ``inv``: where D's plan puts every element of
     ``d`` exactly once and C's plan is D's, each element of ``d``'s index into the sums (a take then
-    writes D, and C is added where it lies, with no gather)."""
-    return _i8_sums_to_d(np.matmul(fa, fb), c, tc, td, d, inv)
+    writes D, and C is added where it lies, with no gather; ``inv_form``: its strided form, a copy)."""
+    return _i8_sums_to_d(np.matmul(fa, fb), c, tc, td, d, inv, inv_form)
 
 
-def _i8_sums_to_d(s, c, tc, td, d, inv=None):
+def _i8_sums_to_d(s, c, tc, td, d, inv=None, inv_form=None):
     """``_mma_i8`` past its GEMM: the exact float sums ``s`` (``[members*blocks, rows, cols]``)
     plus C written to D; returns where it overflowed (None: it cannot)."""
     if s.dtype == np.float32:                    # every sum below 2^24, far inside int32
         si = s.astype(np.int32)
         if c is None:
-            _write_d(si, td, d, inv)
+            _write_d(si, td, d, inv, inv_form)
             return None
         cc = c if inv is not None else np.take(c, tc)     # C where it lies (where D goes), or gathered
         if int(cc.min()) > -2 ** 31 + 2 ** 24 and int(cc.max()) < 2 ** 31 - 2 ** 24:
             if inv is None:
                 si += cc
-            _write_d(si, td, d, inv)
+            _write_d(si, td, d, inv, inv_form)
             if inv is not None:
                 d += c
             return None
@@ -113,12 +114,13 @@ def _i8_sums_to_d(s, c, tc, td, d, inv=None):
     return over
 
 
-def _write_d(si, td, d, inv):
-    """d's elements from the sums ``si``: by D's plan, or (``inv``) as a take of every element."""
+def _write_d(si, td, d, inv, inv_form=None):
+    """d's elements from the sums ``si``: by D's plan, or (``inv``) as a take of every element (a
+    strided copy where ``inv_form`` is given)."""
     if inv is None:
         d.reshape(-1)[td] = si
     else:
-        np.take(si.reshape(-1), inv, out=d.reshape(-1), mode="clip")      # indices in range: no buffer
+        strided.take_into(d, si, inv, inv_form)
 
 
 
@@ -263,7 +265,8 @@ class MatrixOps:
             overflow = _i8_sums_to_d(s if s.dtype == fts[i] else s.astype(fts[i]), None if c.literal else c.val,
                                      flat_plan(cache, insn, "C", self.members, self.lanes),
                                      flat_plan(cache, insn, "D", self.members, self.lanes), dval,
-                                     d_inverse(cache, insn, self.members, self.lanes))
+                                     d_inverse(cache, insn, self.members, self.lanes),
+                                     inverse_form(cache, insn, self.members, self.lanes))
             out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow, source))
         return out
 
@@ -321,7 +324,8 @@ class MatrixOps:
             overflow = _mma_i8(self._float_operand(insn, "A", a.val, ft), self._float_operand(insn, "B", b.val, ft),
                                None if c.literal else c.val, flat_plan(cache, insn, "C", self.members, self.lanes),
                                flat_plan(cache, insn, "D", self.members, self.lanes), dval,
-                               d_inverse(cache, insn, self.members, self.lanes))
+                               d_inverse(cache, insn, self.members, self.lanes),
+                               inverse_form(cache, insn, self.members, self.lanes))
         else:
             mats = {op: self._gathered(insn, op, v.val, plans[op]) for op, v in (("A", a), ("B", b), ("C", c))}
             d_mat, overflow = compute(insn, mats["A"], mats["B"], mats["C"], batch=self.members)
@@ -380,8 +384,14 @@ class MatrixOps:
         flat plan where the registers are ``[regs, members*lanes]`` (the plan's columns), else by
         the plan's two index arrays."""
         if val.ndim == 2 and val.shape[1] == self.members * self.lanes:
-            return np.take(val, flat_plan(self.machine.plan_cache, insn, op, self.members, self.lanes))
+            return self._flat_gather(insn, op, val)
         return val[plan]
+
+    def _flat_gather(self, insn, op, val, dtype=None):
+        """``np.take(val, flat plan)`` (as ``dtype``): a strided copy where the plan is a view."""
+        cache = self.machine.plan_cache
+        plan = flat_plan(cache, insn, op, self.members, self.lanes)
+        return strided.take(val, plan, flat_form(cache, insn, op, self.members, self.lanes), dtype)
 
     def _memo(self, name, side, trial=None) -> _OperandMemo:
         return self.mma_memos.setdefault((name, side), _OperandMemo(trial))
@@ -393,11 +403,11 @@ class MatrixOps:
         remembered further: its copies would be memory for nothing."""
         memo = self._memo("_float_memo", op, MEMO_TRIAL)
         if not memo.on():
-            return np.take(val, flat_plan(self.machine.plan_cache, insn, op, self.members, self.lanes)).astype(ft)
+            return self._flat_gather(insn, op, val, ft)
         key = (insn, ft, _content(val))
         got = memo.recall(lambda k: k[0] is insn and k[1] is ft and k[2] == key[2])
         if got is None:
-            got = np.take(val, flat_plan(self.machine.plan_cache, insn, op, self.members, self.lanes)).astype(ft)
+            got = self._flat_gather(insn, op, val, ft)
             memo.remember(key, got)
         return got
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .mma import gather_plan
+from .strided import Form, strided_form
 
 
 def batched_plan(cache: dict, insn, op: str, members: int, lanes: int) -> tuple:
@@ -36,6 +37,14 @@ def flat_plan(cache: dict, insn, op: str, members: int, lanes: int) -> np.ndarra
     return got
 
 
+def flat_form(cache: dict, insn, op: str, members: int, lanes: int) -> Form | None:
+    """flat_plan's strided form (strided.strided_form), or None: its operand gathered as a view."""
+    key = (insn.mnemonic, op, members, lanes, "form")
+    if key not in cache:
+        cache[key] = strided_form(flat_plan(cache, insn, op, members, lanes))
+    return cache[key]
+
+
 def d_inverse(cache: dict, insn, members: int, lanes: int) -> np.ndarray | None:
     """Where D's flat plan names every element of ``[regs, members*lanes]`` once and C's plan is
     D's (a matrix instruction's accumulator layout): for each element, its index into the sums
@@ -50,6 +59,16 @@ def d_inverse(cache: dict, insn, members: int, lanes: int) -> np.ndarray | None:
             if (inv < 0).any():
                 inv = None
         cache[key] = inv
+    return cache[key]
+
+
+def inverse_form(cache: dict, insn, members: int, lanes: int) -> Form | None:
+    """d_inverse's strided form, or None (None too where there is no inverse): D written as one
+    strided copy of the sums."""
+    key = (insn.mnemonic, "D^-1 form", members, lanes)
+    if key not in cache:
+        inv = d_inverse(cache, insn, members, lanes)
+        cache[key] = None if inv is None else strided_form(inv)
     return cache[key]
 
 
