@@ -457,9 +457,11 @@ class Prov:
 
     @property
     def shape(self):
-        for a in self.arrays():
+        for a in self.ids.values():          # arrays()'s first, without making the list
             return a.shape
-        return None
+        for m in self.fp.values():
+            return m.base.shape
+        return None if self.flags is None else self.flags.shape
 
     def empty_like(self) -> bool:
         return not self.ids and not self.fp and self.flags is None
@@ -485,7 +487,7 @@ class Prov:
     def field(self, name, shape) -> np.ndarray:
         """The identity plane of ``name``, or -1 everywhere (a read-only broadcast) where it has none."""
         got = self.ids.get(name)
-        return got if got is not None else np.broadcast_to(np.int32(-1), shape)
+        return got if got is not None else _minus_ones(shape)
 
     def scale_flag(self) -> np.ndarray | None:
         return None if self.flags is None else (self.flags & SCALE) != 0
@@ -588,6 +590,20 @@ def _empty(g):
     return Prov(g, {})
 
 
+_MINUS_ONES: dict = {}
+
+
+def _minus_ones(shape) -> np.ndarray:
+    """An int32 plane of -1 (no identity) as a read-only broadcast view, one per shape: merges ask
+    for one per one-sided field, and np.broadcast_to costs ~10 µs a call."""
+    got = _MINUS_ONES.get(shape)
+    if got is None:
+        if len(_MINUS_ONES) > 256:
+            _MINUS_ONES.clear()
+        got = _MINUS_ONES[shape] = np.broadcast_to(np.int32(-1), shape)
+    return got
+
+
 def _empty_view(shape) -> Mask:
     """The empty set everywhere as read-only broadcast views (operands of np.where and the like)."""
     return Mask(np.broadcast_to(np.int64(-1), shape), np.broadcast_to(np.uint64(0), tuple(shape) + (WORDS,)),
@@ -637,11 +653,11 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
         if not red and (ia is None) != (ib is None):        # one side only: its values, no step
             out = np.array(ia if ia is not None else ib, np.int32)
             present, stepped, step = bool((out >= 0).any()), False, np.zeros(shape, np.bool_)
-            ia = ia if ia is not None else np.broadcast_to(np.int32(-1), shape)
-            ib = ib if ib is not None else np.broadcast_to(np.int32(-1), shape)
+            ia = ia if ia is not None else _minus_ones(shape)
+            ib = ib if ib is not None else _minus_ones(shape)
         else:
-            ia = ia if ia is not None else np.broadcast_to(np.int32(-1), shape)
-            ib = ib if ib is not None else np.broadcast_to(np.int32(-1), shape)
+            ia = ia if ia is not None else _minus_ones(shape)
+            ib = ib if ib is not None else _minus_ones(shape)
             out = np.empty(shape, np.int32)
             step = np.empty(shape, np.bool_)
             if red:
