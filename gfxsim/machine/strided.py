@@ -18,18 +18,20 @@ Form = tuple[tuple[int, ...], tuple[int, ...], int]     # (shape, strides in ele
 def strided_form(index: np.ndarray) -> Form | None:
     """(shape, strides, offset) such that element j of the C-order view
     ``offset + sum(i_k * strides[k])`` over ``shape`` is ``index.flat[j]``, or None where the index
-    is no such view (or a stride would be negative)."""
+    is no such view (or an index or a stride would be negative)."""
     x = np.ascontiguousarray(index).reshape(-1).astype(np.int64, copy=False)
     n = x.size
     if n == 0:
         return None
     off = int(x[0])
+    if off < 0:                           # a take counts a negative index from the end
+        return None
     dims, pos = [], 1                     # inner runs first: (length, stride)
     while pos < n:
         step = x[::pos] - off             # the start of each run of the inner dimensions so far
         s = int(step[1])
         run = int(np.argmax(step != np.arange(step.size) * s)) or step.size
-        length = max((d for d in range(run, 1, -1) if (n // pos) % d == 0), default=1)
+        length = next((d for d in range(run, 1, -1) if (n // pos) % d == 0), 1)     # the longest that tiles
         if length == 1 or s < 0:
             return None
         dims.append((length, s))

@@ -58,6 +58,7 @@ def test_forms():
     assert strided.strided_form(x + 5)[2] == 5
     assert strided.strided_form(np.array([0, 1, 3])) is None                 # not affine
     assert strided.strided_form(np.array([3, 2, 1, 0])) is None              # a negative stride
+    assert strided.strided_form(np.array([-2, -1])) is None                  # a take counts these from the end
     assert strided.strided_form(np.random.default_rng(0).permutation(64)) is None
     assert strided.strided_form(np.array([], np.int64)) is None
     assert strided.strided_form(np.array([2, 2, 2])) == ((3,), (0,), 2)     # one element, repeated
