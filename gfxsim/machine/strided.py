@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..errors import ArgumentError
+
 Form = tuple[tuple[int, ...], tuple[int, ...], int]     # (shape, strides in elements, offset)
 
 
@@ -69,6 +71,8 @@ def take(a: np.ndarray, index: np.ndarray, form: Form | None, dtype=None) -> np.
 def take_into(out: np.ndarray, a: np.ndarray, index: np.ndarray, form: Form | None) -> None:
     """``out.flat[:] = a.flat[index]`` for C-contiguous ``out`` (``index`` of out's size, every
     entry in range): one strided copy where ``form`` is given and ``a`` is C-contiguous."""
+    if not out.flags.c_contiguous:
+        raise ArgumentError("strided.take_into: out must be C-contiguous (its reshape is written)")
     v = view(a, form) if form is not None and a.flags.c_contiguous else None
     if v is None:
         np.take(a.reshape(-1), index, out=out.reshape(-1), mode="clip")

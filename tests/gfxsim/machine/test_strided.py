@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from gfxsim.arch import get_arch
+from gfxsim.errors import ArgumentError
 from gfxsim.machine import strided
 from gfxsim.machine.plans import d_inverse, flat_form, flat_plan, inverse_form
 
@@ -72,3 +73,9 @@ def test_an_index_past_the_array_still_raises():
         strided.take(np.zeros(15), index, form)
     a = np.zeros((4, 4))[:, ::2]                                              # not contiguous: a take
     assert np.array_equal(strided.take(a, np.arange(8) % 8, strided.strided_form(np.arange(8))), np.take(a, np.arange(8)))
+
+
+def test_take_into_needs_a_contiguous_out():
+    index = np.arange(8)
+    with pytest.raises(ArgumentError, match="C-contiguous"):
+        strided.take_into(np.zeros((4, 4))[:, ::2], np.arange(8.0), index, strided.strided_form(index))
