@@ -604,10 +604,21 @@ def _minus_ones(shape) -> np.ndarray:
     return got
 
 
+_EMPTY_VIEWS: dict = {}
+
+
 def _empty_view(shape) -> Mask:
-    """The empty set everywhere as read-only broadcast views (operands of np.where and the like)."""
-    return Mask(np.broadcast_to(np.int64(-1), shape), np.broadcast_to(np.uint64(0), tuple(shape) + (WORDS,)),
-                np.broadcast_to(np.uint32(0), shape))
+    """The empty set everywhere as read-only broadcast views (operands of np.where and the like),
+    the views made once per shape."""
+    shape = tuple(shape)
+    got = _EMPTY_VIEWS.get(shape)
+    if got is None:
+        if len(_EMPTY_VIEWS) > 256:
+            _EMPTY_VIEWS.clear()
+        got = _EMPTY_VIEWS[shape] = (np.broadcast_to(np.int64(-1), shape),
+                                     np.broadcast_to(np.uint64(0), shape + (WORDS,)),
+                                     np.broadcast_to(np.uint32(0), shape))
+    return Mask(*got)
 
 
 def fill_value(a: np.ndarray):
