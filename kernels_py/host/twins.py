@@ -25,8 +25,9 @@ from gfxsim.errors import ArgumentError
 WAVES = 4                 # waves per workgroup of every attention twin
 PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
 # the producer's one-wave workgroups side by side: they fold into one class (a token and kv head
-# are shifts), so this bounds the numbers' columns (64 lanes each), not provenance
-KV_CACHE_BATCH = 8192
+# are shifts), so this bounds the numbers' columns (64 lanes each), not provenance; 2048 keeps a
+# value (131,072 columns, 512 KiB) near the core's caches, where 8192 made each pass stream memory
+KV_CACHE_BATCH = 2048
 # the prefill batches the heads of one query block (its chunk loop follows the block): they fold
 # into one class, a head being a shift; at most this many side by side with provenance
 PREFILL_PROVENANCE_BATCH = 64
