@@ -19,7 +19,7 @@ from kernels_py.pv_bf16 import pv_bf16
 from kernels_py.pv_int8 import pv_int8, scale_group
 from kernels_py.qk_int8 import ROWS, qk_int8
 from kernels_py.reference import attention as R
-from kernels_py.reference.int8_cache import POISON_I8, PagedKVCache, gather_int8, quantize_int8
+from kernels_py.reference.int8_cache import POISON_I8, PagedKVCache, all_distinct, gather_int8, quantize_int8
 from gfxsim.errors import ArgumentError
 
 WAVES = 4                 # waves per workgroup of every attention twin
@@ -243,7 +243,7 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
         raise ArgumentError(f"slot_mapping[{int(np.argmax(bad))}] = {int(slots[bad][0])} is outside "
                          f"[0, {num_blocks * block_size}) and not -1")
     kept = slots[slots >= 0]
-    if np.unique(kept).size != kept.size:
+    if not all_distinct(kept):
         raise ArgumentError("slot_mapping writes one slot twice")
     names = ("k_cache", "v_cache", "k_scale", "v_scale")
     # inputs tagged (token = input row, kv_head, dim); every cache element with the same fields of
