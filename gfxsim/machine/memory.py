@@ -6,6 +6,8 @@ and scale marks survive a store and a load, within one launch and across launche
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import encoding as enc
@@ -16,6 +18,9 @@ from ..errors import ArgumentError, ArgumentTypeError, located
 
 
 # bits of one element of each encoding (i4: two per byte)
+# a buffer's tag planes made only where a store writes other identities, or when read (MemProv.lazy);
+# tests compare both ways
+LAZY_TAG_PLANES = True
 ELEM_BITS = {t.encoding: t.bits for t in ELEM_TYPES.values() if t.encoding is not None}
 
 
@@ -27,16 +32,34 @@ def poison(n: int) -> np.ndarray:
 class MemProv:
     """Provenance of a byte-addressed memory of ``size`` bytes: 1-D planes, one entry per ``unit``
     bytes (4 while every access has been whole dwords whose bytes agree — fp32 LDS arrays —, else
-    1), allocated per field on the first store that carries the field."""
+    1), allocated per field on the first store that carries the field.
 
-    def __init__(self, size: int, ids: dict | None = None, unit: int = 1):
+    ``lazy``: fields whose plane is still the buffer's tags everywhere (every store so far wrote
+    there the identities the destination's tags name: ``scatter``'s ``agree``), made only when
+    read (``ids``) or when a store writes anything else; a cache's token, head and dim planes
+    are then never made (one int32 per cache byte each)."""
+
+    def __init__(self, size: int, ids: dict | None = None, unit: int = 1, lazy: dict | None = None):
         self.size, self.unit = size, unit
-        self.ids: dict[str, np.ndarray] = ids or {}        # field -> int32 [size / unit]
+        self._ids: dict[str, np.ndarray] = ids or {}       # field -> int32 [size / unit]
+        self.lazy: dict = lazy or {}                        # field -> a function making its plane
         self.fp: dict[str, Mask] = {}                       # field -> Mask [size / unit]
         self.flags: np.ndarray | None = None               # uint8 [size / unit]
 
+    @property
+    def ids(self) -> dict[str, np.ndarray]:
+        """field -> plane, every field's plane made."""
+        if self.lazy:                     # the tags' planes first, as a buffer's first store made them
+            made = {f: make() for f, make in self.lazy.items()}
+            self._ids, self.lazy = {**made, **self._ids}, {}
+        return self._ids
+
+    @ids.setter
+    def ids(self, ids: dict):
+        self._ids, self.lazy = ids, {}
+
     def empty(self) -> bool:
-        return not self.ids and not self.fp and self.flags is None
+        return not self._ids and not self.lazy and not self.fp and self.flags is None
 
     def _planes(self):
         return Prov(self.unit, self.ids, self.fp, self.flags)
@@ -79,9 +102,10 @@ class MemProv:
                  None if self.flags is None else take(self.flags))
         return p.compact(size) if g == 1 and size > 1 else p
 
-    def scatter(self, addr: np.ndarray, p: Prov | None):
+    def scatter(self, addr: np.ndarray, p: Prov | None, agree=()):
         """Bytes ``addr`` ``[nbytes, ...]`` take ``p``'s planes (rows of ``p.g`` bytes); fields the
-        value does not carry are cleared there."""
+        value does not carry are cleared there. ``agree``: fields whose identities in ``p`` are,
+        byte for byte, the tags of the elements at ``addr`` (a lazy plane stays the tags)."""
         idx = self._words(addr, 4 if p is None else p.g)
         if idx is None:
             self._per_byte()
@@ -89,10 +113,14 @@ class MemProv:
             if p is not None:
                 p = p.per_byte()
         n = self.size // self.unit
-        for f in set(self.ids) | (set(p.ids) if p is not None else set()):
-            plane = self.ids.get(f)
+        for f in set(self._ids) | set(self.lazy) | (set(p.ids) if p is not None else set()):
+            if f in self.lazy:
+                if f in agree and p is not None and f in p.ids:
+                    continue
+                self._ids[f] = self.lazy.pop(f)()
+            plane = self._ids.get(f)
             if plane is None:
-                plane = self.ids[f] = np.full(n, -1, np.int32)
+                plane = self._ids[f] = np.full(n, -1, np.int32)
             plane[idx] = p.ids[f] if p is not None and f in p.ids else -1
         for f in set(self.fp) | (set(p.fp) if p is not None else set()):
             m = self.fp.get(f)
@@ -198,12 +226,6 @@ class Buffer:
             self._flat_tags = {f: np.ascontiguousarray(np.broadcast_to(t, self.array.shape), np.int32).reshape(-1)
                                for f, t in self._tags.items()}
         return self._flat_tags
-
-    def _fresh_tags(self) -> dict:
-        """field -> int32 tag of every element (flat), as ``tags``, but arrays of the caller's own
-        (not kept here, never a view of a tag array given)."""
-        return {f: np.array(np.broadcast_to(t, self.array.shape), np.int32, order="C").reshape(-1)
-                for f, t in self._tags.items()}
 
     @property
     def tag_arrays(self) -> dict:
@@ -336,7 +358,9 @@ class Buffer:
             ids.update(enc.buffer_planes(self.name, self.encoding, elem, self.declared_encoding is not None))
         return ids
 
-    def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None):
+    def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None, agree=()):
+        """Bytes ``byte_addr`` take ``p``; ``agree``: MemProv.scatter's (fields of ``p`` that are,
+        byte for byte, the tags there: checked by the caller)."""
         if machine is not None and self.origin is not machine and self.prov is not None and self.origin is not None:
             # a second launch writes: bring what the first left here into its namespaces
             whole = self.prov.gather(np.arange(self.nbytes)[:, None], 1)
@@ -348,15 +372,25 @@ class Buffer:
             if p is None:
                 return
             unit = 4 if self.itemsize % 4 == 0 else 1
-            ids = self._fresh_tags()                 # the planes are written in place: each its own array
+            per = self.itemsize // unit
+            ids = {}
             if self.encoding is not None:
                 declared = self.declared_encoding is not None
                 # the element indices are read only where declared; otherwise only their shape
                 elem = np.arange(self.array.size) if declared else np.broadcast_to(np.int32(0), (self.array.size,))
                 ids.update(enc.buffer_planes(self.name, self.encoding, elem, declared))
-            per = self.itemsize // unit
-            self.prov = MemProv(self.nbytes, {f: t if per == 1 else np.repeat(t, per) for f, t in ids.items()}, unit)
-        self.prov.scatter(byte_addr, p)
+            ids = {f: t if per == 1 else np.repeat(t, per) for f, t in ids.items()}
+            # the tags' planes, each made (in place: its own array) when first read or written otherwise
+            lazy = {f: functools.partial(self._tag_plane, f, per) for f in self._tags} if LAZY_TAG_PLANES else {}
+            if not LAZY_TAG_PLANES:
+                ids.update({f: self._tag_plane(f, per) for f in self._tags})
+            self.prov = MemProv(self.nbytes, ids, unit, lazy)
+        self.prov.scatter(byte_addr, p, agree)
+
+    def _tag_plane(self, field: str, per: int) -> np.ndarray:
+        """Field ``field``'s tag of every element as a plane of ``per`` entries an element."""
+        t = np.array(np.broadcast_to(self._tags[field], self.array.shape), np.int32, order="C").reshape(-1)
+        return t if per == 1 else np.repeat(t, per)
 
     def overwritten(self, byte_addr: np.ndarray) -> tuple:
         """What a store to bytes ``byte_addr`` may change here: those bytes, their written bits and
@@ -369,8 +403,9 @@ class Buffer:
         if p is not None:
             idx = p.units_of(byte_addr)
             take = lambda x: np.take(x, idx, axis=0)
-            planes = (p.unit, dict(p.ids), dict(p.fp), p.flags, idx, {f: take(a) for f, a in p.ids.items()},
-                      {f: m.map(take) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags))
+            planes = (p.unit, dict(p._ids), dict(p.fp), p.flags, idx, {f: take(a) for f, a in p._ids.items()},
+                      {f: m.map(take) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags),
+                      dict(p.lazy))
         return (at, np.take(self.raw, at), None if self.written is None else np.take(self.written, at), p,
                 self.origin, planes)
 
@@ -386,8 +421,9 @@ class Buffer:
         self.prov, self.origin = prov, origin
         if planes is None:
             return
-        unit, ids, fp, flags, idx, id_vals, fp_vals, flag_vals = planes
+        unit, ids, fp, flags, idx, id_vals, fp_vals, flag_vals, lazy = planes
         prov.unit, prov.ids, prov.fp, prov.flags = unit, ids, fp, flags
+        prov.lazy = lazy                  # a plane made since is the tags there: lazy again
         for f, v in id_vals.items():
             ids[f][idx] = v
         for f, v in fp_vals.items():

@@ -160,19 +160,22 @@ class VmemOps:
             self.event(op)
         return buf.raw[offset:offset + size].view(np.uint32).tolist()
 
-    def _check_store(self, buf: Buffer, sel, stored, value, act):
+    def _check_store(self, buf: Buffer, sel, stored, value, act) -> set:
         """Store provenance: where the value and the destination element both name a field (query
-        head, dim, ...), they must agree — else the value landed in another element's place."""
+        head, dim, ...), they must agree — else the value landed in another element's place. The
+        fields whose identities are, byte for byte, the destination's tags (MemProv.scatter's agree)."""
         p = stored.per_byte()
         fields = sorted(p.ids.keys() & buf.tag_fields)
+        agree = set()
         if not fields:
-            return
+            return agree
         elem = sel if buf.itemsize == 1 else sel // buf.itemsize     # [nbytes, active cols]
         expected = buf.tags_at(elem, fields)                        # one coordinate pass for them all
         cols = None
         for f in fields:
             got, want = p.ids[f], expected[f]
             if np.array_equal(got, want):          # the common case: every byte where it belongs
+                agree.add(f)
                 continue
             bad = (got >= 0) & (want >= 0) & (got != want)
             if not bad.any():
@@ -197,6 +200,7 @@ class VmemOps:
                              address=int(sel[b, j]), buffer=buf.name, field=f, element=index,
                              expected=int(want[b, j]), holds=int(got[b, j]), register=value.reg_name(),
                              elements=int(bad[:, in_m].sum()), value=holds, tags=tags)
+        return agree
 
     def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
         """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
@@ -223,9 +227,8 @@ class VmemOps:
                 stored = stored_prov(self.unfold_prov(value.prov, what), nbytes, act, self.exec_full)
             else:                  # a partial EXEC: only the writing columns unfolded (a scale's lane 0)
                 stored = stored_prov(self.unfold_prov(value.prov, what, np.flatnonzero(act)), nbytes, act, True)
-            if stored is not None and buf.tagged:
-                self._check_store(buf, sel, stored, value, act)
-            buf.store_prov(sel, stored, self.machine)
+            agree = self._check_store(buf, sel, stored, value, act) if stored is not None and buf.tagged else ()
+            buf.store_prov(sel, stored, self.machine, agree)
         self.event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
 
 

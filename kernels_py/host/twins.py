@@ -19,14 +19,15 @@ from kernels_py.pv_bf16 import pv_bf16
 from kernels_py.pv_int8 import pv_int8, scale_group
 from kernels_py.qk_int8 import ROWS, qk_int8
 from kernels_py.reference import attention as R
-from kernels_py.reference.int8_cache import POISON_I8, PagedKVCache, gather_int8, quantize_int8
+from kernels_py.reference.int8_cache import POISON_I8, PagedKVCache, all_distinct, gather_int8, quantize_int8
 from gfxsim.errors import ArgumentError
 
 WAVES = 4                 # waves per workgroup of every attention twin
 PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
 # the producer's one-wave workgroups side by side: they fold into one class (a token and kv head
-# are shifts), so this bounds the numbers' columns (64 lanes each), not provenance
-KV_CACHE_BATCH = 8192
+# are shifts), so this bounds the numbers' columns (64 lanes each), not provenance; 2048 keeps a
+# value (131,072 columns, 512 KiB) near the core's caches, where 8192 made each pass stream memory
+KV_CACHE_BATCH = 2048
 # the prefill batches the heads of one query block (its chunk loop follows the block): they fold
 # into one class, a head being a shift; at most this many side by side with provenance
 PREFILL_PROVENANCE_BATCH = 64
@@ -242,7 +243,7 @@ def kv_cache_buffers(key, value, slot_mapping, *, num_blocks: int, block_size: i
         raise ArgumentError(f"slot_mapping[{int(np.argmax(bad))}] = {int(slots[bad][0])} is outside "
                          f"[0, {num_blocks * block_size}) and not -1")
     kept = slots[slots >= 0]
-    if np.unique(kept).size != kept.size:
+    if not all_distinct(kept):
         raise ArgumentError("slot_mapping writes one slot twice")
     names = ("k_cache", "v_cache", "k_scale", "v_scale")
     # inputs tagged (token = input row, kv_head, dim); every cache element with the same fields of

@@ -375,46 +375,76 @@ def attention_int8(q, cache: PagedKVCache, *, grouping: Grouping = "fragment",
     raise ArgumentError(f"q must be 3-D (decode) or 4-D (prefill), got shape {q.shape}")
 
 
+# elements of the leaves metrics_against's sums are made a leaf at a time in (>= 128: numpy's block)
+LEAF = 1 << 15
+
+
 def metrics_against(out, refs: dict) -> dict[str, dict[str, float]]:
     """``metrics(out, ref)`` for each ``refs`` name -> ref, the same numbers bit for bit with fewer
-    float64 copies of 2 x 4096 x 8 x 128 values (int8_kv_cache's): out's made once (its dot too),
-    a ref whose bytes are out's (the kernel matching its INT8 reference) read through out's copy,
-    and the other refs' copies in one scratch array; no more than two such arrays at a time where
-    at most one ref differs from out (the last ref differing works in out's copy, as metrics)."""
+    passes over float64 copies of 2 x 4096 x 8 x 128 values (int8_kv_cache's): out's copy made
+    once (its dot too), a ref whose bytes are out's (the kernel matching its INT8 reference) read
+    through it, the other refs' copies in one scratch array (for the dots), and |o - r|, its max
+    and the sums of it, of its square and of |r| made leaf by leaf in cache (_error_sums) instead
+    of as whole arrays."""
     out = np.asarray(out)
     refs = {name: np.asarray(ref) for name, ref in refs.items()}
     if any(ref.size != out.size for ref in refs.values()):
         return {name: metrics(out, ref) for name, ref in refs.items()}
     same = {name for name, ref in refs.items() if ref.shape == out.shape and ref.dtype == out.dtype
-            and out.dtype.kind == "f" and np.array_equal(ref.view(f"u{ref.itemsize}"), out.view(f"u{out.itemsize}"))}
-    order = [n for n in refs if n in same] + [n for n in refs if n not in same]
+            and out.dtype.kind == "f" and (_same_memory(ref, out) or _same_bytes(ref, out))}
     o = np.array(out, np.float64).ravel()
     oo = o @ o
-    scratch = spare = None
+    leaf = np.empty((2, min(LEAF, o.size)))
+    r = o_sums = None
     got = {}
-    for i, name in enumerate(order):
+    for name, ref in refs.items():
         if name in same:                   # r = o byte for byte: o @ r, r @ r and sum |r| from o
-            scratch = np.empty_like(o) if scratch is None else scratch
-            r_dot, r_r, r_abs = oo, oo, np.abs(o, out=scratch).sum()
-            d = np.subtract(o, o, out=scratch)             # o - r: +0, or NaN where o is not finite
+            o_sums = _error_sums(o, o, leaf) if o_sums is None else o_sums
+            r_dot, r_r, (max_abs, l1, sq, r_abs) = oo, oo, o_sums
         else:
-            r = scratch = np.empty_like(o) if scratch is None else scratch
-            r[:] = refs[name].ravel()
+            r = np.empty_like(o) if r is None else r
+            r[:] = ref.ravel()
             r_dot, r_r = o @ r, r @ r
-            if i == len(order) - 1:
-                d = np.subtract(o, r, out=o)               # out's copy is not needed after this one
-            else:
-                spare = np.empty_like(o) if spare is None else spare
-                d = np.subtract(o, r, out=spare)
-            r_abs = None
-        cos_sim = float(r_dot / np.sqrt(oo * r_r))
-        ad = np.abs(d, out=d)
-        max_abs, l1 = float(ad.max(initial=0.0)), ad.sum()
-        rms = float(np.sqrt(np.mean(np.multiply(ad, ad, out=ad))))
-        if r_abs is None:
-            r_abs = np.abs(r, out=r).sum()
-        got[name] = dict(max_abs=max_abs, rms=rms, cos_sim=cos_sim, rel_l1=float(l1 / r_abs))
-    return {name: got[name] for name in refs}
+            max_abs, l1, sq, r_abs = _error_sums(o, r, leaf)
+        rms = float(np.sqrt(np.float64(sq / np.intp(o.size))))        # np.mean's sum / count
+        got[name] = dict(max_abs=float(max_abs), rms=rms, cos_sim=float(r_dot / np.sqrt(oo * r_r)),
+                         rel_l1=float(l1 / r_abs))
+    return got
+
+
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``a`` and ``b`` are the same bytes: one start, shape, strides and dtype."""
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.shape == b.shape
+            and a.strides == b.strides and a.dtype == b.dtype)
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays of one shape and float dtype hold the same bytes; a difference among the
+    first elements answers without reading the rest (a ref off by noise differs at once)."""
+    u = f"u{a.itemsize}"
+    a, b = a.reshape(-1).view(u), b.reshape(-1).view(u)
+    return np.array_equal(a[:1024], b[:1024]) and np.array_equal(a, b)
+
+
+def _error_sums(o: np.ndarray, r: np.ndarray, leaf: np.ndarray) -> tuple:
+    """(max |o - r| (at least 0), Σ|o - r|, Σ(o - r)², Σ|r|) of two float64 vectors, each sum the
+    bits np.add.reduce gives over the whole array: its pairwise tree (halves rounded down to 8
+    elements, down to blocks of 128) split here the same way down to LEAF elements, each leaf
+    summed by np.add.reduce in ``leaf`` (two float64 rows of LEAF) while in cache."""
+    def node(lo, hi):
+        n = hi - lo
+        if n <= LEAF:
+            d = np.subtract(o[lo:hi], r[lo:hi], out=leaf[0, :n])
+            np.abs(d, out=d)
+            m = np.maximum.reduce(d, initial=0.0)
+            s1 = np.add.reduce(d)
+            s2 = np.add.reduce(np.multiply(d, d, out=d))
+            return m, s1, s2, np.add.reduce(np.abs(r[lo:hi], out=leaf[1, :n]))
+        half = n // 2
+        half -= half % 8
+        a, b = node(lo, lo + half), node(lo + half, hi)
+        return np.maximum(a[0], b[0]), a[1] + b[1], a[2] + b[2], a[3] + b[3]
+    return node(0, o.size)
 
 
 def metrics(out, ref) -> dict[str, float]:

@@ -222,6 +222,28 @@ def test_registered_runners_report_their_references(kernel, keys):
     assert m["vs_fp32"]["cos_sim"] > 0.99
 
 
+def _kv_wrong_block_size(w, *args, block_size, **kw):
+    """The producer told another block size than the cache's: its stores land in other slots."""
+    from kernels_py.int8_kv_cache import int8_kv_cache
+    return int8_kv_cache(w, *args, block_size=block_size // 2, **kw)
+
+
+@pytest.mark.parametrize("kernel_fn", [None, _kv_wrong_block_size])
+def test_the_kv_cache_runners_int8_reference_is_the_numpy_caches_dequantized(kernel_fn):
+    """The INT8 reference is the numpy producer's cache dequantized, whether the kernel's bytes
+    equal it (then a read-only view of out) or not (made from the numpy cache)."""
+    from kernels_py.host.config import RunConfig
+    from kernels_py.host.runners import _inputs_and_cache, dequantized_kv
+    params = dict(context=90, heads=2, kv_heads=1, head_dim=64, arch="gfx942", provenance=False)
+    kr = run_kernel("int8_kv_cache", kernel_fn=kernel_fn, **params)
+    d, ref = _inputs_and_cache(RunConfig(**params), None)
+    want = dequantized_kv(ref, np.array([0, 90]))
+    got = kr.refs["reference_int8"]
+    assert got.dtype == want.dtype and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(kr.out.view(np.uint32), want.view(np.uint32)) == (kernel_fn is None)
+    assert np.shares_memory(got, kr.out) == (kernel_fn is None) and got.flags.writeable == (kernel_fn is not None)
+
+
 def test_cli_runs_the_seeds_bug_on_pv_int8(capsys):
     from gfxsim.cli import main
     assert main(["run", "pv_int8", "--grouping", "contiguous", "--context", "300", "--head-dim", "64",

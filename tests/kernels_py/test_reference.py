@@ -259,6 +259,27 @@ def test_metrics_against_several_refs_is_metrics_of_each_bit_for_bit():
         assert all(np.array_equal(r, keep[1][k], equal_nan=True) for k, r in refs.items())
 
 
+@pytest.mark.parametrize("leaf", [128, 136, 1000, None])
+def test_metrics_against_sums_leaf_by_leaf_as_numpy_sums_the_whole(monkeypatch, leaf):
+    """Its sums, made a leaf at a time down numpy's pairwise tree, are np.add.reduce's over the
+    whole array bit for bit: sizes around the splits, a NaN, an inf, wide magnitudes."""
+    from kernels_py.reference import attention
+    if leaf is not None:
+        monkeypatch.setattr(attention, "LEAF", leaf)
+    rng = np.random.default_rng(5)
+    for n in [1, 7, 129, 1000, 4097, 3 * attention.LEAF + 37]:
+        a = (rng.standard_normal(n) * np.exp(4 * rng.standard_normal(n))).astype(np.float32)
+        refs = {"noise": a + np.float32(1e-2) * rng.normal(size=n).astype(np.float32), "same": a.copy()}
+        bad = a.copy()
+        bad[n // 2] = np.nan if n % 2 else np.inf
+        for out in (a, bad):
+            with np.errstate(all="ignore"):
+                got = attention.metrics_against(out, refs)
+                want = {k: attention.metrics(out, r) for k, r in refs.items()}
+            for k in want:
+                assert {m: repr(v) for m, v in got[k].items()} == {m: repr(v) for m, v in want[k].items()}, (n, k)
+
+
 def test_the_kv_cache_runners_dequantized_caches_are_gather_kvs_bit_for_bit():
     """dequantized_kv writes gather_kv's products in place: the same floats, sequence after sequence."""
     from kernels_py.host.runners import dequantized_kv
