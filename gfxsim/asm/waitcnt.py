@@ -243,6 +243,9 @@ class Counters:
         self.lds_writes: list[LdsWrite] = []            # LDS writes not yet known complete (s_barrier's check)
         self.flat_lds = True                          # the FLAT instruction being executed reaches the LDS
         self.dma: list[Access] = []                   # outstanding LDS DMAs (buffer_load_dword ... lds)
+        # every access so far issued and every wait made by all members together (none sat one
+        # out): each member's counts are the same, so they are decided on member 0's numbers
+        self.together = True
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
@@ -252,6 +255,8 @@ class Counters:
     def issue(self, pc: int, p: Plan, event: int):
         """Count the access instruction ``pc`` issued, and mark the registers its data returns to."""
         st = self.st
+        if st.act is not None:
+            self.together = False
         mem = self._members()
         cls, flat_rank = p.cls, None
         if cls == FLAT and not self.flat_lds:          # global or private memory only: in order with them
@@ -274,7 +279,10 @@ class Counters:
                 self.issued[cls][mem] += 1
             return
         rank = self.issued[cls].copy()
-        self.issued[cls][mem] += 1
+        if st.act is None:
+            self.issued[cls] += 1
+        else:
+            self.issued[cls][mem] += 1
         f, first, n, text = p.dst
         a = Access(self.next_id, pc, event, cls, rank, mem, p.dst, st.current.ins, flat_rank)
         self.next_id += 1
@@ -305,15 +313,18 @@ class Counters:
     def wait(self, counts: dict):
         """s_waitcnt: for each counter, the accesses it covers are complete in the executing members."""
         act = self.st.act
-        one = self.SCALAR and self.st.members == 1 and act is None     # one member: its counts as numbers
+        if act is not None:
+            self.together = False
+        # one member, or all that issued every access together: member 0's counts as numbers
+        one = self.SCALAR and (self.st.members == 1 or self.together) and act is None
         for ctr, n in counts.items():
             for cls in COUNTS[ctr]:
                 if one:
                     i, d = int(self.issued[cls, 0]), int(self.done[cls, 0])
                     if IN_ORDER[cls]:
-                        self.done[cls, 0] = max(d, i - n)
+                        self.done[cls] = max(d, i - n)
                     elif n == 0:
-                        self.done[cls, 0] = i
+                        self.done[cls] = i
                     continue
                 done, issued = self.done[cls], self.issued[cls]
                 if IN_ORDER[cls]:
@@ -325,7 +336,11 @@ class Counters:
         else:
             self.bits = 0
         if self.lds_writes and "lgkmcnt" in counts:
-            self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
+            if one:                                        # every member issued each, at member 0's rank
+                d = int(self.done[LDS, 0])
+                self.lds_writes = [a for a in self.lds_writes if int(a.rank[0]) >= d]
+            else:
+                self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
         if self.dma:
             for a in self.dma:
                 a.members = a.members & ~(a.rank < self.done[a.cls])
@@ -333,7 +348,7 @@ class Counters:
 
     def _retire(self):
         st = self.st
-        if self.SCALAR and st.members == 1:   # one member: the same decisions on Python numbers
+        if self.SCALAR and (st.members == 1 or self.together):    # the same decisions on Python numbers
             self._retire_one()
         else:
             self._retire_members()
@@ -372,7 +387,9 @@ class Counters:
         self.bits = bits
 
     def _retire_one(self):
-        """_retire for a wave of one member: an access is outstanding in it or gone from ``out``."""
+        """_retire for a wave of one member, or of members that issued every access together and
+        waited together (each access is every member's, at member 0's rank): an access is
+        outstanding in all of them or gone from ``out``."""
         done = self.done[:, 0].tolist()
         for a in list(self.out.values()):
             if not a.members[0] or not (a.rank[0] < done[a.cls] or (a.flat_rank is not None and a.flat_rank[0] < done[FLAT])):
