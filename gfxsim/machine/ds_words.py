@@ -1,0 +1,200 @@
+"""The word LDS accesses of a workgroup's waves run side by side (wavemembers.py), compiled.
+
+``DsOps.lds_load_words`` / ``lds_store_words`` of members that share one LDS ask, in numpy, a
+dozen questions of 256 columns (bounds and alignment, written bytes, the race watch, each
+member's bank-conflict pattern) at ~1 µs a call. Here each access is one compiled pass over the
+active lanes that decides the same things in the same order and does the same writes:
+
+- the fit: no active lane, one out of the region or unaligned: nothing done (``NOT_HERE``; the
+  value path names the fault); a read of a byte never written: the same;
+- the race watch of ``lds_races.EpochWatch``, its reads marked as they come (the eager check
+  ``EpochWatch`` is held to): a race leaves the state as it was (``RACE``: the caller ends the
+  side-by-side run);
+- the bank conflicts (``banks._row_np_uncached`` per member); a conflicted access, with the race
+  watch done, leaves the findings and the rest to numpy (``CONFLICT``);
+- the words gathered, or the bytes and their written bits stored (lanes in order: of two lanes of a
+  member at one byte the last one lands, as numpy's assignment does).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import njit
+
+DONE, NOT_HERE, RACE, CONFLICT = 0, 1, 2, 3
+
+
+@njit
+def _fits(off, ex, nbytes, align, size):
+    """Every active lane in [0, size) and aligned, and at least one active."""
+    any_on = False
+    for c in range(off.shape[0]):
+        if ex[c]:
+            a = off[c]
+            if a < 0 or a + nbytes > size or (a & (align - 1)) != 0:
+                return False
+            any_on = True
+    return any_on
+
+
+@njit
+def _worst_conflict(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes):
+    """The largest bank-conflict degree over the members (``banks._row_np_uncached`` per member:
+    the distinct dwords of each phase, counted per bank)."""
+    members = rel.shape[0] // lanes
+    dwords = max(1, nbytes // bank_bytes)
+    per_bank = np.zeros((n_phase, banks), np.int64)
+    seen = np.empty(lanes * dwords, np.int64)
+    seen_ph = np.empty(lanes * dwords, np.int64)
+    worst = 0
+    for m in range(members):
+        per_bank[:, :] = 0
+        n = 0
+        for l in range(lanes):
+            c = m * lanes + l
+            if not ex[c]:
+                continue
+            p = ph[l]
+            base = rel[c] // bank_bytes
+            for k in range(dwords):
+                dw = base + k
+                new = True
+                for j in range(n):
+                    if seen[j] == dw and seen_ph[j] == p:
+                        new = False
+                        break
+                if new:
+                    seen[n] = dw
+                    seen_ph[n] = p
+                    n += 1
+                    per_bank[p, dw % banks] += 1
+        for p in range(n_phase):
+            for b in range(banks):
+                if per_bank[p, b] > worst:
+                    worst = per_bank[p, b]
+    return worst
+
+
+@njit
+def _read_race(rel, ex, lanes, nbytes, w_wave, w_epoch, r_mask, r_epoch, epoch, wrote):
+    """EpochWatch.race of a read: a byte another member wrote in this epoch is a race (nothing
+    marked); else the read's bytes are marked, bit m for member m."""
+    width = rel.shape[0]
+    if wrote:
+        for c in range(width):
+            if ex[c]:
+                who = c // lanes
+                for b in range(nbytes):
+                    a = rel[c] + b
+                    if w_epoch[a] == epoch and w_wave[a] != who:
+                        return True
+    for c in range(width):
+        if ex[c]:
+            bit = np.uint64(1) << np.uint64(c // lanes)
+            for b in range(nbytes):
+                a = rel[c] + b
+                if r_epoch[a] != epoch:
+                    r_mask[a] = np.uint64(0)
+                    r_epoch[a] = epoch
+                r_mask[a] |= bit
+    return False
+
+
+@njit
+def _same_lane(raw, off, words, c, nbytes):
+    """Whether lane c's bytes equal what the region holds at its offset (a store of what is there)."""
+    for b in range(nbytes):
+        if raw[off[c] + b] != np.uint8((words[b // 4, c] >> np.uint32(8 * (b % 4))) & np.uint32(0xFF)):
+            return False
+    return True
+
+
+@njit
+def _write_race(rel, off, ex, lanes, nbytes, words, raw, w_wave, w_epoch, r_mask, r_epoch, marks, epoch,
+                wrote, marked):
+    """EpochWatch.race of a write: a byte another member wrote in this epoch (unless the lane
+    stores what is there), read in this epoch, or written by two members in this access is a race
+    (nothing recorded); else the bytes are recorded as their members' writes."""
+    width = rel.shape[0]
+    if wrote:
+        for c in range(width):
+            if ex[c]:
+                who = c // lanes
+                for b in range(nbytes):
+                    a = rel[c] + b
+                    if w_epoch[a] == epoch and w_wave[a] != who and not _same_lane(raw, off, words, c, nbytes):
+                        return True
+    if marked:
+        for c in range(width):
+            if ex[c]:
+                others = ~(np.uint64(1) << np.uint64(c // lanes))
+                for b in range(nbytes):
+                    a = rel[c] + b
+                    if r_epoch[a] == epoch and (r_mask[a] & others) != 0:
+                        return True
+    for c in range(width):
+        if ex[c]:
+            for b in range(nbytes):
+                marks[rel[c] + b] = c // lanes
+    for c in range(width):
+        if ex[c]:
+            for b in range(nbytes):
+                if marks[rel[c] + b] != c // lanes:
+                    return True
+    for c in range(width):
+        if ex[c]:
+            for b in range(nbytes):
+                a = rel[c] + b
+                w_wave[a] = c // lanes
+                w_epoch[a] = epoch
+    return False
+
+
+@njit
+def read_words(raw32, written32, off, ex, lanes, nbytes, base, size, w_wave, w_epoch, r_mask, r_epoch, epoch,
+               wrote, ph, n_phase, banks, bank_bytes, out):
+    """A read of ``nbytes`` (whole dwords) per lane at region offset ``off`` (int64 [width]) by the
+    active lanes ``ex`` of members of ``lanes`` lanes, the region at LDS byte ``base``: DONE with
+    its words in ``out`` (uint32 [nbytes/4, width]; inactive lanes the region's first words),
+    NOT_HERE, RACE or CONFLICT (see the module docstring)."""
+    width = off.shape[0]
+    nw = nbytes // 4
+    if not _fits(off, ex, nbytes, 16 if nbytes == 12 else nbytes, size):
+        return NOT_HERE
+    for c in range(width):
+        if ex[c]:
+            for k in range(nw):
+                if written32[(off[c] >> 2) + k] != np.uint32(0x01010101):
+                    return NOT_HERE
+    rel = off + base
+    if _read_race(rel, ex, lanes, nbytes, w_wave, w_epoch, r_mask, r_epoch, epoch, wrote):
+        return RACE
+    if _worst_conflict(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes) > 1:
+        return CONFLICT
+    for k in range(nw):
+        for c in range(width):
+            out[k, c] = raw32[((off[c] >> 2) if ex[c] else 0) + k]
+    return DONE
+
+
+@njit
+def store_words(raw, written, off, ex, lanes, nbytes, words, base, size, w_wave, w_epoch, r_mask, r_epoch, marks,
+                epoch, wrote, marked, ph, n_phase, banks, bank_bytes):
+    """A write of the first ``nbytes`` bytes of each active lane's ``words`` (uint32 [n, width]) at
+    region offset ``off``: DONE with the bytes and their written bits stored, NOT_HERE, RACE or
+    CONFLICT (see the module docstring)."""
+    width = off.shape[0]
+    if not _fits(off, ex, nbytes, 16 if nbytes == 12 else nbytes, size):
+        return NOT_HERE
+    rel = off + base
+    if _write_race(rel, off, ex, lanes, nbytes, words, raw, w_wave, w_epoch, r_mask, r_epoch, marks, epoch,
+                   wrote, marked):
+        return RACE
+    if _worst_conflict(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes) > 1:
+        return CONFLICT
+    for b in range(nbytes):
+        for c in range(width):
+            if ex[c]:
+                raw[off[c] + b] = np.uint8((words[b // 4, c] >> np.uint32(8 * (b % 4))) & np.uint32(0xFF))
+                written[off[c] + b] = 1
+    return DONE
