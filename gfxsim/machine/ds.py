@@ -139,7 +139,7 @@ class DsOps:
         m, wg = self.machine, self.wg
         if nbytes % 4:
             return None
-        if self._compiled_words(region):
+        if self._lds_compiled(region):
             return self._words_side_by_side(region, offset, nbytes, None)
         if not self._lds_words_fit(region, offset, nbytes):
             return None
@@ -177,7 +177,7 @@ class DsOps:
         m, wg = self.machine, self.wg
         if nbytes > 4 * words.shape[0]:
             return False
-        if self._compiled_words(region):
+        if self._lds_compiled(region):
             return self._words_side_by_side(region, offset, nbytes, words)
         if not self._lds_words_fit(region, offset, nbytes):
             return False
@@ -197,7 +197,7 @@ class DsOps:
         self.event(_DS_WRITE_OPS[nbytes])
         return True
 
-    def _compiled_words(self, region: LdsRegion) -> bool:
+    def _lds_compiled(self, region: LdsRegion) -> bool:
         """Whether the word paths take ``ds_words``' compiled pass: the waves of one workgroup
         side by side (one LDS), no provenance or trace, a region of this LDS."""
         m, wg = self.machine, self.wg

@@ -19,6 +19,9 @@ from .valueprov import stored_prov
 from .vgpr import VGPRs
 
 
+COMPILED_WORDS = True      # the waves side by side: member_words' compiled passes (False: numpy, the A/B)
+
+
 class VmemOps:
     def global_load(self, buf: Buffer, offset, nbytes: int = 4, dtype=None) -> VGPRs:
         """global_load_*: ``nbytes`` per lane from byte ``offset`` of ``buf`` (dtype defaults to the buffer's)."""
@@ -106,12 +109,26 @@ class VmemOps:
             return None
         return a
 
+    def _global_compiled(self, buf: Buffer, nbytes: int) -> bool:
+        """Whether the word paths take wavemembers' compiled passes (member_words.py): the waves
+        of one workgroup side by side in their attempt (whose stores are logged by the watch's
+        ``undo``: its ``before_store`` logs nothing), no provenance or trace, whole dwords."""
+        acc = self.wg.accesses
+        return COMPILED_WORDS and acc is not None and acc.undo is not None and self.members > 1 and \
+            not self.machine.provenance and not self.machine.trace.enabled and not nbytes % 4 and \
+            not buf.raw.size % 4
+
     def global_load_words(self, buf: Buffer, addr: np.ndarray, nbytes: int):
         """What ``global_load`` of ``nbytes`` (whole dwords) per lane at byte ``addr`` (int64
         [width]) of ``buf`` gives where every active lane is in bounds, dword aligned and reads
         written bytes, without provenance or a trace: uint32 words [nbytes/4, width] (inactive
         lanes: any words), with its side-by-side note and its event. None, having done nothing,
         anywhere else (``global_load`` then names the fault or the never-written bytes)."""
+        if self._global_compiled(buf, nbytes):
+            words = self.wg.accesses.load_words(self, buf, addr, nbytes)
+            if words is not None:
+                self.event(_VMEM_OPS[("load", nbytes)])
+            return words
         if self._global_words_fit(buf, addr, nbytes) is None:
             return None
         ex, full = self.exec, self.exec_full
@@ -132,6 +149,11 @@ class VmemOps:
         written in every active lane, at byte ``addr`` of ``buf`` where every active lane is in
         bounds and dword aligned, without provenance or a trace: the bytes, their written bits,
         the side-by-side note and the event, and True. False, having done nothing, anywhere else."""
+        if self._global_compiled(buf, nbytes):
+            if not self.wg.accesses.store_words(self, buf, addr, words, nbytes):
+                return False
+            self.event(_VMEM_OPS[("store", nbytes)])
+            return True
         a = self._global_words_fit(buf, addr, nbytes)
         if a is None:
             return False

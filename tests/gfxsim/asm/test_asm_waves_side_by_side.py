@@ -335,11 +335,13 @@ def test_n_member_events_at_once_are_n_in_turn(live):
 
 
 def _compiled_and_numpy(monkeypatch, go):
-    """``go()`` with the side-by-side LDS word accesses compiled (ds_words.py) and in numpy."""
-    ds = importlib.import_module("gfxsim.machine.ds")
+    """``go()`` with the side-by-side LDS and global word accesses compiled (ds_words.py,
+    member_words.py) and in numpy."""
+    ds, vmem = importlib.import_module("gfxsim.machine.ds"), importlib.import_module("gfxsim.machine.vmem")
     got = {}
     for compiled in (True, False):
         monkeypatch.setattr(ds, "COMPILED_WORDS", compiled)
+        monkeypatch.setattr(vmem, "COMPILED_WORDS", compiled)
         got[compiled] = go()
     return got[True], got[False]
 
@@ -357,7 +359,7 @@ def _identical(a, b):
 
 @pytest.mark.parametrize("context", [256, 200])
 @pytest.mark.parametrize("name", ["qk_int8", "pv_int8", "paged_attention_decode"])
-def test_the_compiled_lds_words_are_the_numpy_ones_on_the_twins(monkeypatch, name, context):
+def test_the_compiled_words_are_the_numpy_ones_on_the_twins(monkeypatch, name, context):
     need_toolchain("gfx942")
     ways = _identical(*_compiled_and_numpy(monkeypatch, lambda: _twin(name, context)))
     assert ways == ["side by side"], ways
@@ -365,7 +367,8 @@ def test_the_compiled_lds_words_are_the_numpy_ones_on_the_twins(monkeypatch, nam
 
 # LDS accesses of two waves side by side (v0 = 0..127): a store of what the other wave stored
 # (no race), a word both store, a read of the other's word, a write over the other's read (each
-# a race), one in a barrier epoch of its own, a b8/b16 store, b64/b128 reads and a bank conflict
+# a race), one in a barrier epoch of its own, a b8/b16 store, b64/b128 reads, a bank conflict, and
+# a global store taken back (a wave loads it before, in the serial order, it is made)
 LDS_CASES = {
     "same bytes": "v_and_b32_e32 v3, 63, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n  v_cmp_gt_u32_e32 vcc, 64, v0\n"
                   "  s_and_saveexec_b64 s[12:13], vcc\n  ds_write_b32 v3, v3\n  s_mov_b64 exec, -1\n"
@@ -396,21 +399,27 @@ LDS_CASES = {
     "out of range": "v_lshlrev_b32_e32 v3, 10, v0\n  ds_read_b32 v4, v3",
     "partial exec": "v_cmp_gt_u32_e32 vcc, 100, v0\n  s_and_saveexec_b64 s[12:13], vcc\n  ds_write_b32 v2, v1\n"
                     "  s_waitcnt lgkmcnt(0)\n  ds_read_b32 v4, v2\n  s_mov_b64 exec, -1",
+    "a store taken back": "v_cmp_le_u32_e32 vcc, 64, v0\n  s_and_saveexec_b64 s[12:13], vcc\n"
+                          "  global_store_dword v7, v1, s[4:5]\n  s_mov_b64 exec, -1\n  s_waitcnt vmcnt(0)\n"
+                          "  v_cmp_gt_u32_e32 vcc, 64, v0\n  s_and_saveexec_b64 s[12:13], vcc\n  v_xor_b32_e32 v3, 64, v0\n"
+                          "  v_lshlrev_b32_e32 v3, 2, v3\n  global_load_dword v4, v3, s[4:5]\n  s_mov_b64 exec, -1",
     "bank conflict": "v_lshlrev_b32_e32 v3, 7, v0\n  v_and_b32_e32 v3, 0x3fff, v3\n  ds_write_b32 v3, v1\n"
                      "  s_waitcnt lgkmcnt(0)\n  ds_read_b32 v4, v3",
 }
 
 
-@pytest.mark.parametrize("case", sorted(LDS_CASES))
-def test_the_compiled_lds_words_are_the_numpy_ones(monkeypatch, case):
+@pytest.mark.parametrize("case", sorted(LDS_CASES) + sorted(RACES))
+def test_the_compiled_words_are_the_numpy_ones(monkeypatch, case):
+    text = LDS_CASES[case] if case in LDS_CASES else "\n  s_waitcnt vmcnt(0) lgkmcnt(0)\n  ".join(RACES[case])
     body = f"""
   s_load_dwordx2 s[4:5], s[0:1], 0x0
   s_waitcnt lgkmcnt(0)
   v_lshlrev_b32_e32 v2, 2, v0
   v_add_u32_e32 v1, 7, v0
   v_mov_b32_e32 v4, 3
-  {LDS_CASES[case]}
-  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v7, 2, v0
+  {text}
+  s_waitcnt vmcnt(0) lgkmcnt(0)
   v_lshlrev_b32_e32 v7, 2, v0
   global_store_dword v7, v4, s[4:5]
 """
