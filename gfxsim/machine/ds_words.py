@@ -10,8 +10,9 @@ active lanes that decides the same things in the same order and does the same wr
 - the race watch of ``lds_races.EpochWatch``, its reads marked as they come (the eager check
   ``EpochWatch`` is held to): a race leaves the state as it was (``RACE``: the caller ends the
   side-by-side run);
-- the bank conflicts (``banks._row_np_uncached`` per member); a conflicted access, with the race
-  watch done, leaves the findings and the rest to numpy (``CONFLICT``);
+- whether a member's access bank-conflicts (two distinct dwords of one phase in one bank:
+  ``banks._row_np_uncached``'s degree above 1); a conflicted access, with the race watch done,
+  leaves the degrees, their findings and the rest to numpy (``CONFLICT``);
 - the words gathered, or the bytes and their written bits stored (lanes in order: of two lanes of a
   member at one byte the last one lands, as numpy's assignment does).
 """
@@ -38,65 +39,55 @@ def _fits(off, ex, nbytes, align, size):
 
 
 @njit
-def _worst_conflict(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes):
-    """The largest bank-conflict degree over the members (``banks._row_np_uncached`` per member:
-    the distinct dwords of each phase, counted per bank)."""
+def _conflicts(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes):
+    """Whether some member's access bank-conflicts (``banks._row_np_uncached``'s degree above 1):
+    two distinct dwords of one phase in one bank."""
     members = rel.shape[0] // lanes
     dwords = max(1, nbytes // bank_bytes)
-    per_bank = np.zeros((n_phase, banks), np.int64)
-    seen = np.empty(lanes * dwords, np.int64)
-    seen_ph = np.empty(lanes * dwords, np.int64)
-    worst = 0
+    first = np.empty((n_phase, banks), np.int64)
+    pow2 = (banks & (banks - 1)) == 0 and (bank_bytes & (bank_bytes - 1)) == 0   # shifts, not divisions
+    shift = 0
+    while (1 << shift) < bank_bytes:
+        shift += 1
     for m in range(members):
-        per_bank[:, :] = 0
-        n = 0
+        first[:, :] = -1
         for l in range(lanes):
             c = m * lanes + l
             if not ex[c]:
                 continue
             p = ph[l]
-            base = rel[c] // bank_bytes
+            base = rel[c] >> shift if pow2 else rel[c] // bank_bytes
             for k in range(dwords):
                 dw = base + k
-                new = True
-                for j in range(n):
-                    if seen[j] == dw and seen_ph[j] == p:
-                        new = False
-                        break
-                if new:
-                    seen[n] = dw
-                    seen_ph[n] = p
-                    n += 1
-                    per_bank[p, dw % banks] += 1
-        for p in range(n_phase):
-            for b in range(banks):
-                if per_bank[p, b] > worst:
-                    worst = per_bank[p, b]
-    return worst
+                b = dw & (banks - 1) if pow2 else dw % banks
+                if first[p, b] < 0:
+                    first[p, b] = dw
+                elif first[p, b] != dw:
+                    return True
+    return False
 
 
 @njit
 def _read_race(rel, ex, lanes, nbytes, w_wave, w_epoch, r_mask, r_epoch, epoch, wrote):
     """EpochWatch.race of a read: a byte another member wrote in this epoch is a race (nothing
     marked); else the read's bytes are marked, bit m for member m."""
-    width = rel.shape[0]
+    members = rel.shape[0] // lanes
     if wrote:
-        for c in range(width):
+        for m in range(members):
+            for c in range(m * lanes, (m + 1) * lanes):
+                if ex[c]:
+                    for a in range(rel[c], rel[c] + nbytes):
+                        if w_epoch[a] == epoch and w_wave[a] != m:
+                            return True
+    for m in range(members):
+        bit = np.uint64(1 << m)
+        for c in range(m * lanes, (m + 1) * lanes):
             if ex[c]:
-                who = c // lanes
-                for b in range(nbytes):
-                    a = rel[c] + b
-                    if w_epoch[a] == epoch and w_wave[a] != who:
-                        return True
-    for c in range(width):
-        if ex[c]:
-            bit = np.uint64(1) << np.uint64(c // lanes)
-            for b in range(nbytes):
-                a = rel[c] + b
-                if r_epoch[a] != epoch:
-                    r_mask[a] = np.uint64(0)
-                    r_epoch[a] = epoch
-                r_mask[a] |= bit
+                for a in range(rel[c], rel[c] + nbytes):
+                    if r_epoch[a] != epoch:
+                        r_mask[a] = np.uint64(0)
+                        r_epoch[a] = epoch
+                    r_mask[a] |= bit
     return False
 
 
@@ -115,38 +106,39 @@ def _write_race(rel, off, ex, lanes, nbytes, words, raw, w_wave, w_epoch, r_mask
     """EpochWatch.race of a write: a byte another member wrote in this epoch (unless the lane
     stores what is there), read in this epoch, or written by two members in this access is a race
     (nothing recorded); else the bytes are recorded as their members' writes."""
-    width = rel.shape[0]
+    members = rel.shape[0] // lanes
     if wrote:
-        for c in range(width):
-            if ex[c]:
-                who = c // lanes
-                for b in range(nbytes):
-                    a = rel[c] + b
-                    if w_epoch[a] == epoch and w_wave[a] != who and not _same_lane(raw, off, words, c, nbytes):
-                        return True
+        for m in range(members):
+            for c in range(m * lanes, (m + 1) * lanes):
+                if ex[c]:
+                    for a in range(rel[c], rel[c] + nbytes):
+                        if w_epoch[a] == epoch and w_wave[a] != m and not _same_lane(raw, off, words, c, nbytes):
+                            return True
     if marked:
-        for c in range(width):
+        for m in range(members):
+            others = ~np.uint64(1 << m)
+            for c in range(m * lanes, (m + 1) * lanes):
+                if ex[c]:
+                    for a in range(rel[c], rel[c] + nbytes):
+                        if r_epoch[a] == epoch and (r_mask[a] & others) != 0:
+                            return True
+    for m in range(members):
+        for c in range(m * lanes, (m + 1) * lanes):
             if ex[c]:
-                others = ~(np.uint64(1) << np.uint64(c // lanes))
-                for b in range(nbytes):
-                    a = rel[c] + b
-                    if r_epoch[a] == epoch and (r_mask[a] & others) != 0:
+                for a in range(rel[c], rel[c] + nbytes):
+                    marks[a] = m
+    for m in range(members):
+        for c in range(m * lanes, (m + 1) * lanes):
+            if ex[c]:
+                for a in range(rel[c], rel[c] + nbytes):
+                    if marks[a] != m:
                         return True
-    for c in range(width):
-        if ex[c]:
-            for b in range(nbytes):
-                marks[rel[c] + b] = c // lanes
-    for c in range(width):
-        if ex[c]:
-            for b in range(nbytes):
-                if marks[rel[c] + b] != c // lanes:
-                    return True
-    for c in range(width):
-        if ex[c]:
-            for b in range(nbytes):
-                a = rel[c] + b
-                w_wave[a] = c // lanes
-                w_epoch[a] = epoch
+    for m in range(members):
+        for c in range(m * lanes, (m + 1) * lanes):
+            if ex[c]:
+                for a in range(rel[c], rel[c] + nbytes):
+                    w_wave[a] = m
+                    w_epoch[a] = epoch
     return False
 
 
@@ -169,7 +161,7 @@ def read_words(raw32, written32, off, ex, lanes, nbytes, base, size, w_wave, w_e
     rel = off + base
     if _read_race(rel, ex, lanes, nbytes, w_wave, w_epoch, r_mask, r_epoch, epoch, wrote):
         return RACE
-    if _worst_conflict(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes) > 1:
+    if _conflicts(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes):
         return CONFLICT
     for k in range(nw):
         for c in range(width):
@@ -190,7 +182,7 @@ def store_words(raw, written, off, ex, lanes, nbytes, words, base, size, w_wave,
     if _write_race(rel, off, ex, lanes, nbytes, words, raw, w_wave, w_epoch, r_mask, r_epoch, marks, epoch,
                    wrote, marked):
         return RACE
-    if _worst_conflict(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes) > 1:
+    if _conflicts(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes):
         return CONFLICT
     for b in range(nbytes):
         for c in range(width):
