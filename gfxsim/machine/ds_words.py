@@ -190,3 +190,89 @@ def store_words(raw, written, off, ex, lanes, nbytes, words, base, size, w_wave,
                 raw[off[c] + b] = np.uint8((words[b // 4, c] >> np.uint32(8 * (b % 4))) & np.uint32(0xFF))
                 written[off[c] + b] = 1
     return DONE
+
+
+@njit
+def _track_one(rel, off, ex, nbytes, wave, epoch, is_write, words, raw, w_wave, w_epoch, r_mask, r_epoch, hit):
+    """``lds_races.track_one`` of one wave's access: the first (lane, byte) that meets another
+    wave's write in this epoch (a write: unless the lane stores what is there) or, for a write,
+    another wave's read, in ``hit`` (lane, address, other wave; -1 where none), then the access
+    recorded."""
+    lanes = rel.shape[0]
+    bit = np.uint64(1 << wave)
+    hit[0], hit[1], hit[2] = -1, -1, -1
+    for l in range(lanes):
+        if not ex[l]:
+            continue
+        known, same = False, False
+        for a in range(rel[l], rel[l] + nbytes):
+            c1 = w_epoch[a] == epoch and w_wave[a] != wave
+            if c1 and is_write:
+                if not known:
+                    same, known = _same_lane(raw, off, words, l, nbytes), True
+                c1 = not same
+            rm = np.uint64(0)
+            if is_write and r_epoch[a] == epoch:
+                rm = r_mask[a] & ~bit
+            if c1 or rm != 0:
+                hit[0], hit[1] = l, a
+                if c1:
+                    hit[2] = w_wave[a]
+                else:
+                    o = 0
+                    while (rm >> np.uint64(o)) & np.uint64(1) == 0:
+                        o += 1
+                    hit[2] = o
+                break
+        if hit[0] >= 0:
+            break
+    for l in range(lanes):
+        if ex[l]:
+            for a in range(rel[l], rel[l] + nbytes):
+                if is_write:
+                    w_wave[a] = wave
+                    w_epoch[a] = epoch
+                elif r_epoch[a] != epoch:
+                    r_epoch[a] = epoch
+                    r_mask[a] = bit
+                else:
+                    r_mask[a] |= bit
+
+
+@njit
+def one_wave(raw, written, off, ex, nbytes, words, is_write, base, size, races, wave, epoch, w_wave, w_epoch, r_mask,
+             r_epoch, ph, n_phase, banks, bank_bytes, out, hit):
+    """A read (into ``out``) or a write (of ``words``' first ``nbytes`` bytes) of one wave run
+    alone (serially): the fit, for a read the written bytes, with ``races`` the race check of waves
+    run one after another (``_track_one``; a race is ``hit``, for the caller's finding), whether it
+    bank-conflicts, the words. DONE, NOT_HERE (nothing done) or CONFLICT (the race check done: the
+    caller makes the degrees, their findings and the rest)."""
+    lanes = off.shape[0]
+    nw = nbytes // 4
+    if not _fits(off, ex, nbytes, 16 if nbytes == 12 else nbytes, size):
+        return NOT_HERE
+    w32 = written.view(np.uint32)
+    if not is_write:
+        for c in range(lanes):
+            if ex[c]:
+                for k in range(nw):
+                    if w32[(off[c] >> 2) + k] != np.uint32(0x01010101):
+                        return NOT_HERE
+    rel = off + base
+    hit[0] = -1
+    if races:
+        _track_one(rel, off, ex, nbytes, wave, epoch, is_write, words, raw, w_wave, w_epoch, r_mask, r_epoch, hit)
+    if _conflicts(rel, ex, lanes, nbytes, ph, n_phase, banks, bank_bytes):
+        return CONFLICT
+    if not is_write:
+        raw32 = raw.view(np.uint32)
+        for k in range(nw):
+            for c in range(lanes):
+                out[k, c] = raw32[((off[c] >> 2) if ex[c] else 0) + k]
+        return DONE
+    for b in range(nbytes):
+        for c in range(lanes):
+            if ex[c]:
+                raw[off[c] + b] = np.uint8((words[b // 4, c] >> np.uint32(8 * (b % 4))) & np.uint32(0xFF))
+                written[off[c] + b] = 1
+    return DONE

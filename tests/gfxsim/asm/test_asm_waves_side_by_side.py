@@ -358,11 +358,13 @@ def _identical(a, b):
 
 
 @pytest.mark.parametrize("context", [256, 200])
-@pytest.mark.parametrize("name", ["qk_int8", "pv_int8", "paged_attention_decode"])
+@pytest.mark.parametrize("name", ["qk_int8", "pv_int8", "paged_attention_decode", "prefix_prefill"])
 def test_the_compiled_words_are_the_numpy_ones_on_the_twins(monkeypatch, name, context):
+    """Side by side, and the prefill's waves one at a time (they part at once)."""
     need_toolchain("gfx942")
     ways = _identical(*_compiled_and_numpy(monkeypatch, lambda: _twin(name, context)))
-    assert ways == ["side by side"], ways
+    assert len(ways) == 1 and (ways[0].startswith("serially") if name == "prefix_prefill" else
+                               ways == ["side by side"]), ways
 
 
 # LDS accesses of two waves side by side (v0 = 0..127): a store of what the other wave stored
@@ -409,7 +411,11 @@ LDS_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(LDS_CASES) + sorted(RACES))
-def test_the_compiled_words_are_the_numpy_ones(monkeypatch, case):
+@pytest.mark.parametrize("side,check_races", [(True, False), (False, True), (False, False)])
+def test_the_compiled_words_are_the_numpy_ones(monkeypatch, case, side, check_races):
+    """Side by side where the waves can run so, and each wave alone (serially: the race check of
+    waves run one after another, with its findings, where the launch checks races)."""
+    monkeypatch.setattr(LAUNCH, "WAVES_AS_MEMBERS", side)
     text = LDS_CASES[case] if case in LDS_CASES else "\n  s_waitcnt vmcnt(0) lgkmcnt(0)\n  ".join(RACES[case])
     body = f"""
   s_load_dwordx2 s[4:5], s[0:1], 0x0
@@ -423,7 +429,7 @@ def test_the_compiled_words_are_the_numpy_ones(monkeypatch, case):
   v_lshlrev_b32_e32 v7, 2, v0
   global_store_dword v7, v4, s[4:5]
 """
-    go = _exchange(body, groups=1)
+    go = _exchange(body, groups=1, check_races=check_races)
 
     def guarded():
         try:
