@@ -214,10 +214,17 @@ class Access:
 
 class LdsWrite:
     """An LDS write of a wave not yet known complete (of each member that issued it)."""
-    __slots__ = ("pc", "event", "rank", "members", "lanes", "ins")
+    __slots__ = ("pc", "event", "rank", "members", "exec", "ins")
 
-    def __init__(self, pc, event, rank, members, lanes, ins):
-        self.pc, self.event, self.rank, self.members, self.lanes, self.ins = pc, event, rank, members, lanes, ins
+    def __init__(self, pc, event, rank, members, exec_, ins):
+        self.pc, self.event, self.rank, self.members, self.ins = pc, event, rank, members, ins
+        self.exec = exec_                   # its EXEC (bool [width]; None: every lane), for a finding's lanes
+
+    def lanes(self, members: int, lanes: int) -> list:
+        """The lanes it wrote in any member (the lanes a barrier's finding names)."""
+        if self.exec is None:
+            return list(range(lanes))
+        return np.nonzero(self.exec.reshape(members, lanes).any(axis=0))[0].tolist()
 
     def where(self, kernel: str) -> str:
         return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic})"
@@ -264,8 +271,8 @@ class Counters:
             self.issued[FLAT][mem] += 1
             cls = VMEM
         if p.lds_write:
-            lanes = np.nonzero(st.exec.reshape(st.members, st.lanes).any(axis=0))[0].tolist()
-            self.lds_writes.append(LdsWrite(pc, event, self.issued[LDS].copy(), mem, lanes, st.current.ins))
+            self.lds_writes.append(LdsWrite(pc, event, self.issued[LDS].copy(), mem,
+                                            None if st.w.exec_full else st.exec.copy(), st.current.ins))
         if p.lds_dma is not None:
             a = Access(self.next_id, pc, event, cls, self.issued[cls].copy(), mem, None, st.current.ins)
             self.next_id += 1
@@ -428,7 +435,7 @@ class Counters:
                 younger = int(self.issued[LDS][m] - a.rank[m] - 1)
                 needed = f"s_waitcnt lgkmcnt({younger})"
                 load = a.event + (m if st.members > 1 else 0)
-                lanes = a.lanes
+                lanes = a.lanes(st.members, st.lanes)
                 st.w.finding(
                     "missing-wait",
                     f"s_barrier while an LDS write is outstanding: {a.where(st.kernel.name)}; a wave past "
