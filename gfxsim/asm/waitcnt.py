@@ -198,10 +198,11 @@ def plans(decoded) -> tuple:
 
 class Access:
     """One outstanding memory access of a wave (of each member that issued it)."""
-    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins", "flat_rank", "lds")
+    __slots__ = ("id", "pc", "event", "cls", "rank", "rank_l", "members", "dst", "ins", "flat_rank", "lds")
 
     def __init__(self, id_, pc, event, cls, rank, members, dst, ins, flat_rank=None):
         self.id, self.pc, self.event, self.cls, self.rank = id_, pc, event, cls, rank
+        self.rank_l = rank.tolist()                   # the same, as Python numbers (a wait's look at it)
         self.members, self.dst, self.ins = members, dst, ins
         self.flat_rank = flat_rank          # a FLAT access of global memory: also retired as a FLAT one
         self.lds = None                     # an LDS DMA: (first byte, end) per member
@@ -362,17 +363,23 @@ class Counters:
 
     def _retire_members(self):
         st = self.st
+        done = self.done.tolist()                         # the decisions on Python numbers (a few members)
         for a in list(self.out.values()):
-            gone = a.members & (a.rank < self.done[a.cls])
-            if a.flat_rank is not None:
-                gone |= a.members & (a.flat_rank < self.done[FLAT])
-            if not gone.any():
+            on, d = a.members.tolist(), done[a.cls]
+            fr, dflat = (None, None) if a.flat_rank is None else (a.flat_rank.tolist(), done[FLAT])
+            gone_l = [m and (r < dm or (fr is not None and fr[i] < dflat[i]))
+                      for i, (m, r, dm) in enumerate(zip(on, a.rank_l, d))]
+            if not any(gone_l):
                 continue
             f, first, n, _ = a.dst
-            if not (a.members & ~gone).any():             # all its members: its id, wherever it still is
+            if gone_l == on:                              # all its members: its id, wherever it still is
                 blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
                 blk[blk == a.id] = 0
-            elif f == "s":
+                a.members = a.members & False
+                del self.out[a.id]
+                continue
+            gone = np.array(gone_l)
+            if f == "s":
                 rows = self.spend[gone, first:first + n]
                 rows[rows == a.id] = 0
                 self.spend[gone, first:first + n] = rows
