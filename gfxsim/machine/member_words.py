@@ -141,3 +141,39 @@ def store(raw, written, has_written, addr, ex, lanes, nbytes, size, words, spans
                     w32[(addr[c] >> 2) + k] = _ALL
     span[0] = n
     return DONE
+
+
+@njit
+def load_alone(raw32, written32, has_written, addr, ex, nbytes, size, out):
+    """``load`` without a watch (the members are not waves of one workgroup run side by side):
+    DONE with the words in ``out``, or NOT_HERE having done nothing."""
+    width = addr.shape[0]
+    nw = nbytes // 4
+    if not _fits(addr, ex, nbytes, size):
+        return NOT_HERE
+    if has_written:
+        for c in range(width):
+            if ex[c]:
+                for k in range(nw):
+                    if written32[(addr[c] >> 2) + k] != _ALL:
+                        return NOT_HERE
+    for k in range(nw):
+        for c in range(width):
+            out[k, c] = raw32[((addr[c] >> 2) if ex[c] else 0) + k]
+    return DONE
+
+
+@njit
+def store_alone(raw32, written32, has_written, addr, ex, nbytes, size, words):
+    """``store`` without a watch or an undo log: DONE with the words and their written bits
+    stored, or NOT_HERE having done nothing."""
+    width = addr.shape[0]
+    if not _fits(addr, ex, nbytes, size):
+        return NOT_HERE
+    for k in range(nbytes // 4):
+        for c in range(width):
+            if ex[c]:
+                raw32[(addr[c] >> 2) + k] = words[k, c]
+                if has_written:
+                    written32[(addr[c] >> 2) + k] = _ALL
+    return DONE

@@ -123,6 +123,20 @@ def test_a_compiled_twin_gives_the_same_outputs_and_findings_either_way(twin, sw
     same_either_way(twin, *switch)
 
 
+def _compiled_switch(name):
+    import importlib
+    return importlib.import_module(name), "COMPILED_BPERMUTE" if name.endswith("semantics.ds") else "COMPILED_WORDS"
+
+
+@pytest.mark.parametrize("twin", ["int8_kv_cache", "prefix_prefill", "qk_int8"])
+@pytest.mark.parametrize("switch", ["gfxsim.machine.vmem", "gfxsim.machine.ds", "gfxsim.asm.semantics.ds"])
+def test_a_compiled_twin_gives_the_same_with_the_compiled_memory_passes(twin, switch):
+    """member_words/ds_words/bpermute's compiled passes against their numpy paths: a batch of
+    one-wave workgroups, one wave alone (the prefill's waves part at once), waves side by side."""
+    need_toolchain("gfx942")
+    same_either_way(twin, *_compiled_switch(switch))
+
+
 RACING = """
   s_load_dwordx2 s[4:5], s[0:1], 0x0
   s_waitcnt lgkmcnt(0)
