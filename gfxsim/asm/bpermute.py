@@ -9,7 +9,7 @@ from ..machine.jit import njit
 
 
 @njit
-def bpermute(addr, offset, lanes, ex, data, data_fresh, dst, dst_written, dst_fresh):
+def permute_words(addr, offset, lanes, ex, data, data_fresh, dst, dst_written, dst_fresh):
     """D[l] = data[((addr[l] + offset) >> 2) mod lanes] within each member, 0 where that source lane
     is inactive; written (words, the 4 written-byte rows, freshness) in the active lanes. Every
     source is read before any destination is written (dst may be addr or data)."""

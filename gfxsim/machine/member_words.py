@@ -39,7 +39,7 @@ def _fits(addr, ex, nbytes, size):
 
 
 @njit
-def load(raw32, written32, has_written, addr, ex, lanes, nbytes, size, base, own, has_own, spans, out):
+def load_watched(raw32, written32, has_written, addr, ex, lanes, nbytes, size, base, own, has_own, spans, out):
     """A load of ``nbytes`` (whole dwords) per lane at byte ``addr`` (int64 [width]): DONE with
     its words in ``out`` (uint32 [nbytes/4, width]; inactive lanes the buffer's first words) and
     ``spans`` (int64 [2, members]: each member's least and end byte loaded) grown, or NOT_HERE or
@@ -76,7 +76,7 @@ def load(raw32, written32, has_written, addr, ex, lanes, nbytes, size, base, own
 
 
 @njit
-def store(raw, written, has_written, addr, ex, lanes, nbytes, size, words, spans, has_spans, base, own, has_own,
+def store_watched(raw, written, has_written, addr, ex, lanes, nbytes, size, words, spans, has_spans, base, own, has_own,
           span, undo_at, undo_raw, undo_written):
     """A store of the first ``nbytes`` (whole dwords) of each active lane's ``words`` (uint32
     [n, width]) at byte ``addr``: DONE (the undo log's length in ``span[0]``), NOT_HERE, LOADED,
@@ -145,7 +145,7 @@ def store(raw, written, has_written, addr, ex, lanes, nbytes, size, words, spans
 
 @njit
 def load_alone(raw32, written32, has_written, addr, ex, nbytes, size, out):
-    """``load`` without a watch (the members are not waves of one workgroup run side by side):
+    """``load_watched`` without a watch (the members are not waves of one workgroup run side by side):
     DONE with the words in ``out``, or NOT_HERE having done nothing."""
     width = addr.shape[0]
     nw = nbytes // 4
@@ -165,7 +165,7 @@ def load_alone(raw32, written32, has_written, addr, ex, nbytes, size, out):
 
 @njit
 def store_alone(raw32, written32, has_written, addr, ex, nbytes, size, words):
-    """``store`` without a watch or an undo log: DONE with the words and their written bits
+    """``store_watched`` without a watch or an undo log: DONE with the words and their written bits
     stored, or NOT_HERE having done nothing."""
     width = addr.shape[0]
     if not _fits(addr, ex, nbytes, size):

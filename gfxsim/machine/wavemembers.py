@@ -153,7 +153,7 @@ class MemberAccesses:
 
     def load_words(self, w, buf, addr: np.ndarray, nbytes: int):
         """``VmemOps.global_load_words`` of the members with this watch, one compiled pass
-        (member_words.load): uint32 words [nbytes/4, width], or None having done nothing."""
+        (member_words.load_watched): uint32 words [nbytes/4, width], or None having done nothing."""
         self._epoch(w)
         stored = self.stored.get(buf.name)
         base, own = stored if stored is not None else (0, _NO_OWNERS)
@@ -161,7 +161,7 @@ class MemberAccesses:
         spans = s if s is not None else np.array([[_EMPTY_LO], [_EMPTY_HI]], np.int64).repeat(self.members, 1)
         written = buf.written if buf.written is not None else _NO_WRITTEN
         out = np.empty((nbytes // 4, addr.shape[0]), np.uint32)
-        code = member_words.load(buf.raw.view(np.uint32), written.view(np.uint32), buf.written is not None, addr,
+        code = member_words.load_watched(buf.raw.view(np.uint32), written.view(np.uint32), buf.written is not None, addr,
                                  w.exec, w.lanes, nbytes, buf.nbytes, base, own, stored is not None, spans, out)
         if code == member_words.STORED:
             raise WavesPart(f"a wave loads bytes of {buf.name!r} another stored in one barrier epoch")
@@ -173,7 +173,7 @@ class MemberAccesses:
 
     def store_words(self, w, buf, addr: np.ndarray, words: np.ndarray, nbytes: int) -> bool:
         """``VmemOps.global_store_words`` of the members with this watch, one compiled pass
-        (member_words.store), its overwritten bytes logged in ``undo``: True, or False having done
+        (member_words.store_watched), its overwritten bytes logged in ``undo``: True, or False having done
         nothing."""
         self._epoch(w)
         s = self.loads.get(buf.name)
@@ -186,7 +186,7 @@ class MemberAccesses:
         while True:
             stored = self.stored.get(buf.name)
             base, own = stored if stored is not None else (0, _NO_OWNERS)
-            code = member_words.store(buf.raw, written.view(np.uint8), buf.written is not None, addr, w.exec, w.lanes,
+            code = member_words.store_watched(buf.raw, written.view(np.uint8), buf.written is not None, addr, w.exec, w.lanes,
                                       nbytes, buf.nbytes, words, _NO_SPANS if s is None else s, s is not None, base,
                                       own, stored is not None, span, undo_at, undo_raw, undo_written.view(np.uint8))
             if code != member_words.WINDOW:

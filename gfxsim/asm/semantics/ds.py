@@ -177,10 +177,11 @@ def _bpermute_compiled(st, dst, addr, data, offset: int) -> bool:
     a = st.vwords("v", addr.first, 1)[0]                 # the checks in the order _bpermute_words makes them
     rf, out = st.regfile(data.file), (st.v if dst.file == "v" else st.a)
     rf.check_range(data.first, 1)
-    if out is None or out.prov is not None or not 0 <= dst.first < out.count or not rf.written[4 * data.first:4 * data.first + 4].all():
+    if out is None or out.prov is not None or not 0 <= dst.first < out.count or \
+            not rf.written[4 * data.first:4 * data.first + 4].all():
         return False
     st.w.event(_BPERMUTE)
-    bpermute.bpermute(a, offset, st.lanes, st.exec, rf.words[data.first], st.fresh[data.file][data.first],
+    bpermute.permute_words(a, offset, st.lanes, st.exec, rf.words[data.first], st.fresh[data.file][data.first],
                       out.words[dst.first], out.written[4 * dst.first:4 * dst.first + 4], st.fresh[dst.file][dst.first])
     return True
 
