@@ -198,10 +198,11 @@ def plans(decoded) -> tuple:
 
 class Access:
     """One outstanding memory access of a wave (of each member that issued it)."""
-    __slots__ = ("id", "pc", "event", "cls", "rank", "members", "dst", "ins", "flat_rank", "lds")
+    __slots__ = ("id", "pc", "event", "cls", "rank", "rank_l", "members", "dst", "ins", "flat_rank", "lds")
 
     def __init__(self, id_, pc, event, cls, rank, members, dst, ins, flat_rank=None):
         self.id, self.pc, self.event, self.cls, self.rank = id_, pc, event, cls, rank
+        self.rank_l = rank.tolist()                   # the same, as Python numbers (a wait's look at it)
         self.members, self.dst, self.ins = members, dst, ins
         self.flat_rank = flat_rank          # a FLAT access of global memory: also retired as a FLAT one
         self.lds = None                     # an LDS DMA: (first byte, end) per member
@@ -214,10 +215,17 @@ class Access:
 
 class LdsWrite:
     """An LDS write of a wave not yet known complete (of each member that issued it)."""
-    __slots__ = ("pc", "event", "rank", "members", "lanes", "ins")
+    __slots__ = ("pc", "event", "rank", "members", "exec", "ins")
 
-    def __init__(self, pc, event, rank, members, lanes, ins):
-        self.pc, self.event, self.rank, self.members, self.lanes, self.ins = pc, event, rank, members, lanes, ins
+    def __init__(self, pc, event, rank, members, exec_, ins):
+        self.pc, self.event, self.rank, self.members, self.ins = pc, event, rank, members, ins
+        self.exec = exec_                   # its EXEC (bool [width]; None: every lane), for a finding's lanes
+
+    def lanes(self, members: int, lanes: int) -> list:
+        """The lanes it wrote in any member (the lanes a barrier's finding names)."""
+        if self.exec is None:
+            return list(range(lanes))
+        return np.nonzero(self.exec.reshape(members, lanes).any(axis=0))[0].tolist()
 
     def where(self, kernel: str) -> str:
         return f"{kernel}.s:{self.ins.line} ({self.ins.mnemonic})"
@@ -243,6 +251,9 @@ class Counters:
         self.lds_writes: list[LdsWrite] = []            # LDS writes not yet known complete (s_barrier's check)
         self.flat_lds = True                          # the FLAT instruction being executed reaches the LDS
         self.dma: list[Access] = []                   # outstanding LDS DMAs (buffer_load_dword ... lds)
+        # every access so far issued and every wait made by all members together (none sat one
+        # out): each member's counts are the same, so they are decided on member 0's numbers
+        self.together = True
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
@@ -252,6 +263,8 @@ class Counters:
     def issue(self, pc: int, p: Plan, event: int):
         """Count the access instruction ``pc`` issued, and mark the registers its data returns to."""
         st = self.st
+        if st.act is not None:
+            self.together = False
         mem = self._members()
         cls, flat_rank = p.cls, None
         if cls == FLAT and not self.flat_lds:          # global or private memory only: in order with them
@@ -259,8 +272,8 @@ class Counters:
             self.issued[FLAT][mem] += 1
             cls = VMEM
         if p.lds_write:
-            lanes = np.nonzero(st.exec.reshape(st.members, st.lanes).any(axis=0))[0].tolist()
-            self.lds_writes.append(LdsWrite(pc, event, self.issued[LDS].copy(), mem, lanes, st.current.ins))
+            self.lds_writes.append(LdsWrite(pc, event, self.issued[LDS].copy(), mem,
+                                            None if st.w.exec_full else st.exec.copy(), st.current.ins))
         if p.lds_dma is not None:
             a = Access(self.next_id, pc, event, cls, self.issued[cls].copy(), mem, None, st.current.ins)
             self.next_id += 1
@@ -274,7 +287,10 @@ class Counters:
                 self.issued[cls][mem] += 1
             return
         rank = self.issued[cls].copy()
-        self.issued[cls][mem] += 1
+        if st.act is None:
+            self.issued[cls] += 1
+        else:
+            self.issued[cls][mem] += 1
         f, first, n, text = p.dst
         a = Access(self.next_id, pc, event, cls, rank, mem, p.dst, st.current.ins, flat_rank)
         self.next_id += 1
@@ -305,15 +321,18 @@ class Counters:
     def wait(self, counts: dict):
         """s_waitcnt: for each counter, the accesses it covers are complete in the executing members."""
         act = self.st.act
-        one = self.SCALAR and self.st.members == 1 and act is None     # one member: its counts as numbers
+        if act is not None:
+            self.together = False
+        # one member, or all that issued every access together: member 0's counts as numbers
+        one = self.SCALAR and (self.st.members == 1 or self.together) and act is None
         for ctr, n in counts.items():
             for cls in COUNTS[ctr]:
                 if one:
                     i, d = int(self.issued[cls, 0]), int(self.done[cls, 0])
                     if IN_ORDER[cls]:
-                        self.done[cls, 0] = max(d, i - n)
+                        self.done[cls] = max(d, i - n)
                     elif n == 0:
-                        self.done[cls, 0] = i
+                        self.done[cls] = i
                     continue
                 done, issued = self.done[cls], self.issued[cls]
                 if IN_ORDER[cls]:
@@ -325,7 +344,11 @@ class Counters:
         else:
             self.bits = 0
         if self.lds_writes and "lgkmcnt" in counts:
-            self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
+            if one:                                        # every member issued each, at member 0's rank
+                d = int(self.done[LDS, 0])
+                self.lds_writes = [a for a in self.lds_writes if int(a.rank[0]) >= d]
+            else:
+                self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
         if self.dma:
             for a in self.dma:
                 a.members = a.members & ~(a.rank < self.done[a.cls])
@@ -333,24 +356,30 @@ class Counters:
 
     def _retire(self):
         st = self.st
-        if self.SCALAR and st.members == 1:   # one member: the same decisions on Python numbers
+        if self.SCALAR and (st.members == 1 or self.together):    # the same decisions on Python numbers
             self._retire_one()
         else:
             self._retire_members()
 
     def _retire_members(self):
         st = self.st
+        done = self.done.tolist()                         # the decisions on Python numbers (a few members)
         for a in list(self.out.values()):
-            gone = a.members & (a.rank < self.done[a.cls])
-            if a.flat_rank is not None:
-                gone |= a.members & (a.flat_rank < self.done[FLAT])
-            if not gone.any():
+            on, d = a.members.tolist(), done[a.cls]
+            fr, dflat = (None, None) if a.flat_rank is None else (a.flat_rank.tolist(), done[FLAT])
+            gone_l = [m and (r < dm or (fr is not None and fr[i] < dflat[i]))
+                      for i, (m, r, dm) in enumerate(zip(on, a.rank_l, d))]
+            if not any(gone_l):
                 continue
             f, first, n, _ = a.dst
-            if not (a.members & ~gone).any():             # all its members: its id, wherever it still is
+            if gone_l == on:                              # all its members: its id, wherever it still is
                 blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
                 blk[blk == a.id] = 0
-            elif f == "s":
+                a.members = a.members & False
+                del self.out[a.id]
+                continue
+            gone = np.array(gone_l)
+            if f == "s":
                 rows = self.spend[gone, first:first + n]
                 rows[rows == a.id] = 0
                 self.spend[gone, first:first + n] = rows
@@ -372,7 +401,9 @@ class Counters:
         self.bits = bits
 
     def _retire_one(self):
-        """_retire for a wave of one member: an access is outstanding in it or gone from ``out``."""
+        """_retire for a wave of one member, or of members that issued every access together and
+        waited together (each access is every member's, at member 0's rank): an access is
+        outstanding in all of them or gone from ``out``."""
         done = self.done[:, 0].tolist()
         for a in list(self.out.values()):
             if not a.members[0] or not (a.rank[0] < done[a.cls] or (a.flat_rank is not None and a.flat_rank[0] < done[FLAT])):
@@ -411,7 +442,7 @@ class Counters:
                 younger = int(self.issued[LDS][m] - a.rank[m] - 1)
                 needed = f"s_waitcnt lgkmcnt({younger})"
                 load = a.event + (m if st.members > 1 else 0)
-                lanes = a.lanes
+                lanes = a.lanes(st.members, st.lanes)
                 st.w.finding(
                     "missing-wait",
                     f"s_barrier while an LDS write is outstanding: {a.where(st.kernel.name)}; a wave past "

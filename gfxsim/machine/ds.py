@@ -11,7 +11,8 @@ import numpy as np
 
 from . import ops
 from .addressing import addresses, byte_addr, member_uniform, read_addr
-from .banks import bank_conflicts, bank_conflicts_batched, bank_conflicts_rows
+from . import ds_words
+from .banks import bank_conflicts, bank_conflicts_batched, bank_conflicts_rows, phases
 from .dtypes import (all_written, dtype_name, itemsize, load_rows, load_values, load_written, store_rows,
                      store_values, to_bytes)
 from .errors import MemoryFault
@@ -23,6 +24,10 @@ from .wavemembers import WavesPart
 
 
 _ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit array, as one word
+COMPILED_WORDS = True                     # the waves side by side: ds_words' compiled pass (False: numpy, the A/B)
+_N_PHASE: dict = {}                       # (lanes, nbytes, rule) -> the number of bank-conflict phases
+_NO_WORDS = np.zeros((1, 1), np.uint32)    # the compiled passes' stand-ins for what is not there
+_NO_RACE_STATE = (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64))
 _DS_READ_OPS = {n: ops.Op("DS", m) for n, m in ops.DS_READ.items()}      # lds_load's events
 _DS_WRITE_OPS = {n: ops.Op("DS", m) for n, m in ops.DS_WRITE.items()}    # lds_store's
 
@@ -134,7 +139,13 @@ class DsOps:
         event. None, having done nothing, anywhere else (``lds_load`` names the fault or the
         never-written bytes)."""
         m, wg = self.machine, self.wg
-        if nbytes % 4 or not self._lds_words_fit(region, offset, nbytes):
+        if nbytes % 4:
+            return None
+        if self._lds_compiled(region):
+            return self._words_side_by_side(region, offset, nbytes, None)
+        if self._lds_compiled_one(region):
+            return self._words_one_wave(region, offset, nbytes, None)
+        if not self._lds_words_fit(region, offset, nbytes):
             return None
         lds, shared = wg.lds, wg.waves_as_members
         raw = lds.raw[region.name]
@@ -168,7 +179,13 @@ class DsOps:
         conflicts (and their findings), the bytes and their written bits, the event; True. False,
         having done nothing, anywhere else."""
         m, wg = self.machine, self.wg
-        if nbytes > 4 * words.shape[0] or not self._lds_words_fit(region, offset, nbytes):
+        if nbytes > 4 * words.shape[0]:
+            return False
+        if self._lds_compiled(region):
+            return self._words_side_by_side(region, offset, nbytes, words)
+        if self._lds_compiled_one(region):
+            return self._words_one_wave(region, offset, nbytes, words)
+        if not self._lds_words_fit(region, offset, nbytes):
             return False
         lds, shared = wg.lds, wg.waves_as_members
         raw = lds.raw[region.name]
@@ -183,6 +200,145 @@ class DsOps:
         w1 = None if shared else lds.written_one.get(region.name)      # lds_store's written bits: the same ones
         store_values(raw, w1 if w1 is not None else lds.member_written(region.name), offset, nbytes, words,
                      None if full else ex)
+        self.event(_DS_WRITE_OPS[nbytes])
+        return True
+
+    def _lds_compiled(self, region: LdsRegion) -> bool:
+        """Whether the word paths take ``ds_words``' compiled pass: the waves of one workgroup
+        side by side (one LDS), no provenance or trace, a region of this LDS."""
+        m, wg = self.machine, self.wg
+        return COMPILED_WORDS and wg.waves_as_members and self.members > 1 and wg.lds.members == 1 and \
+            not m.provenance and not m.trace.enabled and isinstance(region, LdsRegion) and \
+            wg.lds.regions.get(region.name) is region
+
+    def _lds_compiled_one(self, region: LdsRegion) -> bool:
+        """Whether the word paths take ``ds_words.one_wave``: one wave of one workgroup (run alone
+        or serially after its waves parted), no provenance or trace, a region of this LDS."""
+        m, wg = self.machine, self.wg
+        return COMPILED_WORDS and not wg.waves_as_members and self.members == 1 and wg.lds.members == 1 and \
+            not m.provenance and not m.trace.enabled and isinstance(region, LdsRegion) and \
+            wg.lds.regions.get(region.name) is region
+
+    def _words_one_wave(self, region: LdsRegion, offset: np.ndarray, nbytes: int, words):
+        """lds_load_words (``words`` None) or lds_store_words of one wave alone, one compiled
+        pass (ds_words.one_wave) deciding what their numpy paths decide, in the same order."""
+        wg = self.wg
+        lds = wg.lds
+        raw = lds.raw[region.name]
+        if words is None:
+            written = lds.written.get(region.name)
+            if written is None:
+                written = lds.written_one[region.name]
+            if raw.size % 4 or written.size != raw.size:
+                return None
+        else:
+            written = lds.written_one.get(region.name)
+            if written is None:
+                written = lds.member_written(region.name)
+        races = self.machine.check_races and wg.num_waves > 1
+        wave, epoch = int(self.wave_id), int(wg.epoch)
+        if races:
+            tracker = lds.races if lds.races is not None else lds.race_tracker()
+            st = tracker.state
+            state = (st.w_wave[0], st.w_epoch[0], st.r_mask[0], st.r_epoch[0])
+        else:
+            state = _NO_RACE_STATE
+        ph = phases(nbytes, self.lanes, self.arch.lds_rule)
+        n_phase = _N_PHASE.get(ph.shape + (nbytes, self.arch.lds_rule))
+        if n_phase is None:
+            n_phase = _N_PHASE[ph.shape + (nbytes, self.arch.lds_rule)] = int(ph.max()) + 1
+        offset = np.asarray(offset, np.int64)
+        ex = self.exec
+        out = np.empty((nbytes // 4, offset.shape[0]), np.uint32) if words is None else _NO_WORDS
+        hit = np.empty(3, np.int64)
+        code = ds_words.one_wave(raw, written.view(np.uint8), offset, ex, nbytes,
+                                 _NO_WORDS if words is None else np.ascontiguousarray(words, np.uint32), words is not None,
+                                 region.offset, region.nbytes, races, wave, epoch, *state, ph, n_phase, lds.banks,
+                                 lds.bank_bytes, out, hit)
+        if code == ds_words.NOT_HERE:
+            return None if words is None else False
+        if races and words is not None:              # RaceTracker.track's note of the epoch's writers
+            if epoch != tracker.write_epoch:
+                tracker.write_epoch, tracker.writers = epoch, set()
+            tracker.writers.add(wave)
+        if hit[0] >= 0:                              # _wave_races' finding
+            reg, off = lds.region_at(int(hit[1]))
+            where = reg.describe(off) if reg is not None else str(int(hit[1]))
+            self.finding("lds-race", f"{'write' if words is not None else 'read'} of LDS {where} races with wave "
+                         f"{int(hit[2])}: no barrier between them", lane=int(hit[0]),
+                         address=int(hit[1]), other_wave=int(hit[2]), where=where)
+        if code == ds_words.CONFLICT:            # its findings, then the rest, as the numpy path does
+            r2 = (offset + region.offset).reshape(1, self.lanes)
+            self._bank_conflicts(region, r2, ex.reshape(1, self.lanes), nbytes, words is not None, True)
+            if words is None:
+                at = np.where(ex, offset, 0) >> 2
+                out = raw.view(np.uint32)[at[None, :] + np.arange(nbytes // 4)[:, None]]
+            else:
+                store_values(raw, written, offset, nbytes, words, None if self.exec_full else ex)
+        if words is None:
+            self.event(_DS_READ_OPS[nbytes])
+            return out
+        self.event(_DS_WRITE_OPS[nbytes])
+        return True
+
+    def _words_side_by_side(self, region: LdsRegion, offset: np.ndarray, nbytes: int, words):
+        """lds_load_words (``words`` None) or lds_store_words of the waves side by side, one
+        compiled pass (ds_words.py) deciding what their numpy paths decide, in the same order."""
+        wg = self.wg
+        lds = wg.lds
+        raw = lds.raw[region.name]
+        st = (lds.races if lds.races is not None else lds.race_tracker()).state
+        watch = wg.lds_watch
+        if watch is None:
+            watch = wg.lds_watch = EpochWatch()
+        epoch = wg.epoch
+        if epoch != watch.epoch:
+            watch.epoch, watch.wrote, watch.marked, watch.reads = epoch, False, False, []
+        watch.flush(st)                  # reads the numpy path kept: marked now, as this pass marks its own
+        ph = phases(nbytes, self.lanes, self.arch.lds_rule)
+        n_phase = _N_PHASE.get(ph.shape + (nbytes, self.arch.lds_rule))
+        if n_phase is None:
+            n_phase = _N_PHASE[ph.shape + (nbytes, self.arch.lds_rule)] = int(ph.max()) + 1
+        offset = np.asarray(offset, np.int64)
+        ex = self.exec
+        if words is None:
+            written = lds.written.get(region.name)
+            if written is None:
+                written = lds.written_one[region.name]
+            if raw.size % 4 or written.size != raw.size:
+                return None
+            out = np.empty((nbytes // 4, offset.shape[0]), np.uint32)
+            code = ds_words.read_words(raw.view(np.uint32), written.view(np.uint32), offset, ex, self.lanes, nbytes,
+                                       region.offset, region.nbytes, st.w_wave[0], st.w_epoch[0], st.r_mask[0],
+                                       st.r_epoch[0], epoch, watch.wrote, ph, n_phase, lds.banks, lds.bank_bytes, out)
+            if code == ds_words.NOT_HERE:
+                return None
+            watch.marked = True
+        else:
+            if watch.marks is None or watch.marks.size != st.w_wave[0].size:
+                watch.marks = np.zeros(st.w_wave[0].size, np.int32)
+            written = lds.member_written(region.name)
+            code = ds_words.store_words(raw, written.view(np.uint8), offset, ex, self.lanes, nbytes,
+                                        np.ascontiguousarray(words, np.uint32), region.offset, region.nbytes,
+                                        st.w_wave[0], st.w_epoch[0], st.r_mask[0], st.r_epoch[0], watch.marks, epoch,
+                                        watch.wrote, watch.marked, ph, n_phase, lds.banks, lds.bank_bytes)
+            if code == ds_words.NOT_HERE:
+                return False
+            if code != ds_words.RACE:
+                watch.wrote = True
+        if code == ds_words.RACE:
+            raise WavesPart(f"waves race in LDS in barrier epoch {epoch}")
+        if code == ds_words.CONFLICT:            # its findings, then the rest, as the numpy path does
+            r2 = (offset + region.offset).reshape(self.members, self.lanes)
+            self._bank_conflicts(region, r2, ex.reshape(self.members, self.lanes), nbytes, words is not None, False)
+            if words is None:
+                at = np.where(ex, offset, 0) >> 2
+                out = raw.view(np.uint32)[at[None, :] + np.arange(nbytes // 4)[:, None]]
+            else:
+                store_values(raw, written, offset, nbytes, words, None if self.exec_full else ex)
+        if words is None:
+            self.event(_DS_READ_OPS[nbytes])
+            return out
         self.event(_DS_WRITE_OPS[nbytes])
         return True
 

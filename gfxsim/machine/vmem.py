@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
+from . import member_words, ops
 from .addressing import addresses, byte_addr, integer, read_addr
 from .dtypes import dtype_name, itemsize, load_values, load_written, np_dtype, store_values
 from ..errors import ArgumentError
@@ -17,6 +17,10 @@ from .memory import Buffer
 from .provenance import RESERVED
 from .valueprov import stored_prov
 from .vgpr import VGPRs
+
+
+COMPILED_WORDS = True      # member_words' compiled passes (False: numpy, the A/B)
+_NO_WRITTEN = np.zeros(4, bool)          # a buffer without written bits: the compiled passes' stand-in
 
 
 class VmemOps:
@@ -106,12 +110,41 @@ class VmemOps:
             return None
         return a
 
+    def _global_compiled(self, buf: Buffer, nbytes: int) -> bool:
+        """Whether the word paths take wavemembers' compiled passes (member_words.py): the waves
+        of one workgroup side by side in their attempt (whose stores are logged by the watch's
+        ``undo``: its ``before_store`` logs nothing), no provenance or trace, whole dwords."""
+        acc = self.wg.accesses
+        return COMPILED_WORDS and acc is not None and acc.undo is not None and self.members > 1 and \
+            not self.machine.provenance and not self.machine.trace.enabled and not nbytes % 4 and \
+            not buf.raw.size % 4
+
+    def _global_compiled_alone(self, buf: Buffer, nbytes: int) -> bool:
+        """Whether the word paths take member_words' passes without a watch: members that are
+        not waves side by side (one wave, or a batch of workgroups), no provenance or trace, whole
+        dwords (a store also asks that no attempt logs what it overwrites)."""
+        return COMPILED_WORDS and self.wg.accesses is None and not self.machine.provenance and \
+            not self.machine.trace.enabled and not nbytes % 4 and not buf.raw.size % 4
+
     def global_load_words(self, buf: Buffer, addr: np.ndarray, nbytes: int):
         """What ``global_load`` of ``nbytes`` (whole dwords) per lane at byte ``addr`` (int64
         [width]) of ``buf`` gives where every active lane is in bounds, dword aligned and reads
         written bytes, without provenance or a trace: uint32 words [nbytes/4, width] (inactive
         lanes: any words), with its side-by-side note and its event. None, having done nothing,
         anywhere else (``global_load`` then names the fault or the never-written bytes)."""
+        if self._global_compiled(buf, nbytes):
+            words = self.wg.accesses.load_words(self, buf, addr, nbytes)
+            if words is not None:
+                self.event(_VMEM_OPS[("load", nbytes)])
+            return words
+        if self._global_compiled_alone(buf, nbytes):
+            words = np.empty((nbytes // 4, addr.shape[0]), np.uint32)
+            written = buf.written if buf.written is not None else _NO_WRITTEN
+            if member_words.load_alone(buf.raw.view(np.uint32), written.view(np.uint32), buf.written is not None,
+                                       addr, self.exec, nbytes, buf.nbytes, words) != member_words.DONE:
+                return None
+            self.event(_VMEM_OPS[("load", nbytes)])
+            return words
         if self._global_words_fit(buf, addr, nbytes) is None:
             return None
         ex, full = self.exec, self.exec_full
@@ -132,6 +165,19 @@ class VmemOps:
         written in every active lane, at byte ``addr`` of ``buf`` where every active lane is in
         bounds and dword aligned, without provenance or a trace: the bytes, their written bits,
         the side-by-side note and the event, and True. False, having done nothing, anywhere else."""
+        if self._global_compiled(buf, nbytes):
+            if not self.wg.accesses.store_words(self, buf, addr, words, nbytes):
+                return False
+            self.event(_VMEM_OPS[("store", nbytes)])
+            return True
+        if self._global_compiled_alone(buf, nbytes) and self.machine.attempt is None:
+            written = buf.written if buf.written is not None else _NO_WRITTEN
+            if member_words.store_alone(buf.raw.view(np.uint32), written.view(np.uint32), buf.written is not None, addr,
+                                        self.exec, nbytes, buf.nbytes,
+                                        np.ascontiguousarray(words, np.uint32)) != member_words.DONE:
+                return False
+            self.event(_VMEM_OPS[("store", nbytes)])
+            return True
         a = self._global_words_fit(buf, addr, nbytes)
         if a is None:
             return False

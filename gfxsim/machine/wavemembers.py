@@ -18,11 +18,15 @@ import itertools
 
 import numpy as np
 
+from . import member_words
 from ..errors import ArgumentError, GfxSimError
 from .mmalog import MmaRecord
 
 _EMPTY_LO, _EMPTY_HI = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 _OWNER_WINDOW = 1 << 24                  # bytes: the widest window of store owners kept per buffer
+_NO_OWNERS = np.zeros(0, np.int16)       # the compiled passes' stand-ins for what is not there
+_NO_WRITTEN = np.zeros(4, bool)
+_NO_SPANS = np.zeros((2, 0), np.int64)
 
 
 class WavesPart(GfxSimError):
@@ -82,10 +86,9 @@ class MemberAccesses:
         if w.wg.epoch != self.epoch:
             self.epoch, self.loads, self.stored = w.wg.epoch, {}, {}
 
-    def _owners(self, name: str, at: np.ndarray) -> tuple:
-        """The window of this epoch's store owners of buffer ``name`` grown to hold bytes ``at``:
+    def _owners(self, name: str, lo: int, hi: int) -> tuple:
+        """The window of this epoch's store owners of buffer ``name`` grown to hold bytes [lo, hi):
         (its first byte, owner + 1 per byte, 0 where no member stored)."""
-        lo, hi = int(at.min()), int(at.max()) + 1
         had = self.stored.get(name)
         if had is not None:
             base, own = had
@@ -137,7 +140,7 @@ class MemberAccesses:
                 if (mine & (at >= s[0][loader]) & (at < s[1][loader])).any():
                     raise WavesPart(f"a wave stores bytes of {buf.name!r} another loaded in one barrier epoch")
         if at.size:                      # a byte another member stored, in this access or before
-            base, own = self._owners(buf.name, at)
+            base, own = self._owners(buf.name, int(at.min()), int(at.max()) + 1)
             i = at - base
             o = own[i]
             if ((o != 0) & (o != who)).any():
@@ -147,6 +150,57 @@ class MemberAccesses:
                 raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
         if self.undo is not None:        # the bytes the store is about to overwrite (gathers: copies)
             self.undo.append((buf, at, buf.raw[at], None if buf.written is None else buf.written[at]))
+
+    def load_words(self, w, buf, addr: np.ndarray, nbytes: int):
+        """``VmemOps.global_load_words`` of the members with this watch, one compiled pass
+        (member_words.load_watched): uint32 words [nbytes/4, width], or None having done nothing."""
+        self._epoch(w)
+        stored = self.stored.get(buf.name)
+        base, own = stored if stored is not None else (0, _NO_OWNERS)
+        s = self.loads.get(buf.name)
+        spans = s if s is not None else np.array([[_EMPTY_LO], [_EMPTY_HI]], np.int64).repeat(self.members, 1)
+        written = buf.written if buf.written is not None else _NO_WRITTEN
+        out = np.empty((nbytes // 4, addr.shape[0]), np.uint32)
+        code = member_words.load_watched(buf.raw.view(np.uint32), written.view(np.uint32), buf.written is not None, addr,
+                                 w.exec, w.lanes, nbytes, buf.nbytes, base, own, stored is not None, spans, out)
+        if code == member_words.STORED:
+            raise WavesPart(f"a wave loads bytes of {buf.name!r} another stored in one barrier epoch")
+        if code != member_words.DONE:
+            return None
+        if s is None:
+            self.loads[buf.name] = spans
+        return out
+
+    def store_words(self, w, buf, addr: np.ndarray, words: np.ndarray, nbytes: int) -> bool:
+        """``VmemOps.global_store_words`` of the members with this watch, one compiled pass
+        (member_words.store_watched), its overwritten bytes logged in ``undo``: True, or False having done
+        nothing."""
+        self._epoch(w)
+        s = self.loads.get(buf.name)
+        written = buf.written if buf.written is not None else _NO_WRITTEN
+        n = addr.shape[0] * nbytes
+        undo_at, undo_raw = np.empty(n, np.int64), np.empty(n, np.uint8)
+        undo_written = np.empty(n if buf.written is not None else 0, bool)
+        span = np.zeros(2, np.int64)
+        words = np.ascontiguousarray(words, np.uint32)
+        while True:
+            stored = self.stored.get(buf.name)
+            base, own = stored if stored is not None else (0, _NO_OWNERS)
+            code = member_words.store_watched(buf.raw, written.view(np.uint8), buf.written is not None, addr, w.exec, w.lanes,
+                                      nbytes, buf.nbytes, words, _NO_SPANS if s is None else s, s is not None, base,
+                                      own, stored is not None, span, undo_at, undo_raw, undo_written.view(np.uint8))
+            if code != member_words.WINDOW:
+                break
+            self._owners(buf.name, int(span[0]), int(span[1]))
+        if code == member_words.NOT_HERE:
+            return False
+        if code == member_words.LOADED:
+            raise WavesPart(f"a wave stores bytes of {buf.name!r} another loaded in one barrier epoch")
+        if code == member_words.TWICE:
+            raise WavesPart(f"two waves store bytes of {buf.name!r} in one barrier epoch")
+        k = int(span[0])
+        self.undo.append((buf, undo_at[:k], undo_raw[:k], None if buf.written is None else undo_written[:k]))
+        return True
 
     def _owner_ids(self, per: int) -> np.ndarray:
         """owner + 1 of each byte of an access of ``per`` bytes per member by every lane (read-only, kept)."""

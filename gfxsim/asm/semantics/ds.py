@@ -8,10 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import moved_as, no_mods, op, u32, widen
+from .. import bpermute
 from ...machine import ops
 from ...machine.vgpr import VGPRs
 
 U32 = np.uint32
+COMPILED_BPERMUTE = True                   # without provenance: bpermute.py's compiled pass (False: numpy, the A/B)
 _BPERMUTE = ops.OTHER["bpermute"]          # the back end's event of a bpermute
 READ = {"b32": 4, "b64": 8, "b96": 12, "b128": 16}
 WRITE = {"b8": 1, "b16": 2, "b32": 4, "b64": 8, "b96": 12, "b128": 16}
@@ -156,11 +158,32 @@ def ds_bpermute_b32(st, d):
     the word); a source lane that is inactive gives 0 (the ISA's rule for disabled lanes)."""
     no_mods(st, d, ("offset",))
     dst, addr, data = d.ops.positional
+    if st.lean and COMPILED_BPERMUTE and _bpermute_compiled(st, dst, addr, data, int(d.ops.mods.get("offset", 0))):
+        return
     a = (_vaddr(st, addr) + d.ops.mods.get("offset", 0)) & 0xFFFFFFFF
     src = ((a >> 2) % st.lanes).astype(np.int64)
     if st.lean and _bpermute_words(st, dst, data, src):
         return
     _write_moved(st, dst, data, st.w.bpermute(st.vread(data.file, data.first, 1), src), src)
+
+
+def _bpermute_compiled(st, dst, addr, data, offset: int) -> bool:
+    """``_bpermute_words`` in one compiled pass (bpermute.py) where ``data`` is written in every
+    lane and the destination holds no provenance and takes no origin marks; False, having done
+    nothing, otherwise."""
+    if addr.kind != "reg" or addr.file != "v" or addr.count != 1 or addr.neg or addr.abs or addr.sext or addr.dpp \
+            or dst.kind != "reg" or dst.file not in "va" or dst.count != 1 or st.taint_v is not None:
+        return False
+    a = st.vwords("v", addr.first, 1)[0]                 # the checks in the order _bpermute_words makes them
+    rf, out = st.regfile(data.file), (st.v if dst.file == "v" else st.a)
+    rf.check_range(data.first, 1)
+    if out is None or out.prov is not None or not 0 <= dst.first < out.count or \
+            not rf.written[4 * data.first:4 * data.first + 4].all():
+        return False
+    st.w.event(_BPERMUTE)
+    bpermute.permute_words(a, offset, st.lanes, st.exec, rf.words[data.first], st.fresh[data.file][data.first],
+                      out.words[dst.first], out.written[4 * dst.first:4 * dst.first + 4], st.fresh[dst.file][dst.first])
+    return True
 
 
 def _bpermute_words(st, dst, data, src) -> bool:

@@ -21,7 +21,8 @@ LDS_LINES = ["ds_read_b32 v3, v1", "ds_read_b64 v[3:4], v2 offset:8", "ds_read_b
              "ds_write2_b32 v1, v7, v8 offset0:2 offset1:5", "ds_write2_b64 v2, v[7:8], v[9:10] offset1:2",
              "ds_write_b32 v1, v12", "ds_write_b8 v1, v7", "ds_write_b16 v1, v8 offset:2", "ds_write_b16_d16_hi v1, v7",
              "ds_write_b32 v1, v7\n  ds_read_b64 v[3:4], v2", "ds_write_b8 v1, v7\n  ds_read_b32 v3, v1",
-             "ds_bpermute_b32 v3, v1, v2", "ds_bpermute_b32 v3, v1, v2 offset:4", "ds_bpermute_b32 v3, v1, v12"]
+             "ds_bpermute_b32 v3, v1, v2", "ds_bpermute_b32 v3, v1, v2 offset:4", "ds_bpermute_b32 v3, v1, v12",
+             "ds_bpermute_b32 v1, v1, v2 offset:8", "ds_bpermute_b32 v2, v1, v2"]
 
 
 def _sandbox(seed: int) -> Sandbox:
@@ -120,6 +121,20 @@ def test_global_accesses_leave_what_the_byte_moves_leave(switch, body):
 def test_a_compiled_twin_gives_the_same_outputs_and_findings_either_way(twin, switch):
     need_toolchain("gfx942")
     same_either_way(twin, *switch)
+
+
+def _compiled_switch(name):
+    import importlib
+    return importlib.import_module(name), "COMPILED_BPERMUTE" if name.endswith("semantics.ds") else "COMPILED_WORDS"
+
+
+@pytest.mark.parametrize("twin", ["int8_kv_cache", "prefix_prefill", "qk_int8"])
+@pytest.mark.parametrize("switch", ["gfxsim.machine.vmem", "gfxsim.machine.ds", "gfxsim.asm.semantics.ds"])
+def test_a_compiled_twin_gives_the_same_with_the_compiled_memory_passes(twin, switch):
+    """member_words/ds_words/bpermute's compiled passes against their numpy paths: a batch of
+    one-wave workgroups, one wave alone (the prefill's waves part at once), waves side by side."""
+    need_toolchain("gfx942")
+    same_either_way(twin, *_compiled_switch(switch))
 
 
 RACING = """

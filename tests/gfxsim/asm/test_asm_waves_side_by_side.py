@@ -332,3 +332,112 @@ def test_n_member_events_at_once_are_n_in_turn(live):
         if outcome[True] is None:
             assert wa.member_events == wb.member_events and a.apart == b.apart
         assert (outcome[True] is not None) == (live is not None and 2 * len(live) <= 4 and sum(sizes) >= APART_CHECK)
+
+
+def _compiled_and_numpy(monkeypatch, go):
+    """``go()`` with the side-by-side LDS and global word accesses compiled (ds_words.py,
+    member_words.py) and in numpy."""
+    ds, vmem = importlib.import_module("gfxsim.machine.ds"), importlib.import_module("gfxsim.machine.vmem")
+    got = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(ds, "COMPILED_WORDS", compiled)
+        monkeypatch.setattr(vmem, "COMPILED_WORDS", compiled)
+        got[compiled] = go()
+    return got[True], got[False]
+
+
+def _identical(a, b):
+    (ra, ba), (rb, bb) = a, b
+    for name in ba:
+        np.testing.assert_array_equal(ba[name].raw, bb[name].raw, err_msg=name)
+    assert _findings(ra) == _findings(rb)
+    assert ra.trace.n_events == rb.trace.n_events and ra.lane_instructions == rb.lane_instructions
+    assert _records(ra) == _records(rb)
+    assert ra.folds == rb.folds                        # side by side or serially, and why, the same
+    return [f.get("waves") for f in ra.folds]
+
+
+@pytest.mark.parametrize("context", [256, 200])
+@pytest.mark.parametrize("name", ["qk_int8", "pv_int8", "paged_attention_decode", "prefix_prefill"])
+def test_the_compiled_words_are_the_numpy_ones_on_the_twins(monkeypatch, name, context):
+    """Side by side, and the prefill's waves one at a time (they part at once)."""
+    need_toolchain("gfx942")
+    ways = _identical(*_compiled_and_numpy(monkeypatch, lambda: _twin(name, context)))
+    assert len(ways) == 1 and (ways[0].startswith("serially") if name == "prefix_prefill" else
+                               ways == ["side by side"]), ways
+
+
+# LDS accesses of two waves side by side (v0 = 0..127): a store of what the other wave stored
+# (no race), a word both store, a read of the other's word, a write over the other's read (each
+# a race), one in a barrier epoch of its own, a b8/b16 store, b64/b128 reads, a bank conflict, and
+# a global store taken back (a wave loads it before, in the serial order, it is made)
+LDS_CASES = {
+    "same bytes": "v_and_b32_e32 v3, 63, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n  v_cmp_gt_u32_e32 vcc, 64, v0\n"
+                  "  s_and_saveexec_b64 s[12:13], vcc\n  ds_write_b32 v3, v3\n  s_mov_b64 exec, -1\n"
+                  "  v_cmp_le_u32_e32 vcc, 64, v0\n  s_and_saveexec_b64 s[12:13], vcc\n  ds_write_b32 v3, v3\n"
+                  "  s_waitcnt lgkmcnt(0)\n  ds_read_b32 v4, v3\n  s_mov_b64 exec, -1",
+    "same bytes, one differs": "v_and_b32_e32 v3, 63, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n  v_cmp_gt_u32_e32 vcc, 64, v0\n"
+                               "  s_and_saveexec_b64 s[12:13], vcc\n  ds_write_b32 v3, v3\n  s_mov_b64 exec, -1\n"
+                               "  v_cmp_eq_u32_e32 vcc, 0x50, v0\n  v_cndmask_b32_e32 v5, v3, v0, vcc\n"
+                               "  v_cmp_le_u32_e32 vcc, 64, v0\n  s_and_saveexec_b64 s[12:13], vcc\n  ds_write_b32 v3, v5\n"
+                               "  s_mov_b64 exec, -1",
+    "a word both store": "v_and_b32_e32 v3, 63, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n  ds_write_b32 v3, v0",
+    "read of the other's": "ds_write_b32 v2, v1\n  v_xor_b32_e32 v3, 64, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n"
+                           "  ds_read_b32 v4, v3",
+    "write over the other's read": "ds_write_b32 v2, v1\n  s_waitcnt lgkmcnt(0)\n  s_barrier\n  ds_read_b32 v4, v2\n"
+                                   "  v_xor_b32_e32 v3, 64, v0\n  v_lshlrev_b32_e32 v3, 2, v3\n  ds_write_b32 v3, v1",
+    "after a barrier": "ds_write_b32 v2, v1\n  s_waitcnt lgkmcnt(0)\n  s_barrier\n  v_xor_b32_e32 v3, 64, v0\n"
+                       "  v_lshlrev_b32_e32 v3, 2, v3\n  ds_read_b32 v4, v3\n  s_waitcnt lgkmcnt(0)\n  s_barrier\n"
+                       "  ds_write_b32 v2, v4\n  v_lshlrev_b32_e32 v3, 3, v0\n  s_waitcnt lgkmcnt(0)\n  s_barrier\n"
+                       "  ds_write2_b32 v3, v1, v0 offset1:1\n  s_waitcnt lgkmcnt(0)\n  ds_read2_b32 v[4:5], v3 offset1:1\n"
+                       "  ds_read_b64 v[8:9], v3",
+    "bytes": "ds_write_b32 v2, v1\n  ds_write_b8 v2, v0 offset:1\n  ds_write_b16 v2, v0 offset:2\n"
+             "  s_waitcnt lgkmcnt(0)\n  ds_read_b32 v4, v2",
+    "wide": "v_lshlrev_b32_e32 v3, 4, v0\n  v_mov_b32_e32 v4, v1\n  v_mov_b32_e32 v5, v0\n  v_mov_b32_e32 v6, v2\n"
+            "  v_mov_b32_e32 v7, 5\n"
+            "  ds_write_b128 v3, v[4:7]\n  s_waitcnt lgkmcnt(0)\n  ds_read_b128 v[8:11], v3\n  ds_read_b64 v[8:9], v3 offset:8\n"
+            "  v_add_u32_e32 v4, v8, v11",
+    "unwritten": "ds_read_b32 v4, v2",
+    "out of range": "v_lshlrev_b32_e32 v3, 10, v0\n  ds_read_b32 v4, v3",
+    "partial exec": "v_cmp_gt_u32_e32 vcc, 100, v0\n  s_and_saveexec_b64 s[12:13], vcc\n  ds_write_b32 v2, v1\n"
+                    "  s_waitcnt lgkmcnt(0)\n  ds_read_b32 v4, v2\n  s_mov_b64 exec, -1",
+    "a store taken back": "v_cmp_le_u32_e32 vcc, 64, v0\n  s_and_saveexec_b64 s[12:13], vcc\n"
+                          "  global_store_dword v7, v1, s[4:5]\n  s_mov_b64 exec, -1\n  s_waitcnt vmcnt(0)\n"
+                          "  v_cmp_gt_u32_e32 vcc, 64, v0\n  s_and_saveexec_b64 s[12:13], vcc\n  v_xor_b32_e32 v3, 64, v0\n"
+                          "  v_lshlrev_b32_e32 v3, 2, v3\n  global_load_dword v4, v3, s[4:5]\n  s_mov_b64 exec, -1",
+    "bank conflict": "v_lshlrev_b32_e32 v3, 7, v0\n  v_and_b32_e32 v3, 0x3fff, v3\n  ds_write_b32 v3, v1\n"
+                     "  s_waitcnt lgkmcnt(0)\n  ds_read_b32 v4, v3",
+}
+
+
+@pytest.mark.parametrize("case", sorted(LDS_CASES) + sorted(RACES))
+@pytest.mark.parametrize("side,check_races", [(True, False), (False, True), (False, False)])
+def test_the_compiled_words_are_the_numpy_ones(monkeypatch, case, side, check_races):
+    """Side by side where the waves can run so, and each wave alone (serially: the race check of
+    waves run one after another, with its findings, where the launch checks races)."""
+    monkeypatch.setattr(LAUNCH, "WAVES_AS_MEMBERS", side)
+    text = LDS_CASES[case] if case in LDS_CASES else "\n  s_waitcnt vmcnt(0) lgkmcnt(0)\n  ".join(RACES[case])
+    body = f"""
+  s_load_dwordx2 s[4:5], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_lshlrev_b32_e32 v2, 2, v0
+  v_add_u32_e32 v1, 7, v0
+  v_mov_b32_e32 v4, 3
+  v_lshlrev_b32_e32 v7, 2, v0
+  {text}
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  v_lshlrev_b32_e32 v7, 2, v0
+  global_store_dword v7, v4, s[4:5]
+"""
+    go = _exchange(body, groups=1, check_races=check_races)
+
+    def guarded():
+        try:
+            return go()
+        except Exception as e:           # noqa: BLE001 - an error must be the same error
+            return e
+    a, b = _compiled_and_numpy(monkeypatch, guarded)
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        assert type(a) is type(b) and str(a) == str(b)
+        return
+    _identical(a, b)

@@ -77,3 +77,19 @@ def test_a_lone_wave_has_no_one_to_race():
     y = Buffer("y", np.zeros(64, np.float32))
     r = run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=y))
     assert r.findings == [] and np.array_equal(y.array, np.arange(64, dtype=np.float32))
+
+
+def test_the_finding_names_the_lanes_that_wrote():
+    """An LDS write under a partial EXEC: the finding names the lanes that wrote (in any wave)."""
+    k = kernel_from_text(SWAP.format(wait="", extra="").replace(
+        "ds_write_b32 v1, v3", "v_cmp_gt_u32_e32 vcc, 0x50, v0\ns_and_saveexec_b64 s[8:9], vcc\n"
+        "ds_write_b32 v1, v3 offset:512\ns_mov_b64 exec, s[8:9]"), "swap_halves", args=ARGS, lds=1024)
+    r = run_asm(k, 1, 128, args=dict(x=Buffer("x", np.zeros(128, np.float32)), y=Buffer("y", np.zeros(128, np.float32))))
+    (f,) = [f for f in r.findings if f.details.get("access") == "barrier"]
+    assert f.details["lanes"] == list(range(64)) and f.details["count"] == 2      # wave 0 all, wave 1 16
+    k = kernel_from_text(SWAP.format(wait="", extra="").replace(
+        "ds_write_b32 v1, v3", "v_cmp_gt_u32_e32 vcc, 0x10, v0\ns_and_saveexec_b64 s[8:9], vcc\n"
+        "ds_write_b32 v1, v3 offset:512\ns_mov_b64 exec, s[8:9]"), "swap_halves", args=ARGS, lds=1024)
+    r = run_asm(k, 1, 128, args=dict(x=Buffer("x", np.zeros(128, np.float32)), y=Buffer("y", np.zeros(128, np.float32))))
+    (f,) = [f for f in r.findings if f.details.get("access") == "barrier"]
+    assert f.details["lanes"] == list(range(16)) and f.details["count"] == 2      # wave 1: none of its lanes

@@ -290,6 +290,31 @@ global_store_dword v1, v3, s[6:7]
         assert [f.workgroup for f in r.findings] == [(1, 0, 0)], (batch, r.findings)
 
 
+RETIRE = ["global_load_dword v2, v1, s[4:5]\nglobal_load_dword v3, v1, s[4:5] offset:4\ns_load_dword s9, s[4:5], 0x0\n"
+          "{wait}\nv_add_f32_e32 v3, v2, v3\nv_add_f32_e32 v3, s9, v3\nglobal_store_dword v1, v3, s[6:7]\n",
+          "global_load_dword v2, v1, s[4:5]\ns_cmp_eq_u32 s2, 0\ns_cbranch_scc0 .Lskip\ns_waitcnt vmcnt(0)\n"
+          ".Lskip:\n{wait}\nv_add_f32_e32 v3, 1.0, v2\nglobal_load_dword v2, v1, s[4:5] offset:8\n"
+          "s_waitcnt vmcnt(0)\nglobal_store_dword v1, v3, s[6:7]\nds_write_b32 v1, v2\n{wait}\ns_barrier\n"]
+
+
+@pytest.mark.parametrize("body", range(len(RETIRE)))
+@pytest.mark.parametrize("wait", ["", "s_waitcnt vmcnt(1)", "s_waitcnt vmcnt(0)", "s_waitcnt lgkmcnt(0)"])
+def test_members_together_retire_as_the_general_path(body, wait, monkeypatch):
+    """Members that issue and wait together (a batch) count and retire on member 0's numbers
+    (Counters.SCALAR) until one sits an access or a wait out: the same numbers, poison and
+    findings as the per-member arrays' path."""
+    from gfxsim.asm.waitcnt import Counters
+    text = RETIRE[body].format(wait=wait)
+    x = np.arange(2 * 64 + 3, dtype=np.float32)
+    got = run(text, x=Buffer("x", x.copy()), grid=2, batch=2, lds=1024)
+    monkeypatch.setattr(Counters, "SCALAR", False)
+    want = run(text, x=Buffer("x", x.copy()), grid=2, batch=2, lds=1024)
+    np.testing.assert_array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+    assert [(f.kind, f.message, f.workgroup) for f in got[1].findings] == \
+        [(f.kind, f.message, f.workgroup) for f in want[1].findings]
+    assert got[1].trace.n_events == want[1].trace.n_events
+
+
 @pytest.mark.parametrize("wait", ["", "s_waitcnt vmcnt(1)", "s_waitcnt vmcnt(0)", "s_waitcnt lgkmcnt(0)"])
 def test_a_lone_members_retiring_is_the_general_one(wait, monkeypatch):
     """A wave of one member counts and retires its accesses on Python numbers (Counters.SCALAR):
