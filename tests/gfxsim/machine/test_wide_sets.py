@@ -54,3 +54,46 @@ def test_truncate_forgets_the_sets_an_attempt_made():
 def test_a_negative_value_is_refused():
     with pytest.raises(GfxSimError, match="values >= 0"):
         WideSets().intern([3, -1])
+
+
+def _one_set_masks():
+    """Masks that hold one set everywhere, and ones that differ in one element's base, wide id or
+    one bit word; contiguous, strided and broadcast; empty and one element."""
+    rng = np.random.default_rng(3)
+    out = []
+    for shape in [(1,), (1, 16), (2, 16, 8), (3, 5)]:
+        one = Mask.of_values(np.full(shape, 70))
+        out.append(one)
+        out.append(one.map(lambda x: np.broadcast_to(x[:, None], (x.shape[0], 4) + x.shape[1:])))
+        out.append(one.map(lambda x: x[..., ::1][::-1]))
+        vals = rng.integers(-1, 3 * WINDOW, shape)
+        out.append(Mask.of_values(vals))
+        for field, at in (("base", -1), ("wide", 0), ("bits", 0)):
+            m = one.map(lambda x: x.copy())
+            arr = getattr(m, field)
+            idx = (0,) * len(shape) if at == 0 else tuple(s - 1 for s in shape)
+            if field == "base":
+                arr[idx] = -1
+            elif field == "wide":
+                arr[idx] = 7
+            else:
+                arr[idx + (3,)] ^= np.uint64(1 << 63)
+            out.append(m)
+    out.append(Mask.empty((0,)))
+    return out
+
+
+def test_one_set_compiled_is_the_numpy_check(monkeypatch):
+    """Mask.one_set's compiled pass (numba running) gives the numpy pass's answer, bits included."""
+    from gfxsim.machine import jit, provenance
+    jit.prewarm()
+    provenance._one_triple(np.zeros(1, np.int64), np.zeros((1, 4), np.uint64), np.zeros(1, np.uint32))
+    masks = _one_set_masks()
+    compiled = [m.one_set() for m in masks]
+    monkeypatch.setattr(provenance, "running", lambda: False)
+    exact = [m.one_set() for m in masks]
+    assert sum(x is not None for x in exact) >= 8 and sum(x is None for x in exact) >= 8
+    for c, e in zip(compiled, exact):
+        assert (c is None) == (e is None)
+        if e is not None:
+            assert c[0] == e[0] and c[2] == e[2] and c[1].dtype == e[1].dtype and (c[1] == e[1]).all()
