@@ -431,6 +431,9 @@ def _unite(out, f, pos, s: Mask, n, wide):
     cur = out.get(f)
     if cur is None:
         cur = out[f] = Mask.empty((n,))
+    if len(pos) < 2 or (pos[1:] > pos[:-1]).all() or (np.diff(np.sort(pos)) != 0).all():    # no repeat: one union
+        cur.assign(pos, cur.map(lambda x: x[pos]).union(s, wide))
+        return
     idx = np.arange(len(pos))
     while len(idx):
         _, first = np.unique(pos[idx], return_index=True)

@@ -427,11 +427,26 @@ def _one_triple(base, bits, wide):
 
 
 def _odd_subsets(a: Mask, b: Mask, ok, odd, wide: WideSets):
-    """``Mask.subset_of`` exactly (as value sets) where a wide set takes part."""
-    if odd.any():
-        for i in zip(*np.nonzero(odd)):
+    """``Mask.subset_of`` exactly (as value sets) where a wide set takes part: once per distinct
+    pair of (base, bits, wide) triples (a context-wide check holds a few, on thousands of elements)."""
+    if not odd.any():
+        return ok
+    sel = np.nonzero(odd)
+    if len(sel[0]) <= _ODD_ONE_BY_ONE:
+        for i in zip(*sel):
             ok[i] = a.values_at(i, wide) <= b.values_at(i, wide)
+        return ok
+    key = np.concatenate([np.asarray(m.base[sel], np.int64)[:, None].view(np.uint64) if k == 0 else
+                          np.asarray(m.bits[sel], np.uint64) if k == 1 else np.asarray(m.wide[sel], np.uint64)[:, None]
+                          for m in (a, b) for k in range(3)], axis=1)
+    first, inv = unique_rows(key)
+    got = np.array([a.values_at(i, wide) <= b.values_at(i, wide)
+                    for i in zip(*(x[first] for x in sel))], np.bool_)
+    ok[sel] = got[inv]
     return ok
+
+
+_ODD_ONE_BY_ONE = 8        # odd elements compared one by one; more are grouped by their sets first
 
 
 @njit

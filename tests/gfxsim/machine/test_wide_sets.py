@@ -97,3 +97,25 @@ def test_one_set_compiled_is_the_numpy_check(monkeypatch):
         assert (c is None) == (e is None)
         if e is not None:
             assert c[0] == e[0] and c[2] == e[2] and c[1].dtype == e[1].dtype and (c[1] == e[1]).all()
+
+
+def test_subset_of_many_wide_elements_is_the_one_by_one_answer():
+    """Mask.subset_of where wide sets take part on many elements (grouped by their sets) answers
+    as the element-by-element comparison of value sets: wide against wide, window and empty."""
+    rng = np.random.default_rng(5)
+    wide = WideSets()
+    ids = [wide.intern(set(rng.integers(0, 2000, n).tolist()) | {1}) for n in (3, 300, 900)]
+    ids.append(wide.union(ids[0], ids[2]))
+    n = 400
+
+    def mask(kind):
+        m = Mask.of_values(np.where(kind == 0, -1, rng.integers(0, 3, n) * 5 + 1))
+        w = kind >= 2
+        m.wide[w] = np.array(ids, np.uint32)[rng.integers(0, len(ids), n)][w]
+        m.base[w], m.bits[w] = -1, 0
+        return m
+    a, b = mask(rng.integers(0, 4, n)), mask(rng.integers(0, 4, n))
+    got = a.subset_of(b, wide)
+    want = np.array([a.values_at((i,), wide) <= b.values_at((i,), wide) for i in range(n)])
+    assert (got == want).all() and want.any() and not want.all()
+    assert ((a.wide != 0) | (b.wide != 0)).sum() > 100          # the grouped path, not the one-by-one
