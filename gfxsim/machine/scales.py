@@ -18,7 +18,8 @@ from . import ops, qdir, scaleparts
 from .fold import Unfolded
 from .mmalog import PAIR_BASE
 from .plans import batched_plan, flat_plan, name_planes
-from .provenance import RESERVED, SCALE, Mask, Prov, unique_rows
+from .jit import njit, running
+from .provenance import RESERVED, SCALE, WINDOW, WORDS, Mask, Prov, unique_rows
 from .valu import bcast
 from .valueprov import elem_prov
 from .vgpr import VGPRs
@@ -158,7 +159,7 @@ class ScaleOps:
             side = ps.fp[f].map(pick)
             bad = (x >= 0) & (own < 0) & side.nonempty() & on
             if bad.any():
-                bad &= ~Mask.of_values(np.where(bad, x, -1)).subset_of(side, wide)
+                bad &= ~_holds(side, x, bad, wide)
             if bad.any():
                 self._report_scale(f, ids[bad], Mask.of_values(x[bad]), side.map(lambda v: v[bad]), cols[bad],
                                    axis="group")
@@ -269,6 +270,45 @@ class ScaleOps:
                          lanes=lanes, mma_event=at,
                          mismatches=[{"scale_over": sorted(s), "k_set": sorted(k), "foreign": sorted(k - s),
                                       "lanes": ln} for k, s, ln, _ in mism])
+
+
+def _holds(side: Mask, x: np.ndarray, where: np.ndarray, wide) -> np.ndarray:
+    """Elementwise x ∈ side where ``where`` (x >= 0 there), True elsewhere: ``Mask.of_values(
+    np.where(where, x, -1)).subset_of(side, wide)`` in one compiled pass where numba runs; where
+    the side is a wide set, by value as subset_of compares it."""
+    if not running() or side.bits.shape[-1] != WORDS:
+        return Mask.of_values(np.where(where, x, -1)).subset_of(side, wide)
+    shape = x.shape
+
+    def flat(a, t):                    # [*shape, ...] contiguous, flattened over shape
+        tail = a.shape[len(shape):] if a.ndim > len(shape) else ()
+        return np.ascontiguousarray(np.broadcast_to(a, shape + tail), t).reshape((-1,) + tail)
+    xs, ws = flat(x, np.int64), flat(side.wide, np.uint32)
+    out = ~flat(where, np.bool_)
+    odd = np.zeros(out.shape, np.bool_)
+    if _in_windows(xs, flat(side.base, np.int64), flat(side.bits, np.uint64), ws, out, odd, WINDOW):
+        for i in np.nonzero(odd)[0].tolist():
+            out[i] = int(xs[i]) in wide.values(int(ws[i]))
+    return out.reshape(shape)
+
+
+@njit
+def _in_windows(x, base, bits, wide, out, odd, window):
+    """``_holds`` where ``out`` is False (to be decided): True where x lies in the element's
+    window set; ``odd`` where the set is wide (decided by the caller). Returns whether any is odd."""
+    any_odd = False
+    for i in range(x.shape[0]):
+        if out[i]:
+            continue
+        if wide[i] != 0:
+            odd[i] = True
+            any_odd = True
+            continue
+        b = base[i]
+        if b >= 0 and b == (x[i] // window) * window:
+            o = x[i] - b
+            out[i] = ((bits[i, o // 64] >> np.uint64(o % 64)) & np.uint64(1)) != 0
+    return any_odd
 
 
 def _constant_along(ps: Prov, f: str) -> np.ndarray:

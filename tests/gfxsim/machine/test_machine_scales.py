@@ -759,3 +759,32 @@ def test_a_zero_scale_of_no_origin_on_a_zero_result_is_no_mismatch(scale, wq, fo
     assert {f.kind for f in run.findings} <= {"scale-group-mismatch"}
     if found:
         assert got[0].details["scale_over"] == [] and got[0].details["k_set"]
+
+
+def test_group_membership_compiled_is_the_subset_check(monkeypatch):
+    """scales._holds (is a result's row or token in the scale's group?) in its compiled pass gives
+    Mask.of_values(x).subset_of(side): windows of other bases, empty sets, wide sets, broadcast
+    sides, and elements not asked about."""
+    from gfxsim.machine import jit, scales
+    from gfxsim.machine.provenance import WINDOW, Mask, WideSets
+    jit.prewarm()
+    rng = np.random.default_rng(11)
+    wide = WideSets()
+    shape = (2, 16, 8)
+    x = rng.integers(-1, 3 * WINDOW, shape).astype(np.int32)
+    side = Mask.of_values(rng.integers(-1, 3 * WINDOW, shape))
+    near = rng.random(shape) < 0.3                       # sides that hold x itself, and their neighbours
+    side = Mask.where(near, Mask.of_values(np.where(near, x, -1)), side)
+    side.bits[..., 0] |= np.uint64(0xF0F0)
+    w = rng.random(shape) < 0.2
+    side.wide[w] = wide.intern(set(x[w][:5].tolist()) | {1, 2 * WINDOW + 3})
+    side.base[w], side.bits[w] = -1, 0
+    where = (x >= 0) & (rng.random(shape) < 0.8)
+    cases = [(side, x, where), (side.map(lambda a: np.broadcast_to(a[:1], a.shape)), x, where)]
+    got = [scales._holds(s, v, m, wide) for s, v, m in cases]
+    monkeypatch.setattr(scales, "running", lambda: False)
+    want = [scales._holds(s, v, m, wide) for s, v, m in cases]
+    for g, e, (_, _, m) in zip(got, want, cases):
+        assert g.dtype == e.dtype and (g == e).all()
+        assert (g & m).any() and (~g & m).any() and (g | m).all()
+    assert (w & where & got[0]).any() and (w & where & ~got[0]).any()     # the wide sets decide both ways
