@@ -194,9 +194,7 @@ class ScaleOps:
             side = scaleparts.side(ps, f, wide, at_d)
             # K set of D[m][n] = A row m's ∪ B column n's: within the scale's iff both are (so the
             # union is made only to report what went wrong)
-            bad = np.zeros((nb, M, N), np.bool_)
-            for part in _d_parts(rec, f, nb, M, N, rows):
-                bad |= ~part.subset_of(side, wide)
+            bad = _outside_parts(rec, f, side, rows, wide, nb, M, N)
             bad &= on & ~at_d(_constant_along(ps, f))
             if bad.any():
                 a_b = _d_parts(rec, f, nb, M, N, rows)
@@ -326,6 +324,57 @@ def _constant_along(ps: Prov, f: str) -> np.ndarray:
     if f in ps.ids:
         named &= ps.ids[f] < 0
     return named
+
+
+def _outside_parts(rec, f: str, side: Mask, rows, wide, nb: int, M: int, N: int) -> np.ndarray:
+    """[nb, M, N]: where A row m's or B column n's K set of field ``f`` (``_d_parts``) is not
+    within the scale's ``side``. Where numba runs, one compiled pass per part reads the row's or
+    column's set in place (no [nb, M, N] broadcast of it); a wide set is compared by value, as
+    ``Mask.subset_of`` compares it."""
+    bad = np.zeros((nb, M, N), np.bool_)
+    held = [(rec.ks_a[f] if rows is None else rec.ks_a[f].map(lambda x: x[rows]), True)] if f in rec.ks_a else []
+    if f in rec.ks_b:
+        held.append((rec.ks_b[f] if rows is None else rec.ks_b[f].map(lambda x: x[rows]), False))
+    if not running() or side.shape != (nb, M, N) or side.bits.shape[-1] != WORDS or \
+            any(m.shape != (nb, M if along_m else N) or m.bits.shape[-1] != WORDS for m, along_m in held):
+        for part in _d_parts(rec, f, nb, M, N, rows):
+            bad |= ~part.subset_of(side, wide)
+        return bad
+    sb, sbits, sw = (np.ascontiguousarray(x, t) for x, t in ((side.base, np.int64), (side.bits, np.uint64),
+                                                           (side.wide, np.uint32)))
+    for m, along_m in held:
+        pb, pbits, pw = (np.ascontiguousarray(x, t) for x, t in ((m.base, np.int64), (m.bits, np.uint64),
+                                                               (m.wide, np.uint32)))
+        odd = np.zeros((nb, M, N), np.bool_)
+        if _part_outside(pb, pbits, pw, along_m, sb, sbits, sw, bad, odd):
+            for b, i, j in zip(*np.nonzero(odd)):
+                bad[b, i, j] |= not m.values_at((b, i if along_m else j), wide) <= side.values_at((b, i, j), wide)
+    return bad
+
+
+@njit
+def _part_outside(pb, pbits, pw, along_m, sb, sbits, sw, bad, odd):
+    """``_outside_parts``' pass over one part (A rows [nb, M] when ``along_m``, else B columns
+    [nb, N]): bad |= not (the part's set ⊆ the side's) where both lie in one window (the
+    empty set is within any); ``odd`` where a wide set takes part (compared by the caller)."""
+    any_odd = False
+    for b in range(bad.shape[0]):
+        for i in range(bad.shape[1]):
+            for j in range(bad.shape[2]):
+                r = i if along_m else j
+                base, w = pb[b, r], pw[b, r]
+                if base < 0 and w == 0:
+                    continue
+                if w != 0 or sw[b, i, j] != 0:
+                    odd[b, i, j] = True
+                    any_odd = True
+                elif base != sb[b, i, j]:
+                    bad[b, i, j] = True
+                else:
+                    for k in range(pbits.shape[2]):
+                        if pbits[b, r, k] & ~sbits[b, i, j, k]:
+                            bad[b, i, j] = True
+    return any_odd
 
 
 def _d_parts(rec, f, nb, M, N, rows=None) -> list:
