@@ -194,6 +194,7 @@ class MmaLog:
         self.k_tables: dict = {}                     # record index -> {field: Mask [rows]} or None
         self.k_recent: OrderedDict = OrderedDict()   # record index -> k_sets' pair, of the latest folded ones
         self._k_field_names = None                   # (records seen, their K fields and declared)
+        self._d_name_cache: dict = {}                # (record's id, members) -> (record, aligned's D names)
 
     def add(self, rec: MmaRecord):
         n = len(self.records)
@@ -344,13 +345,23 @@ class MmaLog:
         prev = self.record_of(int(c_mma.flat[0])) if c_mma.size and c_mma.flat[0] >= 0 else None
         if prev is None or prev.insn is not insn:
             return None
-        nb = len(members) * insn.blocks
-        member = np.repeat(members, insn.blocks)[:, None, None]
-        blk = np.tile(np.arange(insn.blocks), len(members))[:, None, None]
-        mn = (blk * insn.M + np.arange(insn.M)[None, :, None]) * insn.N + np.arange(insn.N)[None, None, :]
-        if c_mma.shape[0] != nb or not (c_mma == prev.first + member).all() or not (c_mn == mn).all():
+        member, mn = self._d_names(insn, members)
+        if c_mma.shape[0] != member.shape[0] or not (c_mma == prev.first + member).all() or not (c_mn == mn).all():
             return None
         return prev
+
+    def _d_names(self, insn, members):
+        """([nb, 1, 1] member, [nb, M, N] @mn) of a D in its own layout, kept per (record, members):
+        every chained C of a launch asks for the same few."""
+        members = np.asarray(members)
+        key = (id(insn), members.dtype.str, members.tobytes())     # records hold dicts: not hashable
+        got = self._d_name_cache.get(key)
+        if got is None or got[0] is not insn:
+            member = np.repeat(members, insn.blocks)[:, None, None]
+            blk = np.tile(np.arange(insn.blocks), len(members))[:, None, None]
+            mn = (blk * insn.M + np.arange(insn.M)[None, :, None]) * insn.N + np.arange(insn.N)[None, None, :]
+            got = self._d_name_cache[key] = (insn, member, mn)
+        return got[1], got[2]
 
     def ksets(self, ids: np.ndarray, mn: np.ndarray, wide: WideSets) -> dict:
         """K sets (field -> Mask [N]) of result elements named by (@mma, @mn): through chains in C,
@@ -420,6 +431,9 @@ def _unite(out, f, pos, s: Mask, n, wide):
     cur = out.get(f)
     if cur is None:
         cur = out[f] = Mask.empty((n,))
+    if len(pos) < 2 or (pos[1:] > pos[:-1]).all() or (np.diff(np.sort(pos)) != 0).all():    # no repeat: one union
+        cur.assign(pos, cur.map(lambda x: x[pos]).union(s, wide))
+        return
     idx = np.arange(len(pos))
     while len(idx):
         _, first = np.unique(pos[idx], return_index=True)

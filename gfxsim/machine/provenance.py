@@ -25,7 +25,7 @@ is byte-addressed (LDS, global memory) always holds ``g == 1`` planes.
 """
 from __future__ import annotations
 
-from .jit import njit
+from .jit import njit, running
 import numpy as np
 from ..errors import ArgumentError
 
@@ -295,6 +295,12 @@ class Mask:
         base, w = self.base, self.wide
         if base.size == 0:
             return None
+        if running() and base.dtype == np.int64 and w.dtype == np.uint32 and self.bits.dtype == np.uint64 \
+                and self.bits.shape[-1] == WORDS:     # numba runs already: one compiled pass, not six numpy calls
+            bits = self.bits.reshape(-1, WORDS)
+            if not _one_triple(base.reshape(-1), bits, w.reshape(-1)):
+                return None
+            return int(base.flat[0]), bits[0].copy(), int(w.flat[0])
         first = (0,) * base.ndim
         b0, w0 = base[first], w[first]
         if base.flat[-1] != b0 or w.flat[-1] != w0 or not ((base == b0).all() and (w == w0).all()):
@@ -407,12 +413,40 @@ def _union_of_one_sets(a, b, wide: WideSets, shape) -> Mask:
     return Mask(np.full(shape, base, np.int64), out_bits, np.full(shape, wid, np.uint32))
 
 
+@njit
+def _one_triple(base, bits, wide):
+    """Whether every element of flat ``base``/``bits``/``wide`` holds the first element's triple."""
+    b0, w0 = base[0], wide[0]
+    for i in range(base.shape[0]):
+        if base[i] != b0 or wide[i] != w0:
+            return False
+        for k in range(bits.shape[1]):
+            if bits[i, k] != bits[0, k]:
+                return False
+    return True
+
+
 def _odd_subsets(a: Mask, b: Mask, ok, odd, wide: WideSets):
-    """``Mask.subset_of`` exactly (as value sets) where a wide set takes part."""
-    if odd.any():
-        for i in zip(*np.nonzero(odd)):
+    """``Mask.subset_of`` exactly (as value sets) where a wide set takes part: once per distinct
+    pair of (base, bits, wide) triples (a context-wide check holds a few, on thousands of elements)."""
+    if not odd.any():
+        return ok
+    sel = np.nonzero(odd)
+    if len(sel[0]) <= _ODD_ONE_BY_ONE:
+        for i in zip(*sel):
             ok[i] = a.values_at(i, wide) <= b.values_at(i, wide)
+        return ok
+    key = np.concatenate([np.asarray(m.base[sel], np.int64)[:, None].view(np.uint64) if k == 0 else
+                          np.asarray(m.bits[sel], np.uint64) if k == 1 else np.asarray(m.wide[sel], np.uint64)[:, None]
+                          for m in (a, b) for k in range(3)], axis=1)
+    first, inv = unique_rows(key)
+    got = np.array([a.values_at(i, wide) <= b.values_at(i, wide)
+                    for i in zip(*(x[first] for x in sel))], np.bool_)
+    ok[sel] = got[inv]
     return ok
+
+
+_ODD_ONE_BY_ONE = 8        # odd elements compared one by one; more are grouped by their sets first
 
 
 @njit

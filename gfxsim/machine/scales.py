@@ -18,7 +18,8 @@ from . import ops, qdir, scaleparts
 from .fold import Unfolded
 from .mmalog import PAIR_BASE
 from .plans import batched_plan, flat_plan, name_planes
-from .provenance import RESERVED, SCALE, Mask, Prov, unique_rows
+from .jit import njit, running
+from .provenance import RESERVED, SCALE, WINDOW, WORDS, Mask, Prov, unique_rows
 from .valu import bcast
 from .valueprov import elem_prov
 from .vgpr import VGPRs
@@ -158,7 +159,7 @@ class ScaleOps:
             side = ps.fp[f].map(pick)
             bad = (x >= 0) & (own < 0) & side.nonempty() & on
             if bad.any():
-                bad &= ~Mask.of_values(np.where(bad, x, -1)).subset_of(side, wide)
+                bad &= ~_holds(side, x, bad, wide)
             if bad.any():
                 self._report_scale(f, ids[bad], Mask.of_values(x[bad]), side.map(lambda v: v[bad]), cols[bad],
                                    axis="group")
@@ -193,9 +194,7 @@ class ScaleOps:
             side = scaleparts.side(ps, f, wide, at_d)
             # K set of D[m][n] = A row m's ∪ B column n's: within the scale's iff both are (so the
             # union is made only to report what went wrong)
-            bad = np.zeros((nb, M, N), np.bool_)
-            for part in _d_parts(rec, f, nb, M, N, rows):
-                bad |= ~part.subset_of(side, wide)
+            bad = _outside_parts(rec, f, side, rows, wide, nb, M, N)
             bad &= on & ~at_d(_constant_along(ps, f))
             if bad.any():
                 a_b = _d_parts(rec, f, nb, M, N, rows)
@@ -271,6 +270,45 @@ class ScaleOps:
                                       "lanes": ln} for k, s, ln, _ in mism])
 
 
+def _holds(side: Mask, x: np.ndarray, where: np.ndarray, wide) -> np.ndarray:
+    """Elementwise x ∈ side where ``where`` (x >= 0 there), True elsewhere: ``Mask.of_values(
+    np.where(where, x, -1)).subset_of(side, wide)`` in one compiled pass where numba runs; where
+    the side is a wide set, by value as subset_of compares it."""
+    if not running() or side.bits.shape[-1] != WORDS:
+        return Mask.of_values(np.where(where, x, -1)).subset_of(side, wide)
+    shape = x.shape
+
+    def flat(a, t):                    # [*shape, ...] contiguous, flattened over shape
+        tail = a.shape[len(shape):] if a.ndim > len(shape) else ()
+        return np.ascontiguousarray(np.broadcast_to(a, shape + tail), t).reshape((-1,) + tail)
+    xs, ws = flat(x, np.int64), flat(side.wide, np.uint32)
+    out = ~flat(where, np.bool_)
+    odd = np.zeros(out.shape, np.bool_)
+    if _in_windows(xs, flat(side.base, np.int64), flat(side.bits, np.uint64), ws, out, odd, WINDOW):
+        for i in np.nonzero(odd)[0].tolist():
+            out[i] = int(xs[i]) in wide.values(int(ws[i]))
+    return out.reshape(shape)
+
+
+@njit
+def _in_windows(x, base, bits, wide, out, odd, window):
+    """``_holds`` where ``out`` is False (to be decided): True where x lies in the element's
+    window set; ``odd`` where the set is wide (decided by the caller). Returns whether any is odd."""
+    any_odd = False
+    for i in range(x.shape[0]):
+        if out[i]:
+            continue
+        if wide[i] != 0:
+            odd[i] = True
+            any_odd = True
+            continue
+        b = base[i]
+        if b >= 0 and b == (x[i] // window) * window:
+            o = x[i] - b
+            out[i] = ((bits[i, o // 64] >> np.uint64(o % 64)) & np.uint64(1)) != 0
+    return any_odd
+
+
 def _constant_along(ps: Prov, f: str) -> np.ndarray:
     """Per element: whether a scale says nothing of K field ``f`` because it belongs to one output
     element — it names some field (a loaded per-token K scale, a per-row Q scale: checked on M/N as
@@ -286,6 +324,57 @@ def _constant_along(ps: Prov, f: str) -> np.ndarray:
     if f in ps.ids:
         named &= ps.ids[f] < 0
     return named
+
+
+def _outside_parts(rec, f: str, side: Mask, rows, wide, nb: int, M: int, N: int) -> np.ndarray:
+    """[nb, M, N]: where A row m's or B column n's K set of field ``f`` (``_d_parts``) is not
+    within the scale's ``side``. Where numba runs, one compiled pass per part reads the row's or
+    column's set in place (no [nb, M, N] broadcast of it); a wide set is compared by value, as
+    ``Mask.subset_of`` compares it."""
+    bad = np.zeros((nb, M, N), np.bool_)
+    held = [(rec.ks_a[f] if rows is None else rec.ks_a[f].map(lambda x: x[rows]), True)] if f in rec.ks_a else []
+    if f in rec.ks_b:
+        held.append((rec.ks_b[f] if rows is None else rec.ks_b[f].map(lambda x: x[rows]), False))
+    if not running() or side.shape != (nb, M, N) or side.bits.shape[-1] != WORDS or \
+            any(m.shape != (nb, M if along_m else N) or m.bits.shape[-1] != WORDS for m, along_m in held):
+        for part in _d_parts(rec, f, nb, M, N, rows):
+            bad |= ~part.subset_of(side, wide)
+        return bad
+    sb, sbits, sw = (np.ascontiguousarray(x, t) for x, t in ((side.base, np.int64), (side.bits, np.uint64),
+                                                           (side.wide, np.uint32)))
+    for m, along_m in held:
+        pb, pbits, pw = (np.ascontiguousarray(x, t) for x, t in ((m.base, np.int64), (m.bits, np.uint64),
+                                                               (m.wide, np.uint32)))
+        odd = np.zeros((nb, M, N), np.bool_)
+        if _part_outside(pb, pbits, pw, along_m, sb, sbits, sw, bad, odd):
+            for b, i, j in zip(*np.nonzero(odd)):
+                bad[b, i, j] |= not m.values_at((b, i if along_m else j), wide) <= side.values_at((b, i, j), wide)
+    return bad
+
+
+@njit
+def _part_outside(pb, pbits, pw, along_m, sb, sbits, sw, bad, odd):
+    """``_outside_parts``' pass over one part (A rows [nb, M] when ``along_m``, else B columns
+    [nb, N]): bad |= not (the part's set ⊆ the side's) where both lie in one window (the
+    empty set is within any); ``odd`` where a wide set takes part (compared by the caller)."""
+    any_odd = False
+    for b in range(bad.shape[0]):
+        for i in range(bad.shape[1]):
+            for j in range(bad.shape[2]):
+                r = i if along_m else j
+                base, w = pb[b, r], pw[b, r]
+                if base < 0 and w == 0:
+                    continue
+                if w != 0 or sw[b, i, j] != 0:
+                    odd[b, i, j] = True
+                    any_odd = True
+                elif base != sb[b, i, j]:
+                    bad[b, i, j] = True
+                else:
+                    for k in range(pbits.shape[2]):
+                        if pbits[b, r, k] & ~sbits[b, i, j, k]:
+                            bad[b, i, j] = True
+    return any_odd
 
 
 def _d_parts(rec, f, nb, M, N, rows=None) -> list:

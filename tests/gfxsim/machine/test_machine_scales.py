@@ -759,3 +759,65 @@ def test_a_zero_scale_of_no_origin_on_a_zero_result_is_no_mismatch(scale, wq, fo
     assert {f.kind for f in run.findings} <= {"scale-group-mismatch"}
     if found:
         assert got[0].details["scale_over"] == [] and got[0].details["k_set"]
+
+
+def test_group_membership_compiled_is_the_subset_check(monkeypatch):
+    """scales._holds (is a result's row or token in the scale's group?) in its compiled pass gives
+    Mask.of_values(x).subset_of(side): windows of other bases, empty sets, wide sets, broadcast
+    sides, and elements not asked about."""
+    from gfxsim.machine import jit, scales
+    from gfxsim.machine.provenance import WINDOW, Mask, WideSets
+    jit.prewarm()
+    rng = np.random.default_rng(11)
+    wide = WideSets()
+    shape = (2, 16, 8)
+    x = rng.integers(-1, 3 * WINDOW, shape).astype(np.int32)
+    side = Mask.of_values(rng.integers(-1, 3 * WINDOW, shape))
+    near = rng.random(shape) < 0.3                       # sides that hold x itself, and their neighbours
+    side = Mask.where(near, Mask.of_values(np.where(near, x, -1)), side)
+    side.bits[..., 0] |= np.uint64(0xF0F0)
+    w = rng.random(shape) < 0.2
+    side.wide[w] = wide.intern(set(x[w][:5].tolist()) | {1, 2 * WINDOW + 3})
+    side.base[w], side.bits[w] = -1, 0
+    where = (x >= 0) & (rng.random(shape) < 0.8)
+    cases = [(side, x, where), (side.map(lambda a: np.broadcast_to(a[:1], a.shape)), x, where)]
+    got = [scales._holds(s, v, m, wide) for s, v, m in cases]
+    monkeypatch.setattr(scales, "running", lambda: False)
+    want = [scales._holds(s, v, m, wide) for s, v, m in cases]
+    for g, e, (_, _, m) in zip(got, want, cases):
+        assert g.dtype == e.dtype and (g == e).all()
+        assert (g & m).any() and (~g & m).any() and (g | m).all()
+    assert (w & where & got[0]).any() and (w & where & ~got[0]).any()     # the wide sets decide both ways
+
+
+def test_k_sets_within_the_scale_compiled_is_the_subset_check(monkeypatch):
+    """scales._outside_parts (A row m's or B column n's K set outside the scale's, per D element)
+    in its compiled pass gives the broadcast subset check: window sets with and without extra
+    bits, other bases, empty sets, wide sets on either side, and a record's rows picked."""
+    from types import SimpleNamespace
+    from gfxsim.machine import jit, scales
+    from gfxsim.machine.provenance import WINDOW, Mask, WideSets
+    jit.prewarm()
+    rng = np.random.default_rng(12)
+    wide = WideSets()
+    nb, M, N = 3, 16, 8
+
+    def sets(shape, p_wide):
+        m = Mask.of_values(rng.integers(-1, 2 * WINDOW, shape))
+        m.bits[..., 1] |= np.where(rng.random(shape) < 0.5, np.uint64(0x0FF0), np.uint64(0))
+        m.bits[m.base < 0] = 0
+        w = rng.random(shape) < p_wide
+        m.wide[w] = [wide.intern({1, 5, int(v), 2 * WINDOW + 7}) for v in rng.integers(0, 3 * WINDOW, int(w.sum()))]
+        m.base[w], m.bits[w] = -1, 0
+        return m
+    rec = SimpleNamespace(ks_a={"token": sets((nb + 1, M), 0.1)}, ks_b={"token": sets((nb + 1, N), 0.1),
+                                                                        "dim": sets((nb + 1, N), 0.0)})
+    side = sets((nb, M, N), 0.1)
+    side.bits[..., :] |= np.where(rng.random((nb, M, N, 1)) < 0.7, ~np.uint64(0), np.uint64(0))
+    side.bits[side.base < 0] = 0
+    cases = [(f, rows) for f in ("token", "dim") for rows in (np.array([3, 0, 1]), np.arange(nb))]
+    got = [scales._outside_parts(rec, f, side, rows, wide, nb, M, N) for f, rows in cases]
+    monkeypatch.setattr(scales, "running", lambda: False)
+    want = [scales._outside_parts(rec, f, side, rows, wide, nb, M, N) for f, rows in cases]
+    for g, e in zip(got, want):
+        assert g.shape == e.shape and (g == e).all() and g.any() and not g.all()

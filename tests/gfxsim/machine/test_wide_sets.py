@@ -54,3 +54,68 @@ def test_truncate_forgets_the_sets_an_attempt_made():
 def test_a_negative_value_is_refused():
     with pytest.raises(GfxSimError, match="values >= 0"):
         WideSets().intern([3, -1])
+
+
+def _one_set_masks():
+    """Masks that hold one set everywhere, and ones that differ in one element's base, wide id or
+    one bit word; contiguous, strided and broadcast; empty and one element."""
+    rng = np.random.default_rng(3)
+    out = []
+    for shape in [(1,), (1, 16), (2, 16, 8), (3, 5)]:
+        one = Mask.of_values(np.full(shape, 70))
+        out.append(one)
+        out.append(one.map(lambda x: np.broadcast_to(x[:, None], (x.shape[0], 4) + x.shape[1:])))
+        out.append(one.map(lambda x: x[..., ::1][::-1]))
+        vals = rng.integers(-1, 3 * WINDOW, shape)
+        out.append(Mask.of_values(vals))
+        for field, at in (("base", -1), ("wide", 0), ("bits", 0)):
+            m = one.map(lambda x: x.copy())
+            arr = getattr(m, field)
+            idx = (0,) * len(shape) if at == 0 else tuple(s - 1 for s in shape)
+            if field == "base":
+                arr[idx] = -1
+            elif field == "wide":
+                arr[idx] = 7
+            else:
+                arr[idx + (3,)] ^= np.uint64(1 << 63)
+            out.append(m)
+    out.append(Mask.empty((0,)))
+    return out
+
+
+def test_one_set_compiled_is_the_numpy_check(monkeypatch):
+    """Mask.one_set's compiled pass (numba running) gives the numpy pass's answer, bits included."""
+    from gfxsim.machine import jit, provenance
+    jit.prewarm()
+    provenance._one_triple(np.zeros(1, np.int64), np.zeros((1, 4), np.uint64), np.zeros(1, np.uint32))
+    masks = _one_set_masks()
+    compiled = [m.one_set() for m in masks]
+    monkeypatch.setattr(provenance, "running", lambda: False)
+    exact = [m.one_set() for m in masks]
+    assert sum(x is not None for x in exact) >= 8 and sum(x is None for x in exact) >= 8
+    for c, e in zip(compiled, exact):
+        assert (c is None) == (e is None)
+        if e is not None:
+            assert c[0] == e[0] and c[2] == e[2] and c[1].dtype == e[1].dtype and (c[1] == e[1]).all()
+
+
+def test_subset_of_many_wide_elements_is_the_one_by_one_answer():
+    """Mask.subset_of where wide sets take part on many elements (grouped by their sets) answers
+    as the element-by-element comparison of value sets: wide against wide, window and empty."""
+    rng = np.random.default_rng(5)
+    wide = WideSets()
+    ids = [wide.intern(set(rng.integers(0, 2000, n).tolist()) | {1}) for n in (3, 300, 900)]
+    ids.append(wide.union(ids[0], ids[2]))
+    n = 400
+
+    def mask(kind):
+        m = Mask.of_values(np.where(kind == 0, -1, rng.integers(0, 3, n) * 5 + 1))
+        w = kind >= 2
+        m.wide[w] = np.array(ids, np.uint32)[rng.integers(0, len(ids), n)][w]
+        m.base[w], m.bits[w] = -1, 0
+        return m
+    a, b = mask(rng.integers(0, 4, n)), mask(rng.integers(0, 4, n))
+    got = a.subset_of(b, wide)
+    want = np.array([a.values_at((i,), wide) <= b.values_at((i,), wide) for i in range(n)])
+    assert (got == want).all() and want.any() and not want.all()
+    assert ((a.wide != 0) | (b.wide != 0)).sum() > 100          # the grouped path, not the one-by-one
