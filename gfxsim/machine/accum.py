@@ -399,24 +399,44 @@ def mma_f32(acc, a, b, c, a_type: str | None = None, b_type: str | None = None) 
 def _compiled_two_stage(acc, a, b, c, a_emin, b_emin):
     """mma_f32 of a "two_stage" record by accum_jit.two_stage_mma, products and exponents formed
     there as product_terms forms them; None where _finite_two_stage would leave it to the loop
-    (or the record is not one it takes: final rounding not to nearest, unequal steps, inexact sums)."""
+    (or the record is not one it takes: final rounding not to nearest, unequal steps, inexact sums).
+    A D the kernel gives is finite, so finish's NaN bits leave it as it is."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    k = a.shape[-1]
-    steps = steps_of(acc, k)
-    width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
-    if (acc.final_rounding or acc.rounding) != "nearest" or a.ndim != 3 or \
-            any(len(s) != width for s in steps) or width % il or (4 * width) << f > 1 << 53:
+    if a.ndim != 3:
         return None
-    c = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), a.shape[:2] + b.shape[2:]))
-    if not np.isfinite(c).all():
+    shape = _two_stage_shape(acc, a.shape[-1])
+    if shape is None:
         return None
+    order, width, il = shape
+    c = np.asarray(c, np.float64)
+    want = a.shape[:2] + b.shape[2:]
+    c = np.ascontiguousarray(c if c.shape == want else np.broadcast_to(c, want))
     none = -(1 << 30)                                   # no smallest normal exponent: no clamp
-    out = np.empty(c.shape, np.float32)
+    out = np.empty(want, np.float32)
     if not accum_jit.two_stage_mma(np.ascontiguousarray(a), np.ascontiguousarray(b), c, none if a_emin is None else a_emin,
-                         none if b_emin is None else b_emin, np.array([i for s in steps for i in s], np.int64),
-                         width, il, f, acc.c_bits, accum_jit.ROUNDING[acc.rounding], acc.c_far_drops, out):
+                                   none if b_emin is None else b_emin, order, width, il, acc.mantissa_bits, acc.c_bits,
+                                   accum_jit.ROUNDING[acc.rounding], acc.c_far_drops, out):
         return None
-    return finish(acc, out)
+    return out
+
+
+_SHAPES: dict = {}          # (id of the record, K) -> (the record, _two_stage_shape's answer)
+
+
+def _two_stage_shape(acc, k: int):
+    """(the steps' K order as an int64 array, step width, interleave) of a "two_stage" record the
+    compiled path takes for ``k`` products; None where it takes none (see _compiled_two_stage)."""
+    key = (id(acc), k)                  # records are frozen and live as long as their arch: by identity
+    got = _SHAPES.get(key)
+    if got is None or got[0] is not acc:
+        steps = steps_of(acc, k)
+        width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
+        ok = (acc.final_rounding or acc.rounding) == "nearest" and all(len(s) == width for s in steps) and \
+            not width % il and (4 * width) << f <= 1 << 53
+        order = np.array([i for s in steps for i in s], np.int64)
+        order.setflags(write=False)
+        got = _SHAPES[key] = (acc, (order, width, il) if ok else None)
+    return got[1]
 
 
 def truncate_mantissa(x, bits):

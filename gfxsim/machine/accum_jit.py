@@ -169,10 +169,13 @@ def two_stage_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_emin: int, b_em
     """two_stage of A ``[bl, M, K]`` x B ``[bl, K, N]`` + C ``[bl, M, N]`` (float64) with the
     products and their exponents formed here as accum.product_terms forms them (an input below
     its type's normal range aligning as ``*_emin``); False where a product is not finite or
-    reaches 2^128, or a step's result is not finite. A's rows and B's columns are put in the
-    steps' K order once, with their inputs' exponents."""
+    reaches 2^128, C is not finite, or a step's result is not finite. A's rows and B's columns
+    are put in the steps' K order once, with their inputs' exponents."""
     bl, M, K = a.shape
     N = b.shape[2]
+    for v in c.ravel():
+        if not np.isfinite(v):
+            return False
     ao = np.empty((bl * M, K))
     bo = np.empty((bl * N, K))
     ea = np.zeros((bl * M, K), np.int64)                 # each input's exponent, once (zero: unused)
