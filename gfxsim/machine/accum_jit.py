@@ -193,4 +193,96 @@ def two_stage_mma(a: np.ndarray, b: np.ndarray, c: np.ndarray, a_emin: int, b_em
                 bo[x * N + n, k] = v
                 if v != 0.0 and np.isfinite(v):
                     eb[x * N + n, k] = _exponent(v, b_emin)
+    if il == 1:
+        got = _core_n(ao, ea, bo, eb, M, N, c.reshape(bl * M * N), width, f, f2, mode, far, out.reshape(bl * M * N))
+        if got >= 0:
+            return got == 1
     return _core(ao, ea, bo, eb, M, N, c.reshape(bl * M * N), width, il, f, f2, mode, far, out.reshape(bl * M * N))
+
+
+@njit
+def _core_n(ao, ea, bo, eb, M, N, c, width, f, f2, mode, far, out):
+    """_core of a record without interleaved groups, a row of D at a time: each step's
+    alignment, cut sum and second adder over the N columns together (loops a compiler makes
+    vector code of). 1: done; 0: a product or a step's result is not finite (the caller's False);
+    -1: a step's largest nonzero product lies below 2^(f - 1022), where a quantum is no normal
+    double (then _core, element by element)."""
+    K = ao.shape[1]
+    bt = np.empty((K, N))                   # one block's B, K-major: a row of products is contiguous
+    ebt = np.empty((K, N), np.int64)
+    e_dot = np.empty(N, np.int64)
+    t = np.empty(N)
+    run = np.empty(N)
+    pw = np.empty(N, np.int64)              # powers of two made from their exponent bits
+    pf = pw.view(np.float64)
+    qw = np.empty(N, np.int64)
+    qf = qw.view(np.float64)
+    rb = run.view(np.int64)
+    tb = t.view(np.int64)
+    bl = ao.shape[0] // M
+    for x in range(bl):
+        for k in range(K):
+            for n in range(N):
+                bt[k, n] = bo[x * N + n, k]
+                ebt[k, n] = eb[x * N + n, k]
+        for m in range(M):
+            r = x * M + m
+            for n in range(N):
+                run[n] = c[r * N + n]
+            for base in range(0, K, width):
+                bad = False
+                for n in range(N):
+                    e_dot[n] = NONE
+                for k in range(base, base + width):
+                    av = ao[r, k]
+                    ae = ea[r, k]
+                    for n in range(N):
+                        p = av * bt[k, n]
+                        bad |= not abs(p) < 2.0 ** 128          # NaN compares False
+                        e_dot[n] = max(e_dot[n], NONE if p == 0.0 else ae + ebt[k, n])
+                if bad:
+                    return 0
+                low = False
+                for n in range(N):                  # 2^(f - e) and 2^(e - f); 1 where no term is nonzero
+                    e = e_dot[n]
+                    none = e == NONE
+                    low |= not none and e - f < -1022
+                    pw[n] = 1023 << 52 if none else (f - e + 1023) << 52
+                    qw[n] = 1023 << 52 if none else (e - f + 1023) << 52
+                if low:
+                    return -1
+                for n in range(N):
+                    t[n] = 0.0
+                for k in range(base, base + width):
+                    av = ao[r, k]
+                    if mode == TRUNCATE:
+                        for n in range(N):
+                            t[n] += np.trunc(av * bt[k, n] * pf[n])
+                    else:
+                        for n in range(N):
+                            t[n] += _round(av * bt[k, n] * pf[n], mode)
+                for n in range(N):                  # the second adder (_core's), top >= -126: normal quanta
+                    dot = t[n] * qf[n]
+                    be = (rb[n] >> 52) & 0x7FF      # run is an fp32 value: zero, or a normal double
+                    e_c = -126 if be == 0 else max(be - 1023, -126)
+                    top = max(e_dot[n], e_c)
+                    pw[n] = (f - top + 1023) << 52
+                    qw[n] = (top - f + 1023) << 52
+                    c_cut = np.floor(run[n] * pf[n]) * qf[n]
+                    if far and e_c < top - f - 1:
+                        c_cut = 0.0
+                    pw[n] = (f2 + 1 - top + 1023) << 52
+                    qw[n] = (top - (f2 + 1) + 1023) << 52
+                    t[n] = np.floor(dot * pf[n]) * qf[n] + c_cut
+                    be = (tb[n] >> 52) & 0x7FF      # a multiple of 2^(top - f2 - 1): zero or normal
+                    et = -126 if be == 0 else max(be - 1023, -126)
+                    pw[n] = (f2 - et + 1023) << 52
+                    qw[n] = (et - f2 + 1023) << 52
+                    d = np.float32(np.floor(t[n] * pf[n]) * qf[n])
+                    bad |= not np.isfinite(d)
+                    run[n] = np.float64(d)
+                if bad:
+                    return 0
+            for n in range(N):
+                out[r * N + n] = np.float32(run[n])
+    return 1

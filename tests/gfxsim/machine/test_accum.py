@@ -195,3 +195,30 @@ def _two_stage_compiled(acc, x, y, c, t=None):
         return accum._finite_two_stage(acc, x, y, c) if t is None else accum.mma_f32(acc, x, y, c, t, t)
     finally:
         accum.running = before
+
+
+def test_the_compiled_two_stage_path_with_quanta_below_the_normal_range():
+    """Inputs with no type (no exponent clamp) whose products lie near 2^-1010: a step's quantum is
+    no normal double, so the compiled path counts that instruction element by element (with the
+    loop's own cut); bit for bit the step loop, beside ordinary rows."""
+    import gfxsim.arch.accumulators as amd
+    from gfxsim.machine.accum import _stepwise, product_terms
+    acc = amd.CDNA3_F16
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(2, 16, 16))
+    b = rng.normal(size=(2, 16, 16))
+    a[0, 3] *= 2.0 ** -500
+    b[0, :, 5] *= 2.0 ** -510
+    c = rng.normal(size=(2, 16, 16)).astype(np.float32).astype(np.float64)
+    c[0, 3, 5] = 0.0
+    prod, pexp = product_terms(a, b)
+    slow = _stepwise(acc, prod, pexp, c)
+    from gfxsim.machine import accum
+    before = accum.running
+    accum.running = lambda: True
+    try:
+        got = accum.mma_f32(acc, a, b, c)
+    finally:
+        accum.running = before
+    np.testing.assert_array_equal(got.view(np.uint32), slow.view(np.uint32))
+    assert pexp[0, 3, 5].max() < -998            # the case it says
