@@ -117,6 +117,8 @@ def _checked(st, d):
     label = f"line {d.ins.line}" + (f" <- {d.ins.source}" if d.ins.source else "")     # the .s line, then the source's
     words = pa is None and pb is None and ((c.kind == "int" and c.value == 0) or
                                            (c.kind == "reg" and c.file in "va" and c.count == insn.regs("C")))
+    if len(_CHECKED) > 4096:            # a long process's many programs: keep it small
+        _CHECKED.clear()
     _CHECKED[key] = (d, (name, insn, label, pa, pb, words))
     return name, insn, label, pa, pb, words
 
