@@ -450,22 +450,24 @@ def _two_stage_operands(acc, a, b, c, a_emin, b_emin):
     pe = (_bits_exponent(a, a_emin)[:, :, None, :] + _bits_exponent(bt, b_emin)[:, None, :, :]).reshape(shape)
     e_dot = np.maximum(_halving(pe, -1, np.maximum), NONE)
     none = e_dot == NONE                                  # no nonzero product: the cut terms are +-0
-    inv, q = _p2(np.where(none, 0, f - e_dot)), _p2(np.where(none, 0, e_dot - f))
+    inv = _p2(np.where(none, 0, f - e_dot))              # a power of two: dividing by it is exact
     t = prod * inv[..., None]
     t = np.trunc(t, out=t) if acc.rounding == "truncate" else np.floor(t, out=t) if acc.rounding == "floor" else \
         np.round(t, out=t)
-    dot = _halving(t, -1, np.add) * q + 0.0
+    dot = _halving(t, -1, np.add) / inv + 0.0
     f2, final, run = acc.c_bits, acc.final_rounding or acc.rounding, c
     with np.errstate(over="ignore"):
         for i in range(len(steps)):                       # _finite_two_stage's second adders: normal quanta
             e_c = np.maximum(((run.view(np.int64) >> 52) & 0x7FF) - 1023, F32_EMIN)
             top = np.maximum(e_dot[..., i], e_c)
-            c_cut = np.floor(run * _p2(f - top)) * _p2(top - f)
+            p = _p2(f - top)
+            c_cut = np.floor(run * p) / p
             if acc.c_far_drops:
                 c_cut = np.where(e_c < top - f - 1, 0.0, c_cut)
-            s = np.floor(dot[..., i] * _p2(f2 + 1 - top)) * _p2(top - (f2 + 1)) + c_cut
-            e_s = np.maximum(((s.view(np.int64) >> 52) & 0x7FF) - 1023, F32_EMIN)
-            d = to_f32(np.floor(s * _p2(f2 - e_s)) * _p2(e_s - f2), final)
+            p = _p2(f2 + 1 - top)
+            s = np.floor(dot[..., i] * p) / p + c_cut
+            p = _p2(f2 - np.maximum(((s.view(np.int64) >> 52) & 0x7FF) - 1023, F32_EMIN))
+            d = to_f32(np.floor(s * p) / p, final)
             if not np.isfinite(d).all():
                 return None
             run = d.astype(np.float64)
