@@ -91,17 +91,18 @@ def _permute(st, v, src):
     return out
 
 
-_CHECKED: dict = {}         # (id of the Decoded, arch) -> (the Decoded, _checked's answer)
+_CHECKED: dict = {}         # (ids of the Decoded and the arch, lanes) -> (the Decoded, the arch, _checked's answer)
 
 
 def _checked(st, d):
-    """The instruction's checks, once per decoded instruction and arch (each depends on nothing
-    else): (record name, record, label, A's and B's broadcast source lanes, whether its C form
-    lets it take _words)."""
-    key = (id(d), st.w.arch.name)
+    """The instruction's checks, once per decoded instruction, arch and wave size (each depends on
+    nothing else): (record name, record, label, A's and B's broadcast source lanes, whether its C
+    form lets it take _words)."""
+    arch = st.w.arch
+    key = (id(d), id(arch), st.lanes)
     got = _CHECKED.get(key)
-    if got is not None and got[0] is d:
-        return got[1]
+    if got is not None and got[0] is d and got[1] is arch:
+        return got[2]
     no_mods(st, d, ("cbsz", "abid", "blgp"))
     if len(d.ops) != 4:
         raise st.error(f"{d.mnemonic} takes 4 operands, got {len(d.ops)}")
@@ -119,7 +120,7 @@ def _checked(st, d):
                                            (c.kind == "reg" and c.file in "va" and c.count == insn.regs("C")))
     if len(_CHECKED) > 4096:            # a long process's many programs: keep it small
         _CHECKED.clear()
-    _CHECKED[key] = (d, (name, insn, label, pa, pb, words))
+    _CHECKED[key] = (d, arch, (name, insn, label, pa, pb, words))
     return name, insn, label, pa, pb, words
 
 
