@@ -392,31 +392,129 @@ def mma_f32(acc, a, b, c, a_type: str | None = None, b_type: str | None = None) 
         d = _compiled_two_stage(acc, a, b, c, EMIN.get(a_type), EMIN.get(b_type))
         if d is not None:
             return d
+    if acc.c_entry == "two_stage":
+        d = _two_stage_operands(acc, a, b, c, EMIN.get(a_type), EMIN.get(b_type))
+        if d is not None:
+            return d
     prod, pexp = product_terms(a, b, EMIN.get(a_type), EMIN.get(b_type))
     return accumulate(acc, prod, pexp, c)
+
+
+_ZERO = -(1 << 40)           # a zero input's exponent: any sum with it lies below NONE
+_NEAR = 2.0 ** 400           # inputs within 2^-400..2^400: no product rounds to zero, every quantum is normal
+
+
+def _p2(e):
+    """2^e of int64 exponents within the normal range, made from their bits."""
+    return ((e + 1023) << 52).view(np.float64)
+
+
+def _bits_exponent(x, emin):
+    """exponent(x, emin) of normal doubles from their bits; _ZERO where x == 0."""
+    e = ((x.view(np.int64) >> 52) & 0x7FF) - 1023
+    if emin is not None:
+        e = np.maximum(e, emin)
+    return np.where(x == 0, _ZERO, e)
+
+
+def _two_stage_operands(acc, a, b, c, a_emin, b_emin):
+    """mma_f32 of a "two_stage" record without interleaved groups in a few numpy calls (the path
+    of a process without numba): A's columns and B's rows put in the steps' order, a product's
+    exponent the sum of its inputs' read from their bits (a zero input's far below NONE, so a
+    step of zero products aligns at NONE), each step's cut products counted in quanta as
+    accum_jit counts them (exact integers, scaled once), then C through the second adders with
+    powers of two made from exponent bits. None where _finite_two_stage would leave it to the loop,
+    or an input lies outside 2^-400..2^400 (the product path then runs)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if acc.interleave != 1 or a.ndim != 3:
+        return None
+    steps = steps_of(acc, a.shape[-1])
+    width, f = len(steps[0]), acc.mantissa_bits
+    if any(len(s) != width for s in steps) or (4 * width) << f > 1 << 53:
+        return None
+    aa, ab = np.abs(a), np.abs(b)
+    if not (aa.max(initial=0.0) < _NEAR and ab.max(initial=0.0) < _NEAR) or \
+            (aa[aa != 0].min(initial=1.0) < 1 / _NEAR) or (ab[ab != 0].min(initial=1.0) < 1 / _NEAR):   # NaN fails
+        return None
+    c = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), a.shape[:2] + b.shape[2:]))
+    if not np.isfinite(c).all():
+        return None
+    order = [k for s in steps for k in s]
+    if order != list(range(a.shape[-1])):
+        a, b = a[..., order], b[..., order, :]
+    a, bt = np.ascontiguousarray(a), np.ascontiguousarray(np.swapaxes(b, -1, -2))
+    shape = a.shape[:2] + bt.shape[1:2] + (len(steps), width)              # [bl, M, N, steps, width]
+    prod = (a[:, :, None, :] * bt[:, None, :, :]).reshape(shape)
+    if not np.abs(prod).max(initial=0.0) < 2.0 ** 128:
+        return None
+    pe = (_bits_exponent(a, a_emin)[:, :, None, :] + _bits_exponent(bt, b_emin)[:, None, :, :]).reshape(shape)
+    e_dot = np.maximum(_halving(pe, -1, np.maximum), NONE)
+    none = e_dot == NONE                                  # no nonzero product: the cut terms are +-0
+    inv = _p2(np.where(none, 0, f - e_dot))              # a power of two: dividing by it is exact
+    t = prod * inv[..., None]
+    t = np.trunc(t, out=t) if acc.rounding == "truncate" else np.floor(t, out=t) if acc.rounding == "floor" else \
+        np.round(t, out=t)
+    dot = _halving(t, -1, np.add) / inv + 0.0
+    f2, final, run = acc.c_bits, acc.final_rounding or acc.rounding, c
+    with np.errstate(over="ignore"):
+        for i in range(len(steps)):                       # _finite_two_stage's second adders: normal quanta
+            e_c = np.maximum(((run.view(np.int64) >> 52) & 0x7FF) - 1023, F32_EMIN)
+            top = np.maximum(e_dot[..., i], e_c)
+            p = _p2(f - top)
+            c_cut = np.floor(run * p) / p
+            if acc.c_far_drops:
+                c_cut = np.where(e_c < top - f - 1, 0.0, c_cut)
+            p = _p2(f2 + 1 - top)
+            s = np.floor(dot[..., i] * p) / p + c_cut
+            p = _p2(f2 - np.maximum(((s.view(np.int64) >> 52) & 0x7FF) - 1023, F32_EMIN))
+            d = to_f32(np.floor(s * p) / p, final)
+            if not np.isfinite(d).all():
+                return None
+            run = d.astype(np.float64)
+    return finish(acc, run)
 
 
 def _compiled_two_stage(acc, a, b, c, a_emin, b_emin):
     """mma_f32 of a "two_stage" record by accum_jit.two_stage_mma, products and exponents formed
     there as product_terms forms them; None where _finite_two_stage would leave it to the loop
-    (or the record is not one it takes: final rounding not to nearest, unequal steps, inexact sums)."""
+    (or the record is not one it takes: final rounding not to nearest, unequal steps, inexact sums).
+    A D the kernel gives is finite, so finish's NaN bits leave it as it is."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    k = a.shape[-1]
-    steps = steps_of(acc, k)
-    width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
-    if (acc.final_rounding or acc.rounding) != "nearest" or a.ndim != 3 or \
-            any(len(s) != width for s in steps) or width % il or (4 * width) << f > 1 << 53:
+    if a.ndim != 3:
         return None
-    c = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), a.shape[:2] + b.shape[2:]))
-    if not np.isfinite(c).all():
+    shape = _two_stage_shape(acc, a.shape[-1])
+    if shape is None:
         return None
+    order, width, il = shape
+    c = np.asarray(c, np.float64)
+    want = a.shape[:2] + b.shape[2:]
+    c = np.ascontiguousarray(c if c.shape == want else np.broadcast_to(c, want))
     none = -(1 << 30)                                   # no smallest normal exponent: no clamp
-    out = np.empty(c.shape, np.float32)
+    out = np.empty(want, np.float32)
     if not accum_jit.two_stage_mma(np.ascontiguousarray(a), np.ascontiguousarray(b), c, none if a_emin is None else a_emin,
-                         none if b_emin is None else b_emin, np.array([i for s in steps for i in s], np.int64),
-                         width, il, f, acc.c_bits, accum_jit.ROUNDING[acc.rounding], acc.c_far_drops, out):
+                                   none if b_emin is None else b_emin, order, width, il, acc.mantissa_bits, acc.c_bits,
+                                   accum_jit.ROUNDING[acc.rounding], acc.c_far_drops, out):
         return None
-    return finish(acc, out)
+    return out
+
+
+_SHAPES: dict = {}          # (id of the record, K) -> (the record, _two_stage_shape's answer)
+
+
+def _two_stage_shape(acc, k: int):
+    """(the steps' K order as an int64 array, step width, interleave) of a "two_stage" record the
+    compiled path takes for ``k`` products; None where it takes none (see _compiled_two_stage)."""
+    key = (id(acc), k)                  # records are frozen and live as long as their arch: by identity
+    got = _SHAPES.get(key)
+    if got is None or got[0] is not acc:
+        steps = steps_of(acc, k)
+        width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
+        ok = (acc.final_rounding or acc.rounding) == "nearest" and all(len(s) == width for s in steps) and \
+            not width % il and (4 * width) << f <= 1 << 53
+        order = np.array([i for s in steps for i in s], np.int64)
+        order.setflags(write=False)
+        got = _SHAPES[key] = (acc, (order, width, il) if ok else None)
+    return got[1]
 
 
 def truncate_mantissa(x, bits):

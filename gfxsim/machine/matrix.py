@@ -25,7 +25,7 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .foldrec import FoldedRecord
-from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_planes
+from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_planes, word_plan
 from . import strided
 from . import chain, encoding, qdir
 from .provenance import RESERVED, UNKNOWN, Prov
@@ -204,6 +204,58 @@ class MatrixOps:
         plans = self._mma_plans(insn)
         dval, overflow = self._mma_d(insn, a, b, c, plans)
         return self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow)
+
+    def mma_words(self, mnemonic: str, a: np.ndarray, b: np.ndarray, c: np.ndarray | None,
+                  label: str | None = None) -> np.ndarray | None:
+        """``w.mma`` of operands given as their registers' words (uint32 ``[regs, width]``, every
+        byte written; ``c`` None: the constant 0) in a run without provenance or trace, the whole
+        wave active: D's words ``[regs, width]``. Each operand is gathered from its words through
+        the plans (no value made per operand) and D taken into its registers' order; the values,
+        record, findings and events are w.mma's of the same registers read as values. None where
+        it does not apply (a 4- or 64-bit element, 8-bit operands of a non-8-bit pair, a sparse
+        record): the caller takes w.mma."""
+        if self.machine.provenance or self.machine.trace.enabled or not self.exec_full:
+            return None
+        if label is not None and not isinstance(label, str):
+            raise self.error(TypeError, f"{mnemonic}: label must be a str, got {type(label).__name__}")
+        prep = self.mma_memos.get(("words", mnemonic))
+        if prep is None:
+            prep = self.mma_memos[("words", mnemonic)] = self._words_prep(self.insn(mnemonic))
+        if prep is False:
+            return None
+        insn, plans, tc, td, inv, pa, pb, ta, tb, ft, cd = prep
+        dval = np.empty((insn.elems("D"), self.width), cd)
+        overflow = None
+        if ft is not None:                  # _mma_d's 8-bit GEMM, its operands gathered from the words
+            overflow = _mma_i8(self._float_operand(insn, "A", a, ft, ta), self._float_operand(insn, "B", b, ft, tb),
+                               None if c is None else c.view(np.int32), tc, td, dval, inv)
+        else:
+            d_mat, overflow = compute(insn, np.take(a.view(ta).reshape(-1), pa), np.take(b.view(tb).reshape(-1), pb),
+                                      np.zeros(tc.shape, cd) if c is None else np.take(c.view(cd).reshape(-1), tc),
+                                      batch=self.members)
+            if inv is not None:             # D's plan names every element once: a take, not a scatter
+                np.take(np.asarray(d_mat, cd).reshape(-1), inv, out=dval.reshape(-1))
+            else:
+                dval[plans["D"]] = d_mat
+        live = np.ones(self.members, bool)
+        return self._mma_issue(insn, None, None, None, None, live, label, plans, dval, overflow).val.view(np.uint32)
+
+    def _words_prep(self, insn):
+        """What mma_words needs of a record, once per wave: (record, plans, C's and D's flat plans,
+        D's inverse, A's and B's word plans, A's and B's numpy types, the 8-bit GEMM's float type
+        or None, the C/D type); False where mma_words does not apply."""
+        if insn.sparse or itemsize(insn.cd_type) != 4 or any(insn.operand(op).elem_bits not in (8, 16, 32)
+                                                             for op in "AB"):
+            return False
+        ta, tb = np_dtype(insn.a_type), np_dtype(insn.b_type)
+        i8 = insn.cd_type == "i32" and insn.a_type in ("i8", "u8") and insn.b_type in ("i8", "u8")     # _i8_path
+        if insn.cd_type == "i32" and not i8:
+            return False
+        cache, members, lanes = self.machine.plan_cache, self.members, self.lanes
+        pa, pb = (word_plan(cache, insn, op, members, lanes, 4 // t.itemsize) for op, t in (("A", ta), ("B", tb)))
+        return (insn, self._mma_plans(insn), flat_plan(cache, insn, "C", members, lanes),
+                flat_plan(cache, insn, "D", members, lanes), d_inverse(cache, insn, members, lanes), pa, pb, ta, tb,
+                _i8_float_type(insn.K, ta, tb) if i8 else None, np_dtype(insn.cd_type))
 
     def mma_many(self, mnemonic: str, issues) -> list[VGPRs]:
         """``[w.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]``, in that order: the
@@ -396,18 +448,25 @@ class MatrixOps:
     def _memo(self, name, side, trial=None) -> _OperandMemo:
         return self.mma_memos.setdefault((name, side), _OperandMemo(trial))
 
-    def _float_operand(self, insn, op, val, ft):
+    def _float_operand(self, insn, op, val, ft, words_of=None):
         """An 8-bit operand's numbers gathered through its plan as ``ft`` ``[members*blocks, rows,
         cols]``, remembered by content (QK's A feeds four tiles, PV's W eight D tiles); a side whose
         first MEMO_TRIAL operands were all new (a B loaded afresh for every instruction) is not
-        remembered further: its copies would be memory for nothing."""
+        remembered further: its copies would be memory for nothing. ``words_of``: ``val`` is the
+        registers' words, holding elements of that numpy type (mma_words)."""
         memo = self._memo("_float_memo", op, MEMO_TRIAL)
+
+        def gather():
+            if words_of is None:
+                return self._flat_gather(insn, op, val, ft)
+            plan = word_plan(self.machine.plan_cache, insn, op, self.members, self.lanes, 4 // words_of.itemsize)
+            return np.take(val.view(words_of).reshape(-1), plan).astype(ft)
         if not memo.on():
-            return self._flat_gather(insn, op, val, ft)
-        key = (insn, ft, _content(val))
+            return gather()
+        key = (insn, ft, _content(val))        # words and values differ in dtype: never one another's key
         got = memo.recall(lambda k: k[0] is insn and k[1] is ft and k[2] == key[2])
         if got is None:
-            got = self._flat_gather(insn, op, val, ft)
+            got = gather()
             memo.remember(key, got)
         return got
 

@@ -45,6 +45,18 @@ def flat_form(cache: dict, insn, op: str, members: int, lanes: int) -> Form | No
     return cache[key]
 
 
+def word_plan(cache: dict, insn, op: str, members: int, lanes: int, k: int) -> np.ndarray:
+    """The operand plan as flat indices into its registers' words ``[regs, members*lanes]`` viewed
+    as ``k`` elements a word (``words.view(dtype).reshape(-1)``): element e of lane l lies in word
+    e // k, at position e % k (little-endian, as a register read regroups bytes)."""
+    key = (insn.mnemonic, op, members, lanes, "words", k)
+    got = cache.get(key)
+    if got is None:
+        e, l = batched_plan(cache, insn, op, members, lanes)
+        got = cache[key] = np.ascontiguousarray((e // k) * (members * lanes * k) + l * k + e % k)
+    return got
+
+
 def d_inverse(cache: dict, insn, members: int, lanes: int) -> np.ndarray | None:
     """Where D's flat plan names every element of ``[regs, members*lanes]`` once and C's plan is
     D's (a matrix instruction's accumulator layout): for each element, its index into the sums

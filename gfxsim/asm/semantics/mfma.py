@@ -91,9 +91,18 @@ def _permute(st, v, src):
     return out
 
 
-def mfma(st, d):
-    if d.mnemonic.startswith("v_smfmac_"):          # sparse: a compression index in Src2 (smfmac.py)
-        return smfmac(st, d)
+_CHECKED: dict = {}         # (ids of the Decoded and the arch, lanes) -> (the Decoded, the arch, _checked's answer)
+
+
+def _checked(st, d):
+    """The instruction's checks, once per decoded instruction, arch and wave size (each depends on
+    nothing else): (record name, record, label, A's and B's broadcast source lanes, whether its C
+    form lets it take _words)."""
+    arch = st.w.arch
+    key = (id(d), id(arch), st.lanes)
+    got = _CHECKED.get(key)
+    if got is not None and got[0] is d and got[1] is arch:
+        return got[2]
     no_mods(st, d, ("cbsz", "abid", "blgp"))
     if len(d.ops) != 4:
         raise st.error(f"{d.mnemonic} takes 4 operands, got {len(d.ops)}")
@@ -105,9 +114,25 @@ def mfma(st, d):
             raise st.error(f"operand {what} {o.text}: {insn.regs(what)} VGPRs expected")
     if dst.kind != "reg" or dst.file not in "va" or dst.count != insn.regs("D"):
         raise st.error(f"destination {dst.text}: {insn.regs('D')} registers expected")
+    pa, pb = _broadcast(st, d, insn, name)
+    label = f"line {d.ins.line}" + (f" <- {d.ins.source}" if d.ins.source else "")     # the .s line, then the source's
+    words = pa is None and pb is None and ((c.kind == "int" and c.value == 0) or
+                                           (c.kind == "reg" and c.file in "va" and c.count == insn.regs("C")))
+    if len(_CHECKED) > 4096:            # a long process's many programs: keep it small
+        _CHECKED.clear()
+    _CHECKED[key] = (d, arch, (name, insn, label, pa, pb, words))
+    return name, insn, label, pa, pb, words
+
+
+def mfma(st, d):
+    if d.mnemonic.startswith("v_smfmac_"):          # sparse: a compression index in Src2 (smfmac.py)
+        return smfmac(st, d)
+    name, insn, label, pa, pb, words = _checked(st, d)
+    dst, a, b, c = d.ops.positional
+    if words and _words(st, name, dst, a, b, c, label):
+        return
     va = st.vread(a.file, a.first, a.count, insn.a_type)
     vb = st.vread(b.file, b.first, b.count, insn.b_type)
-    pa, pb = _broadcast(st, d, insn, name)
     if pa is not None:
         va = _permute(st, va, pa)
     if pb is not None:
@@ -118,7 +143,6 @@ def mfma(st, d):
         vc = st.vread(c.file, c.first, c.count, insn.cd_type)
     else:
         raise st.error(f"operand C {c.text}: {insn.regs('C')} registers or the inline constant 0 expected")
-    label = f"line {d.ins.line}" + (f" <- {d.ins.source}" if d.ins.source else "")     # the .s line, then the source's
     # members sitting this instruction out (st.act) hold other data, perhaps NaN bit patterns: their
     # columns are computed and dropped, and say nothing
     with np.errstate(invalid="ignore") if st.act is not None else contextlib.nullcontext():
@@ -128,4 +152,24 @@ def mfma(st, d):
     else:
         st.vwrite_value(dst.file, dst.first, out)
     st.set_fresh(dst.file, dst.first, np.ones((dst.count, st.w.width), bool))      # semantics/dequant.py
+
+
+def _words(st, name, dst, a, b, c, label) -> bool:
+    """The instruction from its operands' words (Wave.mma_words) where no byte carries provenance
+    (``st.lean``), the whole wave executes it and every operand byte is written (else vread's
+    values and their uninitialized-read finding): D's words written as vwrite writes a result,
+    marked fresh. False where it does not apply (nothing done)."""
+    if not st.lean or st.act is not None or st.any_unknown or st.taint_v is not None or not st.w.exec_full:
+        return False
+    zero = c.kind == "int"
+    ops = ((a.file, a.first, a.count), (b.file, b.first, b.count)) + (() if zero else ((c.file, c.first, c.count),))
+    if not all(st.vall_written(*o) for o in ops):
+        return False
+    words = [st.vwords(*o) for o in ops]
+    out = st.w.mma_words(name, words[0], words[1], None if zero else words[2], label=label)
+    if out is None:
+        return False
+    st.vwrite(dst.file, dst.first, out)
+    st.fresh[dst.file][dst.first:dst.first + dst.count] = True      # set_fresh under a full EXEC
+    return True
 

@@ -168,6 +168,11 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
         np.testing.assert_array_equal(whole.view(np.uint32), slow.view(np.uint32))
     assert np.array_equal(accumulate(acc, prod, pexp, c).view(np.uint32), slow.view(np.uint32))
     assert (slow[10] == 0).all() and (slow[6] != 0).any()
+    from gfxsim.machine.accum import _two_stage_operands          # from the operands, in few numpy calls
+    ops = _two_stage_operands(acc, a, b, c, EMIN[t], EMIN[t])
+    assert (ops is None) == (acc.interleave != 1)
+    if ops is not None:
+        np.testing.assert_array_equal(ops.view(np.uint32), slow.view(np.uint32))
     inf_c = c64.copy()
     inf_c[9] = np.inf
     for big, cc in ((3e38, c64), (1e36, c64), (1.0, inf_c)):
@@ -175,6 +180,7 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
         worse[0, 0, :] = big                       # 3e38: the first step overflows; 1e36: products past 2^128
         prod, pexp = product_terms(worse, b, EMIN[t], EMIN[t])
         assert _finite_two_stage(acc, prod, pexp, cc) is None
+        assert _two_stage_operands(acc, worse, b, cc, EMIN[t], EMIN[t]) is None
         if big == 3e38 and (acc.final_rounding or acc.rounding) == "nearest":
             assert _two_stage_compiled(acc, prod, pexp, cc) is None
             got = _two_stage_compiled(acc, worse, b, cc.astype(np.float32), t)     # left to the loop
@@ -195,3 +201,61 @@ def _two_stage_compiled(acc, x, y, c, t=None):
         return accum._finite_two_stage(acc, x, y, c) if t is None else accum.mma_f32(acc, x, y, c, t, t)
     finally:
         accum.running = before
+
+
+def test_the_compiled_two_stage_path_with_quanta_below_the_normal_range():
+    """Inputs with no type (no exponent clamp) whose products lie near 2^-1010: a step's quantum is
+    no normal double, so the compiled path counts that instruction element by element (with the
+    loop's own cut); bit for bit the step loop, beside ordinary rows."""
+    import gfxsim.arch.accumulators as amd
+    from gfxsim.machine.accum import _stepwise, product_terms
+    acc = amd.CDNA3_F16
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(2, 16, 16))
+    b = rng.normal(size=(2, 16, 16))
+    a[0, 3] *= 2.0 ** -500
+    b[0, :, 5] *= 2.0 ** -510
+    c = rng.normal(size=(2, 16, 16)).astype(np.float32).astype(np.float64)
+    c[0, 3, 5] = 0.0
+    prod, pexp = product_terms(a, b)
+    slow = _stepwise(acc, prod, pexp, c)
+    from gfxsim.machine import accum
+    before = accum.running
+    accum.running = lambda: True
+    try:
+        got = accum.mma_f32(acc, a, b, c)
+    finally:
+        accum.running = before
+    np.testing.assert_array_equal(got.view(np.uint32), slow.view(np.uint32))
+    assert pexp[0, 3, 5].max() < -998            # the case it says
+
+
+@pytest.mark.parametrize("name", ["CDNA3_F16", "CDNA3_XF32", "CDNA3_FP8"])
+def test_two_stage_paths_below_fp32s_normal_range(name):
+    """C of fp32 subnormals and zeros, products below 2^-126 (f32 inputs near 2^-70): the numpy
+    operand path and the compiled one (numba running) clamp C's and the sum's exponent at -126 as
+    the step loop does, bit for bit."""
+    import gfxsim.arch.accumulators as amd
+    from gfxsim.machine import accum
+    from gfxsim.machine.accum import _stepwise, _two_stage_operands, product_terms
+    acc = getattr(amd, name)
+    rng = np.random.default_rng(17)
+    a = (rng.normal(size=(4, 16, 32)) * 2.0 ** -70).astype(np.float32)
+    b = (rng.normal(size=(4, 32, 16)) * 2.0 ** -70).astype(np.float32)
+    c = (rng.normal(size=(4, 16, 16)) * 2.0 ** -140).astype(np.float32)      # fp32 subnormals
+    c[1] = 0.0
+    c[2, ::2] = -0.0
+    prod, pexp = product_terms(a, b, -126, -126)
+    slow = _stepwise(acc, prod, pexp, c.astype(np.float64))
+    assert (np.abs(slow) < 2.0 ** -126).any()
+    ops = _two_stage_operands(acc, a, b, c, -126, -126)
+    assert (ops is None) == (acc.interleave != 1)
+    if ops is not None:
+        np.testing.assert_array_equal(ops.view(np.uint32), slow.view(np.uint32))
+    before = accum.running
+    accum.running = lambda: True
+    try:
+        got = accum.mma_f32(acc, a, b, c, "f32", "f32")
+    finally:
+        accum.running = before
+    np.testing.assert_array_equal(got.view(np.uint32), slow.view(np.uint32))
