@@ -35,6 +35,9 @@ class RegisterFile:
         # register -> {element size: Prov}: what ``read`` of that one register last gave, until a
         # write reaches its planes (only ``write`` changes them); handed out as copies
         self._reads: dict = {}
+        # per register: its 4 bytes agree in every plane (each write put whole elements of 4 or 8
+        # bytes, or cleared, in every column it reached), so a read of 4-byte elements need not compare
+        self.whole = np.ones(count, bool)
 
     def name(self, first: int, n: int = 1) -> str:
         return f"{self.prefix}{first}" if n == 1 else f"{self.prefix}[{first}:{first + n - 1}]"
@@ -63,7 +66,8 @@ class RegisterFile:
                 got = self._reads.get(first)
                 mine = None if got is None else got.get(size)
                 if mine is None:
-                    mine = _read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds)
+                    mine = _read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds,
+                                      size == 4 and self.whole[first])
                     self._reads.setdefault(first, {})[size] = mine
                 prov = mine.map(np.copy)
             else:
@@ -105,6 +109,9 @@ class RegisterFile:
         pact = act if w.fold is None else w.pexec("EXEC of a register write")
         self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full,
                             slice(first, first + n), self.holds)
+        agree = p is None or p.g % 4 == 0            # what this write put agrees within each register
+        if self.wave.exec_full or not agree:
+            self.whole[first:first + n] = agree
         if p is not None:
             self.has[first:first + n] = True
         elif self.wave.exec_full:
@@ -117,10 +124,11 @@ def _held(holds, key, regs) -> bool:
     return h is None or bool(h[regs].any())
 
 
-def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, holds=None) -> Prov:
+def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, holds=None, agree=False) -> Prov:
     """A copy of rows ``rows`` (registers ``regs``) of the file's per-byte planes, per element of
     ``size`` bytes where every byte of every element agrees in every plane (Prov.compact's rule;
-    taking each element's first byte is then its union), else per byte."""
+    taking each element's first byte is then its union), else per byte. ``agree``: known to agree
+    (RegisterFile.whole), not compared."""
     # the file's planes hold every field any register ever had: a value carries only those its
     # own bytes name (as a value of the Python front end does), so an operand does not show a
     # field — a V dim on a PV's A — that no byte of it holds (a plane ``holds`` says is empty in
@@ -147,7 +155,7 @@ def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, hol
     if size > 1:
         planes = list(ids.values()) + [x for m in fp.values() for x in (m.base, m.wide, m.bits)] + \
             ([flags] if flags is not None else [])
-        if all((a.reshape((-1, size) + a.shape[1:]) == a[::size][:, None]).all() for a in planes):
+        if agree or all((a.reshape((-1, size) + a.shape[1:]) == a[::size][:, None]).all() for a in planes):
             first = lambda a: a[::size].copy()
             return Prov(size, {f: first(a) for f, a in ids.items()},
                         {f: Mask(first(m.base), first(m.bits), first(m.wide)) for f, m in fp.items()},
