@@ -637,11 +637,11 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
         if not red and (ia is None) != (ib is None):        # one side only: its values, no step
             out = np.array(ia if ia is not None else ib, np.int32)
             present, stepped, step = bool((out >= 0).any()), False, np.zeros(shape, np.bool_)
-            ia = ia if ia is not None else np.broadcast_to(np.int32(-1), shape)
-            ib = ib if ib is not None else np.broadcast_to(np.int32(-1), shape)
+            ia = ia if ia is not None else _no_ids(shape)
+            ib = ib if ib is not None else _no_ids(shape)
         else:
-            ia = ia if ia is not None else np.broadcast_to(np.int32(-1), shape)
-            ib = ib if ib is not None else np.broadcast_to(np.int32(-1), shape)
+            ia = ia if ia is not None else _no_ids(shape)
+            ib = ib if ib is not None else _no_ids(shape)
             out = np.empty(shape, np.int32)
             step = np.empty(shape, np.bool_)
             if red:
@@ -694,6 +694,16 @@ def unknown_of(*provs) -> np.ndarray | None:
 
 
 _NO = np.zeros((), np.bool_)
+_NO_IDS: dict = {}
+
+
+def _no_ids(shape) -> np.ndarray:
+    """np.broadcast_to(np.int32(-1), shape) (no identity anywhere), made once per shape: a
+    read-only view, so sharing it changes nothing."""
+    got = _NO_IDS.get(shape)
+    if got is None:
+        got = _NO_IDS[shape] = np.broadcast_to(np.int32(-1), shape)
+    return got
 
 
 @njit

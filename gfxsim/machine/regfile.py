@@ -134,11 +134,14 @@ def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, hol
     # field — a V dim on a PV's A — that no byte of it holds (a plane ``holds`` says is empty in
     # these registers is not even looked at)
     one = regs.start if regs is not None and regs.stop - regs.start == 1 else None
+    get = (lambda key: None) if holds is None else holds.get
 
     def held(key) -> bool:
-        h = None if holds is None else holds.get(key)
+        h = get(key)
         return h is None or bool(h[one] if one is not None else h[regs].any())
 
+    if agree:                          # each element's first byte is the element: read only those rows
+        rows = slice(rows.start, rows.stop, size)
     ids = {}
     for f, a in mem.ids.items():
         if held(("i", f)):
@@ -152,10 +155,14 @@ def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, hol
             if x.nonempty().any():
                 fp[f] = x
     flags = None if mem.flags is None else mem.flags[rows]
+    if agree:
+        return Prov(size, {f: a.copy() for f, a in ids.items()},
+                    {f: Mask(m.base.copy(), m.bits.copy(), m.wide.copy()) for f, m in fp.items()},
+                    None if flags is None else flags.copy())
     if size > 1:
         planes = list(ids.values()) + [x for m in fp.values() for x in (m.base, m.wide, m.bits)] + \
             ([flags] if flags is not None else [])
-        if agree or all((a.reshape((-1, size) + a.shape[1:]) == a[::size][:, None]).all() for a in planes):
+        if all((a.reshape((-1, size) + a.shape[1:]) == a[::size][:, None]).all() for a in planes):
             first = lambda a: a[::size].copy()
             return Prov(size, {f: first(a) for f, a in ids.items()},
                         {f: Mask(first(m.base), first(m.bits), first(m.wide)) for f, m in fp.items()},
