@@ -457,9 +457,12 @@ class Prov:
 
     @property
     def shape(self):
-        for a in self.arrays():
+        """The first plane's shape (arrays()'s order), None without one."""
+        for a in self.ids.values():
             return a.shape
-        return None
+        for m in self.fp.values():
+            return m.base.shape
+        return None if self.flags is None else self.flags.shape
 
     def empty_like(self) -> bool:
         return not self.ids and not self.fp and self.flags is None
@@ -485,7 +488,7 @@ class Prov:
     def field(self, name, shape) -> np.ndarray:
         """The identity plane of ``name``, or -1 everywhere (a read-only broadcast) where it has none."""
         got = self.ids.get(name)
-        return got if got is not None else np.broadcast_to(np.int32(-1), shape)
+        return got if got is not None else _no_ids(tuple(shape))
 
     def scale_flag(self) -> np.ndarray | None:
         return None if self.flags is None else (self.flags & SCALE) != 0
@@ -524,7 +527,7 @@ class Prov:
         for f, a in self.ids.items():
             r = a.reshape(-1, size, a.shape[1])
             hi = r.max(axis=1)            # a byte with no value (zero padding) does not conflict
-            lo = np.where(r < 0, np.iinfo(np.int32).max, r).min(axis=1)
+            lo = np.where(r < 0, _I32_MAX, r).min(axis=1)
             ids[f] = np.where(lo == hi, hi, -1).astype(np.int32, copy=False)
             if f not in RESERVED:
                 c = (hi >= 0) & (lo < hi)
@@ -694,6 +697,7 @@ def unknown_of(*provs) -> np.ndarray | None:
 
 
 _NO = np.zeros((), np.bool_)
+_I32_MAX = np.iinfo(np.int32).max          # np.iinfo costs microseconds a call
 _NO_IDS: dict = {}
 
 

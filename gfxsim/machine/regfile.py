@@ -181,61 +181,73 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
     n_regs = total // 4
     g = 1 if p is None else p.g
     one = regs.start if regs is not None and regs.stop - regs.start == 1 else None
+    track = holds is not None and regs is not None
 
-    def update(key, current, src, make, write):
-        """Write plane ``key`` (``current``, made by ``make`` if None) from ``src`` (None: clear),
-        keeping ``holds``: a plane made now holds nothing yet; one made before it was followed may
-        hold anything; a clear of a plane that holds nothing in these registers is skipped."""
-        h = None
-        if holds is not None and regs is not None:
-            h = holds.get(key)
-            if h is None:
-                h = holds[key] = np.zeros(n_regs, bool) if current is None else np.ones(n_regs, bool)
-            if src is None and not (h[one] if one is not None else h[regs].any()):
-                return
-        write(make() if current is None else current, src)
+    def held(key, current, src):
+        """holds' row of plane ``key`` (a plane made now holds nothing yet; one made before it was
+        followed may hold anything); False: a clear of a plane that holds nothing in these
+        registers, skipped; None: not followed."""
+        if not track:
+            return None
+        h = holds.get(key)
+        if h is None:
+            h = holds[key] = np.zeros(n_regs, bool) if current is None else np.ones(n_regs, bool)
+        if src is None and not (h[one] if one is not None else h[regs].any()):
+            return False
+        return h
+
+    def wrote(h, src):
         if h is not None:
             if src is not None:
                 h[regs] = True
             elif full:                       # cleared in every column of these registers
                 h[regs] = False
 
-    def put(plane, src, fill, where):
-        blk = plane[rows]
-        if src is not None and g > 1:        # each element's value into its g bytes, as per_byte would
-            if not blk.flags.c_contiguous:
-                src = np.repeat(src, g, axis=0)
-            else:
-                blk = blk.reshape((blk.shape[0] // g, g) + blk.shape[1:])      # a view of the rows
-                src = src[:, None]
-        if full:
-            blk[...] = fill if src is None else src
-        else:
-            np.copyto(blk, fill if src is None else src, where=where)
-
-    def put_mask(m, src):
-        for name in ("base", "bits", "wide"):
-            a = getattr(m, name)
-            put(a, None if src is None else getattr(src, name), fill_value(a), act[:, None] if a.ndim == 3 else act)
-
-    def new_ids(f):
-        mem.ids[f] = np.full((total, width), -1, np.int32)
-        return mem.ids[f]
-
-    def new_fp(f):
-        mem.fp[f] = Mask.empty((total, width))
-        return mem.fp[f]
-
-    def new_flags():
-        mem.flags = np.zeros((total, width), np.uint8)
-        return mem.flags
-
+    p_ids = {} if p is None else p.ids
     for f in set(mem.ids) | (set(p.ids) if p is not None else set()):
-        update(("i", f), mem.ids.get(f), p.ids.get(f) if p is not None else None, lambda: new_ids(f),
-               lambda plane, src: put(plane, src, -1, act))
+        current, src = mem.ids.get(f), p_ids.get(f)
+        h = held(("i", f), current, src)
+        if h is False:
+            continue
+        if current is None:
+            current = mem.ids[f] = np.full((total, width), -1, np.int32)
+        _put(current, rows, src, -1, act, g, full)
+        wrote(h, src)
+    p_fp = {} if p is None else p.fp
     for f in set(mem.fp) | (set(p.fp) if p is not None else set()):
-        update(("f", f), mem.fp.get(f), p.fp.get(f) if p is not None else None, lambda: new_fp(f), put_mask)
+        current, src = mem.fp.get(f), p_fp.get(f)
+        h = held(("f", f), current, src)
+        if h is False:
+            continue
+        if current is None:
+            current = mem.fp[f] = Mask.empty((total, width))
+        for name in ("base", "bits", "wide"):
+            a = getattr(current, name)
+            _put(a, rows, None if src is None else getattr(src, name), fill_value(a), act[:, None] if a.ndim == 3 else act,
+                 g, full)
+        wrote(h, src)
     if mem.flags is not None or (p is not None and p.flags is not None):
-        update("flags", mem.flags, None if p is None else p.flags, new_flags,
-               lambda plane, src: put(plane, src, 0, act))
+        current, src = mem.flags, None if p is None else p.flags
+        h = held("flags", current, src)
+        if h is not False:
+            if current is None:
+                current = mem.flags = np.zeros((total, width), np.uint8)
+            _put(current, rows, src, 0, act, g, full)
+            wrote(h, src)
     return mem
+
+
+def _put(plane, rows: slice, src, fill, where, g: int, full: bool):
+    """plane[rows] = src (None: fill) in the columns ``where`` (every column where ``full``); a
+    source per element of g bytes goes into each of its bytes, as per_byte would put it."""
+    blk = plane[rows]
+    if src is not None and g > 1:
+        if not blk.flags.c_contiguous:
+            src = np.repeat(src, g, axis=0)
+        else:
+            blk = blk.reshape((blk.shape[0] // g, g) + blk.shape[1:])      # a view of the rows
+            src = src[:, None]
+    if full:
+        blk[...] = fill if src is None else src
+    else:
+        np.copyto(blk, fill if src is None else src, where=where)
