@@ -84,10 +84,11 @@ class ScaleOps:
             on = ids == i
             x = mns[on]
             fields, row = rec.fields_for((i - rec.first) * insn.blocks + x // (insn.M * insn.N))
-            if fields["quant"] is None:
+            quant = fields.get("quant")        # a folded record's fields may hold none
+            if quant is None:
                 continue
             for op, at in (("A", (x // insn.N) % insn.M), ("B", x % insn.N)):
-                q = fields["quant"].get(op)
+                q = quant.get(op)
                 if q is None:
                     continue
                 bad = (q[row, at] != 0) & (q[row, at] == es[on])

@@ -311,6 +311,10 @@ def test_a_folded_records_fields_at_representatives_rows_are_those_placed(monkey
                 for f, m in placed[key].items():
                     for name in ("base", "bits", "wide"):
                         assert np.array_equal(getattr(got[key][f], name)[at], getattr(m, name)[rows])
+            quant, placed_quant = got.get("quant") or {}, placed.get("quant") or {}
+            assert quant.keys() == placed_quant.keys()
+            for op, q in placed_quant.items():
+                assert np.array_equal(quant[op][at], q[rows])
             for key in ("c_mma", "c_mn"):
                 assert (got[key] is None) == (placed[key] is None)
                 if placed[key] is not None:
