@@ -347,11 +347,13 @@ class WaveState:
         if not cols.any():
             return
         v = self.vread(f, first, n)
-        p = v.prov.per_byte() if v.prov is not None else Prov(1, {})
+        # per element where the read is (each byte's mark is its word's): the bytes as per byte
+        p = v.prov if v.prov is not None and v.prov.g == 4 else \
+            (v.prov.per_byte() if v.prov is not None else Prov(1, {}))
         pc = self.w.pcols(cols[None, :], "the lanes of an SGPR of unknown origin")
-        flags = np.zeros((4 * n, self.w.pw), np.uint8) if p.flags is None else p.flags.copy()
+        flags = np.zeros((4 * n // p.g, self.w.pw), np.uint8) if p.flags is None else p.flags.copy()
         flags |= np.where(pc, UNKNOWN, np.uint8(0)).astype(np.uint8)
-        self.regfile(f).write(first, VGPRs(self.w, v.val, v.dtype, Prov(1, p.ids, p.fp, flags), regs=(first, n)))
+        self.regfile(f).write(first, VGPRs(self.w, v.val, v.dtype, Prov(p.g, p.ids, p.fp, flags), regs=(first, n)))
 
     def set_fresh(self, f: str, first: int, mask):
         """Mark registers first.. as holding a fresh matrix result where ``mask`` [n, width] holds

@@ -90,9 +90,13 @@ def c_sets(log, prev, rows, c_mma, c_mn, wide) -> dict:
     is exactly C (its ``rows``: the record's rows of these members, None all), or None: C's names
     followed through the log."""
     shape = c_mma.shape
-    if prev is not None and prev.c_mma is None:
-        pick = (lambda x: x) if rows is None else (lambda x: x[rows])
-        return _parts({f: m.map(pick) for f, m in prev.ks_a.items()}, {f: m.map(pick) for f, m in prev.ks_b.items()})
+    if prev is not None and not prev.chained():
+        if rows is None:
+            return _parts(prev.ks_a, prev.ks_b)
+        fields, at = prev.fields_for(rows)
+        pick = lambda x: x[at]
+        return _parts({f: m.map(pick) for f, m in fields["ks_a"].items()},
+                      {f: m.map(pick) for f, m in fields["ks_b"].items()})
     keep = c_mma.reshape(-1) >= 0
     if not keep.any():
         return {}

@@ -163,6 +163,19 @@ class FoldedRecord(MmaRecord):
     def tagged(self) -> bool:
         return self._folded.fields["a"] is not None
 
+    def chained(self) -> bool:
+        return self._folded.fields["c_mma"] is not None          # placing keeps None as None
+
+    def fields_for(self, rows: np.ndarray) -> tuple[dict, np.ndarray]:
+        """MmaRecord.fields_for without placing where every row is a representative's: a
+        representative's shifts are 0, so its placed rows are its class's rows as they are."""
+        if self._placed_fields is None:
+            fz, bl = self._folded.frozen, self.insn.blocks
+            member = rows // bl
+            if (fz.rep_of[member] == member).all():
+                return self._folded.fields, fz.cls[member] * bl + rows % bl
+        return self._fields(), rows
+
     def k_set_fields(self) -> set:
         """The representatives' K-set fields, which placing keeps: known without placing."""
         f = self._folded.fields

@@ -650,14 +650,15 @@ class MatrixOps:
                 chain.report_summed_again(self, insn, idx, label, ks_a, ks_b, theirs, c_mma, c_mn, d_lanes,
                                           live_rows, other | unsure)
             if prev is not None:         # C is the previous instruction's D, element for element
-                for side, pside in ((ks_a, prev.ks_a), (ks_b, prev.ks_b)):
+                fields, at = prev.fields_for(rows) if rows is not None else ({"ks_a": prev.ks_a, "ks_b": prev.ks_b}, None)
+                for side, pside in ((ks_a, fields["ks_a"]), (ks_b, fields["ks_b"])):
                     for f in pside.keys() | side.keys():
-                        ps = pside.get(f) if rows is None or f not in pside else pside[f].map(lambda x: x[rows])
+                        ps = pside.get(f) if rows is None or f not in pside else pside[f].map(lambda x: x[at])
                         if f in side and f in pside:
                             side[f] = side[f].union(ps, wide)
                         elif f in pside:
                             side[f] = ps
-                c_mma, c_mn = prev.c_mma, prev.c_mn
+                c_mma, c_mn = (prev.c_mma, prev.c_mn) if prev.chained() else (None, None)
         return Prov(itemsize(insn.cd_type), ids), dict(a=rec_a, b=rec_b, ks_a=ks_a, ks_b=ks_b, c_mma=c_mma, c_mn=c_mn,
                                                         quant=quant or None)
 

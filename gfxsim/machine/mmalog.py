@@ -51,6 +51,16 @@ class MmaRecord:
 
     held_per_class = False                # a folded batch's record (foldrec.FoldedRecord): placed where read
 
+    def chained(self) -> bool:
+        """Whether C held named results (``c_mma`` is not None)."""
+        return self.c_mma is not None
+
+    def fields_for(self, rows: np.ndarray) -> tuple[dict, np.ndarray]:
+        """(fields, at): the record's ``ks_a``, ``ks_b``, ``c_mma``, ``c_mn``, ``quant`` and where its
+        rows ``rows`` (member*blocks + block) lie in them: their values at ``at`` are the record's at
+        ``rows``."""
+        return {"ks_a": self.ks_a, "ks_b": self.ks_b, "c_mma": self.c_mma, "c_mn": self.c_mn, "quant": self.quant}, rows
+
     def tagged(self) -> bool:
         """Whether the operands carried provenance (A's K-slot values are recorded)."""
         return self.a is not None
@@ -408,21 +418,22 @@ class MmaLog:
             M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
             e = mn[sel]
             blk, m, nn = e // (M * N), (e // N) % M, e % N
-            row = (ids[sel] - rec.first) * bl + blk
-            for f in rec.ks_a.keys() | rec.ks_b.keys():
+            fields, row = rec.fields_for((ids[sel] - rec.first) * bl + blk)
+            ks_a, ks_b = fields["ks_a"], fields["ks_b"]
+            for f in ks_a.keys() | ks_b.keys():
                 parts = []
-                if f in rec.ks_a:
-                    parts.append(rec.ks_a[f].map(lambda x: x[row, m]))
-                if f in rec.ks_b:
-                    parts.append(rec.ks_b[f].map(lambda x: x[row, nn]))
+                if f in ks_a:
+                    parts.append(ks_a[f].map(lambda x: x[row, m]))
+                if f in ks_b:
+                    parts.append(ks_b[f].map(lambda x: x[row, nn]))
                 s = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
                 _unite(out, f, pos[sel], s, n, wide)
-            if rec.c_mma is not None:
-                cm = rec.c_mma[row, m, nn]
+            if fields["c_mma"] is not None:
+                cm = fields["c_mma"][row, m, nn]
                 keep = cm >= 0
                 nxt[0].append(pos[sel][keep])
                 nxt[1].append(cm[keep].astype(np.int64))
-                nxt[2].append(rec.c_mn[row, m, nn][keep].astype(np.int64))
+                nxt[2].append(fields["c_mn"][row, m, nn][keep].astype(np.int64))
 
 
 
@@ -431,6 +442,10 @@ def _unite(out, f, pos, s: Mask, n, wide):
     cur = out.get(f)
     if cur is None:
         cur = out[f] = Mask.empty((n,))
+        # distinct positions of the empty set, s narrow: the union is s as it is
+        if (len(pos) < 2 or (pos[1:] > pos[:-1]).all()) and not s.wide.any():
+            cur.assign(pos, s)
+            return
     if len(pos) < 2 or (pos[1:] > pos[:-1]).all() or (np.diff(np.sort(pos)) != 0).all():    # no repeat: one union
         cur.assign(pos, cur.map(lambda x: x[pos]).union(s, wide))
         return

@@ -560,7 +560,7 @@ class Prov:
         for f, a in self.ids.items():
             r = a.reshape(-1, size, a.shape[1])
             hi = r.max(axis=1)            # a byte with no value (zero padding) does not conflict
-            lo = np.where(r < 0, np.iinfo(np.int32).max, r).min(axis=1)
+            lo = np.where(r < 0, _I32_MAX, r).min(axis=1)
             ids[f] = np.where(lo == hi, hi, -1).astype(np.int32, copy=False)
             if f not in RESERVED:
                 c = (hi >= 0) & (lo < hi)
@@ -755,6 +755,7 @@ def unknown_of(*provs) -> np.ndarray | None:
 
 
 _NO = np.zeros((), np.bool_)
+_I32_MAX = np.iinfo(np.int32).max          # np.iinfo costs microseconds a call
 
 
 @njit

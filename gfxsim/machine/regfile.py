@@ -35,6 +35,9 @@ class RegisterFile:
         # register -> {element size: Prov}: what ``read`` of that one register last gave, until a
         # write reaches its planes (only ``write`` changes them); handed out as copies
         self._reads: dict = {}
+        # per register: its 4 bytes agree in every plane (each write put whole elements of 4 or 8
+        # bytes, or cleared, in every column it reached), so a read of 4-byte elements need not compare
+        self.whole = np.ones(count, bool)
 
     def name(self, first: int, n: int = 1) -> str:
         return f"{self.prefix}{first}" if n == 1 else f"{self.prefix}[{first}:{first + n - 1}]"
@@ -63,7 +66,8 @@ class RegisterFile:
                 got = self._reads.get(first)
                 mine = None if got is None else got.get(size)
                 if mine is None:
-                    mine = _read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds)
+                    mine = _read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds,
+                                      size == 4 and self.whole[first])
                     self._reads.setdefault(first, {})[size] = mine
                 prov = mine.map(np.copy)
             else:
@@ -105,6 +109,9 @@ class RegisterFile:
         pact = act if w.fold is None else w.pexec("EXEC of a register write")
         self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full,
                             slice(first, first + n), self.holds)
+        agree = p is None or p.g % 4 == 0            # what this write put agrees within each register
+        if self.wave.exec_full or not agree:
+            self.whole[first:first + n] = agree
         if p is not None:
             self.has[first:first + n] = True
         elif self.wave.exec_full:
@@ -117,20 +124,24 @@ def _held(holds, key, regs) -> bool:
     return h is None or bool(h[regs].any())
 
 
-def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, holds=None) -> Prov:
+def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, holds=None, agree=False) -> Prov:
     """A copy of rows ``rows`` (registers ``regs``) of the file's per-byte planes, per element of
     ``size`` bytes where every byte of every element agrees in every plane (Prov.compact's rule;
-    taking each element's first byte is then its union), else per byte."""
+    taking each element's first byte is then its union), else per byte. ``agree``: known to agree
+    (RegisterFile.whole), not compared."""
     # the file's planes hold every field any register ever had: a value carries only those its
     # own bytes name (as a value of the Python front end does), so an operand does not show a
     # field — a V dim on a PV's A — that no byte of it holds (a plane ``holds`` says is empty in
     # these registers is not even looked at)
     one = regs.start if regs is not None and regs.stop - regs.start == 1 else None
+    get = (lambda key: None) if holds is None else holds.get
 
     def held(key) -> bool:
-        h = None if holds is None else holds.get(key)
+        h = get(key)
         return h is None or bool(h[one] if one is not None else h[regs].any())
 
+    if agree:                          # each element's first byte is the element: read only those rows
+        rows = slice(rows.start, rows.stop, size)
     ids = {}
     for f, a in mem.ids.items():
         if held(("i", f)):
@@ -144,6 +155,10 @@ def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, hol
             if x.nonempty().any():
                 fp[f] = x
     flags = None if mem.flags is None else mem.flags[rows]
+    if agree:
+        return Prov(size, {f: a.copy() for f, a in ids.items()},
+                    {f: Mask(m.base.copy(), m.bits.copy(), m.wide.copy()) for f, m in fp.items()},
+                    None if flags is None else flags.copy())
     if size > 1:
         planes = list(ids.values()) + [x for m in fp.values() for x in (m.base, m.wide, m.bits)] + \
             ([flags] if flags is not None else [])
@@ -166,61 +181,73 @@ def _assign(mem: Prov, rows: slice, act, p: Prov | None, total: int, width: int,
     n_regs = total // 4
     g = 1 if p is None else p.g
     one = regs.start if regs is not None and regs.stop - regs.start == 1 else None
+    track = holds is not None and regs is not None
 
-    def update(key, current, src, make, write):
-        """Write plane ``key`` (``current``, made by ``make`` if None) from ``src`` (None: clear),
-        keeping ``holds``: a plane made now holds nothing yet; one made before it was followed may
-        hold anything; a clear of a plane that holds nothing in these registers is skipped."""
-        h = None
-        if holds is not None and regs is not None:
-            h = holds.get(key)
-            if h is None:
-                h = holds[key] = np.zeros(n_regs, bool) if current is None else np.ones(n_regs, bool)
-            if src is None and not (h[one] if one is not None else h[regs].any()):
-                return
-        write(make() if current is None else current, src)
+    def held(key, current, src):
+        """holds' row of plane ``key`` (a plane made now holds nothing yet; one made before it was
+        followed may hold anything); False: a clear of a plane that holds nothing in these
+        registers, skipped; None: not followed."""
+        if not track:
+            return None
+        h = holds.get(key)
+        if h is None:
+            h = holds[key] = np.zeros(n_regs, bool) if current is None else np.ones(n_regs, bool)
+        if src is None and not (h[one] if one is not None else h[regs].any()):
+            return False
+        return h
+
+    def wrote(h, src):
         if h is not None:
             if src is not None:
                 h[regs] = True
             elif full:                       # cleared in every column of these registers
                 h[regs] = False
 
-    def put(plane, src, fill, where):
-        blk = plane[rows]
-        if src is not None and g > 1:        # each element's value into its g bytes, as per_byte would
-            if not blk.flags.c_contiguous:
-                src = np.repeat(src, g, axis=0)
-            else:
-                blk = blk.reshape((blk.shape[0] // g, g) + blk.shape[1:])      # a view of the rows
-                src = src[:, None]
-        if full:
-            blk[...] = fill if src is None else src
-        else:
-            np.copyto(blk, fill if src is None else src, where=where)
-
-    def put_mask(m, src):
-        for name in ("base", "bits", "wide"):
-            a = getattr(m, name)
-            put(a, None if src is None else getattr(src, name), fill_value(a), act[:, None] if a.ndim == 3 else act)
-
-    def new_ids(f):
-        mem.ids[f] = np.full((total, width), -1, np.int32)
-        return mem.ids[f]
-
-    def new_fp(f):
-        mem.fp[f] = Mask.empty((total, width))
-        return mem.fp[f]
-
-    def new_flags():
-        mem.flags = np.zeros((total, width), np.uint8)
-        return mem.flags
-
+    p_ids = {} if p is None else p.ids
     for f in set(mem.ids) | (set(p.ids) if p is not None else set()):
-        update(("i", f), mem.ids.get(f), p.ids.get(f) if p is not None else None, lambda: new_ids(f),
-               lambda plane, src: put(plane, src, -1, act))
+        current, src = mem.ids.get(f), p_ids.get(f)
+        h = held(("i", f), current, src)
+        if h is False:
+            continue
+        if current is None:
+            current = mem.ids[f] = np.full((total, width), -1, np.int32)
+        _put(current, rows, src, -1, act, g, full)
+        wrote(h, src)
+    p_fp = {} if p is None else p.fp
     for f in set(mem.fp) | (set(p.fp) if p is not None else set()):
-        update(("f", f), mem.fp.get(f), p.fp.get(f) if p is not None else None, lambda: new_fp(f), put_mask)
+        current, src = mem.fp.get(f), p_fp.get(f)
+        h = held(("f", f), current, src)
+        if h is False:
+            continue
+        if current is None:
+            current = mem.fp[f] = Mask.empty((total, width))
+        for name in ("base", "bits", "wide"):
+            a = getattr(current, name)
+            _put(a, rows, None if src is None else getattr(src, name), fill_value(a), act[:, None] if a.ndim == 3 else act,
+                 g, full)
+        wrote(h, src)
     if mem.flags is not None or (p is not None and p.flags is not None):
-        update("flags", mem.flags, None if p is None else p.flags, new_flags,
-               lambda plane, src: put(plane, src, 0, act))
+        current, src = mem.flags, None if p is None else p.flags
+        h = held("flags", current, src)
+        if h is not False:
+            if current is None:
+                current = mem.flags = np.zeros((total, width), np.uint8)
+            _put(current, rows, src, 0, act, g, full)
+            wrote(h, src)
     return mem
+
+
+def _put(plane, rows: slice, src, fill, where, g: int, full: bool):
+    """plane[rows] = src (None: fill) in the columns ``where`` (every column where ``full``); a
+    source per element of g bytes goes into each of its bytes, as per_byte would put it."""
+    blk = plane[rows]
+    if src is not None and g > 1:
+        if not blk.flags.c_contiguous:
+            src = np.repeat(src, g, axis=0)
+        else:
+            blk = blk.reshape((blk.shape[0] // g, g) + blk.shape[1:])      # a view of the rows
+            src = src[:, None]
+    if full:
+        blk[...] = fill if src is None else src
+    else:
+        np.copyto(blk, fill if src is None else src, where=where)

@@ -79,14 +79,17 @@ class ScaleOps:
         ids, mns, es = pr.ids["@mma"][sel], pr.ids["@mn"][sel], e[sel]
         for i in np.unique(ids).tolist():
             rec = log.record_of(i)
-            if rec is None or rec.quant is None:
+            if rec is None:
                 continue
             insn = rec.insn
             on = ids == i
             x = mns[on]
-            row = (i - rec.first) * insn.blocks + x // (insn.M * insn.N)
+            fields, row = rec.fields_for((i - rec.first) * insn.blocks + x // (insn.M * insn.N))
+            quant = fields.get("quant")        # a folded record's fields may hold none
+            if quant is None:
+                continue
             for op, at in (("A", (x // insn.N) % insn.M), ("B", x % insn.N)):
-                q = rec.quant.get(op)
+                q = quant.get(op)
                 if q is None:
                     continue
                 bad = (q[row, at] != 0) & (q[row, at] == es[on])
@@ -169,7 +172,7 @@ class ScaleOps:
         instruction wrote it, and its K sets are the record's (chains through C folded in)."""
         mma, mn = pr.ids["@mma"], pr.ids["@mn"]
         rec = self.machine.mma_log.record_of(int(mma[act][0]))
-        if rec is None or rec.c_mma is not None or rec.insn.elems("D") != mma.shape[0] or \
+        if rec is None or rec.chained() or rec.insn.elems("D") != mma.shape[0] or \
                 len(rec.workgroups) != self.members:
             return False
         insn = rec.insn

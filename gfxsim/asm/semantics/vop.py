@@ -949,9 +949,14 @@ def v_cndmask_b32(st, d):
     if st.w.provenance and any(o.kind == "reg" and o.file in "va" for o in (a, b)):
         va, vb = _src_values(st, d, (a, b)) if sdwa else (value_of(st, a), value_of(st, b))
         if va.prov is not None or vb.prov is not None:      # each lane's value keeps its identity
-            prov = Prov.select(st.w.pcols(mask[None, :], "a v_cndmask_b32 mask"),   # a byte move: per byte
-                               None if vb.prov is None else vb.prov.per_byte(),
-                               None if va.prov is None else va.prov.per_byte(), (4, st.w.pw))
+            cond = st.w.pcols(mask[None, :], "a v_cndmask_b32 mask")
+            if not sdwa and all(v.prov is None or v.prov.g == 4 for v in (va, vb)):
+                # whole words move: each byte takes its word's provenance, so selecting the words'
+                # is the per-byte select, written per element
+                prov = Prov.select(cond, vb.prov, va.prov, (1, st.w.pw))
+            else:                                                                 # a byte move: per byte
+                prov = Prov.select(cond, None if vb.prov is None else vb.prov.per_byte(),
+                                   None if va.prov is None else va.prov.per_byte(), (4, st.w.pw))
     r = isa.entry("v_cndmask_b32").fn(x, y, mask)
     if sdwa:
         r = sdwa_dst(st, d, dst, r)

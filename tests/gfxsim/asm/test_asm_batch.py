@@ -282,3 +282,47 @@ def test_a_dequant_scales_origin_is_found_on_the_folded_columns(monkeypatch):
     run = run_kernel("paged_attention_decode", frontend="asm", arch="gfx942", context=1024, heads=8, kv_heads=2)
     assert run.runs[0].folds[0]["classes"] == 1
     assert calls["fast"] > calls["unfolded"]
+
+
+def test_a_folded_records_fields_at_representatives_rows_are_those_placed(monkeypatch):
+    """FoldedRecord.fields_for (no placing where every row is a representative's) against the
+    fields placed for every member, on the folded compiled decode and its reduce (several
+    classes); a row of another member places them."""
+    need_toolchain("gfx936")
+    from gfxsim.machine.foldrec import FoldedRecord
+    from kernels_py.host.runs import run_kernel
+    monkeypatch.setenv("GFXSIM_FOLD", "1")
+    run = run_kernel("paged_attention_decode", frontend="asm", arch="gfx936", context=1024, heads=8, kv_heads=2)
+    rng = np.random.default_rng(0)
+    seen = 0
+    for r in run.runs:
+        for rec in r.machine.mma_log.records:
+            if not isinstance(rec, FoldedRecord):
+                continue
+            fz, bl = rec._folded.frozen, rec.insn.blocks
+            rows = (fz.reps[rng.integers(0, len(fz.reps), 9)] * bl + rng.integers(0, bl, 9)).astype(np.int64)
+            rec._placed_fields = None
+            got, at = rec.fields_for(rows)
+            assert rec._placed_fields is None                       # nothing placed
+            assert rec.chained() == (rec.c_mma is not None)
+            placed = rec._fields()
+            for key in ("ks_a", "ks_b"):
+                assert got[key].keys() == placed[key].keys()
+                for f, m in placed[key].items():
+                    for name in ("base", "bits", "wide"):
+                        assert np.array_equal(getattr(got[key][f], name)[at], getattr(m, name)[rows])
+            quant, placed_quant = got.get("quant") or {}, placed.get("quant") or {}
+            assert quant.keys() == placed_quant.keys()
+            for op, q in placed_quant.items():
+                assert np.array_equal(quant[op][at], q[rows])
+            for key in ("c_mma", "c_mn"):
+                assert (got[key] is None) == (placed[key] is None)
+                if placed[key] is not None:
+                    assert np.array_equal(got[key][at], placed[key][rows])
+            others = np.setdiff1d(np.arange(len(rec.workgroups)), fz.reps)
+            if len(others):
+                rec._placed_fields = None
+                got, at = rec.fields_for(others[:1] * bl)
+                assert got is rec._placed_fields and np.array_equal(at, others[:1] * bl)
+            seen += 1
+    assert seen

@@ -157,3 +157,45 @@ def test_members_loading_different_scalar_words_are_marked_by_their_own(batch):
     assert (out.array.reshape(4, 64) == np.array([1, 2, 3, 4])[:, None]).all()
     marked = _unknown_bytes(out).reshape(4, 256).all(axis=1)
     assert marked.tolist() == [True, False, True, False]
+
+
+def test_a_per_element_register_is_marked_as_its_bytes_would_be(monkeypatch):
+    """mark_unknown keeps a register read per element (4-byte words) per element: the stored bytes'
+    identities and marks are those of marking every byte (the reference below)."""
+    from gfxsim.asm.state import WaveState
+    from gfxsim.machine.provenance import Prov
+    from gfxsim.machine.vgpr import VGPRs
+
+    def by_bytes(self, f, first, n):
+        if not self.w.provenance:
+            return
+        cols = np.repeat(self.taint_v, self.lanes) & self.exec
+        if not cols.any():
+            return
+        v = self.vread(f, first, n)
+        p = v.prov.per_byte() if v.prov is not None else Prov(1, {})
+        pc = self.w.pcols(cols[None, :], "the lanes of an SGPR of unknown origin")
+        flags = np.zeros((4 * n, self.w.pw), np.uint8) if p.flags is None else p.flags.copy()
+        flags |= np.where(pc, UNKNOWN, np.uint8(0)).astype(np.uint8)
+        self.regfile(f).write(first, VGPRs(self.w, v.val, v.dtype, Prov(1, p.ids, p.fp, flags), regs=(first, n)))
+
+    body = """
+  s_load_dword s8, s[4:5], 0x10
+  global_load_dword v2, v1, s[4:5]
+  s_waitcnt vmcnt(0) lgkmcnt(0)
+  v_cmp_gt_u32_e32 vcc, 40, v0
+  s_and_saveexec_b64 s[10:11], vcc
+  v_add_u32_e32 v2, s8, v2
+  s_or_b64 exec, exec, s[10:11]
+  global_store_dword v1, v2, s[6:7]"""
+    runs = []
+    for mark in (WaveState.mark_unknown, by_bytes):
+        monkeypatch.setattr(WaveState, "mark_unknown", mark)
+        out = Buffer.empty("out", 64, np.uint32)
+        run_asm(kernel_from_text(HEAD + body, "per_element_mark", args=ARGS), args={"k": _k(True), "out": out})
+        mp = out.prov
+        runs.append(({f: np.repeat(a, mp.unit) if mp.unit > 1 else a for f, a in mp.ids.items()}, _unknown_bytes(out)))
+    (ids_a, marked_a), (ids_b, marked_b) = runs
+    assert marked_a[:160].all() and not marked_a[160:].any()          # lanes 0-39 only
+    assert np.array_equal(marked_a, marked_b) and ids_a.keys() == ids_b.keys() and ids_a
+    assert all(np.array_equal(ids_a[f], ids_b[f]) for f in ids_a)

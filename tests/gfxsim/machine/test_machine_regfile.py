@@ -122,8 +122,9 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
     """A one-register read is kept until a write reaches the register, and a per-element value is
     written into its bytes without first going per byte: after random writes (per element, per
     byte, none, under full and partial EXEC) every one-register read equals what reading every
-    plane gives, the file equals one that was given every value per byte, and a reader that
-    changes its copy changes nothing the next read sees."""
+    plane gives (also where the file knows a register's bytes agree, RegisterFile.whole, and
+    does not compare them), the file equals one that was given every value per byte, and a
+    reader that changes its copy changes nothing the next read sees."""
     from gfxsim.machine.regfile import _read_prov
     from gfxsim.machine.vgpr import VGPRs
     words = Buffer("w", np.arange(LANES * 2, dtype=np.uint32).reshape(LANES, 2),
@@ -141,7 +142,7 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
         per_element = w.global_load(words, w.lane_id * 8, 8, "u32")
         per_byte = w.global_load(buf, w.lane_id * 8, 8, "i8")
         plain = w.const(7, "u32")
-        same, kinds = [], set()
+        same, kinds, known = [], set(), set()
         for step in range(60):
             value = [per_element, per_byte, plain][int(rng.integers(3))]
             if value.prov is not None:
@@ -154,6 +155,7 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
                 rf.write(first, value)
                 ref.write(first, bytewise)
             for r in range(8):
+                known.add(bool(rf.whole[r] and rf.has[r]))
                 got = rf.read(r, 1, "u32").prov
                 whole = None if rf.prov is None or not rf.has[r] else _read_prov(rf.prov, slice(4 * r, 4 * r + 4), 4)
                 same.append(planes(got) == planes(whole))
@@ -162,9 +164,9 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
                         a[...] = 12345                       # the reader's copy, not the kept one
             same.append(all(np.array_equal(rf.prov.ids[f], ref.prov.ids[f]) for f in ref.prov.ids)
                         if ref.prov is not None else rf.prov is None)
-        out["same"], out["kinds"] = same, kinds
+        out["same"], out["kinds"], out["known"] = same, kinds, known
     o = run(k)
-    assert o["kinds"] == {1, 4}
+    assert o["kinds"] == {1, 4} and o["known"] == {True, False}
     assert len(o["same"]) == 60 * 9 and all(o["same"])
 
 

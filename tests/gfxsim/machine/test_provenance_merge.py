@@ -185,3 +185,35 @@ def test_union_of_one_set_masks_equals_the_elementwise_union(seed, kinds):
     fast.base[0, 0] = fast.base[0, 0]                 # writable, like the pass's output
     mixed = a1.union(random_mask(rng, (3, 40), wa), wa)          # not one set: the pass
     assert mixed.base.shape == (3, 40)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("sides", ["both", "a", "b"])
+def test_a_select_of_whole_words_is_the_select_of_their_bytes(seed, sides):
+    """Prov.select of two per-element (4-byte) provenances, placed per byte, is the select of their
+    bytes (v_cndmask_b32's word move selects the words' provenance): identities, footprints, flags."""
+    from gfxsim.machine.provenance import Prov
+    rng = np.random.default_rng(seed)
+    wide, W = WideSets(), 16
+
+    def prov():
+        ids = {f: np.where(rng.random((1, W)) < 0.3, -1, rng.integers(0, 50, (1, W))).astype(np.int32)
+               for f in ("token", "head")[:int(rng.integers(1, 3))]}
+        fp = {"token": random_mask(rng, (1, W), wide)} if rng.random() < 0.7 else {}
+        flags = rng.integers(0, 4, (1, W)).astype(np.uint8) if rng.random() < 0.5 else None
+        return Prov(4, ids, fp, flags)
+    a = prov() if sides in ("both", "a") else None
+    b = prov() if sides in ("both", "b") else None
+    cond = rng.random((1, W)) < 0.5
+    words = Prov.select(cond, a, b, (1, W)).per_byte()
+    nbytes = Prov.select(cond, None if a is None else a.per_byte(), None if b is None else b.per_byte(), (4, W))
+    assert words.g == nbytes.g == 1 and words.ids.keys() == nbytes.ids.keys() and words.fp.keys() == nbytes.fp.keys()
+    for f in words.ids:
+        assert np.array_equal(words.ids[f], nbytes.ids[f])
+    for f in words.fp:
+        assert sets(words.fp[f], wide) == sets(nbytes.fp[f], wide)
+        for name in ("base", "bits", "wide"):
+            assert np.array_equal(getattr(words.fp[f], name), getattr(nbytes.fp[f], name))
+    assert (words.flags is None) == (nbytes.flags is None)
+    if words.flags is not None:
+        assert np.array_equal(words.flags, nbytes.flags)
