@@ -41,6 +41,9 @@ ENABLED = True          # False: every instruction through run._execute (the A/B
 # False: a block calls every instruction's step, none written into its source (semantics.Inline;
 # the A/B, and the tests comparing both)
 INLINE = True
+# False: runs of lane rows take the block's numpy lines, not the compiled executor (lanevm.py; the
+# A/B, and the tests comparing both)
+LANES = True
 
 
 class Block:
@@ -173,6 +176,13 @@ def _lean_prologue(inline, env, start) -> list[str]:
     env[f"KW64{start}"] = _constants(tuple(sorted(c for t, c in consts if t == "u64")), np.uint64)
     env[f"KWS{start}"] = _constants(tuple(sorted(c for t, c in consts if t in ("s32", "s64"))), np.uint64)
     lines = [f"    R_{f}, W_{f}, F_{f} = st.{f}.words, st.{f}.written, st.fresh[{f!r}]" for f in files]
+    if any(x.dst[0] in ("v", "a") for x in inline.values()):
+        from . import lanevm
+        from .semantics import dequant
+        env["_lanes"], env["_dequant"] = lanevm.run, dequant
+        a = ("st.a.words, st.a.written" if "a" in files else "_NOREG, _NOWR")
+        env["_NOREG"], env["_NOWR"] = np.zeros((1, 1), np.uint32), np.zeros((4, 1), bool)
+        lines += [f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
     lines += ["    S, WID = st.s, w.width",
               "    EX, XF = w.exec, w.exec_full",
               "    CNT = WID if XF else int(count_nonzero(EX))",
@@ -343,25 +353,41 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
              "    tr.muted += 1",
              "    k = 0",
              "    try:"]
+    runs = _lane_runs(program, start, end, inline)
+    skip = 0
     for pc in range(start, end):
         d = program.decoded[pc]
         step = program.steps[pc]
         env[f"D{pc}"] = d
         m = d.ins.mnemonic
-        lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
-                  f"        if st.any_unknown: taint_in(st, D{pc})"]
         x = inline.get(pc)
+        if pc in runs:                            # a run of lane rows: one compiled call (lanevm.py)
+            rows, last = runs[pc]
+            env[f"L{pc}"] = rows
+            lines += [f"        if _blocks.LANES and not st.any_unknown:        # lanes {pc}..{last - 1}",
+                      f"            st.pc = {last - 1}; st.current = D{last - 1}",
+                      f"            _lanes(L{pc}, *LF, S, EX, st.lanes, _dequant.ENABLED)",
+                      f"            counted[0] += CNT * {last - pc}",
+                      f"            k += {last - pc}"]
+            lines += [f"            approx.add({a!r})" for q in range(pc, last)
+                      for a in _approx_names(program.decoded[q].ins.mnemonic)]
+            lines.append("        else:")
+            for q in range(pc, last):
+                env[f"D{q}"] = program.decoded[q]
+                lines += ["    " + ln for ln in _inline_ins(program, q, inline[q], env)]
+            if last == end:
+                lines += [*_FLUSH, f"        return {end}"]
+            skip = last
+            continue
+        if pc < skip:
+            continue
         if x is not None:
-            lines.append("        counted[0] += CNT")
-            lines += _inline_lines(pc, x, env)
-            if x.dst[0] == "mask":                # EXEC, or the pair a later read takes, may have changed
-                lines += ["        EX, XF = w.exec, w.exec_full",
-                          "        CNT = WID if XF else int(count_nonzero(EX))"]
-            lines.append("        k += 1")
-            lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+            lines += _inline_ins(program, pc, x, env)
             if pc == end - 1:
                 lines += [*_FLUSH, f"        return {pc + 1}"]
             continue
+        lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
+                  f"        if st.any_unknown: taint_in(st, D{pc})"]
         if inline:
             lines += _FLUSH
         if step is not None:
@@ -380,7 +406,7 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
                   "        tr.n_events += 1",
                   "        w.steps += 1",
                   "        if w.member_events is not None: w.wg.member_event(w)"]      # waves as members
-        lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+        lines += [f"        approx.add({a!r})" for a in _approx_names(m)]
         if pc + 1 in inline:                      # it may have written EXEC: the next reads it
             lines += ["        EX, XF = w.exec, w.exec_full",
                       "        CNT = WID if XF else int(count_nonzero(EX))"]
@@ -397,6 +423,50 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
     if inline:
         lines += _FLUSH
     return lines
+
+
+def _approx_names(m: str) -> list[str]:
+    """The names Machine.approximated takes for an instruction of mnemonic ``m`` (fp.APPROXIMATED)."""
+    return [a for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+
+
+def _inline_ins(program, pc: int, x, env) -> list[str]:
+    """Instruction pc's lines in the lean function: its lean work (_inline_lines), its lanes and
+    event counted, EXEC refreshed where it may have written it."""
+    d = program.decoded[pc]
+    m = d.ins.mnemonic
+    lines = [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
+             f"        if st.any_unknown: taint_in(st, D{pc})",
+             "        counted[0] += CNT"]
+    lines += _inline_lines(pc, x, env)
+    if x.dst[0] == "mask":                # EXEC, or the pair a later read takes, may have changed
+        lines += ["        EX, XF = w.exec, w.exec_full",
+                  "        CNT = WID if XF else int(count_nonzero(EX))"]
+    lines.append("        k += 1")
+    lines += [f"        approx.add({a!r})" for a in _approx_names(m)]
+    return lines
+
+
+def _lane_runs(program, start: int, end: int, inline) -> dict:
+    """The runs of consecutive instructions in ``inline`` that each have a lane row (lanevm.encode):
+    first pc -> (rows int64 [n, lanevm.ROW], pc after the run)."""
+    from . import lanevm
+    runs, pc = {}, start
+    while pc < end:
+        rows = []
+        q = pc
+        while q < end and q in inline:
+            row = lanevm.encode(program.decoded[q], inline[q])
+            if row is None:
+                break
+            rows.append(row)
+            q += 1
+        if rows:
+            runs[pc] = (np.ascontiguousarray(np.stack(rows)), q)
+            pc = q
+        else:
+            pc += 1
+    return runs
 
 
 DISK = True                     # False: block code compiled in every process

@@ -1,0 +1,330 @@
+"""A compiled lane executor for runs of a block's lean instructions (no provenance, no trace).
+
+A block (blocks.py) writes each lean instruction's work into its source as numpy calls on whole
+register rows: ~10 calls of its own per instruction plus the ISA entry's, each costing about a
+microsecond whatever the width. Here a run of consecutive instructions that each have a lane form
+is encoded once per Program as a small integer array (``encode``: one row per instruction, its
+opcode, destination and sources' forms) and executed by one numba function (``run``): a loop over
+the instructions, a switch on the opcode and a loop over the lanes under EXEC. The register files'
+own arrays are written in place exactly as the block's lean lines write them: the words, the
+written bits of the four bytes, the fresh marks cleared (or set from src0 where the row keeps a
+fresh matrix result, dequant.KEEPS).
+
+A lane form is the ISA entry's numbers for one lane on uint32 bit patterns (``_int_row``); which
+mnemonics have one is ``LANE_OPS``. tests/gfxsim/asm/test_asm_lanevm.py holds every opcode to the
+block's numpy lines (the semantics functions' lean work) on random operands, every source kind
+and partial EXEC. A row the executor has no form for stays on the block's numpy lines.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..machine.jit import njit
+from .state import EXEC
+
+# source kinds of an encoded row
+K_NONE, K_V, K_A, K_S, K_CONST, K_V64, K_A64, K_S64, K_MASK = range(9)
+_KIND = {"v": K_V, "a": K_A, "s": K_S, "const": K_CONST}
+_KIND64 = {"v": K_V64, "a": K_A64, "sread": K_S64, "const": K_CONST}
+
+# opcodes: the integer VALU rows (their ISA entries' numbers), then the moves and selects
+LANE_OPS = {n: k for k, n in enumerate((
+    "v_add_u32", "v_sub_u32", "v_subrev_u32", "v_mul_lo_u32", "v_mul_hi_u32",
+    "v_lshlrev_b32", "v_lshrrev_b32", "v_ashrrev_i32",
+    "v_and_b32", "v_or_b32", "v_xor_b32", "v_not_b32",
+    "v_max_u32", "v_min_u32", "v_max_i32", "v_min_i32",
+    "v_mul_u32_u24", "v_mul_i32_i24", "v_mad_u32_u24", "v_mad_i32_i24",
+    "v_lshl_or_b32", "v_and_or_b32", "v_or3_b32", "v_xad_u32", "v_add3_u32", "v_lshl_add_u32", "v_add_lshl_u32",
+    "v_bfe_u32", "v_bfe_i32", "v_bfi_b32",
+    "v_cvt_f32_i32", "v_cvt_f32_u32",
+))}
+OP_MOV = len(LANE_OPS)          # a source's words (v_mov_b32 / v_accvgpr_* of an SGPR or a constant)
+OP_COPY = OP_MOV + 1            # a register copy with its written bits and fresh marks (WaveState.vcopy)
+OP_CNDMASK = OP_MOV + 2         # v_cndmask_b32: src1 where the mask's lane bit is set, else src0
+OP_LSHL_ADD64 = OP_MOV + 3      # v_lshl_add_u64 by a constant: (src0 << sh) + src1, two registers
+
+# a row: opcode, destination file (0 v, 1 a), first register, count, keep (0 no, 1 src0's fresh
+# marks), shift (lshl_add64), then (kind, value, abs, neg) per source
+ROW = 6 + 4 * 3
+
+
+def _files(x):
+    return all(f[0] in _KIND for (f, _), t in x.srcs)
+
+
+def encode(d, x) -> np.ndarray | None:
+    """Instruction ``d``'s row for the executor, from its block template ``x`` (semantics.Inline),
+    or None where it has no lane form (it then stays on the block's numpy lines)."""
+    f, first, n = x.dst
+    if f not in ("v", "a"):
+        return None
+    row = np.zeros(ROW, np.int64)
+    row[1:4] = (0 if f == "v" else 1), first, n
+    m = d.mnemonic
+    if x.copy:
+        ((sf, sa), _), _t = x.srcs[0]
+        row[0] = OP_COPY
+        row[6:8] = _KIND[sf], sa
+        return row
+    types = [t for _, t in x.srcs]
+    if m in ("v_mov_b32", "v_accvgpr_read_b32", "v_accvgpr_write_b32", "v_accvgpr_mov_b32"):
+        row[0] = OP_MOV
+    elif m == "v_cndmask_b32":
+        row[0] = OP_CNDMASK
+    elif m == "v_lshl_add_u64":
+        from .semantics.vop import _lshl_add_form
+        from .semantics import source64
+        row[0], row[5] = OP_LSHL_ADD64, int(_lshl_add_form(d, source64)[3])
+    elif m in LANE_OPS and all(t in ("u32", "i32", "f32") for t in types):
+        row[0] = LANE_OPS[m]
+        from . import semantics
+        if semantics.OPS.get(m) is None:
+            return None
+        from .semantics import dequant
+        row[4] = 1 if m in dequant.KEEPS else 0
+    else:
+        return None
+    for k, ((form, (abs_, neg)), t) in enumerate(x.srcs):
+        kind = form[0]
+        if t == "u64":
+            if kind not in _KIND64 or (kind == "sread" and form[1] >= EXEC - 1):
+                return None
+            code = _KIND64[kind]
+        elif t == "mask":
+            if form[1] >= EXEC - 1:         # EXEC (or a pair overlapping it): the block's numpy lines
+                return None
+            code = K_MASK
+        elif kind in _KIND:
+            code = _KIND[kind]
+        else:
+            return None                     # EXEC halves, SCC: the block's numpy lines
+        row[6 + 4 * k: 10 + 4 * k] = code, form[1] if len(form) > 1 else 0, abs_, neg
+    return row
+
+
+@njit
+def _gather32(code, k, j, rv, ra, s, lanes, out):
+    """Source j of row k over every column (as uint32, float modifiers applied on the bits)."""
+    kind = code[k, 6 + 4 * j]
+    i = code[k, 7 + 4 * j]
+    width = out.shape[0]
+    if kind == K_V:
+        out[:] = rv[i]
+    elif kind == K_A:
+        out[:] = ra[i]
+    elif kind == K_S:
+        for c in range(width):
+            out[c] = s[c // lanes, i]
+    else:
+        out[:] = np.uint32(i)
+    if code[k, 8 + 4 * j]:
+        for c in range(width):
+            out[c] &= np.uint32(0x7FFFFFFF)
+    if code[k, 9 + 4 * j]:
+        for c in range(width):
+            out[c] ^= np.uint32(0x80000000)
+
+
+@njit
+def _gather64(code, k, j, rv, ra, s, lanes, out):
+    kind = code[k, 6 + 4 * j]
+    i = code[k, 7 + 4 * j]
+    for c in range(out.shape[0]):
+        if kind == K_V64:
+            out[c] = np.uint64(rv[i, c]) | (np.uint64(rv[i + 1, c]) << np.uint64(32))
+        elif kind == K_A64:
+            out[c] = np.uint64(ra[i, c]) | (np.uint64(ra[i + 1, c]) << np.uint64(32))
+        elif kind == K_S64:
+            m = c // lanes
+            out[c] = np.uint64(s[m, i]) | (np.uint64(s[m, i + 1]) << np.uint64(32))
+        else:
+            out[c] = np.uint64(i)
+
+
+@njit
+def _sext(x, bits):
+    """The low ``bits`` of x sign-extended, as int64."""
+    v = np.int64(x) & ((np.int64(1) << bits) - 1)
+    if bits > 0 and (v >> (bits - 1)) & 1:
+        v -= np.int64(1) << bits
+    return v
+
+
+@njit
+def _int_rows(op, a, b, c, r):
+    """The ISA entry of integer row ``op`` (LANE_OPS, in order) on every column's uint32 sources
+    (32-bit arithmetic wraps), into r: one loop per row, so the switch is outside it."""
+    M = np.uint64(0xFFFFFFFF)
+    M32 = np.int64(0xFFFFFFFF)
+    L24 = np.uint64(0xFFFFFF)
+    n = r.shape[0]
+    if op == 0:
+        for x in range(n):
+            r[x] = a[x] + b[x]
+    elif op == 1:
+        for x in range(n):
+            r[x] = a[x] - b[x]
+    elif op == 2:
+        for x in range(n):
+            r[x] = b[x] - a[x]
+    elif op == 3:
+        for x in range(n):
+            r[x] = np.uint32((np.uint64(a[x]) * np.uint64(b[x])) & M)
+    elif op == 4:
+        for x in range(n):
+            r[x] = np.uint32((np.uint64(a[x]) * np.uint64(b[x])) >> np.uint64(32))
+    elif op == 5:
+        for x in range(n):
+            r[x] = b[x] << (a[x] & np.uint32(31))
+    elif op == 6:
+        for x in range(n):
+            r[x] = b[x] >> (a[x] & np.uint32(31))
+    elif op == 7:
+        for x in range(n):
+            r[x] = np.uint32((np.int64(np.int32(b[x])) >> np.int64(a[x] & np.uint32(31))) & M32)
+    elif op == 8:
+        for x in range(n):
+            r[x] = a[x] & b[x]
+    elif op == 9:
+        for x in range(n):
+            r[x] = a[x] | b[x]
+    elif op == 10:
+        for x in range(n):
+            r[x] = a[x] ^ b[x]
+    elif op == 11:
+        for x in range(n):
+            r[x] = ~a[x]
+    elif op == 12:
+        for x in range(n):
+            r[x] = max(a[x], b[x])
+    elif op == 13:
+        for x in range(n):
+            r[x] = min(a[x], b[x])
+    elif op == 14:
+        for x in range(n):
+            r[x] = np.uint32(np.int64(max(np.int32(a[x]), np.int32(b[x]))) & M32)
+    elif op == 15:
+        for x in range(n):
+            r[x] = np.uint32(np.int64(min(np.int32(a[x]), np.int32(b[x]))) & M32)
+    elif op == 16:
+        for x in range(n):
+            r[x] = np.uint32(((np.uint64(a[x]) & L24) * (np.uint64(b[x]) & L24)) & M)
+    elif op == 17:
+        for x in range(n):
+            r[x] = np.uint32((_sext(a[x], 24) * _sext(b[x], 24)) & M32)
+    elif op == 18:
+        for x in range(n):
+            r[x] = np.uint32(((np.uint64(a[x]) & L24) * (np.uint64(b[x]) & L24) + np.uint64(c[x])) & M)
+    elif op == 19:
+        for x in range(n):
+            r[x] = np.uint32((_sext(a[x], 24) * _sext(b[x], 24) + np.int64(c[x])) & M32)
+    elif op == 20:
+        for x in range(n):
+            r[x] = (a[x] << (b[x] & np.uint32(31))) | c[x]
+    elif op == 21:
+        for x in range(n):
+            r[x] = (a[x] & b[x]) | c[x]
+    elif op == 22:
+        for x in range(n):
+            r[x] = a[x] | b[x] | c[x]
+    elif op == 23:
+        for x in range(n):
+            r[x] = (a[x] ^ b[x]) + c[x]
+    elif op == 24:
+        for x in range(n):
+            r[x] = a[x] + b[x] + c[x]
+    elif op == 25:
+        for x in range(n):
+            r[x] = (a[x] << (b[x] & np.uint32(31))) + c[x]
+    elif op == 26:
+        for x in range(n):
+            r[x] = (a[x] + b[x]) << (c[x] & np.uint32(31))
+    elif op == 27:
+        for x in range(n):
+            field = (np.uint64(1) << np.uint64(c[x] & np.uint32(31))) - np.uint64(1)
+            r[x] = np.uint32((np.uint64(a[x]) >> np.uint64(b[x] & np.uint32(31))) & field)
+    elif op == 28:
+        for x in range(n):
+            r[x] = np.uint32(_sext(np.int64(a[x] >> (b[x] & np.uint32(31))), np.int64(c[x] & np.uint32(31))) & M32)
+    elif op == 29:
+        for x in range(n):
+            r[x] = (a[x] & b[x]) | (~a[x] & c[x])
+    elif op == 30:
+        for x in range(n):
+            r[x] = np.float32(np.int32(a[x])).view(np.uint32)
+    elif op == 31:
+        for x in range(n):
+            r[x] = np.float32(a[x]).view(np.uint32)
+
+
+@njit
+def run(code, rv, wv, fv, ra, wa, fa, s, ex, lanes, keep_on):
+    """Rows ``code`` in turn, each on the lanes under ``ex``: the words of file v (``rv``, written
+    bits ``wv``, fresh marks ``fv``) and a (``ra``, ``wa``, ``fa``), the SGPRs ``s`` [members, n]
+    (member of column c: c // lanes). ``keep_on``: dequant's fresh marks are kept (dequant.ENABLED)."""
+    width = ex.shape[0]
+    a = np.empty(width, np.uint32)
+    b = np.empty(width, np.uint32)
+    c3 = np.empty(width, np.uint32)
+    lo = np.empty(width, np.uint32)
+    hi = np.empty(width, np.uint32)
+    fresh = np.zeros(width, np.bool_)
+    x64 = np.empty(width, np.uint64)
+    y64 = np.empty(width, np.uint64)
+    for k in range(code.shape[0]):
+        op = code[k, 0]
+        fd = code[k, 1]
+        d = code[k, 2]
+        n = code[k, 3]
+        rd, wd, fdm = (rv, wv, fv) if fd == 0 else (ra, wa, fa)
+        if op == OP_COPY:
+            si = code[k, 7]
+            rs, ws, fs = (rv, wv, fv) if code[k, 6] == K_V else (ra, wa, fa)
+            for c in range(width):       # one register: each lane read, then written
+                if ex[c]:
+                    rd[d, c] = rs[si, c]
+                    fdm[d, c] = fs[si, c]
+                    for b4 in range(4):
+                        wd[4 * d + b4, c] = ws[4 * si + b4, c]
+            continue
+        fresh[:] = False
+        if op == OP_LSHL_ADD64:
+            _gather64(code, k, 0, rv, ra, s, lanes, x64)
+            _gather64(code, k, 1, rv, ra, s, lanes, y64)
+            sh = np.uint64(code[k, 5])
+            for c in range(width):
+                r64 = (x64[c] << sh) + y64[c]
+                lo[c] = np.uint32(r64 & np.uint64(0xFFFFFFFF))
+                hi[c] = np.uint32(r64 >> np.uint64(32))
+        elif op == OP_MOV:
+            _gather32(code, k, 0, rv, ra, s, lanes, lo)
+        elif op == OP_CNDMASK:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            first = code[k, 15]
+            for c in range(width):
+                lane = c % lanes
+                word = s[c // lanes, first + (lane >> 5)]
+                lo[c] = b[c] if (word >> np.uint32(lane & 31)) & np.uint32(1) else a[c]
+        else:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            _gather32(code, k, 2, rv, ra, s, lanes, c3)
+            _int_rows(op, a, b, c3, lo)
+            if code[k, 4] == 1 and keep_on:      # dequant.KEEPS: src0's fresh marks, read before the write
+                kind = code[k, 6]
+                if kind == K_V:
+                    fresh[:] = fv[code[k, 7]]
+                elif kind == K_A:
+                    fresh[:] = fa[code[k, 7]]
+        for c in range(width):
+            if ex[c]:
+                rd[d, c] = lo[c]
+                fdm[d, c] = fresh[c]
+                for b4 in range(4):
+                    wd[4 * d + b4, c] = True
+                if n == 2:
+                    rd[d + 1, c] = hi[c]
+                    fdm[d + 1, c] = False
+                    for b4 in range(4):
+                        wd[4 * d + 4 + b4, c] = True

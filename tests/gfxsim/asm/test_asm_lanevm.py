@@ -1,0 +1,112 @@
+"""The compiled lane executor (gfxsim/asm/lanevm.py) runs a block's runs of lane rows: on random
+operands (with special bit patterns), from every source kind, with float modifiers, a destination
+that is a source, fresh matrix marks, under a full and a partial EXEC and for several members of a
+batch, it leaves exactly the words, written bits, fresh marks, SGPRs, EXEC, lane count and events
+the block's numpy lines leave, and those the semantics functions leave one at a time."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support.twins import same_either_way
+from test_asm_inline import _by_block, _compare, _one_at_a_time, _sandbox
+
+from gfxsim.asm import blocks, lanevm
+from gfxsim.asm.run import Program, kernel_from_text
+from gfxsim.asm.semantics import vop
+
+_FORMS = {"u32": ["v2", "a1", "s4", "7", "0xfffffff0", "v1", "-16", "s106"],
+          "i32": ["v1", "s5", "-4", "0x12345", "a1", "v4"],
+          "f32": ["v1", "-v2", "|a1|", "s4", "0.5", "-|v4|"]}
+
+
+def _lines(name, types) -> list[str]:
+    base = ["v1", "v2", "v3"][:len(types)]
+    out = [f"{name} v3, {', '.join(base)}", f"{name} v1, {', '.join(base)}", f"{name} a3, {', '.join(base)}"]
+    for n in range(len(_FORMS["u32"])):
+        k = n % len(types)
+        forms = _FORMS[types[k]]
+        out.append(f"{name} v3, {', '.join(forms[n % len(forms)] if j == k else b for j, b in enumerate(base))}")
+    return out
+
+
+INT_ROWS = [line for n in lanevm.LANE_OPS for line in _lines(n, vop.VALU[n][0])]
+OTHERS = ["v_mov_b32 v3, s4", "v_mov_b32 v3, 0x1234", "v_mov_b32 a3, -1", "v_mov_b32 v3, 0.5", "v_mov_b32 v3, vcc_lo",
+          "v_mov_b32 v3, v1", "v_mov_b32 v1, v1", "v_mov_b32 v3, v9", "v_mov_b32 a3, a1",
+          "v_accvgpr_read_b32 v3, a1", "v_accvgpr_write_b32 a3, v1", "v_accvgpr_write_b32 a3, s4",
+          "v_accvgpr_mov_b32 a2, a1", "v_accvgpr_write_b32 a2, 7",
+          "v_cndmask_b32 v3, v1, v2, vcc", "v_cndmask_b32 v3, v1, -v2, s[4:5]", "v_cndmask_b32 v3, 0, 1.0, s[4:5]",
+          "v_cndmask_b32 a3, |v1|, s4, s[4:5]", "v_cndmask_b32 v3, v9, s5, vcc", "v_cndmask_b32 v1, v1, v2, s[12:13]",
+          "v_lshl_add_u64 v[4:5], v[1:2], 2, s[4:5]", "v_lshl_add_u64 v[4:5], v[1:2], 0, v[2:3]",
+          "v_lshl_add_u64 v[4:5], s[4:5], 4, 16", "v_lshl_add_u64 v[1:2], v[1:2], 3, v[2:3]",
+          "v_lshl_add_u64 v[4:5], v[2:3], 1, v[9:10]", "v_lshl_add_u64 v[2:3], vcc, 4, v[1:2]"]
+
+
+def _lanes_of(lines) -> int:
+    """How many of the lines a block gives the executor."""
+    p = Program(kernel_from_text("\n".join(lines)))
+    inline = {pc: x for pc in range(len(p.decoded)) if (x := blocks._inline_of(p, pc)) is not None}
+    return sum(last - pc for pc, (_, last) in blocks._lane_runs(p, 0, len(p.decoded), inline).items())
+
+
+def _numpy_lines(sb, lines):
+    blocks.LANES = False
+    try:
+        return _by_block(sb, lines)[0]
+    finally:
+        blocks.LANES = True
+
+
+@pytest.mark.parametrize("line", INT_ROWS + OTHERS)
+def test_a_lane_row_leaves_what_the_numpy_lines_and_the_semantics_function_leave(line):
+    assert _lanes_of([line]) == 1, f"{line} did not go to the executor"
+    for seed in range(6):
+        full = seed % 3 == 0
+        got = _by_block(_sandbox(seed, full), [line])[0]
+        _compare(got, _numpy_lines(_sandbox(seed, full), [line]), f"{line}, seed {seed}")
+        _compare(got, _one_at_a_time(_sandbox(seed, full), [line]), f"{line}, seed {seed}")
+
+
+def test_every_lane_op_is_an_isa_row_of_the_vector_alu():
+    """The executor's integer opcodes name rows of the one semantics table, in the types it reads."""
+    for name in lanevm.LANE_OPS:
+        types = vop.VALU[name][0]
+        assert all(t in ("u32", "i32") for t in types), name
+
+
+def test_a_run_of_rows_between_exec_writes_reads_exec_as_the_step_before_it_left_it():
+    """Rows go to the executor in runs cut by compares, scalar rows and EXEC writes; the run after an
+    EXEC write runs on the lanes it left."""
+    lines = ["v_add_u32 v3, v1, v2", "v_bfe_u32 v4, v3, 3, 9", "v_cmpx_lt_u32 vcc, v3, v1", "v_mov_b32 v2, v3",
+             "v_lshl_or_b32 v1, v2, 4, s5", "s_and_saveexec_b64 s[10:11], vcc", "v_cvt_f32_i32 v2, v1",
+             "s_add_u32 s4, s4, 3", "v_add_u32 v3, s4, v3", "s_or_b64 exec, exec, s[10:11]",
+             "v_cndmask_b32 v1, v1, v2, vcc", "v_accvgpr_write_b32 a3, v1", "v_mad_u32_u24 v4, v1, s4, v3"]
+    assert _lanes_of(lines) == 9
+    for seed in range(4):
+        got = _by_block(_sandbox(seed, seed % 2 == 0), lines)[0]
+        _compare(got, _numpy_lines(_sandbox(seed, seed % 2 == 0), lines), f"seed {seed}")
+        _compare(got, _one_at_a_time(_sandbox(seed, seed % 2 == 0), lines), f"seed {seed}")
+
+
+def test_members_of_a_batch_read_their_own_sgprs_in_the_executor():
+    from support.asm_sandbox import run_snippet
+    from test_asm_inline import BATCH
+    out = {}
+    for on in (True, False):
+        blocks.LANES = on
+        try:
+            run, arrays = run_snippet(BATCH, args=[("out", "global_buffer", 8)], grid=3, batch=3,
+                                      arrays={"out": np.zeros(64 * 3 * 256, np.uint32)}, provenance=False, trace=False)
+        finally:
+            blocks.LANES = True
+        out[on] = (arrays["out"].copy(), run.lane_instructions, run.trace.n_events,
+                   [(f.kind, f.message) for f in run.findings])
+    np.testing.assert_array_equal(out[True][0], out[False][0])
+    assert out[True][1:] == out[False][1:]
+    assert out[True][0].any()
+
+
+@pytest.mark.parametrize("twin", ["qk_int8", "pv_bf16", "paged_attention_decode"])
+def test_a_compiled_twin_gives_the_same_outputs_findings_and_events_with_or_without_the_executor(twin):
+    from support import need_toolchain
+    need_toolchain("gfx942")
+    same_either_way(twin, blocks, "LANES")
