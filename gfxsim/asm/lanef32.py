@@ -1,0 +1,325 @@
+"""One lane of the fp32 VALU rows as compiled scalar functions on the 32-bit words a register holds,
+for an executor that runs a block's instructions lane by lane in numba (no numpy call per
+instruction).
+
+Each function takes its sources as words (uint32 bit patterns, so a NaN's payload is exact; an
+"i32"/"u32" source is the word itself) and returns the result's word (np.uint32), bit for bit what
+the ISA entry (gfxsim/isa: fp.py, floating.py, conversion.py, double.py) gives for the same sources
+on contiguous arrays, as the asm front end's reads pass them:
+
+- a NaN source is returned quieted, the first NaN source in the entry's order winning (numpy's
+  contiguous loops return their first operand's NaN over a wave's width; the fused ones go through
+  binary64, which keeps the payload); a NaN no source explains is the canonical NaN
+  (fp.canonical_nan) where the entry asks for it, and the host's default NaN where it does not
+  (v_mac_f32, and v_fma_f32's inf*0 beside a NaN addend, which the entry's canonical_nan keeps);
+- v_fma_f32 (and v_fmac_f32) rounds once, with fp.fma's rule for a binary64 sum on a binary32
+  midpoint (the error's sign decides);
+- max/min/med3 follow fp._minmax in IEEE mode (a signalling NaN quieted, a quiet NaN yielding the
+  other source, +0 above -0);
+- the transcendental stand-ins (fp.APPROXIMATED) give the entry's correctly rounded bits; the
+  caller still marks their results approximated, as the step does.
+
+The float modifiers (abs, neg) are the caller's: applied to a source's word before the call, as
+semantics.float_mods applies them. The asm front end runs with the float mode its launch accepts
+(binary32 denormals kept, round to nearest even, IEEE mode), so no function here reads MODE; an
+entry that would is marked ``reads_mode``.
+
+``LANE_F32`` maps a mnemonic to its ``LaneF32``: the compiled function (``fn``: starts numba on
+first use; call it from compiled code with np.uint32 words), the same source run by Python
+(``py``, for tests and debugging), its source types in operand order, whether it reads MODE and
+whether its result is an approximation the caller marks. A lane function for an instruction whose
+sources are not its operands in order says so in ``order`` (v_fmac_f32: (S0, S1, D)).
+"""
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..isa import fp
+from ..machine.jit import njit
+
+QNAN = 0x00400000
+CANONICAL = 0x7FC00000              # fp.CANONICAL_NAN of binary32
+SIGN = 0x80000000
+ABS = 0x7FFFFFFF
+INF = 0x7F800000
+
+
+# ---- words and floats ---------------------------------------------------------------------------
+@njit
+def _flt(w):
+    """The float32 a word holds (w: any integer holding the 32 bits)."""
+    return np.uint32(w).view(np.float32)
+
+
+@njit
+def _word(x):
+    """The word of a float32, as an int64 (arithmetic on words stays in int64)."""
+    return np.int64(np.float32(x).view(np.uint32))
+
+
+@njit
+def _nan(w):
+    return (w & ABS) > INF
+
+
+@njit
+def _snan(w):
+    return (w & ABS) > INF and (w & QNAN) == 0
+
+
+@njit
+def _out(w):
+    return np.uint32(w)
+
+
+@njit
+def _finish(r):
+    """The word of a float32 result; a NaN (no source was one) as the canonical NaN."""
+    w = _word(r)
+    if _nan(w):
+        return np.uint32(CANONICAL)
+    return np.uint32(w)
+
+
+# ---- add, sub, mul ------------------------------------------------------------------------------
+@njit
+def v_add_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _nan(a):
+        return _out(a | QNAN)
+    if _nan(b):
+        return _out(b | QNAN)
+    return _finish(_flt(a) + _flt(b))
+
+
+@njit
+def v_sub_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _nan(a):
+        return _out(a | QNAN)
+    if _nan(b):
+        return _out(b | QNAN)
+    return _finish(_flt(a) - _flt(b))
+
+
+@njit
+def v_subrev_f32(a, b):
+    """S1 - S0 (the entry computes b - a: S1's NaN first)."""
+    a, b = np.int64(a), np.int64(b)
+    if _nan(b):
+        return _out(b | QNAN)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _finish(_flt(b) - _flt(a))
+
+
+@njit
+def v_mul_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _nan(a):
+        return _out(a | QNAN)
+    if _nan(b):
+        return _out(b | QNAN)
+    return _finish(_flt(a) * _flt(b))
+
+
+# ---- fused multiply-add ---------------------------------------------------------------------------
+@njit
+def _step(w, up):
+    """The word of the float32 next to a finite (or infinite) word's value toward +inf (up) or -inf."""
+    if (w & ABS) == 0:
+        return np.int64(1) if up else np.int64(SIGN | 1)
+    if up == ((w & SIGN) == 0):
+        return w + 1
+    return w - 1
+
+
+@njit
+def _fma(a, b, c):
+    """a*b + c rounded once to binary32, as fp.fma: the binary64 product is exact, the binary64 sum
+    s carries the error e (TwoSum); where s lies on a binary32 midpoint and e is not zero the
+    neighbour on e's side is taken (fp._round_ties). No source is a NaN here."""
+    c64 = np.float64(_flt(c))
+    p = np.float64(_flt(a)) * np.float64(_flt(b))
+    s = p + c64
+    bp = s - c64
+    e = (p - bp) + (c64 - (s - bp))
+    r = np.float32(s)
+    if e == 0.0:
+        return _word(r)
+    r64 = np.float64(r)
+    if not (np.isfinite(s) and s != r64):
+        return _word(r)
+    rw = _word(r)
+    ow = _step(rw, s > r64)
+    o64 = np.float64(_flt(ow))
+    mid = (r64 + o64) * 0.5
+    if np.isfinite(mid) and s == mid and (o64 > r64) == (e > 0.0):
+        return ow
+    return rw
+
+
+@njit
+def v_fma_f32(a, b, c):
+    a, b, c = np.int64(a), np.int64(b), np.int64(c)
+    if _nan(a):
+        return _out(a | QNAN)
+    if _nan(b):
+        return _out(b | QNAN)
+    if _nan(c):
+        p = np.float64(_flt(a)) * np.float64(_flt(b))
+        if np.isnan(p):             # inf*0: the host's default NaN comes first, and c's NaN keeps it
+            return _out(_word(np.float32(p)))
+        return _out(c | QNAN)
+    w = _fma(a, b, c)
+    if _nan(w):
+        return np.uint32(CANONICAL)
+    return _out(w)
+
+
+@njit
+def v_mac_f32(x, y, acc):
+    """gfx9's v_mac_f32 (S0, S1, D): x*y rounded, then + D rounded (vop._mac_math; no canonical NaN:
+    an invalid operation gives the host's default NaN, as numpy's float32 arithmetic does)."""
+    x, y, acc = np.int64(x), np.int64(y), np.int64(acc)
+    if _nan(x):
+        return _out(x | QNAN)
+    if _nan(y):
+        return _out(y | QNAN)
+    p = _flt(x) * _flt(y)
+    if _nan(acc) and not np.isnan(p):
+        return _out(acc | QNAN)
+    return _out(_word(p + _flt(acc)))
+
+
+# ---- IEEE-mode min, max, med3 ----------------------------------------------------------------------
+@njit
+def v_max_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _snan(a):
+        return _out(a | QNAN)
+    if _snan(b):
+        return _out(b | QNAN)
+    if _nan(a):
+        return _out(b)
+    if _nan(b):
+        return _out(a)
+    fa, fb = _flt(a), _flt(b)
+    if fa > fb or (fa == fb and (a & SIGN) == 0):
+        return _out(a)
+    return _out(b)
+
+
+@njit
+def v_min_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _snan(a):
+        return _out(a | QNAN)
+    if _snan(b):
+        return _out(b | QNAN)
+    if _nan(a):
+        return _out(b)
+    if _nan(b):
+        return _out(a)
+    fa, fb = _flt(a), _flt(b)
+    if fa < fb or (fa == fb and (a & SIGN) != 0):
+        return _out(a)
+    return _out(b)
+
+
+@njit
+def v_max3_f32(a, b, c):
+    return v_max_f32(v_max_f32(a, b), c)
+
+
+@njit
+def v_min3_f32(a, b, c):
+    return v_min_f32(v_min_f32(a, b), c)
+
+
+@njit
+def v_med3_f32(a, b, c):
+    """fp.med3: with a NaN source the min3; else the max of the two that are not the max3."""
+    if _nan(np.int64(a)) or _nan(np.int64(b)) or _nan(np.int64(c)):
+        return v_min3_f32(a, b, c)
+    m = _flt(v_max3_f32(a, b, c))
+    if m == _flt(a):
+        return v_max_f32(b, c)
+    if m == _flt(b):
+        return v_max_f32(a, c)
+    return v_max_f32(a, b)
+
+
+# ---- the registry ---------------------------------------------------------------------------------
+@njit
+def _ready():
+    return 0
+
+
+def _dispatcher(name: str):
+    """The compiled function of ``name`` (numba started on first use: jit.njit swaps every marked
+    function of this module for its dispatcher when one of them is first called)."""
+    g = sys.modules[__name__].__dict__
+    if not hasattr(g[name], "stats"):              # still jit.njit's lazy wrapper
+        _ready()
+    return g[name]
+
+
+_PY: dict = {}
+
+
+def _python(name: str):
+    """``name`` run by Python: its source with every compiled function of this module it calls
+    also run by Python (a globals dict where each is its Python function)."""
+    if not _PY:
+        g = dict(sys.modules[__name__].__dict__)
+        for k, v in list(g.items()):
+            py = getattr(v, "py_func", None)
+            if py is not None and py.__module__ == __name__:
+                g[k] = types.FunctionType(py.__code__, g, k, py.__defaults__)
+        _PY.update(g)
+    return _PY[name]
+
+
+@dataclass(frozen=True)
+class LaneF32:
+    """One instruction's lane function (see the module docstring)."""
+    mnemonic: str
+    name: str                       # the function's name in this module
+    srcs: tuple[str, ...]           # source types ("f32", "i32", "u32") in the function's argument order
+    result: str                     # the result's type
+    reads_mode: bool = False
+    approximated: bool = False      # the caller marks the result approximated (fp.APPROXIMATED)
+    order: tuple[str, ...] = ()     # the operands the arguments are, where not the sources in order
+
+    @property
+    def fn(self):
+        """The compiled function (numba's dispatcher): call it from compiled code on np.uint32 words."""
+        return _dispatcher(self.name)
+
+    @property
+    def py(self):
+        """The same function run by Python (np.uint32 words in, np.uint32 out)."""
+        return _python(self.name)
+
+
+def _lane(mnemonic: str, srcs: tuple[str, ...], result: str = "f32", name: str | None = None,
+          order: tuple[str, ...] = ()) -> LaneF32:
+    return LaneF32(mnemonic, name or mnemonic, srcs, result, False, mnemonic in fp.APPROXIMATED, order)
+
+
+_F1, _F2, _F3 = ("f32",), ("f32", "f32"), ("f32", "f32", "f32")
+LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
+    _lane("v_add_f32", _F2), _lane("v_sub_f32", _F2), _lane("v_subrev_f32", _F2), _lane("v_mul_f32", _F2),
+    _lane("v_fma_f32", _F3),
+    _lane("v_fmac_f32", _F3, name="v_fma_f32", order=("S0", "S1", "D")),
+    _lane("v_mac_f32", _F3, order=("S0", "S1", "D")),
+    _lane("v_max_f32", _F2), _lane("v_min_f32", _F2),
+    _lane("v_max3_f32", _F3), _lane("v_min3_f32", _F3), _lane("v_med3_f32", _F3),
+)}
+
+__all__ = ["LANE_F32", "LaneF32"]
