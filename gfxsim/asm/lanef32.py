@@ -254,6 +254,214 @@ def v_med3_f32(a, b, c):
     return v_max_f32(a, b)
 
 
+# ---- rounding to integers, fract ------------------------------------------------------------------
+@njit
+def v_rndne_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _out(_word(np.rint(_flt(a))))
+
+
+@njit
+def v_trunc_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _out(_word(np.trunc(_flt(a))))
+
+
+@njit
+def v_floor_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _out(_word(np.floor(_flt(a))))
+
+
+@njit
+def v_ceil_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _out(_word(np.ceil(_flt(a))))
+
+
+@njit
+def v_fract_f32(a):
+    """a - floor(a) in binary32; an infinity gives the canonical NaN."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    if (a & ABS) == INF:
+        return np.uint32(CANONICAL)
+    x = _flt(a)
+    return _out(_word(x - np.floor(x)))
+
+
+# ---- reciprocal, square roots (denormal inputs and results flushed, fp.flush_denormals) --------------
+@njit
+def _flushed(w):
+    """A word with a denormal value as the zero of its sign."""
+    if (w & INF) == 0:
+        return w & SIGN
+    return w
+
+
+@njit
+def v_rcp_f32(a):
+    """fp.rcp: 1/x correctly rounded of the flushed input, the result flushed."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    x = _flushed(a)
+    if (x & ABS) == 0:                      # numba's division raises on a zero divisor: 1/±0 = ±inf
+        return _out((x & SIGN) | INF)
+    return _out(_flushed(_word(np.float32(1.0) / _flt(x))))
+
+
+@njit
+def v_sqrt_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    x = _flt(_flushed(a))
+    if x < 0:
+        return np.uint32(CANONICAL)
+    return _out(_word(np.sqrt(x)))
+
+
+@njit
+def v_rsq_f32(a):
+    """double.rsq: 1/sqrt in binary64 of the flushed input, rounded to binary32; a negative input
+    gives the canonical NaN."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    f = _flushed(a)
+    if (f & ABS) == 0:                      # 1/sqrt(±0) = ±inf (numba's division raises on a zero divisor)
+        return _out((f & SIGN) | INF)
+    x = np.float64(_flt(f))
+    if x < 0:
+        return np.uint32(CANONICAL)
+    return _out(_word(np.float32(1.0 / np.sqrt(x))))
+
+
+# ---- conversions ------------------------------------------------------------------------------------
+@njit
+def v_cvt_f32_i32(a):
+    """int32 to binary32, rounded to nearest even."""
+    v = np.int64(a)
+    if v >= 0x80000000:
+        v -= 0x100000000
+    return _out(_word(np.float32(np.float64(v))))
+
+
+@njit
+def v_cvt_f32_u32(a):
+    return _out(_word(np.float32(np.float64(np.int64(a)))))
+
+
+@njit
+def v_cvt_i32_f32(a):
+    """Toward zero, saturated to int32, NaN -> 0."""
+    a = np.int64(a)
+    if _nan(a):
+        return np.uint32(0)
+    x = np.float64(_flt(a))
+    if x >= 2147483648.0:
+        return np.uint32(0x7FFFFFFF)
+    if x <= -2147483648.0:
+        return np.uint32(0x80000000)
+    return _out(np.int64(x) & 0xFFFFFFFF)
+
+
+@njit
+def v_cvt_u32_f32(a):
+    """Toward zero, saturated to uint32, NaN -> 0."""
+    a = np.int64(a)
+    if _nan(a):
+        return np.uint32(0)
+    x = np.float64(_flt(a))
+    if x >= 4294967296.0:
+        return np.uint32(0xFFFFFFFF)
+    if x <= 0.0:
+        return np.uint32(0)
+    return _out(np.int64(x))
+
+
+@njit
+def v_cvt_f32_ubyte0(a):
+    return _out(_word(np.float32(np.int64(a) & 0xFF)))
+
+
+@njit
+def v_cvt_f32_ubyte1(a):
+    return _out(_word(np.float32((np.int64(a) >> 8) & 0xFF)))
+
+
+@njit
+def v_cvt_f32_ubyte2(a):
+    return _out(_word(np.float32((np.int64(a) >> 16) & 0xFF)))
+
+
+@njit
+def v_cvt_f32_ubyte3(a):
+    return _out(_word(np.float32((np.int64(a) >> 24) & 0xFF)))
+
+
+# ---- exponent fields ----------------------------------------------------------------------------------
+@njit
+def v_ldexp_f32(a, e):
+    """a * 2^e with e (int32) clamped to [-400, 400]: exact in binary64, then rounded once."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    k = np.int64(e)
+    if k >= 0x80000000:
+        k -= 0x100000000
+    k = min(max(k, -400), 400)
+    x = np.float64(_flt(a))
+    # 2^k as two binary64 factors (2^±400 is beyond neither's range); the first product is exact
+    h = k // 2
+    return _out(_word(np.float32(x * _pow2(h) * _pow2(k - h))))
+
+
+@njit
+def _pow2(k):
+    """2^k as a binary64, k in [-1022, 1023]."""
+    return np.uint64((k + 1023) << 52).view(np.float64)
+
+
+@njit
+def v_frexp_mant_f32(a):
+    """The significand in [0.5, 1) with a's sign; zeros, infinities and NaNs as they are."""
+    a = np.int64(a)
+    m = a & ABS
+    if m == 0 or m >= INF:
+        return _out(a)
+    if m < 0x00800000:                       # denormal: normalise the mantissa
+        while m < 0x00800000:
+            m <<= 1
+    return _out((a & SIGN) | (126 << 23) | (m & 0x007FFFFF))
+
+
+@njit
+def v_frexp_exp_i32_f32(a):
+    """The exponent e of a = m * 2^e, m in [0.5, 1); 0 for zero, infinity and NaN."""
+    a = np.int64(a)
+    m = a & ABS
+    if m == 0 or m >= INF:
+        return np.uint32(0)
+    e = m >> 23
+    if e == 0:
+        e = 1
+        while m < 0x00800000:
+            m <<= 1
+            e -= 1
+    return _out((e - 126) & 0xFFFFFFFF)
+
+
 # ---- the registry ---------------------------------------------------------------------------------
 @njit
 def _ready():
@@ -320,6 +528,15 @@ LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
     _lane("v_mac_f32", _F3, order=("S0", "S1", "D")),
     _lane("v_max_f32", _F2), _lane("v_min_f32", _F2),
     _lane("v_max3_f32", _F3), _lane("v_min3_f32", _F3), _lane("v_med3_f32", _F3),
+    _lane("v_rndne_f32", _F1), _lane("v_trunc_f32", _F1), _lane("v_floor_f32", _F1), _lane("v_ceil_f32", _F1),
+    _lane("v_fract_f32", _F1),
+    _lane("v_rcp_f32", _F1), _lane("v_rcp_iflag_f32", _F1, name="v_rcp_f32"), _lane("v_sqrt_f32", _F1),
+    _lane("v_rsq_f32", _F1),
+    _lane("v_cvt_f32_i32", ("i32",)), _lane("v_cvt_f32_u32", ("u32",)),
+    _lane("v_cvt_i32_f32", _F1, "i32"), _lane("v_cvt_u32_f32", _F1, "u32"),
+    *(_lane(f"v_cvt_f32_ubyte{k}", ("u32",)) for k in range(4)),
+    _lane("v_ldexp_f32", ("f32", "i32")),
+    _lane("v_frexp_mant_f32", _F1), _lane("v_frexp_exp_i32_f32", _F1, "i32"),
 )}
 
 __all__ = ["LANE_F32", "LaneF32"]
