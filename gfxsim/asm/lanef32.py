@@ -33,6 +33,7 @@ sources are not its operands in order says so in ``order`` (v_fmac_f32: (S0, S1,
 from __future__ import annotations
 
 import sys
+import threading
 import types
 from dataclasses import dataclass
 
@@ -462,6 +463,119 @@ def v_frexp_exp_i32_f32(a):
     return _out((e - 126) & 0xFFFFFFFF)
 
 
+# ---- the transcendental stand-ins (fp.APPROXIMATED): correctly rounded, as fp.exp2 and fp.log2 -------
+# A binary64 result y rounds to the entry's binary32 bits unless y lies close to a binary32 midpoint,
+# where the entry decides from a 60-digit value: such a lane (about one in four million) asks the
+# entry itself, from compiled code through numba's object mode.
+_NEAR_ULPS = 64.0                   # binary64 ulps: far beyond any libm's error, so round(y) is the entry's
+
+
+class _NoObjectMode:
+    """numba.objmode's place until numba starts (a no-op when the functions run as Python)."""
+
+    def __call__(self, **types):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_objmode = _NoObjectMode()
+
+
+@njit
+def _ulp64(y):
+    """A binary64 ulp of the positive normal binary64 y."""
+    return _pow2(((np.int64(np.float64(y).view(np.uint64)) >> 52) & 0x7FF) - 1075)
+
+
+@njit
+def _near_midpoint(y):
+    """Whether the positive finite binary64 y lies within _NEAR_ULPS of a binary32 midpoint."""
+    r = np.float32(y)
+    r64 = np.float64(r)
+    if not np.isfinite(r64) or y == r64:
+        return False
+    o64 = np.float64(_flt(_step(_word(r), y > r64)))
+    mid = (r64 + o64) * 0.5
+    return np.isfinite(mid) and abs(y - mid) <= _NEAR_ULPS * _ulp64(y)
+
+
+def _entry_word(mnemonic: str, w) -> np.uint32:
+    """The ISA entry's result word for one source word (the close lanes of the stand-ins)."""
+    from .. import isa
+    with np.errstate(all="ignore"):
+        r = np.asarray(isa.entry(mnemonic).fn(np.array([w], np.uint32).view(np.float32)))
+    return np.uint32(r.view(np.uint32)[0])
+
+
+def _exp_entry(w) -> np.uint32:
+    return _entry_word("v_exp_f32", w)
+
+
+def _log_entry(w) -> np.uint32:
+    return _entry_word("v_log_f32", w)
+
+
+def v_exp_f32(a):
+    """fp.exp2: 2^x correctly rounded, exact at integers, a result below 2^-126 flushed to +0."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    if a == INF:
+        return np.uint32(INF)
+    if a == SIGN | INF:
+        return np.uint32(0)
+    x = np.float64(_flt(a))
+    if x >= 128.0:
+        return np.uint32(INF)
+    if x < -127.0:                          # below 2^-127: a denormal at most, flushed
+        return np.uint32(0)
+    if x == np.floor(x):
+        if x < -126.0:
+            return np.uint32(0)
+        return _out(_word(np.float32(_pow2(np.int64(x)))))
+    y = np.exp2(x)
+    if _near_midpoint(y):
+        with _objmode(r="uint32"):
+            r = _exp_entry(a)
+        return r
+    w = _word(np.float32(y))
+    if w < 0x00800000:
+        return np.uint32(0)
+    return _out(w)
+
+
+def v_log_f32(a):
+    """fp.log2: log2 correctly rounded of the input with denormals flushed; log2(±0) = -inf, a
+    negative input the canonical NaN, exact at powers of two."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    f = _flushed(a)
+    if (f & ABS) == 0:
+        return np.uint32(SIGN | INF)
+    if f & SIGN:
+        return np.uint32(CANONICAL)
+    if f == INF:
+        return np.uint32(INF)
+    if (f & 0x007FFFFF) == 0:
+        return _out(_word(np.float32(np.float64((f >> 23) - 127))))
+    y = np.log2(np.float64(_flt(f)))
+    if _near_midpoint(abs(y)):
+        with _objmode(r="uint32"):
+            r = _log_entry(a)
+        return r
+    return _out(_word(np.float32(y)))
+
+
+# compiled by _dispatcher with numba's object mode in place (jit.njit would compile them before it)
+_OBJECT_MODE = ("v_exp_f32", "v_log_f32")
+
+
 # ---- the registry ---------------------------------------------------------------------------------
 @njit
 def _ready():
@@ -472,11 +586,19 @@ def _dispatcher(name: str):
     """The compiled function of ``name`` (numba started on first use: jit.njit swaps every marked
     function of this module for its dispatcher when one of them is first called)."""
     g = sys.modules[__name__].__dict__
-    if not hasattr(g[name], "stats"):              # still jit.njit's lazy wrapper
+    if not hasattr(g[name], "stats"):              # still jit.njit's lazy wrapper, or a Python function
         _ready()
+        if name in _OBJECT_MODE:
+            import numba
+            with _LOCK:
+                if not hasattr(g[name], "stats"):
+                    g["_objmode"] = numba.objmode
+                    for n in _OBJECT_MODE:
+                        g[n] = numba.njit(cache=True)(g[n])
     return g[name]
 
 
+_LOCK = threading.Lock()
 _PY: dict = {}
 
 
@@ -485,9 +607,10 @@ def _python(name: str):
     also run by Python (a globals dict where each is its Python function)."""
     if not _PY:
         g = dict(sys.modules[__name__].__dict__)
+        g["_objmode"] = _NoObjectMode()
         for k, v in list(g.items()):
-            py = getattr(v, "py_func", None)
-            if py is not None and py.__module__ == __name__:
+            py = getattr(v, "py_func", v)
+            if isinstance(py, types.FunctionType) and py.__module__ == __name__:
                 g[k] = types.FunctionType(py.__code__, g, k, py.__defaults__)
         _PY.update(g)
     return _PY[name]
@@ -537,6 +660,7 @@ LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
     *(_lane(f"v_cvt_f32_ubyte{k}", ("u32",)) for k in range(4)),
     _lane("v_ldexp_f32", ("f32", "i32")),
     _lane("v_frexp_mant_f32", _F1), _lane("v_frexp_exp_i32_f32", _F1, "i32"),
+    _lane("v_exp_f32", _F1), _lane("v_log_f32", _F1),
 )}
 
 __all__ = ["LANE_F32", "LaneF32"]

@@ -14,6 +14,7 @@ from gfxsim.asm.lanef32 import LANE_F32
 from gfxsim.asm.semantics import vop
 
 U32, I32, F32 = np.uint32, np.int32, np.float32
+ABS = 0x7FFFFFFF
 # lanes a multiple of 64, as a wave's (or a batch's) registers: numpy's loops give the first operand's
 # NaN where two meet except in the tail past their last full vector, which a wave's width never has
 N = 94 * 64
@@ -63,8 +64,22 @@ def fma_midpoints(rng, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return a, b, c
 
 
+# inputs whose binary64 2^x or log2(x) lies within lanef32._NEAR_ULPS of a binary32 midpoint: the lane
+# function asks the entry (found by a scan of [0.25, 4) and of a few binades)
+CLOSE = {"v_exp_f32": [0x3F800B8B, 0x3FA5A5D7, 0x3FE69390, 0x403349C8, 0x407349C8, 0xBF996C70, 0xBFDA5A29,
+                       0xBFFFF475, 0xC00CB638, 0xC04CB638, 0x3E96975C],
+         "v_log_f32": [0x3FEDDFFD, 0x40207AB9, 0x4026A4A6, 0x402C6EDE, 0x40707492, 0x410D64DE, 0x415E248E,
+                       0x416485EB, 0x3F442160, 0x3F7E3274, 0x00914A90, 0x00974467, 0x00EB8090, 0x7E914A90,
+                       0x7E974467, 0x7EEB8090]}
+
+
 def sources(rng, lane, n: int) -> list[np.ndarray]:
     out = [words(rng, n) for _ in lane.srcs]
+    if lane.mnemonic in CLOSE:                      # their domain: 2^x for x in [-128, 128), log2 of positives
+        x = rng.uniform(-130, 130, n).astype(F32).view(U32) if lane.mnemonic == "v_exp_f32" else out[0] & U32(ABS)
+        some = rng.random(n) < 0.6
+        out[0][some] = x[some]
+        out[0][:len(CLOSE[lane.mnemonic])] = CLOSE[lane.mnemonic]
     near = rng.random(n) < 0.2                       # a neighbour of the first source: equal values, ±0
     for x in out[1:]:
         x[near] = out[0][near] ^ (rng.integers(0, 2, n).astype(U32)[near] << U32(rng.integers(0, 2) * 31))
@@ -164,6 +179,22 @@ def test_the_midpoint_cases_reach_the_tie_rule():
         naive = (x * y + z).astype(F32).view(U32)
     once = entry_words(LANE_F32["v_fma_f32"], [a, b, c])
     assert (naive != once).sum() > 100
+
+
+@pytest.mark.parametrize("mnemonic", sorted(CLOSE))
+def test_the_close_lanes_ask_the_entry(mnemonic):
+    """The stand-ins' inputs near a midpoint take the entry's answer (numba's object mode when
+    compiled): they are close, and compiled and Python give the entry's words."""
+    lane = LANE_F32[mnemonic]
+    near = lanef32._python("_near_midpoint")
+    w = np.array(CLOSE[mnemonic], U32)
+    x = w.view(F32).astype(np.float64)
+    y = np.exp2(x) if mnemonic == "v_exp_f32" else np.abs(np.log2(x))
+    assert all(near(v) for v in y)
+    srcs = [np.resize(w, 64)]
+    want = entry_words(lane, srcs)
+    assert (compiled_words(lane, srcs) == want).all()
+    assert (python_words(lane, srcs) == want).all()
 
 
 def test_the_registry_describes_each_function():
