@@ -1,0 +1,666 @@
+"""One lane of the fp32 VALU rows as compiled scalar functions on the 32-bit words a register holds,
+for an executor that runs a block's instructions lane by lane in numba (no numpy call per
+instruction).
+
+Each function takes its sources as words (uint32 bit patterns, so a NaN's payload is exact; an
+"i32"/"u32" source is the word itself) and returns the result's word (np.uint32), bit for bit what
+the ISA entry (gfxsim/isa: fp.py, floating.py, conversion.py, double.py) gives for the same sources
+on contiguous arrays, as the asm front end's reads pass them:
+
+- a NaN source is returned quieted, the first NaN source in the entry's order winning (numpy's
+  contiguous loops return their first operand's NaN over a wave's width; the fused ones go through
+  binary64, which keeps the payload); a NaN no source explains is the canonical NaN
+  (fp.canonical_nan) where the entry asks for it, and the host's default NaN where it does not
+  (v_mac_f32, and v_fma_f32's inf*0 beside a NaN addend, which the entry's canonical_nan keeps);
+- v_fma_f32 (and v_fmac_f32) rounds once, with fp.fma's rule for a binary64 sum on a binary32
+  midpoint (the error's sign decides);
+- max/min/med3 follow fp._minmax in IEEE mode (a signalling NaN quieted, a quiet NaN yielding the
+  other source, +0 above -0);
+- the transcendental stand-ins (fp.APPROXIMATED) give the entry's correctly rounded bits; the
+  caller still marks their results approximated, as the step does.
+
+The float modifiers (abs, neg) are the caller's: applied to a source's word before the call, as
+semantics.float_mods applies them. The asm front end runs with the float mode its launch accepts
+(binary32 denormals kept, round to nearest even, IEEE mode), so no function here reads MODE; an
+entry that would is marked ``reads_mode``.
+
+``LANE_F32`` maps a mnemonic to its ``LaneF32``: the compiled function (``fn``: starts numba on
+first use; call it from compiled code with np.uint32 words), the same source run by Python
+(``py``, for tests and debugging), its source types in operand order, whether it reads MODE and
+whether its result is an approximation the caller marks. A lane function for an instruction whose
+sources are not its operands in order says so in ``order`` (v_fmac_f32: (S0, S1, D)).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..isa import fp
+from ..machine.jit import njit
+
+QNAN = 0x00400000
+CANONICAL = 0x7FC00000              # fp.CANONICAL_NAN of binary32
+SIGN = 0x80000000
+ABS = 0x7FFFFFFF
+INF = 0x7F800000
+
+
+# ---- words and floats ---------------------------------------------------------------------------
+@njit
+def _flt(w):
+    """The float32 a word holds (w: any integer holding the 32 bits)."""
+    return np.uint32(w).view(np.float32)
+
+
+@njit
+def _word(x):
+    """The word of a float32, as an int64 (arithmetic on words stays in int64)."""
+    return np.int64(np.float32(x).view(np.uint32))
+
+
+@njit
+def _nan(w):
+    return (w & ABS) > INF
+
+
+@njit
+def _snan(w):
+    return (w & ABS) > INF and (w & QNAN) == 0
+
+
+@njit
+def _out(w):
+    return np.uint32(w)
+
+
+@njit
+def _finish(r):
+    """The word of a float32 result; a NaN (no source was one) as the canonical NaN."""
+    w = _word(r)
+    if _nan(w):
+        return np.uint32(CANONICAL)
+    return np.uint32(w)
+
+
+# ---- add, sub, mul ------------------------------------------------------------------------------
+@njit
+def v_add_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _nan(a):
+        return _out(a | QNAN)
+    if _nan(b):
+        return _out(b | QNAN)
+    return _finish(_flt(a) + _flt(b))
+
+
+@njit
+def v_sub_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _nan(a):
+        return _out(a | QNAN)
+    if _nan(b):
+        return _out(b | QNAN)
+    return _finish(_flt(a) - _flt(b))
+
+
+@njit
+def v_subrev_f32(a, b):
+    """S1 - S0 (the entry computes b - a: S1's NaN first)."""
+    a, b = np.int64(a), np.int64(b)
+    if _nan(b):
+        return _out(b | QNAN)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _finish(_flt(b) - _flt(a))
+
+
+@njit
+def v_mul_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _nan(a):
+        return _out(a | QNAN)
+    if _nan(b):
+        return _out(b | QNAN)
+    return _finish(_flt(a) * _flt(b))
+
+
+# ---- fused multiply-add ---------------------------------------------------------------------------
+@njit
+def _step(w, up):
+    """The word of the float32 next to a finite (or infinite) word's value toward +inf (up) or -inf."""
+    if (w & ABS) == 0:
+        return np.int64(1) if up else np.int64(SIGN | 1)
+    if up == ((w & SIGN) == 0):
+        return w + 1
+    return w - 1
+
+
+@njit
+def _fma(a, b, c):
+    """a*b + c rounded once to binary32, as fp.fma: the binary64 product is exact, the binary64 sum
+    s carries the error e (TwoSum); where s lies on a binary32 midpoint and e is not zero the
+    neighbour on e's side is taken (fp._round_ties). No source is a NaN here."""
+    c64 = np.float64(_flt(c))
+    p = np.float64(_flt(a)) * np.float64(_flt(b))
+    s = p + c64
+    bp = s - c64
+    e = (p - bp) + (c64 - (s - bp))
+    r = np.float32(s)
+    if e == 0.0:
+        return _word(r)
+    r64 = np.float64(r)
+    if not (np.isfinite(s) and s != r64):
+        return _word(r)
+    rw = _word(r)
+    ow = _step(rw, s > r64)
+    o64 = np.float64(_flt(ow))
+    mid = (r64 + o64) * 0.5
+    if np.isfinite(mid) and s == mid and (o64 > r64) == (e > 0.0):
+        return ow
+    return rw
+
+
+@njit
+def v_fma_f32(a, b, c):
+    a, b, c = np.int64(a), np.int64(b), np.int64(c)
+    if _nan(a):
+        return _out(a | QNAN)
+    if _nan(b):
+        return _out(b | QNAN)
+    if _nan(c):
+        p = np.float64(_flt(a)) * np.float64(_flt(b))
+        if np.isnan(p):             # inf*0: the host's default NaN comes first, and c's NaN keeps it
+            return _out(_word(np.float32(p)))
+        return _out(c | QNAN)
+    w = _fma(a, b, c)
+    if _nan(w):
+        return np.uint32(CANONICAL)
+    return _out(w)
+
+
+@njit
+def v_mac_f32(x, y, acc):
+    """gfx9's v_mac_f32 (S0, S1, D): x*y rounded, then + D rounded (vop._mac_math; no canonical NaN:
+    an invalid operation gives the host's default NaN, as numpy's float32 arithmetic does)."""
+    x, y, acc = np.int64(x), np.int64(y), np.int64(acc)
+    if _nan(x):
+        return _out(x | QNAN)
+    if _nan(y):
+        return _out(y | QNAN)
+    p = _flt(x) * _flt(y)
+    if _nan(acc) and not np.isnan(p):
+        return _out(acc | QNAN)
+    return _out(_word(p + _flt(acc)))
+
+
+# ---- IEEE-mode min, max, med3 ----------------------------------------------------------------------
+@njit
+def v_max_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _snan(a):
+        return _out(a | QNAN)
+    if _snan(b):
+        return _out(b | QNAN)
+    if _nan(a):
+        return _out(b)
+    if _nan(b):
+        return _out(a)
+    fa, fb = _flt(a), _flt(b)
+    if fa > fb or (fa == fb and (a & SIGN) == 0):
+        return _out(a)
+    return _out(b)
+
+
+@njit
+def v_min_f32(a, b):
+    a, b = np.int64(a), np.int64(b)
+    if _snan(a):
+        return _out(a | QNAN)
+    if _snan(b):
+        return _out(b | QNAN)
+    if _nan(a):
+        return _out(b)
+    if _nan(b):
+        return _out(a)
+    fa, fb = _flt(a), _flt(b)
+    if fa < fb or (fa == fb and (a & SIGN) != 0):
+        return _out(a)
+    return _out(b)
+
+
+@njit
+def v_max3_f32(a, b, c):
+    return v_max_f32(v_max_f32(a, b), c)
+
+
+@njit
+def v_min3_f32(a, b, c):
+    return v_min_f32(v_min_f32(a, b), c)
+
+
+@njit
+def v_med3_f32(a, b, c):
+    """fp.med3: with a NaN source the min3; else the max of the two that are not the max3."""
+    if _nan(np.int64(a)) or _nan(np.int64(b)) or _nan(np.int64(c)):
+        return v_min3_f32(a, b, c)
+    m = _flt(v_max3_f32(a, b, c))
+    if m == _flt(a):
+        return v_max_f32(b, c)
+    if m == _flt(b):
+        return v_max_f32(a, c)
+    return v_max_f32(a, b)
+
+
+# ---- rounding to integers, fract ------------------------------------------------------------------
+@njit
+def v_rndne_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _out(_word(np.rint(_flt(a))))
+
+
+@njit
+def v_trunc_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _out(_word(np.trunc(_flt(a))))
+
+
+@njit
+def v_floor_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _out(_word(np.floor(_flt(a))))
+
+
+@njit
+def v_ceil_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    return _out(_word(np.ceil(_flt(a))))
+
+
+@njit
+def v_fract_f32(a):
+    """a - floor(a) in binary32; an infinity gives the canonical NaN."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    if (a & ABS) == INF:
+        return np.uint32(CANONICAL)
+    x = _flt(a)
+    return _out(_word(x - np.floor(x)))
+
+
+# ---- reciprocal, square roots (denormal inputs and results flushed, fp.flush_denormals) --------------
+@njit
+def _flushed(w):
+    """A word with a denormal value as the zero of its sign."""
+    if (w & INF) == 0:
+        return w & SIGN
+    return w
+
+
+@njit
+def v_rcp_f32(a):
+    """fp.rcp: 1/x correctly rounded of the flushed input, the result flushed."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    x = _flushed(a)
+    if (x & ABS) == 0:                      # numba's division raises on a zero divisor: 1/±0 = ±inf
+        return _out((x & SIGN) | INF)
+    return _out(_flushed(_word(np.float32(1.0) / _flt(x))))
+
+
+@njit
+def v_sqrt_f32(a):
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    x = _flt(_flushed(a))
+    if x < 0:
+        return np.uint32(CANONICAL)
+    return _out(_word(np.sqrt(x)))
+
+
+@njit
+def v_rsq_f32(a):
+    """double.rsq: 1/sqrt in binary64 of the flushed input, rounded to binary32; a negative input
+    gives the canonical NaN."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    f = _flushed(a)
+    if (f & ABS) == 0:                      # 1/sqrt(±0) = ±inf (numba's division raises on a zero divisor)
+        return _out((f & SIGN) | INF)
+    x = np.float64(_flt(f))
+    if x < 0:
+        return np.uint32(CANONICAL)
+    return _out(_word(np.float32(1.0 / np.sqrt(x))))
+
+
+# ---- conversions ------------------------------------------------------------------------------------
+@njit
+def v_cvt_f32_i32(a):
+    """int32 to binary32, rounded to nearest even."""
+    v = np.int64(a)
+    if v >= 0x80000000:
+        v -= 0x100000000
+    return _out(_word(np.float32(np.float64(v))))
+
+
+@njit
+def v_cvt_f32_u32(a):
+    return _out(_word(np.float32(np.float64(np.int64(a)))))
+
+
+@njit
+def v_cvt_i32_f32(a):
+    """Toward zero, saturated to int32, NaN -> 0."""
+    a = np.int64(a)
+    if _nan(a):
+        return np.uint32(0)
+    x = np.float64(_flt(a))
+    if x >= 2147483648.0:
+        return np.uint32(0x7FFFFFFF)
+    if x <= -2147483648.0:
+        return np.uint32(0x80000000)
+    return _out(np.int64(x) & 0xFFFFFFFF)
+
+
+@njit
+def v_cvt_u32_f32(a):
+    """Toward zero, saturated to uint32, NaN -> 0."""
+    a = np.int64(a)
+    if _nan(a):
+        return np.uint32(0)
+    x = np.float64(_flt(a))
+    if x >= 4294967296.0:
+        return np.uint32(0xFFFFFFFF)
+    if x <= 0.0:
+        return np.uint32(0)
+    return _out(np.int64(x))
+
+
+@njit
+def v_cvt_f32_ubyte0(a):
+    return _out(_word(np.float32(np.int64(a) & 0xFF)))
+
+
+@njit
+def v_cvt_f32_ubyte1(a):
+    return _out(_word(np.float32((np.int64(a) >> 8) & 0xFF)))
+
+
+@njit
+def v_cvt_f32_ubyte2(a):
+    return _out(_word(np.float32((np.int64(a) >> 16) & 0xFF)))
+
+
+@njit
+def v_cvt_f32_ubyte3(a):
+    return _out(_word(np.float32((np.int64(a) >> 24) & 0xFF)))
+
+
+# ---- exponent fields ----------------------------------------------------------------------------------
+@njit
+def v_ldexp_f32(a, e):
+    """a * 2^e with e (int32) clamped to [-400, 400]: exact in binary64, then rounded once."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    k = np.int64(e)
+    if k >= 0x80000000:
+        k -= 0x100000000
+    k = min(max(k, -400), 400)
+    x = np.float64(_flt(a))
+    # 2^k as two binary64 factors (2^±400 is beyond neither's range); the first product is exact
+    h = k // 2
+    return _out(_word(np.float32(x * _pow2(h) * _pow2(k - h))))
+
+
+@njit
+def _pow2(k):
+    """2^k as a binary64, k in [-1022, 1023]."""
+    return np.uint64((k + 1023) << 52).view(np.float64)
+
+
+@njit
+def v_frexp_mant_f32(a):
+    """The significand in [0.5, 1) with a's sign; zeros, infinities and NaNs as they are."""
+    a = np.int64(a)
+    m = a & ABS
+    if m == 0 or m >= INF:
+        return _out(a)
+    if m < 0x00800000:                       # denormal: normalise the mantissa
+        while m < 0x00800000:
+            m <<= 1
+    return _out((a & SIGN) | (126 << 23) | (m & 0x007FFFFF))
+
+
+@njit
+def v_frexp_exp_i32_f32(a):
+    """The exponent e of a = m * 2^e, m in [0.5, 1); 0 for zero, infinity and NaN."""
+    a = np.int64(a)
+    m = a & ABS
+    if m == 0 or m >= INF:
+        return np.uint32(0)
+    e = m >> 23
+    if e == 0:
+        e = 1
+        while m < 0x00800000:
+            m <<= 1
+            e -= 1
+    return _out((e - 126) & 0xFFFFFFFF)
+
+
+# ---- the transcendental stand-ins (fp.APPROXIMATED): correctly rounded, as fp.exp2 and fp.log2 -------
+# A binary64 result y rounds to the entry's binary32 bits unless y lies close to a binary32 midpoint,
+# where the entry decides from a 60-digit value: such a lane (about one in four million) asks the
+# entry itself, from compiled code through numba's object mode.
+_NEAR_ULPS = 64.0                   # binary64 ulps: far beyond any libm's error, so round(y) is the entry's
+
+
+class _NoObjectMode:
+    """numba.objmode's place until numba starts (a no-op when the functions run as Python)."""
+
+    def __call__(self, **types):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_objmode = _NoObjectMode()
+
+
+@njit
+def _ulp64(y):
+    """A binary64 ulp of the positive normal binary64 y."""
+    return _pow2(((np.int64(np.float64(y).view(np.uint64)) >> 52) & 0x7FF) - 1075)
+
+
+@njit
+def _near_midpoint(y):
+    """Whether the positive finite binary64 y lies within _NEAR_ULPS of a binary32 midpoint."""
+    r = np.float32(y)
+    r64 = np.float64(r)
+    if not np.isfinite(r64) or y == r64:
+        return False
+    o64 = np.float64(_flt(_step(_word(r), y > r64)))
+    mid = (r64 + o64) * 0.5
+    return np.isfinite(mid) and abs(y - mid) <= _NEAR_ULPS * _ulp64(y)
+
+
+def _entry_word(mnemonic: str, w) -> np.uint32:
+    """The ISA entry's result word for one source word (the close lanes of the stand-ins)."""
+    from .. import isa
+    with np.errstate(all="ignore"):
+        r = np.asarray(isa.entry(mnemonic).fn(np.array([w], np.uint32).view(np.float32)))
+    return np.uint32(r.view(np.uint32)[0])
+
+
+def _exp_entry(w) -> np.uint32:
+    return _entry_word("v_exp_f32", w)
+
+
+def _log_entry(w) -> np.uint32:
+    return _entry_word("v_log_f32", w)
+
+
+def v_exp_f32(a):
+    """fp.exp2: 2^x correctly rounded, exact at integers, a result below 2^-126 flushed to +0."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    if a == INF:
+        return np.uint32(INF)
+    if a == SIGN | INF:
+        return np.uint32(0)
+    x = np.float64(_flt(a))
+    if x >= 128.0:
+        return np.uint32(INF)
+    if x < -127.0:                          # below 2^-127: a denormal at most, flushed
+        return np.uint32(0)
+    if x == np.floor(x):
+        if x < -126.0:
+            return np.uint32(0)
+        return _out(_word(np.float32(_pow2(np.int64(x)))))
+    y = np.exp2(x)
+    if _near_midpoint(y):
+        with _objmode(r="uint32"):
+            r = _exp_entry(a)
+        return r
+    w = _word(np.float32(y))
+    if w < 0x00800000:
+        return np.uint32(0)
+    return _out(w)
+
+
+def v_log_f32(a):
+    """fp.log2: log2 correctly rounded of the input with denormals flushed; log2(±0) = -inf, a
+    negative input the canonical NaN, exact at powers of two."""
+    a = np.int64(a)
+    if _nan(a):
+        return _out(a | QNAN)
+    f = _flushed(a)
+    if (f & ABS) == 0:
+        return np.uint32(SIGN | INF)
+    if f & SIGN:
+        return np.uint32(CANONICAL)
+    if f == INF:
+        return np.uint32(INF)
+    if (f & 0x007FFFFF) == 0:
+        return _out(_word(np.float32(np.float64((f >> 23) - 127))))
+    y = np.log2(np.float64(_flt(f)))
+    if _near_midpoint(abs(y)):
+        with _objmode(r="uint32"):
+            r = _log_entry(a)
+        return r
+    return _out(_word(np.float32(y)))
+
+
+# compiled by _dispatcher with numba's object mode in place (jit.njit would compile them before it)
+_OBJECT_MODE = ("v_exp_f32", "v_log_f32")
+
+
+# ---- the registry ---------------------------------------------------------------------------------
+@njit
+def _ready():
+    return 0
+
+
+def _dispatcher(name: str):
+    """The compiled function of ``name`` (numba started on first use: jit.njit swaps every marked
+    function of this module for its dispatcher when one of them is first called)."""
+    g = sys.modules[__name__].__dict__
+    if not hasattr(g[name], "stats"):              # still jit.njit's lazy wrapper, or a Python function
+        _ready()
+        if name in _OBJECT_MODE:
+            import numba
+            with _LOCK:
+                if not hasattr(g[name], "stats"):
+                    g["_objmode"] = numba.objmode
+                    for n in _OBJECT_MODE:
+                        g[n] = numba.njit(cache=True)(g[n])
+    return g[name]
+
+
+_LOCK = threading.Lock()
+_PY: dict = {}
+
+
+def _python(name: str):
+    """``name`` run by Python: its source with every compiled function of this module it calls
+    also run by Python (a globals dict where each is its Python function)."""
+    if not _PY:
+        g = dict(sys.modules[__name__].__dict__)
+        g["_objmode"] = _NoObjectMode()
+        for k, v in list(g.items()):
+            py = getattr(v, "py_func", v)
+            if isinstance(py, types.FunctionType) and py.__module__ == __name__:
+                g[k] = types.FunctionType(py.__code__, g, k, py.__defaults__)
+        _PY.update(g)
+    return _PY[name]
+
+
+@dataclass(frozen=True)
+class LaneF32:
+    """One instruction's lane function (see the module docstring)."""
+    mnemonic: str
+    name: str                       # the function's name in this module
+    srcs: tuple[str, ...]           # source types ("f32", "i32", "u32") in the function's argument order
+    result: str                     # the result's type
+    reads_mode: bool = False
+    approximated: bool = False      # the caller marks the result approximated (fp.APPROXIMATED)
+    order: tuple[str, ...] = ()     # the operands the arguments are, where not the sources in order
+
+    @property
+    def fn(self):
+        """The compiled function (numba's dispatcher): call it from compiled code on np.uint32 words."""
+        return _dispatcher(self.name)
+
+    @property
+    def py(self):
+        """The same function run by Python (np.uint32 words in, np.uint32 out)."""
+        return _python(self.name)
+
+
+def _lane(mnemonic: str, srcs: tuple[str, ...], result: str = "f32", name: str | None = None,
+          order: tuple[str, ...] = ()) -> LaneF32:
+    return LaneF32(mnemonic, name or mnemonic, srcs, result, False, mnemonic in fp.APPROXIMATED, order)
+
+
+_F1, _F2, _F3 = ("f32",), ("f32", "f32"), ("f32", "f32", "f32")
+LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
+    _lane("v_add_f32", _F2), _lane("v_sub_f32", _F2), _lane("v_subrev_f32", _F2), _lane("v_mul_f32", _F2),
+    _lane("v_fma_f32", _F3),
+    _lane("v_fmac_f32", _F3, name="v_fma_f32", order=("S0", "S1", "D")),
+    _lane("v_mac_f32", _F3, order=("S0", "S1", "D")),
+    _lane("v_max_f32", _F2), _lane("v_min_f32", _F2),
+    _lane("v_max3_f32", _F3), _lane("v_min3_f32", _F3), _lane("v_med3_f32", _F3),
+    _lane("v_rndne_f32", _F1), _lane("v_trunc_f32", _F1), _lane("v_floor_f32", _F1), _lane("v_ceil_f32", _F1),
+    _lane("v_fract_f32", _F1),
+    _lane("v_rcp_f32", _F1), _lane("v_rcp_iflag_f32", _F1, name="v_rcp_f32"), _lane("v_sqrt_f32", _F1),
+    _lane("v_rsq_f32", _F1),
+    _lane("v_cvt_f32_i32", ("i32",)), _lane("v_cvt_f32_u32", ("u32",)),
+    _lane("v_cvt_i32_f32", _F1, "i32"), _lane("v_cvt_u32_f32", _F1, "u32"),
+    *(_lane(f"v_cvt_f32_ubyte{k}", ("u32",)) for k in range(4)),
+    _lane("v_ldexp_f32", ("f32", "i32")),
+    _lane("v_frexp_mant_f32", _F1), _lane("v_frexp_exp_i32_f32", _F1, "i32"),
+    _lane("v_exp_f32", _F1), _lane("v_log_f32", _F1),
+)}
+
+__all__ = ["LANE_F32", "LaneF32"]

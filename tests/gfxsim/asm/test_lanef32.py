@@ -1,0 +1,207 @@
+"""The fp32 lane functions (gfxsim/asm/lanef32.py), compiled by numba and run by Python, give the
+words the ISA entry gives on contiguous arrays of the same sources: on random bit patterns (NaNs
+and signalling NaNs with payloads of both signs, denormals, signed zeros, infinities, exponents
+at both ends), words near each other (so equal values and ties meet), and for the fused ones sums
+that land on a binary32 midpoint in binary64 with a rounding error (fp.fma's single rounding)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gfxsim import isa
+from gfxsim.asm import lanef32
+from gfxsim.asm.lanef32 import LANE_F32
+from gfxsim.asm.semantics import vop
+
+U32, I32, F32 = np.uint32, np.int32, np.float32
+ABS = 0x7FFFFFFF
+# lanes a multiple of 64, as a wave's (or a batch's) registers: numpy's loops give the first operand's
+# NaN where two meet except in the tail past their last full vector, which a wave's width never has
+N = 94 * 64
+PY_N = 24 * 64                    # the Python runs: fewer lanes, the same kinds of words
+
+SPECIAL = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001,
+                    0x7FBFFFFF, 0x7FC12345, 0xFFA00F00, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF,
+                    0x00800000, 0x80800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x3F800000, 0xBF800000, 0x3F000000,
+                    0x4B000000, 0xCB000000, 0x4B7FFFFF, 0x4F000000, 0xCF000000, 0x4F800000, 0x4F7FFFFF,
+                    0xCF000001, 0x3EFFFFFF, 0xBEFFFFFF, 0x3FC00000, 0xBFC00000, 0x40200000, 0x0DA24260],
+                   np.uint32)
+
+
+def words(rng, n: int) -> np.ndarray:
+    """n words: a quarter special values, a quarter any bits, half floats of every exponent (a
+    tenth of them denormal, a tenth NaN with a payload), each sign."""
+    kind = rng.integers(0, 4, n)
+    out = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(U32)           # any bits
+    out[kind == 0] = rng.choice(SPECIAL, int((kind == 0).sum()))
+    many = kind >= 2
+    exp = rng.integers(0, 256, n).astype(U32)
+    exp[rng.random(n) < 0.1] = 0
+    exp[rng.random(n) < 0.1] = 255
+    mid = rng.random(n) < 0.5                                                  # mid-range exponents, so values meet
+    exp[mid] = rng.integers(110, 150, n).astype(U32)[mid]
+    mant = rng.integers(0, 1 << 23, n).astype(U32)
+    short = rng.random(n) < 0.3                                                # few mantissa bits: exact results, ties
+    mant[short] &= U32(0x7F0000)
+    sign = rng.integers(0, 2, n).astype(U32) << U32(31)
+    out[many] = (sign | (exp << U32(23)) | mant)[many]
+    return out
+
+
+def fma_midpoints(rng, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, c) with a*b = ±h(1 - 2^-46), h half an ulp of c: the binary64 sum is c ± h, a binary32
+    midpoint, and the exact value lies just inside it (fp.fma decides by the error's sign)."""
+    c = words(rng, n)
+    c = np.where((c & U32(0x7F800000)) == U32(0x7F800000), U32(0x3F800000), c)       # finite
+    e = ((c >> U32(23)) & U32(0xFF)).astype(np.int64)
+    half = np.maximum(e, 1) - 127 - 24                       # log2 of half an ulp of c
+    k1 = half // 2
+    k2 = half - k1
+    a = np.ldexp(np.float64(1 + 2.0 ** -23), k1).astype(F32).view(U32)
+    b = np.ldexp(np.float64(1 - 2.0 ** -23), k2).astype(F32).view(U32)
+    a ^= (rng.integers(0, 2, n).astype(U32) << U32(31))
+    b ^= (rng.integers(0, 2, n).astype(U32) << U32(31))
+    return a, b, c
+
+
+# inputs whose binary64 2^x or log2(x) lies within lanef32._NEAR_ULPS of a binary32 midpoint: the lane
+# function asks the entry (found by a scan of [0.25, 4) and of a few binades)
+CLOSE = {"v_exp_f32": [0x3F800B8B, 0x3FA5A5D7, 0x3FE69390, 0x403349C8, 0x407349C8, 0xBF996C70, 0xBFDA5A29,
+                       0xBFFFF475, 0xC00CB638, 0xC04CB638, 0x3E96975C],
+         "v_log_f32": [0x3FEDDFFD, 0x40207AB9, 0x4026A4A6, 0x402C6EDE, 0x40707492, 0x410D64DE, 0x415E248E,
+                       0x416485EB, 0x3F442160, 0x3F7E3274, 0x00914A90, 0x00974467, 0x00EB8090, 0x7E914A90,
+                       0x7E974467, 0x7EEB8090]}
+
+
+def sources(rng, lane, n: int) -> list[np.ndarray]:
+    out = [words(rng, n) for _ in lane.srcs]
+    if lane.mnemonic in CLOSE:                      # their domain: 2^x for x in [-128, 128), log2 of positives
+        x = rng.uniform(-130, 130, n).astype(F32).view(U32) if lane.mnemonic == "v_exp_f32" else out[0] & U32(ABS)
+        some = rng.random(n) < 0.6
+        out[0][some] = x[some]
+        out[0][:len(CLOSE[lane.mnemonic])] = CLOSE[lane.mnemonic]
+    near = rng.random(n) < 0.2                       # a neighbour of the first source: equal values, ±0
+    for x in out[1:]:
+        x[near] = out[0][near] ^ (rng.integers(0, 2, n).astype(U32)[near] << U32(rng.integers(0, 2) * 31))
+    if len(out) == 3 and lane.name in ("v_fma_f32", "v_mac_f32"):
+        m = rng.random(n) < 0.3
+        a, b, c = fma_midpoints(rng, n)
+        for x, y in zip(out, (a, b, c)):
+            x[m] = y[m]
+    return out
+
+
+def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
+    """The ISA entry's words for the lanes' sources, read as the asm front end's reads give them."""
+    vals = [np.ascontiguousarray(w).view(F32 if t == "f32" else I32 if t == "i32" else U32)
+            for w, t in zip(srcs, lane.srcs)]
+    with np.errstate(all="ignore"):
+        if lane.mnemonic in ("v_fmac_f32", "v_mac_f32"):
+            x, y, acc = vals
+            r = np.asarray(vop._mac_math(lane.mnemonic)(acc, x, y))
+        else:
+            r = np.asarray(isa.entry(lane.mnemonic).fn(*vals))
+    return r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
+
+
+_APPLY = {}
+
+
+def compiled_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
+    """The compiled lane function over the lanes, through one compiled loop per source count."""
+    import numba
+    k = len(srcs)
+    if k not in _APPLY:
+        args = ", ".join(f"s{i}" for i in range(k))
+        items = ", ".join(f"s{i}[j]" for i in range(k))
+        src = f"def apply(fn, out, {args}):\n    for j in range(out.size):\n        out[j] = fn({items})\n"
+        ns: dict = {"__name__": __name__}
+        exec(src, ns)
+        _APPLY[k] = numba.njit(ns["apply"])
+    out = np.zeros(srcs[0].size, U32)
+    _APPLY[k](lane.fn, out, *srcs)
+    return out
+
+
+def python_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
+    fn = lane.py
+    with np.errstate(all="ignore"):
+        return np.array([fn(*(U32(s[j]) for s in srcs)) for j in range(srcs[0].size)], U32)
+
+
+def _mismatch(lane, srcs, got, want) -> str:
+    bad = np.nonzero(got != want)[0]
+    if not bad.size:
+        return ""
+    j = bad[0]
+    ops = ", ".join(f"{int(s[j]):#010x}" for s in srcs)
+    return (f"{lane.mnemonic}: {bad.size} of {got.size} lanes differ; first: ({ops}) -> {int(got[j]):#010x}, "
+            f"the entry {int(want[j]):#010x}")
+
+
+@pytest.mark.parametrize("mnemonic", sorted(LANE_F32))
+def test_compiled_lane_function_is_the_entry(mnemonic):
+    lane = LANE_F32[mnemonic]
+    rng = np.random.default_rng(sum(map(ord, mnemonic)))
+    srcs = sources(rng, lane, N)
+    got, want = compiled_words(lane, srcs), entry_words(lane, srcs)
+    assert not _mismatch(lane, srcs, got, want), _mismatch(lane, srcs, got, want)
+
+
+@pytest.mark.parametrize("mnemonic", sorted(LANE_F32))
+def test_python_lane_function_is_the_entry(mnemonic):
+    lane = LANE_F32[mnemonic]
+    rng = np.random.default_rng(1 + sum(map(ord, mnemonic)))
+    srcs = sources(rng, lane, PY_N)
+    got, want = python_words(lane, srcs), entry_words(lane, srcs)
+    assert not _mismatch(lane, srcs, got, want), _mismatch(lane, srcs, got, want)
+
+
+@pytest.mark.parametrize("mnemonic", sorted(LANE_F32))
+def test_every_combination_of_special_words(mnemonic):
+    """Every pair (or triple) of the special words, compiled: the NaN, zero and infinity rules meet."""
+    lane = LANE_F32[mnemonic]
+    grid = np.meshgrid(*([SPECIAL] * len(lane.srcs)), indexing="ij")
+    n = -(-grid[0].size // 64) * 64
+    srcs = [np.resize(g.reshape(-1), n) for g in grid]
+    got, want = compiled_words(lane, srcs), entry_words(lane, srcs)
+    assert not _mismatch(lane, srcs, got, want), _mismatch(lane, srcs, got, want)
+
+
+def test_the_midpoint_cases_reach_the_tie_rule():
+    """The fused operands of fma_midpoints land on a binary32 midpoint in binary64 with an error,
+    and the single rounding then differs from rounding the binary64 sum in some of them (the data
+    exercises the rule it is meant to)."""
+    rng = np.random.default_rng(5)
+    a, b, c = fma_midpoints(rng, 2000)
+    x, y, z = (v.view(F32).astype(np.float64) for v in (a, b, c))
+    with np.errstate(all="ignore"):
+        naive = (x * y + z).astype(F32).view(U32)
+    once = entry_words(LANE_F32["v_fma_f32"], [a, b, c])
+    assert (naive != once).sum() > 100
+
+
+@pytest.mark.parametrize("mnemonic", sorted(CLOSE))
+def test_the_close_lanes_ask_the_entry(mnemonic):
+    """The stand-ins' inputs near a midpoint take the entry's answer (numba's object mode when
+    compiled): they are close, and compiled and Python give the entry's words."""
+    lane = LANE_F32[mnemonic]
+    near = lanef32._python("_near_midpoint")
+    w = np.array(CLOSE[mnemonic], U32)
+    x = w.view(F32).astype(np.float64)
+    y = np.exp2(x) if mnemonic == "v_exp_f32" else np.abs(np.log2(x))
+    assert all(near(v) for v in y)
+    srcs = [np.resize(w, 64)]
+    want = entry_words(lane, srcs)
+    assert (compiled_words(lane, srcs) == want).all()
+    assert (python_words(lane, srcs) == want).all()
+
+
+def test_the_registry_describes_each_function():
+    for m, lane in LANE_F32.items():
+        assert callable(getattr(lanef32, lane.name)), m
+        assert lane.srcs and set(lane.srcs) <= {"f32", "i32", "u32"}, m
+        assert lane.approximated == (m in isa.fp.APPROXIMATED), m
+        assert not lane.reads_mode, m
+        if lane.order:
+            assert len(lane.order) == len(lane.srcs), m
