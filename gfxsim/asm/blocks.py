@@ -179,10 +179,11 @@ def _lean_prologue(inline, env, start) -> list[str]:
     if any(x.dst[0] in ("v", "a") for x in inline.values()):
         from . import lanevm
         from .semantics import dequant
-        env["_lanes"], env["_dequant"] = lanevm.run, dequant
+        env["_lanevm"], env["_dequant"] = lanevm, dequant
         a = ("st.a.words, st.a.written" if "a" in files else "_NOREG, _NOWR")
         env["_NOREG"], env["_NOWR"] = np.zeros((1, 1), np.uint32), np.zeros((4, 1), bool)
-        lines += [f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
+        lines += ["    _lanes = _lanevm.run if _lanevm.READY else _lanevm.executor()",
+                  f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
     lines += ["    S, WID = st.s, w.width",
               "    EX, XF = w.exec, w.exec_full",
               "    CNT = WID if XF else int(count_nonzero(EX))",

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..machine.jit import njit
+from . import lanef32
 from .state import EXEC
 
 # source kinds of an encoded row
@@ -42,14 +43,61 @@ OP_MOV = len(LANE_OPS)          # a source's words (v_mov_b32 / v_accvgpr_* of a
 OP_COPY = OP_MOV + 1            # a register copy with its written bits and fresh marks (WaveState.vcopy)
 OP_CNDMASK = OP_MOV + 2         # v_cndmask_b32: src1 where the mask's lane bit is set, else src0
 OP_LSHL_ADD64 = OP_MOV + 3      # v_lshl_add_u64 by a constant: (src0 << sh) + src1, two registers
+OP_F32 = OP_MOV + 4             # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
+F32_OPS = {n: OP_F32 + k for k, n in enumerate((
+    'v_add_f32',
+    'v_sub_f32',
+    'v_subrev_f32',
+    'v_mul_f32',
+    'v_fma_f32',
+    'v_fmac_f32',
+    'v_mac_f32',
+    'v_max_f32',
+    'v_min_f32',
+    'v_max3_f32',
+    'v_min3_f32',
+    'v_med3_f32',
+    'v_rndne_f32',
+    'v_trunc_f32',
+    'v_floor_f32',
+    'v_ceil_f32',
+    'v_fract_f32',
+    'v_rcp_f32',
+    'v_rcp_iflag_f32',
+    'v_sqrt_f32',
+    'v_rsq_f32',
+    'v_cvt_i32_f32',
+    'v_cvt_u32_f32',
+    'v_cvt_f32_ubyte0',
+    'v_cvt_f32_ubyte1',
+    'v_cvt_f32_ubyte2',
+    'v_cvt_f32_ubyte3',
+    'v_ldexp_f32',
+    'v_frexp_mant_f32',
+    'v_frexp_exp_i32_f32',
+))}
 
 # a row: opcode, destination file (0 v, 1 a), first register, count, keep (0 no, 1 src0's fresh
 # marks), shift (lshl_add64), then (kind, value, abs, neg) per source
 ROW = 6 + 4 * 3
 
 
-def _files(x):
-    return all(f[0] in _KIND for (f, _), t in x.srcs)
+def _f32_types(m: str) -> tuple:
+    """The source types of fp32 row ``m`` in the block's source order (fmac/mac: D, S0, S1)."""
+    e = lanef32.LANE_F32[m]
+    return ("f32",) * 3 if e.order else e.srcs
+
+
+def executor():
+    """``run``, with lanef32's functions compiled before it is (run calls them; numba resolves
+    them through that module's globals when it compiles run)."""
+    global READY
+    lanef32.LANE_F32["v_add_f32"].fn  # noqa: B018  (the property compiles lanef32's module)
+    READY = True
+    return run
+
+
+READY = False                   # executor() has run: ``run`` may be called directly
 
 
 def encode(d, x) -> np.ndarray | None:
@@ -75,6 +123,8 @@ def encode(d, x) -> np.ndarray | None:
         from .semantics.vop import _lshl_add_form
         from .semantics import source64
         row[0], row[5] = OP_LSHL_ADD64, int(_lshl_add_form(d, source64)[3])
+    elif m in F32_OPS and tuple(types) == _f32_types(m):
+        row[0] = F32_OPS[m]
     elif m in LANE_OPS and all(t in ("u32", "i32", "f32") for t in types):
         row[0] = LANE_OPS[m]
         from . import semantics
@@ -258,6 +308,103 @@ def _int_rows(op, a, b, c, r):
 
 
 @njit
+def _f32_rows(op, a, b, c, r):
+    """Lane function ``op`` of F32_OPS (lanef32.LANE_F32, in order) on every column's source words
+    (a, b, c: the instruction's sources in operand order), into r: one loop per row."""
+    n = r.shape[0]
+    if op == 0:
+        for x in range(n):
+            r[x] = lanef32.v_add_f32(a[x], b[x])
+    elif op == 1:
+        for x in range(n):
+            r[x] = lanef32.v_sub_f32(a[x], b[x])
+    elif op == 2:
+        for x in range(n):
+            r[x] = lanef32.v_subrev_f32(a[x], b[x])
+    elif op == 3:
+        for x in range(n):
+            r[x] = lanef32.v_mul_f32(a[x], b[x])
+    elif op == 4:
+        for x in range(n):
+            r[x] = lanef32.v_fma_f32(a[x], b[x], c[x])
+    elif op == 5:
+        for x in range(n):
+            r[x] = lanef32.v_fma_f32(b[x], c[x], a[x])
+    elif op == 6:
+        for x in range(n):
+            r[x] = lanef32.v_mac_f32(b[x], c[x], a[x])
+    elif op == 7:
+        for x in range(n):
+            r[x] = lanef32.v_max_f32(a[x], b[x])
+    elif op == 8:
+        for x in range(n):
+            r[x] = lanef32.v_min_f32(a[x], b[x])
+    elif op == 9:
+        for x in range(n):
+            r[x] = lanef32.v_max3_f32(a[x], b[x], c[x])
+    elif op == 10:
+        for x in range(n):
+            r[x] = lanef32.v_min3_f32(a[x], b[x], c[x])
+    elif op == 11:
+        for x in range(n):
+            r[x] = lanef32.v_med3_f32(a[x], b[x], c[x])
+    elif op == 12:
+        for x in range(n):
+            r[x] = lanef32.v_rndne_f32(a[x])
+    elif op == 13:
+        for x in range(n):
+            r[x] = lanef32.v_trunc_f32(a[x])
+    elif op == 14:
+        for x in range(n):
+            r[x] = lanef32.v_floor_f32(a[x])
+    elif op == 15:
+        for x in range(n):
+            r[x] = lanef32.v_ceil_f32(a[x])
+    elif op == 16:
+        for x in range(n):
+            r[x] = lanef32.v_fract_f32(a[x])
+    elif op == 17:
+        for x in range(n):
+            r[x] = lanef32.v_rcp_f32(a[x])
+    elif op == 18:
+        for x in range(n):
+            r[x] = lanef32.v_rcp_f32(a[x])
+    elif op == 19:
+        for x in range(n):
+            r[x] = lanef32.v_sqrt_f32(a[x])
+    elif op == 20:
+        for x in range(n):
+            r[x] = lanef32.v_rsq_f32(a[x])
+    elif op == 21:
+        for x in range(n):
+            r[x] = lanef32.v_cvt_i32_f32(a[x])
+    elif op == 22:
+        for x in range(n):
+            r[x] = lanef32.v_cvt_u32_f32(a[x])
+    elif op == 23:
+        for x in range(n):
+            r[x] = lanef32.v_cvt_f32_ubyte0(a[x])
+    elif op == 24:
+        for x in range(n):
+            r[x] = lanef32.v_cvt_f32_ubyte1(a[x])
+    elif op == 25:
+        for x in range(n):
+            r[x] = lanef32.v_cvt_f32_ubyte2(a[x])
+    elif op == 26:
+        for x in range(n):
+            r[x] = lanef32.v_cvt_f32_ubyte3(a[x])
+    elif op == 27:
+        for x in range(n):
+            r[x] = lanef32.v_ldexp_f32(a[x], b[x])
+    elif op == 28:
+        for x in range(n):
+            r[x] = lanef32.v_frexp_mant_f32(a[x])
+    elif op == 29:
+        for x in range(n):
+            r[x] = lanef32.v_frexp_exp_i32_f32(a[x])
+
+
+@njit
 def run(code, rv, wv, fv, ra, wa, fa, s, ex, lanes, keep_on):
     """Rows ``code`` in turn, each on the lanes under ``ex``: the words of file v (``rv``, written
     bits ``wv``, fresh marks ``fv``) and a (``ra``, ``wa``, ``fa``), the SGPRs ``s`` [members, n]
@@ -306,6 +453,11 @@ def run(code, rv, wv, fv, ra, wa, fa, s, ex, lanes, keep_on):
                 lane = c % lanes
                 word = s[c // lanes, first + (lane >> 5)]
                 lo[c] = b[c] if (word >> np.uint32(lane & 31)) & np.uint32(1) else a[c]
+        elif op >= OP_F32:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            _gather32(code, k, 2, rv, ra, s, lanes, c3)
+            _f32_rows(op - OP_F32, a, b, c3, lo)
         else:
             _gather32(code, k, 0, rv, ra, s, lanes, a)
             _gather32(code, k, 1, rv, ra, s, lanes, b)

@@ -30,6 +30,9 @@ def _lines(name, types) -> list[str]:
 
 
 INT_ROWS = [line for n in lanevm.LANE_OPS for line in _lines(n, vop.VALU[n][0])]
+F32_ROWS = [line for n in lanevm.F32_OPS if n in vop.VALU for line in _lines(n, vop.VALU[n][0])]
+F32_ROWS += ["v_fmac_f32 v3, v1, v2", "v_fmac_f32 v3, -v1, |s4|", "v_fmac_f32 v3, 0.5, v2", "v_mac_f32 v3, v1, v2",
+             "v_fmac_f32 v9, v1, v2", "v_fmac_f32 a3, a1, v2", "v_mac_f32 v1, -|v4|, v1", "v_fmac_f32 v4, v4, v4"]
 OTHERS = ["v_mov_b32 v3, s4", "v_mov_b32 v3, 0x1234", "v_mov_b32 a3, -1", "v_mov_b32 v3, 0.5", "v_mov_b32 v3, vcc_lo",
           "v_mov_b32 v3, v1", "v_mov_b32 v1, v1", "v_mov_b32 v3, v9", "v_mov_b32 a3, a1",
           "v_accvgpr_read_b32 v3, a1", "v_accvgpr_write_b32 a3, v1", "v_accvgpr_write_b32 a3, s4",
@@ -56,7 +59,7 @@ def _numpy_lines(sb, lines):
         blocks.LANES = True
 
 
-@pytest.mark.parametrize("line", INT_ROWS + OTHERS)
+@pytest.mark.parametrize("line", INT_ROWS + F32_ROWS + OTHERS)
 def test_a_lane_row_leaves_what_the_numpy_lines_and_the_semantics_function_leave(line):
     assert _lanes_of([line]) == 1, f"{line} did not go to the executor"
     for seed in range(6):
@@ -67,10 +70,14 @@ def test_a_lane_row_leaves_what_the_numpy_lines_and_the_semantics_function_leave
 
 
 def test_every_lane_op_is_an_isa_row_of_the_vector_alu():
-    """The executor's integer opcodes name rows of the one semantics table, in the types it reads."""
+    """The executor's opcodes name rows of the one semantics table, in the types it reads; its fp32
+    rows are lanef32's functions."""
+    from gfxsim.asm.lanef32 import LANE_F32
     for name in lanevm.LANE_OPS:
         types = vop.VALU[name][0]
         assert all(t in ("u32", "i32") for t in types), name
+    for name in lanevm.F32_OPS:
+        assert name in LANE_F32 and (name in vop.VALU or LANE_F32[name].order == ("S0", "S1", "D")), name
 
 
 def test_a_run_of_rows_between_exec_writes_reads_exec_as_the_step_before_it_left_it():
