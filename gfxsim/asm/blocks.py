@@ -176,7 +176,7 @@ def _lean_prologue(inline, env, start) -> list[str]:
     env[f"KW64{start}"] = _constants(tuple(sorted(c for t, c in consts if t == "u64")), np.uint64)
     env[f"KWS{start}"] = _constants(tuple(sorted(c for t, c in consts if t in ("s32", "s64"))), np.uint64)
     lines = [f"    R_{f}, W_{f}, F_{f} = st.{f}.words, st.{f}.written, st.fresh[{f!r}]" for f in files]
-    if any(x.dst[0] in ("v", "a") for x in inline.values()):
+    if inline:
         from . import lanevm
         from .semantics import dequant
         env["_lanevm"], env["_dequant"] = lanevm, dequant
@@ -355,6 +355,7 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
              "    k = 0",
              "    try:"]
     runs = _lane_runs(program, start, end, inline)
+    from . import lanevm
     skip = 0
     for pc in range(start, end):
         d = program.decoded[pc]
@@ -365,9 +366,10 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
         if pc in runs:                            # a run of lane rows: one compiled call (lanevm.py)
             rows, last = runs[pc]
             env[f"L{pc}"] = rows
-            lines += [f"        if _blocks.LANES and not st.any_unknown:        # lanes {pc}..{last - 1}",
+            every = " and st.act is None" if (rows[:, 0] == lanevm.OP_CMP).any() else ""     # a compare writes every member
+            lines += [f"        if _blocks.LANES and not st.any_unknown{every}:        # lanes {pc}..{last - 1}",
                       f"            st.pc = {last - 1}; st.current = D{last - 1}",
-                      f"            _lanes(L{pc}, *LF, S, EX, st.lanes, _dequant.ENABLED)",
+                      f"            _lanes(L{pc}, *LF, S, st.s_written, EX, st.lanes, _dequant.ENABLED)",
                       f"            counted[0] += CNT * {last - pc}",
                       f"            k += {last - pc}"]
             lines += [f"            approx.add({a!r})" for q in range(pc, last)

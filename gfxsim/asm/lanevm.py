@@ -43,7 +43,9 @@ OP_MOV = len(LANE_OPS)          # a source's words (v_mov_b32 / v_accvgpr_* of a
 OP_COPY = OP_MOV + 1            # a register copy with its written bits and fresh marks (WaveState.vcopy)
 OP_CNDMASK = OP_MOV + 2         # v_cndmask_b32: src1 where the mask's lane bit is set, else src0
 OP_LSHL_ADD64 = OP_MOV + 3      # v_lshl_add_u64 by a constant: (src0 << sh) + src1, two registers
-OP_F32 = OP_MOV + 4             # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
+OP_PK = OP_MOV + 4              # v_pk_{add,mul,fma}_f32: each half through its fp32 row (code[k, 5]), halves picked
+OP_CMP = OP_MOV + 5             # v_cmp_<rel>_{f32,i32,u32}: the lanes under EXEC to an SGPR pair, every member
+OP_F32 = OP_MOV + 6             # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
 F32_OPS = {n: OP_F32 + k for k, n in enumerate((
     'v_add_f32',
     'v_sub_f32',
@@ -82,6 +84,53 @@ F32_OPS = {n: OP_F32 + k for k, n in enumerate((
 ROW = 6 + 4 * 3
 
 
+# v_cmp relations (isa.compare: FLOAT, INTEGER); the source type: 0 f32, 1 i32, 2 u32
+RELATIONS = {r: k for k, r in enumerate(("f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt",
+                                         "nle", "neq", "nlt", "tru", "ne", "t"))}
+_CMP_TYPES = {"f32": 0, "i32": 1, "u32": 2}
+_PK = {"v_pk_add_f32": "v_add_f32", "v_pk_mul_f32": "v_mul_f32", "v_pk_fma_f32": "v_fma_f32"}
+
+
+def _pk_row(d, x, row) -> np.ndarray | None:
+    """A packed fp32 row: per source its register pair (or constant), the halves op_sel/op_sel_hi
+    pick (in the abs field: bit 0 the low result's, bit 1 the high's) and neg_lo/neg_hi (the neg
+    field, the same bits), as the step's reads_of decides them."""
+    n = len(x.srcs)
+    mods = d.ops.mods
+    sel, sel_hi = mods.get("op_sel", (0,) * n), mods.get("op_sel_hi", (1,) * n)
+    neg_lo, neg_hi = mods.get("neg_lo", (0,) * n), mods.get("neg_hi", (0,) * n)
+    row[0], row[5] = OP_PK, F32_OPS[_PK[d.mnemonic]] - OP_F32
+    for k, ((form, _), t) in enumerate(x.srcs):
+        kind = form[0]
+        if t == "u32" and kind == "const":
+            code, picks = K_CONST, 0                    # both halves the constant
+        elif t == "pair" and kind in ("v", "a", "s"):
+            if kind == "s" and form[1] >= EXEC - 1:     # a pair reaching EXEC: read from the mask
+                return None
+            code, picks = _KIND[kind], int(sel[k]) | (int(sel_hi[k]) << 1)
+        else:
+            return None
+        row[6 + 4 * k: 10 + 4 * k] = code, form[1], picks, int(bool(neg_lo[k])) | (int(bool(neg_hi[k])) << 1)
+    return row
+
+
+def _cmp_row(d, x) -> np.ndarray | None:
+    """A v_cmp of f32/i32/u32 sources into an SGPR pair below EXEC (not v_cmpx: EXEC stays as it
+    is, so the run's lanes do): opcode, the pair, the relation (code[k, 5]) and the type (code[k, 4])."""
+    _, first, exec_too = x.dst
+    parts = d.mnemonic.split("_")                 # v, cmp, relation, type
+    if exec_too or len(parts) != 4 or parts[1] != "cmp" or parts[3] not in _CMP_TYPES or parts[2] not in RELATIONS \
+            or first >= EXEC - 1:
+        return None
+    row = np.zeros(ROW, np.int64)
+    row[0], row[2], row[3], row[4], row[5] = OP_CMP, first, 2, _CMP_TYPES[parts[3]], RELATIONS[parts[2]]
+    for k, ((form, (abs_, neg)), t) in enumerate(x.srcs):
+        if form[0] not in _KIND:
+            return None
+        row[6 + 4 * k: 10 + 4 * k] = _KIND[form[0]], form[1] if len(form) > 1 else 0, abs_, neg
+    return row
+
+
 def _f32_types(m: str) -> tuple:
     """The source types of fp32 row ``m`` in the block's source order (fmac/mac: D, S0, S1)."""
     e = lanef32.LANE_F32[m]
@@ -104,6 +153,8 @@ def encode(d, x) -> np.ndarray | None:
     """Instruction ``d``'s row for the executor, from its block template ``x`` (semantics.Inline),
     or None where it has no lane form (it then stays on the block's numpy lines)."""
     f, first, n = x.dst
+    if f == "mask":
+        return _cmp_row(d, x)
     if f not in ("v", "a"):
         return None
     row = np.zeros(ROW, np.int64)
@@ -123,6 +174,8 @@ def encode(d, x) -> np.ndarray | None:
         from .semantics.vop import _lshl_add_form
         from .semantics import source64
         row[0], row[5] = OP_LSHL_ADD64, int(_lshl_add_form(d, source64)[3])
+    elif m in _PK:
+        return _pk_row(d, x, row)
     elif m in F32_OPS and tuple(types) == _f32_types(m):
         row[0] = F32_OPS[m]
     elif m in LANE_OPS and all(t in ("u32", "i32", "f32") for t in types):
@@ -189,6 +242,81 @@ def _gather64(code, k, j, rv, ra, s, lanes, out):
             out[c] = np.uint64(s[m, i]) | (np.uint64(s[m, i + 1]) << np.uint64(32))
         else:
             out[c] = np.uint64(i)
+
+
+@njit
+def _gather_half(code, k, j, half, rv, ra, s, lanes, out):
+    """Source j of packed row k for result half ``half``: the register its pick names (a constant
+    for both), its sign flipped where neg_lo/neg_hi says."""
+    kind = code[k, 6 + 4 * j]
+    i = code[k, 7 + 4 * j] + ((code[k, 8 + 4 * j] >> half) & 1)
+    flip = np.uint32(0x80000000) if (code[k, 9 + 4 * j] >> half) & 1 else np.uint32(0)
+    width = out.shape[0]
+    if kind == K_V:
+        for c in range(width):
+            out[c] = rv[i, c] ^ flip
+    elif kind == K_A:
+        for c in range(width):
+            out[c] = ra[i, c] ^ flip
+    elif kind == K_S:
+        for c in range(width):
+            out[c] = s[c // lanes, i] ^ flip
+    else:
+        out[:] = np.uint32(code[k, 7 + 4 * j]) ^ flip
+
+
+@njit
+def _relation(rel, t, a, b):
+    """isa.compare's relation ``rel`` (RELATIONS) of two source words of type t (0 f32, 1 i32, 2 u32)."""
+    if t == 0:
+        x, y = np.uint32(a).view(np.float32), np.uint32(b).view(np.float32)
+        ordered = not (np.isnan(x) or np.isnan(y))
+        if rel == 1:
+            return x < y
+        if rel == 2:
+            return x == y
+        if rel == 3:
+            return x <= y
+        if rel == 4:
+            return x > y
+        if rel == 5:
+            return ordered and x != y
+        if rel == 6:
+            return x >= y
+        if rel == 7:
+            return ordered
+        if rel == 8:
+            return not ordered
+        if rel == 9:
+            return not x >= y
+        if rel == 10:
+            return not (ordered and x != y)
+        if rel == 11:
+            return not x > y
+        if rel == 12:
+            return not x <= y
+        if rel == 13:
+            return not x == y
+        if rel == 14:
+            return not x < y
+        return rel == 15
+    if t == 1:
+        p, q = np.int64(np.int32(a)), np.int64(np.int32(b))
+    else:
+        p, q = np.int64(a), np.int64(b)
+    if rel == 1:
+        return p < q
+    if rel == 2:
+        return p == q
+    if rel == 3:
+        return p <= q
+    if rel == 4:
+        return p > q
+    if rel == 5 or rel == 16:
+        return p != q
+    if rel == 6:
+        return p >= q
+    return rel == 17
 
 
 @njit
@@ -405,10 +533,11 @@ def _f32_rows(op, a, b, c, r):
 
 
 @njit
-def run(code, rv, wv, fv, ra, wa, fa, s, ex, lanes, keep_on):
+def run(code, rv, wv, fv, ra, wa, fa, s, sw, ex, lanes, keep_on):
     """Rows ``code`` in turn, each on the lanes under ``ex``: the words of file v (``rv``, written
     bits ``wv``, fresh marks ``fv``) and a (``ra``, ``wa``, ``fa``), the SGPRs ``s`` [members, n]
-    (member of column c: c // lanes). ``keep_on``: dequant's fresh marks are kept (dequant.ENABLED)."""
+    and their written marks ``sw`` (member of column c: c // lanes; a compare writes every member).
+    ``keep_on``: dequant's fresh marks are kept (dequant.ENABLED)."""
     width = ex.shape[0]
     a = np.empty(width, np.uint32)
     b = np.empty(width, np.uint32)
@@ -434,8 +563,28 @@ def run(code, rv, wv, fv, ra, wa, fa, s, ex, lanes, keep_on):
                     for b4 in range(4):
                         wd[4 * d + b4, c] = ws[4 * si + b4, c]
             continue
+        if op == OP_CMP:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            rel, t = code[k, 5], code[k, 4]
+            words = np.zeros(s.shape[0], np.uint64)
+            for c in range(width):
+                if ex[c] and _relation(rel, t, a[c], b[c]):
+                    words[c // lanes] |= np.uint64(1) << np.uint64(c % lanes)
+            for mm in range(s.shape[0]):
+                s[mm, d] = np.uint32(words[mm] & np.uint64(0xFFFFFFFF))
+                s[mm, d + 1] = np.uint32(words[mm] >> np.uint64(32))
+            sw[d] = True
+            sw[d + 1] = True
+            continue
         fresh[:] = False
-        if op == OP_LSHL_ADD64:
+        if op == OP_PK:
+            for half in range(2):
+                _gather_half(code, k, 0, half, rv, ra, s, lanes, a)
+                _gather_half(code, k, 1, half, rv, ra, s, lanes, b)
+                _gather_half(code, k, 2, half, rv, ra, s, lanes, c3)
+                _f32_rows(code[k, 5], a, b, c3, hi if half else lo)
+        elif op == OP_LSHL_ADD64:
             _gather64(code, k, 0, rv, ra, s, lanes, x64)
             _gather64(code, k, 1, rv, ra, s, lanes, y64)
             sh = np.uint64(code[k, 5])

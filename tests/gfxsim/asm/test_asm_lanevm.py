@@ -10,6 +10,7 @@ import pytest
 from support.twins import same_either_way
 from test_asm_inline import _by_block, _compare, _one_at_a_time, _sandbox
 
+from gfxsim import isa
 from gfxsim.asm import blocks, lanevm
 from gfxsim.asm.run import Program, kernel_from_text
 from gfxsim.asm.semantics import vop
@@ -41,7 +42,19 @@ OTHERS = ["v_mov_b32 v3, s4", "v_mov_b32 v3, 0x1234", "v_mov_b32 a3, -1", "v_mov
           "v_cndmask_b32 a3, |v1|, s4, s[4:5]", "v_cndmask_b32 v3, v9, s5, vcc", "v_cndmask_b32 v1, v1, v2, s[12:13]",
           "v_lshl_add_u64 v[4:5], v[1:2], 2, s[4:5]", "v_lshl_add_u64 v[4:5], v[1:2], 0, v[2:3]",
           "v_lshl_add_u64 v[4:5], s[4:5], 4, 16", "v_lshl_add_u64 v[1:2], v[1:2], 3, v[2:3]",
-          "v_lshl_add_u64 v[4:5], v[2:3], 1, v[9:10]", "v_lshl_add_u64 v[2:3], vcc, 4, v[1:2]"]
+          "v_lshl_add_u64 v[4:5], v[2:3], 1, v[9:10]", "v_lshl_add_u64 v[2:3], vcc, 4, v[1:2]",
+          # packed fp32: each half from the halves op_sel/op_sel_hi pick, signs from neg_lo/neg_hi
+          "v_pk_add_f32 v[3:4], v[1:2], v[2:3]", "v_pk_mul_f32 v[3:4], v[1:2], s[4:5] op_sel_hi:[1,0]",
+          "v_pk_fma_f32 v[3:4], v[1:2], v[2:3], v[3:4] neg_lo:[1,0,0] neg_hi:[0,1,1]",
+          "v_pk_add_f32 v[3:4], v[1:2], 0 op_sel:[1,0] op_sel_hi:[0,1]", "v_pk_mul_f32 v[3:4], v[2:3], 1.0 op_sel_hi:[1,0]",
+          "v_pk_mul_f32 a[2:3], v[1:2], v[1:2] op_sel:[1,1]", "v_pk_add_f32 v[3:4], v[1:2], v[9:10]",
+          "v_pk_fma_f32 v[1:2], v[2:3], a[1:2], v[1:2] op_sel:[0,1,1] op_sel_hi:[1,0,1]",
+          "v_pk_add_f32 v[3:4], vcc, -2.0 op_sel_hi:[1,0]", "v_pk_add_f32 v[3:4], s[12:13], v[1:2] neg_lo:[0,1]"]
+COMPARES = [f"v_cmp_{r}_{t} {d}, {x}" for t, rels in (("f32", isa.compare.FLOAT), ("i32", isa.compare.INTEGER),
+                                                     ("u32", isa.compare.INTEGER))
+            for r in rels
+            for d, x in (("vcc", "v1, v2"), ("s[20:21]", "s4, v2" if t != "f32" else "-|v1|, s4"),
+                         ("vcc", "0.5, v1" if t == "f32" else "-4, a1"))]
 
 
 def _lanes_of(lines) -> int:
@@ -59,7 +72,7 @@ def _numpy_lines(sb, lines):
         blocks.LANES = True
 
 
-@pytest.mark.parametrize("line", INT_ROWS + F32_ROWS + OTHERS)
+@pytest.mark.parametrize("line", INT_ROWS + F32_ROWS + OTHERS + COMPARES)
 def test_a_lane_row_leaves_what_the_numpy_lines_and_the_semantics_function_leave(line):
     assert _lanes_of([line]) == 1, f"{line} did not go to the executor"
     for seed in range(6):
@@ -86,8 +99,9 @@ def test_a_run_of_rows_between_exec_writes_reads_exec_as_the_step_before_it_left
     lines = ["v_add_u32 v3, v1, v2", "v_bfe_u32 v4, v3, 3, 9", "v_cmpx_lt_u32 vcc, v3, v1", "v_mov_b32 v2, v3",
              "v_lshl_or_b32 v1, v2, 4, s5", "s_and_saveexec_b64 s[10:11], vcc", "v_cvt_f32_i32 v2, v1",
              "s_add_u32 s4, s4, 3", "v_add_u32 v3, s4, v3", "s_or_b64 exec, exec, s[10:11]",
-             "v_cndmask_b32 v1, v1, v2, vcc", "v_accvgpr_write_b32 a3, v1", "v_mad_u32_u24 v4, v1, s4, v3"]
-    assert _lanes_of(lines) == 9
+             "v_cndmask_b32 v1, v1, v2, vcc", "v_accvgpr_write_b32 a3, v1", "v_mad_u32_u24 v4, v1, s4, v3",
+             "v_cmp_gt_u32 vcc, v4, v2", "v_cndmask_b32 v2, v4, v1, vcc", "v_pk_add_f32 v[5:6], v[1:2], v[3:4]"]
+    assert _lanes_of(lines) == 12
     for seed in range(4):
         got = _by_block(_sandbox(seed, seed % 2 == 0), lines)[0]
         _compare(got, _numpy_lines(_sandbox(seed, seed % 2 == 0), lines), f"seed {seed}")
