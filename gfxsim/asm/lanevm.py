@@ -80,8 +80,12 @@ F32_OPS = {n: OP_F32 + k for k, n in enumerate((
 ))}
 
 # a row: opcode, destination file (0 v, 1 a), first register, count, keep (0 no, 1 src0's fresh
-# marks), shift (lshl_add64), then (kind, value, abs, neg) per source
-ROW = 6 + 4 * 3
+# marks), shift (lshl_add64), then (kind, value, abs, neg) per source, then an SDWA row's selects:
+# src0's and src1's (SELECTS), which sources sign-extend (bit k), dst_sel and dst_unused (UNUSED)
+ROW = 6 + 4 * 3 + 5
+SDWA = 6 + 4 * 3
+SELECTS = {"DWORD": 0, "BYTE_0": 1, "BYTE_1": 2, "BYTE_2": 3, "BYTE_3": 4, "WORD_0": 5, "WORD_1": 6}
+UNUSED = {"UNUSED_PAD": 0, "UNUSED_SEXT": 1, "UNUSED_PRESERVE": 2}
 
 
 # v_cmp relations (isa.compare: FLOAT, INTEGER); the source type: 0 f32, 1 i32, 2 u32
@@ -166,6 +170,8 @@ def encode(d, x) -> np.ndarray | None:
         row[6:8] = _KIND[sf], sa
         return row
     types = [t for _, t in x.srcs]
+    if d.enc == "sdwa":                 # UNUSED_PRESERVE's last source is the destination (read in place here)
+        types = types[:len(d.ops.positional) - 1]
     if m in ("v_mov_b32", "v_accvgpr_read_b32", "v_accvgpr_write_b32", "v_accvgpr_mov_b32"):
         row[0] = OP_MOV
     elif m == "v_cndmask_b32":
@@ -184,9 +190,16 @@ def encode(d, x) -> np.ndarray | None:
         if semantics.OPS.get(m) is None:
             return None
         from .semantics import dequant
-        row[4] = 1 if m in dequant.KEEPS else 0
+        row[4] = 1 if m in dequant.KEEPS and d.enc != "sdwa" else 0      # as the step keeps them
     else:
         return None
+    if d.enc == "sdwa":
+        if row[0] < OP_F32 and row[0] >= len(LANE_OPS):      # only the VALU rows have SDWA templates
+            return None
+        mods = d.ops.mods
+        row[SDWA:SDWA + 5] = (SELECTS[mods.get("src0_sel", "DWORD")], SELECTS[mods.get("src1_sel", "DWORD")],
+                              sum(1 << k for k, o in enumerate(d.ops.positional[1:3]) if o.sext),
+                              SELECTS[mods.get("dst_sel", "DWORD")], UNUSED[mods.get("dst_unused", "UNUSED_PAD")])
     for k, ((form, (abs_, neg)), t) in enumerate(x.srcs):
         kind = form[0]
         if t == "u64":
@@ -317,6 +330,49 @@ def _relation(rel, t, a, b):
     if rel == 6:
         return p >= q
     return rel == 17
+
+
+@njit
+def _select(x, sel, sext):
+    """An integer SDWA source word: the byte or word ``sel`` (SELECTS) picks, zero- or sign-extended."""
+    if sel == 0:
+        return x
+    shift = np.uint32(0 if sel == 1 or sel == 5 else 8 if sel == 2 else 16 if sel == 3 or sel == 6 else 24)
+    bits = np.uint32(8 if sel <= 4 else 16)
+    v = (x >> shift) & ((np.uint32(1) << bits) - np.uint32(1))
+    if sext and (v >> (bits - np.uint32(1))) & np.uint32(1):
+        v |= ~((np.uint32(1) << bits) - np.uint32(1))
+    return v
+
+
+@njit
+def _place(r, old, sel, unused):
+    """An SDWA result word in the destination field ``sel``: zeros around it, its top bit above it
+    (unused 1) or the old word's bits (2)."""
+    if sel == 0:
+        return r
+    shift = np.uint32(0 if sel == 1 or sel == 5 else 8 if sel == 2 else 16 if sel == 3 or sel == 6 else 24)
+    bits = np.uint32(8 if sel <= 4 else 16)
+    fmask = ((np.uint32(1) << bits) - np.uint32(1)) << shift
+    field = (r << shift) & fmask
+    if unused == 2:
+        return (old & ~fmask) | field
+    if unused == 1 and (field >> (shift + bits - np.uint32(1))) & np.uint32(1):
+        above = shift + bits
+        return field | (~np.uint32(0) << above if above < 32 else np.uint32(0))
+    return field
+
+
+@njit
+def _sdwa_sources(code, k, a, b):
+    """An SDWA row's integer sources in place: each the field its select picks."""
+    sext = code[k, SDWA + 2]
+    if code[k, SDWA] != 0:
+        for c in range(a.shape[0]):
+            a[c] = _select(a[c], code[k, SDWA], sext & 1)
+    if code[k, SDWA + 1] != 0:
+        for c in range(b.shape[0]):
+            b[c] = _select(b[c], code[k, SDWA + 1], sext & 2)
 
 
 @njit
@@ -606,11 +662,13 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, ex, lanes, keep_on):
             _gather32(code, k, 0, rv, ra, s, lanes, a)
             _gather32(code, k, 1, rv, ra, s, lanes, b)
             _gather32(code, k, 2, rv, ra, s, lanes, c3)
+            _sdwa_sources(code, k, a, b)
             _f32_rows(op - OP_F32, a, b, c3, lo)
         else:
             _gather32(code, k, 0, rv, ra, s, lanes, a)
             _gather32(code, k, 1, rv, ra, s, lanes, b)
             _gather32(code, k, 2, rv, ra, s, lanes, c3)
+            _sdwa_sources(code, k, a, b)
             _int_rows(op, a, b, c3, lo)
             if code[k, 4] == 1 and keep_on:      # dequant.KEEPS: src0's fresh marks, read before the write
                 kind = code[k, 6]
@@ -618,6 +676,9 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, ex, lanes, keep_on):
                     fresh[:] = fv[code[k, 7]]
                 elif kind == K_A:
                     fresh[:] = fa[code[k, 7]]
+        if code[k, SDWA + 3] != 0:                  # an SDWA destination field
+            for c in range(width):
+                lo[c] = _place(lo[c], rd[d, c], code[k, SDWA + 3], code[k, SDWA + 4])
         for c in range(width):
             if ex[c]:
                 rd[d, c] = lo[c]

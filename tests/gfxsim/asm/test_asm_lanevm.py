@@ -50,6 +50,19 @@ OTHERS = ["v_mov_b32 v3, s4", "v_mov_b32 v3, 0x1234", "v_mov_b32 a3, -1", "v_mov
           "v_pk_mul_f32 a[2:3], v[1:2], v[1:2] op_sel:[1,1]", "v_pk_add_f32 v[3:4], v[1:2], v[9:10]",
           "v_pk_fma_f32 v[1:2], v[2:3], a[1:2], v[1:2] op_sel:[0,1,1] op_sel_hi:[1,0,1]",
           "v_pk_add_f32 v[3:4], vcc, -2.0 op_sel_hi:[1,0]", "v_pk_add_f32 v[3:4], s[12:13], v[1:2] neg_lo:[0,1]"]
+SDWA = ["v_cvt_f32_i32_sdwa v3, sext(v1) dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_0",
+        "v_cvt_f32_i32_sdwa v3, sext(v2) dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_3",
+        "v_cvt_f32_i32_sdwa v1, v1 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1",
+        "v_cvt_i32_f32_sdwa v3, v1 dst_sel:BYTE_1 dst_unused:UNUSED_PAD src0_sel:DWORD",
+        "v_cvt_i32_f32_sdwa v3, -v2 dst_sel:WORD_1 dst_unused:UNUSED_SEXT src0_sel:DWORD",
+        "v_cvt_i32_f32_sdwa v3, v1 dst_sel:BYTE_2 dst_unused:UNUSED_PRESERVE src0_sel:DWORD",
+        "v_or_b32_sdwa v3, v1, v2 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:WORD_1",
+        "v_or_b32_sdwa v3, sext(v1), v2 dst_sel:WORD_0 dst_unused:UNUSED_SEXT src0_sel:BYTE_1 src1_sel:DWORD",
+        "v_or_b32_sdwa v3, v1, sext(v2) dst_sel:BYTE_3 dst_unused:UNUSED_PRESERVE src0_sel:DWORD src1_sel:BYTE_2",
+        "v_add_u32_sdwa v3, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:WORD_0 src1_sel:BYTE_3",
+        "v_mul_f32_sdwa v3, v1, v2 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD src1_sel:DWORD",
+        "v_ashrrev_i32_sdwa v1, v2, sext(v1) dst_sel:WORD_0 dst_unused:UNUSED_SEXT src0_sel:BYTE_0 src1_sel:WORD_1",
+        "v_cvt_f32_i32_sdwa v3, s4 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:DWORD"]
 COMPARES = [f"v_cmp_{r}_{t} {d}, {x}" for t, rels in (("f32", isa.compare.FLOAT), ("i32", isa.compare.INTEGER),
                                                      ("u32", isa.compare.INTEGER))
             for r in rels
@@ -72,7 +85,7 @@ def _numpy_lines(sb, lines):
         blocks.LANES = True
 
 
-@pytest.mark.parametrize("line", INT_ROWS + F32_ROWS + OTHERS + COMPARES)
+@pytest.mark.parametrize("line", INT_ROWS + F32_ROWS + OTHERS + COMPARES + SDWA)
 def test_a_lane_row_leaves_what_the_numpy_lines_and_the_semantics_function_leave(line):
     assert _lanes_of([line]) == 1, f"{line} did not go to the executor"
     for seed in range(6):
