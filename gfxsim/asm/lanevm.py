@@ -214,8 +214,13 @@ def encode(d, x) -> np.ndarray | None:
             code = _KIND[kind]
         else:
             return None                     # EXEC halves, SCC: the block's numpy lines
-        row[6 + 4 * k: 10 + 4 * k] = code, form[1] if len(form) > 1 else 0, abs_, neg
+        row[6 + 4 * k: 10 + 4 * k] = code, _word(form[1]) if len(form) > 1 else 0, abs_, neg
     return row
+
+
+def _word(v: int) -> int:
+    """A register number or a constant (up to 64 bits) as the int64 a row holds (the bits kept)."""
+    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 @njit

@@ -43,6 +43,7 @@ OTHERS = ["v_mov_b32 v3, s4", "v_mov_b32 v3, 0x1234", "v_mov_b32 a3, -1", "v_mov
           "v_lshl_add_u64 v[4:5], v[1:2], 2, s[4:5]", "v_lshl_add_u64 v[4:5], v[1:2], 0, v[2:3]",
           "v_lshl_add_u64 v[4:5], s[4:5], 4, 16", "v_lshl_add_u64 v[1:2], v[1:2], 3, v[2:3]",
           "v_lshl_add_u64 v[4:5], v[2:3], 1, v[9:10]", "v_lshl_add_u64 v[2:3], vcc, 4, v[1:2]",
+          "v_lshl_add_u64 v[4:5], v[1:2], 2, -1", "v_lshl_add_u64 v[4:5], -16, 1, v[2:3]",
           # packed fp32: each half from the halves op_sel/op_sel_hi pick, signs from neg_lo/neg_hi
           "v_pk_add_f32 v[3:4], v[1:2], v[2:3]", "v_pk_mul_f32 v[3:4], v[1:2], s[4:5] op_sel_hi:[1,0]",
           "v_pk_fma_f32 v[3:4], v[1:2], v[2:3], v[3:4] neg_lo:[1,0,0] neg_hi:[0,1,1]",
