@@ -366,10 +366,11 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
         if pc in runs:                            # a run of lane rows: one compiled call (lanevm.py)
             rows, last = runs[pc]
             env[f"L{pc}"] = rows
-            every = " and st.act is None" if (rows[:, 0] == lanevm.OP_CMP).any() else ""     # a compare writes every member
+            # a compare or a scalar row writes every member
+            every = " and st.act is None" if np.isin(rows[:, 0], (lanevm.OP_CMP, lanevm.OP_SOP2)).any() else ""
             lines += [f"        if _blocks.LANES and not st.any_unknown{every}:        # lanes {pc}..{last - 1}",
                       f"            st.pc = {last - 1}; st.current = D{last - 1}",
-                      f"            _lanes(L{pc}, *LF, S, st.s_written, EX, st.lanes, _dequant.ENABLED)",
+                      f"            _lanes(L{pc}, *LF, S, st.s_written, st.scc, EX, st.lanes, _dequant.ENABLED)",
                       f"            counted[0] += CNT * {last - pc}",
                       f"            k += {last - pc}"]
             lines += [f"            approx.add({a!r})" for q in range(pc, last)

@@ -45,7 +45,8 @@ OP_CNDMASK = OP_MOV + 2         # v_cndmask_b32: src1 where the mask's lane bit 
 OP_LSHL_ADD64 = OP_MOV + 3      # v_lshl_add_u64 by a constant: (src0 << sh) + src1, two registers
 OP_PK = OP_MOV + 4              # v_pk_{add,mul,fma}_f32: each half through its fp32 row (code[k, 5]), halves picked
 OP_CMP = OP_MOV + 5             # v_cmp_<rel>_{f32,i32,u32}: the lanes under EXEC to an SGPR pair, every member
-OP_F32 = OP_MOV + 6             # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
+OP_SOP2 = OP_MOV + 6            # a SOP2 row (SOP2_OPS: code[k, 5]) of every member into SGPRs below EXEC, and SCC
+OP_F32 = OP_MOV + 7             # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
 F32_OPS = {n: OP_F32 + k for k, n in enumerate((
     'v_add_f32',
     'v_sub_f32',
@@ -88,6 +89,15 @@ SELECTS = {"DWORD": 0, "BYTE_0": 1, "BYTE_1": 2, "BYTE_2": 3, "BYTE_3": 4, "WORD
 UNUSED = {"UNUSED_PAD": 0, "UNUSED_SEXT": 1, "UNUSED_PRESERVE": 2}
 
 
+# the SOP2 rows (semantics/sop.py SOP2), in _sop2_row's order
+SOP2_OPS = {n: k for k, n in enumerate((
+    "s_add_u32", "s_sub_u32", "s_addc_u32", "s_subb_u32", "s_add_i32", "s_sub_i32", "s_mul_i32", "s_mul_hi_u32",
+    "s_mul_hi_i32", "s_min_i32", "s_min_u32", "s_max_i32", "s_max_u32", "s_cselect_b32", "s_cselect_b64",
+    "s_lshl_b32", "s_lshl_b64", "s_lshr_b32", "s_lshr_b64", "s_ashr_i32", "s_ashr_i64", "s_bfm_b32",
+    "s_and_b32", "s_or_b32", "s_xor_b32", "s_andn2_b32", "s_orn2_b32", "s_nand_b32", "s_nor_b32", "s_xnor_b32",
+    "s_and_b64", "s_or_b64", "s_xor_b64", "s_andn2_b64", "s_orn2_b64", "s_nand_b64", "s_nor_b64", "s_xnor_b64"))}
+K_SREAD, K_SCC = 9, 10          # scalar sources: an EXEC half or EXEC (from the lanes' mask), SCC
+
 # v_cmp relations (isa.compare: FLOAT, INTEGER); the source type: 0 f32, 1 i32, 2 u32
 RELATIONS = {r: k for k, r in enumerate(("f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt",
                                          "nle", "neq", "nlt", "tru", "ne", "t"))}
@@ -115,6 +125,32 @@ def _pk_row(d, x, row) -> np.ndarray | None:
         else:
             return None
         row[6 + 4 * k: 10 + 4 * k] = code, form[1], picks, int(bool(neg_lo[k])) | (int(bool(neg_hi[k])) << 1)
+    return row
+
+
+def _sop2_row(d, x) -> np.ndarray | None:
+    """A SOP2 row into SGPRs below EXEC: opcode, destination, count, the row (code[k, 5]), the
+    sources' widths (code[k, 4], code[k, SDWA]); sources as SGPRs, EXEC or its halves, SCC or constants."""
+    m = d.mnemonic
+    _, first, n = x.dst
+    if m not in SOP2_OPS or first + n > EXEC:
+        return None
+    row = np.zeros(ROW, np.int64)
+    row[0], row[2], row[3], row[5] = OP_SOP2, first, n, SOP2_OPS[m]
+    for k, ((form, _), t) in enumerate(x.srcs):
+        kind = form[0]
+        if kind == "s":
+            code = K_S
+        elif kind == "sread" and (form[1] == EXEC or (form[1] == EXEC + 1 and t == "s32")):
+            code = K_SREAD
+        elif kind == "scc":
+            code = K_SCC
+        elif kind == "const":
+            code = K_CONST
+        else:
+            return None
+        row[6 + 4 * k: 8 + 4 * k] = code, _word(form[1]) if len(form) > 1 else 0
+    row[4], row[SDWA] = (32 if x.srcs[0][1] == "s32" else 64), (32 if x.srcs[1][1] == "s32" else 64)
     return row
 
 
@@ -159,6 +195,8 @@ def encode(d, x) -> np.ndarray | None:
     f, first, n = x.dst
     if f == "mask":
         return _cmp_row(d, x)
+    if f == "s":
+        return _sop2_row(d, x)
     if f not in ("v", "a"):
         return None
     row = np.zeros(ROW, np.int64)
@@ -381,6 +419,110 @@ def _sdwa_sources(code, k, a, b):
 
 
 @njit
+def _exec_word(ex, m, lanes):
+    """Member m's EXEC as a 64-bit word (its lanes' bits)."""
+    w = np.uint64(0)
+    for l in range(lanes):
+        if ex[m * lanes + l]:
+            w |= np.uint64(1) << np.uint64(l)
+    return w
+
+
+@njit
+def _scalar(code, k, j, width, s, scc, ex, lanes, m):
+    """Scalar source j of row k for member m: uint64 (a 32-bit source zero-extended)."""
+    kind = code[k, 6 + 4 * j]
+    i = code[k, 7 + 4 * j]
+    if kind == K_S:
+        if width == 32:
+            return np.uint64(s[m, i])
+        return np.uint64(s[m, i]) | (np.uint64(s[m, i + 1]) << np.uint64(32))
+    if kind == K_SREAD:
+        w = _exec_word(ex, m, lanes)
+        if width == 64:
+            return w
+        return w & np.uint64(0xFFFFFFFF) if i == EXEC else w >> np.uint64(32)
+    if kind == K_SCC:
+        return scc[m]
+    return np.uint64(i)
+
+
+@njit
+def _sx(v):
+    """The low 32 bits of v as a signed number (int64)."""
+    return np.int64(np.int32(np.uint32(v & np.uint64(0xFFFFFFFF))))
+
+
+@njit
+def _sop2_math(op, a, b, c):
+    """SOP2 row ``op`` (SOP2_OPS) of one member: (result, SCC: 0, 1, or -1 where the row leaves it)."""
+    M = np.uint64(0xFFFFFFFF)
+    F = np.uint64(0xFFFFFFFFFFFFFFFF)
+    s5, s6 = b & np.uint64(31), b & np.uint64(63)
+    if op == 0:
+        return (a + b) & M, np.int64(a + b > M)
+    if op == 1:
+        return (a - b) & M, np.int64(b > a)
+    if op == 2:
+        return (a + b + c) & M, np.int64(a + b + c > M)
+    if op == 3:
+        return (a - b - c) & M, np.int64(b + c > a)
+    if op == 4 or op == 5:
+        x = _sx(a) + _sx(b) if op == 4 else _sx(a) - _sx(b)
+        return np.uint64(x) & M, np.int64(not (-2**31 <= x < 2**31))
+    if op == 6:
+        return np.uint64(_sx(a) * _sx(b)) & M, np.int64(-1)
+    if op == 7:
+        return (a * b) >> np.uint64(32), np.int64(-1)
+    if op == 8:
+        return np.uint64((_sx(a) * _sx(b)) >> 32) & M, np.int64(-1)
+    if op == 9:
+        return (a if _sx(a) < _sx(b) else b), np.int64(_sx(a) < _sx(b))
+    if op == 10:
+        return min(a, b), np.int64(a < b)
+    if op == 11:
+        return (a if _sx(a) > _sx(b) else b), np.int64(_sx(a) > _sx(b))
+    if op == 12:
+        return max(a, b), np.int64(a > b)
+    if op == 13 or op == 14:
+        return (a if c != 0 else b), np.int64(-1)
+    if op == 15:
+        r = (a << s5) & M
+    elif op == 16:
+        r = a << s6
+    elif op == 17:
+        r = a >> s5
+    elif op == 18:
+        r = a >> s6
+    elif op == 19:
+        r = np.uint64(_sx(a) >> np.int64(s5)) & M
+    elif op == 20:
+        r = np.uint64(np.int64(a) >> np.int64(s6))
+    elif op == 21:
+        return (((np.uint64(1) << (a & np.uint64(31))) - np.uint64(1)) << s5) & M, np.int64(-1)
+    else:
+        mask = M if op < 30 else F
+        q = (op - 22) % 8
+        if q == 0:
+            r = a & b
+        elif q == 1:
+            r = a | b
+        elif q == 2:
+            r = a ^ b
+        elif q == 3:
+            r = a & ~b & mask
+        elif q == 4:
+            r = (a | ~b) & mask
+        elif q == 5:
+            r = ~(a & b) & mask
+        elif q == 6:
+            r = ~(a | b) & mask
+        else:
+            r = ~(a ^ b) & mask
+    return r, np.int64(r != 0)
+
+
+@njit
 def _sext(x, bits):
     """The low ``bits`` of x sign-extended, as int64."""
     v = np.int64(x) & ((np.int64(1) << bits) - 1)
@@ -594,10 +736,11 @@ def _f32_rows(op, a, b, c, r):
 
 
 @njit
-def run(code, rv, wv, fv, ra, wa, fa, s, sw, ex, lanes, keep_on):
+def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, lanes, keep_on):
     """Rows ``code`` in turn, each on the lanes under ``ex``: the words of file v (``rv``, written
     bits ``wv``, fresh marks ``fv``) and a (``ra``, ``wa``, ``fa``), the SGPRs ``s`` [members, n]
-    and their written marks ``sw`` (member of column c: c // lanes; a compare writes every member).
+    and their written marks ``sw``, SCC per member ``scc`` (member of column c: c // lanes; a compare
+    or a scalar row writes every member).
     ``keep_on``: dequant's fresh marks are kept (dequant.ENABLED)."""
     width = ex.shape[0]
     a = np.empty(width, np.uint32)
@@ -623,6 +766,20 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, ex, lanes, keep_on):
                     fdm[d, c] = fs[si, c]
                     for b4 in range(4):
                         wd[4 * d + b4, c] = ws[4 * si + b4, c]
+            continue
+        if op == OP_SOP2:
+            for mm in range(s.shape[0]):
+                x = _scalar(code, k, 0, code[k, 4], s, scc, ex, lanes, mm)
+                y = _scalar(code, k, 1, code[k, SDWA], s, scc, ex, lanes, mm)
+                r, c_out = _sop2_math(code[k, 5], x, y, scc[mm])
+                s[mm, d] = np.uint32(r & np.uint64(0xFFFFFFFF))
+                if n == 2:
+                    s[mm, d + 1] = np.uint32(r >> np.uint64(32))
+                if c_out >= 0:
+                    scc[mm] = np.uint64(c_out)
+            sw[d] = True
+            if n == 2:
+                sw[d + 1] = True
             continue
         if op == OP_CMP:
             _gather32(code, k, 0, rv, ra, s, lanes, a)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support.twins import same_either_way
-from test_asm_inline import _by_block, _compare, _one_at_a_time, _sandbox
+from test_asm_inline import SCALAR, _by_block, _compare, _one_at_a_time, _sandbox
 
 from gfxsim import isa
 from gfxsim.asm import blocks, lanevm
@@ -86,7 +86,7 @@ def _numpy_lines(sb, lines):
         blocks.LANES = True
 
 
-@pytest.mark.parametrize("line", INT_ROWS + F32_ROWS + OTHERS + COMPARES + SDWA)
+@pytest.mark.parametrize("line", INT_ROWS + F32_ROWS + OTHERS + COMPARES + SDWA + SCALAR)
 def test_a_lane_row_leaves_what_the_numpy_lines_and_the_semantics_function_leave(line):
     assert _lanes_of([line]) == 1, f"{line} did not go to the executor"
     for seed in range(6):
@@ -114,8 +114,9 @@ def test_a_run_of_rows_between_exec_writes_reads_exec_as_the_step_before_it_left
              "v_lshl_or_b32 v1, v2, 4, s5", "s_and_saveexec_b64 s[10:11], vcc", "v_cvt_f32_i32 v2, v1",
              "s_add_u32 s4, s4, 3", "v_add_u32 v3, s4, v3", "s_or_b64 exec, exec, s[10:11]",
              "v_cndmask_b32 v1, v1, v2, vcc", "v_accvgpr_write_b32 a3, v1", "v_mad_u32_u24 v4, v1, s4, v3",
-             "v_cmp_gt_u32 vcc, v4, v2", "v_cndmask_b32 v2, v4, v1, vcc", "v_pk_add_f32 v[5:6], v[1:2], v[3:4]"]
-    assert _lanes_of(lines) == 12
+             "v_cmp_gt_u32 vcc, v4, v2", "v_cndmask_b32 v2, v4, v1, vcc", "v_pk_add_f32 v[5:6], v[1:2], v[3:4]",
+             "s_add_u32 s6, s4, exec_lo", "s_addc_u32 s7, s5, 0", "v_add_u32 v3, s6, v3", "s_and_b64 s[12:13], vcc, exec"]
+    assert _lanes_of(lines) == 17
     for seed in range(4):
         got = _by_block(_sandbox(seed, seed % 2 == 0), lines)[0]
         _compare(got, _numpy_lines(_sandbox(seed, seed % 2 == 0), lines), f"seed {seed}")
@@ -123,13 +124,20 @@ def test_a_run_of_rows_between_exec_writes_reads_exec_as_the_step_before_it_left
 
 
 def test_members_of_a_batch_read_their_own_sgprs_in_the_executor():
+    """Three workgroups side by side, each its own workgroup id in s2: vector rows read each
+    member's SGPRs over its lanes, scalar rows and compares write each member's."""
     from support.asm_sandbox import run_snippet
     from test_asm_inline import BATCH
+    more = ["s_lshl_b32 s3, s2, 4", "s_add_u32 s3, s3, 5", "s_mul_i32 s6, s3, s2", "v_cmp_gt_u32 vcc, s3, v0",
+            "v_cndmask_b32 v7, v3, v4, vcc", "v_add_u32 v4, s6, v7", "s_cselect_b32 s7, s3, s6", "v_add_u32 v4, s7, v4"]
+    lines = BATCH.strip().splitlines()
+    assert _lanes_of(more) == len(more)
+    snippet = "\n".join(lines[:-2] + more + lines[-2:]) + "\n"
     out = {}
     for on in (True, False):
         blocks.LANES = on
         try:
-            run, arrays = run_snippet(BATCH, args=[("out", "global_buffer", 8)], grid=3, batch=3,
+            run, arrays = run_snippet(snippet, args=[("out", "global_buffer", 8)], grid=3, batch=3,
                                       arrays={"out": np.zeros(64 * 3 * 256, np.uint32)}, provenance=False, trace=False)
         finally:
             blocks.LANES = True
