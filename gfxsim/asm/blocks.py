@@ -44,6 +44,9 @@ INLINE = True
 # False: runs of lane rows take the block's numpy lines, not the compiled executor (lanevm.py; the
 # A/B, and the tests comparing both)
 LANES = True
+# the widest wave (columns) the executor takes: its lane loops cost ~2 ns a lane a row, numpy's whole-row
+# calls ~1 µs plus less per lane, so a wide batch (int8_kv_cache's thousands of members) keeps the numpy lines
+LANE_WIDTH = 4096
 
 
 class Block:
@@ -182,7 +185,8 @@ def _lean_prologue(inline, env, start) -> list[str]:
         env["_lanevm"], env["_dequant"] = lanevm, dequant
         a = ("st.a.words, st.a.written" if "a" in files else "_NOREG, _NOWR")
         env["_NOREG"], env["_NOWR"] = np.zeros((1, 1), np.uint32), np.zeros((4, 1), bool)
-        lines += ["    _lanes = _lanevm.run if _lanevm.READY else _lanevm.executor()",
+        # numba started only where a run may take the executor (a wide batch never does)
+        lines += ["    _lanes = _lanevm.run if _lanevm.READY or w.width > _blocks.LANE_WIDTH else _lanevm.executor()",
                   f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
     lines += ["    S, WID = st.s, w.width",
               "    EX, XF = w.exec, w.exec_full",
@@ -366,19 +370,41 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
         if pc in runs:                            # a run of lane rows: one compiled call (lanevm.py)
             rows, last = runs[pc]
             env[f"L{pc}"] = rows
-            # a compare or a scalar row writes every member
-            every = " and st.act is None" if np.isin(rows[:, 0], (lanevm.OP_CMP, lanevm.OP_SOP2)).any() else ""
-            lines += [f"        if _blocks.LANES and not st.any_unknown{every}:        # lanes {pc}..{last - 1}",
+            scalar = np.isin(rows[:, 0], (lanevm.OP_CMP, lanevm.OP_SOP2, lanevm.OP_SAVEEXEC))
+            every = " and st.act is None" if scalar.any() else ""        # these write every member
+            writes_exec = any(q not in inline for q in range(pc, last))
+            lines += [f"        if _blocks.LANES and WID <= _blocks.LANE_WIDTH and not st.any_unknown{every}:",
                       f"            st.pc = {last - 1}; st.current = D{last - 1}",
-                      f"            _lanes(L{pc}, *LF, S, st.s_written, st.scc, EX, st.lanes, _dequant.ENABLED)",
-                      f"            counted[0] += CNT * {last - pc}",
+                      "            EXO = np.empty(WID, bool)" if writes_exec else "            EXO = EX",
+                      f"            n, changed = _lanes(L{pc}, *LF, S, st.s_written, st.scc, EX, EXO, st.lanes, "
+                      "_dequant.ENABLED, *_lanevm.scratch(WID))",
+                      "            counted[0] += n",
                       f"            k += {last - pc}"]
+            if writes_exec:
+                lines += ["            if changed:",
+                          "                w.set_exec(EXO)",
+                          "                EX, XF = w.exec, w.exec_full",
+                          "                CNT = WID if XF else int(count_nonzero(EX))"]
             lines += [f"            approx.add({a!r})" for q in range(pc, last)
                       for a in _approx_names(program.decoded[q].ins.mnemonic)]
             lines.append("        else:")
             for q in range(pc, last):
                 env[f"D{q}"] = program.decoded[q]
-                lines += ["    " + ln for ln in _inline_ins(program, q, inline[q], env)]
+                if q in inline:
+                    lines += ["    " + ln for ln in _inline_ins(program, q, inline[q], env)]
+                else:                             # a step writing EXEC (lanevm.encode_step), as below
+                    env[f"S{q}"] = program.steps[q]
+                    lines += ["    " + ln for ln in [
+                        f"        st.pc = {q}; st.current = D{q}",
+                        f"        if st.any_unknown: taint_in(st, D{q})", *_FLUSH,
+                        "        counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))",
+                        f"        S{q}(st)",
+                        "        st.taint_s = st.taint_v = st.fresh_out = None",
+                        "        tr.n_events += 1",
+                        "        w.steps += 1",
+                        "        if w.member_events is not None: w.wg.member_event(w)",
+                        "        EX, XF = w.exec, w.exec_full",
+                        "        CNT = WID if XF else int(count_nonzero(EX))"]]
             if last == end:
                 lines += [*_FLUSH, f"        return {end}"]
             skip = last
@@ -459,8 +485,13 @@ def _lane_runs(program, start: int, end: int, inline) -> dict:
     while pc < end:
         rows = []
         q = pc
-        while q < end and q in inline:
-            row = lanevm.encode(program.decoded[q], inline[q])
+        while q < end:
+            if q in inline:
+                row = lanevm.encode(program.decoded[q], inline[q])
+            elif inline and program.waits[q].wait is None:
+                row = lanevm.encode_step(program.decoded[q], program.steps[q])
+            else:
+                row = None
             if row is None:
                 break
             rows.append(row)

@@ -17,6 +17,8 @@ and partial EXEC. A row the executor has no form for stays on the block's numpy 
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..machine.jit import njit
@@ -46,7 +48,8 @@ OP_LSHL_ADD64 = OP_MOV + 3      # v_lshl_add_u64 by a constant: (src0 << sh) + s
 OP_PK = OP_MOV + 4              # v_pk_{add,mul,fma}_f32: each half through its fp32 row (code[k, 5]), halves picked
 OP_CMP = OP_MOV + 5             # v_cmp_<rel>_{f32,i32,u32}: the lanes under EXEC to an SGPR pair, every member
 OP_SOP2 = OP_MOV + 6            # a SOP2 row (SOP2_OPS: code[k, 5]) of every member into SGPRs below EXEC, and SCC
-OP_F32 = OP_MOV + 7             # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
+OP_SAVEEXEC = OP_MOV + 7        # s_*_saveexec_b64 (SAVEEXEC_OPS: code[k, 5]): D = EXEC, EXEC = f(S0, EXEC), SCC
+OP_F32 = OP_MOV + 8             # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
 F32_OPS = {n: OP_F32 + k for k, n in enumerate((
     'v_add_f32',
     'v_sub_f32',
@@ -96,6 +99,10 @@ SOP2_OPS = {n: k for k, n in enumerate((
     "s_lshl_b32", "s_lshl_b64", "s_lshr_b32", "s_lshr_b64", "s_ashr_i32", "s_ashr_i64", "s_bfm_b32",
     "s_and_b32", "s_or_b32", "s_xor_b32", "s_andn2_b32", "s_orn2_b32", "s_nand_b32", "s_nor_b32", "s_xnor_b32",
     "s_and_b64", "s_or_b64", "s_xor_b64", "s_andn2_b64", "s_orn2_b64", "s_nand_b64", "s_nor_b64", "s_xnor_b64"))}
+SAVEEXEC_OPS = {n: k for k, n in enumerate((
+    "s_and_saveexec_b64", "s_or_saveexec_b64", "s_xor_saveexec_b64", "s_andn2_saveexec_b64", "s_orn2_saveexec_b64",
+    "s_nand_saveexec_b64", "s_nor_saveexec_b64", "s_xnor_saveexec_b64", "s_andn1_saveexec_b64",
+    "s_orn1_saveexec_b64"))}
 K_SREAD, K_SCC = 9, 10          # scalar sources: an EXEC half or EXEC (from the lanes' mask), SCC
 
 # v_cmp relations (isa.compare: FLOAT, INTEGER); the source type: 0 f32, 1 i32, 2 u32
@@ -128,6 +135,50 @@ def _pk_row(d, x, row) -> np.ndarray | None:
     return row
 
 
+def encode_step(d, step) -> np.ndarray | None:
+    """The row of an instruction a block runs by its prepared step (no template) that writes EXEC
+    as the executor can: a saveexec, or a 64-bit SOP2 row into EXEC; None for any other."""
+    from .semantics.sop import s_source
+    m, pos = d.mnemonic, d.ops.positional
+    if step is None or d.ops.mods:
+        return None
+    if m in SAVEEXEC_OPS and len(pos) == 2:
+        dst, src = pos
+        form = s_source(src, 64)
+        if form is None or dst.kind != "reg" or dst.file != "s" or dst.count != 2 or not 0 <= dst.first <= EXEC - 2:
+            return None
+        row = np.zeros(ROW, np.int64)
+        row[0], row[2], row[3], row[4], row[5], row[SDWA] = OP_SAVEEXEC, dst.first, 2, 64, SAVEEXEC_OPS[m], 64
+        return row if _scalar_source(row, 0, form[0], "s64") else None
+    if m in SOP2_OPS and m.endswith("_b64") and len(pos) == 3 and not m.startswith(("s_lshl", "s_lshr", "s_ashr")):
+        dst, a, b = pos
+        fa, fb = s_source(a, 64), s_source(b, 64)
+        if fa is None or fb is None or dst.kind != "reg" or dst.file != "s" or dst.count != 2 or dst.first != EXEC:
+            return None
+        row = np.zeros(ROW, np.int64)
+        row[0], row[2], row[3], row[4], row[5], row[SDWA] = OP_SOP2, EXEC, 2, 64, SOP2_OPS[m], 64
+        ok = _scalar_source(row, 0, fa[0], "s64") and _scalar_source(row, 1, fb[0], "s64")
+        return row if ok and _scalar_source(row, 2, ("scc",), "scc") else None
+    return None
+
+
+def _scalar_source(row, k: int, form, t: str) -> bool:
+    """Source k of a scalar row from its form (sop.s_source); False where the executor has none."""
+    kind = form[0]
+    if kind == "s":
+        code = K_S
+    elif kind == "sread" and (form[1] == EXEC or (form[1] == EXEC + 1 and t == "s32")):
+        code = K_SREAD
+    elif kind == "scc":
+        code = K_SCC
+    elif kind == "const":
+        code = K_CONST
+    else:
+        return False
+    row[6 + 4 * k: 8 + 4 * k] = code, _word(form[1]) if len(form) > 1 else 0
+    return True
+
+
 def _sop2_row(d, x) -> np.ndarray | None:
     """A SOP2 row into SGPRs below EXEC: opcode, destination, count, the row (code[k, 5]), the
     sources' widths (code[k, 4], code[k, SDWA]); sources as SGPRs, EXEC or its halves, SCC or constants."""
@@ -138,18 +189,8 @@ def _sop2_row(d, x) -> np.ndarray | None:
     row = np.zeros(ROW, np.int64)
     row[0], row[2], row[3], row[5] = OP_SOP2, first, n, SOP2_OPS[m]
     for k, ((form, _), t) in enumerate(x.srcs):
-        kind = form[0]
-        if kind == "s":
-            code = K_S
-        elif kind == "sread" and (form[1] == EXEC or (form[1] == EXEC + 1 and t == "s32")):
-            code = K_SREAD
-        elif kind == "scc":
-            code = K_SCC
-        elif kind == "const":
-            code = K_CONST
-        else:
+        if not _scalar_source(row, k, form, t):
             return None
-        row[6 + 4 * k: 8 + 4 * k] = code, _word(form[1]) if len(form) > 1 else 0
     row[4], row[SDWA] = (32 if x.srcs[0][1] == "s32" else 64), (32 if x.srcs[1][1] == "s32" else 64)
     return row
 
@@ -187,6 +228,19 @@ def executor():
 
 
 READY = False                   # executor() has run: ``run`` may be called directly
+_SCRATCH = threading.local()
+
+
+def scratch(width: int) -> tuple:
+    """``run``'s scratch arrays at ``width`` columns, made once per thread and width (a wide batch's
+    arrays allocated per call would cost more than the rows: fresh pages each time)."""
+    made = getattr(_SCRATCH, "made", None)
+    if made is None:
+        made = _SCRATCH.made = {}
+    got = made.get(width)
+    if got is None:
+        got = made[width] = (np.empty((5, width), np.uint32), np.empty((2, width), np.uint64), np.empty(width, bool))
+    return got
 
 
 def encode(d, x) -> np.ndarray | None:
@@ -523,6 +577,30 @@ def _sop2_math(op, a, b, c):
 
 
 @njit
+def _saveexec_math(op, x, e):
+    """SAVEEXEC_OPS row ``op``: the new EXEC word from S0 and the old one."""
+    if op == 0:
+        return x & e
+    if op == 1:
+        return x | e
+    if op == 2:
+        return x ^ e
+    if op == 3:
+        return x & ~e
+    if op == 4:
+        return x | ~e
+    if op == 5:
+        return ~(x & e)
+    if op == 6:
+        return ~(x | e)
+    if op == 7:
+        return ~(x ^ e)
+    if op == 8:
+        return ~x & e
+    return ~x | e
+
+
+@njit
 def _sext(x, bits):
     """The low ``bits`` of x sign-extended, as int64."""
     v = np.int64(x) & ((np.int64(1) << bits) - 1)
@@ -736,22 +814,29 @@ def _f32_rows(op, a, b, c, r):
 
 
 @njit
-def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, lanes, keep_on):
+def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, exo, lanes, keep_on, t32, t64, tb):
     """Rows ``code`` in turn, each on the lanes under ``ex``: the words of file v (``rv``, written
     bits ``wv``, fresh marks ``fv``) and a (``ra``, ``wa``, ``fa``), the SGPRs ``s`` [members, n]
     and their written marks ``sw``, SCC per member ``scc`` (member of column c: c // lanes; a compare
     or a scalar row writes every member).
-    ``keep_on``: dequant's fresh marks are kept (dequant.ENABLED)."""
+    ``keep_on``: dequant's fresh marks are kept (dequant.ENABLED). ``t32``, ``t64``, ``tb``: this
+    thread's scratch at the width (``scratch``). A row writing EXEC writes ``exo``
+    (a new array, ``ex`` copied into it first), which the rows after it run on. Returns the lanes
+    the rows ran on, summed (the lane count each event adds), and whether EXEC changed."""
     width = ex.shape[0]
-    a = np.empty(width, np.uint32)
-    b = np.empty(width, np.uint32)
-    c3 = np.empty(width, np.uint32)
-    lo = np.empty(width, np.uint32)
-    hi = np.empty(width, np.uint32)
-    fresh = np.zeros(width, np.bool_)
-    x64 = np.empty(width, np.uint64)
-    y64 = np.empty(width, np.uint64)
+    counted = 0
+    changed = False
+    cur = ex
+    a, b, c3, lo, hi = t32[0], t32[1], t32[2], t32[3], t32[4]     # scratch (``scratch``): no allocation per call
+    x64, y64 = t64[0], t64[1]
+    fresh = tb
     for k in range(code.shape[0]):
+        ex = cur
+        active = 0
+        for c in range(width):
+            if ex[c]:
+                active += 1
+        counted += active
         op = code[k, 0]
         fd = code[k, 1]
         d = code[k, 2]
@@ -767,19 +852,37 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, lanes, keep_on):
                     for b4 in range(4):
                         wd[4 * d + b4, c] = ws[4 * si + b4, c]
             continue
-        if op == OP_SOP2:
-            for mm in range(s.shape[0]):
+        if op == OP_SOP2 or op == OP_SAVEEXEC:
+            members = s.shape[0]
+            new = np.zeros(members, np.uint64)
+            for mm in range(members):
                 x = _scalar(code, k, 0, code[k, 4], s, scc, ex, lanes, mm)
-                y = _scalar(code, k, 1, code[k, SDWA], s, scc, ex, lanes, mm)
-                r, c_out = _sop2_math(code[k, 5], x, y, scc[mm])
-                s[mm, d] = np.uint32(r & np.uint64(0xFFFFFFFF))
-                if n == 2:
-                    s[mm, d + 1] = np.uint32(r >> np.uint64(32))
+                if op == OP_SAVEEXEC:          # S0 read before D is written (D may alias it)
+                    old = _exec_word(ex, mm, lanes)
+                    r, c_out = old, np.int64(-1)
+                    new[mm] = _saveexec_math(code[k, 5], x, old)
+                    scc[mm] = np.uint64(new[mm] != 0)
+                else:
+                    y = _scalar(code, k, 1, code[k, SDWA], s, scc, ex, lanes, mm)
+                    r, c_out = _sop2_math(code[k, 5], x, y, scc[mm])
+                    new[mm] = r
                 if c_out >= 0:
                     scc[mm] = np.uint64(c_out)
-            sw[d] = True
-            if n == 2:
-                sw[d + 1] = True
+                if d != EXEC:
+                    s[mm, d] = np.uint32(r & np.uint64(0xFFFFFFFF))
+                    if n == 2:
+                        s[mm, d + 1] = np.uint32(r >> np.uint64(32))
+            if d != EXEC:
+                sw[d] = True
+                if n == 2:
+                    sw[d + 1] = True
+            if op == OP_SAVEEXEC or d == EXEC:  # EXEC := each member's new word over its lanes
+                if not changed:
+                    exo[:] = ex
+                    changed = True
+                    cur = exo
+                for c in range(width):
+                    exo[c] = (new[c // lanes] >> np.uint64(c % lanes)) & np.uint64(1) != 0
             continue
         if op == OP_CMP:
             _gather32(code, k, 0, rv, ra, s, lanes, a)
@@ -841,6 +944,15 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, lanes, keep_on):
         if code[k, SDWA + 3] != 0:                  # an SDWA destination field
             for c in range(width):
                 lo[c] = _place(lo[c], rd[d, c], code[k, SDWA + 3], code[k, SDWA + 4])
+        if active == width:                     # every lane: whole rows
+            rd[d] = lo
+            fdm[d] = fresh
+            wd[4 * d:4 * d + 4] = True
+            if n == 2:
+                rd[d + 1] = hi
+                fdm[d + 1] = False
+                wd[4 * d + 4:4 * d + 8] = True
+            continue
         for c in range(width):
             if ex[c]:
                 rd[d, c] = lo[c]
@@ -852,3 +964,4 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, lanes, keep_on):
                     fdm[d + 1, c] = False
                     for b4 in range(4):
                         wd[4 * d + 4 + b4, c] = True
+    return counted, changed

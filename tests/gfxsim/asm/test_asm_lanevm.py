@@ -96,6 +96,25 @@ def test_a_lane_row_leaves_what_the_numpy_lines_and_the_semantics_function_leave
         _compare(got, _one_at_a_time(_sandbox(seed, full), [line]), f"{line}, seed {seed}")
 
 
+EXEC_WRITES = [f"{name} {dst}, {src}" for name in lanevm.SAVEEXEC_OPS
+               for dst, src in (("s[20:21]", "vcc"), ("s[4:5]", "s[4:5]"), ("s[12:13]", "exec"), ("s[20:21]", "-1"))]
+EXEC_WRITES += ["s_or_b64 exec, exec, s[12:13]", "s_andn2_b64 exec, exec, vcc", "s_and_b64 exec, s[4:5], -1",
+                "s_xor_b64 exec, exec, s[6:7]", "s_nor_b64 exec, vcc, 5", "s_cselect_b64 exec, s[12:13], exec"]
+
+
+@pytest.mark.parametrize("line", EXEC_WRITES)
+def test_a_row_writing_exec_leaves_what_its_step_leaves_and_the_rows_after_it_run_on_the_new_exec(line):
+    """A saveexec or a SOP2 row into EXEC (no template: the block's fallback is its step) inside a
+    run: EXEC, the saved pair, SCC and the lanes of the rows after it as the steps leave them."""
+    lines = ["v_add_u32 v3, v1, v2", line, "v_add_u32 v4, v3, v1", "s_add_u32 s6, s6, exec_lo", "v_mov_b32 v1, s6"]
+    assert _lanes_of(lines) == len(lines)
+    for seed in range(6):
+        full = seed % 3 == 0
+        got = _by_block(_sandbox(seed, full), lines)[0]
+        _compare(got, _numpy_lines(_sandbox(seed, full), lines), f"{line}, seed {seed}")
+        _compare(got, _one_at_a_time(_sandbox(seed, full), lines), f"{line}, seed {seed}")
+
+
 def test_every_lane_op_is_an_isa_row_of_the_vector_alu():
     """The executor's opcodes name rows of the one semantics table, in the types it reads; its fp32
     rows are lanef32's functions."""
@@ -116,7 +135,7 @@ def test_a_run_of_rows_between_exec_writes_reads_exec_as_the_step_before_it_left
              "v_cndmask_b32 v1, v1, v2, vcc", "v_accvgpr_write_b32 a3, v1", "v_mad_u32_u24 v4, v1, s4, v3",
              "v_cmp_gt_u32 vcc, v4, v2", "v_cndmask_b32 v2, v4, v1, vcc", "v_pk_add_f32 v[5:6], v[1:2], v[3:4]",
              "s_add_u32 s6, s4, exec_lo", "s_addc_u32 s7, s5, 0", "v_add_u32 v3, s6, v3", "s_and_b64 s[12:13], vcc, exec"]
-    assert _lanes_of(lines) == 17
+    assert _lanes_of(lines) == 19
     for seed in range(4):
         got = _by_block(_sandbox(seed, seed % 2 == 0), lines)[0]
         _compare(got, _numpy_lines(_sandbox(seed, seed % 2 == 0), lines), f"seed {seed}")
@@ -153,3 +172,30 @@ def test_a_compiled_twin_gives_the_same_outputs_findings_and_events_with_or_with
     from support import need_toolchain
     need_toolchain("gfx942")
     same_either_way(twin, blocks, "LANES")
+
+
+def test_a_second_asm_process_compiles_nothing_and_the_first_says_it_compiles(tmp_path):
+    """The executor and lanef32 are numba functions cached on disk as the others are: the first
+    provenance-off asm run of an install compiles them (and says so), a second process loads them."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from support import ROOT
+    from support import need_toolchain
+    need_toolchain("gfx942")
+    code = ("import json, sys; from gfxsim.cli import main; from gfxsim.machine import jit; "
+            "rc = main(sys.argv[1:]); print(json.dumps(dict(rc=rc, compiles=jit.compiles())), file=sys.stderr)")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(NUMBA_CACHE_DIR=str(tmp_path / "numba"), PYTHONPATH=str(ROOT))
+    argv = ["run", "qk_int8", "--frontend", "asm", "--no-provenance", "--context", "256", "--report", "json"]
+    got = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=900)
+        assert r.returncode == 0, r.stderr[-3000:]
+        got.append((json.loads(r.stderr.strip().splitlines()[-1]), r.stderr))
+    (first, err1), (second, err2) = got
+    assert "gfxsim.asm.lanevm.run" in first["compiles"] and "compiling the simulator's numba functions" in err1
+    assert second == {"rc": 0, "compiles": []} and "compiling" not in err2
