@@ -186,9 +186,10 @@ def _lean_prologue(inline, env, start) -> list[str]:
         a = ("st.a.words, st.a.written" if "a" in files else "_NOREG, _NOWR")
         env["_NOREG"], env["_NOWR"] = np.zeros((1, 1), np.uint32), np.zeros((4, 1), bool)
         # numba started only where a run may take the executor (a wide batch never does)
-        lines += ["    _lanes = _lanevm.run if _lanevm.READY or w.width > _blocks.LANE_WIDTH else _lanevm.executor()",
+        lines += ["    _lanes = _lanevm.run_rows if _lanevm.READY or w.width > _blocks.LANE_WIDTH else _lanevm.executor()",
                   f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
     lines += ["    S, WID = st.s, w.width",
+              "    ALL = np.ones(st.members, bool)",
               "    EX, XF = w.exec, w.exec_full",
               "    CNT = WID if XF else int(count_nonzero(EX))",
               "    if st.members == 1:",
@@ -359,7 +360,6 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
              "    k = 0",
              "    try:"]
     runs = _lane_runs(program, start, end, inline)
-    from . import lanevm
     skip = 0
     for pc in range(start, end):
         d = program.decoded[pc]
@@ -370,14 +370,12 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
         if pc in runs:                            # a run of lane rows: one compiled call (lanevm.py)
             rows, last = runs[pc]
             env[f"L{pc}"] = rows
-            scalar = np.isin(rows[:, 0], (lanevm.OP_CMP, lanevm.OP_SOP2, lanevm.OP_SAVEEXEC))
-            every = " and st.act is None" if scalar.any() else ""        # these write every member
             writes_exec = any(q not in inline for q in range(pc, last))
-            lines += [f"        if _blocks.LANES and WID <= _blocks.LANE_WIDTH and not st.any_unknown{every}:",
+            lines += ["        if _blocks.LANES and WID <= _blocks.LANE_WIDTH and not st.any_unknown:",
                       f"            st.pc = {last - 1}; st.current = D{last - 1}",
                       "            EXO = np.empty(WID, bool)" if writes_exec else "            EXO = EX",
-                      f"            n, changed = _lanes(L{pc}, *LF, S, st.s_written, st.scc, EX, EXO, st.lanes, "
-                      "_dequant.ENABLED, *_lanevm.scratch(WID))",
+                      f"            n, changed = _lanes(L{pc}, *LF, S, st.s_written, st.scc, "
+                      "ALL if st.act is None else st.act, EX, EXO, st.lanes, _dequant.ENABLED, *_lanevm.scratch(WID))",
                       "            counted[0] += n",
                       f"            k += {last - pc}"]
             if writes_exec:

@@ -4,7 +4,7 @@ A block (blocks.py) writes each lean instruction's work into its source as numpy
 register rows: ~10 calls of its own per instruction plus the ISA entry's, each costing about a
 microsecond whatever the width. Here a run of consecutive instructions that each have a lane form
 is encoded once per Program as a small integer array (``encode``: one row per instruction, its
-opcode, destination and sources' forms) and executed by one numba function (``run``): a loop over
+opcode, destination and sources' forms) and executed by one numba function (``run_rows``): a loop over
 the instructions, a switch on the opcode and a loop over the lanes under EXEC. The register files'
 own arrays are written in place exactly as the block's lean lines write them: the words, the
 written bits of the four bytes, the fresh marks cleared (or set from src0 where the row keeps a
@@ -219,20 +219,20 @@ def _f32_types(m: str) -> tuple:
 
 
 def executor():
-    """``run``, with lanef32's functions compiled before it is (run calls them; numba resolves
-    them through that module's globals when it compiles run)."""
+    """``run_rows``, with lanef32's functions compiled before it is (it calls them; numba resolves
+    them through that module's globals when it compiles it)."""
     global READY
     lanef32.LANE_F32["v_add_f32"].fn  # noqa: B018  (the property compiles lanef32's module)
     READY = True
-    return run
+    return run_rows
 
 
-READY = False                   # executor() has run: ``run`` may be called directly
+READY = False                   # executor() has run: ``run_rows`` may be called directly
 _SCRATCH = threading.local()
 
 
 def scratch(width: int) -> tuple:
-    """``run``'s scratch arrays at ``width`` columns, made once per thread and width (a wide batch's
+    """``run_rows``'s scratch arrays at ``width`` columns, made once per thread and width (a wide batch's
     arrays allocated per call would cost more than the rows: fresh pages each time)."""
     made = getattr(_SCRATCH, "made", None)
     if made is None:
@@ -269,9 +269,9 @@ def encode(d, x) -> np.ndarray | None:
     elif m == "v_cndmask_b32":
         row[0] = OP_CNDMASK
     elif m == "v_lshl_add_u64":
-        from .semantics.vop import _lshl_add_form
+        from .semantics.vop import lshl_add_form
         from .semantics import source64
-        row[0], row[5] = OP_LSHL_ADD64, int(_lshl_add_form(d, source64)[3])
+        row[0], row[5] = OP_LSHL_ADD64, int(lshl_add_form(d, source64)[3])
     elif m in _PK:
         return _pk_row(d, x, row)
     elif m in F32_OPS and tuple(types) == _f32_types(m):
@@ -814,11 +814,11 @@ def _f32_rows(op, a, b, c, r):
 
 
 @njit
-def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, exo, lanes, keep_on, t32, t64, tb):
+def run_rows(code, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep_on, t32, t64, tb):
     """Rows ``code`` in turn, each on the lanes under ``ex``: the words of file v (``rv``, written
     bits ``wv``, fresh marks ``fv``) and a (``ra``, ``wa``, ``fa``), the SGPRs ``s`` [members, n]
     and their written marks ``sw``, SCC per member ``scc`` (member of column c: c // lanes; a compare
-    or a scalar row writes every member).
+    or a scalar row writes the members executing, ``act``, as WaveState.swrite does).
     ``keep_on``: dequant's fresh marks are kept (dequant.ENABLED). ``t32``, ``t64``, ``tb``: this
     thread's scratch at the width (``scratch``). A row writing EXEC writes ``exo``
     (a new array, ``ex`` copied into it first), which the rows after it run on. Returns the lanes
@@ -856,6 +856,8 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, exo, lanes, keep_on, t32, 
             members = s.shape[0]
             new = np.zeros(members, np.uint64)
             for mm in range(members):
+                if not act[mm]:                # a member waiting elsewhere keeps its state
+                    continue
                 x = _scalar(code, k, 0, code[k, 4], s, scc, ex, lanes, mm)
                 if op == OP_SAVEEXEC:          # S0 read before D is written (D may alias it)
                     old = _exec_word(ex, mm, lanes)
@@ -882,7 +884,8 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, exo, lanes, keep_on, t32, 
                     changed = True
                     cur = exo
                 for c in range(width):
-                    exo[c] = (new[c // lanes] >> np.uint64(c % lanes)) & np.uint64(1) != 0
+                    if act[c // lanes]:
+                        exo[c] = (new[c // lanes] >> np.uint64(c % lanes)) & np.uint64(1) != 0
             continue
         if op == OP_CMP:
             _gather32(code, k, 0, rv, ra, s, lanes, a)
@@ -893,8 +896,9 @@ def run(code, rv, wv, fv, ra, wa, fa, s, sw, scc, ex, exo, lanes, keep_on, t32, 
                 if ex[c] and _relation(rel, t, a[c], b[c]):
                     words[c // lanes] |= np.uint64(1) << np.uint64(c % lanes)
             for mm in range(s.shape[0]):
-                s[mm, d] = np.uint32(words[mm] & np.uint64(0xFFFFFFFF))
-                s[mm, d + 1] = np.uint32(words[mm] >> np.uint64(32))
+                if act[mm]:
+                    s[mm, d] = np.uint32(words[mm] & np.uint64(0xFFFFFFFF))
+                    s[mm, d + 1] = np.uint32(words[mm] >> np.uint64(32))
             sw[d] = True
             sw[d + 1] = True
             continue

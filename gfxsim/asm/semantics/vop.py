@@ -833,7 +833,7 @@ def v_lshl_add_u64(st, d):
     put64(st, dst, (u64(st, a) << sh) + u64(st, c))
 
 
-def _lshl_add_form(d, operand):
+def lshl_add_form(d, operand):
     """A constant shift (clang's form): the destination, the two addends as ``operand`` takes them
     (reader64 for a step, source64 for a block's source) and the shift; None for any other form."""
     if d.ops.mods or len(d.ops.positional) != 4:
@@ -849,7 +849,7 @@ def _lshl_add_form(d, operand):
 def _lshl_add_prepare(d):
     """The step of a constant shift: without provenance the sum's words written as put64 writes
     them; with provenance, another shift or a form the function refuses, the function."""
-    form = _lshl_add_form(d, reader64)
+    form = lshl_add_form(d, reader64)
     if form is None:
         return None
     dst, ra, rc, sh = form
@@ -867,7 +867,7 @@ v_lshl_add_u64.prepare = _lshl_add_prepare
 
 def _lshl_add_inline(d):
     """_lshl_add_prepare's lean work for a block's source (semantics.Inline)."""
-    form = _lshl_add_form(d, source64)
+    form = lshl_add_form(d, source64)
     if form is None:
         return None
     dst, fa, fc, sh = form

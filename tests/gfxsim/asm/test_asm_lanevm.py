@@ -197,5 +197,5 @@ def test_a_second_asm_process_compiles_nothing_and_the_first_says_it_compiles(tm
         assert r.returncode == 0, r.stderr[-3000:]
         got.append((json.loads(r.stderr.strip().splitlines()[-1]), r.stderr))
     (first, err1), (second, err2) = got
-    assert "gfxsim.asm.lanevm.run" in first["compiles"] and "compiling the simulator's numba functions" in err1
+    assert "gfxsim.asm.lanevm.run_rows" in first["compiles"] and "compiling the simulator's numba functions" in err1
     assert second == {"rc": 0, "compiles": []} and "compiling" not in err2
