@@ -65,12 +65,9 @@ def fma_midpoints(rng, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 # inputs whose binary64 2^x or log2(x) lies within lanef32._NEAR_ULPS of a binary32 midpoint: the lane
-# function asks the entry (found by a scan of [0.25, 4) and of a few binades)
-CLOSE = {"v_exp_f32": [0x3F800B8B, 0x3FA5A5D7, 0x3FE69390, 0x403349C8, 0x407349C8, 0xBF996C70, 0xBFDA5A29,
-                       0xBFFFF475, 0xC00CB638, 0xC04CB638, 0x3E96975C],
-         "v_log_f32": [0x3FEDDFFD, 0x40207AB9, 0x4026A4A6, 0x402C6EDE, 0x40707492, 0x410D64DE, 0x415E248E,
-                       0x416485EB, 0x3F442160, 0x3F7E3274, 0x00914A90, 0x00974467, 0x00EB8090, 0x7E914A90,
-                       0x7E974467, 0x7EEB8090]}
+# function asks the entry (found by a scan of a few binades)
+CLOSE = {"v_exp_f32": [0x3DC9ABE2, 0x3DEB2F8E, 0xBE1F29DE],
+         "v_log_f32": [0x40207AB9, 0x00914A90, 0x00EB8090, 0x7E914A90, 0x7EEB8090]}
 
 
 def sources(rng, lane, n: int) -> list[np.ndarray]:
