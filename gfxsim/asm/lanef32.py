@@ -21,8 +21,11 @@ on contiguous arrays, as the asm front end's reads pass them:
 
 The float modifiers (abs, neg) are the caller's: applied to a source's word before the call, as
 semantics.float_mods applies them. The asm front end runs with the float mode its launch accepts
-(binary32 denormals kept, round to nearest even, IEEE mode), so no function here reads MODE; an
-entry that would is marked ``reads_mode``.
+(binary32 denormals kept, round to nearest even, IEEE mode); a function that reads a MODE field the
+launch leaves free (FP16_OVFL) is marked ``reads_mode`` and takes the member's MODE word last.
+A binary16 source or result is its bits in the low half of the word ("f16"): which half of a
+register it comes from or goes to (op_sel, SDWA, the high half zeroed) is the caller's, as
+vop16.py places it.
 
 ``LANE_F32`` maps a mnemonic to its ``LaneF32``: the compiled function (``fn``: starts numba on
 first use; call it from compiled code with np.uint32 words), the same source run by Python
@@ -578,6 +581,63 @@ def v_log_f32(a):
 _OBJECT_MODE = ("v_exp_f32", "v_log_f32")
 
 
+# ---- binary16 conversions (numpy's own rounding and NaN rules, as the entries' casts) --------------
+FP16_OVFL = 23                      # MODE bit (semantics/mode.py): an overflow gives ±65504
+
+
+@njit
+def v_cvt_f16_f32(a, mode):
+    """binary32 to binary16 bits (in the low half), rounded to nearest even; a NaN keeps its sign
+    and the top of its payload (1 where none is left: still a NaN); with MODE.FP16_OVFL a finite
+    source that overflows gives ±65504 (vop16.ovfl16)."""
+    a = np.int64(a)
+    sign = (a >> 16) & 0x8000
+    m = a & ABS
+    if m > INF:
+        h = 0x7C00 + ((m & 0x007FFFFF) >> 13)
+        if h == 0x7C00:
+            h += 1
+        return _out(sign | h)
+    if m >= 0x477FF000:                     # 65520 and up (65504 + half an ulp, odd below): inf
+        if m != INF and (np.int64(mode) >> FP16_OVFL) & 1:
+            return _out(sign | 0x7BFF)
+        return _out(sign | 0x7C00)
+    e = m >> 23
+    mant = m & 0x007FFFFF
+    if e >= 113:                            # a normal binary16
+        h = ((e - 112) << 10) | (mant >> 13)
+        rem = mant & 0x1FFF
+        if rem > 0x1000 or (rem == 0x1000 and (h & 1) == 1):
+            h += 1
+        return _out(sign | h)
+    shift = 126 - e                         # a binary16 denormal (or zero): units of 2^-24
+    if e == 0 or shift >= 25:
+        return _out(sign)
+    sig = mant | 0x00800000
+    q = sig >> shift
+    rem = sig & ((np.int64(1) << shift) - 1)
+    half = np.int64(1) << (shift - 1)
+    if rem > half or (rem == half and (q & 1) == 1):
+        q += 1
+    return _out(sign | q)
+
+
+@njit
+def v_cvt_f32_f16(h):
+    """binary16 bits (the low half) to binary32, exactly; a NaN's payload moved up, not quieted."""
+    h = np.int64(h) & 0xFFFF
+    sign = (h & 0x8000) << 16
+    e = (h >> 10) & 0x1F
+    mant = h & 0x3FF
+    if e == 0x1F:
+        return _out(sign | INF | (mant << 13))
+    if e == 0:
+        if mant == 0:
+            return _out(sign)
+        return _out(sign | _word(np.float32(np.float64(mant) * 5.9604644775390625e-08)))
+    return _out(sign | ((e + 112) << 23) | (mant << 13))
+
+
 # ---- the registry ---------------------------------------------------------------------------------
 @njit
 def _ready():
@@ -623,9 +683,9 @@ class LaneF32:
     """One instruction's lane function (see the module docstring)."""
     mnemonic: str
     name: str                       # the function's name in this module
-    srcs: tuple[str, ...]           # source types ("f32", "i32", "u32") in the function's argument order
-    result: str                     # the result's type
-    reads_mode: bool = False
+    srcs: tuple[str, ...]           # source types ("f32", "i32", "u32", "f16") in the function's argument order
+    result: str                     # the result's type ("f16": its bits in the low half of the word returned)
+    reads_mode: bool = False        # the function takes the member's MODE word as one more, last, argument
     approximated: bool = False      # the caller marks the result approximated (fp.APPROXIMATED)
     order: tuple[str, ...] = ()     # the operands the arguments are, where not the sources in order
 
@@ -641,8 +701,8 @@ class LaneF32:
 
 
 def _lane(mnemonic: str, srcs: tuple[str, ...], result: str = "f32", name: str | None = None,
-          order: tuple[str, ...] = ()) -> LaneF32:
-    return LaneF32(mnemonic, name or mnemonic, srcs, result, False, mnemonic in fp.APPROXIMATED, order)
+          order: tuple[str, ...] = (), reads_mode: bool = False) -> LaneF32:
+    return LaneF32(mnemonic, name or mnemonic, srcs, result, reads_mode, mnemonic in fp.APPROXIMATED, order)
 
 
 _F1, _F2, _F3 = ("f32",), ("f32", "f32"), ("f32", "f32", "f32")
@@ -663,6 +723,7 @@ LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
     _lane("v_ldexp_f32", ("f32", "i32")),
     _lane("v_frexp_mant_f32", _F1), _lane("v_frexp_exp_i32_f32", _F1, "i32"),
     _lane("v_exp_f32", _F1), _lane("v_log_f32", _F1),
+    _lane("v_cvt_f16_f32", _F1, "f16", reads_mode=True), _lane("v_cvt_f32_f16", ("f16",)),
 )}
 
 __all__ = ["LANE_F32", "LaneF32"]

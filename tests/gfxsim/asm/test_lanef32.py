@@ -5,13 +5,15 @@ at both ends), words near each other (so equal values and ties meet), and for th
 that land on a binary32 midpoint in binary64 with a rounding error (fp.fma's single rounding)."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from gfxsim import isa
 from gfxsim.asm import lanef32
 from gfxsim.asm.lanef32 import LANE_F32
-from gfxsim.asm.semantics import vop
+from gfxsim.asm.semantics import vop, vop16
 
 U32, I32, F32 = np.uint32, np.int32, np.float32
 ABS = 0x7FFFFFFF
@@ -70,8 +72,37 @@ CLOSE = {"v_exp_f32": [0x3DC9ABE2, 0x3DEB2F8E, 0xBE1F29DE],
          "v_log_f32": [0x40207AB9, 0x00914A90, 0x00EB8090, 0x7E914A90, 0x7EEB8090]}
 
 
+SPECIAL16 = np.array([0, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0xFC01, 0x7DFF, 0x7E55, 0x0001, 0x8001,
+                      0x03FF, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x3C00, 0xBC00, 0x3800, 0x0200], np.uint32)
+
+
+def halves(rng, n: int) -> np.ndarray:
+    out = rng.integers(0, 1 << 16, n).astype(U32)
+    some = rng.random(n) < 0.25
+    out[some] = rng.choice(SPECIAL16, int(some.sum()))
+    return out
+
+
+def f16_range(rng, n: int) -> np.ndarray:
+    """binary32 words around binary16's range: its denormals, its largest values, ties."""
+    e = rng.integers(96, 145, n).astype(U32)
+    mant = rng.integers(0, 1 << 23, n).astype(U32)
+    tie = rng.random(n) < 0.3
+    mant[tie] = (mant[tie] & ~U32(0x1FFF)) | U32(0x1000)
+    return (rng.integers(0, 2, n).astype(U32) << U32(31)) | (e << U32(23)) | mant
+
+
+def modes(rng, n: int) -> np.ndarray:
+    """MODE words of members: the launch's fields, FP16_OVFL set in about half."""
+    base = 3 << 4 | 3 << 6 | 1 << 8 | 1 << 9
+    return (base | rng.integers(0, 2, n).astype(np.int64) << lanef32.FP16_OVFL).astype(U32)
+
+
 def sources(rng, lane, n: int) -> list[np.ndarray]:
-    out = [words(rng, n) for _ in lane.srcs]
+    out = [halves(rng, n) if t == "f16" else words(rng, n) for t in lane.srcs]
+    if lane.result == "f16":
+        some = rng.random(n) < 0.5
+        out[0][some] = f16_range(rng, n)[some]
     if lane.mnemonic in CLOSE:                      # their domain: 2^x for x in [-128, 128), log2 of positives
         x = rng.uniform(-130, 130, n).astype(F32).view(U32) if lane.mnemonic == "v_exp_f32" else out[0] & U32(ABS)
         some = rng.random(n) < 0.6
@@ -85,12 +116,15 @@ def sources(rng, lane, n: int) -> list[np.ndarray]:
         a, b, c = fma_midpoints(rng, n)
         for x, y in zip(out, (a, b, c)):
             x[m] = y[m]
+    if lane.reads_mode:
+        out.append(np.repeat(modes(rng, n // 64), 64))          # one MODE per member of 64 lanes
     return out
 
 
 def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
     """The ISA entry's words for the lanes' sources, read as the asm front end's reads give them."""
-    vals = [np.ascontiguousarray(w).view(F32 if t == "f32" else I32 if t == "i32" else U32)
+    vals = [w.astype(np.uint16).view(np.float16) if t == "f16" else
+            np.ascontiguousarray(w).view(F32 if t == "f32" else I32 if t == "i32" else U32)
             for w, t in zip(srcs, lane.srcs)]
     with np.errstate(all="ignore"):
         if lane.mnemonic in ("v_fmac_f32", "v_mac_f32"):
@@ -98,6 +132,12 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
             r = np.asarray(vop._mac_math(lane.mnemonic)(acc, x, y))
         else:
             r = np.asarray(isa.entry(lane.mnemonic).fn(*vals))
+        if lane.reads_mode:                          # as the 16-bit rows apply MODE (vop16.ovfl16)
+            mode = srcs[len(lane.srcs)]
+            st = SimpleNamespace(mode=mode[::64].astype(np.uint64), lanes=64)
+            r = np.asarray(vop16.ovfl16(st, r, vals))
+    if r.dtype == np.float16:
+        return r.view(np.uint16).astype(U32)
     return r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
 
 
@@ -158,11 +198,19 @@ def test_python_lane_function_is_the_entry(mnemonic):
 def test_every_combination_of_special_words(mnemonic):
     """Every pair (or triple) of the special words, compiled: the NaN, zero and infinity rules meet."""
     lane = LANE_F32[mnemonic]
-    grid = np.meshgrid(*([SPECIAL] * len(lane.srcs)), indexing="ij")
+    grid = np.meshgrid(*(SPECIAL16 if t == "f16" else SPECIAL for t in lane.srcs), indexing="ij")
     n = -(-grid[0].size // 64) * 64
     srcs = [np.resize(g.reshape(-1), n) for g in grid]
-    got, want = compiled_words(lane, srcs), entry_words(lane, srcs)
-    assert not _mismatch(lane, srcs, got, want), _mismatch(lane, srcs, got, want)
+    for ovfl in (0, 1) if lane.reads_mode else (None,):
+        run = srcs + ([np.full(n, ovfl << lanef32.FP16_OVFL, U32)] if lane.reads_mode else [])
+        got, want = compiled_words(lane, run), entry_words(lane, run)
+        assert not _mismatch(lane, run, got, want), _mismatch(lane, run, got, want)
+
+
+def test_every_binary16_widens_as_the_entry():
+    lane = LANE_F32["v_cvt_f32_f16"]
+    srcs = [np.arange(1 << 16, dtype=U32)]
+    assert (compiled_words(lane, srcs) == entry_words(lane, srcs)).all()
 
 
 def test_the_midpoint_cases_reach_the_tie_rule():
@@ -197,8 +245,8 @@ def test_the_close_lanes_ask_the_entry(mnemonic):
 def test_the_registry_describes_each_function():
     for m, lane in LANE_F32.items():
         assert callable(getattr(lanef32, lane.name)), m
-        assert lane.srcs and set(lane.srcs) <= {"f32", "i32", "u32"}, m
+        assert lane.srcs and set(lane.srcs) <= {"f32", "i32", "u32", "f16"}, m
         assert lane.approximated == (m in isa.fp.APPROXIMATED), m
-        assert not lane.reads_mode, m
+        assert lane.reads_mode == (m == "v_cvt_f16_f32"), m
         if lane.order:
             assert len(lane.order) == len(lane.srcs), m
