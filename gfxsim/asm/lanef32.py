@@ -638,6 +638,85 @@ def v_cvt_f32_f16(h):
     return _out(sign | ((e + 112) << 23) | (mant << 13))
 
 
+# ---- the division helpers: a word and a flag (bit 32 of the np.uint64 returned) ------------------------
+TINY = 0x00800000                   # the smallest normal binary32's word
+FLAG = np.uint64(1 << 32)
+
+
+@njit
+def _scaled(w, k):
+    """ldexp of a binary32 word by 2^k (|k| <= 64), rounded once; a NaN quieted (np.ldexp's)."""
+    if _nan(w):
+        return w | QNAN
+    return _word(np.float32(np.float64(_flt(w)) * _pow2(k)))
+
+
+@njit
+def _tiny(w):
+    """|x| < the smallest normal and not zero: a denormal."""
+    m = w & ABS
+    return 0 < m < TINY
+
+
+@njit
+def v_div_scale_f32(s0, s1, s2):
+    """fp.div_scale (S0 to scale, S1 denominator, S2 numerator): D, and VCC in bit 32."""
+    s0, s1, s2 = np.int64(s0), np.int64(s1), np.int64(s2)
+    f0, f1, f2 = _flt(s0), _flt(s1), _flt(s2)
+    if f1 == 0 or f2 == 0:                  # D = NaN, VCC = 1
+        return np.uint64(CANONICAL) | FLAG
+    e1, e2 = (s1 >> 23) & 0xFF, (s2 >> 23) & 0xFF
+    if e2 - e1 >= 96:
+        return np.uint64(_scaled(s0, 64) if f0 == f1 else s0) | FLAG
+    if _tiny(s1):
+        return np.uint64(_scaled(s0, 64))
+    q = _word(f2 / f1)
+    r = _word(np.float32(1.0) / f1)
+    if _tiny(r):
+        if not _nan(q) and (q & ABS) >= TINY:
+            return np.uint64(_scaled(s0, 64) if f0 == f1 else s0) | FLAG
+        return np.uint64(_scaled(s0, -64))
+    if _tiny(q):
+        return np.uint64(_scaled(s0, 64) if f0 == f2 else s0) | FLAG
+    if e2 <= 23:
+        return np.uint64(_scaled(s0, 64))
+    return np.uint64(s0)
+
+
+@njit
+def v_div_fmas_f32(a, b, c, vcc):
+    """fma(S0, S1, S2) as v_fma_f32; bit 32 set where the lane's VCC is set and the result is finite
+    and not zero: a case the step refuses (its caller must take the step, which names it)."""
+    w = np.int64(v_fma_f32(a, b, c))
+    if vcc and (w & ABS) != 0 and (w & INF) != INF:
+        return np.uint64(w) | FLAG
+    return np.uint64(w)
+
+
+@njit
+def v_div_fixup_f32(s0, s1, s2):
+    """fp.div_fixup (S0 quotient, S1 denominator, S2 numerator): D, and in bit 32 the ISA's
+    underflow case the step refuses (its caller must take the step, which names it)."""
+    s0, s1, s2 = np.int64(s0), np.int64(s1), np.int64(s2)
+    sign = (s1 ^ s2) & SIGN
+    if _nan(s2):
+        return np.uint64(s2 | QNAN)
+    if _nan(s1):
+        return np.uint64(s1 | QNAN)
+    z1, z2 = (s1 & ABS) == 0, (s2 & ABS) == 0
+    i1, i2 = (s1 & ABS) == INF, (s2 & ABS) == INF
+    if (z1 and z2) or (i1 and i2):
+        return np.uint64(CANONICAL)
+    if z1 or i2:
+        return np.uint64(sign | INF)
+    if i1 or z2:
+        return np.uint64(sign)
+    d = np.uint64((s0 & ABS) | sign)
+    if ((s2 >> 23) & 0xFF) - ((s1 >> 23) & 0xFF) < -150:
+        return d | FLAG
+    return d
+
+
 # ---- the registry ---------------------------------------------------------------------------------
 @njit
 def _ready():
@@ -688,6 +767,11 @@ class LaneF32:
     reads_mode: bool = False        # the function takes the member's MODE word as one more, last, argument
     approximated: bool = False      # the caller marks the result approximated (fp.APPROXIMATED)
     order: tuple[str, ...] = ()     # the operands the arguments are, where not the sources in order
+    reads_vcc: bool = False         # the function takes the lane's VCC bit after its sources (before MODE)
+    flag: str = ""                  # "vcc": np.uint64 returned, the result's word and VCC in bit 32;
+    #                                 "refuse": bit 32 marks a lane the step refuses (take the step)
+    halves: int = 1                 # 2: a packed fp32 instruction, the function applied to each half's
+    #                                 selected (and negated) words (vop.PK)
 
     @property
     def fn(self):
@@ -701,8 +785,10 @@ class LaneF32:
 
 
 def _lane(mnemonic: str, srcs: tuple[str, ...], result: str = "f32", name: str | None = None,
-          order: tuple[str, ...] = (), reads_mode: bool = False) -> LaneF32:
-    return LaneF32(mnemonic, name or mnemonic, srcs, result, reads_mode, mnemonic in fp.APPROXIMATED, order)
+          order: tuple[str, ...] = (), reads_mode: bool = False, reads_vcc: bool = False, flag: str = "",
+          halves: int = 1) -> LaneF32:
+    return LaneF32(mnemonic, name or mnemonic, srcs, result, reads_mode, mnemonic in fp.APPROXIMATED, order,
+                   reads_vcc, flag, halves)
 
 
 _F1, _F2, _F3 = ("f32",), ("f32", "f32"), ("f32", "f32", "f32")
@@ -724,6 +810,10 @@ LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
     _lane("v_frexp_mant_f32", _F1), _lane("v_frexp_exp_i32_f32", _F1, "i32"),
     _lane("v_exp_f32", _F1), _lane("v_log_f32", _F1),
     _lane("v_cvt_f16_f32", _F1, "f16", reads_mode=True), _lane("v_cvt_f32_f16", ("f16",)),
+    _lane("v_div_scale_f32", _F3, flag="vcc"), _lane("v_div_fmas_f32", _F3, reads_vcc=True, flag="refuse"),
+    _lane("v_div_fixup_f32", _F3, flag="refuse"),
+    _lane("v_pk_add_f32", _F2, name="v_add_f32", halves=2), _lane("v_pk_mul_f32", _F2, name="v_mul_f32", halves=2),
+    _lane("v_pk_fma_f32", _F3, name="v_fma_f32", halves=2),
 )}
 
 __all__ = ["LANE_F32", "LaneF32"]

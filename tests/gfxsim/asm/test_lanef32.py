@@ -116,9 +116,31 @@ def sources(rng, lane, n: int) -> list[np.ndarray]:
         a, b, c = fma_midpoints(rng, n)
         for x, y in zip(out, (a, b, c)):
             x[m] = y[m]
+    if lane.mnemonic.startswith("v_div_"):
+        s0, s1, s2 = division(rng, n)
+        some = rng.random(n) < 0.7
+        for x, y in zip(out, (s0, s1, s2)):
+            x[some] = y[some]
+    if lane.reads_vcc:
+        out.append(rng.integers(0, 2, n).astype(U32))
     if lane.reads_mode:
         out.append(np.repeat(modes(rng, n // 64), 64))          # one MODE per member of 64 lanes
     return out
+
+
+def division(rng, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(S0, S1, S2) of the division helpers: exponents of S1 and S2 anywhere (denormals, gaps of
+    96 and more, quotients and reciprocals at the denormal border), S0 often S1, S2 or a quotient."""
+    def make(e):
+        return (rng.integers(0, 2, n).astype(U32) << U32(31)) | (e.astype(U32) << U32(23)) | \
+            rng.integers(0, 1 << 23, n).astype(U32)
+    e1 = rng.integers(0, 255, n)
+    e2 = np.clip(e1 + rng.integers(-160, 160, n), 0, 254)
+    s1, s2 = make(e1), make(e2)
+    with np.errstate(all="ignore"):
+        q = (s2.view(F32) / s1.view(F32)).view(U32)
+    s0 = np.where(rng.random(n) < 0.3, s1, np.where(rng.random(n) < 0.4, s2, q)).astype(U32)
+    return s0, s1, s2
 
 
 def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
@@ -130,8 +152,16 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
         if lane.mnemonic in ("v_fmac_f32", "v_mac_f32"):
             x, y, acc = vals
             r = np.asarray(vop._mac_math(lane.mnemonic)(acc, x, y))
+        elif lane.halves == 2:                       # both halves at once, as the packed step: [2, width]
+            r = np.asarray(vop.PK[lane.mnemonic][1](*(v.reshape(2, -1) for v in vals))).reshape(-1)
         else:
-            r = np.asarray(isa.entry(lane.mnemonic).fn(*vals))
+            r = isa.entry(lane.mnemonic).fn(*vals)
+        if lane.flag:                                # (D, VCC) or (D, the lanes the step refuses)
+            r, flag = r if isinstance(r, tuple) else (r, None)
+            if lane.mnemonic == "v_div_fmas_f32":    # as the step: VCC set and a finite non-zero result
+                flag = srcs[3].astype(bool) & np.isfinite(r) & (r != 0)
+            return np.asarray(r).view(U32).astype(np.uint64) | (np.asarray(flag, np.uint64) << np.uint64(32))
+        r = np.asarray(r)
         if lane.reads_mode:                          # as the 16-bit rows apply MODE (vop16.ovfl16)
             mode = srcs[len(lane.srcs)]
             st = SimpleNamespace(mode=mode[::64].astype(np.uint64), lanes=64)
@@ -155,7 +185,7 @@ def compiled_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
         ns: dict = {"__name__": __name__}
         exec(src, ns)
         _APPLY[k] = numba.njit(ns["apply"])
-    out = np.zeros(srcs[0].size, U32)
+    out = np.zeros(srcs[0].size, np.uint64 if lane.flag else U32)
     _APPLY[k](lane.fn, out, *srcs)
     return out
 
@@ -163,7 +193,8 @@ def compiled_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
 def python_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
     fn = lane.py
     with np.errstate(all="ignore"):
-        return np.array([fn(*(U32(s[j]) for s in srcs)) for j in range(srcs[0].size)], U32)
+        return np.array([fn(*(U32(s[j]) for s in srcs)) for j in range(srcs[0].size)],
+                        np.uint64 if lane.flag else U32)
 
 
 def _mismatch(lane, srcs, got, want) -> str:
@@ -172,6 +203,9 @@ def _mismatch(lane, srcs, got, want) -> str:
         return ""
     j = bad[0]
     ops = ", ".join(f"{int(s[j]):#010x}" for s in srcs)
+    if lane.flag:
+        return (f"{lane.mnemonic}: {bad.size} of {got.size} lanes differ; first: ({ops}) -> {int(got[j]):#x}, "
+                f"the entry {int(want[j]):#x} (bit 32: {lane.flag})")
     return (f"{lane.mnemonic}: {bad.size} of {got.size} lanes differ; first: ({ops}) -> {int(got[j]):#010x}, "
             f"the entry {int(want[j]):#010x}")
 
@@ -201,6 +235,8 @@ def test_every_combination_of_special_words(mnemonic):
     grid = np.meshgrid(*(SPECIAL16 if t == "f16" else SPECIAL for t in lane.srcs), indexing="ij")
     n = -(-grid[0].size // 64) * 64
     srcs = [np.resize(g.reshape(-1), n) for g in grid]
+    if lane.reads_vcc:
+        srcs.append(np.resize(np.array([0, 1], U32), n))
     for ovfl in (0, 1) if lane.reads_mode else (None,):
         run = srcs + ([np.full(n, ovfl << lanef32.FP16_OVFL, U32)] if lane.reads_mode else [])
         got, want = compiled_words(lane, run), entry_words(lane, run)
@@ -242,6 +278,19 @@ def test_the_close_lanes_ask_the_entry(mnemonic):
     assert (python_words(lane, srcs) == want).all()
 
 
+def test_the_division_data_reaches_each_case():
+    """div_scale's data scales S0 up and down and sets VCC; div_fixup's meets its underflow case."""
+    lane = LANE_F32["v_div_scale_f32"]
+    srcs = sources(np.random.default_rng(3), lane, N)
+    w = entry_words(lane, srcs)
+    with np.errstate(all="ignore"):               # signalling NaNs widened
+        d = (w & np.uint64(0xFFFFFFFF)).astype(U32).view(F32).astype(np.float64)
+        ratio = d / srcs[0].view(F32).astype(np.float64)
+    assert (w >> np.uint64(32)).sum() > 100 and (ratio == 2.0 ** 64).sum() > 100 and (ratio == 2.0 ** -64).sum() > 0
+    lane = LANE_F32["v_div_fixup_f32"]
+    assert (entry_words(lane, sources(np.random.default_rng(4), lane, N)) >> np.uint64(32)).sum() > 10
+
+
 def test_the_registry_describes_each_function():
     for m, lane in LANE_F32.items():
         assert callable(getattr(lanef32, lane.name)), m
@@ -250,3 +299,5 @@ def test_the_registry_describes_each_function():
         assert lane.reads_mode == (m == "v_cvt_f16_f32"), m
         if lane.order:
             assert len(lane.order) == len(lane.srcs), m
+        if lane.halves == 2:
+            assert vop.PK[m][0] == len(lane.srcs), m
