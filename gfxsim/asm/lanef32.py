@@ -23,6 +23,8 @@ The float modifiers (abs, neg) are the caller's: applied to a source's word befo
 semantics.float_mods applies them. The asm front end runs with the float mode its launch accepts
 (binary32 denormals kept, round to nearest even, IEEE mode); a function that reads a MODE field the
 launch leaves free (FP16_OVFL) is marked ``reads_mode`` and takes the member's MODE word last.
+A compare's function gives the lane's bit (result "mask"): the mask, its EXEC write (v_cmpx) and
+the lanes off EXEC writing 0 are the caller's, as vop._cmp writes them.
 A binary16 source or result is its bits in the low half of the word ("f16"): which half of a
 register it comes from or goes to (op_sel, SDWA, the high half zeroed) is the caller's, as
 vop16.py places it.
@@ -717,6 +719,66 @@ def v_div_fixup_f32(s0, s1, s2):
     return d
 
 
+# ---- compares: one lane's bit ------------------------------------------------------------------------
+# the relations of the VOPC f32 compares in their encoding order (isa.compare.FLOAT's)
+RELATIONS = ("f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq", "nlt", "tru")
+
+
+@njit
+def cmp_f32(rel, a, b):
+    """Relation ``rel`` (its index in RELATIONS) of two binary32 words, IEEE: the ordered relations
+    are false with a NaN, the n* ones true."""
+    a, b = np.int64(a), np.int64(b)
+    fa, fb = _flt(a), _flt(b)
+    if rel == 0:
+        return False
+    if rel == 1:
+        return fa < fb
+    if rel == 2:
+        return fa == fb
+    if rel == 3:
+        return fa <= fb
+    if rel == 4:
+        return fa > fb
+    ordered = not _nan(a) and not _nan(b)
+    if rel == 5:
+        return ordered and fa != fb
+    if rel == 6:
+        return fa >= fb
+    if rel == 7:
+        return ordered
+    if rel == 8:
+        return not ordered
+    if rel == 9:
+        return not fa >= fb
+    if rel == 10:
+        return not (ordered and fa != fb)
+    if rel == 11:
+        return not fa > fb
+    if rel == 12:
+        return not fa <= fb
+    if rel == 13:
+        return not fa == fb
+    if rel == 14:
+        return not fa < fb
+    return True
+
+
+@njit
+def v_cmp_class_f32(a, mask):
+    """Whether the class bit of a (double.float_class: 0 signalling NaN, 1 quiet NaN, 2 -inf, 3
+    -normal, 4 -denormal, 5 -0, 6 +0, 7 +denormal, 8 +normal, 9 +inf) is set in the mask word."""
+    a = np.int64(a)
+    m = a & ABS
+    if m > INF:
+        k = 1 if (m & QNAN) else 0
+    else:
+        k = 9 if m == INF else 6 if m == 0 else 7 if m < TINY else 8
+        if a & SIGN:
+            k = 11 - k
+    return (np.int64(mask) >> k) & 1 == 1
+
+
 # ---- the registry ---------------------------------------------------------------------------------
 @njit
 def _ready():
@@ -724,18 +786,18 @@ def _ready():
 
 
 def _dispatcher(name: str):
-    """The compiled function of ``name`` (numba started on first use: jit.njit swaps every marked
-    function of this module for its dispatcher when one of them is first called)."""
+    """The compiled function of ``name``. The first call makes every function of this module a
+    dispatcher (jit.njit's, and the object-mode ones jit.njit cannot make): compiled code that names
+    them (``lanef32.v_exp_f32``) may be compiled after it."""
     g = sys.modules[__name__].__dict__
-    if not hasattr(g[name], "stats"):              # still jit.njit's lazy wrapper, or a Python function
+    if not all(hasattr(g[n], "stats") for n in (name, *_OBJECT_MODE)):      # a lazy wrapper or a Python function
         _ready()
-        if name in _OBJECT_MODE:
-            import numba
-            with _LOCK:
-                if not hasattr(g[name], "stats"):
-                    g["_objmode"] = numba.objmode
-                    for n in _OBJECT_MODE:
-                        g[n] = numba.njit(cache=True)(g[n])
+        import numba
+        with _LOCK:
+            g["_objmode"] = numba.objmode
+            for n in _OBJECT_MODE:
+                if not hasattr(g[n], "stats"):
+                    g[n] = numba.njit(cache=True)(g[n])
     return g[name]
 
 
@@ -772,6 +834,8 @@ class LaneF32:
     #                                 "refuse": bit 32 marks a lane the step refuses (take the step)
     halves: int = 1                 # 2: a packed fp32 instruction, the function applied to each half's
     #                                 selected (and negated) words (vop.PK)
+    code: int = -1                  # a compare (result "mask", a bool per lane): the relation's index in
+    #                                 RELATIONS, the function's first argument (cmp_f32(code, a, b))
 
     @property
     def fn(self):
@@ -786,9 +850,9 @@ class LaneF32:
 
 def _lane(mnemonic: str, srcs: tuple[str, ...], result: str = "f32", name: str | None = None,
           order: tuple[str, ...] = (), reads_mode: bool = False, reads_vcc: bool = False, flag: str = "",
-          halves: int = 1) -> LaneF32:
+          halves: int = 1, code: int = -1) -> LaneF32:
     return LaneF32(mnemonic, name or mnemonic, srcs, result, reads_mode, mnemonic in fp.APPROXIMATED, order,
-                   reads_vcc, flag, halves)
+                   reads_vcc, flag, halves, code)
 
 
 _F1, _F2, _F3 = ("f32",), ("f32", "f32"), ("f32", "f32", "f32")
@@ -814,6 +878,9 @@ LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
     _lane("v_div_fixup_f32", _F3, flag="refuse"),
     _lane("v_pk_add_f32", _F2, name="v_add_f32", halves=2), _lane("v_pk_mul_f32", _F2, name="v_mul_f32", halves=2),
     _lane("v_pk_fma_f32", _F3, name="v_fma_f32", halves=2),
+    *(_lane(f"v_cmp{x}_{r}_f32", _F2, "mask", name="cmp_f32", code=k) for k, r in enumerate(RELATIONS) for x in ("", "x")),
+    _lane("v_cmp_class_f32", ("f32", "u32"), "mask"), _lane("v_cmpx_class_f32", ("f32", "u32"), "mask",
+                                                           name="v_cmp_class_f32"),
 )}
 
 __all__ = ["LANE_F32", "LaneF32"]

@@ -5,6 +5,8 @@ at both ends), words near each other (so equal values and ties meet), and for th
 that land on a binary32 midpoint in binary64 with a rounding error (fp.fma's single rounding)."""
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
@@ -155,7 +157,7 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
         elif lane.halves == 2:                       # both halves at once, as the packed step: [2, width]
             r = np.asarray(vop.PK[lane.mnemonic][1](*(v.reshape(2, -1) for v in vals))).reshape(-1)
         else:
-            r = isa.entry(lane.mnemonic).fn(*vals)
+            r = isa.entry(lane.mnemonic.replace("v_cmpx_", "v_cmp_")).fn(*vals)
         if lane.flag:                                # (D, VCC) or (D, the lanes the step refuses)
             r, flag = r if isinstance(r, tuple) else (r, None)
             if lane.mnemonic == "v_div_fmas_f32":    # as the step: VCC set and a finite non-zero result
@@ -166,17 +168,25 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
             mode = srcs[len(lane.srcs)]
             st = SimpleNamespace(mode=mode[::64].astype(np.uint64), lanes=64)
             r = np.asarray(vop16.ovfl16(st, r, vals))
+    if r.dtype == bool:
+        return r.astype(U32)
     if r.dtype == np.float16:
         return r.view(np.uint16).astype(U32)
     return r.view(U32) if r.dtype.itemsize == 4 else r.astype(U32)
 
 
+# each v_cmpx_* is its v_cmp_*'s function (test_the_registry_describes_each_function), and its entry
+# the same relation (isa/compare.py defines both from one)
+TESTED = sorted(m for m in LANE_F32 if not m.startswith("v_cmpx_"))
 _APPLY = {}
 
 
 def compiled_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
-    """The compiled lane function over the lanes, through one compiled loop per source count."""
+    """The compiled lane function over the lanes, through one compiled loop per argument count."""
     import numba
+    out = np.zeros(srcs[0].size, np.uint64 if lane.flag else U32)
+    if lane.code >= 0:                              # a compare: its relation first
+        srcs = [np.full(srcs[0].size, lane.code, np.int64), *srcs]
     k = len(srcs)
     if k not in _APPLY:
         args = ", ".join(f"s{i}" for i in range(k))
@@ -185,13 +195,14 @@ def compiled_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
         ns: dict = {"__name__": __name__}
         exec(src, ns)
         _APPLY[k] = numba.njit(ns["apply"])
-    out = np.zeros(srcs[0].size, np.uint64 if lane.flag else U32)
     _APPLY[k](lane.fn, out, *srcs)
     return out
 
 
 def python_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
     fn = lane.py
+    if lane.code >= 0:
+        fn = partial(fn, lane.code)
     with np.errstate(all="ignore"):
         return np.array([fn(*(U32(s[j]) for s in srcs)) for j in range(srcs[0].size)],
                         np.uint64 if lane.flag else U32)
@@ -210,7 +221,7 @@ def _mismatch(lane, srcs, got, want) -> str:
             f"the entry {int(want[j]):#010x}")
 
 
-@pytest.mark.parametrize("mnemonic", sorted(LANE_F32))
+@pytest.mark.parametrize("mnemonic", TESTED)
 def test_compiled_lane_function_is_the_entry(mnemonic):
     lane = LANE_F32[mnemonic]
     rng = np.random.default_rng(sum(map(ord, mnemonic)))
@@ -219,7 +230,7 @@ def test_compiled_lane_function_is_the_entry(mnemonic):
     assert not _mismatch(lane, srcs, got, want), _mismatch(lane, srcs, got, want)
 
 
-@pytest.mark.parametrize("mnemonic", sorted(LANE_F32))
+@pytest.mark.parametrize("mnemonic", TESTED)
 def test_python_lane_function_is_the_entry(mnemonic):
     lane = LANE_F32[mnemonic]
     rng = np.random.default_rng(1 + sum(map(ord, mnemonic)))
@@ -228,7 +239,7 @@ def test_python_lane_function_is_the_entry(mnemonic):
     assert not _mismatch(lane, srcs, got, want), _mismatch(lane, srcs, got, want)
 
 
-@pytest.mark.parametrize("mnemonic", sorted(LANE_F32))
+@pytest.mark.parametrize("mnemonic", TESTED)
 def test_every_combination_of_special_words(mnemonic):
     """Every pair (or triple) of the special words, compiled: the NaN, zero and infinity rules meet."""
     lane = LANE_F32[mnemonic]
@@ -301,3 +312,8 @@ def test_the_registry_describes_each_function():
             assert len(lane.order) == len(lane.srcs), m
         if lane.halves == 2:
             assert vop.PK[m][0] == len(lane.srcs), m
+        assert (lane.code >= 0) == (lane.name == "cmp_f32"), m
+        if lane.code >= 0:
+            assert m.endswith(f"_{lanef32.RELATIONS[lane.code]}_f32"), m
+        if m.startswith("v_cmpx_"):
+            assert replace(lane, mnemonic=m.replace("v_cmpx_", "v_cmp_")) == LANE_F32[m.replace("v_cmpx_", "v_cmp_")]
