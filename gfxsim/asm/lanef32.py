@@ -152,6 +152,12 @@ def _fma(a, b, c):
     c64 = np.float64(_flt(c))
     p = np.float64(_flt(a)) * np.float64(_flt(b))
     s = p + c64
+    sb = np.int64(np.float64(s).view(np.uint64))
+    ex = (sb >> 52) & 0x7FF
+    if 897 <= ex <= 1150 and (sb & 0x1FFFFFFF) != 0x10000000:
+        # s in binary32's normal range and not on a binary32 midpoint: s and the exact value round
+        # alike (fp._round_once), whatever the error; no branch on data in this path
+        return _word(np.float32(s))
     bp = s - c64
     e = (p - bp) + (c64 - (s - bp))
     r = np.float32(s)
@@ -253,11 +259,9 @@ def v_med3_f32(a, b, c):
     if _nan(np.int64(a)) or _nan(np.int64(b)) or _nan(np.int64(c)):
         return v_min3_f32(a, b, c)
     m = _flt(v_max3_f32(a, b, c))
-    if m == _flt(a):
-        return v_max_f32(b, c)
-    if m == _flt(b):
-        return v_max_f32(a, c)
-    return v_max_f32(a, b)
+    # all three candidates, then a choice (selects, not branches on the data)
+    bc, ac, ab = v_max_f32(b, c), v_max_f32(a, c), v_max_f32(a, b)
+    return bc if m == _flt(a) else ac if m == _flt(b) else ab
 
 
 # ---- rounding to integers, fract ------------------------------------------------------------------
