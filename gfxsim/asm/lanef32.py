@@ -38,7 +38,6 @@ sources are not its operands in order says so in ``order`` (v_fmac_f32: (S0, S1,
 from __future__ import annotations
 
 import sys
-import threading
 import types
 from dataclasses import dataclass
 
@@ -474,27 +473,151 @@ def v_frexp_exp_i32_f32(a):
 
 # ---- the transcendental stand-ins (fp.APPROXIMATED): correctly rounded, as fp.exp2 and fp.log2 -------
 # A binary64 result y rounds to the entry's binary32 bits unless y lies close to a binary32 midpoint,
-# where the entry decides from a 60-digit value: such a lane (about one in four million) asks the
-# entry itself, from compiled code through numba's object mode (whose first use in a process compiles
-# the lifted block, ~0.5 s).
+# where the entry decides from a 60-digit value: such a lane (about one in twenty million) is
+# computed again in double-double arithmetic (~100 bits; a binary32 input's 2^x or log2(x) lies
+# about 2^-56 or more from a midpoint, relatively) and rounded from that.
 _NEAR_ULPS = 16.0      # binary64 ulps: the entry's own threshold (4) plus the libms' difference (1 here)
 #                        with room, so outside it round(y) is the entry's
 
 
-class _NoObjectMode:
-    """numba.objmode's place until numba starts (a no-op when the functions run as Python)."""
-
-    def __call__(self, **types):
-        return self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+def _dd(q) -> tuple[float, float]:
+    """A rational as a double-double (hi, lo)."""
+    from fractions import Fraction
+    hi = float(q)
+    return hi, float(Fraction(q) - Fraction(hi))
 
 
-_objmode = _NoObjectMode()
+def _dd_table(qs) -> np.ndarray:
+    return np.array([_dd(q) for q in qs], np.float64)
+
+
+def _constants():
+    from fractions import Fraction
+    from math import factorial
+    # ln 2 and 1/ln 2 to 40 digits, as double-doubles
+    ln2 = Fraction("0.6931471805599453094172321214581765680755")
+    inv_fact = _dd_table(Fraction(1, factorial(k)) for k in range(28))
+    inv_odd = _dd_table(Fraction(1, 2 * k + 1) for k in range(28))
+    return np.array(_dd(ln2)), np.array(_dd(1 / ln2)), inv_fact, inv_odd
+
+
+_LN2, _INV_LN2, _INV_FACT, _INV_ODD = _constants()
+
+
+@njit
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+@njit
+def _split(a):
+    c = 134217729.0 * a                     # 2^27 + 1 (Veltkamp)
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+@njit
+def _two_prod(a, b):
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@njit
+def _dd_add(ah, al, bh, bl):
+    s, e = _two_sum(ah, bh)
+    e += al + bl
+    hi = s + e
+    return hi, e - (hi - s)
+
+
+@njit
+def _dd_mul(ah, al, bh, bl):
+    p, e = _two_prod(ah, bh)
+    e += ah * bl + al * bh
+    hi = p + e
+    return hi, e - (hi - p)
+
+
+@njit
+def _dd_round(hi, lo):
+    """The binary32 word nearest hi + lo (a positive value, not a binary32 midpoint), ties to even."""
+    r = np.float32(hi)
+    r64 = np.float64(r)
+    up = (hi - r64) > -lo                   # hi - r64 is exact: r is hi's nearest binary32
+    if (hi - r64) == -lo:
+        return _word(r)
+    o = _step(_word(r), up)
+    o64 = np.float64(_flt(o))
+    mid = (r64 + o64) * 0.5
+    d = hi - mid                            # exact: mid lies within a binade of hi
+    if d == -lo:                            # an exact tie: to even
+        return o if (o & 1) == 0 else _word(r)
+    if (d > -lo) == up:
+        return o
+    return _word(r)
+
+
+@njit
+def _exp2_exact(x):
+    """2^x, x a non-integer binary64 in (-127, 128), rounded to binary32 through double-double."""
+    hi, lo = _exp2_dd(x)
+    return _dd_round(hi, lo)
+
+
+@njit
+def _exp2_dd(x):
+    """2^x as a double-double: x = n + f (|f| <= 1/2, exact), 2^f = exp(f ln 2) by its Taylor
+    series, times 2^n."""
+    n = np.floor(x + 0.5)
+    f = x - n
+    th, tl = _dd_mul(f, 0.0, _LN2[0], _LN2[1])
+    k = _INV_FACT.shape[0] - 1
+    rh, rl = _INV_FACT[k, 0], _INV_FACT[k, 1]
+    while k > 0:
+        k -= 1
+        rh, rl = _dd_mul(rh, rl, th, tl)
+        rh, rl = _dd_add(rh, rl, _INV_FACT[k, 0], _INV_FACT[k, 1])
+    scale = _pow2(np.int64(n))
+    return rh * scale, rl * scale
+
+
+@njit
+def _log2_exact(x):
+    """|log2 x|, x a positive normal binary32 (as binary64) not a power of two, rounded to binary32
+    through double-double."""
+    hi, lo = _log2_dd(x)
+    if hi < 0:
+        hi, lo = -hi, -lo
+    return _dd_round(hi, lo)
+
+
+@njit
+def _log2_dd(x):
+    """log2 x as a double-double: x = m 2^e with m in [0.7, 1.4), ln m = 2 atanh(s), s = (m-1)/(m+1)."""
+    w = np.int64(np.float64(x).view(np.uint64))
+    e = ((w >> 52) & 0x7FF) - 1023
+    m = x * _pow2(-e)
+    if m > 1.4142135623730951:
+        m *= 0.5
+        e += 1
+    num, den = m - 1.0, m + 1.0                 # both exact
+    q = num / den
+    p, pe = _two_prod(q, den)
+    sh, sl = _two_sum(q, ((num - p) - pe) / den)
+    zh, zl = _dd_mul(sh, sl, sh, sl)
+    k = _INV_ODD.shape[0] - 1
+    rh, rl = _INV_ODD[k, 0], _INV_ODD[k, 1]
+    while k > 0:
+        k -= 1
+        rh, rl = _dd_mul(rh, rl, zh, zl)
+        rh, rl = _dd_add(rh, rl, _INV_ODD[k, 0], _INV_ODD[k, 1])
+    rh, rl = _dd_mul(rh, rl, 2.0 * sh, 2.0 * sl)            # ln m
+    rh, rl = _dd_mul(rh, rl, _INV_LN2[0], _INV_LN2[1])      # log2 m
+    return _dd_add(np.float64(e), 0.0, rh, rl)
 
 
 @njit
@@ -515,22 +638,7 @@ def _near_midpoint(y):
     return np.isfinite(mid) and abs(y - mid) <= _NEAR_ULPS * _ulp64(y)
 
 
-def _entry_word(mnemonic: str, w) -> np.uint32:
-    """The ISA entry's result word for one source word (the close lanes of the stand-ins)."""
-    from .. import isa
-    with np.errstate(all="ignore"):
-        r = np.asarray(isa.entry(mnemonic).fn(np.array([w], np.uint32).view(np.float32)))
-    return np.uint32(r.view(np.uint32)[0])
-
-
-def _exp_entry(w) -> np.uint32:
-    return _entry_word("v_exp_f32", w)
-
-
-def _log_entry(w) -> np.uint32:
-    return _entry_word("v_log_f32", w)
-
-
+@njit
 def v_exp_f32(a):
     """fp.exp2: 2^x correctly rounded, exact at integers, a result below 2^-126 flushed to +0."""
     a = np.int64(a)
@@ -550,16 +658,13 @@ def v_exp_f32(a):
             return np.uint32(0)
         return _out(_word(np.float32(_pow2(np.int64(x)))))
     y = np.exp2(x)
-    if _near_midpoint(y):
-        with _objmode(r="uint32"):
-            r = _exp_entry(a)
-        return r
-    w = _word(np.float32(y))
-    if w < 0x00800000:
+    w = _exp2_exact(x) if _near_midpoint(y) else _word(np.float32(y))
+    if w < TINY:
         return np.uint32(0)
     return _out(w)
 
 
+@njit
 def v_log_f32(a):
     """fp.log2: log2 correctly rounded of the input with denormals flushed; log2(±0) = -inf, a
     negative input the canonical NaN, exact at powers of two."""
@@ -575,16 +680,11 @@ def v_log_f32(a):
         return np.uint32(INF)
     if (f & 0x007FFFFF) == 0:
         return _out(_word(np.float32(np.float64((f >> 23) - 127))))
-    y = np.log2(np.float64(_flt(f)))
+    x = np.float64(_flt(f))
+    y = np.log2(x)
     if _near_midpoint(abs(y)):
-        with _objmode(r="uint32"):
-            r = _log_entry(a)
-        return r
+        return _out(_log2_exact(x) | (SIGN if y < 0 else 0))
     return _out(_word(np.float32(y)))
-
-
-# compiled by _dispatcher with numba's object mode in place (jit.njit would compile them before it)
-_OBJECT_MODE = ("v_exp_f32", "v_log_f32")
 
 
 # ---- binary16 conversions (numpy's own rounding and NaN rules, as the entries' casts) --------------
@@ -790,22 +890,15 @@ def _ready():
 
 
 def _dispatcher(name: str):
-    """The compiled function of ``name``. The first call makes every function of this module a
-    dispatcher (jit.njit's, and the object-mode ones jit.njit cannot make): compiled code that names
-    them (``lanef32.v_exp_f32``) may be compiled after it."""
+    """The compiled function of ``name`` (numba started on first use: jit.njit swaps every marked
+    function of this module for its dispatcher when one of them is first called, so compiled code
+    that names them, ``lanef32.v_add_f32``, may be compiled after this)."""
     g = sys.modules[__name__].__dict__
-    if not all(hasattr(g[n], "stats") for n in (name, *_OBJECT_MODE)):      # a lazy wrapper or a Python function
+    if not hasattr(g[name], "stats"):              # still jit.njit's lazy wrapper
         _ready()
-        import numba
-        with _LOCK:
-            g["_objmode"] = numba.objmode
-            for n in _OBJECT_MODE:
-                if not hasattr(g[n], "stats"):
-                    g[n] = numba.njit(cache=True)(g[n])
     return g[name]
 
 
-_LOCK = threading.Lock()
 _PY: dict = {}
 
 
@@ -814,10 +907,9 @@ def _python(name: str):
     also run by Python (a globals dict where each is its Python function)."""
     if not _PY:
         g = dict(sys.modules[__name__].__dict__)
-        g["_objmode"] = _NoObjectMode()
         for k, v in list(g.items()):
-            py = getattr(v, "py_func", v)
-            if isinstance(py, types.FunctionType) and py.__module__ == __name__:
+            py = getattr(v, "py_func", None)
+            if py is not None and py.__module__ == __name__:
                 g[k] = types.FunctionType(py.__code__, g, k, py.__defaults__)
         _PY.update(g)
     return _PY[name]

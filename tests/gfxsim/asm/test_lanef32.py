@@ -274,9 +274,9 @@ def test_the_midpoint_cases_reach_the_tie_rule():
 
 
 @pytest.mark.parametrize("mnemonic", sorted(CLOSE))
-def test_the_close_lanes_ask_the_entry(mnemonic):
-    """The stand-ins' inputs near a midpoint take the entry's answer (numba's object mode when
-    compiled): they are close, and compiled and Python give the entry's words."""
+def test_the_close_lanes_take_the_exact_path(mnemonic):
+    """The stand-ins' inputs near a midpoint are recomputed in double-double: they are close, and
+    compiled and Python give the entry's words (its 60-digit decision)."""
     lane = LANE_F32[mnemonic]
     near = lanef32._python("_near_midpoint")
     w = np.array(CLOSE[mnemonic], U32)
@@ -289,17 +289,64 @@ def test_the_close_lanes_ask_the_entry(mnemonic):
     assert (python_words(lane, srcs) == want).all()
 
 
-def test_the_division_data_reaches_each_case():
-    """div_scale's data scales S0 up and down and sets VCC; div_fixup's meets its underflow case."""
-    lane = LANE_F32["v_div_scale_f32"]
-    srcs = sources(np.random.default_rng(3), lane, N)
-    w = entry_words(lane, srcs)
-    with np.errstate(all="ignore"):               # signalling NaNs widened
-        d = (w & np.uint64(0xFFFFFFFF)).astype(U32).view(F32).astype(np.float64)
-        ratio = d / srcs[0].view(F32).astype(np.float64)
-    assert (w >> np.uint64(32)).sum() > 100 and (ratio == 2.0 ** 64).sum() > 100 and (ratio == 2.0 ** -64).sum() > 0
-    lane = LANE_F32["v_div_fixup_f32"]
-    assert (entry_words(lane, sources(np.random.default_rng(4), lane, N)) >> np.uint64(32)).sum() > 10
+@pytest.mark.parametrize("mnemonic", sorted(CLOSE))
+def test_the_exact_paths_round_every_input_as_the_entry(mnemonic):
+    """The double-double paths, taken on every input (not only the close ones), give the entry's
+    correctly rounded words: 2^x for non-integer x in (-127, 128), |log2 x| for positive normal x."""
+    rng = np.random.default_rng(11)
+    lane = LANE_F32[mnemonic]
+    if mnemonic == "v_exp_f32":
+        x = rng.uniform(-127, 128, 4000).astype(F32)
+        x = x[x != np.floor(x)]
+        name = "_exp2_exact"
+    else:
+        x = (rng.integers(0x00800001, 0x7F800000, 4000).astype(U32) | U32(1)).view(F32)
+        x = np.concatenate([x, (np.float32(1) + rng.integers(1, 1 << 12, 500).astype(F32) * F32(2.0 ** -23))])
+        name = "_log2_exact"
+    x = np.resize(x, x.size // 64 * 64)
+    want = entry_words(lane, [x.view(U32)]) & U32(ABS)
+    if mnemonic == "v_exp_f32":
+        want = np.where(want < U32(0x00800000), U32(0), want)
+    fn = lanef32._dispatcher(name)
+    got = np.array([fn(v) for v in x.astype(np.float64)], U32)
+    if mnemonic == "v_exp_f32":
+        got = np.where(got < U32(0x00800000), U32(0), got)
+    assert (got == want).all(), (x[got != want][:3], got[got != want][:3], want[got != want][:3])
+    py = lanef32._python(name)
+    assert all(py(v) == g for v, g in zip(x[:300].astype(np.float64), got[:300]))
+
+
+@pytest.mark.parametrize("name", ["_exp2_dd", "_log2_dd"])
+def test_the_double_doubles_hold_about_100_bits(name):
+    """hi + lo of the double-double paths lies within 2^-95 (relative) of the 60-digit value."""
+    from decimal import Decimal, localcontext
+    rng = np.random.default_rng(12)
+    if name == "_exp2_dd":
+        xs = rng.uniform(-127, 128, 200).astype(F32).astype(np.float64)
+    else:
+        xs = np.concatenate([(rng.integers(0x00800001, 0x7F800000, 150).astype(U32) | U32(1)).view(F32),
+                             np.float32(1) + rng.integers(1, 1 << 12, 50).astype(F32) * F32(2.0 ** -23)]).astype(np.float64)
+    fn = lanef32._dispatcher(name)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for x in xs:
+            hi, lo = fn(x)
+            d = Decimal(float(x))
+            exact = (d * Decimal(2).ln()).exp() if name == "_exp2_dd" else d.ln() / Decimal(2).ln()
+            assert abs((Decimal(hi) + Decimal(lo)) - exact) <= abs(exact) * Decimal(2) ** -95, x
+
+
+def test_the_double_double_rounding_decides_by_the_low_part():
+    """_dd_round of a binary32 midpoint: up or down by lo's sign, to even when lo is zero."""
+    rnd = lanef32._dispatcher("_dd_round")
+    for w in (0x3F800000, 0x3F800001, 0x00000004, 0x7E000123):
+        r = float(np.uint32(w).view(F32))
+        o = float(np.uint32(w + 1).view(F32))
+        mid = (r + o) / 2
+        tiny = np.spacing(mid) / 8
+        assert rnd(mid, tiny) == w + 1 and rnd(mid, -tiny) == w
+        assert rnd(mid, 0.0) == (w if w % 2 == 0 else w + 1)
+        assert rnd(r, tiny) == w and rnd(o, -tiny) == w + 1
 
 
 def test_the_registry_describes_each_function():
