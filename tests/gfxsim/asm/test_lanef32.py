@@ -102,17 +102,19 @@ def modes(rng, n: int) -> np.ndarray:
 
 def sources(rng, lane, n: int) -> list[np.ndarray]:
     out = [halves(rng, n) if t == "f16" else words(rng, n) for t in lane.srcs]
-    if lane.result == "f16":
-        some = rng.random(n) < 0.5
-        out[0][some] = f16_range(rng, n)[some]
+    if lane.srcs[0] == "f32" and lane.result in ("f16", "u32") and "f16" in lane.mnemonic:
+        for x in out:                                # binary32 sources around binary16's range
+            some = rng.random(n) < 0.5
+            x[some] = f16_range(rng, n)[some]
     if lane.mnemonic in CLOSE:                      # their domain: 2^x for x in [-128, 128), log2 of positives
         x = rng.uniform(-130, 130, n).astype(F32).view(U32) if lane.mnemonic == "v_exp_f32" else out[0] & U32(ABS)
         some = rng.random(n) < 0.6
         out[0][some] = x[some]
         out[0][:len(CLOSE[lane.mnemonic])] = CLOSE[lane.mnemonic]
     near = rng.random(n) < 0.2                       # a neighbour of the first source: equal values, ±0
+    top = U32(15 if lane.srcs[0] == "f16" else 31)
     for x in out[1:]:
-        x[near] = out[0][near] ^ (rng.integers(0, 2, n).astype(U32)[near] << U32(rng.integers(0, 2) * 31))
+        x[near] = out[0][near] ^ (rng.integers(0, 2, n).astype(U32)[near] << (U32(rng.integers(0, 2)) * top))
     if len(out) == 3 and lane.name in ("v_fma_f32", "v_mac_f32"):
         m = rng.random(n) < 0.3
         a, b, c = fma_midpoints(rng, n)
@@ -164,8 +166,9 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
                 flag = srcs[3].astype(bool) & np.isfinite(r) & (r != 0)
             return np.asarray(r).view(U32).astype(np.uint64) | (np.asarray(flag, np.uint64) << np.uint64(32))
         r = np.asarray(r)
-        if lane.reads_mode:                          # as the 16-bit rows apply MODE (vop16.ovfl16)
-            mode = srcs[len(lane.srcs)]
+        if lane.result == "f16" and lane.mnemonic not in vop16._OWN:   # the 16-bit rows' MODE (vop16.ovfl16)
+            # a function that reads no MODE is held to the entry with FP16_OVFL set: it must not matter
+            mode = srcs[len(lane.srcs)] if lane.reads_mode else np.full(srcs[0].size, 1 << lanef32.FP16_OVFL, U32)
             st = SimpleNamespace(mode=mode[::64].astype(np.uint64), lanes=64)
             r = np.asarray(vop16.ovfl16(st, r, vals))
     if r.dtype == bool:
@@ -354,7 +357,8 @@ def test_the_registry_describes_each_function():
         assert callable(getattr(lanef32, lane.name)), m
         assert lane.srcs and set(lane.srcs) <= {"f32", "i32", "u32", "f16"}, m
         assert lane.approximated == (m in isa.fp.APPROXIMATED), m
-        assert lane.reads_mode == (m == "v_cvt_f16_f32"), m
+        assert lane.reads_mode == (m == "v_cvt_f16_f32" or m.startswith(("v_add_f16", "v_sub", "v_mul_f16", "v_fma_f16"))
+                                   and m.endswith("_f16")), m
         if lane.order:
             assert len(lane.order) == len(lane.srcs), m
         if lane.halves == 2:
