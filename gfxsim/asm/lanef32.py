@@ -1176,6 +1176,9 @@ LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
     _lane("v_fma_f32", _F3),
     _lane("v_fmac_f32", _F3, name="v_fma_f32", order=("S0", "S1", "D")),
     _lane("v_mac_f32", _F3, order=("S0", "S1", "D")),
+    # a*b + c of the printed operands (vop.v_fma_k_f32: mk S0, K, S1; ak S0, S1, K)
+    _lane("v_fmamk_f32", _F3, name="v_fma_f32"), _lane("v_fmaak_f32", _F3, name="v_fma_f32"),
+    _lane("v_madmk_f32", _F3, name="v_mac_f32"), _lane("v_madak_f32", _F3, name="v_mac_f32"),
     _lane("v_max_f32", _F2), _lane("v_min_f32", _F2),
     _lane("v_max3_f32", _F3), _lane("v_min3_f32", _F3), _lane("v_med3_f32", _F3),
     _lane("v_rndne_f32", _F1), _lane("v_trunc_f32", _F1), _lane("v_floor_f32", _F1), _lane("v_ceil_f32", _F1),

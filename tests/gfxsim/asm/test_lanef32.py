@@ -156,6 +156,11 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
         if lane.mnemonic in ("v_fmac_f32", "v_mac_f32"):
             x, y, acc = vals
             r = np.asarray(vop._mac_math(lane.mnemonic)(acc, x, y))
+        elif lane.mnemonic in ("v_madmk_f32", "v_madak_f32"):        # as vop.v_fma_k_f32
+            x, y, z = vals
+            r = np.asarray((x * y + z).astype(F32))
+        elif lane.mnemonic in ("v_fmamk_f32", "v_fmaak_f32"):
+            r = np.asarray(isa.entry("v_fma_f32").fn(*vals))
         elif lane.halves == 2:                       # both halves at once, as the packed step: [2, width]
             r = np.asarray(vop.PK[lane.mnemonic][1](*(v.reshape(2, -1) for v in vals))).reshape(-1)
         else:
