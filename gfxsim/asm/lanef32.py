@@ -963,6 +963,80 @@ def v_cvt_pkrtz_f16_f32(a, b):
     return _out(_rtz16(np.int64(a)) | (_rtz16(np.int64(b)) << 16))
 
 
+# ---- gfx942's fp8/bf8 (e4m3fnuz / e5m2fnuz: 0x80 the only NaN, no infinity, no -0) -----------------
+# (mantissa bits, exponent bias, the largest finite value) as ml_dtypes casts them (conversion.py)
+FP8 = (3, 8, 240.0)
+BF8 = (2, 16, 57344.0)
+
+
+@njit
+def _to8(w, mbits, bias, top, mode):
+    """A binary32 word to fnuz bits, rounded to nearest even; NaN, infinities and values beyond the
+    range 0x80, the last ±top with MODE.FP16_OVFL (cvt8.saturated); what rounds to zero +0."""
+    w = np.int64(w)
+    neg = (w & SIGN) != 0
+    m = w & ABS
+    if m >= INF:
+        return np.int64(0x80)
+    v = np.float64(_flt(m))
+    if v == 0.0:
+        return np.int64(0)
+    e = (m >> 23) - 127                         # v's binade (a binary32 denormal rounds to 0 below)
+    q = _pow2(max(e, 1 - bias) - mbits)         # the grid of v's binade, or the denormals'
+    r = np.rint(v / q) * q
+    if r == 0.0:
+        return np.int64(0)
+    if r > top:
+        if (np.int64(mode) >> FP16_OVFL) & 1:
+            r = top
+        else:
+            return np.int64(0x80)
+    rb = np.int64(np.float64(r).view(np.uint64))
+    re = ((rb >> 52) & 0x7FF) - 1023
+    if re < 1 - bias:                           # a denormal: the exponent field 0
+        bits = np.int64(r / _pow2(1 - bias - mbits))
+    else:
+        bits = ((re + bias) << mbits) | ((rb >> (52 - mbits)) & ((1 << mbits) - 1))
+    return bits | (0x80 if neg else 0)
+
+
+@njit
+def _from8(b, mbits, bias):
+    """fnuz bits to a binary32 word, exactly; 0x80 the NaN ml_dtypes gives (0xFFC00000)."""
+    b = np.int64(b) & 0xFF
+    if b == 0x80:
+        return np.int64(0xFFC00000)
+    e = (b & 0x7F) >> mbits
+    mant = b & ((1 << mbits) - 1)
+    if e == 0:
+        v = mant * _pow2(1 - bias - mbits)
+    else:
+        v = (1.0 + mant * _pow2(-mbits)) * _pow2(e - bias)
+    return _word(np.float32(-v if b & 0x80 else v))
+
+
+@njit
+def v_cvt_pk_fp8_f32(a, b, mode):
+    """{fp8(S1), fp8(S0)} in the low 16 bits (the word of D they go to, op_sel, is the caller's)."""
+    return _out(_to8(a, FP8[0], FP8[1], FP8[2], mode) | (_to8(b, FP8[0], FP8[1], FP8[2], mode) << 8))
+
+
+@njit
+def v_cvt_pk_bf8_f32(a, b, mode):
+    return _out(_to8(a, BF8[0], BF8[1], BF8[2], mode) | (_to8(b, BF8[0], BF8[1], BF8[2], mode) << 8))
+
+
+@njit
+def v_cvt_f32_fp8(b):
+    """The byte's fp8 value (the byte selected, byte 0 or an SDWA select, is the caller's)."""
+    return _out(_from8(b, FP8[0], FP8[1]))
+
+
+@njit
+def v_cvt_f32_bf8(b):
+    return _out(_from8(b, BF8[0], BF8[1]))
+
+
 # ---- the division helpers: a word and a flag (bit 32 of the np.uint64 returned) ------------------------
 TINY = 0x00800000                   # the smallest normal binary32's word
 FLAG = np.uint64(1 << 32)
@@ -1139,7 +1213,7 @@ class LaneF32:
     """One instruction's lane function (see the module docstring)."""
     mnemonic: str
     name: str                       # the function's name in this module
-    srcs: tuple[str, ...]           # source types ("f32", "i32", "u32", "f16") in the function's argument order
+    srcs: tuple[str, ...]           # source types ("f32", "i32", "u32", "f16", "fp8", "bf8") in argument order
     result: str                     # the result's type ("f16": its bits in the low half of the word returned)
     reads_mode: bool = False        # the function takes the member's MODE word as one more, last, argument
     approximated: bool = False      # the caller marks the result approximated (fp.APPROXIMATED)
@@ -1197,6 +1271,8 @@ LANE_F32: dict[str, LaneF32] = {e.mnemonic: e for e in (
     _lane("v_max_f16", ("f16", "f16"), "f16"), _lane("v_min_f16", ("f16", "f16"), "f16"),
     *(_lane(f"v_{n}_f16", ("f16",) * 3, "f16") for n in ("max3", "min3", "med3")),
     _lane("v_cvt_pkrtz_f16_f32", _F2, "u32"),
+    _lane("v_cvt_pk_fp8_f32", _F2, "u32", reads_mode=True), _lane("v_cvt_pk_bf8_f32", _F2, "u32", reads_mode=True),
+    _lane("v_cvt_f32_fp8", ("fp8",)), _lane("v_cvt_f32_bf8", ("bf8",)),
     _lane("v_div_scale_f32", _F3, flag="vcc"), _lane("v_div_fmas_f32", _F3, reads_vcc=True, flag="refuse"),
     _lane("v_div_fixup_f32", _F3, flag="refuse"),
     _lane("v_pk_add_f32", _F2, name="v_add_f32", halves=2), _lane("v_pk_mul_f32", _F2, name="v_mul_f32", halves=2),

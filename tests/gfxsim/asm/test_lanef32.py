@@ -9,13 +9,14 @@ from dataclasses import replace
 from functools import partial
 from types import SimpleNamespace
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from gfxsim import isa
 from gfxsim.asm import lanef32
 from gfxsim.asm.lanef32 import LANE_F32
-from gfxsim.asm.semantics import vop, vop16
+from gfxsim.asm.semantics import cvt8, vop, vop16
 
 U32, I32, F32 = np.uint32, np.int32, np.float32
 ABS = 0x7FFFFFFF
@@ -101,7 +102,18 @@ def modes(rng, n: int) -> np.ndarray:
 
 
 def sources(rng, lane, n: int) -> list[np.ndarray]:
-    out = [halves(rng, n) if t == "f16" else words(rng, n) for t in lane.srcs]
+    out = [halves(rng, n) if t == "f16" else rng.integers(0, 256, n).astype(U32) if t in ("fp8", "bf8")
+           else words(rng, n) for t in lane.srcs]
+    if "fp8_f32" in lane.mnemonic or "bf8_f32" in lane.mnemonic:     # binary32 sources around the fp8 ranges
+        top = 140 if "fp8" in lane.mnemonic else 145
+        for x in out:
+            some = rng.random(n) < 0.7
+            e = rng.integers(100, top, n).astype(U32)
+            mant = rng.integers(0, 1 << 23, n).astype(U32)
+            tie = rng.random(n) < 0.3
+            mant[tie] &= ~U32((1 << 20) - 1)
+            near = (rng.integers(0, 2, n).astype(U32) << U32(31)) | (e << U32(23)) | mant
+            x[some] = near[some]
     if lane.srcs[0] == "f32" and lane.result in ("f16", "u32") and "f16" in lane.mnemonic:
         for x in out:                                # binary32 sources around binary16's range
             some = rng.random(n) < 0.5
@@ -150,6 +162,7 @@ def division(rng, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
     """The ISA entry's words for the lanes' sources, read as the asm front end's reads give them."""
     vals = [w.astype(np.uint16).view(np.float16) if t == "f16" else
+            w.astype(np.uint8).view(getattr(ml_dtypes, cvt8.ML[t])) if t in ("fp8", "bf8") else
             np.ascontiguousarray(w).view(F32 if t == "f32" else I32 if t == "i32" else U32)
             for w, t in zip(srcs, lane.srcs)]
     with np.errstate(all="ignore"):
@@ -161,6 +174,12 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
             r = np.asarray((x * y + z).astype(F32))
         elif lane.mnemonic in ("v_fmamk_f32", "v_fmaak_f32"):
             r = np.asarray(isa.entry("v_fma_f32").fn(*vals))
+        elif lane.mnemonic in ("v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32"):   # as cvt8._pk_to8: {S1, S0}
+            kind = lane.mnemonic[9:12]
+            st = SimpleNamespace(mode=srcs[2][::64].astype(np.uint64), lanes=64)
+            fn = isa.entry(lane.mnemonic).fn
+            lo, hi = (cvt8.saturated(st, x, np.asarray(fn(x)).view(np.uint8), kind).astype(U32) for x in vals)
+            return lo | (hi << U32(8))
         elif lane.halves == 2:                       # both halves at once, as the packed step: [2, width]
             r = np.asarray(vop.PK[lane.mnemonic][1](*(v.reshape(2, -1) for v in vals))).reshape(-1)
         else:
@@ -251,7 +270,8 @@ def test_python_lane_function_is_the_entry(mnemonic):
 def test_every_combination_of_special_words(mnemonic):
     """Every pair (or triple) of the special words, compiled: the NaN, zero and infinity rules meet."""
     lane = LANE_F32[mnemonic]
-    grid = np.meshgrid(*(SPECIAL16 if t == "f16" else SPECIAL for t in lane.srcs), indexing="ij")
+    grid = np.meshgrid(*(SPECIAL16 if t == "f16" else np.arange(256, dtype=U32) if t in ("fp8", "bf8") else SPECIAL
+                         for t in lane.srcs), indexing="ij")
     n = -(-grid[0].size // 64) * 64
     srcs = [np.resize(g.reshape(-1), n) for g in grid]
     if lane.reads_vcc:
@@ -360,10 +380,10 @@ def test_the_double_double_rounding_decides_by_the_low_part():
 def test_the_registry_describes_each_function():
     for m, lane in LANE_F32.items():
         assert callable(getattr(lanef32, lane.name)), m
-        assert lane.srcs and set(lane.srcs) <= {"f32", "i32", "u32", "f16"}, m
+        assert lane.srcs and set(lane.srcs) <= {"f32", "i32", "u32", "f16", "fp8", "bf8"}, m
         assert lane.approximated == (m in isa.fp.APPROXIMATED), m
-        assert lane.reads_mode == (m == "v_cvt_f16_f32" or m.startswith(("v_add_f16", "v_sub", "v_mul_f16", "v_fma_f16"))
-                                   and m.endswith("_f16")), m
+        assert lane.reads_mode == (m in ("v_cvt_f16_f32", "v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32") or
+                                   m.startswith(("v_add_f16", "v_sub", "v_mul_f16", "v_fma_f16")) and m.endswith("_f16")), m
         if lane.order:
             assert len(lane.order) == len(lane.srcs), m
         if lane.halves == 2:
