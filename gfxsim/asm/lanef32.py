@@ -257,10 +257,19 @@ def v_med3_f32(a, b, c):
     """fp.med3: with a NaN source the min3; else the max of the two that are not the max3."""
     if _nan(np.int64(a)) or _nan(np.int64(b)) or _nan(np.int64(c)):
         return v_min3_f32(a, b, c)
-    m = _flt(v_max3_f32(a, b, c))
+    a, b, c = np.int64(a), np.int64(b), np.int64(c)
+    ab = _max_num(a, b)
+    m = _flt(_max_num(ab, c))
     # all three candidates, then a choice (selects, not branches on the data)
-    bc, ac, ab = v_max_f32(b, c), v_max_f32(a, c), v_max_f32(a, b)
-    return bc if m == _flt(a) else ac if m == _flt(b) else ab
+    bc, ac = _max_num(b, c), _max_num(a, c)
+    return _out(bc if m == _flt(a) else ac if m == _flt(b) else ab)
+
+
+@njit
+def _max_num(a, b):
+    """v_max_f32 of two words neither of which is a NaN: +0 above -0."""
+    fa, fb = _flt(a), _flt(b)
+    return a if fa > fb or (fa == fb and (a & SIGN) == 0) else b
 
 
 # ---- rounding to integers, fract ------------------------------------------------------------------
