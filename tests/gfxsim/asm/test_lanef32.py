@@ -5,6 +5,7 @@ at both ends), words near each other (so equal values and ties meet), and for th
 that land on a binary32 midpoint in binary64 with a rounding error (fp.fma's single rounding)."""
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from functools import partial
 from types import SimpleNamespace
@@ -14,7 +15,8 @@ import numpy as np
 import pytest
 
 from gfxsim import isa
-from gfxsim.asm import lanef32
+from gfxsim.asm import lanef16, lanef32
+from gfxsim.asm.lanef16 import LANE_F16
 from gfxsim.asm.lanef32 import LANE_F32
 from gfxsim.asm.semantics import cvt8, vop, vop16
 
@@ -98,7 +100,7 @@ def f16_range(rng, n: int) -> np.ndarray:
 def modes(rng, n: int) -> np.ndarray:
     """MODE words of members: the launch's fields, FP16_OVFL set in about half."""
     base = 3 << 4 | 3 << 6 | 1 << 8 | 1 << 9
-    return (base | rng.integers(0, 2, n).astype(np.int64) << lanef32.FP16_OVFL).astype(U32)
+    return (base | rng.integers(0, 2, n).astype(np.int64) << lanef16.FP16_OVFL).astype(U32)
 
 
 def sources(rng, lane, n: int) -> list[np.ndarray]:
@@ -192,7 +194,7 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
         r = np.asarray(r)
         if lane.result == "f16" and lane.mnemonic not in vop16._OWN:   # the 16-bit rows' MODE (vop16.ovfl16)
             # a function that reads no MODE is held to the entry with FP16_OVFL set: it must not matter
-            mode = srcs[len(lane.srcs)] if lane.reads_mode else np.full(srcs[0].size, 1 << lanef32.FP16_OVFL, U32)
+            mode = srcs[len(lane.srcs)] if lane.reads_mode else np.full(srcs[0].size, 1 << lanef16.FP16_OVFL, U32)
             st = SimpleNamespace(mode=mode[::64].astype(np.uint64), lanes=64)
             r = np.asarray(vop16.ovfl16(st, r, vals))
     if r.dtype == bool:
@@ -204,7 +206,8 @@ def entry_words(lane, srcs: list[np.ndarray]) -> np.ndarray:
 
 # each v_cmpx_* is its v_cmp_*'s function (test_the_registry_describes_each_function), and its entry
 # the same relation (isa/compare.py defines both from one)
-TESTED = sorted(m for m in LANE_F32 if not m.startswith("v_cmpx_"))
+LANES = {**LANE_F32, **LANE_F16}
+TESTED = sorted(m for m in LANES if not m.startswith("v_cmpx_"))
 _APPLY = {}
 
 
@@ -250,7 +253,7 @@ def _mismatch(lane, srcs, got, want) -> str:
 
 @pytest.mark.parametrize("mnemonic", TESTED)
 def test_compiled_lane_function_is_the_entry(mnemonic):
-    lane = LANE_F32[mnemonic]
+    lane = LANES[mnemonic]
     rng = np.random.default_rng(sum(map(ord, mnemonic)))
     srcs = sources(rng, lane, N)
     got, want = compiled_words(lane, srcs), entry_words(lane, srcs)
@@ -259,7 +262,7 @@ def test_compiled_lane_function_is_the_entry(mnemonic):
 
 @pytest.mark.parametrize("mnemonic", TESTED)
 def test_python_lane_function_is_the_entry(mnemonic):
-    lane = LANE_F32[mnemonic]
+    lane = LANES[mnemonic]
     rng = np.random.default_rng(1 + sum(map(ord, mnemonic)))
     srcs = sources(rng, lane, PY_N)
     got, want = python_words(lane, srcs), entry_words(lane, srcs)
@@ -269,7 +272,7 @@ def test_python_lane_function_is_the_entry(mnemonic):
 @pytest.mark.parametrize("mnemonic", TESTED)
 def test_every_combination_of_special_words(mnemonic):
     """Every pair (or triple) of the special words, compiled: the NaN, zero and infinity rules meet."""
-    lane = LANE_F32[mnemonic]
+    lane = LANES[mnemonic]
     grid = np.meshgrid(*(SPECIAL16 if t == "f16" else np.arange(256, dtype=U32) if t in ("fp8", "bf8") else SPECIAL
                          for t in lane.srcs), indexing="ij")
     n = -(-grid[0].size // 64) * 64
@@ -277,13 +280,13 @@ def test_every_combination_of_special_words(mnemonic):
     if lane.reads_vcc:
         srcs.append(np.resize(np.array([0, 1], U32), n))
     for ovfl in (0, 1) if lane.reads_mode else (None,):
-        run = srcs + ([np.full(n, ovfl << lanef32.FP16_OVFL, U32)] if lane.reads_mode else [])
+        run = srcs + ([np.full(n, ovfl << lanef16.FP16_OVFL, U32)] if lane.reads_mode else [])
         got, want = compiled_words(lane, run), entry_words(lane, run)
         assert not _mismatch(lane, run, got, want), _mismatch(lane, run, got, want)
 
 
 def test_every_binary16_widens_as_the_entry():
-    lane = LANE_F32["v_cvt_f32_f16"]
+    lane = LANE_F16["v_cvt_f32_f16"]
     srcs = [np.arange(1 << 16, dtype=U32)]
     assert (compiled_words(lane, srcs) == entry_words(lane, srcs)).all()
 
@@ -378,8 +381,9 @@ def test_the_double_double_rounding_decides_by_the_low_part():
 
 
 def test_the_registry_describes_each_function():
-    for m, lane in LANE_F32.items():
-        assert callable(getattr(lanef32, lane.name)), m
+    for m, lane in LANES.items():
+        assert callable(getattr(sys.modules[lane.module], lane.name)), m
+        assert (lane.module == lanef16.__name__) == (m in LANE_F16), m
         assert lane.srcs and set(lane.srcs) <= {"f32", "i32", "u32", "f16", "fp8", "bf8"}, m
         assert lane.approximated == (m in isa.fp.APPROXIMATED), m
         assert lane.reads_mode == (m in ("v_cvt_f16_f32", "v_cvt_pk_fp8_f32", "v_cvt_pk_bf8_f32") or
