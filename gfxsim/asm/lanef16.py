@@ -68,7 +68,7 @@ def v_cvt_f16_f32(a, mode):
     """binary32 to binary16 bits (in the low half) as numpy casts (_half); with MODE.FP16_OVFL a
     finite source that overflows gives ±65504 (vop16.ovfl16)."""
     a = np.int64(a)
-    return lanef32._out(_ovfl16(_half(a), (a & INF) != INF, mode))
+    return lanef32.as_u32(_ovfl16(_half(a), (a & INF) != INF, mode))
 
 
 @njit
@@ -79,12 +79,12 @@ def v_cvt_f32_f16(h):
     e = (h >> 10) & 0x1F
     mant = h & 0x3FF
     if e == 0x1F:
-        return lanef32._out(sign | INF | (mant << 13))
+        return lanef32.as_u32(sign | INF | (mant << 13))
     if e == 0:
         if mant == 0:
-            return lanef32._out(sign)
-        return lanef32._out(sign | lanef32._word(np.float32(np.float64(mant) * 5.9604644775390625e-08)))
-    return lanef32._out(sign | ((e + 112) << 23) | (mant << 13))
+            return lanef32.as_u32(sign)
+        return lanef32.as_u32(sign | lanef32.word(np.float32(np.float64(mant) * 5.9604644775390625e-08)))
+    return lanef32.as_u32(sign | ((e + 112) << 23) | (mant << 13))
 
 
 # ---- binary16 arithmetic (the 16-bit rows' entries: numpy's float16 loops, through binary32, or
@@ -107,7 +107,7 @@ def _snan16(h):
 @njit
 def _wide(h):
     """A binary16's value as binary64 (exact; a NaN's payload is not needed: callers test for NaN first)."""
-    return np.float64(lanef32._flt(v_cvt_f32_f16(h)))
+    return np.float64(lanef32.flt(v_cvt_f32_f16(h)))
 
 
 @njit
@@ -149,17 +149,17 @@ def _arith16(op, a, b, mode):
     mul, as numpy's compiled loops order them), another NaN the canonical one."""
     a, b = np.int64(a) & 0xFFFF, np.int64(b) & 0xFFFF
     if op != 1 and _nan16(b):
-        return lanef32._out(b | QNAN16)
+        return lanef32.as_u32(b | QNAN16)
     if _nan16(a):
-        return lanef32._out(a | QNAN16)
+        return lanef32.as_u32(a | QNAN16)
     if _nan16(b):
-        return lanef32._out(b | QNAN16)
+        return lanef32.as_u32(b | QNAN16)
     x, y = np.float32(_wide(a)), np.float32(_wide(b))
     r = x + y if op == 0 else x - y if op == 1 else x * y
-    w = lanef32._word(r)
-    if lanef32._nan(w):
+    w = lanef32.word(r)
+    if lanef32.is_nan(w):
         return np.uint32(CANONICAL16)
-    return lanef32._out(_ovfl16(_half(w), (a & INF16) != INF16 and (b & INF16) != INF16, mode))
+    return lanef32.as_u32(_ovfl16(_half(w), (a & INF16) != INF16 and (b & INF16) != INF16, mode))
 
 
 @njit
@@ -182,11 +182,11 @@ def v_subrev_f16(a, b, mode):
     """S1 - S0 in binary64, rounded once (half._h): S1's NaN first; no canonical NaN."""
     a, b = np.int64(a) & 0xFFFF, np.int64(b) & 0xFFFF
     if _nan16(b):
-        return lanef32._out(b | QNAN16)
+        return lanef32.as_u32(b | QNAN16)
     if _nan16(a):
-        return lanef32._out(a | QNAN16)
+        return lanef32.as_u32(a | QNAN16)
     h = _half64(_wide(b) - _wide(a))
-    return lanef32._out(_ovfl16(h, (a & INF16) != INF16 and (b & INF16) != INF16, mode))
+    return lanef32.as_u32(_ovfl16(h, (a & INF16) != INF16 and (b & INF16) != INF16, mode))
 
 
 @njit
@@ -204,12 +204,12 @@ def v_fma_f16(a, b, c, mode):
     NaN, the entry asking for no canonical one)."""
     a, b, c = np.int64(a) & 0xFFFF, np.int64(b) & 0xFFFF, np.int64(c) & 0xFFFF
     if _nan16(a):
-        return lanef32._out(a | QNAN16)
+        return lanef32.as_u32(a | QNAN16)
     if _nan16(b):
-        return lanef32._out(b | QNAN16)
+        return lanef32.as_u32(b | QNAN16)
     p = _wide(a) * _wide(b)
     if _nan16(c):
-        return lanef32._out(DEFAULT_NAN16 if np.isnan(p) else c | QNAN16)
+        return lanef32.as_u32(DEFAULT_NAN16 if np.isnan(p) else c | QNAN16)
     c64 = _wide(c)
     s = p + c64
     bp = s - c64
@@ -224,7 +224,7 @@ def v_fma_f16(a, b, c, mode):
             if np.isfinite(mid) and s == mid and (o64 > r64) == (e > 0.0):
                 h = o
     finite = (a & INF16) != INF16 and (b & INF16) != INF16 and (c & INF16) != INF16
-    return lanef32._out(_ovfl16(h, finite, mode))
+    return lanef32.as_u32(_ovfl16(h, finite, mode))
 
 
 @njit
@@ -249,22 +249,22 @@ def _minmax16(a, b, is_max):
 
 @njit
 def v_max_f16(a, b):
-    return lanef32._out(_minmax16(a, b, True))
+    return lanef32.as_u32(_minmax16(a, b, True))
 
 
 @njit
 def v_min_f16(a, b):
-    return lanef32._out(_minmax16(a, b, False))
+    return lanef32.as_u32(_minmax16(a, b, False))
 
 
 @njit
 def v_max3_f16(a, b, c):
-    return lanef32._out(_minmax16(_minmax16(a, b, True), c, True))
+    return lanef32.as_u32(_minmax16(_minmax16(a, b, True), c, True))
 
 
 @njit
 def v_min3_f16(a, b, c):
-    return lanef32._out(_minmax16(_minmax16(a, b, False), c, False))
+    return lanef32.as_u32(_minmax16(_minmax16(a, b, False), c, False))
 
 
 @njit
@@ -275,7 +275,7 @@ def v_med3_f16(a, b, c):
         return v_min3_f16(a, b, c)
     m = _wide(_minmax16(_minmax16(a, b, True), c, True))
     bc, ac, ab = _minmax16(b, c, True), _minmax16(a, c, True), _minmax16(a, b, True)
-    return lanef32._out(bc if m == _wide(a) else ac if m == _wide(b) else ab)
+    return lanef32.as_u32(bc if m == _wide(a) else ac if m == _wide(b) else ab)
 
 
 @njit
@@ -283,7 +283,7 @@ def _rtz16(a):
     """half.rtz_f16 of a binary32 word: numpy's cast, then one step toward zero where it rounded
     away (an overflow: 65504)."""
     h = _half(a)
-    if (a & INF) != INF and (h & ABS16) != 0 and abs(_wide(h)) > abs(np.float64(lanef32._flt(a))):
+    if (a & INF) != INF and (h & ABS16) != 0 and abs(_wide(h)) > abs(np.float64(lanef32.flt(a))):
         h -= 1                                      # one step toward zero: the magnitude's bits
     return h
 
@@ -291,7 +291,7 @@ def _rtz16(a):
 @njit
 def v_cvt_pkrtz_f16_f32(a, b):
     """{rtz_f16(S1), rtz_f16(S0)}: S0's half low, S1's high."""
-    return lanef32._out(_rtz16(np.int64(a)) | (_rtz16(np.int64(b)) << 16))
+    return lanef32.as_u32(_rtz16(np.int64(a)) | (_rtz16(np.int64(b)) << 16))
 
 
 # ---- gfx942's fp8/bf8 (e4m3fnuz / e5m2fnuz: 0x80 the only NaN, no infinity, no -0) -----------------
@@ -309,11 +309,11 @@ def _to8(w, mbits, bias, top, mode):
     m = w & ABS
     if m >= INF:
         return np.int64(0x80)
-    v = np.float64(lanef32._flt(m))
+    v = np.float64(lanef32.flt(m))
     if v == 0.0:
         return np.int64(0)
     e = (m >> 23) - 127                         # v's binade (a binary32 denormal rounds to 0 below)
-    q = lanef32._pow2(max(e, 1 - bias) - mbits)         # the grid of v's binade, or the denormals'
+    q = lanef32.pow2(max(e, 1 - bias) - mbits)         # the grid of v's binade, or the denormals'
     r = np.rint(v / q) * q
     if r == 0.0:
         return np.int64(0)
@@ -325,7 +325,7 @@ def _to8(w, mbits, bias, top, mode):
     rb = np.int64(np.float64(r).view(np.uint64))
     re = ((rb >> 52) & 0x7FF) - 1023
     if re < 1 - bias:                           # a denormal: the exponent field 0
-        bits = np.int64(r / lanef32._pow2(1 - bias - mbits))
+        bits = np.int64(r / lanef32.pow2(1 - bias - mbits))
     else:
         bits = ((re + bias) << mbits) | ((rb >> (52 - mbits)) & ((1 << mbits) - 1))
     return bits | (0x80 if neg else 0)
@@ -340,32 +340,32 @@ def _from8(b, mbits, bias):
     e = (b & 0x7F) >> mbits
     mant = b & ((1 << mbits) - 1)
     if e == 0:
-        v = mant * lanef32._pow2(1 - bias - mbits)
+        v = mant * lanef32.pow2(1 - bias - mbits)
     else:
-        v = (1.0 + mant * lanef32._pow2(-mbits)) * lanef32._pow2(e - bias)
-    return lanef32._word(np.float32(-v if b & 0x80 else v))
+        v = (1.0 + mant * lanef32.pow2(-mbits)) * lanef32.pow2(e - bias)
+    return lanef32.word(np.float32(-v if b & 0x80 else v))
 
 
 @njit
 def v_cvt_pk_fp8_f32(a, b, mode):
     """{fp8(S1), fp8(S0)} in the low 16 bits (the word of D they go to, op_sel, is the caller's)."""
-    return lanef32._out(_to8(a, FP8[0], FP8[1], FP8[2], mode) | (_to8(b, FP8[0], FP8[1], FP8[2], mode) << 8))
+    return lanef32.as_u32(_to8(a, FP8[0], FP8[1], FP8[2], mode) | (_to8(b, FP8[0], FP8[1], FP8[2], mode) << 8))
 
 
 @njit
 def v_cvt_pk_bf8_f32(a, b, mode):
-    return lanef32._out(_to8(a, BF8[0], BF8[1], BF8[2], mode) | (_to8(b, BF8[0], BF8[1], BF8[2], mode) << 8))
+    return lanef32.as_u32(_to8(a, BF8[0], BF8[1], BF8[2], mode) | (_to8(b, BF8[0], BF8[1], BF8[2], mode) << 8))
 
 
 @njit
 def v_cvt_f32_fp8(b):
     """The byte's fp8 value (the byte selected, byte 0 or an SDWA select, is the caller's)."""
-    return lanef32._out(_from8(b, FP8[0], FP8[1]))
+    return lanef32.as_u32(_from8(b, FP8[0], FP8[1]))
 
 
 @njit
 def v_cvt_f32_bf8(b):
-    return lanef32._out(_from8(b, BF8[0], BF8[1]))
+    return lanef32.as_u32(_from8(b, BF8[0], BF8[1]))
 
 
 @njit

@@ -21,19 +21,19 @@ on contiguous arrays, as the asm front end's reads pass them:
 
 The float modifiers (abs, neg) are the caller's: applied to a source's word before the call, as
 semantics.float_mods applies them. The asm front end runs with the float mode its launch accepts
-(binary32 denormals kept, round to nearest even, IEEE mode); a function that reads a MODE field the
-launch leaves free (FP16_OVFL) is marked ``reads_mode`` and takes the member's MODE word last.
-A compare's function gives the lane's bit (result "mask"): the mask, its EXEC write (v_cmpx) and
-the lanes off EXEC writing 0 are the caller's, as vop._cmp writes them.
-A binary16 source or result is its bits in the low half of the word ("f16"): which half of a
-register it comes from or goes to (op_sel, SDWA, the high half zeroed) is the caller's, as
-vop16.py places it.
+(binary32 denormals kept, round to nearest even, IEEE mode), so no function here reads MODE; the
+binary16 and fp8 rows, which read FP16_OVFL, are lanef16.py's. A compare's function gives the
+lane's bit (result "mask"): the mask, its EXEC write (v_cmpx) and the lanes off EXEC writing 0 are
+the caller's, as vop._cmp writes them.
 
 ``LANE_F32`` maps a mnemonic to its ``LaneF32``: the compiled function (``fn``: starts numba on
-first use; call it from compiled code with np.uint32 words), the same source run by Python
-(``py``, for tests and debugging), its source types in operand order, whether it reads MODE and
-whether its result is an approximation the caller marks. A lane function for an instruction whose
-sources are not its operands in order says so in ``order`` (v_fmac_f32: (S0, S1, D)).
+first use and makes every function of this module a dispatcher, so compiled code naming
+``lanef32.v_add_f32`` may be compiled after it; call it with np.uint32 words), the same source run
+by Python (``py``, for tests and debugging), its source types in argument order, whether it reads
+MODE or VCC, what bit 32 of a wider result means (``flag``), whether its result is an approximation
+the caller marks, and where the arguments are not the sources in order, which operands they are
+(``order``: v_fmac_f32's (S0, S1, D)); packed rows apply a scalar row's function per half
+(``halves``), the compares take their relation first (``code``).
 """
 from __future__ import annotations
 
@@ -55,19 +55,19 @@ INF = 0x7F800000
 
 # ---- words and floats ---------------------------------------------------------------------------
 @njit
-def _flt(w):
+def flt(w):
     """The float32 a word holds (w: any integer holding the 32 bits)."""
     return np.uint32(w).view(np.float32)
 
 
 @njit
-def _word(x):
+def word(x):
     """The word of a float32, as an int64 (arithmetic on words stays in int64)."""
     return np.int64(np.float32(x).view(np.uint32))
 
 
 @njit
-def _nan(w):
+def is_nan(w):
     return (w & ABS) > INF
 
 
@@ -77,15 +77,15 @@ def _snan(w):
 
 
 @njit
-def _out(w):
+def as_u32(w):
     return np.uint32(w)
 
 
 @njit
 def _finish(r):
     """The word of a float32 result; a NaN (no source was one) as the canonical NaN."""
-    w = _word(r)
-    if _nan(w):
+    w = word(r)
+    if is_nan(w):
         return np.uint32(CANONICAL)
     return np.uint32(w)
 
@@ -94,42 +94,42 @@ def _finish(r):
 @njit
 def v_add_f32(a, b):
     a, b = np.int64(a), np.int64(b)
-    if _nan(a):
-        return _out(a | QNAN)
-    if _nan(b):
-        return _out(b | QNAN)
-    return _finish(_flt(a) + _flt(b))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    if is_nan(b):
+        return as_u32(b | QNAN)
+    return _finish(flt(a) + flt(b))
 
 
 @njit
 def v_sub_f32(a, b):
     a, b = np.int64(a), np.int64(b)
-    if _nan(a):
-        return _out(a | QNAN)
-    if _nan(b):
-        return _out(b | QNAN)
-    return _finish(_flt(a) - _flt(b))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    if is_nan(b):
+        return as_u32(b | QNAN)
+    return _finish(flt(a) - flt(b))
 
 
 @njit
 def v_subrev_f32(a, b):
     """S1 - S0 (the entry computes b - a: S1's NaN first)."""
     a, b = np.int64(a), np.int64(b)
-    if _nan(b):
-        return _out(b | QNAN)
-    if _nan(a):
-        return _out(a | QNAN)
-    return _finish(_flt(b) - _flt(a))
+    if is_nan(b):
+        return as_u32(b | QNAN)
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    return _finish(flt(b) - flt(a))
 
 
 @njit
 def v_mul_f32(a, b):
     a, b = np.int64(a), np.int64(b)
-    if _nan(a):
-        return _out(a | QNAN)
-    if _nan(b):
-        return _out(b | QNAN)
-    return _finish(_flt(a) * _flt(b))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    if is_nan(b):
+        return as_u32(b | QNAN)
+    return _finish(flt(a) * flt(b))
 
 
 # ---- fused multiply-add ---------------------------------------------------------------------------
@@ -148,26 +148,26 @@ def _fma(a, b, c):
     """a*b + c rounded once to binary32, as fp.fma: the binary64 product is exact, the binary64 sum
     s carries the error e (TwoSum); where s lies on a binary32 midpoint and e is not zero the
     neighbour on e's side is taken (fp._round_ties). No source is a NaN here."""
-    c64 = np.float64(_flt(c))
-    p = np.float64(_flt(a)) * np.float64(_flt(b))
+    c64 = np.float64(flt(c))
+    p = np.float64(flt(a)) * np.float64(flt(b))
     s = p + c64
     sb = np.int64(np.float64(s).view(np.uint64))
     ex = (sb >> 52) & 0x7FF
     if 897 <= ex <= 1150 and (sb & 0x1FFFFFFF) != 0x10000000:
         # s in binary32's normal range and not on a binary32 midpoint: s and the exact value round
         # alike (fp._round_once), whatever the error; no branch on data in this path
-        return _word(np.float32(s))
+        return word(np.float32(s))
     bp = s - c64
     e = (p - bp) + (c64 - (s - bp))
     r = np.float32(s)
     if e == 0.0:
-        return _word(r)
+        return word(r)
     r64 = np.float64(r)
     if not (np.isfinite(s) and s != r64):
-        return _word(r)
-    rw = _word(r)
+        return word(r)
+    rw = word(r)
     ow = _step(rw, s > r64)
-    o64 = np.float64(_flt(ow))
+    o64 = np.float64(flt(ow))
     mid = (r64 + o64) * 0.5
     if np.isfinite(mid) and s == mid and (o64 > r64) == (e > 0.0):
         return ow
@@ -177,19 +177,19 @@ def _fma(a, b, c):
 @njit
 def v_fma_f32(a, b, c):
     a, b, c = np.int64(a), np.int64(b), np.int64(c)
-    if _nan(a):
-        return _out(a | QNAN)
-    if _nan(b):
-        return _out(b | QNAN)
-    if _nan(c):
-        p = np.float64(_flt(a)) * np.float64(_flt(b))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    if is_nan(b):
+        return as_u32(b | QNAN)
+    if is_nan(c):
+        p = np.float64(flt(a)) * np.float64(flt(b))
         if np.isnan(p):             # inf*0: the host's default NaN comes first, and c's NaN keeps it
-            return _out(_word(np.float32(p)))
-        return _out(c | QNAN)
+            return as_u32(word(np.float32(p)))
+        return as_u32(c | QNAN)
     w = _fma(a, b, c)
-    if _nan(w):
+    if is_nan(w):
         return np.uint32(CANONICAL)
-    return _out(w)
+    return as_u32(w)
 
 
 @njit
@@ -197,14 +197,14 @@ def v_mac_f32(x, y, acc):
     """gfx9's v_mac_f32 (S0, S1, D): x*y rounded, then + D rounded (vop._mac_math; no canonical NaN:
     an invalid operation gives the host's default NaN, as numpy's float32 arithmetic does)."""
     x, y, acc = np.int64(x), np.int64(y), np.int64(acc)
-    if _nan(x):
-        return _out(x | QNAN)
-    if _nan(y):
-        return _out(y | QNAN)
-    p = _flt(x) * _flt(y)
-    if _nan(acc) and not np.isnan(p):
-        return _out(acc | QNAN)
-    return _out(_word(p + _flt(acc)))
+    if is_nan(x):
+        return as_u32(x | QNAN)
+    if is_nan(y):
+        return as_u32(y | QNAN)
+    p = flt(x) * flt(y)
+    if is_nan(acc) and not np.isnan(p):
+        return as_u32(acc | QNAN)
+    return as_u32(word(p + flt(acc)))
 
 
 # ---- IEEE-mode min, max, med3 ----------------------------------------------------------------------
@@ -212,34 +212,34 @@ def v_mac_f32(x, y, acc):
 def v_max_f32(a, b):
     a, b = np.int64(a), np.int64(b)
     if _snan(a):
-        return _out(a | QNAN)
+        return as_u32(a | QNAN)
     if _snan(b):
-        return _out(b | QNAN)
-    if _nan(a):
-        return _out(b)
-    if _nan(b):
-        return _out(a)
-    fa, fb = _flt(a), _flt(b)
+        return as_u32(b | QNAN)
+    if is_nan(a):
+        return as_u32(b)
+    if is_nan(b):
+        return as_u32(a)
+    fa, fb = flt(a), flt(b)
     if fa > fb or (fa == fb and (a & SIGN) == 0):
-        return _out(a)
-    return _out(b)
+        return as_u32(a)
+    return as_u32(b)
 
 
 @njit
 def v_min_f32(a, b):
     a, b = np.int64(a), np.int64(b)
     if _snan(a):
-        return _out(a | QNAN)
+        return as_u32(a | QNAN)
     if _snan(b):
-        return _out(b | QNAN)
-    if _nan(a):
-        return _out(b)
-    if _nan(b):
-        return _out(a)
-    fa, fb = _flt(a), _flt(b)
+        return as_u32(b | QNAN)
+    if is_nan(a):
+        return as_u32(b)
+    if is_nan(b):
+        return as_u32(a)
+    fa, fb = flt(a), flt(b)
     if fa < fb or (fa == fb and (a & SIGN) != 0):
-        return _out(a)
-    return _out(b)
+        return as_u32(a)
+    return as_u32(b)
 
 
 @njit
@@ -255,20 +255,20 @@ def v_min3_f32(a, b, c):
 @njit
 def v_med3_f32(a, b, c):
     """fp.med3: with a NaN source the min3; else the max of the two that are not the max3."""
-    if _nan(np.int64(a)) or _nan(np.int64(b)) or _nan(np.int64(c)):
+    if is_nan(np.int64(a)) or is_nan(np.int64(b)) or is_nan(np.int64(c)):
         return v_min3_f32(a, b, c)
     a, b, c = np.int64(a), np.int64(b), np.int64(c)
     ab = _max_num(a, b)
-    m = _flt(_max_num(ab, c))
+    m = flt(_max_num(ab, c))
     # all three candidates, then a choice (selects, not branches on the data)
     bc, ac = _max_num(b, c), _max_num(a, c)
-    return _out(bc if m == _flt(a) else ac if m == _flt(b) else ab)
+    return as_u32(bc if m == flt(a) else ac if m == flt(b) else ab)
 
 
 @njit
 def _max_num(a, b):
     """v_max_f32 of two words neither of which is a NaN: +0 above -0."""
-    fa, fb = _flt(a), _flt(b)
+    fa, fb = flt(a), flt(b)
     return a if fa > fb or (fa == fb and (a & SIGN) == 0) else b
 
 
@@ -276,45 +276,45 @@ def _max_num(a, b):
 @njit
 def v_rndne_f32(a):
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
-    return _out(_word(np.rint(_flt(a))))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    return as_u32(word(np.rint(flt(a))))
 
 
 @njit
 def v_trunc_f32(a):
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
-    return _out(_word(np.trunc(_flt(a))))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    return as_u32(word(np.trunc(flt(a))))
 
 
 @njit
 def v_floor_f32(a):
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
-    return _out(_word(np.floor(_flt(a))))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    return as_u32(word(np.floor(flt(a))))
 
 
 @njit
 def v_ceil_f32(a):
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
-    return _out(_word(np.ceil(_flt(a))))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    return as_u32(word(np.ceil(flt(a))))
 
 
 @njit
 def v_fract_f32(a):
     """a - floor(a) in binary32; an infinity gives the canonical NaN."""
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
+    if is_nan(a):
+        return as_u32(a | QNAN)
     if (a & ABS) == INF:
         return np.uint32(CANONICAL)
-    x = _flt(a)
-    return _out(_word(x - np.floor(x)))
+    x = flt(a)
+    return as_u32(word(x - np.floor(x)))
 
 
 # ---- reciprocal, square roots (denormal inputs and results flushed, fp.flush_denormals) --------------
@@ -330,23 +330,23 @@ def _flushed(w):
 def v_rcp_f32(a):
     """fp.rcp: 1/x correctly rounded of the flushed input, the result flushed."""
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
+    if is_nan(a):
+        return as_u32(a | QNAN)
     x = _flushed(a)
     if (x & ABS) == 0:                      # numba's division raises on a zero divisor: 1/±0 = ±inf
-        return _out((x & SIGN) | INF)
-    return _out(_flushed(_word(np.float32(1.0) / _flt(x))))
+        return as_u32((x & SIGN) | INF)
+    return as_u32(_flushed(word(np.float32(1.0) / flt(x))))
 
 
 @njit
 def v_sqrt_f32(a):
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
-    x = _flt(_flushed(a))
+    if is_nan(a):
+        return as_u32(a | QNAN)
+    x = flt(_flushed(a))
     if x < 0:
         return np.uint32(CANONICAL)
-    return _out(_word(np.sqrt(x)))
+    return as_u32(word(np.sqrt(x)))
 
 
 @njit
@@ -354,15 +354,15 @@ def v_rsq_f32(a):
     """double.rsq: 1/sqrt in binary64 of the flushed input, rounded to binary32; a negative input
     gives the canonical NaN."""
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
+    if is_nan(a):
+        return as_u32(a | QNAN)
     f = _flushed(a)
     if (f & ABS) == 0:                      # 1/sqrt(±0) = ±inf (numba's division raises on a zero divisor)
-        return _out((f & SIGN) | INF)
-    x = np.float64(_flt(f))
+        return as_u32((f & SIGN) | INF)
+    x = np.float64(flt(f))
     if x < 0:
         return np.uint32(CANONICAL)
-    return _out(_word(np.float32(1.0 / np.sqrt(x))))
+    return as_u32(word(np.float32(1.0 / np.sqrt(x))))
 
 
 # ---- conversions ------------------------------------------------------------------------------------
@@ -372,60 +372,60 @@ def v_cvt_f32_i32(a):
     v = np.int64(a)
     if v >= 0x80000000:
         v -= 0x100000000
-    return _out(_word(np.float32(np.float64(v))))
+    return as_u32(word(np.float32(np.float64(v))))
 
 
 @njit
 def v_cvt_f32_u32(a):
-    return _out(_word(np.float32(np.float64(np.int64(a)))))
+    return as_u32(word(np.float32(np.float64(np.int64(a)))))
 
 
 @njit
 def v_cvt_i32_f32(a):
     """Toward zero, saturated to int32, NaN -> 0."""
     a = np.int64(a)
-    if _nan(a):
+    if is_nan(a):
         return np.uint32(0)
-    x = np.float64(_flt(a))
+    x = np.float64(flt(a))
     if x >= 2147483648.0:
         return np.uint32(0x7FFFFFFF)
     if x <= -2147483648.0:
         return np.uint32(0x80000000)
-    return _out(np.int64(x) & 0xFFFFFFFF)
+    return as_u32(np.int64(x) & 0xFFFFFFFF)
 
 
 @njit
 def v_cvt_u32_f32(a):
     """Toward zero, saturated to uint32, NaN -> 0."""
     a = np.int64(a)
-    if _nan(a):
+    if is_nan(a):
         return np.uint32(0)
-    x = np.float64(_flt(a))
+    x = np.float64(flt(a))
     if x >= 4294967296.0:
         return np.uint32(0xFFFFFFFF)
     if x <= 0.0:
         return np.uint32(0)
-    return _out(np.int64(x))
+    return as_u32(np.int64(x))
 
 
 @njit
 def v_cvt_f32_ubyte0(a):
-    return _out(_word(np.float32(np.int64(a) & 0xFF)))
+    return as_u32(word(np.float32(np.int64(a) & 0xFF)))
 
 
 @njit
 def v_cvt_f32_ubyte1(a):
-    return _out(_word(np.float32((np.int64(a) >> 8) & 0xFF)))
+    return as_u32(word(np.float32((np.int64(a) >> 8) & 0xFF)))
 
 
 @njit
 def v_cvt_f32_ubyte2(a):
-    return _out(_word(np.float32((np.int64(a) >> 16) & 0xFF)))
+    return as_u32(word(np.float32((np.int64(a) >> 16) & 0xFF)))
 
 
 @njit
 def v_cvt_f32_ubyte3(a):
-    return _out(_word(np.float32((np.int64(a) >> 24) & 0xFF)))
+    return as_u32(word(np.float32((np.int64(a) >> 24) & 0xFF)))
 
 
 # ---- exponent fields ----------------------------------------------------------------------------------
@@ -433,20 +433,20 @@ def v_cvt_f32_ubyte3(a):
 def v_ldexp_f32(a, e):
     """a * 2^e with e (int32) clamped to [-400, 400]: exact in binary64, then rounded once."""
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
+    if is_nan(a):
+        return as_u32(a | QNAN)
     k = np.int64(e)
     if k >= 0x80000000:
         k -= 0x100000000
     k = min(max(k, -400), 400)
-    x = np.float64(_flt(a))
+    x = np.float64(flt(a))
     # 2^k as two binary64 factors (2^±400 is beyond neither's range); the first product is exact
     h = k // 2
-    return _out(_word(np.float32(x * _pow2(h) * _pow2(k - h))))
+    return as_u32(word(np.float32(x * pow2(h) * pow2(k - h))))
 
 
 @njit
-def _pow2(k):
+def pow2(k):
     """2^k as a binary64, k in [-1022, 1023]."""
     return np.uint64((k + 1023) << 52).view(np.float64)
 
@@ -457,11 +457,11 @@ def v_frexp_mant_f32(a):
     a = np.int64(a)
     m = a & ABS
     if m == 0 or m >= INF:
-        return _out(a)
+        return as_u32(a)
     if m < 0x00800000:                       # denormal: normalise the mantissa
         while m < 0x00800000:
             m <<= 1
-    return _out((a & SIGN) | (126 << 23) | (m & 0x007FFFFF))
+    return as_u32((a & SIGN) | (126 << 23) | (m & 0x007FFFFF))
 
 
 @njit
@@ -477,7 +477,7 @@ def v_frexp_exp_i32_f32(a):
         while m < 0x00800000:
             m <<= 1
             e -= 1
-    return _out((e - 126) & 0xFFFFFFFF)
+    return as_u32((e - 126) & 0xFFFFFFFF)
 
 
 # ---- the transcendental stand-ins (fp.APPROXIMATED): correctly rounded, as fp.exp2 and fp.log2 -------
@@ -558,16 +558,16 @@ def _dd_round(hi, lo):
     r64 = np.float64(r)
     up = (hi - r64) > -lo                   # hi - r64 is exact: r is hi's nearest binary32
     if (hi - r64) == -lo:
-        return _word(r)
-    o = _step(_word(r), up)
-    o64 = np.float64(_flt(o))
+        return word(r)
+    o = _step(word(r), up)
+    o64 = np.float64(flt(o))
     mid = (r64 + o64) * 0.5
     d = hi - mid                            # exact: mid lies within a binade of hi
     if d == -lo:                            # an exact tie: to even
-        return o if (o & 1) == 0 else _word(r)
+        return o if (o & 1) == 0 else word(r)
     if (d > -lo) == up:
         return o
-    return _word(r)
+    return word(r)
 
 
 @njit
@@ -590,7 +590,7 @@ def _exp2_dd(x):
         k -= 1
         rh, rl = _dd_mul(rh, rl, th, tl)
         rh, rl = _dd_add(rh, rl, _INV_FACT[k, 0], _INV_FACT[k, 1])
-    scale = _pow2(np.int64(n))
+    scale = pow2(np.int64(n))
     return rh * scale, rl * scale
 
 
@@ -609,7 +609,7 @@ def _log2_dd(x):
     """log2 x as a double-double: x = m 2^e with m in [0.7, 1.4), ln m = 2 atanh(s), s = (m-1)/(m+1)."""
     w = np.int64(np.float64(x).view(np.uint64))
     e = ((w >> 52) & 0x7FF) - 1023
-    m = x * _pow2(-e)
+    m = x * pow2(-e)
     if m > 1.4142135623730951:
         m *= 0.5
         e += 1
@@ -632,7 +632,7 @@ def _log2_dd(x):
 @njit
 def _ulp64(y):
     """A binary64 ulp of the positive normal binary64 y."""
-    return _pow2(((np.int64(np.float64(y).view(np.uint64)) >> 52) & 0x7FF) - 1075)
+    return pow2(((np.int64(np.float64(y).view(np.uint64)) >> 52) & 0x7FF) - 1075)
 
 
 @njit
@@ -642,7 +642,7 @@ def _near_midpoint(y):
     r64 = np.float64(r)
     if not np.isfinite(r64) or y == r64:
         return False
-    o64 = np.float64(_flt(_step(_word(r), y > r64)))
+    o64 = np.float64(flt(_step(word(r), y > r64)))
     mid = (r64 + o64) * 0.5
     return np.isfinite(mid) and abs(y - mid) <= _NEAR_ULPS * _ulp64(y)
 
@@ -651,13 +651,13 @@ def _near_midpoint(y):
 def v_exp_f32(a):
     """fp.exp2: 2^x correctly rounded, exact at integers, a result below 2^-126 flushed to +0."""
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
+    if is_nan(a):
+        return as_u32(a | QNAN)
     if a == INF:
         return np.uint32(INF)
     if a == SIGN | INF:
         return np.uint32(0)
-    x = np.float64(_flt(a))
+    x = np.float64(flt(a))
     if x >= 128.0:
         return np.uint32(INF)
     if x < -127.0:                          # below 2^-127: a denormal at most, flushed
@@ -665,12 +665,12 @@ def v_exp_f32(a):
     if x == np.floor(x):
         if x < -126.0:
             return np.uint32(0)
-        return _out(_word(np.float32(_pow2(np.int64(x)))))
+        return as_u32(word(np.float32(pow2(np.int64(x)))))
     y = np.exp2(x)
-    w = _exp2_exact(x) if _near_midpoint(y) else _word(np.float32(y))
+    w = _exp2_exact(x) if _near_midpoint(y) else word(np.float32(y))
     if w < TINY:
         return np.uint32(0)
-    return _out(w)
+    return as_u32(w)
 
 
 @njit
@@ -678,8 +678,8 @@ def v_log_f32(a):
     """fp.log2: log2 correctly rounded of the input with denormals flushed; log2(±0) = -inf, a
     negative input the canonical NaN, exact at powers of two."""
     a = np.int64(a)
-    if _nan(a):
-        return _out(a | QNAN)
+    if is_nan(a):
+        return as_u32(a | QNAN)
     f = _flushed(a)
     if (f & ABS) == 0:
         return np.uint32(SIGN | INF)
@@ -688,12 +688,12 @@ def v_log_f32(a):
     if f == INF:
         return np.uint32(INF)
     if (f & 0x007FFFFF) == 0:
-        return _out(_word(np.float32(np.float64((f >> 23) - 127))))
-    x = np.float64(_flt(f))
+        return as_u32(word(np.float32(np.float64((f >> 23) - 127))))
+    x = np.float64(flt(f))
     y = np.log2(x)
     if _near_midpoint(abs(y)):
-        return _out(_log2_exact(x) | (SIGN if y < 0 else 0))
-    return _out(_word(np.float32(y)))
+        return as_u32(_log2_exact(x) | (SIGN if y < 0 else 0))
+    return as_u32(word(np.float32(y)))
 
 
 # ---- the division helpers: a word and a flag (bit 32 of the np.uint64 returned) ------------------------
@@ -704,9 +704,9 @@ FLAG = np.uint64(1 << 32)
 @njit
 def _scaled(w, k):
     """ldexp of a binary32 word by 2^k (|k| <= 64), rounded once; a NaN quieted (np.ldexp's)."""
-    if _nan(w):
+    if is_nan(w):
         return w | QNAN
-    return _word(np.float32(np.float64(_flt(w)) * _pow2(k)))
+    return word(np.float32(np.float64(flt(w)) * pow2(k)))
 
 
 @njit
@@ -720,7 +720,7 @@ def _tiny(w):
 def v_div_scale_f32(s0, s1, s2):
     """fp.div_scale (S0 to scale, S1 denominator, S2 numerator): D, and VCC in bit 32."""
     s0, s1, s2 = np.int64(s0), np.int64(s1), np.int64(s2)
-    f0, f1, f2 = _flt(s0), _flt(s1), _flt(s2)
+    f0, f1, f2 = flt(s0), flt(s1), flt(s2)
     if f1 == 0 or f2 == 0:                  # D = NaN, VCC = 1
         return np.uint64(CANONICAL) | FLAG
     e1, e2 = (s1 >> 23) & 0xFF, (s2 >> 23) & 0xFF
@@ -728,10 +728,10 @@ def v_div_scale_f32(s0, s1, s2):
         return np.uint64(_scaled(s0, 64) if f0 == f1 else s0) | FLAG
     if _tiny(s1):
         return np.uint64(_scaled(s0, 64))
-    q = _word(f2 / f1)
-    r = _word(np.float32(1.0) / f1)
+    q = word(f2 / f1)
+    r = word(np.float32(1.0) / f1)
     if _tiny(r):
-        if not _nan(q) and (q & ABS) >= TINY:
+        if not is_nan(q) and (q & ABS) >= TINY:
             return np.uint64(_scaled(s0, 64) if f0 == f1 else s0) | FLAG
         return np.uint64(_scaled(s0, -64))
     if _tiny(q):
@@ -757,9 +757,9 @@ def v_div_fixup_f32(s0, s1, s2):
     underflow case the step refuses (its caller must take the step, which names it)."""
     s0, s1, s2 = np.int64(s0), np.int64(s1), np.int64(s2)
     sign = (s1 ^ s2) & SIGN
-    if _nan(s2):
+    if is_nan(s2):
         return np.uint64(s2 | QNAN)
-    if _nan(s1):
+    if is_nan(s1):
         return np.uint64(s1 | QNAN)
     z1, z2 = (s1 & ABS) == 0, (s2 & ABS) == 0
     i1, i2 = (s1 & ABS) == INF, (s2 & ABS) == INF
@@ -785,7 +785,7 @@ def cmp_f32(rel, a, b):
     """Relation ``rel`` (its index in RELATIONS) of two binary32 words, IEEE: the ordered relations
     are false with a NaN, the n* ones true."""
     a, b = np.int64(a), np.int64(b)
-    fa, fb = _flt(a), _flt(b)
+    fa, fb = flt(a), flt(b)
     if rel == 0:
         return False
     if rel == 1:
@@ -796,7 +796,7 @@ def cmp_f32(rel, a, b):
         return fa <= fb
     if rel == 4:
         return fa > fb
-    ordered = not _nan(a) and not _nan(b)
+    ordered = not is_nan(a) and not is_nan(b)
     if rel == 5:
         return ordered and fa != fb
     if rel == 6:
