@@ -81,6 +81,8 @@ F32_OPS = {n: OP_F32 + k for k, n in enumerate((
     'v_ldexp_f32',
     'v_frexp_mant_f32',
     'v_frexp_exp_i32_f32',
+    'v_exp_f32',
+    'v_log_f32',
 ))}
 
 # a row: opcode, destination file (0 v, 1 a), first register, count, keep (0 no, 1 src0's fresh
@@ -811,6 +813,12 @@ def _f32_rows(op, a, b, c, r):
     elif op == 29:
         for x in range(n):
             r[x] = lanef32.v_frexp_exp_i32_f32(a[x])
+    elif op == 30:
+        for x in range(n):
+            r[x] = lanef32.v_exp_f32(a[x])
+    elif op == 31:
+        for x in range(n):
+            r[x] = lanef32.v_log_f32(a[x])
 
 
 @njit
