@@ -41,6 +41,12 @@ ENABLED = True          # False: every instruction through run._execute (the A/B
 # False: a block calls every instruction's step, none written into its source (semantics.Inline;
 # the A/B, and the tests comparing both)
 INLINE = True
+# False: runs of lane rows take the block's numpy lines, not the compiled executor (lanevm.py; the
+# A/B, and the tests comparing both)
+LANES = True
+# the widest wave (columns) the executor takes: its lane loops cost ~2 ns a lane a row, numpy's whole-row
+# calls ~1 µs plus less per lane, so a wide batch (int8_kv_cache's thousands of members) keeps the numpy lines
+LANE_WIDTH = 4096
 
 
 class Block:
@@ -173,7 +179,17 @@ def _lean_prologue(inline, env, start) -> list[str]:
     env[f"KW64{start}"] = _constants(tuple(sorted(c for t, c in consts if t == "u64")), np.uint64)
     env[f"KWS{start}"] = _constants(tuple(sorted(c for t, c in consts if t in ("s32", "s64"))), np.uint64)
     lines = [f"    R_{f}, W_{f}, F_{f} = st.{f}.words, st.{f}.written, st.fresh[{f!r}]" for f in files]
+    if inline:
+        from . import lanevm
+        from .semantics import dequant
+        env["_lanevm"], env["_dequant"] = lanevm, dequant
+        a = ("st.a.words, st.a.written" if "a" in files else "_NOREG, _NOWR")
+        env["_NOREG"], env["_NOWR"] = np.zeros((1, 1), np.uint32), np.zeros((4, 1), bool)
+        # numba started only where a run may take the executor (a wide batch never does)
+        lines += ["    _lanes = _lanevm.run_rows if _lanevm.READY or w.width > _blocks.LANE_WIDTH else _lanevm.executor()",
+                  f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
     lines += ["    S, WID = st.s, w.width",
+              "    ALL = np.ones(st.members, bool)",
               "    EX, XF = w.exec, w.exec_full",
               "    CNT = WID if XF else int(count_nonzero(EX))",
               "    if st.members == 1:",
@@ -343,25 +359,63 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
              "    tr.muted += 1",
              "    k = 0",
              "    try:"]
+    runs = _lane_runs(program, start, end, inline)
+    skip = 0
     for pc in range(start, end):
         d = program.decoded[pc]
         step = program.steps[pc]
         env[f"D{pc}"] = d
         m = d.ins.mnemonic
-        lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
-                  f"        if st.any_unknown: taint_in(st, D{pc})"]
         x = inline.get(pc)
+        if pc in runs:                            # a run of lane rows: one compiled call (lanevm.py)
+            rows, last = runs[pc]
+            env[f"L{pc}"] = rows
+            writes_exec = any(q not in inline for q in range(pc, last))
+            lines += ["        if _blocks.LANES and WID <= _blocks.LANE_WIDTH and not st.any_unknown:",
+                      f"            st.pc = {last - 1}; st.current = D{last - 1}",
+                      "            EXO = np.empty(WID, bool)" if writes_exec else "            EXO = EX",
+                      f"            n, changed = _lanes(L{pc}, *LF, S, st.s_written, st.scc, "
+                      "ALL if st.act is None else st.act, EX, EXO, st.lanes, _dequant.ENABLED, *_lanevm.scratch(WID))",
+                      "            counted[0] += n",
+                      f"            k += {last - pc}"]
+            if writes_exec:
+                lines += ["            if changed:",
+                          "                w.set_exec(EXO)",
+                          "                EX, XF = w.exec, w.exec_full",
+                          "                CNT = WID if XF else int(count_nonzero(EX))"]
+            lines += [f"            approx.add({a!r})" for q in range(pc, last)
+                      for a in _approx_names(program.decoded[q].ins.mnemonic)]
+            lines.append("        else:")
+            for q in range(pc, last):
+                env[f"D{q}"] = program.decoded[q]
+                if q in inline:
+                    lines += ["    " + ln for ln in _inline_ins(program, q, inline[q], env)]
+                else:                             # a step writing EXEC (lanevm.encode_step), as below
+                    env[f"S{q}"] = program.steps[q]
+                    lines += ["    " + ln for ln in [
+                        f"        st.pc = {q}; st.current = D{q}",
+                        f"        if st.any_unknown: taint_in(st, D{q})", *_FLUSH,
+                        "        counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))",
+                        f"        S{q}(st)",
+                        "        st.taint_s = st.taint_v = st.fresh_out = None",
+                        "        tr.n_events += 1",
+                        "        w.steps += 1",
+                        "        if w.member_events is not None: w.wg.member_event(w)",
+                        "        EX, XF = w.exec, w.exec_full",
+                        "        CNT = WID if XF else int(count_nonzero(EX))"]]
+            if last == end:
+                lines += [*_FLUSH, f"        return {end}"]
+            skip = last
+            continue
+        if pc < skip:
+            continue
         if x is not None:
-            lines.append("        counted[0] += CNT")
-            lines += _inline_lines(pc, x, env)
-            if x.dst[0] == "mask":                # EXEC, or the pair a later read takes, may have changed
-                lines += ["        EX, XF = w.exec, w.exec_full",
-                          "        CNT = WID if XF else int(count_nonzero(EX))"]
-            lines.append("        k += 1")
-            lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+            lines += _inline_ins(program, pc, x, env)
             if pc == end - 1:
                 lines += [*_FLUSH, f"        return {pc + 1}"]
             continue
+        lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
+                  f"        if st.any_unknown: taint_in(st, D{pc})"]
         if inline:
             lines += _FLUSH
         if step is not None:
@@ -380,7 +434,7 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
                   "        tr.n_events += 1",
                   "        w.steps += 1",
                   "        if w.member_events is not None: w.wg.member_event(w)"]      # waves as members
-        lines += [f"        approx.add({a!r})" for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+        lines += [f"        approx.add({a!r})" for a in _approx_names(m)]
         if pc + 1 in inline:                      # it may have written EXEC: the next reads it
             lines += ["        EX, XF = w.exec, w.exec_full",
                       "        CNT = WID if XF else int(count_nonzero(EX))"]
@@ -397,6 +451,55 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
     if inline:
         lines += _FLUSH
     return lines
+
+
+def _approx_names(m: str) -> list[str]:
+    """The names Machine.approximated takes for an instruction of mnemonic ``m`` (fp.APPROXIMATED)."""
+    return [a for a in (m, m.rsplit("_", 1)[0]) if a in APPROXIMATED]
+
+
+def _inline_ins(program, pc: int, x, env) -> list[str]:
+    """Instruction pc's lines in the lean function: its lean work (_inline_lines), its lanes and
+    event counted, EXEC refreshed where it may have written it."""
+    d = program.decoded[pc]
+    m = d.ins.mnemonic
+    lines = [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
+             f"        if st.any_unknown: taint_in(st, D{pc})",
+             "        counted[0] += CNT"]
+    lines += _inline_lines(pc, x, env)
+    if x.dst[0] == "mask":                # EXEC, or the pair a later read takes, may have changed
+        lines += ["        EX, XF = w.exec, w.exec_full",
+                  "        CNT = WID if XF else int(count_nonzero(EX))"]
+    lines.append("        k += 1")
+    lines += [f"        approx.add({a!r})" for a in _approx_names(m)]
+    return lines
+
+
+def _lane_runs(program, start: int, end: int, inline) -> dict:
+    """The runs of consecutive instructions in ``inline`` that each have a lane row (lanevm.encode):
+    first pc -> (rows int64 [n, lanevm.ROW], pc after the run)."""
+    from . import lanevm
+    runs, pc = {}, start
+    while pc < end:
+        rows = []
+        q = pc
+        while q < end:
+            if q in inline:
+                row = lanevm.encode(program.decoded[q], inline[q])
+            elif inline and program.waits[q].wait is None:
+                row = lanevm.encode_step(program.decoded[q], program.steps[q])
+            else:
+                row = None
+            if row is None:
+                break
+            rows.append(row)
+            q += 1
+        if rows:
+            runs[pc] = (np.ascontiguousarray(np.stack(rows)), q)
+            pc = q
+        else:
+            pc += 1
+    return runs
 
 
 DISK = True                     # False: block code compiled in every process

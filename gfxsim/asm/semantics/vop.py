@@ -281,15 +281,21 @@ def _sdwa_src(st, d, k, o, t):
         if sel != "DWORD" or o.sext:
             raise st.error(f"SDWA select {sel} / sext on the fp32 source {o.text} is not modelled")
         return f32(st, plain)
-    x = u32(st, plain)
-    if sel != "DWORD":
-        shift, bits = SDWA_FIELD[sel]
-        x = (x >> U32(shift)) & U32((1 << bits) - 1)
-        if o.sext:
-            x = np.where(x >> U32(bits - 1), x | U32((0xFFFFFFFF << bits) & 0xFFFFFFFF), x).astype(U32)
-    elif o.sext:
+    if sel == "DWORD" and o.sext:
         raise st.error(f"sext({o.text}) with a DWORD select")
+    x = sdwa_select(u32(st, plain), sel, o.sext)
     return x.view(I32) if t == "i32" else x
+
+
+def sdwa_select(x, sel: str, sext: bool):
+    """An integer SDWA source's words: the byte or word ``sel`` picks, zero- or (sext) sign-extended."""
+    if sel == "DWORD":
+        return x
+    shift, bits = SDWA_FIELD[sel]
+    x = (x >> U32(shift)) & U32((1 << bits) - 1)
+    if sext:
+        x = np.where(x >> U32(bits - 1), x | U32((0xFFFFFFFF << bits) & 0xFFFFFFFF), x).astype(U32)
+    return x
 
 
 def sdwa_dst(st, d, dst, r):
@@ -297,13 +303,21 @@ def sdwa_dst(st, d, dst, r):
     if sel == "DWORD":
         return r
     unused = d.ops.mods.get("dst_unused", "UNUSED_PAD")
+    old = st.vwords(dst.file, dst.first, 1)[0] if unused == "UNUSED_PRESERVE" else None
+    return sdwa_place(r, sel, unused, old)
+
+
+def sdwa_place(r, sel: str, unused: str, old=None):
+    """An SDWA result's words in the destination field ``sel``: zeros around it (UNUSED_PAD), its
+    top bit above it (UNUSED_SEXT) or the destination's ``old`` words (UNUSED_PRESERVE)."""
+    if sel == "DWORD":
+        return r
     shift, bits = SDWA_FIELD[sel]
     field = (r & U32((1 << bits) - 1)) << U32(shift)
     fmask = U32(((1 << bits) - 1) << shift)
     if unused == "UNUSED_PAD":
         return field
     if unused == "UNUSED_PRESERVE":
-        old = st.vwords(dst.file, dst.first, 1)[0]
         return (old & ~fmask) | field
     top = (field >> U32(shift + bits - 1)) & U32(1)            # UNUSED_SEXT: sign-extend above
     above = U32((0xFFFFFFFF << (shift + bits)) & 0xFFFFFFFF)
@@ -400,7 +414,9 @@ def _valu(name, types, fn):
         if _valu_check(d, name, types) is not None:
             return None
         srcs = d.ops.positional[1:]
-        reads = [None] if d.enc == "sdwa" else [reader(o, t) for o, t in zip(srcs, types)]
+        if d.enc == "sdwa":                 # the function itself, its static checks made (a block may write
+            return (lambda st: run(st, d)) if vdst_ok(d.ops[0]) and _sdwa_inline(d, fn, types) else None  # its template)
+        reads = [reader(o, t) for o, t in zip(srcs, types)]
         if None in reads or not vdst_ok(d.ops[0]):
             return None
         done = finish if _clamps(d, name) else _lean_finish(d, name, fn, finish)
@@ -415,8 +431,10 @@ def _valu(name, types, fn):
     def inline(d):
         """The step's lean work for a block's source (semantics.Inline): the sources as prepare
         reads them, the entry's numbers, the words as _lean_finish writes them."""
-        if _valu_check(d, name, types) is not None or d.enc == "sdwa" or _clamps(d, name) or not vdst_ok(d.ops[0]):
+        if _valu_check(d, name, types) is not None or _clamps(d, name) or not vdst_ok(d.ops[0]):
             return None
+        if d.enc == "sdwa":
+            return _sdwa_inline(d, fn, types)
         srcs = d.ops.positional[1:]
         forms = [source(o, t) for o, t in zip(srcs, types)]
         if None in forms:
@@ -428,6 +446,34 @@ def _valu(name, types, fn):
     run.prepare = prepare
     run.inline = inline
     return run
+
+
+def _sdwa_inline(d, fn, types):
+    """An SDWA row's lean work for a block's source (semantics.Inline): each source as _sdwa_src
+    reads it (sdwa_select), the entry's numbers, the result placed as sdwa_dst places it (the
+    destination read as one more source where UNUSED_PRESERVE keeps its bits); None where the
+    function refuses the form (it names what is wrong)."""
+    mods, dst = d.ops.mods, d.ops[0]
+    forms, picks = [], []
+    for k, (o, t) in enumerate(zip(d.ops.positional[1:], types)):
+        sel = mods.get(f"src{k}_sel", "DWORD")
+        if (o.kind != "reg" and sel != "DWORD") or (sel == "DWORD" and o.sext) or (t == "f32" and sel != "DWORD"):
+            return None
+        form = source(replace(o, sext=False), t)
+        if form is None:
+            return None
+        forms.append((form, t))
+        picks.append((sel, bool(o.sext), t))
+    sel, unused = mods.get("dst_sel", "DWORD"), mods.get("dst_unused", "UNUSED_PAD")
+    if sel != "DWORD" and unused == "UNUSED_PRESERVE":
+        forms.append((((dst.file, dst.first), (False, False)), "u32"))
+    words = _words_of(fn)
+
+    def call(*vals):
+        xs = [v if t == "f32" else sdwa_select(v.view(U32), p, x).view(I32 if t == "i32" else U32)
+              for v, (p, x, t) in zip(vals, picks)]
+        return sdwa_place(words(*xs), sel, unused, vals[-1] if len(vals) > len(picks) else None)
+    return Inline(forms, call, (dst.file, dst.first, 1))
 
 
 def _words_of(fn):
@@ -787,7 +833,7 @@ def v_lshl_add_u64(st, d):
     put64(st, dst, (u64(st, a) << sh) + u64(st, c))
 
 
-def _lshl_add_form(d, operand):
+def lshl_add_form(d, operand):
     """A constant shift (clang's form): the destination, the two addends as ``operand`` takes them
     (reader64 for a step, source64 for a block's source) and the shift; None for any other form."""
     if d.ops.mods or len(d.ops.positional) != 4:
@@ -803,7 +849,7 @@ def _lshl_add_form(d, operand):
 def _lshl_add_prepare(d):
     """The step of a constant shift: without provenance the sum's words written as put64 writes
     them; with provenance, another shift or a form the function refuses, the function."""
-    form = _lshl_add_form(d, reader64)
+    form = lshl_add_form(d, reader64)
     if form is None:
         return None
     dst, ra, rc, sh = form
@@ -821,7 +867,7 @@ v_lshl_add_u64.prepare = _lshl_add_prepare
 
 def _lshl_add_inline(d):
     """_lshl_add_prepare's lean work for a block's source (semantics.Inline)."""
-    form = _lshl_add_form(d, source64)
+    form = lshl_add_form(d, source64)
     if form is None:
         return None
     dst, fa, fc, sh = form
