@@ -12,10 +12,12 @@ Compiled code is cached on disk (numba's ``cache=True``), so only the first proc
 compiles: beside each source file (``__pycache__``), or, where the installed package cannot be
 written, in the user's cache directory (numba's own fallback; ``NUMBA_CACHE_DIR`` chooses another).
 A cache entry is keyed by the source file's time stamp and the argument types, so an edit or a new
-argument type compiles once more. Only module-level functions can be cached (a closure's cells are
-not part of the key), so ``@njit`` refuses anything else. ``announce_compiles`` has the first
-compilation of a process say so on stderr (`gfxsim run` unless --quiet); ``compiles()``
-counts them.
+argument type compiles once more; numba inlines the compiled functions of other modules a function
+calls, so its key here also holds the stamps of those modules' files (``_depends``): an edit of a
+callee's module compiles its callers again instead of running the old callee from their cache.
+Only module-level functions can be cached (a closure's cells are not part of the key), so ``@njit``
+refuses anything else. ``announce_compiles`` has the first compilation of a process say so on
+stderr (`gfxsim run` unless --quiet); ``compiles()`` counts them.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import sys
 import threading
 
 _LAZY: dict[str, list] = {}          # module name -> its lazy functions
+_JIT_MODULES: set[str] = set()       # every module that marked a function (a caller's dependencies)
 _LOCK = threading.RLock()            # one thread starts numba and swaps a module's functions
 _PREWARMED = False                   # prewarm() has started (once per process)
 _COMPILED: list[str] = []            # module.function of each signature compiled (not loaded from the cache)
@@ -47,6 +50,7 @@ def njit(fn):
 
     first_call.py_func = fn
     _LAZY.setdefault(mod, []).append(first_call)
+    _JIT_MODULES.add(mod)
     return first_call
 
 
@@ -58,7 +62,30 @@ def _compile_module(mod: str) -> None:
         for lazy in _LAZY.pop(mod, ()):
             name = lazy.py_func.__name__
             if g.get(name) is lazy:
-                g[name] = numba.njit(cache=True)(lazy.py_func)
+                g[name] = _depends(numba.njit(cache=True)(lazy.py_func), mod, g)
+
+
+def _depends(dispatcher, mod: str, g: dict):
+    """``dispatcher`` with its cache entry keyed also by the files of the other compiled modules
+    ``mod`` names (a module, or a function of one): numba checks only the function's own file."""
+    import os
+    import types
+    files = set()
+    for v in list(g.values()):
+        name = v.__name__ if isinstance(v, types.ModuleType) else getattr(v, "__module__", None)
+        if isinstance(name, str) and name != mod and name in _JIT_MODULES:
+            f = getattr(sys.modules.get(name), "__file__", None)
+            if f:
+                files.add(f)
+    cache = getattr(dispatcher, "_cache", None)
+    stamp_file = getattr(cache, "_cache_file", None)
+    if files and stamp_file is not None and hasattr(stamp_file, "_source_stamp"):
+        deps = []
+        for f in sorted(files):
+            st = os.stat(f)
+            deps.append((f, st.st_mtime, st.st_size))
+        stamp_file._source_stamp = (stamp_file._source_stamp, tuple(deps))
+    return dispatcher
 
 
 def prewarm() -> threading.Thread | None:

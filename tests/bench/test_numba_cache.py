@@ -79,3 +79,29 @@ def test_a_closure_is_refused():
         return inner
     with pytest.raises(ArgumentError, match="not a module-level function"):
         njit(outer(1))
+
+
+CALLEE = "from gfxsim.machine.jit import njit\n\n\n@njit\ndef answer(x):\n    return x + {k}\n"
+CALLER = ("from gfxsim.machine.jit import njit\nimport depmods.callee as callee\n\n\n"
+          "@njit\ndef ask(x):\n    return callee.answer(x) * 2\n")
+ASK = ("import json, sys; sys.path.insert(0, sys.argv[1]); import depmods.callee as c, depmods.caller as a\n"
+       "c.answer(0)\nprint(json.dumps(dict(got=int(a.ask(1)))))")
+
+
+def test_an_edit_of_a_callees_module_compiles_its_callers_again(tmp_path):
+    """numba keys a cache entry by its function's own file; a caller that inlined a callee of
+    another module would run the old callee after that module changed (jit._depends)."""
+    pkg = tmp_path / "src" / "depmods"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "caller.py").write_text(CALLER)
+    env = env_with(NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    runs = []
+    for k in (1, 1, 5):
+        callee = pkg / "callee.py"
+        if not callee.exists() or str(k) not in callee.read_text():
+            callee.write_text(CALLEE.format(k=k))
+            st = callee.stat()
+            os.utime(callee, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9 * k))
+        runs.append(json.loads(child(ASK, [str(tmp_path / "src")], env).stdout))
+    assert [r["got"] for r in runs] == [4, 4, 12]
