@@ -498,23 +498,24 @@ def _compiled_two_stage(acc, a, b, c, a_emin, b_emin):
     return out
 
 
-_SHAPES: dict = {}          # (id of the record, K) -> (the record, _two_stage_shape's answer)
+_SHAPES: dict = {}          # (the record's step fields, K) -> _two_stage_shape's answer
 
 
 def _two_stage_shape(acc, k: int):
     """(the steps' K order as an int64 array, step width, interleave) of a "two_stage" record the
     compiled path takes for ``k`` products; None where it takes none (see _compiled_two_stage)."""
-    key = (id(acc), k)                  # records are frozen and live as long as their arch: by identity
-    got = _SHAPES.get(key)
-    if got is None or got[0] is not acc:
+    steps = None if acc.k_steps is None else tuple(tuple(x) for x in acc.k_steps)
+    key = (steps, acc.step, acc.interleave, acc.mantissa_bits, acc.final_rounding, acc.rounding, k)   # what it reads
+    got = _SHAPES.get(key, _SHAPES)            # None is an answer: the dict itself marks none yet
+    if got is _SHAPES:
         steps = steps_of(acc, k)
         width, il, f = len(steps[0]), acc.interleave, acc.mantissa_bits
         ok = (acc.final_rounding or acc.rounding) == "nearest" and all(len(s) == width for s in steps) and \
             not width % il and (4 * width) << f <= 1 << 53
         order = np.array([i for s in steps for i in s], np.int64)
         order.setflags(write=False)
-        got = _SHAPES[key] = (acc, (order, width, il) if ok else None)
-    return got[1]
+        got = _SHAPES[key] = (order, width, il) if ok else None
+    return got
 
 
 def truncate_mantissa(x, bits):

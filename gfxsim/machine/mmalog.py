@@ -364,14 +364,14 @@ class MmaLog:
         """([nb, 1, 1] member, [nb, M, N] @mn) of a D in its own layout, kept per (record, members):
         every chained C of a launch asks for the same few."""
         members = np.asarray(members)
-        key = (id(insn), members.dtype.str, members.tobytes())     # records hold dicts: not hashable
+        key = (insn.blocks, insn.M, insn.N, members.dtype.str, members.tobytes())    # all it reads of the record
         got = self._d_name_cache.get(key)
-        if got is None or got[0] is not insn:
+        if got is None:
             member = np.repeat(members, insn.blocks)[:, None, None]
             blk = np.tile(np.arange(insn.blocks), len(members))[:, None, None]
             mn = (blk * insn.M + np.arange(insn.M)[None, :, None]) * insn.N + np.arange(insn.N)[None, None, :]
-            got = self._d_name_cache[key] = (insn, member, mn)
-        return got[1], got[2]
+            got = self._d_name_cache[key] = (member, mn)
+        return got
 
     def ksets(self, ids: np.ndarray, mn: np.ndarray, wide: WideSets) -> dict:
         """K sets (field -> Mask [N]) of result elements named by (@mma, @mn): through chains in C,

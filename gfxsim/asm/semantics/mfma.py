@@ -91,7 +91,7 @@ def _permute(st, v, src):
     return out
 
 
-_CHECKED: dict = {}         # (ids of the Decoded and the arch, lanes) -> (the Decoded, the arch, _checked's answer)
+_CHECKED: dict = {}         # (the instruction's text and line, arch name, lanes) -> (the arch, _checked's answer)
 
 
 def _checked(st, d):
@@ -99,10 +99,11 @@ def _checked(st, d):
     nothing else): (record name, record, label, A's and B's broadcast source lanes, whether its C
     form lets it take _words)."""
     arch = st.w.arch
-    key = (id(d), id(arch), st.lanes)
+    i = d.ins
+    key = (i.mnemonic, i.operands, i.line, i.source, arch.name, st.lanes)    # what the checks read
     got = _CHECKED.get(key)
-    if got is not None and got[0] is d and got[1] is arch:
-        return got[2]
+    if got is not None and got[0] is arch:
+        return got[1]
     no_mods(st, d, ("cbsz", "abid", "blgp"))
     if len(d.ops) != 4:
         raise st.error(f"{d.mnemonic} takes 4 operands, got {len(d.ops)}")
@@ -120,7 +121,7 @@ def _checked(st, d):
                                            (c.kind == "reg" and c.file in "va" and c.count == insn.regs("C")))
     if len(_CHECKED) > 4096:            # a long process's many programs: keep it small
         _CHECKED.clear()
-    _CHECKED[key] = (d, arch, (name, insn, label, pa, pb, words))
+    _CHECKED[key] = (arch, (name, insn, label, pa, pb, words))
     return name, insn, label, pa, pb, words
 
 
