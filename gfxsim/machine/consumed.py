@@ -665,6 +665,22 @@ def _range_masks(lo, hi):
 CHECK_SLICE = 1 << 16      # output elements checked at once (each holds two masks of 48 bytes)
 
 
+def distinct_triples(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[list, np.ndarray]:
+    """The distinct (x, y, z) of equal-length int64 arrays, as a list of tuples, and each position's
+    row in it. Non-negative values whose product of spans fits 62 bits are one int64 key each
+    (a 1-D unique sorts ~50x faster than a unique over rows); any others go row-wise."""
+    x, y, z = (np.asarray(a, np.int64) for a in (x, y, z))
+    if not len(x):
+        return [], np.zeros(0, np.int64)
+    lo = min(int(x.min()), int(y.min()), int(z.min()))
+    sy, sz = int(y.max()) + 1, int(z.max()) + 1
+    if lo >= 0 and (int(x.max()) + 1) * sy * sz < 1 << 62:
+        keys, inv = np.unique((x * sy + y) * sz + z, return_inverse=True)
+        return [(k // (sy * sz), k // sz % sy, k % sz) for k in keys.tolist()], inv.ravel()
+    keys, inv = np.unique(np.stack([x, y, z], axis=1), axis=0, return_inverse=True)
+    return [tuple(k) for k in keys.tolist()], inv.ravel()
+
+
 def _wide_holds(u: Mask, lo, hi, exact: bool, wide) -> np.ndarray:
     """Where ``u`` holds a set that leaves one window (a WideSets id): whether it holds [lo, hi)
     (``exact``: is it), per distinct (set, range)."""
@@ -672,13 +688,12 @@ def _wide_holds(u: Mask, lo, hi, exact: bool, wide) -> np.ndarray:
     w = np.nonzero(u.wide != 0)[0]
     if not len(w):
         return out
-    key = np.stack([u.wide[w].astype(np.int64), lo[w], hi[w]], axis=1)
-    keys, inv = np.unique(key, axis=0, return_inverse=True)
+    keys, inv = distinct_triples(u.wide[w].astype(np.int64), lo[w], hi[w])
     held = np.zeros(len(keys), bool)
-    for r, (sid, a, b) in enumerate(keys.tolist()):
+    for r, (sid, a, b) in enumerate(keys):
         bits, want = wide.bitset(sid), ((1 << (b - a)) - 1) << a
         held[r] = bits == want if exact else bits & want == want
-    out[w] = held[inv.ravel()]
+    out[w] = held[inv]
     return out
 
 

@@ -178,11 +178,24 @@ def _prefill(cfg, inputs, swap):
     d, cache = _inputs_and_cache(cfg, inputs, num_queries=nq)
     if d["q"].ndim != 4:
         raise ArgumentError(f"prefix_prefill needs q [num_seqs, num_queries, num_heads, head_dim], got {d['q'].shape}")
-    out, runs = run_prefill(d["q"], cache, grouping=cfg.grouping, trace=cfg.trace,
-                            kernel=swap.kernel_fn or prefix_prefill, **_opts(cfg, swap))
-    refs = {"fp32": R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]),
-            "bf16": R.attention_bf16(d["q"], d["k"], d["v"], d["context_lens"]),
-            "reference_int8": R.attention_int8(d["q"], cache, grouping=cfg.grouping)}
+    # the references read their own copy of what a kernel can store into (q and the cache), so they
+    # see the inputs as given whatever the launch writes meanwhile
+    q = d["q"].copy()
+    mine = PagedKVCache(*(a.copy() for a in (cache.k_cache, cache.v_cache, cache.k_scale, cache.v_scale,
+                                             cache.block_tables)), cache.context_lens.copy(), cache.slot_mapping,
+                        cache.k_mean)
+    err = np.geterr()                 # np.errstate is per thread: the references run under the caller's
+
+    def references():
+        with np.errstate(**err):
+            return {"fp32": R.attention_fp32(q, d["k"], d["v"], d["context_lens"]),
+                    "bf16": R.attention_bf16(q, d["k"], d["v"], d["context_lens"]),
+                    "reference_int8": R.attention_int8(q, mine, grouping=cfg.grouping)}
+    with ThreadPoolExecutor(1) as pool:          # the references beside the simulation (numpy frees the GIL)
+        refs_done = pool.submit(references)
+        out, runs = run_prefill(d["q"], cache, grouping=cfg.grouping, trace=cfg.trace,
+                                kernel=swap.kernel_fn or prefix_prefill, **_opts(cfg, swap))
+        refs = refs_done.result()
     return Ran(out, refs, runs, int(d["context_lens"].max()))
 
 

@@ -310,3 +310,21 @@ def test_row_stats_of_wide_sets_shared_by_rows_are_each_rows_own():
         vals = wide.values(sets[i])
         assert (first[r], last[r], count[r]) == (min(vals), max(vals), len(vals))
     assert (first[-2], last[-2], count[-2]) == (3, 3, 1) and count[-1] == 0 and first[-1] == -1
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_distinct_triples_is_the_unique_over_rows(big):
+    """distinct_triples (one int64 key each, or row-wise where a value is negative or the spans
+    overflow) names each position's triple, every distinct triple once, as np.unique over rows does."""
+    from gfxsim.machine.consumed import distinct_triples
+    rng = np.random.default_rng(3)
+    x, y, z = (rng.integers(0, 5, 4000) for _ in range(3))
+    z = z + rng.integers(0, 3, 4000) * 1000
+    if big:
+        x[7], y[9] = 1 << 40, -2
+    keys, inv = distinct_triples(x, y, z)
+    rows = np.stack([x, y, z], axis=1)
+    want = np.unique(rows, axis=0)
+    assert sorted(keys) == [tuple(r) for r in want.tolist()]
+    assert [keys[i] for i in inv.tolist()] == [tuple(r) for r in rows.tolist()]
+    assert distinct_triples(x[:0], y[:0], z[:0])[0] == []
