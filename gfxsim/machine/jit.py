@@ -77,14 +77,14 @@ def _depends(dispatcher, mod: str, g: dict):
             f = getattr(sys.modules.get(name), "__file__", None)
             if f:
                 files.add(f)
-    cache = getattr(dispatcher, "_cache", None)
-    stamp_file = getattr(cache, "_cache_file", None)
-    if files and stamp_file is not None and hasattr(stamp_file, "_source_stamp"):
-        deps = []
-        for f in sorted(files):
-            st = os.stat(f)
-            deps.append((f, st.st_mtime, st.st_size))
-        stamp_file._source_stamp = (stamp_file._source_stamp, tuple(deps))
+    if not files:
+        return dispatcher
+    index = dispatcher._cache._cache_file         # numba's internals: no public hook (test_numba_cache)
+    deps = []
+    for f in sorted(files):
+        st = os.stat(f)
+        deps.append((f, st.st_mtime, st.st_size))
+    index._source_stamp = (index._source_stamp, tuple(deps))
     return dispatcher
 
 

@@ -27,8 +27,8 @@ FRIENDS: dict[tuple[str, str], str] = {
         "_write_into), which kernels reach only through the operators",
 }
 
-# private names of the standard library that are its documented or only way to do a thing
-STDLIB: dict[str, str] = {
+# private names of the standard library (and numba) that are its documented or only way to do a thing
+OUTSIDE: dict[str, str] = {
     "_getframe": "sys._getframe: the caller's frame gives a statement's source line",
     "_exit": "os._exit: the CLI leaves without waiting for numba's and threads' exit handlers",
     "_run_exitfuncs": "atexit._run_exitfuncs: the CLI runs the exit handlers itself before os._exit",
@@ -40,6 +40,10 @@ STDLIB: dict[str, str] = {
     "_CountAction": "argparse: action classes whose help shows no default",
     "_HelpAction": "argparse: action classes whose help shows no default",
     "_VersionAction": "argparse: action classes whose help shows no default",
+    "_cache": "numba: a dispatcher's on-disk cache, whose index stamp jit._depends extends",
+    "_cache_file": "numba: the cache's index file, holding the stamp it checks before loading",
+    "_source_stamp": "numba: the stamp an index must match; numba has no public way to key an entry "
+                     "by the files of the compiled functions it inlined from other modules",
 }
 
 
@@ -100,7 +104,7 @@ def private_reaches(sources: dict[str, str],
                 own |= defined.get(owner, set())
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and _is_private(node.attr):
-                if node.attr not in own and node.attr not in STDLIB:
+                if node.attr not in own and node.attr not in OUTSIDE:
                     out.append(f"{rel}:{node.lineno} .{node.attr}")
             elif isinstance(node, ast.ImportFrom):
                 mod = _imported_module(rel, node)
