@@ -32,6 +32,7 @@ import numpy as np
 
 from ..cachedir import cache_root
 from ..isa.fp import APPROXIMATED
+from ..machine.jit import START_WIDTH
 from .origin import taint_in
 from .semantics import float_mods
 
@@ -46,7 +47,7 @@ INLINE = True
 LANES = True
 # the widest wave (columns) the executor takes: its lane loops cost ~2 ns a lane a row, numpy's whole-row
 # calls ~1 µs plus less per lane, so a wide batch (int8_kv_cache's thousands of members) keeps the numpy lines
-LANE_WIDTH = 4096
+LANE_WIDTH = START_WIDTH
 
 
 class Block:

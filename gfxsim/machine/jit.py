@@ -211,6 +211,17 @@ def _without_scipy():
         sys.meta_path.remove(finder)
 
 
+# the widest wave (columns) for which a path without provenance starts numba: a wider one (a batch of
+# many workgroups) amortises numpy's per-call cost, and a process running only such waves would pay
+# numba's start (~0.5-1 s) for little; where numba runs already, every width takes the compiled path
+START_WIDTH = 4096
+
+
+def worth_starting(width: int) -> bool:
+    """Whether a compiled path may be taken for a wave of ``width`` columns (see START_WIDTH)."""
+    return _TARGET_STARTED or width <= START_WIDTH
+
+
 def running() -> bool:
     """Whether numba's target has started in this process (prewarm or a compiled call): a compiled
     path costs no start-up any more."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import member_words, ops
+from . import jit, member_words, ops
 from .addressing import addresses, byte_addr, integer, read_addr
 from .dtypes import dtype_name, itemsize, load_values, load_written, np_dtype, store_values
 from ..errors import ArgumentError
@@ -122,9 +122,10 @@ class VmemOps:
     def _global_compiled_alone(self, buf: Buffer, nbytes: int) -> bool:
         """Whether the word paths take member_words' passes without a watch: members that are
         not waves side by side (one wave, or a batch of workgroups), no provenance or trace, whole
-        dwords (a store also asks that no attempt logs what it overwrites)."""
+        dwords (a store also asks that no attempt logs what it overwrites), and numba running or worth
+        starting at this width (jit.worth_starting: a wide batch keeps numpy)."""
         return COMPILED_WORDS and self.wg.accesses is None and not self.machine.provenance and \
-            not self.machine.trace.enabled and not nbytes % 4 and not buf.raw.size % 4
+            not self.machine.trace.enabled and not nbytes % 4 and not buf.raw.size % 4 and jit.worth_starting(self.width)
 
     def global_load_words(self, buf: Buffer, addr: np.ndarray, nbytes: int):
         """What ``global_load`` of ``nbytes`` (whole dwords) per lane at byte ``addr`` (int64

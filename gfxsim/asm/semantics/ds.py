@@ -9,7 +9,7 @@ import numpy as np
 
 from . import moved_as, no_mods, op, u32, widen
 from .. import bpermute
-from ...machine import ops
+from ...machine import jit, ops
 from ...machine.vgpr import VGPRs
 
 U32 = np.uint32
@@ -172,7 +172,8 @@ def _bpermute_compiled(st, dst, addr, data, offset: int) -> bool:
     lane and the destination holds no provenance and takes no origin marks; False, having done
     nothing, otherwise."""
     if addr.kind != "reg" or addr.file != "v" or addr.count != 1 or addr.neg or addr.abs or addr.sext or addr.dpp \
-            or dst.kind != "reg" or dst.file not in "va" or dst.count != 1 or st.taint_v is not None:
+            or dst.kind != "reg" or dst.file not in "va" or dst.count != 1 or st.taint_v is not None \
+            or not jit.worth_starting(st.w.width):
         return False
     a = st.vwords("v", addr.first, 1)[0]                 # the checks in the order _bpermute_words makes them
     rf, out = st.regfile(data.file), (st.v if dst.file == "v" else st.a)
