@@ -267,19 +267,7 @@ class DsOps:
             self.finding("lds-race", f"{'write' if words is not None else 'read'} of LDS {where} races with wave "
                          f"{int(hit[2])}: no barrier between them", lane=int(hit[0]),
                          address=int(hit[1]), other_wave=int(hit[2]), where=where)
-        if code == ds_words.CONFLICT:            # its findings, then the rest, as the numpy path does
-            r2 = (offset + region.offset).reshape(1, self.lanes)
-            self._bank_conflicts(region, r2, ex.reshape(1, self.lanes), nbytes, words is not None, True)
-            if words is None:
-                at = np.where(ex, offset, 0) >> 2
-                out = raw.view(np.uint32)[at[None, :] + np.arange(nbytes // 4)[:, None]]
-            else:
-                store_values(raw, written, offset, nbytes, words, None if self.exec_full else ex)
-        if words is None:
-            self.event(_DS_READ_OPS[nbytes])
-            return out
-        self.event(_DS_WRITE_OPS[nbytes])
-        return True
+        return self._words_done(code, region, offset, ex, nbytes, words, raw, written, out, 1, True)
 
     def _words_side_by_side(self, region: LdsRegion, offset: np.ndarray, nbytes: int, words):
         """lds_load_words (``words`` None) or lds_store_words of the waves side by side, one
@@ -300,7 +288,7 @@ class DsOps:
         if n_phase is None:
             n_phase = _N_PHASE[ph.shape + (nbytes, self.arch.lds_rule)] = int(ph.max()) + 1
         offset = np.asarray(offset, np.int64)
-        ex = self.exec
+        ex, out = self.exec, None
         if words is None:
             written = lds.written.get(region.name)
             if written is None:
@@ -328,9 +316,15 @@ class DsOps:
                 watch.wrote = True
         if code == ds_words.RACE:
             raise WavesPart(f"waves race in LDS in barrier epoch {epoch}")
-        if code == ds_words.CONFLICT:            # its findings, then the rest, as the numpy path does
-            r2 = (offset + region.offset).reshape(self.members, self.lanes)
-            self._bank_conflicts(region, r2, ex.reshape(self.members, self.lanes), nbytes, words is not None, False)
+        return self._words_done(code, region, offset, ex, nbytes, words, raw, written, out, self.members, False)
+
+    def _words_done(self, code, region, offset, ex, nbytes: int, words, raw, written, out, rows: int, serial: bool):
+        """A compiled word pass's end: where it found a bank conflict, the conflict's findings and the
+        access's rest as the numpy path makes them (``rows`` rows of lanes; ``serial``: the waves run
+        one after another); then the access's event and what the word path returns."""
+        if code == ds_words.CONFLICT:
+            r2 = (offset + region.offset).reshape(rows, self.lanes)
+            self._bank_conflicts(region, r2, ex.reshape(rows, self.lanes), nbytes, words is not None, serial)
             if words is None:
                 at = np.where(ex, offset, 0) >> 2
                 out = raw.view(np.uint32)[at[None, :] + np.arange(nbytes // 4)[:, None]]
