@@ -226,10 +226,8 @@ class DsOps:
         lds = wg.lds
         raw = lds.raw[region.name]
         if words is None:
-            written = lds.written.get(region.name)
+            written = _read_written(lds, region, raw)
             if written is None:
-                written = lds.written_one[region.name]
-            if raw.size % 4 or written.size != raw.size:
                 return None
         else:
             written = lds.written_one.get(region.name)
@@ -243,10 +241,7 @@ class DsOps:
             state = (st.w_wave[0], st.w_epoch[0], st.r_mask[0], st.r_epoch[0])
         else:
             state = _NO_RACE_STATE
-        ph = phases(nbytes, self.lanes, self.arch.lds_rule)
-        n_phase = _N_PHASE.get(ph.shape + (nbytes, self.arch.lds_rule))
-        if n_phase is None:
-            n_phase = _N_PHASE[ph.shape + (nbytes, self.arch.lds_rule)] = int(ph.max()) + 1
+        ph, n_phase = self._phases(nbytes)
         offset = np.asarray(offset, np.int64)
         ex = self.exec
         out = np.empty((nbytes // 4, offset.shape[0]), np.uint32) if words is None else _NO_WORDS
@@ -283,17 +278,12 @@ class DsOps:
         if epoch != watch.epoch:
             watch.epoch, watch.wrote, watch.marked, watch.reads = epoch, False, False, []
         watch.flush(st)                  # reads the numpy path kept: marked now, as this pass marks its own
-        ph = phases(nbytes, self.lanes, self.arch.lds_rule)
-        n_phase = _N_PHASE.get(ph.shape + (nbytes, self.arch.lds_rule))
-        if n_phase is None:
-            n_phase = _N_PHASE[ph.shape + (nbytes, self.arch.lds_rule)] = int(ph.max()) + 1
+        ph, n_phase = self._phases(nbytes)
         offset = np.asarray(offset, np.int64)
         ex, out = self.exec, None
         if words is None:
-            written = lds.written.get(region.name)
+            written = _read_written(lds, region, raw)
             if written is None:
-                written = lds.written_one[region.name]
-            if raw.size % 4 or written.size != raw.size:
                 return None
             out = np.empty((nbytes // 4, offset.shape[0]), np.uint32)
             code = ds_words.read_words(raw.view(np.uint32), written.view(np.uint32), offset, ex, self.lanes, nbytes,
@@ -317,6 +307,15 @@ class DsOps:
         if code == ds_words.RACE:
             raise WavesPart(f"waves race in LDS in barrier epoch {epoch}")
         return self._words_done(code, region, offset, ex, nbytes, words, raw, written, out, self.members, False)
+
+    def _phases(self, nbytes: int):
+        """(banks.phases of an access of ``nbytes`` per lane, their number), the number kept per shape."""
+        ph = phases(nbytes, self.lanes, self.arch.lds_rule)
+        key = ph.shape + (nbytes, self.arch.lds_rule)
+        n_phase = _N_PHASE.get(key)
+        if n_phase is None:
+            n_phase = _N_PHASE[key] = int(ph.max()) + 1
+        return ph, n_phase
 
     def _words_done(self, code, region, offset, ex, nbytes: int, words, raw, written, out, rows: int, serial: bool):
         """A compiled word pass's end: where it found a bank conflict, the conflict's findings and the
@@ -489,3 +488,12 @@ class DsOps:
         """s_barrier: wait until every live wave of the workgroup arrives."""
         self.event(ops.OTHER["barrier"])
         self.wg.barrier(self)
+
+
+def _read_written(lds, region: LdsRegion, raw):
+    """The written map a compiled word read checks (the members' map, else the one-wave map), or
+    None where the region is not whole dwords or the map does not match it (the numpy path then)."""
+    written = lds.written.get(region.name)
+    if written is None:
+        written = lds.written_one[region.name]
+    return None if raw.size % 4 or written.size != raw.size else written
