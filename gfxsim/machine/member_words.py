@@ -39,6 +39,17 @@ def _fits(addr, ex, nbytes, size):
 
 
 @njit
+def _all_written(written32, addr, ex, nw):
+    """Whether every byte of the ``nw`` dwords each active lane loads at byte ``addr`` is written."""
+    for c in range(addr.shape[0]):
+        if ex[c]:
+            for k in range(nw):
+                if written32[(addr[c] >> 2) + k] != _ALL:
+                    return False
+    return True
+
+
+@njit
 def load_watched(raw32, written32, has_written, addr, ex, lanes, nbytes, size, base, own, has_own, spans, out):
     """A load of ``nbytes`` (whole dwords) per lane at byte ``addr`` (int64 [width]): DONE with
     its words in ``out`` (uint32 [nbytes/4, width]; inactive lanes the buffer's first words) and
@@ -48,12 +59,8 @@ def load_watched(raw32, written32, has_written, addr, ex, lanes, nbytes, size, b
     nw = nbytes // 4
     if not _fits(addr, ex, nbytes, size):
         return NOT_HERE
-    if has_written:
-        for c in range(width):
-            if ex[c]:
-                for k in range(nw):
-                    if written32[(addr[c] >> 2) + k] != _ALL:
-                        return NOT_HERE
+    if has_written and not _all_written(written32, addr, ex, nw):
+        return NOT_HERE
     if has_own:
         for c in range(width):
             if ex[c]:
@@ -151,12 +158,8 @@ def load_alone(raw32, written32, has_written, addr, ex, nbytes, size, out):
     nw = nbytes // 4
     if not _fits(addr, ex, nbytes, size):
         return NOT_HERE
-    if has_written:
-        for c in range(width):
-            if ex[c]:
-                for k in range(nw):
-                    if written32[(addr[c] >> 2) + k] != _ALL:
-                        return NOT_HERE
+    if has_written and not _all_written(written32, addr, ex, nw):
+        return NOT_HERE
     for k in range(nw):
         for c in range(width):
             out[k, c] = raw32[((addr[c] >> 2) if ex[c] else 0) + k]
