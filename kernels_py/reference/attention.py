@@ -18,6 +18,7 @@ are what single kernel stages compute, for stage-by-stage comparisons with the t
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -385,31 +386,72 @@ def metrics_against(out, refs: dict) -> dict[str, dict[str, float]]:
     once (its dot too), a ref whose bytes are out's (the kernel matching its INT8 reference) read
     through it, the other refs' copies in one scratch array (for the dots), and |o - r|, its max
     and the sums of it, of its square and of |r| made leaf by leaf in cache (_error_sums) instead
-    of as whole arrays."""
+    of as whole arrays. The first other ref's copy and its dot are made on a second thread while
+    out's are (each a fresh 8 MiB-plus array whose pages fault in; numpy and the BLAS free the GIL)."""
     out = np.asarray(out)
     refs = {name: np.asarray(ref) for name, ref in refs.items()}
     if any(ref.size != out.size for ref in refs.values()):
         return {name: metrics(out, ref) for name, ref in refs.items()}
     same = {name for name, ref in refs.items() if ref.shape == out.shape and ref.dtype == out.dtype
             and out.dtype.kind == "f" and (_same_memory(ref, out) or _same_bytes(ref, out))}
-    o = np.array(out, np.float64).ravel()
-    oo = o @ o
+    other = next((name for name in refs if name not in same), None)
+    first = None
+    with ThreadPoolExecutor(1) as pool:
+        if other is not None and out.size >= PARALLEL_COPY:
+            first = pool.submit(_copy_and_dot, refs[other], np.geterr())
+        o = np.array(out, np.float64).ravel()
+        oo = o @ o
+        r, r_rr = first.result() if first is not None else (None, None)
     leaf = np.empty((2, min(LEAF, o.size)))
-    r = o_sums = None
+    o_sums = None
     got = {}
     for name, ref in refs.items():
         if name in same:                   # r = o byte for byte: o @ r, r @ r and sum |r| from o
-            o_sums = _error_sums(o, o, leaf) if o_sums is None else o_sums
+            o_sums = _self_sums(o, oo, leaf) if o_sums is None else o_sums
             r_dot, r_r, (max_abs, l1, sq, r_abs) = oo, oo, o_sums
         else:
-            r = np.empty_like(o) if r is None else r
-            r[:] = ref.ravel()
-            r_dot, r_r = o @ r, r @ r
+            if name == other and r_rr is not None:
+                r_r = r_rr
+            else:
+                r = np.empty_like(o) if r is None else r
+                r[:] = ref.ravel()
+                r_r = r @ r
+            r_dot = o @ r
             max_abs, l1, sq, r_abs = _error_sums(o, r, leaf)
         rms = float(np.sqrt(np.float64(sq / np.intp(o.size))))        # np.mean's sum / count
         got[name] = dict(max_abs=float(max_abs), rms=rms, cos_sim=float(r_dot / np.sqrt(oo * r_r)),
                          rel_l1=float(l1 / r_abs))
     return got
+
+
+# values from which metrics_against copies a ref beside out (below, a thread costs more than it saves)
+PARALLEL_COPY = 1 << 16
+
+
+def _copy_and_dot(ref: np.ndarray, err: dict) -> tuple[np.ndarray, np.float64]:
+    """A ref's float64 copy, flat, and its dot with itself (metrics_against's r and r @ r), under
+    the caller's floating-point error settings ``err`` (np.errstate is per thread)."""
+    with np.errstate(**err):
+        r = np.array(ref, np.float64).ravel()
+        return r, r @ r
+
+
+def _self_sums(o: np.ndarray, oo, leaf: np.ndarray) -> tuple:
+    """_error_sums(o, o, leaf): where o @ o is finite no element is an inf or a NaN (each square is
+    at most the sum), so every o - o is +0 and the max and the sums of |o - o| and its square are
+    +0 whatever the order; only the sum of |o| is made, down the same tree. Else the whole pass."""
+    if not np.isfinite(oo):
+        return _error_sums(o, o, leaf)
+    zero = np.float64(0.0)
+
+    def node(lo, hi):
+        n = hi - lo
+        if n <= LEAF:
+            return np.add.reduce(np.abs(o[lo:hi], out=leaf[1, :n]))
+        half = n // 2
+        half -= half % 8
+        return node(lo, lo + half) + node(lo + half, hi)
+    return zero, zero, zero, node(0, o.size)
 
 
 def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:

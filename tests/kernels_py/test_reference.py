@@ -233,19 +233,27 @@ def test_metrics_are_the_textbook_formulas_bit_for_bit_and_leave_their_inputs():
         assert np.array_equal(out, keep[0]) and np.array_equal(ref, keep[1])
 
 
-def test_metrics_against_several_refs_is_metrics_of_each_bit_for_bit():
+@pytest.mark.parametrize("parallel", [0, None])
+def test_metrics_against_several_refs_is_metrics_of_each_bit_for_bit(monkeypatch, parallel):
     """metrics_against makes out's float64 copy once and reads a ref equal to out byte for byte
     through it: each ref's numbers are metrics' own (a ref off by noise, equal, equal with an inf
-    or a NaN in both, +0 against -0, float64, strided, of another shape), and no input is touched."""
+    or a NaN in both, +0 against -0, float64, strided, of another shape), and no input is touched;
+    the first other ref's copy made beside out's (parallel 0: at every size) or after it."""
+    from kernels_py.reference import attention
     from kernels_py.reference.attention import metrics, metrics_against
+    if parallel is not None:
+        monkeypatch.setattr(attention, "PARALLEL_COPY", parallel)
     rng = np.random.default_rng(4)
     a = rng.normal(size=(2, 40, 3, 16)).astype(np.float32)
     inf, nan = a.copy(), a.copy()
     inf[0, 3, 1, 2], nan[1, 0, 0, 5] = np.inf, np.nan
+    big = a.astype(np.float64) * 1e160                    # float64: o @ o overflows, no inf in o
     cases = [(a, {"noise": a + np.float32(1e-3) * rng.normal(size=a.shape).astype(np.float32), "same": a.copy(),
                   "f64": a.astype(np.float64), "strided": np.ascontiguousarray(a.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3),
                   "flat": a.reshape(-1).copy(), "negated": -a}),
              (inf, {"same": inf.copy(), "other": a}), (nan, {"same": nan.copy()}),
+             (big, {"same": big.copy(), "noise": a}),
+             (a, {"other": -a, "same": a.copy(), "noise": a + np.float32(1e-3)}),     # others before and after same
              (np.zeros(8, np.float32), {"zero": np.zeros(8, np.float32), "minus_zero": -np.zeros(8, np.float32)})]
     for out, refs in cases:
         keep = out.copy(), {k: r.copy() for k, r in refs.items()}
