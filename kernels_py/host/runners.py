@@ -118,8 +118,8 @@ def _decode_references(d, cache_made: Future, cfg):
     return refs, None if plain is None else R.attention_int8(q, plain, grouping=cfg.grouping)
 
 
-def _inputs_and_cache(cfg, inputs, num_queries=None):
-    d = prepare_inputs(inputs=inputs, num_queries=num_queries,
+def _inputs_and_cache(cfg, inputs, num_queries=None, queries=True):
+    d = prepare_inputs(inputs=inputs, num_queries=num_queries, queries=queries,
                        **cfg.shape())
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=cfg.smooth_k,
                               block_tables=d.get("block_tables"), seed=cfg.seed)
@@ -202,7 +202,7 @@ def _prefill(cfg, inputs, swap):
 def _kv_cache(cfg, inputs, swap):
     """The producer fed what build_paged_cache feeds the numpy producer (smooth-K applied by the
     caller); out and references are the dequantized K and V in logical token order, [2, tokens, ...]."""
-    d, ref = _inputs_and_cache(cfg, inputs)
+    d, ref = _inputs_and_cache(cfg, inputs, queries=False)        # the producer reads no q
     lens = d["context_lens"]
     mean = ref.k_mean if ref.k_mean is not None else np.zeros((len(lens),) + d["k"].shape[2:], np.float32)
     starts = np.concatenate([[0], np.cumsum(lens)]).astype(int)

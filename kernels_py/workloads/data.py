@@ -64,7 +64,7 @@ class AttentionDataSpec:
 def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 8,
                           num_kv_heads: int = 1, head_dim: int = 128, context_lens=4096,
                           num_queries: int | None = None,
-                          spec: AttentionDataSpec = AttentionDataSpec()) -> dict[str, np.ndarray]:
+                          spec: AttentionDataSpec = AttentionDataSpec(), queries: bool = True) -> dict[str, np.ndarray]:
     """Seeded attention inputs.
 
     num_queries None: decode, q [num_seqs, num_heads, head_dim]. An int N: prefix prefill,
@@ -72,6 +72,9 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     context_lens: an int (all sequences) or one per sequence.
     Returns dict(q f32, k f32 [num_seqs, max_context, num_kv_heads, head_dim], v f32 (same),
     context_lens i32 [num_seqs]) -- the shape `kernels_py.workloads.inputs.load_inputs` returns.
+    ``queries=False``: no q (a consumer of the cache only, int8_kv_cache): the same k, v and
+    context_lens bit for bit, without solving the planted queries (K's channel statistics, a
+    solve per head); the query draws are still made where a later sequence's draws follow them.
     """
     if head_dim not in HEAD_DIMS:
         raise ArgumentError(f"head_dim {head_dim} not in {HEAD_DIMS}")
@@ -97,7 +100,7 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     T = int(lens.max())
     k = np.empty((num_seqs, T, kvh, d), np.float32)
     v = np.empty((num_seqs, T, kvh, d), np.float32)
-    q = np.zeros((num_seqs, nq, num_heads, d), np.float32)
+    q = np.zeros((num_seqs, nq, num_heads, d), np.float32) if queries else None
     for s, ctx in enumerate(lens):
         ctx = int(ctx)
         k[s, ctx:] = v[s, ctx:] = np.nan
@@ -106,7 +109,8 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
         k_rng, v_rng = (np.random.Generator(np.random.PCG64(int(x))) for x in rng.integers(0, 2 ** 63, 2))
         vt = spec.v_std * np.exp(spec.v_token_sigma * rng.standard_normal((ctx, kvh, 1)))
         pos = ctx - nq + np.arange(nq)
-        draws = [_draw_queries(rng, pos, d, spec) for _ in range(num_heads)]
+        # without queries the draws only keep rng where the next sequence reads it
+        draws = [_draw_queries(rng, pos, d, spec) for _ in range(num_heads)] if queries or s < num_seqs - 1 else []
         ks, vs = k[s, :ctx], v[s, :ctx]                              # contiguous [ctx, kvh, d] views
 
         def make_v(vs=vs, vt=vt):
@@ -129,7 +133,14 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
                 x = ks[c:c + _ROWS]
                 x *= std
                 x += off
-                total += np.add.reduce(x, axis=0, dtype=np.float64)
+                if queries:
+                    total += np.add.reduce(x, axis=0, dtype=np.float64)
+            if not queries:
+                if v_done is None:
+                    make_v()
+                else:
+                    v_done.result()
+                continue
             mean = total / ctx
             sq = np.zeros((kvh, d))
             buf = np.empty((min(ctx, _ROWS), kvh, d))             # one float64 chunk, reused
@@ -146,7 +157,8 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
             bulk = var[h // ratio].mean()          # 0 for a one-token context (its centred key is 0)
             z = z * (spec.logit_std * tau[h] / np.sqrt(bulk)) if bulk > 0 else z * (spec.logit_std * tau[h])
             q[s, :, h] = _solve_queries(z, kp_all[h], delta, d)
-    return dict(q=q[:, 0] if num_queries is None else q, k=k, v=v, context_lens=lens.astype(np.int32))
+    out = dict(q=q[:, 0] if num_queries is None else q) if queries else {}
+    return dict(out, k=k, v=v, context_lens=lens.astype(np.int32))
 
 
 _PARALLEL = 1 << 20               # from this many K elements on, V is made on a second thread

@@ -170,11 +170,12 @@ def validate_inputs(arrays: Mapping[str, np.ndarray], *, source: str = "inputs",
     return out
 
 
-def prepare_inputs(*, context, heads, kv_heads, head_dim, seed, inputs=None, num_queries=None):
+def prepare_inputs(*, context, heads, kv_heads, head_dim, seed, inputs=None, num_queries=None, queries=True):
     """The attention inputs of one run: the user's arrays (already validated by load_inputs), or
-    generated ones of one sequence of ``context`` tokens (make_attention_inputs)."""
+    generated ones of one sequence of ``context`` tokens (make_attention_inputs; ``queries=False``:
+    without q, for a run that reads only K and V)."""
     if inputs is not None:
         return inputs
     from kernels_py.workloads.data import make_attention_inputs
     return make_attention_inputs(seed=seed, num_seqs=1, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
-                                 context_lens=[context], num_queries=num_queries)
+                                 context_lens=[context], num_queries=num_queries, queries=queries)

@@ -33,6 +33,23 @@ def test_seeded_and_shaped():
     assert p["q"].shape == (1, 9, 8, 64)
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("case", [dict(num_seqs=1, context_lens=[100]), dict(num_seqs=3, context_lens=[100, 70, 33]),
+                                  dict(num_seqs=2, context_lens=[20, 90], num_queries=5)])
+def test_without_queries_k_v_and_lens_are_the_same_bits(monkeypatch, case, parallel):
+    """queries=False (int8_kv_cache's inputs): no q, and k, v, context_lens byte for byte those made
+    with the queries, one sequence or several (the draws a later sequence follows kept), V made
+    beside K or after it."""
+    from kernels_py.workloads import data
+    monkeypatch.setattr(data, "_PARALLEL", 1 if parallel else 1 << 40)
+    kw = dict(num_heads=4, num_kv_heads=2, head_dim=64, **case)
+    full, bare = make_attention_inputs(3, **kw), make_attention_inputs(3, queries=False, **kw)
+    assert "q" not in bare and set(bare) == set(full) - {"q"}
+    for n in bare:
+        assert bare[n].dtype == full[n].dtype and bare[n].shape == full[n].shape
+        assert bare[n].tobytes() == full[n].tobytes(), n
+
+
 def test_rows_are_peaked_on_the_sink_and_the_planted_keys():
     d = make_attention_inputs(0, context_lens=4096)
     s = centred_logits(d["q"][0], d["k"][0, :, 0])
