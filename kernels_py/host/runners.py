@@ -206,11 +206,17 @@ def _kv_cache(cfg, inputs, swap):
     lens = d["context_lens"]
     mean = ref.k_mean if ref.k_mean is not None else np.zeros((len(lens),) + d["k"].shape[2:], np.float32)
     starts = np.concatenate([[0], np.cumsum(lens)]).astype(int)
-    # [2, tokens, kv heads, head_dim]: K and V written in place (no concatenate, astype or stack copies)
-    fp32 = np.empty((2, int(starts[-1])) + d["k"].shape[2:], np.float32)
-    for s, n in enumerate(lens):
-        np.subtract(d["k"][s, :n], mean[s], out=fp32[0, starts[s]:starts[s + 1]])
-        fp32[1, starts[s]:starts[s + 1]] = d["v"][s, :n]
+    # [2, tokens, kv heads, head_dim]: K and V written in place (no concatenate, astype or stack copies);
+    # generated inputs of one full sequence are that block already (make_attention_inputs): K's mean
+    # is taken off there (the numpy producer has read K; nothing reads it after)
+    fp32 = _kv_block(d["k"], d["v"], int(starts[-1])) if inputs is None else None
+    if fp32 is not None:
+        np.subtract(fp32[0], mean[0], out=fp32[0])
+    else:
+        fp32 = np.empty((2, int(starts[-1])) + d["k"].shape[2:], np.float32)
+        for s, n in enumerate(lens):
+            np.subtract(d["k"][s, :n], mean[s], out=fp32[0, starts[s]:starts[s + 1]])
+            fp32[1, starts[s]:starts[s + 1]] = d["v"][s, :n]
     key, value = fp32
     arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
                                     block_size=ref.block_size, arch=cfg.arch, trace=cfg.trace,
@@ -228,6 +234,22 @@ def _kv_cache(cfg, inputs, swap):
         reference = dequantized_kv(ref, starts)
     refs = {"fp32": fp32, "reference_int8": reference}
     return Ran(out, refs, [run], int(lens.max()))
+
+
+def _kv_block(k: np.ndarray, v: np.ndarray, tokens: int) -> np.ndarray | None:
+    """[2, tokens, kv heads, head_dim]: k and v of one sequence of ``tokens`` as one C-contiguous
+    block, where they are its two halves (v's bytes right after k's); else None."""
+    if not (k.dtype == v.dtype == np.float32 and k.shape == v.shape and k.ndim == 4 and k.shape[:2] == (1, tokens)
+            and k.flags.c_contiguous and v.flags.c_contiguous):
+        return None
+    start = k.__array_interface__["data"][0]
+    if v.__array_interface__["data"][0] != start + k.nbytes or not isinstance(k.base, np.ndarray):
+        return None
+    block = k.base
+    if not (block.flags.c_contiguous and block.__array_interface__["data"][0] == start
+            and block.nbytes == 2 * k.nbytes):
+        return None
+    return block.reshape((2,) + k.shape[1:])
 
 
 def dequantized_kv(cache: PagedKVCache, starts: np.ndarray) -> np.ndarray:

@@ -98,8 +98,7 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     tau = rng.uniform(*spec.temperature_range, num_heads)
 
     T = int(lens.max())
-    k = np.empty((num_seqs, T, kvh, d), np.float32)
-    v = np.empty((num_seqs, T, kvh, d), np.float32)
+    k, v = np.empty((2, num_seqs, T, kvh, d), np.float32)        # one block: int8_kv_cache's [K, V] in place
     q = np.zeros((num_seqs, nq, num_heads, d), np.float32) if queries else None
     for s, ctx in enumerate(lens):
         ctx = int(ctx)

@@ -308,3 +308,26 @@ def test_all_distinct_says_what_np_unique_says():
         a = rng.integers(-5, 60, int(rng.integers(0, 40)))
         assert all_distinct(a) == (np.unique(a).size == a.size)
     assert all_distinct(np.array([], np.int64)) and not all_distinct(np.array([[3, 1], [2, 3]]))
+
+
+@pytest.mark.parametrize("smooth_k", [True, False])
+def test_the_kv_cache_runners_fp32_reference_is_k_less_its_mean_and_v_whether_generated_or_given(smooth_k):
+    """Generated inputs of one sequence are K and V in one block, and the runner takes K's mean off
+    in place there (_kv_block); given inputs are copied: either way the fp32 reference is K - k_mean
+    and V byte for byte, the given arrays untouched, and the outputs the same."""
+    from kernels_py.host.config import RunConfig
+    from kernels_py.host.runners import KERNELS, Swap, _kv_block
+    from kernels_py.workloads.inputs import prepare_inputs
+    cfg = RunConfig(context=48, heads=4, kv_heads=2, head_dim=64, smooth_k=smooth_k, provenance=False)
+    given = prepare_inputs(inputs=None, queries=False, **cfg.shape())
+    keep = {n: a.copy() for n, a in given.items()}
+    assert _kv_block(given["k"], given["v"], 48) is not None
+    cache = build_paged_cache(keep["k"], keep["v"], keep["context_lens"], block_size=16, smooth_k=smooth_k, seed=0)
+    mean = cache.k_mean[0] if smooth_k else np.zeros_like(keep["k"][0, 0])
+    want = np.stack([keep["k"][0] - mean, keep["v"][0]])
+    made = KERNELS["int8_kv_cache"](cfg, None, Swap())
+    from_given = KERNELS["int8_kv_cache"](cfg, given, Swap())
+    for ran in (made, from_given):
+        assert ran.refs["fp32"].tobytes() == want.tobytes()
+    assert made.out.tobytes() == from_given.out.tobytes()
+    assert all(given[n].tobytes() == keep[n].tobytes() for n in keep)
