@@ -42,7 +42,7 @@ from .consumed import pair_cells
 from . import foldrec           # compiled functions by the module: jit.njit rebinds their names
 from .foldrec import FoldedFields, FoldedPair, Spread, SpreadFp
 from .errors import GfxSimError
-from .jit import njit
+from .jit import njit, starting
 from .mmalog import PAIR_BASE, PairRecord
 from .encoding import AT, ENC, PLANES as ENC_PLANES
 from .provenance import COVER, RESERVED, WINDOW, Mask, Prov
@@ -137,7 +137,8 @@ class Fold:
         a = np.ascontiguousarray(a, np.int32)
         M, L = self.members, self.lanes
         shift, has = np.zeros(M, np.int64), np.zeros(M, np.bool_)
-        if not _fold_check(a, self.rep_cols if self.classes > 1 else _NO_COLS, self.cls, L, shift, has):
+        check = _fold_check_numpy if starting(__name__) else _fold_check     # numba's start: not awaited
+        if not check(a, self.rep_cols if self.classes > 1 else _NO_COLS, self.cls, L, shift, has):
             raise Unfolded(f"a load's {f!r} tags", self._pattern_keys(a.reshape(R, M, L)))
         self._set_shift(f, shift, has, f"a load's {f!r} tags")
         return np.ascontiguousarray(a[:, :L] if self.classes == 1 else np.take(a, self.rep_cols, axis=1))
@@ -493,6 +494,33 @@ def _fold_check(a, rep_cols, cls, lanes, shift, has):
                     sm = np.int64(x) - np.int64(v)
                     hm = True
             has[m], shift[m] = hm, sm
+    return True
+
+
+def _fold_check_numpy(a, rep_cols, cls, lanes, shift, has):
+    """_fold_check in numpy passes (while numba starts): the same answer, and where it is True the
+    same ``shift`` and ``has`` (on False the caller reads neither)."""
+    R, W = a.shape
+    M = W // lanes
+    x = a[:, :M * lanes].reshape(R, M, lanes).astype(np.int64)
+    if rep_cols.shape[0] == 0:
+        v = np.broadcast_to(x[:, :1, :], x.shape)
+    else:
+        rb = rep_cols[np.asarray(cls[:M], np.int64) * lanes]              # each member's representative
+        v = a[:, rb[:, None] + np.arange(lanes)].astype(np.int64)        # [R, M, lanes]
+    held = v >= 0
+    if ((~held) & (x != v)).any():
+        return False
+    d = np.swapaxes(x - v, 0, 1).reshape(M, -1)                         # [M, R*lanes], each member's
+    h = np.swapaxes(held, 0, 1).reshape(M, -1)
+    has_in = np.asarray(has[:M], np.bool_)
+    got = h.any(axis=1)
+    first = d[np.arange(M), np.argmax(h, axis=1)]
+    s = np.where(has_in, shift[:M], first)
+    if not (~h | (d == s[:, None])).all():
+        return False
+    shift[:M] = np.where(has_in | got, s, shift[:M])
+    has[:M] = has_in | got
     return True
 
 

@@ -30,6 +30,7 @@ _LAZY: dict[str, list] = {}          # module name -> its lazy functions
 _JIT_MODULES: set[str] = set()       # every module that marked a function (a caller's dependencies)
 _LOCK = threading.RLock()            # one thread starts numba and swaps a module's functions
 _PREWARMED = False                   # prewarm() has started (once per process)
+_PREWARM_THREAD: threading.Thread | None = None   # its thread (starting() asks whether it is at work)
 _COMPILED: list[str] = []            # module.function of each signature compiled (not loaded from the cache)
 _NOTE: dict = {"stream": None, "said": False}   # announce_compiles' stream; whether the note is out
 PREWARM_SWITCH_INTERVAL = 0.0005     # seconds: the GIL switch interval while numba starts (see prewarm)
@@ -114,9 +115,18 @@ def prewarm() -> threading.Thread | None:
                     _compile_module(mod)
         finally:
             sys.setswitchinterval(interval)
-    t = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
+    global _PREWARM_THREAD
+    t = _PREWARM_THREAD = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
     t.start()
     return t
+
+
+def starting(mod: str) -> bool:
+    """Whether a compiled function of module ``mod`` would now wait for numba's start on prewarm's
+    thread (~0.3 s of the GIL): a caller holding an exact numpy twin of it runs that meanwhile (its
+    tests hold the two to the same results), and the compiled one once the module is made."""
+    t = _PREWARM_THREAD
+    return t is not None and mod in _LAZY and t.is_alive()
 
 
 _TARGET_STARTED = False

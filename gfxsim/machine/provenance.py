@@ -25,7 +25,7 @@ is byte-addressed (LDS, global memory) always holds ``g == 1`` planes.
 """
 from __future__ import annotations
 
-from .jit import njit, running
+from .jit import njit, running, starting
 import numpy as np
 from ..errors import ArgumentError
 
@@ -708,14 +708,16 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
             if red:
                 na = fa.nonempty() if fa is not None else _NO
                 nb = fb.nonempty() if fb is not None else _NO
-                present, stepped = _merge_field(ia, ib, _shaped(na, shape), _shaped(nb, shape), True,
+                merge_field = _merge_field_numpy if starting(__name__) else _merge_field   # numba's start
+                present, stepped = merge_field(ia, ib, _shaped(na, shape), _shaped(nb, shape), True,
                                                 out, step)
                 if conflicts is not None and stepped and f not in RESERVED:
                     both = step & (ia >= 0) & (ib >= 0)       # an aggregate absorbing an element is no conflict
                     if both.any():
                         conflicts[f] = both
             else:
-                equal, present, stepped = _merge_ids(np.ascontiguousarray(ia).reshape(-1),
+                merge_ids = _merge_ids_numpy if starting(__name__) else _merge_ids
+                equal, present, stepped = merge_ids(np.ascontiguousarray(ia).reshape(-1),
                                                      np.ascontiguousarray(ib).reshape(-1), out.reshape(-1),
                                                      step.reshape(-1))
                 if equal:                  # both carry the same plane (most merges): share it, no step
@@ -850,7 +852,8 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
     mb = (flat(fb.base), flat(fb.bits), flat(fb.wide)) if fb is not None else none
     ob, obits, ow = np.empty(n, np.int64), np.empty((n, WORDS), np.uint64), np.zeros(n, np.uint32)
     need = np.empty(n, np.bool_)
-    any_need = _merge_fp(*ma, fa is not None, *mb, fb is not None, flat(ia), flat(ib), flat(step), WINDOW,
+    merge_fp = _merge_fp_numpy if starting(__name__) else _merge_fp       # numba's start: not awaited
+    any_need = merge_fp(*ma, fa is not None, *mb, fb is not None, flat(ia), flat(ib), flat(step), WINDOW,
                          ob, obits, need)
     out = Mask(ob.reshape(shape), obits.reshape(shape + (WORDS,)), ow.reshape(shape))
     if any_need and 2 * int(need.sum()) > n:       # mostly wide (a reduction over a whole context):
@@ -922,6 +925,69 @@ def _merge_fp(a_base, a_bits, a_wide, a_has, b_base, b_bits, b_wide, b_has, ia, 
         if oy >= 0:
             obits[i, oy // 64] |= np.uint64(1) << np.uint64(oy % 64)
     return any_need
+
+
+# -- the numpy twins of the compiled merges, run while numba starts on prewarm's thread (jit.starting);
+# tests/gfxsim/machine/test_numpy_twins.py holds each to its compiled function
+
+def _merge_ids_numpy(ia, ib, out, step):
+    """_merge_ids in numpy passes: the same results (out/step unwritten where the planes are equal)."""
+    differ = ia != ib
+    if not differ.any():
+        return True, bool((ia >= 0).any()), False
+    s = differ & (ia >= 0) & (ib >= 0)
+    out[:] = np.where(s, np.int32(-1), np.where(ia >= 0, ia, ib))
+    step[:] = s
+    return False, bool((out >= 0).any()), bool(s.any())
+
+
+def _merge_field_numpy(ia, ib, na, nb, reducing, out, step):
+    """_merge_field in numpy passes: the same out, step and (any value, any step)."""
+    pa, pb = ia >= 0, ib >= 0
+    s = pa & pb & (ia != ib)
+    if reducing:
+        s |= (pa & ~pb & nb) | (~pa & pb & na)
+    out[...] = np.where(s, np.int32(-1), np.where(pa, ia, np.where(pb, ib, np.int32(-1))))
+    step[...] = s
+    return bool((out >= 0).any()), bool(s.any())
+
+
+def _merge_fp_numpy(a_base, a_bits, a_wide, a_has, b_base, b_bits, b_wide, b_has, ia, ib, step, window, ob, obits,
+                    need):
+    """_merge_fp in numpy passes: the same ob, obits, need and answer."""
+    n, words = ia.shape[0], obits.shape[1]
+    x, y, st = ia.astype(np.int64), ib.astype(np.int64), np.asarray(step, np.bool_)
+    pa, pb = x >= 0, y >= 0
+    off = np.zeros(n, np.bool_)
+    keep_a = ((~(pb & ~pa)) | st) if a_has else off
+    keep_b = ((~(pa & ~pb)) | st) if b_has else off
+    use_a = keep_a & (a_wide == 0) & (a_base >= 0) if a_has else off
+    use_b = keep_b & (b_wide == 0) & (b_base >= 0) if b_has else off
+    bad = (keep_a & (a_wide != 0) if a_has else off) | (keep_b & (b_wide != 0) if b_has else off)
+    base = np.where(use_a, a_base, -1) if a_has else np.full(n, -1, np.int64)
+    if b_has:
+        bad = bad | (use_b & (base >= 0) & (base != b_base))
+        base = np.where(use_b, b_base, base)
+    offs = []
+    for v, p in ((x, pa), (y, pb)):                 # a step's values: a's, then b's
+        at = st & p
+        vb = (v // window) * window
+        bad = bad | (at & (base >= 0) & (base != vb))
+        base = np.where(at, vb, base)
+        offs.append(np.where(at, v - vb, -1))
+    need[:] = bad
+    ob[:] = np.where(bad, -1, base)
+    bits = np.zeros((n, words), np.uint64)
+    if a_has:
+        bits |= np.where(use_a[:, None], a_bits, np.uint64(0))
+    if b_has:
+        bits |= np.where(use_b[:, None], b_bits, np.uint64(0))
+    for o in offs:
+        i = np.flatnonzero(o >= 0)
+        bits[i, o[i] // 64] |= np.left_shift(np.uint64(1), (o[i] % 64).astype(np.uint64))
+    bits[bad] = 0
+    obits[:] = bits
+    return bool(bad.any())
 
 
 def _side(m: Mask | None, ident, keep, with_self, wide, shape) -> Mask:

@@ -1,0 +1,139 @@
+"""While numba starts on prewarm's thread (jit.starting), the fold check and the provenance merges
+run numpy twins of their compiled functions instead of waiting: each twin gives its compiled
+function's results on the same arrays (random and special values, several classes, reductions,
+one side's footprint only, wide sets, steps), and a launch run on the twins leaves what it leaves
+on the compiled functions."""
+import numpy as np
+import pytest
+
+from gfxsim.machine import fold, jit, provenance as P
+from kernels_py.host import twins as H
+from kernels_py.int8_kv_cache import int8_kv_cache
+from kernels_py.prefix_prefill import prefix_prefill
+from kernels_py.host.buffers import make_cache
+from kernels_py.workloads.data import make_attention_inputs
+from support.fold import same_buffers, same_runs
+
+
+def _planes(rng, R, M, L, classes, consistent):
+    """[R, M*L] int32: each member its representative's plane plus a shift (-1s kept), or not."""
+    cls = rng.integers(0, classes, M)
+    cls[:classes] = np.arange(classes)
+    reps = np.array([np.flatnonzero(cls == c)[0] for c in range(classes)])
+    base = rng.integers(-1, 50, (R, classes, L)).astype(np.int32)
+    shift = rng.integers(-5, 6, M)
+    a = np.where(base[:, cls] >= 0, base[:, cls] + shift[None, :, None], -1).astype(np.int32)
+    if not consistent:
+        r, m, lane = rng.integers(0, R), rng.integers(0, M), rng.integers(0, L)
+        a[r, m, lane] += rng.choice([1, 7]) if a[r, m, lane] >= 0 else 3
+    rep_cols = (reps[:, None] * L + np.arange(L)).ravel() if classes > 1 else fold._NO_COLS
+    return np.ascontiguousarray(a.reshape(R, M * L)), rep_cols, cls.astype(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fold_check_twin(seed):
+    rng = np.random.default_rng(seed)
+    R, M, L = int(rng.integers(1, 4)), int(rng.integers(1, 7)), int(rng.choice([4, 64]))
+    classes = int(rng.integers(1, M + 1))
+    a, rep_cols, cls = _planes(rng, R, M, L, classes, consistent=seed % 3 != 0)
+    if seed % 5 == 0:
+        a[:] = -1                                   # no member holds a value
+    got = [np.zeros(M, np.int64), np.zeros(M, np.bool_)]
+    want = [np.zeros(M, np.int64), np.zeros(M, np.bool_)]
+    ok = fold._fold_check_numpy(a, rep_cols, cls, L, *got)
+    assert ok == fold._fold_check(a, rep_cols, cls, L, *want)
+    if ok:
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def _ids(rng, shape, lo=-1, hi=6):
+    return rng.integers(lo, hi, shape).astype(np.int32)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_merge_ids_and_merge_field_twins(seed):
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(1, 5)), int(rng.integers(1, 130)))
+    ia = _ids(rng, shape)
+    ib = ia.copy() if seed % 3 == 0 else np.where(rng.random(shape) < 0.7, ia, _ids(rng, shape)).astype(np.int32)
+    outs = [(np.full(ia.size, 99, np.int32), np.ones(ia.size, np.bool_)) for _ in range(2)]
+    got = P._merge_ids_numpy(ia.reshape(-1), ib.reshape(-1), *outs[0])
+    assert got == P._merge_ids(ia.reshape(-1), ib.reshape(-1), *outs[1])
+    if not got[0]:                                  # equal planes: out/step left as they were
+        assert all(np.array_equal(x, y) for x, y in zip(*outs))
+    for reducing in (True, False):
+        na = rng.random(shape) < 0.5
+        nb = P._shaped(np.bool_(seed % 2 == 0), shape) if seed % 4 == 1 else rng.random(shape) < 0.5
+        outs = [(np.full(shape, 99, np.int32), np.ones(shape, np.bool_)) for _ in range(2)]
+        got = P._merge_field_numpy(ia, ib, na, nb, reducing, *outs[0])
+        assert got == P._merge_field(ia, ib, na, nb, reducing, *outs[1])
+        assert all(np.array_equal(x, y) for x, y in zip(*outs))
+
+
+def _mask(rng, n, has):
+    if not has:
+        return np.zeros(1, np.int64), np.zeros((1, P.WORDS), np.uint64), np.zeros(1, np.uint32)
+    base = rng.choice([-1, 0, P.WINDOW, 2 * P.WINDOW], n).astype(np.int64)
+    bits = rng.integers(0, 2 ** 63, (n, P.WORDS), dtype=np.uint64) * np.uint64(rng.integers(1, 3))
+    wide = np.where(rng.random(n) < 0.1, rng.integers(1, 5, n), 0).astype(np.uint32)
+    return base, bits, wide
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_merge_fp_twin(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    a_has, b_has = [(True, True), (True, False), (False, True), (False, False)][seed % 4]
+    ma, mb = _mask(rng, n, a_has), _mask(rng, n, b_has)
+    ia = rng.integers(-1, 3 * P.WINDOW, n).astype(np.int32)
+    ib = np.where(rng.random(n) < 0.5, ia, rng.integers(-1, 3 * P.WINDOW, n)).astype(np.int32)
+    step = rng.random(n) < 0.4
+    outs = [(np.full(n, 7, np.int64), np.full((n, P.WORDS), 5, np.uint64), np.zeros(n, np.bool_)) for _ in range(2)]
+    got = P._merge_fp_numpy(*ma, a_has, *mb, b_has, ia, ib, step, P.WINDOW, *outs[0])
+    assert got == P._merge_fp(*ma, a_has, *mb, b_has, ia, ib, step, P.WINDOW, *outs[1])
+    assert all(np.array_equal(x, y) for x, y in zip(*outs))
+
+
+def _kv_setup():
+    rng = np.random.default_rng(3)
+    key, value = (rng.standard_normal((40, 2, 64)).astype(np.float32) for _ in range(2))
+    slots = rng.permutation(64)[:40].astype(np.int32)
+    slots[[5, 17]] = -1
+    return H.kv_cache_buffers(key, value, slots, num_blocks=4, block_size=16)
+
+
+def _prefill_setup():
+    d = make_attention_inputs(seed=2, num_seqs=1, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100],
+                              num_queries=70)
+    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=2)
+    return H.prefill_buffers(d["q"], cache, 0)
+
+
+@pytest.mark.parametrize("make, kernel", [(_kv_setup, int8_kv_cache), (_prefill_setup, prefix_prefill)])
+def test_a_launch_on_the_twins_leaves_what_it_leaves_on_the_compiled_functions(monkeypatch, make, kernel):
+    runs = []
+    for twins in (False, True):
+        with monkeypatch.context() as m:
+            if twins:                    # as while numba starts: every call of the two modules
+                m.setattr(fold, "starting", lambda mod: True)
+                m.setattr(P, "starting", lambda mod: True)
+            setup = make()
+            runs.append((setup, setup.launch(kernel, trace=False)))
+    (sa, ra), (sb, rb) = runs
+    assert any(n["members"] > 1 and n["classes"] for n in rb.folds)          # folded batches ran
+    same_runs(ra, rb)
+    for name in sa.outputs:
+        same_buffers(sa.buffers[name], sb.buffers[name], ra.machine.wide, rb.machine.wide)
+
+
+def test_starting_only_while_prewarm_is_at_work(monkeypatch):
+    """No prewarm thread, or one that has ended, or a module already made: the compiled path."""
+    monkeypatch.setattr(jit, "_PREWARM_THREAD", None)
+    assert not jit.starting(P.__name__)
+
+    class Alive:
+        def is_alive(self):
+            return True
+    monkeypatch.setattr(jit, "_PREWARM_THREAD", Alive())
+    monkeypatch.setitem(jit._LAZY, "some.module", [])
+    assert jit.starting("some.module") and not jit.starting("not.lazy")
