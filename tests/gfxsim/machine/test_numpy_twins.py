@@ -109,7 +109,13 @@ def _prefill_setup():
     return H.prefill_buffers(d["q"], cache, 0)
 
 
-@pytest.mark.parametrize("make, kernel", [(_kv_setup, int8_kv_cache), (_prefill_setup, prefix_prefill)])
+def _wrong_block_size(w, *args, block_size, **kw):
+    """The producer told another block size than the cache's: its stores land in other slots (findings)."""
+    return int8_kv_cache(w, *args, block_size=block_size // 2, **kw)
+
+
+@pytest.mark.parametrize("make, kernel", [(_kv_setup, int8_kv_cache), (_kv_setup, _wrong_block_size),
+                                          (_prefill_setup, prefix_prefill)])
 def test_a_launch_on_the_twins_leaves_what_it_leaves_on_the_compiled_functions(monkeypatch, make, kernel):
     runs = []
     for twins in (False, True):
@@ -121,6 +127,7 @@ def test_a_launch_on_the_twins_leaves_what_it_leaves_on_the_compiled_functions(m
             runs.append((setup, setup.launch(kernel, trace=False)))
     (sa, ra), (sb, rb) = runs
     assert any(n["members"] > 1 and n["classes"] for n in rb.folds)          # folded batches ran
+    assert bool(rb.findings) == (kernel is _wrong_block_size)
     same_runs(ra, rb)
     for name in sa.outputs:
         same_buffers(sa.buffers[name], sb.buffers[name], ra.machine.wide, rb.machine.wide)
