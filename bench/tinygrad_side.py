@@ -210,8 +210,11 @@ REPEAT = 5         # timed launches per side, alternating gfxsim and tinygrad; e
 def side_by_side(twin: str, emu, repeat: int = REPEAT) -> dict:
     """gfxsim's and tinygrad's warm launch of ``twin``, alternating (A B A B: each pair sees the
     load of the moment), ``repeat`` each; the rates are from each side's fastest."""
+    from gfxsim.machine import jit
     run = harness(twin)
-    run()                                            # warm: numba, the build, the parse
+    jit.prewarm()                                    # warm: numba up (a short process's narrow waves
+    jit.join_start()                                 # would keep numpy: jit.START_BESIDE),
+    run()                                            # the build, the parse
     cap = Capture()
     try:
         r = run()

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..cachedir import cache_root
 from ..isa.fp import APPROXIMATED
+from ..machine import jit as _jit
 from ..machine.jit import START_WIDTH
 from .origin import taint_in
 from .semantics import float_mods
@@ -186,8 +187,11 @@ def _lean_prologue(inline, env, start) -> list[str]:
         env["_lanevm"], env["_dequant"] = lanevm, dequant
         a = ("st.a.words, st.a.written" if "a" in files else "_NOREG, _NOWR")
         env["_NOREG"], env["_NOWR"] = np.zeros((1, 1), np.uint32), np.zeros((4, 1), bool)
-        # numba started only where a run may take the executor (a wide batch never does)
-        lines += ["    _lanes = _lanevm.run_rows if _lanevm.READY or w.width > _blocks.LANE_WIDTH else _lanevm.executor()",
+        # numba started only where a run may take the executor (a wide batch never does); None until
+        # numba is up (jit.worth_starting, counting the block's inline rows as the work): numpy lines
+        env["_jit"] = _jit
+        lines += ["    _lanes = (_lanevm.run_rows if _lanevm.READY else _lanevm.executor()"
+                  f" if w.width <= _blocks.LANE_WIDTH and _jit.worth_starting(w.width, {len(inline)}) else None)",
                   f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
     lines += ["    S, WID = st.s, w.width",
               "    ALL = np.ones(st.members, bool)",
@@ -372,7 +376,7 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
             rows, last = runs[pc]
             env[f"L{pc}"] = rows
             writes_exec = any(q not in inline for q in range(pc, last))
-            lines += ["        if _blocks.LANES and WID <= _blocks.LANE_WIDTH and not st.any_unknown:",
+            lines += ["        if _lanes is not None and _blocks.LANES and WID <= _blocks.LANE_WIDTH and not st.any_unknown:",
                       f"            st.pc = {last - 1}; st.current = D{last - 1}",
                       "            EXO = np.empty(WID, bool)" if writes_exec else "            EXO = EX",
                       f"            n, changed = _lanes(L{pc}, *LF, S, st.s_written, st.scc, "

@@ -84,11 +84,15 @@ class Program:
         self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
         self.blocks: dict = {}          # pc (or pc, bound: blocks.block_until) -> blocks.Block or None, made as waves reach them
         self.waves_as_members = waves_side_by_side(self.decoded, self.fns)
+        self._unsupported = None        # unsupported()'s answer, once asked
 
     def unsupported(self) -> list[str]:
-        """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding)."""
-        return [f"line {d.ins.line}: {d.ins.mnemonic}" for d, f in zip(self.decoded[self.entry:], self.fns[self.entry:])
-                if f is None]
+        """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding);
+        made once (program_of asks at every launch; decoded and fns do not change)."""
+        if self._unsupported is None:
+            self._unsupported = tuple(f"line {d.ins.line}: {d.ins.mnemonic}"
+                                      for d, f in zip(self.decoded[self.entry:], self.fns[self.entry:]) if f is None)
+        return list(self._unsupported)
 
 
 # a run of a workgroup's waves side by side watches the accesses of global, scalar and LDS loads

@@ -30,7 +30,6 @@ _LAZY: dict[str, list] = {}          # module name -> its lazy functions
 _JIT_MODULES: set[str] = set()       # every module that marked a function (a caller's dependencies)
 _LOCK = threading.RLock()            # one thread starts numba and swaps a module's functions
 _PREWARMED = False                   # prewarm() has started (once per process)
-_PREWARM_THREAD: threading.Thread | None = None   # its thread (starting() asks whether it is at work)
 _COMPILED: list[str] = []            # module.function of each signature compiled (not loaded from the cache)
 _NOTE: dict = {"stream": None, "said": False}   # announce_compiles' stream; whether the note is out
 PREWARM_SWITCH_INTERVAL = 0.0005     # seconds: the GIL switch interval while numba starts (see prewarm)
@@ -95,11 +94,11 @@ def prewarm() -> threading.Thread | None:
     daemon thread. A run with provenance calls this before it generates its data (numpy, which
     frees the GIL), so the start-up overlaps that work; a compiled call made meanwhile waits.
     Once per process (later calls return None): a sweep's worker runs many points."""
-    global _PREWARMED
+    global _PREWARMED, _STARTING, _THREAD
     with _LOCK:
         if _PREWARMED:
             return None
-        _PREWARMED = True
+        _PREWARMED = _STARTING = True
 
     # numba's start is Python code that holds the GIL; the caller's numpy work gets it back only
     # when the switch interval expires (5 ms), after each of its many short calls. A short interval
@@ -108,24 +107,35 @@ def prewarm() -> threading.Thread | None:
     sys.setswitchinterval(min(interval, PREWARM_SWITCH_INTERVAL))
 
     def work():
+        global _STARTING
         try:
             with _LOCK:
                 _start_target()
                 for mod in list(_LAZY):
                     _compile_module(mod)
         finally:
+            _STARTING = False
             sys.setswitchinterval(interval)
-    global _PREWARM_THREAD
-    t = _PREWARM_THREAD = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
+    t = _THREAD = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
     t.start()
     return t
+
+
+_STARTING = False                    # prewarm's thread is at it (numba's target and dispatchers not all there yet)
+_THREAD: threading.Thread | None = None     # prewarm's thread
+
+
+def join_start() -> None:
+    """Wait for prewarm's thread, where one was started (a harness that times warm launches)."""
+    if _THREAD is not None:
+        _THREAD.join()
 
 
 def starting(mod: str) -> bool:
     """Whether a compiled function of module ``mod`` would now wait for numba's start on prewarm's
     thread (~0.3 s of the GIL): a caller holding an exact numpy twin of it runs that meanwhile (its
     tests hold the two to the same results), and the compiled one once the module is made."""
-    t = _PREWARM_THREAD
+    t = _THREAD
     return t is not None and mod in _LAZY and t.is_alive()
 
 
@@ -225,11 +235,33 @@ def _without_scipy():
 # many workgroups) amortises numpy's per-call cost, and a process running only such waves would pay
 # numba's start (~0.5-1 s) for little; where numba runs already, every width takes the compiled path
 START_WIDTH = 4096
+# True: without numba up, a narrow wave's compiled paths take their numpy paths and count the work they
+# did (lane rows, accesses: ~10-30 µs each on numpy); once a process has done START_WORK of it, numba
+# starts beside the run (prewarm's thread) and the compiled paths are taken once it is up. A short
+# command (the batched asm decode's reduce launch, ~0.1 s of numpy lines) then never pays numba's start
+# (~0.5-1 s, and its GIL beside the run), and a long one pays it once its numpy work has cost about as
+# much. Both paths give the same bits (each compiled path is held to its numpy path by its tests).
+# False: the first narrow wave starts numba on its own thread and waits (the tests, which hold the
+# compiled paths to the numpy ones, need the compiled path from the first call).
+START_BESIDE = True
+START_WORK = 20_000
+_WORK = 0                           # that work so far (see START_BESIDE)
 
 
-def worth_starting(width: int) -> bool:
-    """Whether a compiled path may be taken for a wave of ``width`` columns (see START_WIDTH)."""
-    return _TARGET_STARTED or width <= START_WIDTH
+def worth_starting(width: int, work: int = 1) -> bool:
+    """Whether a compiled path may be taken now for a wave of ``width`` columns that would do ``work``
+    (lane rows, accesses) on it (see START_WIDTH and START_BESIDE)."""
+    global _WORK
+    if _TARGET_STARTED and not _STARTING:
+        return True
+    if width > START_WIDTH:
+        return False
+    if not START_BESIDE:
+        return True
+    _WORK += work
+    if _WORK >= START_WORK and not _PREWARMED:  # read without the lock: prewarm's thread holds it while numba starts
+        prewarm()
+    return False
 
 
 def running() -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..arch import get_arch
 from .findings import Finding, FindingLog
+from . import plans
 from .fold import MAX_CLASSES, RETRIES, Attempt, Fold, Unfolded
 from .memory import Buffer
 from .consumed import check_outputs
@@ -59,7 +60,7 @@ class Machine:
                              f"{self.arch.lds_bytes}")
         self.log = FindingLog(kernel_name)
         self.findings = self.log.findings
-        self.plan_cache: dict = {}
+        self.plan_cache: dict = plans.launch_cache(self.arch)     # the matrix unit's operand plans
         self.not_checked: dict = {}      # finding kind -> why a front end cannot check it (asm: no scale marks)
         self.attempt = None              # the folded batch being run (fold.Attempt), if any
         self.folds: list = []            # per batch: how its provenance was kept (launch.run_batch)

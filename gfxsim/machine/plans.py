@@ -2,7 +2,8 @@
 block lies in a ``[regs, members*lanes]`` register array.
 
 A plan depends on the instruction, the operand, the member count and the wave size only, so it is
-made once per launch and kept in the machine's ``plan_cache`` (the arrays are shared: read-only).
+made once and kept in the machine's ``plan_cache`` (the arrays are shared: read-only), which later
+launches on the same arch profile share (``launch_cache``).
 The matrix unit gathers its operands through them; the scale check reads D's plan to find a
 result still in its instruction's own layout.
 """
@@ -14,11 +15,49 @@ from .mma import gather_plan
 from .strided import Form, strided_form
 
 
+# A launch's plans outlive it: a process that launches again (a harness timing warm launches,
+# run_on_sim, a sweep's points) makes them once (~0.2 ms a matrix mnemonic a launch, the first
+# instruction's). Kept per arch profile; the plans are keyed by mnemonic, so the records they were
+# made of are kept beside them (RECORDS), and a launch whose profile does not give each of those
+# records for its mnemonic starts afresh; so does one that finds more than KEEP_BYTES of arrays
+# (a wide batch's plans are not kept beyond the next launch).
+KEEP_BYTES = 32 << 20
+RECORDS = "records"                   # a cache's {mnemonic: the record its plans were made of}
+_SHARED: dict = {}                    # arch name -> (the profile, its plan cache)
+
+
+def launch_cache(arch) -> dict:
+    """The plan cache of a launch on ``arch`` (an ArchProfile): the last launch's on the same
+    profile where each of its plans is still this profile's record's and they are under
+    KEEP_BYTES, else a new one."""
+    kept = _SHARED.get(arch.name)
+    if kept is not None and kept[0] is arch and _holds(arch, kept[1]):
+        return kept[1]
+    if len(_SHARED) >= 8:                 # bounded: a process on many profiles keeps the latest
+        _SHARED.clear()
+    cache = {RECORDS: {}}
+    _SHARED[arch.name] = (arch, cache)
+    return cache
+
+
+def _holds(arch, cache: dict) -> bool:
+    """Whether ``cache``'s plans are all of ``arch``'s records and under KEEP_BYTES."""
+    if any(arch.instructions.get(m) is not insn for m, insn in cache[RECORDS].items()):
+        return False
+    size = 0
+    for v in cache.values():
+        for a in (v if isinstance(v, tuple) else (v,)):
+            size += a.nbytes if isinstance(a, np.ndarray) else 0
+    return size <= KEEP_BYTES
+
+
 def batched_plan(cache: dict, insn, op: str, members: int, lanes: int) -> tuple:
     """(element, column) index arrays ``[members*blocks, rows, cols]`` of an operand."""
     key = (insn.mnemonic, op, members, lanes)
     got = cache.get(key)
     if got is None:
+        # every other plan is made from these: the record they are of (launch_cache)
+        cache.setdefault(RECORDS, {})[insn.mnemonic] = insn
         e, l = gather_plan(insn, op)
         base = (np.arange(members) * lanes)[:, None, None, None]
         got = cache[key] = (np.broadcast_to(e, (members,) + e.shape).reshape((-1,) + e.shape[1:]),
