@@ -353,6 +353,38 @@ class Counters:
             for a in self.dma:
                 a.members = a.members & ~(a.rank < self.done[a.cls])
             self.dma = [a for a in self.dma if a.members.any()]
+        if act is None and not self.together and self.SCALAR and self.st.members > 1:
+            self.together = self._rejoined()
+
+    def _rejoined(self) -> bool:
+        """Whether members that parted hold the same counts again, every outstanding access and LDS
+        write theirs all at one rank (what issuing and waiting together leaves): then member 0's
+        numbers decide for all, as if they had never parted."""
+        iss, done = self.issued, self.done
+        if self.dma:
+            return False
+        for cls in np.nonzero((iss != iss[:, :1]).any(axis=1) | (done != done[:, :1]).any(axis=1))[0].tolist():
+            # counts that differ where nothing of the class is outstanding: only differences of
+            # counts are ever read (a rank against done, younger accesses), so they restart at 0
+            if (done[cls] != iss[cls]).any() or (cls == LDS and self.lds_writes) or any(
+                    a.cls == cls or (cls == FLAT and a.flat_rank is not None) for a in self.out.values()):
+                return False
+            iss[cls] = done[cls] = 0
+        for a in self.out.values():
+            r = a.rank_l
+            if r.count(r[0]) != len(r) or not a.members.all() or (
+                    a.flat_rank is not None and not (a.flat_rank == a.flat_rank[0]).all()):
+                return False
+        return all(a.members.all() and (a.rank == a.rank[0]).all() for a in self.lds_writes)
+
+    def _zero(self, a: Access, f: str, first: int, n: int, blk):
+        """Clear access ``a``'s id from its registers' pending ids ``blk``: the whole block where no
+        other outstanding access returns to any of them (only ``a``'s id or 0 can be there then)."""
+        for b in self.out.values():
+            if b is not a and b.dst[0] == f and b.dst[1] < first + n and first < b.dst[1] + b.dst[2]:
+                blk[blk == a.id] = 0
+                return
+        blk[...] = 0
 
     def _retire(self):
         st = self.st
@@ -373,8 +405,7 @@ class Counters:
                 continue
             f, first, n, _ = a.dst
             if gone_l == on:                              # all its members: its id, wherever it still is
-                blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
-                blk[blk == a.id] = 0
+                self._zero(a, f, first, n, self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n])
                 a.members = a.members & False
                 del self.out[a.id]
                 continue
@@ -409,8 +440,7 @@ class Counters:
             if not a.members[0] or not (a.rank[0] < done[a.cls] or (a.flat_rank is not None and a.flat_rank[0] < done[FLAT])):
                 continue
             f, first, n, _ = a.dst
-            blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
-            blk[blk == a.id] = 0
+            self._zero(a, f, first, n, self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n])
             a.members = a.members & False
             del self.out[a.id]
         self._pending_bits()
