@@ -14,6 +14,7 @@ import numpy as np
 from ..origin import columns_carry_identity
 from . import moved_as, no_mods, op, widen
 from ...machine.vgpr import VGPRs
+from ..state import EXEC
 
 U32, U64 = np.uint32, np.uint64
 # mnemonic suffix -> (bytes, how a sub-dword load fills its register: None, "u", "s", "d16_hi")
@@ -224,6 +225,9 @@ for _k in STORES:
     op(f"flat_store_{_k}")(flat(_global_store(_k)))
 
 
+# an s_load all executing members make at one address, without origin marks, written as one block
+# of SGPRs (False: each SGPR through WaveState.swrite, and _tagged asked without provenance: the A/B)
+LEAN_SLOAD = True
 SMEM = {"s_load_dword": 1, "s_load_dwordx2": 2, "s_load_dwordx4": 4, "s_load_dwordx8": 8, "s_load_dwordx16": 16}
 
 
@@ -246,39 +250,44 @@ def _s_load(n):
         if base.kind != "reg" or base.file != "s" or base.count != 2:
             raise st.error(f"base {base.text}: an SGPR pair expected")
         if off.kind == "int":
-            o = np.full(st.members, off.value, U64)
+            o = U64(off.value)
         elif off.kind == "reg" and off.file == "s" and off.count == 1:
             o = st.sread(off.first)
         else:
             raise st.error(f"offset {off.text}: an immediate or an SGPR expected")
         o = o + U64(d.ops.mods.get("offset", 0))        # gfx9: an SGPR offset plus an immediate one
-        addr = (st.sread64(base.first) + o) & ~U64(3)     # SMEM addresses are dword aligned (wraps mod 2^64)
-        members = np.nonzero(st.act)[0] if st.act is not None else np.arange(st.members)
+        addr = ((st.sread64(base.first) + o) & ~U64(3)).tolist()    # SMEM addresses are dword aligned (wraps mod 2^64)
+        members = range(st.members) if st.act is None else np.nonzero(st.act)[0].tolist()
         groups = {}
-        for m in members.tolist():                       # members reading the same address load once
-            groups.setdefault(int(addr[m]), []).append(m)
-        out = np.zeros((n, st.members), U64)
-        tagged = np.zeros(st.members, bool)
+        for m in members:                                # members reading the same address load once
+            groups.setdefault(addr[m], []).append(m)
         w, live = st.w, st.w.live
-        by_buf = []                                      # [buffer, [start], [members]] (a few)
+        got = []                                         # (buffer, start, members, dwords) per group
         try:
             for a, ms in groups.items():
                 if len(groups) > 1:                      # each group's loads are its members' events
                     w.live = ms
                 buf, rel = st.memory.scalar(st, a, 4 * n)
-                out[:, ms] = np.array(w.scalar_load_dwords(buf, rel, n), U64)[:, None]
-                entry = next((e for e in by_buf if e[0] is buf), None)
-                if entry is None:
-                    entry = [buf, [], []]
-                    by_buf.append(entry)
-                entry[1].append(rel)
-                entry[2].append(ms)
+                got.append((buf, rel, ms, w.scalar_load_dwords(buf, rel, n)))
         finally:
             w.live = live
-        for buf, rels, mss in by_buf:
-            for ms, t in zip(mss, _tagged(w, buf, rels, 4 * n).tolist()):
-                tagged[ms] = t
-        st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
+        if LEAN_SLOAD and not w.provenance:              # no byte carries an identity (_tagged)
+            st.taint_s = None
+        else:
+            tagged = np.zeros(st.members, bool)
+            for buf in {id(g[0]): g[0] for g in got}.values():
+                mine = [g for g in got if g[0] is buf]
+                for g, t in zip(mine, _tagged(w, buf, [g[1] for g in mine], 4 * n).tolist()):
+                    tagged[g[2]] = t
+            st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
+        if LEAN_SLOAD and len(got) == 1 and st.act is None and not st.any_unknown and st.taint_s is None and \
+                dst.first + n <= EXEC:                   # swrite of one value for all, in brief
+            st.s[:, dst.first:dst.first + n] = np.array(got[0][3], np.uint32)
+            st.s_written[dst.first:dst.first + n] = True
+            return
+        out = np.zeros((n, st.members), U64)
+        for _, _, ms, words in got:
+            out[:, ms] = np.array(words, U64)[:, None]
         st.swrite(dst.first, *out)
     return run
 
