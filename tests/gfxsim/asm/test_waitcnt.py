@@ -386,3 +386,37 @@ def test_members_that_part_and_meet_again_retire_as_the_general_path(first, wait
     assert [(f.kind, f.message, f.workgroup) for f in got[1].findings] == \
         [(f.kind, f.message, f.workgroup) for f in want[1].findings]
     assert got[1].trace.n_events == want[1].trace.n_events
+
+
+BARRIER = """
+v_lshlrev_b32_e32 v1, 2, v0
+ds_write_b32 v1, v1
+global_load_dword v2, v1, s[4:5]
+ds_write_b32 v1, v1 offset:512
+{wait}
+s_barrier
+ds_read_b32 v3, v1 offset:4
+v_add_u32_e32 v2, v2, v3
+global_store_dword v1, v2, s[6:7]
+"""
+
+
+@pytest.mark.parametrize("wait", ["", "s_waitcnt lgkmcnt(1)", "s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)"])
+@pytest.mark.parametrize("grid,batch", [(1, 1), (2, 2)])
+def test_counts_on_python_numbers_are_the_arrays_counts(wait, grid, batch, monkeypatch):
+    """Two waves a workgroup: the counts kept as Python numbers (Counters.fast) give the findings
+    (an LDS write outstanding at s_barrier, its younger accesses; a read of a pending load) and
+    results the per-member arrays give."""
+    from gfxsim.asm.waitcnt import Counters
+
+    def go():
+        x = Buffer("x", np.arange(128 * grid + 1, dtype=np.float32))
+        y = Buffer("y", np.zeros(128 * grid, np.float32))
+        k = kernel_from_text(PROLOG + BARRIER.format(wait=wait), "test_waitcnt", args=ARGS, lds=1024)
+        r = run_asm(k, grid, 128, args=dict(x=x, y=y), batch=batch)
+        return y.array.view(np.uint32).tolist(), [(f.kind, f.message, f.workgroup) for f in r.findings], r.trace.n_events
+    got = go()
+    monkeypatch.setattr(Counters, "SCALAR", False)
+    assert got == go()
+    if wait != "s_waitcnt lgkmcnt(0)":
+        assert got[1]
