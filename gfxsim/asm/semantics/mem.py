@@ -14,7 +14,10 @@ import numpy as np
 from ..origin import columns_carry_identity
 from . import moved_as, no_mods, op, widen
 from ...machine.vgpr import VGPRs
+from .. import globaladdr
+from ..launch import BASE, SPAN
 from ..state import EXEC
+from ...machine import jit
 
 U32, U64 = np.uint32, np.uint64
 # mnemonic suffix -> (bytes, how a sub-dword load fills its register: None, "u", "s", "d16_hi")
@@ -24,22 +27,46 @@ STORES = {"dword": (4, 0), "dwordx2": (8, 0), "dwordx3": (12, 0), "dwordx4": (16
           "byte": (1, 0), "short": (2, 0), "byte_d16_hi": (1, 2), "short_d16_hi": (2, 2)}
 
 
-def global_address(st, d, vaddr, saddr):
+def _checked_offset(st, d, vaddr, saddr) -> int:
+    """The instruction's offset, once it and the address operands are what global_address takes."""
     off = int(d.ops.mods.get("offset", 0))
     if not -4096 <= off < 4096:
         raise st.error(f"offset:{off} outside the 13-bit signed range")
     if saddr.kind == "off":
         if vaddr.kind != "reg" or vaddr.file != "v" or vaddr.count != 2:
             raise st.error(f"vaddr {vaddr.text}: a VGPR pair expected with off")
-        w = st.vwords("v", vaddr.first, 2).astype(U64)
-        base = w[0] | (w[1] << U64(32))
     else:
         if saddr.kind != "reg" or saddr.file != "s" or saddr.count != 2:
             raise st.error(f"saddr {saddr.text}: an SGPR pair expected")
         if vaddr.kind != "reg" or vaddr.file != "v" or vaddr.count != 1:
             raise st.error(f"vaddr {vaddr.text}: one VGPR (an offset) expected with saddr")
+    return off
+
+
+def global_address(st, d, vaddr, saddr):
+    off = _checked_offset(st, d, vaddr, saddr)
+    if saddr.kind == "off":
+        w = st.vwords("v", vaddr.first, 2).astype(U64)
+        base = w[0] | (w[1] << U64(32))
+    else:
         base = st.lanewise64(st.sread64(saddr.first)) + st.vwords("v", vaddr.first, 1)[0].astype(U64)
     return base + U64(off % (1 << 64))                  # wraps modulo 2^64
+
+
+def _one_buffer(st, d, vaddr, saddr):
+    """What ``st.memory.one_buffer(global_address(...), EXEC)`` gives, (buffer, byte offsets) or
+    None, in one compiled pass (globaladdr.py) where numba runs at this width; None also where
+    the numpy path must decide (an SGPR pair that holds EXEC's half)."""
+    off = _checked_offset(st, d, vaddr, saddr)
+    pair = saddr.kind == "off"
+    if not COMPILED_ADDRESS or not jit.worth_starting(st.w.width) or not (pair or 0 <= saddr.first <= EXEC - 2):
+        return None
+    words = st.vwords("v", vaddr.first, 2 if pair else 1)
+    space = st.memory
+    offs = np.empty(st.w.width, np.int64)
+    k = globaladdr.buffer_offsets(words[0], words[-1], pair, st.s, 0 if pair else saddr.first, st.lanes,
+                                  U64(off % (1 << 64)), st.exec, BASE, SPAN, len(space.buffers), offs)
+    return None if k < 0 else (space.buffers[k], offs)
 
 
 def global_parts(st, addr, nbytes):
@@ -157,6 +184,12 @@ def _global_load(kind):
         dst, vaddr, saddr = d.ops.positional
         if dst.kind != "reg" or dst.file not in "va" or dst.count != max(1, nbytes // 4):
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
+        if fill is None and st.lean:
+            one = _one_buffer(st, d, vaddr, saddr)
+            words = None if one is None else st.w.global_load_words(*one, nbytes)
+            if words is not None:
+                st.vwrite(dst.file, dst.first, words)
+                return
         addr = global_address(st, d, vaddr, saddr)
         if fill is None and st.lean and _load_words(st, dst, addr, nbytes):
             return
@@ -173,6 +206,10 @@ def _global_store(kind):
         vaddr, data, saddr = d.ops.positional
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
+        if not byte0 and st.lean and not nbytes % 4 and st.vall_written(data.file, data.first, data.count):
+            one = _one_buffer(st, d, vaddr, saddr)
+            if one is not None and st.w.global_store_words(*one, st.vwords(data.file, data.first, data.count), nbytes):
+                return
         addr = global_address(st, d, vaddr, saddr)
         if not byte0 and st.lean and _store_words(st, data, addr, nbytes):
             return
@@ -225,6 +262,8 @@ for _k in STORES:
     op(f"flat_store_{_k}")(flat(_global_store(_k)))
 
 
+# a global access's address and buffer in one compiled pass where numba runs (False: numpy, the A/B)
+COMPILED_ADDRESS = True
 # an s_load all executing members make at one address, without origin marks, written as one block
 # of SGPRs (False: each SGPR through WaveState.swrite, and _tagged asked without provenance: the A/B)
 LEAN_SLOAD = True
