@@ -255,6 +255,7 @@ class Counters:
         self.plans = plans_
         M = st.members
         self.all = np.ones(M, bool)                   # every member (never written)
+        self.none = np.zeros(M, bool)                 # no member: a retired access's (never written)
         self.issued = np.zeros((4, M), np.int64)      # accesses issued, per class and member
         self.done = np.zeros((4, M), np.int64)        # of which those known complete (a prefix in issue order)
         self.out: dict[int, Access] = {}
@@ -472,7 +473,7 @@ class Counters:
             f, first, n, _ = a.dst
             if gone_l == on:                              # all its members: its id, wherever it still is
                 self._zero(a, f, first, n, self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n])
-                a.members = a.members & False
+                a.members = self.none
                 del self.out[a.id]
                 continue
             gone = np.array(gone_l)
@@ -507,7 +508,7 @@ class Counters:
                 continue
             f, first, n, _ = a.dst
             self._zero(a, f, first, n, self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n])
-            a.members = a.members & False
+            a.members = self.none
             del self.out[a.id]
         self._pending_bits()
 

@@ -84,6 +84,9 @@ def _ds_read2(nbytes, stride):
         a = _vaddr(st, addr)
         unit = nbytes * stride
         vals = [_load(st, a, unit * d.ops.mods.get(k, 0), nbytes) for k in ("offset0", "offset1")]
+        if isinstance(vals[0], np.ndarray) and isinstance(vals[1], np.ndarray):    # words: one register write
+            st.vwrite(dst.file, dst.first, np.concatenate(vals))
+            return
         for j, v in enumerate(vals):              # both read before either is written (dst may alias addr)
             _put(st, dst.file, dst.first + j * nbytes // 4, v)
     return run
