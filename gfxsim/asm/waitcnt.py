@@ -198,14 +198,21 @@ def plans(decoded) -> tuple:
 
 class Access:
     """One outstanding memory access of a wave (of each member that issued it)."""
-    __slots__ = ("id", "pc", "event", "cls", "rank", "rank_l", "members", "dst", "ins", "flat_rank", "lds")
+    __slots__ = ("id", "pc", "event", "cls", "_rank", "rank_l", "members", "dst", "ins", "flat_rank", "lds")
 
     def __init__(self, id_, pc, event, cls, rank, members, dst, ins, flat_rank=None):
-        self.id, self.pc, self.event, self.cls, self.rank = id_, pc, event, cls, rank
-        self.rank_l = rank.tolist()                   # the same, as Python numbers (a wait's look at it)
+        """``rank``: its rank in its class per member, an array or a list of Python numbers."""
+        self.id, self.pc, self.event, self.cls = id_, pc, event, cls
+        self._rank, self.rank_l = (None, rank) if isinstance(rank, list) else (rank, rank.tolist())
         self.members, self.dst, self.ins = members, dst, ins
         self.flat_rank = flat_rank          # a FLAT access of global memory: also retired as a FLAT one
         self.lds = None                     # an LDS DMA: (first byte, end) per member
+
+    @property
+    def rank(self) -> np.ndarray:
+        if self._rank is None:
+            self._rank = np.array(self.rank_l, np.int64)
+        return self._rank
 
     def where(self, kernel: str) -> str:
         """Its assembly line, as findings name one: kernel.s:line (mnemonic registers)."""
@@ -215,11 +222,19 @@ class Access:
 
 class LdsWrite:
     """An LDS write of a wave not yet known complete (of each member that issued it)."""
-    __slots__ = ("pc", "event", "rank", "members", "exec", "ins")
+    __slots__ = ("pc", "event", "_rank", "rank0", "members", "exec", "ins")
 
     def __init__(self, pc, event, rank, members, exec_, ins):
-        self.pc, self.event, self.rank, self.members, self.ins = pc, event, rank, members, ins
+        """``rank``: its LDS rank per member (an array), or one Python number for every member."""
+        self.pc, self.event, self.members, self.ins = pc, event, members, ins
+        self._rank, self.rank0 = (None, rank) if isinstance(rank, int) else (rank, int(rank[0]))
         self.exec = exec_                   # its EXEC (bool [width]; None: every lane), for a finding's lanes
+
+    @property
+    def rank(self) -> np.ndarray:
+        if self._rank is None:
+            self._rank = np.full(self.members.shape[0], self.rank0, np.int64)
+        return self._rank
 
     def lanes(self, members: int, lanes: int) -> list:
         """The lanes it wrote in any member (the lanes a barrier's finding names)."""
@@ -240,6 +255,7 @@ class Counters:
         self.plans = plans_
         M = st.members
         self.all = np.ones(M, bool)                   # every member (never written)
+        self.none = np.zeros(M, bool)                 # no member: a retired access's (never written)
         self.issued = np.zeros((4, M), np.int64)      # accesses issued, per class and member
         self.done = np.zeros((4, M), np.int64)        # of which those known complete (a prefix in issue order)
         self.out: dict[int, Access] = {}
@@ -254,6 +270,27 @@ class Counters:
         # every access so far issued and every wait made by all members together (none sat one
         # out): each member's counts are the same, so they are decided on member 0's numbers
         self.together = True
+        # while ``fast``, every member's counts are these Python numbers (issued, done per class)
+        # and ``issued``/``done`` are brought up to date only where read (_sync)
+        self.fast = self.SCALAR
+        self.issued0, self.done0 = [0] * 4, [0] * 4
+
+    def _sync(self):
+        """``issued`` and ``done`` as the Python numbers have them (while ``fast``)."""
+        if self.fast:
+            self.issued[...] = np.array(self.issued0, np.int64)[:, None]
+            self.done[...] = np.array(self.done0, np.int64)[:, None]
+
+    def _slow(self):
+        """Count on the per-member arrays from here on."""
+        self._sync()
+        self.fast = False
+
+    def _fast(self):
+        """Count on Python numbers from here on (every member's counts are member 0's)."""
+        if not self.fast:
+            self.issued0, self.done0 = self.issued[:, 0].tolist(), self.done[:, 0].tolist()
+            self.fast = True
 
     # -- issue ---------------------------------------------------------------------------------
     def _members(self) -> np.ndarray:
@@ -263,6 +300,10 @@ class Counters:
     def issue(self, pc: int, p: Plan, event: int):
         """Count the access instruction ``pc`` issued, and mark the registers its data returns to."""
         st = self.st
+        if self.fast and st.act is None and p.cls != FLAT and p.lds_dma is None:
+            self._issue_fast(pc, p, event)
+            return
+        self._slow()
         if st.act is not None:
             self.together = False
         mem = self._members()
@@ -294,6 +335,27 @@ class Counters:
         f, first, n, text = p.dst
         a = Access(self.next_id, pc, event, cls, rank, mem, p.dst, st.current.ins, flat_rank)
         self.next_id += 1
+        self._pend(a, f, first, n, mem)
+
+    def _issue_fast(self, pc: int, p: Plan, event: int):
+        """issue() of an access every member makes (neither FLAT nor an LDS DMA) on Python numbers."""
+        st = self.st
+        cls = p.cls
+        rank = self.issued0[cls]
+        self.issued0[cls] = rank + 1
+        if p.lds_write:
+            self.lds_writes.append(LdsWrite(pc, event, rank, self.all, None if st.w.exec_full else st.exec.copy(),
+                                            st.current.ins))
+        if p.dst is None:
+            return
+        f, first, n, text = p.dst
+        a = Access(self.next_id, pc, event, cls, [rank] * st.members, self.all, p.dst, st.current.ins)
+        self.next_id += 1
+        self._pend(a, f, first, n, self.all)
+
+    def _pend(self, a: Access, f: str, first: int, n: int, mem):
+        """Access ``a`` is the one that will write registers first.. of file f (in the EXEC lanes)."""
+        st = self.st
         if f == "s":
             self.spend[mem, first:first + n] = a.id
         else:
@@ -322,17 +384,21 @@ class Counters:
         """s_waitcnt: for each counter, the accesses it covers are complete in the executing members."""
         act = self.st.act
         if act is not None:
+            self._slow()
             self.together = False
         # one member, or all that issued every access together: member 0's counts as numbers
         one = self.SCALAR and (self.st.members == 1 or self.together) and act is None
+        if one:
+            self._fast()
+            issued0, done0 = self.issued0, self.done0
         for ctr, n in counts.items():
             for cls in COUNTS[ctr]:
                 if one:
-                    i, d = int(self.issued[cls, 0]), int(self.done[cls, 0])
+                    i, d = issued0[cls], done0[cls]
                     if IN_ORDER[cls]:
-                        self.done[cls] = max(d, i - n)
+                        done0[cls] = max(d, i - n)
                     elif n == 0:
-                        self.done[cls] = i
+                        done0[cls] = i
                     continue
                 done, issued = self.done[cls], self.issued[cls]
                 if IN_ORDER[cls]:
@@ -345,14 +411,47 @@ class Counters:
             self.bits = 0
         if self.lds_writes and "lgkmcnt" in counts:
             if one:                                        # every member issued each, at member 0's rank
-                d = int(self.done[LDS, 0])
-                self.lds_writes = [a for a in self.lds_writes if int(a.rank[0]) >= d]
+                d = self.done0[LDS]
+                self.lds_writes = [a for a in self.lds_writes if a.rank0 >= d]
             else:
                 self.lds_writes = [a for a in self.lds_writes if (a.members & (a.rank >= self.done[LDS])).any()]
         if self.dma:
+            self._sync()
             for a in self.dma:
                 a.members = a.members & ~(a.rank < self.done[a.cls])
             self.dma = [a for a in self.dma if a.members.any()]
+        if act is None and not self.together and self.SCALAR and self.st.members > 1:
+            self.together = self._rejoined()
+
+    def _rejoined(self) -> bool:
+        """Whether members that parted hold the same counts again, every outstanding access and LDS
+        write theirs all at one rank (what issuing and waiting together leaves): then member 0's
+        numbers decide for all, as if they had never parted."""
+        iss, done = self.issued, self.done
+        if self.dma:
+            return False
+        for cls in np.nonzero((iss != iss[:, :1]).any(axis=1) | (done != done[:, :1]).any(axis=1))[0].tolist():
+            # counts that differ where nothing of the class is outstanding: only differences of
+            # counts are ever read (a rank against done, younger accesses), so they restart at 0
+            if (done[cls] != iss[cls]).any() or (cls == LDS and self.lds_writes) or any(
+                    a.cls == cls or (cls == FLAT and a.flat_rank is not None) for a in self.out.values()):
+                return False
+            iss[cls] = done[cls] = 0
+        for a in self.out.values():
+            r = a.rank_l
+            if r.count(r[0]) != len(r) or not a.members.all() or (
+                    a.flat_rank is not None and not (a.flat_rank == a.flat_rank[0]).all()):
+                return False
+        return all(a.members.all() and (a.rank == a.rank[0]).all() for a in self.lds_writes)
+
+    def _zero(self, a: Access, f: str, first: int, n: int, blk):
+        """Clear access ``a``'s id from its registers' pending ids ``blk``: the whole block where no
+        other outstanding access returns to any of them (only ``a``'s id or 0 can be there then)."""
+        for b in self.out.values():
+            if b is not a and b.dst[0] == f and b.dst[1] < first + n and first < b.dst[1] + b.dst[2]:
+                blk[blk == a.id] = 0
+                return
+        blk[...] = 0
 
     def _retire(self):
         st = self.st
@@ -373,9 +472,8 @@ class Counters:
                 continue
             f, first, n, _ = a.dst
             if gone_l == on:                              # all its members: its id, wherever it still is
-                blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
-                blk[blk == a.id] = 0
-                a.members = a.members & False
+                self._zero(a, f, first, n, self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n])
+                a.members = self.none
                 del self.out[a.id]
                 continue
             gone = np.array(gone_l)
@@ -404,14 +502,13 @@ class Counters:
         """_retire for a wave of one member, or of members that issued every access together and
         waited together (each access is every member's, at member 0's rank): an access is
         outstanding in all of them or gone from ``out``."""
-        done = self.done[:, 0].tolist()
+        done = self.done0 if self.fast else self.done[:, 0].tolist()
         for a in list(self.out.values()):
-            if not a.members[0] or not (a.rank[0] < done[a.cls] or (a.flat_rank is not None and a.flat_rank[0] < done[FLAT])):
+            if not a.members[0] or not (a.rank_l[0] < done[a.cls] or (a.flat_rank is not None and a.flat_rank[0] < done[FLAT])):
                 continue
             f, first, n, _ = a.dst
-            blk = self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n]
-            blk[blk == a.id] = 0
-            a.members = a.members & False
+            self._zero(a, f, first, n, self.spend[:, first:first + n] if f == "s" else self.vpend[f][first:first + n])
+            a.members = self.none
             del self.out[a.id]
         self._pending_bits()
 
@@ -435,6 +532,7 @@ class Counters:
         """s_barrier with LDS writes still outstanding: a wave past the barrier may read LDS before
         they land (the hardware's s_barrier does not wait for them; a release fence's
         ``s_waitcnt lgkmcnt(0)`` does)."""
+        self._sync()
         done = self.done[LDS]
         st = self.st
         for a in self.lds_writes:
@@ -571,6 +669,7 @@ class Counters:
     def _finding(self, a: Access, m: int, lanes: list, col: int, reg: str, text: str, access: str):
         """One missing-wait of member m: ``reg`` (of operand ``text``) read or overwritten in ``lanes``."""
         st = self.st
+        self._sync()
         ctr = COUNTER_OF[a.cls]
         younger = int(self.issued[a.cls][m] - a.rank[m] - 1)
         n = younger if IN_ORDER[a.cls] else 0

@@ -79,8 +79,12 @@ class MemberAccesses:
         s = self.loads.get(buf.name)
         if s is None:
             s = self.loads[buf.name] = np.array([[_EMPTY_LO], [_EMPTY_HI]], np.int64).repeat(self.members, 1)
-        s[0, on] = np.minimum(s[0, on], lo)
-        s[1, on] = np.maximum(s[1, on], hi)
+        if w.live is None:               # every member: in place, no gather and scatter
+            np.minimum(s[0], lo, out=s[0])
+            np.maximum(s[1], hi, out=s[1])
+        else:
+            s[0, on] = np.minimum(s[0, on], lo)
+            s[1, on] = np.maximum(s[1, on], hi)
 
     def _epoch(self, w):
         if w.wg.epoch != self.epoch:

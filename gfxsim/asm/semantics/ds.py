@@ -56,15 +56,18 @@ def _load(st, a, extra: int, nbytes: int):
     return st.w.lds_load(_region(st), _off(st, a, extra), nbytes, moved_as(st, nbytes))
 
 
-def _store_words(st, a, extra: int, data, nbytes: int) -> bool:
-    """An LDS write of ``data``'s whole dwords (or one register's low 1 or 2 bytes) at ``a + extra``
-    straight from the registers (``st.lean``: Wave.lds_store_words) where they are written in every
-    active lane; False, having done nothing, where the back end's value path must take it."""
+def _store_words(st, a, extra: int, data, nbytes: int, byte0: int = 0) -> bool:
+    """An LDS write of ``data``'s whole dwords (or one register's 1 or 2 bytes from ``byte0``, 0 or
+    2: the d16_hi forms) at ``a + extra`` straight from the registers (``st.lean``:
+    Wave.lds_store_words) where they are written in every active lane; False, having done nothing,
+    where the back end's value path must take it."""
     if not st.lean or (nbytes != 4 * data.count if nbytes >= 4 else data.count != 1) or \
             not st.vall_written(data.file, data.first, data.count):
         return False
-    return st.w.lds_store_words(_region(st), (a + extra) & 0xFFFFFFFF, st.vwords(data.file, data.first, data.count),
-                                nbytes)
+    words = st.vwords(data.file, data.first, data.count)
+    if byte0:                                        # the high half's bytes as a word's low ones
+        words = words >> np.uint32(8 * byte0)
+    return st.w.lds_store_words(_region(st), (a + extra) & 0xFFFFFFFF, words, nbytes)
 
 
 def _put(st, f: str, first: int, got):
@@ -84,6 +87,9 @@ def _ds_read2(nbytes, stride):
         a = _vaddr(st, addr)
         unit = nbytes * stride
         vals = [_load(st, a, unit * d.ops.mods.get(k, 0), nbytes) for k in ("offset0", "offset1")]
+        if isinstance(vals[0], np.ndarray) and isinstance(vals[1], np.ndarray):    # words: one register write
+            st.vwrite(dst.file, dst.first, np.concatenate(vals))
+            return
         for j, v in enumerate(vals):              # both read before either is written (dst may alias addr)
             _put(st, dst.file, dst.first + j * nbytes // 4, v)
     return run
@@ -96,7 +102,7 @@ def _ds_write(nbytes, byte0=0):
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
         a = _vaddr(st, addr)
-        if not byte0 and _store_words(st, a, d.ops.mods.get("offset", 0), data, nbytes):
+        if _store_words(st, a, d.ops.mods.get("offset", 0), data, nbytes, byte0):
             return
         value = st.vread(data.file, data.first, data.count, moved_as(st, 4 * data.count) if not byte0 and
                          nbytes == 4 * data.count else "u8")

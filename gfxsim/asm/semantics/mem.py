@@ -14,6 +14,10 @@ import numpy as np
 from ..origin import columns_carry_identity
 from . import moved_as, no_mods, op, widen
 from ...machine.vgpr import VGPRs
+from .. import globaladdr
+from ..launch import BASE, SPAN
+from ..state import EXEC
+from ...machine import jit
 
 U32, U64 = np.uint32, np.uint64
 # mnemonic suffix -> (bytes, how a sub-dword load fills its register: None, "u", "s", "d16_hi")
@@ -23,22 +27,46 @@ STORES = {"dword": (4, 0), "dwordx2": (8, 0), "dwordx3": (12, 0), "dwordx4": (16
           "byte": (1, 0), "short": (2, 0), "byte_d16_hi": (1, 2), "short_d16_hi": (2, 2)}
 
 
-def global_address(st, d, vaddr, saddr):
+def _checked_offset(st, d, vaddr, saddr) -> int:
+    """The instruction's offset, once it and the address operands are what global_address takes."""
     off = int(d.ops.mods.get("offset", 0))
     if not -4096 <= off < 4096:
         raise st.error(f"offset:{off} outside the 13-bit signed range")
     if saddr.kind == "off":
         if vaddr.kind != "reg" or vaddr.file != "v" or vaddr.count != 2:
             raise st.error(f"vaddr {vaddr.text}: a VGPR pair expected with off")
-        w = st.vwords("v", vaddr.first, 2).astype(U64)
-        base = w[0] | (w[1] << U64(32))
     else:
         if saddr.kind != "reg" or saddr.file != "s" or saddr.count != 2:
             raise st.error(f"saddr {saddr.text}: an SGPR pair expected")
         if vaddr.kind != "reg" or vaddr.file != "v" or vaddr.count != 1:
             raise st.error(f"vaddr {vaddr.text}: one VGPR (an offset) expected with saddr")
+    return off
+
+
+def global_address(st, d, vaddr, saddr):
+    off = _checked_offset(st, d, vaddr, saddr)
+    if saddr.kind == "off":
+        w = st.vwords("v", vaddr.first, 2).astype(U64)
+        base = w[0] | (w[1] << U64(32))
+    else:
         base = st.lanewise64(st.sread64(saddr.first)) + st.vwords("v", vaddr.first, 1)[0].astype(U64)
     return base + U64(off % (1 << 64))                  # wraps modulo 2^64
+
+
+def _one_buffer(st, d, vaddr, saddr):
+    """What ``st.memory.one_buffer(global_address(...), EXEC)`` gives, (buffer, byte offsets) or
+    None, in one compiled pass (globaladdr.py) where numba runs at this width; None also where
+    the numpy path must decide (an SGPR pair that holds EXEC's half)."""
+    off = _checked_offset(st, d, vaddr, saddr)
+    pair = saddr.kind == "off"
+    if not COMPILED_ADDRESS or not jit.worth_starting(st.w.width) or not (pair or 0 <= saddr.first <= EXEC - 2):
+        return None
+    words = st.vwords("v", vaddr.first, 2 if pair else 1)
+    space = st.memory
+    offs = np.empty(st.w.width, np.int64)
+    k = globaladdr.buffer_offsets(words[0], words[-1], pair, st.s, 0 if pair else saddr.first, st.lanes,
+                                  U64(off % (1 << 64)), st.exec, BASE, SPAN, len(space.buffers), offs)
+    return None if k < 0 else (space.buffers[k], offs)
 
 
 def global_parts(st, addr, nbytes):
@@ -156,6 +184,12 @@ def _global_load(kind):
         dst, vaddr, saddr = d.ops.positional
         if dst.kind != "reg" or dst.file not in "va" or dst.count != max(1, nbytes // 4):
             raise st.error(f"destination {dst.text} does not hold {nbytes} bytes")
+        if fill is None and st.lean:
+            one = _one_buffer(st, d, vaddr, saddr)
+            words = None if one is None else st.w.global_load_words(*one, nbytes)
+            if words is not None:
+                st.vwrite(dst.file, dst.first, words)
+                return
         addr = global_address(st, d, vaddr, saddr)
         if fill is None and st.lean and _load_words(st, dst, addr, nbytes):
             return
@@ -172,6 +206,10 @@ def _global_store(kind):
         vaddr, data, saddr = d.ops.positional
         if data.kind != "reg" or data.file not in "va" or data.count != max(1, nbytes // 4):
             raise st.error(f"data {data.text} does not hold {nbytes} bytes")
+        if not byte0 and st.lean and not nbytes % 4 and st.vall_written(data.file, data.first, data.count):
+            one = _one_buffer(st, d, vaddr, saddr)
+            if one is not None and st.w.global_store_words(*one, st.vwords(data.file, data.first, data.count), nbytes):
+                return
         addr = global_address(st, d, vaddr, saddr)
         if not byte0 and st.lean and _store_words(st, data, addr, nbytes):
             return
@@ -224,6 +262,11 @@ for _k in STORES:
     op(f"flat_store_{_k}")(flat(_global_store(_k)))
 
 
+# a global access's address and buffer in one compiled pass where numba runs (False: numpy, the A/B)
+COMPILED_ADDRESS = True
+# an s_load all executing members make at one address, without origin marks, written as one block
+# of SGPRs (False: each SGPR through WaveState.swrite, and _tagged asked without provenance: the A/B)
+LEAN_SLOAD = True
 SMEM = {"s_load_dword": 1, "s_load_dwordx2": 2, "s_load_dwordx4": 4, "s_load_dwordx8": 8, "s_load_dwordx16": 16}
 
 
@@ -246,39 +289,44 @@ def _s_load(n):
         if base.kind != "reg" or base.file != "s" or base.count != 2:
             raise st.error(f"base {base.text}: an SGPR pair expected")
         if off.kind == "int":
-            o = np.full(st.members, off.value, U64)
+            o = U64(off.value)
         elif off.kind == "reg" and off.file == "s" and off.count == 1:
             o = st.sread(off.first)
         else:
             raise st.error(f"offset {off.text}: an immediate or an SGPR expected")
         o = o + U64(d.ops.mods.get("offset", 0))        # gfx9: an SGPR offset plus an immediate one
-        addr = (st.sread64(base.first) + o) & ~U64(3)     # SMEM addresses are dword aligned (wraps mod 2^64)
-        members = np.nonzero(st.act)[0] if st.act is not None else np.arange(st.members)
+        addr = ((st.sread64(base.first) + o) & ~U64(3)).tolist()    # SMEM addresses are dword aligned (wraps mod 2^64)
+        members = range(st.members) if st.act is None else np.nonzero(st.act)[0].tolist()
         groups = {}
-        for m in members.tolist():                       # members reading the same address load once
-            groups.setdefault(int(addr[m]), []).append(m)
-        out = np.zeros((n, st.members), U64)
-        tagged = np.zeros(st.members, bool)
+        for m in members:                                # members reading the same address load once
+            groups.setdefault(addr[m], []).append(m)
         w, live = st.w, st.w.live
-        by_buf = []                                      # [buffer, [start], [members]] (a few)
+        got = []                                         # (buffer, start, members, dwords) per group
         try:
             for a, ms in groups.items():
                 if len(groups) > 1:                      # each group's loads are its members' events
                     w.live = ms
                 buf, rel = st.memory.scalar(st, a, 4 * n)
-                out[:, ms] = np.array(w.scalar_load_dwords(buf, rel, n), U64)[:, None]
-                entry = next((e for e in by_buf if e[0] is buf), None)
-                if entry is None:
-                    entry = [buf, [], []]
-                    by_buf.append(entry)
-                entry[1].append(rel)
-                entry[2].append(ms)
+                got.append((buf, rel, ms, w.scalar_load_dwords(buf, rel, n)))
         finally:
             w.live = live
-        for buf, rels, mss in by_buf:
-            for ms, t in zip(mss, _tagged(w, buf, rels, 4 * n).tolist()):
-                tagged[ms] = t
-        st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
+        if LEAN_SLOAD and not w.provenance:              # no byte carries an identity (_tagged)
+            st.taint_s = None
+        else:
+            tagged = np.zeros(st.members, bool)
+            for buf in {id(g[0]): g[0] for g in got}.values():
+                mine = [g for g in got if g[0] is buf]
+                for g, t in zip(mine, _tagged(w, buf, [g[1] for g in mine], 4 * n).tolist()):
+                    tagged[g[2]] = t
+            st.taint_s = tagged if tagged.any() else None    # an SGPR holds no provenance: origin.py
+        if LEAN_SLOAD and len(got) == 1 and st.act is None and not st.any_unknown and st.taint_s is None and \
+                dst.first + n <= EXEC:                   # swrite of one value for all, in brief
+            st.s[:, dst.first:dst.first + n] = np.array(got[0][3], np.uint32)
+            st.s_written[dst.first:dst.first + n] = True
+            return
+        out = np.zeros((n, st.members), U64)
+        for _, _, ms, words in got:
+            out[:, ms] = np.array(words, U64)[:, None]
         st.swrite(dst.first, *out)
     return run
 

@@ -20,6 +20,7 @@ LDS_LINES = ["ds_read_b32 v3, v1", "ds_read_b64 v[3:4], v2 offset:8", "ds_read_b
              "ds_write_b32 v1, v7", "ds_write_b64 v2, v[7:8] offset:16", "ds_write_b128 v2, v[7:10]",
              "ds_write2_b32 v1, v7, v8 offset0:2 offset1:5", "ds_write2_b64 v2, v[7:8], v[9:10] offset1:2",
              "ds_write_b32 v1, v12", "ds_write_b8 v1, v7", "ds_write_b16 v1, v8 offset:2", "ds_write_b16_d16_hi v1, v7",
+             "ds_write_b8_d16_hi v1, v8 offset:3", "ds_write_b16_d16_hi v1, v12",
              "ds_write_b32 v1, v7\n  ds_read_b64 v[3:4], v2", "ds_write_b8 v1, v7\n  ds_read_b32 v3, v1",
              "ds_bpermute_b32 v3, v1, v2", "ds_bpermute_b32 v3, v1, v2 offset:4", "ds_bpermute_b32 v3, v1, v12",
              "ds_bpermute_b32 v1, v1, v2 offset:8", "ds_bpermute_b32 v2, v1, v2"]

@@ -180,6 +180,26 @@ global_store_dword v1, v2, s[6:7]
     assert not r.findings and np.array_equal(y, np.arange(1, 65, dtype=np.float32))
 
 
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("lanes", ["", "v_cmp_gt_u32_e32 vcc, 32, v0\ns_and_saveexec_b64 s[10:11], vcc"])
+def test_the_older_of_two_loads_into_a_register_retires_alone(batch, lanes):
+    """vmcnt(1) retires the first load; the second, into the same register (in every lane or in
+    lanes 0..31), is still pending there: the read after it is a missing-wait in its lanes only."""
+    body = f"""
+global_load_dword v2, v1, s[4:5]
+{lanes}
+global_load_dword v2, v1, s[4:5] offset:4
+s_waitcnt vmcnt(1)
+s_mov_b64 exec, -1
+v_mov_b32_e32 v3, v2
+s_waitcnt vmcnt(0)
+global_store_dword v1, v3, s[6:7]
+"""
+    _, r = run(body, grid=2, batch=batch, x=Buffer("x", np.arange(129, dtype=np.float32)))
+    assert sorted(f.workgroup for f in waits(r)) == [(0, 0, 0), (1, 0, 0)]
+    assert {tuple(f.details["lanes"]) for f in waits(r)} == {tuple(range(32 if lanes else 64))}
+
+
 def test_the_lanes_a_load_did_not_write_are_not_pending():
     body = """
 v_cmp_gt_u32_e32 vcc, 32, v0
@@ -335,3 +355,68 @@ global_store_dword v1, v3, s[6:7]
     want = run(body.format(wait=wait), x=Buffer("x", x.copy()))
     np.testing.assert_array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
     assert [(f.kind, f.message) for f in got[1].findings] == [(f.kind, f.message) for f in want[1].findings]
+
+
+# workgroup 0 alone stores (the members part, their vmcnt counts differ), then both load and wait
+REJOIN = ("s_cmp_eq_u32 s2, 0\ns_cbranch_scc0 .Lskip\nglobal_store_dword v1, v1, s[6:7]\n{first}\n.Lskip:\n"
+          "s_waitcnt vmcnt(0) lgkmcnt(0)\nglobal_load_dword v2, v1, s[4:5]\nds_write_b32 v1, v2\n"
+          "global_load_dword v3, v1, s[4:5] offset:4\n{wait}\nv_add_f32_e32 v3, v2, v3\n"
+          "global_store_dword v1, v3, s[6:7]\n{wait}\ns_barrier\n"
+          "ds_read_b32 v4, v1\n{wait}\nglobal_store_dword v1, v4, s[6:7] offset:4\n")
+
+
+@pytest.mark.parametrize("first", ["", "ds_write_b32 v1, v1"])
+@pytest.mark.parametrize("wait", ["", "s_waitcnt vmcnt(1)", "s_waitcnt vmcnt(0)", "s_waitcnt lgkmcnt(0)",
+                                  "s_waitcnt vmcnt(0) lgkmcnt(0)"])
+def test_members_that_part_and_meet_again_retire_as_the_general_path(first, wait, monkeypatch):
+    """Members that parted (one issued accesses the others did not) count together again once a
+    wait of them all leaves nothing outstanding where their counts differ (Counters._rejoined):
+    the same numbers, poison and findings as the per-member arrays' path; and they do rejoin."""
+    from gfxsim.asm.waitcnt import Counters
+    text = REJOIN.format(first=first, wait=wait)
+    x = np.arange(2 * 64 + 3, dtype=np.float32)
+    seen = []
+    rejoined = Counters._rejoined
+    monkeypatch.setattr(Counters, "_rejoined", lambda self: seen.append(rejoined(self)) or seen[-1])
+    got = run(text, x=Buffer("x", x.copy()), grid=2, batch=2, lds=1024)
+    assert any(seen)
+    monkeypatch.setattr(Counters, "SCALAR", False)
+    want = run(text, x=Buffer("x", x.copy()), grid=2, batch=2, lds=1024)
+    np.testing.assert_array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+    assert [(f.kind, f.message, f.workgroup) for f in got[1].findings] == \
+        [(f.kind, f.message, f.workgroup) for f in want[1].findings]
+    assert got[1].trace.n_events == want[1].trace.n_events
+
+
+BARRIER = """
+v_lshlrev_b32_e32 v1, 2, v0
+ds_write_b32 v1, v1
+global_load_dword v2, v1, s[4:5]
+ds_write_b32 v1, v1 offset:512
+{wait}
+s_barrier
+ds_read_b32 v3, v1 offset:4
+v_add_u32_e32 v2, v2, v3
+global_store_dword v1, v2, s[6:7]
+"""
+
+
+@pytest.mark.parametrize("wait", ["", "s_waitcnt lgkmcnt(1)", "s_waitcnt lgkmcnt(0)", "s_waitcnt vmcnt(0)"])
+@pytest.mark.parametrize("grid,batch", [(1, 1), (2, 2)])
+def test_counts_on_python_numbers_are_the_arrays_counts(wait, grid, batch, monkeypatch):
+    """Two waves a workgroup: the counts kept as Python numbers (Counters.fast) give the findings
+    (an LDS write outstanding at s_barrier, its younger accesses; a read of a pending load) and
+    results the per-member arrays give."""
+    from gfxsim.asm.waitcnt import Counters
+
+    def go():
+        x = Buffer("x", np.arange(128 * grid + 1, dtype=np.float32))
+        y = Buffer("y", np.zeros(128 * grid, np.float32))
+        k = kernel_from_text(PROLOG + BARRIER.format(wait=wait), "test_waitcnt", args=ARGS, lds=1024)
+        r = run_asm(k, grid, 128, args=dict(x=x, y=y), batch=batch)
+        return y.array.view(np.uint32).tolist(), [(f.kind, f.message, f.workgroup) for f in r.findings], r.trace.n_events
+    got = go()
+    monkeypatch.setattr(Counters, "SCALAR", False)
+    assert got == go()
+    if wait != "s_waitcnt lgkmcnt(0)":
+        assert got[1]
