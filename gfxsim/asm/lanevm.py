@@ -54,7 +54,13 @@ OP_DIV = OP_MOV + 8             # the division helpers (DIV_OPS: code[k, 5]) thr
 OP_NOP = OP_MOV + 9             # s_nop: no state, its lanes counted
 OP_PERM = OP_MOV + 10           # v_perm_b32: byte_permute({S0, S1}, S2), sources whole-word written
 OP_SCMP = OP_MOV + 11           # s_cmp_* / s_cmpk_* of 32-bit sources: SCC of every executing member
-OP_F32 = OP_MOV + 12            # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
+OP_CARRY = OP_MOV + 12          # v_{add,sub,subrev}_co_u32, v_{addc,subb,subbrev}_co_u32 (CARRY_OPS: code[k, 5]):
+#                                 D, the carry-out pair at code[k, SDWA], the carry-in pair at code[k, SDWA + 1]
+OP_MAD64 = OP_MOV + 13          # v_mad_u64_u32 (code[k, 5] 0) / v_mad_i64_i32 (1): D pair, the carry pair at code[k, SDWA]
+OP_SHIFT64 = OP_MOV + 14        # v_lshlrev_b64 / v_lshrrev_b64 / v_ashrrev_i64 (code[k, 5] 0, 1, 2) by code[k, SDWA]
+OP_FIRSTLANE = OP_MOV + 15      # v_readfirstlane_b32: each executing member's first active lane (0 if none) to an SGPR
+OP_MBCNT = OP_MOV + 16          # v_mbcnt_lo/hi_u32_b32 (code[k, 5] 0, 1): popcount(S0 & the lanes below) + S1
+OP_F32 = OP_MOV + 17            # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
 F32_OPS = {n: OP_F32 + k for k, n in enumerate((
     'v_add_f32',
     'v_sub_f32',
@@ -112,11 +118,14 @@ SAVEEXEC_OPS = {n: k for k, n in enumerate((
     "s_orn1_saveexec_b64"))}
 # the SOP1/SOPK rows the SOP2 path runs: s_mov_b32/b64 (D = S0, SCC kept); s_movk_i32 and s_addk_i32
 # are s_mov_b32 and s_add_i32 of their sign-extended immediate
-SOP1_OPS = {"s_mov_b32": len(SOP2_OPS), "s_mov_b64": len(SOP2_OPS)}
+SOP1_OPS = {"s_mov_b32": len(SOP2_OPS), "s_mov_b64": len(SOP2_OPS), "s_abs_i32": len(SOP2_OPS) + 1}
 DIV_OPS = {"v_div_scale_f32": 0, "v_div_fmas_f32": 1, "v_div_fixup_f32": 2}
+CARRY_OPS = {"v_add_co_u32": 0, "v_sub_co_u32": 1, "v_subrev_co_u32": 2, "v_addc_co_u32": 3, "v_subb_co_u32": 4,
+             "v_subbrev_co_u32": 5}
+SHIFT64_OPS = {"v_lshlrev_b64": 0, "v_lshrrev_b64": 1, "v_ashrrev_i64": 2}
 # s_cmp relations as RELATIONS index them (isa.compare's order)
 _SCMP = {"lt": 1, "eq": 2, "le": 3, "gt": 4, "lg": 5, "ge": 6}
-_SOP1_MOV = len(SOP2_OPS)
+_SOP1_MOV, _SOP1_ABS = len(SOP2_OPS), len(SOP2_OPS) + 1
 VCC = 106                       # the SGPR pair v_div_fmas_f32 reads
 K_SREAD, K_SCC = 9, 10          # scalar sources: an EXEC half or EXEC (from the lanes' mask), SCC
 
@@ -189,7 +198,87 @@ def encode_step(d, step) -> np.ndarray | None:
         return _perm_row(pos)
     if m == "v_mov_b64":
         return _mov64_row(pos)
+    if m in CARRY_OPS:
+        return _carry_row(m, pos)
+    if m in ("v_mad_u64_u32", "v_mad_i64_i32"):
+        return _mad64_row(m, pos)
+    if m in SHIFT64_OPS:
+        return _shift64_row(m, pos, step)
+    if m == "v_readfirstlane_b32":
+        return _firstlane_row(pos)
+    if m in ("v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32"):
+        row = np.zeros(ROW, np.int64)
+        row[0], row[5] = OP_MBCNT, 0 if m == "v_mbcnt_lo_u32_b32" else 1
+        ok = len(pos) == 3 and _vdst(row, pos[0], 1) and _vsources(row, pos[1:], "u32")
+        return row if ok else None
     return _scalar_row(m, pos)
+
+
+def _pair(o) -> int | None:
+    """An SGPR pair below EXEC (a carry or a mask operand), or None."""
+    if o.kind != "reg" or o.file != "s" or o.count != 2 or not 0 <= o.first < EXEC - 1:
+        return None
+    return o.first
+
+
+def _carry_row(m: str, pos) -> np.ndarray | None:
+    """vop._carry's rows: D, carry out, S0, S1 (u32 reads), and the carry in where the row has one."""
+    has_in = m in ("v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32")
+    row = np.zeros(ROW, np.int64)
+    row[0], row[5] = OP_CARRY, CARRY_OPS[m]
+    if len(pos) != (5 if has_in else 4) or not _vdst(row, pos[0], 1) or _pair(pos[1]) is None:
+        return None
+    row[SDWA] = _pair(pos[1])
+    if has_in:
+        if _pair(pos[4]) is None:
+            return None
+        row[SDWA + 1] = _pair(pos[4])
+    return row if _vsources(row, pos[2:4], "u32") else None
+
+
+def _mad64_row(m: str, pos) -> np.ndarray | None:
+    """vop.v_mad64: D pair, carry pair, S0, S1 (u32 reads), S2 (a 64-bit read: source64)."""
+    from .semantics import source64
+    row = np.zeros(ROW, np.int64)
+    row[0], row[5] = OP_MAD64, 0 if m == "v_mad_u64_u32" else 1
+    if len(pos) != 5 or not _vdst(row, pos[0], 2) or _pair(pos[1]) is None or not _vsources(row, pos[2:4], "u32"):
+        return None
+    row[SDWA] = _pair(pos[1])
+    got = source64(pos[4])
+    if got is None or got[0][0] not in _KIND64 or (got[0][0] == "sread" and got[0][1] >= EXEC - 1):
+        return None
+    row[14:16] = _KIND64[got[0][0]], _word(got[0][1])
+    return row
+
+
+def _shift64_row(m: str, pos, step) -> np.ndarray | None:
+    """A 64-bit shift by a constant whose step was prepared (vop._shift64_prepare): D pair, S1 a
+    64-bit read, the shift's low 6 bits."""
+    from .semantics import source64
+    if step is None or len(pos) != 3:
+        return None
+    dst, sh, a = pos
+    row = np.zeros(ROW, np.int64)
+    row[0], row[5] = OP_SHIFT64, SHIFT64_OPS[m]
+    got = source64(a)
+    if sh.kind != "int" or not _vdst(row, dst, 2) or got is None or got[0][0] not in _KIND64 or \
+            (got[0][0] == "sread" and got[0][1] >= EXEC - 1):
+        return None
+    row[6:8] = _KIND64[got[0][0]], _word(got[0][1])
+    row[SDWA] = sh.value & 63
+    return row
+
+
+def _firstlane_row(pos) -> np.ndarray | None:
+    """v_readfirstlane_b32 SDST (an SGPR below EXEC), a 32-bit source."""
+    if len(pos) != 2:
+        return None
+    dst = pos[0]
+    if dst.kind != "reg" or dst.file != "s" or dst.count != 1 or not 0 <= dst.first < EXEC:
+        return None
+    row = np.zeros(ROW, np.int64)
+    row[0], row[2], row[3] = OP_FIRSTLANE, dst.first, 1
+    return row if _vsources(row, pos[1:], "u32") else None
 
 
 def _vdst(row, o, n: int) -> bool:
@@ -288,7 +377,7 @@ def _scalar_row(m: str, pos) -> np.ndarray | None:
         if fa is None or fb is None:
             return None
         return row if _scalar_source(row, 0, fa[0], "s32") and _scalar_source(row, 1, fb[0], "s32") else None
-    if m not in ("s_mov_b32", "s_mov_b64", "s_movk_i32", "s_addk_i32"):
+    if m not in ("s_mov_b32", "s_mov_b64", "s_movk_i32", "s_addk_i32", "s_abs_i32"):
         return None
     dst = pos[0]
     n = 2 if m == "s_mov_b64" else 1
@@ -301,7 +390,7 @@ def _scalar_row(m: str, pos) -> np.ndarray | None:
         row[6:8] = K_S, dst.first
         row[10:12] = K_CONST, k & 0xFFFFFFFF
         return row
-    row[5] = SOP1_OPS["s_mov_b32"]
+    row[5] = SOP1_OPS["s_abs_i32" if m == "s_abs_i32" else "s_mov_b32"]
     if m == "s_movk_i32":
         row[6:8] = K_CONST, k & 0xFFFFFFFF
         return row
@@ -321,6 +410,8 @@ def vregs(row) -> list:
     op = row[0]
     if op in (OP_SOP2, OP_SAVEEXEC, OP_NOP, OP_SCMP, OP_CMP):
         return []
+    if op == OP_FIRSTLANE:                  # its destination is an SGPR
+        return [("v" if row[6] == K_V else "a", int(row[7]), 1)] if row[6] in (K_V, K_A) else []
     files = {K_V: "v", K_A: "a", K_V64: "v", K_A64: "a"}
     out = [("v" if row[1] == 0 else "a", int(row[2]), int(row[3]))]
     for k in range(3):
@@ -684,6 +775,10 @@ def _sop2_math(op, a, b, c):
     s5, s6 = b & np.uint64(31), b & np.uint64(63)
     if op == _SOP1_MOV:                 # s_mov_b32/b64: S0, SCC kept
         return a, np.int64(-1)
+    if op == _SOP1_ABS:                 # s_abs_i32: |S0| wrapping (|-2^31| = -2^31), SCC = D != 0
+        x = _sx(a)
+        r = np.uint64(-x if x < 0 else x) & M
+        return r, np.int64(r != 0)
     if op == 0:
         return (a + b) & M, np.int64(a + b > M)
     if op == 1:
@@ -1030,6 +1125,26 @@ def _all_written(code, k, j, wv, wa, ex):
 
 
 @njit
+def _put_mask(s, sw, act, pair, words):
+    """Each executing member's lane mask ``words`` into SGPR pair ``pair`` (WaveState.set_mask)."""
+    for mm in range(s.shape[0]):
+        if act[mm]:
+            s[mm, pair] = np.uint32(words[mm] & np.uint64(0xFFFFFFFF))
+            s[mm, pair + 1] = np.uint32(words[mm] >> np.uint64(32))
+    sw[pair] = True
+    sw[pair + 1] = True
+
+
+@njit
+def _popcount(x):
+    n = np.uint32(0)
+    while x:
+        x &= x - np.uint64(1)
+        n += np.uint32(1)
+    return n
+
+
+@njit
 def run_rows(code, start, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep_on, t32, t64, tb):
     """Rows ``code`` in turn, each on the lanes under ``ex``: the words of file v (``rv``, written
     bits ``wv``, fresh marks ``fv``) and a (``ra``, ``wa``, ``fa``), the SGPRs ``s`` [members, n]
@@ -1135,6 +1250,18 @@ def run_rows(code, start, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lane
             sw[d] = True
             sw[d + 1] = True
             continue
+        if op == OP_FIRSTLANE:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            for mm in range(s.shape[0]):
+                if act[mm]:
+                    first = 0
+                    for ln in range(lanes):
+                        if ex[mm * lanes + ln]:
+                            first = ln
+                            break
+                    s[mm, d] = a[mm * lanes + first]
+            sw[d] = True
+            continue
         fresh[:] = False
         if op == OP_PK:
             for half in range(2):
@@ -1182,13 +1309,70 @@ def run_rows(code, start, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lane
             if refused:                     # nothing of this row written: its step names the lanes
                 return counted - active, changed, k
             if sub == 0:
-                pair = code[k, SDWA]
-                for mm in range(s.shape[0]):
-                    if act[mm]:
-                        s[mm, pair] = np.uint32(words[mm] & np.uint64(0xFFFFFFFF))
-                        s[mm, pair + 1] = np.uint32(words[mm] >> np.uint64(32))
-                sw[pair] = True
-                sw[pair + 1] = True
+                _put_mask(s, sw, act, code[k, SDWA], words)
+        elif op == OP_CARRY:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            sub, cin = code[k, 5], code[k, SDWA + 1]
+            words = np.zeros(s.shape[0], np.uint64)
+            for c in range(width):
+                lane = c % lanes
+                x, y, ci = np.int64(a[c]), np.int64(b[c]), np.int64(0)
+                if sub >= 3:                # the carry in: the lane's bit of its pair, read before any write
+                    ci = np.int64((s[c // lanes, cin + (lane >> 5)] >> np.uint32(lane & 31)) & np.uint32(1))
+                if sub == 0 or sub == 3:
+                    r = x + y + ci
+                    cy = r > 0xFFFFFFFF
+                elif sub == 1 or sub == 4:
+                    r = x - y - ci
+                    cy = y + ci > x
+                else:
+                    r = y - x - ci
+                    cy = x + ci > y
+                lo[c] = np.uint32(r & np.int64(0xFFFFFFFF))
+                if ex[c] and cy:
+                    words[c // lanes] |= np.uint64(1) << np.uint64(lane)
+            _put_mask(s, sw, act, code[k, SDWA], words)
+        elif op == OP_MAD64:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            _gather64(code, k, 2, rv, ra, s, lanes, x64)
+            words = np.zeros(s.shape[0], np.uint64)
+            for c in range(width):
+                z = x64[c]
+                if code[k, 5] == 0:         # exact below 2^64; the sum wraps, its carry out
+                    p = np.uint64(a[c]) * np.uint64(b[c])
+                    tot = p + z
+                    cy = tot < p
+                else:                       # signed: the sum's overflow (both signs differ from the sum's)
+                    p = np.uint64(np.int64(np.int32(a[c])) * np.int64(np.int32(b[c])))
+                    tot = p + z
+                    cy = (((p ^ tot) & (z ^ tot)) >> np.uint64(63)) != 0
+                lo[c] = np.uint32(tot & np.uint64(0xFFFFFFFF))
+                hi[c] = np.uint32(tot >> np.uint64(32))
+                if ex[c] and cy:
+                    words[c // lanes] |= np.uint64(1) << np.uint64(c % lanes)
+            _put_mask(s, sw, act, code[k, SDWA], words)
+        elif op == OP_SHIFT64:
+            _gather64(code, k, 0, rv, ra, s, lanes, x64)
+            sh = np.uint64(code[k, SDWA])
+            for c in range(width):
+                if code[k, 5] == 0:
+                    r64 = x64[c] << sh
+                elif code[k, 5] == 1:
+                    r64 = x64[c] >> sh
+                else:
+                    r64 = np.uint64(np.int64(x64[c]) >> np.int64(sh))
+                lo[c] = np.uint32(r64 & np.uint64(0xFFFFFFFF))
+                hi[c] = np.uint32(r64 >> np.uint64(32))
+        elif op == OP_MBCNT:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            for c in range(width):
+                lane = c % lanes
+                below = np.uint64(0xFFFFFFFFFFFFFFFF) if lane >= 64 else (np.uint64(1) << np.uint64(lane)) - np.uint64(1)
+                part = below & np.uint64(0xFFFFFFFF) if code[k, 5] == 0 else below >> np.uint64(32)
+                lo[c] = _popcount(np.uint64(a[c]) & part) + b[c]
         elif op == OP_PERM:
             if not (_all_written(code, k, 0, wv, wa, ex) and _all_written(code, k, 1, wv, wa, ex)):
                 return counted - active, changed, k         # the step's back-end path reports the read

@@ -218,12 +218,33 @@ MOVES64 = ["v_mov_b64 v[4:5], v[1:2]", "v_mov_b64 v[2:3], v[1:2]", "v_mov_b64 v[
            "v_mov_b64 a[2:3], v[1:2]", "v_mov_b64 v[4:5], s[4:5]", "v_mov_b64 v[4:5], 0", "v_mov_b64 v[4:5], -1",
            "v_mov_b64 v[4:5], 0x1234", "v_mov_b64 v[4:5], vcc", "v_mov_b64 v[4:5], v[9:10]",
            "v_mov_b64 v[2:3], v[2:3]"]
+CARRIES = [f"{m} {d}, {c}, {a}, {b}" for m in ("v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32")
+           for d, c, a, b in (("v3", "vcc", "v1", "v2"), ("v1", "s[20:21]", "s4", "v1"), ("a3", "vcc", "-1", "a1"),
+                              ("v3", "s[12:13]", "v2", "0x80000000"))]
+CARRIES += [f"{m} {d}, {c}, {a}, {b}, {i}" for m in ("v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32")
+            for d, c, a, b, i in (("v3", "vcc", "v1", "v2", "vcc"), ("v1", "s[20:21]", "s4", "v1", "s[12:13]"),
+                                  ("v3", "vcc", "v2", "0", "s[4:5]"), ("a3", "s[12:13]", "-1", "a1", "vcc"))]
+CARRIES += ["v_sub_co_u32_e32 v3, vcc, v1, v2", "v_subb_co_u32_e32 v4, vcc, v2, v3, vcc",
+            "v_add_co_u32_e64 v3, s[20:21], v1, v2", "v_addc_co_u32_e64 v4, s[20:21], v2, v3, s[20:21]"]
+WIDE = ["v_mad_u64_u32 v[4:5], vcc, v1, v2, v[3:4]", "v_mad_u64_u32 v[4:5], s[20:21], s4, v2, 0",
+        "v_mad_u64_u32 v[2:3], vcc, v1, v2, v[2:3]", "v_mad_u64_u32 v[4:5], s[12:13], -1, v2, s[4:5]",
+        "v_mad_i64_i32 v[4:5], vcc, v1, v2, v[3:4]", "v_mad_i64_i32 v[4:5], s[20:21], s4, -5, -1",
+        "v_mad_i64_i32 v[1:2], vcc, v1, v2, v[1:2]", "v_mad_i64_i32 a[2:3], vcc, v3, a1, s[6:7]",
+        "v_lshlrev_b64 v[4:5], 2, v[1:2]", "v_lshlrev_b64 v[1:2], 33, v[1:2]", "v_lshrrev_b64 v[4:5], 7, v[2:3]",
+        "v_lshrrev_b64 v[4:5], 63, s[4:5]", "v_ashrrev_i64 v[4:5], 3, v[1:2]", "v_ashrrev_i64 v[2:3], 40, v[2:3]",
+        "v_lshlrev_b64 a[2:3], 0, v[3:4]", "v_ashrrev_i64 v[4:5], 1, -1",
+        "v_readfirstlane_b32 s20, v1", "v_readfirstlane_b32 s4, v4", "v_readfirstlane_b32 s20, a1",
+        "v_readfirstlane_b32 s20, s6", "v_readfirstlane_b32 vcc_lo, v2", "v_readfirstlane_b32 s20, 0x1234",
+        "v_mbcnt_lo_u32_b32 v3, -1, 0", "v_mbcnt_hi_u32_b32 v3, -1, v3", "v_mbcnt_lo_u32_b32 v3, v1, v2",
+        "v_mbcnt_hi_u32_b32 v1, s4, v1", "v_mbcnt_lo_u32_b32 a3, s12, 7", "v_mbcnt_hi_u32_b32 v3, v2, s5"]
 SCALAR_STEPS = ["s_nop 0", "s_nop 7", "s_mov_b32 s20, s4", "s_mov_b32 s20, 0x87654321", "s_mov_b32 s20, exec_lo",
                 "s_mov_b32 s20, exec_hi", "s_mov_b32 s20, scc", "s_mov_b32 s5, -3", "s_mov_b32 vcc_lo, s6",
                 "s_mov_b32 s4, s4", "s_mov_b64 s[20:21], s[4:5]", "s_mov_b64 s[20:21], exec", "s_mov_b64 exec, s[12:13]",
                 "s_mov_b64 vcc, -1", "s_mov_b64 s[4:5], s[6:7]", "s_mov_b64 exec, 0",
                 "s_movk_i32 s20, 0x8000", "s_movk_i32 s20, 0x1234", "s_movk_i32 s20, -5",
                 "s_addk_i32 s4, 0x7fff", "s_addk_i32 s6, -32768", "s_addk_i32 s20, 1", "s_addk_i32 s12, 0xffff"]
+SCALAR_STEPS += ["s_abs_i32 s20, s4", "s_abs_i32 s20, 0x80000000", "s_abs_i32 s6, s6", "s_abs_i32 s20, -7",
+                 "s_abs_i32 s20, 0", "s_abs_i32 s20, exec_hi"]
 SCALAR_STEPS += [f"s_cmp_{r}_{t} {a}, {b}" for r in ("eq", "lg", "gt", "ge", "lt", "le") for t in ("i32", "u32")
                  for a, b in (("s4", "s5"), ("s6", "0x80000000"), ("exec_lo", "s12"), ("-1", "s7"))]
 SCALAR_STEPS += [f"s_cmpk_{r}_{t} {a}, {b}" for r in ("eq", "lg", "gt", "ge", "lt", "le") for t in ("i32", "u32")
@@ -269,12 +290,14 @@ def _same_outcomes(lines, make, what):
     return got[1]
 
 
-@pytest.mark.parametrize("line", DIVISION + PERMUTES + MOVES64 + SCALAR_STEPS)
+@pytest.mark.parametrize("line", DIVISION + PERMUTES + MOVES64 + CARRIES + WIDE + SCALAR_STEPS)
 def test_a_row_without_a_template_leaves_what_its_step_and_its_semantics_function_leave(line):
     """The division helpers (special operands, VCC set, where the steps refuse a lane and where they
     do not), v_perm_b32 (uniform and per-lane selectors, a source never written: the back end's
-    path and its finding), v_mov_b64 (overlapping pairs, SGPR pairs, constants), s_nop and the
-    SOP1/SOPK/SOPC moves and compares, under a full and a partial EXEC."""
+    path and its finding), v_mov_b64 (overlapping pairs, SGPR pairs, constants), the carries (in
+    and out, VCC and SGPR pairs), v_mad_u64_u32/v_mad_i64_i32, the 64-bit shifts,
+    v_readfirstlane_b32, v_mbcnt, s_nop and the SOP1/SOPK/SOPC moves and compares, under a full
+    and a partial EXEC."""
     assert _lanes_of([line]) == 1, f"{line} did not go to the executor"
     from gfxsim.asm.lanevm import refuses
     p = Program(kernel_from_text(line))
@@ -321,7 +344,11 @@ def test_members_of_a_batch_run_the_rows_without_a_template_on_their_own_sgprs()
             "v_fma_f32 v12, -v9, v11, 1.0", "v_fmac_f32 v11, v12, v11", "v_mul_f32 v12, v10, v11",
             "v_fma_f32 v13, -v9, v12, v10", "v_fmac_f32 v12, v13, v11", "v_fma_f32 v9, -v9, v12, v10",
             "v_div_fmas_f32 v9, v9, v11, v12", "v_div_fixup_f32 v3, v9, v8, v7", "v_perm_b32 v4, v4, v3, s6",
-            "s_mov_b64 s[10:11], exec", "v_mov_b64 v[14:15], v[3:4]", "v_add_u32 v4, v14, v15"]
+            "s_mov_b64 s[10:11], exec", "v_mov_b64 v[14:15], v[3:4]", "v_add_u32 v4, v14, v15",
+            "v_mbcnt_lo_u32_b32 v16, -1, 0", "v_mbcnt_hi_u32_b32 v16, -1, v16", "v_readfirstlane_b32 s12, v4",
+            "v_mad_u64_u32 v[17:18], s[14:15], v16, s12, v[14:15]", "v_sub_co_u32 v19, vcc, v17, s3",
+            "v_subb_co_u32 v20, vcc, v18, 0, vcc", "v_lshrrev_b64 v[17:18], 3, v[17:18]", "s_abs_i32 s13, s12",
+            "v_xor_b32 v4, v19, v4", "v_add3_u32 v4, v4, v20, v17"]
     lines = BATCH.strip().splitlines()
     assert _lanes_of(more) == len(more)
     snippet = "\n".join(lines[:-2] + more + lines[-2:]) + "\n"
