@@ -138,8 +138,9 @@ def _compile(program, start: int, end: int):
         lines += _entry_check(regs)
     lines += _body(program, start, end, env, {}, {})
     if lean:
-        lines += ["", "def run_lean(st, w, tr, counted):"] + _lean_prologue(inline, regs, env, start)
-        lines += _body(program, start, end, env, inline, runs)
+        body = _body(program, start, end, env, inline, runs)
+        lines += ["", "def run_lean(st, w, tr, counted):"] + _lean_prologue(inline, regs, env, start, "\n".join(body))
+        lines += body
     src = "\n".join(lines) + "\n"
     exec(compiled(src, f"<gfxsim.asm block {program.kernel.name}:{start}-{end}>"), env)
     return env["run"]
@@ -179,9 +180,10 @@ def _entry_check(regs) -> list[str]:
             "        return run_lean(st, w, tr, counted)"]
 
 
-def _lean_prologue(inline, regs, env, start) -> list[str]:
+def _lean_prologue(inline, regs, env, start, body: str) -> list[str]:
     """The lean function's locals: the register files' arrays, each member's SGPR row, EXEC, and
-    the block's constants at this wave's width."""
+    the block's constants at this wave's width (those its ``body`` reads: a block entered
+    thousands of times pays for each)."""
     files = sorted({file for file, _, _ in regs} | {"v"})
     consts = {(t, f[1]) for x in inline.values() for (f, _), t in x.srcs if f[0] == "const"}
     env[f"KW{start}"] = _constants(tuple(sorted(c for t, c in consts if t in ("u32", "i32", "f32"))), np.uint32)
@@ -197,20 +199,37 @@ def _lean_prologue(inline, regs, env, start) -> list[str]:
     lines += ["    _lanes = _lanevm.run_rows if _lanevm.READY or w.width > _blocks.LANE_WIDTH else _lanevm.executor()",
               f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
     lines += ["    S, WID = st.s, w.width",
-              "    ALL = np.ones(st.members, bool)",
+              "    ALL = _blocks.every(st.members)",
               "    EX, XF = w.exec, w.exec_full",
-              "    CNT = WID if XF else int(count_nonzero(EX))",
-              "    if st.members == 1:",
-              "        def SL(i):",
-              "            return np.full(WID, S[0, i], np.uint32)",
-              "    else:",
-              "        def SL(i, lanes=st.lanes):",
-              "            return np.repeat(S[:, i], lanes)",
-              f"    K, K64, KS = KW{start}(WID), KW64{start}(WID), KWS{start}(st.members)"]
+              "    CNT = WID if XF else int(count_nonzero(EX))"]
+    if "SL(" in body:
+        lines += ["    if st.members == 1:",
+                  "        def SL(i):",
+                  "            return np.full(WID, S[0, i], np.uint32)",
+                  "    else:",
+                  "        def SL(i, lanes=st.lanes):",
+                  "            return np.repeat(S[:, i], lanes)"]
+    lines += [f"    {name} = KW{x}{start}({arg})" for name, x, arg in (("K", "", "WID"), ("K64", "64", "WID"),
+                                                                       ("KS", "S", "st.members"))
+              if f"{name}[" in body]
     env["np"] = np
     env["float_mods"] = float_mods
     env["_F32"], env["_I32"], env["_U64"], env["_M32"] = np.float32, np.int32, np.uint64, np.uint64(0xFFFFFFFF)
     return lines
+
+
+_EVERY: dict = {}               # members -> a bool array of ones (never written): the executor's act where all run
+
+
+def every(members: int) -> np.ndarray:
+    """Every member of a batch of ``members`` executing (the executor's ``act`` where ``st.act`` is
+    None), made once per batch size (bounded: a few sizes per process)."""
+    a = _EVERY.get(members)
+    if a is None:
+        if len(_EVERY) >= 64:
+            _EVERY.clear()
+        a = _EVERY[members] = np.ones(members, bool)
+    return a
 
 
 def _constants(words: tuple, dtype):
