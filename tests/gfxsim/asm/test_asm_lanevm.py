@@ -170,7 +170,7 @@ def test_members_of_a_batch_read_their_own_sgprs_in_the_executor():
     assert out[True][0].any()
 
 
-@pytest.mark.parametrize("twin", ["qk_int8", "pv_bf16", "paged_attention_decode"])
+@pytest.mark.parametrize("twin", ["qk_int8", "pv_int8", "pv_bf16", "prefix_prefill", "paged_attention_decode"])
 def test_a_compiled_twin_gives_the_same_outputs_findings_and_events_with_or_without_the_executor(twin):
     from support import need_toolchain
     need_toolchain("gfx942")
