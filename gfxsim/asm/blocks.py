@@ -131,13 +131,18 @@ def _compile(program, start: int, end: int):
     env = {"taint_in": taint_in, "count_nonzero": np.count_nonzero, "_blocks": sys.modules[__name__]}
     inline = {pc: _inline_of(program, pc) for pc in range(start, end)}
     inline = {pc: x for pc, x in inline.items() if x is not None}
+    runs = _lane_runs(program, start, end, inline)
+    lean = bool(inline or runs)
+    regs = [r for x in inline.values() for r in _vregs(x)] + _run_vregs(runs)
     lines = ["def run(st, w, tr, counted):"]
-    if inline:
-        lines += _entry_check(inline)
-    lines += _body(program, start, end, env, {})
-    if inline:
-        lines += ["", "def run_lean(st, w, tr, counted):"] + _lean_prologue(inline, env, start)
-        lines += _body(program, start, end, env, inline)
+    if lean:
+        lines += _entry_check(regs)
+    lines += _body(program, start, end, env, {}, {})
+    if lean:
+        body = _body(program, start, end, env, inline, runs)
+        lines += ["", "def run_lean(st, w, tr, counted):"] + _lean_prologue(inline, regs, env, start, "\n".join(body),
+                                                                       sum(last - pc for pc, (_, last) in runs.items()))
+        lines += body
     src = "\n".join(lines) + "\n"
     exec(compiled(src, f"<gfxsim.asm block {program.kernel.name}:{start}-{end}>"), env)
     return env["run"]
@@ -157,14 +162,19 @@ def _vregs(x) -> list:
     return regs + ([x.dst] if x.dst[0] in ("v", "a") else [])
 
 
-def _entry_check(inline) -> list[str]:
-    """When the inline work is exactly the steps': no provenance (st.lean, and no register file
-    holding any), no origin marks, and every register the templates name inside its file (else the
-    steps name what is wrong)."""
-    top = {}
-    for x in inline.values():
-        for file, first, n in _vregs(x):
-            top[file] = max(top.get(file, 0), first + n)
+def _run_vregs(runs) -> list:
+    """The VGPR/AGPR ranges the runs' rows name (lanevm.vregs)."""
+    from . import lanevm
+    return [r for rows, _ in runs.values() for row in rows for r in lanevm.vregs(row)]
+
+
+def _entry_check(regs) -> list[str]:
+    """When the inline work and the runs are exactly the steps': no provenance (st.lean, and no
+    register file holding any), no origin marks, and every register the templates and rows name
+    inside its file (else the steps name what is wrong)."""
+    top = {"v": 0}                        # the executor takes the v file's arrays whatever its rows name
+    for file, first, n in regs:
+        top[file] = max(top.get(file, 0), first + n)
     cond = ["_blocks.INLINE", "st.lean", "not st.any_unknown"]
     for file, n in sorted(top.items()):
         cond.append(f"st.{file} is not None and st.{file}.prov is None and st.{file}.count >= {n}")
@@ -172,42 +182,59 @@ def _entry_check(inline) -> list[str]:
             "        return run_lean(st, w, tr, counted)"]
 
 
-def _lean_prologue(inline, env, start) -> list[str]:
+def _lean_prologue(inline, regs, env, start, body: str, work: int) -> list[str]:
     """The lean function's locals: the register files' arrays, each member's SGPR row, EXEC, and
-    the block's constants at this wave's width."""
-    files = sorted({file for x in inline.values() for file, _, _ in _vregs(x)})
+    the block's constants at this wave's width (those its ``body`` reads: a block entered
+    thousands of times pays for each)."""
+    files = sorted({file for file, _, _ in regs} | {"v"})
     consts = {(t, f[1]) for x in inline.values() for (f, _), t in x.srcs if f[0] == "const"}
     env[f"KW{start}"] = _constants(tuple(sorted(c for t, c in consts if t in ("u32", "i32", "f32"))), np.uint32)
     env[f"KW64{start}"] = _constants(tuple(sorted(c for t, c in consts if t == "u64")), np.uint64)
     env[f"KWS{start}"] = _constants(tuple(sorted(c for t, c in consts if t in ("s32", "s64"))), np.uint64)
     lines = [f"    R_{f}, W_{f}, F_{f} = st.{f}.words, st.{f}.written, st.fresh[{f!r}]" for f in files]
-    if inline:
-        from . import lanevm
-        from .semantics import dequant
-        env["_lanevm"], env["_dequant"] = lanevm, dequant
-        a = ("st.a.words, st.a.written" if "a" in files else "_NOREG, _NOWR")
-        env["_NOREG"], env["_NOWR"] = np.zeros((1, 1), np.uint32), np.zeros((4, 1), bool)
-        # numba started only where a run may take the executor (a wide batch never does); None until
-        # numba is up (jit.worth_starting, counting the block's inline rows as the work): numpy lines
-        env["_jit"] = _jit
-        lines += ["    _lanes = (_lanevm.run_rows if _lanevm.READY else _lanevm.executor()"
-                  f" if w.width <= _blocks.LANE_WIDTH and _jit.worth_starting(w.width, {len(inline)}) else None)",
-                  f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
+    from . import lanevm
+    from .semantics import dequant
+    env["_lanevm"], env["_dequant"] = lanevm, dequant
+    a = ("st.a.words, st.a.written" if "a" in files else "_NOREG, _NOWR")
+    env["_NOREG"], env["_NOWR"] = np.zeros((1, 1), np.uint32), np.zeros((4, 1), bool)
+    # numba started only where a run may take the executor (a wide batch never does); None until
+    # numba is up (jit.worth_starting, counting the block's lane rows as the work): numpy lines
+    env["_jit"] = _jit
+    lines += ["    _lanes = (_lanevm.run_rows if _lanevm.READY else _lanevm.executor()"
+              f" if w.width <= _blocks.LANE_WIDTH and _jit.worth_starting(w.width, {work}) else None)",
+              f"    LF = (st.v.words, st.v.written, st.fresh['v'], {a}, st.fresh['a'])"]
     lines += ["    S, WID = st.s, w.width",
-              "    ALL = np.ones(st.members, bool)",
+              "    ALL = _blocks.every(st.members)",
               "    EX, XF = w.exec, w.exec_full",
-              "    CNT = WID if XF else int(count_nonzero(EX))",
-              "    if st.members == 1:",
-              "        def SL(i):",
-              "            return np.full(WID, S[0, i], np.uint32)",
-              "    else:",
-              "        def SL(i, lanes=st.lanes):",
-              "            return np.repeat(S[:, i], lanes)",
-              f"    K, K64, KS = KW{start}(WID), KW64{start}(WID), KWS{start}(st.members)"]
+              "    CNT = WID if XF else int(count_nonzero(EX))"]
+    if "SL(" in body:
+        lines += ["    if st.members == 1:",
+                  "        def SL(i):",
+                  "            return np.full(WID, S[0, i], np.uint32)",
+                  "    else:",
+                  "        def SL(i, lanes=st.lanes):",
+                  "            return np.repeat(S[:, i], lanes)"]
+    lines += [f"    {name} = KW{x}{start}({arg})" for name, x, arg in (("K", "", "WID"), ("K64", "64", "WID"),
+                                                                       ("KS", "S", "st.members"))
+              if f"{name}[" in body]
     env["np"] = np
     env["float_mods"] = float_mods
     env["_F32"], env["_I32"], env["_U64"], env["_M32"] = np.float32, np.int32, np.uint64, np.uint64(0xFFFFFFFF)
     return lines
+
+
+_EVERY: dict = {}               # members -> a bool array of ones (never written): the executor's act where all run
+
+
+def every(members: int) -> np.ndarray:
+    """Every member of a batch of ``members`` executing (the executor's ``act`` where ``st.act`` is
+    None), made once per batch size (bounded: a few sizes per process)."""
+    a = _EVERY.get(members)
+    if a is None:
+        if len(_EVERY) >= 64:
+            _EVERY.clear()
+        a = _EVERY[members] = np.ones(members, bool)
+    return a
 
 
 def _constants(words: tuple, dtype):
@@ -355,16 +382,17 @@ _FLUSH = ["        if k:",
           "            k = 0"]
 
 
-def _body(program, start: int, end: int, env, inline) -> list[str]:
+def _body(program, start: int, end: int, env, inline, runs) -> list[str]:
     """The instructions pc start..end-1, each as _execute runs it; those in ``inline`` by their
     lean work written here (no step call; EXEC and the lane count of the block's locals, refreshed
-    after every instruction that may write EXEC; their events counted together, _FLUSH)."""
+    after every instruction that may write EXEC; their events counted together, _FLUSH), each of
+    ``runs`` (_lane_runs) one executor call where the wave allows it. Both empty: the steps alone."""
+    lean = bool(inline or runs)
     lines = ["    approx = w.machine.approximated",
              "    counters = st.counters",
              "    tr.muted += 1",
              "    k = 0",
              "    try:"]
-    runs = _lane_runs(program, start, end, inline)
     skip = 0
     for pc in range(start, end):
         d = program.decoded[pc]
@@ -373,41 +401,8 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
         m = d.ins.mnemonic
         x = inline.get(pc)
         if pc in runs:                            # a run of lane rows: one compiled call (lanevm.py)
-            rows, last = runs[pc]
-            env[f"L{pc}"] = rows
-            writes_exec = any(q not in inline for q in range(pc, last))
-            lines += ["        if _lanes is not None and _blocks.LANES and WID <= _blocks.LANE_WIDTH and not st.any_unknown:",
-                      f"            st.pc = {last - 1}; st.current = D{last - 1}",
-                      "            EXO = np.empty(WID, bool)" if writes_exec else "            EXO = EX",
-                      f"            n, changed = _lanes(L{pc}, *LF, S, st.s_written, st.scc, "
-                      "ALL if st.act is None else st.act, EX, EXO, st.lanes, _dequant.ENABLED, *_lanevm.scratch(WID))",
-                      "            counted[0] += n",
-                      f"            k += {last - pc}"]
-            if writes_exec:
-                lines += ["            if changed:",
-                          "                w.set_exec(EXO)",
-                          "                EX, XF = w.exec, w.exec_full",
-                          "                CNT = WID if XF else int(count_nonzero(EX))"]
-            lines += [f"            approx.add({a!r})" for q in range(pc, last)
-                      for a in _approx_names(program.decoded[q].ins.mnemonic)]
-            lines.append("        else:")
-            for q in range(pc, last):
-                env[f"D{q}"] = program.decoded[q]
-                if q in inline:
-                    lines += ["    " + ln for ln in _inline_ins(program, q, inline[q], env)]
-                else:                             # a step writing EXEC (lanevm.encode_step), as below
-                    env[f"S{q}"] = program.steps[q]
-                    lines += ["    " + ln for ln in [
-                        f"        st.pc = {q}; st.current = D{q}",
-                        f"        if st.any_unknown: taint_in(st, D{q})", *_FLUSH,
-                        "        counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))",
-                        f"        S{q}(st)",
-                        "        st.taint_s = st.taint_v = st.fresh_out = None",
-                        "        tr.n_events += 1",
-                        "        w.steps += 1",
-                        "        if w.member_events is not None: w.wg.member_event(w)",
-                        "        EX, XF = w.exec, w.exec_full",
-                        "        CNT = WID if XF else int(count_nonzero(EX))"]]
+            lines += _run_lines(program, pc, runs[pc], env, inline)
+            last = runs[pc][1]
             if last == end:
                 lines += [*_FLUSH, f"        return {end}"]
             skip = last
@@ -421,7 +416,7 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
             continue
         lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
                   f"        if st.any_unknown: taint_in(st, D{pc})"]
-        if inline:
+        if lean:
             lines += _FLUSH
         if step is not None:
             env[f"S{pc}"] = step
@@ -440,7 +435,7 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
                   "        w.steps += 1",
                   "        if w.member_events is not None: w.wg.member_event(w)"]      # waves as members
         lines += [f"        approx.add({a!r})" for a in _approx_names(m)]
-        if pc + 1 in inline:                      # it may have written EXEC: the next reads it
+        if pc + 1 in inline or pc + 1 in runs:    # it may have written EXEC: the next reads it
             lines += ["        EX, XF = w.exec, w.exec_full",
                       "        CNT = WID if XF else int(count_nonzero(EX))"]
         seg = _segment_bits(program, pc + 1, end) if wait is not None and pc < end - 1 else 0
@@ -453,8 +448,87 @@ def _body(program, start: int, end: int, env, inline) -> list[str]:
     lines += ["    finally:",
               "        tr.muted -= 1",
               "        st.taint_s = st.taint_v = st.fresh_out = None"]
-    if inline:
+    if lean:
         lines += _FLUSH
+    return lines
+
+
+def _step_call(program, q: int, env) -> str:
+    """Instruction q's step (or its semantics function) as a call in the block's source."""
+    env[f"D{q}"] = program.decoded[q]
+    if program.steps[q] is not None:
+        env[f"S{q}"] = program.steps[q]
+        return f"S{q}(st)"
+    env[f"F{q}"] = program.fns[q]
+    return f"F{q}(st, D{q})"
+
+
+def _step_lines(program, q: int, env) -> list[str]:
+    """A row the executor has without a template (lanevm.encode_step) run by its step, as _body runs
+    a step, EXEC and the lane count refreshed after it (it may have written EXEC)."""
+    return [f"st.pc = {q}; st.current = D{q}",
+            f"if st.any_unknown: taint_in(st, D{q})", *[ln[8:] for ln in _FLUSH],
+            "counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))",
+            _step_call(program, q, env),
+            "st.taint_s = st.taint_v = st.fresh_out = None",
+            "tr.n_events += 1",
+            "w.steps += 1",
+            "if w.member_events is not None: w.wg.member_event(w)",
+            *[f"approx.add({a!r})" for a in _approx_names(program.decoded[q].ins.mnemonic)],
+            "EX, XF = w.exec, w.exec_full",
+            "CNT = WID if XF else int(count_nonzero(EX))"]
+
+
+def _run_lines(program, pc: int, run, env, inline) -> list[str]:
+    """A run of lane rows from pc: one executor call where the wave allows it (else each row's
+    numpy lines or step). Where a row may refuse (lanevm.refuses) the executor stops before it,
+    its step runs here (it names the lanes, or takes the general path) and the executor goes on
+    from the row after it."""
+    from . import lanevm
+    rows, last = run
+    env[f"L{pc}"] = rows
+    writes_exec = any(q not in inline for q in range(pc, last))
+    refusing = [q for q in range(pc, last) if q not in inline and lanevm.refuses(rows[q - pc])]
+    call = (f"_lanes(L{pc}, {{at}}, *LF, S, st.s_written, st.scc, ALL if st.act is None else st.act, EX, EXO, "
+            "st.lanes, _dequant.ENABLED, *_lanevm.scratch(WID))")
+    after = ["counted[0] += n"]
+    if writes_exec:
+        after += ["if changed:",
+                  "    w.set_exec(EXO)",
+                  "    EX, XF = w.exec, w.exec_full",
+                  "    CNT = WID if XF else int(count_nonzero(EX))"]
+    fast = [f"st.pc = {last - 1}; st.current = D{last - 1}",
+            "EXO = np.empty(WID, bool)" if writes_exec else "EXO = EX"]
+    env[f"D{last - 1}"] = program.decoded[last - 1]
+    if not refusing:
+        fast += ["n, changed, at = " + call.format(at=0), *after, f"k += {last - pc}"]
+    else:
+        fast += ["n, changed, at = " + call.format(at=0), *after, "k += at",
+                 f"while at < {last - pc}:"]
+        body = []
+        for j, q in enumerate(refusing):
+            body += [f"{'if' if j == 0 else 'elif'} at == {q - pc}:"]
+            body += ["    " + ln for ln in _step_lines(program, q, env)]
+        body += ["else:",
+                 "    raise AssertionError('the lane executor stopped before a row that cannot refuse')",
+                 f"if at + 1 == {last - pc}:",
+                 "    break",
+                 f"st.pc = {last - 1}; st.current = D{last - 1}",
+                 "EXO = np.empty(WID, bool)" if writes_exec else "EXO = EX",
+                 "n, changed, nxt_at = " + call.format(at="at + 1"), *after, "k += nxt_at - at - 1",
+                 "at = nxt_at"]
+        fast += ["    " + ln for ln in body]
+    lines = ["        if _lanes is not None and _blocks.LANES and WID <= _blocks.LANE_WIDTH and not st.any_unknown:"]
+    lines += ["            " + ln for ln in fast]
+    lines += [f"            approx.add({a!r})" for q in range(pc, last)
+              for a in _approx_names(program.decoded[q].ins.mnemonic)]
+    lines.append("        else:")
+    for q in range(pc, last):
+        env[f"D{q}"] = program.decoded[q]
+        if q in inline:
+            lines += ["    " + ln for ln in _inline_ins(program, q, inline[q], env)]
+        else:                                     # a row without a template (lanevm.encode_step): its step
+            lines += ["            " + ln for ln in _step_lines(program, q, env)]
     return lines
 
 
@@ -481,8 +555,9 @@ def _inline_ins(program, pc: int, x, env) -> list[str]:
 
 
 def _lane_runs(program, start: int, end: int, inline) -> dict:
-    """The runs of consecutive instructions in ``inline`` that each have a lane row (lanevm.encode):
-    first pc -> (rows int64 [n, lanevm.ROW], pc after the run)."""
+    """The runs of consecutive instructions that each have a lane row: those in ``inline`` from
+    their template (lanevm.encode), the others (no wait) from their step or function
+    (lanevm.encode_step): first pc -> (rows int64 [n, lanevm.ROW], pc after the run)."""
     from . import lanevm
     runs, pc = {}, start
     while pc < end:
@@ -491,7 +566,8 @@ def _lane_runs(program, start: int, end: int, inline) -> dict:
         while q < end:
             if q in inline:
                 row = lanevm.encode(program.decoded[q], inline[q])
-            elif inline and program.waits[q].wait is None:
+            elif program.waits[q].wait is None and program.fns[q] is not None and program.own_event[q] \
+                    and not leaves(program.decoded[q].ins.mnemonic):
                 row = lanevm.encode_step(program.decoded[q], program.steps[q])
             else:
                 row = None

@@ -49,7 +49,18 @@ OP_PK = OP_MOV + 4              # v_pk_{add,mul,fma}_f32: each half through its 
 OP_CMP = OP_MOV + 5             # v_cmp_<rel>_{f32,i32,u32}: the lanes under EXEC to an SGPR pair, every member
 OP_SOP2 = OP_MOV + 6            # a SOP2 row (SOP2_OPS: code[k, 5]) of every member into SGPRs below EXEC, and SCC
 OP_SAVEEXEC = OP_MOV + 7        # s_*_saveexec_b64 (SAVEEXEC_OPS: code[k, 5]): D = EXEC, EXEC = f(S0, EXEC), SCC
-OP_F32 = OP_MOV + 8             # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
+OP_DIV = OP_MOV + 8             # the division helpers (DIV_OPS: code[k, 5]) through lanef32's functions; the
+#                                 mask div_scale writes (VCC, or an SGPR pair) at code[k, SDWA]
+OP_NOP = OP_MOV + 9             # s_nop: no state, its lanes counted
+OP_PERM = OP_MOV + 10           # v_perm_b32: byte_permute({S0, S1}, S2), sources whole-word written
+OP_SCMP = OP_MOV + 11           # s_cmp_* / s_cmpk_* of 32-bit sources: SCC of every executing member
+OP_CARRY = OP_MOV + 12          # v_{add,sub,subrev}_co_u32, v_{addc,subb,subbrev}_co_u32 (CARRY_OPS: code[k, 5]):
+#                                 D, the carry-out pair at code[k, SDWA], the carry-in pair at code[k, SDWA + 1]
+OP_MAD64 = OP_MOV + 13          # v_mad_u64_u32 (code[k, 5] 0) / v_mad_i64_i32 (1): D pair, the carry pair at code[k, SDWA]
+OP_SHIFT64 = OP_MOV + 14        # v_lshlrev_b64 / v_lshrrev_b64 / v_ashrrev_i64 (code[k, 5] 0, 1, 2) by code[k, SDWA]
+OP_FIRSTLANE = OP_MOV + 15      # v_readfirstlane_b32: each executing member's first active lane (0 if none) to an SGPR
+OP_MBCNT = OP_MOV + 16          # v_mbcnt_lo/hi_u32_b32 (code[k, 5] 0, 1): popcount(S0 & the lanes below) + S1
+OP_F32 = OP_MOV + 17            # the first fp32 row: lanef32's functions (the block's source order for fmac/mac: D, S0, S1)
 F32_OPS = {n: OP_F32 + k for k, n in enumerate((
     'v_add_f32',
     'v_sub_f32',
@@ -105,6 +116,17 @@ SAVEEXEC_OPS = {n: k for k, n in enumerate((
     "s_and_saveexec_b64", "s_or_saveexec_b64", "s_xor_saveexec_b64", "s_andn2_saveexec_b64", "s_orn2_saveexec_b64",
     "s_nand_saveexec_b64", "s_nor_saveexec_b64", "s_xnor_saveexec_b64", "s_andn1_saveexec_b64",
     "s_orn1_saveexec_b64"))}
+# the SOP1/SOPK rows the SOP2 path runs: s_mov_b32/b64 (D = S0, SCC kept); s_movk_i32 and s_addk_i32
+# are s_mov_b32 and s_add_i32 of their sign-extended immediate
+SOP1_OPS = {"s_mov_b32": len(SOP2_OPS), "s_mov_b64": len(SOP2_OPS), "s_abs_i32": len(SOP2_OPS) + 1}
+DIV_OPS = {"v_div_scale_f32": 0, "v_div_fmas_f32": 1, "v_div_fixup_f32": 2}
+CARRY_OPS = {"v_add_co_u32": 0, "v_sub_co_u32": 1, "v_subrev_co_u32": 2, "v_addc_co_u32": 3, "v_subb_co_u32": 4,
+             "v_subbrev_co_u32": 5}
+SHIFT64_OPS = {"v_lshlrev_b64": 0, "v_lshrrev_b64": 1, "v_ashrrev_i64": 2}
+# s_cmp relations as RELATIONS index them (isa.compare's order)
+_SCMP = {"lt": 1, "eq": 2, "le": 3, "gt": 4, "lg": 5, "ge": 6}
+_SOP1_MOV, _SOP1_ABS = len(SOP2_OPS), len(SOP2_OPS) + 1
+VCC = 106                       # the SGPR pair v_div_fmas_f32 reads
 K_SREAD, K_SCC = 9, 10          # scalar sources: an EXEC half or EXEC (from the lanes' mask), SCC
 
 # v_cmp relations (isa.compare: FLOAT, INTEGER); the source type: 0 f32, 1 i32, 2 u32
@@ -138,13 +160,15 @@ def _pk_row(d, x, row) -> np.ndarray | None:
 
 
 def encode_step(d, step) -> np.ndarray | None:
-    """The row of an instruction a block runs by its prepared step (no template) that writes EXEC
-    as the executor can: a saveexec, or a 64-bit SOP2 row into EXEC; None for any other."""
+    """The row of an instruction a block runs by its prepared step or its semantics function (no
+    template), where the executor has its lane form: a saveexec or a 64-bit SOP2 row into EXEC, the
+    division helpers, v_perm_b32, v_mov_b64, s_nop and the SOP1/SOPK/SOPC moves and compares; None
+    for any other, or where a check of the function's would fail (the function then names it)."""
     from .semantics.sop import s_source
     m, pos = d.mnemonic, d.ops.positional
-    if step is None or d.ops.mods:
+    if d.ops.mods:
         return None
-    if m in SAVEEXEC_OPS and len(pos) == 2:
+    if m in SAVEEXEC_OPS and len(pos) == 2 and step is not None:
         dst, src = pos
         form = s_source(src, 64)
         if form is None or dst.kind != "reg" or dst.file != "s" or dst.count != 2 or not 0 <= dst.first <= EXEC - 2:
@@ -152,7 +176,8 @@ def encode_step(d, step) -> np.ndarray | None:
         row = np.zeros(ROW, np.int64)
         row[0], row[2], row[3], row[4], row[5], row[SDWA] = OP_SAVEEXEC, dst.first, 2, 64, SAVEEXEC_OPS[m], 64
         return row if _scalar_source(row, 0, form[0], "s64") else None
-    if m in SOP2_OPS and m.endswith("_b64") and len(pos) == 3 and not m.startswith(("s_lshl", "s_lshr", "s_ashr")):
+    if m in SOP2_OPS and m.endswith("_b64") and len(pos) == 3 and not m.startswith(("s_lshl", "s_lshr", "s_ashr")) \
+            and step is not None:
         dst, a, b = pos
         fa, fb = s_source(a, 64), s_source(b, 64)
         if fa is None or fb is None or dst.kind != "reg" or dst.file != "s" or dst.count != 2 or dst.first != EXEC:
@@ -161,7 +186,240 @@ def encode_step(d, step) -> np.ndarray | None:
         row[0], row[2], row[3], row[4], row[5], row[SDWA] = OP_SOP2, EXEC, 2, 64, SOP2_OPS[m], 64
         ok = _scalar_source(row, 0, fa[0], "s64") and _scalar_source(row, 1, fb[0], "s64")
         return row if ok and _scalar_source(row, 2, ("scc",), "scc") else None
-    return None
+    if d.enc in ("sdwa", "dpp") or len(d.ops) != len(pos):
+        return None
+    if m in DIV_OPS:
+        return _div_row(d, step)
+    if m in ("s_nop", "s_setprio", "s_sched_barrier"):
+        row = np.zeros(ROW, np.int64)
+        row[0] = OP_NOP
+        return row
+    if m == "v_perm_b32":
+        return _perm_row(pos)
+    if m == "v_mov_b64":
+        return _mov64_row(pos)
+    if m in CARRY_OPS:
+        return _carry_row(m, pos)
+    if m in ("v_mad_u64_u32", "v_mad_i64_i32"):
+        return _mad64_row(m, pos)
+    if m in SHIFT64_OPS:
+        return _shift64_row(m, pos, step)
+    if m == "v_readfirstlane_b32":
+        return _firstlane_row(pos)
+    if m in ("v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32"):
+        row = np.zeros(ROW, np.int64)
+        row[0], row[5] = OP_MBCNT, 0 if m == "v_mbcnt_lo_u32_b32" else 1
+        ok = len(pos) == 3 and _vdst(row, pos[0], 1) and _vsources(row, pos[1:], "u32")
+        return row if ok else None
+    return _scalar_row(m, pos)
+
+
+def _pair(o) -> int | None:
+    """An SGPR pair below EXEC (a carry or a mask operand), or None."""
+    if o.kind != "reg" or o.file != "s" or o.count != 2 or not 0 <= o.first < EXEC - 1:
+        return None
+    return o.first
+
+
+def _carry_row(m: str, pos) -> np.ndarray | None:
+    """vop._carry's rows: D, carry out, S0, S1 (u32 reads), and the carry in where the row has one."""
+    has_in = m in ("v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32")
+    row = np.zeros(ROW, np.int64)
+    row[0], row[5] = OP_CARRY, CARRY_OPS[m]
+    if len(pos) != (5 if has_in else 4) or not _vdst(row, pos[0], 1) or _pair(pos[1]) is None:
+        return None
+    row[SDWA] = _pair(pos[1])
+    if has_in:
+        if _pair(pos[4]) is None:
+            return None
+        row[SDWA + 1] = _pair(pos[4])
+    return row if _vsources(row, pos[2:4], "u32") else None
+
+
+def _mad64_row(m: str, pos) -> np.ndarray | None:
+    """vop.v_mad64: D pair, carry pair, S0, S1 (u32 reads), S2 (a 64-bit read: source64)."""
+    from .semantics import source64
+    row = np.zeros(ROW, np.int64)
+    row[0], row[5] = OP_MAD64, 0 if m == "v_mad_u64_u32" else 1
+    if len(pos) != 5 or not _vdst(row, pos[0], 2) or _pair(pos[1]) is None or not _vsources(row, pos[2:4], "u32"):
+        return None
+    row[SDWA] = _pair(pos[1])
+    got = source64(pos[4])
+    if got is None or got[0][0] not in _KIND64 or (got[0][0] == "sread" and got[0][1] >= EXEC - 1):
+        return None
+    row[14:16] = _KIND64[got[0][0]], _word(got[0][1])
+    return row
+
+
+def _shift64_row(m: str, pos, step) -> np.ndarray | None:
+    """A 64-bit shift by a constant whose step was prepared (vop._shift64_prepare): D pair, S1 a
+    64-bit read, the shift's low 6 bits."""
+    from .semantics import source64
+    if step is None or len(pos) != 3:
+        return None
+    dst, sh, a = pos
+    row = np.zeros(ROW, np.int64)
+    row[0], row[5] = OP_SHIFT64, SHIFT64_OPS[m]
+    got = source64(a)
+    if sh.kind != "int" or not _vdst(row, dst, 2) or got is None or got[0][0] not in _KIND64 or \
+            (got[0][0] == "sread" and got[0][1] >= EXEC - 1):
+        return None
+    row[6:8] = _KIND64[got[0][0]], _word(got[0][1])
+    row[SDWA] = sh.value & 63
+    return row
+
+
+def _firstlane_row(pos) -> np.ndarray | None:
+    """v_readfirstlane_b32 SDST (an SGPR below EXEC), a 32-bit source."""
+    if len(pos) != 2:
+        return None
+    dst = pos[0]
+    if dst.kind != "reg" or dst.file != "s" or dst.count != 1 or not 0 <= dst.first < EXEC:
+        return None
+    row = np.zeros(ROW, np.int64)
+    row[0], row[2], row[3] = OP_FIRSTLANE, dst.first, 1
+    return row if _vsources(row, pos[1:], "u32") else None
+
+
+def _vdst(row, o, n: int) -> bool:
+    """A VGPR/AGPR destination of ``n`` registers into the row (file, first, count)."""
+    if o.kind != "reg" or o.file not in ("v", "a") or o.count != n or o.first < 0:
+        return False
+    row[1:4] = (0 if o.file == "v" else 1), o.first, n
+    return True
+
+
+def _vsources(row, srcs, t: str) -> bool:
+    """32-bit sources (semantics.source's forms of type t) into the row; False where one is not a
+    VGPR, AGPR, SGPR below EXEC or a constant."""
+    from .semantics import source
+    for k, o in enumerate(srcs):
+        got = source(o, t)
+        if got is None or got[0][0] not in _KIND or (got[0][0] == "s" and got[0][1] >= EXEC - 1):
+            return False
+        (form, (abs_, neg)) = got
+        row[6 + 4 * k: 10 + 4 * k] = _KIND[form[0]], _word(form[1]) if len(form) > 1 else 0, abs_, neg
+    return True
+
+
+def _div_row(d, step) -> np.ndarray | None:
+    """A division helper whose step was prepared (vop._div_prepare: no modifiers, its operands
+    checked): D, S0..S2 as f32 reads, and div_scale's mask pair below EXEC."""
+    pos = d.ops.positional
+    row = np.zeros(ROW, np.int64)
+    row[0], row[5] = OP_DIV, DIV_OPS[d.mnemonic]
+    if step is None or len(pos) != (5 if row[5] == 0 else 4) or not _vdst(row, pos[0], 1):
+        return None
+    if row[5] == 0:
+        sd = pos[1]
+        if sd.kind != "reg" or sd.file != "s" or sd.count != 2 or not 0 <= sd.first < EXEC - 1:
+            return None
+        row[SDWA] = sd.first
+    return row if _vsources(row, pos[-3:], "f32") else None
+
+
+def _perm_row(pos) -> np.ndarray | None:
+    """v_perm_b32 D, S0, S1, S2 of plain 32-bit sources (vop.v_perm_b32's lean path)."""
+    row = np.zeros(ROW, np.int64)
+    row[0] = OP_PERM
+    if len(pos) != 4 or not _vdst(row, pos[0], 1) or not _vsources(row, pos[1:], "u32"):
+        return None
+    return row
+
+
+def _mov64_row(pos) -> np.ndarray | None:
+    """v_mov_b64: a register pair copied with its written bits and fresh marks (WaveState.vcopy),
+    or an SGPR pair's or a constant's 64 bits written (put64): lshl_add64's row shifting by 0 and
+    adding 0."""
+    from .semantics import source64
+    if len(pos) != 2:
+        return None
+    dst, src = pos
+    row = np.zeros(ROW, np.int64)
+    if not _vdst(row, dst, 2):
+        return None
+    if src.kind == "reg" and src.file in ("v", "a") and not (src.neg or src.abs or src.sext or src.dpp):
+        if src.count != 2 or src.first < 0:
+            return None
+        row[0] = OP_COPY
+        row[6:8] = _KIND[src.file], src.first
+        return row
+    got = source64(src)
+    if got is None or got[0][0] not in ("sread", "const") or (got[0][0] == "sread" and got[0][1] >= EXEC - 1):
+        return None
+    row[0], row[5] = OP_LSHL_ADD64, 0
+    row[6:8] = _KIND64[got[0][0]], _word(got[0][1])
+    row[10:12] = K_CONST, 0
+    return row
+
+
+def _scalar_row(m: str, pos) -> np.ndarray | None:
+    """s_mov_b32/b64, s_movk_i32, s_addk_i32 (SOP2 rows, SOP1_OPS) and s_cmp_*/s_cmpk_* of 32-bit
+    sources (OP_SCMP), as sop.py's functions check and read them."""
+    from .semantics.sop import s_source
+    if len(pos) != 2:
+        return None
+    row = np.zeros(ROW, np.int64)
+    parts = m.split("_")
+    if m in ("s_movk_i32", "s_addk_i32") or parts[1] == "cmpk":
+        o = pos[1]
+        if o.kind != "int" or not -(1 << 15) <= o.value < (1 << 16) or o.neg or o.abs or o.sext:
+            return None
+        k = o.value & 0xFFFF
+        k = k - (1 << 16) if k >> 15 else k                 # sop._simm16
+    if parts[1] in ("cmp", "cmpk") and len(parts) == 4 and parts[2] in _SCMP and parts[3] in ("i32", "u32"):
+        row[0], row[4], row[5] = OP_SCMP, 1 if parts[3] == "i32" else 2, _SCMP[parts[2]]
+        fa = s_source(pos[0], 32)
+        if parts[1] == "cmp":
+            fb = s_source(pos[1], 32)
+        else:                                               # the immediate sign- (i32) or zero-extended (u32)
+            fb = (("const", k & 0xFFFFFFFF if parts[3] == "i32" else k & 0xFFFF), (False, False))
+        if fa is None or fb is None:
+            return None
+        return row if _scalar_source(row, 0, fa[0], "s32") and _scalar_source(row, 1, fb[0], "s32") else None
+    if m not in ("s_mov_b32", "s_mov_b64", "s_movk_i32", "s_addk_i32", "s_abs_i32"):
+        return None
+    dst = pos[0]
+    n = 2 if m == "s_mov_b64" else 1
+    if dst.kind != "reg" or dst.file != "s" or dst.count != n or not (0 <= dst.first <= EXEC - n or
+                                                                      (n == 2 and dst.first == EXEC)):
+        return None
+    row[0], row[2], row[3], row[4], row[SDWA] = OP_SOP2, dst.first, n, 32 * n, 32
+    if m == "s_addk_i32":                                   # s_add_i32 D, D, simm16
+        row[5] = SOP2_OPS["s_add_i32"]
+        row[6:8] = K_S, dst.first
+        row[10:12] = K_CONST, k & 0xFFFFFFFF
+        return row
+    row[5] = SOP1_OPS["s_abs_i32" if m == "s_abs_i32" else "s_mov_b32"]
+    if m == "s_movk_i32":
+        row[6:8] = K_CONST, k & 0xFFFFFFFF
+        return row
+    fa = s_source(pos[1], 32 * n)
+    return row if fa is not None and _scalar_source(row, 0, fa[0], f"s{32 * n}") else None
+
+
+def refuses(row) -> bool:
+    """Whether the executor may stop before this row, leaving it to the step (which names what it
+    refuses, or takes the back end's path): v_div_fmas_f32 with VCC set on a finite non-zero result,
+    v_div_fixup_f32's underflow, v_perm_b32 of a register with a byte never written in an active lane."""
+    return (row[0] == OP_DIV and row[5] != 0) or row[0] == OP_PERM
+
+
+def vregs(row) -> list:
+    """The VGPR/AGPR ranges (file, first, count) a row names: its destination and register sources."""
+    op = row[0]
+    if op in (OP_SOP2, OP_SAVEEXEC, OP_NOP, OP_SCMP, OP_CMP):
+        return []
+    if op == OP_FIRSTLANE:                  # its destination is an SGPR
+        return [("v" if row[6] == K_V else "a", int(row[7]), 1)] if row[6] in (K_V, K_A) else []
+    files = {K_V: "v", K_A: "a", K_V64: "v", K_A64: "a"}
+    out = [("v" if row[1] == 0 else "a", int(row[2]), int(row[3]))]
+    for k in range(3):
+        kind = row[6 + 4 * k]
+        if kind in files:
+            n = int(row[3]) if op == OP_COPY else 2 if kind in (K_V64, K_A64) or op == OP_PK else 1
+            out.append((files[kind], int(row[7 + 4 * k]), n))
+    return out
 
 
 def _scalar_source(row, k: int, form, t: str) -> bool:
@@ -515,6 +773,12 @@ def _sop2_math(op, a, b, c):
     M = np.uint64(0xFFFFFFFF)
     F = np.uint64(0xFFFFFFFFFFFFFFFF)
     s5, s6 = b & np.uint64(31), b & np.uint64(63)
+    if op == _SOP1_MOV:                 # s_mov_b32/b64: S0, SCC kept
+        return a, np.int64(-1)
+    if op == _SOP1_ABS:                 # s_abs_i32: |S0| wrapping (|-2^31| = -2^31), SCC = D != 0
+        x = _sx(a)
+        r = np.uint64(-x if x < 0 else x) & M
+        return r, np.int64(r != 0)
     if op == 0:
         return (a + b) & M, np.int64(a + b > M)
     if op == 1:
@@ -822,7 +1086,66 @@ def _f32_rows(op, a, b, c, r):
 
 
 @njit
-def run_rows(code, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep_on, t32, t64, tb):
+def _perm(a, b, sel):
+    """isa.moves.byte_permute of one lane: selector byte i picks result byte i — 0-3 S1's bytes,
+    4-7 S0's, 8-11 0xFF where the sign bit of byte 1, 3, 5, 7 of {S0, S1} is set (else 0), 12 0x00,
+    13 and above 0xFF."""
+    pair = (np.uint64(a) << np.uint64(32)) | np.uint64(b)
+    r = np.uint32(0)
+    for i in range(4):
+        sb = (sel >> np.uint32(8 * i)) & np.uint32(0xFF)
+        if sb < 8:
+            byte = np.uint32((pair >> np.uint64(8 * sb)) & np.uint64(0xFF))
+        elif sb < 12:
+            sign = (pair >> np.uint64(8 * (2 * (sb - 8) + 1) + 7)) & np.uint64(1)
+            byte = np.uint32(0xFF) if sign else np.uint32(0)
+        elif sb == 12:
+            byte = np.uint32(0)
+        else:
+            byte = np.uint32(0xFF)
+        r |= byte << np.uint32(8 * i)
+    return r
+
+
+@njit
+def _all_written(code, k, j, wv, wa, ex):
+    """Whether register source j of row k has its four bytes written in every lane under ``ex``
+    (WaveState.vall_written; a constant or an SGPR always)."""
+    kind = code[k, 6 + 4 * j]
+    if kind != K_V and kind != K_A:
+        return True
+    w = wv if kind == K_V else wa
+    i = code[k, 7 + 4 * j]
+    for c in range(ex.shape[0]):
+        if ex[c]:
+            for b4 in range(4):
+                if not w[4 * i + b4, c]:
+                    return False
+    return True
+
+
+@njit
+def _put_mask(s, sw, act, pair, words):
+    """Each executing member's lane mask ``words`` into SGPR pair ``pair`` (WaveState.set_mask)."""
+    for mm in range(s.shape[0]):
+        if act[mm]:
+            s[mm, pair] = np.uint32(words[mm] & np.uint64(0xFFFFFFFF))
+            s[mm, pair + 1] = np.uint32(words[mm] >> np.uint64(32))
+    sw[pair] = True
+    sw[pair + 1] = True
+
+
+@njit
+def _popcount(x):
+    n = np.uint32(0)
+    while x:
+        x &= x - np.uint64(1)
+        n += np.uint32(1)
+    return n
+
+
+@njit
+def run_rows(code, start, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep_on, t32, t64, tb):
     """Rows ``code`` in turn, each on the lanes under ``ex``: the words of file v (``rv``, written
     bits ``wv``, fresh marks ``fv``) and a (``ra``, ``wa``, ``fa``), the SGPRs ``s`` [members, n]
     and their written marks ``sw``, SCC per member ``scc`` (member of column c: c // lanes; a compare
@@ -830,7 +1153,10 @@ def run_rows(code, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep
     ``keep_on``: dequant's fresh marks are kept (dequant.ENABLED). ``t32``, ``t64``, ``tb``: this
     thread's scratch at the width (``scratch``). A row writing EXEC writes ``exo``
     (a new array, ``ex`` copied into it first), which the rows after it run on. Returns the lanes
-    the rows ran on, summed (the lane count each event adds), and whether EXEC changed."""
+    the rows ran on, summed (the lane count each event adds), whether EXEC changed, and the row it
+    stopped before: ``start``.. run; a row that ``refuses`` (its step names the lanes, or takes the
+    back end's path) stops the run before any of its state is written, the caller runs its step and
+    calls again from the next row; code.shape[0] where every row ran."""
     width = ex.shape[0]
     counted = 0
     changed = False
@@ -838,7 +1164,7 @@ def run_rows(code, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep
     a, b, c3, lo, hi = t32[0], t32[1], t32[2], t32[3], t32[4]     # scratch (``scratch``): no allocation per call
     x64, y64 = t64[0], t64[1]
     fresh = tb
-    for k in range(code.shape[0]):
+    for k in range(start, code.shape[0]):
         ex = cur
         active = 0
         for c in range(width):
@@ -850,15 +1176,29 @@ def run_rows(code, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep
         d = code[k, 2]
         n = code[k, 3]
         rd, wd, fdm = (rv, wv, fv) if fd == 0 else (ra, wa, fa)
+        if op == OP_NOP:
+            continue
         if op == OP_COPY:
             si = code[k, 7]
             rs, ws, fs = (rv, wv, fv) if code[k, 6] == K_V else (ra, wa, fa)
-            for c in range(width):       # one register: each lane read, then written
+            down = (code[k, 6] == K_V) == (fd == 0) and d > si     # overlapping upwards: the top register first
+            for c in range(width):       # each lane's registers read before they are written
                 if ex[c]:
-                    rd[d, c] = rs[si, c]
-                    fdm[d, c] = fs[si, c]
-                    for b4 in range(4):
-                        wd[4 * d + b4, c] = ws[4 * si + b4, c]
+                    for jj in range(n):
+                        j = n - 1 - jj if down else jj
+                        rd[d + j, c] = rs[si + j, c]
+                        fdm[d + j, c] = fs[si + j, c]
+                        for b4 in range(4):
+                            wd[4 * (d + j) + b4, c] = ws[4 * (si + j) + b4, c]
+            continue
+        if op == OP_SCMP:
+            for mm in range(s.shape[0]):
+                if act[mm]:
+                    x = _scalar(code, k, 0, 32, s, scc, ex, lanes, mm)
+                    y = _scalar(code, k, 1, 32, s, scc, ex, lanes, mm)
+                    hit = _relation(code[k, 5], code[k, 4], np.uint32(x & np.uint64(0xFFFFFFFF)),
+                                    np.uint32(y & np.uint64(0xFFFFFFFF)))
+                    scc[mm] = np.uint64(1) if hit else np.uint64(0)
             continue
         if op == OP_SOP2 or op == OP_SAVEEXEC:
             members = s.shape[0]
@@ -910,6 +1250,18 @@ def run_rows(code, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep
             sw[d] = True
             sw[d + 1] = True
             continue
+        if op == OP_FIRSTLANE:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            for mm in range(s.shape[0]):
+                if act[mm]:
+                    first = 0
+                    for ln in range(lanes):
+                        if ex[mm * lanes + ln]:
+                            first = ln
+                            break
+                    s[mm, d] = a[mm * lanes + first]
+            sw[d] = True
+            continue
         fresh[:] = False
         if op == OP_PK:
             for half in range(2):
@@ -927,6 +1279,108 @@ def run_rows(code, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep
                 hi[c] = np.uint32(r64 >> np.uint64(32))
         elif op == OP_MOV:
             _gather32(code, k, 0, rv, ra, s, lanes, lo)
+        elif op == OP_DIV:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            _gather32(code, k, 2, rv, ra, s, lanes, c3)
+            sub = code[k, 5]
+            refused = False
+            if sub == 0:                    # D, and the mask's bits of the lanes under EXEC
+                words = np.zeros(s.shape[0], np.uint64)
+                for c in range(width):
+                    r64 = lanef32.v_div_scale_f32(a[c], b[c], c3[c])
+                    lo[c] = np.uint32(r64 & np.uint64(0xFFFFFFFF))
+                    if ex[c] and (r64 >> np.uint64(32)) & np.uint64(1):
+                        words[c // lanes] |= np.uint64(1) << np.uint64(c % lanes)
+            elif sub == 1:
+                for c in range(width):
+                    lane = c % lanes
+                    vcc = (s[c // lanes, VCC + (lane >> 5)] >> np.uint32(lane & 31)) & np.uint32(1)
+                    r64 = lanef32.v_div_fmas_f32(a[c], b[c], c3[c], vcc != 0)
+                    lo[c] = np.uint32(r64 & np.uint64(0xFFFFFFFF))
+                    if ex[c] and (r64 >> np.uint64(32)) & np.uint64(1):
+                        refused = True
+            else:
+                for c in range(width):
+                    r64 = lanef32.v_div_fixup_f32(a[c], b[c], c3[c])
+                    lo[c] = np.uint32(r64 & np.uint64(0xFFFFFFFF))
+                    if ex[c] and (r64 >> np.uint64(32)) & np.uint64(1):
+                        refused = True
+            if refused:                     # nothing of this row written: its step names the lanes
+                return counted - active, changed, k
+            if sub == 0:
+                _put_mask(s, sw, act, code[k, SDWA], words)
+        elif op == OP_CARRY:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            sub, cin = code[k, 5], code[k, SDWA + 1]
+            words = np.zeros(s.shape[0], np.uint64)
+            for c in range(width):
+                lane = c % lanes
+                x, y, ci = np.int64(a[c]), np.int64(b[c]), np.int64(0)
+                if sub >= 3:                # the carry in: the lane's bit of its pair, read before any write
+                    ci = np.int64((s[c // lanes, cin + (lane >> 5)] >> np.uint32(lane & 31)) & np.uint32(1))
+                if sub == 0 or sub == 3:
+                    r = x + y + ci
+                    cy = r > 0xFFFFFFFF
+                elif sub == 1 or sub == 4:
+                    r = x - y - ci
+                    cy = y + ci > x
+                else:
+                    r = y - x - ci
+                    cy = x + ci > y
+                lo[c] = np.uint32(r & np.int64(0xFFFFFFFF))
+                if ex[c] and cy:
+                    words[c // lanes] |= np.uint64(1) << np.uint64(lane)
+            _put_mask(s, sw, act, code[k, SDWA], words)
+        elif op == OP_MAD64:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            _gather64(code, k, 2, rv, ra, s, lanes, x64)
+            words = np.zeros(s.shape[0], np.uint64)
+            for c in range(width):
+                z = x64[c]
+                if code[k, 5] == 0:         # exact below 2^64; the sum wraps, its carry out
+                    p = np.uint64(a[c]) * np.uint64(b[c])
+                    tot = p + z
+                    cy = tot < p
+                else:                       # signed: the sum's overflow (both signs differ from the sum's)
+                    p = np.uint64(np.int64(np.int32(a[c])) * np.int64(np.int32(b[c])))
+                    tot = p + z
+                    cy = (((p ^ tot) & (z ^ tot)) >> np.uint64(63)) != 0
+                lo[c] = np.uint32(tot & np.uint64(0xFFFFFFFF))
+                hi[c] = np.uint32(tot >> np.uint64(32))
+                if ex[c] and cy:
+                    words[c // lanes] |= np.uint64(1) << np.uint64(c % lanes)
+            _put_mask(s, sw, act, code[k, SDWA], words)
+        elif op == OP_SHIFT64:
+            _gather64(code, k, 0, rv, ra, s, lanes, x64)
+            sh = np.uint64(code[k, SDWA])
+            for c in range(width):
+                if code[k, 5] == 0:
+                    r64 = x64[c] << sh
+                elif code[k, 5] == 1:
+                    r64 = x64[c] >> sh
+                else:
+                    r64 = np.uint64(np.int64(x64[c]) >> np.int64(sh))
+                lo[c] = np.uint32(r64 & np.uint64(0xFFFFFFFF))
+                hi[c] = np.uint32(r64 >> np.uint64(32))
+        elif op == OP_MBCNT:
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            for c in range(width):
+                lane = c % lanes
+                below = np.uint64(0xFFFFFFFFFFFFFFFF) if lane >= 64 else (np.uint64(1) << np.uint64(lane)) - np.uint64(1)
+                part = below & np.uint64(0xFFFFFFFF) if code[k, 5] == 0 else below >> np.uint64(32)
+                lo[c] = _popcount(np.uint64(a[c]) & part) + b[c]
+        elif op == OP_PERM:
+            if not (_all_written(code, k, 0, wv, wa, ex) and _all_written(code, k, 1, wv, wa, ex)):
+                return counted - active, changed, k         # the step's back-end path reports the read
+            _gather32(code, k, 0, rv, ra, s, lanes, a)
+            _gather32(code, k, 1, rv, ra, s, lanes, b)
+            _gather32(code, k, 2, rv, ra, s, lanes, c3)
+            for c in range(width):
+                lo[c] = _perm(a[c], b[c], c3[c])
         elif op == OP_CNDMASK:
             _gather32(code, k, 0, rv, ra, s, lanes, a)
             _gather32(code, k, 1, rv, ra, s, lanes, b)
@@ -976,4 +1430,4 @@ def run_rows(code, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lanes, keep
                     fdm[d + 1, c] = False
                     for b4 in range(4):
                         wd[4 * d + 4 + b4, c] = True
-    return counted, changed
+    return counted, changed, code.shape[0]
