@@ -456,10 +456,11 @@ def cells(log, ids, mn) -> np.ndarray:
 def pair_cells(log, rec, conflict, any_cell: bool) -> np.ndarray:
     """``pair_footprint``'s cells of a pair record from its sides: where both partials sum one D
     element (and their identities agree), that cell, else -1 (``any_cell``: some left partial has a
-    cell at all; pair_footprint makes the whole sum a reduction otherwise)."""
-    (li, lm), (ri, rm) = rec.left, rec.right
+    cell at all; pair_footprint makes the whole sum a reduction otherwise). ``conflict``: one per
+    element of the record (its sides are placed only where cells are looked up)."""
     if not any_cell or conflict.all():
-        return np.full(len(li), -1, np.int64)
+        return np.full(len(conflict), -1, np.int64)
+    (li, lm), (ri, rm) = rec.left, rec.right
     cl, cr = cells(log, li, lm), cells(log, ri, rm)
     return np.where((cl == MIXED) | (cr == MIXED), MIXED, np.where((cl >= 0) & (cl == cr) & ~conflict, cl, -1))
 
