@@ -266,17 +266,7 @@ def _k_sets(log, r_i, rec):
             return recent
     # the K fields as the launch knew them when first asked (a later record may add one)
     fields = frozenset(log.k_fields()) if got is None else got
-    ksa, ksb = dict(rec.ks_a), dict(rec.ks_b)
-    insn = rec.insn
-    for f in fields:
-        if not (rec.a and rec.b and f in rec.a and f in rec.b):
-            continue        # on one side only it names rows or columns (a V dim), not K slots
-        for side, ks, op in ((rec.a, ksa, "A"), (rec.b, ksb, "B")):
-            if f in ks or not side or f not in side or side[f][0] == "mn":
-                continue
-            full = expand(*side[f], op, insn.M, insn.N, insn.K)          # [rows, M, K] / [rows, K, N]
-            ks[f] = row_sets(full if op == "A" else np.swapaxes(full, 1, 2), log.wide)
-    got = (ksa, ksb)
+    got = _with_k_fields(fields, rec.a, rec.b, rec.ks_a, rec.ks_b, rec.insn, log.wide)
     if not rec.held_per_class:
         cache[r_i] = got
     else:                              # placed for every member: its fields kept, its sets while recent
@@ -285,6 +275,48 @@ def _k_sets(log, r_i, rec):
         while len(log.k_recent) > K_RECENT:
             log.k_recent.popitem(last=False)
     return got
+
+
+def _with_k_fields(fields, a, b, ks_a, ks_b, insn, wide) -> tuple:
+    """(A's, B's) K sets: ``ks_a``/``ks_b``, and of each K field in ``fields`` that A and B both
+    carry but neither keeps a K set of, the sets of its values in the slots (``_k_sets``)."""
+    ksa, ksb = dict(ks_a), dict(ks_b)
+    for f in fields:
+        if not (a and b and f in a and f in b):
+            continue        # on one side only it names rows or columns (a V dim), not K slots
+        for side, ks, op in ((a, ksa, "A"), (b, ksb, "B")):
+            if f in ks or not side or f not in side or side[f][0] == "mn":
+                continue
+            full = expand(*side[f], op, insn.M, insn.N, insn.K)          # [rows, M, K] / [rows, K, N]
+            ks[f] = row_sets(full if op == "A" else np.swapaxes(full, 1, 2), wide)
+    return ksa, ksb
+
+
+def _rep_table(log, r_i, rec, rows, wide):
+    """``_row_table`` of a folded record (foldrec.FoldedRecord) read at ``rows``, all of them its
+    representatives' (what the sums of a folded batch read): from the fields as the batch made
+    them (``fields_for``), not placed for every member. (table, where ``rows`` lie in it), or None
+    (a chained record, rows of other members, a record placed already, or a K set that is not one
+    per row: the caller takes ``_row_table``). The K fields are those ``_k_sets`` would take, fixed here if first."""
+    if rec.chained():
+        return None
+    fields, at = rec.fields_for(rows)
+    if at is rows:                       # placed already, or rows of other members: _row_table's
+        return None
+    k = log.k_sets.get(r_i)
+    if k is None:                        # as _k_sets: the K fields the launch knows when first asked
+        k = log.k_sets[r_i] = frozenset(log.k_fields())
+    elif isinstance(k, tuple):
+        return None
+    ksa, ksb = _with_k_fields(k, fields["a"], fields["b"], fields["ks_a"], fields["ks_b"], rec.insn, wide)
+    if not all(_uniform(m) for m in list(ksa.values()) + list(ksb.values())):
+        return None
+    table = {}
+    for f in ksa.keys() | ksb.keys():
+        x = ksa[f].map(lambda v: v[:, 0]) if f in ksa else None
+        y = ksb[f].map(lambda v: v[:, 0]) if f in ksb else None
+        table[f] = _union(x, y, wide)
+    return table, at
 
 
 def _row_table(log, r_i, rec, wide):
@@ -312,6 +344,12 @@ def _leaf(log, r_i, ids, mn, pos, n, cell, out, wide):
     blk = mn // (M * N)
     row = (ids - rec.first) * bl + blk
     cell[pos] = mn                                   # a result is a partial of its own element
+    if rec.held_per_class:                           # a folded batch's sum reads its representatives'
+        got = _rep_table(log, r_i, rec, row, wide)
+        if got is not None:
+            for f, t in got[0].items():
+                _place(out, f, pos, n, Fp(t, got[1]), None)
+            return
     table = _row_table(log, r_i, rec, wide)
     if table is not None:
         for f, t in table.items():
@@ -418,10 +456,11 @@ def cells(log, ids, mn) -> np.ndarray:
 def pair_cells(log, rec, conflict, any_cell: bool) -> np.ndarray:
     """``pair_footprint``'s cells of a pair record from its sides: where both partials sum one D
     element (and their identities agree), that cell, else -1 (``any_cell``: some left partial has a
-    cell at all; pair_footprint makes the whole sum a reduction otherwise)."""
-    (li, lm), (ri, rm) = rec.left, rec.right
+    cell at all; pair_footprint makes the whole sum a reduction otherwise). ``conflict``: one per
+    element of the record (its sides are placed only where cells are looked up)."""
     if not any_cell or conflict.all():
-        return np.full(len(li), -1, np.int64)
+        return np.full(len(conflict), -1, np.int64)
+    (li, lm), (ri, rm) = rec.left, rec.right
     cl, cr = cells(log, li, lm), cells(log, ri, rm)
     return np.where((cl == MIXED) | (cr == MIXED), MIXED, np.where((cl >= 0) & (cl == cr) & ~conflict, cl, -1))
 

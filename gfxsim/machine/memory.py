@@ -237,12 +237,14 @@ class Buffer:
     def tag_fields(self):
         return self._tags.keys()
 
-    def tags_at(self, elem: np.ndarray, fields=None, views: bool = False) -> dict:
+    def tags_at(self, elem: np.ndarray, fields=None, views: bool = False, runs: bool | None = None) -> dict:
         """field -> the int32 tag of the flat elements ``elem`` (each in the buffer): each tag is
         looked up, as given, at the element's coordinates on the axes where it varies; the index is
         computed once per set of axes (a cache's seq and token tags share theirs), in int32 when
         the buffer allows. ``views``: a tag the same in every row comes back as a read-only
-        broadcast of its first row (a caller that only reads it; fold.py checks one row)."""
+        broadcast of its first row (a caller that only reads it; fold.py checks one row).
+        ``runs``: True where the caller made each column's elements one after another (row r is
+        row 0 plus r), which is then not compared element by element; None: compared."""
         fields = self._tags.keys() if fields is None else fields
         shape = self.array.shape
         e = np.asarray(elem)
@@ -251,7 +253,7 @@ class Buffer:
         R = e.shape[0] if e.ndim == 2 else 0
         # each lane's elements one after another (a load's bytes or words): the first row's
         # coordinates give every row's where a lane's run stays inside one run of the tag's axes
-        runs = R > 1 and np.array_equal(e, e[:1] + np.arange(R, dtype=e.dtype)[:, None])
+        runs = R > 1 and (np.array_equal(e, e[:1] + np.arange(R, dtype=e.dtype)[:, None]) if runs is None else runs)
         out, index, given = {}, {}, set()
         for f in fields:
             flat, axes, tshape, ident = self._tag_plan(f)
@@ -345,15 +347,18 @@ class Buffer:
         nothing stored here with provenance, and each loaded element inside one buffer element."""
         return self.prov is None and self.itemsize % size == 0 and (bool(self._tags) or self.encoding is not None)
 
-    def element_prov(self, starts: np.ndarray, size: int, views: bool = False) -> Prov:
+    def element_prov(self, starts: np.ndarray, size: int, views: bool = False, runs: bool = False) -> Prov:
         """``load_prov`` where ``whole_elements(size)``, from the first byte of each loaded element
         ``starts`` ``[nbytes / size, width]`` (the per-byte addresses never made); ``views``: as
-        ``tags_at``'s."""
-        return Prov(size, self._ids_at(starts if self.itemsize == 1 else div_const(starts, self.itemsize), views))
+        ``tags_at``'s. ``runs``: row r of ``starts`` is row 0 plus r * size (a load's elements in
+        order), so where ``size`` is the buffer's element size each column's elements follow one
+        another (tags_at's ``runs``)."""
+        return Prov(size, self._ids_at(starts if self.itemsize == 1 else div_const(starts, self.itemsize), views,
+                                       True if runs and size == self.itemsize else None))
 
-    def _ids_at(self, elem: np.ndarray, views: bool = False) -> dict:
+    def _ids_at(self, elem: np.ndarray, views: bool = False, runs: bool | None = None) -> dict:
         """The identities of bytes of flat elements ``elem``: the tags, and the encoding planes."""
-        ids = self.tags_at(elem, views=views)
+        ids = self.tags_at(elem, views=views, runs=runs)
         if self.encoding is not None:
             ids.update(enc.buffer_planes(self.name, self.encoding, elem, self.declared_encoding is not None))
         return ids

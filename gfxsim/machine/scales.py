@@ -188,19 +188,24 @@ class ScaleOps:
         wide = self.machine.wide
         ids = np.broadcast_to(rec.first + member, (nb, M, N))
         flat = flat_plan(cache, insn, "D", pm, self.lanes)
+        ks = rec
         rows = None if self.fold is None else rec.rows_of(self.pmember_ids)     # the record's rows of them
+        if rows is not None:              # a folded record's representatives' rows are read as made,
+            fields, rows = rec.fields_for(rows)      # not placed for every member first
+            ks = _KSets(fields["ks_a"], fields["ks_b"])
+        k_fields = ks.ks_a.keys() | ks.ks_b.keys()
 
         def at_d(x):                      # x [R, L] or [R, L, W] -> [nb, M, N] (+ W)
             return np.take(x.reshape((-1,) + x.shape[2:]), flat, axis=0)
         on = at_d(act)
-        for f in sorted(rec.ks_a.keys() | rec.ks_b.keys()):
+        for f in sorted(k_fields):
             side = scaleparts.side(ps, f, wide, at_d)
             # K set of D[m][n] = A row m's ∪ B column n's: within the scale's iff both are (so the
             # union is made only to report what went wrong)
-            bad = _outside_parts(rec, f, side, rows, wide, nb, M, N)
+            bad = _outside_parts(ks, f, side, rows, wide, nb, M, N)
             bad &= on & ~at_d(_constant_along(ps, f))
             if bad.any():
-                a_b = _d_parts(rec, f, nb, M, N, rows)
+                a_b = _d_parts(ks, f, nb, M, N, rows)
                 km = a_b[0] if len(a_b) == 1 else a_b[0].union(a_b[1], wide)
                 self._report_scale(f, ids[bad], km.map(lambda x: x[bad]), side.map(lambda x: x[bad]), ld[bad])
         for f in sorted((pr.ids.keys() & ps.ids.keys()) - {"@mma", "@mn"}):
@@ -209,7 +214,7 @@ class ScaleOps:
                 x, y = at_d(x), at_d(y)
                 bad = (x >= 0) & (y >= 0) & (x != y) & on
                 self._report_scale(f, ids[bad], Mask.of_values(x[bad]), Mask.of_values(y[bad]), ld[bad], axis="M/N")
-        self._group_check(pr, ps, rec.ks_a.keys() | rec.ks_b.keys(), at_d, on, ids, ld)
+        self._group_check(pr, ps, k_fields, at_d, on, ids, ld)
         return True
 
     def _report_scale(self, field, ids, km: Mask, side: Mask, cols, axis="K"):
@@ -310,6 +315,15 @@ def _in_windows(x, base, bits, wide, out, odd, window):
             o = x[i] - b
             out[i] = ((bits[i, o // 64] >> np.uint64(o % 64)) & np.uint64(1)) != 0
     return any_odd
+
+
+class _KSets:
+    """A record's K sets (``ks_a``, ``ks_b``) as ``MmaRecord.fields_for`` gives them: what
+    ``_outside_parts`` and ``_d_parts`` read of a record."""
+    __slots__ = ("ks_a", "ks_b")
+
+    def __init__(self, ks_a: dict, ks_b: dict):
+        self.ks_a, self.ks_b = ks_a, ks_b
 
 
 def _constant_along(ps: Prov, f: str) -> np.ndarray:

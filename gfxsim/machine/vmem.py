@@ -44,7 +44,8 @@ class VmemOps:
             if buf.whole_elements(size):          # each element's first byte is enough
                 a0 = a.astype(np.int32) if buf.nbytes < 2 ** 31 else a      # the index passes in int32
                 got = buf.element_prov(a0[None, :] + np.arange(0, nbytes, size, dtype=a0.dtype)[:, None], size,
-                                       views=self.fold is not None)        # fold_prov makes arrays of its own
+                                       views=self.fold is not None,        # fold_prov makes arrays of its own
+                                       runs=True)                          # each lane's elements in order
             else:
                 got = buf.load_prov(byte_addr(self, addr, nbytes), size, self.machine)
             prov = self.outside_exec(got,

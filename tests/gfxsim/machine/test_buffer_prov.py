@@ -25,9 +25,39 @@ def test_element_prov_is_load_prov(dtype, encoding, size, nbytes):
     buf = Buffer("b", np.zeros(shape, dtype), tags, encoding=encoding)
     assert buf.whole_elements(size)
     lanes = 200
-    addr = rng.integers(0, (buf.nbytes - nbytes) // nbytes + 1, lanes) * nbytes
-    per_byte = addr[None, :] + np.arange(nbytes)[:, None]
-    _same(buf.element_prov(addr[None, :] + np.arange(0, nbytes, size)[:, None], size), buf.load_prov(per_byte, size))
+    # anywhere; and each lane at the start of a row of 32 elements (every lane's run inside the dim axis)
+    for addr in (rng.integers(0, (buf.nbytes - nbytes) // nbytes + 1, lanes) * nbytes,
+                 rng.integers(0, buf.nbytes // (32 * buf.itemsize), lanes) * (32 * buf.itemsize)):
+        per_byte = addr[None, :] + np.arange(nbytes)[:, None]
+        starts = addr[None, :] + np.arange(0, nbytes, size)[:, None]
+        _same(buf.element_prov(starts, size), buf.load_prov(per_byte, size))
+        # a load's elements in order (global_load's): the same planes without comparing the rows
+        _same(buf.element_prov(starts, size, runs=True), buf.load_prov(per_byte, size))
+
+
+def test_tags_at_of_runs_told_is_tags_at_compared():
+    """tags_at told that each column's elements follow one another (``runs``) gives what it gives
+    when it compares them itself, and what indexing each broadcast tag gives: runs inside and across
+    a tag's axes, one and several rows, int32 and int64 indices."""
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        shape = tuple(int(x) for x in rng.integers(1, 7, rng.integers(1, 5)))
+        tags = {}
+        for f in ("a", "b", "c"):
+            tsh = tuple(s if rng.random() < 0.5 else 1 for s in shape)
+            n = int(np.prod(tsh))
+            tags[f] = (np.arange(n) if rng.random() < 0.5 else rng.integers(-2, 50, n)).reshape(tsh)
+        buf = Buffer("x", np.zeros(shape, np.int8), tags)
+        size = int(np.prod(shape))
+        R = int(rng.integers(1, min(size, 9) + 1))
+        e = rng.integers(0, size - R + 1, (1, 23)) + np.arange(R)[:, None]
+        for dt in (np.int64, np.int32):
+            for views in (False, True):
+                told, compared = buf.tags_at(e.astype(dt), views=views, runs=True), buf.tags_at(e.astype(dt), views=views)
+                for f, t in tags.items():
+                    want = np.broadcast_to(t, shape).reshape(-1)[e].astype(np.int32)
+                    assert told[f].dtype == np.int32 and np.array_equal(told[f], want), (shape, f)
+                    assert np.array_equal(told[f], compared[f]) and told[f].strides == compared[f].strides
 
 
 def test_no_element_path_across_elements_or_after_a_store():

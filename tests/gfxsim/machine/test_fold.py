@@ -379,3 +379,32 @@ def test_a_folded_sums_elements_read_alone_are_those_placed_for_every_member(mon
                         seen += 1
                         assert np.array_equal(x.at(e).index, x.index[e]) and x.at(e).index.dtype == x.index.dtype
     assert seen                      # the reduce's sums are folded and read
+
+
+def test_a_folded_records_k_sets_read_at_its_representatives_are_those_placed_for_every_member(monkeypatch):
+    """consumed._rep_table (a folded record's K sets at its representatives' rows, from the fields
+    as the batch made them, the record not placed) against _row_table (the record placed for every
+    member), row by row, by value: whole partitions (one class), and a tail partition (two)."""
+    from gfxsim.machine import consumed
+    monkeypatch.setenv("GFXSIM_FOLD", "1")
+    seen = 0
+    for run in _decode(1024, heads=8, kv_heads=2)().runs + _decode(1000, heads=8, kv_heads=2)().runs:
+        log, wide = run.machine.mma_log, run.machine.wide
+        for i, rec in enumerate(log.records):
+            if not rec.held_per_class or rec._placed_fields is not None:
+                continue
+            bl = rec.insn.blocks
+            rows = (rec._folded.frozen.reps[:, None] * bl + np.arange(bl)).ravel()
+            got = consumed._rep_table(log, i, rec, rows, wide)
+            assert rec._placed_fields is None                 # read without placing
+            want = consumed._row_table(log, i, rec, wide)
+            assert (got is None) == (want is None or rec.chained())
+            if got is None:
+                continue
+            table, at = got
+            assert table.keys() == want.keys()
+            for f in table:
+                for j, r in enumerate(rows.tolist()):
+                    assert table[f].values_at((int(at[j]),), wide) == want[f].values_at((r,), wide), (i, f, r)
+            seen += len(np.unique(at))
+    assert seen > 2                  # the decode's QK records are folded and read at their representatives
