@@ -25,10 +25,10 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .foldrec import FoldedRecord
-from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_planes, word_plan
+from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_absent, name_planes, word_plan
 from . import strided
 from . import chain, encoding, qdir
-from .provenance import RESERVED, UNKNOWN, Prov
+from .provenance import RESERVED, UNKNOWN, Prov, known_one
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
 from .trace import BatchEvent
@@ -594,11 +594,11 @@ class MatrixOps:
         for f in k_fields:
             if f in fa:
                 if f not in rows_a:
-                    rows_a[f] = row_sets(fa[f], wide)                 # [nb, M]
+                    rows_a[f] = known_one(row_sets(fa[f], wide))      # [nb, M]
                 ks_a[f] = rows_a[f]
             if f in fb:
                 if f not in rows_b:
-                    rows_b[f] = row_sets(np.swapaxes(fb[f], 1, 2), wide)   # [nb, N]
+                    rows_b[f] = known_one(row_sets(np.swapaxes(fb[f], 1, 2), wide))   # [nb, N]
                 ks_b[f] = rows_b[f]
         # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
         shape = (insn.elems("D"), self.pw)
@@ -631,7 +631,10 @@ class MatrixOps:
                 unsure |= ((np.full(flat_d.shape[:2], -1) if ra is None else ra)[:, :, None] >= 0) | \
                     ((np.full(flat_d.shape[::2], -1) if cb is None else cb)[:, None, :] >= 0)
         member_plane, mn_plane = name_planes(cache, insn, shape, self.pmember_ids, self.lanes)
-        ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
+        ids["@mma"] = member_plane + np.int32(idx)
+        absent = name_absent(cache, insn, shape, self.pmember_ids, self.lanes)
+        if absent is not None:
+            ids["@mma"][absent] = -1
         ids["@mn"] = mn_plane.copy()
         c_mma = c_mn = None
         d_lanes = plans["D"][1]
