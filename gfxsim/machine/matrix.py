@@ -671,5 +671,8 @@ class MatrixOps:
         if p is None or p.flags is None or not (p.flags & (qdir.QPOS | qdir.QNEG)).any():
             return None
         plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
+        got = qdir.operand_direction_at(p.flags, plan, op)
+        if got is not None:
+            return got
         q = qdir.quantized(p, p.flags.shape).astype(np.int32)
         return qdir.operand_direction(Field.gathered(q, plan, op).v)      # [nb, M|N, K] for both
