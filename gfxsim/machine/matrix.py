@@ -530,16 +530,22 @@ class MatrixOps:
         copies would be time for nothing."""
         items = tuple((f, x) for f, x in p.ids.items() if f not in RESERVED) if p is not None else ()
         memo = self._memo("_operand_memo", operand, MEMO_TRIAL)
-        key = out = None
+        key, out = [], None
+
+        def content():                 # made where first asked: not for an operand found as itself
+            if not key:
+                key.append((tuple((f, _content(x)) for f, x in items), _content(None if p is None else p.flags)))
+            return key[0]
         if memo.on():
-            key = (tuple((f, _content(x)) for f, x in items), _content(None if p is None else p.flags))
-            out = memo.recall(lambda k: k[0] is insn and k[1] == key)
+            # the same provenance object (an operand register fed to several instructions: planes
+            # are not written in place once made) is the same content; else the bytes compare
+            out = memo.recall(lambda k: k[0] is insn and (k[2] is p or k[1] == content()))
         if out is None:
             plan = flat_plan(self.machine.plan_cache, insn, operand, len(self.pmember_ids), self.lanes)
             fields = {f: Field.gathered(x, plan, operand) for f, x in items}
             out = (fields, {f: v.compact(operand) for f, v in fields.items()}, {}, self._quant_rows(insn, operand, p), {})
-            if key is not None:
-                memo.remember((insn, key), out)
+            if memo.on():
+                memo.remember((insn, content(), p), out)
         return out
 
     def _mma_provenance(self, insn, a, b, c, idx, label, live):
