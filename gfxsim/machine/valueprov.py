@@ -153,6 +153,8 @@ def sum_of_results(w, pa: Prov, pb: Prov, out: Prov, op: str = "add", one_elemen
 
 def _member_base(member_of_elem, members) -> np.ndarray:
     """Where each member's elements start in a pair record held member by member ([members + 1])."""
+    if members == 1 and not member_of_elem.any():          # one member: all of them, no count
+        return np.array([0, len(member_of_elem)], np.int64)
     return np.concatenate([[0], np.cumsum(np.bincount(member_of_elem, minlength=members))]).astype(np.int64)
 
 

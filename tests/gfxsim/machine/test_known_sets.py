@@ -2,7 +2,7 @@
 of two one-set masks and an operand's rows checked once are OneSets (provenance.py), whose
 ``one_set`` answers from the triple kept, not a pass; a field's one value along K is made once
 (summaries.Field.one_along_k); an instruction's @mma plane is one add where D fills every
-register slot (plans.name_absent)."""
+register slot (plans.name_absent); a one-member pair record's member base is not counted."""
 import numpy as np
 
 from gfxsim.arch import get_instruction
@@ -119,3 +119,16 @@ def test_the_mma_plane_by_one_add_is_the_where_of_the_member_plane():
                 want = np.where(member >= 0, member + np.int32(idx), np.int32(-1))
                 assert plane.dtype == want.dtype and np.array_equal(plane, want)
         assert name_absent({}, insn, (regs + 1, 2 * lanes), ids, lanes) is not None
+
+
+def test_a_pair_records_member_base_of_one_member_is_the_count():
+    """valueprov._member_base's one-member answer, [0, elements], is the counted one; two members
+    (or a member past the first) count."""
+    from gfxsim.machine.valueprov import _member_base
+
+    def counted(m, members):
+        return np.concatenate([[0], np.cumsum(np.bincount(m, minlength=members))]).astype(np.int64)
+    for m, members in ((np.zeros(0, np.int64), 1), (np.zeros(7, np.int64), 1), (np.array([0, 0, 1, 1, 1]), 2),
+                       (np.array([0, 1, 1]), 3), (np.array([1, 1]), 2)):
+        got = _member_base(m, members)
+        assert got.dtype == np.int64 and np.array_equal(got, counted(m, members))
