@@ -25,10 +25,10 @@ from .errors import GfxSimError, StepLimit
 from .mma import compute
 from .mmalog import MmaRecord
 from .foldrec import FoldedRecord
-from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_planes, word_plan
+from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_absent, name_planes, word_plan
 from . import strided
 from . import chain, encoding, qdir
-from .provenance import RESERVED, UNKNOWN, Prov
+from .provenance import RESERVED, UNKNOWN, Prov, known_one
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
 from .trace import BatchEvent
@@ -530,16 +530,22 @@ class MatrixOps:
         copies would be time for nothing."""
         items = tuple((f, x) for f, x in p.ids.items() if f not in RESERVED) if p is not None else ()
         memo = self._memo("_operand_memo", operand, MEMO_TRIAL)
-        key = out = None
+        key, out = [], None
+
+        def content():                 # made where first asked: not for an operand found as itself
+            if not key:
+                key.append((tuple((f, _content(x)) for f, x in items), _content(None if p is None else p.flags)))
+            return key[0]
         if memo.on():
-            key = (tuple((f, _content(x)) for f, x in items), _content(None if p is None else p.flags))
-            out = memo.recall(lambda k: k[0] is insn and k[1] == key)
+            # the same provenance object (an operand register fed to several instructions: planes
+            # are not written in place once made) is the same content; else the bytes compare
+            out = memo.recall(lambda k: k[0] is insn and (k[2] is p or k[1] == content()))
         if out is None:
             plan = flat_plan(self.machine.plan_cache, insn, operand, len(self.pmember_ids), self.lanes)
             fields = {f: Field.gathered(x, plan, operand) for f, x in items}
             out = (fields, {f: v.compact(operand) for f, v in fields.items()}, {}, self._quant_rows(insn, operand, p), {})
-            if key is not None:
-                memo.remember((insn, key), out)
+            if memo.on():
+                memo.remember((insn, content(), p), out)
         return out
 
     def _mma_provenance(self, insn, a, b, c, idx, label, live):
@@ -594,11 +600,11 @@ class MatrixOps:
         for f in k_fields:
             if f in fa:
                 if f not in rows_a:
-                    rows_a[f] = row_sets(fa[f], wide)                 # [nb, M]
+                    rows_a[f] = known_one(row_sets(fa[f], wide))      # [nb, M]
                 ks_a[f] = rows_a[f]
             if f in fb:
                 if f not in rows_b:
-                    rows_b[f] = row_sets(np.swapaxes(fb[f], 1, 2), wide)   # [nb, N]
+                    rows_b[f] = known_one(row_sets(np.swapaxes(fb[f], 1, 2), wide))   # [nb, N]
                 ks_b[f] = rows_b[f]
         # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
         shape = (insn.elems("D"), self.pw)
@@ -631,7 +637,10 @@ class MatrixOps:
                 unsure |= ((np.full(flat_d.shape[:2], -1) if ra is None else ra)[:, :, None] >= 0) | \
                     ((np.full(flat_d.shape[::2], -1) if cb is None else cb)[:, None, :] >= 0)
         member_plane, mn_plane = name_planes(cache, insn, shape, self.pmember_ids, self.lanes)
-        ids["@mma"] = np.where(member_plane >= 0, member_plane + np.int32(idx), np.int32(-1))
+        ids["@mma"] = member_plane + np.int32(idx)
+        absent = name_absent(cache, insn, shape, self.pmember_ids, self.lanes)
+        if absent is not None:
+            ids["@mma"][absent] = -1
         ids["@mn"] = mn_plane.copy()
         c_mma = c_mn = None
         d_lanes = plans["D"][1]
@@ -668,5 +677,8 @@ class MatrixOps:
         if p is None or p.flags is None or not (p.flags & (qdir.QPOS | qdir.QNEG)).any():
             return None
         plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
+        got = qdir.operand_direction_at(p.flags, plan, op)
+        if got is not None:
+            return got
         q = qdir.quantized(p, p.flags.shape).astype(np.int32)
         return qdir.operand_direction(Field.gathered(q, plan, op).v)      # [nb, M|N, K] for both

@@ -143,3 +143,14 @@ def name_planes(cache: dict, insn, shape: tuple, ids: np.ndarray, lanes: int) ->
             p.setflags(write=False)
         got = cache[key] = (member, mn)
     return got
+
+
+def name_absent(cache: dict, insn, shape: tuple, ids: np.ndarray, lanes: int):
+    """Where ``name_planes``' member plane holds no element (-1), as a bool plane; None where
+    D fills every register slot (the common case: an instruction's @mma plane is then one add)."""
+    key = (insn.mnemonic, "names absent", lanes, ids.tobytes())
+    if key not in cache:
+        member = name_planes(cache, insn, shape, ids, lanes)[0]
+        absent = member < 0
+        cache[key] = absent if absent.any() else None
+    return cache[key]

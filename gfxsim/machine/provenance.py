@@ -25,6 +25,8 @@ is byte-addressed (LDS, global memory) always holds ``g == 1`` planes.
 """
 from __future__ import annotations
 
+import math
+
 from .jit import njit, running, starting
 import numpy as np
 from ..errors import ArgumentError
@@ -393,6 +395,35 @@ class Mask:
         return frozenset(_bits_values(int(self.base[i]), self.bits[i]))
 
 
+class OneSet(Mask):
+    """A Mask known to hold one set everywhere, its triple kept (``one``: what ``Mask.one_set``
+    would find): the K sets a matrix chain unites instruction after instruction, and the rows of
+    an operand whose rows all consumed one set, are asked ``one_set`` again by every later link
+    (chain.py, ``Mask.union``), and answer without a pass. Made only from arrays nothing else
+    holds; ``assign`` writes elements, so it forgets the triple."""
+    __slots__ = ("one",)
+
+    def __init__(self, base, bits, wide, one):
+        super().__init__(base, bits, wide)
+        self.one = one
+
+    def one_set(self):
+        if self.one is None:
+            return super().one_set()
+        base, bits, wid = self.one
+        return base, bits.copy(), wid
+
+    def assign(self, sel, other: Mask):
+        self.one = None
+        super().assign(sel, other)
+
+
+def known_one(m: Mask) -> Mask:
+    """``m``, as a OneSet where it holds one set everywhere (one pass, asked once), else as is."""
+    t = m.one_set()
+    return m if t is None else OneSet(m.base, m.bits, m.wide, (t[0], t[1].copy(), t[2]))
+
+
 def _union_of_one_sets(a, b, wide: WideSets, shape) -> Mask:
     """``Mask.union`` of two masks that each hold one set everywhere, computed once: the same
     triple the element-wise pass and its exact fallback give (windows interned in the same order,
@@ -410,7 +441,9 @@ def _union_of_one_sets(a, b, wide: WideSets, shape) -> Mask:
         base, bits, wid = -1, np.zeros(WORDS, np.uint64), wide.union(ia, ib)
     out_bits = np.empty(tuple(shape) + (WORDS,), np.uint64)
     out_bits[...] = bits
-    return Mask(np.full(shape, base, np.int64), out_bits, np.full(shape, wid, np.uint32))
+    base, wid = int(base), int(wid)
+    one = (base, np.array(bits, np.uint64), wid) if out_bits.size else None     # what one_set finds
+    return OneSet(np.full(shape, base, np.int64), out_bits, np.full(shape, wid, np.uint32), one)
 
 
 @njit
@@ -840,7 +873,7 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
         # (S - m: every element of S names its token, m's footprint goes): no pass, no footprint
         if (over | ~m.nonempty()).all():
             return None
-    n = int(np.prod(shape))
+    n = math.prod(shape)                # (np.prod of a tuple costs microseconds a merge)
     wide_a = 0 if fa is None else int(np.count_nonzero(fa.wide))
     wide_b = 0 if fb is None else int(np.count_nonzero(fb.wide))
     if 2 * max(wide_a * n // max(fa.wide.size, 1) if fa is not None else 0,

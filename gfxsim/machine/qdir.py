@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .jit import njit, running
 from .provenance import Prov
 
 POS = np.uint8(4)             # a value proportional to amax
@@ -144,6 +145,41 @@ def operand_direction(marks_gathered: np.ndarray) -> np.ndarray:
     0): the direction every K slot shares, 0 where they do not all share one."""
     first = marks_gathered[:, :, :1]
     return np.where((marks_gathered == first).all(axis=2), first[:, :, 0], 0).astype(np.int8)
+
+
+def operand_direction_at(flags: np.ndarray, plan: np.ndarray, operand: str):
+    """``operand_direction`` of the marks of ``flags`` [rows, width] gathered through an operand's
+    flat plan (A: [nb, M, K], B: [nb, K, N]), in one compiled pass that reads the flags where the
+    plan points (no marks plane, no gather); None where numba does not run (the caller gathers)."""
+    if not running() or flags.dtype != np.uint8 or plan.ndim != 3 or 0 in plan.shape:
+        return None
+    nb, P, Q = plan.shape
+    out = np.empty((nb, Q if operand == "B" else P), np.int8)
+    _direction_pass(np.ascontiguousarray(flags).reshape(-1), plan, operand == "B", QPOS, QNEG, out)
+    return out
+
+
+@njit
+def _direction_pass(flags, plan, transposed, qpos, qneg, out):
+    """out[b, r]: the quantization direction (+1 QPOS, -1 QNEG, 0 neither or both) every K slot of
+    row r shares, 0 where they differ. Rows are the plan's middle axis, K its last; ``transposed``
+    (B's [nb, K, N] plan): rows its last axis, K its middle."""
+    nb, P, Q = plan.shape
+    rows, ks = (Q, P) if transposed else (P, Q)
+    for b in range(nb):
+        for r in range(rows):
+            first = 0
+            d = 0
+            for k in range(ks):
+                f = flags[plan[b, k, r]] if transposed else flags[plan[b, r, k]]
+                s = (1 if f & qpos else 0) - (1 if f & qneg else 0)
+                if k == 0:
+                    first = s
+                    d = s
+                elif s != first:
+                    d = 0
+                    break
+            out[b, r] = d
 
 
 __all__ = ["POS", "NEG", "QPOS", "QNEG", "MARKS", "power", "quantized", "product", "reciprocal", "extremum",

@@ -151,21 +151,31 @@ class ScaleOps:
                                    sel[1][bad])
         self._group_check(pr, ps, set(ks), lambda x: x[sel], np.ones(ids.shape, bool), ids, sel[1])
 
-    def _group_check(self, pr: Prov, ps: Prov, k_fields, pick, on, ids, cols):
+    def _group_check(self, pr: Prov, ps: Prov, k_fields, pick, on, ids, cols, act=None):
         """On M and N a scale shared by a group (reduced over rows, or tokens, with no value of
         its own) must have been reduced over the element's own row (token): a per-thread group
-        taken from another layout gives an element the scale of a group it is not in."""
-        wide = self.machine.wide
+        taken from another layout gives an element the scale of a group it is not in. ``act``
+        (the checked elements in the registers, which ``pick`` gathers: ``on``): the check is
+        elementwise, so it is asked there first, and gathered only to report what it found."""
         for f in sorted((pr.ids.keys() & ps.fp.keys()) - set(k_fields) - {"@mma", "@mn"}):
-            x = pick(pr.ids[f])
-            own = pick(ps.ids[f]) if f in ps.ids else np.full(x.shape, -1, np.int32)
-            side = ps.fp[f].map(pick)
-            bad = (x >= 0) & (own < 0) & side.nonempty() & on
+            if act is not None and not self._outside_group(pr, ps, f, lambda x: x, act).any():
+                continue
+            bad = self._outside_group(pr, ps, f, pick, on)
             if bad.any():
-                bad &= ~_holds(side, x, bad, wide)
-            if bad.any():
+                x, side = pick(pr.ids[f]), ps.fp[f].map(pick)
                 self._report_scale(f, ids[bad], Mask.of_values(x[bad]), side.map(lambda v: v[bad]), cols[bad],
                                    axis="group")
+
+    def _outside_group(self, pr: Prov, ps: Prov, f: str, pick, on) -> np.ndarray:
+        """``_group_check``'s elements of field ``f`` (through ``pick``, where ``on``) whose value
+        is not in the group the scale was reduced over."""
+        x = pick(pr.ids[f])
+        own = pick(ps.ids[f]) if f in ps.ids else np.full(x.shape, -1, np.int32)
+        side = ps.fp[f].map(pick)
+        bad = (x >= 0) & (own < 0) & side.nonempty() & on
+        if bad.any():
+            bad &= ~_holds(side, x, bad, self.machine.wide)
+        return bad
 
     def _scale_check_in_place(self, pr: Prov, ps: Prov, act) -> bool:
         """The common case, done in the instruction's own D layout: the result still sits where its
@@ -214,7 +224,7 @@ class ScaleOps:
                 x, y = at_d(x), at_d(y)
                 bad = (x >= 0) & (y >= 0) & (x != y) & on
                 self._report_scale(f, ids[bad], Mask.of_values(x[bad]), Mask.of_values(y[bad]), ld[bad], axis="M/N")
-        self._group_check(pr, ps, k_fields, at_d, on, ids, ld)
+        self._group_check(pr, ps, k_fields, at_d, on, ids, ld, act)
         return True
 
     def _report_scale(self, field, ids, km: Mask, side: Mask, cols, axis="K"):
@@ -288,7 +298,9 @@ def _holds(side: Mask, x: np.ndarray, where: np.ndarray, wide) -> np.ndarray:
 
     def flat(a, t):                    # [*shape, ...] contiguous, flattened over shape
         tail = a.shape[len(shape):] if a.ndim > len(shape) else ()
-        return np.ascontiguousarray(np.broadcast_to(a, shape + tail), t).reshape((-1,) + tail)
+        if a.shape != shape + tail:    # (np.broadcast_to costs microseconds where there is nothing to do)
+            a = np.broadcast_to(a, shape + tail)
+        return np.ascontiguousarray(a, t).reshape((-1,) + tail)
     xs, ws = flat(x, np.int64), flat(side.wide, np.uint32)
     out = ~flat(where, np.bool_)
     odd = np.zeros(out.shape, np.bool_)

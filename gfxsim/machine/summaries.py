@@ -18,10 +18,11 @@ class Field:
     one pass (``_field_summary``): per K slot the smallest present value and the largest over the
     rows (lo_r, hi_r [nb, K]), per row the same along K (lo_k, hi_k [nb, R]), and whether the
     field is the same along K (eq_k) or along the rows (eq_r), absent values (-1) included."""
-    __slots__ = ("v", "lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k")
+    __slots__ = ("v", "lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k", "_one_k")
 
     def __init__(self, v, summary=None):
         self.v = v
+        self._one_k = None
         self.lo_r, self.hi_r, self.lo_k, self.hi_k, self.eq_r, self.eq_k = \
             _field_summary(v, _BIG) if summary is None else summary
 
@@ -52,8 +53,12 @@ class Field:
 
     def one_along_k(self):
         """Per row: the one value held along K where present, -1 where none or several (slots
-        past the data carry nothing, and must not hide the row's identity)."""
-        return np.where((self.hi_k >= 0) & (self.lo_k == self.hi_k), self.hi_k, -1)
+        past the data carry nothing, and must not hide the row's identity). Made once (a
+        remembered operand's field names D's rows or columns for every instruction it feeds): its
+        callers only read it."""
+        if self._one_k is None:
+            self._one_k = np.where((self.hi_k >= 0) & (self.lo_k == self.hi_k), self.hi_k, -1)
+        return self._one_k
 
 
 @njit

@@ -20,10 +20,20 @@ from .vgpr import VGPRs
 
 
 def elem_prov(w, v: VGPRs, n: int) -> Prov | None:
-    """v's provenance per element, broadcast to n elements (None without provenance)."""
-    if v.prov is None or not w.machine.provenance:
+    """v's provenance per element, broadcast to n elements (None without provenance). A value
+    read again and again (a scale applied to every tile, an operand of several statements) keeps
+    its last answer while its provenance is the same object (a write gives it a new one; planes
+    are not written in place once made): the broadcast and per-element copies are made once."""
+    p = v.prov
+    if p is None or not w.machine.provenance:
         return None
-    return broadcast_rows(v.prov.per_element(itemsize(v.dtype), w.machine.wide), n)
+    got = v.elem_memo
+    if got is not None and got[0] is p and got[1] == v.dtype and got[2] == n:
+        return got[3]
+    out = broadcast_rows(p.per_element(itemsize(v.dtype), w.machine.wide), n)
+    if out is not p:
+        v.elem_memo = (p, v.dtype, n, out)
+    return out
 
 
 def merged(w, a: VGPRs, b: VGPRs | None, n: int, reducing=False, summing=None, product=False, extremum=False,
@@ -143,6 +153,8 @@ def sum_of_results(w, pa: Prov, pb: Prov, out: Prov, op: str = "add", one_elemen
 
 def _member_base(member_of_elem, members) -> np.ndarray:
     """Where each member's elements start in a pair record held member by member ([members + 1])."""
+    if members == 1 and not member_of_elem.any():          # one member: all of them, no count
+        return np.array([0, len(member_of_elem)], np.int64)
     return np.concatenate([[0], np.cumsum(np.bincount(member_of_elem, minlength=members))]).astype(np.int64)
 
 

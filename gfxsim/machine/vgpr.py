@@ -20,7 +20,7 @@ from ..errors import ArgumentTypeError, OutOfRangeError
 
 class VGPRs:
     __array_ufunc__ = None       # numpy scalars defer to our operators (np.float32(127) / v)
-    __slots__ = ("w", "val", "dtype", "prov", "valid", "regs", "literal", "traced", "rfile")
+    __slots__ = ("w", "val", "dtype", "prov", "valid", "regs", "literal", "traced", "rfile", "elem_memo")
 
     def __init__(self, w, val, dtype, prov=None, valid=None, *, regs=None, literal=False, rfile="v"):
         self.w = w
@@ -34,6 +34,7 @@ class VGPRs:
         self.regs = regs
         self.rfile = rfile                   # the register file as the code names it: "v" VGPRs, "a" AGPRs
         self.traced = None                   # the trace's copy of these values (when tracing)
+        self.elem_memo = None                # valueprov.elem_prov's last answer: (prov, dtype, n, result)
 
     # -- shape -------------------------------------------------------------------------------
     @property

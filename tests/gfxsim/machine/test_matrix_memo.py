@@ -1,8 +1,8 @@
 """The matrix unit's remembered operands (matrix.OPERAND_MEMO: gathers, summaries, quantization
-directions and whether a field varies, found by content) and its one-take gather are shortcuts
-only: with the memory off and the gather by two index arrays, SageAttention (both matrix
-instructions' paths: int8 QK, e4m3 PV; a silent twin and one with findings) gives the same output
-bits, records, findings and event count."""
+directions and whether a field varies, found as the same provenance object or by content) and its
+one-take gather are shortcuts only: with the memory off and the gather by two index arrays,
+SageAttention (both matrix instructions' paths: int8 QK, e4m3 PV; a silent twin and one with
+findings) gives the same output bits, records, findings and event count."""
 import numpy as np
 import pytest
 

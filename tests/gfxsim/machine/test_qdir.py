@@ -123,3 +123,37 @@ def test_a_dequantization_scale_divides_and_multiplies_back(fixed):
         w.dequant(acc, w.group_scale(s * 0.5 if fixed else 0.5 / s))
     got = [f.kind for f in launch(k, arch="gfx942").findings]
     assert got == ([] if fixed else ["dequant-direction"])
+
+
+def test_the_compiled_direction_pass_is_the_gathered_marks_direction():
+    """qdir.operand_direction_at (one pass over the flags where the plan points) gives what the
+    marks plane gathered through the plan gives (operand_direction), on A's and B's plans of
+    several records and batches: marks of one direction, both, neither, rows that mix them."""
+    from gfxsim.arch import get_instruction
+    from gfxsim.machine import jit
+    from gfxsim.machine.plans import flat_plan
+    from gfxsim.machine.provenance import Prov
+    from gfxsim.machine.summaries import Field
+    jit.prewarm()
+    rng = np.random.default_rng(4)
+    marks = np.array([0, qdir.QPOS, qdir.QNEG, qdir.QPOS | qdir.QNEG, qdir.POS, qdir.QPOS | qdir.NEG], np.uint8)
+    for arch, mnemonic in (("gfx942", MFMA), ("gfx942", "v_mfma_f32_32x32x8_bf16"), ("gfx942", "v_mfma_f32_4x4x4_16b_f16"),
+                           ("sm_90", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")):
+        insn = get_instruction(arch, mnemonic)
+        lanes = insn.operand("D").wave_size
+        for members in (1, 3):
+            for op in "AB":
+                plan = flat_plan({}, insn, op, members, lanes)
+                rows = insn.elems(op)
+                for trial in range(12):
+                    flags = marks[rng.integers(0, len(marks), (rows, members * lanes))]
+                    if trial % 3 == 0:               # whole rows (columns) of one direction
+                        flags = np.broadcast_to(flags[:1], flags.shape).copy()
+                    if trial % 3 == 1:
+                        flags[:] = marks[1 + trial % 2]
+                    p = Prov(4, {}, flags=flags)
+                    want = qdir.operand_direction(Field.gathered(qdir.quantized(p, flags.shape).astype(np.int32),
+                                                                 plan, op).v)
+                    got = qdir.operand_direction_at(flags, plan, op)
+                    assert got is not None and got.dtype == want.dtype and np.array_equal(got, want), \
+                        (mnemonic, members, op, trial)
