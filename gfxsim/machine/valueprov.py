@@ -117,10 +117,13 @@ def sum_of_results(w, pa: Prov, pb: Prov, out: Prov, op: str = "add", one_elemen
     function of that element, not a sum (compiled code: clang's expf computes x*c_hi + x*c_lo);
     or, an array: where two operands named by the same value differ as numbers they are two
     functions of it (expf's x*c_hi + x*c_lo, a division's Newton step q + e*q), not two
-    partial sums; equal, they are that value added to itself (the asm front end's rule)."""
+    partial sums; equal, they are that value added to itself (the asm front end's rule); or a
+    function giving one of those, called only here (where two results meet)."""
     ia, ib, ma, mb = pa.ids["@mma"], pb.ids["@mma"], pa.ids["@mn"], pb.ids["@mn"]
     both = (ia >= 0) & (ib >= 0)
     same = (ia == ib) & (ma == mb)
+    if op == "add" and callable(one_element):
+        one_element = one_element()
     if op != "add":
         both &= ~same
     elif isinstance(one_element, np.ndarray):    # per element: the operands differ as numbers

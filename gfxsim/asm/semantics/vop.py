@@ -95,7 +95,8 @@ def _arith_prov(st, name, vals, dequantized=False, differ=None):
     """Provenance of an elementwise result from its sources' back-end values (None if none has any).
     ``dequantized``: the product applied a scale to a matrix result, which keeps its identities
     but not the scale's footprint or mark (the back end's dequant, valu.py). ``differ``: see
-    ``addends_differ`` (None: two operands named by one instruction's one element are never a sum)."""
+    ``addends_differ`` (None: two operands named by one instruction's one element are never a sum),
+    or a function giving it, called only where two matrix results meet."""
     w = st.w
     if not w.provenance or all(v.prov is None for v in vals):
         return None
@@ -109,11 +110,11 @@ def _arith_prov(st, name, vals, dequantized=False, differ=None):
             ab = with_marks(w, "mul", vals[0], vals[1], ab, 1)
         p = combine(w, ab, pc, True, "reduction", name, vals[2:3])
         if ab is not None and pc is not None and "@mma" in ab.ids and "@mma" in pc.ids:
-            p = sum_of_results(w, ab, pc, p, one_element=True if differ is None else differ)
+            p = sum_of_results(w, ab, pc, p, one_element=_one_element(differ))
         return p
     red = rule.reducing
     p = merged(w, vals[0], vals[1] if len(vals) > 1 else None, 1, red, rule.summing, product=rule.product,
-               extremum=rule.extremum, one_element=True if differ is None else differ, op=name)
+               extremum=rule.extremum, one_element=_one_element(differ), op=name)
     if dequantized and p is not None:
         return Prov(p.g, p.ids)
     for v in vals[2:]:
@@ -127,6 +128,15 @@ def _arith_prov(st, name, vals, dequantized=False, differ=None):
     elif name == "v_med3_f32" and not any(_has_origin(v) for v in vals[1:]):
         p = with_marks(w, "clamp", vals[0], None, p, 1)           # a saturation between constants
     return p
+
+
+def _one_element(differ):
+    """sum_of_results' ``one_element`` from ``differ`` (None: True), a function staying one."""
+    if differ is None:
+        return True
+    if callable(differ):
+        return lambda: _one_element(differ())
+    return differ
 
 
 def _has_origin(v) -> bool:
@@ -181,7 +191,8 @@ def _result_prov(st, d, name, srcs):
     hit = False
     if name in MULTIPLIES:
         vals, hit = dequant.multiply(st, srcs, vals)
-    return arith_prov(st, name, vals, dequantized=hit, differ=addends_differ(st, name, srcs))
+    # the addends compared only where two matrix results meet (sum_of_results): most adds have none
+    return arith_prov(st, name, vals, dequantized=hit, differ=lambda: addends_differ(st, name, srcs))
 
 
 def by_sgpr_value(st, srcs, compute):
