@@ -314,7 +314,11 @@ def _s_load(n):
             st.taint_s = None
         else:
             tagged = np.zeros(st.members, bool)
-            for buf in {id(g[0]): g[0] for g in got}.values():
+            bufs = []                                    # each buffer once, by identity
+            for g in got:
+                if not any(g[0] is b for b in bufs):
+                    bufs.append(g[0])
+            for buf in bufs:
                 mine = [g for g in got if g[0] is buf]
                 for g, t in zip(mine, _tagged(w, buf, [g[1] for g in mine], 4 * n).tolist()):
                     tagged[g[2]] = t
