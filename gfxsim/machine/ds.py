@@ -25,7 +25,7 @@ from .wavemembers import WavesPart
 
 _ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit array, as one word
 COMPILED_WORDS = True                     # the waves side by side: ds_words' compiled pass (False: numpy, the A/B)
-_N_PHASE: dict = {}                       # (lanes, nbytes, rule) -> the number of bank-conflict phases
+_N_PHASE: dict = {}                       # (lanes, nbytes, rule) -> (banks.phases, their number)
 _NO_WORDS = np.zeros((1, 1), np.uint32)    # the compiled passes' stand-ins for what is not there
 _NO_RACE_STATE = (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64))
 _DS_READ_OPS = {n: ops.Op("DS", m) for n, m in ops.DS_READ.items()}      # lds_load's events
@@ -309,13 +309,14 @@ class DsOps:
         return self._words_done(code, region, offset, ex, nbytes, words, raw, written, out, self.members, False)
 
     def _phases(self, nbytes: int):
-        """(banks.phases of an access of ``nbytes`` per lane, their number), the number kept per shape."""
-        ph = phases(nbytes, self.lanes, self.arch.lds_rule)
-        key = ph.shape + (nbytes, self.arch.lds_rule)
-        n_phase = _N_PHASE.get(key)
-        if n_phase is None:
-            n_phase = _N_PHASE[key] = int(ph.max()) + 1
-        return ph, n_phase
+        """(banks.phases of an access of ``nbytes`` per lane, their number), both kept per lanes, size and
+        rule (a few dozen keys at most: the cache is bounded by the access sizes and rules there are)."""
+        key = (self.lanes, nbytes, self.arch.lds_rule)
+        got = _N_PHASE.get(key)          # every access asks: one look-up, no key made from the array
+        if got is None:
+            ph = phases(nbytes, self.lanes, self.arch.lds_rule)
+            got = _N_PHASE[key] = (ph, int(ph.max()) + 1)
+        return got
 
     def _words_done(self, code, region, offset, ex, nbytes: int, words, raw, written, out, rows: int, serial: bool):
         """A compiled word pass's end: where it found a bank conflict, the conflict's findings and the

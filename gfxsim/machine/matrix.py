@@ -230,11 +230,12 @@ class MatrixOps:
             overflow = _mma_i8(self._float_operand(insn, "A", a, ft, ta), self._float_operand(insn, "B", b, ft, tb),
                                None if c is None else c.view(np.int32), tc, td, dval, inv)
         else:
-            d_mat, overflow = compute(insn, np.take(a.view(ta).reshape(-1), pa), np.take(b.view(tb).reshape(-1), pb),
-                                      np.zeros(tc.shape, cd) if c is None else np.take(c.view(cd).reshape(-1), tc),
+            # ndarray.take: np.take's dispatch (fromnumeric) costs a µs or so, four times an instruction
+            d_mat, overflow = compute(insn, a.view(ta).reshape(-1).take(pa), b.view(tb).reshape(-1).take(pb),
+                                      np.zeros(tc.shape, cd) if c is None else c.view(cd).reshape(-1).take(tc),
                                       batch=self.members)
             if inv is not None:             # D's plan names every element once: a take, not a scatter
-                np.take(np.asarray(d_mat, cd).reshape(-1), inv, out=dval.reshape(-1))
+                np.asarray(d_mat, cd).reshape(-1).take(inv, out=dval.reshape(-1))
             else:
                 dval[plans["D"]] = d_mat
         live = np.ones(self.members, bool)

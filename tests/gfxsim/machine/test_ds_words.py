@@ -29,3 +29,17 @@ def test_a_conflict_is_a_degree_above_one(rule, nbytes):
         assert got == (int(deg.max()) > 1), (trial, nbytes, rule)
         seen.add(got)
     assert seen == {True, False}
+
+
+def test_the_phases_an_access_passes_are_banks_phases():
+    """DsOps._phases (kept per lanes, size and rule) gives each access banks.phases and their
+    number, whatever order the sizes and rules are asked in."""
+    from types import SimpleNamespace
+    from gfxsim.machine.ds import DsOps
+    rng = np.random.default_rng(0)
+    asks = [(lanes, nbytes, rule) for lanes in (32, 64) for nbytes in (1, 2, 4, 8, 12, 16) for rule in ("gfx9", "nvidia")]
+    for k in rng.permutation(len(asks)).tolist() * 2:
+        lanes, nbytes, rule = asks[k]
+        ph, n_phase = DsOps._phases(SimpleNamespace(lanes=lanes, arch=SimpleNamespace(lds_rule=rule)), nbytes)
+        want = phases(nbytes, lanes, rule)
+        assert np.array_equal(ph, want) and n_phase == int(want.max()) + 1, (lanes, nbytes, rule)
