@@ -186,6 +186,42 @@ def test_every_place_a_member_can_part_is_checked(monkeypatch, part, expect):
     assert {k: note[k] for k in expect} == expect, note
 
 
+def _rows_kernel(w, src, out):
+    """Each member loads 4 token bytes, puts them through LDS under an EXEC that follows its grid
+    row (y) and stores them."""
+    g = w.workgroup_id[0] + 4 * w.workgroup_id[1]
+    lane = w.lane_id
+    x = w.global_load(src, (g * 64 + lane) * 4, 4, "u32")
+    lds = w.view(w.shared("buf", (64,), "u32"))
+    (lds + lane).store(w.const(0, "u32"))
+    with w.if_(lane < 40 + 8 * w.workgroup_id[1]):
+        (lds + lane).store(x)
+    w.barrier()
+    w.view(out)[g * 64 + lane].store((lds + lane).load())
+
+
+@pytest.mark.parametrize("apart, expect", [((), dict(classes=2, attempts=2)), ((1,), dict(classes=2, attempts=1)),
+                                           ((0,), dict(classes=None, attempts=1)),   # 4 classes that part again
+                                           ((0, 1), dict(classes=None, attempts=0,     # 8 classes: unfolded
+                                                         unfolded="its members apart (then 8 classes of 8 members)"))])
+def test_members_apart_along_a_grid_axis_start_in_classes_of_their_own(monkeypatch, apart, expect):
+    """LaunchOptions.fold_apart: members whose control flow follows a grid axis start in a class per
+    position along it, so the batch needs no attempt taken back; the same results as unfolded."""
+    tok = np.arange(8 * 64 * 4).reshape(8 * 64, 4)
+
+    def run():
+        src = Buffer("src", np.arange(8 * 64 * 4, dtype=np.uint32).astype(np.uint8).reshape(8 * 64, 4), {"token": tok})
+        out = Buffer.empty("out", (8 * 64,), np.uint32)
+        r = launch(_rows_kernel, grid=(4, 2), waves_per_group=1, args=(src, out),
+                   options=LaunchOptions(trace=False, batch=8, fold_apart=apart))
+        return r, out
+    (ra, oa), (rb, ob) = both_ways(monkeypatch, run)
+    same_runs(ra, rb)
+    same_buffers(oa, ob, ra.machine.wide, rb.machine.wide)
+    note = rb.folds[0]
+    assert note["members"] == 8 and {k: note[k] for k in expect} == expect, note
+
+
 def test_an_unfolded_batch_runs_again_in_batches_of_the_unfolded_bound(monkeypatch):
     """LaunchOptions.unfolded_batch bounds a batch only where it keeps every member's provenance: a
     batch that folds runs whole; one whose members part runs again in batches of that many (each
