@@ -190,6 +190,7 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
                      geo,
                      grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES,
                      batch=num_heads * PREFILL_BLOCKS, batch_order=(1, 0, 2), fold_apart=(0,),
+                     unfolded_batch=num_heads,       # a batch whose members part: one block's heads at a time
                      outputs=("out",))
 
 

@@ -123,10 +123,14 @@ def _same_stores(a, b, wa, wb):
 
 @pytest.mark.parametrize("make, kernel", [(_kv_setup, int8_kv_cache), (_prefill_setup, prefix_prefill)])
 def test_a_batch_folds_and_keeps_every_record(monkeypatch, make, kernel):
+    def whole():           # the batch unfolded as one (the prefill's unfolded_batch splits it in blocks)
+        setup = make()
+        setup.unfolded_batch = None
+        return setup
     monkeypatch.setenv("GFXSIM_FOLD", "0")
-    every, ra = _launch(make, kernel, None)
+    every, ra = _launch(whole, kernel, None)
     monkeypatch.setenv("GFXSIM_FOLD", "1")
-    folded, rb = _launch(make, kernel, None)
+    folded, rb = _launch(whole, kernel, None)
     same_runs(ra, rb)
     for name in every.outputs:
         same_buffers(every.buffers[name], folded.buffers[name], ra.machine.wide, rb.machine.wide)
