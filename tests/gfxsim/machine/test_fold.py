@@ -334,6 +334,23 @@ def test_a_load_sets_each_members_shift_and_a_later_load_checks_it():
         load(f, other)
 
 
+def test_the_frozen_shifts_are_kept_while_loads_only_check_them_and_copied_anew_when_one_learns_a_shift():
+    """Fold.frozen (a record's copy of the shifts) is made again only where a load set a shift: a
+    class whose representative held no value learns its members' shifts at a later load."""
+    f = Fold(4, 4, classes=[0, 0, 1, 1])
+    rep = np.array([[0, 1, -1, 3]], np.int32)
+    none = np.full((1, 4), -1, np.int32)
+    first = np.concatenate([rep, rep + 256 * (rep >= 0), none, none], axis=1)     # class 1 holds nothing
+    load(f, first)
+    frozen = f.frozen()
+    load(f, first)
+    assert f.frozen() is frozen                          # only checked: the same copy
+    later = np.concatenate([rep, rep + 256 * (rep >= 0), rep + 512 * (rep >= 0), rep + 768 * (rep >= 0)], axis=1)
+    load(f, later)
+    assert f.frozen() is not frozen and f.frozen().shift["token"].tolist() == [0, 256, 0, 256]
+    assert frozen.known["token"].tolist() == [True, True, False, False]
+
+
 def test_a_plane_broadcast_over_its_rows_folds_as_its_copy():
     """A load's tag the same in every row (Buffer.tags_at's views) is checked on one row: the
     same folded plane, shifts and parting members as the materialised plane's, in 1 and 2 classes."""
