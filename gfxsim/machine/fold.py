@@ -155,9 +155,9 @@ class Fold:
         return inv.ravel()
 
     def _set_shift(self, f, s, has, what):
-        self._frozen = None
         cur, known = self.shift.get(f), self.known.get(f)
         if cur is None:
+            self._frozen = None
             self.shift[f], self.known[f] = s.copy(), has.copy()
             return
         both = known & has
@@ -165,8 +165,10 @@ class Fold:
             raise Unfolded(f"{what}: the members' {f!r} shifts differ from an earlier load's",
                            np.where(both & (cur != s), np.arange(self.members) + 1, 0))
         new = has & ~known
-        cur[new] = s[new]
-        known |= has
+        if new.any():            # a load that only checks the shifts keeps the frozen copy (frozen())
+            self._frozen = None
+            cur[new] = s[new]
+            known |= has
 
     def fold_prov(self, p: Prov | None, what: str) -> Prov | None:
         """Provenance a load gathered from what stores left (``[rows, members*lanes]``), folded:

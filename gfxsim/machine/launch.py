@@ -346,7 +346,8 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
     batch, folding = options.side_by_side, options.folding
     with _launch_garbage(batch >= GC_BATCH) as collect:
         for i in range(0, len(ids), batch):
-            run_batch(m, ids[i:i + batch], waves, fn, folding, options.unfolded_batch, waves_as_members)
+            run_batch(m, ids[i:i + batch], waves, fn, folding, options.unfolded_batch, waves_as_members,
+                      options.fold_apart)
             if batch >= GC_BATCH:
                 collect()        # a wave and its values point at each other: free a big batch's now
             if progress is not None:
@@ -360,14 +361,15 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
 
 
 def run_batch(m: Machine, members: list, waves: int, fn, folding: bool, unfolded: int | None = None,
-              waves_as_members: bool = False):
+              waves_as_members: bool = False, apart: tuple = ()):
     """Run one batch of workgroups: folded where it can be (fold.py), else keeping every member's
     provenance. A folded attempt that meets a member parting from its representative is taken
     back and run again with the members split by what differed (at most RETRIES times and
     MAX_CLASSES classes), or unfolded — in batches of at most ``unfolded`` members, each tried
     folded first (LaunchOptions.unfolded_batch); ``m.folds`` records how each batch ran.
     ``waves_as_members``: a batch of one workgroup of several waves is first run with its waves
-    side by side (_waves_side_by_side), then, where that cannot be exact, one after another."""
+    side by side (_waves_side_by_side), then, where that cannot be exact, one after another.
+    ``apart``: grid axes whose members start in classes of their own (LaunchOptions.fold_apart)."""
     make = lambda g, i: Wave(m, g, i)
     note = {"first": members[0], "members": len(members), "classes": None, "attempts": 0, "unfolded": None}
     m.folds.append(note)
@@ -377,11 +379,12 @@ def run_batch(m: Machine, members: list, waves: int, fn, folding: bool, unfolded
         if note["waves"] == "side by side":
             return
     if folding and len(members) > 1:
-        classes = None
+        classes = _classes_apart(members, apart)
         for _ in range(RETRIES):
             f = Fold(len(members), m.arch.wave_size, classes, m.wide)
             if f.classes > min(MAX_CLASSES, len(members) // 2):      # folding would no longer pay
-                note["unfolded"] += f" (then {f.classes} classes of {len(members)} members)"
+                note["unfolded"] = (f"{note['unfolded'] or 'its members apart'} (then {f.classes} classes of "
+                                    f"{len(members)} members)")
                 break
             attempt = m.attempt = Attempt(m)
             counted = m.lane_instructions
@@ -406,9 +409,17 @@ def run_batch(m: Machine, members: list, waves: int, fn, folding: bool, unfolded
     if m.provenance and unfolded is not None and len(members) > unfolded:
         note["unfolded"] = f"{note['unfolded'] or 'not folded'} (then in batches of {unfolded})"
         for i in range(0, len(members), unfolded):
-            run_batch(m, members[i:i + unfolded], waves, fn, folding, unfolded)
+            run_batch(m, members[i:i + unfolded], waves, fn, folding, unfolded, apart=apart)
         return
     Workgroup(m, members, waves).run(fn, make)
+
+
+def _classes_apart(members: list, apart: tuple):
+    """Each member's first class: its workgroup id along the ``apart`` axes (None: one class)."""
+    if not apart:
+        return None
+    keys = [tuple(wg[a] for a in apart) for wg in members]
+    return np.unique(np.array(keys, np.int64), axis=0, return_inverse=True)[1].ravel()
 
 
 # whether a launch that allows it runs a workgroup's waves side by side (tests compare both ways)

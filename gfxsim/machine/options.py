@@ -67,6 +67,14 @@ class LaunchOptions:
 
     Default: None (no bound)."""
 
+    fold_apart: tuple = ()
+    """With provenance, the grid axes along which a batch's workgroups start in classes of their own
+    (fold.py): a kernel whose control flow follows an axis (the prefill's query block, whose causal
+    tail falls in another chunk) would otherwise fold them into one class until they part, and run
+    the batch again from its start.
+
+    Default: () (every batch starts as one class)."""
+
     unfolded_batch: int | None = None
     """With provenance, at most this many workgroups side by side in a batch that keeps every
     member's provenance (folding off, or a folded attempt whose members parted): such a batch runs
@@ -117,6 +125,8 @@ class LaunchOptions:
             raise ArgumentError(f"batch must be >= 1, got {self.batch}")
         if not isinstance(self.batch_order, tuple) or sorted(self.batch_order) != [0, 1, 2]:
             raise ArgumentError(f"batch_order must be a tuple ordering the grid axes (0, 1, 2), got {self.batch_order!r}")
+        if not isinstance(self.fold_apart, tuple) or any(a not in (0, 1, 2) for a in self.fold_apart):
+            raise ArgumentError(f"fold_apart must be a tuple of grid axes (0, 1, 2), got {self.fold_apart!r}")
         if self.provenance_batch is not None and (not _is_int(self.provenance_batch) or self.provenance_batch < 1):
             raise ArgumentError(f"provenance_batch must be >= 1 or None, got {self.provenance_batch!r}")
         if self.unfolded_batch is not None and (not _is_int(self.unfolded_batch) or self.unfolded_batch < 1):

@@ -104,6 +104,8 @@ class HostSetup:
     batch: int = 1
     batch_order: tuple = (0, 1, 2)          # the grid axes batches walk, fastest first (LaunchOptions)
     provenance_batch: int | None = None     # with provenance, at most this many side by side (memory)
+    fold_apart: tuple = ()                  # grid axes whose workgroups start in classes of their own (LaunchOptions)
+    unfolded_batch: int | None = None       # with provenance, at most this many side by side unfolded (memory)
     trace_batch: int | None = None          # with the full trace (it keeps every batch's events), at most this many
     lds_bytes: int | None = None
     outputs: tuple = ()                        # names of the Buffers the kernel writes
@@ -122,9 +124,12 @@ class HostSetup:
         # compiled twins, whose register files hold every VGPR byte's provenance), as the setup may
         bounds = [b for b in (self.provenance_batch, kernel.provenance_batch if isinstance(kernel, BatchBounded)
                               else None, self.trace_batch if trace else None) if b]
+        unfolded = [b for b in (self.unfolded_batch, kernel.unfolded_batch if isinstance(kernel, UnfoldedBounded)
+                                else None) if b]
         options = LaunchOptions(trace=trace, provenance=provenance, lds_bytes=self.lds_bytes, batch=self.batch,
                                 batch_order=self.batch_order, provenance_batch=min(bounds) if bounds else None,
-                                unfolded_batch=kernel.unfolded_batch if isinstance(kernel, UnfoldedBounded) else None,
+                                fold_apart=self.fold_apart,
+                                unfolded_batch=min(unfolded) if unfolded else None,
                                 **_launch_kwargs(progress, self.name, launches=launches))
         run = launch(kernel, grid=self.grid, waves_per_group=self.waves_per_group, arch=arch, args=self.args,
                      kwargs=kw, options=options)

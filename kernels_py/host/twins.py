@@ -28,12 +28,11 @@ PV_KERNELS = {"pv_int8": pv_int8, "pv_bf16": pv_bf16}
 # are shifts), so this bounds the numbers' columns (64 lanes each), not provenance; 2048 keeps a
 # value (131,072 columns, 512 KiB) near the core's caches, where 8192 made each pass stream memory
 KV_CACHE_BATCH = 2048
-# the prefill batches the heads of one query block (its chunk loop follows the block): they fold
-# into one class, a head being a shift; at most this many side by side with provenance
-PREFILL_PROVENANCE_BATCH = 64
-# without provenance, the heads of this many query blocks side by side (with it, one block's: the
-# blocks' causal masks part them): over a long prefix their chunk counts differ by a few, and each
-# statement's Python cost is shared by 4x the lanes
+# the prefill batches the heads of PREFILL_BLOCKS query blocks: over a long prefix their chunk
+# counts differ by a few, and each statement's Python cost is shared by 4x the lanes. With
+# provenance the heads of one block fold into one class (a head is a shift) and each block is a
+# class of its own from the start (fold_apart: the blocks' causal tails fall in different chunks),
+# so each statement's provenance is computed once on 4 x 64 columns
 PREFILL_BLOCKS = 4
 
 
@@ -190,8 +189,8 @@ def prefill_buffers(q, cache: PagedKVCache, seq: int) -> HostSetup:
                      tuple(bufs[n] for n in ("q", "k_cache", "v_cache", "k_scale", "v_scale", "block_table", "out")),
                      geo,
                      grid=(-(-nq // (WAVES * ROWS)), num_heads), waves_per_group=WAVES,
-                     batch=num_heads * PREFILL_BLOCKS, batch_order=(1, 0, 2),
-                     provenance_batch=min(num_heads, PREFILL_PROVENANCE_BATCH),
+                     batch=num_heads * PREFILL_BLOCKS, batch_order=(1, 0, 2), fold_apart=(0,),
+                     unfolded_batch=num_heads,       # a batch whose members part: one block's heads at a time
                      outputs=("out",))
 
 

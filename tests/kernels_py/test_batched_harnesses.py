@@ -92,7 +92,8 @@ def test_a_batched_run_equals_the_run_one_workgroup_at_a_time(make, kernel, find
 
 @pytest.mark.parametrize("kernel", [prefix_prefill, _short_context])
 def test_without_provenance_a_prefill_batch_spans_query_blocks_and_equals_the_lone_runs(kernel):
-    """Provenance off, the heads of several query blocks run side by side (with it, one block's)."""
+    """The heads of several query blocks run side by side; with provenance each block is a class of
+    its own from the start (fold_apart), so the batch folds at its first attempt."""
     runs = []
     for batch in (1, None):
         setup = _prefill_setup()
@@ -101,7 +102,8 @@ def test_without_provenance_a_prefill_batch_spans_query_blocks_and_equals_the_lo
         runs.append((setup, setup.launch(kernel, trace=False, provenance=False)))
     (one, r1), (side, rb) = runs
     assert [n["members"] for n in rb.folds] == [8]             # 2 query blocks x 4 heads
-    assert [n["members"] for n in _launch(_prefill_setup, kernel, None)[1].folds] == [4, 4]
+    assert [(n["members"], n["classes"], n["attempts"]) for n in _launch(_prefill_setup, kernel, None)[1].folds] \
+        == [(8, 2, 1)]
     assert _findings(r1) == _findings(rb) and _records(r1) == _records(rb)
     for name in one.outputs:
         a, b = one.buffers[name], side.buffers[name]
@@ -121,10 +123,14 @@ def _same_stores(a, b, wa, wb):
 
 @pytest.mark.parametrize("make, kernel", [(_kv_setup, int8_kv_cache), (_prefill_setup, prefix_prefill)])
 def test_a_batch_folds_and_keeps_every_record(monkeypatch, make, kernel):
+    def whole():           # the batch unfolded as one (the prefill's unfolded_batch splits it in blocks)
+        setup = make()
+        setup.unfolded_batch = None
+        return setup
     monkeypatch.setenv("GFXSIM_FOLD", "0")
-    every, ra = _launch(make, kernel, None)
+    every, ra = _launch(whole, kernel, None)
     monkeypatch.setenv("GFXSIM_FOLD", "1")
-    folded, rb = _launch(make, kernel, None)
+    folded, rb = _launch(whole, kernel, None)
     same_runs(ra, rb)
     for name in every.outputs:
         same_buffers(every.buffers[name], folded.buffers[name], ra.machine.wide, rb.machine.wide)

@@ -186,6 +186,42 @@ def test_every_place_a_member_can_part_is_checked(monkeypatch, part, expect):
     assert {k: note[k] for k in expect} == expect, note
 
 
+def _rows_kernel(w, src, out):
+    """Each member loads 4 token bytes, puts them through LDS under an EXEC that follows its grid
+    row (y) and stores them."""
+    g = w.workgroup_id[0] + 4 * w.workgroup_id[1]
+    lane = w.lane_id
+    x = w.global_load(src, (g * 64 + lane) * 4, 4, "u32")
+    lds = w.view(w.shared("buf", (64,), "u32"))
+    (lds + lane).store(w.const(0, "u32"))
+    with w.if_(lane < 40 + 8 * w.workgroup_id[1]):
+        (lds + lane).store(x)
+    w.barrier()
+    w.view(out)[g * 64 + lane].store((lds + lane).load())
+
+
+@pytest.mark.parametrize("apart, expect", [((), dict(classes=2, attempts=2)), ((1,), dict(classes=2, attempts=1)),
+                                           ((0,), dict(classes=None, attempts=1)),   # 4 classes that part again
+                                           ((0, 1), dict(classes=None, attempts=0,     # 8 classes: unfolded
+                                                         unfolded="its members apart (then 8 classes of 8 members)"))])
+def test_members_apart_along_a_grid_axis_start_in_classes_of_their_own(monkeypatch, apart, expect):
+    """LaunchOptions.fold_apart: members whose control flow follows a grid axis start in a class per
+    position along it, so the batch needs no attempt taken back; the same results as unfolded."""
+    tok = np.arange(8 * 64 * 4).reshape(8 * 64, 4)
+
+    def run():
+        src = Buffer("src", np.arange(8 * 64 * 4, dtype=np.uint32).astype(np.uint8).reshape(8 * 64, 4), {"token": tok})
+        out = Buffer.empty("out", (8 * 64,), np.uint32)
+        r = launch(_rows_kernel, grid=(4, 2), waves_per_group=1, args=(src, out),
+                   options=LaunchOptions(trace=False, batch=8, fold_apart=apart))
+        return r, out
+    (ra, oa), (rb, ob) = both_ways(monkeypatch, run)
+    same_runs(ra, rb)
+    same_buffers(oa, ob, ra.machine.wide, rb.machine.wide)
+    note = rb.folds[0]
+    assert note["members"] == 8 and {k: note[k] for k in expect} == expect, note
+
+
 def test_an_unfolded_batch_runs_again_in_batches_of_the_unfolded_bound(monkeypatch):
     """LaunchOptions.unfolded_batch bounds a batch only where it keeps every member's provenance: a
     batch that folds runs whole; one whose members part runs again in batches of that many (each
@@ -296,6 +332,23 @@ def test_a_load_sets_each_members_shift_and_a_later_load_checks_it():
     other = np.concatenate([rep, rep + 256 * (rep >= 0), rep + 1024 * (rep >= 0)], axis=1)
     with pytest.raises(Unfolded, match="shifts differ"):    # a later load moves member 2 elsewhere
         load(f, other)
+
+
+def test_the_frozen_shifts_are_kept_while_loads_only_check_them_and_copied_anew_when_one_learns_a_shift():
+    """Fold.frozen (a record's copy of the shifts) is made again only where a load set a shift: a
+    class whose representative held no value learns its members' shifts at a later load."""
+    f = Fold(4, 4, classes=[0, 0, 1, 1])
+    rep = np.array([[0, 1, -1, 3]], np.int32)
+    none = np.full((1, 4), -1, np.int32)
+    first = np.concatenate([rep, rep + 256 * (rep >= 0), none, none], axis=1)     # class 1 holds nothing
+    load(f, first)
+    frozen = f.frozen()
+    load(f, first)
+    assert f.frozen() is frozen                          # only checked: the same copy
+    later = np.concatenate([rep, rep + 256 * (rep >= 0), rep + 512 * (rep >= 0), rep + 768 * (rep >= 0)], axis=1)
+    load(f, later)
+    assert f.frozen() is not frozen and f.frozen().shift["token"].tolist() == [0, 256, 0, 256]
+    assert frozen.known["token"].tolist() == [True, True, False, False]
 
 
 def test_a_plane_broadcast_over_its_rows_folds_as_its_copy():

@@ -45,6 +45,8 @@ def test_frozen_and_keyword_only():
     (dict(provenance_batch=0), "provenance_batch must be >= 1 or None, got 0"),
     (dict(unfolded_batch=0), "unfolded_batch must be >= 1 or None, got 0"),
     (dict(batch_order=(0, 0, 1)), "batch_order must be a tuple ordering the grid axes"),
+    (dict(fold_apart=(3,)), "fold_apart must be a tuple of grid axes"),
+    (dict(fold_apart=[0]), "fold_apart must be a tuple of grid axes"),
     (dict(progress=3), "progress must be a function progress"),
     (dict(max_steps=0), "max_steps must be >= 1, got 0"),
 ])
