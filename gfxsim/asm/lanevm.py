@@ -1243,12 +1243,7 @@ def run_rows(code, start, rv, wv, fv, ra, wa, fa, s, sw, scc, act, ex, exo, lane
             for c in range(width):
                 if ex[c] and _relation(rel, t, a[c], b[c]):
                     words[c // lanes] |= np.uint64(1) << np.uint64(c % lanes)
-            for mm in range(s.shape[0]):
-                if act[mm]:
-                    s[mm, d] = np.uint32(words[mm] & np.uint64(0xFFFFFFFF))
-                    s[mm, d + 1] = np.uint32(words[mm] >> np.uint64(32))
-            sw[d] = True
-            sw[d + 1] = True
+            _put_mask(s, sw, act, d, words)
             continue
         if op == OP_FIRSTLANE:
             _gather32(code, k, 0, rv, ra, s, lanes, a)

@@ -9,37 +9,13 @@ import re
 import numpy as np
 import pytest
 
-from kernels_py.host import twins as H
-from kernels_py.host.buffers import make_cache
 from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
-from kernels_py.workloads.data import make_attention_inputs
 from gfxsim.machine.foldrec import FoldedPair, FoldedRecord
 from gfxsim.machine.mmalog import MmaRecord
 from gfxsim.machine.provenance import RESERVED
 from support.fold import _same_prov, same_buffers, same_runs
-
-
-def _kv_setup():
-    """40 tokens of two kv heads, two of them padding (slot -1), into a shuffled paged cache."""
-    rng = np.random.default_rng(3)
-    key, value = (rng.standard_normal((40, 2, 64)).astype(np.float32) for _ in range(2))
-    slots = rng.permutation(64)[:40].astype(np.int32)
-    slots[[5, 17]] = -1
-    return H.kv_cache_buffers(key, value, slots, num_blocks=4, block_size=16)
-
-
-def _prefill_setup():
-    """70 queries (two query blocks, the second a tail) of 4 heads on 2 kv heads over a 100-token context."""
-    d = make_attention_inputs(seed=2, num_seqs=1, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100],
-                              num_queries=70)
-    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=2)
-    return H.prefill_buffers(d["q"], cache, 0)
-
-
-def _wrong_block_size(w, *args, block_size, **kw):
-    """The producer told another block size than the cache's: its stores land in other slots."""
-    return int8_kv_cache(w, *args, block_size=block_size // 2, **kw)
+from support.twins import kv_setup as _kv_setup, prefill_setup as _prefill_setup, wrong_block_size as _wrong_block_size
 
 
 def _short_context(w, *args, context_len, **kw):

@@ -1,6 +1,10 @@
 """Inputs of the standalone twins: 16 query rows of one head and one sequence's cache."""
+import numpy as np
+
+from kernels_py.host import twins as H
 from kernels_py.host.buffers import make_cache
 from kernels_py.host.twins import query_rows
+from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.workloads.data import make_attention_inputs
 
 
@@ -34,3 +38,26 @@ def same_either_way(twin: str, module, switch: str) -> None:
         np.testing.assert_array_equal(bufs_a[n], bufs_b[n], err_msg=n)
     assert [(f.kind, f.message) for f in a.findings] == [(f.kind, f.message) for f in b.findings]
     assert a.lane_instructions == b.lane_instructions and a.trace.n_events == b.trace.n_events
+
+
+def kv_setup():
+    """40 tokens of two kv heads, two of them padding (slot -1), into a shuffled paged cache
+    (int8_kv_cache's batched launches)."""
+    rng = np.random.default_rng(3)
+    key, value = (rng.standard_normal((40, 2, 64)).astype(np.float32) for _ in range(2))
+    slots = rng.permutation(64)[:40].astype(np.int32)
+    slots[[5, 17]] = -1
+    return H.kv_cache_buffers(key, value, slots, num_blocks=4, block_size=16)
+
+
+def prefill_setup():
+    """70 queries (two query blocks, the second a tail) of 4 heads on 2 kv heads over a 100-token context."""
+    d = make_attention_inputs(seed=2, num_seqs=1, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100],
+                              num_queries=70)
+    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=2)
+    return H.prefill_buffers(d["q"], cache, 0)
+
+
+def wrong_block_size(w, *args, block_size, **kw):
+    """The producer told another block size than the cache's: its stores land in other slots (findings)."""
+    return int8_kv_cache(w, *args, block_size=block_size // 2, **kw)

@@ -7,12 +7,10 @@ import numpy as np
 import pytest
 
 from gfxsim.machine import fold, jit, provenance as P
-from kernels_py.host import twins as H
 from kernels_py.int8_kv_cache import int8_kv_cache
 from kernels_py.prefix_prefill import prefix_prefill
-from kernels_py.host.buffers import make_cache
-from kernels_py.workloads.data import make_attention_inputs
 from support.fold import same_buffers, same_runs
+from support.twins import kv_setup as _kv_setup, prefill_setup as _prefill_setup, wrong_block_size as _wrong_block_size
 
 
 def _planes(rng, R, M, L, classes, consistent):
@@ -92,26 +90,6 @@ def test_merge_fp_twin(seed):
     got = P._merge_fp_numpy(*ma, a_has, *mb, b_has, ia, ib, step, P.WINDOW, *outs[0])
     assert got == P._merge_fp(*ma, a_has, *mb, b_has, ia, ib, step, P.WINDOW, *outs[1])
     assert all(np.array_equal(x, y) for x, y in zip(*outs))
-
-
-def _kv_setup():
-    rng = np.random.default_rng(3)
-    key, value = (rng.standard_normal((40, 2, 64)).astype(np.float32) for _ in range(2))
-    slots = rng.permutation(64)[:40].astype(np.int32)
-    slots[[5, 17]] = -1
-    return H.kv_cache_buffers(key, value, slots, num_blocks=4, block_size=16)
-
-
-def _prefill_setup():
-    d = make_attention_inputs(seed=2, num_seqs=1, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[100],
-                              num_queries=70)
-    cache = make_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=2)
-    return H.prefill_buffers(d["q"], cache, 0)
-
-
-def _wrong_block_size(w, *args, block_size, **kw):
-    """The producer told another block size than the cache's: its stores land in other slots (findings)."""
-    return int8_kv_cache(w, *args, block_size=block_size // 2, **kw)
 
 
 @pytest.mark.parametrize("make, kernel", [(_kv_setup, int8_kv_cache), (_kv_setup, _wrong_block_size),
