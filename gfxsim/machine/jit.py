@@ -135,8 +135,7 @@ def starting(mod: str) -> bool:
     """Whether a compiled function of module ``mod`` would now wait for numba's start on prewarm's
     thread (~0.3 s of the GIL): a caller holding an exact numpy twin of it runs that meanwhile (its
     tests hold the two to the same results), and the compiled one once the module is made."""
-    t = _THREAD
-    return t is not None and mod in _LAZY and t.is_alive()
+    return _STARTING and mod in _LAZY
 
 
 _TARGET_STARTED = False

@@ -112,13 +112,10 @@ def test_a_launch_on_the_twins_leaves_what_it_leaves_on_the_compiled_functions(m
 
 
 def test_starting_only_while_prewarm_is_at_work(monkeypatch):
-    """No prewarm thread, or one that has ended, or a module already made: the compiled path."""
-    monkeypatch.setattr(jit, "_THREAD", None)
+    """No prewarm at work (none started, or its thread done), or a module already made: the compiled path."""
+    monkeypatch.setattr(jit, "_STARTING", False)
     assert not jit.starting(P.__name__)
 
-    class Alive:
-        def is_alive(self):
-            return True
-    monkeypatch.setattr(jit, "_THREAD", Alive())
+    monkeypatch.setattr(jit, "_STARTING", True)
     monkeypatch.setitem(jit._LAZY, "some.module", [])
     assert jit.starting("some.module") and not jit.starting("not.lazy")
