@@ -171,17 +171,23 @@ class _OperandMemo:
             return False
         return True
 
-    def recall(self, matches):
-        """The remembered value whose key ``matches``, moved to the front; None if none does."""
+    def recall(self, matches, same=None):
+        """The remembered value whose key ``matches``, moved to the front; None if none does.
+        ``same``: a cheaper test that implies ``matches`` (the same object), tried on every entry
+        first, so an operand found as itself costs no content key (an equal entry found first
+        instead would hold the same answers: equal content)."""
         if self._off():
             return None
         self.looked += 1
-        for i, (key, value) in enumerate(self.entries):
-            if matches(key):
-                if i:
-                    self.entries.insert(0, self.entries.pop(i))
-                self.hits += 1
-                return value
+        for test in (same, matches):
+            if test is None:
+                continue
+            for i, (key, value) in enumerate(self.entries):
+                if test(key):
+                    if i:
+                        self.entries.insert(0, self.entries.pop(i))
+                    self.hits += 1
+                    return value
         return None
 
     def remember(self, key, value):
@@ -540,7 +546,7 @@ class MatrixOps:
         if memo.on():
             # the same provenance object (an operand register fed to several instructions: planes
             # are not written in place once made) is the same content; else the bytes compare
-            out = memo.recall(lambda k: k[0] is insn and (k[2] is p or k[1] == content()))
+            out = memo.recall(lambda k: k[0] is insn and k[1] == content(), lambda k: k[0] is insn and k[2] is p)
         if out is None:
             plan = flat_plan(self.machine.plan_cache, insn, operand, len(self.pmember_ids), self.lanes)
             fields = {f: Field.gathered(x, plan, operand) for f, x in items}
@@ -556,7 +562,7 @@ class MatrixOps:
         bl = insn.blocks
         pm = len(self.pmember_ids)
         cache = self.machine.plan_cache
-        plans = {op: batched_plan(cache, insn, op, pm, self.lanes) for op in "AD"}
+        shape, flat_c, flat_d, d_lanes, member_plane, mn_plane, absent = self._prov_plans(insn)
         if not self.exec_full:
             self.pexec(f"EXEC of {insn.mnemonic}")       # a folded batch's members all issue it, or none
         wide = self.machine.wide
@@ -578,7 +584,7 @@ class MatrixOps:
                     k = int(np.argmax(bad[row]))
                     ka_set = sorted(set(va[row, :, k].tolist()) - {-1})
                     kb_set = sorted(set(vb[row, k, :].tolist()) - {-1})
-                    lane = int(plans["A"][1][row, 0, k])
+                    lane = int(batched_plan(cache, insn, "A", pm, self.lanes)[1][row, 0, k])
                     if len(ka_set) == 1 and len(kb_set) == 1:
                         what = f"gets {f} {ka_set} from A but {kb_set} from B"
                     else:                     # one side's rows (or columns) disagree among themselves
@@ -608,12 +614,9 @@ class MatrixOps:
                     rows_b[f] = known_one(row_sets(np.swapaxes(fb[f], 1, 2), wide))   # [nb, N]
                 ks_b[f] = rows_b[f]
         # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
-        shape = (insn.elems("D"), self.pw)
         ids = {}
         pc = elem_prov(self, c, c.n)
-        flat_c = flat_plan(cache, insn, "C", pm, self.lanes)
         fc = {f: np.take(p, flat_c) for f, p in (pc.ids.items() if pc is not None else ()) if f not in RESERVED}
-        flat_d = flat_plan(cache, insn, "D", pm, self.lanes)
         none2, none3 = np.empty((0, 0), np.int32), np.empty((0, 0, 0), np.int32)
         as_i32 = lambda x, empty: empty if x is None else np.ascontiguousarray(x, np.int32)
         clashes = []                       # (field, D's value where C holds another, C's values)
@@ -637,14 +640,11 @@ class MatrixOps:
             elif named_c:                  # C names no value of f: A's row or B's column does
                 unsure |= ((np.full(flat_d.shape[:2], -1) if ra is None else ra)[:, :, None] >= 0) | \
                     ((np.full(flat_d.shape[::2], -1) if cb is None else cb)[:, None, :] >= 0)
-        member_plane, mn_plane = name_planes(cache, insn, shape, self.pmember_ids, self.lanes)
         ids["@mma"] = member_plane + np.int32(idx)
-        absent = name_absent(cache, insn, shape, self.pmember_ids, self.lanes)
         if absent is not None:
             ids["@mma"][absent] = -1
         ids["@mn"] = mn_plane.copy()
         c_mma = c_mn = None
-        d_lanes = plans["D"][1]
         other = np.zeros(flat_d.shape, bool)     # elements whose C was summed for another element
         if pc is not None and "@mma" in pc.ids:
             c_mma, c_mn = np.take(pc.ids["@mma"], flat_c), np.take(pc.ids["@mn"], flat_c)
@@ -671,6 +671,24 @@ class MatrixOps:
                 c_mma, c_mn = (prev.c_mma, prev.c_mn) if prev.chained() else (None, None)
         return Prov(itemsize(insn.cd_type), ids), dict(a=rec_a, b=rec_b, ks_a=ks_a, ks_b=ks_b, c_mma=c_mma, c_mn=c_mn,
                                                         quant=quant or None)
+
+    def _prov_plans(self, insn):
+        """What _mma_provenance reads of the plan cache for ``insn`` on this wave's provenance
+        columns: (D's register shape, C's and D's flat plans, D's lanes, D's member and @mn name
+        planes, where D names no element or None), looked up once per (record, columns) instead
+        of seven lookups a record (the same cached arrays: read only)."""
+        ids = self.pmember_ids
+        key = ("prov plans", insn.mnemonic, self.lanes, self.pw, ids.tobytes())
+        got = self.mma_memos.get(key)
+        if got is None:
+            cache, pm = self.machine.plan_cache, len(ids)
+            shape = (insn.elems("D"), self.pw)
+            got = self.mma_memos[key] = (shape, flat_plan(cache, insn, "C", pm, self.lanes),
+                                         flat_plan(cache, insn, "D", pm, self.lanes),
+                                         batched_plan(cache, insn, "D", pm, self.lanes)[1],
+                                         *name_planes(cache, insn, shape, ids, self.lanes),
+                                         name_absent(cache, insn, shape, ids, self.lanes))
+        return got
 
     def _quant_rows(self, insn, op, p):
         """The direction operand ``op``'s rows (A) or columns (B) were quantized in (qdir.py),
