@@ -199,6 +199,8 @@ class _OperandMemo:
 
 
 ISSUE_TOGETHER = True      # mma_many computes its instructions' D in one pass (False: one by one, the exact path)
+GATHER_TOGETHER = True     # and gathers their operands in one take each (False: one gather an operand)
+SUM_TOGETHER = True        # and an 8-bit record's D of all of them in one take and add (False: one by one)
 
 
 class MatrixOps:
@@ -291,9 +293,8 @@ class MatrixOps:
             return self._mma_many_i8(prepared, issues, plans, source)
         if insn.cd_type == "i32":          # 4-bit or mixed operands: each one's overflow found one by one
             return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
-        mats = [[self._gathered(insn, op, v.val, plans[op]) for op, v in zip("ABC", p[2:5])] for p in prepared]
-        d_all, _ = compute(insn, *(np.concatenate([m[i] for m in mats]) for i in range(3)),
-                           batch=self.members * len(prepared))
+        d_all, _ = compute(insn, *(self._gathered_many(insn, op, [p[i].val for p in prepared], plans[op])
+                                   for i, op in ((2, "A"), (3, "B"), (4, "C"))), batch=self.members * len(prepared))
         nb = len(d_all) // len(prepared)
         out = []
         for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
@@ -317,8 +318,12 @@ class MatrixOps:
             fas, fbs = [x.astype(np.float64) for x in fas], [x.astype(np.float64) for x in fbs]
         sums = np.matmul(np.concatenate(fas), np.concatenate(fbs))
         nb = len(sums) // len(prepared)
+        dvals = self._i8_many_to_d(insn, prepared, sums, fts) if SUM_TOGETHER else None
         out = []
         for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
+            if dvals is not None:          # every D written at once, no overflow possible
+                out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source))
+                continue
             dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
             s = sums[i * nb:(i + 1) * nb]
             overflow = _i8_sums_to_d(s if s.dtype == fts[i] else s.astype(fts[i]), None if c.literal else c.val,
@@ -328,6 +333,25 @@ class MatrixOps:
                                      inverse_form(cache, insn, self.members, self.lanes))
             out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow, source))
         return out
+
+    def _i8_many_to_d(self, insn, prepared, sums, fts):
+        """``_i8_sums_to_d`` of every instruction of an 8-bit mma_many at once, ``[n, regs, width]``
+        (D of instruction i is row i), where it takes the same path for each: float32 sums (below
+        2^24), D's plan naming every register element once (``d_inverse``) and C either omitted by
+        all or, for all, 2^24 inside the int32 range (no overflow). None otherwise: one by one."""
+        cache, n = self.machine.plan_cache, len(prepared)
+        inv = d_inverse(cache, insn, self.members, self.lanes)
+        literal = {p[4].literal for p in prepared}
+        if inv is None or sums.dtype != np.float32 or set(fts) != {np.float32} or len(literal) > 1:
+            return None
+        d = np.take(sums.astype(np.int32).reshape(n, -1), inv, axis=1).reshape(n, insn.elems("D"), self.width)
+        if not literal.pop():
+            c = np.stack([p[4].val for p in prepared])
+            if c.dtype != np.int32 or c.shape != d.shape or not (int(c.min()) > -2 ** 31 + 2 ** 24 and
+                                                                  int(c.max()) < 2 ** 31 - 2 ** 24):
+                return None
+            d += c
+        return d
 
     def _mma_operands(self, mnemonic, a, b, c, label):
         """The checks of an issue: (record, the operands as the kernel passed them, A, B, C, the
@@ -445,6 +469,24 @@ class MatrixOps:
         if val.ndim == 2 and val.shape[1] == self.members * self.lanes:
             return self._flat_gather(insn, op, val)
         return val[plan]
+
+    def _gathered_many(self, insn, op, vals, plan):
+        """``np.concatenate([self._gathered(insn, op, v, plan) for v in vals])``: where every array
+        is ``[regs, members*lanes]`` of one dtype, one take by the flat plan over the distinct
+        arrays stacked (a K step's instructions feed one A, or one B, to several: each is read
+        once), the same elements in the same order."""
+        first = vals[0]
+        if not GATHER_TOGETHER or not all(v.ndim == 2 and v.shape == first.shape and v.dtype == first.dtype
+                                         for v in vals) or first.shape[1] != self.members * self.lanes:
+            return np.concatenate([self._gathered(insn, op, v, plan) for v in vals])
+        slot = {}                          # by object within this call: the arrays are alive here
+        at = [slot.setdefault(id(v), len(slot)) for v in vals]
+        distinct = list({id(v): v for v in vals}.values())
+        stacked = np.stack(distinct).reshape(len(distinct), -1)
+        got = np.take(stacked, flat_plan(self.machine.plan_cache, insn, op, self.members, self.lanes), axis=1)
+        if len(distinct) < len(vals):
+            got = got[at]
+        return got.reshape((-1,) + got.shape[2:])
 
     def _flat_gather(self, insn, op, val, dtype=None):
         """``np.take(val, flat plan)`` (as ``dtype``): a strided copy where the plan is a view."""

@@ -57,6 +57,25 @@ def test_mma_many_is_mma_one_by_one(monkeypatch, provenance, trace, v_type, inf_
     assert (many[5].prov is not None) == provenance
 
 
+@pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
+                                                                     (True, True, "fp8", False, True),
+                                                                     (False, False, "fp8_e4m3", True, True),
+                                                                     (True, False, "fp8_e4m3", False, False)],
+                         ids=["off", "trace-fnuz-findings", "infinite-v", "one-level-c-chains"])
+def test_one_take_of_the_operands_is_one_gather_each(monkeypatch, provenance, trace, v_type, inf_v, two_level):
+    """mma_many's operands of a K step in one take over the distinct registers stacked (P~'s A
+    fed to 16 instructions, each V's B to 2, every C its own), against a gather an operand."""
+    import gfxsim.machine.matrix as MX
+    many = _launch(provenance, trace, v_type, inf_v, two_level)
+    monkeypatch.setattr(MX, "GATHER_TOGETHER", False)
+    one = _launch(provenance, trace, v_type, inf_v, two_level)
+    assert many[0].tobytes() == one[0].tobytes()
+    assert many[2] == one[2] and len(one[2]) > 0
+    assert many[3] == one[3] and bool(one[3]) == (v_type == "fp8")
+    assert many[4] == one[4]
+    same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
+
+
 def _i8_launch(provenance):
     """Six independent 8-bit integer instructions through mma_many: C of the fourth close to
     INT32_MAX (an overflow), C of two omitted, the first two A operands the same registers,
@@ -101,3 +120,23 @@ def test_mma_many_i8_is_mma_one_by_one(monkeypatch, provenance):
     assert len(over) == 1 and "(i3)" in over[0][3]
     assert many.trace.n_events == one.trace.n_events
     same_buffers(many_d, one_d, many.machine.wide, one.machine.wide)
+
+
+@pytest.mark.parametrize("provenance", [False, True], ids=["off", "provenance"])
+def test_i8_d_of_all_at_once_is_one_by_one(monkeypatch, provenance):
+    """An 8-bit mma_many's D of every instruction in one take and add (SageAttention's QK: C
+    omitted at the first K step, chained after) against each instruction's own; and the six
+    instructions of _i8_launch (C omitted by some, one near INT32_MAX), which take the one by
+    one path either way."""
+    import gfxsim.machine.matrix as MX
+    many = _launch(provenance, False, "fp8_e4m3", False)
+    many_d, many_i8, many_recs = _i8_launch(provenance)
+    monkeypatch.setattr(MX, "SUM_TOGETHER", False)
+    one = _launch(provenance, False, "fp8_e4m3", False)
+    one_d, one_i8, one_recs = _i8_launch(provenance)
+    assert many[0].tobytes() == one[0].tobytes()
+    assert many[2] == one[2] and len(one[2]) > 0
+    assert many[3] == one[3]
+    same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
+    assert many_d.array.tobytes() == one_d.array.tobytes() and many_recs == one_recs
+    assert [(f.kind, f.message) for f in many_i8.findings] == [(f.kind, f.message) for f in one_i8.findings]
