@@ -28,7 +28,7 @@ from .foldrec import FoldedRecord
 from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_absent, name_planes, word_plan
 from . import strided
 from . import chain, encoding, qdir
-from .provenance import RESERVED, UNKNOWN, Prov, known_one
+from .provenance import RESERVED, UNKNOWN, OneSet, Prov, known_one
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
 from .trace import BatchEvent
@@ -200,6 +200,7 @@ class _OperandMemo:
 
 ISSUE_TOGETHER = True      # mma_many computes its instructions' D in one pass (False: one by one, the exact path)
 GATHER_TOGETHER = True     # and gathers their operands in one take each (False: one gather an operand)
+CHAIN_UNIONS = 8           # K-set unions of a matrix chain kept by the objects united (0: none kept)
 SUM_TOGETHER = True        # and an 8-bit record's D of all of them in one take and add (False: one by one)
 
 
@@ -707,12 +708,32 @@ class MatrixOps:
                     for f in pside.keys() | side.keys():
                         ps = pside.get(f) if rows is None or f not in pside else pside[f].map(lambda x: x[at])
                         if f in side and f in pside:
-                            side[f] = side[f].union(ps, wide)
+                            side[f] = self._chain_union(side[f], ps, wide)
                         elif f in pside:
                             side[f] = ps
                 c_mma, c_mn = (prev.c_mma, prev.c_mn) if prev.chained() else (None, None)
         return Prov(itemsize(insn.cd_type), ids), dict(a=rec_a, b=rec_b, ks_a=ks_a, ks_b=ks_b, c_mma=c_mma, c_mn=c_mn,
                                                         quant=quant or None)
+
+    def _chain_union(self, mine, theirs, wide):
+        """``mine.union(theirs, wide)``: an instruction's K sets united with those its C consumed.
+        The instructions of a K step that share an operand (QK's Q tile, PV's P~) unite the same
+        two objects, so the last CHAIN_UNIONS answers are kept by the objects asked and shared by
+        those records, read-only (a write raises). Only where both hold one set of one window
+        everywhere: the union is then the two triples' alone (no wide set interned)."""
+        memo = self.mma_memos.setdefault("chain unions", [])
+        for a, b, got in memo:
+            if a is mine and b is theirs:
+                return got
+        got = mine.union(theirs, wide)
+        one_a, one_b = getattr(mine, "one", None), getattr(theirs, "one", None)
+        if CHAIN_UNIONS and one_a is not None and one_b is not None and isinstance(got, OneSet) and \
+                one_a[2] == 0 == one_b[2] and (one_a[0] < 0 or one_b[0] < 0 or one_a[0] == one_b[0]):
+            for x in (got.base, got.bits, got.wide):
+                x.setflags(write=False)
+            memo.insert(0, (mine, theirs, got))
+            del memo[CHAIN_UNIONS:]
+        return got
 
     def _prov_plans(self, insn):
         """What _mma_provenance reads of the plan cache for ``insn`` on this wave's provenance

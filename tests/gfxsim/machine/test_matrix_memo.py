@@ -42,3 +42,15 @@ def test_remembered_operands_and_one_take_gather_change_nothing(monkeypatch, wro
     assert fast[2] == exact[2]
     assert fast[3] == exact[3] and bool(fast[3]) == wrong_layout
     assert fast[4] == exact[4]
+
+
+@pytest.mark.parametrize("wrong_layout", [False, True])
+def test_kept_chain_unions_change_nothing(monkeypatch, wrong_layout):
+    """The K-set unions a matrix chain keeps by the objects united (matrix.CHAIN_UNIONS: QK's Q
+    tile and PV's P~ unite the same sets for every instruction of a K step) against a union
+    each time: the same records (K sets included), findings and output."""
+    import gfxsim.machine.matrix as MX
+    kept = _everything(wrong_layout)
+    monkeypatch.setattr(MX, "CHAIN_UNIONS", 0)
+    each = _everything(wrong_layout)
+    assert kept == each and len(kept[1]) > 0
