@@ -364,13 +364,15 @@ class MatrixOps:
         if insn.sparse:
             raise self.error(TypeError, f"{mnemonic} takes a compression index: use w.smfmac")
         regs_in = (a, b)                   # as the kernel passed them (the trace shows these)
-        a, b = (_unpack_nibbles(self, insn, op, v) for op, v in (("A", a), ("B", b)))
+        elems, nibbles = self._operand_shape(insn)
+        if nibbles:
+            a, b = (_unpack_nibbles(self, insn, op, v) for op, v in (("A", a), ("B", b)))
         need = {"A": (a, insn.a_type), "B": (b, insn.b_type)}
         if c is None:
-            c = VGPRs(self, np.zeros((insn.elems("C"), self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
+            c = VGPRs(self, np.zeros((elems["C"], self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
         need["C"] = (c, insn.cd_type)
         for op, (v, t) in need.items():
-            n_want = insn.elems(op)
+            n_want = elems[op]
             if not isinstance(v, VGPRs):
                 raise self.error(TypeError, f"{mnemonic}: operand {op} must be a register value")
             if v.dtype != t and not (itemsize(v.dtype) == itemsize(t) and op in "AB" and
@@ -379,8 +381,11 @@ class MatrixOps:
             if v.n != n_want:
                 raise self.error(ValueError, f"{mnemonic}: operand {op} needs {n_want} x {t} per lane "
                                  f"({insn.operand(op).n_regs} VGPRs), got {v.n}")
-        ex = self.exec.reshape(self.members, self.lanes)
-        live = np.ones(self.members, bool) if self.exec_full else ex.all(axis=1)
+        if self.exec_full:
+            live = np.ones(self.members, bool)
+        else:
+            ex = self.exec.reshape(self.members, self.lanes)
+            live = ex.all(axis=1)
         if not self.exec_full and not np.all(live | ~ex.any(axis=1)):
             m = int(np.argmax(~(live | ~ex.any(axis=1))))
             raise self.error(GfxSimError, f"{mnemonic} issued with EXEC {ex[m].sum()}/{self.lanes}: "
@@ -391,6 +396,16 @@ class MatrixOps:
                 self.finding("uninitialized-read", f"{mnemonic}: operand {op} ({v.reg_name()}) holds never-written "
                              f"bytes", lane=lane, what=f"operand {op}", name=v.reg_name())
         return insn, regs_in, a, b, c, live
+
+    def _operand_shape(self, insn):
+        """({operand: elements per lane} of A, B, C, whether A or B is 4-bit: _unpack_nibbles),
+        read off the record once per wave, not at every issue."""
+        key = ("operand shape", insn.mnemonic)
+        got = self.mma_memos.get(key)
+        if got is None or got[0] is not insn:
+            got = self.mma_memos[key] = (insn, {op: insn.elems(op) for op in "ABC"},
+                                         any(insn.operand(op).elem_bits == 4 for op in "AB"))
+        return got[1:]
 
     def _mma_plans(self, insn) -> dict:
         cache = self.machine.plan_cache
