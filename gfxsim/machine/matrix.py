@@ -495,9 +495,12 @@ class MatrixOps:
         if not GATHER_TOGETHER or not all(v.ndim == 2 and v.shape == first.shape and v.dtype == first.dtype
                                          for v in vals) or first.shape[1] != self.members * self.lanes:
             return np.concatenate([self._gathered(insn, op, v, plan) for v in vals])
-        slot = {}                          # by object within this call: the arrays are alive here
-        at = [slot.setdefault(id(v), len(slot)) for v in vals]
-        distinct = list({id(v): v for v in vals}.values())
+        distinct, at = [], []              # each array once, found as itself (a few per call)
+        for v in vals:
+            j = next((j for j, x in enumerate(distinct) if x is v), len(distinct))
+            if j == len(distinct):
+                distinct.append(v)
+            at.append(j)
         stacked = np.stack(distinct).reshape(len(distinct), -1)
         got = np.take(stacked, flat_plan(self.machine.plan_cache, insn, op, self.members, self.lanes), axis=1)
         if len(distinct) < len(vals):
