@@ -233,6 +233,28 @@ class Fold:
             return a
         return np.where(a >= 0, a + sh, a)
 
+    def agrees(self, f: str, a: np.ndarray, want: np.ndarray) -> bool:
+        """Whether tag field ``f``'s folded values ``a`` ``[rows, width]``, placed and shifted for
+        every member (``shifted(f, expand_cols(a), col_member)``, int32 as it wraps), are exactly
+        ``want`` ``[rows, members*lanes]``, without making them: one class, compared as ``want - a``
+        against each member's shift (int32 wraps the same on both sides). False where it cannot
+        tell (several classes, a field no load shifted): the caller then places them."""
+        M, L = self.members, self.lanes
+        if self.classes != 1 or a.ndim != 2 or want.shape != (a.shape[0], M * L) or a.shape[1] != L:
+            return False
+        s = self.shift.get(f)
+        held = a >= 0
+        if s is None:
+            if held.any():               # shifted raises there: the caller's placing says so
+                return False
+            per = np.zeros(M, np.int32)
+        else:
+            per = np.where(self.known[f], s, 0).astype(a.dtype)
+        v = a[:, None, :]
+        d = np.subtract(want.reshape(a.shape[0], M, L), v, dtype=a.dtype)
+        exp = per[None, :, None] if held.all() else np.where(held[:, None, :], per[None, :, None], a.dtype.type(0))
+        return bool((d == exp).all())
+
     def _names(self, mma: np.ndarray, mn: np.ndarray, member, log):
         """``@mma``/``@mn`` (representatives' names, placed for every member) as each member's."""
         shape = mma.shape

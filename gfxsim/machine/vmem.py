@@ -14,7 +14,7 @@ from .dtypes import dtype_name, itemsize, load_values, load_written, np_dtype, s
 from ..errors import ArgumentError
 from .errors import MemoryFault
 from .memory import Buffer
-from .provenance import RESERVED
+from .provenance import RESERVED, Prov
 from .valueprov import stored_prov
 from .vgpr import VGPRs
 
@@ -250,6 +250,35 @@ class VmemOps:
                              elements=int(bad[:, in_m].sum()), value=holds, tags=tags)
         return agree
 
+    def _store_folded(self, buf: Buffer, sel, value: VGPRs, nbytes: int, what: str):
+        """A folded batch's store under full EXEC whose value's tag fields all land where the
+        destination's tags name the same identities: (the stored provenance, its fields that
+        agree), those fields checked on the folded values against the tags (Fold.agrees) rather
+        than placed for every member and compared (_check_store), and stored as the tags they
+        equal. None for anything else (a field that disagrees: the caller's path, which says
+        where)."""
+        p = value.prov
+        if self.fold is None or not self.exec_full or p is None or not buf.tagged:
+            return None
+        folded = stored_prov(p, nbytes, self.exec, True)             # full EXEC: rows cut, columns kept
+        fields = sorted(folded.ids.keys() & buf.tag_fields)
+        if not fields:
+            return None
+        g = folded.g
+        each = folded.per_byte()
+        elem = sel if buf.itemsize == 1 else sel // buf.itemsize     # [nbytes, columns], as _check_store
+        want = buf.tags_at(elem, fields)
+        for f in fields:
+            if not self.fold.agrees(f, each.ids[f], want[f]):
+                return None
+        rest = Prov(g, {f: x for f, x in folded.ids.items() if f not in want}, folded.fp, folded.flags)
+        out = self.unfold_prov(rest, what)
+        ids = dict(out.ids)
+        for f in fields:                    # the tags, equal to the values placed: a row per g bytes
+            t = want[f] if g == 1 else want[f][::g]
+            ids[f] = t if t.dtype == folded.ids[f].dtype else t.astype(folded.ids[f].dtype)
+        return Prov(g, ids, out.fp, out.flags), set(fields)
+
     def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
         """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
         if not isinstance(value, VGPRs):
@@ -271,16 +300,24 @@ class VmemOps:
             ba = addr[None, :] + np.arange(nbytes)[:, None]
             sel = ba if self.exec_full else np.take(ba, np.flatnonzero(act), axis=1)
             what = f"global_store to {buf.name!r}"
-            if self.exec_full or self.fold is None:
-                stored = stored_prov(self.unfold_prov(value.prov, what), nbytes, act, self.exec_full)
-            else:                  # a partial EXEC: only the writing columns unfolded (a scale's lane 0)
-                stored = stored_prov(self.unfold_prov(value.prov, what, np.flatnonzero(act)), nbytes, act, True)
-            agree = self._check_store(buf, sel, stored, value, act) if stored is not None and buf.tagged else ()
+            placed = self._store_folded(buf, sel, value, nbytes, what) if FOLDED_STORE_CHECK else None
+            if placed is not None:
+                stored, agree = placed
+            else:
+                if self.exec_full or self.fold is None:
+                    stored = stored_prov(self.unfold_prov(value.prov, what), nbytes, act, self.exec_full)
+                else:              # a partial EXEC: only the writing columns unfolded (a scale's lane 0)
+                    stored = stored_prov(self.unfold_prov(value.prov, what, np.flatnonzero(act)), nbytes, act,
+                                         True)
+                agree = self._check_store(buf, sel, stored, value, act) if stored is not None and buf.tagged else ()
             buf.store_prov(sel, stored, self.machine, agree)
         self.event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
 
 
 _ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit array, as one word
+# a folded store's tag fields checked on the folded values (VmemOps._store_folded); tests compare
+# both ways
+FOLDED_STORE_CHECK = True
 
 # the events of word-wise accesses (global_load_words, global_store_words): what global_load and
 # global_store record for the same sizes
