@@ -236,11 +236,11 @@ class Fold:
     def agrees(self, f: str, a: np.ndarray, want: np.ndarray) -> bool:
         """Whether tag field ``f``'s folded values ``a`` ``[rows, width]``, placed and shifted for
         every member (``shifted(f, expand_cols(a), col_member)``, int32 as it wraps), are exactly
-        ``want`` ``[rows, members*lanes]``, without making them: one class, compared as ``want - a``
-        against each member's shift (int32 wraps the same on both sides). False where it cannot
-        tell (several classes, a field no load shifted): the caller then places them."""
+        ``want`` ``[rows, members*lanes]``, without making them: compared as ``want - a`` (each
+        member's representative's) against each member's shift (int32 wraps the same on both
+        sides). False where it cannot tell (a field no load shifted): the caller then places them."""
         M, L = self.members, self.lanes
-        if self.classes != 1 or a.ndim != 2 or want.shape != (a.shape[0], M * L) or a.shape[1] != L:
+        if a.ndim != 2 or want.shape != (a.shape[0], M * L) or a.shape[1] != self.width:
             return False
         s = self.shift.get(f)
         held = a >= 0
@@ -250,9 +250,9 @@ class Fold:
             per = np.zeros(M, np.int32)
         else:
             per = np.where(self.known[f], s, 0).astype(a.dtype)
-        v = a[:, None, :]
+        v = a[:, None, :] if self.classes == 1 else a.reshape(a.shape[0], self.classes, L)[:, self.cls, :]
         d = np.subtract(want.reshape(a.shape[0], M, L), v, dtype=a.dtype)
-        exp = per[None, :, None] if held.all() else np.where(held[:, None, :], per[None, :, None], a.dtype.type(0))
+        exp = per[None, :, None] if held.all() else np.where(v >= 0, per[None, :, None], a.dtype.type(0))
         return bool((d == exp).all())
 
     def _names(self, mma: np.ndarray, mn: np.ndarray, member, log):

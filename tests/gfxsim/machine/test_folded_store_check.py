@@ -47,8 +47,8 @@ def test_the_folded_check_leaves_what_placing_every_member_leaves(monkeypatch, m
         same_buffers(a.buffers[name], b.buffers[name], ra[-1].machine.wide, rb[-1].machine.wide)
 
 
-def _fold(members, lanes, f, shift):
-    fd = F.Fold(members, lanes)
+def _fold(members, lanes, f, shift, classes=None):
+    fd = F.Fold(members, lanes, classes)
     fd.shift[f], fd.known[f] = np.asarray(shift, np.int64), np.ones(members, bool)
     return fd
 
@@ -61,7 +61,14 @@ def test_agrees_is_placing_and_comparing(seed):
     R, M, L = int(rng.integers(1, 4)), int(rng.integers(1, 6)), int(rng.choice([4, 64]))
     a = rng.choice(np.array([-1, 0, 3, 2 ** 31 - 2, 77], np.int64), (R, L)).astype(np.int32)
     shift = rng.choice(np.array([0, 1, -3, 2 ** 31, 2 ** 32 + 5], np.int64), M)
-    fd = _fold(M, L, "token", shift)
+    classes = None
+    if seed % 2 == 0 and M > 1:                     # several classes, each representative its own values
+        classes = rng.integers(0, 3, M)
+        classes[:2] = (0, 1)
+    fd = _fold(M, L, "token", shift, classes)
+    if classes is not None:
+        a = np.concatenate([a, rng.choice(np.array([-1, 4, 9, 2 ** 31 - 1], np.int32), (R, (fd.classes - 1) * L))],
+                           axis=1)
     if seed % 4 == 1:
         fd.known["token"][rng.integers(0, M)] = False
     if seed % 7 == 3:
