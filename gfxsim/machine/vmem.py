@@ -290,15 +290,17 @@ class VmemOps:
         if self.wg.accesses is not None:
             self.wg.accesses.note(self, buf, addr, nbytes, store=True)
         act = self.exec
-        if self.machine.attempt is not None:                         # a folded attempt may be taken back
+        with_prov = self.machine.provenance and (value.prov is not None or buf.prov is not None)
+        sel = None                       # the bytes the active lanes write [nbytes, active columns]
+        if self.machine.attempt is not None or with_prov:
             at = addr if self.exec_full else addr[act]
-            self.machine.attempt.before_store(buf, at[None, :] + np.arange(nbytes)[:, None])
+            sel = at[None, :] + np.arange(nbytes)[:, None]
+        if self.machine.attempt is not None:                         # a folded attempt may be taken back
+            self.machine.attempt.before_store(buf, sel)
         store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self.exec_full else act)
         if buf.expects and self.machine.provenance and all(b is not buf for b, _ in self.machine.outputs):
             self.machine.outputs.append((buf, self.source()))          # checked at the launch's end
-        if self.machine.provenance and (value.prov is not None or buf.prov is not None):
-            ba = addr[None, :] + np.arange(nbytes)[:, None]
-            sel = ba if self.exec_full else np.take(ba, np.flatnonzero(act), axis=1)
+        if with_prov:
             what = f"global_store to {buf.name!r}"
             placed = self._store_folded(buf, sel, value, nbytes, what) if FOLDED_STORE_CHECK else None
             if placed is not None:
