@@ -292,7 +292,9 @@ class Buffer:
                     run = inner if inner > 1 else shape[axes[-1]]
                     if bool((mod_const(e[0], run) <= run - R).all()):
                         span = "same" if inner > 1 else "next"
-                rest = div_const(e[:1] if span else e, inner)
+                rest = e[:1] if span else e
+                if inner > 1:                # (inner: a division still to make, merged with the next)
+                    rest, inner = div_const(rest, inner), 1
                 # every byte of each lane's access in one run of the axes inside the tag's (a lane's
                 # 8 bytes of one token's dims): the coordinates of the first row serve every row
                 one_row = span == "same" or (span is None and R > 1 and bool((rest == rest[:1]).all()))
@@ -301,17 +303,19 @@ class Buffer:
                 idx, mult = None, 1
                 for d in range(axes[-1], axes[0] - 1, -1):      # coordinates from the last varying axis up
                     if tshape[d] > 1:        # the outermost axis needs no mod: elem is in the buffer
+                        if inner > 1:        # the axes between two varying ones: one division
+                            rest, inner = div_const(rest, inner), 1
                         c = rest if d == 0 else mod_const(rest, shape[d])
                         idx = c if idx is None else idx + c * mult
                         mult *= shape[d]
                     if d > axes[0]:
-                        rest = div_const(rest, shape[d])
+                        inner *= shape[d]
                 if span == "next":
                     idx = idx + np.arange(R, dtype=idx.dtype)[:, None]
                 got = index[key] = (idx, one_row)
             idx, one_row = got
             if ident and idx.dtype == flat.dtype:   # the tag is its own index (a dim, heads numbered 0, 1, ...)
-                v = idx.copy() if key in given or idx is e else idx
+                v = idx.copy() if key in given or np.may_share_memory(idx, e) else idx
                 given.add(key)
             else:
                 v = np.take(flat, idx)
