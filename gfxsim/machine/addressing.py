@@ -12,6 +12,10 @@ from .errors import MemoryFault
 from .vgpr import VGPRs
 
 
+# a partial EXEC's addresses checked on its active lanes first (tests compare both ways)
+PARTIAL_FIRST = True
+
+
 def addresses(w, offset, nbytes: int, limit: int, what: str, align: int, one_member: bool = False) -> np.ndarray:
     """The per-column byte addresses of an access (int64 ``[width]``), checked in the active
     lanes: in bounds of ``limit`` and ``align``-aligned. ``one_member``: the first batched
@@ -32,6 +36,12 @@ def addresses(w, offset, nbytes: int, limit: int, what: str, align: int, one_mem
         hi = limit - nbytes
         if w.exec_full and hi >= 0 and not (u > hi).any() and not (align > 1 and (u & (align - 1)).any()):
             return addr
+        # a partial EXEC (a scale's lane 0): the same check on the active lanes' addresses alone,
+        # where a negative address is out of bounds as unsigned too (so not above int's range)
+        if PARTIAL_FIRST and not w.exec_full and 0 <= hi < 2 ** (8 * raw.dtype.itemsize - 1):
+            ua = np.take(u, np.flatnonzero(w.exec[:n]))
+            if not (ua > hi).any() and not (align > 1 and (ua & (align - 1)).any()):
+                return addr
     else:
         addr = np.full(n, integer(w, offset, f"{what}: the address"), np.int64)
     act = w.exec[:n]

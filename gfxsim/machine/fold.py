@@ -233,6 +233,28 @@ class Fold:
             return a
         return np.where(a >= 0, a + sh, a)
 
+    def agrees(self, f: str, a: np.ndarray, want: np.ndarray) -> bool:
+        """Whether tag field ``f``'s folded values ``a`` ``[rows, width]``, placed and shifted for
+        every member (``shifted(f, expand_cols(a), col_member)``, int32 as it wraps), are exactly
+        ``want`` ``[rows, members*lanes]``, without making them: compared as ``want - a`` (each
+        member's representative's) against each member's shift (int32 wraps the same on both
+        sides). False where it cannot tell (a field no load shifted): the caller then places them."""
+        M, L = self.members, self.lanes
+        if a.ndim != 2 or want.shape != (a.shape[0], M * L) or a.shape[1] != self.width:
+            return False
+        s = self.shift.get(f)
+        held = a >= 0
+        if s is None:
+            if held.any():               # shifted raises there: the caller's placing says so
+                return False
+            per = np.zeros(M, np.int32)
+        else:
+            per = np.where(self.known[f], s, 0).astype(a.dtype)
+        v = a[:, None, :] if self.classes == 1 else a.reshape(a.shape[0], self.classes, L)[:, self.cls, :]
+        d = np.subtract(want.reshape(a.shape[0], M, L), v, dtype=a.dtype)
+        exp = per[None, :, None] if held.all() else np.where(v >= 0, per[None, :, None], a.dtype.type(0))
+        return bool((d == exp).all())
+
     def _names(self, mma: np.ndarray, mn: np.ndarray, member, log):
         """``@mma``/``@mn`` (representatives' names, placed for every member) as each member's."""
         shape = mma.shape
@@ -504,12 +526,11 @@ def _fold_check_numpy(a, rep_cols, cls, lanes, shift, has):
     same ``shift`` and ``has`` (on False the caller reads neither)."""
     R, W = a.shape
     M = W // lanes
-    x = a[:, :M * lanes].reshape(R, M, lanes).astype(np.int64)
     if rep_cols.shape[0] == 0:
-        v = np.broadcast_to(x[:, :1, :], x.shape)
-    else:
-        rb = rep_cols[np.asarray(cls[:M], np.int64) * lanes]              # each member's representative
-        v = a[:, rb[:, None] + np.arange(lanes)].astype(np.int64)        # [R, M, lanes]
+        return _fold_check_one_class(a[:, :M * lanes].reshape(R, M, lanes).astype(np.int32, copy=False), shift, has)
+    x = a[:, :M * lanes].reshape(R, M, lanes).astype(np.int64)
+    rb = rep_cols[np.asarray(cls[:M], np.int64) * lanes]                  # each member's representative
+    v = a[:, rb[:, None] + np.arange(lanes)].astype(np.int64)            # [R, M, lanes]
     held = v >= 0
     if ((~held) & (x != v)).any():
         return False
@@ -523,6 +544,32 @@ def _fold_check_numpy(a, rep_cols, cls, lanes, shift, has):
         return False
     shift[:M] = np.where(has_in | got, s, shift[:M])
     has[:M] = has_in | got
+    return True
+
+
+def _fold_check_one_class(x, shift, has):
+    """_fold_check_numpy of one class (member 0 represents all; ``x`` int32 [rows, members, lanes]):
+    every member's first held value is at the representative's first, so each member's shift is
+    one subtraction; the plane is then compared in int32, exactly: a held value whose shifted value
+    leaves int32 cannot be matched (False), and otherwise x - v == s wraps only where x == v + s."""
+    R, M, L = x.shape
+    v = x[:, :1, :]                                                     # [R, 1, lanes] the representative
+    held = v >= 0
+    if not held.any():                              # nothing held: every member the same, no shift
+        return bool((x == v).all())
+    r, _, l = np.unravel_index(int(np.argmax(held)), held.shape)
+    has_in = np.asarray(has[:M], np.bool_)
+    s = np.where(has_in, shift[:M], x[r, :, l].astype(np.int64) - np.int64(v[r, 0, l]))    # [M]
+    vh = v[held]
+    lo, hi = int(vh.min()), int(vh.max())
+    if int(s.min()) + lo < -2 ** 31 or int(s.max()) + hi >= 2 ** 31:
+        return False
+    s32 = s.astype(np.int32)[None, :, None]
+    want = s32 if held.all() else np.where(held, s32, np.int32(0))                 # x - v where it folds
+    if not (np.subtract(x, v, dtype=np.int32) == want).all():
+        return False
+    shift[:M] = s
+    has[:M] = True
     return True
 
 

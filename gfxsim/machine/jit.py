@@ -133,9 +133,23 @@ def join_start() -> None:
 
 def starting(mod: str) -> bool:
     """Whether a compiled function of module ``mod`` would now wait for numba's start on prewarm's
-    thread (~0.3 s of the GIL): a caller holding an exact numpy twin of it runs that meanwhile (its
-    tests hold the two to the same results), and the compiled one once the module is made."""
-    return _STARTING and mod in _LAZY
+    thread (~0.3 s of the GIL), or start numba itself where the run asked for twins first
+    (``twins_first``): a caller holding an exact numpy twin of it runs that meanwhile (its tests
+    hold the two to the same results), and the compiled one once the module is made."""
+    return (_STARTING or (_TWINS_FIRST and not _TARGET_STARTED)) and mod in _LAZY
+
+
+_TWINS_FIRST = False                 # twins_first() was called: numba is not started for a twin's sake
+
+
+def twins_first() -> None:
+    """Until numba runs in this process, the compiled functions that have an exact numpy twin (the
+    callers of ``starting``) run the twin rather than start numba: for a run whose compiled work is
+    small next to numba's start (~0.4 s of CPU holding the GIL, ~100 MiB): the cache producer, whose
+    folded batches merge on one representative's 64 columns. Once numba runs (prewarm, or a compiled
+    function without a twin, which starts it as ever), the compiled functions are taken."""
+    global _TWINS_FIRST
+    _TWINS_FIRST = True
 
 
 _TARGET_STARTED = False

@@ -37,12 +37,16 @@ class MemProv:
     ``lazy``: fields whose plane is still the buffer's tags everywhere (every store so far wrote
     there the identities the destination's tags name: ``scatter``'s ``agree``), made only when
     read (``ids``) or when a store writes anything else; a cache's token, head and dim planes
-    are then never made (one int32 per cache byte each)."""
+    are then never made (one int32 per cache byte each). ``cleared``: per lazy field, the entries
+    that stores of values without the field cleared (-1; a bool per entry): an int8 cache's
+    encoding plane (@enc, the same everywhere) stays lazy while the producer's numbers (which
+    carry no encoding) are stored into it, a quarter of the plane's bytes."""
 
     def __init__(self, size: int, ids: dict | None = None, unit: int = 1, lazy: dict | None = None):
         self.size, self.unit = size, unit
         self._ids: dict[str, np.ndarray] = ids or {}       # field -> int32 [size / unit]
         self.lazy: dict = lazy or {}                        # field -> a function making its plane
+        self.cleared: dict[str, np.ndarray] = {}            # lazy field -> bool [size / unit]: -1 there
         self.fp: dict[str, Mask] = {}                       # field -> Mask [size / unit]
         self.flags: np.ndarray | None = None               # uint8 [size / unit]
 
@@ -50,13 +54,21 @@ class MemProv:
     def ids(self) -> dict[str, np.ndarray]:
         """field -> plane, every field's plane made."""
         if self.lazy:                     # the tags' planes first, as a buffer's first store made them
-            made = {f: make() for f, make in self.lazy.items()}
+            made = {f: self._make(f) for f in list(self.lazy)}
             self._ids, self.lazy = {**made, **self._ids}, {}
         return self._ids
 
     @ids.setter
     def ids(self, ids: dict):
-        self._ids, self.lazy = ids, {}
+        self._ids, self.lazy, self.cleared = ids, {}, {}
+
+    def _make(self, f: str) -> np.ndarray:
+        """Lazy field ``f``'s plane, made (and no longer lazy): -1 where stores cleared it."""
+        plane = self.lazy.pop(f)()
+        cleared = self.cleared.pop(f, None)
+        if cleared is not None:
+            plane[cleared] = -1
+        return plane
 
     def empty(self) -> bool:
         return not self._ids and not self.lazy and not self.fp and self.flags is None
@@ -116,8 +128,16 @@ class MemProv:
         for f in set(self._ids) | set(self.lazy) | (set(p.ids) if p is not None else set()):
             if f in self.lazy:
                 if f in agree and p is not None and f in p.ids:
+                    if f in self.cleared:            # the tags again there
+                        self.cleared[f][idx] = False
                     continue
-                self._ids[f] = self.lazy.pop(f)()
+                if p is None or f not in p.ids:      # cleared: marked, the plane still not made
+                    c = self.cleared.get(f)
+                    if c is None:
+                        c = self.cleared[f] = np.zeros(n, bool)
+                    c[idx] = True
+                    continue
+                self._ids[f] = self._make(f)
             plane = self._ids.get(f)
             if plane is None:
                 plane = self._ids[f] = np.full(n, -1, np.int32)
@@ -272,7 +292,9 @@ class Buffer:
                     run = inner if inner > 1 else shape[axes[-1]]
                     if bool((mod_const(e[0], run) <= run - R).all()):
                         span = "same" if inner > 1 else "next"
-                rest = div_const(e[:1] if span else e, inner)
+                rest = e[:1] if span else e
+                if inner > 1:                # (inner: a division still to make, merged with the next)
+                    rest, inner = div_const(rest, inner), 1
                 # every byte of each lane's access in one run of the axes inside the tag's (a lane's
                 # 8 bytes of one token's dims): the coordinates of the first row serve every row
                 one_row = span == "same" or (span is None and R > 1 and bool((rest == rest[:1]).all()))
@@ -281,17 +303,19 @@ class Buffer:
                 idx, mult = None, 1
                 for d in range(axes[-1], axes[0] - 1, -1):      # coordinates from the last varying axis up
                     if tshape[d] > 1:        # the outermost axis needs no mod: elem is in the buffer
+                        if inner > 1:        # the axes between two varying ones: one division
+                            rest, inner = div_const(rest, inner), 1
                         c = rest if d == 0 else mod_const(rest, shape[d])
                         idx = c if idx is None else idx + c * mult
                         mult *= shape[d]
                     if d > axes[0]:
-                        rest = div_const(rest, shape[d])
+                        inner *= shape[d]
                 if span == "next":
                     idx = idx + np.arange(R, dtype=idx.dtype)[:, None]
                 got = index[key] = (idx, one_row)
             idx, one_row = got
             if ident and idx.dtype == flat.dtype:   # the tag is its own index (a dim, heads numbered 0, 1, ...)
-                v = idx.copy() if key in given or idx is e else idx
+                v = idx.copy() if key in given or np.may_share_memory(idx, e) else idx
                 given.add(key)
             else:
                 v = np.take(flat, idx)
@@ -379,8 +403,8 @@ class Buffer:
             unit = 4 if self.itemsize % 4 == 0 else 1
             per = self.itemsize // unit
             ids = {}
-            if self.encoding is not None:
-                declared = self.declared_encoding is not None
+            declared = self.declared_encoding is not None
+            if self.encoding is not None and (declared or not LAZY_TAG_PLANES):
                 # the element indices are read only where declared; otherwise only their shape
                 elem = np.arange(self.array.size) if declared else np.broadcast_to(np.int32(0), (self.array.size,))
                 ids.update(enc.buffer_planes(self.name, self.encoding, elem, declared))
@@ -389,8 +413,14 @@ class Buffer:
             lazy = {f: functools.partial(self._tag_plane, f, per) for f in self._tags} if LAZY_TAG_PLANES else {}
             if not LAZY_TAG_PLANES:
                 ids.update({f: self._tag_plane(f, per) for f in self._tags})
+            elif self.encoding is not None and not declared:     # one value everywhere: made when read
+                lazy[enc.ENC] = functools.partial(self._enc_plane, self.array.size * per)
             self.prov = MemProv(self.nbytes, ids, unit, lazy)
         self.prov.scatter(byte_addr, p, agree)
+
+    def _enc_plane(self, n: int) -> np.ndarray:
+        """The encoding plane of a buffer whose dtype names its encoding: ``n`` entries, one value."""
+        return enc.buffer_planes(self.name, self.encoding, np.broadcast_to(np.int32(0), (n,)), False)[enc.ENC]
 
     def _tag_plane(self, field: str, per: int) -> np.ndarray:
         """Field ``field``'s tag of every element as a plane of ``per`` entries an element."""
@@ -410,7 +440,7 @@ class Buffer:
             take = lambda x: np.take(x, idx, axis=0)
             planes = (p.unit, dict(p._ids), dict(p.fp), p.flags, idx, {f: take(a) for f, a in p._ids.items()},
                       {f: m.map(take) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags),
-                      dict(p.lazy))
+                      dict(p.lazy), dict(p.cleared), {f: take(c) for f, c in p.cleared.items()})
         return (at, np.take(self.raw, at), None if self.written is None else np.take(self.written, at), p,
                 self.origin, planes)
 
@@ -426,9 +456,12 @@ class Buffer:
         self.prov, self.origin = prov, origin
         if planes is None:
             return
-        unit, ids, fp, flags, idx, id_vals, fp_vals, flag_vals, lazy = planes
+        unit, ids, fp, flags, idx, id_vals, fp_vals, flag_vals, lazy, cleared, cleared_vals = planes
         prov.unit, prov.ids, prov.fp, prov.flags = unit, ids, fp, flags
         prov.lazy = lazy                  # a plane made since is the tags there: lazy again
+        prov.cleared = cleared
+        for f, v in cleared_vals.items():
+            cleared[f][idx] = v
         for f, v in id_vals.items():
             ids[f][idx] = v
         for f, v in fp_vals.items():

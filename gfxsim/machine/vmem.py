@@ -14,7 +14,7 @@ from .dtypes import dtype_name, itemsize, load_values, load_written, np_dtype, s
 from ..errors import ArgumentError
 from .errors import MemoryFault
 from .memory import Buffer
-from .provenance import RESERVED
+from .provenance import RESERVED, Prov
 from .valueprov import stored_prov
 from .vgpr import VGPRs
 
@@ -250,6 +250,35 @@ class VmemOps:
                              elements=int(bad[:, in_m].sum()), value=holds, tags=tags)
         return agree
 
+    def _store_folded(self, buf: Buffer, sel, value: VGPRs, nbytes: int, what: str):
+        """A folded batch's store under full EXEC whose value's tag fields all land where the
+        destination's tags name the same identities: (the stored provenance, its fields that
+        agree), those fields checked on the folded values against the tags (Fold.agrees) rather
+        than placed for every member and compared (_check_store), and stored as the tags they
+        equal. None for anything else (a field that disagrees: the caller's path, which says
+        where)."""
+        p = value.prov
+        if self.fold is None or not self.exec_full or p is None or not buf.tagged:
+            return None
+        folded = stored_prov(p, nbytes, self.exec, True)             # full EXEC: rows cut, columns kept
+        fields = sorted(folded.ids.keys() & buf.tag_fields)
+        if not fields:
+            return None
+        g = folded.g
+        each = folded.per_byte()
+        elem = sel if buf.itemsize == 1 else sel // buf.itemsize     # [nbytes, columns], as _check_store
+        want = buf.tags_at(elem, fields)
+        for f in fields:
+            if not self.fold.agrees(f, each.ids[f], want[f]):
+                return None
+        rest = Prov(g, {f: x for f, x in folded.ids.items() if f not in want}, folded.fp, folded.flags)
+        out = self.unfold_prov(rest, what)
+        ids = dict(out.ids)
+        for f in fields:                    # the tags, equal to the values placed: a row per g bytes
+            t = want[f] if g == 1 else want[f][::g]
+            ids[f] = t if t.dtype == folded.ids[f].dtype else t.astype(folded.ids[f].dtype)
+        return Prov(g, ids, out.fp, out.flags), set(fields)
+
     def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
         """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
         if not isinstance(value, VGPRs):
@@ -261,26 +290,36 @@ class VmemOps:
         if self.wg.accesses is not None:
             self.wg.accesses.note(self, buf, addr, nbytes, store=True)
         act = self.exec
-        if self.machine.attempt is not None:                         # a folded attempt may be taken back
+        with_prov = self.machine.provenance and (value.prov is not None or buf.prov is not None)
+        sel = None                       # the bytes the active lanes write [nbytes, active columns]
+        if self.machine.attempt is not None or with_prov:
             at = addr if self.exec_full else addr[act]
-            self.machine.attempt.before_store(buf, at[None, :] + np.arange(nbytes)[:, None])
+            sel = at[None, :] + np.arange(nbytes)[:, None]
+        if self.machine.attempt is not None:                         # a folded attempt may be taken back
+            self.machine.attempt.before_store(buf, sel)
         store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self.exec_full else act)
         if buf.expects and self.machine.provenance and all(b is not buf for b, _ in self.machine.outputs):
             self.machine.outputs.append((buf, self.source()))          # checked at the launch's end
-        if self.machine.provenance and (value.prov is not None or buf.prov is not None):
-            ba = addr[None, :] + np.arange(nbytes)[:, None]
-            sel = ba if self.exec_full else np.take(ba, np.flatnonzero(act), axis=1)
+        if with_prov:
             what = f"global_store to {buf.name!r}"
-            if self.exec_full or self.fold is None:
-                stored = stored_prov(self.unfold_prov(value.prov, what), nbytes, act, self.exec_full)
-            else:                  # a partial EXEC: only the writing columns unfolded (a scale's lane 0)
-                stored = stored_prov(self.unfold_prov(value.prov, what, np.flatnonzero(act)), nbytes, act, True)
-            agree = self._check_store(buf, sel, stored, value, act) if stored is not None and buf.tagged else ()
+            placed = self._store_folded(buf, sel, value, nbytes, what) if FOLDED_STORE_CHECK else None
+            if placed is not None:
+                stored, agree = placed
+            else:
+                if self.exec_full or self.fold is None:
+                    stored = stored_prov(self.unfold_prov(value.prov, what), nbytes, act, self.exec_full)
+                else:              # a partial EXEC: only the writing columns unfolded (a scale's lane 0)
+                    stored = stored_prov(self.unfold_prov(value.prov, what, np.flatnonzero(act)), nbytes, act,
+                                         True)
+                agree = self._check_store(buf, sel, stored, value, act) if stored is not None and buf.tagged else ()
             buf.store_prov(sel, stored, self.machine, agree)
         self.event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
 
 
 _ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit array, as one word
+# a folded store's tag fields checked on the folded values (VmemOps._store_folded); tests compare
+# both ways
+FOLDED_STORE_CHECK = True
 
 # the events of word-wise accesses (global_load_words, global_store_words): what global_load and
 # global_store record for the same sizes

@@ -312,5 +312,10 @@ KERNELS: dict[str, Callable[[RunConfig, object, Swap], Ran]] = {
     "sage_attention": _sage,        # sm_89 / sm_90
 }
 
+# the runners whose provenance needs no numba: their compiled work (the merges on a folded batch's
+# representative columns, the loads' fold checks) costs less on the numpy twins than numba's start
+# (~0.4 s of CPU beside the run holding the GIL, ~100 MiB): jit.twins_first instead of jit.prewarm
+NUMPY_TWINS = frozenset({"int8_kv_cache"})
+
 # the runners whose harness has a second kernel the user may swap (--reduce-fn)
 REDUCE_KERNELS = {"paged_attention_decode": "paged_attention_reduce"}

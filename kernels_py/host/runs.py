@@ -14,7 +14,7 @@ import numpy as np
 
 from kernels_py.host.config import RunConfig
 from kernels_py.host.hip_twins import asm_kernel_fn
-from kernels_py.host.runners import KERNELS, REDUCE_KERNELS, Swap
+from kernels_py.host.runners import KERNELS, NUMPY_TWINS, REDUCE_KERNELS, Swap
 from kernels_py.reference import attention as R
 from gfxsim.errors import ArgumentError
 
@@ -218,7 +218,10 @@ def run_kernel(kernel: str, *, config: RunConfig | None = None, inputs=None, pro
     elif params:
         raise ArgumentError(f"run_kernel got config= and {', '.join(sorted(params))}: give each setting once")
     cfg = config
-    if cfg.provenance:              # numba starts while the data is generated (provenance's merges need it)
+    if cfg.provenance and kernel in NUMPY_TWINS and cfg.frontend != "asm":
+        from gfxsim.machine.jit import twins_first
+        twins_first()
+    elif cfg.provenance:            # numba starts while the data is generated (provenance's merges need it)
         from gfxsim.machine.jit import prewarm
         prewarm()
     if cfg.reduce_fn is not None and kernel not in REDUCE_KERNELS:

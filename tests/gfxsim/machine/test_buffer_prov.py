@@ -116,9 +116,11 @@ def test_tags_at_is_each_tag_broadcast_and_indexed():
         size = int(np.prod(shape))
         for e in (rng.integers(0, size, (1, 17)), np.repeat(rng.integers(0, size, (1, 9)), 3, axis=0)):
             for dt in (np.int64, np.int32):
-                got = buf.tags_at(e.astype(dt))
+                ea = e.astype(dt)
+                got = buf.tags_at(ea)
                 for f, t in tags.items():
                     want = np.broadcast_to(t, shape).reshape(-1)[e].astype(np.int32)
                     assert got[f].dtype == np.int32 and np.array_equal(got[f], want), (shape, f)
                 assert len({id(a) for a in got.values()}) == len(got)
                 assert not any(np.shares_memory(a, b) for a in got.values() for b in got.values() if a is not b)
+                assert not any(np.shares_memory(a, ea) for a in got.values())    # never the caller's elements

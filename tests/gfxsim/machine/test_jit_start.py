@@ -46,6 +46,7 @@ def test_without_start_beside_a_narrow_wave_starts_numba_itself(not_up):
 CHILD = ("import json, sys; from gfxsim.machine import jit; mode = sys.argv[1]\n"
          "if mode == 'wait': jit.START_BESIDE = False\n"
          "if mode == 'soon': jit.START_WORK = 1\n"
+         "if mode == 'numba': jit.prewarm(); jit.join_start()\n"
          "import contextlib, io; out = io.StringIO()\n"
          "from gfxsim.cli import main\n"
          "with contextlib.redirect_stdout(out): rc = main(sys.argv[2:])\n"
@@ -76,3 +77,34 @@ def test_the_batched_asm_decode_gives_the_same_report_whenever_numba_starts(tmp_
     assert got["soon"]["up"]
     assert got["wait"]["rc"] == got["default"]["rc"] == got["soon"]["rc"] == 0
     assert got["wait"]["report"] == got["default"]["report"] == got["soon"]["report"]
+
+
+def test_twins_first_runs_the_numpy_twins_until_numba_runs(not_up, monkeypatch):
+    """jit.twins_first: a function with a numpy twin (``starting``'s callers) runs the twin while
+    numba is not up, without starting it; once numba runs, the compiled one."""
+    monkeypatch.setattr(jit, "_TWINS_FIRST", False)
+    monkeypatch.setitem(jit._LAZY, "a.module", [])
+    assert not jit.starting("a.module")
+    jit.twins_first()
+    assert jit.starting("a.module") and not jit.starting("a.module.compiled") and not not_up
+    jit._TARGET_STARTED = True
+    assert not jit.starting("a.module")
+
+
+def test_the_cache_producer_with_provenance_runs_without_numba_and_reports_the_same():
+    """int8_kv_cache with provenance (runners.NUMPY_TWINS): numba never loads, and the report is the
+    one of a process where numba ran first (the compiled fold checks and merges)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + (os.pathsep + os.environ["PYTHONPATH"]
+                                                    if os.environ.get("PYTHONPATH") else ""))
+    argv = ["run", "int8_kv_cache", "--context", "96", "--heads", "8", "--kv-heads", "2", "--report", "json",
+            "--quiet"]
+    got = {}
+    for mode in ("default", "numba"):
+        r = subprocess.run([sys.executable, "-c", CHILD, mode, *argv], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=900)
+        assert r.returncode == 0, r.stderr[-3000:]
+        got[mode] = json.loads(r.stdout.strip().splitlines()[-1])
+    assert not got["default"]["loaded"] and got["numba"]["loaded"]
+    assert got["default"]["rc"] == got["numba"]["rc"] == 0
+    assert got["default"]["report"]["checks"]["not_run"] == []           # provenance ran
+    assert got["default"]["report"] == got["numba"]["report"]

@@ -1,8 +1,9 @@
-"""A buffer's tag planes are made only when read or when a store writes identities other than the
-tags there (memory.MemProv.lazy): a launch must leave what it left with every plane made at the
-first store (LAZY_TAG_PLANES off): findings, bytes, written bits, every plane, footprint and mark,
-through folded attempts taken back (put_back), stores into the wrong slots (store-mismatch) and
-a second launch into the same buffers."""
+"""A buffer's tag planes (and an int8 buffer's encoding plane, one value everywhere, cleared where
+stores of numbers land: MemProv.cleared) are made only when read or when a store writes identities
+other than the tags there (memory.MemProv.lazy): a launch must leave what it left with every plane
+made at the first store (LAZY_TAG_PLANES off): findings, bytes, written bits, every plane,
+footprint and mark, through folded attempts taken back (put_back), stores into the wrong slots
+(store-mismatch) and a second launch into the same buffers."""
 import numpy as np
 import pytest
 
@@ -45,7 +46,10 @@ def test_lazy_tag_planes_leave_what_eager_planes_leave(monkeypatch, kernel, find
     for name in eager.outputs:
         a, b = eager.buffers[name], lazy.buffers[name]
         if launches == 1 and not finds:       # the correct producer wrote only the tags: none made yet
-            assert b.prov.lazy.keys() == b.tag_fields, name
+            # nor the int8 caches' encoding plane (one value, cleared where the numbers were stored)
+            assert b.prov.lazy.keys() == set(b.tag_fields) | ({"@enc"} if b.encoding else set()), name
+            if b.encoding:
+                assert b.prov.cleared["@enc"].any() and not b.prov._ids
         same_buffers(a, b, ra[-1].machine.wide, rb[-1].machine.wide)      # reading them makes them
         assert not b.prov.lazy
 
@@ -68,3 +72,30 @@ def test_a_store_of_other_identities_makes_the_plane_and_a_take_back_unmakes_it(
     assert buf.prov.lazy.keys() == set(tags)
     for f, t in tags.items():
         assert np.array_equal(buf.prov.ids[f], t), f
+
+
+def test_cleared_entries_of_a_lazy_plane_are_taken_back_and_written_again():
+    """MemProv.cleared: a store of a value without a field marks its bytes -1 on the lazy plane (an
+    int8 cache's @enc, or a tag the value lacks); put_back unmarks what that store marked; a later
+    store of the tags there makes them the tags again; the planes read afterwards say so."""
+    buf = _setup().buffers["k_cache"]
+    tags = {f: np.broadcast_to(t, buf.array.shape).ravel().astype(np.int32) for f, t in buf.tag_arrays.items()}
+    code = int(memory.enc.buffer_planes("k_cache", "i8", np.zeros(1, np.int32), False)[memory.enc.ENC][0])
+
+    def value(elem, fields):
+        return memory.Prov(1, {f: np.take(tags[f], elem)[None, :] for f in fields})
+    first, second, third = np.array([0, 5, 17]), np.array([100, 101]), np.array([200, 300])
+    buf.store_prov(first[None, :], value(first, tags), agree=set(tags))
+    buf.store_prov(third[None, :], value(third, ["dim"]), agree={"dim"})           # no token, no kv_head
+    buf.store_prov(third[None, :], value(third, tags), agree=set(tags))           # the tags again
+    before = buf.overwritten(second[None, :])
+    buf.store_prov(second[None, :], value(second, ["kv_head"]), agree={"kv_head"})
+    assert set(buf.prov.lazy) == set(tags) | {"@enc"} and not buf.prov._ids
+    assert buf.prov.cleared["token"][second].all()
+    buf.put_back(before)
+    planes = buf.prov.ids
+    enc = np.full(buf.nbytes, code, np.int32)
+    enc[np.concatenate([first, third])] = -1
+    assert np.array_equal(planes["@enc"], enc)
+    for f, t in tags.items():
+        assert np.array_equal(planes[f], t), f

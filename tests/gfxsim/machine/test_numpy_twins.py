@@ -28,7 +28,7 @@ def _planes(rng, R, M, L, classes, consistent):
     return np.ascontiguousarray(a.reshape(R, M * L)), rep_cols, cls.astype(np.int64)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(80))
 def test_fold_check_twin(seed):
     rng = np.random.default_rng(seed)
     R, M, L = int(rng.integers(1, 4)), int(rng.integers(1, 7)), int(rng.choice([4, 64]))
@@ -37,11 +37,39 @@ def test_fold_check_twin(seed):
     if seed % 5 == 0:
         a[:] = -1                                   # no member holds a value
     got = [np.zeros(M, np.int64), np.zeros(M, np.bool_)]
-    want = [np.zeros(M, np.int64), np.zeros(M, np.bool_)]
+    if seed % 2:                                    # shifts an earlier load set: right, or not
+        right = [np.zeros(M, np.int64), np.zeros(M, np.bool_)]
+        fold._fold_check(a, rep_cols, cls, L, *right)
+        got[1][:] = rng.random(M) < 0.5
+        got[0][:] = right[0] if seed % 4 == 1 else rng.integers(-5, 6, M)
+    want = [got[0].copy(), got[1].copy()]
     ok = fold._fold_check_numpy(a, rep_cols, cls, L, *got)
     assert ok == fold._fold_check(a, rep_cols, cls, L, *want)
     if ok:
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_fold_check_twin_at_the_ends_of_int32(seed):
+    """Identities near int32's ends, shifts that carry a member's values past them (its plane then
+    wraps) or not, one class and several: the twin answers as the int64 compiled check."""
+    rng = np.random.default_rng(seed)
+    R, M, L = int(rng.integers(1, 3)), int(rng.integers(2, 6)), 4
+    rep = rng.choice(np.array([-1, 0, 5, 2 ** 31 - 3, 2 ** 31 - 1, 2 ** 30], np.int64), (R, 1, L))
+    shift = rng.choice(np.array([0, 1, 2, -7, 2 ** 31, -(2 ** 31), 2 ** 32 + 1], np.int64), (1, M, 1))
+    shift[0, 0, 0] = 0
+    a = np.where(rep >= 0, rep + shift, rep).astype(np.int32).reshape(R, M * L)     # wrapped to int32
+    for classes in (1, 2):
+        cls = np.arange(M) % classes
+        rep_cols = fold._NO_COLS if classes == 1 else np.arange(2 * L)
+        if classes == 2:
+            a[:, L:2 * L] = a[:, :L]
+        got = [np.zeros(M, np.int64), np.zeros(M, np.bool_)]
+        want = [np.zeros(M, np.int64), np.zeros(M, np.bool_)]
+        ok = fold._fold_check_numpy(np.ascontiguousarray(a), rep_cols, cls, L, *got)
+        assert ok == fold._fold_check(np.ascontiguousarray(a), rep_cols, cls, L, *want)
+        if ok:
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
 
 def _ids(rng, shape, lo=-1, hi=6):
