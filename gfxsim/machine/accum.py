@@ -412,6 +412,16 @@ def _field(x):
     return (x.view(np.int64) >> 52) & 0x7FF
 
 
+def _fold_width(x, op):
+    """``op`` (np.maximum, or np.add of an exact sum) reduced over axis 1 of ``x``, the width of
+    the steps, by joining its halves (contiguous blocks) while its length is even. A sum comes
+    back with -0 where every term is -0; the caller adds +0, as numpy's sum starts from it."""
+    while x.shape[1] > 1 and x.shape[1] % 2 == 0:
+        h = x.shape[1] // 2
+        x = op(x[:, :h], x[:, h:])
+    return x[:, 0] if x.shape[1] == 1 else op.reduce(x, axis=1)
+
+
 def _two_stage_operands(acc, a, b, c, a_emin, b_emin):
     """mma_f32 of a "two_stage" record without interleaved groups in few numpy calls (the path of
     a process without numba, ~70 calls whatever the batch): A's columns and B's rows put in the
@@ -430,16 +440,18 @@ def _two_stage_operands(acc, a, b, c, a_emin, b_emin):
     if plan is None:
         return None
     order, n_steps, width = plan
+    # K leads: A as [K, bl, M], B as [K, bl, N], so the products are [steps, width, bl, M, N] and a
+    # step's terms are reduced over contiguous blocks (max, and sums that are exact in any order)
+    ak, bk = a.transpose(2, 0, 1), b.transpose(1, 0, 2)
     if order is not None:
-        a, b = a[..., order], b[..., order, :]
-    bt = np.swapaxes(b, -1, -2)
-    ab = np.concatenate((a.reshape(-1), bt.reshape(-1)))                     # A, then B transposed
+        ak, bk = ak[order], bk[order]
+    ab = np.concatenate((ak.reshape(-1), bk.reshape(-1)))                     # A, then B
     field = _field(ab)
     zero = ab == 0
     if not (np.where(zero, _FIELD_LO, field) - _FIELD_LO).view(np.uint64).max() <= _FIELD_SPAN:    # NaN fails
         return None
     e = field - 1023
-    na = a.size
+    na = ak.size
     if a_emin is not None and a_emin == b_emin:
         np.maximum(e, a_emin, out=e)
     else:
@@ -447,11 +459,11 @@ def _two_stage_operands(acc, a, b, c, a_emin, b_emin):
             if emin is not None:
                 np.maximum(part, emin, out=part)
     np.copyto(e, _ZERO, where=zero)
-    a, bt = ab[:na].reshape(a.shape), ab[na:].reshape(bt.shape)
-    ea, eb = e[:na].reshape(a.shape), e[na:].reshape(bt.shape)
-    shape = a.shape[:2] + bt.shape[1:2] + (n_steps, width)                  # [bl, M, N, steps, width]
-    prod = (a[:, :, None, :] * bt[:, None, :, :]).reshape(shape)
-    e_dot = _halving((ea[:, :, None, :] + eb[:, None, :, :]).reshape(shape), -1, np.maximum)
+    ak, bk = ab[:na].reshape(ak.shape), ab[na:].reshape(bk.shape)
+    ea, eb = e[:na].reshape(ak.shape), e[na:].reshape(bk.shape)
+    shape = (n_steps, width) + ak.shape[1:] + bk.shape[2:]                  # [steps, width, bl, M, N]
+    prod = (ak[:, :, :, None] * bk[:, :, None, :]).reshape(shape)
+    e_dot = _fold_width((ea[:, :, :, None] + eb[:, :, None, :]).reshape(shape), np.maximum)    # [steps, bl, M, N]
     # |product| < 2^(its exponent + 2): only a step aligned at 2^127 or above can hold one of 2^128
     if e_dot.max(initial=NONE) >= 127 and not np.abs(prod).max(initial=0.0) < 2.0 ** 128:
         return None
@@ -459,23 +471,23 @@ def _two_stage_operands(acc, a, b, c, a_emin, b_emin):
     # 2^(f - e_dot), a power of two (dividing by it is exact); a step of zero products (e_dot at
     # NONE or below) gets 2^1000, which keeps its +-0 terms +-0
     inv = (np.minimum(f + 1023 - e_dot, 1023 + 1000) << 52).view(np.float64)
-    t = prod * inv[..., None]
+    t = prod * inv[:, None]
     t = np.trunc(t, out=t) if acc.rounding == "truncate" else np.floor(t, out=t) if acc.rounding == "floor" else \
         np.round(t, out=t)
-    dot = _halving(t, -1, np.add) / inv + 0.0
+    dot = _fold_width(t, np.add) / inv + 0.0
     top_dot = e_dot + 1023                                # biased (a step of zeros: far below C's)
     f2, final = acc.c_bits, acc.final_rounding or acc.rounding
-    run = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), a.shape[:2] + bt.shape[1:2]))
+    run = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), dot.shape[1:]))
     with np.errstate(over="ignore", invalid="ignore"):
         for i in range(n_steps):                          # _finite_two_stage's second adders: normal quanta
             e_c = np.maximum(_field(run), _F32_FIELD)     # C's exponent (at least fp32's smallest normal)
-            top = np.maximum(top_dot[..., i], e_c)
+            top = np.maximum(top_dot[i], e_c)
             p = ((f + 2046 - top) << 52).view(np.float64)             # 2^(f - top)
             c_cut = np.floor(run * p) / p
             if acc.c_far_drops:
                 c_cut = np.where(e_c < top - f - 1, 0.0, c_cut)
             p = ((f2 + 1 + 2046 - top) << 52).view(np.float64)        # 2^(f2 + 1 - top)
-            s = np.floor(dot[..., i] * p) / p + c_cut
+            s = np.floor(dot[i] * p) / p + c_cut
             p = ((f2 + 2046 - np.maximum(_field(s), _F32_FIELD)) << 52).view(np.float64)
             s = np.floor(s * p) / p
             d = s.astype(np.float32) if final == "nearest" else to_f32(s, final)
