@@ -401,77 +401,119 @@ def mma_f32(acc, a, b, c, a_type: str | None = None, b_type: str | None = None) 
 
 
 _ZERO = -(1 << 40)           # a zero input's exponent: any sum with it lies below NONE
-_NEAR = 2.0 ** 400           # inputs within 2^-400..2^400: no product rounds to zero, every quantum is normal
+# inputs within 2^-400..2^400: no product rounds to zero, every quantum is normal. As biased exponent
+# fields (what the bits hold): a nonzero input's field lies in _FIELD_LO .. _FIELD_LO + _FIELD_SPAN
+_FIELD_LO, _FIELD_SPAN = 1023 - 400, 799
+_F32_FIELD = 1023 + F32_EMIN  # fp32's smallest normal exponent as a biased field (C and the sums clamp to it)
 
 
-def _p2(e):
-    """2^e of int64 exponents within the normal range, made from their bits."""
-    return ((e + 1023) << 52).view(np.float64)
+def _field(x):
+    """The biased exponent field of doubles (11 bits; a finite fp32 value's is 897 or more unless 0)."""
+    return (x.view(np.int64) >> 52) & 0x7FF
 
 
-def _bits_exponent(x, emin):
-    """exponent(x, emin) of normal doubles from their bits; _ZERO where x == 0."""
-    e = ((x.view(np.int64) >> 52) & 0x7FF) - 1023
-    if emin is not None:
-        e = np.maximum(e, emin)
-    return np.where(x == 0, _ZERO, e)
+def _fold_width(x, op):
+    """``op`` (np.maximum, or np.add of an exact sum) reduced over axis 1 of ``x``, the width of
+    the steps, by joining its halves (contiguous blocks) while its length is even. A sum comes
+    back with -0 where every term is -0; the caller adds +0, as numpy's sum starts from it."""
+    while x.shape[1] > 1 and x.shape[1] % 2 == 0:
+        h = x.shape[1] // 2
+        x = op(x[:, :h], x[:, h:])
+    return x[:, 0] if x.shape[1] == 1 else op.reduce(x, axis=1)
 
 
 def _two_stage_operands(acc, a, b, c, a_emin, b_emin):
-    """mma_f32 of a "two_stage" record without interleaved groups in a few numpy calls (the path
-    of a process without numba): A's columns and B's rows put in the steps' order, a product's
-    exponent the sum of its inputs' read from their bits (a zero input's far below NONE, so a
-    step of zero products aligns at NONE), each step's cut products counted in quanta as
-    accum_jit counts them (exact integers, scaled once), then C through the second adders with
-    powers of two made from exponent bits. None where _finite_two_stage would leave it to the loop,
-    or an input lies outside 2^-400..2^400 (the product path then runs)."""
+    """mma_f32 of a "two_stage" record without interleaved groups in few numpy calls (the path of
+    a process without numba, ~70 calls whatever the batch): A's columns and B's rows put in the
+    steps' order, side by side in one array so their exponents are read from their bits at once (a
+    zero input's far below NONE, so a step of zero products aligns at NONE or below: its quantum's
+    exponent is capped, its cut terms stay +-0); each step's cut products counted in quanta as
+    accum_jit counts them (exact integers, scaled once); then C through the second adders with
+    powers of two made from biased exponent fields. None where _finite_two_stage would leave it to
+    the loop, or an input lies outside 2^-400..2^400 (the product path then runs). A step whose D
+    is not finite makes every later D infinite or NaN (C then is), so one look at the last D finds
+    it; a finite D is what ``finish`` writes."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if acc.interleave != 1 or a.ndim != 3:
         return None
-    steps = steps_of(acc, a.shape[-1])
-    width, f = len(steps[0]), acc.mantissa_bits
-    if any(len(s) != width for s in steps) or (4 * width) << f > 1 << 53:
+    plan = _operand_plan(acc, a.shape[-1])
+    if plan is None:
         return None
-    aa, ab = np.abs(a), np.abs(b)
-    if not (aa.max(initial=0.0) < _NEAR and ab.max(initial=0.0) < _NEAR) or \
-            (aa[aa != 0].min(initial=1.0) < 1 / _NEAR) or (ab[ab != 0].min(initial=1.0) < 1 / _NEAR):   # NaN fails
+    order, n_steps, width = plan
+    # K leads: A as [K, bl, M], B as [K, bl, N], so the products are [steps, width, bl, M, N] and a
+    # step's terms are reduced over contiguous blocks (max, and sums that are exact in any order)
+    ak, bk = a.transpose(2, 0, 1), b.transpose(1, 0, 2)
+    if order is not None:
+        ak, bk = ak[order], bk[order]
+    ab = np.concatenate((ak.reshape(-1), bk.reshape(-1)))                     # A, then B
+    field = _field(ab)
+    zero = ab == 0
+    if not (np.where(zero, _FIELD_LO, field) - _FIELD_LO).view(np.uint64).max() <= _FIELD_SPAN:    # NaN fails
         return None
-    c = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), a.shape[:2] + b.shape[2:]))
-    if not np.isfinite(c).all():
+    e = field - 1023
+    na = ak.size
+    if a_emin is not None and a_emin == b_emin:
+        np.maximum(e, a_emin, out=e)
+    else:
+        for part, emin in ((e[:na], a_emin), (e[na:], b_emin)):
+            if emin is not None:
+                np.maximum(part, emin, out=part)
+    np.copyto(e, _ZERO, where=zero)
+    ak, bk = ab[:na].reshape(ak.shape), ab[na:].reshape(bk.shape)
+    ea, eb = e[:na].reshape(ak.shape), e[na:].reshape(bk.shape)
+    shape = (n_steps, width) + ak.shape[1:] + bk.shape[2:]                  # [steps, width, bl, M, N]
+    prod = (ak[:, :, :, None] * bk[:, :, None, :]).reshape(shape)
+    e_dot = _fold_width((ea[:, :, :, None] + eb[:, :, None, :]).reshape(shape), np.maximum)    # [steps, bl, M, N]
+    # |product| < 2^(its exponent + 2): only a step aligned at 2^127 or above can hold one of 2^128
+    if e_dot.max(initial=NONE) >= 127 and not np.abs(prod).max(initial=0.0) < 2.0 ** 128:
         return None
-    order = [k for s in steps for k in s]
-    if order != list(range(a.shape[-1])):
-        a, b = a[..., order], b[..., order, :]
-    a, bt = np.ascontiguousarray(a), np.ascontiguousarray(np.swapaxes(b, -1, -2))
-    shape = a.shape[:2] + bt.shape[1:2] + (len(steps), width)              # [bl, M, N, steps, width]
-    prod = (a[:, :, None, :] * bt[:, None, :, :]).reshape(shape)
-    if not np.abs(prod).max(initial=0.0) < 2.0 ** 128:
-        return None
-    pe = (_bits_exponent(a, a_emin)[:, :, None, :] + _bits_exponent(bt, b_emin)[:, None, :, :]).reshape(shape)
-    e_dot = np.maximum(_halving(pe, -1, np.maximum), NONE)
-    none = e_dot == NONE                                  # no nonzero product: the cut terms are +-0
-    inv = _p2(np.where(none, 0, f - e_dot))              # a power of two: dividing by it is exact
-    t = prod * inv[..., None]
+    f = acc.mantissa_bits
+    # 2^(f - e_dot), a power of two (dividing by it is exact); a step of zero products (e_dot at
+    # NONE or below) gets 2^1000, which keeps its +-0 terms +-0
+    inv = (np.minimum(f + 1023 - e_dot, 1023 + 1000) << 52).view(np.float64)
+    t = prod * inv[:, None]
     t = np.trunc(t, out=t) if acc.rounding == "truncate" else np.floor(t, out=t) if acc.rounding == "floor" else \
         np.round(t, out=t)
-    dot = _halving(t, -1, np.add) / inv + 0.0
-    f2, final, run = acc.c_bits, acc.final_rounding or acc.rounding, c
-    with np.errstate(over="ignore"):
-        for i in range(len(steps)):                       # _finite_two_stage's second adders: normal quanta
-            e_c = np.maximum(((run.view(np.int64) >> 52) & 0x7FF) - 1023, F32_EMIN)
-            top = np.maximum(e_dot[..., i], e_c)
-            p = _p2(f - top)
+    dot = _fold_width(t, np.add) / inv + 0.0
+    top_dot = e_dot + 1023                                # biased (a step of zeros: far below C's)
+    f2, final = acc.c_bits, acc.final_rounding or acc.rounding
+    run = np.ascontiguousarray(np.broadcast_to(np.asarray(c, np.float64), dot.shape[1:]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(n_steps):                          # _finite_two_stage's second adders: normal quanta
+            e_c = np.maximum(_field(run), _F32_FIELD)     # C's exponent (at least fp32's smallest normal)
+            top = np.maximum(top_dot[i], e_c)
+            p = ((f + 2046 - top) << 52).view(np.float64)             # 2^(f - top)
             c_cut = np.floor(run * p) / p
             if acc.c_far_drops:
                 c_cut = np.where(e_c < top - f - 1, 0.0, c_cut)
-            p = _p2(f2 + 1 - top)
-            s = np.floor(dot[..., i] * p) / p + c_cut
-            p = _p2(f2 - np.maximum(((s.view(np.int64) >> 52) & 0x7FF) - 1023, F32_EMIN))
-            d = to_f32(np.floor(s * p) / p, final)
-            if not np.isfinite(d).all():
-                return None
+            p = ((f2 + 1 + 2046 - top) << 52).view(np.float64)        # 2^(f2 + 1 - top)
+            s = np.floor(dot[i] * p) / p + c_cut
+            p = ((f2 + 2046 - np.maximum(_field(s), _F32_FIELD)) << 52).view(np.float64)
+            s = np.floor(s * p) / p
+            d = s.astype(np.float32) if final == "nearest" else to_f32(s, final)
             run = d.astype(np.float64)
-    return finish(acc, run)
+    if not np.isfinite(run).all():                        # C not finite, or a step's D
+        return None
+    return d
+
+
+_PLANS: dict = {}           # (the record's step fields, K) -> _operand_plan's answer
+
+
+def _operand_plan(acc, k: int):
+    """(the steps' K order as an index list, None where it is 0..k-1; the step count; the step
+    width) of a "two_stage" record for ``k`` products, as _two_stage_operands takes them; None
+    where it takes none (unequal steps, or sums that could be inexact)."""
+    steps = None if acc.k_steps is None else tuple(tuple(x) for x in acc.k_steps)
+    key = (steps, acc.step, acc.mantissa_bits, k)           # what it reads
+    got = _PLANS.get(key, _PLANS)            # None is an answer: the dict itself marks none yet
+    if got is _PLANS:
+        steps = steps_of(acc, k)
+        width = len(steps[0])
+        order = [i for s in steps for i in s]
+        ok = all(len(s) == width for s in steps) and (4 * width) << acc.mantissa_bits <= 1 << 53
+        got = _PLANS[key] = (None if order == list(range(k)) else order, len(steps), width) if ok else None
+    return got
 
 
 def _compiled_two_stage(acc, a, b, c, a_emin, b_emin):

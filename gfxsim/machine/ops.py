@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from .. import isa
+from ..isa.fp import APPROXIMATED
 
 from ..errors import GfxSimError
 
@@ -33,6 +34,12 @@ class Op:
     def entry(self) -> isa.Entry:
         """The ISA table's entry of this operation: its numbers and its provenance rule."""
         return isa.entry(self.mnemonic)
+
+    @cached_property
+    def approximated(self) -> tuple:
+        """Its instructions whose numbers are stand-ins (isa.fp.APPROXIMATED), looked up once: the
+        wave asks at every event."""
+        return tuple(m for m in (self.expands or (self.mnemonic,)) if m in APPROXIMATED)
 
 
 class UnknownOperation(GfxSimError, TypeError):

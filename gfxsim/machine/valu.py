@@ -35,28 +35,36 @@ def bcast(x, n):
 
 
 _MARKED = {"mul": "mul", "div": "div", "max": "extremum", "min": "extremum"}     # qdir.py's operations
+_BITWISE = frozenset(("and", "or", "xor", "shl", "shr"))      # integer ones route bytes where they can
 
 
 class ValuOps:
     # -- elementwise ALU ----------------------------------------------------------------------------
     def _binary(self, op, a, b, into=None) -> VGPRs:
-        dtype = a.dtype if isinstance(a, VGPRs) else (b.dtype if isinstance(b, VGPRs) else None)
-        if dtype is None:
+        if isinstance(a, VGPRs):
+            dtype = a.dtype
+            if not isinstance(b, VGPRs):
+                b = self.coerce(b, dtype)
+        elif isinstance(b, VGPRs):
+            dtype = b.dtype
+            a = self.coerce(a, dtype)
+        else:
             raise self.error(TypeError, f"{op} of two numbers: compute it in Python")
-        a, b = self.coerce(a, dtype), self.coerce(b, dtype)
-        if a.dtype != b.dtype:
+        if b.dtype != dtype:
             raise self.error(TypeError, f"{op}: operand types differ ({a.dtype} vs {b.dtype}); convert with .to()")
-        if a.n != b.n and 1 not in (a.n, b.n):
-            raise self.error(ValueError, f"{op}: {a.n} elements vs {b.n} elements")
-        if op in ("and", "or", "xor", "shl", "shr") and a.dtype in INT:
+        na, nb = a.val.shape[0], b.val.shape[0]
+        if na != nb and na != 1 and nb != 1:
+            raise self.error(ValueError, f"{op}: {na} elements vs {nb} elements")
+        if op in _BITWISE and dtype in INT:
             routed = self.route_bitwise(op, a, b)          # byte routing (routing.py)
             if routed is not None:
                 return self._finish(routed, into, a, b)
-        insn = self.lookup_op(ops.valu, op, a.dtype)
-        self.check_read(a, b)
+        insn = ops.VALU.get((op, dtype)) or self.lookup_op(ops.valu, op, dtype)
+        if a.valid is not None or b.valid is not None:
+            self.check_read(a, b)
         e = insn.entry
         x, y = a.val, b.val
-        if op in ("idiv", "mod") and a.dtype in INT:
+        if op in ("idiv", "mod") and dtype in INT:
             if b.literal and y.flat[0] > 0:
                 r = e.option("by_constant")(x, int(y.flat[0]))     # by a positive literal: a shift or mask
             elif np.any((y == 0) & self.exec[None, :]):
@@ -65,16 +73,21 @@ class ValuOps:
                 r = e.fn(x, y)
         else:
             r = e.fn(y, x) if e.reversed else e.fn(x, y)       # *rev: v_lshlrev_b32 D = S1 << S0
-        r = np.asarray(r).astype(np_dtype(a.dtype), copy=False)
-        rule = e.rule
-        prov = merged(self, a, b, r.shape[0], reducing=rule.reducing, summing=rule.summing, product=rule.product,
-                      extremum=rule.extremum, op=insn.mnemonic)
-        if op in _MARKED:
-            prov = with_marks(self, _MARKED[op], a, b, prov, r.shape[0])
-        if rule.product and self.check_scale_application(a, b, divisor=op == "div") and prov is not None:
-            prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
-        out = self.new_value(r, a.dtype, prov)
-        return self._finish((out, insn), into, a, b)
+        r = np.asarray(r).astype(np_dtype(dtype), copy=False)
+        prov = None
+        if self.machine.provenance:        # without it, merged and with_marks give None, the scale check False
+            rule = e.rule
+            prov = merged(self, a, b, r.shape[0], reducing=rule.reducing, summing=rule.summing, product=rule.product,
+                          extremum=rule.extremum, op=insn.mnemonic)
+            if op in _MARKED:
+                prov = with_marks(self, _MARKED[op], a, b, prov, r.shape[0])
+            if rule.product and self.check_scale_application(a, b, divisor=op == "div") and prov is not None:
+                prov = Prov(prov.g, prov.ids)     # dequantized: the scale's group was applied, not reduced over
+        out = self.new_value(r, dtype, prov)
+        if into is not None:
+            return self._finish((out, insn), into, a, b)
+        self.event(insn, (a, b), (out,))
+        return out
 
     def _finish(self, routed, into, a, b):
         out, insn = routed

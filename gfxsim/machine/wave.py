@@ -80,6 +80,49 @@ def _not_the_kernels(filename: str) -> bool:
     return skip
 
 
+def _literal_array(x, dtype: str, width: int) -> np.ndarray:
+    """A literal operand: one number broadcast over the columns (a read-only view, no array)."""
+    dt = np_dtype(dtype)
+    val = np.ndarray((1, width), dt, np.asarray(x, dt), 0, (0, 0))
+    val.flags.writeable = False
+    return val
+
+
+class _If:
+    """The scope of ``with w.if_(cond):``: EXEC narrowed on entry (the checks of ``cond`` made
+    there), the EXEC before restored on exit, however the block ends."""
+    __slots__ = ("w", "cond", "saved")
+
+    def __init__(self, w, cond):
+        self.w, self.cond = w, cond
+
+    def __enter__(self) -> Cond:
+        self.saved, now = self.w._enter_if(self.cond)
+        return now
+
+    def __exit__(self, *exc) -> bool:
+        if self.w.exec is not self.saved:
+            self.w.set_exec(self.saved)
+        return False
+
+
+_LITERALS: dict = {}          # (int, dtype, width) -> its read-only _literal_array
+_LITERALS_MAX = 4096          # entries kept (then it starts again: a few bytes each)
+
+
+def _literal(x: int, dtype: str, width: int) -> np.ndarray:
+    """_literal_array of a Python int, made once per (number, type, width): a kernel's address
+    arithmetic names the same few hundred numbers thousands of times."""
+    key = (x, dtype, width)
+    got = _LITERALS.get(key)
+    if got is None:
+        got = _literal_array(x, dtype, width)
+        if len(_LITERALS) >= _LITERALS_MAX:
+            _LITERALS.clear()
+        _LITERALS[key] = got
+    return got
+
+
 class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
     def __init__(self, machine, workgroup, wave_id: int):
         self.machine = machine
@@ -231,9 +274,13 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
         self.steps += 1
         if self.member_events is not None:
             self.wg.member_event(self)
-        for m in (op.expands or (op.mnemonic,)) if isinstance(op, ops.Op) else (op, op.rsplit("_", 1)[0]):
-            if m in APPROXIMATED:        # (an asm mnemonic carries its encoding: v_exp_f32_e32)
-                self.machine.approximated.add(m)
+        if isinstance(op, ops.Op):
+            if op.approximated:
+                self.machine.approximated.update(op.approximated)
+        else:
+            for m in (op, op.rsplit("_", 1)[0]):
+                if m in APPROXIMATED:    # (an asm mnemonic carries its encoding: v_exp_f32_e32)
+                    self.machine.approximated.add(m)
         if self.steps > self.machine.max_steps:
             raise self.error(StepLimit, f"more than {self.machine.max_steps:,} instructions executed by one wave: an "
                              f"endless loop? (the bound is max_steps, LaunchOptions(max_steps=...))")
@@ -342,18 +389,22 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
         """``x`` as a value of ``dtype``: a value as it is, a number as a literal in every lane."""
         if isinstance(x, VGPRs):
             return x
+        if type(x) is int:                   # an address term: its array made once (_literal)
+            return VGPRs(self, _literal(x, dtype, self.width), dtype, literal=True)
         if isinstance(x, (bool, int, float, np.integer, np.floating)):
-            # a literal operand: one number broadcast over the lanes (a read-only view, no array)
-            dt = np_dtype(dtype)
-            val = np.ndarray((1, self.width), dt, np.asarray(x, dt), 0, (0, 0))
-            val.flags.writeable = False
-            return VGPRs(self, val, dtype, literal=True)
+            return VGPRs(self, _literal_array(x, dtype, self.width), dtype, literal=True)
         raise self.error(TypeError, f"expected a per-lane value or a number, got {type(x).__name__}")
 
     # -- divergent control ----------------------------------------------------------------------------
-    @contextlib.contextmanager
     def if_(self, cond):
         """``with w.if_(c):`` narrows EXEC to the lanes where c holds (s_and_saveexec_b64)."""
+        return _If(self, cond)
+
+    def _enter_if(self, cond):
+        """_If's entry: EXEC narrowed by ``cond``; returns (EXEC before, the Cond of EXEC now)."""
+        saved = self.exec
+        if cond is True:                 # every lane: EXEC stays as it is (set_exec never writes into it)
+            return saved, Cond(saved.copy())
         # a number would be read as true or false: only a condition or bools are conditions
         if not (isinstance(cond, (Cond, bool, np.bool_)) or (isinstance(cond, np.ndarray) and cond.dtype == bool)):
             raise self.error(TypeError, f"w.if_ needs a condition (a comparison of per-lane values, a bool or a "
@@ -364,12 +415,8 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
                                          f"({self.lanes})")
         if m.ndim != 1:
             raise self.error(ValueError, "w.if_ needs a one-element condition (one bit per lane)")
-        saved = self.exec
         self.set_exec(saved & m)
-        try:
-            yield Cond(self.exec.copy())
-        finally:
-            self.set_exec(saved)
+        return saved, Cond(self.exec.copy())
 
     def lane_mask(self, cond) -> np.ndarray:
         """A condition as a mask over the register columns: a Python bool is uniform, a per-lane

@@ -1,7 +1,9 @@
 """The gfxsim.commands entry points kept between processes (gfxsim.cli.entrypoints): the list read
-from the cache equals importlib.metadata's, and any change to a distribution's entry points, a new
-distribution or a removed one reads the metadata again."""
+from the cache equals importlib.metadata's, any change to a distribution's entry points, a new
+distribution or a removed one reads the metadata again, and checkouts that take turns each keep
+their own list."""
 import importlib.metadata
+import os
 import shutil
 import sys
 
@@ -77,7 +79,7 @@ def test_another_finder_that_lists_distributions_reads_the_metadata_every_time(s
     monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder()])
     assert E._fingerprint(GROUP) is None
     assert E.group_entries(GROUP) == _metadata_entries()
-    assert not (site.parent / "cache" / "entry_points.json").exists()
+    assert not (site.parent / "cache" / "entry_points").exists()
 
 
 def test_plugin_commands_come_from_the_group(site):
@@ -97,3 +99,44 @@ def test_a_removed_working_folder_reads_the_metadata(site, monkeypatch):
     monkeypatch.setattr(E.os, "getcwd", gone)
     assert E._fingerprint(GROUP) is None
     assert ("fakecmd", "fake.module") in E.group_entries(GROUP)
+
+
+def test_checkouts_that_take_turns_each_read_their_own_list(site, tmp_path, monkeypatch):
+    """Two checkouts run from their own folders (each first on sys.path, as ``python -m gfxsim``
+    puts it) alternate: each one's list stays cached, where one shared file made every turn read the
+    metadata again; each list is the one its own sys.path gives."""
+    _dist(site, "fakeplug", "fakecmd = fake.module")
+    trees = [tmp_path / "tree_a", tmp_path / "tree_b"]
+    _dist(trees[1], "treeplug", "treecmd = tree.module")        # only tree b holds a distribution
+    base = list(sys.path)
+    got = {}
+    for tree in trees:
+        monkeypatch.setattr(sys, "path", [str(tree), *base])
+        got[tree] = E.group_entries(GROUP)
+        assert got[tree] == _metadata_entries()
+    assert ("treecmd", "tree.module") in got[trees[1]] and ("treecmd", "tree.module") not in got[trees[0]]
+    with monkeypatch.context() as m:
+        _from_cache_only(m)
+        for tree in [*trees, *trees]:
+            m.setattr(sys, "path", [str(tree), *base])
+            assert E.group_entries(GROUP) == got[tree]
+    assert len(list((site.parent / "cache" / "entry_points").iterdir())) == 2
+
+
+def test_the_cache_keeps_the_most_recently_written_lists(site, tmp_path, monkeypatch):
+    monkeypatch.setattr(E, "KEEP", 3)
+    base = list(sys.path)
+    folder = site.parent / "cache" / "entry_points"
+    for i in range(5):
+        tree = tmp_path / f"tree{i}"
+        tree.mkdir()
+        monkeypatch.setattr(sys, "path", [str(tree), *base])
+        E.group_entries(GROUP)
+        for j, f in enumerate(sorted(folder.iterdir(), key=lambda f: f.stat().st_mtime_ns)):
+            os.utime(f, ns=(j, j))                   # distinct times, in the order written
+    assert len(list(folder.iterdir())) == 3
+    with monkeypatch.context() as m:                 # the last three are kept
+        _from_cache_only(m)
+        for i in (2, 3, 4):
+            m.setattr(sys, "path", [str(tmp_path / f"tree{i}"), *base])
+            E.group_entries(GROUP)

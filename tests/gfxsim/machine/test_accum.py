@@ -191,6 +191,87 @@ def test_the_two_stage_fast_path_equals_the_step_by_step_adder(name, t):
     assert _finite_two_stage(acc, prod, pexp, c64) is None
 
 
+def _operand_cases():
+    """(name, a, b, c, a_emin, b_emin, taken): operands at the bounds of accum._two_stage_operands,
+    ``taken`` whether it computes them (else it leaves them to the product path)."""
+    rng = np.random.default_rng(23)
+    base_a = rng.normal(size=(3, 16, 32)) * 2.0 ** rng.integers(-6, 6, (3, 16, 32))
+    base_b = rng.normal(size=(3, 32, 16))
+    c = rng.normal(size=(3, 16, 16)).astype(np.float32).astype(np.float64)
+    out = []
+
+    def case(name, taken, a=None, b=None, cc=None, emins=(None, None)):
+        out.append((name, *(np.array(base if x is None else x) for base, x in ((base_a, a), (base_b, b), (c, cc))),
+                    *emins, taken))
+
+    def with_a(value, at=(0, 3, 5)):
+        a = base_a.copy()
+        a[at] = value
+        return a
+
+    b_big = base_b.copy()
+    b_big[0, 5, :] = 2.0 ** 390                  # meets a[0, 3, 5] of the lowest exponent alone
+    a = with_a(2.0 ** -400)
+    a[0, np.arange(16) != 3, 5] = 0.0
+    case("2^-400 taken", True, a, b_big)
+    case("below 2^-400", False, with_a(np.nextafter(2.0 ** -400, 0)))
+    case("a subnormal double", False, with_a(5e-324))
+    b_small = base_b.copy()
+    b_small[0, 5, :] = 2.0 ** -380                # products near 2^20: only the range refuses 2^400
+    case("2^400", False, with_a(2.0 ** 400), b_small)
+    case("just below 2^400", True, with_a(np.nextafter(2.0 ** 400, 0)), b_small)
+    case("NaN", False, with_a(np.nan))
+    case("-inf", False, with_a(-np.inf))
+    case("-0 and +0", True, with_a(-0.0, (1, slice(None), slice(None, 8))))
+    for e in (63.5, 63.99):                      # one product of 2^127 .. 2^128 in its step: taken
+        a, b = np.zeros((1, 16, 32)), np.zeros((1, 32, 16))
+        a[0, 2, 9], b[0, 9, 4] = 2.0 ** e, -(2.0 ** e)
+        case(f"a product of 2^{2 * e}", True, a, b, np.zeros((1, 16, 16)))
+    a, b = np.zeros((1, 16, 32)), np.zeros((1, 32, 16))
+    a[0, 2, 9], b[0, 9, 4] = 2.0 ** 64, 1.0
+    case("a product of 2^64", True, a, b, np.zeros((1, 16, 16)))
+    b[0, 9, 4] = 2.0 ** 64
+    case("a product of 2^128", False, a, b, np.zeros((1, 16, 16)))
+    a[0, 2, 9], b[0, 9, 4] = 1.5 * 2.0 ** 63, 1.5 * 2.0 ** 64
+    a[0, 2, 10], b[0, 10, 4] = -a[0, 2, 9], b[0, 9, 4]           # cancelled: only the product check sees it
+    case("products of +-2^128.17 aligned at 2^127", False, a, b, np.zeros((1, 16, 16)))
+    for step in (0, 3):                          # the D of the first or of the last step overflows
+        a = base_a.copy()
+        a[0, 0, 8 * step:8 * step + 8] = 3e38
+        b = np.abs(base_b) + 1
+        case(f"step {step} overflows", False, a, b)
+    for bad in (np.inf, np.nan):
+        cc = c.copy()
+        cc[2, 1, 1] = bad
+        case(f"C {bad}", False, cc=cc)
+    a = base_a.copy()
+    a[1] = 2.0 ** -20                            # an f16 subnormal (clamped at 2^-14), not a bf16 one
+    case("A and B types apart", True, a, emins=(-14, -126))
+    return out
+
+
+@pytest.mark.parametrize("name", ["CDNA3_F16", "CDNA3_XF32", "nearest", "k_steps"])
+def test_the_operand_path_at_its_bounds(name):
+    """accum._two_stage_operands (a process without numba) reads the inputs' range from their
+    exponent bits (2^-400 .. 2^400, or zero), checks products against 2^128 only in steps aligned at
+    2^127 or above (below, every product is less than 2^128), and looks once, at the end, for a
+    step whose D is not finite: at each bound it gives the step loop's bits or leaves the operands
+    to the product path, whose D then is the loop's too."""
+    import gfxsim.arch.accumulators as amd
+    from gfxsim.machine.accum import _stepwise, _two_stage_operands, product_terms
+    acc = getattr(amd, name) if name.isupper() else Acc(22, **_TWO_STAGE[name])
+    for case, a, b, c, a_emin, b_emin, taken in _operand_cases():
+        prod, pexp = product_terms(a, b, a_emin, b_emin)
+        slow = _stepwise(acc, prod, pexp, c)
+        got = _two_stage_operands(acc, a, b, c, a_emin, b_emin)
+        assert (got is not None) == taken, case
+        if got is not None:
+            np.testing.assert_array_equal(got.view(np.uint32), slow.view(np.uint32), err_msg=case)
+        whole = mma_f32(acc, a, b, c, *(t for t in ("f16", "bf16") if (a_emin, b_emin) == (-14, -126))) \
+            if (a_emin, b_emin) != (None, None) else mma_f32(acc, a, b, c)
+        np.testing.assert_array_equal(whole.view(np.uint32), slow.view(np.uint32), err_msg=case)
+
+
 def _two_stage_compiled(acc, x, y, c, t=None):
     """As a process running numba computes it (accum_jit): accum._finite_two_stage of products ``x``
     (exponents ``y``), or with ``t`` (the operands' type) mma_f32 of A ``x`` and B ``y``."""
