@@ -312,6 +312,41 @@ def test_row_stats_of_wide_sets_shared_by_rows_are_each_rows_own():
     assert (first[-2], last[-2], count[-2]) == (3, 3, 1) and count[-1] == 0 and first[-1] == -1
 
 
+def test_row_stats_word_by_word_equal_each_sets_values():
+    """_row_stats (bit counts, lowest and highest set bits of the words) against the values of each
+    row's set bit by bit: random words, single bits at every position (0, 63 of each word), full and
+    empty words in every place, empty rows and an empty-base row."""
+    from gfxsim.machine.consumed import _row_stats
+    from gfxsim.machine.provenance import WORDS, Mask
+    rng = np.random.default_rng(7)
+    n_rand, singles = 300, 64 * WORDS
+    words = [rng.integers(0, 2 ** 63, (n_rand, WORDS), dtype=np.uint64) * np.uint64(2)
+             | rng.integers(0, 2, (n_rand, WORDS), dtype=np.uint64)]
+    words[0][rng.random((n_rand, WORDS)) < 0.4] = 0                 # zero words between set ones
+    one = np.zeros((singles, WORDS), np.uint64)
+    one[np.arange(singles), np.arange(singles) // 64] = np.uint64(1) << (np.arange(singles) % 64).astype(np.uint64)
+    words.append(one)
+    full = np.zeros((2 ** WORDS, WORDS), np.uint64)
+    for r in range(2 ** WORDS):
+        for w in range(WORDS):
+            if r >> w & 1:
+                full[r, w] = np.uint64(2 ** 64 - 1)
+    words.append(full)                                              # row 0: no bit set
+    bits = np.concatenate(words)
+    n = len(bits)
+    base = rng.integers(0, 50, n) * 256
+    base[5] = -1                                                    # an empty window (its count is 0)
+    m = Mask(base, bits, np.zeros(n, np.uint32))
+    first, last, count = _row_stats(m, None)
+    for r in range(n):
+        vals = [int(base[r]) + 64 * w + b for w in range(WORDS) for b in range(64) if int(bits[r, w]) >> b & 1]
+        if base[r] < 0:
+            assert count[r] == 0
+            continue
+        want = (min(vals), max(vals), len(vals)) if vals else (-1, -1, 0)
+        assert (first[r], last[r], count[r]) == want, r
+
+
 @pytest.mark.parametrize("big", [False, True])
 def test_distinct_triples_is_the_unique_over_rows(big):
     """distinct_triples (one int64 key each, or row-wise where a value is negative or the spans
