@@ -158,8 +158,10 @@ def _stack(parts, n: int) -> Fp:
         index[pos] = off + (np.arange(len(t.base)) if idx is None else idx)
         tables.append(t)
         off += len(t.base)
-    tables.append(Mask.empty((1,)))
-    index[index < 0] = off
+    uncovered = index < 0
+    if uncovered.any() or not tables:    # an empty last row for them (none where the groups cover all)
+        tables.append(Mask.empty((1,)))
+        index[uncovered] = off
     return Fp(Mask.concat(tables), index)
 
 
@@ -713,7 +715,6 @@ def _range_masks(lo, hi):
 
 
 CHECK_SLICE = 1 << 16      # output elements checked at once (each holds two masks of 48 bytes)
-ROW_TABLE_MAX = 1 << 18    # footprint table rows checked per row at up to twice the elements (~40 bytes a row)
 
 
 def distinct_triples(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[list, np.ndarray]:
@@ -798,15 +799,9 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         v, fp = footprints(log, ids[named], mn[named])
         void[named] = v == -1
         mixed[named] = v == MIXED
-    rows = len(fp[field][0].table.base) if field in fp else 0
     if exact and len(named) == n and field in fp and fp[field][0].index is not None and \
-            (rows <= n // 4 or rows <= min(2 * n, ROW_TABLE_MAX)):
-        # the common case, per table row: a set is [lo, hi) when its min, max and size say so. A
-        # row's stats cost a seventh of an element's masks below, so a table of up to twice the
-        # elements pays (a 16K decode's tmp_out: a row per 4 elements plus the empty one) where its
-        # arrays stay small; a larger one only at a row per 4 elements or fewer, as before (the
-        # millions of a prefill's output are checked in slices below). Where a set is not its
-        # range, the elements decide.
+            len(fp[field][0].table.base) <= n // 4:
+        # the common case, per table row: a set is [lo, hi) when its min, max and size say so
         fu, fd = fp[field]
         first, last, count = _row_stats(fu.table, wide)
         t = fu.index

@@ -347,6 +347,23 @@ def test_row_stats_word_by_word_equal_each_sets_values():
         assert (first[r], last[r], count[r]) == want, r
 
 
+def test_stacked_footprints_hold_an_empty_row_only_for_positions_no_group_covers():
+    """_stack: the groups' tables side by side; the empty last row exists only where some position
+    is in no group (an unused row made a 16K decode's tmp_out table one over a row per 4
+    elements, and its coverage check took the per-element path)."""
+    from gfxsim.machine.consumed import Fp, _stack
+    from gfxsim.machine.provenance import Mask
+    a = Fp(Mask.of_values(np.array([3, 7])), np.array([0, 0, 1, 1]))
+    b = Fp(Mask.of_values(np.array([9, 11, 12])))
+    whole = _stack([(np.array([0, 1, 2, 3]), a), (np.array([4, 5, 6]), b)], 7)
+    assert len(whole.table.base) == 5 and whole.index.tolist() == [0, 0, 1, 1, 2, 3, 4]
+    some = _stack([(np.array([0, 2, 4, 6]), a)], 8)
+    assert len(some.table.base) == 3 and some.index.tolist() == [0, 2, 0, 2, 1, 2, 1, 2]
+    assert some.nonempty().tolist() == [True, False, True, False, True, False, True, False]
+    for fp, want in ((whole, [[3], [3], [7], [7], [9], [11], [12]]), (some, [[3], [], [3], [], [7], [], [7], []])):
+        assert [sorted(fp.values_at(i, None)) for i in range(len(want))] == want
+
+
 @pytest.mark.parametrize("big", [False, True])
 def test_distinct_triples_is_the_unique_over_rows(big):
     """distinct_triples (one int64 key each, or row-wise where a value is negative or the spans
