@@ -158,8 +158,10 @@ def _stack(parts, n: int) -> Fp:
         index[pos] = off + (np.arange(len(t.base)) if idx is None else idx)
         tables.append(t)
         off += len(t.base)
-    tables.append(Mask.empty((1,)))
-    index[index < 0] = off
+    uncovered = index < 0
+    if uncovered.any() or not tables:    # an empty last row for them (none where the groups cover all)
+        tables.append(Mask.empty((1,)))
+        index[uncovered] = off
     return Fp(Mask.concat(tables), index)
 
 
@@ -663,14 +665,25 @@ def _launches(log) -> list:
 
 # -- output declarations ----------------------------------------------------------------------------
 def _row_stats(m: Mask, wide):
-    """(min, max, size) of every set of a (small) table; min -1 and size 0 for an empty one."""
-    rows = len(m.base)
-    bits = np.unpackbits(np.ascontiguousarray(m.bits, "<u8").view(np.uint8).reshape(rows, -1), axis=1,
-                         bitorder="little").astype(bool)
-    count = bits.sum(axis=1).astype(np.int64)
+    """(min, max, size) of every set of a table; min -1 and size 0 for an empty one. Word by word
+    (value base + 64*w + b is bit b of word w): the lowest set bit of the first nonzero word, the
+    highest of the last, and the words' bit counts (unpacking every bit cost 8 bytes a value)."""
+    bits = np.ascontiguousarray(m.bits, np.uint64)
+    rows = np.arange(len(bits))
+    count = np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
     has = count > 0
-    first = np.where(has, m.base + bits.argmax(axis=1), -1)
-    last = np.where(has, m.base + (WINDOW - 1 - bits[:, ::-1].argmax(axis=1)), -1)
+    nz = bits != 0
+    w0 = nz.argmax(axis=1)                          # the first nonzero word (0 in an empty row)
+    w1 = WORDS - 1 - nz[:, ::-1].argmax(axis=1)     # the last
+    lo_word = bits[rows, w0]
+    low = lo_word & (~lo_word + np.uint64(1))       # its lowest set bit alone
+    first_bit = np.bitwise_count(low - np.uint64(1)).astype(np.int64)    # bits below it (0 -> 64: masked)
+    hi_word = bits[rows, w1]
+    for k in (1, 2, 4, 8, 16, 32):                  # every bit below the highest set bit set too
+        hi_word = hi_word | (hi_word >> np.uint64(k))
+    last_bit = np.bitwise_count(hi_word).astype(np.int64) - 1
+    first = np.where(has, m.base + 64 * w0 + first_bit, -1)
+    last = np.where(has, m.base + 64 * w1 + last_bit, -1)
     w = np.nonzero(m.wide != 0)[0]
     if len(w):                     # per distinct set: the rows of a context-wide sum share one
         ids, inv = np.unique(m.wide[w], return_inverse=True)

@@ -312,6 +312,58 @@ def test_row_stats_of_wide_sets_shared_by_rows_are_each_rows_own():
     assert (first[-2], last[-2], count[-2]) == (3, 3, 1) and count[-1] == 0 and first[-1] == -1
 
 
+def test_row_stats_word_by_word_equal_each_sets_values():
+    """_row_stats (bit counts, lowest and highest set bits of the words) against the values of each
+    row's set bit by bit: random words, single bits at every position (0, 63 of each word), full and
+    empty words in every place, empty rows and an empty-base row."""
+    from gfxsim.machine.consumed import _row_stats
+    from gfxsim.machine.provenance import WORDS, Mask
+    rng = np.random.default_rng(7)
+    n_rand, singles = 300, 64 * WORDS
+    words = [rng.integers(0, 2 ** 63, (n_rand, WORDS), dtype=np.uint64) * np.uint64(2)
+             | rng.integers(0, 2, (n_rand, WORDS), dtype=np.uint64)]
+    words[0][rng.random((n_rand, WORDS)) < 0.4] = 0                 # zero words between set ones
+    one = np.zeros((singles, WORDS), np.uint64)
+    one[np.arange(singles), np.arange(singles) // 64] = np.uint64(1) << (np.arange(singles) % 64).astype(np.uint64)
+    words.append(one)
+    full = np.zeros((2 ** WORDS, WORDS), np.uint64)
+    for r in range(2 ** WORDS):
+        for w in range(WORDS):
+            if r >> w & 1:
+                full[r, w] = np.uint64(2 ** 64 - 1)
+    words.append(full)                                              # row 0: no bit set
+    bits = np.concatenate(words)
+    n = len(bits)
+    base = rng.integers(0, 50, n) * 256
+    base[5] = -1                                                    # an empty window (its count is 0)
+    m = Mask(base, bits, np.zeros(n, np.uint32))
+    first, last, count = _row_stats(m, None)
+    for r in range(n):
+        vals = [int(base[r]) + 64 * w + b for w in range(WORDS) for b in range(64) if int(bits[r, w]) >> b & 1]
+        if base[r] < 0:
+            assert count[r] == 0
+            continue
+        want = (min(vals), max(vals), len(vals)) if vals else (-1, -1, 0)
+        assert (first[r], last[r], count[r]) == want, r
+
+
+def test_stacked_footprints_hold_an_empty_row_only_for_positions_no_group_covers():
+    """_stack: the groups' tables side by side; the empty last row exists only where some position
+    is in no group (an unused row made a 16K decode's tmp_out table one over a row per 4
+    elements, and its coverage check took the per-element path)."""
+    from gfxsim.machine.consumed import Fp, _stack
+    from gfxsim.machine.provenance import Mask
+    a = Fp(Mask.of_values(np.array([3, 7])), np.array([0, 0, 1, 1]))
+    b = Fp(Mask.of_values(np.array([9, 11, 12])))
+    whole = _stack([(np.array([0, 1, 2, 3]), a), (np.array([4, 5, 6]), b)], 7)
+    assert len(whole.table.base) == 5 and whole.index.tolist() == [0, 0, 1, 1, 2, 3, 4]
+    some = _stack([(np.array([0, 2, 4, 6]), a)], 8)
+    assert len(some.table.base) == 3 and some.index.tolist() == [0, 2, 0, 2, 1, 2, 1, 2]
+    assert some.nonempty().tolist() == [True, False, True, False, True, False, True, False]
+    for fp, want in ((whole, [[3], [3], [7], [7], [9], [11], [12]]), (some, [[3], [], [3], [], [7], [], [7], []])):
+        assert [sorted(fp.values_at(i, None)) for i in range(len(want))] == want
+
+
 @pytest.mark.parametrize("big", [False, True])
 def test_distinct_triples_is_the_unique_over_rows(big):
     """distinct_triples (one int64 key each, or row-wise where a value is negative or the spans
