@@ -702,6 +702,9 @@ def _range_masks(lo, hi):
 
 
 CHECK_SLICE = 1 << 16      # output elements checked at once (each holds two masks of 48 bytes)
+# an output whose every element is checked and named is read through views (no n-sized copies of the
+# bounds, names and positions); tests compare both ways
+LEAN_CHECK = True
 
 
 def distinct_triples(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[list, np.ndarray]:
@@ -742,8 +745,8 @@ def check_outputs(machine):
     if "token-coverage" in machine.not_checked:
         return
     for buf, source in list(machine.outputs):
-        for f, (lo, hi, exact) in sorted(buf.expects.items()):
-            _check_buffer(machine, buf, source, f, lo, hi, exact)
+        for f in sorted(buf.expects):
+            _check_buffer(machine, buf, source, f, *buf.expected(f))
 
 
 def check_unwritten(machine, buf) -> None:
@@ -754,38 +757,48 @@ def check_unwritten(machine, buf) -> None:
         return
     if any(b is buf for b, _ in machine.outputs):
         return
-    for f, (lo, hi, exact) in sorted(buf.expects.items()):
-        _check_buffer(machine, buf, None, f, lo, hi, exact)
+    for f in sorted(buf.expects):
+        _check_buffer(machine, buf, None, f, *buf.expected(f))
 
 
 def _check_buffer(machine, buf, source, field, lo, hi, exact):
     from ..arch.kslots import format_token_set
     log, wide = machine.mma_log, machine.wide
-    el = np.nonzero(lo < hi)[0]
+    # every element checked and named (a prefill's output: millions) takes views, not n-sized copies
+    checked = lo < hi
+    every = LEAN_CHECK and bool(checked.all())
+    el = np.arange(len(lo)) if every else np.nonzero(checked)[0]
+    del checked
     if not len(el):
         return
-    lo, hi = lo[el], hi[el]
+    if not every:
+        lo, hi = lo[el], hi[el]
     size = buf.itemsize
     # bytes of each element written: fewer than all is a store narrower than the element (an i8 into f32)
-    nwritten = np.full(len(el), size, np.int64) if buf.written is None else \
-        buf.written.reshape(-1, size)[el].sum(axis=1)
-    written = nwritten == size
     n = len(el)
+    if buf.written is None:
+        nwritten = np.broadcast_to(np.int16(size), (n,))
+    else:
+        w = buf.written.reshape(-1, size)
+        nwritten = (w if every else w[el]).sum(axis=1, dtype=np.int16)
+    written = nwritten == size
     ids = np.full(n, -1, np.int64)
     mn = np.zeros(n, np.int64)
     if buf.prov is not None and buf.origin is machine and "@mma" in buf.prov.ids:
-        idx = el * size // buf.prov.unit
+        unit = buf.prov.unit
+        idx = slice(None, None, size // unit) if every and size % unit == 0 else el * size // unit
         ids = buf.prov.ids["@mma"][idx].astype(np.int64)
         mn = buf.prov.ids["@mn"][idx].astype(np.int64)
-    named = np.nonzero(ids >= 0)[0]
+    all_named = LEAN_CHECK and bool((ids >= 0).all())
+    named = el if all_named and every else np.nonzero(ids >= 0)[0]
     void = np.zeros(n, bool)
     mixed = np.zeros(n, bool)
-    u, d = Mask.empty((n,)), Mask.empty((n,))
     fp = {}
     if len(named):
-        v, fp = footprints(log, ids[named], mn[named])
+        v, fp = footprints(log, ids, mn) if all_named else footprints(log, ids[named], mn[named])
         void[named] = v == -1
         mixed[named] = v == MIXED
+        del v
     if exact and len(named) == n and field in fp and fp[field][0].index is not None and \
             len(fp[field][0].table.base) <= n // 4:
         # the common case, per table row: a set is [lo, hi) when its min, max and size say so
@@ -799,15 +812,18 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
             return
     # element by element in slices (a prefill's output holds millions): what holds its range, then
     # the rest's masks
-    named_at = np.full(n, -1, np.int64)
-    named_at[named] = np.arange(len(named))
+    if all_named:
+        named_at = None
+    else:
+        named_at = np.full(n, -1, np.int64)
+        named_at[named] = np.arange(len(named))
 
     def masks(sel):
         """(consumed, consumed twice) of the elements at ``sel``."""
         u, d = Mask.empty((len(sel),)), Mask.empty((len(sel),))
         if field in fp:
             fu, fd = fp[field]
-            k = named_at[sel]
+            k = sel if named_at is None else named_at[sel]
             has = np.nonzero(k >= 0)[0]
             if len(has):
                 u.assign(has, fu.at(k[has]).mask())
@@ -833,7 +849,8 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     # the rest, per distinct (consumed, consumed twice, range, written)
     key = np.concatenate([u.base[:, None], u.wide[:, None].astype(np.int64), u.bits.view(np.int64),
                           d.base[:, None], d.wide[:, None].astype(np.int64), d.bits.view(np.int64),
-                          lo[bad, None], hi[bad, None], nwritten[bad, None], mixed[bad, None]], axis=1)
+                          lo[bad, None], hi[bad, None], nwritten[bad, None].astype(np.int64), mixed[bad, None]],
+                         axis=1)
     _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inv = inv.ravel()
     groups: dict = {}
