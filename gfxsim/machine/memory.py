@@ -13,7 +13,8 @@ import numpy as np
 from . import encoding as enc
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
 from ..arch.dtypes import ELEM_TYPES
-from .provenance import WORDS, Mask, Prov
+from .fpplane import DensePlane, FpPlane
+from .provenance import WORDS, Prov
 from ..errors import ArgumentError, ArgumentTypeError, located
 
 
@@ -21,6 +22,9 @@ from ..errors import ArgumentError, ArgumentTypeError, located
 # a buffer's tag planes made only where a store writes other identities, or when read (MemProv.lazy);
 # tests compare both ways
 LAZY_TAG_PLANES = True
+# a buffer's footprint planes as a table of distinct sets and an index (fpplane.FpPlane), else dense;
+# tests compare both ways
+TABLED_FOOTPRINTS = True
 ELEM_BITS = {t.encoding: t.bits for t in ELEM_TYPES.values() if t.encoding is not None}
 
 
@@ -37,13 +41,18 @@ class MemProv:
     ``lazy``: fields whose plane is still the buffer's tags everywhere (every store so far wrote
     there the identities the destination's tags name: ``scatter``'s ``agree``), made only when
     read (``ids``) or when a store writes anything else; a cache's token, head and dim planes
-    are then never made (one int32 per cache byte each)."""
+    are then never made (one int32 per cache byte each).
 
-    def __init__(self, size: int, ids: dict | None = None, unit: int = 1, lazy: dict | None = None):
+    ``tabled``: footprint planes as a table of distinct sets and an index (fpplane.FpPlane: a
+    buffer's output holds a few sets per row), else dense (the LDS, rewritten chunk by chunk)."""
+
+    def __init__(self, size: int, ids: dict | None = None, unit: int = 1, lazy: dict | None = None,
+                 tabled: bool = False):
         self.size, self.unit = size, unit
         self._ids: dict[str, np.ndarray] = ids or {}       # field -> int32 [size / unit]
         self.lazy: dict = lazy or {}                        # field -> a function making its plane
-        self.fp: dict[str, Mask] = {}                       # field -> Mask [size / unit]
+        self.fp: dict = {}                                  # field -> FpPlane or DensePlane [size / unit]
+        self.plane = FpPlane if tabled else DensePlane
         self.flags: np.ndarray | None = None               # uint8 [size / unit]
 
     @property
@@ -62,15 +71,17 @@ class MemProv:
         return not self._ids and not self.lazy and not self.fp and self.flags is None
 
     def _planes(self):
-        return Prov(self.unit, self.ids, self.fp, self.flags)
+        """Every plane made, footprints dense."""
+        return Prov(self.unit, self.ids, {f: m.mask() for f, m in self.fp.items()}, self.flags)
 
     def _per_byte(self):
         """Give up the dword unit (an access that is not whole dwords)."""
         if self.unit == 1:
             return
         u = self.unit
-        p = self._planes().map(lambda a: np.repeat(a, u, axis=0))
-        self.ids, self.fp, self.flags, self.unit = p.ids, p.fp, p.flags, 1
+        rep = lambda a: np.repeat(a, u, axis=0)
+        self.ids, self.fp = {f: rep(a) for f, a in self.ids.items()}, {f: m.repeat(u) for f, m in self.fp.items()}
+        self.flags, self.unit = None if self.flags is None else rep(self.flags), 1
 
     def units_of(self, addr: np.ndarray) -> np.ndarray:
         """The plane entries holding bytes ``addr`` ``[nbytes, ...]`` (flat; an entry once per dword
@@ -98,7 +109,7 @@ class MemProv:
         take = lambda x: np.take(x, idx, axis=0)                     # faster than x[idx]
         ids = {f: take(a) for f, a in self.ids.items()}
         ids = {f: a for f, a in ids.items() if (a >= 0).any()}      # a field none of these bytes holds
-        p = Prov(g, ids, {f: m.map(take) for f, m in self.fp.items()},
+        p = Prov(g, ids, {f: m.take(idx) for f, m in self.fp.items()},
                  None if self.flags is None else take(self.flags))
         return p.compact(size) if g == 1 and size > 1 else p
 
@@ -125,12 +136,11 @@ class MemProv:
         for f in set(self.fp) | (set(p.fp) if p is not None else set()):
             m = self.fp.get(f)
             if m is None:
-                m = self.fp[f] = Mask.empty((n,))
+                m = self.fp[f] = self.plane(n)
             if p is not None and f in p.fp:
                 m.assign(idx, p.fp[f])
             else:
-                m.base[idx] = -1
-                m.wide[idx] = 0
+                m.clear(idx)
         if self.flags is not None or (p is not None and p.flags is not None):
             if self.flags is None:
                 self.flags = np.zeros(n, np.uint8)
@@ -376,7 +386,7 @@ class Buffer:
         if machine is not None and self.origin is not machine and self.prov is not None and self.origin is not None:
             # a second launch writes: bring what the first left here into its namespaces
             whole = self.prov.gather(np.arange(self.nbytes)[:, None], 1)
-            self.prov = MemProv(self.nbytes)
+            self.prov = MemProv(self.nbytes, tabled=TABLED_FOOTPRINTS)
             if whole is not None:
                 self.prov.scatter(np.arange(self.nbytes)[:, None], _import(whole, self.origin, machine))
         self.origin = machine
@@ -396,7 +406,7 @@ class Buffer:
             lazy = {f: functools.partial(self._tag_plane, f, per) for f in self._tags} if LAZY_TAG_PLANES else {}
             if not LAZY_TAG_PLANES:
                 ids.update({f: self._tag_plane(f, per) for f in self._tags})
-            self.prov = MemProv(self.nbytes, ids, unit, lazy)
+            self.prov = MemProv(self.nbytes, ids, unit, lazy, tabled=TABLED_FOOTPRINTS)
         self.prov.scatter(byte_addr, p, agree)
 
     def _tag_plane(self, field: str, per: int) -> np.ndarray:
@@ -416,7 +426,7 @@ class Buffer:
             idx = p.units_of(byte_addr)
             take = lambda x: np.take(x, idx, axis=0)
             planes = (p.unit, dict(p._ids), dict(p.fp), p.flags, idx, {f: take(a) for f, a in p._ids.items()},
-                      {f: m.map(take) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags),
+                      {f: m.take(idx) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags),
                       dict(p.lazy))
         return (at, np.take(self.raw, at), None if self.written is None else np.take(self.written, at), p,
                 self.origin, planes)
