@@ -214,10 +214,10 @@ class Buffer:
         ``field`` (a K identity: ``token``, ``dim``) exactly once, through the matrix instructions,
         sums, LDS and launches that made the value stored there; ``exact`` also forbids values
         outside the range (off: a causal mask may feed later tokens with weight 0). ``lo``/``hi``
-        broadcast to the buffer's shape (``expected``: flat); an element with ``lo >= hi`` is not
+        broadcast to the buffer's shape (kept so); an element with ``lo >= hi`` is not
         checked. Checked at the end of every launch that stores into the buffer (``token-coverage``
         findings)."""
-        try:           # kept as given, flat only when checked: a prefill's were 16 B an element, provenance or not
+        try:           # kept as given: flat, a prefill's were 16 B an element, provenance or not
             lo, hi = (np.array(x, np.int64) for x in (lo, hi))
             np.broadcast_to(lo, self.array.shape), np.broadcast_to(hi, self.array.shape)
         except ValueError:
@@ -227,12 +227,6 @@ class Buffer:
             raise ArgumentError(f"buffer {self.name!r}: {field!r} is a reserved field")
         self.expects[field] = (lo, hi, bool(exact))
         return self
-
-    def expected(self, field: str) -> tuple:
-        """(lo, hi, exact) of ``expect(field)``, the bounds flat over the buffer's elements."""
-        lo, hi, exact = self.expects[field]
-        flat = lambda x: np.broadcast_to(x, self.array.shape).reshape(-1)
-        return flat(lo), flat(hi), exact
 
     @property
     def tags(self) -> dict:
