@@ -715,6 +715,9 @@ def _range_masks(lo, hi):
 
 
 CHECK_SLICE = 1 << 16      # output elements checked at once (each holds two masks of 48 bytes)
+# an output whose every element is checked and named is read through views (no n-sized copies of the
+# bounds, names and positions); tests compare both ways
+LEAN_CHECK = True
 
 
 def distinct_triples(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[list, np.ndarray]:
@@ -755,8 +758,8 @@ def check_outputs(machine):
     if "token-coverage" in machine.not_checked:
         return
     for buf, source in list(machine.outputs):
-        for f, (lo, hi, exact) in sorted(buf.expects.items()):
-            _check_buffer(machine, buf, source, f, lo, hi, exact)
+        for f in sorted(buf.expects):
+            _check_buffer(machine, buf, source, f, *buf.expects[f])
 
 
 def check_unwritten(machine, buf) -> None:
@@ -767,60 +770,87 @@ def check_unwritten(machine, buf) -> None:
         return
     if any(b is buf for b, _ in machine.outputs):
         return
-    for f, (lo, hi, exact) in sorted(buf.expects.items()):
-        _check_buffer(machine, buf, None, f, lo, hi, exact)
+    for f in sorted(buf.expects):
+        _check_buffer(machine, buf, None, f, *buf.expects[f])
 
 
 def _check_buffer(machine, buf, source, field, lo, hi, exact):
+    """``lo``/``hi``: Buffer.expect's bounds as kept (broadcastable to the buffer's shape)."""
     from ..arch.kslots import format_token_set
     log, wide = machine.mma_log, machine.wide
-    el = np.nonzero(lo < hi)[0]
-    if not len(el):
-        return
-    lo, hi = lo[el], hi[el]
+    shape = buf.array.shape
+    flat = lambda x: np.broadcast_to(x, shape).reshape(-1)         # noqa: E731
+    # every element checked and named (a prefill's output: millions) takes views and each slice's
+    # bounds, not n-sized copies
+    checked = np.less(lo, hi)
+    every = LEAN_CHECK and bool(checked.all())
+    if every:
+        el, n = None, buf.array.size
+
+        def bounds(sel):
+            at = np.unravel_index(sel, shape)
+            return np.broadcast_to(lo, shape)[at], np.broadcast_to(hi, shape)[at]
+    else:
+        el = np.nonzero(flat(checked))[0]
+        if not len(el):
+            return
+        lo, hi = flat(lo)[el], flat(hi)[el]
+        n = len(el)
+        bounds = lambda sel: (lo[sel], hi[sel])        # noqa: E731
+    del checked
     size = buf.itemsize
     # bytes of each element written: fewer than all is a store narrower than the element (an i8 into f32)
-    nwritten = np.full(len(el), size, np.int64) if buf.written is None else \
-        buf.written.reshape(-1, size)[el].sum(axis=1)
+    if buf.written is None:
+        nwritten = np.broadcast_to(np.int16(size), (n,))
+    else:
+        w = buf.written.reshape(-1, size)
+        nwritten = (w if every else w[el]).sum(axis=1, dtype=np.int16)
     written = nwritten == size
-    n = len(el)
     ids = np.full(n, -1, np.int64)
     mn = np.zeros(n, np.int64)
     if buf.prov is not None and buf.origin is machine and "@mma" in buf.prov.ids:
-        idx = el * size // buf.prov.unit
+        unit = buf.prov.unit
+        idx = slice(None, None, size // unit) if every and size % unit == 0 else \
+            (np.arange(n) if el is None else el) * size // unit
         ids = buf.prov.ids["@mma"][idx].astype(np.int64)
         mn = buf.prov.ids["@mn"][idx].astype(np.int64)
-    named = np.nonzero(ids >= 0)[0]
+    all_named = LEAN_CHECK and bool((ids >= 0).all())
+    named = np.nonzero(ids >= 0)[0] if not all_named else None
     void = np.zeros(n, bool)
     mixed = np.zeros(n, bool)
-    u, d = Mask.empty((n,)), Mask.empty((n,))
     fp = {}
-    if len(named):
-        v, fp = footprints(log, ids[named], mn[named])
-        void[named] = v == -1
-        mixed[named] = v == MIXED
-    if exact and len(named) == n and field in fp and fp[field][0].index is not None and \
+    if all_named or len(named):
+        v, fp = footprints(log, ids, mn) if all_named else footprints(log, ids[named], mn[named])
+        at = slice(None) if all_named else named
+        void[at] = v == -1
+        mixed[at] = v == MIXED
+        del v
+    if exact and (all_named or len(named) == n) and field in fp and fp[field][0].index is not None and \
             len(fp[field][0].table.base) <= n // 4:
         # the common case, per table row: a set is [lo, hi) when its min, max and size say so
         fu, fd = fp[field]
         first, last, count = _row_stats(fu.table, wide)
         t = fu.index
-        ok = (count[t] == hi - lo) & (first[t] == lo) & (last[t] == hi - 1)
+        flo, fhi = (flat(lo), flat(hi)) if every else (lo, hi)
+        ok = (count[t] == fhi - flo) & (first[t] == flo) & (last[t] == fhi - 1)
         if fd is not None:
             ok &= ~fd.nonempty()
         if (void | (written & ok & ~mixed)).all():
             return
     # element by element in slices (a prefill's output holds millions): what holds its range, then
     # the rest's masks
-    named_at = np.full(n, -1, np.int64)
-    named_at[named] = np.arange(len(named))
+    if all_named:
+        named_at = None
+    else:
+        named_at = np.full(n, -1, np.int64)
+        named_at[named] = np.arange(len(named))
 
     def masks(sel):
         """(consumed, consumed twice) of the elements at ``sel``."""
         u, d = Mask.empty((len(sel),)), Mask.empty((len(sel),))
         if field in fp:
             fu, fd = fp[field]
-            k = named_at[sel]
+            k = sel if named_at is None else named_at[sel]
             has = np.nonzero(k >= 0)[0]
             if len(has):
                 u.assign(has, fu.at(k[has]).mask())
@@ -832,27 +862,30 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     for s0 in range(0, n, CHECK_SLICE):
         sel = np.arange(s0, min(n, s0 + CHECK_SLICE))
         u, d = masks(sel)
-        want, fits = _range_masks(lo[sel], hi[sel])
+        s_lo, s_hi = bounds(sel)
+        want, fits = _range_masks(s_lo, s_hi)
         narrow = u.wide == 0
         same = narrow & fits & (u.base == want.base) & ((u.bits == want.bits).all(axis=-1) if exact else
                                                         ((want.bits & ~u.bits) == 0).all(axis=-1))
-        same |= _wide_holds(u, lo[sel], hi[sel], exact, wide)
+        same |= _wide_holds(u, s_lo, s_hi, exact, wide)
         ok = void[sel] | (written[sel] & same & ~d.nonempty() & ~mixed[sel])
         bad.append(sel[~ok])
     bad = np.concatenate(bad)
     if not len(bad):
         return
     u, d = masks(bad)                    # row i: element bad[i]
+    b_lo, b_hi = bounds(bad)
     # the rest, per distinct (consumed, consumed twice, range, written)
     key = np.concatenate([u.base[:, None], u.wide[:, None].astype(np.int64), u.bits.view(np.int64),
                           d.base[:, None], d.wide[:, None].astype(np.int64), d.bits.view(np.int64),
-                          lo[bad, None], hi[bad, None], nwritten[bad, None], mixed[bad, None]], axis=1)
+                          b_lo[:, None], b_hi[:, None], nwritten[bad, None].astype(np.int64), mixed[bad, None]],
+                         axis=1)
     _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inv = inv.ravel()
     groups: dict = {}
     for g, i in enumerate(first.tolist()):
         j = bad[i]
-        expected = set(range(int(lo[j]), int(hi[j])))
+        expected = set(range(int(b_lo[i]), int(b_hi[i])))
         got = u.values_at((i,), wide) if written[j] else frozenset()
         never = sorted(expected - got)
         twice = sorted(d.values_at((i,), wide)) if written[j] else []
@@ -864,13 +897,13 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     for (never, twice, extra, nw, mix), gs in groups.items():
         wr = nw == size
         members = bad[np.isin(inv, gs)]
-        flat = el[members]
+        elems = members if el is None else el[members]
         rep = int(members[0])
         multiple = {}
         if twice:
             c = counts(log, int(ids[rep]), int(mn[rep]), field)
             multiple = {int(t): int(c[t]) for t in twice}
-        where = _where(buf, flat)
+        where = _where(buf, elems)
         launches = _launches(log)
         parts = []
         if not wr:
@@ -890,8 +923,8 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
         machine.report("token-coverage", f"{where}: " + "; ".join(parts) + chain, source=source,
                        details=dict(tile="", never=list(never), multiple=multiple, buffer=buf.name, field=field,
                                     where=where, elements=[[int(x) for x in np.unravel_index(e, buf.array.shape)]
-                                                           for e in flat[:_FIRST].tolist()],
-                                    element_count=len(flat), unexpected=list(extra), launches=launches))
+                                                           for e in elems[:_FIRST].tolist()],
+                                    element_count=len(elems), unexpected=list(extra), launches=launches))
 
 
 def _where(buf, flat) -> str:

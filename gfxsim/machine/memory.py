@@ -13,7 +13,8 @@ import numpy as np
 from . import encoding as enc
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
 from ..arch.dtypes import ELEM_TYPES
-from .provenance import WORDS, Mask, Prov
+from .fpplane import DensePlane, FpPlane
+from .provenance import WORDS, Prov
 from ..errors import ArgumentError, ArgumentTypeError, located
 
 
@@ -21,6 +22,9 @@ from ..errors import ArgumentError, ArgumentTypeError, located
 # a buffer's tag planes made only where a store writes other identities, or when read (MemProv.lazy);
 # tests compare both ways
 LAZY_TAG_PLANES = True
+# a buffer's footprint planes as a table of distinct sets and an index (fpplane.FpPlane), else dense;
+# tests compare both ways
+TABLED_FOOTPRINTS = True
 ELEM_BITS = {t.encoding: t.bits for t in ELEM_TYPES.values() if t.encoding is not None}
 
 
@@ -40,14 +44,19 @@ class MemProv:
     are then never made (one int32 per cache byte each). ``cleared``: per lazy field, the entries
     that stores of values without the field cleared (-1; a bool per entry): an int8 cache's
     encoding plane (@enc, the same everywhere) stays lazy while the producer's numbers (which
-    carry no encoding) are stored into it, a quarter of the plane's bytes."""
+    carry no encoding) are stored into it, a quarter of the plane's bytes.
 
-    def __init__(self, size: int, ids: dict | None = None, unit: int = 1, lazy: dict | None = None):
+    ``tabled``: footprint planes as a table of distinct sets and an index (fpplane.FpPlane: a
+    buffer's output holds a few sets per row), else dense (the LDS, rewritten chunk by chunk)."""
+
+    def __init__(self, size: int, ids: dict | None = None, unit: int = 1, lazy: dict | None = None,
+                 tabled: bool = False):
         self.size, self.unit = size, unit
         self._ids: dict[str, np.ndarray] = ids or {}       # field -> int32 [size / unit]
         self.lazy: dict = lazy or {}                        # field -> a function making its plane
         self.cleared: dict[str, np.ndarray] = {}            # lazy field -> bool [size / unit]: -1 there
-        self.fp: dict[str, Mask] = {}                       # field -> Mask [size / unit]
+        self.fp: dict = {}                                  # field -> FpPlane or DensePlane [size / unit]
+        self.plane = FpPlane if tabled else DensePlane
         self.flags: np.ndarray | None = None               # uint8 [size / unit]
 
     @property
@@ -74,15 +83,17 @@ class MemProv:
         return not self._ids and not self.lazy and not self.fp and self.flags is None
 
     def _planes(self):
-        return Prov(self.unit, self.ids, self.fp, self.flags)
+        """Every plane made, footprints dense."""
+        return Prov(self.unit, self.ids, {f: m.mask() for f, m in self.fp.items()}, self.flags)
 
     def _per_byte(self):
         """Give up the dword unit (an access that is not whole dwords)."""
         if self.unit == 1:
             return
         u = self.unit
-        p = self._planes().map(lambda a: np.repeat(a, u, axis=0))
-        self.ids, self.fp, self.flags, self.unit = p.ids, p.fp, p.flags, 1
+        rep = lambda a: np.repeat(a, u, axis=0)
+        self.ids, self.fp = {f: rep(a) for f, a in self.ids.items()}, {f: m.repeat(u) for f, m in self.fp.items()}
+        self.flags, self.unit = None if self.flags is None else rep(self.flags), 1
 
     def units_of(self, addr: np.ndarray) -> np.ndarray:
         """The plane entries holding bytes ``addr`` ``[nbytes, ...]`` (flat; an entry once per dword
@@ -110,7 +121,7 @@ class MemProv:
         take = lambda x: np.take(x, idx, axis=0)                     # faster than x[idx]
         ids = {f: take(a) for f, a in self.ids.items()}
         ids = {f: a for f, a in ids.items() if (a >= 0).any()}      # a field none of these bytes holds
-        p = Prov(g, ids, {f: m.map(take) for f, m in self.fp.items()},
+        p = Prov(g, ids, {f: m.take(idx) for f, m in self.fp.items()},
                  None if self.flags is None else take(self.flags))
         return p.compact(size) if g == 1 and size > 1 else p
 
@@ -145,12 +156,11 @@ class MemProv:
         for f in set(self.fp) | (set(p.fp) if p is not None else set()):
             m = self.fp.get(f)
             if m is None:
-                m = self.fp[f] = Mask.empty((n,))
+                m = self.fp[f] = self.plane(n)
             if p is not None and f in p.fp:
                 m.assign(idx, p.fp[f])
             else:
-                m.base[idx] = -1
-                m.wide[idx] = 0
+                m.clear(idx)
         if self.flags is not None or (p is not None and p.flags is not None):
             if self.flags is None:
                 self.flags = np.zeros(n, np.uint8)
@@ -224,11 +234,12 @@ class Buffer:
         ``field`` (a K identity: ``token``, ``dim``) exactly once, through the matrix instructions,
         sums, LDS and launches that made the value stored there; ``exact`` also forbids values
         outside the range (off: a causal mask may feed later tokens with weight 0). ``lo``/``hi``
-        broadcast to the buffer's shape; an element with ``lo >= hi`` is not checked. Checked at
-        the end of every launch that stores into the buffer (``token-coverage`` findings)."""
-        try:
-            lo = np.broadcast_to(np.asarray(lo, np.int64), self.array.shape).reshape(-1)
-            hi = np.broadcast_to(np.asarray(hi, np.int64), self.array.shape).reshape(-1)
+        broadcast to the buffer's shape (kept so); an element with ``lo >= hi`` is not
+        checked. Checked at the end of every launch that stores into the buffer (``token-coverage``
+        findings)."""
+        try:           # kept as given: flat, a prefill's were 16 B an element, provenance or not
+            lo, hi = (np.array(x, np.int64) for x in (lo, hi))
+            np.broadcast_to(lo, self.array.shape), np.broadcast_to(hi, self.array.shape)
         except ValueError:
             raise ArgumentError(f"buffer {self.name!r}: expect({field!r}) bounds of shapes {np.shape(lo)}, "
                              f"{np.shape(hi)} do not broadcast to {self.array.shape}") from None
@@ -393,7 +404,7 @@ class Buffer:
         if machine is not None and self.origin is not machine and self.prov is not None and self.origin is not None:
             # a second launch writes: bring what the first left here into its namespaces
             whole = self.prov.gather(np.arange(self.nbytes)[:, None], 1)
-            self.prov = MemProv(self.nbytes)
+            self.prov = MemProv(self.nbytes, tabled=TABLED_FOOTPRINTS)
             if whole is not None:
                 self.prov.scatter(np.arange(self.nbytes)[:, None], _import(whole, self.origin, machine))
         self.origin = machine
@@ -415,7 +426,7 @@ class Buffer:
                 ids.update({f: self._tag_plane(f, per) for f in self._tags})
             elif self.encoding is not None and not declared:     # one value everywhere: made when read
                 lazy[enc.ENC] = functools.partial(self._enc_plane, self.array.size * per)
-            self.prov = MemProv(self.nbytes, ids, unit, lazy)
+            self.prov = MemProv(self.nbytes, ids, unit, lazy, tabled=TABLED_FOOTPRINTS)
         self.prov.scatter(byte_addr, p, agree)
 
     def _enc_plane(self, n: int) -> np.ndarray:
@@ -439,7 +450,7 @@ class Buffer:
             idx = p.units_of(byte_addr)
             take = lambda x: np.take(x, idx, axis=0)
             planes = (p.unit, dict(p._ids), dict(p.fp), p.flags, idx, {f: take(a) for f, a in p._ids.items()},
-                      {f: m.map(take) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags),
+                      {f: m.take(idx) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags),
                       dict(p.lazy), dict(p.cleared), {f: take(c) for f, c in p.cleared.items()})
         return (at, np.take(self.raw, at), None if self.written is None else np.take(self.written, at), p,
                 self.origin, planes)

@@ -184,12 +184,18 @@ def _bits_values(base: int, bits: np.ndarray) -> list:
     return (np.flatnonzero(flat) + base).tolist()
 
 
-def unique_rows(rows: np.ndarray):
-    """(index of each distinct row's first occurrence, row -> distinct index) of a uint64 [n, k]
-    array: a 64-bit hash, verified (an exact row-wise unique where two rows share a hash)."""
+def row_hashes(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of a uint64 [n, k] array (equal rows, equal hashes)."""
     h = np.zeros(len(rows), np.uint64)
     for k in range(rows.shape[1]):
         h = (h ^ rows[:, k]) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(k + 1)
+    return h
+
+
+def unique_rows(rows: np.ndarray):
+    """(index of each distinct row's first occurrence, row -> distinct index) of a uint64 [n, k]
+    array: a 64-bit hash, verified (an exact row-wise unique where two rows share a hash)."""
+    h = row_hashes(rows)
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     inv = inv.ravel()
     if not (rows == rows[first][inv]).all():

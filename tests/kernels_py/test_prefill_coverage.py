@@ -1,7 +1,7 @@
 """The prefill's output declaration (each query consumes the tokens up to its own) over a context
 wider than one footprint window: its elements' token sets are wide (WideSets), checked per distinct
 (set, range) and in slices of the output (consumed.CHECK_SLICE), with the findings of the check
-element by element."""
+element by element; the lean check (every element checked and named) against the general one."""
 import json
 
 import pytest
@@ -47,3 +47,12 @@ def test_a_query_that_misses_its_own_token_is_named(inputs, monkeypatch):
     sliced = _coverage(inputs, _short_context)
     same = lambda fs: [json.dumps(f.to_dict(), sort_keys=True, default=str) for f in fs]     # noqa: E731
     assert same(sliced) == same(found)
+
+
+def test_the_lean_check_finds_what_the_general_one_finds(inputs, monkeypatch):
+    """Every element checked and named: the check's views (consumed.LEAN_CHECK) find what the
+    positions and copies of the general path find, message for message."""
+    same = lambda fs: [json.dumps(f.to_dict(), sort_keys=True, default=str) for f in fs]     # noqa: E731
+    lean = _coverage(inputs, _short_context)
+    monkeypatch.setattr(consumed, "LEAN_CHECK", False)
+    assert lean and same(_coverage(inputs, _short_context)) == same(lean)
