@@ -33,7 +33,8 @@ class RegisterFile:
         # plane's fill (else a write that does not carry the plane has nothing there to clear)
         self.holds: dict = {}
         # register -> {element size: Prov}: what ``read`` of that one register last gave, until a
-        # write reaches its planes (only ``write`` changes them); handed out as copies
+        # write reaches its planes (only ``write`` changes them); its planes are read-only and
+        # handed out as they are, in a Prov of their own (an in-place write to one raises)
         self._reads: dict = {}
         # per register: its 4 bytes agree in every plane (each write put whole elements of 4 or 8
         # bytes, or cleared, in every column it reached), so a read of 4-byte elements need not compare
@@ -66,10 +67,10 @@ class RegisterFile:
                 got = self._reads.get(first)
                 mine = None if got is None else got.get(size)
                 if mine is None:
-                    mine = _read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds,
-                                      size == 4 and self.whole[first])
+                    mine = _read_only(_read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds,
+                                                 size == 4 and self.whole[first]))
                     self._reads.setdefault(first, {})[size] = mine
-                prov = mine.map(np.copy)
+                prov = _handout(mine)
             else:
                 prov = _read_prov(self.prov, rows, size, slice(first, first + n), self.holds)
         wr = self.written[rows]
@@ -116,6 +117,23 @@ class RegisterFile:
             self.has[first:first + n] = True
         elif self.wave.exec_full:
             self.has[first:first + n] = False
+
+
+def _read_only(p: Prov) -> Prov:
+    """``p`` (a copy ``_read_prov`` made, no view of the file's planes) with every plane read-only."""
+    for a in p.ids.values():
+        a.flags.writeable = False
+    for m in p.fp.values():
+        m.base.flags.writeable = m.bits.flags.writeable = m.wide.flags.writeable = False
+    if p.flags is not None:
+        p.flags.flags.writeable = False
+    return p
+
+
+def _handout(p: Prov) -> Prov:
+    """A cached read's provenance for one reader: its own Prov and Masks over the shared read-only
+    planes (no copy; a reader that rebinds a field changes only its own)."""
+    return Prov(p.g, dict(p.ids), {f: Mask(m.base, m.bits, m.wide) for f, m in p.fp.items()}, p.flags)
 
 
 def _held(holds, key, regs) -> bool:
