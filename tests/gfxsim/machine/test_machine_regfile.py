@@ -120,7 +120,8 @@ def test_what_the_file_follows_of_its_planes_never_hides_a_value():
 
 def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
     """A one-register read is kept until a write reaches the register, and a per-element value is
-    written into its bytes without first going per byte: after random writes (per element, per
+    written into its bytes without first going per byte (one element of one register broadcast
+    over its 4 bytes): after random writes (per element, per
     byte, none, under full and partial EXEC) every one-register read equals what reading every
     plane gives (also where the file knows a register's bytes agree, RegisterFile.whole, and
     does not compare them), the file equals one that was given every value per byte, and a
@@ -142,13 +143,14 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
         rf, ref = w.register_file(8), w.register_file(8)
         per_element = w.global_load(words, w.lane_id * 8, 8, "u32")
         per_byte = w.global_load(buf, w.lane_id * 8, 8, "i8")
+        one_word = w.global_load(words, w.lane_id * 8 + 4, 4, "u32")     # one element, one register
         plain = w.const(7, "u32")
         same, kinds, known = [], set(), set()
         counted = 0
         for step in range(60):
-            value = [per_element, per_byte, plain][int(rng.integers(3))]
+            value = [per_element, per_byte, one_word, plain][int(rng.integers(4))]
             if value.prov is not None:
-                kinds.add(value.prov.g)
+                kinds.add((value.prov.g, value.nbytes // 4))
             n = value.nbytes // 4
             first = int(rng.integers(0, 9 - n))
             bytewise = value if value.prov is None else VGPRs(w, value.val, value.dtype, value.prov.per_byte())
@@ -178,7 +180,7 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
                         if ref.prov is not None else rf.prov is None)
         out["same"], out["kinds"], out["known"], out["counted"] = same, kinds, known, counted
     o = run(k)
-    assert o["kinds"] == {1, 4} and o["known"] == {True, False} and o["counted"] > 100
+    assert o["kinds"] == {(1, 2), (4, 2), (4, 1)} and o["known"] == {True, False} and o["counted"] > 100
     assert len(o["same"]) > 60 * 9 and all(o["same"])
 
 
