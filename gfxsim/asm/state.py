@@ -263,9 +263,7 @@ class WaveState:
 
     def vread(self, f: str, first: int, count: int, dtype="u32") -> VGPRs:
         """Registers as a back-end value (bytes, written bits and provenance), for moves and memory."""
-        rf = self.regfile(f)
-        rf.check_range(first, count)
-        v = rf.read(first, count, dtype)
+        v = self.regfile(f).read(first, count, dtype)            # it checks the range
         if v.prov is not None and v.prov.shape is None:     # a register file whose provenance has no field yet
             v.prov = None
         return v
@@ -332,11 +330,12 @@ class WaveState:
     def vwrite_value(self, f: str, first: int, value: VGPRs):
         """Write a back-end value (its bytes' provenance with it) under EXEC."""
         self.regfile(f).write(first, value)
-        self.fresh[f][first:first + value.nbytes // 4] &= ~self.exec
+        n = value.nbytes // 4
+        self.fresh[f][first:first + n] &= ~self.exec
         if self.fresh_out is not None:
-            self.fresh[f][first:first + value.nbytes // 4] |= self.fresh_out & self.exec
+            self.fresh[f][first:first + n] |= self.fresh_out & self.exec
         if self.taint_v is not None:
-            self.mark_unknown(f, first, value.nbytes // 4)
+            self.mark_unknown(f, first, n)
 
     def mark_unknown(self, f: str, first: int, n: int):
         """Flag registers first.. of the marked members' active lanes as of unknown origin

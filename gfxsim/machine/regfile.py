@@ -33,7 +33,8 @@ class RegisterFile:
         # plane's fill (else a write that does not carry the plane has nothing there to clear)
         self.holds: dict = {}
         # register -> {element size: Prov}: what ``read`` of that one register last gave, until a
-        # write reaches its planes (only ``write`` changes them); handed out as copies
+        # write reaches its planes (only ``write`` changes them); its planes are read-only and
+        # handed out as they are, in a Prov of their own (an in-place write to one raises)
         self._reads: dict = {}
         # per register: its 4 bytes agree in every plane (each write put whole elements of 4 or 8
         # bytes, or cleared, in every column it reached), so a read of 4-byte elements need not compare
@@ -50,13 +51,18 @@ class RegisterFile:
 
     def read(self, first: int, n: int, dtype="u32") -> VGPRs:
         """Registers first..first+n-1 as a value of ``dtype`` (bytes and provenance as they are)."""
-        self.check_range(first, n)
-        dtype = dtype_name(dtype)
-        size = itemsize(dtype)
-        if (n * 4) % size:
-            raise self.wave.error(ValueError, f"{self.name(first, n)} ({n * 4} bytes) does not hold whole {dtype}s")
+        if first < 0 or first + n > self.count:
+            self.check_range(first, n)
+        word = _WORD.get(dtype) if isinstance(dtype, str) else None     # the common reads, no lookups
+        if word is not None:
+            size = 4
+        else:
+            dtype = dtype_name(dtype)
+            size = itemsize(dtype)
+            if (n * 4) % size:
+                raise self.wave.error(ValueError, f"{self.name(first, n)} ({n * 4} bytes) does not hold whole {dtype}s")
         if size == 4:                     # one element per register: the words themselves
-            val = self.words[first:first + n].view(np_dtype(dtype)).copy()
+            val = self.words[first:first + n].view(word if word is not None else np_dtype(dtype)).copy()
         else:
             val = retype(self.words[first:first + n], dtype)
         rows = slice(first * 4, (first + n) * 4)
@@ -66,24 +72,27 @@ class RegisterFile:
                 got = self._reads.get(first)
                 mine = None if got is None else got.get(size)
                 if mine is None:
-                    mine = _read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds,
-                                      size == 4 and self.whole[first])
+                    mine = _read_only(_read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds,
+                                                 size == 4 and self.whole[first]))
                     self._reads.setdefault(first, {})[size] = mine
-                prov = mine.map(np.copy)
+                prov = _handout(mine)
             else:
                 prov = _read_prov(self.prov, rows, size, slice(first, first + n), self.holds)
         wr = self.written[rows]
-        return VGPRs(self.wave, val, dtype, prov, None if wr.all() else wr.copy(),
+        # every byte written: a count of set bools is one C call where all() is a Python reduction
+        return VGPRs(self.wave, val, dtype, prov, None if np.count_nonzero(wr) == wr.size else wr.copy(),
                      regs=(first, n), rfile=self.prefix)
 
     def write(self, first: int, value: VGPRs):
         """Write ``value``'s bytes into registers first.. in the active lanes (EXEC); a value that
         does not fill whole registers is an error, not a silent pad."""
-        if value.nbytes % 4:
-            raise self.wave.error(ValueError, f"a {value.nbytes}-byte value does not fill whole registers "
+        nbytes = value.nbytes
+        if nbytes % 4:
+            raise self.wave.error(ValueError, f"a {nbytes}-byte value does not fill whole registers "
                                   f"at {self.name(first)}")
-        n = value.nbytes // 4
-        self.check_range(first, n)
+        n = nbytes // 4
+        if first < 0 or first + n > self.count:
+            self.check_range(first, n)
         act = self.wave.exec
         v = value.val
         words = v.view(np.uint32) if v.dtype.itemsize == 4 else retype(v, "u32")
@@ -118,10 +127,32 @@ class RegisterFile:
             self.has[first:first + n] = False
 
 
+def _read_only(p: Prov) -> Prov:
+    """``p`` (a copy ``_read_prov`` made, no view of the file's planes) with every plane read-only."""
+    for a in p.ids.values():
+        a.flags.writeable = False
+    for m in p.fp.values():
+        m.base.flags.writeable = m.bits.flags.writeable = m.wide.flags.writeable = False
+    if p.flags is not None:
+        p.flags.flags.writeable = False
+    return p
+
+
+def _handout(p: Prov) -> Prov:
+    """A cached read's provenance for one reader: its own Prov and Masks over the shared read-only
+    planes (no copy; a reader that rebinds a field changes only its own)."""
+    return Prov(p.g, dict(p.ids), {f: Mask(m.base, m.bits, m.wide) for f, m in p.fp.items()}, p.flags)
+
+
 def _held(holds, key, regs) -> bool:
     """Whether plane ``key`` may hold a value in registers ``regs`` (no record: it may)."""
     h = None if holds is None else holds.get(key)
     return h is None or bool(h[regs].any())
+
+
+_NO_HOLDS: dict = {}
+_WORD = {name: np_dtype(name) for name in ("u32", "i32", "f32")}     # the 4-byte types: a word each
+_max = np.maximum.reduce             # the ufunc's own reduce: ndarray.max's Python wrapper costs a call
 
 
 def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, holds=None, agree=False) -> Prov:
@@ -134,23 +165,21 @@ def _read_prov(mem: Prov, rows: slice, size: int, regs: slice | None = None, hol
     # field — a V dim on a PV's A — that no byte of it holds (a plane ``holds`` says is empty in
     # these registers is not even looked at)
     one = regs.start if regs is not None and regs.stop - regs.start == 1 else None
-    get = (lambda key: None) if holds is None else holds.get
-
-    def held(key) -> bool:
-        h = get(key)
-        return h is None or bool(h[one] if one is not None else h[regs].any())
-
+    holds = _NO_HOLDS if holds is None else holds
     if agree:                          # each element's first byte is the element: read only those rows
         rows = slice(rows.start, rows.stop, size)
+    # (the loops are written out, no helper call per plane: a read runs thousands of times a launch)
     ids = {}
     for f, a in mem.ids.items():
-        if held(("i", f)):
+        h = holds.get(("i", f))
+        if h is None or (h[one] if one is not None else h[regs].any()):
             x = a[rows]
-            if x.max() >= 0:
+            if _max(x, axis=None) >= 0:
                 ids[f] = x
     fp = {}
     for f, m in mem.fp.items():
-        if held(("f", f)):
+        h = holds.get(("f", f))
+        if h is None or (h[one] if one is not None else h[regs].any()):
             x = Mask(m.base[rows], m.bits[rows], m.wide[rows])
             if x.nonempty().any():
                 fp[f] = x
@@ -241,7 +270,7 @@ def _put(plane, rows: slice, src, fill, where, g: int, full: bool):
     """plane[rows] = src (None: fill) in the columns ``where`` (every column where ``full``); a
     source per element of g bytes goes into each of its bytes, as per_byte would put it."""
     blk = plane[rows]
-    if src is not None and g > 1:
+    if src is not None and g > 1 and src.shape[0] > 1:     # one element (one row): it broadcasts over its bytes
         if not blk.flags.c_contiguous:
             src = np.repeat(src, g, axis=0)
         else:

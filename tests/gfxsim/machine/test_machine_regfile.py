@@ -120,11 +120,13 @@ def test_what_the_file_follows_of_its_planes_never_hides_a_value():
 
 def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
     """A one-register read is kept until a write reaches the register, and a per-element value is
-    written into its bytes without first going per byte: after random writes (per element, per
+    written into its bytes without first going per byte (one element of one register broadcast
+    over its 4 bytes): after random writes (per element, per
     byte, none, under full and partial EXEC) every one-register read equals what reading every
     plane gives (also where the file knows a register's bytes agree, RegisterFile.whole, and
     does not compare them), the file equals one that was given every value per byte, and a
-    reader that changes its copy changes nothing the next read sees."""
+    reader cannot write the kept planes it is handed (read-only) and rebinds a field only in its own
+    Prov: the next read sees none of it."""
     from gfxsim.machine.regfile import _read_prov
     from gfxsim.machine.vgpr import VGPRs
     words = Buffer("w", np.arange(LANES * 2, dtype=np.uint32).reshape(LANES, 2),
@@ -141,12 +143,14 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
         rf, ref = w.register_file(8), w.register_file(8)
         per_element = w.global_load(words, w.lane_id * 8, 8, "u32")
         per_byte = w.global_load(buf, w.lane_id * 8, 8, "i8")
+        one_word = w.global_load(words, w.lane_id * 8 + 4, 4, "u32")     # one element, one register
         plain = w.const(7, "u32")
         same, kinds, known = [], set(), set()
+        counted = 0
         for step in range(60):
-            value = [per_element, per_byte, plain][int(rng.integers(3))]
+            value = [per_element, per_byte, one_word, plain][int(rng.integers(4))]
             if value.prov is not None:
-                kinds.add(value.prov.g)
+                kinds.add((value.prov.g, value.nbytes // 4))
             n = value.nbytes // 4
             first = int(rng.integers(0, 9 - n))
             bytewise = value if value.prov is None else VGPRs(w, value.val, value.dtype, value.prov.per_byte())
@@ -159,15 +163,25 @@ def test_a_kept_read_and_a_per_element_write_are_the_exact_ones():
                 got = rf.read(r, 1, "u32").prov
                 whole = None if rf.prov is None or not rf.has[r] else _read_prov(rf.prov, slice(4 * r, 4 * r + 4), 4)
                 same.append(planes(got) == planes(whole))
-                if got is not None:
-                    for a in got.ids.values():
-                        a[...] = 12345                       # the reader's copy, not the kept one
+                if got is not None:                  # the kept planes are shared, read-only
+                    for f, a in list(got.ids.items()):
+                        try:
+                            a[...] = 12345
+                            same.append(False)
+                        except ValueError:
+                            same.append(True)
+                        got.ids[f] = np.full_like(a, 12345)  # a reader's rebinding stays its own
+                    for m in got.fp.values():
+                        same.append(not (m.base.flags.writeable or m.bits.flags.writeable or m.wide.flags.writeable))
+                        m.base = np.full_like(m.base, 7)
+                    same.append(got.flags is None or not got.flags.flags.writeable)
+                    counted += 1
             same.append(all(np.array_equal(rf.prov.ids[f], ref.prov.ids[f]) for f in ref.prov.ids)
                         if ref.prov is not None else rf.prov is None)
-        out["same"], out["kinds"], out["known"] = same, kinds, known
+        out["same"], out["kinds"], out["known"], out["counted"] = same, kinds, known, counted
     o = run(k)
-    assert o["kinds"] == {1, 4} and o["known"] == {True, False}
-    assert len(o["same"]) == 60 * 9 and all(o["same"])
+    assert o["kinds"] == {(1, 2), (4, 2), (4, 1)} and o["known"] == {True, False} and o["counted"] > 100
+    assert len(o["same"]) > 60 * 9 and all(o["same"])
 
 
 @pytest.mark.parametrize("src", ["u8", "i16", "bf16", "u32", "f32", "f64", "u64"])
