@@ -437,6 +437,28 @@ def cells(log, ids, mn) -> np.ndarray:
     element of a result, a sum's cell, an earlier launch's value's cell there; -1 a reduction."""
     ids = np.asarray(ids, np.int64)
     mn = np.asarray(mn, np.int64)
+    if len(ids):         # the common case: every id of one pair or one earlier launch (a chain's add)
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo == hi and PAIR_BASE <= lo < FOREIGN_BASE:
+            return _pair_cells_at(log, lo, mn)
+        if lo >= FOREIGN_BASE and lo // FOREIGN_BASE == hi // FOREIGN_BASE:
+            k = lo // FOREIGN_BASE
+            return cells(log.foreign[k - 1][0], ids - k * FOREIGN_BASE, mn)
+    return _cells_by_kind(log, ids, mn)
+
+
+def _pair_cells_at(log, pid: int, e) -> np.ndarray:
+    """The cells of elements ``e`` of pair ``pid`` (int64, a new array)."""
+    rec = log.pairs[pid - PAIR_BASE]
+    if not rec.has_footprints:
+        pair_footprint(log, rec)
+    cell_at = getattr(rec, "cell_at", None)
+    return (rec.cell[e] if cell_at is None else cell_at(e)).astype(np.int64)
+
+
+def _cells_by_kind(log, ids, mn) -> np.ndarray:
+    """``cells`` kind by kind (local results, pairs, earlier launches), however mixed: what
+    ``cells``' one-kind shortcuts are held to (tests/gfxsim/machine/test_fold.py)."""
     out = np.full(len(ids), -1, np.int64)
     local = (ids >= 0) & (ids < PAIR_BASE)
     out[local] = mn[local]
