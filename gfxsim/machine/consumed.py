@@ -30,7 +30,7 @@ from collections import Counter
 
 import numpy as np
 
-from .mmalog import FOREIGN_BASE, PAIR_BASE, PairRecord, import_wide
+from .mmalog import FOREIGN_BASE, PAIR_BASE, import_wide
 from .provenance import RESERVED, WINDOW, WORDS, Mask
 from . import identity
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
@@ -437,6 +437,28 @@ def cells(log, ids, mn) -> np.ndarray:
     element of a result, a sum's cell, an earlier launch's value's cell there; -1 a reduction."""
     ids = np.asarray(ids, np.int64)
     mn = np.asarray(mn, np.int64)
+    if len(ids):         # the common case: every id of one pair or one earlier launch (a chain's add)
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo == hi and PAIR_BASE <= lo < FOREIGN_BASE:
+            return _pair_cells_at(log, lo, mn)
+        if lo >= FOREIGN_BASE and lo // FOREIGN_BASE == hi // FOREIGN_BASE:
+            k = lo // FOREIGN_BASE
+            return cells(log.foreign[k - 1][0], ids - k * FOREIGN_BASE, mn)
+    return _cells_by_kind(log, ids, mn)
+
+
+def _pair_cells_at(log, pid: int, e) -> np.ndarray:
+    """The cells of elements ``e`` of pair ``pid`` (int64, a new array)."""
+    rec = log.pairs[pid - PAIR_BASE]
+    if not rec.has_footprints:
+        pair_footprint(log, rec)
+    cell_at = getattr(rec, "cell_at", None)
+    return (rec.cell[e] if cell_at is None else cell_at(e)).astype(np.int64)
+
+
+def _cells_by_kind(log, ids, mn) -> np.ndarray:
+    """``cells`` kind by kind (local results, pairs, earlier launches), however mixed: what
+    ``cells``' one-kind shortcuts are held to (tests/gfxsim/machine/test_fold.py)."""
     out = np.full(len(ids), -1, np.int64)
     local = (ids >= 0) & (ids < PAIR_BASE)
     out[local] = mn[local]
@@ -506,7 +528,7 @@ def sum_made(wave, pid, pa, pb, elems, op, folded=None):
         sides = rec
     else:
         left, right, src, member = folded
-        sides = PairRecord(left, right)          # the representatives' elements, not in the log
+        sides = _RepSides(left, right)           # the representatives' elements, not in the log
         overlap = pair_footprint(log, sides, conflict, op, active)
         wave.fold.unfold_pair(log, rec, conflict, sides.cell, sides.fp, src, member, "an add of results")
     if "double-count" in wave.machine.not_checked:       # a front end that cannot follow it (listed)
@@ -524,6 +546,20 @@ def sum_made(wave, pid, pa, pb, elems, op, folded=None):
                      f"{same}: {left} + {right} ({int(hit.sum())} elements overlap)", lane=col, field=f,
                      values=vals, left=left, right=right, left_instruction=l_idx, right_instruction=r_idx,
                      elements=int(hit.sum()))
+
+
+class _RepSides:
+    """A folded sum's two sides on the representatives' elements, as pair_footprint reads and fills a
+    PairRecord (``left``, ``right``, ``set_footprints``, ``cell``, ``fp``; int32 as a record unpacks
+    them), held unpacked: it lives for one add, so packing it would be undone at once."""
+    __slots__ = ("left", "right", "cell", "fp")
+
+    def __init__(self, left, right):
+        self.left, self.right = (tuple(np.asarray(x, np.int32) for x in side) for side in (left, right))
+        self.cell = self.fp = None
+
+    def set_footprints(self, cell: np.ndarray, fp: dict):
+        self.cell, self.fp = np.asarray(cell).astype(np.int32), fp
 
 
 def is_void(log, ids, mn) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .consumed import Fp
 from .jit import njit
-from .mmalog import PAIR_BASE, MmaRecord, PairRecord, pack, unpack
+from .mmalog import PAIR_BASE, MmaRecord, PairRecord, pack, unpack_at
 
 
 class Spread:
@@ -90,7 +90,7 @@ class FoldedPair(PairRecord):
 
     def _placed(self, packed) -> tuple:
         src, member = self.spread.arrays()
-        ids, mn = (np.take(unpack(p), src) for p in packed)
+        ids, mn = (unpack_at(p, src) for p in packed)
         shift_names(ids, mn, member, self._rep_of, self._keys, self._shifts, PAIR_BASE)
         return ids, mn
 
@@ -105,7 +105,7 @@ class FoldedPair(PairRecord):
     @property
     def cell(self):
         if self._rep_cell is not None:
-            return np.take(unpack(self._rep_cell), self.spread.arrays()[0])
+            return unpack_at(self._rep_cell, self.spread.arrays()[0])
         return PairRecord.cell.fget(self)
 
     def size(self) -> int:
@@ -115,8 +115,8 @@ class FoldedPair(PairRecord):
     def cell_at(self, e) -> np.ndarray:
         """``cell[e]``, placing only the elements ``e``."""
         if self._rep_cell is not None:
-            return np.take(unpack(self._rep_cell), np.take(self.spread.arrays()[0], e))
-        return PairRecord.cell.fget(self)[e]
+            return unpack_at(self._rep_cell, np.take(self.spread.arrays()[0], e))
+        return unpack_at(self.packed_cell(), e)
 
     @property
     def has_footprints(self) -> bool:

@@ -136,6 +136,20 @@ def unpack(p) -> np.ndarray:
     return out
 
 
+def unpack_at(p, e) -> np.ndarray:
+    """``unpack(p)[e]`` (int32), unpacking only the elements ``e``: a few elements of a big sum."""
+    kind, a, b = p
+    if kind == "c":
+        return np.full(len(e), a, np.int32)
+    if kind == "r":                  # a negative index counts from the end, as a gather's does
+        e = np.asarray(e)
+        return (np.where(e < 0, e + b, e) + a).astype(np.int32)
+    out = np.take(b, e).astype(np.int32)
+    if a:
+        out += np.int32(a)
+    return out
+
+
 class PairRecord:
     """The sum of two matrix results, element for element: what each side was (@mma, @mn).
     ``left``, ``right`` ((ids, mn) int32 [n] each) and ``cell`` are held packed (pack) and
@@ -154,6 +168,10 @@ class PairRecord:
         self.fp = None                               # field -> (consumed, consumed twice) as consumed.Fp
         self.member_base = member_base
         self.fold_shift = fold_shift
+
+    def packed_cell(self) -> tuple | None:
+        """``cell`` as held (``pack``; None before the footprints are made)."""
+        return self._cell
 
     def packed_sides(self) -> tuple:
         """(left, right) as held: each (ids, mn) packed (``pack``)."""

@@ -461,3 +461,32 @@ def test_a_folded_records_k_sets_read_at_its_representatives_are_those_placed_fo
                     assert table[f].values_at((int(at[j]),), wide) == want[f].values_at((r,), wide), (i, f, r)
             seen += len(np.unique(at))
     assert seen > 2                  # the decode's QK records are folded and read at their representatives
+
+
+def test_cells_of_one_pair_or_one_earlier_launch_are_those_looked_up_kind_by_kind(monkeypatch):
+    """consumed.cells' shortcut (every id of one pair, or of one earlier launch) against
+    _cells_by_kind, on every side of every sum of a decode and its reduce (folded and not), each
+    side alone and two sides of different kinds together, in a shuffled order."""
+    from gfxsim.machine import consumed
+    from gfxsim.machine.mmalog import FOREIGN_BASE, PAIR_BASE
+    rng = np.random.default_rng(0)
+    kinds = set()
+    for fold in ("0", "1"):
+        monkeypatch.setenv("GFXSIM_FOLD", fold)
+        for run in _decode(1000, heads=8, kv_heads=2)().runs:
+            log = run.machine.mma_log
+            sides = []
+            for rec in log.pairs:
+                for ids, mn in (rec.left, rec.right):
+                    ids, mn = np.asarray(ids, np.int64), np.asarray(mn, np.int64)
+                    p = rng.permutation(len(ids))
+                    sides.append((ids[p], mn[p]))
+            for i, (ids, mn) in enumerate(sides):
+                got = consumed.cells(log, ids, mn)
+                assert got.dtype == np.int64 and np.array_equal(got, consumed._cells_by_kind(log, ids, mn))
+                kinds.add("pair" if (ids >= PAIR_BASE).all() and (ids < FOREIGN_BASE).all() else
+                          "foreign" if (ids >= FOREIGN_BASE).all() else "other")
+                if i:
+                    both = tuple(np.concatenate([a, b]) for a, b in zip(sides[i - 1], (ids, mn)))
+                    assert np.array_equal(consumed.cells(log, *both), consumed._cells_by_kind(log, *both))
+    assert {"pair", "foreign"} <= kinds

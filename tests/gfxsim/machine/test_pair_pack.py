@@ -3,7 +3,7 @@ exact int32 array it was given, and the common forms take (almost) no memory."""
 import numpy as np
 import pytest
 
-from gfxsim.machine.mmalog import PairRecord, pack, unpack
+from gfxsim.machine.mmalog import PairRecord, pack, unpack, unpack_at
 
 
 @pytest.mark.parametrize("x, kind", [
@@ -21,6 +21,11 @@ def test_pack_round_trip(x, kind):
     assert p[0] == kind
     y = unpack(p)
     assert y.dtype == np.int32 and np.array_equal(y, x)
+    rng = np.random.default_rng(len(x))
+    for e in (rng.integers(0, max(len(x), 1), 9 if len(x) else 0), np.arange(len(x)), -1 - np.arange(min(len(x), 3)),
+              np.zeros(0, np.int64)):
+        z = unpack_at(p, e)                         # a few elements unpacked: those of the whole
+        assert z.dtype == np.int32 and np.array_equal(z, x[e])
 
 
 def test_pair_record_sides_and_cell():
