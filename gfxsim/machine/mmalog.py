@@ -103,6 +103,7 @@ PAIR_BASE = 1 << 28          # ids of sums of two matrix results (PairRecords)
 _NAMED = 4                   # instructions a sum's name lists
 _WALK = 4096                 # sums of sums a name follows
 FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1) * FOREIGN_BASE + its id
+KSETS_TOGETHER = True        # ksets unites a field's K sets of every record asked at once (False: record by record)
 
 
 def pack(x) -> tuple:
@@ -412,29 +413,59 @@ class MmaLog:
 
     def _from_records(self, pos, ids, mn, starts, out, nxt, n, wide):
         ri = np.searchsorted(starts, ids, "right") - 1
-        for r_i in np.unique(ri).tolist():
-            sel = ri == r_i
-            rec = self.records[r_i]
-            M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
-            e = mn[sel]
-            blk, m, nn = e // (M * N), (e // N) % M, e % N
-            fields, row = rec.fields_for((ids[sel] - rec.first) * bl + blk)
-            ks_a, ks_b = fields["ks_a"], fields["ks_b"]
-            for f in ks_a.keys() | ks_b.keys():
-                parts = []
-                if f in ks_a:
-                    parts.append(ks_a[f].map(lambda x: x[row, m]))
-                if f in ks_b:
-                    parts.append(ks_b[f].map(lambda x: x[row, nn]))
-                s = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
-                _unite(out, f, pos[sel], s, n, wide)
-            if fields["c_mma"] is not None:
-                cm = fields["c_mma"][row, m, nn]
-                keep = cm >= 0
-                nxt[0].append(pos[sel][keep])
-                nxt[1].append(cm[keep].astype(np.int64))
-                nxt[2].append(fields["c_mn"][row, m, nn][keep].astype(np.int64))
+        if not KSETS_TOGETHER:
+            for r_i in np.unique(ri).tolist():
+                sel = ri == r_i
+                for f, at, s in self._record_ksets(r_i, pos[sel], ids[sel], mn[sel], nxt, wide):
+                    _unite(out, f, at, s, n, wide)
+            return
+        # each record's elements in their order (a stable sort: what ``ri == r_i`` selects), and
+        # every record's K sets of a field united into ``out`` at once: a final O.sV/l asks
+        # thousands of records, each a few elements
+        order = np.argsort(ri, kind="stable")
+        ri, pos, ids, mn = ri[order], pos[order], ids[order], mn[order]
+        cut = np.flatnonzero(ri[1:] != ri[:-1]) + 1
+        lo, hi = np.concatenate(([0], cut)).tolist(), np.concatenate((cut, [len(ri)])).tolist()
+        parts: dict = {}                  # field -> [(positions, A side or None, B side or None)]
+        for i, j in zip(lo, hi):
+            for f, at, s in self._record_ksets(int(ri[i]), pos[i:j], ids[i:j], mn[i:j], nxt, wide, unite=False):
+                parts.setdefault(f, []).append((at, *s))
+        for f, got in parts.items():
+            at = np.concatenate([g[0] for g in got])
+            sides = [[g[k] if g[k] is not None else Mask.empty(g[0].shape) for g in got] for k in (1, 2)]
+            if all(g[2] is None for g in got):
+                s = Mask.concat(sides[0])
+            elif all(g[1] is None for g in got):
+                s = Mask.concat(sides[1])
+            else:                 # the empty set stands for a side a record has not: a union with it is that side
+                s = Mask.concat(sides[0]).union(Mask.concat(sides[1]), wide)
+            _unite(out, f, at, s, n, wide)
 
+    def _record_ksets(self, r_i, pos, ids, mn, nxt, wide, unite=True):
+        """(field, positions, K set) of record ``r_i``'s elements (``unite=False``: the pair (A's
+        row's, B's column's) sets, None for a side without the field); their C's names to ``nxt``."""
+        rec = self.records[r_i]
+        M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
+        e = mn
+        blk, m, nn = e // (M * N), (e // N) % M, e % N
+        fields, row = rec.fields_for((ids - rec.first) * bl + blk)
+        ks_a, ks_b = fields["ks_a"], fields["ks_b"]
+        out = []
+        for f in ks_a.keys() | ks_b.keys():
+            sa = ks_a[f].map(lambda x: x[row, m]) if f in ks_a else None
+            sb = ks_b[f].map(lambda x: x[row, nn]) if f in ks_b else None
+            if unite:
+                s = sa if sb is None else sb if sa is None else sa.union(sb, wide)
+            else:
+                s = (sa, sb)
+            out.append((f, pos, s))
+        if fields["c_mma"] is not None:
+            cm = fields["c_mma"][row, m, nn]
+            keep = cm >= 0
+            nxt[0].append(pos[keep])
+            nxt[1].append(cm[keep].astype(np.int64))
+            nxt[2].append(fields["c_mn"][row, m, nn][keep].astype(np.int64))
+        return out
 
 
 def _unite(out, f, pos, s: Mask, n, wide):
