@@ -9,7 +9,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .provenance import Mask, WideSets
+from .provenance import WORDS, Mask, WideSets
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import expand
 from .trace import MmaEvent
@@ -103,6 +103,7 @@ PAIR_BASE = 1 << 28          # ids of sums of two matrix results (PairRecords)
 _NAMED = 4                   # instructions a sum's name lists
 _WALK = 4096                 # sums of sums a name follows
 FOREIGN_BASE = 1 << 29       # ids of results made by an earlier launch: (k + 1) * FOREIGN_BASE + its id
+KSETS_TOGETHER = True        # ksets unites a field's K sets of every record asked at once (False: record by record)
 
 
 def pack(x) -> tuple:
@@ -430,29 +431,93 @@ class MmaLog:
 
     def _from_records(self, pos, ids, mn, starts, out, nxt, n, wide):
         ri = np.searchsorted(starts, ids, "right") - 1
-        for r_i in np.unique(ri).tolist():
-            sel = ri == r_i
-            rec = self.records[r_i]
-            M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
-            e = mn[sel]
-            blk, m, nn = e // (M * N), (e // N) % M, e % N
-            fields, row = rec.fields_for((ids[sel] - rec.first) * bl + blk)
-            ks_a, ks_b = fields["ks_a"], fields["ks_b"]
-            for f in ks_a.keys() | ks_b.keys():
-                parts = []
-                if f in ks_a:
-                    parts.append(ks_a[f].map(lambda x: x[row, m]))
-                if f in ks_b:
-                    parts.append(ks_b[f].map(lambda x: x[row, nn]))
-                s = parts[0] if len(parts) == 1 else parts[0].union(parts[1], wide)
-                _unite(out, f, pos[sel], s, n, wide)
-            if fields["c_mma"] is not None:
-                cm = fields["c_mma"][row, m, nn]
-                keep = cm >= 0
-                nxt[0].append(pos[sel][keep])
-                nxt[1].append(cm[keep].astype(np.int64))
-                nxt[2].append(fields["c_mn"][row, m, nn][keep].astype(np.int64))
+        if not KSETS_TOGETHER:
+            for r_i in np.unique(ri).tolist():
+                sel = ri == r_i
+                for f, at, s in self._record_ksets(r_i, pos[sel], ids[sel], mn[sel], nxt, wide):
+                    _unite(out, f, at, s, n, wide)
+            return
+        # each record's elements in their order (a stable sort: what ``ri == r_i`` selects), and
+        # every record's K sets of a field united into ``out`` at once: a final O.sV/l asks
+        # thousands of records, each a few elements
+        order = np.argsort(ri, kind="stable")
+        ri, pos, ids, mn = ri[order], pos[order], ids[order], mn[order]
+        cut = np.flatnonzero(ri[1:] != ri[:-1]) + 1
+        lo, hi = np.concatenate(([0], cut)).tolist(), np.concatenate((cut, [len(ri)])).tolist()
+        recs = [self.records[r] for r in ri[lo].tolist()]
+        each = lambda x: np.repeat(np.asarray(x, np.int64), np.subtract(hi, lo))
+        M, N = each([r.insn.M for r in recs]), each([r.insn.N for r in recs])
+        split = (mn // (M * N), (mn // N) % M, mn % N)        # every element's block, row, column at once
+        parts: dict = {}                  # field -> [(positions, A side or None, B side or None)]
+        for i, j in zip(lo, hi):
+            for f, at, s in self._record_ksets(int(ri[i]), pos[i:j], ids[i:j], mn[i:j], nxt, wide, unite=False,
+                                               split=tuple(x[i:j] for x in split)):
+                parts.setdefault(f, []).append((at, *s))
+        for f, got in parts.items():
+            at = np.concatenate([g[0] for g in got])
+            has_a, has_b = any(g[1] is not None for g in got), any(g[2] is not None for g in got)
+            if not has_b:
+                s = _picked([g[1] for g in got], [len(g[0]) for g in got])
+            elif not has_a:
+                s = _picked([g[2] for g in got], [len(g[0]) for g in got])
+            else:                 # the empty set stands for a side a record has not: a union with it is that side
+                s = _picked([g[1] for g in got], [len(g[0]) for g in got]).union(
+                    _picked([g[2] for g in got], [len(g[0]) for g in got]), wide)
+            _unite(out, f, at, s, n, wide)
 
+    def _record_ksets(self, r_i, pos, ids, mn, nxt, wide, unite=True, split=None):
+        """(field, positions, K set) of record ``r_i``'s elements (``unite=False``: a pair for A's
+        rows and B's columns, each (Mask, rows, row or column) to pick, or None for a side without
+        the field); their C's names to ``nxt``. ``split``: the elements' (block, row, column), made
+        for many records at once."""
+        rec = self.records[r_i]
+        M, N, bl = rec.insn.M, rec.insn.N, rec.insn.blocks
+        blk, m, nn = (mn // (M * N), (mn // N) % M, mn % N) if split is None else split
+        fields, row = rec.fields_for((ids - rec.first) * bl + blk)
+        ks_a, ks_b = fields["ks_a"], fields["ks_b"]
+        out = []
+        for f in ks_a.keys() | ks_b.keys():
+            if unite:
+                sa = ks_a[f].map(lambda x: x[row, m]) if f in ks_a else None
+                sb = ks_b[f].map(lambda x: x[row, nn]) if f in ks_b else None
+                s = sa if sb is None else sb if sa is None else sa.union(sb, wide)
+            else:                 # what to pick, for _picked
+                s = ((ks_a[f], row, m) if f in ks_a else None, (ks_b[f], row, nn) if f in ks_b else None)
+            out.append((f, pos, s))
+        if fields["c_mma"] is not None:
+            cm = fields["c_mma"][row, m, nn]
+            keep = cm >= 0
+            nxt[0].append(pos[keep])
+            nxt[1].append(cm[keep].astype(np.int64))
+            nxt[2].append(fields["c_mn"][row, m, nn][keep].astype(np.int64))
+        return out
+
+
+def _picked(refs, counts) -> Mask:
+    """``Mask.concat([m.map(lambda x: x[rows, cols]) for m, rows, cols in refs])``, the empty set
+    ``counts[i]`` times where ``refs[i]`` is None: every mask's elements laid end to end and picked
+    in one take of each array (thousands of records, a few elements each)."""
+    bases, bits, wides, at, off = [], [], [], [], 0
+    for ref, k in zip(refs, counts):
+        if ref is None:
+            base, bit, wid = np.full(k, -1, np.int64), np.zeros((k, WORDS), np.uint64), np.zeros(k, np.uint32)
+            idx = np.arange(k)
+        else:
+            m, rows, cols = ref
+            if m.base.ndim == 2:
+                base, bit, wid = m.base.reshape(-1), m.bits.reshape(-1, m.bits.shape[-1]), m.wide.reshape(-1)
+                idx = rows * m.base.shape[1] + cols
+            else:
+                p = m.map(lambda x: x[rows, cols])
+                base, bit, wid = p.base, p.bits, p.wide
+                idx = np.arange(k)
+        bases.append(base)
+        bits.append(bit)
+        wides.append(wid)
+        at.append(idx + off)
+        off += len(base)
+    at = np.concatenate(at)
+    return Mask(np.concatenate(bases)[at], np.concatenate(bits)[at], np.concatenate(wides)[at])
 
 
 def _unite(out, f, pos, s: Mask, n, wide):
