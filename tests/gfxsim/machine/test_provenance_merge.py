@@ -217,3 +217,63 @@ def test_a_select_of_whole_words_is_the_select_of_their_bytes(seed, sides):
     assert (words.flags is None) == (nbytes.flags is None)
     if words.flags is not None:
         assert np.array_equal(words.flags, nbytes.flags)
+
+
+def _random_prov(rng, shape, wide, shared):
+    """A Prov naming a random subset of fields (identities, footprints, a cover, the pair names),
+    some planes the very objects of ``shared`` (an operand read twice), some with flags."""
+    from gfxsim.machine.provenance import Prov
+    ids, fp = {}, {}
+    for f in ("token", "seq", "head", "@mma", "@mn", "&cover"):
+        r = rng.random()
+        if r < 0.25 and f in shared:
+            ids[f] = shared[f]
+        elif r < 0.6:
+            ids[f] = np.where(rng.random(shape) < 0.6, rng.integers(0, 3 * WINDOW, shape), -1).astype(np.int32)
+    for f in ("token", "seq", "kset"):
+        if rng.random() < 0.4:
+            fp[f] = random_mask(rng, shape, wide)
+    flags = rng.integers(0, 8, shape).astype(np.uint8) if rng.random() < 0.3 else None
+    keys = list(ids)
+    rng.shuffle(keys)                          # dict order varies: part of the plan's key
+    return Prov(4, {k: ids[k] for k in keys}, fp, flags)
+
+
+def test_merge_plan_cache_gives_the_planned_afresh_merge():
+    """merge_plan: a merge planned once per set of fields and reused (by operands of other values,
+    the same fields) gives every plane, footprint, flag and conflict that planning afresh gives."""
+    from gfxsim.machine import provenance
+    from gfxsim.machine.provenance import merge
+    rng = np.random.default_rng(5)
+    shape = (3, 24)
+    wide = WideSets()
+    shared = {f: np.where(rng.random(shape) < 0.6, rng.integers(0, 3 * WINDOW, shape), -1).astype(np.int32)
+              for f in ("token", "seq", "head", "@mma", "@mn")}
+    provenance._PLANS.clear()
+    try:
+        for _ in range(400):
+            a, b = _random_prov(rng, shape, wide, shared), _random_prov(rng, shape, wide, shared)
+            reducing = bool(rng.random() < 0.5)
+            got = []
+            for cached in (True, False):
+                provenance.PLAN_CACHE = cached
+                conflicts: dict = {}
+                got.append((merge(a, b, reducing, wide, conflicts), conflicts))
+            (x, cx), (y, cy) = got
+            if x is None or y is None:
+                assert x is y
+                continue
+            assert list(x.ids) == list(y.ids) and list(x.fp) == list(y.fp)
+            for f in x.ids:
+                np.testing.assert_array_equal(x.ids[f], y.ids[f])
+            for f in x.fp:
+                assert sets(x.fp[f], wide) == sets(y.fp[f], wide)
+            assert (x.flags is None) == (y.flags is None)
+            if x.flags is not None:
+                np.testing.assert_array_equal(x.flags, y.flags)
+            assert list(cx) == list(cy)
+            for f in cx:
+                np.testing.assert_array_equal(cx[f], cy[f])
+        assert 1 < len(provenance._PLANS) < 400        # plans were reused across operands
+    finally:
+        provenance.PLAN_CACHE = True
