@@ -713,12 +713,13 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
 
     ``conflicts``: a dict, filled with field -> bool [rows, columns] where both operands name a
     value of the field and the values differ (identity fields only; what identity.py checks)."""
-    if a is None or a.empty_like():
+    if a is None or (not a.ids and not a.fp and a.flags is None):        # (empty_like, inlined: a call a merge)
         return b
-    if b is None or b.empty_like():
+    if b is None or (not b.ids and not b.fp and b.flags is None):
         return a
     shape = a.shape or b.shape
     ids, fp = {}, {}
+    numpy_twins = starting(__name__)           # numba's start: its numpy twins meanwhile
     for f, has_ia, has_ib, has_fa, has_fb, reserved in merge_plan(a, b):
         ia = a.ids[f] if has_ia else None
         ib = b.ids[f] if has_ib else None
@@ -747,7 +748,7 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
             if red:
                 na = fa.nonempty() if fa is not None else _NO
                 nb = fb.nonempty() if fb is not None else _NO
-                merge_field = _merge_field_numpy if starting(__name__) else _merge_field   # numba's start
+                merge_field = _merge_field_numpy if numpy_twins else _merge_field
                 present, stepped = merge_field(ia, ib, _shaped(na, shape), _shaped(nb, shape), True,
                                                 out, step)
                 if conflicts is not None and stepped and not reserved:
@@ -755,10 +756,9 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
                     if both.any():
                         conflicts[f] = both
             else:
-                merge_ids = _merge_ids_numpy if starting(__name__) else _merge_ids
-                equal, present, stepped = merge_ids(np.ascontiguousarray(ia).reshape(-1),
-                                                     np.ascontiguousarray(ib).reshape(-1), out.reshape(-1),
-                                                     step.reshape(-1))
+                merge_ids = _merge_ids_numpy if numpy_twins else _merge_ids
+                # (reshape(-1) is ascontiguousarray's flat view, or its copy where the plane is strided)
+                equal, present, stepped = merge_ids(ia.reshape(-1), ib.reshape(-1), out.reshape(-1), step.reshape(-1))
                 if equal:                  # both carry the same plane (most merges): share it, no step
                     out = ia                   # (planes are never written in place once made)
                     step[...] = False
