@@ -713,17 +713,18 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
 
     ``conflicts``: a dict, filled with field -> bool [rows, columns] where both operands name a
     value of the field and the values differ (identity fields only; what identity.py checks)."""
-    if a is None or a.empty_like():
+    if a is None or (not a.ids and not a.fp and a.flags is None):        # (empty_like, inlined: a call a merge)
         return b
-    if b is None or b.empty_like():
+    if b is None or (not b.ids and not b.fp and b.flags is None):
         return a
     shape = a.shape or b.shape
     ids, fp = {}, {}
-    for f in sorted(a.ids.keys() | b.ids.keys() | a.fp.keys() | b.fp.keys()):
-        if f[0] == COVER:                 # a cover is a product's: any other merge drops it
-            continue
-        ia, ib = a.ids.get(f), b.ids.get(f)
-        fa, fb = a.fp.get(f), b.fp.get(f)
+    numpy_twins = starting(__name__)           # numba's start: its numpy twins meanwhile
+    for f, has_ia, has_ib, has_fa, has_fb, reserved in merge_plan(a, b):
+        ia = a.ids[f] if has_ia else None
+        ib = b.ids[f] if has_ib else None
+        fa = a.fp[f] if has_fa else None
+        fb = b.fp[f] if has_fb else None
         if ia is ib and fa is None and fb is None:
             if ia is not None:
                 ids[f] = ia
@@ -733,7 +734,7 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
             if m.nonempty().any():
                 fp[f] = m
             continue
-        red = reducing and f not in RESERVED and (fa is not None or fb is not None)
+        red = reducing and not reserved and (fa is not None or fb is not None)
         if not red and (ia is None) != (ib is None):        # one side only: its values, no step
             out = np.array(ia if ia is not None else ib, np.int32)
             present, stepped, step = bool((out >= 0).any()), False, np.zeros(shape, np.bool_)
@@ -747,26 +748,25 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
             if red:
                 na = fa.nonempty() if fa is not None else _NO
                 nb = fb.nonempty() if fb is not None else _NO
-                merge_field = _merge_field_numpy if starting(__name__) else _merge_field   # numba's start
+                merge_field = _merge_field_numpy if numpy_twins else _merge_field
                 present, stepped = merge_field(ia, ib, _shaped(na, shape), _shaped(nb, shape), True,
                                                 out, step)
-                if conflicts is not None and stepped and f not in RESERVED:
+                if conflicts is not None and stepped and not reserved:
                     both = step & (ia >= 0) & (ib >= 0)       # an aggregate absorbing an element is no conflict
                     if both.any():
                         conflicts[f] = both
             else:
-                merge_ids = _merge_ids_numpy if starting(__name__) else _merge_ids
-                equal, present, stepped = merge_ids(np.ascontiguousarray(ia).reshape(-1),
-                                                     np.ascontiguousarray(ib).reshape(-1), out.reshape(-1),
-                                                     step.reshape(-1))
+                merge_ids = _merge_ids_numpy if numpy_twins else _merge_ids
+                # (reshape(-1) is ascontiguousarray's flat view, or its copy where the plane is strided)
+                equal, present, stepped = merge_ids(ia.reshape(-1), ib.reshape(-1), out.reshape(-1), step.reshape(-1))
                 if equal:                  # both carry the same plane (most merges): share it, no step
                     out = ia                   # (planes are never written in place once made)
                     step[...] = False
-                elif conflicts is not None and stepped and f not in RESERVED:
+                elif conflicts is not None and stepped and not reserved:
                     conflicts[f] = step
         if present:
             ids[f] = out
-        if f in RESERVED or (fa is None and fb is None and not stepped):
+        if reserved or (fa is None and fb is None and not stepped):
             continue
         u = _merged_footprint(fa, fb, ia, ib, step, wide, shape)
         if u is not None and u.nonempty().any():
@@ -781,6 +781,27 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
                 ids["@mma"] = np.where(keep, mma, -1).astype(np.int32, copy=False)
                 ids["@mn"] = np.where(keep, mn, -1).astype(np.int32, copy=False)
     return Prov(a.g, ids, fp, unknown_of(a, b))
+
+
+_PLANS: dict = {}
+PLAN_CACHE = True                 # off: every merge plans afresh (tests compare the two)
+
+
+def merge_plan(a: Prov, b: Prov) -> tuple:
+    """The fields ``merge`` visits, in order, each as (field, in a's identities, in b's, in a's
+    footprints, in b's, reserved): what depends only on which fields each operand names, not on
+    their values, so it is planned once per such key and reused by every execution of the same
+    instruction. Covers are left out (a product's: any other merge drops them)."""
+    key = (tuple(a.ids), tuple(b.ids), tuple(a.fp), tuple(b.fp))
+    got = _PLANS.get(key) if PLAN_CACHE else None
+    if got is None:
+        got = tuple((f, f in a.ids, f in b.ids, f in a.fp, f in b.fp, f in RESERVED)
+                    for f in sorted(a.ids.keys() | b.ids.keys() | a.fp.keys() | b.fp.keys()) if f[0] != COVER)
+        if PLAN_CACHE:
+            if len(_PLANS) > 1024:            # bounded: field sets are few, but never unbounded
+                _PLANS.clear()
+            _PLANS[key] = got
+    return got
 
 
 def unknown_of(*provs) -> np.ndarray | None:

@@ -217,3 +217,66 @@ def test_a_select_of_whole_words_is_the_select_of_their_bytes(seed, sides):
     assert (words.flags is None) == (nbytes.flags is None)
     if words.flags is not None:
         assert np.array_equal(words.flags, nbytes.flags)
+
+
+_ID_FIELDS = [(), ("token",), ("token", "@mma"), ("@mma", "token"), ("token", "&cover")]
+_FP_FIELDS = [(), ("token",), ("kset", "token")]        # few field sets: keys recur, plans are reused
+
+
+def _random_prov(rng, shape, wide, shared):
+    """A Prov naming one of a few field sets (identities, footprints, a cover, a pair name; dict
+    orders differ), some planes the very objects of ``shared`` (an operand read twice), some flagged."""
+    from gfxsim.machine.provenance import Prov
+    ids = {}
+    for f in _ID_FIELDS[rng.integers(len(_ID_FIELDS))]:
+        if rng.random() < 0.3 and f in shared:
+            ids[f] = shared[f]
+        else:
+            ids[f] = np.where(rng.random(shape) < 0.6, rng.integers(0, 3 * WINDOW, shape), -1).astype(np.int32)
+    fp = {f: random_mask(rng, shape, wide) for f in _FP_FIELDS[rng.integers(len(_FP_FIELDS))]}
+    flags = rng.integers(0, 8, shape).astype(np.uint8) if rng.random() < 0.3 else None
+    return Prov(4, ids, fp, flags)
+
+
+def test_merge_plan_cache_gives_the_planned_afresh_merge():
+    """merge_plan: a merge planned once per set of fields and reused (by operands of other values,
+    the same fields) gives every plane, footprint, flag and conflict that planning afresh gives."""
+    from gfxsim.machine import provenance
+    from gfxsim.machine.provenance import COVER, RESERVED, merge, merge_plan
+    rng = np.random.default_rng(5)
+    shape = (2, 12)
+    wide = WideSets()
+    shared = {f: np.where(rng.random(shape) < 0.6, rng.integers(0, 3 * WINDOW, shape), -1).astype(np.int32)
+              for f in ("token", "@mma")}
+    provenance._PLANS.clear()
+    try:
+        for _ in range(600):
+            a, b = _random_prov(rng, shape, wide, shared), _random_prov(rng, shape, wide, shared)
+            reducing = bool(rng.random() < 0.5)
+            fields = sorted(a.ids.keys() | b.ids.keys() | a.fp.keys() | b.fp.keys())
+            assert merge_plan(a, b) == tuple((f, f in a.ids, f in b.ids, f in a.fp, f in b.fp, f in RESERVED)
+                                             for f in fields if not f.startswith(COVER))
+            got = []
+            for cached in (True, False):
+                provenance.PLAN_CACHE = cached
+                conflicts: dict = {}
+                got.append((merge(a, b, reducing, wide, conflicts), conflicts))
+            (x, cx), (y, cy) = got
+            if x is None or y is None:
+                assert x is y
+                continue
+            assert list(x.ids) == list(y.ids) and list(x.fp) == list(y.fp)
+            for f in x.ids:
+                np.testing.assert_array_equal(x.ids[f], y.ids[f])
+            for f in x.fp:
+                assert sets(x.fp[f], wide) == sets(y.fp[f], wide)
+            assert (x.flags is None) == (y.flags is None)
+            if x.flags is not None:
+                np.testing.assert_array_equal(x.flags, y.flags)
+            assert list(cx) == list(cy)
+            for f in cx:
+                np.testing.assert_array_equal(cx[f], cy[f])
+        # plans were reused across operands of other values
+        assert 1 < len(provenance._PLANS) <= len(_ID_FIELDS) ** 2 * len(_FP_FIELDS) ** 2
+    finally:
+        provenance.PLAN_CACHE = True
