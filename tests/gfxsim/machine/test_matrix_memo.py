@@ -3,25 +3,14 @@ directions and whether a field varies, found as the same provenance object or by
 one-take gather are shortcuts only: with the memory off and the gather by two index arrays,
 SageAttention (both matrix instructions' paths: int8 QK, e4m3 PV; a silent twin and one with
 findings) gives the same output bits, records, findings and event count."""
-import numpy as np
 import pytest
 
-from gfxsim.arch import get_instruction
-from kernels_py.fp8.sage_attention import run_sage_attention, swapped_d_layout
-from kernels_py.fp8.sage_layout import QK_MMA
-from kernels_py.fp8.sage_reference import SageConfig
 from support.records import field_key
-
-
+from support.sage_small import small_sage_run
 
 
 def _everything(wrong_layout: bool):
-    rng = np.random.default_rng(3)
-    q = rng.normal(size=(32, 64)).astype(np.float32)
-    k = (rng.normal(size=(128, 64)) + rng.normal(size=64) * 3).astype(np.float32)
-    v = rng.normal(size=(128, 64)).astype(np.float32)
-    lay = swapped_d_layout(get_instruction("sm_89", QK_MMA["int8"]).operand("D")) if wrong_layout else None
-    out, run = run_sage_attention(q, k, v, SageConfig(q_block=32), q_layout=lay)
+    out, run = small_sage_run(3, wrong_layout)
     log = run.machine.mma_log
     recs = [field_key((r.first, r.op, r.label, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
             for r in log.records]

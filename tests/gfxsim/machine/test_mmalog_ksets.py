@@ -6,21 +6,13 @@ import numpy as np
 import pytest
 
 import gfxsim.machine.mmalog as ML
-from gfxsim.arch import get_instruction
 from gfxsim.machine.provenance import WINDOW, Mask
-from kernels_py.fp8.sage_attention import run_sage_attention, swapped_d_layout
-from kernels_py.fp8.sage_layout import QK_MMA
-from kernels_py.fp8.sage_reference import SageConfig
 from support.records import field_key
+from support.sage_small import small_sage_run
 
 
 def _run(wrong_layout: bool):
-    rng = np.random.default_rng(5)
-    q = rng.normal(size=(32, 64)).astype(np.float32)
-    k = (rng.normal(size=(128, 64)) + rng.normal(size=64) * 3).astype(np.float32)
-    v = rng.normal(size=(128, 64)).astype(np.float32)
-    lay = swapped_d_layout(get_instruction("sm_89", QK_MMA["int8"]).operand("D")) if wrong_layout else None
-    return run_sage_attention(q, k, v, SageConfig(q_block=32), q_layout=lay)
+    return small_sage_run(5, wrong_layout)
 
 
 def _everything(wrong_layout: bool):
