@@ -320,7 +320,8 @@ def _store_prov(body, src, old):
     run = run_asm(k, args={"src": Buffer("src", src, {"token": np.arange(64)}),
                      "old": Buffer("old", old, {"token": 1000 + np.arange(64)}), "out": out})
     p = out.prov
-    return out.array, {f: np.asarray(a) for f, a in p.ids.items()}, {f: _sets(m.mask(), run.machine.wide) for f, m in p.fp.items()}
+    fps = {f: _sets(m.mask(), run.machine.wide) for f, m in p.fp.items()}
+    return out.array, {f: np.asarray(a) for f, a in p.ids.items()}, fps
 
 
 @pytest.mark.parametrize("op,ctrl", [("v_add_f32", "row_shr:1"), ("v_max_f32", "row_bcast:15 row_mask:0xa"),
