@@ -141,6 +141,7 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
         self.pw = self.width if self.fold is None else self.fold.width
         self.pmember_ids = np.arange(self.members) if self.fold is None else self.fold.reps
         self.exec_full = True                            # EXEC is all ones (the fast paths)
+        self._pexec = None                               # (EXEC, pexec's answer for it)
         self.member_starts = (np.arange(self.width) // self.lanes) * self.lanes     # first lane of each member
         self.lds_offsets = {}                            # the ds unit's: each member's offset of a region
         self.mma_memos = {}                              # the matrix unit's: its remembered operands
@@ -199,12 +200,23 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
         return x if self.fold is None else self.fold.rep(x, what)
 
     def pexec(self, what: str) -> np.ndarray:
-        """EXEC on the provenance columns (``pcols``)."""
+        """EXEC on the provenance columns (``pcols``), read-only. A folded batch's answer is kept
+        until EXEC is set again (set_exec keeps the array it is given and nothing writes into it):
+        a register write, a merge's check and a dequant each ask for it, several times an
+        instruction, and each answer compared every member's columns with its representative's."""
         if self.fold is None:
             return self.exec
+        got = self._pexec
+        if got is not None and got[0] is self.exec:
+            return got[1]
         if self.exec_full:
-            return np.ones(self.pw, bool)
-        return self.fold.rep(self.exec, what)
+            out = np.ones(self.pw, bool)
+        else:
+            out = self.fold.rep(self.exec, what)      # raises Unfolded where members differ: nothing kept
+            out = out.view()
+        out.flags.writeable = False
+        self._pexec = (self.exec, out)
+        return out
 
     def outside_exec(self, p, what, whole: bool = False):
         """``p`` with nothing in the lanes outside EXEC: a load there reads no element, so its bytes

@@ -490,3 +490,38 @@ def test_cells_of_one_pair_or_one_earlier_launch_are_those_looked_up_kind_by_kin
                     both = tuple(np.concatenate([a, b]) for a, b in zip(sides[i - 1], (ids, mn)))
                     assert np.array_equal(consumed.cells(log, *both), consumed._cells_by_kind(log, *both))
     assert {"pair", "foreign"} <= kinds
+
+
+def test_exec_on_the_provenance_columns_is_kept_until_exec_is_set_again():
+    """Wave.pexec keeps its answer for the EXEC it was asked about: each answer equals Fold.rep of
+    that EXEC (one class and several), is read-only, is asked again after set_exec, and EXEC whose
+    members differ raises Unfolded every time (nothing kept)."""
+    from types import SimpleNamespace
+
+    from gfxsim.machine.wave import Wave
+    rng = np.random.default_rng(3)
+    for classes in ([0, 0, 0, 0], [0, 1, 0, 1]):
+        fold = Fold(4, 8, classes)
+        w = SimpleNamespace(fold=fold, pw=fold.width, _pexec=None)
+        w.set_exec = lambda m, w=w: Wave.set_exec(w, m)
+        seen = 0
+        for _ in range(12):
+            rep = rng.random(fold.width) < 0.5
+            if rng.random() < 0.25:
+                rep[:] = True
+            m = np.take(rep, fold.member_cols)          # every member as its representative
+            w.set_exec(m)
+            a = Wave.pexec(w, "EXEC")
+            assert not a.flags.writeable
+            assert np.array_equal(a, np.ones(fold.width, bool) if m.all() else fold.rep(m, "EXEC"))
+            assert Wave.pexec(w, "EXEC") is a                  # kept while EXEC is that array
+            w.set_exec(m.copy())                                 # the same lanes, set again: asked anew
+            assert Wave.pexec(w, "EXEC") is not a and np.array_equal(Wave.pexec(w, "EXEC"), a)
+            seen += 1
+            bad = m.copy()
+            bad[3 * fold.lanes + 1] = not bad[fold.rep_of[3] * fold.lanes + 1]    # member 3 parts from its class
+            w.set_exec(bad)
+            for _ in range(2):
+                with pytest.raises(Unfolded):
+                    Wave.pexec(w, "EXEC")
+        assert seen == 12
