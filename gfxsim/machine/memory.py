@@ -355,17 +355,15 @@ class Buffer:
             return None
         if not (np.subtract(e3, base[:, None, :], dtype=np.int64) == (first - first[0])[None, :, None]).all():
             return None
-        cb = np.unravel_index(base.ravel(), shape)           # member 0's coordinates per axis
-        cm = np.unravel_index(first, shape)                  # each member's first element's
-        by_lane, by_member = [], []
-        for d, n in enumerate(shape):
-            off = cb[d] - cb[d][0]
-            # member m's element (r, l) sits at cb(r, l) - cb(0, 0) + cm(m) wherever that is inside
-            # every axis (its flat index is the element's): else a move may carry, not decided here
-            if int(off.min()) + int(cm[d].min()) < 0 or int(off.max()) + int(cm[d].max()) >= n:
-                return None
-            by_lane.append(bool(off.any()))
-            by_member.append(bool((cm[d] != cm[d][0]).any()))
+        cb = np.array(np.unravel_index(base.ravel(), shape)).reshape(len(shape), -1)   # member 0's coordinates
+        cm = np.array(np.unravel_index(first, shape)).reshape(len(shape), -1)          # each member's first's
+        off = cb - cb[:, :1]
+        # member m's element (r, l) sits at cb(r, l) - cb(0, 0) + cm(m) wherever that is inside every
+        # axis (its flat index is the element's): else a move may carry, not decided here
+        cm_lo, cm_hi = cm.min(axis=1), cm.max(axis=1)
+        if (off.min(axis=1) + cm_lo < 0).any() or (off.max(axis=1) + cm_hi >= np.array(shape)).any():
+            return None
+        by_lane, by_member = off.any(axis=1).tolist(), (cm_lo != cm_hi).tolist()
         out = {}
         for f in fields:
             flat, _, tshape, _ = self._tag_plan(f)
