@@ -255,6 +255,32 @@ class Fold:
         exp = per[None, :, None] if held.all() else np.where(v >= 0, per[None, :, None], a.dtype.type(0))
         return bool((d == exp).all())
 
+    def agrees_by(self, f: str, a: np.ndarray, kind: str, x: np.ndarray) -> bool:
+        """``agrees(f, a, want)`` for a ``want`` given as Buffer.member_tags gives it: ``x[m]`` in
+        every element of member m (``kind`` "member") or ``x`` ``[rows, lanes]`` in every member
+        ("lane"), decided without making it. Where every folded value is held, want - a == the
+        member's shift (int32) says: "member", each class's values are one value, x - shift of
+        every member of the class; "lane", x - a is one value per class, every member's shift.
+        False where a value is not held or no load shifted ``f`` (the caller then makes want)."""
+        C, L = self.classes, self.lanes
+        s = self.shift.get(f)
+        if s is None or a.ndim != 2 or a.shape[1] != self.width or a.dtype != np.int32 or x.dtype != np.int32 \
+                or not (a >= 0).all():
+            return False
+        per = np.where(self.known[f], s, 0).astype(np.int32)
+        a3 = a.reshape(a.shape[0], C, L)
+        if kind == "member":
+            if x.shape != (self.members,):
+                return False
+            alpha = a3[0, :, 0]
+            return bool((a3 == alpha[None, :, None]).all() and
+                        (np.subtract(x, per, dtype=np.int32) == alpha[self.cls]).all())
+        if x.shape != (a.shape[0], L):
+            return False
+        d = np.subtract(x[:, None, :], a3, dtype=np.int32)
+        delta = d[0, :, 0]
+        return bool((d == delta[None, :, None]).all() and (per == delta[self.cls]).all())
+
     def _names(self, mma: np.ndarray, mn: np.ndarray, member, log):
         """``@mma``/``@mn`` (representatives' names, placed for every member) as each member's."""
         shape = mma.shape

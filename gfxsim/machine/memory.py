@@ -333,6 +333,52 @@ class Buffer:
             out[f] = _rows(np.broadcast_to(v, e.shape), views) if one_row else v
         return out
 
+    def member_tags(self, elem: np.ndarray, lanes: int, fields) -> dict | None:
+        """``tags_at(elem, fields)`` for a batch's access ``elem`` ``[rows, members*lanes]`` in which
+        every member's elements are member 0's moved by one offset per member, looked up on member 0's
+        elements and each member's first only: field -> ("member", int32 [members]) where each
+        member's elements all hold one tag (a cache's token and kv head: the lanes' elements share
+        the tag's coordinates), or ("lane", int32 [rows, lanes]) where every member's elements hold
+        member 0's (a head element: the members' offsets leave the tag's coordinates alone). None
+        where the elements are not so moved, a move could carry from one axis into the next, or a
+        tag varies both ways (tags_at then)."""
+        e = np.asarray(elem)
+        shape = self.array.shape
+        if e.ndim != 2 or not e.size or e.shape[1] % lanes or e.dtype.kind not in "iu":
+            return None
+        R, M = e.shape[0], e.shape[1] // lanes
+        e3 = e.reshape(R, M, lanes)
+        first = e3[0, :, 0].astype(np.int64)                 # each member's first element
+        base = e3[:, 0, :].astype(np.int64)                  # member 0's [rows, lanes]
+        if int(first.min()) < 0 or int(first.max()) >= self.array.size or int(base.min()) < 0 \
+                or int(base.max()) >= self.array.size:
+            return None
+        if not (np.subtract(e3, base[:, None, :], dtype=np.int64) == (first - first[0])[None, :, None]).all():
+            return None
+        cb = np.array(np.unravel_index(base.ravel(), shape)).reshape(len(shape), -1)   # member 0's coordinates
+        cm = np.array(np.unravel_index(first, shape)).reshape(len(shape), -1)          # each member's first's
+        off = cb - cb[:, :1]
+        # member m's element (r, l) sits at cb(r, l) - cb(0, 0) + cm(m) wherever that is inside every
+        # axis (its flat index is the element's): else a move may carry, not decided here
+        cm_lo, cm_hi = cm.min(axis=1), cm.max(axis=1)
+        if (off.min(axis=1) + cm_lo < 0).any() or (off.max(axis=1) + cm_hi >= np.array(shape)).any():
+            return None
+        by_lane, by_member = off.any(axis=1).tolist(), (cm_lo != cm_hi).tolist()
+        out = {}
+        for f in fields:
+            flat, _, tshape, _ = self._tag_plan(f)
+            axes = [d for d in range(len(shape)) if tshape[d] > 1]
+            stride = np.cumprod((tshape[1:] + (1,))[::-1])[::-1]          # the tag's element strides
+            if not any(by_lane[d] for d in axes):
+                idx = sum((cm[d] * int(stride[d]) for d in axes), np.zeros(M, np.int64))
+                out[f] = ("member", np.take(flat, idx))
+            elif not any(by_member[d] for d in axes):
+                idx = sum((cb[d] * int(stride[d]) for d in axes), np.zeros(R * lanes, np.int64))
+                out[f] = ("lane", np.take(flat, idx).reshape(R, lanes))
+            else:
+                return None
+        return out
+
     def _tag_plan(self, field):
         plan = self._tag_plans.get(field)
         if plan is None:

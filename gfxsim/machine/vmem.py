@@ -267,17 +267,45 @@ class VmemOps:
         g = folded.g
         each = folded.per_byte()
         elem = sel if buf.itemsize == 1 else sel // buf.itemsize     # [nbytes, columns], as _check_store
-        want = buf.tags_at(elem, fields)
-        for f in fields:
-            if not self.fold.agrees(f, each.ids[f], want[f]):
-                return None
+        want = self._member_tags(buf, elem, each, fields, g)
+        if want is None:
+            want = buf.tags_at(elem, fields)
+            for f in fields:
+                if not self.fold.agrees(f, each.ids[f], want[f]):
+                    return None
+            want = {f: t if g == 1 else t[::g] for f, t in want.items()}
         rest = Prov(g, {f: x for f, x in folded.ids.items() if f not in want}, folded.fp, folded.flags)
         out = self.unfold_prov(rest, what)
         ids = dict(out.ids)
         for f in fields:                    # the tags, equal to the values placed: a row per g bytes
-            t = want[f] if g == 1 else want[f][::g]
+            t = want[f]
             ids[f] = t if t.dtype == folded.ids[f].dtype else t.astype(folded.ids[f].dtype)
         return Prov(g, ids, out.fp, out.flags), set(fields)
+
+    def _member_tags(self, buf: Buffer, elem, each: Prov, fields, g: int) -> dict | None:
+        """_store_folded's tags, a row per ``g`` bytes, where the members' elements are member 0's
+        moved by an offset each (Buffer.member_tags) and the folded values ``each`` agree with them
+        (Fold.agrees_by): looked up and compared on member 0's elements and the members' offsets,
+        not on every element. None where that cannot tell (the caller looks up every element)."""
+        if not SEPARABLE_STORE_TAGS:
+            return None
+        sep = buf.member_tags(elem, self.fold.lanes, fields)
+        if sep is None:
+            return None
+        R, M = elem.shape[0], self.fold.members
+        for f in fields:
+            if each.ids[f].shape[0] != R or not self.fold.agrees_by(f, each.ids[f], *sep[f]):
+                return None
+        rows = len(range(0, R, g))
+        want = {}
+        for f in fields:
+            kind, x = sep[f]
+            if kind == "member":             # member m's tag in each of its lanes, every row
+                t = np.repeat(x, self.fold.lanes)[None, :]
+                want[f] = t if rows == 1 else np.repeat(t, rows, axis=0)
+            else:                            # member 0's tags in every member
+                want[f] = np.tile(x[::g], (1, M))
+        return want
 
     def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
         """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
@@ -320,6 +348,9 @@ _ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit 
 # a folded store's tag fields checked on the folded values (VmemOps._store_folded); tests compare
 # both ways
 FOLDED_STORE_CHECK = True
+# that check's tags looked up on member 0's elements and the members' offsets where the members'
+# elements are moved copies of member 0's (VmemOps._member_tags); tests compare both ways
+SEPARABLE_STORE_TAGS = True
 
 # the events of word-wise accesses (global_load_words, global_store_words): what global_load and
 # global_store record for the same sizes

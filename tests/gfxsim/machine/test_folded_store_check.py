@@ -24,6 +24,7 @@ def kv_full():
 
 def _runs(monkeypatch, make, kernel, on: bool, launches: int = 1):
     monkeypatch.setattr(vmem, "FOLDED_STORE_CHECK", on)
+    monkeypatch.setattr(vmem, "SEPARABLE_STORE_TAGS", False)    # Fold.agrees itself (test_member_tags: the other)
     calls = []
     agrees = F.Fold.agrees
     monkeypatch.setattr(F.Fold, "agrees", lambda self, *a: calls.append(agrees(self, *a)) or calls[-1])
