@@ -127,7 +127,7 @@ def _operands(w, buf, rows, cols, corners, ld, per, n_regs):
     per load). Returns (the value, each operand's element count)."""
     addr = _vals(w, [((row0 + rows[:, r * per]) * ld + col0 + cols[:, r * per]) * 4 + 4 * h
                      for row0, col0 in corners for r in range(n_regs) for h in range(0, per, 4)])
-    return w.cat(*[w.global_load(buf, addr[i], 16, "f32") for i in range(addr.n)]), [n_regs * per] * len(corners)
+    return w.cat(*w.global_load_each(buf, addr, 16, "f32")), [n_regs * per] * len(corners)
 
 
 def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two_level=True, smooth_v=False,
@@ -330,6 +330,8 @@ def _v_elements(w, v, addr, runs):
     """A lane's f32 elements at byte addresses ``addr`` [elements, lanes], loaded as ``runs``
     (``_v_runs(addr)``), the address registers made in one value."""
     at = _vals(w, addr[[e for e, _ in runs]])
+    if len({n for _, n in runs}) == 1:            # every run as wide: the loads at once
+        return w.cat(*w.global_load_each(v, at, 4 * runs[0][1], "f32"))
     return w.cat(*[w.global_load(v, at[i], 4 * n, "f32") for i, (_, n) in enumerate(runs)])
 
 
