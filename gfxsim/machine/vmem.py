@@ -101,11 +101,11 @@ class VmemOps:
                 or offsets.dtype not in ("i32", "u32", "i64", "u64")):
             return False
         raw = offsets.val
-        if raw.ndim != 2 or raw.shape[1] != self.width:
+        if raw.ndim != 2 or raw.shape[1] != self.width or not raw.size:
             return False
         u = raw.view(np.uint32 if raw.dtype.itemsize == 4 else np.uint64)
         hi = buf.nbytes - nbytes        # as unsigned, a negative address is out of bounds too
-        return hi >= 0 and not (u > hi).any() and not (u & 3).any()
+        return hi >= 0 and int(np.maximum.reduce(u, axis=None)) <= hi and not int(np.bitwise_or.reduce(u, axis=None)) & 3
 
     def scalar_load(self, buf: Buffer, offset, dtype=None, *, identities_marked: bool = False):
         """s_load_dword: one uniform value (an SGPR), returned as a Python number; in a batched

@@ -85,7 +85,7 @@ def _near_first(n: int) -> list:
     bits = n.bit_length() - 1
     if n < 2 or n != 1 << bits:
         return list(range(n))
-    return [int(format(j, f"0{bits}b")[::-1], 2) for j in range(n)]
+    return _bit_reversed(n, bits)       # numpy bit operations, not a string per element
 
 
 def _split(x, sizes):
@@ -125,8 +125,8 @@ def _operands(w, buf, rows, cols, corners, ld, per, n_regs):
     register r of an operand in each lane is ``per`` consecutive columns from (row0 + rows[:, r*per],
     col0 + cols[:, r*per]) of a row-major [*, ld] buffer. The addresses are one value (a register
     per load). Returns (the value, each operand's element count)."""
-    addr = _vals(w, [((row0 + rows[:, r * per]) * ld + col0 + cols[:, r * per]) * 4 + 4 * h
-                     for row0, col0 in corners for r in range(n_regs) for h in range(0, per, 4)])
+    # element (corner, r, h) of the address value: one numpy pass for all (_operand_addresses)
+    addr = _vals(w, _operand_addresses(rows, cols, corners, ld, per, n_regs))
     return w.cat(*w.global_load_each(buf, addr, 16, "f32")), [n_regs * per] * len(corners)
 
 
@@ -382,3 +382,20 @@ def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provena
                  kwargs=dict(context=T, head_dim=d, qk=cfg.qk, two_level=cfg.two_level, smooth_v=cfg.smooth_v,
                              q_pos0=q_pos0, q_layout=q_layout))
     return out.array.copy(), run
+
+
+def _bit_reversed(n: int, bits: int) -> list:
+    """[bitreverse(j) for j in range(n)], n == 2**bits: bit b of j moved to bit bits - 1 - b."""
+    j, r = np.arange(n), np.zeros(n, np.int64)
+    for b in range(bits):
+        r |= ((j >> b) & 1) << (bits - 1 - b)
+    return r.tolist()
+
+
+def _operand_addresses(rows, cols, corners, ld, per, n_regs) -> np.ndarray:
+    """_operands' byte addresses [corners * n_regs * per/4, lanes]: row (corner, r, h) is
+    ((row0 + rows[:, r*per]) * ld + col0 + cols[:, r*per]) * 4 + 4 * h, in that order."""
+    c = np.asarray(corners, np.int64).reshape(-1, 2)
+    at = rows[:, ::per][:, :n_regs].T, cols[:, ::per][:, :n_regs].T          # [n_regs, lanes]
+    base = ((c[:, 0, None, None] + at[0][None]) * ld + c[:, 1, None, None] + at[1][None]) * 4
+    return (base[:, :, None, :] + 4 * np.arange(0, per, 4)[None, None, :, None]).reshape(-1, rows.shape[0])
