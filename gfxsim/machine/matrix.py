@@ -282,7 +282,7 @@ class MatrixOps:
         if ISSUE_TOGETHER and self.exec_full and all(isinstance(v, VGPRs) and v.valid is None for x in issues for v in x[:3]
                                   if v is not None):
             try:
-                prepared = [self._mma_operands(mnemonic, a, b, c, label) for a, b, c, label in issues]
+                prepared = self._mma_operands_many(mnemonic, issues)
             except Exception:            # refused: one by one, so the error comes after the earlier ones issue
                 prepared = None
         if not prepared:
@@ -296,13 +296,12 @@ class MatrixOps:
             return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
         d_all, _ = compute(insn, *(self._gathered_many(insn, op, [p[i].val for p in prepared], plans[op])
                                    for i, op in ((2, "A"), (3, "B"), (4, "C"))), batch=self.members * len(prepared))
-        nb = len(d_all) // len(prepared)
-        out = []
-        for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
-            dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
-            dval[plans["D"]] = d_all[i * nb:(i + 1) * nb]
-            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, None, source))
-        return out
+        n = len(prepared)
+        # every instruction's D placed by D's plan in one scatter: row i is instruction i's registers
+        dvals = np.empty((n, insn.elems("D"), self.width), np_dtype(insn.cd_type))
+        dvals[(slice(None),) + tuple(plans["D"])] = d_all.reshape((n, len(d_all) // n) + d_all.shape[1:])
+        return [self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source)
+                for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))]
 
     def _mma_many_i8(self, prepared, issues, plans, source) -> list[VGPRs]:
         """mma_many of 8-bit integer instructions: their products summed in one batched GEMM (each
@@ -310,10 +309,15 @@ class MatrixOps:
         instruction's C, D, overflow and issue in order as ``_mma_d`` and ``_mma_issue`` give them."""
         cache = self.machine.plan_cache
         fas, fbs, fts = [], [], []
-        for insn, _, a, b, _, _ in prepared:   # A then B of each, in order: the operand memos as one by one
+        seen = {"A": [], "B": []}         # (registers, type, numbers) gathered in this call: nothing writes between
+        for insn, _, a, b, _, _ in prepared:   # A then B of each, in order, each array once
             ft = _i8_float_type(insn.K, a.val.dtype, b.val.dtype)
-            fas.append(self._float_operand(insn, "A", a.val, ft))
-            fbs.append(self._float_operand(insn, "B", b.val, ft))
+            for op, v, into in (("A", a.val, fas), ("B", b.val, fbs)):
+                got = next((f for x, t, f in seen[op] if x is v and t is ft), None)
+                if got is None:
+                    got = self._float_operand(insn, op, v, ft)
+                    seen[op].append((v, ft, got))
+                into.append(got)
             fts.append(ft)
         if len(set(fts)) > 1:
             fas, fbs = [x.astype(np.float64) for x in fas], [x.astype(np.float64) for x in fbs]
@@ -396,6 +400,28 @@ class MatrixOps:
                 self.finding("uninitialized-read", f"{mnemonic}: operand {op} ({v.reg_name()}) holds never-written "
                              f"bytes", lane=lane, what=f"operand {op}", name=v.reg_name())
         return insn, regs_in, a, b, c, live
+
+    def _mma_operands_many(self, mnemonic, issues):
+        """``[self._mma_operands(mnemonic, a, b, c, label) for a, b, c, label in issues]``: the first
+        checked in full; a later one whose label, operand types and counts pass as they are (A and B
+        of the record's types, C of its type or omitted, every byte written, no nibbles to unpack)
+        takes the first's record and live members (read only); any other is checked in full."""
+        first = self._mma_operands(mnemonic, *issues[0])
+        insn, live = first[0], first[5]
+        elems, nibbles = self._operand_shape(insn)
+        want = ((elems["A"], insn.a_type), (elems["B"], insn.b_type), (elems["C"], insn.cd_type))
+        quick = not nibbles and self.exec_full
+        out = [first]
+        for a, b, c, label in issues[1:]:
+            if not (quick and (label is None or type(label) is str) and type(a) is VGPRs and type(b) is VGPRs and
+                    (c is None or type(c) is VGPRs) and all(v.dtype == t and v.n == n and v.valid is None for v, (n, t)
+                                                            in zip((a, b, c), want) if v is not None)):
+                out.append(self._mma_operands(mnemonic, a, b, c, label))
+                continue
+            if c is None:
+                c = VGPRs(self, np.zeros((elems["C"], self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
+            out.append((insn, (a, b), a, b, c, live))
+        return out
 
     def _operand_shape(self, insn):
         """({operand: elements per lane} of A, B, C, whether A or B is 4-bit: _unpack_nibbles),
