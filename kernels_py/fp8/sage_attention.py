@@ -345,7 +345,7 @@ def _token_values(w, buf, tok):
     parts = []
     for t in range(n_t):
         if pairs:
-            parts.append(w.global_load(buf, _vals(w, tok[t, :, 0] * 4), 8, "f32")[[0, 1, 0, 1]])
+            parts.append(w.global_load_each(buf, _vals(w, tok[t, :, 0] * 4), 8, "f32")[0][[0, 1, 0, 1]])
         else:
             parts += [w.global_load(buf, _vals(w, tok[t, :, i] * 4), 4, "f32") for i in range(n_r)]
     return w.cat(*parts)
