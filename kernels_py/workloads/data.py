@@ -136,13 +136,13 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
             # the variance of the centred keys per channel (the channel offsets move no logit)
             k_rng.standard_normal(dtype=np.float32, out=ks)
             std, off = k_std.astype(np.float32), k_off.astype(np.float32)
-            total = np.zeros((kvh, d))
+            total = np.zeros((g_used, d))                          # the KV heads q reads
             for c in range(0, ctx, _ROWS):
                 x = ks[c:c + _ROWS]
                 x *= std
                 x += off
                 if queries:
-                    total += np.add.reduce(x, axis=0, dtype=np.float64)
+                    total += np.add.reduce(x[:, :g_used], axis=0, dtype=np.float64)
             if not queries:
                 if v_done is None:
                     make_v()
@@ -153,7 +153,7 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
             sq = np.zeros((g_used, d))
             buf = np.empty((min(ctx, _ROWS), g_used, d))          # one float64 chunk, reused
             for c in range(0, ctx, _ROWS):
-                x = np.subtract(ks[c:c + _ROWS, :g_used], mean[:g_used], out=buf[:min(_ROWS, ctx - c)])
+                x = np.subtract(ks[c:c + _ROWS, :g_used], mean, out=buf[:min(_ROWS, ctx - c)])
                 sq += np.add.reduce(np.multiply(x, x, out=x), axis=0)
             var = sq / ctx                                              # [g_used, d]
             kp_all = [ks[idx, h // ratio] - mean[h // ratio] for h, (_, idx, _) in enumerate(draws)]
