@@ -300,7 +300,8 @@ class MatrixOps:
         # every instruction's D placed by D's plan in one scatter: row i is instruction i's registers
         dvals = np.empty((n, insn.elems("D"), self.width), np_dtype(insn.cd_type))
         dvals[(slice(None),) + tuple(plans["D"])] = d_all.reshape((n, len(d_all) // n) + d_all.shape[1:])
-        return [self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source)
+        ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
+        return [self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids)
                 for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))]
 
     def _mma_many_i8(self, prepared, issues, plans, source) -> list[VGPRs]:
@@ -324,10 +325,11 @@ class MatrixOps:
         sums = np.matmul(np.concatenate(fas), np.concatenate(fbs))
         nb = len(sums) // len(prepared)
         dvals = self._i8_many_to_d(insn, prepared, sums, fts) if SUM_TOGETHER else None
+        ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
         out = []
         for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
             if dvals is not None:          # every D written at once, no overflow possible
-                out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source))
+                out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids))
                 continue
             dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
             s = sums[i * nb:(i + 1) * nb]
@@ -336,7 +338,7 @@ class MatrixOps:
                                      flat_plan(cache, insn, "D", self.members, self.lanes), dval,
                                      d_inverse(cache, insn, self.members, self.lanes),
                                      inverse_form(cache, insn, self.members, self.lanes))
-            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow, source))
+            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow, source, ids))
         return out
 
     def _i8_many_to_d(self, insn, prepared, sums, fts):
@@ -457,10 +459,12 @@ class MatrixOps:
             dval[plans["D"]] = d_mat
         return dval, overflow
 
-    def _mma_issue(self, insn, regs_in, a, b, c, live, label, plans, dval, overflow, source=None) -> VGPRs:
+    def _mma_issue(self, insn, regs_in, a, b, c, live, label, plans, dval, overflow, source=None,
+                   live_ids=None) -> VGPRs:
         """The issue of one instruction whose D is computed: its index, D's value and provenance,
         findings, record and trace event (``source``: where the kernel issued it, when the caller
-        knows)."""
+        knows; ``live_ids``: the live members' numbers, where the caller has them: mma_many's
+        issues under full EXEC, each a copy)."""
         mnemonic = insn.mnemonic
         tr = self.machine.trace
         idx = tr.n_events
@@ -487,7 +491,8 @@ class MatrixOps:
             operands = (self.trace_operands((*regs_in, c), False), self.trace_operands((out,), True))
         make = FoldedRecord if "folded" in fields else MmaRecord      # a folded batch's: placed where read
         rec = make(first=idx, insn=insn, kernel=self.kernel, wave=self.wave_id, workgroups=self.wg.ids,
-                   live=np.nonzero(live)[0].tolist(), source=source, exec_mask=self.exec, label=label,
+                   live=np.nonzero(live)[0].tolist() if live_ids is None else list(live_ids), source=source,
+                   exec_mask=self.exec, label=label,
                    operands=operands, **fields)
         if tr.enabled:
             tr.record(BatchEvent(idx, insn.mnemonic, self.kernel, self.wg.ids, self.wave_id, source, rec.exec_mask,
