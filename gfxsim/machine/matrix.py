@@ -27,7 +27,7 @@ from .mmalog import MmaRecord
 from .foldrec import FoldedRecord
 from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_absent, name_planes, word_plan
 from . import strided
-from . import chain, encoding, qdir
+from . import chain, encoding, mmagrid, qdir
 from .provenance import RESERVED, UNKNOWN, OneSet, Prov, known_one
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
@@ -201,6 +201,7 @@ class _OperandMemo:
 ISSUE_TOGETHER = True      # mma_many computes its instructions' D in one pass (False: one by one, the exact path)
 GATHER_TOGETHER = True     # and gathers their operands in one take each (False: one gather an operand)
 CHAIN_UNIONS = 8           # K-set unions of a matrix chain kept by the objects united (0: none kept)
+GRID_TOGETHER = True       # and a float batch pairing each A with each B as one matrix (mmagrid; False: batched)
 SUM_TOGETHER = True        # and an 8-bit record's D of all of them in one take and add (False: one by one)
 
 
@@ -294,8 +295,10 @@ class MatrixOps:
             return self._mma_many_i8(prepared, issues, plans, source)
         if insn.cd_type == "i32":          # 4-bit or mixed operands: each one's overflow found one by one
             return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
-        d_all, _ = compute(insn, *(self._gathered_many(insn, op, [p[i].val for p in prepared], plans[op])
-                                   for i, op in ((2, "A"), (3, "B"), (4, "C"))), batch=self.members * len(prepared))
+        d_all = self._grid_d(insn, prepared, plans)
+        if d_all is None:
+            d_all, _ = compute(insn, *(self._gathered_many(insn, op, [p[i].val for p in prepared], plans[op])
+                                       for i, op in ((2, "A"), (3, "B"), (4, "C"))), batch=self.members * len(prepared))
         n = len(prepared)
         # every instruction's D placed by D's plan in one scatter: row i is instruction i's registers
         dvals = np.empty((n, insn.elems("D"), self.width), np_dtype(insn.cd_type))
@@ -340,6 +343,25 @@ class MatrixOps:
                                      inverse_form(cache, insn, self.members, self.lanes))
             out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow, source, ids))
         return out
+
+    def _grid_d(self, insn, prepared, plans):
+        """mma_many's D ``[issues, M, N]`` of a float batch that pairs each of its distinct A
+        registers with each of its distinct B registers once, from one pass of the accumulator
+        model over them as one matrix (mmagrid); None where that does not apply (another
+        batch, several members or blocks, a model that is not elementwise over D: exact, f64)."""
+        acc = insn.accumulator
+        if not GRID_TOGETHER or self.members != 1 or insn.blocks != 1 or insn.cd_type != "f32" or \
+                acc.is_exact or acc.c_entry not in ("fused", "after"):
+            return None
+        grid = mmagrid.grid_of([p[2].val for p in prepared], [p[3].val for p in prepared])
+        if grid is None:
+            return None
+        a_vals, b_vals, at = grid
+        a, b, c = mmagrid.stacked(self._gathered_many(insn, "A", a_vals, plans["A"]),
+                                  self._gathered_many(insn, "B", b_vals, plans["B"]),
+                                  self._gathered_many(insn, "C", [p[4].val for p in prepared], plans["C"]), at)
+        d, _ = compute(insn, a, b, c)
+        return mmagrid.unstacked(d, at, len(a_vals), len(b_vals))
 
     def _i8_many_to_d(self, insn, prepared, sums, fts):
         """``_i8_sums_to_d`` of every instruction of an 8-bit mma_many at once, ``[n, regs, width]``

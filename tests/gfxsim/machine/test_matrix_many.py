@@ -76,6 +76,25 @@ def test_one_take_of_the_operands_is_one_gather_each(monkeypatch, provenance, tr
     same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
 
 
+@pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
+                                                                     (True, True, "fp8", False, True),
+                                                                     (False, False, "fp8_e4m3", True, True),
+                                                                     (True, False, "fp8_e4m3", False, False)],
+                         ids=["off", "trace-fnuz-findings", "infinite-v", "one-level-c-chains"])
+def test_a_grid_of_operands_as_one_matrix_is_the_batch(monkeypatch, provenance, trace, v_type, inf_v, two_level):
+    """A PV K step (each P~ row tile against each V head-dim tile) through the accumulator model
+    as one matrix (matrix.GRID_TOGETHER, mmagrid) against the batch of instructions."""
+    import gfxsim.machine.matrix as MX
+    grid = _launch(provenance, trace, v_type, inf_v, two_level)
+    monkeypatch.setattr(MX, "GRID_TOGETHER", False)
+    batch = _launch(provenance, trace, v_type, inf_v, two_level)
+    assert grid[0].tobytes() == batch[0].tobytes()
+    assert grid[2] == batch[2] and len(batch[2]) > 0
+    assert grid[3] == batch[3] and bool(batch[3]) == (v_type == "fp8")
+    assert grid[4] == batch[4]
+    same_buffers(grid[5], batch[5], grid[1].machine.wide, batch[1].machine.wide)
+
+
 def _i8_launch(provenance):
     """Six independent 8-bit integer instructions through mma_many: C of the fourth close to
     INT32_MAX (an overflow), C of two omitted, the first two A operands the same registers,
