@@ -27,7 +27,7 @@ from .mmalog import MmaRecord
 from .foldrec import FoldedRecord
 from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_absent, name_planes, word_plan
 from . import strided
-from . import chain, encoding, qdir
+from . import chain, encoding, mmagrid, qdir
 from .provenance import RESERVED, UNKNOWN, OneSet, Prov, known_one
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets
@@ -201,6 +201,7 @@ class _OperandMemo:
 ISSUE_TOGETHER = True      # mma_many computes its instructions' D in one pass (False: one by one, the exact path)
 GATHER_TOGETHER = True     # and gathers their operands in one take each (False: one gather an operand)
 CHAIN_UNIONS = 8           # K-set unions of a matrix chain kept by the objects united (0: none kept)
+GRID_TOGETHER = True       # and a float batch pairing each A with each B as one matrix (mmagrid; False: batched)
 SUM_TOGETHER = True        # and an 8-bit record's D of all of them in one take and add (False: one by one)
 
 
@@ -282,7 +283,7 @@ class MatrixOps:
         if ISSUE_TOGETHER and self.exec_full and all(isinstance(v, VGPRs) and v.valid is None for x in issues for v in x[:3]
                                   if v is not None):
             try:
-                prepared = [self._mma_operands(mnemonic, a, b, c, label) for a, b, c, label in issues]
+                prepared = self._mma_operands_many(mnemonic, issues)
             except Exception:            # refused: one by one, so the error comes after the earlier ones issue
                 prepared = None
         if not prepared:
@@ -294,15 +295,17 @@ class MatrixOps:
             return self._mma_many_i8(prepared, issues, plans, source)
         if insn.cd_type == "i32":          # 4-bit or mixed operands: each one's overflow found one by one
             return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
-        d_all, _ = compute(insn, *(self._gathered_many(insn, op, [p[i].val for p in prepared], plans[op])
-                                   for i, op in ((2, "A"), (3, "B"), (4, "C"))), batch=self.members * len(prepared))
-        nb = len(d_all) // len(prepared)
-        out = []
-        for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
-            dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
-            dval[plans["D"]] = d_all[i * nb:(i + 1) * nb]
-            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, None, source))
-        return out
+        d_all = self._grid_d(insn, prepared, plans)
+        if d_all is None:
+            d_all, _ = compute(insn, *(self._gathered_many(insn, op, [p[i].val for p in prepared], plans[op])
+                                       for i, op in ((2, "A"), (3, "B"), (4, "C"))), batch=self.members * len(prepared))
+        n = len(prepared)
+        # every instruction's D placed by D's plan in one scatter: row i is instruction i's registers
+        dvals = np.empty((n, insn.elems("D"), self.width), np_dtype(insn.cd_type))
+        dvals[(slice(None),) + tuple(plans["D"])] = d_all.reshape((n, len(d_all) // n) + d_all.shape[1:])
+        ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
+        return [self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids)
+                for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))]
 
     def _mma_many_i8(self, prepared, issues, plans, source) -> list[VGPRs]:
         """mma_many of 8-bit integer instructions: their products summed in one batched GEMM (each
@@ -310,20 +313,26 @@ class MatrixOps:
         instruction's C, D, overflow and issue in order as ``_mma_d`` and ``_mma_issue`` give them."""
         cache = self.machine.plan_cache
         fas, fbs, fts = [], [], []
-        for insn, _, a, b, _, _ in prepared:   # A then B of each, in order: the operand memos as one by one
+        seen = {"A": [], "B": []}         # (registers, type, numbers) gathered in this call: nothing writes between
+        for insn, _, a, b, _, _ in prepared:   # A then B of each, in order, each array once
             ft = _i8_float_type(insn.K, a.val.dtype, b.val.dtype)
-            fas.append(self._float_operand(insn, "A", a.val, ft))
-            fbs.append(self._float_operand(insn, "B", b.val, ft))
+            for op, v, into in (("A", a.val, fas), ("B", b.val, fbs)):
+                got = next((f for x, t, f in seen[op] if x is v and t is ft), None)
+                if got is None:
+                    got = self._float_operand(insn, op, v, ft)
+                    seen[op].append((v, ft, got))
+                into.append(got)
             fts.append(ft)
         if len(set(fts)) > 1:
             fas, fbs = [x.astype(np.float64) for x in fas], [x.astype(np.float64) for x in fbs]
         sums = np.matmul(np.concatenate(fas), np.concatenate(fbs))
         nb = len(sums) // len(prepared)
         dvals = self._i8_many_to_d(insn, prepared, sums, fts) if SUM_TOGETHER else None
+        ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
         out = []
         for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
             if dvals is not None:          # every D written at once, no overflow possible
-                out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source))
+                out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids))
                 continue
             dval = np.empty((insn.elems("D"), self.width), np_dtype(insn.cd_type))
             s = sums[i * nb:(i + 1) * nb]
@@ -332,8 +341,27 @@ class MatrixOps:
                                      flat_plan(cache, insn, "D", self.members, self.lanes), dval,
                                      d_inverse(cache, insn, self.members, self.lanes),
                                      inverse_form(cache, insn, self.members, self.lanes))
-            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow, source))
+            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dval, overflow, source, ids))
         return out
+
+    def _grid_d(self, insn, prepared, plans):
+        """mma_many's D ``[issues, M, N]`` of a float batch that pairs each of its distinct A
+        registers with each of its distinct B registers once, from one pass of the accumulator
+        model over them as one matrix (mmagrid); None where that does not apply (another
+        batch, several members or blocks, a model that is not elementwise over D: exact, f64)."""
+        acc = insn.accumulator
+        if not GRID_TOGETHER or self.members != 1 or insn.blocks != 1 or insn.cd_type != "f32" or \
+                acc.is_exact or acc.c_entry not in ("fused", "after"):
+            return None
+        grid = mmagrid.grid_of([p[2].val for p in prepared], [p[3].val for p in prepared])
+        if grid is None:
+            return None
+        a_vals, b_vals, at = grid
+        a, b, c = mmagrid.stacked(self._gathered_many(insn, "A", a_vals, plans["A"]),
+                                  self._gathered_many(insn, "B", b_vals, plans["B"]),
+                                  self._gathered_many(insn, "C", [p[4].val for p in prepared], plans["C"]), at)
+        d, _ = compute(insn, a, b, c)
+        return mmagrid.unstacked(d, at, len(a_vals), len(b_vals))
 
     def _i8_many_to_d(self, insn, prepared, sums, fts):
         """``_i8_sums_to_d`` of every instruction of an 8-bit mma_many at once, ``[n, regs, width]``
@@ -397,6 +425,28 @@ class MatrixOps:
                              f"bytes", lane=lane, what=f"operand {op}", name=v.reg_name())
         return insn, regs_in, a, b, c, live
 
+    def _mma_operands_many(self, mnemonic, issues):
+        """``[self._mma_operands(mnemonic, a, b, c, label) for a, b, c, label in issues]``: the first
+        checked in full; a later one whose label, operand types and counts pass as they are (A and B
+        of the record's types, C of its type or omitted, every byte written, no nibbles to unpack)
+        takes the first's record and live members (read only); any other is checked in full."""
+        first = self._mma_operands(mnemonic, *issues[0])
+        insn, live = first[0], first[5]
+        elems, nibbles = self._operand_shape(insn)
+        want = ((elems["A"], insn.a_type), (elems["B"], insn.b_type), (elems["C"], insn.cd_type))
+        quick = not nibbles and self.exec_full
+        out = [first]
+        for a, b, c, label in issues[1:]:
+            if not (quick and (label is None or type(label) is str) and type(a) is VGPRs and type(b) is VGPRs and
+                    (c is None or type(c) is VGPRs) and all(v.dtype == t and v.n == n and v.valid is None for v, (n, t)
+                                                            in zip((a, b, c), want) if v is not None)):
+                out.append(self._mma_operands(mnemonic, a, b, c, label))
+                continue
+            if c is None:
+                c = VGPRs(self, np.zeros((elems["C"], self.width), np_dtype(insn.cd_type)), insn.cd_type, literal=True)
+            out.append((insn, (a, b), a, b, c, live))
+        return out
+
     def _operand_shape(self, insn):
         """({operand: elements per lane} of A, B, C, whether A or B is 4-bit: _unpack_nibbles),
         read off the record once per wave, not at every issue."""
@@ -431,10 +481,12 @@ class MatrixOps:
             dval[plans["D"]] = d_mat
         return dval, overflow
 
-    def _mma_issue(self, insn, regs_in, a, b, c, live, label, plans, dval, overflow, source=None) -> VGPRs:
+    def _mma_issue(self, insn, regs_in, a, b, c, live, label, plans, dval, overflow, source=None,
+                   live_ids=None) -> VGPRs:
         """The issue of one instruction whose D is computed: its index, D's value and provenance,
         findings, record and trace event (``source``: where the kernel issued it, when the caller
-        knows)."""
+        knows; ``live_ids``: the live members' numbers, where the caller has them: mma_many's
+        issues under full EXEC, each a copy)."""
         mnemonic = insn.mnemonic
         tr = self.machine.trace
         idx = tr.n_events
@@ -461,7 +513,8 @@ class MatrixOps:
             operands = (self.trace_operands((*regs_in, c), False), self.trace_operands((out,), True))
         make = FoldedRecord if "folded" in fields else MmaRecord      # a folded batch's: placed where read
         rec = make(first=idx, insn=insn, kernel=self.kernel, wave=self.wave_id, workgroups=self.wg.ids,
-                   live=np.nonzero(live)[0].tolist(), source=source, exec_mask=self.exec, label=label,
+                   live=np.nonzero(live)[0].tolist() if live_ids is None else list(live_ids), source=source,
+                   exec_mask=self.exec, label=label,
                    operands=operands, **fields)
         if tr.enabled:
             tr.record(BatchEvent(idx, insn.mnemonic, self.kernel, self.wg.ids, self.wave_id, source, rec.exec_mask,

@@ -70,6 +70,43 @@ class VmemOps:
         self.event(ops.Op("VMEM", ops.VMEM_LOAD[nbytes]), outs=[v], buffer=buf.name, address=addr)
         return v
 
+    def global_load_each(self, buf: Buffer, offsets: VGPRs, nbytes: int = 4, dtype=None) -> list[VGPRs]:
+        """``[w.global_load(buf, offsets[i], nbytes, dtype) for i in range(offsets.n)]``: one load per
+        element of the address value ``offsets``, in order, with the same values, registers, faults,
+        findings and events. Where nothing but the bytes can differ (no provenance or trace, full
+        EXEC, one wave reading, every byte of ``buf`` written, a 4-byte type in whole dwords) and
+        every load is in bounds and aligned, the checks are made once for all and the words
+        gathered in one take; anywhere else load by load (which names the fault)."""
+        dt = dtype_name(dtype) if dtype is not None else getattr(buf, "dtype", None)
+        if not (LOADS_TOGETHER and isinstance(buf, Buffer) and isinstance(offsets, VGPRs) and self._each_fits(
+                buf, offsets, nbytes, dt)):
+            return [self.global_load(buf, offsets[i], nbytes, dtype) for i in range(offsets.n)]
+        addr = offsets.val.astype(np.int64)                     # [loads, width]
+        idx = (addr >> 2)[:, None, :] + np.arange(nbytes // 4)[None, :, None] if nbytes > 4 else (addr >> 2)[:, None]
+        got = np.take(buf.raw.view(np.uint32), idx).view(np_dtype(dt))
+        op = _VMEM_OPS[("load", nbytes)]
+        out = []
+        for i in range(len(addr)):
+            v = VGPRs(self, got[i], dt)
+            self.event(op, outs=[v], buffer=buf.name, address=addr[i])
+            out.append(v)
+        return out
+
+    def _each_fits(self, buf: Buffer, offsets: VGPRs, nbytes, dt) -> bool:
+        """Whether ``global_load_each`` may load all at once (see there): every address in bounds
+        and dword aligned, slicing ``offsets`` allocates no register (whole registers of it)."""
+        if (self.machine.provenance or self.machine.trace.enabled or not self.exec_full or buf.written is not None
+                or self.wg.accesses is not None or isinstance(nbytes, bool) or nbytes not in (4, 8, 12, 16)
+                or dt not in _WORD_TYPES or buf.raw.size % 4 or offsets.valid is not None or offsets.regs is None
+                or offsets.dtype not in ("i32", "u32", "i64", "u64")):
+            return False
+        raw = offsets.val
+        if raw.ndim != 2 or raw.shape[1] != self.width or not raw.size:
+            return False
+        u = raw.view(np.uint32 if raw.dtype.itemsize == 4 else np.uint64)
+        hi = buf.nbytes - nbytes        # as unsigned, a negative address is out of bounds too
+        return hi >= 0 and int(np.maximum.reduce(u, axis=None)) <= hi and not int(np.bitwise_or.reduce(u, axis=None)) & 3
+
     def scalar_load(self, buf: Buffer, offset, dtype=None, *, identities_marked: bool = False):
         """s_load_dword: one uniform value (an SGPR), returned as a Python number; in a batched
         launch the offset may differ per workgroup and the result is a per-lane value. A Python
@@ -351,6 +388,10 @@ FOLDED_STORE_CHECK = True
 # that check's tags looked up on member 0's elements and the members' offsets where the members'
 # elements are moved copies of member 0's (VmemOps._member_tags); tests compare both ways
 SEPARABLE_STORE_TAGS = True
+
+# global_load_each checks and gathers its loads at once where it can (False: load by load, the A/B)
+LOADS_TOGETHER = True
+_WORD_TYPES = frozenset({"f32", "i32", "u32"})      # global_load_each's types: a dword is one element
 
 # the events of word-wise accesses (global_load_words, global_store_words): what global_load and
 # global_store record for the same sizes

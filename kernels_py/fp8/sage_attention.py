@@ -85,7 +85,7 @@ def _near_first(n: int) -> list:
     bits = n.bit_length() - 1
     if n < 2 or n != 1 << bits:
         return list(range(n))
-    return [int(format(j, f"0{bits}b")[::-1], 2) for j in range(n)]
+    return _bit_reversed(n, bits)       # numpy bit operations, not a string per element
 
 
 def _split(x, sizes):
@@ -125,9 +125,9 @@ def _operands(w, buf, rows, cols, corners, ld, per, n_regs):
     register r of an operand in each lane is ``per`` consecutive columns from (row0 + rows[:, r*per],
     col0 + cols[:, r*per]) of a row-major [*, ld] buffer. The addresses are one value (a register
     per load). Returns (the value, each operand's element count)."""
-    addr = _vals(w, [((row0 + rows[:, r * per]) * ld + col0 + cols[:, r * per]) * 4 + 4 * h
-                     for row0, col0 in corners for r in range(n_regs) for h in range(0, per, 4)])
-    return w.cat(*[w.global_load(buf, addr[i], 16, "f32") for i in range(addr.n)]), [n_regs * per] * len(corners)
+    # element (corner, r, h) of the address value: one numpy pass for all (_operand_addresses)
+    addr = _vals(w, _operand_addresses(rows, cols, corners, ld, per, n_regs))
+    return w.cat(*w.global_load_each(buf, addr, 16, "f32")), [n_regs * per] * len(corners)
 
 
 def sage_attention(w, q, k, v, ds, vm, out, *, context, head_dim, qk="int8", two_level=True, smooth_v=False,
@@ -330,6 +330,8 @@ def _v_elements(w, v, addr, runs):
     """A lane's f32 elements at byte addresses ``addr`` [elements, lanes], loaded as ``runs``
     (``_v_runs(addr)``), the address registers made in one value."""
     at = _vals(w, addr[[e for e, _ in runs]])
+    if len({n for _, n in runs}) == 1:            # every run as wide: the loads at once
+        return w.cat(*w.global_load_each(v, at, 4 * runs[0][1], "f32"))
     return w.cat(*[w.global_load(v, at[i], 4 * n, "f32") for i, (_, n) in enumerate(runs)])
 
 
@@ -343,7 +345,7 @@ def _token_values(w, buf, tok):
     parts = []
     for t in range(n_t):
         if pairs:
-            parts.append(w.global_load(buf, _vals(w, tok[t, :, 0] * 4), 8, "f32")[[0, 1, 0, 1]])
+            parts.append(w.global_load_each(buf, _vals(w, tok[t, :, 0] * 4), 8, "f32")[0][[0, 1, 0, 1]])
         else:
             parts += [w.global_load(buf, _vals(w, tok[t, :, i] * 4), 4, "f32") for i in range(n_r)]
     return w.cat(*parts)
@@ -380,3 +382,20 @@ def run_sage_attention(q, k, v, cfg=None, *, q_pos0=None, q_layout=None, provena
                  kwargs=dict(context=T, head_dim=d, qk=cfg.qk, two_level=cfg.two_level, smooth_v=cfg.smooth_v,
                              q_pos0=q_pos0, q_layout=q_layout))
     return out.array.copy(), run
+
+
+def _bit_reversed(n: int, bits: int) -> list:
+    """[bitreverse(j) for j in range(n)], n == 2**bits: bit b of j moved to bit bits - 1 - b."""
+    j, r = np.arange(n), np.zeros(n, np.int64)
+    for b in range(bits):
+        r |= ((j >> b) & 1) << (bits - 1 - b)
+    return r.tolist()
+
+
+def _operand_addresses(rows, cols, corners, ld, per, n_regs) -> np.ndarray:
+    """_operands' byte addresses [corners * n_regs * per/4, lanes]: row (corner, r, h) is
+    ((row0 + rows[:, r*per]) * ld + col0 + cols[:, r*per]) * 4 + 4 * h, in that order."""
+    c = np.asarray(corners, np.int64).reshape(-1, 2)
+    at = rows[:, ::per][:, :n_regs].T, cols[:, ::per][:, :n_regs].T          # [n_regs, lanes]
+    base = ((c[:, 0, None, None] + at[0][None]) * ld + c[:, 1, None, None] + at[1][None]) * 4
+    return (base[:, :, None, :] + 4 * np.arange(0, per, 4)[None, None, :, None]).reshape(-1, rows.shape[0])

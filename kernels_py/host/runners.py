@@ -275,7 +275,7 @@ def _sage(cfg, inputs, swap):
     arch = get_arch(cfg.arch).name
     if arch not in ARCHS:
         raise ArgumentError(f"sage_attention runs on the NVIDIA warp32 profiles {', '.join(ARCHS)}, not {arch}")
-    d = prepare_inputs(inputs=inputs, num_queries=WARPQ,
+    d = prepare_inputs(inputs=inputs, num_queries=WARPQ, query_heads=1,      # it reads query head 0 alone
                        **cfg.shape())
     if d["q"].ndim != 4 or d["q"].shape[1] < WARPQ:
         raise ArgumentError(f"sage_attention needs prefill q [num_seqs, num_queries >= {WARPQ}, heads, head_dim], "

@@ -64,7 +64,8 @@ class AttentionDataSpec:
 def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 8,
                           num_kv_heads: int = 1, head_dim: int = 128, context_lens=4096,
                           num_queries: int | None = None,
-                          spec: AttentionDataSpec = AttentionDataSpec(), queries: bool = True) -> dict[str, np.ndarray]:
+                          spec: AttentionDataSpec = AttentionDataSpec(), queries: bool = True,
+                          query_heads: int | None = None) -> dict[str, np.ndarray]:
     """Seeded attention inputs.
 
     num_queries None: decode, q [num_seqs, num_heads, head_dim]. An int N: prefix prefill,
@@ -75,6 +76,9 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
     ``queries=False``: no q (a consumer of the cache only, int8_kv_cache): the same k, v and
     context_lens bit for bit, without solving the planted queries (K's channel statistics, a
     solve per head); the query draws are still made where a later sequence's draws follow them.
+    ``query_heads=H``: q of the first H query heads only ([..., H, head_dim]), each the same bits as
+    in all heads' q (a run that reads only those: the later heads' draws of the last sequence,
+    their solves and their KV heads' variances are not made; nothing after them reads the draws).
     """
     if head_dim not in HEAD_DIMS:
         raise ArgumentError(f"head_dim {head_dim} not in {HEAD_DIMS}")
@@ -86,6 +90,10 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
         raise ArgumentError(f"context_lens {lens.tolist()} must be >= num_queries {nq} and >= 1")
     rng = np.random.default_rng(seed)
     kvh, d, ratio = num_kv_heads, head_dim, num_heads // num_kv_heads
+    nqh = num_heads if query_heads is None else int(query_heads)
+    if not 1 <= nqh <= num_heads:
+        raise ArgumentError(f"query_heads {query_heads} must be in [1, num_heads {num_heads}]")
+    g_used = (nqh - 1) // ratio + 1                                 # the KV heads whose statistics q reads
 
     # Model-level traits, shared by every sequence.
     k_std = np.exp(spec.k_channel_sigma * rng.standard_normal((kvh, d)))
@@ -99,7 +107,7 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
 
     T = int(lens.max())
     k, v = np.empty((2, num_seqs, T, kvh, d), np.float32)        # one block: int8_kv_cache's [K, V] in place
-    q = np.zeros((num_seqs, nq, num_heads, d), np.float32) if queries else None
+    q = np.zeros((num_seqs, nq, nqh, d), np.float32) if queries else None
     for s, ctx in enumerate(lens):
         ctx = int(ctx)
         k[s, ctx:] = v[s, ctx:] = np.nan
@@ -109,7 +117,8 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
         vt = spec.v_std * np.exp(spec.v_token_sigma * rng.standard_normal((ctx, kvh, 1)))
         pos = ctx - nq + np.arange(nq)
         # without queries the draws only keep rng where the next sequence reads it
-        draws = [_draw_queries(rng, pos, d, spec) for _ in range(num_heads)] if queries or s < num_seqs - 1 else []
+        n_draws = num_heads if s < num_seqs - 1 else nqh if queries else 0
+        draws = [_draw_queries(rng, pos, d, spec) for _ in range(n_draws)][:nqh]
         ks, vs = k[s, :ctx], v[s, :ctx]                              # contiguous [ctx, kvh, d] views
 
         def make_v(vs=vs, vt=vt):
@@ -127,13 +136,13 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
             # the variance of the centred keys per channel (the channel offsets move no logit)
             k_rng.standard_normal(dtype=np.float32, out=ks)
             std, off = k_std.astype(np.float32), k_off.astype(np.float32)
-            total = np.zeros((kvh, d))
+            total = np.zeros((g_used, d))                          # the KV heads q reads
             for c in range(0, ctx, _ROWS):
                 x = ks[c:c + _ROWS]
                 x *= std
                 x += off
                 if queries:
-                    total += np.add.reduce(x, axis=0, dtype=np.float64)
+                    total += np.add.reduce(x[:, :g_used], axis=0, dtype=np.float64)
             if not queries:
                 if v_done is None:
                     make_v()
@@ -141,12 +150,12 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
                     v_done.result()
                 continue
             mean = total / ctx
-            sq = np.zeros((kvh, d))
-            buf = np.empty((min(ctx, _ROWS), kvh, d))             # one float64 chunk, reused
+            sq = np.zeros((g_used, d))
+            buf = np.empty((min(ctx, _ROWS), g_used, d))          # one float64 chunk, reused
             for c in range(0, ctx, _ROWS):
-                x = np.subtract(ks[c:c + _ROWS], mean, out=buf[:min(_ROWS, ctx - c)])
+                x = np.subtract(ks[c:c + _ROWS, :g_used], mean, out=buf[:min(_ROWS, ctx - c)])
                 sq += np.add.reduce(np.multiply(x, x, out=x), axis=0)
-            var = sq / ctx                                              # [kvh, d]
+            var = sq / ctx                                              # [g_used, d]
             kp_all = [ks[idx, h // ratio] - mean[h // ratio] for h, (_, idx, _) in enumerate(draws)]
             if v_done is None:
                 make_v()

@@ -170,12 +170,15 @@ def validate_inputs(arrays: Mapping[str, np.ndarray], *, source: str = "inputs",
     return out
 
 
-def prepare_inputs(*, context, heads, kv_heads, head_dim, seed, inputs=None, num_queries=None, queries=True):
+def prepare_inputs(*, context, heads, kv_heads, head_dim, seed, inputs=None, num_queries=None, queries=True,
+                   query_heads=None):
     """The attention inputs of one run: the user's arrays (already validated by load_inputs), or
     generated ones of one sequence of ``context`` tokens (make_attention_inputs; ``queries=False``:
-    without q, for a run that reads only K and V)."""
+    without q, for a run that reads only K and V; ``query_heads=H``: q of the first H heads only,
+    for a run that reads no other)."""
     if inputs is not None:
         return inputs
     from kernels_py.workloads.data import make_attention_inputs
     return make_attention_inputs(seed=seed, num_seqs=1, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
-                                 context_lens=[context], num_queries=num_queries, queries=queries)
+                                 context_lens=[context], num_queries=num_queries, queries=queries,
+                                 query_heads=query_heads)

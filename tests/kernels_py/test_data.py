@@ -50,6 +50,27 @@ def test_without_queries_k_v_and_lens_are_the_same_bits(monkeypatch, case, paral
         assert bare[n].tobytes() == full[n].tobytes(), n
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("case,heads", [(dict(num_seqs=1, context_lens=[100]), 1),
+                                        (dict(num_seqs=1, context_lens=[100], num_queries=32), 1),
+                                        (dict(num_seqs=3, context_lens=[100, 70, 33]), 3),
+                                        (dict(num_seqs=2, context_lens=[20, 90], num_queries=5), 5),
+                                        (dict(num_seqs=1, context_lens=[64], num_queries=4), 8)])
+def test_the_first_query_heads_are_the_same_bits(monkeypatch, case, heads, parallel):
+    """query_heads=H (sage_attention reads query head 0 alone): q of the first H heads, and k, v,
+    context_lens, byte for byte those made with every head, one sequence or several (a sequence's
+    draws made for every head where a later sequence follows them), V beside K or after it."""
+    from kernels_py.workloads import data
+    monkeypatch.setattr(data, "_PARALLEL", 1 if parallel else 1 << 40)
+    kw = dict(num_heads=8, num_kv_heads=2, head_dim=64, **case)
+    full, few = make_attention_inputs(3, **kw), make_attention_inputs(3, query_heads=heads, **kw)
+    assert set(few) == set(full)
+    assert few["q"].shape == full["q"][..., :heads, :].shape
+    assert few["q"].tobytes() == np.ascontiguousarray(full["q"][..., :heads, :]).tobytes()
+    for n in ("k", "v", "context_lens"):
+        assert few[n].dtype == full[n].dtype and few[n].tobytes() == full[n].tobytes(), n
+
+
 def test_rows_are_peaked_on_the_sink_and_the_planted_keys():
     d = make_attention_inputs(0, context_lens=4096)
     s = centred_logits(d["q"][0], d["k"][0, :, 0])

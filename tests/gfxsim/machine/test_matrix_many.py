@@ -76,6 +76,25 @@ def test_one_take_of_the_operands_is_one_gather_each(monkeypatch, provenance, tr
     same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
 
 
+@pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
+                                                                     (True, True, "fp8", False, True),
+                                                                     (False, False, "fp8_e4m3", True, True),
+                                                                     (True, False, "fp8_e4m3", False, False)],
+                         ids=["off", "trace-fnuz-findings", "infinite-v", "one-level-c-chains"])
+def test_a_grid_of_operands_as_one_matrix_is_the_batch(monkeypatch, provenance, trace, v_type, inf_v, two_level):
+    """A PV K step (each P~ row tile against each V head-dim tile) through the accumulator model
+    as one matrix (matrix.GRID_TOGETHER, mmagrid) against the batch of instructions."""
+    import gfxsim.machine.matrix as MX
+    grid = _launch(provenance, trace, v_type, inf_v, two_level)
+    monkeypatch.setattr(MX, "GRID_TOGETHER", False)
+    batch = _launch(provenance, trace, v_type, inf_v, two_level)
+    assert grid[0].tobytes() == batch[0].tobytes()
+    assert grid[2] == batch[2] and len(batch[2]) > 0
+    assert grid[3] == batch[3] and bool(batch[3]) == (v_type == "fp8")
+    assert grid[4] == batch[4]
+    same_buffers(grid[5], batch[5], grid[1].machine.wide, batch[1].machine.wide)
+
+
 def _i8_launch(provenance):
     """Six independent 8-bit integer instructions through mma_many: C of the fourth close to
     INT32_MAX (an overflow), C of two omitted, the first two A operands the same registers,
@@ -140,3 +159,44 @@ def test_i8_d_of_all_at_once_is_one_by_one(monkeypatch, provenance):
     same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
     assert many_d.array.tobytes() == one_d.array.tobytes() and many_recs == one_recs
     assert [(f.kind, f.message) for f in many_i8.findings] == [(f.kind, f.message) for f in one_i8.findings]
+
+
+def _refused_later(together, monkeypatch, bad):
+    """mma_many of four 8-bit instructions whose third is refused (``bad``): the first two issue,
+    then the third's error, as one by one."""
+    import gfxsim.machine.matrix as MX
+    from gfxsim import Buffer, launch
+    monkeypatch.setattr(MX, "ISSUE_TOGETHER", together)
+    rng = np.random.default_rng(4)
+    x = Buffer("x", rng.integers(-128, 128, (4, 2, 8, 64)).astype(np.int8))
+    d_out = Buffer.empty("d", (4, 4, 64), np.int32)
+    got = {}
+
+    def kernel(w, x, d_out):
+        def operand(i, side):
+            return w.cat(*[w.global_load(x, (((i * 2 + side) * 8 + r) * 64 + w.lane_id), 1, "i8") for r in range(8)])
+        issues = [[operand(i, 0), operand(i, 1), None, f"i{i}"] for i in range(4)]
+        if bad == "label":
+            issues[2][3] = 7
+        elif bad == "type":
+            issues[2][1] = issues[2][1].bitcast("u8").to("i32")[:2]
+        elif bad == "count":
+            issues[2][0] = issues[2][0][:4]
+        elif bad == "c_type":
+            issues[2][2] = w.from_lanes(np.zeros((4, 64)), "f32")
+        try:
+            got["d"] = [d.val.tobytes() for d in w.mma_many("v_mmac_i32_16x16x32_i8", issues)]
+        except Exception as e:              # noqa: BLE001 - compared below
+            got["d"] = (type(e).__name__, str(e).split(" in ")[0])
+    run = launch(kernel, arch="gfx936", args=(x, d_out), provenance=False)
+    return got["d"], run.trace.n_events, len(run.machine.mma_log.records)
+
+
+@pytest.mark.parametrize("bad", ["label", "type", "count", "c_type", None])
+def test_a_later_refused_issue_is_refused_as_one_by_one(monkeypatch, bad):
+    """mma_many checks its first issue in full and the later ones by the first's outcome
+    (_mma_operands_many): a later one that does not pass as it is gets the full check, so the
+    error (and the instructions issued before it) are one by one's."""
+    together = _refused_later(True, monkeypatch, bad)
+    assert together == _refused_later(False, monkeypatch, bad)
+    assert (together[2] == 2 and isinstance(together[0], tuple)) if bad else together[2] == 4
