@@ -380,3 +380,17 @@ def test_distinct_triples_is_the_unique_over_rows(big):
     assert sorted(keys) == [tuple(r) for r in want.tolist()]
     assert [keys[i] for i in inv.tolist()] == [tuple(r) for r in rows.tolist()]
     assert distinct_triples(x[:0], y[:0], z[:0])[0] == []
+
+
+def test_distinct_is_the_sorted_unique():
+    """_distinct (one value; values near each other counted; else sorted) lists what
+    np.unique(a).tolist() does, as Python ints, for one value, a few among many, negatives, a
+    span too wide to count and nothing."""
+    from gfxsim.machine.consumed import _distinct
+    rng = np.random.default_rng(11)
+    cases = [np.full(50, 7, np.int64), rng.integers(1 << 28, (1 << 28) + 4, 4096), rng.integers(-5, 5, 37),
+             np.array([3, 1 << 40, -2, 3], np.int64), rng.integers(0, 1000, 10), np.zeros(0, np.int64),
+             np.array([9, 2], np.int32), rng.integers(0, 64, 4096) // 16 * 3]
+    for a in cases:
+        got = _distinct(a)
+        assert got == np.unique(a).tolist() and all(type(v) is int for v in got)
