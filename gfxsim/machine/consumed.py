@@ -120,18 +120,28 @@ def _take(m: Mask | None, idx) -> Mask | None:
     return None if m is None else m.map(lambda x: x[idx])
 
 
+def distinct(a: np.ndarray) -> np.ndarray:
+    """np.unique(a) of integers (sorted, a's dtype), counted rather than sorted where the values
+    lie within a few times a's length of each other: the names a read or a sum holds (a few
+    results or sums among thousands of elements)."""
+    a = np.asarray(a)
+    if not a.size:
+        return np.unique(a)
+    lo, hi = int(a.min()), int(a.max())
+    if lo == hi:
+        return np.full(1, lo, a.dtype)
+    if hi - lo < 4 * a.size:
+        return (np.flatnonzero(np.bincount((a - lo).ravel())) + lo).astype(a.dtype)
+    return np.unique(a)
+
+
 def _distinct(a) -> list:
-    """np.unique(a).tolist() of integers, without the sort when a holds one value (the common case)
-    or its values lie within a few times its length of each other (a read's few sums of results
-    among thousands of elements: counted, not sorted)."""
+    """np.unique(a).tolist() of integers (``distinct``), without an array when a holds one value
+    (the common case)."""
     if not len(a):
         return []
     lo, hi = int(a.min()), int(a.max())
-    if lo == hi:
-        return [lo]
-    if hi - lo < 4 * len(a):
-        return (np.flatnonzero(np.bincount(a - lo)) + lo).tolist()
-    return np.unique(a).tolist()
+    return [lo] if lo == hi else distinct(a).tolist()
 
 
 def _is_all(idx, n) -> bool:

@@ -38,7 +38,7 @@ import copy
 
 import numpy as np
 
-from .consumed import pair_cells
+from .consumed import distinct, pair_cells
 from . import foldrec           # compiled functions by the module: jit.njit rebinds their names
 from .foldrec import FoldedFields, FoldedPair, Spread, SpreadFp
 from .errors import GfxSimError
@@ -199,7 +199,7 @@ class Fold:
         (learned in ``name_shift``, checked by every later load)."""
         mma = np.ascontiguousarray(mma, np.int32)
         rep_mma = np.ascontiguousarray(self.rep(mma, f"{what}: the results it names"))
-        ids = np.unique(rep_mma[rep_mma >= 0]).astype(np.int64)
+        ids = distinct(rep_mma[rep_mma >= 0]).astype(np.int64)
         shifts, has = np.zeros((len(ids), self.members), np.int64), np.zeros((len(ids), self.members), np.bool_)
         mn = np.ascontiguousarray(mn, np.int32)
         if not _name_shift_check(mma, mn, self.rep_cols if self.classes > 1 else _NO_COLS, self.cls, self.lanes,
@@ -577,7 +577,7 @@ def _pairs_named(mma: np.ndarray, pair_base: int, n_pairs: int) -> np.ndarray:
     """The ids of the sums of results (pair records) a plane of names holds, ascending: from the
     plane's names, not a pass over every pair of the launch (they grow with it)."""
     named = mma[(mma >= pair_base) & (mma < pair_base + n_pairs)]
-    return np.unique(named) if named.size else _NO_PIDS
+    return distinct(named) if named.size else _NO_PIDS
 
 
 @njit
