@@ -127,7 +127,11 @@ def distinct(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     if not a.size:
         return np.unique(a)
-    lo, hi = int(a.min()), int(a.max())
+    return _counted(a, int(a.min()), int(a.max()))
+
+
+def _counted(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``distinct(a)`` of a non-empty ``a`` whose least and greatest values are lo and hi."""
     if lo == hi:
         return np.full(1, lo, a.dtype)
     if hi - lo < 4 * a.size:
@@ -141,7 +145,7 @@ def _distinct(a) -> list:
     if not len(a):
         return []
     lo, hi = int(a.min()), int(a.max())
-    return [lo] if lo == hi else distinct(a).tolist()
+    return [lo] if lo == hi else _counted(a, lo, hi).tolist()
 
 
 def _is_all(idx, n) -> bool:
