@@ -120,12 +120,32 @@ def _take(m: Mask | None, idx) -> Mask | None:
     return None if m is None else m.map(lambda x: x[idx])
 
 
+def distinct(a: np.ndarray) -> np.ndarray:
+    """np.unique(a) of integers (sorted, a's dtype), counted rather than sorted where the values
+    lie within a few times a's length of each other: the names a read or a sum holds (a few
+    results or sums among thousands of elements)."""
+    a = np.asarray(a)
+    if not a.size:
+        return np.unique(a)
+    return _counted(a, int(a.min()), int(a.max()))
+
+
+def _counted(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``distinct(a)`` of a non-empty ``a`` whose least and greatest values are lo and hi."""
+    if lo == hi:
+        return np.full(1, lo, a.dtype)
+    if hi - lo < 4 * a.size:
+        return (np.flatnonzero(np.bincount((a - lo).ravel())) + lo).astype(a.dtype)
+    return np.unique(a)
+
+
 def _distinct(a) -> list:
-    """np.unique(a).tolist(), without the sort when a holds one value (the common case)."""
+    """np.unique(a).tolist() of integers (``distinct``), without an array when a holds one value
+    (the common case)."""
     if not len(a):
         return []
-    lo, hi = a.min(), a.max()
-    return [int(lo)] if lo == hi else np.unique(a).tolist()
+    lo, hi = int(a.min()), int(a.max())
+    return [lo] if lo == hi else _counted(a, lo, hi).tolist()
 
 
 def _is_all(idx, n) -> bool:

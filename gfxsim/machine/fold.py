@@ -38,7 +38,7 @@ import copy
 
 import numpy as np
 
-from .consumed import pair_cells
+from .consumed import distinct, pair_cells
 from . import foldrec           # compiled functions by the module: jit.njit rebinds their names
 from .foldrec import FoldedFields, FoldedPair, Spread, SpreadFp
 from .errors import GfxSimError
@@ -69,6 +69,9 @@ class Unfolded(BaseException):
         self.keys = keys
 
 
+PAIR_PLANS = 64                  # pair plans a Fold keeps (one per distinct classes of a sum's elements)
+
+
 class Fold:
     """The classes of a batch's members and every field's per-member shift (module docstring)."""
 
@@ -93,6 +96,7 @@ class Fold:
         self.name_shift: dict = {}                        # a result id loads read -> its @mn shift [members]
         self.known: dict = {}                             # field -> bool [members]: shift set
         self._spreads: dict = {}                          # elements per class -> foldrec.Spread of the sums
+        self._pair_plans: dict = {}                       # classes of a sum's elements -> pair()'s plan
         self._frozen = None                               # a copy with the shifts as they stand (frozen())
 
     # -- per-column data ------------------------------------------------------------------------
@@ -199,7 +203,7 @@ class Fold:
         (learned in ``name_shift``, checked by every later load)."""
         mma = np.ascontiguousarray(mma, np.int32)
         rep_mma = np.ascontiguousarray(self.rep(mma, f"{what}: the results it names"))
-        ids = np.unique(rep_mma[rep_mma >= 0]).astype(np.int64)
+        ids = distinct(rep_mma[rep_mma >= 0]).astype(np.int64)
         shifts, has = np.zeros((len(ids), self.members), np.int64), np.zeros((len(ids), self.members), np.bool_)
         mn = np.ascontiguousarray(mn, np.int32)
         if not _name_shift_check(mma, mn, self.rep_cols if self.classes > 1 else _NO_COLS, self.cls, self.lanes,
@@ -464,24 +468,39 @@ class Fold:
         ``right`` (@mma, @mn) and each element's class ``cls_of_elem``): the pair record holding
         every member's elements, member by member. Returns (pid, @mn of the representatives'
         elements in it, the element index of each of the record's elements in the representatives')."""
-        n_k = np.bincount(cls_of_elem, minlength=self.classes)                # elements per class
-        spread = self._spreads.get(n_k.tobytes())
-        if spread is None:
-            spread = self._spreads[n_k.tobytes()] = Spread(self.cls, n_k)
-        start_k = spread.start_k
-        n_m = n_k[self.cls]
-        base = np.concatenate([[0], np.cumsum(n_m)])                         # where each member's start
+        spread, base, fold_shift, rep_mn = self._pair_plan(cls_of_elem)
         # the record's elements: member by member, its class's elements in order (foldrec.Spread),
         # held as the representatives' and placed for every member where read
         src, member = spread.arrays()
         rep_sides = tuple((np.asarray(ids, np.int32), np.asarray(mn, np.int32)) for ids, mn in (left, right))
         keys, shifts = self._moved(log, rep_sides[0][0], rep_sides[1][0])
-        rec = FoldedPair(rep_sides[0], rep_sides[1], site, base, (base[:-1] - base[self.rep_of]).astype(np.int64),
-                         spread, self.rep_of, keys, shifts)
+        rec = FoldedPair(rep_sides[0], rep_sides[1], site, base, fold_shift, spread, self.rep_of, keys, shifts)
         pid = log.add_pair_record(rec)
-        local = np.arange(len(cls_of_elem)) - start_k[cls_of_elem]
+        return pid, rep_mn.copy(), src, member
+
+    def _pair_plan(self, cls_of_elem):
+        """What ``pair`` derives from its elements' classes alone — the Spread, each member's start
+        (read-only: every record of the plan holds them), its @mn shift from its representative's,
+        and the representatives' @mn in the record — made once per distinct classes (a chain's
+        adds repeat one), at most PAIR_PLANS kept."""
+        key = (cls_of_elem.dtype.str, cls_of_elem.shape, cls_of_elem.tobytes())
+        plan = self._pair_plans.get(key)
+        if plan is not None:
+            return plan
+        n_k = np.bincount(cls_of_elem, minlength=self.classes)                # elements per class
+        spread = self._spreads.get(n_k.tobytes())
+        if spread is None:
+            spread = self._spreads[n_k.tobytes()] = Spread(self.cls, n_k)
+        base = np.concatenate([[0], np.cumsum(n_k[self.cls])])               # where each member's start
+        fold_shift = (base[:-1] - base[self.rep_of]).astype(np.int64)
+        local = np.arange(len(cls_of_elem)) - spread.start_k[cls_of_elem]
         rep_mn = (base[self.reps[cls_of_elem]] + local).astype(np.int32)
-        return pid, rep_mn, src, member
+        for a in (base, fold_shift, rep_mn):
+            a.setflags(write=False)
+        if len(self._pair_plans) >= PAIR_PLANS:
+            self._pair_plans.clear()
+        plan = self._pair_plans[key] = (spread, base, fold_shift, rep_mn)
+        return plan
 
     def unfold_pair(self, log, rec: PairRecord, conflict, cell, fp, src, member, what):
         """The pair record's cell and footprints (made on the representatives' elements) for every
@@ -603,7 +622,7 @@ def _pairs_named(mma: np.ndarray, pair_base: int, n_pairs: int) -> np.ndarray:
     """The ids of the sums of results (pair records) a plane of names holds, ascending: from the
     plane's names, not a pass over every pair of the launch (they grow with it)."""
     named = mma[(mma >= pair_base) & (mma < pair_base + n_pairs)]
-    return np.unique(named) if named.size else _NO_PIDS
+    return distinct(named) if named.size else _NO_PIDS
 
 
 @njit

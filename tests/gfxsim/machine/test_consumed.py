@@ -380,3 +380,21 @@ def test_distinct_triples_is_the_unique_over_rows(big):
     assert sorted(keys) == [tuple(r) for r in want.tolist()]
     assert [keys[i] for i in inv.tolist()] == [tuple(r) for r in rows.tolist()]
     assert distinct_triples(x[:0], y[:0], z[:0])[0] == []
+
+
+def test_distinct_is_the_sorted_unique():
+    """distinct (one value; values near each other counted; else sorted) is np.unique(a), dtype
+    and all, and _distinct its list as Python ints, for one value, a few among many, negatives,
+    a span too wide to count, several axes and nothing."""
+    from gfxsim.machine.consumed import _distinct, distinct
+    rng = np.random.default_rng(11)
+    cases = [np.full(50, 7, np.int64), rng.integers(1 << 28, (1 << 28) + 4, 4096), rng.integers(-5, 5, 37),
+             np.array([3, 1 << 40, -2, 3], np.int64), rng.integers(0, 1000, 10), np.zeros(0, np.int64),
+             np.array([9, 2], np.int32), (rng.integers(0, 64, 4096) // 16 * 3).astype(np.int32),
+             rng.integers(0, 9, (3, 64)).astype(np.int32), np.zeros(0, np.int32)]
+    for a in cases:
+        want = np.unique(a)
+        got = distinct(a)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        listed = _distinct(a.ravel())
+        assert listed == want.tolist() and all(type(v) is int for v in listed)

@@ -411,6 +411,31 @@ def test_members_that_differ_split_into_classes_by_what_they_held():
     assert g.classes == 2 and g.reps.tolist() == [0, 2] and np.array_equal(g.rep(x, "a test"), [1, 2, 3, 3])
 
 
+def test_a_sums_plan_kept_per_classes_gives_what_a_fresh_fold_makes():
+    """Fold.pair keeps what it derives from its elements' classes (_pair_plan): each sum, the
+    classes repeated or not, holds the record, @mn and element sources a fresh Fold makes for it."""
+    from gfxsim.machine.mmalog import MmaLog
+
+    def sums(f, log, order):
+        out = []
+        for k, cls in enumerate(order):
+            n = len(cls)
+            left = (np.full(n, 5, np.int32), np.arange(n, dtype=np.int32))
+            right = (np.full(n, 9, np.int32), np.arange(n, dtype=np.int32)[::-1].copy())
+            pid, mn, src, member = f.pair(log, left, right, np.asarray(cls, np.int64), ("site", k))
+            rec = log.pairs[pid - (1 << 28)]
+            out.append((mn.tolist(), src.tolist(), member.tolist(), rec.member_base.tolist(), rec.fold_shift.tolist(),
+                        [x.tolist() for side in (rec.left, rec.right) for x in side]))
+        return out
+    order = [[0, 0, 1, 1, 1], [0, 1], [0, 0, 1, 1, 1], [1, 1], [0, 0], [0, 1], [0, 0, 0, 1, 1], [1, 1, 1]]
+    kept = sums(Fold(5, 4, classes=[0, 1, 1, 0, 1]), MmaLog(), order)
+    for k, cls in enumerate(order):
+        fresh = Fold(5, 4, classes=[0, 1, 1, 0, 1])
+        log = MmaLog()
+        log.pairs.extend([None] * k)                    # the same pair ids
+        assert sums(fresh, log, [cls])[0] == kept[k]
+
+
 def test_a_folded_sums_elements_read_alone_are_those_placed_for_every_member(monkeypatch):
     """FoldedPair.cell_at and SpreadFp.at (a few elements placed) against cell / index (all placed)."""
     from gfxsim.machine.foldrec import FoldedPair, SpreadFp
