@@ -35,6 +35,18 @@ def bcast(x, n):
 
 
 _MARKED = {"mul": "mul", "div": "div", "max": "extremum", "min": "extremum"}     # qdir.py's operations
+# x op= y writes the statement's own result array into x's registers instead of a copy of it
+# (False: the copy, the A/B the tests compare)
+ADOPT_RESULTS = True
+
+
+def _own(out: VGPRs, a, b) -> bool:
+    """Whether ``out``'s array is the statement's alone: writable, C-contiguous, and no view of an
+    operand's (an ISA function may hand an operand back, a shift by 0 say)."""
+    v = out.val
+    if not (v.flags.writeable and v.flags.c_contiguous):
+        return False
+    return not any(isinstance(x, VGPRs) and np.may_share_memory(v, x.val) for x in (a, b))
 _BITWISE = frozenset(("and", "or", "xor", "shl", "shr"))      # integer ones route bytes where they can
 
 
@@ -92,7 +104,7 @@ class ValuOps:
     def _finish(self, routed, into, a, b):
         out, insn = routed
         if into is not None:             # x op= y: the result lands in x's registers
-            self._write_into(into, np.arange(into.n), out, record=False)
+            self._write_into(into, np.arange(into.n), out, record=False, fresh=ADOPT_RESULTS and _own(out, a, b))
             out = into
         self.event(insn, ins=[a, b], outs=[out])
         return out
@@ -257,8 +269,10 @@ class ValuOps:
         return out
 
     # -- in-place update under EXEC --------------------------------------------------------------
-    def _write_into(self, dst: VGPRs, idx, new, record=True):
-        """dst[idx] = new in the active lanes (the registers of dst keep their number)."""
+    def _write_into(self, dst: VGPRs, idx, new, record=True, fresh=False):
+        """dst[idx] = new in the active lanes (the registers of dst keep their number). ``fresh``:
+        ``new`` was made by this statement and nothing else holds its array (``_own``), so a
+        write of every element in every lane takes that array instead of a copy of it."""
         if not isinstance(new, VGPRs):
             new = self.coerce(new, dst.dtype)
         if new.dtype != dst.dtype:
@@ -272,7 +286,7 @@ class ValuOps:
         nv = bcast(new.val, len(idx))
         every = len(idx) == dst.n and (idx == np.arange(dst.n)).all()
         if full and every:
-            dst.val = np.array(nv, copy=True)
+            dst.val = nv if fresh and nv is new.val else np.array(nv, copy=True)
         elif every:                     # a masked copy is far cheaper than a boolean column index
             np.copyto(dst.val, nv, where=m[None, :])
         else:
