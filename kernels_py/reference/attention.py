@@ -334,6 +334,7 @@ def decode_int8_partials_of(q, caches, *, grouping: Grouping = "fragment", parti
                 kf, sk = _k_operands(cache, s, g)
                 sc = np.full((ratio, T), -np.inf, np.float32)
                 sc[:, :ctx] = qk_int8_scores(qq, sq, kf, sk)
+                del kf                          # 8 MiB at 16K: the next cache's K reuses its pages
                 sc = sc.reshape(ratio, -1, partition_size)
                 m = sc.max(axis=-1)                                          # finite: every partition has a token
                 sc -= m[..., None]
