@@ -35,9 +35,20 @@ def bcast(x, n):
 
 
 _MARKED = {"mul": "mul", "div": "div", "max": "extremum", "min": "extremum"}     # qdir.py's operations
-# x op= y writes the statement's own result array into x's registers instead of a copy of it
-# (False: the copy, the A/B the tests compare)
+# a unary op's or a select's result is the array the ISA function made, and x op= y writes the
+# statement's own result array into x's registers, instead of copies of them (False: the
+# copies, the A/B the tests compare)
 ADOPT_RESULTS = True
+
+
+def _result(r, dt, *operands) -> np.ndarray:
+    """A statement's result as ``dt``: the array the ISA function made where it is its own, else
+    a copy (an ISA function may hand an operand back); ADOPT_RESULTS False: always a copy."""
+    r = np.asarray(r)
+    if not ADOPT_RESULTS:
+        return r.astype(dt)
+    r = r.astype(dt, copy=False)
+    return r.copy() if any(np.may_share_memory(r, x) for x in operands) else r
 
 
 def _own(out: VGPRs, a, b) -> bool:
@@ -122,7 +133,7 @@ class ValuOps:
         prov = merged(self, x, None, x.n)
         if op == "rcp":
             prov = with_marks(self, "rcp", x, None, prov, x.n)
-        out = self.new_value(np.asarray(r).astype(np_dtype(x.dtype)), x.dtype, prov)
+        out = self.new_value(_result(r, np_dtype(x.dtype), x.val), x.dtype, prov)
         self.event(insn, ins=[x], outs=[out])
         return out
 
@@ -214,7 +225,7 @@ class ValuOps:
             else:
                 pa, pb = elem_prov(self, a, n), elem_prov(self, b, n)
                 prov = Prov.select(mp, pa, pb, (n, self.pw))
-        out = self.new_value(r.astype(np_dtype(dtype)), dtype, prov)
+        out = self.new_value(_result(r, np_dtype(dtype), a.val, b.val), dtype, prov)
         self.event(ops.VALU[("cndmask", "any")], ins=[a, b], outs=[out])
         return out
 

@@ -50,6 +50,11 @@ def _updates(w, out):
             out.append(inner)
     out.append(part + 1.0)                         # reads never-written lanes: a finding per member
     out.append(acc)
+    for f in (abs, lambda v: w.exp(v * 0.01), w.rcp, lambda v: w.sqrt(abs(v)),
+              lambda v: w.select(lane < 7, v, special), lambda v: w.select(lane < 7, 2.5, v)):
+        out.append(f(special))
+        with w.if_(lane % 4 > 0):
+            out.append(f(x))
     keep = y * 1.0
     keep2 = keep
     keep2 += x                                     # the old array of keep2 is keep's: keep must stay
@@ -80,7 +85,7 @@ def test_results_taken_and_shared_exec_bits_give_what_copies_give(provenance, mo
         m.setattr(valu_mod, "ADOPT_RESULTS", False)
         m.setattr(wave_mod, "EXEC_ROWS_SHARED", False)
         slow, run_s = _run(provenance=provenance)
-    assert len(fast) == len(slow) == 17
+    assert len(fast) == len(slow) == 29
     _same(fast, slow)
     assert [f.kind for f in run_f.findings] == [f.kind for f in run_s.findings]
     assert [str(f) for f in run_f.findings] == [str(f) for f in run_s.findings]
@@ -119,6 +124,18 @@ def test_an_updated_value_owns_its_array(monkeypatch):
     assert np.array_equal(y2, y0) and np.array_equal(z, x1)
     valid, exec_ = seen["exec"]
     assert valid is not None and not np.may_share_memory(valid, exec_)     # not EXEC's own array
+
+
+def test_a_result_handed_back_as_an_operand_is_copied():
+    """_result keeps the array an ISA function made, converts another type, and copies one that is
+    (a view of) an operand's."""
+    x = np.arange(8, dtype=np.float32).reshape(1, 8)
+    made = x * 2
+    assert valu_mod._result(made, np.dtype(np.float32), x) is made
+    assert valu_mod._result(made, np.dtype(np.float64), x).dtype == np.float64
+    back = valu_mod._result(x, np.dtype(np.float32), x)
+    assert back is not x and not np.may_share_memory(back, x) and np.array_equal(back, x)
+    assert not np.may_share_memory(valu_mod._result(x[:, 2:], np.dtype(np.float32), x), x)
 
 
 def test_a_result_that_is_an_operand_is_copied():
