@@ -35,6 +35,29 @@ def bcast(x, n):
 
 
 _MARKED = {"mul": "mul", "div": "div", "max": "extremum", "min": "extremum"}     # qdir.py's operations
+# a unary op's or a select's result is the array the ISA function made, and x op= y writes the
+# statement's own result array into x's registers, instead of copies of them (False: the
+# copies, the A/B the tests compare)
+ADOPT_RESULTS = True
+
+
+def _result(r, dt, *operands) -> np.ndarray:
+    """A statement's result as ``dt``: the array the ISA function made where it is its own, else
+    a copy (an ISA function may hand an operand back); ADOPT_RESULTS False: always a copy."""
+    r = np.asarray(r)
+    if not ADOPT_RESULTS:
+        return r.astype(dt)
+    r = r.astype(dt, copy=False)
+    return r.copy() if any(np.may_share_memory(r, x) for x in operands) else r
+
+
+def _own(out: VGPRs, a, b) -> bool:
+    """Whether ``out``'s array is the statement's alone: writable, C-contiguous, and no view of an
+    operand's (an ISA function may hand an operand back, a shift by 0 say)."""
+    v = out.val
+    if not (v.flags.writeable and v.flags.c_contiguous):
+        return False
+    return not any(isinstance(x, VGPRs) and np.may_share_memory(v, x.val) for x in (a, b))
 _BITWISE = frozenset(("and", "or", "xor", "shl", "shr"))      # integer ones route bytes where they can
 
 
@@ -92,7 +115,7 @@ class ValuOps:
     def _finish(self, routed, into, a, b):
         out, insn = routed
         if into is not None:             # x op= y: the result lands in x's registers
-            self._write_into(into, np.arange(into.n), out, record=False)
+            self._write_into(into, np.arange(into.n), out, record=False, fresh=ADOPT_RESULTS and _own(out, a, b))
             out = into
         self.event(insn, ins=[a, b], outs=[out])
         return out
@@ -110,7 +133,7 @@ class ValuOps:
         prov = merged(self, x, None, x.n)
         if op == "rcp":
             prov = with_marks(self, "rcp", x, None, prov, x.n)
-        out = self.new_value(np.asarray(r).astype(np_dtype(x.dtype)), x.dtype, prov)
+        out = self.new_value(_result(r, np_dtype(x.dtype), x.val), x.dtype, prov)
         self.event(insn, ins=[x], outs=[out])
         return out
 
@@ -202,7 +225,7 @@ class ValuOps:
             else:
                 pa, pb = elem_prov(self, a, n), elem_prov(self, b, n)
                 prov = Prov.select(mp, pa, pb, (n, self.pw))
-        out = self.new_value(r.astype(np_dtype(dtype)), dtype, prov)
+        out = self.new_value(_result(r, np_dtype(dtype), a.val, b.val), dtype, prov)
         self.event(ops.VALU[("cndmask", "any")], ins=[a, b], outs=[out])
         return out
 
@@ -257,8 +280,10 @@ class ValuOps:
         return out
 
     # -- in-place update under EXEC --------------------------------------------------------------
-    def _write_into(self, dst: VGPRs, idx, new, record=True):
-        """dst[idx] = new in the active lanes (the registers of dst keep their number)."""
+    def _write_into(self, dst: VGPRs, idx, new, record=True, fresh=False):
+        """dst[idx] = new in the active lanes (the registers of dst keep their number). ``fresh``:
+        ``new`` was made by this statement and nothing else holds its array (``_own``), so a
+        write of every element in every lane takes that array instead of a copy of it."""
         if not isinstance(new, VGPRs):
             new = self.coerce(new, dst.dtype)
         if new.dtype != dst.dtype:
@@ -272,7 +297,7 @@ class ValuOps:
         nv = bcast(new.val, len(idx))
         every = len(idx) == dst.n and (idx == np.arange(dst.n)).all()
         if full and every:
-            dst.val = np.array(nv, copy=True)
+            dst.val = nv if fresh and nv is new.val else np.array(nv, copy=True)
         elif every:                     # a masked copy is far cheaper than a boolean column index
             np.copyto(dst.val, nv, where=m[None, :])
         else:

@@ -67,6 +67,9 @@ from .vgpr import VGPRs
 from .vmem import VmemOps
 
 _MACHINE_DIR = os.path.dirname(os.path.abspath(__file__))
+# a value written under a partial EXEC holds its written bits as a read-only view of one copy of
+# EXEC instead of rows x width bytes (False: the full copy, the A/B the tests compare)
+EXEC_ROWS_SHARED = True
 _NOT_KERNEL: dict[str, bool] = {}       # a frame's file name -> whether source() passes over it
 
 
@@ -327,7 +330,15 @@ class Wave(ValuOps, RoutingOps, VmemOps, DsOps, MatrixOps, SparseOps, ScaleOps):
         """A value written under EXEC: inactive lanes are never-written (poison)."""
         valid = None
         if not self.exec_full:
-            valid = np.broadcast_to(self.exec, (val.shape[0] * np_dtype(dtype).itemsize, self.width)).copy()
+            shape = (val.shape[0] * np_dtype(dtype).itemsize, self.width)
+            if EXEC_ROWS_SHARED:
+                # every byte's row is EXEC: one read-only copy of it seen as all the rows (written
+                # bits are replaced, never written into; a write into these raises)
+                e = self.exec.copy()
+                e.flags.writeable = False
+                valid = np.broadcast_to(e, shape)
+            else:
+                valid = np.broadcast_to(self.exec, shape).copy()
         return VGPRs(self, val, dtype, prov, valid)
 
     def const(self, value, dtype="i32", n: int = 1) -> VGPRs:

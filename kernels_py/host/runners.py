@@ -114,6 +114,10 @@ def _decode_references(d, cache_made: Future, cfg):
     # float K and V are dropped (128 MiB at 16K), before the INT8 references, for the simulation
     plain = without_smooth_k(cache, d["k"]) if cfg.smooth_k else None
     d.clear()
+    if plain is not None and cfg.partition_size == R.PARTITION:     # both at one partition size: V's
+        refs["reference_int8"], plain_out = R.attention_int8_of(q, (cache, plain), grouping=cfg.grouping,
+                                                                partition_size=cfg.partition_size)   # operands once
+        return refs, plain_out
     refs["reference_int8"] = R.attention_int8(q, cache, grouping=cfg.grouping, partition_size=cfg.partition_size)
     return refs, None if plain is None else R.attention_int8(q, plain, grouping=cfg.grouping)
 

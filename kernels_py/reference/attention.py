@@ -251,12 +251,25 @@ def _decode_operands(cache: PagedKVCache, seq: int, g: int, T: int, pv: str):
     and a converting transpose each; a kv head at a time, so that the f32 copies stay in cache):
     K f32 [ctx, hd], k_scale [ctx], V f32 as MMAC operands [T/64, 2, 32, hd] (pv "int8", see
     _pv_int8) or as 64-token chunks [T/64, 64, hd] (pv "bf16"), zero past the context, v_scale [ctx]."""
+    kf, sk = _k_operands(cache, seq, g)
+    vb, sv = _v_operands(cache, seq, g, T, pv)
+    return kf, sk, vb, sv
+
+
+def _k_operands(cache: PagedKVCache, seq: int, g: int):
+    """_decode_operands' K f32 [ctx, hd] and k_scale [ctx]."""
+    blk = cache.seq_blocks(seq)
+    ctx, hd = int(cache.context_lens[seq]), cache.head_dim
+    kf = cache.k_cache[blk, g].transpose(0, 2, 1, 3).astype(np.float32, order="C").reshape(-1, hd)[:ctx]
+    return kf, cache.k_scale[blk, g].reshape(-1)[:ctx]
+
+
+def _v_operands(cache: PagedKVCache, seq: int, g: int, T: int, pv: str):
+    """_decode_operands' V operands and v_scale [ctx]."""
     if pv not in ("int8", "bf16"):
         raise ArgumentError(f"pv must be 'int8' or 'bf16', got {pv!r}")
     blk = cache.seq_blocks(seq)
     ctx, bs, hd = int(cache.context_lens[seq]), cache.block_size, cache.head_dim
-    kf = cache.k_cache[blk, g].transpose(0, 2, 1, 3).astype(np.float32, order="C").reshape(-1, hd)[:ctx]
-    sk = cache.k_scale[blk, g].reshape(-1)[:ctx]
     sv = cache.v_scale[blk, g].reshape(-1)[:ctx]
     vb = np.zeros((T // bs, hd, bs), np.int8)
     vb[:blk.size] = cache.v_cache[blk, g]
@@ -264,9 +277,19 @@ def _decode_operands(cache: PagedKVCache, seq: int, g: int, T: int, pv: str):
     C = T // CHUNK
     if pv == "int8":                # token 64c + 16r + 8j + b, r = (CHUNK//bs block, bs//16 row)
         vb = vb.reshape(C, CHUNK // bs, hd, bs // 16, 2, 8).transpose(0, 4, 1, 3, 5, 2)
-        return kf, sk, vb.astype(np.float32, order="C").reshape(C, 2, 32, hd), sv
+        return vb.astype(np.float32, order="C").reshape(C, 2, 32, hd), sv
     vb = vb.reshape(C, CHUNK // bs, hd, bs).transpose(0, 1, 3, 2)
-    return kf, sk, vb.astype(np.float32, order="C").reshape(C, CHUNK, hd), sv
+    return vb.astype(np.float32, order="C").reshape(C, CHUNK, hd), sv
+
+
+def same_v(a: PagedKVCache, b: PagedKVCache) -> bool:
+    """Whether two caches hold the same V where a sequence reads it: the same V blocks and scales,
+    block tables and context lengths (a cache and its without_smooth_k twin share the arrays)."""
+    def same(x, y):
+        return x is y or (x.shape == y.shape and x.dtype == y.dtype and np.array_equal(x, y))
+    return (a.block_size == b.block_size and a.num_kv_heads == b.num_kv_heads and a.head_dim == b.head_dim
+            and all(same(getattr(a, n), getattr(b, n)) for n in ("context_lens", "block_tables", "v_scale",
+                                                                  "v_cache")))
 
 
 def decode_int8_partials(q, cache: PagedKVCache, *, grouping: Grouping = "fragment",
@@ -274,45 +297,60 @@ def decode_int8_partials(q, cache: PagedKVCache, *, grouping: Grouping = "fragme
     """paged_attention_decode: per partition m, l, P = exp(S-m)/l, W = P·sV quantized per group,
     PV per 64-token chunk (one wave each), waves summed in order. pv="bf16" swaps in the pv_bf16
     twin (same int8 cache and QK), the PV-only side-by-side comparison."""
+    return decode_int8_partials_of(q, (cache,), grouping=grouping, partition_size=partition_size, pv=pv)[0]
+
+
+def decode_int8_partials_of(q, caches, *, grouping: Grouping = "fragment", partition_size: int = PARTITION,
+                            pv: str = "int8") -> list[DecodePartials]:
+    """decode_int8_partials of each of ``caches``, caches that hold the same V (``same_v``: a cache
+    and its without_smooth_k twin), each sequence's and kv head's V operands made once for all."""
     q = np.asarray(q, np.float32)
+    caches = list(caches)
+    if not caches or not all(same_v(caches[0], c) for c in caches[1:]):
+        raise ArgumentError("decode_int8_partials_of needs one or more caches holding the same V")
     if partition_size % CHUNK:
         raise ArgumentError(f"partition_size {partition_size} is not a multiple of {CHUNK}")
+    if pv not in ("int8", "bf16"):
+        raise ArgumentError(f"pv must be 'int8' or 'bf16', got {pv!r}")
     num_seqs, num_heads, hd = q.shape
-    kvh = cache.num_kv_heads
+    first = caches[0]
+    kvh = first.num_kv_heads
     ratio = num_heads // kvh
-    lens = cache.context_lens
+    lens = first.context_lens
     n_part = -(-lens.astype(np.int64) // partition_size)
     P = int(n_part.max(initial=1))
-    tmp = np.zeros((num_seqs, num_heads, P, hd), np.float32)
-    mx = np.full((num_seqs, num_heads, P), -np.inf, np.float32)
-    ls = np.zeros((num_seqs, num_heads, P), np.float32)
+    outs = [(np.zeros((num_seqs, num_heads, P, hd), np.float32), np.full((num_seqs, num_heads, P), -np.inf, np.float32),
+             np.zeros((num_seqs, num_heads, P), np.float32)) for _ in caches]
     waves = partition_size // CHUNK
     for s in range(num_seqs):
         ctx, T, n = int(lens[s]), int(n_part[s]) * partition_size, int(n_part[s])
         for g in range(kvh):
             heads = slice(g * ratio, (g + 1) * ratio)
-            kf, sk, vb, sv = _decode_operands(cache, s, g, T, pv)
+            vb, sv = _v_operands(first, s, g, T, pv)
             qq, sq = quantize_int8(q[s, heads])
-            sc = np.full((ratio, T), -np.inf, np.float32)
-            sc[:, :ctx] = qk_int8_scores(qq, sq, kf, sk)
-            sc = sc.reshape(ratio, -1, partition_size)
-            m = sc.max(axis=-1)                                          # finite: every partition has a token
-            sc -= m[..., None]
-            e = np.exp(sc, out=sc)
-            l = e.sum(axis=-1, dtype=np.float32)
-            e /= l[..., None]
             svp = np.zeros(T, np.float32)
             svp[:ctx] = sv
-            w = e.reshape(ratio, T) * svp                                # W = P·sV, 0 past the context
-            chunks = _pv_int8(w, vb, grouping) if pv == "int8" else _pv_bf16(w, vb)
-            chunks = chunks.reshape(ratio, -1, waves, hd)
-            o = chunks[:, :, 0]
-            for wv in range(1, waves):                                   # LDS sum in wave order
-                o = o + chunks[:, :, wv]
-            tmp[s, heads, :n] = o
-            mx[s, heads, :n] = m
-            ls[s, heads, :n] = l
-    return DecodePartials(tmp, mx, ls)
+            for cache, (tmp, mx, ls) in zip(caches, outs):
+                kf, sk = _k_operands(cache, s, g)
+                sc = np.full((ratio, T), -np.inf, np.float32)
+                sc[:, :ctx] = qk_int8_scores(qq, sq, kf, sk)
+                del kf                          # 8 MiB at 16K: the next cache's K reuses its pages
+                sc = sc.reshape(ratio, -1, partition_size)
+                m = sc.max(axis=-1)                                          # finite: every partition has a token
+                sc -= m[..., None]
+                e = np.exp(sc, out=sc)
+                l = e.sum(axis=-1, dtype=np.float32)
+                e /= l[..., None]
+                w = e.reshape(ratio, T) * svp                                # W = P·sV, 0 past the context
+                chunks = _pv_int8(w, vb, grouping) if pv == "int8" else _pv_bf16(w, vb)
+                chunks = chunks.reshape(ratio, -1, waves, hd)
+                o = chunks[:, :, 0]
+                for wv in range(1, waves):                                   # LDS sum in wave order
+                    o = o + chunks[:, :, wv]
+                tmp[s, heads, :n] = o
+                mx[s, heads, :n] = m
+                ls[s, heads, :n] = l
+    return [DecodePartials(*o) for o in outs]
 
 
 def reduce_partitions(p: DecodePartials) -> np.ndarray:
@@ -361,6 +399,17 @@ def prefill_int8(q, cache: PagedKVCache, *, grouping: Grouping = "fragment", pv:
                     o = alpha[:, None] * o + contrib[:, c]
                 out[s, q0:q1, heads] = (o / l[:, None]).reshape(n, ratio, hd)
     return out
+
+
+def attention_int8_of(q, caches, *, grouping: Grouping = "fragment", partition_size: int = PARTITION,
+                      pv: str = "int8") -> list[np.ndarray]:
+    """attention_int8 of a decode (3-D q) on each of ``caches``, caches that hold the same V (a cache
+    and its without_smooth_k twin): V's operands made once for all, the same bits as one by one."""
+    q = np.asarray(q)
+    if q.ndim != 3:
+        raise ArgumentError(f"attention_int8_of takes a decode's 3-D q, got shape {q.shape}")
+    return [reduce_partitions(p) for p in decode_int8_partials_of(q, caches, grouping=grouping,
+                                                                   partition_size=partition_size, pv=pv)]
 
 
 def attention_int8(q, cache: PagedKVCache, *, grouping: Grouping = "fragment",

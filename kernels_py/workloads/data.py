@@ -27,6 +27,7 @@ about 2% of the BF16 reference whatever the magnitudes, so max_abs grows linearl
 """
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -136,13 +137,19 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
             # the variance of the centred keys per channel (the channel offsets move no logit)
             k_rng.standard_normal(dtype=np.float32, out=ks)
             std, off = k_std.astype(np.float32), k_off.astype(np.float32)
-            total = np.zeros((g_used, d))                          # the KV heads q reads
-            for c in range(0, ctx, _ROWS):
+            helper = pool if v_done is not None else None      # chunks shared with V's thread once V is made
+
+            def scale_k(c, _):
                 x = ks[c:c + _ROWS]
                 x *= std
                 x += off
-                if queries:
-                    total += np.add.reduce(x[:, :g_used], axis=0, dtype=np.float64)
+                return np.add.reduce(x[:, :g_used], axis=0, dtype=np.float64) if queries else None
+
+            sums = _each_chunk(scale_k, ctx, helper)
+            total = np.zeros((g_used, d))                          # the KV heads q reads
+            if queries:
+                for part in sums:                                # in token order, as one loop adds them
+                    total += part
             if not queries:
                 if v_done is None:
                     make_v()
@@ -150,11 +157,15 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
                     v_done.result()
                 continue
             mean = total / ctx
-            sq = np.zeros((g_used, d))
-            buf = np.empty((min(ctx, _ROWS), g_used, d))          # one float64 chunk, reused
-            for c in range(0, ctx, _ROWS):
+
+            def centred_squares(c, buf):
                 x = np.subtract(ks[c:c + _ROWS, :g_used], mean, out=buf[:min(_ROWS, ctx - c)])
-                sq += np.add.reduce(np.multiply(x, x, out=x), axis=0)
+                return np.add.reduce(np.multiply(x, x, out=x), axis=0)
+
+            sq = np.zeros((g_used, d))
+            for part in _each_chunk(centred_squares, ctx, helper,
+                                    scratch=lambda: np.empty((min(ctx, _ROWS), g_used, d))):   # a float64 chunk
+                sq += part
             var = sq / ctx                                              # [g_used, d]
             kp_all = [ks[idx, h // ratio] - mean[h // ratio] for h, (_, idx, _) in enumerate(draws)]
             if v_done is None:
@@ -171,6 +182,40 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
 
 _PARALLEL = 1 << 20               # from this many K elements on, V is made on a second thread
 _ROWS = 256                       # tokens per chunk of the in-place arithmetic (stays in cache)
+
+
+def _each_chunk(fn, ctx: int, pool=None, scratch=None) -> list:
+    """[fn(c, buf) for each chunk start c = 0, _ROWS, ... < ctx], in that order; with ``pool`` (a
+    one-thread executor) its thread takes chunks too once free (K's passes share the second core
+    with V's once V is made; this thread never waits for it to start, only for the chunks it
+    took). Every chunk's result is its own, so who computes it changes no bit; the caller folds
+    them in order. ``scratch()``: each thread's ``buf``."""
+    starts = range(0, ctx, _ROWS)
+    out = [None] * len(starts)
+    nxt = iter(range(len(starts)))            # next() on a range iterator: one chunk to one thread
+    left, errors, cond = [len(starts)], [], threading.Condition()
+
+    def work():
+        try:
+            buf = scratch() if scratch is not None else None
+            for i in nxt:
+                out[i] = fn(starts[i], buf)
+                with cond:
+                    left[0] -= 1
+                    cond.notify_all()
+        except BaseException as e:            # noqa: BLE001 - raised on the caller's thread
+            with cond:
+                errors.append(e)
+                cond.notify_all()
+
+    if pool is not None:
+        pool.submit(work)
+    work()
+    with cond:
+        cond.wait_for(lambda: left[0] == 0 or errors)
+    if errors:
+        raise errors[0]
+    return out
 
 
 def _draw_queries(rng, pos: np.ndarray, d: int, spec: AttentionDataSpec):

@@ -71,6 +71,56 @@ def test_the_first_query_heads_are_the_same_bits(monkeypatch, case, heads, paral
         assert few[n].dtype == full[n].dtype and few[n].tobytes() == full[n].tobytes(), n
 
 
+@pytest.mark.parametrize("rows", [16, 256])
+@pytest.mark.parametrize("case", [dict(num_seqs=1, context_lens=[1000]), dict(num_seqs=2, context_lens=[700, 333]),
+                                  dict(num_seqs=1, context_lens=[600], num_queries=5), dict(num_seqs=1, context_lens=[7])])
+def test_k_passes_shared_with_v_thread_give_the_serial_bits(monkeypatch, case, rows):
+    """K's scaling and its channel sums and squares, chunk by chunk on this thread and V's (once V is
+    made), folded in token order: q, k and v byte for byte those of the serial loops."""
+    from kernels_py.workloads import data
+    kw = dict(num_heads=4, num_kv_heads=2, head_dim=64, **case)
+    monkeypatch.setattr(data, "_ROWS", rows)
+    monkeypatch.setattr(data, "_PARALLEL", 1 << 40)
+    serial = make_attention_inputs(5, **kw)
+    monkeypatch.setattr(data, "_PARALLEL", 1)
+    parallel = make_attention_inputs(5, **kw)
+    assert set(serial) == set(parallel)
+    for n in serial:
+        assert serial[n].dtype == parallel[n].dtype and serial[n].tobytes() == parallel[n].tobytes(), n
+
+
+def test_each_chunk_is_in_order_whoever_computes_it():
+    from concurrent.futures import ThreadPoolExecutor
+    from kernels_py.workloads import data
+    seen = []
+    with ThreadPoolExecutor(1) as pool:
+        got = data._each_chunk(lambda c, buf: (seen.append(c), c, buf)[1:], 5000, pool, scratch=lambda: "mine")
+    assert [c for c, _ in got] == list(range(0, 5000, data._ROWS)) and all(b == "mine" for _, b in got)
+    assert sorted(seen) == list(range(0, 5000, data._ROWS))          # each chunk once
+
+
+def test_each_chunk_waits_only_for_the_chunks_the_other_thread_took():
+    """A pool still busy (V being made) is not waited for; an error in a chunk is raised here,
+    whichever thread met it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from kernels_py.workloads import data
+    release = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(release.wait, 30)
+        got = data._each_chunk(lambda c, buf: c, 3000, pool)     # returns while the pool is busy
+        assert got == list(range(0, 3000, data._ROWS)) and not release.is_set()
+        release.set()
+
+    def boom(c, buf):
+        if c == 2 * data._ROWS:
+            raise ValueError("chunk 2")
+        return c
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="chunk 2"):
+        data._each_chunk(boom, 5000, pool)
+
+
 def test_rows_are_peaked_on_the_sink_and_the_planted_keys():
     d = make_attention_inputs(0, context_lens=4096)
     s = centred_logits(d["q"][0], d["k"][0, :, 0])

@@ -331,3 +331,28 @@ def test_the_kv_cache_runners_fp32_reference_is_k_less_its_mean_and_v_whether_ge
         assert ran.refs["fp32"].tobytes() == want.tobytes()
     assert made.out.tobytes() == from_given.out.tobytes()
     assert all(given[n].tobytes() == keep[n].tobytes() for n in keep)
+
+
+@pytest.mark.parametrize("grouping,partition_size,pv", [("fragment", 256, "int8"), ("contiguous", 256, "int8"),
+                                                        ("fragment", 512, "int8"), ("fragment", 256, "bf16")])
+def test_int8_references_sharing_v_give_the_bits_of_each_alone(grouping, partition_size, pv):
+    """attention_int8_of on a cache and its without_smooth_k twin (V's operands made once): each
+    output the bytes of attention_int8 on that cache alone; caches holding other V are refused."""
+    from gfxsim.errors import ArgumentError
+    from kernels_py.reference.attention import attention_int8_of, decode_int8_partials_of
+    d = make_attention_inputs(11, num_seqs=2, num_heads=8, num_kv_heads=2, head_dim=64, context_lens=[700, 259])
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], smooth_k=True)
+    plain = without_smooth_k(cache, d["k"])
+    kw = dict(grouping=grouping, partition_size=partition_size, pv=pv)
+    both = attention_int8_of(d["q"], (cache, plain), **kw)
+    alone = [attention_int8(d["q"], c, **kw) for c in (cache, plain)]
+    assert len(both) == 2 and all(b.tobytes() == a.tobytes() for b, a in zip(both, alone))
+    assert both[0].tobytes() != both[1].tobytes()                  # smooth-K moves the numbers
+    parts = decode_int8_partials_of(d["q"], (plain, cache), **kw)
+    for p, c in zip(parts, (plain, cache)):
+        one = decode_int8_partials(d["q"], c, **kw)
+        for name in ("tmp_out", "max_logits", "exp_sums"):
+            assert getattr(p, name).tobytes() == getattr(one, name).tobytes()
+    other = build_paged_cache(d["k"], d["v"] * 2, d["context_lens"], smooth_k=True)
+    with pytest.raises(ArgumentError):
+        attention_int8_of(d["q"], (cache, other), **kw)
