@@ -333,7 +333,7 @@ class Buffer:
             out[f] = _rows(np.broadcast_to(v, e.shape), views) if one_row else v
         return out
 
-    def member_tags(self, elem: np.ndarray, lanes: int, fields) -> dict | None:
+    def member_tags(self, elem: np.ndarray, lanes: int, fields, both: bool = False) -> dict | None:
         """``tags_at(elem, fields)`` for a batch's access ``elem`` ``[rows, members*lanes]`` in which
         every member's elements are member 0's moved by one offset per member, looked up on member 0's
         elements and each member's first only: field -> ("member", int32 [members]) where each
@@ -341,7 +341,10 @@ class Buffer:
         the tag's coordinates), or ("lane", int32 [rows, lanes]) where every member's elements hold
         member 0's (a head element: the members' offsets leave the tag's coordinates alone). None
         where the elements are not so moved, a move could carry from one axis into the next, or a
-        tag varies both ways (tags_at then)."""
+        tag varies both ways (tags_at then). ``both``: a tag varying on axes the members move and
+        on others the lanes do (a paged cache's token: block and offset), no axis both ways, comes
+        back as ("both", (u int32 [members, J], j [rows, lanes])): member m's element (r, l) holds
+        u[m, j[r, l]], J the distinct coordinates of member 0's elements on the lanes' axes."""
         e = np.asarray(elem)
         shape = self.array.shape
         if e.ndim != 2 or not e.size or e.shape[1] % lanes or e.dtype.kind not in "iu":
@@ -375,6 +378,11 @@ class Buffer:
             elif not any(by_member[d] for d in axes):
                 idx = sum((cb[d] * int(stride[d]) for d in axes), np.zeros(R * lanes, np.int64))
                 out[f] = ("lane", np.take(flat, idx).reshape(R, lanes))
+            elif both and not any(by_lane[d] and by_member[d] for d in axes):
+                idx = sum((cb[d] * int(stride[d]) for d in axes if by_lane[d]), np.zeros(R * lanes, np.int64))
+                at, j = np.unique(idx, return_inverse=True)
+                mi = sum((cm[d] * int(stride[d]) for d in axes if not by_lane[d]), np.zeros(M, np.int64))
+                out[f] = ("both", (np.take(flat, mi[:, None] + at[None, :]), j.reshape(R, lanes)))
             else:
                 return None
         return out

@@ -56,9 +56,16 @@ def test_fold_member_tags_is_fold_prov(seed):
     elem = _moved(rng, shape, M, L, R)
     if seed % 4 == 1 and M > 1:             # a member's elements elsewhere: may not fold
         elem[:, L * int(rng.integers(1, M)):][:, :L] = _moved(rng, shape, 1, L, R)
-    sep = buf.member_tags(elem, L, buf.tag_fields)
+    sep = buf.member_tags(elem, L, buf.tag_fields, both=True)
     if sep is None:
         return
+    tags = buf.tags_at(elem)
+    for f, (kind, x) in sep.items():        # what each kind stands for: every element's tag
+        if kind == "both":
+            u, j = x
+            assert u.dtype == np.int32 and u.shape[0] == M and j.shape == (R, L), seed
+            placed = np.take(u, j, axis=1).transpose(1, 0, 2).reshape(R, M * L)
+            assert np.array_equal(placed, tags[f]), (seed, f)
     a = _fold(rng, M, L)
     if seed % 3 == 0:                        # an earlier load's shifts (sometimes other ones)
         other = _moved(rng, shape, M, L, R) if seed % 2 else elem
@@ -111,7 +118,10 @@ def test_the_separable_load_leaves_what_every_element_leaves(monkeypatch, make, 
 
 def _report(capsys, monkeypatch, on, argv):
     monkeypatch.setattr(vmem, "SEPARABLE_LOAD_TAGS", on)
+    answered, lf = [], _LOAD_FOLDED
+    monkeypatch.setattr(vmem.VmemOps, "_load_folded", lambda self, *a: answered.append(lf(self, *a)) or answered[-1])
     assert main(["run", *argv, "--report", "json", "--quiet"]) == 0
+    assert any(x is not None for x in answered) == on       # the cache's loads (and the decode's scales)
     return _no_seconds(json.loads(capsys.readouterr().out))
 
 
