@@ -356,7 +356,9 @@ class Buffer:
         if int(first.min()) < 0 or int(first.max()) >= self.array.size or int(base.min()) < 0 \
                 or int(base.max()) >= self.array.size:
             return None
-        if not (np.subtract(e3, base[:, None, :], dtype=np.int64) == (first - first[0])[None, :, None]).all():
+        # in int32 where no wrapped difference can pass for a member's offset (|offset| < size <= 2**30)
+        dt = np.int32 if e.dtype == np.int32 and self.array.size <= 2 ** 30 else np.int64
+        if not (np.subtract(e3, base[:, None, :].astype(dt), dtype=dt) == (first - first[0]).astype(dt)[None, :, None]).all():
             return None
         cb = np.array(np.unravel_index(base.ravel(), shape)).reshape(len(shape), -1)   # member 0's coordinates
         cm = np.array(np.unravel_index(first, shape)).reshape(len(shape), -1)          # each member's first's

@@ -56,6 +56,8 @@ def test_fold_member_tags_is_fold_prov(seed):
     elem = _moved(rng, shape, M, L, R)
     if seed % 4 == 1 and M > 1:             # a member's elements elsewhere: may not fold
         elem[:, L * int(rng.integers(1, M)):][:, :L] = _moved(rng, shape, 1, L, R)
+    if seed % 2:                             # a load's indices: int32
+        elem = elem.astype(np.int32)
     sep = buf.member_tags(elem, L, buf.tag_fields, both=True)
     if sep is None:
         return
