@@ -333,7 +333,7 @@ class Buffer:
             out[f] = _rows(np.broadcast_to(v, e.shape), views) if one_row else v
         return out
 
-    def member_tags(self, elem: np.ndarray, lanes: int, fields, both: bool = False) -> dict | None:
+    def member_tags(self, elem: np.ndarray, lanes: int, fields, both: bool = False, runs: bool = False) -> dict | None:
         """``tags_at(elem, fields)`` for a batch's access ``elem`` ``[rows, members*lanes]`` in which
         every member's elements are member 0's moved by one offset per member, looked up on member 0's
         elements and each member's first only: field -> ("member", int32 [members]) where each
@@ -344,7 +344,9 @@ class Buffer:
         tag varies both ways (tags_at then). ``both``: a tag varying on axes the members move and
         on others the lanes do (a paged cache's token: block and offset), no axis both ways, comes
         back as ("both", (u int32 [members, J], j [rows, lanes])): member m's element (r, l) holds
-        u[m, j[r, l]], J the distinct coordinates of member 0's elements on the lanes' axes."""
+        u[m, j[r, l]], J the distinct coordinates of member 0's elements on the lanes' axes.
+        ``runs``: row r of ``elem`` is row 0 plus r (a load's elements in order, tags_at's), so
+        every row is moved as row 0 is: only row 0 is compared."""
         e = np.asarray(elem)
         shape = self.array.shape
         if e.ndim != 2 or not e.size or e.shape[1] % lanes or e.dtype.kind not in "iu":
@@ -358,7 +360,8 @@ class Buffer:
             return None
         # in int32 where no wrapped difference can pass for a member's offset (|offset| < size <= 2**30)
         dt = np.int32 if e.dtype == np.int32 and self.array.size <= 2 ** 30 else np.int64
-        if not (np.subtract(e3, base[:, None, :].astype(dt), dtype=dt) == (first - first[0]).astype(dt)[None, :, None]).all():
+        e3r, br = (e3[:1], base[:1]) if runs else (e3, base)
+        if not (np.subtract(e3r, br[:, None, :].astype(dt), dtype=dt) == (first - first[0]).astype(dt)[None, :, None]).all():
             return None
         cb = np.array(np.unravel_index(base.ravel(), shape)).reshape(len(shape), -1)   # member 0's coordinates
         cm = np.array(np.unravel_index(first, shape)).reshape(len(shape), -1)          # each member's first's

@@ -84,7 +84,8 @@ class VmemOps:
         if not SEPARABLE_LOAD_TAGS or self.fold is None or not self.exec_full or buf.declared_encoding is not None:
             return None
         elem = starts if buf.itemsize == 1 else div_const(starts, buf.itemsize)
-        sep = buf.member_tags(elem, self.fold.lanes, buf.tag_fields, both=True)
+        sep = buf.member_tags(elem, self.fold.lanes, buf.tag_fields, both=True,
+                              runs=size == buf.itemsize)           # each lane's elements in order
         if sep is None:
             return None
         ids = self.fold.fold_member_tags(sep, elem.shape[0])

@@ -56,9 +56,14 @@ def test_fold_member_tags_is_fold_prov(seed):
     elem = _moved(rng, shape, M, L, R)
     if seed % 4 == 1 and M > 1:             # a member's elements elsewhere: may not fold
         elem[:, L * int(rng.integers(1, M)):][:, :L] = _moved(rng, shape, 1, L, R)
+    runs = seed % 6 == 5                     # a load's elements in order: row r is row 0 plus r
+    if runs:
+        elem = elem[:1] + np.arange(R)[:, None]
+        if elem.max() >= buf.array.size:
+            return
     if seed % 2:                             # a load's indices: int32
         elem = elem.astype(np.int32)
-    sep = buf.member_tags(elem, L, buf.tag_fields, both=True)
+    sep = buf.member_tags(elem, L, buf.tag_fields, both=True, runs=runs)
     if sep is None:
         return
     tags = buf.tags_at(elem)
