@@ -81,7 +81,8 @@ class VmemOps:
         the shifts found on member 0's elements and the members' offsets (Fold.fold_member_tags),
         not on every element. None where that cannot tell (the caller looks up and folds every
         element)."""
-        if not SEPARABLE_LOAD_TAGS or self.fold is None or not self.exec_full or buf.declared_encoding is not None:
+        if not SEPARABLE_LOAD_TAGS or self.fold is None or not self.exec_full or buf.declared_encoding is not None \
+                or starts.size < SEPARABLE_LOAD_MIN:
             return None
         elem = starts if buf.itemsize == 1 else div_const(starts, buf.itemsize)
         sep = buf.member_tags(elem, self.fold.lanes, buf.tag_fields, both=True,
@@ -417,6 +418,9 @@ SEPARABLE_STORE_TAGS = True
 # a folded load's tags looked up and folded on member 0's elements and the members' offsets where the
 # members' elements are moved copies of member 0's (VmemOps._load_folded); tests compare both ways
 SEPARABLE_LOAD_TAGS = True
+# below this many elements a load's tags looked up and folded one by one cost less than member_tags'
+# small numpy calls (the decode's k/v_scale, 32,768: ~0.23 against ~0.4 ms)
+SEPARABLE_LOAD_MIN = 65536
 
 # global_load_each checks and gathers its loads at once where it can (False: load by load, the A/B)
 LOADS_TOGETHER = True
