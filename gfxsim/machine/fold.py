@@ -147,6 +147,42 @@ class Fold:
         self._set_shift(f, shift, has, f"a load's {f!r} tags")
         return np.ascontiguousarray(a[:, :L] if self.classes == 1 else np.take(a, self.rep_cols, axis=1))
 
+    def fold_member_tags(self, tags: dict, rows: int) -> dict | None:
+        """``fold_prov``'s tag planes for a load whose planes Buffer.member_tags gives (field ->
+        ("member", x [members]), ("lane", x [rows, lanes]) or ("both", (u, j)), every field, in its
+        order; ``rows`` the load's): the shifts ``_fold_check`` finds in the planes they stand for,
+        set or checked as ``_fold_plane`` does, without making those planes; field -> the folded
+        plane [rows, width]; Unfolded where ``_set_shift`` raises it. None, having changed nothing,
+        where a member does not fold otherwise (the caller folds the planes, which says where)."""
+        M, L = self.members, self.lanes
+        found = []
+        for f, (kind, x) in tags.items():
+            if kind == "member":         # member m's elements all hold x[m]; its representative's x[rep]
+                x64, v = x.astype(np.int64), x[self.rep_of].astype(np.int64)
+                held = v >= 0
+                if not (held | (x64 == v)).all():
+                    return None
+                found.append((f, np.where(held, x64 - v, 0), held, np.repeat(x[self.reps], L)[None, :]))
+            elif kind == "lane":         # every member holds member 0's: shift 0 wherever one is held
+                found.append((f, np.zeros(M, np.int64), np.full(M, bool((x >= 0).any())),
+                              x if self.classes == 1 else np.tile(x, (1, self.classes))))
+            else:                        # member m's element (r, l) holds u[m, j[r, l]]: u's rows fold
+                u, j = x
+                u64, v = u.astype(np.int64), u[self.rep_of].astype(np.int64)
+                held = v >= 0
+                d = np.where(held, u64 - v, 0)
+                has = held.any(axis=1)
+                first = d[np.arange(M), np.argmax(held, axis=1)]        # 0 where none is held
+                if not (held | (u64 == v)).all() or not (~held | (d == first[:, None])).all():
+                    return None
+                reps = np.take(u[self.reps], j, axis=1)                 # [classes, rows, lanes]
+                found.append((f, first, has, reps.transpose(1, 0, 2).reshape(j.shape[0], self.width)))
+        out = {}
+        for f, shift, has, plane in found:
+            self._set_shift(f, shift, has, f"a load's {f!r} tags")
+            out[f] = np.ascontiguousarray(np.broadcast_to(plane, (rows, self.width)))
+        return out
+
     def _pattern_keys(self, a3) -> np.ndarray:
         """Members grouped by their plane less its first present value (the same layout of values,
         anywhere): a tail partition's members share a pattern of their own."""

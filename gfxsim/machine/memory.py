@@ -333,7 +333,43 @@ class Buffer:
             out[f] = _rows(np.broadcast_to(v, e.shape), views) if one_row else v
         return out
 
-    def member_tags(self, elem: np.ndarray, lanes: int, fields) -> dict | None:
+    def member_tags(self, elem: np.ndarray, lanes: int, fields, both: bool = False, runs: bool = False) -> dict | None:
+        """_moved_tags (its docstring); with ``both``, where a member's lanes are not one moved copy,
+        lanes in groups of ``lanes / G`` each moved by its own offset (a V cache's lanes over
+        several blocks) as members of their own, their answer given back per member as ``both``."""
+        got = self._moved_tags(elem, lanes, fields, both, runs)
+        if got is not None or not both:
+            return got
+        e = np.asarray(elem)
+        if e.ndim != 2 or not e.size or e.shape[1] % lanes or e.dtype.kind not in "iu":
+            return None
+        R, M = e.shape[0], e.shape[1] // lanes
+        d = e[0].reshape(M, lanes).astype(np.int64) - e[0, :lanes].astype(np.int64)     # row 0's moves
+        G = 2
+        while lanes % G == 0:
+            sub = lanes // G
+            if (d.reshape(M, G, sub) == d.reshape(M, G, sub)[:, :, :1]).all():
+                break
+            G *= 2
+        else:
+            return None
+        got = self._moved_tags(e, sub, fields, True, runs)
+        if got is None:
+            return None
+        g = np.arange(G)
+        out = {}
+        for f, (kind, x) in got.items():
+            if kind == "member":             # group (m, g)'s tag in each of its lanes
+                out[f] = ("both", (x.reshape(M, G), np.broadcast_to(np.repeat(g, sub)[None, :], (R, lanes))))
+            elif kind == "lane":             # every group holds group 0's
+                out[f] = ("lane", np.tile(x, (1, G)))
+            else:
+                u, j = x
+                J = u.shape[1]
+                out[f] = ("both", (u.reshape(M, G * J), (g[None, :, None] * J + j[:, None, :]).reshape(R, lanes)))
+        return out
+
+    def _moved_tags(self, elem: np.ndarray, lanes: int, fields, both: bool = False, runs: bool = False) -> dict | None:
         """``tags_at(elem, fields)`` for a batch's access ``elem`` ``[rows, members*lanes]`` in which
         every member's elements are member 0's moved by one offset per member, looked up on member 0's
         elements and each member's first only: field -> ("member", int32 [members]) where each
@@ -341,7 +377,13 @@ class Buffer:
         the tag's coordinates), or ("lane", int32 [rows, lanes]) where every member's elements hold
         member 0's (a head element: the members' offsets leave the tag's coordinates alone). None
         where the elements are not so moved, a move could carry from one axis into the next, or a
-        tag varies both ways (tags_at then)."""
+        tag varies both ways (tags_at then). ``both``: a tag varying with the members and the lanes
+        (a paged cache's token: block and offset) comes back as ("both", (u int32 [members, J], j
+        [rows, lanes])): member m's element (r, l) holds u[m, j[r, l]], J the distinct moves of
+        member 0's elements from its first on the tag's axes (the tag's index is the member's
+        first's plus that move: no coordinate carries).
+        ``runs``: row r of ``elem`` is row 0 plus r (a load's elements in order, tags_at's), so
+        every row is moved as row 0 is: only row 0 is compared."""
         e = np.asarray(elem)
         shape = self.array.shape
         if e.ndim != 2 or not e.size or e.shape[1] % lanes or e.dtype.kind not in "iu":
@@ -353,7 +395,10 @@ class Buffer:
         if int(first.min()) < 0 or int(first.max()) >= self.array.size or int(base.min()) < 0 \
                 or int(base.max()) >= self.array.size:
             return None
-        if not (np.subtract(e3, base[:, None, :], dtype=np.int64) == (first - first[0])[None, :, None]).all():
+        # in int32 where no wrapped difference can pass for a member's offset (|offset| < size <= 2**30)
+        dt = np.int32 if e.dtype == np.int32 and self.array.size <= 2 ** 30 else np.int64
+        e3r, br = (e3[:1], base[:1]) if runs else (e3, base)
+        if not (np.subtract(e3r, br[:, None, :].astype(dt), dtype=dt) == (first - first[0]).astype(dt)[None, :, None]).all():
             return None
         cb = np.array(np.unravel_index(base.ravel(), shape)).reshape(len(shape), -1)   # member 0's coordinates
         cm = np.array(np.unravel_index(first, shape)).reshape(len(shape), -1)          # each member's first's
@@ -375,6 +420,11 @@ class Buffer:
             elif not any(by_member[d] for d in axes):
                 idx = sum((cb[d] * int(stride[d]) for d in axes), np.zeros(R * lanes, np.int64))
                 out[f] = ("lane", np.take(flat, idx).reshape(R, lanes))
+            elif both:                       # coordinates cm + off, none carrying: the tag's index sums
+                idx = sum((off[d] * int(stride[d]) for d in axes), np.zeros(R * lanes, np.int64))
+                at, j = np.unique(idx, return_inverse=True)
+                mi = sum((cm[d] * int(stride[d]) for d in axes), np.zeros(M, np.int64))
+                out[f] = ("both", (np.take(flat, mi[:, None] + at[None, :]), j.reshape(R, lanes)))
             else:
                 return None
         return out

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import jit, member_words, ops
+from . import encoding as enc, jit, member_words, ops
 from .addressing import addresses, byte_addr, integer, read_addr
-from .dtypes import dtype_name, itemsize, load_values, load_written, np_dtype, store_values
+from .dtypes import div_const, dtype_name, itemsize, load_values, load_written, np_dtype, store_values
 from ..errors import ArgumentError
 from .errors import MemoryFault
 from .memory import Buffer
@@ -43,16 +43,20 @@ class VmemOps:
         if self.machine.provenance:
             if buf.whole_elements(size):          # each element's first byte is enough
                 a0 = a.astype(np.int32) if buf.nbytes < 2 ** 31 else a      # the index passes in int32
-                got = buf.element_prov(a0[None, :] + np.arange(0, nbytes, size, dtype=a0.dtype)[:, None], size,
-                                       views=self.fold is not None,        # fold_prov makes arrays of its own
-                                       runs=True)                          # each lane's elements in order
+                starts = a0[None, :] + np.arange(0, nbytes, size, dtype=a0.dtype)[:, None]
+                prov = self._load_folded(buf, starts, size)
+                if prov is None:
+                    got = buf.element_prov(starts, size,
+                                           views=self.fold is not None,    # fold_prov makes arrays of its own
+                                           runs=True)                      # each lane's elements in order
             else:
                 got = buf.load_prov(byte_addr(self, addr, nbytes), size, self.machine)
-            prov = self.outside_exec(got,
-                                      None if self.fold is None else f"EXEC of a global_load from {buf.name!r}",
-                                      whole=True)
-            if self.fold is not None and prov is not None:
-                prov = self.fold.fold_prov(prov, f"global_load from {buf.name!r}")
+            if prov is None:
+                prov = self.outside_exec(got,
+                                          None if self.fold is None else f"EXEC of a global_load from {buf.name!r}",
+                                          whole=True)
+                if self.fold is not None and prov is not None:
+                    prov = self.fold.fold_prov(prov, f"global_load from {buf.name!r}")
         if buf.written is None:
             val, every = load_values(buf.raw, a, nbytes, dtype), True
         else:
@@ -69,6 +73,29 @@ class VmemOps:
                 v.valid = wr if v.valid is None else (v.valid & wr)
         self.event(ops.Op("VMEM", ops.VMEM_LOAD[nbytes]), outs=[v], buffer=buf.name, address=addr)
         return v
+
+    def _load_folded(self, buf: Buffer, starts, size: int) -> Prov | None:
+        """A folded batch's load under full EXEC from a buffer of tags alone (``whole_elements``,
+        no declared encoding), where the members' elements are member 0's moved by an offset each
+        (Buffer.member_tags): the folded provenance ``fold_prov`` gives, the tags looked up and
+        the shifts found on member 0's elements and the members' offsets (Fold.fold_member_tags),
+        not on every element. None where that cannot tell (the caller looks up and folds every
+        element)."""
+        if not SEPARABLE_LOAD_TAGS or self.fold is None or not self.exec_full or buf.declared_encoding is not None \
+                or starts.size < SEPARABLE_LOAD_MIN:
+            return None
+        elem = starts if buf.itemsize == 1 else div_const(starts, buf.itemsize)
+        sep = buf.member_tags(elem, self.fold.lanes, buf.tag_fields, both=True,
+                              runs=size == buf.itemsize)           # each lane's elements in order
+        if sep is None:
+            return None
+        ids = self.fold.fold_member_tags(sep, elem.shape[0])
+        if ids is None:
+            return None
+        if buf.encoding is not None:       # one code everywhere (not declared): every member's
+            ids.update(enc.buffer_planes(buf.name, buf.encoding, np.broadcast_to(np.int32(0), (elem.shape[0],
+                                                                                            self.fold.width)), False))
+        return Prov(size, ids, {}, None)
 
     def global_load_each(self, buf: Buffer, offsets: VGPRs, nbytes: int = 4, dtype=None) -> list[VGPRs]:
         """``[w.global_load(buf, offsets[i], nbytes, dtype) for i in range(offsets.n)]``: one load per
@@ -388,6 +415,12 @@ FOLDED_STORE_CHECK = True
 # that check's tags looked up on member 0's elements and the members' offsets where the members'
 # elements are moved copies of member 0's (VmemOps._member_tags); tests compare both ways
 SEPARABLE_STORE_TAGS = True
+# a folded load's tags looked up and folded on member 0's elements and the members' offsets where the
+# members' elements are moved copies of member 0's (VmemOps._load_folded); tests compare both ways
+SEPARABLE_LOAD_TAGS = True
+# below this many elements a load's tags looked up and folded one by one cost less than member_tags'
+# small numpy calls (the decode's k/v_scale, 32,768: ~0.23 against ~0.4 ms)
+SEPARABLE_LOAD_MIN = 65536
 
 # global_load_each checks and gathers its loads at once where it can (False: load by load, the A/B)
 LOADS_TOGETHER = True
