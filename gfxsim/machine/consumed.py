@@ -844,12 +844,14 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     written = nwritten == size
     ids = np.full(n, -1, np.int64)
     mn = np.zeros(n, np.int64)
-    if buf.prov is not None and buf.origin is machine and "@mma" in buf.prov.ids:
+    if buf.prov is not None and buf.origin is machine and buf.prov.has("@mma"):
         unit = buf.prov.unit
         idx = slice(None, None, size // unit) if every and size % unit == 0 else \
             (np.arange(n) if el is None else el) * size // unit
-        ids = buf.prov.ids["@mma"][idx].astype(np.int64)
-        mn = buf.prov.ids["@mn"][idx].astype(np.int64)
+        # the planes' int32 (views where every element is read): footprints widens them for its
+        # own use, so no n-sized int64 copies outlive it (16 B an element)
+        ids = buf.prov.field_plane("@mma")[idx]
+        mn = buf.prov.field_plane("@mn")[idx]
     all_named = LEAN_CHECK and bool((ids >= 0).all())
     named = np.nonzero(ids >= 0)[0] if not all_named else None
     void = np.zeros(n, bool)

@@ -33,7 +33,10 @@ def _coverage(inputs, kernel):
     return [f for f in run.findings if f.kind == "token-coverage"]
 
 
-def test_a_prefill_over_a_wide_context_is_silent(inputs):
+@pytest.mark.parametrize("slice_", [None, 7])
+def test_a_prefill_over_a_wide_context_is_silent(inputs, monkeypatch, slice_):
+    if slice_:                 # the common case's per-row test slice by slice too
+        monkeypatch.setattr(consumed, "CHECK_SLICE", slice_)
     assert CTX > 256 and _coverage(inputs, prefix_prefill) == []
 
 
@@ -56,3 +59,14 @@ def test_the_lean_check_finds_what_the_general_one_finds(inputs, monkeypatch):
     lean = _coverage(inputs, _short_context)
     monkeypatch.setattr(consumed, "LEAN_CHECK", False)
     assert lean and same(_coverage(inputs, _short_context)) == same(lean)
+
+
+def test_the_check_reads_the_names_without_making_the_outputs_tag_planes(inputs):
+    """The check reads @mma and @mn only (MemProv.field_plane): the output's tag planes, which every
+    store wrote as its tags, stay unmade (12 B an element of a prefill's output)."""
+    d, cache = inputs
+    setup = H.prefill_buffers(d["q"], cache, 0)
+    run = setup.launch(prefix_prefill, trace=False)
+    prov = setup.buffers["out"].prov
+    assert not [f for f in run.findings if f.kind == "token-coverage"]
+    assert {"query", "head", "dim"} <= set(prov.lazy) and prov.has("@mma")
