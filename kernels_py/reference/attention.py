@@ -52,6 +52,10 @@ def _causal_mask(nq: int, ctx: int) -> np.ndarray:
 
 
 QUERY_TILE = 128                # prefill queries computed at once (their [rows, context] arrays)
+# prefill_int8's: its PV products are [chunks, 2, rows, head_dim] f32 and their scaled sums, ~0.4
+# GiB a tile of 128 queries (x 8 heads) over a 4K prefix, made beside the launch; exact integer
+# products in float32, so any tiling gives the same bits (tests compare)
+INT8_QUERY_TILE = 32
 _F64_TOKENS = 1024              # tokens of K/V converted to float64 at a time (1 MiB at head_dim 128)
 
 
@@ -350,8 +354,8 @@ def prefill_int8(q, cache: PagedKVCache, *, grouping: Grouping = "fragment", pv:
             svp[:ctx] = sv[:, g]
             vqp = np.zeros((C * CHUNK, hd), np.int8)
             vqp[:ctx] = vq[:, g]
-            for q0 in range(0, nq, QUERY_TILE):                          # a row's math is its own: memory by tile
-                q1 = min(nq, q0 + QUERY_TILE)
+            for q0 in range(0, nq, INT8_QUERY_TILE):                     # a row's math is its own: memory by tile
+                q1 = min(nq, q0 + INT8_QUERY_TILE)
                 n = q1 - q0
                 qq, sq = quantize_int8(q[s, q0:q1, heads].reshape(n * ratio, hd))   # row = i*ratio + h
                 sc = np.full((n * ratio, C * CHUNK), -np.inf, np.float32)

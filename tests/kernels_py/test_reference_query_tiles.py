@@ -16,8 +16,10 @@ def test_query_tiles_give_the_bits_of_the_whole_prompt(monkeypatch, tile):
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=16, smooth_k=True, seed=4)
     refs = lambda: (R.attention_int8(d["q"], cache), R.attention_fp32(d["q"], d["k"], d["v"], d["context_lens"]))  # noqa: E731
     monkeypatch.setattr(R, "QUERY_TILE", 1000)
+    monkeypatch.setattr(R, "INT8_QUERY_TILE", 1000)
     whole = refs()
     monkeypatch.setattr(R, "QUERY_TILE", tile)
+    monkeypatch.setattr(R, "INT8_QUERY_TILE", tile)
     for a, b in zip(refs(), whole):
         assert np.isfinite(b).all()
         assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
