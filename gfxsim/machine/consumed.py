@@ -168,9 +168,9 @@ def _stack(parts, n: int) -> Fp:
 # -- footprints of named values -----------------------------------------------------------------
 def footprints(log, ids, mn):
     """(cell int64 [n], {field: (U, D or None)} as Fp) of result elements named (@mma, @mn) in
-    ``log``; cell -1 marks a reduction across elements (void)."""
-    ids = np.asarray(ids, np.int64)
-    mn = np.asarray(mn, np.int64)
+    ``log``; cell -1 marks a reduction across elements (void). int32 names (a buffer's planes) are
+    read as they are: the output check's int64 copies were 16 B an element of its peak."""
+    ids, mn = (_names(a) for a in (ids, mn))
     n = len(ids)
     wide = log.wide
     cell = np.full(n, -1, np.int64)          # the cells
@@ -194,6 +194,12 @@ def footprints(log, ids, mn):
         sel = np.nonzero(far & (ids // FOREIGN_BASE == k))[0]
         _from_foreign(log, k, ids[sel], mn[sel], sel, n, cell, out, wide)
     return cell, {f: _assemble(g, n) for f, g in out.items()}
+
+
+def _names(a) -> np.ndarray:
+    """``a`` as int32 where it is (ids and elements fit: a plane holds them), else int64."""
+    a = np.asarray(a)
+    return a if a.dtype == np.int32 else a.astype(np.int64, copy=False)
 
 
 def _one_kind(log, ids, mn, n, cell, out, wide) -> bool:
