@@ -188,9 +188,9 @@ def _stack(parts, n: int) -> Fp:
 # -- footprints of named values -----------------------------------------------------------------
 def footprints(log, ids, mn):
     """(cell int64 [n], {field: (U, D or None)} as Fp) of result elements named (@mma, @mn) in
-    ``log``; cell -1 marks a reduction across elements (void)."""
-    ids = np.asarray(ids, np.int64)
-    mn = np.asarray(mn, np.int64)
+    ``log``; cell -1 marks a reduction across elements (void). int32 names (a buffer's planes) are
+    read as they are: the output check's int64 copies were 16 B an element of its peak."""
+    ids, mn = (_names(a) for a in (ids, mn))
     n = len(ids)
     wide = log.wide
     cell = np.full(n, -1, np.int64)          # the cells
@@ -214,6 +214,12 @@ def footprints(log, ids, mn):
         sel = np.nonzero(far & (ids // FOREIGN_BASE == k))[0]
         _from_foreign(log, k, ids[sel], mn[sel], sel, n, cell, out, wide)
     return cell, {f: _assemble(g, n) for f, g in out.items()}
+
+
+def _names(a) -> np.ndarray:
+    """``a`` as int32 where it is (ids and elements fit: a plane holds them), else int64."""
+    a = np.asarray(a)
+    return a if a.dtype == np.int32 else a.astype(np.int64, copy=False)
 
 
 def _one_kind(log, ids, mn, n, cell, out, wide) -> bool:
@@ -864,12 +870,14 @@ def _check_buffer(machine, buf, source, field, lo, hi, exact):
     written = nwritten == size
     ids = np.full(n, -1, np.int64)
     mn = np.zeros(n, np.int64)
-    if buf.prov is not None and buf.origin is machine and "@mma" in buf.prov.ids:
+    if buf.prov is not None and buf.origin is machine and buf.prov.has("@mma"):
         unit = buf.prov.unit
         idx = slice(None, None, size // unit) if every and size % unit == 0 else \
             (np.arange(n) if el is None else el) * size // unit
-        ids = buf.prov.ids["@mma"][idx].astype(np.int64)
-        mn = buf.prov.ids["@mn"][idx].astype(np.int64)
+        # the planes' int32 (views where every element is read): footprints widens them for its
+        # own use, so no n-sized int64 copies outlive it (16 B an element)
+        ids = buf.prov.field_plane("@mma")[idx]
+        mn = buf.prov.field_plane("@mn")[idx]
     all_named = LEAN_CHECK and bool((ids >= 0).all())
     named = np.nonzero(ids >= 0)[0] if not all_named else None
     void = np.zeros(n, bool)

@@ -7,6 +7,8 @@ LaunchOptions (options.py) and returns the Run.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import gc
 import itertools
 import operator
@@ -216,6 +218,27 @@ def _wg(x, fill=0):
 # finished batch's arrays (GiBs with provenance) would otherwise wait for a collection the small
 # number of Python objects rarely triggers. Smaller batches are cheap to keep a while longer.
 GC_BATCH = 16
+# a batch that ran this long gives the C heap's free pages back to the system after it: glibc keeps
+# what a batch's wave threads freed in their arenas (a prefill batch of 4 query blocks with
+# provenance: ~0.3 GiB, which the next batch stacked on); a trim takes milliseconds and the next
+# batch faults its pages in again, so short batches (the cache producer's, the decode's) skip it
+TRIM_AFTER_S = 1.0
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's malloc_trim, or None (another C library)."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_heap() -> None:
+    """The C heap's free pages given back (malloc_trim(0)); nothing where there is no glibc."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 @contextmanager
@@ -346,10 +369,13 @@ def run_grid(m: Machine, grid: tuple, waves: int, fn: Callable[[Wave], object], 
     batch, folding = options.side_by_side, options.folding
     with _launch_garbage(batch >= GC_BATCH) as collect:
         for i in range(0, len(ids), batch):
+            started = time.perf_counter()
             run_batch(m, ids[i:i + batch], waves, fn, folding, options.unfolded_batch, waves_as_members,
                       options.fold_apart)
             if batch >= GC_BATCH:
                 collect()        # a wave and its values point at each other: free a big batch's now
+            if time.perf_counter() - started >= TRIM_AFTER_S:
+                release_heap()
             if progress is not None:
                 progress(min(i + batch, len(ids)), len(ids))
     if m.provenance:

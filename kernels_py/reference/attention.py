@@ -52,6 +52,10 @@ def _causal_mask(nq: int, ctx: int) -> np.ndarray:
 
 
 QUERY_TILE = 128                # prefill queries computed at once (their [rows, context] arrays)
+# prefill_int8's: its PV products are [chunks, 2, rows, head_dim] f32 and their scaled sums, ~0.4
+# GiB a tile of 128 queries (x 8 heads) over a 4K prefix, made beside the launch; exact integer
+# products in float32, so any tiling gives the same bits (tests compare)
+INT8_QUERY_TILE = 32
 _F64_TOKENS = 1024              # tokens of K/V converted to float64 at a time (1 MiB at head_dim 128)
 
 
@@ -116,6 +120,12 @@ def round_bf16(x) -> np.ndarray:
     return out.view(np.float32)
 
 
+# attention_bf16's queries at once: its [rows, context] float32 arrays were 0.4 GiB at a 4K prompt
+# over a 4K prefix. Its products are float32 GEMMs, the same bits only while each tile starts on a
+# row block of the BLAS kernel (a multiple of 16 rows; 7 gives other bits): tests compare.
+BF16_QUERY_TILE = 128
+
+
 def attention_bf16(q, k, v, context_lens) -> np.ndarray:
     """BF16 kernel math: q, k, v rounded to bf16; scores and softmax in fp32 (one softmax over the
     whole row); P rounded to bf16; PV accumulated in fp32. Returns f32."""
@@ -129,14 +139,16 @@ def attention_bf16(q, k, v, context_lens) -> np.ndarray:
         for g in range(k.shape[2]):                                      # K, V rounded once per kv head
             kk, vv = round_bf16(k[s, :ctx, g]), round_bf16(v[s, :ctx, g])
             for h in range(g * ratio, (g + 1) * ratio):                  # one row product per head, as before
-                sc = np.ascontiguousarray(qb[:, h]) @ kk.T
-                sc *= scale
-                if nq > 1:
-                    sc[~mask] = -np.inf
-                sc -= sc.max(axis=1, keepdims=True)
-                e = np.exp(sc, out=sc)
-                e /= e.sum(axis=1, keepdims=True)
-                out[s, :, h] = round_bf16(e) @ vv
+                for q0 in range(0, nq, BF16_QUERY_TILE):                 # a row's math is its own: memory by tile
+                    q1 = min(nq, q0 + BF16_QUERY_TILE)
+                    sc = np.ascontiguousarray(qb[q0:q1, h]) @ kk.T
+                    sc *= scale
+                    if nq > 1:
+                        sc[~mask[q0:q1]] = -np.inf
+                    sc -= sc.max(axis=1, keepdims=True)
+                    e = np.exp(sc, out=sc)
+                    e /= e.sum(axis=1, keepdims=True)
+                    out[s, q0:q1, h] = round_bf16(e) @ vv
     return out.reshape(np.shape(q))
 
 
@@ -380,8 +392,8 @@ def prefill_int8(q, cache: PagedKVCache, *, grouping: Grouping = "fragment", pv:
             svp[:ctx] = sv[:, g]
             vqp = np.zeros((C * CHUNK, hd), np.int8)
             vqp[:ctx] = vq[:, g]
-            for q0 in range(0, nq, QUERY_TILE):                          # a row's math is its own: memory by tile
-                q1 = min(nq, q0 + QUERY_TILE)
+            for q0 in range(0, nq, INT8_QUERY_TILE):                     # a row's math is its own: memory by tile
+                q1 = min(nq, q0 + INT8_QUERY_TILE)
                 n = q1 - q0
                 qq, sq = quantize_int8(q[s, q0:q1, heads].reshape(n * ratio, hd))   # row = i*ratio + h
                 sc = np.full((n * ratio, C * CHUNK), -np.inf, np.float32)

@@ -33,7 +33,10 @@ def _coverage(inputs, kernel):
     return [f for f in run.findings if f.kind == "token-coverage"]
 
 
-def test_a_prefill_over_a_wide_context_is_silent(inputs):
+@pytest.mark.parametrize("slice_", [None, 7])
+def test_a_prefill_over_a_wide_context_is_silent(inputs, monkeypatch, slice_):
+    if slice_:                 # the common case's per-row test slice by slice too
+        monkeypatch.setattr(consumed, "CHECK_SLICE", slice_)
     assert CTX > 256 and _coverage(inputs, prefix_prefill) == []
 
 
@@ -56,3 +59,36 @@ def test_the_lean_check_finds_what_the_general_one_finds(inputs, monkeypatch):
     lean = _coverage(inputs, _short_context)
     monkeypatch.setattr(consumed, "LEAN_CHECK", False)
     assert lean and same(_coverage(inputs, _short_context)) == same(lean)
+
+
+def test_the_check_reads_the_names_without_making_the_outputs_tag_planes(inputs):
+    """The check reads @mma and @mn only (MemProv.field_plane): the output's tag planes, which every
+    store wrote as its tags, stay unmade (12 B an element of a prefill's output)."""
+    d, cache = inputs
+    setup = H.prefill_buffers(d["q"], cache, 0)
+    run = setup.launch(prefix_prefill, trace=False)
+    prov = setup.buffers["out"].prov
+    assert not [f for f in run.findings if f.kind == "token-coverage"]
+    assert {"query", "head", "dim"} <= set(prov.lazy) and prov.has("@mma")
+
+
+def test_footprints_of_int32_names_are_those_of_int64_names(inputs):
+    """The check hands footprints the planes' int32 names as they are: the same cells and sets as
+    the int64 copies it made before."""
+    import numpy as np
+    d, cache = inputs
+    setup = H.prefill_buffers(d["q"], cache, 0)
+    run = setup.launch(prefix_prefill, trace=False)
+    prov = setup.buffers["out"].prov
+    ids, mn = prov.field_plane("@mma"), prov.field_plane("@mn")
+    assert ids.dtype == np.int32 and (ids >= 0).all()
+    log = run.machine.mma_log
+    c32, fp32 = consumed.footprints(log, ids, mn)
+    c64, fp64 = consumed.footprints(log, ids.astype(np.int64), mn.astype(np.int64))
+    assert np.array_equal(c32, c64) and fp32.keys() == fp64.keys() == {"token"}
+    for f in fp32:
+        for a, b in zip(fp32[f], fp64[f]):
+            assert (a is None) == (b is None)
+            if a is not None:
+                ma, mb = a.mask(), b.mask()
+                assert all(np.array_equal(x, y) for x, y in zip((ma.base, ma.bits, ma.wide), (mb.base, mb.bits, mb.wide)))

@@ -2,6 +2,7 @@
 it set aside (gc.freeze): the batches' cycles are still freed, and the process's gc is left as
 it was found."""
 import gc
+import importlib
 import weakref
 
 import numpy as np
@@ -39,3 +40,19 @@ def test_a_process_that_froze_objects_keeps_them_frozen():
         assert gc.get_freeze_count() >= before > 0
     finally:
         gc.unfreeze()
+
+
+def test_a_long_batch_gives_the_heap_back_after_it_and_a_short_one_does_not(monkeypatch):
+    L = importlib.import_module("gfxsim.machine.launch")        # the module (gfxsim.machine.launch is the function)
+    calls = []
+    monkeypatch.setattr(L, "release_heap", lambda: calls.append(1))
+    monkeypatch.setattr(L, "TRIM_AFTER_S", 0.0)              # every batch counts as long
+    long_out = _launch([])
+    assert len(calls) == 4
+    monkeypatch.setattr(L, "TRIM_AFTER_S", 1e9)
+    short_out = _launch([])
+    assert len(calls) == 4
+    assert np.array_equal(long_out.array, short_out.array)
+    L._malloc_trim.cache_clear()
+    monkeypatch.undo()
+    L.release_heap()                                          # glibc's, or nothing: never an error
