@@ -36,63 +36,27 @@ def _launch(provenance, trace, v_type, inf_v, two_level=True):
     return out, run, recs, [(f.kind, f.lane, f.instruction, f.message) for f in run.findings], events, held[0]
 
 
-@pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
-                                                                     (True, False, "fp8_e4m3", False, True),
-                                                                     (True, True, "fp8", False, True),
-                                                                     (False, False, "fp8_e4m3", True, True),
-                                                                     (True, False, "fp8_e4m3", False, False)],
-                         ids=["off", "provenance", "trace-fnuz-findings", "infinite-v", "one-level-c-chains"])
-def test_mma_many_is_mma_one_by_one(monkeypatch, provenance, trace, v_type, inf_v, two_level):
-    import gfxsim.machine.matrix as MX
-    many = _launch(provenance, trace, v_type, inf_v, two_level)
-    monkeypatch.setattr(MX, "ISSUE_TOGETHER", False)
-    one = _launch(provenance, trace, v_type, inf_v, two_level)
-    assert many[0].tobytes() == one[0].tobytes()
-    assert np.isnan(one[0]).any() == (inf_v or v_type == "fp8")      # NaN terms: the general path
-    assert many[2] == one[2] and len(one[2]) > 0
-    assert many[3] == one[3] and bool(one[3]) == (v_type == "fp8")
-    assert many[1].trace.n_events == one[1].trace.n_events
-    assert many[4] == one[4]
-    same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
-    assert (many[5].prov is not None) == provenance
-
-
+@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER"])
 @pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
                                                                      (True, True, "fp8", False, True),
                                                                      (False, False, "fp8_e4m3", True, True),
                                                                      (True, False, "fp8_e4m3", False, False)],
                          ids=["off", "trace-fnuz-findings", "infinite-v", "one-level-c-chains"])
-def test_one_take_of_the_operands_is_one_gather_each(monkeypatch, provenance, trace, v_type, inf_v, two_level):
-    """mma_many's operands of a K step in one take over the distinct registers stacked (P~'s A
-    fed to 16 instructions, each V's B to 2, every C its own), against a gather an operand."""
+def test_a_k_step_together_is_the_instructions_one_by_one(monkeypatch, switch, provenance, trace, v_type, inf_v,
+                                                           two_level):
+    """mma_many's fast paths against their switch off: GATHER_TOGETHER, a K step's operands in one
+    take over the distinct registers stacked (P~'s A fed to 16 instructions, each V's B to 2, every
+    C its own) against a gather an operand; GRID_TOGETHER, a PV K step (each P~ row tile against
+    each V head-dim tile) through the accumulator model as one matrix (mmagrid) against the batch."""
     import gfxsim.machine.matrix as MX
-    many = _launch(provenance, trace, v_type, inf_v, two_level)
-    monkeypatch.setattr(MX, "GATHER_TOGETHER", False)
-    one = _launch(provenance, trace, v_type, inf_v, two_level)
-    assert many[0].tobytes() == one[0].tobytes()
-    assert many[2] == one[2] and len(one[2]) > 0
-    assert many[3] == one[3] and bool(one[3]) == (v_type == "fp8")
-    assert many[4] == one[4]
-    same_buffers(many[5], one[5], many[1].machine.wide, one[1].machine.wide)
-
-
-@pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
-                                                                     (True, True, "fp8", False, True),
-                                                                     (False, False, "fp8_e4m3", True, True),
-                                                                     (True, False, "fp8_e4m3", False, False)],
-                         ids=["off", "trace-fnuz-findings", "infinite-v", "one-level-c-chains"])
-def test_a_grid_of_operands_as_one_matrix_is_the_batch(monkeypatch, provenance, trace, v_type, inf_v, two_level):
-    """A PV K step (each P~ row tile against each V head-dim tile) through the accumulator model
-    as one matrix (matrix.GRID_TOGETHER, mmagrid) against the batch of instructions."""
-    import gfxsim.machine.matrix as MX
-    grid = _launch(provenance, trace, v_type, inf_v, two_level)
-    monkeypatch.setattr(MX, "GRID_TOGETHER", False)
-    batch = _launch(provenance, trace, v_type, inf_v, two_level)
-    assert grid[0].tobytes() == batch[0].tobytes()
-    assert grid[2] == batch[2] and len(batch[2]) > 0
-    assert grid[3] == batch[3] and bool(batch[3]) == (v_type == "fp8")
-    assert grid[4] == batch[4]
-    same_buffers(grid[5], batch[5], grid[1].machine.wide, batch[1].machine.wide)
+    fast = _launch(provenance, trace, v_type, inf_v, two_level)
+    monkeypatch.setattr(MX, switch, False)
+    slow = _launch(provenance, trace, v_type, inf_v, two_level)
+    assert fast[0].tobytes() == slow[0].tobytes()
+    assert fast[2] == slow[2] and len(slow[2]) > 0
+    assert fast[3] == slow[3] and bool(slow[3]) == (v_type == "fp8")
+    assert fast[4] == slow[4]
+    same_buffers(fast[5], slow[5], fast[1].machine.wide, slow[1].machine.wide)
 
 
 def _i8_launch(provenance):
