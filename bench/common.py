@@ -4,12 +4,10 @@ from __future__ import annotations
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -40,43 +38,48 @@ class ChildResult(dict):
     """seconds (wall, spawn to exit), rss_bytes (the child's peak RSS), rc, stdout, stderr_tail, timed_out."""
 
 
+SPAWN = Path(__file__).resolve().parent / "spawn.py"
+
+
 def run_child(cmd, *, timeout: float, env=None, mem_limit_bytes: int = 0, keep_stdout=True) -> ChildResult:
     """Run cmd from the repository root; time it from spawn to exit and take its peak RSS from
-    os.wait4's rusage (ru_maxrss of that child alone). Stdout goes to a temporary file (reports can
-    be megabytes). On timeout the child is killed and timed_out is True."""
-    def limit():
-        if mem_limit_bytes:
-            resource.setrlimit(resource.RLIMIT_AS, (mem_limit_bytes, mem_limit_bytes))
-
+    os.wait4's rusage (ru_maxrss of that child alone), both taken by a bare launcher
+    (bench/spawn.py: a child spawned from this process would report this process's high-water RSS
+    as its own where that is higher). Stdout goes to a temporary file (reports can be megabytes).
+    On timeout the launcher and the command are killed (their process group) and timed_out is True."""
     env = dict(env or child_env())
     if mem_limit_bytes:         # the child's memory check sees the budget it runs under, not the moment's MemAvailable
         env[MEM_AVAILABLE_ENV] = str(mem_limit_bytes)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=err,
-                             preexec_fn=limit if mem_limit_bytes else None)
-        box = {}
-
-        def wait():
-            _, status, ru = os.wait4(p.pid, 0)
-            box["t"] = time.perf_counter()
-            box["status"], box["ru"] = status, ru
-
-        th = threading.Thread(target=wait, daemon=True)
-        th.start()
-        th.join(timeout)
-        timed_out = th.is_alive()
-        if timed_out:
-            p.kill()
-            th.join()
-        p.returncode = os.waitstatus_to_exitcode(box["status"])     # reaped by wait4: tell Popen
-        seconds = box["t"] - t0
-        rss = box["ru"].ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as tmp:
+        result = os.path.join(tmp, "rusage.json")
+        p = subprocess.Popen([sys.executable, "-S", str(SPAWN), result, str(int(mem_limit_bytes)), *cmd],
+                             cwd=ROOT, env=env, stdout=out, stderr=err, start_new_session=True)
+        try:
+            p.wait(timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.wait()
+            timed_out = True
+        try:
+            with open(result) as f:
+                got = json.load(f)
+        except (OSError, ValueError):
+            got = None
+        if got is None and not timed_out:
+            raise RuntimeError(f"bench/spawn.py left no result for {' '.join(map(str, cmd))} "
+                               f"(launcher exit {p.returncode})")
+        if got is None:           # killed: the time it was given, its RSS unknown
+            seconds, rc, rss = float(timeout), -9, 0
+        else:
+            seconds, rc = got["seconds"], os.waitstatus_to_exitcode(got["status"])
+            rss = got["maxrss"] * (1 if sys.platform == "darwin" else 1024)
         out.seek(0)
         err.seek(0)
         stdout = out.read().decode(errors="replace") if keep_stdout else ""
         stderr = err.read().decode(errors="replace")
-    return ChildResult(seconds=seconds, rss_bytes=rss, rc=p.returncode, stdout=stdout,
+    return ChildResult(seconds=seconds, rss_bytes=rss, rc=rc, stdout=stdout,
                        stderr_tail=stderr[-2000:], timed_out=timed_out)
 
 
