@@ -351,7 +351,7 @@ class Buffer:
         if got is not None or not both:
             return got
         e = np.asarray(elem)
-        if e.ndim != 2 or not e.size or e.shape[1] % lanes or e.dtype.kind not in "iu":
+        if not _lanes_by_members(e, lanes):
             return None
         R, M = e.shape[0], e.shape[1] // lanes
         d = e[0].reshape(M, lanes).astype(np.int64) - e[0, :lanes].astype(np.int64)     # row 0's moves
@@ -396,7 +396,7 @@ class Buffer:
         every row is moved as row 0 is: only row 0 is compared."""
         e = np.asarray(elem)
         shape = self.array.shape
-        if e.ndim != 2 or not e.size or e.shape[1] % lanes or e.dtype.kind not in "iu":
+        if not _lanes_by_members(e, lanes):
             return None
         R, M = e.shape[0], e.shape[1] // lanes
         e3 = e.reshape(R, M, lanes)
@@ -425,15 +425,15 @@ class Buffer:
             axes = [d for d in range(len(shape)) if tshape[d] > 1]
             stride = np.cumprod((tshape[1:] + (1,))[::-1])[::-1]          # the tag's element strides
             if not any(by_lane[d] for d in axes):
-                idx = sum((cm[d] * int(stride[d]) for d in axes), np.zeros(M, np.int64))
+                idx = _tag_index(cm, axes, stride, M)
                 out[f] = ("member", np.take(flat, idx))
             elif not any(by_member[d] for d in axes):
-                idx = sum((cb[d] * int(stride[d]) for d in axes), np.zeros(R * lanes, np.int64))
+                idx = _tag_index(cb, axes, stride, R * lanes)
                 out[f] = ("lane", np.take(flat, idx).reshape(R, lanes))
             elif both:                       # coordinates cm + off, none carrying: the tag's index sums
-                idx = sum((off[d] * int(stride[d]) for d in axes), np.zeros(R * lanes, np.int64))
+                idx = _tag_index(off, axes, stride, R * lanes)
                 at, j = np.unique(idx, return_inverse=True)
-                mi = sum((cm[d] * int(stride[d]) for d in axes), np.zeros(M, np.int64))
+                mi = _tag_index(cm, axes, stride, M)
                 out[f] = ("both", (np.take(flat, mi[:, None] + at[None, :]), j.reshape(R, lanes)))
             else:
                 return None
@@ -695,6 +695,18 @@ class LDS:
 
 
 __all__ = ["Buffer", "LdsRegion", "LDS", "MemProv", "poison", "WORDS"]
+
+
+def _lanes_by_members(e: np.ndarray, lanes: int) -> bool:
+    """Whether ``e`` can be a batch's access as member_tags reads it: integer ``[rows,
+    members*lanes]``, not empty."""
+    return e.ndim == 2 and e.size > 0 and e.shape[1] % lanes == 0 and e.dtype.kind in "iu"
+
+
+def _tag_index(coords: np.ndarray, axes, stride, n: int) -> np.ndarray:
+    """The flat index (int64 ``[n]``) into a tag of element strides ``stride`` of the coordinates
+    ``coords`` ``[axis, n]`` on the tag's varying ``axes``."""
+    return sum((coords[d] * int(stride[d]) for d in axes), np.zeros(n, np.int64))
 
 
 def _rows(b: np.ndarray, views: bool) -> np.ndarray:
