@@ -135,24 +135,32 @@ class MemProv:
                  None if self.flags is None else take(self.flags))
         return p.compact(size) if g == 1 and size > 1 else p
 
-    def scatter(self, addr: np.ndarray, p: Prov | None, agree=()):
+    def scatter(self, addr: np.ndarray, p: Prov | None, agree=(), tags: dict | None = None):
         """Bytes ``addr`` ``[nbytes, ...]`` take ``p``'s planes (rows of ``p.g`` bytes); fields the
         value does not carry are cleared there. ``agree``: fields whose identities in ``p`` are,
-        byte for byte, the tags of the elements at ``addr`` (a lazy plane stays the tags)."""
+        byte for byte, the tags of the elements at ``addr`` (a lazy plane stays the tags).
+        ``tags``: field -> a function making the identities of an ``agree`` field that ``p``
+        leaves out (rows of ``p.g`` bytes, as ``p`` would hold them): called only where that
+        field's plane is made, so a lazy plane's store never makes them."""
+        tags = tags or {}
         idx = self._words(addr, 4 if p is None else p.g)
         if idx is None:
             self._per_byte()
             idx = addr
             if p is not None:
+                if tags and p.g != 1:            # made before the rows are cut into bytes
+                    p = Prov(p.g, {**p.ids, **{f: make() for f, make in tags.items()}}, p.fp, p.flags)
+                    tags = {}
                 p = p.per_byte()
         n = self.size // self.unit
-        for f in set(self._ids) | set(self.lazy) | (set(p.ids) if p is not None else set()):
+        for f in set(self._ids) | set(self.lazy) | (set(p.ids) | set(tags) if p is not None else set()):
+            held = p is not None and (f in p.ids or f in tags)
             if f in self.lazy:
-                if f in agree and p is not None and f in p.ids:
+                if f in agree and held:
                     if f in self.cleared:            # the tags again there
                         self.cleared[f][idx] = False
                     continue
-                if p is None or f not in p.ids:      # cleared: marked, the plane still not made
+                if not held:                         # cleared: marked, the plane still not made
                     c = self.cleared.get(f)
                     if c is None:
                         c = self.cleared[f] = np.zeros(n, bool)
@@ -162,7 +170,7 @@ class MemProv:
             plane = self._ids.get(f)
             if plane is None:
                 plane = self._ids[f] = np.full(n, -1, np.int32)
-            plane[idx] = p.ids[f] if p is not None and f in p.ids else -1
+            plane[idx] = (p.ids[f] if f in p.ids else tags[f]()) if held else -1
         for f in set(self.fp) | (set(p.fp) if p is not None else set()):
             m = self.fp.get(f)
             if m is None:
@@ -504,9 +512,10 @@ class Buffer:
             ids.update(enc.buffer_planes(self.name, self.encoding, elem, self.declared_encoding is not None))
         return ids
 
-    def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None, agree=()):
-        """Bytes ``byte_addr`` take ``p``; ``agree``: MemProv.scatter's (fields of ``p`` that are,
-        byte for byte, the tags there: checked by the caller)."""
+    def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None, agree=(), tags: dict | None = None):
+        """Bytes ``byte_addr`` take ``p``; ``agree``, ``tags``: MemProv.scatter's (fields of ``p``
+        that are, byte for byte, the tags there: checked by the caller; the makers of those ``p``
+        leaves out)."""
         if machine is not None and self.origin is not machine and self.prov is not None and self.origin is not None:
             # a second launch writes: bring what the first left here into its namespaces
             whole = self.prov.gather(np.arange(self.nbytes)[:, None], 1)
@@ -533,7 +542,7 @@ class Buffer:
             elif self.encoding is not None and not declared:     # one value everywhere: made when read
                 lazy[enc.ENC] = functools.partial(self._enc_plane, self.array.size * per)
             self.prov = MemProv(self.nbytes, ids, unit, lazy, tabled=TABLED_FOOTPRINTS)
-        self.prov.scatter(byte_addr, p, agree)
+        self.prov.scatter(byte_addr, p, agree, tags)
 
     def _enc_plane(self, n: int) -> np.ndarray:
         """The encoding plane of a buffer whose dtype names its encoding: ``n`` entries, one value."""

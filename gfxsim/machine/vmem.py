@@ -6,6 +6,8 @@ raise MemoryFault naming lane and address.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import encoding as enc, jit, member_words, ops
@@ -316,11 +318,12 @@ class VmemOps:
 
     def _store_folded(self, buf: Buffer, sel, value: VGPRs, nbytes: int, what: str):
         """A folded batch's store under full EXEC whose value's tag fields all land where the
-        destination's tags name the same identities: (the stored provenance, its fields that
-        agree), those fields checked on the folded values against the tags (Fold.agrees) rather
-        than placed for every member and compared (_check_store), and stored as the tags they
-        equal. None for anything else (a field that disagrees: the caller's path, which says
-        where)."""
+        destination's tags name the same identities: (the stored provenance without those fields,
+        the fields, which agree, and their makers: MemProv.scatter's ``tags``), those fields
+        checked on the folded values against the tags (Fold.agrees) rather than placed for every
+        member and compared (_check_store), and stored as the tags they equal (with
+        DEFERRED_STORE_TAGS off, made here and held in the provenance). None for anything else (a
+        field that disagrees: the caller's path, which says where)."""
         p = value.prov
         if self.fold is None or not self.exec_full or p is None or not buf.tagged:
             return None
@@ -333,24 +336,26 @@ class VmemOps:
         elem = sel if buf.itemsize == 1 else sel // buf.itemsize     # [nbytes, columns], as _check_store
         want = self._member_tags(buf, elem, each, fields, g)
         if want is None:
-            want = buf.tags_at(elem, fields)
+            got = buf.tags_at(elem, fields)
             for f in fields:
-                if not self.fold.agrees(f, each.ids[f], want[f]):
+                if not self.fold.agrees(f, each.ids[f], got[f]):
                     return None
-            want = {f: t if g == 1 else t[::g] for f, t in want.items()}
+            want = {f: functools.partial(_given, t if g == 1 else t[::g]) for f, t in got.items()}
         rest = Prov(g, {f: x for f, x in folded.ids.items() if f not in want}, folded.fp, folded.flags)
         out = self.unfold_prov(rest, what)
-        ids = dict(out.ids)
-        for f in fields:                    # the tags, equal to the values placed: a row per g bytes
-            t = want[f]
-            ids[f] = t if t.dtype == folded.ids[f].dtype else t.astype(folded.ids[f].dtype)
-        return Prov(g, ids, out.fp, out.flags), set(fields)
+        # the tags, equal to the values placed (a row per g bytes): made where a plane is made
+        # (MemProv.scatter's tags), never for a tag plane still lazy (a cache's token, kv head, dim)
+        tags = {f: functools.partial(_as_dtype, want[f], folded.ids[f].dtype) for f in fields}
+        if not DEFERRED_STORE_TAGS:
+            return Prov(g, {**out.ids, **{f: make() for f, make in tags.items()}}, out.fp, out.flags), set(fields), None
+        return Prov(g, dict(out.ids), out.fp, out.flags), set(fields), tags
 
     def _member_tags(self, buf: Buffer, elem, each: Prov, fields, g: int) -> dict | None:
-        """_store_folded's tags, a row per ``g`` bytes, where the members' elements are member 0's
-        moved by an offset each (Buffer.member_tags) and the folded values ``each`` agree with them
-        (Fold.agrees_by): looked up and compared on member 0's elements and the members' offsets,
-        not on every element. None where that cannot tell (the caller looks up every element)."""
+        """_store_folded's tags (field -> a function making them), a row per ``g`` bytes, where the
+        members' elements are member 0's moved by an offset each (Buffer.member_tags) and the folded
+        values ``each`` agree with them (Fold.agrees_by): looked up and compared on member 0's
+        elements and the members' offsets, not on every element. None where that cannot tell (the
+        caller looks up every element)."""
         if not SEPARABLE_STORE_TAGS:
             return None
         sep = buf.member_tags(elem, self.fold.lanes, fields)
@@ -361,15 +366,8 @@ class VmemOps:
             if each.ids[f].shape[0] != R or not self.fold.agrees_by(f, each.ids[f], *sep[f]):
                 return None
         rows = len(range(0, R, g))
-        want = {}
-        for f in fields:
-            kind, x = sep[f]
-            if kind == "member":             # member m's tag in each of its lanes, every row
-                t = np.repeat(x, self.fold.lanes)[None, :]
-                want[f] = t if rows == 1 else np.repeat(t, rows, axis=0)
-            else:                            # member 0's tags in every member
-                want[f] = np.tile(x[::g], (1, M))
-        return want
+        return {f: (functools.partial(_member_rows, x, self.fold.lanes, rows) if kind == "member"
+                    else functools.partial(_lane_rows, x, g, M)) for f, (kind, x) in sep.items() if f in fields}
 
     def global_store(self, buf: Buffer, offset, value: VGPRs, nbytes: int | None = None):
         """global_store_*: the value's bytes (or the first ``nbytes``) to byte ``offset`` of ``buf``."""
@@ -395,8 +393,9 @@ class VmemOps:
         if with_prov:
             what = f"global_store to {buf.name!r}"
             placed = self._store_folded(buf, sel, value, nbytes, what) if FOLDED_STORE_CHECK else None
+            tags = None
             if placed is not None:
-                stored, agree = placed
+                stored, agree, tags = placed
             else:
                 if self.exec_full or self.fold is None:
                     stored = stored_prov(self.unfold_prov(value.prov, what), nbytes, act, self.exec_full)
@@ -404,7 +403,7 @@ class VmemOps:
                     stored = stored_prov(self.unfold_prov(value.prov, what, np.flatnonzero(act)), nbytes, act,
                                          True)
                 agree = self._check_store(buf, sel, stored, value, act) if stored is not None and buf.tagged else ()
-            buf.store_prov(sel, stored, self.machine, agree)
+            buf.store_prov(sel, stored, self.machine, agree, tags)
         self.event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
 
 
@@ -415,6 +414,9 @@ FOLDED_STORE_CHECK = True
 # that check's tags looked up on member 0's elements and the members' offsets where the members'
 # elements are moved copies of member 0's (VmemOps._member_tags); tests compare both ways
 SEPARABLE_STORE_TAGS = True
+# a folded store's tags (equal to the values it places) made only where the destination's plane is
+# made (MemProv.scatter's tags), else at once; tests compare both ways
+DEFERRED_STORE_TAGS = True
 # a folded load's tags looked up and folded on member 0's elements and the members' offsets where the
 # members' elements are moved copies of member 0's (VmemOps._load_folded); tests compare both ways
 SEPARABLE_LOAD_TAGS = True
@@ -430,6 +432,28 @@ _WORD_TYPES = frozenset({"f32", "i32", "u32"})      # global_load_each's types: 
 # global_store record for the same sizes
 _VMEM_OPS = {**{("load", n): ops.Op("VMEM", m) for n, m in ops.VMEM_LOAD.items()},
              **{("store", n): ops.Op("VMEM", m) for n, m in ops.VMEM_STORE.items()}}
+
+
+def _member_rows(x: np.ndarray, lanes: int, rows: int) -> np.ndarray:
+    """``[rows, members*lanes]``: member m's tag ``x[m]`` in each of its lanes, every row."""
+    t = np.repeat(x, lanes)[None, :]
+    return t if rows == 1 else np.repeat(t, rows, axis=0)
+
+
+def _lane_rows(x: np.ndarray, g: int, members: int) -> np.ndarray:
+    """Member 0's tags ``x`` ``[rows, lanes]`` (a row per ``g``) in every member."""
+    return np.tile(x[::g], (1, members))
+
+
+def _given(t: np.ndarray) -> np.ndarray:
+    """``t``: the maker of tags already looked up."""
+    return t
+
+
+def _as_dtype(make, dtype) -> np.ndarray:
+    """``make()`` as ``dtype`` (kept where it is that already)."""
+    t = make()
+    return t if t.dtype == dtype else t.astype(dtype)
 
 
 def _ident(fields: dict) -> str:
