@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import byteruns
+
 from ..arch.dtypes import ELEM_TYPES
 from ..isa.pseudo import div_const, mod_const      # the numbers of x // d and x % d by a literal
 from ..errors import ArgumentError, NotFoundError
@@ -198,9 +200,12 @@ def load_written(raw: np.ndarray, written: np.ndarray, addr: np.ndarray, nbytes:
     return load_values(raw, addr, nbytes, name, ui), all_written(written, addr, nbytes, ui)
 
 
-def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: np.ndarray, cols=None) -> None:
+def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: np.ndarray, cols=None,
+                 words=None) -> None:
     """Write the first ``nbytes`` bytes of every lane of ``val`` [n, lanes] at ``addr[l]`` of ``raw``
-    (and mark them in ``written``, if given); ``cols``: bool [lanes], the lanes that write (None: all)."""
+    (and mark them in ``written``, if given); ``cols``: bool [lanes], the lanes that write (None: all).
+    ``words``: the written bytes' 8-byte words (``[nbytes, writing lanes]``, C order) where they are
+    aligned runs (byteruns.words_of), written a word at a time."""
     if cols is not None:                 # the writing lanes by index: take is faster than a boolean mask
         cols = np.flatnonzero(cols)
     wi = None if (val.shape[0] * val.dtype.itemsize) % 4 else \
@@ -209,9 +214,9 @@ def store_values(raw: np.ndarray, written, addr: np.ndarray, nbytes: int, val: n
         ba = addr[None, :] + np.arange(nbytes)[:, None]
         b = to_bytes(val)[:nbytes]
         sel, b = (ba, b) if cols is None else (np.take(ba, cols, axis=1), np.take(b, cols, axis=1))
-        raw[sel] = b
+        byteruns.put(raw, sel, words, b)
         if written is not None:
-            written[sel] = True
+            byteruns.put(written, sel, words, True)
         return
     words = _words(val, nbytes // 4)
     raw.view(np.uint32)[wi] = words if cols is None else np.take(words, cols, axis=1)

@@ -706,9 +706,9 @@ class Attempt:
         self.overwrites: list = []           # (buffer, what a store overwrote) per store, in order
         self.pending: list = []              # (kind, message, details, coords) of the attempt
 
-    def before_store(self, buf, byte_addr: np.ndarray):
-        """A store to bytes ``byte_addr`` of ``buf`` is about to be made."""
-        self.overwrites.append((buf, buf.overwritten(byte_addr)))
+    def before_store(self, buf, byte_addr: np.ndarray, words=None):
+        """A store to bytes ``byte_addr`` of ``buf`` is about to be made (``words``: Buffer.overwritten's)."""
+        self.overwrites.append((buf, buf.overwritten(byte_addr, words)))
 
     def take_back(self):
         m = self.machine

@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from . import encoding as enc
+from . import byteruns, encoding as enc
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
 from ..arch.dtypes import ELEM_TYPES
 from .fpplane import DensePlane, FpPlane
@@ -135,13 +135,14 @@ class MemProv:
                  None if self.flags is None else take(self.flags))
         return p.compact(size) if g == 1 and size > 1 else p
 
-    def scatter(self, addr: np.ndarray, p: Prov | None, agree=(), tags: dict | None = None):
+    def scatter(self, addr: np.ndarray, p: Prov | None, agree=(), tags: dict | None = None, words=None):
         """Bytes ``addr`` ``[nbytes, ...]`` take ``p``'s planes (rows of ``p.g`` bytes); fields the
         value does not carry are cleared there. ``agree``: fields whose identities in ``p`` are,
         byte for byte, the tags of the elements at ``addr`` (a lazy plane stays the tags).
         ``tags``: field -> a function making the identities of an ``agree`` field that ``p``
         leaves out (rows of ``p.g`` bytes, as ``p`` would hold them): called only where that
-        field's plane is made, so a lazy plane's store never makes them."""
+        field's plane is made, so a lazy plane's store never makes them. ``words``: ``addr``'s
+        8-byte words where they are aligned runs (byteruns.words_of), for the one-byte planes."""
         tags = tags or {}
         idx = self._words(addr, 4 if p is None else p.g)
         if idx is None:
@@ -152,19 +153,21 @@ class MemProv:
                     p = Prov(p.g, {**p.ids, **{f: make() for f, make in tags.items()}}, p.fp, p.flags)
                     tags = {}
                 p = p.per_byte()
+        else:
+            words = None                          # dwords: the planes' entries are not bytes
         n = self.size // self.unit
         for f in set(self._ids) | set(self.lazy) | (set(p.ids) | set(tags) if p is not None else set()):
             held = p is not None and (f in p.ids or f in tags)
             if f in self.lazy:
                 if f in agree and held:
                     if f in self.cleared:            # the tags again there
-                        self.cleared[f][idx] = False
+                        byteruns.put(self.cleared[f], idx, words, False)
                     continue
                 if not held:                         # cleared: marked, the plane still not made
                     c = self.cleared.get(f)
                     if c is None:
                         c = self.cleared[f] = np.zeros(n, bool)
-                    c[idx] = True
+                    byteruns.put(c, idx, words, True)
                     continue
                 self._ids[f] = self._make(f)
             plane = self._ids.get(f)
@@ -182,7 +185,7 @@ class MemProv:
         if self.flags is not None or (p is not None and p.flags is not None):
             if self.flags is None:
                 self.flags = np.zeros(n, np.uint8)
-            self.flags[idx] = 0 if p is None or p.flags is None else p.flags
+            byteruns.put(self.flags, idx, words, 0 if p is None or p.flags is None else p.flags)
 
 
 class Buffer:
@@ -512,10 +515,11 @@ class Buffer:
             ids.update(enc.buffer_planes(self.name, self.encoding, elem, self.declared_encoding is not None))
         return ids
 
-    def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None, agree=(), tags: dict | None = None):
-        """Bytes ``byte_addr`` take ``p``; ``agree``, ``tags``: MemProv.scatter's (fields of ``p``
-        that are, byte for byte, the tags there: checked by the caller; the makers of those ``p``
-        leaves out)."""
+    def store_prov(self, byte_addr: np.ndarray, p: Prov | None, machine=None, agree=(), tags: dict | None = None,
+                   words=None):
+        """Bytes ``byte_addr`` take ``p``; ``agree``, ``tags``, ``words``: MemProv.scatter's (fields
+        of ``p`` that are, byte for byte, the tags there: checked by the caller; the makers of
+        those ``p`` leaves out; the bytes' words where they are aligned runs)."""
         if machine is not None and self.origin is not machine and self.prov is not None and self.origin is not None:
             # a second launch writes: bring what the first left here into its namespaces
             whole = self.prov.gather(np.arange(self.nbytes)[:, None], 1)
@@ -542,7 +546,7 @@ class Buffer:
             elif self.encoding is not None and not declared:     # one value everywhere: made when read
                 lazy[enc.ENC] = functools.partial(self._enc_plane, self.array.size * per)
             self.prov = MemProv(self.nbytes, ids, unit, lazy, tabled=TABLED_FOOTPRINTS)
-        self.prov.scatter(byte_addr, p, agree, tags)
+        self.prov.scatter(byte_addr, p, agree, tags, words)
 
     def _enc_plane(self, n: int) -> np.ndarray:
         """The encoding plane of a buffer whose dtype names its encoding: ``n`` entries, one value."""
@@ -553,47 +557,50 @@ class Buffer:
         t = np.array(np.broadcast_to(self._tags[field], self.array.shape), np.int32, order="C").reshape(-1)
         return t if per == 1 else np.repeat(t, per)
 
-    def overwritten(self, byte_addr: np.ndarray) -> tuple:
+    def overwritten(self, byte_addr: np.ndarray, words=None) -> tuple:
         """What a store to bytes ``byte_addr`` may change here: those bytes, their written bits and
         provenance, and which provenance planes (and origin) the buffer has. ``put_back`` of each
         store's, latest first, gives the buffer as before the first (a folded attempt taken back,
-        fold.Attempt) at the cost of the bytes stored, not of a copy of the whole buffer."""
+        fold.Attempt) at the cost of the bytes stored, not of a copy of the whole buffer.
+        ``words``: the bytes' 8-byte words where they are aligned runs (byteruns.words_of): the
+        one-byte arrays are read as words."""
         at = byte_addr.ravel()
         p = self.prov
         planes = None
         if p is not None:
             idx = p.units_of(byte_addr)
-            take = lambda x: np.take(x, idx, axis=0)
-            planes = (p.unit, dict(p._ids), dict(p.fp), p.flags, idx, {f: take(a) for f, a in p._ids.items()},
+            pw = words if p.unit == 1 else None
+            take = lambda x: byteruns.take(x, idx, pw)
+            planes = (p.unit, dict(p._ids), dict(p.fp), p.flags, idx, pw, {f: take(a) for f, a in p._ids.items()},
                       {f: m.take(idx) for f, m in p.fp.items()}, None if p.flags is None else take(p.flags),
                       dict(p.lazy), dict(p.cleared), {f: take(c) for f, c in p.cleared.items()})
-        return (at, np.take(self.raw, at), None if self.written is None else np.take(self.written, at), p,
-                self.origin, planes)
+        return (at, words, byteruns.take(self.raw, at, words),
+                None if self.written is None else byteruns.take(self.written, at, words), p, self.origin, planes)
 
     def put_back(self, before: tuple):
         """Undo the store ``before`` (``overwritten``) was taken for; stores made after it must
         have been put back first. A store that replaced a plane or the whole provenance (a new
         field, bytes no longer in dwords, a second launch's first store) left the old one as it
         was: it is taken back as it is, with its bytes at the store's addresses restored."""
-        at, raw, written, prov, origin, planes = before
-        self.raw[at] = raw
+        at, words, raw, written, prov, origin, planes = before
+        byteruns.put_back(self.raw, at, words, raw)
         if written is not None:
-            self.written[at] = written
+            byteruns.put_back(self.written, at, words, written)
         self.prov, self.origin = prov, origin
         if planes is None:
             return
-        unit, ids, fp, flags, idx, id_vals, fp_vals, flag_vals, lazy, cleared, cleared_vals = planes
+        unit, ids, fp, flags, idx, pw, id_vals, fp_vals, flag_vals, lazy, cleared, cleared_vals = planes
         prov.unit, prov.ids, prov.fp, prov.flags = unit, ids, fp, flags
         prov.lazy = lazy                  # a plane made since is the tags there: lazy again
         prov.cleared = cleared
         for f, v in cleared_vals.items():
-            cleared[f][idx] = v
+            byteruns.put_back(cleared[f], idx, pw, v)
         for f, v in id_vals.items():
-            ids[f][idx] = v
+            byteruns.put_back(ids[f], idx, pw, v)
         for f, v in fp_vals.items():
             fp[f].assign(idx, v)
         if flags is not None:
-            flags[idx] = flag_vals
+            byteruns.put_back(flags, idx, pw, flag_vals)
 
     def __repr__(self):
         return f"Buffer({self.name!r}, {self.array.shape}, {self.array.dtype})"

@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from . import encoding as enc, jit, member_words, ops
+from . import byteruns, encoding as enc, jit, member_words, ops
 from .addressing import addresses, byte_addr, integer, read_addr
 from .dtypes import div_const, dtype_name, itemsize, load_values, load_written, np_dtype, store_values
 from ..errors import ArgumentError
@@ -381,13 +381,15 @@ class VmemOps:
             self.wg.accesses.note(self, buf, addr, nbytes, store=True)
         act = self.exec
         with_prov = self.machine.provenance and (value.prov is not None or buf.prov is not None)
-        sel = None                       # the bytes the active lanes write [nbytes, active columns]
+        sel = words = None               # the bytes the active lanes write [nbytes, active columns]
         if self.machine.attempt is not None or with_prov:
             at = addr if self.exec_full else addr[act]
             sel = at[None, :] + np.arange(nbytes)[:, None]
+            if BYTE_WORDS:               # aligned runs of 8 bytes (an int8 cache row): a word each
+                words = byteruns.words_of(sel, buf.nbytes)
         if self.machine.attempt is not None:                         # a folded attempt may be taken back
-            self.machine.attempt.before_store(buf, sel)
-        store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self.exec_full else act)
+            self.machine.attempt.before_store(buf, sel, words)
+        store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self.exec_full else act, words)
         if buf.expects and self.machine.provenance and all(b is not buf for b, _ in self.machine.outputs):
             self.machine.outputs.append((buf, self.source()))          # checked at the launch's end
         if with_prov:
@@ -403,7 +405,7 @@ class VmemOps:
                     stored = stored_prov(self.unfold_prov(value.prov, what, np.flatnonzero(act)), nbytes, act,
                                          True)
                 agree = self._check_store(buf, sel, stored, value, act) if stored is not None and buf.tagged else ()
-            buf.store_prov(sel, stored, self.machine, agree, tags)
+            buf.store_prov(sel, stored, self.machine, agree, tags, words)
         self.event(ops.Op("VMEM", ops.VMEM_STORE[nbytes]), ins=[value], buffer=buf.name, address=addr)
 
 
@@ -417,6 +419,9 @@ SEPARABLE_STORE_TAGS = True
 # a folded store's tags (equal to the values it places) made only where the destination's plane is
 # made (MemProv.scatter's tags), else at once; tests compare both ways
 DEFERRED_STORE_TAGS = True
+# a store's bytes in aligned runs of 8 written, logged and marked a word at a time (byteruns); tests
+# compare both ways
+BYTE_WORDS = True
 # a folded load's tags looked up and folded on member 0's elements and the members' offsets where the
 # members' elements are moved copies of member 0's (VmemOps._load_folded); tests compare both ways
 SEPARABLE_LOAD_TAGS = True
