@@ -63,7 +63,7 @@ def put(x: np.ndarray, idx: np.ndarray, words: np.ndarray | None, v) -> None:
         if np.ndim(v) == 0:
             x.view(np.uint64)[words] = np.full(WORD, v, x.dtype).view(np.uint64)[0]
             return
-        if v.dtype == x.dtype and v.size == idx.size:
+        if v.dtype == x.dtype and v.shape == idx.shape:
             x.view(np.uint64)[words] = np.ascontiguousarray(v).reshape(-1).view(np.uint64)
             return
     x[idx] = v
