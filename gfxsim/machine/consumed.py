@@ -52,6 +52,9 @@ def intersect(a: Mask, b: Mask, wide) -> Mask:
     odd = ~narrow & a.nonempty() & b.nonempty()
     if odd.any():                   # a set wider than a window: exactly, per distinct pair
         ia, ib = a.wide_ids(odd, wide), b.wide_ids(odd, wide)
+        if ia.min() == ia.max() and ib.min() == ib.max():      # one pair of sets (a chain's sums): no sort
+            out.wide[odd] = wide.intersection(int(ia[0]), int(ib[0]))
+            return out
         pairs, inv = np.unique((ia.astype(np.int64) << 32) | ib, return_inverse=True)
         res = np.array([wide.intersection(int(k >> 32), int(k & 0xFFFFFFFF)) for k in pairs.tolist()], np.uint32)
         out.wide[odd] = res[inv.ravel()]

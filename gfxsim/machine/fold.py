@@ -69,6 +69,9 @@ class Unfolded(BaseException):
         self.keys = keys
 
 
+# one class: a load's footprint planes checked member against member 0 where they lie
+# (Fold._rep_mask; False: Fold.rep on moved copies, the A/B tests/gfxsim/machine/test_fold.py compares)
+ONE_CLASS_MASKS = True
 PAIR_PLANS = 64                  # pair plans a Fold keeps (one per distinct classes of a sum's elements)
 
 
@@ -228,10 +231,24 @@ class Fold:
             ids[AT] = p.ids[AT][:, :self.lanes] if self.classes == 1 else np.take(p.ids[AT], self.rep_cols, axis=1)
         if "@mma" in p.ids:
             ids["@mma"], ids["@mn"] = self._fold_names(p.ids["@mma"], p.ids["@mn"], what)
-        fp = {f: _on_columns(m, lambda x: np.ascontiguousarray(self.rep(x, what))) for f, m in p.fp.items()}
+        fp = {f: self._rep_mask(m, what) for f, m in p.fp.items()}
         flags = None if p.flags is None else self.rep(p.flags, what)
         return Prov(p.g, {f: np.ascontiguousarray(a) for f, a in ids.items()}, fp,
                     None if flags is None else np.ascontiguousarray(flags))
+
+    def _rep_mask(self, m: Mask, what: str) -> Mask:
+        """A footprint plane a load read (sets ``[rows, members*lanes]``), its representatives'
+        columns, every member's checked against its representative's (``rep``). One class: each
+        member's columns compared with member 0's where they lie (the bits' column axis is the one
+        before last), not on moved copies; where one differs, ``rep`` column by column names it."""
+        if ONE_CLASS_MASKS and self.classes == 1 and m.base.shape[-1] == self.members * self.lanes:
+            M, L = self.members, self.lanes
+            b3, w3 = (x.reshape(x.shape[:-1] + (M, L)) for x in (m.base, m.wide))
+            t4 = m.bits.reshape(m.bits.shape[:-2] + (M, L, m.bits.shape[-1]))
+            if (b3 == b3[..., :1, :]).all() and (w3 == w3[..., :1, :]).all() and (t4 == t4[..., :1, :, :]).all():
+                return Mask(np.ascontiguousarray(m.base[..., :L]), np.ascontiguousarray(m.bits[..., :L, :]),
+                            np.ascontiguousarray(m.wide[..., :L]))
+        return _on_columns(m, lambda x: np.ascontiguousarray(self.rep(x, what)))
 
     def _fold_names(self, mma, mn, what):
         """The representatives' @mma/@mn planes of names a load read: every member names the same

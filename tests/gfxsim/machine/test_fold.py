@@ -373,6 +373,41 @@ def test_a_plane_broadcast_over_its_rows_folds_as_its_copy():
                 assert got[0][0].shape == (3, 4 * (1 if classes is None else 2)) and got[0][0].flags.writeable
 
 
+def test_a_loads_footprints_fold_in_place_as_on_moved_copies(monkeypatch):
+    """One class: a footprint plane a load read is checked member against member 0 where it lies
+    (Fold._rep_mask) — the same folded Mask, and the same Unfolded naming the same members, as
+    Fold.rep on moved copies (ONE_CLASS_MASKS off); two classes and odd widths take rep either way."""
+    import gfxsim.machine.fold as fold_mod
+    rng = np.random.default_rng(3)
+    rep = Mask.of_values(rng.integers(-1, 3 * WINDOW, (2, 4)))
+    rep.wide[0, 1] = 5                                      # a wide set's id too
+    tile = lambda a, n: np.concatenate([a] * n, axis=1)     # noqa: E731
+    good = Mask(tile(rep.base, 3), tile(rep.bits, 3), tile(rep.wide, 3))
+    cases = [good]
+    for part in ("base", "bits", "wide"):                  # member 1 or 2 parts in one array
+        m = Mask(good.base.copy(), good.bits.copy(), good.wide.copy())
+        a = getattr(m, part)
+        a[(1, 4 * (1 + (part == "wide")) + 2)] += 1
+        cases.append(m)
+    for classes in (None, [0, 1, 0]):
+        for m in cases:
+            got = []
+            for on in (True, False):
+                monkeypatch.setattr(fold_mod, "ONE_CLASS_MASKS", on)
+                f = Fold(3, 4, classes)
+                try:
+                    got.append(f.fold_prov(Prov(4, {}, {"token": m}), "a test").fp["token"])
+                except Unfolded as e:
+                    got.append((e.what, e.keys.tolist()))
+            if isinstance(got[0], tuple):
+                assert got[0] == got[1] and m is not good
+            else:
+                assert all(np.array_equal(x, y) and x.dtype == y.dtype and x.flags.c_contiguous
+                           for x, y in ((got[0].base, got[1].base), (got[0].bits, got[1].bits),
+                                        (got[0].wide, got[1].wide)))
+                assert m is good or classes is not None
+
+
 def test_unfolding_moves_identities_names_and_footprints_by_each_members_shift():
     f = Fold(2, 2)
     load(f, np.array([[5, -1, 5 + WINDOW, -1]], np.int32))

@@ -40,6 +40,26 @@ def test_intersect_of_masks_uses_the_bitsets():
     assert got.values_at((0,), wide) == {299} and got.values_at((1,), wide) == frozenset()
 
 
+def test_intersect_of_one_pair_of_wide_sets_everywhere_is_each_elements_intersection():
+    """consumed.intersect where every element wider than a window holds one pair of sets (a
+    chain's sums: one set per side) answers that pair once; elements of other pairs, or narrow,
+    still each their own: every element's values are its two sets' common ones."""
+    wide = WideSets()
+    acc = wide.union(_window(wide, 0, 256), _window(wide, 256, 300))
+    other = wide.union(_window(wide, 0, 10), _window(wide, 512, 520))
+    for left_ids in ([acc] * 4, [acc, other, acc, acc]):
+        a = Mask.empty((4,))
+        a.wide[:] = left_ids
+        b = Mask.empty((4,))
+        b.wide[:] = wide.union(wide.union(_window(wide, 250, 256), _window(wide, 256, 260)), _window(wide, 512, 515))
+        b.base[3], b.wide[3] = -1, 0                        # one element empty on the right
+        got = intersect(a, b, wide)
+        for i in range(4):
+            want = a.values_at((i,), wide) & b.values_at((i,), wide)
+            assert got.values_at((i,), wide) == want
+        assert got.values_at((0,), wide) == frozenset(range(250, 260)) and got.values_at((3,), wide) == frozenset()
+
+
 def test_truncate_forgets_the_sets_an_attempt_made():
     wide = WideSets()
     x = wide.intern([1, 5, 700])
