@@ -63,7 +63,6 @@ def _compile_module(mod: str) -> None:
             name = lazy.py_func.__name__
             if g.get(name) is lazy:
                 g[name] = _depends(numba.njit(cache=True)(lazy.py_func), mod, g)
-                _MADE.append(g[name])
 
 
 def _depends(dispatcher, mod: str, g: dict):
@@ -117,47 +116,12 @@ def prewarm() -> threading.Thread | None:
         finally:
             _STARTING = False
             sys.setswitchinterval(interval)
-        if PRELOAD:
-            _preload(PRELOAD_MAX)
     t = _THREAD = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
     t.start()
     return t
 
 
 _STARTING = False                    # prewarm's thread is at it (numba's target and dispatchers not all there yet)
-_MADE: list = []                     # every dispatcher _compile_module made, in order
-# prewarm's thread, once numba is up, also loads from the on-disk cache the signatures it holds for the
-# functions made so far (at most PRELOAD_MAX: a cache grown over many argument types is not all loaded),
-# so a run's first call of each (~4 ms: ~30 in a 4K asm decode with provenance, ~0.1 s) is not paid
-# inside its launch; the compiled functions are the same either way (numba's own cache lookup)
-PRELOAD = True
-PRELOAD_MAX = 64
-
-
-def _preload(limit: int) -> int:
-    """Load the cached signatures of the dispatchers made so far whose cache entry is current (its
-    source stamp, code and target as numba's lookup keys them: nothing is compiled here), up to
-    ``limit``; returns how many were loaded. A signature a caller loaded first is skipped (numba's
-    compile lock and its overloads)."""
-    done = 0
-    for d in list(_MADE):
-        if done >= limit:
-            break
-        try:
-            cache = d._cache                        # numba's internals: no public hook (test_jit_start)
-            index = cache._cache_file._load_index()
-            codegen = d.targetctx.codegen()
-            for key in list(index):
-                sig = key[0]
-                if done >= limit:
-                    break
-                if tuple(sig) in d.overloads or key != cache._index_key(sig, codegen):
-                    continue                        # loaded already, or another code or target's entry
-                d.compile(sig)
-                done += 1
-        except Exception:                            # noqa: BLE001 - a cache that cannot be read: the first call loads it
-            continue
-    return done
 _THREAD: threading.Thread | None = None     # prewarm's thread
 
 

@@ -108,31 +108,3 @@ def test_the_cache_producer_with_provenance_runs_without_numba_and_reports_the_s
     assert got["default"]["rc"] == got["numba"]["rc"] == 0
     assert got["default"]["report"]["checks"]["not_run"] == []           # provenance ran
     assert got["default"]["report"] == got["numba"]["report"]
-
-
-PRELOAD_CHILD = ("import sys, numpy as np; from gfxsim.machine import jit, provenance as P; mode = sys.argv[1]\n"
-                 "a = np.zeros(4, np.int32)\n"
-                 "args = (a, a.copy(), np.empty(4, np.int32), np.empty(4, np.bool_))\n"
-                 "if mode == 'call': print(P._merge_ids(*args)); sys.exit()\n"
-                 "jit.PRELOAD = mode == 'on'\n"
-                 "jit.prewarm(); jit.join_start()\n"
-                 "held = len(P._merge_ids.overloads)\n"
-                 "print(held, jit.compiles(), P._merge_ids(*args))")
-
-
-def test_prewarm_loads_the_cached_signatures_and_compiles_none():
-    """Once numba is up, prewarm's thread loads from the on-disk cache the signatures it holds for
-    the functions made (jit.PRELOAD), so a launch's first calls do not load them: a function
-    called once (its signature cached) holds it after prewarm in a new process, nothing was
-    compiled, and it answers as the process that loaded it at its call; PRELOAD off, none held."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + (os.pathsep + os.environ["PYTHONPATH"]
-                                                    if os.environ.get("PYTHONPATH") else ""))
-    out = {}
-    for mode in ("call", "on", "off"):
-        r = subprocess.run([sys.executable, "-c", PRELOAD_CHILD, mode], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr[-3000:]
-        out[mode] = r.stdout.strip().splitlines()[-1]
-    held, compiled, answer = out["on"].split(" ", 2)
-    assert int(held) >= 1 and compiled == "[]" and answer == out["call"]
-    assert out["off"].split(" ", 1)[0] == "0"
