@@ -39,6 +39,8 @@ class RegisterFile:
         # per register: its 4 bytes agree in every plane (each write put whole elements of 4 or 8
         # bytes, or cleared, in every column it reached), so a read of 4-byte elements need not compare
         self.whole = np.ones(count, bool)
+        # registers whose kept read a write seeded (SEED_READS) and no read has taken yet
+        self._unread: set = set()
 
     def name(self, first: int, n: int = 1) -> str:
         return f"{self.prefix}{first}" if n == 1 else f"{self.prefix}[{first}:{first + n - 1}]"
@@ -71,6 +73,8 @@ class RegisterFile:
             if n == 1:                        # one register, read again and again until written
                 got = self._reads.get(first)
                 mine = None if got is None else got.get(size)
+                if self._unread and size == 4:
+                    self._unread.discard(first)
                 if mine is None:
                     mine = _read_only(_read_prov(self.prov, rows, size, slice(first, 1 + first), self.holds,
                                                  size == 4 and self.whole[first]))
@@ -114,17 +118,73 @@ class RegisterFile:
             self.prov = Prov(1, {})
         for r in range(first, first + n):
             self._reads.pop(r, None)
+        flagless = self.prov.flags is None
         w = self.wave
         pact = act if w.fold is None else w.pexec("EXEC of a register write")
         self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full,
                             slice(first, first + n), self.holds)
+        if self._unread:
+            self._unread.difference_update(range(first, first + n))
+            if flagless and self.prov.flags is not None:
+                # a flags plane made now: a read of an unread seeded register gives its zeros, no None
+                for r in self._unread:
+                    self._reads.pop(r, None)
+                self._unread.clear()
         agree = p is None or p.g % 4 == 0            # what this write put agrees within each register
         if self.wave.exec_full or not agree:
             self.whole[first:first + n] = agree
         if p is not None:
             self.has[first:first + n] = True
+            if SEED_READS and n == 1 and self.wave.exec_full and p.g == 4:
+                seeded = _seeded_read(self.prov, p, w.pw)
+                if seeded is not None:
+                    self._reads[first] = {4: seeded}
+                    self._unread.add(first)
         elif self.wave.exec_full:
             self.has[first:first + n] = False
+
+
+# A one-register write of a per-element value under full EXEC leaves that register's planes
+# holding exactly the value's (the rest cleared), so the next read's provenance is known without
+# reading the planes back (most VALU results are read by the next instruction). Off: every read
+# after a write reads the planes (tests hold the two to the same answers).
+SEED_READS = True
+
+
+def _seeded_read(mem: Prov, p: Prov, width: int) -> Prov | None:
+    """What ``read`` of the one register just written with ``p`` (4-byte elements, full EXEC;
+    ``mem`` the file's planes after the write) gives: _read_prov's answer — each field of p's that
+    holds a value or a non-empty set, in the file's plane order, as the planes' types, the flags
+    where the file has a flags plane — made from p's own rows, read-only. None where p's planes
+    are not one row over the provenance columns (broadcast forms): the read reads the planes."""
+    ids = {}
+    for f, plane in mem.ids.items():
+        a = p.ids.get(f)
+        if a is None:
+            continue
+        if a.shape != (1, width):
+            return None
+        if _max(a, axis=None) >= 0:
+            ids[f] = a.astype(plane.dtype)
+    fp = {}
+    for f, plane in mem.fp.items():
+        m = p.fp.get(f)
+        if m is None:
+            continue
+        if m.base.shape != (1, width) or m.wide.shape != (1, width) or m.bits.shape[:2] != (1, width):
+            return None
+        x = Mask(m.base.astype(plane.base.dtype), m.bits.astype(plane.bits.dtype), m.wide.astype(plane.wide.dtype))
+        if x.nonempty().any():
+            fp[f] = x
+    flags = None
+    if mem.flags is not None:
+        if p.flags is None:
+            flags = np.zeros((1, width), mem.flags.dtype)
+        elif p.flags.shape != (1, width):
+            return None
+        else:
+            flags = p.flags.astype(mem.flags.dtype)
+    return _read_only(Prov(4, ids, fp, flags))
 
 
 def _read_only(p: Prov) -> Prov:

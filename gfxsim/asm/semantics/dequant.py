@@ -68,11 +68,13 @@ def multiply(st, srcs, vals, k0=0, k1=1, half=None):
     ``half``: the half of a packed multiply (v_pk_mul_f32) these sources make."""
     if not ENABLED or not st.w.provenance:
         return vals, False
-    fa, fb = fresh(st, srcs[k0]) & st.exec, fresh(st, srcs[k1]) & st.exec
-    if fa.any() == fb.any():
+    ex = st.exec
+    fa, fb = _fresh_in(st, srcs[k0], ex), _fresh_in(st, srcs[k1], ex)
+    ya, yb = fa is not None and bool(fa.any()), fb is not None and bool(fb.any())
+    if ya == yb:
         return vals, False
-    res, sc = (k0, k1) if fa.any() else (k1, k0)
-    lanes = fa if fa.any() else fb
+    res, sc = (k0, k1) if ya else (k1, k0)
+    lanes = fa if ya else fb
     keep_fresh(st, lanes, half)               # by a constant or a scale: still the matrix result
     lanes = lanes & _of_origin(st, vals[sc])   # a per-tensor factor is no group scale
     if not lanes.any():
@@ -80,8 +82,19 @@ def multiply(st, srcs, vals, k0=0, k1=1, half=None):
     vals = list(vals)
     vals[sc] = apply(st, vals[res], vals[sc], lanes)
     o = srcs[res]
-    st.fresh[o.file][o.first, st.dpp.cols[lanes] if o.dpp else lanes] = False     # the product carries it on
+    if o.dpp:                                  # the product carries it on
+        st.fresh[o.file][o.first, st.dpp.cols[lanes]] = False
+    else:                                      # (row[lanes] = False, without gathering the lanes)
+        row = st.fresh[o.file][o.first]
+        np.logical_and(row, ~lanes, out=row)
     return vals, True
+
+
+def _fresh_in(st, o, ex) -> np.ndarray | None:
+    """``fresh(st, o) & ex`` without its copy (None: an operand that is never fresh)."""
+    if o.kind != "reg" or o.file not in "va":
+        return None
+    return (st.dpp.fresh[0] if o.dpp else st.fresh[o.file][o.first]) & ex
 
 
 def keep_fresh(st, lanes, half=None):

@@ -203,3 +203,85 @@ def test_retype_regroups_each_lanes_bytes_as_the_byte_round_trip_does(src, dst):
         assert not np.may_share_memory(got, v)     # a register read never aliases the registers
     with pytest.raises(GfxSimError):
         retype(from_bytes(raw[:1], "u8"), "u32")
+
+
+
+def test_a_read_seeded_by_a_one_register_write_is_the_read_of_the_planes():
+    """A one-register write of a per-element value under full EXEC keeps what the next read of that
+    register gives (regfile.SEED_READS). Two files given the same random writes (identities with
+    and without a value, of two types, footprints empty and not, flags or none — a flags plane made
+    while a seeded read waits —, per byte, none, partial EXEC, two registers, a broadcast plane),
+    one seeding and one not, and read at random moments in every type: every read's planes are the
+    same, field order and types and all; the seeded planes are read-only copies (the written
+    value's own stay writable)."""
+    from gfxsim.machine import regfile
+    from gfxsim.machine.provenance import Mask, Prov
+    from gfxsim.machine.vgpr import VGPRs
+    rng = np.random.default_rng(5)
+
+    def prov(w, rows, step):
+        ids = {}
+        for f in ("token", "head", "@mma"):
+            if rng.integers(3):
+                ids[f] = (rng.integers(-1, 50, (rows, w.pw)) if rng.integers(3) else np.full((rows, w.pw), -1)) \
+                    .astype(np.int32 if rng.integers(2) else np.int64)
+        fp = {}
+        if rng.integers(2):
+            fp["token"] = Mask.of_values(rng.integers(-1, 300, (rows, w.pw)) if rng.integers(2)
+                                         else np.full((rows, w.pw), -1))
+        flags = rng.integers(0, 4, (rows, w.pw)).astype(np.uint8) if step > 40 and rng.integers(4) == 0 else None
+        if rng.integers(6) == 0 and ids:                    # a broadcast plane: the planes are read back
+            f = next(iter(ids))
+            ids[f] = ids[f][:, :1]
+        return Prov(4 if rows in (1, 2) else 1, ids, fp, flags)
+
+    def planes(p):
+        return None if p is None else (p.g, [(f, a.dtype.str, a.tolist()) for f, a in p.ids.items()],
+                                       [(f, m.base.dtype.str, m.base.tolist(), m.bits.tolist(), m.wide.tolist())
+                                        for f, m in p.fp.items()],
+                                       None if p.flags is None else (p.flags.dtype.str, p.flags.tolist()))
+
+    def k(w, out):
+        rf, ref = w.register_file(6), w.register_file(6)
+        same, seeded, dropped = [], 0, 0
+        for step in range(400):
+            kind = int(rng.integers(5))
+            if step < 2:                  # first a seeded read, then a flags plane made in another register
+                plain = prov(w, 1, 0)
+                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", Prov(4, {"token": np.zeros((1, w.pw), np.int32)},
+                              flags=plain.flags if step == 0 else np.ones((1, w.pw), np.uint8)))
+            elif kind == 0:
+                value = w.const(step, "u32")
+            elif kind == 1:                                  # two registers, per element
+                value = VGPRs(w, np.zeros((2, w.width), np.uint32), "u32", prov(w, 2, step))
+            elif kind == 2:                                  # one register, per byte
+                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", prov(w, 4, step))
+            else:
+                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", prov(w, 1, step))
+            n = value.nbytes // 4
+            first = step if step < 2 else int(rng.integers(0, 7 - n))
+            mine = None if value.prov is None else planes(value.prov)
+            unread = set(rf._unread) - set(range(first, first + n))
+            with w.if_(w.lane_id < (64 if step < 2 or rng.integers(4) else int(rng.integers(1, 64)))):
+                for f, seed in ((rf, True), (ref, False)):
+                    regfile.SEED_READS = seed
+                    try:
+                        f.write(first, value)
+                    finally:
+                        regfile.SEED_READS = True
+            dropped += bool(unread - rf._unread)         # a flags plane made: the seeded reads waiting dropped
+            if mine is not None:                           # the value's own planes untouched, writable
+                same.append(planes(value.prov) == mine and all(a.flags.writeable for a in value.prov.ids.values()))
+            if first in rf._unread:
+                seeded += 1
+                same.append(first not in ref._reads)
+                same.append(all(not a.flags.writeable for a in rf._reads[first][4].ids.values()))
+            for r in range(6):
+                if step >= 2 and rng.integers(3) == 0:
+                    dtype = ["u32", "f32", "i32", "u16", "u8"][int(rng.integers(5))]
+                    got, want = rf.read(r, 1, dtype).prov, ref.read(r, 1, dtype).prov
+                    same.append(planes(got) == planes(want))
+        out["same"], out["seeded"], out["dropped"] = same, seeded, dropped
+    o = run(k)
+    assert o["seeded"] > 50 and o["dropped"] > 0
+    assert len(o["same"]) > 400 and all(o["same"])
