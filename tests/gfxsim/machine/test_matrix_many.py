@@ -36,7 +36,7 @@ def _launch(provenance, trace, v_type, inf_v, two_level=True):
     return out, run, recs, [(f.kind, f.lane, f.instruction, f.message) for f in run.findings], events, held[0]
 
 
-@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER"])
+@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER", "OPERANDS_TOGETHER"])
 @pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
                                                                      (True, True, "fp8", False, True),
                                                                      (False, False, "fp8_e4m3", True, True),
@@ -63,12 +63,14 @@ def _i8_launch(provenance):
     """Six independent 8-bit integer instructions through mma_many: C of the fourth close to
     INT32_MAX (an overflow), C of two omitted, the first two A operands the same registers,
     A and B tagged so that each D carries provenance (their K slots' tags disagree: an
-    ab-kslot-mismatch finding on each, alike both ways)."""
+    ab-kslot-mismatch finding on each, alike both ways; ``t`` gives each operand's rows their own
+    K sets, so one operand's fields made with the others', matrix.OPERANDS_TOGETHER, must stay its own)."""
     from gfxsim import Buffer, launch
     rng = np.random.default_rng(3)
     mma = "v_mmac_i32_16x16x32_i8"
     x = Buffer("x", rng.integers(-128, 128, (6, 2, 8, 64)).astype(np.int8),
-               tags={"i": np.arange(6)[:, None, None, None], "reg": np.arange(8)[None, None, :, None]})
+               tags={"i": np.arange(6)[:, None, None, None], "reg": np.arange(8)[None, None, :, None],
+                     "t": np.arange(6)[:, None, None, None] * 16 + np.arange(8)[None, None, :, None]})
     d_out = Buffer.empty("d", (6, 4, 64), np.int32)
 
     def kernel(w, x, d_out):
