@@ -351,9 +351,16 @@ class MatrixOps:
                 sets = None if all(x.eq_k for x in got) else row_sets_many(stacked)
                 for r, m in zip(rows, sets or ()):
                     r[f] = known_one(m)
-            held[op] = [(p, (fields, {f: v.compact(op) for f, v in fields.items()}, r, self._quant_rows(insn, op, p), {}))
-                        for p, fields, r in zip(ps, per, rows)]
+            held[op] = [(p, (fields, {f: v.compact(op) for f, v in fields.items()}, r, q, {}))
+                        for p, fields, r, q in zip(ps, per, rows, self._quant_rows_many(insn, op, ps, plan))]
         return held
+
+    def _quant_rows_many(self, insn, op, ps, plan) -> list:
+        """``[self._quant_rows(insn, op, p) for p in ps]``, the flags read in one compiled pass
+        (qdir.operand_directions_at); each alone where numba has not started or the flags differ
+        in shape or type."""
+        got = qdir.operand_directions_at([p.flags for p in ps], plan, op)
+        return [self._quant_rows(insn, op, p) for p in ps] if got is None else got
 
     def _mma_many_i8(self, prepared, issues, plans, source) -> list[VGPRs]:
         """mma_many of 8-bit integer instructions: their products summed in one batched GEMM (each
