@@ -325,7 +325,7 @@ class MatrixOps:
         a side has two or more (PV's sixteen V tiles, QK's eight K tiles): their fields gathered
         and summarised together (Field.gathered_many), each answer what _operand_fields would make
         of it alone. Planes of other names or sizes: none (each is made alone)."""
-        held = {}
+        held = {"clean": []}               # (plane test, provenance) pairs found clean (_clean)
         for op, i in (("A", 2), ("B", 3)):
             memo = self._memo("_operand_memo", op, MEMO_TRIAL)
             ps = []
@@ -354,6 +354,19 @@ class MatrixOps:
             held[op] = [(p, (fields, {f: v.compact(op) for f, v in fields.items()}, r, q, {}))
                         for p, fields, r, q in zip(ps, per, rows, self._quant_rows_many(insn, op, ps, plan))]
         return held
+
+    def _clean(self, what, p, test) -> bool:
+        """``test()``, a question about provenance ``p``'s planes alone (``what``: no operand byte
+        of another encoding than the record reads), asked once per object during an mma_many call
+        (its instructions share operands) where the answer is "clean": planes are not written in
+        place once made."""
+        clean = self.mma_memos.get(_CALL_OPERANDS, {}).get("clean")
+        if clean is not None and any(q is p and w == what for w, q in clean):
+            return True
+        got = test()
+        if got and clean is not None:
+            clean.append((what, p))
+        return got
 
     def _quant_rows_many(self, insn, op, ps, plan) -> list:
         """``[self._quant_rows(insn, op, p) for p in ps]``, the flags read in one compiled pass
@@ -674,7 +687,8 @@ class MatrixOps:
         for op, v in (("A", a), ("B", b)):
             reads = insn.reads(op)
             if reads is None or v.prov is None or encoding.ENC not in v.prov.ids or \
-                    not encoding.mismatch(v.prov.ids[encoding.ENC], reads).any():
+                    self._clean(("read as", reads), v.prov,
+                                lambda: not encoding.mismatch(v.prov.ids[encoding.ENC], reads).any()):
                 continue
             p = elem_prov(self, v, v.n)
             if p is None or encoding.ENC not in p.ids:         # the bytes of an element disagree: unchecked

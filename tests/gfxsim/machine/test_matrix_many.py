@@ -33,7 +33,9 @@ def _launch(provenance, trace, v_type, inf_v, two_level=True):
     recs = [field_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
             for r in log.records]
     events = [(e.index, e.op, e.source) for e in run.events] if trace else None
-    return out, run, recs, [(f.kind, f.lane, f.instruction, f.message) for f in run.findings], events, held[0]
+    # with each finding's details: its count of the instructions that found it, deduplicated
+    return out, run, recs, [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in run.findings], events, \
+        held[0]
 
 
 @pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER", "OPERANDS_TOGETHER"])
@@ -99,8 +101,8 @@ def test_mma_many_i8_is_mma_one_by_one(monkeypatch, provenance):
     one_d, one, one_recs = _i8_launch(provenance)
     assert many_d.array.tobytes() == one_d.array.tobytes()
     assert many_recs == one_recs and len(one_recs) == 6
-    found = [(f.kind, f.lane, f.instruction, f.message) for f in many.findings]
-    assert found == [(f.kind, f.lane, f.instruction, f.message) for f in one.findings]
+    found = [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in many.findings]
+    assert found == [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in one.findings]
     over = [f for f in found if f[0] == "int32-overflow"]
     assert len(over) == 1 and "(i3)" in over[0][3]
     assert many.trace.n_events == one.trace.n_events
