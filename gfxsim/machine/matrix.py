@@ -862,20 +862,32 @@ class MatrixOps:
         """``mine.union(theirs, wide)``: an instruction's K sets united with those its C consumed.
         The instructions of a K step that share an operand (QK's Q tile, PV's P~) unite the same
         two objects, so the last CHAIN_UNIONS answers are kept by the objects asked and shared by
-        those records, read-only (a write raises). Only where both hold one set of one window
-        everywhere: the union is then the two triples' alone (no wide set interned)."""
+        those records, read-only (a write raises); the instructions whose operands are other
+        objects with the same sets (a K step's V tiles, its K tiles) find it by the two triples
+        and shapes. Only where both hold one set of one window everywhere: the union is then the
+        two triples' alone (no wide set interned)."""
         memo = self.mma_memos.setdefault("chain unions", [])
         for a, b, got in memo:
             if a is mine and b is theirs:
                 return got
-        got = mine.union(theirs, wide)
         one_a, one_b = getattr(mine, "one", None), getattr(theirs, "one", None)
-        if CHAIN_UNIONS and one_a is not None and one_b is not None and isinstance(got, OneSet) and \
-                one_a[2] == 0 == one_b[2] and (one_a[0] < 0 or one_b[0] < 0 or one_a[0] == one_b[0]):
+        window = CHAIN_UNIONS and one_a is not None and one_b is not None and one_a[2] == 0 == one_b[2] and \
+            (one_a[0] < 0 or one_b[0] < 0 or one_a[0] == one_b[0])
+        key = None
+        if window:          # other objects, the same two sets (a K step's V tiles, its K tiles): the same union
+            key = (one_a[0], one_a[1].tobytes(), one_b[0], one_b[1].tobytes(), mine.base.shape, theirs.base.shape)
+            sets = self.mma_memos.setdefault("chain unions by sets", [])
+            for k, got in sets:
+                if k == key:
+                    return got
+        got = mine.union(theirs, wide)
+        if window and isinstance(got, OneSet):
             for x in (got.base, got.bits, got.wide):
                 x.setflags(write=False)
             memo.insert(0, (mine, theirs, got))
             del memo[CHAIN_UNIONS:]
+            sets.insert(0, (key, got))
+            del sets[CHAIN_UNIONS:]
         return got
 
     def _prov_plans(self, insn):
