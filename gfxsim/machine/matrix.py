@@ -357,9 +357,9 @@ class MatrixOps:
 
     def _clean(self, what, p, test) -> bool:
         """``test()``, a question about provenance ``p``'s planes alone (``what``: no operand byte
-        of another encoding than the record reads), asked once per object during an mma_many call
-        (its instructions share operands) where the answer is "clean": planes are not written in
-        place once made."""
+        of another encoding than the record reads, none of unknown origin), asked once per object
+        during an mma_many call (its instructions share operands) where the answer is "clean":
+        planes are not written in place once made."""
         clean = self.mma_memos.get(_CALL_OPERANDS, {}).get("clean")
         if clean is not None and any(q is p and w == what for w, q in clean):
             return True
@@ -663,7 +663,7 @@ class MatrixOps:
         """K slots fed by bytes of unknown origin (provenance.UNKNOWN): a token there cannot be
         named, so the slot would silently count as one without a token."""
         for op, p in operands:
-            if p is None or p.flags is None or not (p.flags & UNKNOWN).any():
+            if p is None or p.flags is None or self._clean("known origin", p, lambda: not (p.flags & UNKNOWN).any()):
                 continue
             plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
             marks = np.where(p.flags & UNKNOWN, 1, -1).astype(np.int32)

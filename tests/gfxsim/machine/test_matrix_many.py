@@ -168,3 +168,35 @@ def test_a_later_refused_issue_is_refused_as_one_by_one(monkeypatch, bad):
     together = _refused_later(True, monkeypatch, bad)
     assert together == _refused_later(False, monkeypatch, bad)
     assert (together[2] == 2 and isinstance(together[0], tuple)) if bad else together[2] == 4
+
+
+def _unknown_origin_many():
+    """Six 8-bit instructions through mma_many, their A operands alternating between bytes of unknown
+    origin (a byte-wise bias done by adds on the packed words) and the loaded bytes, two of each
+    the same registers: kslot-unknown-origin on each of those three."""
+    from gfxsim import Buffer, launch
+    tok = np.broadcast_to(np.arange(64), (16, 64))
+    a = Buffer("a", np.ones((16, 64), np.int8), {"token": tok})
+    b = Buffer("b", np.ones((16, 64), np.int8), {"token": tok})
+
+    def kernel(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        clean = w.global_load(a, c * 64 + r * 8, 8, "i8")
+        mixed = ((clean.bitcast("u32") + 0x01010101) - 0x01010101).bitcast("i8")
+        bs = [w.global_load(b, c * 64 + r * 8, 8, "i8") for _ in range(3)]
+        w.mma_many("v_mmac_i32_16x16x32_i8", [(mixed if i % 2 else clean, bs[i // 2], None, f"i{i}") for i in range(6)])
+    run = launch(kernel, arch="gfx936")
+    return [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in run.findings]
+
+
+@pytest.mark.parametrize("switch", ["OPERANDS_TOGETHER", "ISSUE_TOGETHER"])
+def test_unknown_origin_operands_together_are_found_as_one_by_one(monkeypatch, switch):
+    """An mma_many call's operand found of known origin is kept as such for the call (matrix._clean),
+    one of unknown origin is asked again by each instruction: the findings are the one-by-one
+    issue's."""
+    import gfxsim.machine.matrix as MX
+    together = _unknown_origin_many()
+    monkeypatch.setattr(MX, switch, False)
+    alone = _unknown_origin_many()
+    assert together == alone and [f[0] for f in alone] == ["kslot-unknown-origin"] * 3
+    assert all("(i1)" in f[3] or "(i3)" in f[3] or "(i5)" in f[3] for f in alone)
