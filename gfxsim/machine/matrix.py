@@ -30,7 +30,7 @@ from . import strided
 from . import chain, encoding, mmagrid, qdir
 from .provenance import RESERVED, UNKNOWN, OneSet, Prov, known_one
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
-from .summaries import Field, row_sets
+from .summaries import Field, row_sets, row_sets_many
 from .trace import BatchEvent
 from .valueprov import elem_prov
 from .vgpr import VGPRs
@@ -202,6 +202,8 @@ ISSUE_TOGETHER = True      # mma_many computes its instructions' D in one pass (
 GATHER_TOGETHER = True     # and gathers their operands in one take each (False: one gather an operand)
 CHAIN_UNIONS = 8           # K-set unions of a matrix chain kept by the objects united (0: none kept)
 GRID_TOGETHER = True       # and a float batch pairing each A with each B as one matrix (mmagrid; False: batched)
+OPERANDS_TOGETHER = True  # and the distinct operands of a side have their provenance fields made together (False: each alone)
+_CALL_OPERANDS = "call operands"   # mma_memos' key of those answers, held while the call issues
 SUM_TOGETHER = True        # and an 8-bit record's D of all of them in one take and add (False: one by one)
 
 
@@ -289,6 +291,16 @@ class MatrixOps:
         if not prepared:
             return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
         insn = prepared[0][0]
+        if OPERANDS_TOGETHER and self.machine.provenance:
+            self.mma_memos[_CALL_OPERANDS] = self._operands_together(insn, prepared)
+        try:
+            return self._mma_many_issue(insn, prepared, issues)
+        finally:
+            self.mma_memos.pop(_CALL_OPERANDS, None)
+
+    def _mma_many_issue(self, insn, prepared, issues) -> list[VGPRs]:
+        """mma_many's issue of its prepared instructions (``_mma_operands_many``)."""
+        mnemonic = insn.mnemonic
         plans = self._mma_plans(insn)
         source = self.source()             # one statement of the kernel issues them all
         if all(_i8_path(p[0], p[2], p[3]) for p in prepared):
@@ -306,6 +318,62 @@ class MatrixOps:
         ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
         return [self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids)
                 for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))]
+
+    def _operands_together(self, insn, prepared) -> dict:
+        """{side: [(provenance, _operand_fields' answer)]} for the distinct operand provenances of
+        one side of an mma_many call that the operand memory does not hold as themselves, where
+        a side has two or more (PV's sixteen V tiles, QK's eight K tiles): their fields gathered
+        and summarised together (Field.gathered_many), each answer what _operand_fields would make
+        of it alone. Planes of other names or sizes: none (each is made alone)."""
+        held = {"clean": []}               # (plane test, provenance) pairs found clean (_clean)
+        for op, i in (("A", 2), ("B", 3)):
+            memo = self._memo("_operand_memo", op, MEMO_TRIAL)
+            ps = []
+            for x in prepared:
+                p = elem_prov(self, x[i], x[i].n)
+                if p is None or any(q is p for q in ps) or any(k[0] is insn and k[2] is p for k, _ in memo.entries):
+                    continue
+                ps.append(p)
+            if len(ps) < 2:
+                continue
+            names = [tuple(f for f in p.ids if f not in RESERVED) for p in ps]
+            planes = {f: [p.ids[f] for p in ps] for f in names[0]}
+            if any(n != names[0] for n in names) or any(len({x.size for x in xs}) > 1 for xs in planes.values()):
+                continue
+            plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
+            per, rows = [{} for _ in ps], [{} for _ in ps]
+            for f, xs in planes.items():
+                got, stacked = Field.gathered_many(xs, plan, op)
+                for d, x in zip(per, got):
+                    d[f] = x
+                # the K sets of its rows, where some operand's field is not one value along K
+                # (_mma_provenance asks them of such a field; none is interned: one window each)
+                sets = None if all(x.eq_k for x in got) else row_sets_many(stacked)
+                for r, m in zip(rows, sets or ()):
+                    r[f] = known_one(m)
+            held[op] = [(p, (fields, {f: v.compact(op) for f, v in fields.items()}, r, q, {}))
+                        for p, fields, r, q in zip(ps, per, rows, self._quant_rows_many(insn, op, ps, plan))]
+        return held
+
+    def _clean(self, what, p, test) -> bool:
+        """``test()``, a question about provenance ``p``'s planes alone (``what``: no operand byte
+        of another encoding than the record reads, none of unknown origin), asked once per object
+        during an mma_many call (its instructions share operands) where the answer is "clean":
+        planes are not written in place once made."""
+        clean = self.mma_memos.get(_CALL_OPERANDS, {}).get("clean")
+        if clean is not None and any(q is p and w == what for w, q in clean):
+            return True
+        got = test()
+        if got and clean is not None:
+            clean.append((what, p))
+        return got
+
+    def _quant_rows_many(self, insn, op, ps, plan) -> list:
+        """``[self._quant_rows(insn, op, p) for p in ps]``, the flags read in one compiled pass
+        (qdir.operand_directions_at); each alone where numba has not started or the flags differ
+        in shape or type."""
+        got = qdir.operand_directions_at([p.flags for p in ps], plan, op)
+        return [self._quant_rows(insn, op, p) for p in ps] if got is None else got
 
     def _mma_many_i8(self, prepared, issues, plans, source) -> list[VGPRs]:
         """mma_many of 8-bit integer instructions: their products summed in one batched GEMM (each
@@ -595,7 +663,7 @@ class MatrixOps:
         """K slots fed by bytes of unknown origin (provenance.UNKNOWN): a token there cannot be
         named, so the slot would silently count as one without a token."""
         for op, p in operands:
-            if p is None or p.flags is None or not (p.flags & UNKNOWN).any():
+            if p is None or p.flags is None or self._clean("known origin", p, lambda: not (p.flags & UNKNOWN).any()):
                 continue
             plan = flat_plan(self.machine.plan_cache, insn, op, len(self.pmember_ids), self.lanes)
             marks = np.where(p.flags & UNKNOWN, 1, -1).astype(np.int32)
@@ -619,7 +687,8 @@ class MatrixOps:
         for op, v in (("A", a), ("B", b)):
             reads = insn.reads(op)
             if reads is None or v.prov is None or encoding.ENC not in v.prov.ids or \
-                    not encoding.mismatch(v.prov.ids[encoding.ENC], reads).any():
+                    self._clean(("read as", reads), v.prov,
+                                lambda: not encoding.mismatch(v.prov.ids[encoding.ENC], reads).any()):
                 continue
             p = elem_prov(self, v, v.n)
             if p is None or encoding.ENC not in p.ids:         # the bytes of an element disagree: unchecked
@@ -649,6 +718,9 @@ class MatrixOps:
         directions are the same each time. A side whose first MEMO_TRIAL operands were all new (K
         or V loaded afresh for every instruction) is not remembered further: its compares and
         copies would be time for nothing."""
+        for q, out in self.mma_memos.get(_CALL_OPERANDS, {}).get(operand, ()):
+            if q is p:                     # made with the call's other operands (mma_many)
+                return out
         items = tuple((f, x) for f, x in p.ids.items() if f not in RESERVED) if p is not None else ()
         memo = self._memo("_operand_memo", operand, MEMO_TRIAL)
         key, out = [], None
@@ -790,20 +862,32 @@ class MatrixOps:
         """``mine.union(theirs, wide)``: an instruction's K sets united with those its C consumed.
         The instructions of a K step that share an operand (QK's Q tile, PV's P~) unite the same
         two objects, so the last CHAIN_UNIONS answers are kept by the objects asked and shared by
-        those records, read-only (a write raises). Only where both hold one set of one window
-        everywhere: the union is then the two triples' alone (no wide set interned)."""
+        those records, read-only (a write raises); the instructions whose operands are other
+        objects with the same sets (a K step's V tiles, its K tiles) find it by the two triples
+        and shapes. Only where both hold one set of one window everywhere: the union is then the
+        two triples' alone (no wide set interned)."""
         memo = self.mma_memos.setdefault("chain unions", [])
         for a, b, got in memo:
             if a is mine and b is theirs:
                 return got
-        got = mine.union(theirs, wide)
         one_a, one_b = getattr(mine, "one", None), getattr(theirs, "one", None)
-        if CHAIN_UNIONS and one_a is not None and one_b is not None and isinstance(got, OneSet) and \
-                one_a[2] == 0 == one_b[2] and (one_a[0] < 0 or one_b[0] < 0 or one_a[0] == one_b[0]):
+        window = CHAIN_UNIONS and one_a is not None and one_b is not None and one_a[2] == 0 == one_b[2] and \
+            (one_a[0] < 0 or one_b[0] < 0 or one_a[0] == one_b[0])
+        key = None
+        if window:          # other objects, the same two sets (a K step's V tiles, its K tiles): the same union
+            key = (one_a[0], one_a[1].tobytes(), one_b[0], one_b[1].tobytes(), mine.base.shape, theirs.base.shape)
+            sets = self.mma_memos.setdefault("chain unions by sets", [])
+            for k, got in sets:
+                if k == key:
+                    return got
+        got = mine.union(theirs, wide)
+        if window and isinstance(got, OneSet):
             for x in (got.base, got.bits, got.wide):
                 x.setflags(write=False)
             memo.insert(0, (mine, theirs, got))
             del memo[CHAIN_UNIONS:]
+            sets.insert(0, (key, got))
+            del sets[CHAIN_UNIONS:]
         return got
 
     def _prov_plans(self, insn):

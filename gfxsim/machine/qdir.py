@@ -159,6 +159,29 @@ def operand_direction_at(flags: np.ndarray, plan: np.ndarray, operand: str):
     return out
 
 
+def operand_directions_at(flags: list, plan: np.ndarray, operand: str):
+    """``[None if no byte of f carries a mark else operand_direction_at(f, plan, operand) for f in
+    flags]`` (uint8 planes of one shape: the distinct operands of one side of mma_many) in one
+    compiled pass over the marked ones stacked, each operand's plan moved to its own plane; None
+    where numba does not run or the planes differ in shape or type (the caller asks each)."""
+    f0 = flags[0]
+    if not running() or f0 is None or f0.ndim != 2 or any(f is None or f.dtype != np.uint8 or f.shape != f0.shape for f in flags):
+        return None
+    stacked = np.stack(flags)
+    at = np.nonzero((stacked & (QPOS | QNEG)).reshape(len(flags), -1).any(axis=1))[0]
+    out = [None] * len(flags)
+    if not len(at):
+        return out
+    moved = plan[None] + (np.arange(len(at)) * f0.size).astype(plan.dtype)[:, None, None, None]
+    got = operand_direction_at(stacked[at].reshape(-1, f0.shape[1]), moved.reshape((-1,) + plan.shape[1:]), operand)
+    if got is None:
+        return None
+    nb = plan.shape[0]
+    for j, i in enumerate(at.tolist()):
+        out[i] = got[j * nb:(j + 1) * nb]
+    return out
+
+
 @njit
 def _direction_pass(flags, plan, transposed, qpos, qneg, out):
     """out[b, r]: the quantization direction (+1 QPOS, -1 QNEG, 0 neither or both) every K slot of

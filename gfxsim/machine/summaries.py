@@ -35,6 +35,28 @@ class Field:
         summary = _gather_summary(np.ascontiguousarray(plane, np.int32).reshape(-1), plan, operand == "B", _BIG, v)
         return cls(v if operand == "A" else np.swapaxes(v, 1, 2), summary)
 
+    @classmethod
+    def gathered_many(cls, planes, plan, operand):
+        """(``[Field.gathered(x, plan, operand) for x in planes]``, their values stacked [n, nb, R,
+        K]) for planes of one size, gathered and summarised in one compiled call over the planes
+        stacked (a K step's distinct operands of one side, mma_many): each operand's pass is
+        _gather_summary itself. A field that varies along both axes keeps a copy of its own
+        gather (its record holds it: not the stack's)."""
+        flats = np.stack([np.ascontiguousarray(x, np.int32).reshape(-1) for x in planes])
+        n, (nb, P, Q) = len(planes), plan.shape
+        K, R = (P, Q) if operand == "B" else (Q, P)
+        v = np.empty((n,) + plan.shape, np.int32)
+        lo_r, hi_r = np.empty((n, nb, K), np.int32), np.empty((n, nb, K), np.int32)
+        lo_k, hi_k = np.empty((n, nb, R), np.int32), np.empty((n, nb, R), np.int32)
+        eq = np.empty((n, 2), np.bool_)
+        _gather_summaries(flats, plan, operand == "B", _BIG, v, lo_r, hi_r, lo_k, hi_k, eq)
+        out = []
+        for i in range(n):
+            eq_r, eq_k = bool(eq[i, 0]), bool(eq[i, 1])
+            vi = v[i] if eq_r or eq_k else v[i].copy()
+            out.append(cls(vi if operand == "A" else np.swapaxes(vi, 1, 2), (lo_r[i], hi_r[i], lo_k[i], hi_k[i], eq_r, eq_k)))
+        return out, (v if operand == "A" else np.swapaxes(v, 2, 3))
+
     def compact(self, operand):
         """(kind, array) for the record: "mn" [nb, R] (not a K field), "k" [nb, K], or "full"
         (in the operand's own [nb, M, K] / [nb, K, N] order)."""
@@ -120,6 +142,20 @@ def _gather_summary(flat, plan, transposed, big, v):
     if transposed:                  # rows are q (N), K slots p: per slot over rows = per p
         return lo_p, hi_p, lo_q, hi_q, same_q, same_p
     return lo_q, hi_q, lo_p, hi_p, same_p, same_q
+
+
+@njit
+def _gather_summaries(flats, plan, transposed, big, v, lo_r, hi_r, lo_k, hi_k, eq):
+    """_gather_summary of each row of ``flats`` [n, size] into v[i] and the summaries' rows i
+    (Field.gathered_many): eq[i] = (eq_r, eq_k)."""
+    for i in range(flats.shape[0]):
+        a, b, c, d, e, f = _gather_summary(flats[i], plan, transposed, big, v[i])
+        lo_r[i] = a
+        hi_r[i] = b
+        lo_k[i] = c
+        hi_k[i] = d
+        eq[i, 0] = e
+        eq[i, 1] = f
 
 
 @njit
@@ -210,6 +246,21 @@ def row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
         out.base[x, r] = -1
     return out.map(lambda a: a.reshape(lead + a.shape[2:]))
 
+
+
+def row_sets_many(vals: np.ndarray) -> list | None:
+    """``[row_sets(x, wide) for x in vals]`` of vals [n, nb, R, K] (Field.gathered_many's stack) in
+    one compiled pass, as views of one mask; None where some row's values span more than one
+    window (row_sets interns those sets: made one by one, in the order they are asked)."""
+    n, nb = vals.shape[:2]
+    v3 = vals.reshape((n * nb,) + vals.shape[2:])
+    base = np.empty(v3.shape[:2], np.int64)
+    bits = np.zeros(v3.shape[:2] + (WORDS,), np.uint64)
+    _row_bits(v3, WINDOW, base, bits)
+    if (base == -2).any():
+        return None
+    wide = np.zeros(v3.shape[:2], np.uint32)
+    return [Mask(base[i * nb:(i + 1) * nb], bits[i * nb:(i + 1) * nb], wide[i * nb:(i + 1) * nb]) for i in range(n)]
 
 
 @njit

@@ -33,10 +33,12 @@ def _launch(provenance, trace, v_type, inf_v, two_level=True):
     recs = [field_key((r.first, r.op, r.label, r.source, r.a, r.b, r.ks_a, r.ks_b, r.c_mma, r.c_mn, r.quant, r.live))
             for r in log.records]
     events = [(e.index, e.op, e.source) for e in run.events] if trace else None
-    return out, run, recs, [(f.kind, f.lane, f.instruction, f.message) for f in run.findings], events, held[0]
+    # with each finding's details: its count of the instructions that found it, deduplicated
+    return out, run, recs, [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in run.findings], events, \
+        held[0]
 
 
-@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER"])
+@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER", "OPERANDS_TOGETHER"])
 @pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
                                                                      (True, True, "fp8", False, True),
                                                                      (False, False, "fp8_e4m3", True, True),
@@ -63,12 +65,14 @@ def _i8_launch(provenance):
     """Six independent 8-bit integer instructions through mma_many: C of the fourth close to
     INT32_MAX (an overflow), C of two omitted, the first two A operands the same registers,
     A and B tagged so that each D carries provenance (their K slots' tags disagree: an
-    ab-kslot-mismatch finding on each, alike both ways)."""
+    ab-kslot-mismatch finding on each, alike both ways; ``t`` gives each operand's rows their own
+    K sets, so one operand's fields made with the others', matrix.OPERANDS_TOGETHER, must stay its own)."""
     from gfxsim import Buffer, launch
     rng = np.random.default_rng(3)
     mma = "v_mmac_i32_16x16x32_i8"
     x = Buffer("x", rng.integers(-128, 128, (6, 2, 8, 64)).astype(np.int8),
-               tags={"i": np.arange(6)[:, None, None, None], "reg": np.arange(8)[None, None, :, None]})
+               tags={"i": np.arange(6)[:, None, None, None], "reg": np.arange(8)[None, None, :, None],
+                     "t": np.arange(6)[:, None, None, None] * 16 + np.arange(8)[None, None, :, None]})
     d_out = Buffer.empty("d", (6, 4, 64), np.int32)
 
     def kernel(w, x, d_out):
@@ -97,8 +101,8 @@ def test_mma_many_i8_is_mma_one_by_one(monkeypatch, provenance):
     one_d, one, one_recs = _i8_launch(provenance)
     assert many_d.array.tobytes() == one_d.array.tobytes()
     assert many_recs == one_recs and len(one_recs) == 6
-    found = [(f.kind, f.lane, f.instruction, f.message) for f in many.findings]
-    assert found == [(f.kind, f.lane, f.instruction, f.message) for f in one.findings]
+    found = [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in many.findings]
+    assert found == [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in one.findings]
     over = [f for f in found if f[0] == "int32-overflow"]
     assert len(over) == 1 and "(i3)" in over[0][3]
     assert many.trace.n_events == one.trace.n_events
@@ -164,3 +168,35 @@ def test_a_later_refused_issue_is_refused_as_one_by_one(monkeypatch, bad):
     together = _refused_later(True, monkeypatch, bad)
     assert together == _refused_later(False, monkeypatch, bad)
     assert (together[2] == 2 and isinstance(together[0], tuple)) if bad else together[2] == 4
+
+
+def _unknown_origin_many():
+    """Six 8-bit instructions through mma_many, their A operands alternating between bytes of unknown
+    origin (a byte-wise bias done by adds on the packed words) and the loaded bytes, two of each
+    the same registers: kslot-unknown-origin on each of those three."""
+    from gfxsim import Buffer, launch
+    tok = np.broadcast_to(np.arange(64), (16, 64))
+    a = Buffer("a", np.ones((16, 64), np.int8), {"token": tok})
+    b = Buffer("b", np.ones((16, 64), np.int8), {"token": tok})
+
+    def kernel(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        clean = w.global_load(a, c * 64 + r * 8, 8, "i8")
+        mixed = ((clean.bitcast("u32") + 0x01010101) - 0x01010101).bitcast("i8")
+        bs = [w.global_load(b, c * 64 + r * 8, 8, "i8") for _ in range(3)]
+        w.mma_many("v_mmac_i32_16x16x32_i8", [(mixed if i % 2 else clean, bs[i // 2], None, f"i{i}") for i in range(6)])
+    run = launch(kernel, arch="gfx936")
+    return [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in run.findings]
+
+
+@pytest.mark.parametrize("switch", ["OPERANDS_TOGETHER", "ISSUE_TOGETHER"])
+def test_unknown_origin_operands_together_are_found_as_one_by_one(monkeypatch, switch):
+    """An mma_many call's operand found of known origin is kept as such for the call (matrix._clean),
+    one of unknown origin is asked again by each instruction: the findings are the one-by-one
+    issue's."""
+    import gfxsim.machine.matrix as MX
+    together = _unknown_origin_many()
+    monkeypatch.setattr(MX, switch, False)
+    alone = _unknown_origin_many()
+    assert together == alone and [f[0] for f in alone] == ["kslot-unknown-origin"] * 3
+    assert all("(i1)" in f[3] or "(i3)" in f[3] or "(i5)" in f[3] for f in alone)

@@ -43,3 +43,35 @@ def test_kept_chain_unions_change_nothing(monkeypatch, wrong_layout):
     monkeypatch.setattr(MX, "CHAIN_UNIONS", 0)
     each = _everything(wrong_layout)
     assert kept == each and len(kept[1]) > 0
+
+
+def test_a_kept_union_is_found_only_by_both_sets_and_shapes():
+    """matrix.MatrixOps._chain_union keeps one-window unions by the objects and by the two sets'
+    triples and shapes: fresh objects with the same sets find the kept union, and every answer,
+    over a stream where one side's set repeats with another's changing (and shapes differ), is
+    the union made afresh (a key missing a side's bits or shape fails here)."""
+    import types
+
+    import numpy as np
+
+    import gfxsim.machine.matrix as MX
+    from gfxsim.machine.provenance import WINDOW, Mask, WideSets, known_one
+
+    def one(values, shape):
+        m = Mask.of_values(np.full(shape, values[0]))
+        for v in values[1:]:
+            m = m.union(Mask.of_values(np.full(shape, v)), WideSets())
+        return known_one(m)
+    rng = np.random.default_rng(2)
+    pool = [(1, 2), (1, 3), (5,), (2, 70), (WINDOW + 4,)]
+    wave, wide = types.SimpleNamespace(mma_memos={}), WideSets()
+    for _ in range(200):
+        a_vals, b_vals = pool[rng.integers(0, 3)], pool[rng.integers(0, len(pool))]
+        a_shape, b_shape = [(2, 4), (2, 1)][rng.integers(0, 2)], [(2, 4), (1, 4), (2, 1)][rng.integers(0, 3)]
+        mine, theirs = one(a_vals, a_shape), one(b_vals, b_shape)
+        got = MX.MatrixOps._chain_union(wave, mine, theirs, wide)
+        want = mine.union(theirs, wide)
+        assert got.base.shape == want.base.shape
+        for x, y in ((got.base, want.base), (got.bits, want.bits), (got.wide, want.wide)):
+            np.testing.assert_array_equal(x, y)
+    assert any(len(v) for k, v in wave.mma_memos.items() if k == "chain unions by sets")

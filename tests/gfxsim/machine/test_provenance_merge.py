@@ -91,6 +91,44 @@ def test_operand_field_summary_equals_numpy(seed):
             np.testing.assert_array_equal(getattr(g, attr), getattr(want, attr))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_operand_fields_gathered_together_are_each_gathered_alone(seed):
+    """summaries.Field.gathered_many (mma_many's distinct operands of a side, stacked): each Field is
+    Field.gathered of its plane alone (gather, summary, eq flags per operand: planes constant along
+    K, along the rows, all absent, mixed), and row_sets_many of the stack is row_sets of each
+    operand's field, or None where some row leaves one window."""
+    from gfxsim.machine.summaries import Field, row_sets, row_sets_many
+    rng = np.random.default_rng(seed)
+    nb, P, Q, n = 2, 4, 8, 5
+    plan = rng.permutation(3 * 64)[:nb * P * Q].reshape(nb, P, Q)
+    planes = [rng.integers(-1, 6 + 20 * i, (3, 64)).astype(np.int32) for i in range(n)]
+    flat = [x.reshape(-1) for x in planes]
+    planes[1].reshape(-1)[plan] = flat[1][plan][:, :, :1]         # constant along the plan's last axis
+    planes[2].reshape(-1)[plan] = flat[2][plan][:, :1, :]         # along its middle axis
+    planes[3][:] = -1                                             # nothing present
+    if seed % 2:
+        planes[4].reshape(-1)[plan] = 7                           # one value everywhere
+    wide = WideSets()
+    for operand in "AB":
+        got, stacked = Field.gathered_many(planes, plan, operand)
+        assert len(got) == n
+        for i, (g, x) in enumerate(zip(got, planes)):
+            want = Field.gathered(x, plan, operand)
+            np.testing.assert_array_equal(g.v, want.v)
+            np.testing.assert_array_equal(stacked[i], want.v)
+            for attr in ("lo_r", "hi_r", "lo_k", "hi_k", "eq_r", "eq_k"):
+                assert np.array_equal(getattr(g, attr), getattr(want, attr)), (operand, i, attr)
+            assert g.compact(operand)[0] == want.compact(operand)[0]
+            np.testing.assert_array_equal(g.compact(operand)[1], want.compact(operand)[1])
+        for i, m in enumerate(row_sets_many(stacked)):
+            want = row_sets(got[i].v, wide)
+            for attr in ("base", "bits", "wide"):
+                np.testing.assert_array_equal(getattr(m, attr), getattr(want, attr))
+    wide_plane = planes[0].copy()
+    wide_plane.reshape(-1)[plan[0, 0, :2]] = (1, 5 * WINDOW)      # a row across two windows
+    assert row_sets_many(Field.gathered_many([planes[1], wide_plane], plan, "A")[1]) is None
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_subset_equals_set_inclusion(seed):
     """Mask.subset_of (one compiled pass over broadcast views, exact where a wide set takes part)

@@ -157,3 +157,34 @@ def test_the_compiled_direction_pass_is_the_gathered_marks_direction():
                     got = qdir.operand_direction_at(flags, plan, op)
                     assert got is not None and got.dtype == want.dtype and np.array_equal(got, want), \
                         (mnemonic, members, op, trial)
+
+
+def test_directions_of_operands_together_are_each_operands_own():
+    """qdir.operand_directions_at (mma_many's distinct operands of a side: the marked ones' flags
+    stacked, one pass, each plan moved to its own plane) gives each operand's operand_direction_at,
+    and None for one with no mark, on A's and B's plans: unmarked operands between marked ones,
+    one direction, both, rows that mix them."""
+    from gfxsim.arch import get_instruction
+    from gfxsim.machine import jit
+    from gfxsim.machine.plans import flat_plan
+    jit.prewarm()
+    rng = np.random.default_rng(6)
+    marks = np.array([0, qdir.QPOS, qdir.QNEG, qdir.QPOS | qdir.QNEG, qdir.POS], np.uint8)
+    for arch, mnemonic in (("gfx942", MFMA), ("sm_90", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")):
+        insn = get_instruction(arch, mnemonic)
+        lanes = insn.operand("D").wave_size
+        for members in (1, 3):
+            for op in "AB":
+                plan = flat_plan({}, insn, op, members, lanes)
+                shape = (insn.elems(op), members * lanes)
+                flags = [marks[rng.integers(0, len(marks), shape)] for _ in range(5)]
+                flags[1][:] = 0                                   # no mark
+                flags[2][:] = qdir.QNEG                           # one direction everywhere
+                flags[3] = np.broadcast_to(flags[3][:1], shape).copy()
+                got = qdir.operand_directions_at(flags, plan, op)
+                assert got is not None and len(got) == len(flags)
+                for f, g in zip(flags, got):
+                    want = qdir.operand_direction_at(f, plan, op) if (f & (qdir.QPOS | qdir.QNEG)).any() else None
+                    assert (g is None) == (want is None)
+                    assert g is None or (g.dtype == want.dtype and np.array_equal(g, want)), (mnemonic, members, op)
+                assert qdir.operand_directions_at([flags[0], flags[1][:1]], plan, op) is None    # shapes differ
