@@ -533,3 +533,26 @@ def test_row_conflicts_count_the_distinct_dwords_of_each_phase(rule):
             rel = addr - (addr[np.flatnonzero(on)[0]] // 4) * 4
             assert _row_np_uncached(rel, on, nbytes, 32, 4, rule) == set_conflicts(rel, on, nbytes, rule=rule)
             assert bank_conflicts(addr, on, nbytes, rule=rule) == set_conflicts(addr, on, nbytes, rule=rule)
+
+
+@pytest.mark.parametrize("per_member", [False, True])
+def test_others_wrote_compiled_equals_the_numpy_look(per_member):
+    """others_wrote's compiled pass (first hit, then stop) answers as the members x lanes x bytes
+    look in numpy: random states of several waves and epochs, partial EXEC, inactive lanes'
+    addresses anywhere (negative, past the end), active ones near both ends (clipped alike)."""
+    from gfxsim.machine.lds_races import others_wrote_np, others_wrote_rows
+    rng = np.random.default_rng(11)
+    size, members = 96, 5
+    counts = [0, 0]
+    for trial in range(400):
+        rows = members if per_member else 1
+        w_wave = rng.integers(-1, 4, (rows, size)).astype(np.int32)
+        w_epoch = rng.integers(-1, 3, (rows, size)).astype(np.int64)
+        nbytes = int(rng.choice(NBYTES))
+        rel = rng.integers(-8, size + 8, (members, LANES)).astype(np.int64)
+        act = rng.random((members, LANES)) < rng.choice([0.0, 0.05, 0.3, 1.0])
+        wave, epoch = int(rng.integers(0, 4)), int(rng.integers(0, 3))
+        want = others_wrote_np(rel, act, nbytes, wave, epoch, w_wave, w_epoch, per_member)
+        assert others_wrote_rows(rel, act, nbytes, wave, epoch, w_wave, w_epoch, per_member) is want, trial
+        counts[want] += 1
+    assert min(counts) > 40

@@ -95,3 +95,47 @@ def test_record_of_names_the_record_holding_an_instruction_and_none_between():
     assert log.record_of(first.first + 1) is None and log.record_of(second.first - 1) is None
     assert log.record_of(first.first - 1) is None if first.first else True
     assert log.record_of(np.int64(second.first)) is second
+
+
+def test_records_alike_in_live_members_and_exec_share_one_list_and_mask():
+    """Records that name the same live members keep one list, and a wave's records under equal
+    EXEC one mask (read, never changed in place): each record's as it was issued."""
+    rec = _two_mmacs().machine.mma_log.records[0]
+    log = MmaLog()
+    given = [[0, 1], [0, 1], [1], [1], [0, 1], []]
+    masks = [np.arange(8) < k for k in (8, 8, 4, 4, 4, 8)]
+    masks[1] = masks[0]                          # a wave hands in the same array again
+    for f, (live, m, wave) in enumerate(zip(given, masks, (0, 0, 0, 1, 0, 1))):
+        log.add(MmaRecord(first=f, insn=rec.insn, kernel=rec.kernel, wave=wave, workgroups=[(0, 0, 0), (1, 0, 0)],
+                          live=list(live), source=rec.source, exec_mask=m if f == 1 else m.copy(), label=None))
+    got = [r.live for r in log.records]
+    assert got == given
+    assert got[1] is got[0] and got[3] is got[2] and got[2] is not got[0] and got[4] is not got[0]
+    ex = [r.exec_mask for r in log.records]
+    assert all(np.array_equal(a, b) for a, b in zip(ex, masks))
+    assert ex[1] is ex[0] and ex[4] is ex[2] is not ex[0] and ex[3] is not ex[2] and ex[5] is not ex[3]
+
+
+def test_a_batched_launch_records_the_live_members_and_exec_it_would_record_unshared(monkeypatch):
+    """A prefill batch of two query blocks (the second a tail: its waves stop early), without
+    provenance: the same members and EXEC each record, shared among alike records."""
+    from support.twins import prefill_setup
+    from kernels_py.prefix_prefill import prefix_prefill
+
+    def unshared(self, rec):                     # the log as before: each record keeps its own list and mask
+        ex = rec.exec_mask
+        shared(self, rec)
+        self.records[-1].live, self.records[-1].exec_mask = list(rec.live), ex
+    shared = MmaLog.add
+    runs = []
+    for add in (shared, unshared):
+        monkeypatch.setattr(MmaLog, "add", add)
+        runs.append(prefill_setup().launch(prefix_prefill, trace=False, provenance=False))
+    lives = [[r.live for r in run.machine.mma_log.records] for run in runs]
+    assert lives[0] == lives[1] and len({tuple(x) for x in lives[0]}) > 1
+    assert len({id(x) for x in lives[0]}) < len(lives[0]) == len({id(x) for x in lives[1]})
+    masks = [[r.exec_mask for r in run.machine.mma_log.records] for run in runs]
+    assert all(np.array_equal(a, b) for a, b in zip(*masks)) and len({x.tobytes() for x in masks[0]}) > 1
+    assert len({id(x) for x in masks[0]}) < len({id(x) for x in masks[1]})
+    assert [(e.index, e.workgroup, e.wave) for e in runs[0].mmacs()] == \
+        [(e.index, e.workgroup, e.wave) for e in runs[1].mmacs()]
