@@ -278,11 +278,18 @@ class VmemOps:
         """Store provenance: where the value and the destination element both name a field (query
         head, dim, ...), they must agree — else the value landed in another element's place. The
         fields whose identities are, byte for byte, the destination's tags (MemProv.scatter's agree)."""
-        p = stored.per_byte()
-        fields = sorted(p.ids.keys() & buf.tag_fields)
+        fields = sorted(stored.ids.keys() & buf.tag_fields)
         agree = set()
         if not fields:
             return agree
+        if COMPACT_STORE_CHECK and _element_rows(stored, buf, sel):
+            # a row per element (a scale's f32): its bytes' identities and tags are the row's, so
+            # one row an element is compared, not the bytes; a field that differs: the bytes' check
+            g = stored.g
+            expected = buf.tags_at(sel[::g] // g, fields)
+            if all(np.array_equal(stored.ids[f], expected[f]) for f in fields):
+                return set(fields)
+        p = stored.per_byte()
         elem = sel if buf.itemsize == 1 else sel // buf.itemsize     # [nbytes, active cols]
         expected = buf.tags_at(elem, fields)                        # one coordinate pass for them all
         cols = None
@@ -413,6 +420,9 @@ _ALL_WRITTEN = np.uint32(0x01010101)      # four written bytes of a written-bit 
 # a folded store's tag fields checked on the folded values (VmemOps._store_folded); tests compare
 # both ways
 FOLDED_STORE_CHECK = True
+# a store whose provenance has a row per element checks its tags on those rows, not per byte
+# (VmemOps._check_store); tests compare both ways
+COMPACT_STORE_CHECK = True
 # that check's tags looked up on member 0's elements and the members' offsets where the members'
 # elements are moved copies of member 0's (VmemOps._member_tags); tests compare both ways
 SEPARABLE_STORE_TAGS = True
@@ -437,6 +447,15 @@ _WORD_TYPES = frozenset({"f32", "i32", "u32"})      # global_load_each's types: 
 # global_store record for the same sizes
 _VMEM_OPS = {**{("load", n): ops.Op("VMEM", m) for n, m in ops.VMEM_LOAD.items()},
              **{("store", n): ops.Op("VMEM", m) for n, m in ops.VMEM_STORE.items()}}
+
+
+def _element_rows(stored, buf: Buffer, sel: np.ndarray) -> bool:
+    """Whether ``stored``'s rows are ``buf``'s elements: a row of g > 1 bytes per element of g bytes,
+    every access aligned to its element (``sel`` [nbytes, columns], row 0 the first bytes), so the
+    bytes of row r are element ``sel[r * g] // g``'s."""
+    g = stored.g
+    return g > 1 and g == buf.itemsize and sel.shape[0] == g * next(iter(stored.ids.values())).shape[0] \
+        and not (sel[0] % g).any()
 
 
 def _member_rows(x: np.ndarray, lanes: int, rows: int) -> np.ndarray:
