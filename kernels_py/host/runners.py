@@ -4,6 +4,10 @@ A runner is fn(cfg: RunConfig, inputs, swap: Swap) -> Ran: it prepares the input
 ``cfg`` or the user's), builds the INT8 cache, runs the harness of host.buffers / host.twins
 (``swap.kernel_fn``, the user's kernel or the compiled twin, in place of ours where given;
 ``cfg.trace``: the full trace) and computes the numpy references.
+
+The harnesses (and through them the machine) are imported by the runner that uses them, so
+`gfxsim run` parses its arguments and begins its inputs' fills (kernels_py.cli.run) before they
+load: the imports run beside the fills.
 """
 from __future__ import annotations
 
@@ -14,13 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kernels_py.host.buffers import run_decode
 from kernels_py.host.config import RunConfig
-from kernels_py.host.twins import (ROWS, query_rows, run_int8_kv_cache, run_prefill, run_pv, run_qk_int8,
-                                   softmax_rows, sum_in_wave_order)
-from kernels_py.int8_kv_cache import int8_kv_cache
-from kernels_py.prefix_prefill import prefix_prefill
-from kernels_py.qk_int8 import qk_int8
 from kernels_py.reference import attention as R
 from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8,
                                              without_smooth_k)
@@ -52,6 +50,7 @@ class Ran:
 
 def _padded_w_v(p, cache: PagedKVCache):
     """W = P·sV and Vq of kv head 0, zero-padded to whole 64-token chunks (the references' input)."""
+    from kernels_py.host.twins import ROWS
     _, _, vq, sv = gather_int8(cache, 0)
     ctx = vq.shape[0]
     T = -(-ctx // CHUNK) * CHUNK
@@ -63,6 +62,7 @@ def _padded_w_v(p, cache: PagedKVCache):
 
 
 def _decode(cfg, inputs, swap):
+    from kernels_py.host.buffers import run_decode
     d = prepare_inputs(inputs=inputs, **cfg.shape())
     if d["q"].ndim != 3:
         raise ArgumentError(f"paged_attention_decode needs q [num_seqs, num_heads, head_dim], got {d['q'].shape}")
@@ -132,6 +132,7 @@ def _inputs_and_cache(cfg, inputs, num_queries=None, queries=True):
 
 def _standalone_inputs(cfg, inputs):
     """Generated: just enough query positions for 16 rows of kv head 0 (GQA ratio rows each)."""
+    from kernels_py.host.twins import ROWS, query_rows
     ratio = cfg.heads // cfg.kv_heads
     d, cache = _inputs_and_cache(cfg, inputs, num_queries=min(-(-ROWS // ratio), cfg.context))
     return d, cache, query_rows(d["q"], cache.num_kv_heads)
@@ -143,6 +144,8 @@ def _opts(cfg, swap):
 
 
 def _qk(cfg, inputs, swap):
+    from kernels_py.host.twins import run_qk_int8
+    from kernels_py.qk_int8 import qk_int8
     d, cache, rows = _standalone_inputs(cfg, inputs)
     s, run = run_qk_int8(rows, cache, trace=cfg.trace, kernel=swap.kernel_fn or qk_int8, **_opts(cfg, swap))
     ctx = int(cache.context_lens[0])
@@ -159,6 +162,7 @@ def _qk(cfg, inputs, swap):
 
 def _pv(kernel):
     def runner(cfg, inputs, swap):
+        from kernels_py.host.twins import run_pv, softmax_rows, sum_in_wave_order
         d, cache, rows = _standalone_inputs(cfg, inputs)
         P = softmax_rows(rows, cache)
         out, run = run_pv(swap.kernel_fn or kernel, P, cache, grouping=cfg.grouping, trace=cfg.trace,
@@ -178,6 +182,8 @@ def _pv(kernel):
 
 
 def _prefill(cfg, inputs, swap):
+    from kernels_py.host.twins import run_prefill
+    from kernels_py.prefix_prefill import prefix_prefill
     nq = min(PREFILL_QUERIES, cfg.context)
     d, cache = _inputs_and_cache(cfg, inputs, num_queries=nq)
     if d["q"].ndim != 4:
@@ -206,6 +212,8 @@ def _prefill(cfg, inputs, swap):
 def _kv_cache(cfg, inputs, swap):
     """The producer fed what build_paged_cache feeds the numpy producer (smooth-K applied by the
     caller); out and references are the dequantized K and V in logical token order, [2, tokens, ...]."""
+    from kernels_py.host.twins import run_int8_kv_cache
+    from kernels_py.int8_kv_cache import int8_kv_cache
     d, ref = _inputs_and_cache(cfg, inputs, queries=False)        # the producer reads no q
     lens = d["context_lens"]
     mean = ref.k_mean if ref.k_mean is not None else np.zeros((len(lens),) + d["k"].shape[2:], np.float32)

@@ -96,25 +96,19 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
         raise ArgumentError(f"query_heads {query_heads} must be in [1, num_heads {num_heads}]")
     g_used = (nqh - 1) // ratio + 1                                 # the KV heads whose statistics q reads
 
-    # Model-level traits, shared by every sequence.
-    k_std = np.exp(spec.k_channel_sigma * rng.standard_normal((kvh, d)))
-    k_off = spec.k_channel_mean * rng.standard_normal((kvh, d))
-    for g in range(kvh):
-        ch = rng.choice(d, spec.k_outliers, replace=False)
-        k_off[g, ch] = rng.choice([-1.0, 1.0], ch.size) * spec.k_outlier_offset * rng.uniform(0.75, 1.25, ch.size)
-        k_std[g, ch] = spec.k_outlier_std
-    v_ch = np.exp(spec.v_channel_sigma * rng.standard_normal((kvh, d)))
-    tau = rng.uniform(*spec.temperature_range, num_heads)
+    k_std, k_off, v_ch, tau = _model_traits(rng, num_heads, kvh, d, spec)
 
     T = int(lens.max())
-    k, v = np.empty((2, num_seqs, T, kvh, d), np.float32)        # one block: int8_kv_cache's [K, V] in place
+    # one block: int8_kv_cache's [K, V] in place; its normals already drawn where start_normals began them
+    early = _take_early((seed, num_heads, kvh, d, T, spec) if num_seqs == 1 else None)
+    k, v = early if early is not None else np.empty((2, num_seqs, T, kvh, d), np.float32)
     q = np.zeros((num_seqs, nq, nqh, d), np.float32) if queries else None
     for s, ctx in enumerate(lens):
         ctx = int(ctx)
         k[s, ctx:] = v[s, ctx:] = np.nan
         # K's and V's normals come from two streams seeded by rng (so they are drawn side by side,
         # straight into k and v as float32); then V's token scale and the planted queries from rng.
-        k_rng, v_rng = (np.random.Generator(np.random.PCG64(int(x))) for x in rng.integers(0, 2 ** 63, 2))
+        k_rng, v_rng = _streams(rng)
         vt = spec.v_std * np.exp(spec.v_token_sigma * rng.standard_normal((ctx, kvh, 1)))
         pos = ctx - nq + np.arange(nq)
         # without queries the draws only keep rng where the next sequence reads it
@@ -124,7 +118,8 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
 
         def make_v(vs=vs, vt=vt):
             # V = (v_std * exp(v_token_sigma * vt)) * v_ch * z, token chunk by token chunk (in cache)
-            v_rng.standard_normal(dtype=np.float32, out=vs)
+            if early is None:
+                v_rng.standard_normal(dtype=np.float32, out=vs)
             ch = v_ch.astype(np.float32)
             for c in range(0, ctx, _ROWS):
                 vs[c:c + _ROWS] *= (vt[c:c + _ROWS] * ch).astype(np.float32)
@@ -135,7 +130,8 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
             v_done = pool.submit(make_v) if ks.size >= _PARALLEL else None
             # K = k_off + k_std * z; the channel means of K over the context (float64 sums), then
             # the variance of the centred keys per channel (the channel offsets move no logit)
-            k_rng.standard_normal(dtype=np.float32, out=ks)
+            if early is None:
+                k_rng.standard_normal(dtype=np.float32, out=ks)
             std, off = k_std.astype(np.float32), k_off.astype(np.float32)
             helper = pool if v_done is not None else None      # chunks shared with V's thread once V is made
 
@@ -178,6 +174,73 @@ def make_attention_inputs(seed: int = 0, *, num_seqs: int = 1, num_heads: int = 
             q[s, :, h] = _solve_queries(z, kp_all[h], delta, d)
     out = dict(q=q[:, 0] if num_queries is None else q) if queries else {}
     return dict(out, k=k, v=v, context_lens=lens.astype(np.int32))
+
+
+def _model_traits(rng, num_heads: int, kvh: int, d: int, spec: AttentionDataSpec):
+    """The model-level traits, shared by every sequence, drawn first from ``rng``: K's channel
+    stds and offsets (outlier channels included), V's channel spread, the heads' temperatures."""
+    k_std = np.exp(spec.k_channel_sigma * rng.standard_normal((kvh, d)))
+    k_off = spec.k_channel_mean * rng.standard_normal((kvh, d))
+    for g in range(kvh):
+        ch = rng.choice(d, spec.k_outliers, replace=False)
+        k_off[g, ch] = rng.choice([-1.0, 1.0], ch.size) * spec.k_outlier_offset * rng.uniform(0.75, 1.25, ch.size)
+        k_std[g, ch] = spec.k_outlier_std
+    v_ch = np.exp(spec.v_channel_sigma * rng.standard_normal((kvh, d)))
+    tau = rng.uniform(*spec.temperature_range, num_heads)
+    return k_std, k_off, v_ch, tau
+
+
+def _streams(rng):
+    """A sequence's K and V normal streams, seeded by ``rng``'s next two draws."""
+    return (np.random.Generator(np.random.PCG64(int(x))) for x in rng.integers(0, 2 ** 63, 2))
+
+
+# the one early fill begun (start_normals): [(key, Future of its [2, 1, T, kvh, d] block)], taken
+# or dropped by the next make_attention_inputs, so at most one block waits here
+_EARLY: list = []
+
+
+def start_normals(seed: int = 0, *, num_heads: int, num_kv_heads: int, head_dim: int, context: int,
+                  spec: AttentionDataSpec = AttentionDataSpec()) -> None:
+    """Begin, on a thread, the K and V standard normals of make_attention_inputs(seed, num_seqs=1,
+    ...) of one sequence of ``context`` tokens: its K/V block with the same streams' draws (the same
+    model-level draws of ``seed`` come first), which the next make_attention_inputs of that key takes
+    instead of drawing them (any other call drops it). `gfxsim run` begins it as soon as its
+    arguments are known, so the fills (numpy frees the GIL in them) run while the runners' modules
+    import. The normals do not depend on the queries asked for (queries, query_heads, num_queries)."""
+    from concurrent.futures import Future
+    key = (int(seed), int(num_heads), int(num_kv_heads), int(head_dim), int(context), spec)
+    done = Future()
+
+    def fill():
+        try:
+            rng = np.random.default_rng(seed)
+            _model_traits(rng, num_heads, num_kv_heads, head_dim, spec)
+            k_rng, v_rng = _streams(rng)
+            block = np.empty((2, 1, context, num_kv_heads, head_dim), np.float32)
+            with ThreadPoolExecutor(1) as pool:                 # V beside K, as make_attention_inputs
+                v_done = pool.submit(v_rng.standard_normal, dtype=np.float32, out=block[1, 0]) \
+                    if block[0].size >= _PARALLEL else None
+                k_rng.standard_normal(dtype=np.float32, out=block[0, 0])
+                if v_done is None:
+                    v_rng.standard_normal(dtype=np.float32, out=block[1, 0])
+                else:
+                    v_done.result()
+            done.set_result(block)
+        except BaseException as e:             # noqa: BLE001 - raised where the block is taken
+            done.set_exception(e)
+
+    _EARLY[:] = [(key, done)]
+    threading.Thread(target=fill, name="early normals", daemon=True).start()
+
+
+def _take_early(key):
+    """The early block of ``key`` (its normals drawn), or None; either way none waits any more."""
+    try:
+        got, done = _EARLY.pop()
+    except IndexError:
+        return None
+    return done.result() if got == key else None
 
 
 _PARALLEL = 1 << 20               # from this many K elements on, V is made on a second thread

@@ -71,6 +71,52 @@ def test_the_first_query_heads_are_the_same_bits(monkeypatch, case, heads, paral
         assert few[n].dtype == full[n].dtype and few[n].tobytes() == full[n].tobytes(), n
 
 
+EARLY_SHAPE = dict(num_heads=8, num_kv_heads=2, head_dim=64)
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("seed,context", [(3, 100), (0, 1), (11, 257)])
+@pytest.mark.parametrize("asked", [dict(), dict(queries=False), dict(query_heads=1, num_queries=32),
+                                   dict(num_queries=5)], ids=["decode", "kv_cache", "sage", "prefill"])
+def test_normals_begun_early_are_taken_and_give_the_same_bits(monkeypatch, asked, seed, context, parallel):
+    """start_normals (`gfxsim run` begins it before the runners load): the next make_attention_inputs
+    of its key takes its block (k and v are views of it) and returns q, k, v, context_lens byte for
+    byte those drawn in place, whatever queries the runner asks for, V filled beside K or after it."""
+    from kernels_py.workloads import data
+    monkeypatch.setattr(data, "_PARALLEL", 1 if parallel else 1 << 40)
+    asked = {k: min(v, context) if k == "num_queries" else v for k, v in asked.items()}
+    kw = dict(EARLY_SHAPE, num_seqs=1, context_lens=[context], **asked)
+    drawn = make_attention_inputs(seed, **kw)
+    data.start_normals(seed, context=context, **EARLY_SHAPE)
+    (_, done), = data._EARLY
+    early = make_attention_inputs(seed, **kw)
+    assert data._EARLY == []
+    block = done.result()
+    assert early["k"].base is block and early["v"].base is block           # taken, not drawn again
+    assert set(early) == set(drawn)
+    for n in drawn:
+        assert early[n].dtype == drawn[n].dtype and early[n].shape == drawn[n].shape
+        assert early[n].tobytes() == drawn[n].tobytes(), n
+
+
+@pytest.mark.parametrize("other", [dict(seed=4), dict(context_lens=[99]), dict(num_heads=16),
+                                   dict(num_kv_heads=1), dict(head_dim=128), dict(num_seqs=2, context_lens=[100, 50]),
+                                   dict(spec=AttentionDataSpec(v_std=1.0))])
+def test_normals_begun_for_another_key_are_dropped(other):
+    """A make_attention_inputs whose seed, shape or spec is not the early block's draws its own (the
+    same bits as with nothing begun) and drops the block: none waits after it."""
+    from kernels_py.workloads import data
+    kw = dict(dict(EARLY_SHAPE, num_seqs=1, context_lens=[100]), **{k: v for k, v in other.items() if k != "seed"})
+    seed = other.get("seed", 3)
+    drawn = make_attention_inputs(seed, **kw)
+    data.start_normals(3, context=100, **EARLY_SHAPE)
+    (_, done), = data._EARLY
+    got = make_attention_inputs(seed, **kw)
+    assert data._EARLY == [] and got["k"].base is not done.result()
+    for n in drawn:
+        assert got[n].tobytes() == drawn[n].tobytes(), n
+
+
 @pytest.mark.parametrize("rows", [16, 256])
 @pytest.mark.parametrize("case", [dict(num_seqs=1, context_lens=[1000]), dict(num_seqs=2, context_lens=[700, 333]),
                                   dict(num_seqs=1, context_lens=[600], num_queries=5), dict(num_seqs=1, context_lens=[7])])

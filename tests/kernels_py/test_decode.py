@@ -145,6 +145,29 @@ def test_cli_lists_kernels_and_runs_json(capsys):
     assert "unknown kernel 'nonexistent'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("kernel", ["paged_attention_decode", "int8_kv_cache", "qk_int8"])
+def test_cli_begins_the_first_runs_normals_before_the_runner_and_the_runner_takes_them(monkeypatch, capsys, kernel):
+    """`gfxsim run` begins its first context's K/V normals (start_normals) as soon as its arguments
+    are checked, with the key the runner's inputs then ask for: the runner takes that block (a wrong
+    seed or shape would drop it), and the report is the one made without it (seconds aside)."""
+    import json
+    from gfxsim.cli import main
+    from kernels_py.workloads import data
+    taken, take = [], data._take_early
+    monkeypatch.setattr(data, "_take_early", lambda key: taken.append(take(key)) or taken[-1])
+    argv = ["run", kernel, "--context", "96", "64", "--heads", "4", "--kv-heads", "2", "--seed", "5",
+            "--no-provenance", "--report", "json", "--quiet"]
+    assert main(argv) == 0
+    early = json.loads(capsys.readouterr().out)
+    assert len(taken) == 2 and taken[0] is not None and taken[1] is None       # the first context's only
+    monkeypatch.setattr(data, "start_normals", lambda *a, **k: None)
+    assert main(argv) == 0
+    drawn = json.loads(capsys.readouterr().out)
+    for r in (*early, *drawn):
+        r.pop("seconds")
+    assert early == drawn
+
+
 def test_cli_runs_on_user_inputs_and_names_bad_files(tmp_path, capsys):
     import json
     from gfxsim.cli import main

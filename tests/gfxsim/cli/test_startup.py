@@ -109,6 +109,23 @@ def test_a_named_command_imports_its_module(argv, module, not_loaded):
     assert not set(not_loaded) & set(r["loaded"])
 
 
+def test_run_builds_and_parses_its_options_without_the_machine():
+    """`gfxsim run`'s options (--schedule's included) load no machine module: its inputs begin as soon
+    as its arguments are parsed, and the machine imports beside them."""
+    r = probe(["run", "--help"], heavy=("gfxsim.machine",))
+    assert r["rc"] == 0 and "--schedule" in r["out"] and r["loaded"] == []
+
+
+def test_schedule_option_names_the_machines_schedules():
+    """launched.py names the schedules without loading the machine: the same names, and its
+    default passed through as parse_schedule writes it (RunConfig's default too)."""
+    from gfxsim.cli.launched import DEFAULT_SCHEDULE, SCHEDULE_NAMES
+    from gfxsim.machine.schedule import NAMES, parse_schedule
+    from kernels_py.host.config import RunConfig
+    assert SCHEDULE_NAMES == NAMES
+    assert str(parse_schedule(DEFAULT_SCHEDULE)) == DEFAULT_SCHEDULE == RunConfig().schedule
+
+
 def test_import_gfxsim_is_cheap_and_still_exports_the_machine():
     code = ("import sys, gfxsim; assert 'gfxsim.machine' not in sys.modules and 'numba' not in sys.modules; "
             "from gfxsim import Buffer, launch, GfxSimError, MemoryFault; "
