@@ -9,6 +9,7 @@ from gfxsim.machine import addressing
 from gfxsim.machine.dtypes import any_bits
 from gfxsim.machine.errors import MemoryFault
 from gfxsim.machine.vgpr import VGPRs
+from support.addressing import AddressWave as _Wave
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -40,19 +41,6 @@ def test_any_bits_as_and_any(seed):
     if a.size and seed % 3:
         a.flat[rng.integers(0, a.size)] += dt(int(rng.integers(1, 16)))
     assert any_bits(a, mask) == bool((a & dt(mask)).any())
-
-
-class _Wave:
-    lanes = 64
-
-    def __init__(self, exec_mask):
-        self.exec, self.exec_full, self.width = exec_mask, bool(exec_mask.all()), exec_mask.size
-
-    def check_read(self, v):
-        pass
-
-    def error(self, cls, message, lane=None, address=None):
-        return cls(f"{message} [lane {lane}, address {address}]")
 
 
 def test_full_exec_addresses_fault_as_before():

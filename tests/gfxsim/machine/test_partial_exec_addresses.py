@@ -8,19 +8,7 @@ import pytest
 from gfxsim.machine import addressing
 from gfxsim.machine.errors import MemoryFault
 from gfxsim.machine.vgpr import VGPRs
-
-
-class _Wave:
-    lanes = 64
-
-    def __init__(self, exec_mask):
-        self.exec, self.exec_full, self.width = exec_mask, bool(exec_mask.all()), exec_mask.size
-
-    def check_read(self, v):
-        pass
-
-    def error(self, cls, message, lane=None, address=None):
-        return cls(f"{message} [lane {lane}, address {address}]")
+from support.addressing import AddressWave as _Wave
 
 
 def _outcome(w, off, nbytes, limit, align):
