@@ -41,11 +41,15 @@ KEEPS = {"v_cvt_f32_i32", "v_cvt_f32_u32", "v_cvt_f16_f32", "v_cvt_f32_f16"}
 
 def fresh(st, o) -> np.ndarray:
     """Per lane: whether operand ``o`` (one VGPR/AGPR) holds a fresh matrix result."""
-    if o.kind != "reg" or o.file not in "va" or not ENABLED:
-        return np.zeros(st.w.width, bool)
-    if o.dpp:                                      # src0 of a DPP instruction: its source lanes' bits
-        return st.dpp.fresh[0].copy()
-    return st.fresh[o.file][o.first].copy()
+    row = _fresh_row(st, o) if ENABLED else None
+    return np.zeros(st.w.width, bool) if row is None else row.copy()
+
+
+def _fresh_row(st, o) -> np.ndarray | None:
+    """The freshness bits operand ``o`` reads, as a view (None: an operand that is never fresh)."""
+    if o.kind != "reg" or o.file not in "va":
+        return None
+    return st.dpp.fresh[0] if o.dpp else st.fresh[o.file][o.first]   # DPP's src0: its source lanes' bits
 
 
 def apply(st, res_vals, scale_vals, lanes):
@@ -92,9 +96,8 @@ def multiply(st, srcs, vals, k0=0, k1=1, half=None):
 
 def _fresh_in(st, o, ex) -> np.ndarray | None:
     """``fresh(st, o) & ex`` without its copy (None: an operand that is never fresh)."""
-    if o.kind != "reg" or o.file not in "va":
-        return None
-    return (st.dpp.fresh[0] if o.dpp else st.fresh[o.file][o.first]) & ex
+    row = _fresh_row(st, o)
+    return None if row is None else row & ex
 
 
 def keep_fresh(st, lanes, half=None):
