@@ -1,0 +1,69 @@
+"""int8_kv_cache's runner fills the numpy producer's cache on a thread while the kernel is
+simulated (runners.PRODUCER_BESIDE), from K already less its mean where the runner took it off in
+place: the cache's bytes are build_paged_cache's, and the run (output, references, metrics,
+findings) is the one with the producer run first, generated or given inputs, smooth-K on or off."""
+import numpy as np
+import pytest
+
+from kernels_py.reference.int8_cache import build_paged_cache, fill_paged_cache
+from kernels_py.workloads.data import make_attention_inputs
+
+CACHE = ("k_cache", "v_cache", "k_scale", "v_scale")
+
+
+def _same_cache(a, b):
+    for name in CACHE:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes(), name
+
+
+@pytest.mark.parametrize("block_size", [16, 32])
+@pytest.mark.parametrize("smooth_k", [True, False])
+def test_filled_later_from_k_less_its_mean_is_build_paged_cache(block_size, smooth_k):
+    """Uneven contexts (whole blocks and single slots), several sequences: filling afterwards,
+    with the mean given or from K already less it, gives build_paged_cache's bytes."""
+    d = make_attention_inputs(3, num_seqs=3, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[300, 37, 129],
+                              queries=False)
+    want = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=block_size, smooth_k=smooth_k, seed=2)
+    lens = d["context_lens"]
+    for less in (False, True):
+        got = build_paged_cache(d["k"], d["v"], lens, block_size=block_size, smooth_k=smooth_k, seed=2, fill=False)
+        assert all(not np.array_equal(getattr(got, n), getattr(want, n), equal_nan=True) for n in CACHE)
+        if less:                                  # the runner's block: K - mean taken off in f32 first
+            mean = got.k_mean if smooth_k else np.zeros((3,) + d["k"].shape[2:], np.float32)
+            k_rows = [d["k"][s, :n] - mean[s] for s, n in enumerate(lens)]
+            fill_paged_cache(got, k_rows, [d["v"][s, :n] for s, n in enumerate(lens)])
+        else:
+            fill_paged_cache(got, [d["k"][s, :n] for s, n in enumerate(lens)],
+                             [d["v"][s, :n] for s, n in enumerate(lens)], key_offset=got.k_mean)
+        _same_cache(got, want)
+
+
+def _run(monkeypatch, beside, cfg, inputs):
+    from kernels_py.host import runners
+    monkeypatch.setattr(runners, "PRODUCER_BESIDE", beside)
+    return runners.KERNELS["int8_kv_cache"](cfg, inputs, runners.Swap())
+
+
+@pytest.mark.parametrize("smooth_k", [True, False])
+@pytest.mark.parametrize("given", [False, True])
+def test_the_run_is_the_one_with_the_producer_first(monkeypatch, smooth_k, given):
+    from kernels_py.host.config import RunConfig
+    from kernels_py.reference.attention import metrics_against
+    cfg = RunConfig(context=80, heads=4, kv_heads=2, head_dim=64, smooth_k=smooth_k, provenance=True)
+    inputs = None
+    if given:
+        inputs = make_attention_inputs(4, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64,
+                                       context_lens=[80, 51])
+        inputs["block_tables"] = np.array([[4, 0, 2, 6, 9], [1, 3, 7, 5, -1]], np.int32)
+    ran = {}
+    for beside in (True, False):
+        ran[beside] = _run(monkeypatch, beside, cfg,
+                           None if inputs is None else {n: a.copy() for n, a in inputs.items()})
+    a, b = ran[True], ran[False]
+    assert a.out.tobytes() == b.out.tobytes()
+    assert a.refs.keys() == b.refs.keys() and all(a.refs[n].tobytes() == b.refs[n].tobytes() for n in a.refs)
+    assert metrics_against(a.out, a.refs) == metrics_against(b.out, b.refs)
+    assert [str(f) for r in a.runs for f in r.findings] == [str(f) for r in b.runs for f in r.findings]
+    # the kernel wrote the numpy producer's bytes: the INT8 reference is out itself (runners._kv_cache)
+    assert np.shares_memory(a.refs["reference_int8"], a.out)
