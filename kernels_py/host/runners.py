@@ -46,6 +46,7 @@ class Ran:
     runs: list                       # gfxsim Runs (the kernel, then e.g. the reduce kernel)
     context: int                     # the longest history the kernel ran over
     extra_metrics: dict = field(default_factory=dict)
+    metrics_ahead: Any = None        # R.MetricsAhead begun while the kernel ran, or None
 
 
 def _padded_w_v(p, cache: PagedKVCache):
@@ -212,6 +213,9 @@ def _prefill(cfg, inputs, swap):
 # int8_kv_cache's runner fills the numpy producer's cache on a thread while the kernel is simulated,
 # not before (off: before, as build_paged_cache does; the same bytes, tests/kernels_py/test_kv_producer_beside.py)
 PRODUCER_BESIDE = True
+# and begins the metrics' float64 work that needs no output (R.MetricsAhead) while the kernel is
+# simulated (off: all of it after; the same metrics, tests/kernels_py/test_kv_producer_beside.py)
+METRICS_AHEAD = True
 
 
 def _kv_cache(cfg, inputs, swap):
@@ -240,6 +244,8 @@ def _kv_cache(cfg, inputs, swap):
             fp32[1, starts[s]:starts[s + 1]] = d["v"][s, :n]
         rows = ([d["k"][s, :n] for s, n in enumerate(lens)], [d["v"][s, :n] for s, n in enumerate(lens)], ref.k_mean)
     key, value = fp32
+    # the metrics' float64 copy of the fp32 reference (fp32 itself, final now) and out's buffer, beside
+    ahead = R.MetricsAhead(fp32, fp32.size) if METRICS_AHEAD else None
     with ThreadPoolExecutor(1) as pool:     # the producer beside the simulation (numpy frees the GIL)
         filled = pool.submit(fill_paged_cache, ref, *rows[:2], key_offset=rows[2]) if PRODUCER_BESIDE else None
         arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
@@ -259,7 +265,7 @@ def _kv_cache(cfg, inputs, swap):
     else:
         reference = dequantized_kv(ref, starts)
     refs = {"fp32": fp32, "reference_int8": reference}
-    return Ran(out, refs, [run], int(lens.max()))
+    return Ran(out, refs, [run], int(lens.max()), metrics_ahead=ahead)
 
 
 def _kv_block(k: np.ndarray, v: np.ndarray, tokens: int) -> np.ndarray | None:

@@ -1,7 +1,9 @@
 """int8_kv_cache's runner fills the numpy producer's cache on a thread while the kernel is
 simulated (runners.PRODUCER_BESIDE), from K already less its mean where the runner took it off in
-place: the cache's bytes are build_paged_cache's, and the run (output, references, metrics,
-findings) is the one with the producer run first, generated or given inputs, smooth-K on or off."""
+place, and begins the metrics' float64 work there too (runners.METRICS_AHEAD,
+attention.MetricsAhead): the cache's bytes are build_paged_cache's, and the run (output,
+references, metrics, findings) is the one with all of it after, generated or given inputs, smooth-K
+on or off; metrics_against with a MetricsAhead gives its numbers without one, bit for bit."""
 import numpy as np
 import pytest
 
@@ -42,6 +44,7 @@ def test_filled_later_from_k_less_its_mean_is_build_paged_cache(block_size, smoo
 def _run(monkeypatch, beside, cfg, inputs):
     from kernels_py.host import runners
     monkeypatch.setattr(runners, "PRODUCER_BESIDE", beside)
+    monkeypatch.setattr(runners, "METRICS_AHEAD", beside)
     return runners.KERNELS["int8_kv_cache"](cfg, inputs, runners.Swap())
 
 
@@ -63,7 +66,36 @@ def test_the_run_is_the_one_with_the_producer_first(monkeypatch, smooth_k, given
     a, b = ran[True], ran[False]
     assert a.out.tobytes() == b.out.tobytes()
     assert a.refs.keys() == b.refs.keys() and all(a.refs[n].tobytes() == b.refs[n].tobytes() for n in a.refs)
-    assert metrics_against(a.out, a.refs) == metrics_against(b.out, b.refs)
+    assert a.metrics_ahead is not None and b.metrics_ahead is None
+    assert metrics_against(a.out, a.refs, a.metrics_ahead) == metrics_against(b.out, b.refs)
     assert [str(f) for r in a.runs for f in r.findings] == [str(f) for r in b.runs for f in r.findings]
     # the kernel wrote the numpy producer's bytes: the INT8 reference is out itself (runners._kv_cache)
     assert np.shares_memory(a.refs["reference_int8"], a.out)
+
+
+def _bits(m):
+    return {n: {k: np.float64(v).tobytes() for k, v in d.items()} for n, d in m.items()}
+
+
+def test_metrics_ahead_gives_the_metrics_without_it():
+    """The prepared ref (its copy and dot, out's buffer) or, for anything else (another array, a
+    size that differs, a second call), the metrics made as without it; several refs, one of them
+    out's bytes, one a scratch copy after the prepared one."""
+    from kernels_py.reference.attention import PARALLEL_COPY, MetricsAhead, metrics_against
+    rng = np.random.default_rng(8)
+    shape = (2, PARALLEL_COPY // 64 + 3, 8, 4)
+    out = rng.normal(size=shape).astype(np.float32)
+    fp32 = (out + rng.normal(size=shape).astype(np.float32) * np.float32(1e-3)).astype(np.float32)
+    other = (out * np.float32(1.01)).astype(np.float32)
+    for refs in ({"fp32": fp32, "reference_int8": out.view()}, {"fp32": fp32, "other": other, "same": out.copy()},
+                 {"same": out.copy(), "fp32": fp32}):
+        want = _bits(metrics_against(out, refs))
+        ahead = MetricsAhead(fp32, fp32.size)
+        assert _bits(metrics_against(out, refs, ahead)) == want
+        assert ahead.take(fp32, fp32.size) is None                    # taken once
+        assert _bits(metrics_against(out, refs, ahead)) == want       # the second call: its own
+    assert MetricsAhead(fp32, fp32.size).take(fp32.copy(), fp32.size) is None       # another array
+    assert MetricsAhead(fp32, fp32.size - 1).take(fp32, fp32.size) is None          # another size
+    small = {"fp32": fp32[:, :3], "reference_int8": out[:, :3]}
+    assert _bits(metrics_against(out[:, :3], small, MetricsAhead(small["fp32"], small["fp32"].size))) == \
+        _bits(metrics_against(out[:, :3], small))
