@@ -252,10 +252,13 @@ def _kv_cache(cfg, inputs, swap):
                                         block_size=ref.block_size, arch=cfg.arch, trace=cfg.trace,
                                         provenance=cfg.provenance, progress=swap.progress,
                                         kernel=swap.kernel_fn or int8_kv_cache)
+        # out's pages touched beside the simulation too (a fresh 32 MiB array at the users' shape)
+        out = pool.submit(_touched, fp32.shape) if METRICS_AHEAD else None
         if filled is not None:
             filled.result()
+        out = out.result() if out is not None else None
     mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
-    out = dequantized_kv(mine, starts)
+    out = dequantized_kv(mine, starts, out)
     if all(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
            for a, b in zip(arrays, (ref.k_cache, ref.v_cache, ref.k_scale, ref.v_scale))):
         # the numpy producer's bytes, dequantized through the same tables: out's floats (a view,
@@ -284,10 +287,20 @@ def _kv_block(k: np.ndarray, v: np.ndarray, tokens: int) -> np.ndarray | None:
     return block.reshape((2,) + k.shape[1:])
 
 
-def dequantized_kv(cache: PagedKVCache, starts: np.ndarray) -> np.ndarray:
+def _touched(shape) -> np.ndarray:
+    """An f32 array of ``shape`` with its pages in (zeros)."""
+    a = np.empty(shape, np.float32)
+    a.fill(0.0)
+    return a
+
+
+def dequantized_kv(cache: PagedKVCache, starts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Every sequence's dequantized K (k_mean not added) and V in logical token order, one after
-    another, [2, tokens, kv heads, head_dim] f32, gathered in place."""
-    out = np.empty((2, int(starts[-1]), cache.num_kv_heads, cache.head_dim), np.float32)
+    another, [2, tokens, kv heads, head_dim] f32, gathered in place (into ``out``, of that shape
+    and dtype, where given)."""
+    shape = (2, int(starts[-1]), cache.num_kv_heads, cache.head_dim)
+    if out is None or out.shape != shape or out.dtype != np.float32:
+        out = np.empty(shape, np.float32)
     for s in range(len(starts) - 1):
         span = slice(starts[s], starts[s + 1])
         gather_kv(cache, s, add_mean=False, out=(out[0, span], out[1, span]))

@@ -99,3 +99,19 @@ def test_metrics_ahead_gives_the_metrics_without_it():
     small = {"fp32": fp32[:, :3], "reference_int8": out[:, :3]}
     assert _bits(metrics_against(out[:, :3], small, MetricsAhead(small["fp32"], small["fp32"].size))) == \
         _bits(metrics_against(out[:, :3], small))
+
+
+def test_dequantized_kv_into_a_given_array_writes_every_element():
+    """The runner's out, touched beside the simulation, filled with something else first: every
+    element is written, the bytes those of a fresh array; a wrong shape or dtype is not used."""
+    from kernels_py.host.runners import dequantized_kv
+    d = make_attention_inputs(6, num_seqs=2, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[70, 33],
+                              queries=False)
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], smooth_k=True)
+    starts = np.array([0, 70, 103])
+    want = dequantized_kv(cache, starts)
+    given = np.full(want.shape, np.nan, np.float32)
+    got = dequantized_kv(cache, starts, given)
+    assert got is given and got.tobytes() == want.tobytes()
+    for wrong in (np.zeros(want.shape, np.float64), np.zeros((2, 102, 2, 64), np.float32)):
+        assert dequantized_kv(cache, starts, wrong).tobytes() == want.tobytes()
