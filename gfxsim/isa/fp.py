@@ -27,10 +27,18 @@ APPROXIMATED = {m: "correctly rounded stand-in, hardware within 1 ulp"
                 for m in ("v_exp_f32", "v_log_f32", "v_rcp_f32", "v_rcp_iflag_f32", "v_rsq_f32", "v_sqrt_f32")}
 
 
+def has_nan(x) -> bool:
+    """Whether the float array ``x`` holds a NaN, as ``np.isnan(x).any()`` answers: np.minimum
+    propagates every NaN, so its reduction is NaN exactly then; one read pass instead of a bool
+    array written and read (every float VALU result is asked this, on 0.1-1 M elements)."""
+    x = np.asarray(x)
+    return x.size != 0 and bool(np.isnan(np.minimum.reduce(x, axis=None)))
+
+
 def canonical_nan(result, *inputs) -> np.ndarray:
     """``result`` with every NaN that no input NaN explains written as AMD's canonical NaN."""
     r = np.asarray(result)
-    if r.dtype not in CANONICAL_NAN or not np.isnan(r).any():
+    if r.dtype not in CANONICAL_NAN or not has_nan(r):
         return r
     made = np.isnan(r)
     for x in inputs:
@@ -153,15 +161,21 @@ def _minmax(a, b, is_max: bool, ieee: bool = True):
     """V_MAX_F32 / V_MIN_F32 (and the f16 forms, on arrays of any shape): IEEE mode returns a
     quieted signalling NaN, a quiet NaN yields the other operand, and +0 is greater than -0."""
     fast = np.maximum(a, b) if is_max else np.minimum(a, b)
-    if fast.dtype in _BITS and not np.isnan(fast).any():
+    least = None
+    if fast.dtype in _BITS:     # NaN where fast holds a NaN (has_nan), else its least value
+        least = np.minimum.reduce(fast, axis=None) if fast.size else fast.dtype.type(1)
+    if least is not None and not np.isnan(least):
         # no NaN: numpy's answer is the ISA's but where +0 meets -0 (a clamp of rounded values
-        # meets zeros all the time, so only those elements are mended, not the whole array)
-        zero = fast == 0
-        if not zero.any():
+        # meets zeros all the time, so only those elements are mended, not the whole array); all
+        # of it above zero (an absmax) holds no zero to look for
+        if least > 0:
             return fast
         # a mend needs both operands zero: a broadcast operand (a clamp's bound) with none needs none
         small = b if np.size(b) < np.size(a) else a if np.size(a) < np.size(b) else None
         if small is not None and not (np.asarray(small) == 0).any():
+            return fast
+        zero = fast == 0
+        if not zero.any():
             return fast
         mixed = zero & (np.signbit(a) != np.signbit(b))
         if not mixed.any():
@@ -169,6 +183,12 @@ def _minmax(a, b, is_max: bool, ieee: bool = True):
         out = np.array(np.broadcast_to(fast, mixed.shape))
         out[mixed] = fast.dtype.type(0.0 if is_max else -0.0)
         return out
+    return _minmax_exact(a, b, is_max, ieee)
+
+
+def _minmax_exact(a, b, is_max: bool, ieee: bool = True):
+    """_minmax by the ISA's rules element by element, NaNs and signed zeros included (the path
+    _minmax's numpy answer is held to)."""
     a, b = np.broadcast_arrays(_float(a), _float(b))
     if is_max:
         pick_a = (a > b) | ((a == b) & ~np.signbit(a))

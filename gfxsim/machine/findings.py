@@ -9,8 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from ..errors import ArgumentError
 
+# A kind's details record: frozen and keyword-only, the fields its findings carry (checked when one is
+# made). No __eq__, __hash__ or __repr__: FindingLog.report reads a record's fields into the finding's
+# dict at once and nothing compares or shows a record, while every method a dataclass makes is source
+# compiled when this module is imported (all 18 records' were 20-35 ms of every command's start-up).
+details_record = dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 
-@dataclass(frozen=True, kw_only=True)
+
+@details_record
 class ABKSlotMismatch:
     field: str
     k_slot: int
@@ -19,13 +25,13 @@ class ABKSlotMismatch:
     slots: list
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class KSlotUnknownOrigin:
     operand: str                # "A" or "B"
     slots: list                 # the K slots holding bytes of unknown origin
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class ScaleGroupMismatch:
     field: str
     scale_over: list            # the scale's set (first distinct mismatch)
@@ -39,7 +45,7 @@ class ScaleGroupMismatch:
                                 # row/column), "M/N group" (a group scale that must hold the element)
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class DequantDirection:
     operand: str                # "A" or "B": the operand quantized with the scale
     quantized: str              # how: "x*amax" or "x/amax" (amax: the extremum the scale came from)
@@ -49,7 +55,7 @@ class DequantDirection:
     mma_event: int              # the instruction's index
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class TokenCoverage:
     tile: str                   # the w.coverage scope's key ("" for an output buffer's declaration)
     never: list
@@ -63,7 +69,7 @@ class TokenCoverage:
     launches: list = ()         # the launches the stored values were made by (a chain: decode, reduce)
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class DoubleCount:
     field: str
     values: list                # what both partial sums consumed (the first element that overlaps)
@@ -74,7 +80,7 @@ class DoubleCount:
     elements: int               # elements of this add whose operands overlap
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class IdentityMismatch:
     field: str                  # the field the operands disagree on (head, seq, row, ...)
     values: list                # [the first operand's value, the second's] in the first lane reported
@@ -83,7 +89,7 @@ class IdentityMismatch:
     operands: list = ()         # their registers, where the front end names them
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class AccumulatorCarried:
     field: str                  # the identity C and D disagree on (a query row, a token, a V dim)
     element: list               # [m, n] of D (the first element that disagrees)
@@ -94,19 +100,19 @@ class AccumulatorCarried:
     elements: int               # elements of this instruction whose C is another element's
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class LdsRace:
     other_wave: int
     where: str                  # region+offset
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class UninitializedRead:
     what: str                   # register | lds | global | operand A/B/C
     name: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class StoreMismatch:
     buffer: str
     field: str
@@ -119,12 +125,12 @@ class StoreMismatch:
     tags: dict = field(default_factory=dict)    # every tag of the destination element
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class Int32Overflow:
     elements: int
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class LdsBankConflict:
     degree: int
     cycles: int
@@ -132,7 +138,7 @@ class LdsBankConflict:
     region: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class BufferOutOfRange:
     buffer: str                 # the buffer the descriptor's base points into
     reason: str                 # "num_records": past the descriptor's range (the hardware reads 0);
@@ -144,7 +150,7 @@ class BufferOutOfRange:
     nbytes: int                 # bytes per lane of the access
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class MissingWait:
     register: str               # the register read (or overwritten) before its data returned; "LDS" at a barrier
     access: str                 # "read" | "overwrite" | "barrier" (an LDS write outstanding at s_barrier)
@@ -155,7 +161,7 @@ class MissingWait:
     lanes: list
 
 
-@dataclass(frozen=True, kw_only=True)
+@details_record
 class FormatMismatch:
     operand: str                # "A", "B" (a matrix instruction's) or "its source" (a conversion's)
     written: str                # the encoding the bytes were written in (dtypes.ENCODINGS)

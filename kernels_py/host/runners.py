@@ -20,8 +20,8 @@ import numpy as np
 
 from kernels_py.host.config import RunConfig
 from kernels_py.reference import attention as R
-from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, gather_int8, gather_kv, quantize_int8,
-                                             without_smooth_k)
+from kernels_py.reference.int8_cache import (PagedKVCache, build_paged_cache, fill_paged_cache, gather_int8, gather_kv,
+                                             quantize_int8, without_smooth_k)
 from kernels_py.workloads.inputs import prepare_inputs
 from gfxsim.errors import ArgumentError
 
@@ -46,6 +46,7 @@ class Ran:
     runs: list                       # gfxsim Runs (the kernel, then e.g. the reduce kernel)
     context: int                     # the longest history the kernel ran over
     extra_metrics: dict = field(default_factory=dict)
+    metrics_ahead: Any = None        # R.MetricsAhead begun while the kernel ran, or None
 
 
 def _padded_w_v(p, cache: PagedKVCache):
@@ -122,11 +123,11 @@ def _decode_references(d, cache_made: Future, cfg):
     return refs, None if plain is None else R.attention_int8(q, plain, grouping=cfg.grouping)
 
 
-def _inputs_and_cache(cfg, inputs, num_queries=None, queries=True):
+def _inputs_and_cache(cfg, inputs, num_queries=None, queries=True, fill=True):
     d = prepare_inputs(inputs=inputs, num_queries=num_queries, queries=queries,
                        **cfg.shape())
     cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=cfg.block_size, smooth_k=cfg.smooth_k,
-                              block_tables=d.get("block_tables"), seed=cfg.seed)
+                              block_tables=d.get("block_tables"), seed=cfg.seed, fill=fill)
     return d, cache
 
 
@@ -209,33 +210,55 @@ def _prefill(cfg, inputs, swap):
     return Ran(out, refs, runs, int(d["context_lens"].max()))
 
 
+# int8_kv_cache's runner fills the numpy producer's cache on a thread while the kernel is simulated,
+# not before (off: before, as build_paged_cache does; the same bytes, tests/kernels_py/test_kv_producer_beside.py)
+PRODUCER_BESIDE = True
+# and begins the metrics' float64 work that needs no output (R.MetricsAhead) while the kernel is
+# simulated (off: all of it after; the same metrics, tests/kernels_py/test_kv_producer_beside.py)
+METRICS_AHEAD = True
+
+
 def _kv_cache(cfg, inputs, swap):
     """The producer fed what build_paged_cache feeds the numpy producer (smooth-K applied by the
     caller); out and references are the dequantized K and V in logical token order, [2, tokens, ...]."""
     from kernels_py.host.twins import run_int8_kv_cache
     from kernels_py.int8_kv_cache import int8_kv_cache
-    d, ref = _inputs_and_cache(cfg, inputs, queries=False)        # the producer reads no q
+    # the numpy producer's tables, slots and K mean now; its cache is filled beside the simulation
+    d, ref = _inputs_and_cache(cfg, inputs, queries=False, fill=not PRODUCER_BESIDE)   # the producer reads no q
     lens = d["context_lens"]
     mean = ref.k_mean if ref.k_mean is not None else np.zeros((len(lens),) + d["k"].shape[2:], np.float32)
     starts = np.concatenate([[0], np.cumsum(lens)]).astype(int)
     # [2, tokens, kv heads, head_dim]: K and V written in place (no concatenate, astype or stack copies);
     # generated inputs of one full sequence are that block already (make_attention_inputs): K's mean
-    # is taken off there (the numpy producer has read K; nothing reads it after)
+    # is taken off there, and the numpy producer reads K less its mean from it (the f32 differences
+    # it would take itself: generated K has no NaN, the one value K - 0 could change)
     fp32 = _kv_block(d["k"], d["v"], int(starts[-1])) if inputs is None else None
+    rows = None
     if fp32 is not None:
         np.subtract(fp32[0], mean[0], out=fp32[0])
+        rows = ([fp32[0]], [fp32[1]], None)
     else:
         fp32 = np.empty((2, int(starts[-1])) + d["k"].shape[2:], np.float32)
         for s, n in enumerate(lens):
             np.subtract(d["k"][s, :n], mean[s], out=fp32[0, starts[s]:starts[s + 1]])
             fp32[1, starts[s]:starts[s + 1]] = d["v"][s, :n]
+        rows = ([d["k"][s, :n] for s, n in enumerate(lens)], [d["v"][s, :n] for s, n in enumerate(lens)], ref.k_mean)
     key, value = fp32
-    arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
-                                    block_size=ref.block_size, arch=cfg.arch, trace=cfg.trace,
-                                    provenance=cfg.provenance, progress=swap.progress,
-                                    kernel=swap.kernel_fn or int8_kv_cache)
+    # the metrics' float64 copy of the fp32 reference (fp32 itself, final now) and out's buffer, beside
+    ahead = R.MetricsAhead(fp32, fp32.size) if METRICS_AHEAD else None
+    with ThreadPoolExecutor(1) as pool:     # the producer beside the simulation (numpy frees the GIL)
+        filled = pool.submit(fill_paged_cache, ref, *rows[:2], key_offset=rows[2]) if PRODUCER_BESIDE else None
+        arrays, run = run_int8_kv_cache(key, value, ref.slot_mapping, num_blocks=ref.k_cache.shape[0],
+                                        block_size=ref.block_size, arch=cfg.arch, trace=cfg.trace,
+                                        provenance=cfg.provenance, progress=swap.progress,
+                                        kernel=swap.kernel_fn or int8_kv_cache)
+        # out's pages touched beside the simulation too (a fresh 32 MiB array at the users' shape)
+        out = pool.submit(_touched, fp32.shape) if METRICS_AHEAD else None
+        if filled is not None:
+            filled.result()
+        out = out.result() if out is not None else None
     mine = PagedKVCache(*arrays, ref.block_tables, ref.context_lens, ref.slot_mapping, ref.k_mean)
-    out = dequantized_kv(mine, starts)
+    out = dequantized_kv(mine, starts, out)
     if all(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
            for a, b in zip(arrays, (ref.k_cache, ref.v_cache, ref.k_scale, ref.v_scale))):
         # the numpy producer's bytes, dequantized through the same tables: out's floats (a view,
@@ -245,7 +268,7 @@ def _kv_cache(cfg, inputs, swap):
     else:
         reference = dequantized_kv(ref, starts)
     refs = {"fp32": fp32, "reference_int8": reference}
-    return Ran(out, refs, [run], int(lens.max()))
+    return Ran(out, refs, [run], int(lens.max()), metrics_ahead=ahead)
 
 
 def _kv_block(k: np.ndarray, v: np.ndarray, tokens: int) -> np.ndarray | None:
@@ -264,10 +287,20 @@ def _kv_block(k: np.ndarray, v: np.ndarray, tokens: int) -> np.ndarray | None:
     return block.reshape((2,) + k.shape[1:])
 
 
-def dequantized_kv(cache: PagedKVCache, starts: np.ndarray) -> np.ndarray:
+def _touched(shape) -> np.ndarray:
+    """An f32 array of ``shape`` with its pages in (zeros)."""
+    a = np.empty(shape, np.float32)
+    a.fill(0.0)
+    return a
+
+
+def dequantized_kv(cache: PagedKVCache, starts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Every sequence's dequantized K (k_mean not added) and V in logical token order, one after
-    another, [2, tokens, kv heads, head_dim] f32, gathered in place."""
-    out = np.empty((2, int(starts[-1]), cache.num_kv_heads, cache.head_dim), np.float32)
+    another, [2, tokens, kv heads, head_dim] f32, gathered in place (into ``out``, of that shape
+    and dtype, where given)."""
+    shape = (2, int(starts[-1]), cache.num_kv_heads, cache.head_dim)
+    if out is None or out.shape != shape or out.dtype != np.float32:
+        out = np.empty(shape, np.float32)
     for s in range(len(starts) - 1):
         span = slice(starts[s], starts[s + 1])
         gather_kv(cache, s, add_mean=False, out=(out[0, span], out[1, span]))

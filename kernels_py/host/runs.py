@@ -31,6 +31,7 @@ class KernelRun:
     refs: dict                       # name -> reference output of the same shape
     runs: list                       # gfxsim Runs (kernel, then e.g. the reduce kernel)
     extra_metrics: dict = field(default_factory=dict)
+    metrics_ahead: R.MetricsAhead | None = field(default=None, repr=False, compare=False)   # begun beside the kernel
 
     @property
     def run(self):
@@ -53,7 +54,7 @@ class KernelRun:
             yield from r.mmacs_carrying(operand, field)
 
     def metrics(self) -> dict:
-        m = {f"vs_{name}": got for name, got in R.metrics_against(self.out, self.refs).items()}
+        m = {f"vs_{name}": got for name, got in R.metrics_against(self.out, self.refs, self.metrics_ahead).items()}
         m.update(self.extra_metrics)
         return m
 
@@ -246,4 +247,5 @@ def run_kernel(kernel: str, *, config: RunConfig | None = None, inputs=None, pro
     # every launch of the harness runs the schedule (the harnesses build their own LaunchOptions)
     with one_blas_thread(), scheduled(cfg.schedule):
         ran = KERNELS[kernel](cfg, inputs, swap)
-    return KernelRun(kernel, ran.runs[0].arch, ran.context, shown, ran.out, ran.refs, ran.runs, ran.extra_metrics)
+    return KernelRun(kernel, ran.runs[0].arch, ran.context, shown, ran.out, ran.refs, ran.runs, ran.extra_metrics,
+                     ran.metrics_ahead)

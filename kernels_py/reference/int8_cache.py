@@ -216,13 +216,15 @@ def check_cache_size(block_tables, need, num_blocks: int, kvh: int, hd: int, blo
 
 def build_paged_cache(k, v, context_lens, *, block_size: int = 16, smooth_k: bool = False,
                       block_tables: np.ndarray | None = None, num_blocks: int | None = None,
-                      seed: int = 0, available: int | None = None) -> PagedKVCache:
+                      seed: int = 0, available: int | None = None, fill: bool = True) -> PagedKVCache:
     """Quantize padded K/V [num_seqs, max_context, kv_heads, head_dim] f32 into a paged INT8 cache.
 
     smooth_k subtracts each sequence's per-channel K mean (per kv head) before quantizing; softmax
     is invariant to it (each query's logits shift by a constant q·k_mean/sqrt(d)). Without
     `block_tables`, a seeded shuffled one is made; a given one sizes the cache by its largest block
     id, refused where that cache would not fit ``available`` bytes (default: the machine's MemAvailable).
+    ``fill=False``: the tables, slots and K mean, the caches still poisoned; fill_paged_cache fills
+    them (a caller that has other work meanwhile: int8_kv_cache's runner, beside the simulation).
     """
     k = np.asarray(k, np.float32)
     v = np.asarray(v, np.float32)
@@ -251,12 +253,22 @@ def build_paged_cache(k, v, context_lens, *, block_size: int = 16, smooth_k: boo
     v_cache = np.full((num_blocks, kvh, hd, block_size), POISON_I8, np.int8)
     k_scale = np.full((num_blocks, kvh, block_size), np.nan, np.float32)
     v_scale = np.full((num_blocks, kvh, block_size), np.nan, np.float32)
+    cache = PagedKVCache(k_cache, v_cache, k_scale, v_scale, block_tables, lens, slots, k_mean)
+    if fill:
+        fill_paged_cache(cache, [k[s, :n] for s, n in enumerate(lens)], [v[s, :n] for s, n in enumerate(lens)],
+                         key_offset=k_mean)
+    return cache
+
+
+def fill_paged_cache(cache: PagedKVCache, k_rows, v_rows, *, key_offset=None) -> None:
+    """The producer on each sequence's tokens into ``cache`` (build_paged_cache(fill=False)'s):
+    ``k_rows[s]``, ``v_rows[s]`` sequence s's [context, kv_heads, head_dim] f32, K quantized less
+    ``key_offset[s]`` (the K mean, subtracted in f32) where given, else as given."""
     start = 0
-    for s, n in enumerate(lens):        # the producer on each sequence's tokens (K - k_mean in f32)
-        _fill_cache(k[s, :n], v[s, :n], slots[start:start + n], k_cache, v_cache, k_scale, v_scale,
-                    key_offset=k_mean[s] if smooth_k else None)
+    for s, n in enumerate(cache.context_lens):
+        _fill_cache(k_rows[s], v_rows[s], cache.slot_mapping[start:start + n], cache.k_cache, cache.v_cache,
+                    cache.k_scale, cache.v_scale, key_offset=None if key_offset is None else key_offset[s])
         start += n
-    return PagedKVCache(k_cache, v_cache, k_scale, v_scale, block_tables, lens, slots, k_mean)
 
 
 def without_smooth_k(cache: PagedKVCache, k) -> PagedKVCache:

@@ -494,5 +494,8 @@ def test_every_details_record_is_frozen_and_keyword_only():
         inst = rec.details(**{n: [] for n in names})
         with pytest.raises(FrozenInstanceError):
             setattr(inst, names[0], 1)
+        # no generated __eq__/__hash__/__repr__ (findings.details_record: each is compiled at import)
+        assert (rec.details.__eq__, rec.details.__hash__, rec.details.__repr__) == \
+            (object.__eq__, object.__hash__, object.__repr__), kind
         both = {n for n in names} | {"source", "workgroup", "wave", "lane", "instruction", "address", "kernel"}
         assert set(rec.dedupe) <= both, f"{kind}: dedupe key names {set(rec.dedupe) - both}"
