@@ -49,6 +49,11 @@ LANES = True
 # the widest wave (columns) the executor takes: its lane loops cost ~2 ns a lane a row, numpy's whole-row
 # calls ~1 µs plus less per lane, so a wide batch (int8_kv_cache's thousands of members) keeps the numpy lines
 LANE_WIDTH = START_WIDTH
+# A wave with provenance never takes a block's lean function (st.lean is off for the whole run), so
+# its blocks are made without it: no Inline templates, lane rows or second body built for a function
+# never called (the asm decode's blocks: 0.18 -> 0.1 s of CPU at 4K, 0.24 -> 0.1 s at 16K). False: every
+# block is made with it (the A/B, and the test comparing both)
+PLAIN = True
 
 
 class Block:
@@ -76,33 +81,41 @@ def leaves(mnemonic: str) -> bool:
     return mnemonic.startswith(_LEAVES)
 
 
-def block_at(program, pc: int) -> Block | None:
+def blocks_of(program, lean: bool = True) -> dict:
+    """The Program's blocks for a wave that may take their lean function (``lean``: WaveState.lean),
+    or for one that never does (PLAIN: made without it, kept apart)."""
+    return program.blocks if lean or not PLAIN else program.plain_blocks
+
+
+def block_at(program, pc: int, lean: bool = True) -> Block | None:
     """The block starting at ``pc`` (made once per Program), or None where instruction ``pc``
-    cannot start one."""
-    cache = program.blocks
+    cannot start one. ``lean``: see blocks_of."""
+    cache = blocks_of(program, lean)
     if pc in cache:
         return cache[pc]
-    b = _make(program, pc)
+    b = _make(program, pc, cache is program.blocks)
     cache[pc] = b
     return b
 
 
-def block_until(program, pc: int, bound: int) -> Block | None:
+def block_until(program, pc: int, bound: int, lean: bool = True) -> Block | None:
     """The block at ``pc``, cut to end before ``bound`` where it reaches it (members of a batch run
     up to the smallest pc others wait at, usually a label inside a block); made once per (pc,
     bound), kept beside the blocks under that pair."""
-    b = program.blocks[pc] if pc in program.blocks else block_at(program, pc)
+    cache = blocks_of(program, lean)
+    b = cache[pc] if pc in cache else block_at(program, pc, lean)
     if b is None or b.end <= bound:
         return b
     key = (pc, bound)
-    cut = program.blocks.get(key)
-    if cut is None and key not in program.blocks:
-        cut = Block(pc, bound, _segment_bits(program, pc, bound), _compile(program, pc, bound)) if bound > pc else None
-        program.blocks[key] = cut
+    cut = cache.get(key)
+    if cut is None and key not in cache:
+        cut = Block(pc, bound, _segment_bits(program, pc, bound),
+                    _compile(program, pc, bound, cache is program.blocks)) if bound > pc else None
+        cache[key] = cut
     return cut
 
 
-def _make(program, start: int) -> Block | None:
+def _make(program, start: int, lean: bool = True) -> Block | None:
     n = len(program.decoded)
     end = start
     while end < n and member(program, end):
@@ -111,7 +124,7 @@ def _make(program, start: int) -> Block | None:
             break
     if end == start:
         return None
-    return Block(start, end, _segment_bits(program, start, end), _compile(program, start, end))
+    return Block(start, end, _segment_bits(program, start, end), _compile(program, start, end, lean))
 
 
 def _segment_bits(program, pc: int, end: int) -> int:
@@ -123,15 +136,16 @@ def _segment_bits(program, pc: int, end: int) -> int:
     return bits
 
 
-def _compile(program, start: int, end: int):
+def _compile(program, start: int, end: int, lean: bool = True):
     """The block's function: each instruction as _execute runs it when no trace is on and no
     register it names is pending (so the wait counters neither report nor count anything). Where
     some of its instructions give their lean work as source (semantics.Inline), a second function
-    runs that work in place of their steps; the first calls it when the wave state is lean."""
+    runs that work in place of their steps; the first calls it when the wave state is lean
+    (``lean`` False: a block for waves that never are, made without the second function)."""
     env = {"taint_in": taint_in, "count_nonzero": np.count_nonzero, "_blocks": sys.modules[__name__]}
-    inline = {pc: _inline_of(program, pc) for pc in range(start, end)}
+    inline = {pc: _inline_of(program, pc) for pc in range(start, end)} if lean else {}
     inline = {pc: x for pc, x in inline.items() if x is not None}
-    runs = _lane_runs(program, start, end, inline)
+    runs = _lane_runs(program, start, end, inline) if lean else {}
     lean = bool(inline or runs)
     regs = [r for x in inline.values() for r in _vregs(x)] + _run_vregs(runs)
     lines = ["def run(st, w, tr, counted):"]

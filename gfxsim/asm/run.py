@@ -83,6 +83,7 @@ class Program:
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
         self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
         self.blocks: dict = {}          # pc (or pc, bound: blocks.block_until) -> blocks.Block or None, made as waves reach them
+        self.plain_blocks: dict = {}    # the same for waves with provenance (blocks.PLAIN: no lean function)
         self.waves_as_members = waves_side_by_side(self.decoded, self.fns)
         self._unsupported = None        # unsupported()'s answer, once asked
 
@@ -223,11 +224,11 @@ def _run_members(st, program, counted):
         saved = w.exec
         w.set_exec(saved & cols)
         w.live = np.nonzero(act)[0].tolist()
-        blocks = program.blocks if _blocks.ENABLED else None
+        blocks = _blocks.blocks_of(program, st.lean) if _blocks.ENABLED else None
         alone = -1                            # instructions below this pc run one at a time (a block not ready)
         try:
             while True:
-                b = None if blocks is None or pc < alone else _blocks.block_until(program, pc, bound)
+                b = None if blocks is None or pc < alone else _blocks.block_until(program, pc, bound, st.lean)
                 if b is not None and b.ready(st, w, tr):        # the block, ending before the others' pc
                     nxt = b.run(st, w, tr, counted)
                 else:
@@ -262,9 +263,9 @@ def _run_together(st, program, pc, counted):
     w = st.w
     tr = w.machine.trace
     pcs = st.pcs
-    blocks = program.blocks if _blocks.ENABLED else None
+    blocks = _blocks.blocks_of(program, st.lean) if _blocks.ENABLED else None
     while 0 <= pc < n:
-        b = None if blocks is None else blocks[pc] if pc in blocks else _blocks.block_at(program, pc)
+        b = None if blocks is None else blocks[pc] if pc in blocks else _blocks.block_at(program, pc, st.lean)
         if b is not None and b.ready(st, w, tr):      # the run of ALU instructions as one function
             nxt = b.run(st, w, tr, counted)
             if isinstance(nxt, np.ndarray):

@@ -190,3 +190,46 @@ def test_members_that_part_run_their_blocks_as_one_at_a_time_does():
     assert (True, True) in seen
     y = got[0].view(np.uint32).reshape(3, 64)
     assert not (y[0] == y[1]).all() and not (y[0] == y[2]).all()
+
+
+def _plain(on: bool, fn):
+    blocks.PLAIN = on
+    try:
+        return fn()
+    finally:
+        blocks.PLAIN = True
+
+
+@pytest.mark.parametrize("body", [LOOP.format(trips=5, wait=""), PARTED])
+def test_blocks_made_for_provenance_without_the_lean_function_give_the_same_run(body):
+    """With provenance a wave never takes a block's lean function, so its blocks are made without it
+    (blocks.PLAIN), kept apart from the blocks of lean waves: the same outputs, findings, events and
+    lane count as blocks made with it; and the plain blocks hold no lean function."""
+    got = _plain(True, lambda: _run(body, True, provenance=True, grid=3, batch=3))
+    want = _plain(False, lambda: _run(body, True, provenance=True, grid=3, batch=3))
+    _same(got, want)
+    k = kernel_from_text(body, "test_blocks", args=ARGS)
+    run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))),
+            provenance=True, trace=False)
+    p = k.program
+    made = [b for b in blocks.blocks_of(p, False).values() if b is not None]
+    assert made and all("run_lean" not in b.run.__globals__ for b in made)
+
+
+def test_a_compiled_decode_with_provenance_gives_the_same_report_either_way():
+    """The compiled decode (both launches, a folded batch, with provenance) through blocks made with
+    and without the lean function: the same output bits, findings and --report json (every matrix
+    instruction's K-slot token sets per workgroup and wave, the findings' details)."""
+    need_toolchain("gfx942")
+    from kernels_py.host.runs import run_kernel
+
+    def run():
+        kr = run_kernel("paged_attention_decode", context=300, arch="gfx942", grouping="contiguous", frontend="asm")
+        rep = kr.report()
+        rep.pop("seconds", None)
+        return kr, rep
+    (a, ra), (b, rb) = _plain(True, run), _plain(False, run)
+    np.testing.assert_array_equal(np.asarray(a.out).view(np.uint32), np.asarray(b.out).view(np.uint32))
+    assert [(f.kind, f.message, f.lane) for f in a.findings] == [(f.kind, f.message, f.lane) for f in b.findings]
+    assert a.findings                              # the contiguous grouping's scale-group findings
+    assert ra == rb
