@@ -44,7 +44,7 @@ from .foldrec import FoldedFields, FoldedPair, Spread, SpreadFp
 from .errors import GfxSimError
 from .jit import njit, starting
 from .fpplane import FpPlane
-from .mmalog import FOREIGN_BASE, PAIR_BASE, PairRecord, import_wide
+from .mmalog import PAIR_BASE, PairRecord
 from .encoding import AT, ENC, PLANES as ENC_PLANES
 from .provenance import COVER, RESERVED, WINDOW, Mask, Prov
 from .summaries import row_sets
@@ -263,13 +263,6 @@ class Fold:
         if not _name_shift_check(mma, mn, self.rep_cols if self.classes > 1 else _NO_COLS, self.cls, self.lanes,
                                  ids, shifts, has):
             raise Unfolded(f"{what}: the elements of the results it names")
-        self._learn_names(ids, shifts, has, what)
-        rep_mn = mn[:, :self.lanes] if self.classes == 1 else np.take(mn, self.rep_cols, axis=1)
-        return rep_mma, np.ascontiguousarray(rep_mn)
-
-    def _learn_names(self, ids, shifts, has, what):
-        """Each result id's per-member @mn shifts (``ids`` [k], ``shifts``/``has`` [k, members]) set in
-        ``name_shift`` (first load) or checked against it (later loads)."""
         for k, i in enumerate(ids.tolist()):
             cur = self.name_shift.get(i)
             if cur is None:
@@ -277,80 +270,40 @@ class Fold:
                 self.name_shift[i] = np.where(has[k], shifts[k], 0)
             elif not np.array_equal(cur[has[k]], shifts[k][has[k]]):
                 raise Unfolded(f"{what}: the elements of result {i} lie elsewhere than an earlier load's")
+        rep_mn = mn[:, :self.lanes] if self.classes == 1 else np.take(mn, self.rep_cols, axis=1)
+        return rep_mma, np.ascontiguousarray(rep_mn)
 
-    def fold_stored(self, planes: dict, fp: dict, flags, idx: np.ndarray, imported, what: str) -> Prov | None:
-        """``fold_prov`` of what a load under full EXEC gathers from provenance stores left (a buffer's
-        stored ``planes``, ``fp`` and ``flags`` at dword units, read at the dwords ``idx`` [rows,
-        members*lanes]), each tag field and the names gathered and checked in one compiled pass over
-        the stored plane, and each footprint plane's sets compared by their table rows, placed for
-        the representatives alone (what every member holds is theirs), without gathering every
-        member's copy first. ``imported``: None, or (the
-        earlier launch that stored them, this one) to translate them into (memory._import). None,
-        having changed nothing, where it cannot tell (numba starting, an encoding, planes not int32,
-        a member that does not fold, names without elements): the caller gathers and folds, which
-        raises where a member does not fold, as it did."""
-        M, L = self.members, self.lanes
-        if starting(__name__) or ENC in planes or AT in planes or idx.ndim != 2 or idx.shape[1] != M * L:
-            return None
-        idx = np.ascontiguousarray(idx, np.int64)
-        rows = idx.shape[0]
-        rep_cols = self.rep_cols if self.classes > 1 else _NO_COLS
-        tags = []                                  # every check first: nothing changes where one fails
-        for f, plane in planes.items():
-            if f in RESERVED:
-                continue
-            if plane.dtype != np.int32:
-                return None
-            shift, has, rep = np.zeros(M, np.int64), np.zeros(M, np.bool_), np.empty((rows, self.width), np.int32)
-            got = _gather_fold(plane, idx, rep_cols, self.cls, L, shift, has, rep)
-            if got < 0:
-                return None
-            if got:                                # else no byte read holds the field: gather drops it
-                tags.append((f, shift, has, rep))
-        names = None
-        mma, mn = planes.get("@mma"), planes.get("@mn")
-        if mma is not None:
-            if mma.dtype != np.int32 or mn is None or mn.dtype != np.int32:
-                return None
-            rep_mma, rep_mn = np.empty((rows, self.width), np.int32), np.empty((rows, self.width), np.int32)
-            got = _gather_names(mma, mn, idx, rep_cols, self.cls, L, rep_mma, rep_mn)      # 3: both held
-            if got in (1, 2) or got < 0:           # one plane without the other, or a member's not its representative's
-                return None
-            if got == 3:
-                ids = distinct(rep_mma[rep_mma >= 0]).astype(np.int64)
-                if imported is not None and int(ids[-1]) + 2 * FOREIGN_BASE >= 2 ** 31:
-                    return None                    # (an earlier launch's names might wrap in int32)
-                shifts, has = np.zeros((len(ids), M), np.int64), np.zeros((len(ids), M), np.bool_)
-                if not _name_shift_check_at(mma, mn, idx, rep_cols, self.cls, L, ids, shifts, has):
-                    return None
-                names = (rep_mma, rep_mn, ids, shifts, has)
-        fps = {}
-        for f, m in fp.items():                    # a footprint plane's table rows: equal rows, equal sets
+    def fold_stored(self, mem, idx: np.ndarray, imported, what: str) -> Prov | None:
+        """``fold_prov`` of what a load under full EXEC gathers from provenance stores left (``mem``,
+        a buffer's MemProv of dword units, read at the dwords ``idx`` [rows, members*lanes]), its
+        footprint planes' sets compared by their table rows (equal rows hold equal sets) and made
+        for the representatives alone, not gathered for every member and then compared. The
+        identities are gathered and folded as fold_prov folds them. ``imported``: None, or what
+        translates provenance an earlier launch stored (Buffer.import_prov). None, having changed
+        nothing, where it cannot tell (a dense plane, a member's rows not its representative's):
+        the caller gathers and folds, which says where a member does not fold."""
+        sets = {}
+        for f, m in mem.fp.items():
             if not isinstance(m, FpPlane):
                 return None
             rows = m.rows_at(idx)
-            if not _rows_fold(rows, rep_cols, self.cls, L):
-                return None                        # (rows may differ where the sets do not: the caller compares sets)
-            fps[f] = m.sets(rows[:, :L] if self.classes == 1 else np.take(rows, self.rep_cols, axis=1))
-        flags = None if flags is None else flags.take(idx, axis=0)
-        if imported is not None:                   # memory._import's translation, in its order
-            origin, machine = imported
-            fps = {f: import_wide(m, origin.wide, machine.wide) for f, m in fps.items()}
-            if names is not None:
-                base = machine.mma_log.foreign_base(origin.mma_log, origin.wide)
-                rep_mma, rep_mn, ids, shifts, has = names
-                rep_mma = np.where(rep_mma >= 0, rep_mma.astype(np.int64) + base, -1).astype(np.int32)
-                names = (rep_mma, rep_mn, ids + base, shifts, has)
-        out = {}
-        for f, shift, has, rep in tags:            # fold_prov's changes, in its order
-            self._set_shift(f, shift, has, f"a load's {f!r} tags")
-            out[f] = rep
-        if names is not None:
-            rep_mma, rep_mn, ids, shifts, has = names
-            self._learn_names(ids, shifts, has, what)
-            out["@mma"], out["@mn"] = rep_mma, rep_mn
-        flags = None if flags is None else np.ascontiguousarray(self.rep(flags, what))
-        return Prov(4, out, fps, flags)
+            if not self._rows_fold(rows):
+                return None
+            sets[f] = m.sets(rows[:, :self.lanes] if self.classes == 1 else np.take(rows, self.rep_cols, axis=1))
+        p = Prov(4, mem.gather_ids(idx), sets, None if mem.flags is None else mem.flags.take(idx, axis=0))
+        if imported is not None:         # the sets interned in the order every member's would be: the same sets
+            p = imported(p)
+        folded = self.fold_prov(Prov(p.g, p.ids, {}, p.flags), what)
+        return Prov(folded.g, folded.ids, p.fp, folded.flags)
+
+    def _rows_fold(self, rows: np.ndarray) -> bool:
+        """Whether every member's entries of ``rows`` [rows, members*lanes] are its representative's."""
+        if rows.ndim != 2 or rows.shape[1] != self.members * self.lanes:
+            return False
+        if self.classes == 1:
+            r3 = rows.reshape(rows.shape[0], self.members, self.lanes)
+            return bool((r3 == r3[:, :1, :]).all())
+        return bool((np.take(np.take(rows, self.rep_cols, axis=1), self.member_cols, axis=1) == rows).all())
 
     # -- sinks: provenance for every member ------------------------------------------------------
     def shifted(self, f: str, a: np.ndarray, member) -> np.ndarray:
@@ -773,112 +726,6 @@ def _name_shift_check(mma, mn, rep_cols, cls, lanes, ids, shifts, has):
                 continue
             k = np.searchsorted(ids, x)
             d = np.int64(mn[r, c]) - np.int64(mn[r, rc])
-            if has[k, m]:
-                if shifts[k, m] != d:
-                    return False
-            else:
-                shifts[k, m] = d
-                has[k, m] = True
-    return True
-
-
-@njit
-def _gather_fold(plane, idx, rep_cols, cls, lanes, shift, has, rep):
-    """_fold_check of ``plane`` gathered at ``idx`` [rows, members*lanes], read in place, and the
-    representatives' columns of it into ``rep`` [rows, width]: 1 where it folds, -1 where it does
-    not, 0 where no entry read holds a value (a field the gather drops; nothing filled)."""
-    R, W = idx.shape
-    one = rep_cols.shape[0] == 0
-    held = False
-    for r in range(R):
-        for c in range(W):
-            if plane[idx[r, c]] >= 0:
-                held = True
-                break
-        if held:
-            break
-    if not held:
-        return 0
-    for r in range(R):
-        for m in range(W // lanes):
-            base = m * lanes
-            rb = 0 if one else rep_cols[cls[m] * lanes]     # the representative's first column
-            hm, sm = has[m], shift[m]
-            for l in range(lanes):
-                x, v = plane[idx[r, base + l]], plane[idx[r, rb + l]]
-                if v < 0:
-                    if x != v:
-                        return -1
-                elif hm:
-                    if np.int64(x) != np.int64(v) + sm:
-                        return -1
-                else:
-                    sm = np.int64(x) - np.int64(v)
-                    hm = True
-            has[m], shift[m] = hm, sm
-    for r in range(R):
-        for j in range(rep.shape[1]):
-            rep[r, j] = plane[idx[r, j if one else rep_cols[j]]]
-    return 1
-
-
-@njit
-def _rows_fold(rows, rep_cols, cls, lanes):
-    """Whether every member's entries of ``rows`` [rows, members*lanes] are its representative's."""
-    R, W = rows.shape
-    one = rep_cols.shape[0] == 0
-    for r in range(R):
-        for m in range(W // lanes):
-            base = m * lanes
-            rb = 0 if one else rep_cols[cls[m] * lanes]
-            for l in range(lanes):
-                if rows[r, base + l] != rows[r, rb + l]:
-                    return False
-    return True
-
-
-@njit
-def _gather_names(mma, mn, idx, rep_cols, cls, lanes, rep_mma, rep_mn):
-    """Fold.rep of the @mma plane gathered at ``idx`` (read in place: every member's names its
-    representative's, else -1), the representatives' @mma and @mn into ``rep_mma``/``rep_mn``; the
-    bits of what the gather keeps: 2 some @mma held, 1 some @mn held (0: neither)."""
-    R, W = idx.shape
-    one = rep_cols.shape[0] == 0
-    got = 0
-    for r in range(R):
-        for m in range(W // lanes):
-            base = m * lanes
-            rb = 0 if one else rep_cols[cls[m] * lanes]
-            for l in range(lanes):
-                e = idx[r, base + l]
-                x = mma[e]
-                if x != mma[idx[r, rb + l]]:
-                    return -1
-                if x >= 0:
-                    got |= 2
-                if mn[e] >= 0:
-                    got |= 1
-    for r in range(R):
-        for j in range(rep_mma.shape[1]):
-            e = idx[r, j if one else rep_cols[j]]
-            rep_mma[r, j], rep_mn[r, j] = mma[e], mn[e]
-    return got
-
-
-@njit
-def _name_shift_check_at(mma, mn, idx, rep_cols, cls, lanes, ids, shifts, has):
-    """_name_shift_check of the planes gathered at ``idx``, read in place."""
-    R, W = idx.shape
-    one = rep_cols.shape[0] == 0
-    for r in range(R):
-        for c in range(W):
-            m = c // lanes
-            rc = c % lanes if one else rep_cols[cls[m] * lanes + c % lanes]
-            x = mma[idx[r, c]]
-            if x < 0:
-                continue
-            k = np.searchsorted(ids, x)
-            d = np.int64(mn[idx[r, c]]) - np.int64(mn[idx[r, rc]])
             if has[k, m]:
                 if shifts[k, m] != d:
                     return False

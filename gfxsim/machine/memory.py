@@ -125,6 +125,15 @@ class MemProv:
         ``addr`` where they are whole dwords (``[nbytes / 4, width]``), else None."""
         return self._words(addr, size if size == 4 else 0)
 
+    def gather_ids(self, idx: np.ndarray) -> dict:
+        """The identity planes at entries ``idx``, less the fields none of those entries holds."""
+        ids = {}
+        for f, a in self.ids.items():
+            a = a.take(idx, axis=0)                                  # faster than x[idx]
+            if (a >= 0).any():
+                ids[f] = a
+        return ids
+
     def gather(self, addr: np.ndarray, size: int) -> Prov | None:
         """Provenance of a load of ``size``-byte elements at bytes ``addr`` ``[nbytes, width]``."""
         if self.empty():
@@ -134,12 +143,7 @@ class MemProv:
             idx, g = words, 4
         else:
             idx, g = (addr // self.unit) if self.unit > 1 else addr, 1
-        ids = {}
-        for f, a in self.ids.items():
-            a = a.take(idx, axis=0)                                  # faster than x[idx]
-            if (a >= 0).any():                                       # else a field none of these bytes holds
-                ids[f] = a
-        p = Prov(g, ids, {f: m.take(idx) for f, m in self.fp.items()},
+        p = Prov(g, self.gather_ids(idx), {f: m.take(idx) for f, m in self.fp.items()},
                  None if self.flags is None else self.flags.take(idx, axis=0))
         return p.compact(size) if g == 1 and size > 1 else p
 
@@ -491,9 +495,7 @@ class Buffer:
         what an earlier launch stored is translated into ``machine``'s namespaces."""
         if self.prov is not None:
             p = self.prov.gather(byte_addr, size)
-            if p is not None and machine is not None and self.origin is not None and self.origin is not machine:
-                p = _import(p, self.origin, machine)
-            return p
+            return None if p is None else self.import_prov(p, machine)
         if not self._tags and self.encoding is None:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
@@ -501,6 +503,13 @@ class Buffer:
         elem = byte_addr // self.itemsize
         p = Prov(1, self._ids_at(elem))
         return p.compact(size) if size > 1 else p
+
+    def import_prov(self, p: Prov, machine=None) -> Prov:
+        """``p``, provenance read from what stores left here, as launch ``machine`` reads it (an
+        earlier launch's: _import)."""
+        if machine is not None and self.origin is not None and self.origin is not machine:
+            return _import(p, self.origin, machine)
+        return p
 
     def stored_words(self, byte_addr: np.ndarray, size: int) -> np.ndarray | None:
         """Where a load of ``size``-byte elements at ``byte_addr`` reads provenance stores left here

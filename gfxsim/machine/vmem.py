@@ -105,16 +105,15 @@ class VmemOps:
     def _load_stored_folded(self, buf: Buffer, ba, size: int) -> Prov | None:
         """A folded batch's load under full EXEC of whole dwords from a buffer holding what stores
         left (an earlier launch's outputs: the reduce's partials): the folded provenance
-        ``fold_prov`` gives, gathered and folded field by field in one pass (Fold.fold_stored).
-        None where that cannot tell (the caller gathers and folds)."""
+        ``fold_prov`` gives, each footprint's sets made for the representatives alone where every
+        member's table rows are theirs (Fold.fold_stored). None where that cannot tell (the
+        caller gathers and folds)."""
         if not STORED_LOADS_FOLDED or self.fold is None or not self.exec_full:
             return None
         idx = buf.stored_words(ba, size)
         if idx is None:
             return None
-        m = self.machine
-        imported = (buf.origin, m) if buf.origin is not None and buf.origin is not m else None
-        return self.fold.fold_stored(buf.prov.ids, buf.prov.fp, buf.prov.flags, idx, imported,
+        return self.fold.fold_stored(buf.prov, idx, lambda p: buf.import_prov(p, self.machine),
                                      f"global_load from {buf.name!r}")
 
     def global_load_each(self, buf: Buffer, offsets: VGPRs, nbytes: int = 4, dtype=None) -> list[VGPRs]:
@@ -453,8 +452,9 @@ BYTE_WORDS = True
 # a folded load's tags looked up and folded on member 0's elements and the members' offsets where the
 # members' elements are moved copies of member 0's (VmemOps._load_folded); tests compare both ways
 SEPARABLE_LOAD_TAGS = True
-# a folded load of what stores left, gathered and folded per field in one compiled pass
-# (Fold.fold_stored); False: gathered for every member, then folded (what it is held to)
+# a folded load of what stores left: its footprints compared by table row and made for the
+# representatives alone (Fold.fold_stored); False: every member's gathered, then folded (what it is
+# held to)
 STORED_LOADS_FOLDED = True
 # below this many elements a load's tags looked up and folded one by one cost less than member_tags'
 # small numpy calls (the decode's k/v_scale, 32,768: ~0.23 against ~0.4 ms)

@@ -1,9 +1,9 @@
-"""A folded load of what stores left, gathered and folded field by field in one compiled pass
-(vmem.STORED_LOADS_FOLDED: Fold.fold_stored) against the planes gathered for every member, then
-translated and folded (MemProv.gather, memory._import, Fold.fold_prov): the same folded planes,
-footprints, shifts and Unfolded over random planes, classes, earlier shifts and foreign names, and
-whole launches (the decode's reduce, its defective twins) that leave the same records, sums,
-findings, buffers and report either way."""
+"""A folded load of what stores left, its footprints compared by table row and made for the
+representatives alone (vmem.STORED_LOADS_FOLDED: Fold.fold_stored), against every member's planes
+and sets gathered, translated and folded (MemProv.gather, memory._import, Fold.fold_prov): the same
+folded planes, footprints, shifts, names, interned sets and Unfolded over random planes, classes,
+earlier shifts and foreign names, and whole launches (the decode's reduce, its defective twins)
+that leave the same records, sums, findings, buffers and report either way."""
 import copy
 import json
 
@@ -155,10 +155,10 @@ def test_fold_stored_is_the_gather_then_fold_prov(seed):
     if mem.empty():                          # nothing stored: no provenance (Buffer.stored_words: None)
         assert want is None and werr is None
         return
-    imported = (origin, machine_b) if foreign else None
+    imported = (lambda p: memory._import(p, origin, machine_b)) if foreign else None
     assert np.array_equal(mem.word_index(addr, 4), idx)
     wide_before = list(machine_b.wide.nodes)
-    got, gerr = _outcome(lambda: b.fold_stored(mem.ids, mem.fp, mem.flags, idx, imported, "global_load from 'b'"))
+    got, gerr = _outcome(lambda: b.fold_stored(mem, idx, imported, "global_load from 'b'"))
     if got is None and gerr is None:
         assert _state(b) == before and machine_b.wide.nodes == wide_before, seed
         assert not foreign or not machine_b.mma_log.foreign, seed
@@ -183,15 +183,20 @@ def test_fold_stored_is_the_gather_then_fold_prov(seed):
             assert (got.ids["@mma"][got.ids["@mma"] >= 0] >= FOREIGN_BASE).all()
 
 
-def test_fold_stored_answers_on_a_fold():
-    """The counting planes of one class fold: fold_stored answers (not the fallback)."""
-    M, L, R, units = 4, 8, 1, 64
-    idx = (np.arange(L)[None, None, :] + 3 * np.arange(M)[None, :, None]).reshape(R, M * L).astype(np.int64)
-    planes = _counting({"token": np.zeros(units, np.int32), "@mma": np.zeros(units, np.int32),
-                        "@mn": np.zeros(units, np.int32)}, idx)
-    got = F.Fold(M, L).fold_stored(planes, {}, None, idx, None, "x")
-    assert got is not None and list(got.ids) == ["token", "@mma", "@mn"]
-    assert got.ids["token"].tolist() == [list(range(7, 7 + L))]
+def test_fold_stored_answers_where_the_rows_fold():
+    """One class whose members read the same sets by other entries (the rows equal): fold_stored
+    answers (not the fallback) with the representatives' sets; a member whose row differs, None."""
+    M, L, units = 4, 8, 64
+    idx = (np.arange(L)[None, None, :] + 8 * np.arange(M)[None, :, None]).reshape(1, M * L).astype(np.int64)
+    mem = memory.MemProv(units * 4, {"token": np.arange(units, dtype=np.int32)}, unit=4, tabled=True)
+    fp = mem.fp["token"] = FpPlane(units)
+    fp.assign(np.arange(units), Mask.of_values(np.arange(units) % 8))      # entry e: {e % 8}
+    got = F.Fold(M, L).fold_stored(mem, idx, None, "x")
+    assert got is not None and got.ids["token"].tolist() == [list(range(L))]
+    rep = got.fp["token"].map(lambda x: x[0])
+    assert rep.base.shape == (L,) and [rep.values_at(i, None) for i in range(L)] == [{i} for i in range(L)]
+    fp.assign(np.array([10]), Mask.of_values(np.array([50])))             # member 1's lane 2: {50}
+    assert F.Fold(M, L).fold_stored(mem, idx, None, "x") is None
 
 
 # -- whole launches: the decode and its reduce ------------------------------------------------------
