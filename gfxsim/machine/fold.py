@@ -43,6 +43,7 @@ from . import foldrec           # compiled functions by the module: jit.njit reb
 from .foldrec import FoldedFields, FoldedPair, Spread, SpreadFp
 from .errors import GfxSimError
 from .jit import njit, starting
+from .fpplane import FpPlane
 from .mmalog import PAIR_BASE, PairRecord
 from .encoding import AT, ENC, PLANES as ENC_PLANES
 from .provenance import COVER, RESERVED, WINDOW, Mask, Prov
@@ -271,6 +272,38 @@ class Fold:
                 raise Unfolded(f"{what}: the elements of result {i} lie elsewhere than an earlier load's")
         rep_mn = mn[:, :self.lanes] if self.classes == 1 else np.take(mn, self.rep_cols, axis=1)
         return rep_mma, np.ascontiguousarray(rep_mn)
+
+    def fold_stored(self, mem, idx: np.ndarray, imported, what: str) -> Prov | None:
+        """``fold_prov`` of what a load under full EXEC gathers from provenance stores left (``mem``,
+        a buffer's MemProv of dword units, read at the dwords ``idx`` [rows, members*lanes]), its
+        footprint planes' sets compared by their table rows (equal rows hold equal sets) and made
+        for the representatives alone, not gathered for every member and then compared. The
+        identities are gathered and folded as fold_prov folds them. ``imported``: None, or what
+        translates provenance an earlier launch stored (Buffer.import_prov). None, having changed
+        nothing, where it cannot tell (a dense plane, a member's rows not its representative's):
+        the caller gathers and folds, which says where a member does not fold."""
+        sets = {}
+        for f, m in mem.fp.items():
+            if not isinstance(m, FpPlane):
+                return None
+            rows = m.rows_at(idx)
+            if not self._rows_fold(rows):
+                return None
+            sets[f] = m.sets(rows[:, :self.lanes] if self.classes == 1 else np.take(rows, self.rep_cols, axis=1))
+        p = Prov(4, mem.gather_ids(idx), sets, None if mem.flags is None else mem.flags.take(idx, axis=0))
+        if imported is not None:         # the sets interned in the order every member's would be: the same sets
+            p = imported(p)
+        folded = self.fold_prov(Prov(p.g, p.ids, {}, p.flags), what)
+        return Prov(folded.g, folded.ids, p.fp, folded.flags)
+
+    def _rows_fold(self, rows: np.ndarray) -> bool:
+        """Whether every member's entries of ``rows`` [rows, members*lanes] are its representative's."""
+        if rows.ndim != 2 or rows.shape[1] != self.members * self.lanes:
+            return False
+        if self.classes == 1:
+            r3 = rows.reshape(rows.shape[0], self.members, self.lanes)
+            return bool((r3 == r3[:, :1, :]).all())
+        return bool((np.take(np.take(rows, self.rep_cols, axis=1), self.member_cols, axis=1) == rows).all())
 
     # -- sinks: provenance for every member ------------------------------------------------------
     def shifted(self, f: str, a: np.ndarray, member) -> np.ndarray:

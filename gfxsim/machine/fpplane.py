@@ -68,7 +68,14 @@ class FpPlane:
 
     def take(self, idx) -> Mask:
         """The sets of entries ``idx`` (any shape) as a Mask of that shape."""
-        rows = np.take(self.index, idx, axis=0)
+        return self.sets(self.rows_at(idx))
+
+    def rows_at(self, idx) -> np.ndarray:
+        """The table rows of entries ``idx`` (int32, idx's shape): equal rows hold equal sets."""
+        return np.take(self.index, idx, axis=0)
+
+    def sets(self, rows) -> Mask:
+        """The sets of table rows ``rows`` (``rows_at``'s) as a Mask of their shape."""
         return Mask(np.take(self._base, rows), np.take(self._bits, rows, axis=0), np.take(self._wide, rows))
 
     def mask(self) -> Mask:

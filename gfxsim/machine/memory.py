@@ -14,6 +14,7 @@ from . import byteruns, encoding as enc
 from .dtypes import POISON_BYTES, div_const, dtype_name, mod_const
 from ..arch.dtypes import ELEM_TYPES
 from .fpplane import DensePlane, FpPlane
+from .mmalog import import_wide
 from .provenance import WORDS, Prov
 from ..errors import ArgumentError, ArgumentTypeError, located
 
@@ -119,6 +120,20 @@ class MemProv:
             return None
         return addr[::4] >> 2
 
+    def word_index(self, addr: np.ndarray, size: int) -> np.ndarray | None:
+        """The plane entries ``gather`` takes by for a load of ``size``-byte elements at bytes
+        ``addr`` where they are whole dwords (``[nbytes / 4, width]``), else None."""
+        return self._words(addr, size if size == 4 else 0)
+
+    def gather_ids(self, idx: np.ndarray) -> dict:
+        """The identity planes at entries ``idx``, less the fields none of those entries holds."""
+        ids = {}
+        for f, a in self.ids.items():
+            a = a.take(idx, axis=0)                                  # faster than x[idx]
+            if (a >= 0).any():
+                ids[f] = a
+        return ids
+
     def gather(self, addr: np.ndarray, size: int) -> Prov | None:
         """Provenance of a load of ``size``-byte elements at bytes ``addr`` ``[nbytes, width]``."""
         if self.empty():
@@ -128,11 +143,8 @@ class MemProv:
             idx, g = words, 4
         else:
             idx, g = (addr // self.unit) if self.unit > 1 else addr, 1
-        take = lambda x: np.take(x, idx, axis=0)                     # faster than x[idx]
-        ids = {f: take(a) for f, a in self.ids.items()}
-        ids = {f: a for f, a in ids.items() if (a >= 0).any()}      # a field none of these bytes holds
-        p = Prov(g, ids, {f: m.take(idx) for f, m in self.fp.items()},
-                 None if self.flags is None else take(self.flags))
+        p = Prov(g, self.gather_ids(idx), {f: m.take(idx) for f, m in self.fp.items()},
+                 None if self.flags is None else self.flags.take(idx, axis=0))
         return p.compact(size) if g == 1 and size > 1 else p
 
     def scatter(self, addr: np.ndarray, p: Prov | None, agree=(), tags: dict | None = None, words=None):
@@ -483,9 +495,7 @@ class Buffer:
         what an earlier launch stored is translated into ``machine``'s namespaces."""
         if self.prov is not None:
             p = self.prov.gather(byte_addr, size)
-            if p is not None and machine is not None and self.origin is not None and self.origin is not machine:
-                p = _import(p, self.origin, machine)
-            return p
+            return None if p is None else self.import_prov(p, machine)
         if not self._tags and self.encoding is None:
             return None
         if self.itemsize % size == 0:          # every loaded element lies in one buffer element
@@ -493,6 +503,21 @@ class Buffer:
         elem = byte_addr // self.itemsize
         p = Prov(1, self._ids_at(elem))
         return p.compact(size) if size > 1 else p
+
+    def import_prov(self, p: Prov, machine=None) -> Prov:
+        """``p``, provenance read from what stores left here, as launch ``machine`` reads it (an
+        earlier launch's: _import)."""
+        if machine is not None and self.origin is not None and self.origin is not machine:
+            return _import(p, self.origin, machine)
+        return p
+
+    def stored_words(self, byte_addr: np.ndarray, size: int) -> np.ndarray | None:
+        """Where a load of ``size``-byte elements at ``byte_addr`` reads provenance stores left here
+        as whole dwords: the dwords of the stored planes (MemProv.word_index), else None (nothing
+        stored, or not whole dwords: ``load_prov`` gathers)."""
+        if self.prov is None or self.prov.empty():
+            return None
+        return self.prov.word_index(byte_addr, size)
 
     def whole_elements(self, size: int) -> bool:
         """Whether a load of ``size``-byte elements takes its provenance from ``element_prov``:
@@ -609,7 +634,6 @@ class Buffer:
 def _import(p: Prov, origin, machine) -> Prov:
     """Provenance stored by launch ``origin`` as launch ``machine`` reads it: footprints wider than
     a window re-interned, matrix-result names (@mma) moved under an id offset of the earlier log."""
-    from .mmalog import import_wide
     fp = {f: import_wide(m, origin.wide, machine.wide) for f, m in p.fp.items()}
     ids = dict(p.ids)
     if "@mma" in ids:

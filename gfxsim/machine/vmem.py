@@ -52,7 +52,10 @@ class VmemOps:
                                            views=self.fold is not None,    # fold_prov makes arrays of its own
                                            runs=True)                      # each lane's elements in order
             else:
-                got = buf.load_prov(byte_addr(self, addr, nbytes), size, self.machine)
+                ba = byte_addr(self, addr, nbytes)
+                prov = self._load_stored_folded(buf, ba, size)
+                if prov is None:
+                    got = buf.load_prov(ba, size, self.machine)
             if prov is None:
                 prov = self.outside_exec(got,
                                           None if self.fold is None else f"EXEC of a global_load from {buf.name!r}",
@@ -98,6 +101,20 @@ class VmemOps:
             ids.update(enc.buffer_planes(buf.name, buf.encoding, np.broadcast_to(np.int32(0), (elem.shape[0],
                                                                                             self.fold.width)), False))
         return Prov(size, ids, {}, None)
+
+    def _load_stored_folded(self, buf: Buffer, ba, size: int) -> Prov | None:
+        """A folded batch's load under full EXEC of whole dwords from a buffer holding what stores
+        left (an earlier launch's outputs: the reduce's partials): the folded provenance
+        ``fold_prov`` gives, each footprint's sets made for the representatives alone where every
+        member's table rows are theirs (Fold.fold_stored). None where that cannot tell (the
+        caller gathers and folds)."""
+        if not STORED_LOADS_FOLDED or self.fold is None or not self.exec_full:
+            return None
+        idx = buf.stored_words(ba, size)
+        if idx is None:
+            return None
+        return self.fold.fold_stored(buf.prov, idx, lambda p: buf.import_prov(p, self.machine),
+                                     f"global_load from {buf.name!r}")
 
     def global_load_each(self, buf: Buffer, offsets: VGPRs, nbytes: int = 4, dtype=None) -> list[VGPRs]:
         """``[w.global_load(buf, offsets[i], nbytes, dtype) for i in range(offsets.n)]``: one load per
@@ -435,6 +452,10 @@ BYTE_WORDS = True
 # a folded load's tags looked up and folded on member 0's elements and the members' offsets where the
 # members' elements are moved copies of member 0's (VmemOps._load_folded); tests compare both ways
 SEPARABLE_LOAD_TAGS = True
+# a folded load of what stores left: its footprints compared by table row and made for the
+# representatives alone (Fold.fold_stored); False: every member's gathered, then folded (what it is
+# held to)
+STORED_LOADS_FOLDED = True
 # below this many elements a load's tags looked up and folded one by one cost less than member_tags'
 # small numpy calls (the decode's k/v_scale, 32,768: ~0.23 against ~0.4 ms)
 SEPARABLE_LOAD_MIN = 65536
