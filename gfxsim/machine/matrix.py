@@ -320,12 +320,12 @@ class MatrixOps:
                 for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))]
 
     def _operands_together(self, insn, prepared) -> dict:
-        """{side: {id: (provenance, _operand_fields' answer)}} for the distinct operand provenances of
+        """{side: {provenance: _operand_fields' answer}} for the distinct operand provenances of
         one side of an mma_many call that the operand memory does not hold as themselves, where
         a side has two or more (PV's sixteen V tiles, QK's eight K tiles): their fields gathered
         and summarised together (Field.gathered_many), each answer what _operand_fields would make
         of it alone. Planes of other names or sizes: none (each is made alone)."""
-        held = {"clean": {}}               # (plane test, id) -> provenance found clean (_clean)
+        held = {"clean": set()}            # (plane test, provenance) pairs found clean (_clean)
         for op, i in (("A", 2), ("B", 3)):
             memo = self._memo("_operand_memo", op, MEMO_TRIAL)
             ps = []
@@ -351,8 +351,8 @@ class MatrixOps:
                 sets = None if all(x.eq_k for x in got) else row_sets_many(stacked)
                 for r, m in zip(rows, sets or ()):
                     r[f] = known_one(m)
-            # by the object's id, for the call alone: each entry holds its object (no other takes the id)
-            held[op] = {id(p): (p, (fields, {f: v.compact(op) for f, v in fields.items()}, r, q, {}))
+            # by the object itself, for the call alone (Prov defines no __eq__: found as itself)
+            held[op] = {p: (fields, {f: v.compact(op) for f, v in fields.items()}, r, q, {})
                         for p, fields, r, q in zip(ps, per, rows, self._quant_rows_many(insn, op, ps, plan))}
         return held
 
@@ -362,12 +362,12 @@ class MatrixOps:
         during an mma_many call (its instructions share operands) where the answer is "clean":
         planes are not written in place once made."""
         clean = self.mma_memos.get(_CALL_OPERANDS, {}).get("clean")
-        # by the object's id, for the call alone: the entry holds the object, so no other takes its id
-        if clean is not None and clean.get((what, id(p))) is p:
+        # by the object itself (Prov defines no __eq__: found as itself), for the call alone
+        if clean is not None and (what, p) in clean:
             return True
         got = test()
         if got and clean is not None:
-            clean[(what, id(p))] = p
+            clean.add((what, p))
         return got
 
     def _quant_rows_many(self, insn, op, ps, plan) -> list:
@@ -720,8 +720,8 @@ class MatrixOps:
         directions are the same each time. A side whose first MEMO_TRIAL operands were all new (K
         or V loaded afresh for every instruction) is not remembered further: its compares and
         copies would be time for nothing."""
-        q, out = self.mma_memos.get(_CALL_OPERANDS, {}).get(operand, {}).get(id(p), (None, None))
-        if q is p and p is not None:       # made with the call's other operands (mma_many)
+        out = self.mma_memos.get(_CALL_OPERANDS, {}).get(operand, {}).get(p) if p is not None else None
+        if out is not None:                # made with the call's other operands (mma_many)
             return out
         items = tuple((f, x) for f, x in p.ids.items() if f not in RESERVED) if p is not None else ()
         memo = self._memo("_operand_memo", operand, MEMO_TRIAL)
@@ -868,10 +868,10 @@ class MatrixOps:
         objects with the same sets (a K step's V tiles, its K tiles) find it by the two triples
         and shapes. Only where both hold one set of one window everywhere: the union is then the
         two triples' alone (no wide set interned)."""
-        # kept by the two objects' ids (each entry holds its objects, so no other takes their ids)
+        # kept by the two objects themselves (Mask defines no __eq__: found as themselves)
         memo = self.mma_memos.setdefault("chain unions", {})
-        a, b, got = memo.get((id(mine), id(theirs)), (None, None, None))
-        if a is mine and b is theirs:
+        got = memo.get((mine, theirs))
+        if got is not None:
             return got
         one_a, one_b = getattr(mine, "one", None), getattr(theirs, "one", None)
         window = CHAIN_UNIONS and one_a is not None and one_b is not None and one_a[2] == 0 == one_b[2] and \
@@ -887,8 +887,8 @@ class MatrixOps:
         if window and isinstance(got, OneSet):
             for x in (got.base, got.bits, got.wide):
                 x.setflags(write=False)
-            for d, k, v in ((memo, (id(mine), id(theirs)), (mine, theirs, got)), (sets, key, got)):
-                d[k] = v                   # the last CHAIN_UNIONS kept: the oldest goes first
+            for d, k in ((memo, (mine, theirs)), (sets, key)):
+                d[k] = got                 # the last CHAIN_UNIONS kept: the oldest goes first
                 while len(d) > CHAIN_UNIONS:
                     del d[next(iter(d))]
         return got
