@@ -320,12 +320,12 @@ class MatrixOps:
                 for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))]
 
     def _operands_together(self, insn, prepared) -> dict:
-        """{side: [(provenance, _operand_fields' answer)]} for the distinct operand provenances of
+        """{side: {provenance: _operand_fields' answer}} for the distinct operand provenances of
         one side of an mma_many call that the operand memory does not hold as themselves, where
         a side has two or more (PV's sixteen V tiles, QK's eight K tiles): their fields gathered
         and summarised together (Field.gathered_many), each answer what _operand_fields would make
         of it alone. Planes of other names or sizes: none (each is made alone)."""
-        held = {"clean": []}               # (plane test, provenance) pairs found clean (_clean)
+        held = {"clean": set()}            # (plane test, provenance) pairs found clean (_clean)
         for op, i in (("A", 2), ("B", 3)):
             memo = self._memo("_operand_memo", op, MEMO_TRIAL)
             ps = []
@@ -351,8 +351,9 @@ class MatrixOps:
                 sets = None if all(x.eq_k for x in got) else row_sets_many(stacked)
                 for r, m in zip(rows, sets or ()):
                     r[f] = known_one(m)
-            held[op] = [(p, (fields, {f: v.compact(op) for f, v in fields.items()}, r, q, {}))
-                        for p, fields, r, q in zip(ps, per, rows, self._quant_rows_many(insn, op, ps, plan))]
+            # by the object itself, for the call alone (Prov defines no __eq__: found as itself)
+            held[op] = {p: (fields, {f: v.compact(op) for f, v in fields.items()}, r, q, {})
+                        for p, fields, r, q in zip(ps, per, rows, self._quant_rows_many(insn, op, ps, plan))}
         return held
 
     def _clean(self, what, p, test) -> bool:
@@ -361,11 +362,12 @@ class MatrixOps:
         during an mma_many call (its instructions share operands) where the answer is "clean":
         planes are not written in place once made."""
         clean = self.mma_memos.get(_CALL_OPERANDS, {}).get("clean")
-        if clean is not None and any(q is p and w == what for w, q in clean):
+        # by the object itself (Prov defines no __eq__: found as itself), for the call alone
+        if clean is not None and (what, p) in clean:
             return True
         got = test()
         if got and clean is not None:
-            clean.append((what, p))
+            clean.add((what, p))
         return got
 
     def _quant_rows_many(self, insn, op, ps, plan) -> list:
@@ -718,9 +720,9 @@ class MatrixOps:
         directions are the same each time. A side whose first MEMO_TRIAL operands were all new (K
         or V loaded afresh for every instruction) is not remembered further: its compares and
         copies would be time for nothing."""
-        for q, out in self.mma_memos.get(_CALL_OPERANDS, {}).get(operand, ()):
-            if q is p:                     # made with the call's other operands (mma_many)
-                return out
+        out = self.mma_memos.get(_CALL_OPERANDS, {}).get(operand, {}).get(p) if p is not None else None
+        if out is not None:                # made with the call's other operands (mma_many)
+            return out
         items = tuple((f, x) for f, x in p.ids.items() if f not in RESERVED) if p is not None else ()
         memo = self._memo("_operand_memo", operand, MEMO_TRIAL)
         key, out = [], None
@@ -866,28 +868,29 @@ class MatrixOps:
         objects with the same sets (a K step's V tiles, its K tiles) find it by the two triples
         and shapes. Only where both hold one set of one window everywhere: the union is then the
         two triples' alone (no wide set interned)."""
-        memo = self.mma_memos.setdefault("chain unions", [])
-        for a, b, got in memo:
-            if a is mine and b is theirs:
-                return got
+        # kept by the two objects themselves (Mask defines no __eq__: found as themselves)
+        memo = self.mma_memos.setdefault("chain unions", {})
+        got = memo.get((mine, theirs))
+        if got is not None:
+            return got
         one_a, one_b = getattr(mine, "one", None), getattr(theirs, "one", None)
         window = CHAIN_UNIONS and one_a is not None and one_b is not None and one_a[2] == 0 == one_b[2] and \
             (one_a[0] < 0 or one_b[0] < 0 or one_a[0] == one_b[0])
         key = None
         if window:          # other objects, the same two sets (a K step's V tiles, its K tiles): the same union
             key = (one_a[0], one_a[1].tobytes(), one_b[0], one_b[1].tobytes(), mine.base.shape, theirs.base.shape)
-            sets = self.mma_memos.setdefault("chain unions by sets", [])
-            for k, got in sets:
-                if k == key:
-                    return got
+            sets = self.mma_memos.setdefault("chain unions by sets", {})
+            got = sets.get(key)
+            if got is not None:
+                return got
         got = mine.union(theirs, wide)
         if window and isinstance(got, OneSet):
             for x in (got.base, got.bits, got.wide):
                 x.setflags(write=False)
-            memo.insert(0, (mine, theirs, got))
-            del memo[CHAIN_UNIONS:]
-            sets.insert(0, (key, got))
-            del sets[CHAIN_UNIONS:]
+            for d, k in ((memo, (mine, theirs)), (sets, key)):
+                d[k] = got                 # the last CHAIN_UNIONS kept: the oldest goes first
+                while len(d) > CHAIN_UNIONS:
+                    del d[next(iter(d))]
         return got
 
     def _prov_plans(self, insn):

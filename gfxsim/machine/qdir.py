@@ -28,6 +28,7 @@ NEG = np.uint8(8)             # ... to 1/amax
 QPOS = np.uint8(16)           # data times amax (quantized that way)
 QNEG = np.uint8(32)           # data over amax
 MARKS = np.uint8(POS | NEG | QPOS | QNEG)
+MARKS_TOGETHER = True         # product's and extremum's marks in one compiled pass over the flags (False: numpy)
 
 
 def _sign(flags, plus, minus, shape) -> np.ndarray:
@@ -68,6 +69,95 @@ def _with(p: Prov, e, q) -> Prov:
     return Prov(p.g, p.ids, p.fp, flags if flags.any() else None)
 
 
+_NO_FLAGS = np.empty(0, np.uint8)       # no flags (size 0: nothing to write)
+
+
+def _flat_flags(pa: Prov | None, pb: Prov | None, out: Prov, shape) -> tuple | None:
+    """The flags of a, b and out, each flat (an empty array: none), for the compiled passes; None
+    where numba does not run (or MARKS_TOGETHER is off) or some flags are not uint8 of ``shape``
+    (the numpy path broadcasts them)."""
+    if not MARKS_TOGETHER or not running():
+        return None
+    got = []
+    for p in (pa, pb, out):
+        f = None if p is None else p.flags
+        if f is None:
+            got.append(_NO_FLAGS)
+        elif f.dtype != np.uint8 or f.shape != shape:
+            return None
+        else:
+            got.append(np.ascontiguousarray(f).reshape(-1))
+    return tuple(got)
+
+
+def _with_flags(out: Prov, res: np.ndarray, any_marks: bool, any_flags: bool) -> Prov:
+    """``_with``'s answer from a compiled pass's flags ``res`` (out's unmarked bits and the new
+    marks; the marks alone where out has no flags): out itself where it has no flags and gets no mark."""
+    if out.flags is None:
+        return Prov(out.g, out.ids, out.fp, res) if any_marks else out
+    return Prov(out.g, out.ids, out.fp, res if any_flags else None)
+
+
+@njit
+def _marks_of(e, q):
+    return (4 if e > 0 else 0) | (8 if e < 0 else 0) | (16 if q > 0 else 0) | (32 if q < 0 else 0)
+
+
+@njit
+def _product_pass(fa, fb, fo, ca, cb, divide, res):
+    """``product``'s marks element by element (POS 4, NEG 8, QPOS 16, QNEG 32; an empty flags
+    array: none) into ``res`` with out's other bits; returns (any mark, any bit)."""
+    any_m = False
+    any_f = False
+    for i in range(res.size):
+        a = np.int64(fa[i]) if fa.size else 0
+        b = np.int64(fb[i]) if fb.size else 0
+        ea = (1 if a & 4 else 0) - (1 if a & 8 else 0)
+        qa = (1 if a & 16 else 0) - (1 if a & 32 else 0)
+        eb = (1 if b & 4 else 0) - (1 if b & 8 else 0)
+        if divide:
+            eb = -eb
+        qb = (1 if b & 16 else 0) - (1 if b & 32 else 0)
+        if cb:                                   # x * c, x / c: x's marks
+            e, q = ea, qa
+        elif ca:                                 # c * x keeps them; c / x flips a power, not data
+            e, q = eb, (0 if divide else qb)
+        else:                                    # data x amax^e: quantized that way
+            e = 0
+            q = eb if (ea == 0 and qa == 0 and eb != 0) else 0
+            if not divide and eb == 0 and qb == 0 and ea != 0:
+                q = ea
+        m = _marks_of(e, q)
+        f = ((np.int64(fo[i]) & 195) | m) if fo.size else m      # 195: ~MARKS
+        res[i] = f
+        any_m = any_m or m != 0
+        any_f = any_f or f != 0
+    return any_m, any_f
+
+
+@njit
+def _plain(flag):
+    """No 1/amax power (power >= 0) and no quantized data (quantized == 0)."""
+    x = np.int64(flag)
+    return not (x & 8 and not x & 4) and (x & 16 != 0) == (x & 32 != 0)
+
+
+@njit
+def _extremum_pass(fa, fb, fo, reduced, res):
+    """``extremum``'s marks element by element: POS where a footprint was reduced over and
+    neither side holds 1/amax or quantized data; into ``res`` with out's other bits."""
+    any_m = False
+    any_f = False
+    for i in range(res.size):
+        plain = reduced[i] and (fa.size == 0 or _plain(fa[i])) and (fb.size == 0 or _plain(fb[i]))
+        m = 4 if plain else 0
+        f = ((np.int64(fo[i]) & 195) | m) if fo.size else m
+        res[i] = f
+        any_m = any_m or m != 0
+        any_f = any_f or f != 0
+    return any_m, any_f
+
+
 def clamped(pa: Prov | None, out: Prov | None) -> Prov | None:
     """``out`` with ``pa``'s marks: a clamp of ``a`` between constants (v_med3_f32 a, lo, hi, the
     saturation before an fp8 conversion) is still ``a``, up to the range it saturates at."""
@@ -102,6 +192,10 @@ def product(pa: Prov | None, pb: Prov | None, out: Prov | None, divide: bool = F
     ca, cb = _const(pa), _const(pb)
     if ca and cb:
         return out
+    flat = _flat_flags(pa, pb, out, shape)
+    if flat is not None:                     # the same marks, one compiled pass over the flags
+        res = np.empty(shape, np.uint8)
+        return _with_flags(out, res, *_product_pass(*flat, ca, cb, divide, res.reshape(-1)))
     s = -1 if divide else 1
     ea, eb = power(pa, shape), s * power(pb, shape)
     qa, qb = quantized(pa, shape), quantized(pb, shape)
@@ -134,6 +228,10 @@ def extremum(pa: Prov | None, pb: Prov | None, out: Prov | None) -> Prov | None:
     reduced = np.zeros(shape, np.bool_)
     for m in out.fp.values():
         reduced |= m.nonempty()
+    flat = _flat_flags(pa, pb, out, shape)
+    if flat is not None:                     # the same marks, one compiled pass over the flags
+        res = np.empty(shape, np.uint8)
+        return _with_flags(out, res, *_extremum_pass(*flat, reduced.reshape(-1), res.reshape(-1)))
     plain = np.ones(shape, np.bool_)
     for p in (pa, pb):
         plain &= (power(p, shape) >= 0) & (quantized(p, shape) == 0)

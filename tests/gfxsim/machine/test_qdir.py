@@ -188,3 +188,79 @@ def test_directions_of_operands_together_are_each_operands_own():
                     assert (g is None) == (want is None)
                     assert g is None or (g.dtype == want.dtype and np.array_equal(g, want)), (mnemonic, members, op)
                 assert qdir.operand_directions_at([flags[0], flags[1][:1]], plan, op) is None    # shapes differ
+
+
+def _random_prov(rng, shape, kind):
+    """A Prov for qdir's passes: ``kind`` "none" (None), "const" (no identity, footprint or mark),
+    "noflags" (an identity, no flags) or "flags" (an identity and random flags: every mark
+    combination, other bits beside them, rows without any)."""
+    from gfxsim.machine.provenance import Prov
+    if kind == "none":
+        return None
+    if kind == "const":
+        return Prov(4, {})
+    ids = {"token": rng.integers(-1, 5, shape).astype(np.int32)}
+    if kind == "noflags":
+        return Prov(4, ids)
+    flags = rng.integers(0, 256, shape).astype(np.uint8)
+    flags[rng.random(shape) < 0.3] = 0
+    return Prov(4, ids, {}, flags)
+
+
+def _same(x, y):
+    if x is None or y is None:
+        return x is y
+    return (x.flags is None) == (y.flags is None) and (x.flags is None or (x.flags.dtype == y.flags.dtype and
+                                                                          np.array_equal(x.flags, y.flags))) \
+        and x.ids.keys() == y.ids.keys() and all(np.array_equal(x.ids[f], y.ids[f]) for f in x.ids) \
+        and x.fp.keys() == y.fp.keys() and x.g == y.g
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_marks_passes_are_the_numpy_marks(monkeypatch, seed):
+    """qdir.product and qdir.extremum in one compiled pass over the flags (MARKS_TOGETHER) give the
+    numpy path's marks and flags, out itself where that path returns it: products and quotients
+    of every pairing of no provenance, a number, a value without flags and one with random flags
+    (all mark combinations, other bits kept), out with and without flags; extrema with and
+    without a reduced footprint."""
+    from gfxsim.machine import jit
+    from gfxsim.machine.provenance import Mask, Prov
+    rng = np.random.default_rng(seed)
+    shape = (6, 64)
+    qdir._product_pass(np.zeros(1, np.uint8), np.zeros(1, np.uint8), np.zeros(1, np.uint8), False, False, False,
+                       np.zeros(1, np.uint8))                 # numba running: the compiled passes are taken
+    assert jit.running()
+    kinds = ("none", "const", "noflags", "flags")
+    checked = 0
+    for ka in kinds:
+        for kb in kinds:
+            pa, pb = _random_prov(rng, shape, ka), _random_prov(rng, shape, kb)
+            for out_flags in (False, True):
+                base = rng.integers(0, 256, shape).astype(np.uint8) if out_flags else None
+                fp = {"token": Mask(np.where(rng.random(shape) < 0.5, 0, -1).astype(np.int64),
+                                    np.ones(shape + (1,), np.uint64), np.zeros(shape, np.uint32))}
+                for out in (Prov(4, {"token": np.zeros(shape, np.int32)}, {}, base),
+                            Prov(4, {"token": np.zeros(shape, np.int32)}, fp, base)):
+                    calls = [lambda: qdir.product(pa, pb, out), lambda: qdir.product(pa, pb, out, divide=True),
+                             lambda: qdir.extremum(pa, pb, out)]
+                    for call in calls:
+                        monkeypatch.setattr(qdir, "MARKS_TOGETHER", True)
+                        fast = call()
+                        monkeypatch.setattr(qdir, "MARKS_TOGETHER", False)
+                        slow = call()
+                        assert _same(fast, slow) and (fast is out) == (slow is out), (ka, kb, out_flags)
+                        checked += fast is not out
+    assert checked > 50
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_marks_together_in_a_launch(monkeypatch, fixed):
+    """A quantized operand's direction through the compiled marks passes: the same records and
+    findings as the numpy path (a dequant-direction where the scale is applied twice)."""
+    got = []
+    for on in (True, False):
+        monkeypatch.setattr(qdir, "MARKS_TOGETHER", on)
+        r = qk(fixed)
+        got.append(([(f.kind, f.lane, f.message) for f in r.findings],
+                    [None if x.quant is None else {k: v.tolist() for k, v in x.quant.items()} for x in r.records]))
+    assert got[0] == got[1] and bool(got[0][0]) == (not fixed)
