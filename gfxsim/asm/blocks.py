@@ -630,5 +630,17 @@ def compiled(src: str, filename: str):
     return code
 
 
+_DIRS: dict = {}                # the environment variables cache_root reads -> the folder
+
+
 def _disk_dir():
-    return cache_root() / "asm" / "blocks" / f"{sys.implementation.cache_tag}-{marshal.version}"
+    """The block code's folder, resolved once per value of the variables cache_root reads (it
+    builds Paths and may ask for the home folder: ~2% of a launch that compiles many blocks)."""
+    env = os.environ
+    key = (env.get("GFXSIM_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+    got = _DIRS.get(key)
+    if got is None:
+        if len(_DIRS) > 16:                   # bounded: a test may set many folders
+            _DIRS.clear()
+        got = _DIRS[key] = cache_root() / "asm" / "blocks" / f"{sys.implementation.cache_tag}-{marshal.version}"
+    return got

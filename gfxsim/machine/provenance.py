@@ -215,6 +215,18 @@ def _shaped(x: np.ndarray, shape) -> np.ndarray:
     return v
 
 
+def _frozen(x: np.ndarray) -> np.ndarray:
+    """``x`` as a read-only C-contiguous array (a view, or a copy where it is strided: small
+    planes): the one kind of input the compiled passes are given, so numba loads one signature
+    each, not one per mix of writable flags and layouts (~4 ms of CPU a signature, in the launch)."""
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    if x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
+    return x
+
+
 @njit
 def _union_windows(ab, abits, aw, bb, bbits, bw, ob, obits, ow, need):
     """Mask.union where the windows agree (one pass): base, bits OR-ed, wide id; ``need`` marks the
@@ -306,7 +318,7 @@ class Mask:
         if running() and base.dtype == np.int64 and w.dtype == np.uint32 and self.bits.dtype == np.uint64 \
                 and self.bits.shape[-1] == WORDS:     # numba runs already: one compiled pass, not six numpy calls
             bits = self.bits.reshape(-1, WORDS)
-            if not _one_triple(base.reshape(-1), bits, w.reshape(-1)):
+            if not _one_triple(_frozen(base.reshape(-1)), _frozen(bits), _frozen(w.reshape(-1))):
                 return None
             return int(base.flat[0]), bits[0].copy(), int(w.flat[0])
         first = (0,) * base.ndim
@@ -320,7 +332,7 @@ class Mask:
 
     def _union(self, other: Mask, wide: WideSets, shape) -> Mask:
         # an empty set has no bits, so OR-ing is right wherever the windows agree or one is empty
-        flat = [np.ascontiguousarray(_shaped(x, s)).reshape((-1,) + s[len(shape):]) for x, s in
+        flat = [_frozen(_shaped(x, s)).reshape((-1,) + s[len(shape):]) for x, s in
                 ((self.base, shape), (self.bits, shape + (WORDS,)), (self.wide, shape),
                  (other.base, shape), (other.bits, shape + (WORDS,)), (other.wide, shape))]
         n = flat[0].shape[0]
@@ -749,8 +761,8 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
                 na = fa.nonempty() if fa is not None else _NO
                 nb = fb.nonempty() if fb is not None else _NO
                 merge_field = _merge_field_numpy if numpy_twins else _merge_field
-                present, stepped = merge_field(ia, ib, _shaped(na, shape), _shaped(nb, shape), True,
-                                                out, step)
+                present, stepped = merge_field(_frozen(ia), _frozen(ib), _frozen(_shaped(na, shape)),
+                                               _frozen(_shaped(nb, shape)), True, out, step)
                 if conflicts is not None and stepped and not reserved:
                     both = step & (ia >= 0) & (ib >= 0)       # an aggregate absorbing an element is no conflict
                     if both.any():
@@ -758,7 +770,8 @@ def merge(a: Prov | None, b: Prov | None, reducing: bool, wide: WideSets, confli
             else:
                 merge_ids = _merge_ids_numpy if numpy_twins else _merge_ids
                 # (reshape(-1) is ascontiguousarray's flat view, or its copy where the plane is strided)
-                equal, present, stepped = merge_ids(ia.reshape(-1), ib.reshape(-1), out.reshape(-1), step.reshape(-1))
+                equal, present, stepped = merge_ids(_frozen(ia.reshape(-1)), _frozen(ib.reshape(-1)), out.reshape(-1),
+                                                    step.reshape(-1))
                 if equal:                  # both carry the same plane (most merges): share it, no step
                     out = ia                   # (planes are never written in place once made)
                     step[...] = False
@@ -906,8 +919,8 @@ def _merged_footprint(fa, fb, ia, ib, step, wide, shape) -> Mask:
     if 2 * max(wide_a * n // max(fa.wide.size, 1) if fa is not None else 0,
                wide_b * n // max(fb.wide.size, 1) if fb is not None else 0) > n:
         return _exact_footprint(fa, fb, ia, ib, step, wide, shape)     # mostly wide already: no window pass
-    flat = lambda x: np.ascontiguousarray(_shaped(x, shape + x.shape[len(shape):])).reshape((n,) + x.shape[len(shape):])
-    none = (np.zeros(1, np.int64), np.zeros((1, WORDS), np.uint64), np.zeros(1, np.uint32))
+    flat = lambda x: _frozen(_shaped(x, shape + x.shape[len(shape):])).reshape((n,) + x.shape[len(shape):])
+    none = tuple(_frozen(x) for x in (np.zeros(1, np.int64), np.zeros((1, WORDS), np.uint64), np.zeros(1, np.uint32)))
     ma = (flat(fa.base), flat(fa.bits), flat(fa.wide)) if fa is not None else none
     mb = (flat(fb.base), flat(fb.bits), flat(fb.wide)) if fb is not None else none
     ob, obits, ow = np.empty(n, np.int64), np.empty((n, WORDS), np.uint64), np.zeros(n, np.uint32)

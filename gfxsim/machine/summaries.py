@@ -232,10 +232,11 @@ def _row_bits(vals, window, base, bits):
 
 
 def row_sets(vals: np.ndarray, wide: WideSets) -> Mask:
-    """The set of non-negative values along the last axis, per leading index, as a Mask (a 3-D
-    view, e.g. B's [nb, N, K], is read in place)."""
+    """The set of non-negative values along the last axis, per leading index, as a Mask."""
     lead = vals.shape[:-1]
     v3 = vals if vals.ndim == 3 else vals.reshape((1, -1, vals.shape[-1]))
+    # C order, as row_sets_many's stack: one compiled signature (a transposed view is small)
+    v3 = np.ascontiguousarray(v3)
     base = np.empty(v3.shape[:2], np.int64)
     bits = np.zeros(v3.shape[:2] + (WORDS,), np.uint64)
     _row_bits(v3, WINDOW, base, bits)

@@ -233,3 +233,19 @@ def test_a_compiled_decode_with_provenance_gives_the_same_report_either_way():
     assert [(f.kind, f.message, f.lane) for f in a.findings] == [(f.kind, f.message, f.lane) for f in b.findings]
     assert a.findings                              # the contiguous grouping's scale-group findings
     assert ra == rb
+
+
+def test_block_code_folder_follows_the_cache_variables(tmp_path, monkeypatch):
+    """blocks._disk_dir, resolved once per value of the variables cache_root reads, is the folder
+    cache_root names now: a changed $GFXSIM_CACHE_DIR, $XDG_CACHE_HOME or $HOME is seen."""
+    from gfxsim.cachedir import cache_root
+    monkeypatch.delenv("GFXSIM_CACHE_DIR", raising=False)
+    for var, value in (("HOME", tmp_path / "h"), ("XDG_CACHE_HOME", tmp_path / "x"),
+                       ("GFXSIM_CACHE_DIR", tmp_path / "a"), ("GFXSIM_CACHE_DIR", tmp_path / "b"),
+                       ("XDG_CACHE_HOME", tmp_path / "y")):
+        monkeypatch.setenv(var, str(value))
+        for _ in range(2):                                         # resolved, then remembered
+            got = blocks._disk_dir()
+            assert got.parent == cache_root() / "asm" / "blocks" and str(got).startswith(str(tmp_path))
+    monkeypatch.delenv("GFXSIM_CACHE_DIR")
+    assert blocks._disk_dir().parent == tmp_path / "y" / "gfxsim" / "asm" / "blocks"

@@ -318,3 +318,60 @@ def test_merge_plan_cache_gives_the_planned_afresh_merge():
         assert 1 < len(provenance._PLANS) <= len(_ID_FIELDS) ** 2 * len(_FP_FIELDS) ** 2
     finally:
         provenance.PLAN_CACHE = True
+
+
+def _of_kind(x: np.ndarray, kind: str) -> np.ndarray:
+    """The same values as an array of another kind: writable, read-only, strided or Fortran-ordered."""
+    if kind == "readonly":
+        x = x.copy()
+        x.flags.writeable = False
+        return x
+    if kind == "strided":
+        z = np.empty(x.shape + (2,), x.dtype)
+        z[..., 0] = x
+        return z[..., 0]
+    return np.asfortranarray(x) if kind == "fortran" else x.copy()
+
+
+def test_compiled_merges_see_one_array_type_whatever_the_planes_kinds(monkeypatch):
+    """merge hands its compiled passes read-only C-contiguous inputs (provenance._frozen), so numba
+    loads one signature of each, not one per mix of writable flags and layouts; the results are
+    those of the same merge of plain writable planes."""
+    from gfxsim.machine import provenance
+    from gfxsim.machine.provenance import Mask, Prov, merge
+    rng = np.random.default_rng(11)
+    shape = (2, 12)
+    wide = WideSets()
+    shared = {"token": np.where(rng.random(shape) < 0.6, rng.integers(0, 3 * WINDOW, shape), -1).astype(np.int32)}
+    merge(_random_prov(rng, shape, wide, shared), _random_prov(rng, shape, wide, shared), True, wide)   # compiled
+    seen: dict = {}
+    names = ("_merge_ids", "_merge_field", "_merge_fp", "_union_windows", "_one_triple")
+
+    def recorder(name, fn):
+        def call(*args):
+            import numba
+            seen.setdefault(name, set()).add(tuple(numba.typeof(x) for x in args))
+            return fn(*args)
+        return call
+    for name in names:
+        monkeypatch.setattr(provenance, name, recorder(name, getattr(provenance, name)))
+    kinds = ("writable", "readonly", "strided", "fortran")
+    for _ in range(300):
+        a, b = _random_prov(rng, shape, wide, shared), _random_prov(rng, shape, wide, shared)
+        reducing = bool(rng.random() < 0.5)
+        want = merge(a, b, reducing, wide)
+        for kind in kinds:
+            p = [Prov(x.g, {f: _of_kind(v, kind) for f, v in x.ids.items()},
+                      {f: m.map(lambda v: _of_kind(v, kind)) for f, m in x.fp.items()}, x.flags) for x in (a, b)]
+            got = merge(p[0], p[1], reducing, wide)
+            if want is None or got is None:
+                assert want is got
+                continue
+            assert list(got.ids) == list(want.ids) and list(got.fp) == list(want.fp)
+            for f in want.ids:
+                np.testing.assert_array_equal(got.ids[f], want.ids[f])
+            for f in want.fp:
+                assert isinstance(got.fp[f], Mask) and sets(got.fp[f], wide) == sets(want.fp[f], wide)
+    assert {"_merge_ids", "_merge_field", "_merge_fp"} <= seen.keys()
+    for name, types in seen.items():
+        assert len(types) == 1, (name, types)
