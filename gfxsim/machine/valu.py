@@ -236,7 +236,9 @@ class ValuOps:
             raise self.error(ValueError, f"v_cmp_{op}: {a.n} elements vs {b.n} elements")
         insn = self.lookup_op(ops.valu, f"cmp_{op}", dtype)
         self.check_read(a, b)
-        m = insn.entry.fn(a.val, b.val) & self.exec[None, :]     # VOPC writes 0 for inactive lanes
+        m = insn.entry.fn(a.val, b.val)
+        if not self.exec_full:                                   # an all-ones EXEC changes no bit
+            m = m & self.exec[None, :]                           # VOPC writes 0 for inactive lanes
         if m.shape[0] == 1:
             m = m[0]
         self.event(insn, ins=[a, b])

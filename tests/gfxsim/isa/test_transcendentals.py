@@ -80,3 +80,23 @@ def test_a_run_lists_the_stand_ins_it_executed_on_both_front_ends():
     assert list(asm.approximations) == ["v_rcp_f32"]
     plain = run_asm(kernel_from_text("v_cvt_f32_u32_e32 v1, v0\nv_add_f32_e32 v5, v1, v1"), args=())
     assert plain.approximations == {}
+
+
+def test_the_canonical_nan_is_found_anywhere_in_a_result():
+    """canonical_nan looks for NaNs with one reduction (the minimum is NaN where any element is):
+    a NaN that no input explains is made canonical wherever it lies, in f32 and f16, rows and
+    columns; a result without NaNs comes back as it is."""
+    for dt in (np.float32, np.float16):
+        for shape, at in (((4, 96), (3, 77)), ((1, 64), (0, 63)), ((2, 5), (1, 0)), ((7,), (6,))):
+            a = np.linspace(-3, 3, int(np.prod(shape))).astype(dt).reshape(shape)
+            b = np.ones(shape, dt)
+            a[at], b[at] = np.inf, 0                           # inf * 0: a made NaN, at one place only
+            with np.errstate(all="ignore"):
+                r = fp.canonical_nan(a * b, a, b)
+            want = np.asarray(fp.CANONICAL_NAN[np.dtype(dt)], {np.float32: np.uint32, np.float16: np.uint16}[dt])
+            assert r[at].view(want.dtype) == want
+            assert np.array_equal(np.delete(r.ravel(), np.ravel_multi_index(at, shape)),
+                                  np.delete((a * 1).ravel(), np.ravel_multi_index(at, shape)))
+        clean = np.ones((3, 8), dt)
+        assert fp.canonical_nan(clean, clean) is clean
+        assert fp.canonical_nan(np.zeros((0, 4), dt)).shape == (0, 4)

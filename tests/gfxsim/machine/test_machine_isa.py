@@ -381,3 +381,21 @@ def test_matrix_plans_are_cached_by_layout_not_by_object_identity():
     moved = replace(insn, layouts={**insn.layouts, "D": other.operand("D")})
     assert np.array_equal(gather_plan(moved, "D")[1], other.operand("D").slot_of()[0])
     assert not np.array_equal(gather_plan(moved, "D")[1], gather_plan(insn, "D")[1])
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_compare_writes_zero_in_inactive_lanes_and_its_value_in_active_ones(batch):
+    """VOPC under a partial EXEC: the mask holds 0 for the inactive lanes (read after the branch
+    closes), the compare's answer for the active ones; under a full EXEC, the answer everywhere."""
+    def k(w, out):
+        i = w.lane_id
+        with w.if_(i < 40):
+            inside = i >= 8                     # true in lanes 8..63, but EXEC holds lanes 0..39
+        everywhere = i >= 8
+        one, two = w.const(1, "i32"), w.const(2, "i32")
+        w.global_store(out, (w.workgroup_id[0] * 64 + i) * 4, w.select(inside, one, 0) + w.select(everywhere, two, 0))
+    out = Buffer.empty("out", (64 * batch,), np.int32)
+    launch(k, arch="gfx942", grid=batch, args=(out,))
+    lane = np.arange(64)
+    want = np.where((lane >= 8) & (lane < 40), 1, 0) + np.where(lane >= 8, 2, 0)
+    assert np.array_equal(out.array.reshape(batch, 64), np.broadcast_to(want, (batch, 64)))
