@@ -27,7 +27,7 @@ from .mmalog import MmaRecord
 from .foldrec import FoldedRecord
 from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_absent, name_planes, word_plan
 from . import strided
-from . import chain, encoding, mmagrid, qdir
+from . import chain, encoding, i8words, jit, mmagrid, qdir
 from .provenance import RESERVED, UNKNOWN, OneSet, Prov, known_one
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets, row_sets_many
@@ -205,6 +205,10 @@ GRID_TOGETHER = True       # and a float batch pairing each A with each B as one
 OPERANDS_TOGETHER = True  # and the distinct operands of a side have their provenance fields made together (False: each alone)
 _CALL_OPERANDS = "call operands"   # mma_memos' key of those answers, held while the call issues
 SUM_TOGETHER = True        # and an 8-bit record's D of all of them in one take and add (False: one by one)
+# mma_words' 8-bit records as one compiled pass (i8words.py; False: the numpy GEMM, the A/B and the
+# tests comparing both). A sum that leaves int32 takes the numpy path again, which says where.
+I8_COMPILED = True
+_NO_C = np.zeros(0, np.int32)      # i8words.mma_i8's C where C is the constant 0
 
 
 class MatrixOps:
@@ -238,7 +242,12 @@ class MatrixOps:
         insn, plans, tc, td, inv, pa, pb, ta, tb, ft, cd = prep
         dval = np.empty((insn.elems("D"), self.width), cd)
         overflow = None
-        if ft is not None:                  # _mma_d's 8-bit GEMM, its operands gathered from the words
+        if ft is not None and I8_COMPILED and i8words.exact_in_int32(insn.K) and jit.worth_starting(self.width) \
+                and not i8words.mma_i8(a.view(ta).reshape(-1), b.view(tb).reshape(-1),
+                                       _NO_C if c is None else c.view(np.int32).reshape(-1), pa, pb, tc, td,
+                                       dval.reshape(-1)):
+            pass                            # one compiled pass, no sum left int32 (overflow stays None)
+        elif ft is not None:                # _mma_d's 8-bit GEMM, its operands gathered from the words
             overflow = _mma_i8(self._float_operand(insn, "A", a, ft, ta), self._float_operand(insn, "B", b, ft, tb),
                                None if c is None else c.view(np.int32), tc, td, dval, inv)
         else:
