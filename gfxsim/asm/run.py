@@ -82,9 +82,15 @@ class Program:
         self.steps = translate.steps(self)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
         self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
-        self.blocks: dict = {}          # pc (or pc, bound: blocks.block_until) -> blocks.Block or None, made as waves reach them
+        # blocks.MEMORY -> {pc (or pc, bound: blocks.block_until) -> blocks.Block or None}, made as waves reach them
+        self._blocks: dict = {True: {}, False: {}}
         self.waves_as_members = waves_side_by_side(self.decoded, self.fns)
         self._unsupported = None        # unsupported()'s answer, once asked
+
+    @property
+    def blocks(self) -> dict:
+        """The blocks made so far, under the setting of blocks.MEMORY (which cuts them otherwise)."""
+        return self._blocks[_blocks.MEMORY]
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding);
