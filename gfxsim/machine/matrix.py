@@ -124,6 +124,11 @@ def _write_d(si, td, d, inv, inv_form=None):
 
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
 def _labelled(label) -> str:
     return f" ({label})" if label else ""
 
@@ -239,7 +244,7 @@ class MatrixOps:
             prep = self.mma_memos[("words", mnemonic)] = self._words_prep(self.insn(mnemonic))
         if prep is False:
             return None
-        insn, plans, tc, td, inv, pa, pb, ta, tb, ft, cd = prep
+        insn, plans, tc, td, inv, pa, pb, ta, tb, ft, cd, live = prep
         dval = np.empty((insn.elems("D"), self.width), cd)
         overflow = None
         if ft is not None and I8_COMPILED and i8words.exact_in_int32(insn.K) and jit.worth_starting(self.width) \
@@ -259,13 +264,12 @@ class MatrixOps:
                 np.asarray(d_mat, cd).reshape(-1).take(inv, out=dval.reshape(-1))
             else:
                 dval[plans["D"]] = d_mat
-        live = np.ones(self.members, bool)
         return self._mma_issue(insn, None, None, None, None, live, label, plans, dval, overflow).val.view(np.uint32)
 
     def _words_prep(self, insn):
         """What mma_words needs of a record, once per wave: (record, plans, C's and D's flat plans,
         D's inverse, A's and B's word plans, A's and B's numpy types, the 8-bit GEMM's float type
-        or None, the C/D type); False where mma_words does not apply."""
+        or None, the C/D type, every member live: read-only); False where mma_words does not apply."""
         if insn.sparse or itemsize(insn.cd_type) != 4 or any(insn.operand(op).elem_bits not in (8, 16, 32)
                                                              for op in "AB"):
             return False
@@ -277,7 +281,7 @@ class MatrixOps:
         pa, pb = (word_plan(cache, insn, op, members, lanes, 4 // t.itemsize) for op, t in (("A", ta), ("B", tb)))
         return (insn, self._mma_plans(insn), flat_plan(cache, insn, "C", members, lanes),
                 flat_plan(cache, insn, "D", members, lanes), d_inverse(cache, insn, members, lanes), pa, pb, ta, tb,
-                _i8_float_type(insn.K, ta, tb) if i8 else None, np_dtype(insn.cd_type))
+                _i8_float_type(insn.K, ta, tb) if i8 else None, np_dtype(insn.cd_type), _read_only(np.ones(members, bool)))
 
     def mma_many(self, mnemonic: str, issues) -> list[VGPRs]:
         """``[w.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]``, in that order: the
