@@ -59,11 +59,13 @@ LANE_WIDTH = START_WIDTH
 
 class Block:
     """Instructions ``start``..``end - 1`` of a program, run by ``run(st, w, tr, counted)``, which
-    returns the next pc (an int, or a pc per member where a branch parts them)."""
-    __slots__ = ("start", "end", "bits", "run")
+    returns the next pc (an int, or a pc per member where a branch parts them). Where it is not
+    ready, its instructions up to ``alone`` run one at a time (then a block is looked up again)."""
+    __slots__ = ("start", "end", "bits", "run", "alone")
 
-    def __init__(self, start: int, end: int, bits: int, run):
+    def __init__(self, start: int, end: int, bits: int, run, alone: int | None = None):
         self.start, self.end, self.bits, self.run = start, end, bits, run
+        self.alone = end if alone is None else alone
 
     def ready(self, st, w, tr) -> bool:
         """Whether the block gives exactly what _execute gives instruction by instruction now."""
@@ -112,7 +114,8 @@ def block_until(program, pc: int, bound: int) -> Block | None:
     key = (pc, bound)
     cut = program.blocks.get(key)
     if cut is None and key not in program.blocks:
-        cut = Block(pc, bound, _segment_bits(program, pc, bound), _compile(program, pc, bound)) if bound > pc else None
+        cut = Block(pc, bound, _segment_bits(program, pc, bound), _compile(program, pc, bound),
+                    _alone_until(program, pc, bound)) if bound > pc else None
         program.blocks[key] = cut
     return cut
 
@@ -126,7 +129,19 @@ def _make(program, start: int) -> Block | None:
             break
     if end == start:
         return None
-    return Block(start, end, _segment_bits(program, start, end), _compile(program, start, end))
+    return Block(start, end, _segment_bits(program, start, end), _compile(program, start, end),
+                 _alone_until(program, start, end))
+
+
+def _alone_until(program, start: int, end: int) -> int:
+    """Where a block start..end-1 that is not ready runs one instruction at a time up to: with
+    MEMORY, past its first back-end instruction or wait (there the pending registers change, and a
+    block from the next instruction may be ready), not to the end of its basic block; else its end."""
+    if MEMORY:
+        for q in range(start, end):
+            if program.waits[q].wait is not None or backend(program, q):
+                return q + 1
+    return end
 
 
 def _segment_bits(program, pc: int, end: int) -> int:

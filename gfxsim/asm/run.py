@@ -238,7 +238,7 @@ def _run_members(st, program, counted):
                     nxt = b.run(st, w, tr, counted)
                 else:
                     if b is not None:
-                        alone = b.end
+                        alone = b.alone
                     d = _at(st, program, pc)
                     counted[0] += int(np.count_nonzero(w.exec))
                     nxt = _execute(st, pc, d, program.fns[pc], program.steps[pc], program.own_event[pc], tr)
@@ -278,7 +278,7 @@ def _run_together(st, program, pc, counted):
                 return
             pc = nxt
             continue
-        end = pc + 1 if b is None else b.end          # else one at a time, as _execute runs each alone
+        end = pc + 1 if b is None else b.alone        # else one at a time, as _execute runs each alone
         while pc < end:
             d = _at(st, program, pc)
             counted[0] += w.width if w.exec_full else int(np.count_nonzero(w.exec))

@@ -275,3 +275,27 @@ def test_the_step_bound_raises_at_the_same_instruction_with_accesses_in_the_bloc
 def test_a_compiled_twin_gives_the_same_either_way_with_accesses_in_blocks(twin):
     need_toolchain("gfx942")
     same_either_way(twin, blocks, "MEMORY")
+
+
+def test_a_block_not_ready_runs_alone_only_to_its_first_access_or_wait():
+    """With accesses in blocks, a block entered with a register pending (the hazard reads v2 before
+    its wait) runs one at a time only past its next access or wait; from there blocks are looked up
+    and run again, not the rest of the basic block one at a time."""
+    k = kernel_from_text(STRAIGHT.replace("{hazard}", "v_add_f32_e32 v5, v2, v3"), "test_blocks", args=ARGS)
+    seen = []
+    real = blocks.Block.ready
+
+    def ready(self, st, w, tr):
+        ok = real(self, st, w, tr)
+        seen.append((self.start, ok))
+        return ok
+    blocks.Block.ready = ready
+    try:
+        run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))),
+                provenance=False, trace=False)
+    finally:
+        blocks.Block.ready = real
+    refused = next(i for i, (_, ok) in enumerate(seen) if not ok)
+    assert any(ok for _, ok in seen[refused + 1:])
+    b = k.program.blocks[seen[refused][0]]
+    assert b.alone < b.end
