@@ -160,9 +160,9 @@ def _compile(program, start: int, end: int):
     register it names is pending (so the wait counters neither report nor count anything). Where
     some of its instructions give their lean work as source (semantics.Inline), a second function
     runs that work in place of their steps; the first calls it when the wave state is lean."""
-    from .run import _execute
+    from .run import execute_one
     env = {"taint_in": taint_in, "count_nonzero": np.count_nonzero, "_blocks": sys.modules[__name__],
-           "_execute": _execute}
+           "_execute": execute_one}
     inline = {pc: _inline_of(program, pc) for pc in range(start, end)}
     inline = {pc: x for pc, x in inline.items() if x is not None}
     runs = _lane_runs(program, start, end, inline)

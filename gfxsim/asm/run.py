@@ -333,6 +333,9 @@ def _execute(st, pc, d, fn, step, own, tr):
     return nxt
 
 
+execute_one = _execute       # one instruction as the one-at-a-time loop runs it (a block's back-end instructions)
+
+
 def _name_outputs(events, d):
     """The back end numbers the values its loads return virtually; the events of a load show the
     VGPRs the instruction wrote (read2: its two halves in turn), so the stepper rebuilds the
