@@ -35,6 +35,7 @@ from ..isa.fp import APPROXIMATED
 from ..machine import jit as _jit
 from ..machine.jit import START_WIDTH
 from .origin import taint_in
+from .waitcnt import Counters
 from .semantics import float_mods
 
 # instructions that may return a pc other than the next: a block ends after one
@@ -46,6 +47,11 @@ INLINE = True
 # False: runs of lane rows take the block's numpy lines, not the compiled executor (lanevm.py; the
 # A/B, and the tests comparing both)
 LANES = True
+# True: a block runs its memory, LDS and matrix instructions too, each through run._execute as the
+# one-at-a-time loop runs it (its wait counters' check and count, its back-end event), so a basic block
+# is one call where it was cut at every access (prefix_prefill's twin: ~380 block calls a launch). False:
+# a block ends before each (the A/B, and the tests comparing both).
+MEMORY = True
 # the widest wave (columns) the executor takes: its lane loops cost ~2 ns a lane a row, numpy's whole-row
 # calls ~1 µs plus less per lane, so a wide batch (int8_kv_cache's thousands of members) keeps the numpy lines
 LANE_WIDTH = START_WIDTH
@@ -58,11 +64,13 @@ PLAIN = True
 
 class Block:
     """Instructions ``start``..``end - 1`` of a program, run by ``run(st, w, tr, counted)``, which
-    returns the next pc (an int, or a pc per member where a branch parts them)."""
-    __slots__ = ("start", "end", "bits", "run")
+    returns the next pc (an int, or a pc per member where a branch parts them). Where it is not
+    ready, its instructions up to ``alone`` run one at a time (then a block is looked up again)."""
+    __slots__ = ("start", "end", "bits", "run", "alone")
 
-    def __init__(self, start: int, end: int, bits: int, run):
+    def __init__(self, start: int, end: int, bits: int, run, alone: int | None = None):
         self.start, self.end, self.bits, self.run = start, end, bits, run
+        self.alone = end if alone is None else alone
 
     def ready(self, st, w, tr) -> bool:
         """Whether the block gives exactly what _execute gives instruction by instruction now."""
@@ -71,10 +79,19 @@ class Block:
 
 
 def member(program, pc: int) -> bool:
-    """Whether instruction ``pc`` can be part of a block: it has semantics and records its own
-    event (no memory, LDS, matrix or barrier operation; a wait is one)."""
+    """Whether instruction ``pc`` can be part of a block: it has semantics and is no barrier; it
+    records its own event (no memory, LDS or matrix operation; a wait is one), or it is such a
+    back-end instruction (``backend``) and MEMORY is on."""
     p = program.waits[pc]
-    return program.fns[pc] is not None and program.own_event[pc] and p.cls is None and not p.barrier
+    if program.fns[pc] is None or p.barrier:
+        return False
+    return (program.own_event[pc] and p.cls is None) or MEMORY
+
+
+def backend(program, pc: int) -> bool:
+    """Whether block member ``pc`` is a memory, LDS or matrix instruction: run in the block through
+    run._execute, whose wait counters check its own registers and count what it issues."""
+    return not program.own_event[pc] or program.waits[pc].cls is not None
 
 
 def leaves(mnemonic: str) -> bool:
@@ -109,8 +126,8 @@ def block_until(program, pc: int, bound: int, lean: bool = True) -> Block | None
     key = (pc, bound)
     cut = cache.get(key)
     if cut is None and key not in cache:
-        cut = Block(pc, bound, _segment_bits(program, pc, bound),
-                    _compile(program, pc, bound, cache is program.blocks)) if bound > pc else None
+        cut = Block(pc, bound, _segment_bits(program, pc, bound), _compile(program, pc, bound, cache is program.blocks),
+                    _alone_until(program, pc, bound)) if bound > pc else None
         cache[key] = cut
     return cut
 
@@ -124,14 +141,28 @@ def _make(program, start: int, lean: bool = True) -> Block | None:
             break
     if end == start:
         return None
-    return Block(start, end, _segment_bits(program, start, end), _compile(program, start, end, lean))
+    return Block(start, end, _segment_bits(program, start, end), _compile(program, start, end, lean),
+                 _alone_until(program, start, end))
+
+
+def _alone_until(program, start: int, end: int) -> int:
+    """Where a block start..end-1 that is not ready runs one instruction at a time up to: with
+    MEMORY, past its first back-end instruction or wait (there the pending registers change, and a
+    block from the next instruction may be ready), not to the end of its basic block; else its end."""
+    if MEMORY:
+        for q in range(start, end):
+            if program.waits[q].wait is not None or backend(program, q):
+                return q + 1
+    return end
 
 
 def _segment_bits(program, pc: int, end: int) -> int:
-    """The registers instructions pc.. name up to the next wait (the part of a block one check covers)."""
+    """The registers instructions pc.. name up to the next wait (the part of a block one check
+    covers), but for back-end instructions (``backend``), which run._execute checks each time."""
     bits = 0
     while pc < end and program.waits[pc].wait is None:
-        bits |= program.waits[pc].bits
+        if not backend(program, pc):
+            bits |= program.waits[pc].bits
         pc += 1
     return bits
 
@@ -142,7 +173,9 @@ def _compile(program, start: int, end: int, lean: bool = True):
     some of its instructions give their lean work as source (semantics.Inline), a second function
     runs that work in place of their steps; the first calls it when the wave state is lean
     (``lean`` False: a block for waves that never are, made without the second function)."""
-    env = {"taint_in": taint_in, "count_nonzero": np.count_nonzero, "_blocks": sys.modules[__name__]}
+    from .run import execute_one
+    env = {"taint_in": taint_in, "count_nonzero": np.count_nonzero, "_blocks": sys.modules[__name__],
+           "_execute": execute_one}
     inline = {pc: _inline_of(program, pc) for pc in range(start, end)} if lean else {}
     inline = {pc: x for pc, x in inline.items() if x is not None}
     runs = _lane_runs(program, start, end, inline) if lean else {}
@@ -153,7 +186,7 @@ def _compile(program, start: int, end: int, lean: bool = True):
         lines += _entry_check(regs)
     lines += _body(program, start, end, env, {}, {})
     if lean:
-        body = _body(program, start, end, env, inline, runs)
+        body = _body(program, start, end, env, inline, runs, _lean_condition(regs))
         lines += ["", "def run_lean(st, w, tr, counted):"] + _lean_prologue(inline, regs, env, start, "\n".join(body),
                                                                        sum(last - pc for pc, (_, last) in runs.items()))
         lines += body
@@ -182,7 +215,7 @@ def _run_vregs(runs) -> list:
     return [r for rows, _ in runs.values() for row in rows for r in lanevm.vregs(row)]
 
 
-def _entry_check(regs) -> list[str]:
+def _lean_condition(regs) -> str:
     """When the inline work and the runs are exactly the steps': no provenance (st.lean, and no
     register file holding any), no origin marks, and every register the templates and rows name
     inside its file (else the steps name what is wrong)."""
@@ -192,7 +225,12 @@ def _entry_check(regs) -> list[str]:
     cond = ["_blocks.INLINE", "st.lean", "not st.any_unknown"]
     for file, n in sorted(top.items()):
         cond.append(f"st.{file} is not None and st.{file}.prov is None and st.{file}.count >= {n}")
-    return [f"    if {' and '.join(cond)}:",
+    return " and ".join(cond)
+
+
+def _entry_check(regs) -> list[str]:
+    """The lean function where it is exact (_lean_condition)."""
+    return [f"    if {_lean_condition(regs)}:",
             "        return run_lean(st, w, tr, counted)"]
 
 
@@ -396,11 +434,14 @@ _FLUSH = ["        if k:",
           "            k = 0"]
 
 
-def _body(program, start: int, end: int, env, inline, runs) -> list[str]:
+def _body(program, start: int, end: int, env, inline, runs, lean_cond: str | None = None) -> list[str]:
     """The instructions pc start..end-1, each as _execute runs it; those in ``inline`` by their
     lean work written here (no step call; EXEC and the lane count of the block's locals, refreshed
     after every instruction that may write EXEC; their events counted together, _FLUSH), each of
-    ``runs`` (_lane_runs) one executor call where the wave allows it. Both empty: the steps alone."""
+    ``runs`` (_lane_runs) one executor call where the wave allows it. Both empty: the steps alone.
+    A back-end instruction (``backend``) is run._execute itself; past it the block goes on only
+    while no register the instructions up to the next wait name is pending (it may have issued a
+    load) and, in the lean function, while ``lean_cond`` (its entry condition) holds."""
     lean = bool(inline or runs)
     lines = ["    approx = w.machine.approximated",
              "    counters = st.counters",
@@ -427,6 +468,9 @@ def _body(program, start: int, end: int, env, inline, runs) -> list[str]:
             lines += _inline_ins(program, pc, x, env)
             if pc == end - 1:
                 lines += [*_FLUSH, f"        return {pc + 1}"]
+            continue
+        if backend(program, pc):
+            lines += _backend_lines(program, pc, end, env, lean, lean_cond, pc + 1 in inline or pc + 1 in runs)
             continue
         lines += [f"        st.pc = {pc}; st.current = D{pc}        # {m} (line {d.ins.line})",
                   f"        if st.any_unknown: taint_in(st, D{pc})"]
@@ -464,6 +508,59 @@ def _body(program, start: int, end: int, env, inline, runs) -> list[str]:
               "        st.taint_s = st.taint_v = st.fresh_out = None"]
     if lean:
         lines += _FLUSH
+    return lines
+
+
+def _backend_lines(program, pc: int, end: int, env, lean: bool, lean_cond: str | None, refresh: bool) -> list[str]:
+    """A memory, LDS or matrix instruction as run._run_together runs it: its lanes counted, then
+    run._execute (its wait counters' check before and count after, the back end's event, unmuted as
+    there). The block returns at the next instruction where that one may not run on as a block
+    does: the step bound within the rest, a register named up to the next wait now pending, or
+    (lean) the lean condition failing."""
+    d = program.decoded[pc]
+    env[f"D{pc}"] = d
+    env[f"F{pc}"] = program.fns[pc]
+    env[f"S{pc}"] = program.steps[pc]
+    lines = [f"        st.pc = {pc}; st.current = D{pc}        # {d.ins.mnemonic} (line {d.ins.line})"]
+    if lean:
+        lines += _FLUSH
+    lines += ["        counted[0] += w.width if w.exec_full else int(count_nonzero(w.exec))",
+              "        tr.muted -= 1",
+              "        try:"]
+    p = program.waits[pc]
+    acts = Counters.acts_before(p)
+    if program.own_event[pc] or acts is None:
+        lines.append(f"            nxt = _execute(st, {pc}, D{pc}, F{pc}, S{pc}, {program.own_event[pc]}, tr)")
+    else:                                 # _execute without a trace, its wait counters' calls only where they act
+        env[f"P{pc}"] = p
+        call = f"S{pc}(st)" if program.steps[pc] is not None else f"F{pc}(st, D{pc})"
+        lines += [f"            if st.any_unknown: taint_in(st, D{pc})",
+                  "            event = tr.n_events",
+                  f"            poisoned = counters.before({pc}) if {acts} else None",
+                  "            try:",
+                  f"                nxt = {call}",
+                  "            finally:",
+                  "                if poisoned:",
+                  f"                    counters.after({pc}, poisoned, event)"]
+        if p.cls is not None:
+            lines += ["                else:",
+                      f"                    counters.issue({pc}, P{pc}, event)"]
+        lines.append("                st.taint_s = st.taint_v = st.fresh_out = None")
+    lines += ["        finally:",
+              "            tr.muted += 1"]
+    if pc == end - 1:
+        return lines + [f"        return {pc + 1} if nxt is None else nxt"]
+    lines.append("        if nxt is not None: return nxt")
+    # its events may be more than one (the bound ``ready`` checked counts one an instruction)
+    lines.append(f"        if w.steps + {end - pc - 1} > w.machine.max_steps: return {pc + 1}")
+    seg = _segment_bits(program, pc + 1, end)
+    if seg:
+        lines.append(f"        if counters.bits & {seg}: return {pc + 1}")
+    if lean_cond is not None:
+        lines.append(f"        if not ({lean_cond}): return {pc + 1}")
+    if refresh:                           # the block's EXEC locals, as after a step
+        lines += ["        EX, XF = w.exec, w.exec_full",
+                  "        CNT = WID if XF else int(count_nonzero(EX))"]
     return lines
 
 

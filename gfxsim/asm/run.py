@@ -82,10 +82,21 @@ class Program:
         self.steps = translate.steps(self)
         self.barrier = np.array([d.mnemonic == "s_barrier" for d in self.decoded] or [False], bool)
         self.waits = waitcnt.plans(self.decoded)          # each instruction's wait-counter effect
-        self.blocks: dict = {}          # pc (or pc, bound: blocks.block_until) -> blocks.Block or None, made as waves reach them
-        self.plain_blocks: dict = {}    # the same for waves with provenance (blocks.PLAIN: no lean function)
+        # (blocks.MEMORY, lean) -> {pc (or pc, bound: blocks.block_until) -> blocks.Block or None}, made as
+        # waves reach them; lean False: blocks for waves with provenance (blocks.PLAIN: no lean function)
+        self._blocks: dict = {(m, lean): {} for m in (True, False) for lean in (True, False)}
         self.waves_as_members = waves_side_by_side(self.decoded, self.fns)
         self._unsupported = None        # unsupported()'s answer, once asked
+
+    @property
+    def blocks(self) -> dict:
+        """The blocks made so far, under the setting of blocks.MEMORY (which cuts them otherwise)."""
+        return self._blocks[_blocks.MEMORY, True]
+
+    @property
+    def plain_blocks(self) -> dict:
+        """The same for waves that never take a block's lean function (blocks.PLAIN)."""
+        return self._blocks[_blocks.MEMORY, False]
 
     def unsupported(self) -> list[str]:
         """'line N: mnemonic' of every instruction with no semantics (or an unsupported encoding);
@@ -233,7 +244,7 @@ def _run_members(st, program, counted):
                     nxt = b.run(st, w, tr, counted)
                 else:
                     if b is not None:
-                        alone = b.end
+                        alone = b.alone
                     d = _at(st, program, pc)
                     counted[0] += int(np.count_nonzero(w.exec))
                     nxt = _execute(st, pc, d, program.fns[pc], program.steps[pc], program.own_event[pc], tr)
@@ -273,7 +284,7 @@ def _run_together(st, program, pc, counted):
                 return
             pc = nxt
             continue
-        end = pc + 1 if b is None else b.end          # else one at a time, as _execute runs each alone
+        end = pc + 1 if b is None else b.alone        # else one at a time, as _execute runs each alone
         while pc < end:
             d = _at(st, program, pc)
             counted[0] += w.width if w.exec_full else int(np.count_nonzero(w.exec))
@@ -326,6 +337,9 @@ def _execute(st, pc, d, fn, step, own, tr):
         counters.after(pc, poisoned, event)
         st.taint_s = st.taint_v = st.fresh_out = None
     return nxt
+
+
+execute_one = _execute       # one instruction as the one-at-a-time loop runs it (a block's back-end instructions)
 
 
 def _name_outputs(events, d):

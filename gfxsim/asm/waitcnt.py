@@ -549,6 +549,15 @@ class Counters:
                     lane=m * st.lanes + (lanes[0] if lanes else 0), register="LDS", access="barrier", load=load,
                     load_line=a.where(st.kernel.name), counter="lgkmcnt", needed=needed, lanes=lanes)
 
+    @staticmethod
+    def acts_before(p: Plan) -> str | None:
+        """Where ``before`` has something to do for an instruction of plan ``p`` that is no wait
+        and no barrier, as a Python expression over ``counters`` (its early exits, for a block's
+        source: blocks._backend_lines); None: always (a FLAT access asks where its address points)."""
+        if p.wait is not None or p.barrier or p.vaddr is not None:
+            return None
+        return f"counters.bits & {p.bits}" + (" or counters.dma" if p.lds_span is not None else "")
+
     def before(self, pc: int):
         """Before instruction ``pc`` runs: its wait, or its reads of registers still pending. Returns
         what was poisoned (to be undone by after()), or None."""

@@ -27,7 +27,7 @@ from .mmalog import MmaRecord
 from .foldrec import FoldedRecord
 from .plans import batched_plan, d_inverse, flat_form, flat_plan, inverse_form, name_absent, name_planes, word_plan
 from . import strided
-from . import chain, encoding, mmagrid, qdir
+from . import chain, encoding, i8words, jit, mmagrid, qdir
 from .provenance import RESERVED, UNKNOWN, OneSet, Prov, known_one
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import Field, row_sets, row_sets_many
@@ -124,6 +124,11 @@ def _write_d(si, td, d, inv, inv_form=None):
 
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
 def _labelled(label) -> str:
     return f" ({label})" if label else ""
 
@@ -205,6 +210,10 @@ GRID_TOGETHER = True       # and a float batch pairing each A with each B as one
 OPERANDS_TOGETHER = True  # and the distinct operands of a side have their provenance fields made together (False: each alone)
 _CALL_OPERANDS = "call operands"   # mma_memos' key of those answers, held while the call issues
 SUM_TOGETHER = True        # and an 8-bit record's D of all of them in one take and add (False: one by one)
+# mma_words' 8-bit records as one compiled pass (i8words.py; False: the numpy GEMM, the A/B and the
+# tests comparing both). A sum that leaves int32 takes the numpy path again, which says where.
+I8_COMPILED = True
+_NO_C = np.zeros(0, np.int32)      # i8words.mma_i8's C where C is the constant 0
 
 
 class MatrixOps:
@@ -235,10 +244,15 @@ class MatrixOps:
             prep = self.mma_memos[("words", mnemonic)] = self._words_prep(self.insn(mnemonic))
         if prep is False:
             return None
-        insn, plans, tc, td, inv, pa, pb, ta, tb, ft, cd = prep
+        insn, plans, tc, td, inv, pa, pb, ta, tb, ft, cd, live = prep
         dval = np.empty((insn.elems("D"), self.width), cd)
         overflow = None
-        if ft is not None:                  # _mma_d's 8-bit GEMM, its operands gathered from the words
+        if ft is not None and I8_COMPILED and i8words.exact_in_int32(insn.K) and jit.worth_starting(self.width) \
+                and not i8words.mma_i8(a.view(ta).reshape(-1), b.view(tb).reshape(-1),
+                                       _NO_C if c is None else c.view(np.int32).reshape(-1), pa, pb, tc, td,
+                                       dval.reshape(-1)):
+            pass                            # one compiled pass, no sum left int32 (overflow stays None)
+        elif ft is not None:                # _mma_d's 8-bit GEMM, its operands gathered from the words
             overflow = _mma_i8(self._float_operand(insn, "A", a, ft, ta), self._float_operand(insn, "B", b, ft, tb),
                                None if c is None else c.view(np.int32), tc, td, dval, inv)
         else:
@@ -250,13 +264,12 @@ class MatrixOps:
                 np.asarray(d_mat, cd).reshape(-1).take(inv, out=dval.reshape(-1))
             else:
                 dval[plans["D"]] = d_mat
-        live = np.ones(self.members, bool)
         return self._mma_issue(insn, None, None, None, None, live, label, plans, dval, overflow).val.view(np.uint32)
 
     def _words_prep(self, insn):
         """What mma_words needs of a record, once per wave: (record, plans, C's and D's flat plans,
         D's inverse, A's and B's word plans, A's and B's numpy types, the 8-bit GEMM's float type
-        or None, the C/D type); False where mma_words does not apply."""
+        or None, the C/D type, every member live: read-only); False where mma_words does not apply."""
         if insn.sparse or itemsize(insn.cd_type) != 4 or any(insn.operand(op).elem_bits not in (8, 16, 32)
                                                              for op in "AB"):
             return False
@@ -268,7 +281,7 @@ class MatrixOps:
         pa, pb = (word_plan(cache, insn, op, members, lanes, 4 // t.itemsize) for op, t in (("A", ta), ("B", tb)))
         return (insn, self._mma_plans(insn), flat_plan(cache, insn, "C", members, lanes),
                 flat_plan(cache, insn, "D", members, lanes), d_inverse(cache, insn, members, lanes), pa, pb, ta, tb,
-                _i8_float_type(insn.K, ta, tb) if i8 else None, np_dtype(insn.cd_type))
+                _i8_float_type(insn.K, ta, tb) if i8 else None, np_dtype(insn.cd_type), _read_only(np.ones(members, bool)))
 
     def mma_many(self, mnemonic: str, issues) -> list[VGPRs]:
         """``[w.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]``, in that order: the

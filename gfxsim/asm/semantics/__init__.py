@@ -347,9 +347,10 @@ def moved_as(st, nbytes: int) -> str:
 
 
 def no_mods(st, d, allowed=()):
-    extra = set(d.ops.mods) - set(allowed)
-    if extra:
-        raise st.error(f"unsupported modifier {', '.join(sorted(extra))} on {d.mnemonic}")
+    for k in d.ops.mods:                 # most have none or one, allowed: no sets made per instruction
+        if k not in allowed:
+            extra = set(d.ops.mods) - set(allowed)
+            raise st.error(f"unsupported modifier {', '.join(sorted(extra))} on {d.mnemonic}")
 
 
 def count(st, d, n):

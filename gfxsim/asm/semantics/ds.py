@@ -177,20 +177,56 @@ def _bpermute_compiled(st, dst, addr, data, offset: int) -> bool:
     """``_bpermute_words`` in one compiled pass (bpermute.py) where ``data`` is written in every
     lane and the destination holds no provenance and takes no origin marks; False, having done
     nothing, otherwise."""
-    if addr.kind != "reg" or addr.file != "v" or addr.count != 1 or addr.neg or addr.abs or addr.sext or addr.dpp \
-            or dst.kind != "reg" or dst.file not in "va" or dst.count != 1 or st.taint_v is not None \
-            or not jit.worth_starting(st.w.width):
+    if not _compiled_form(dst, addr):
+        return False
+    return _bpermute_compiled_of(st, dst, addr, data, offset)
+
+
+def _compiled_form(dst, addr) -> bool:
+    """Whether the operands are those _bpermute_compiled takes (one plain VGPR address, one register
+    written)."""
+    return not (addr.kind != "reg" or addr.file != "v" or addr.count != 1 or addr.neg or addr.abs or addr.sext
+                or addr.dpp or dst.kind != "reg" or dst.file not in "va" or dst.count != 1)
+
+
+def _bpermute_compiled_of(st, dst, addr, data, offset: int) -> bool:
+    """_bpermute_compiled past its operand forms (_compiled_form)."""
+    if st.taint_v is not None or not jit.worth_starting(st.w.width):
         return False
     a = st.vwords("v", addr.first, 1)[0]                 # the checks in the order _bpermute_words makes them
     rf, out = st.regfile(data.file), (st.v if dst.file == "v" else st.a)
     rf.check_range(data.first, 1)
-    if out is None or out.prov is not None or not 0 <= dst.first < out.count or \
-            not rf.written[4 * data.first:4 * data.first + 4].all():
+    if out is None or out.prov is not None or not 0 <= dst.first < out.count:
+        return False
+    wr = rf.written[4 * data.first:4 * data.first + 4]
+    if np.count_nonzero(wr) != wr.size:                  # every byte written (a count: quicker than all())
         return False
     st.w.event(_BPERMUTE)
     bpermute.permute_words(a, offset, st.lanes, st.exec, rf.words[data.first], st.fresh[data.file][data.first],
                       out.words[dst.first], out.written[4 * dst.first:4 * dst.first + 4], st.fresh[dst.file][dst.first])
     return True
+
+
+def _bpermute_prepare(d):
+    """ds_bpermute_b32's step where its operands take the compiled pass (translate.py): that pass
+    without the per-instruction form checks, else (provenance, a register not written, ...) the
+    function itself."""
+    ops_ = d.ops.positional
+    if len(ops_) != 3 or any(k != "offset" for k in d.ops.mods):
+        return None
+    dst, addr, data = ops_
+    if not _compiled_form(dst, addr):
+        return None
+    offset = int(d.ops.mods.get("offset", 0))
+
+    def step(st):
+        if st.lean and COMPILED_BPERMUTE and _bpermute_compiled_of(st, dst, addr, data, offset):
+            return None
+        return ds_bpermute_b32(st, d)
+    return step
+
+
+ds_bpermute_b32.prepare = _bpermute_prepare
 
 
 def _bpermute_words(st, dst, data, src) -> bool:

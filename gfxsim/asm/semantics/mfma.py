@@ -163,11 +163,11 @@ def _words(st, name, dst, a, b, c, label) -> bool:
     if not st.lean or st.act is not None or st.any_unknown or st.taint_v is not None or not st.w.exec_full:
         return False
     zero = c.kind == "int"
-    ops = ((a.file, a.first, a.count), (b.file, b.first, b.count)) + (() if zero else ((c.file, c.first, c.count),))
-    if not all(st.vall_written(*o) for o in ops):
+    if not (st.vall_written(a.file, a.first, a.count) and st.vall_written(b.file, b.first, b.count)
+            and (zero or st.vall_written(c.file, c.first, c.count))):
         return False
-    words = [st.vwords(*o) for o in ops]
-    out = st.w.mma_words(name, words[0], words[1], None if zero else words[2], label=label)
+    out = st.w.mma_words(name, st.vwords(a.file, a.first, a.count), st.vwords(b.file, b.first, b.count),
+                         None if zero else st.vwords(c.file, c.first, c.count), label=label)
     if out is None:
         return False
     st.vwrite(dst.file, dst.first, out)

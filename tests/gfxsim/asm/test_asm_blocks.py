@@ -249,3 +249,112 @@ def test_block_code_folder_follows_the_cache_variables(tmp_path, monkeypatch):
             assert got.parent == cache_root() / "asm" / "blocks" and str(got).startswith(str(tmp_path))
     monkeypatch.delenv("GFXSIM_CACHE_DIR")
     assert blocks._disk_dir().parent == tmp_path / "y" / "gfxsim" / "asm" / "blocks"
+
+
+# one basic block of loads, LDS-free ALU rows and stores: a load's register read before its wait (a
+# missing-wait), overwritten before it lands (another), a second load over a pending register (in
+# order: fine), a wait that covers only some, and the rest after it
+STRAIGHT = """
+s_load_dwordx4 s[4:7], s[0:1], 0x0
+s_waitcnt lgkmcnt(0)
+v_lshlrev_b32_e32 v1, 2, v0
+v_xor_b32_e32 v6, 4, v1
+v_xor_b32_e32 v7, 8, v1
+global_load_dword v2, v1, s[4:5]
+v_cvt_f32_u32_e32 v3, v0
+global_load_dword v4, v6, s[4:5]
+v_add_f32_e32 v3, 1.0, v3
+{hazard}
+global_load_dword v4, v7, s[4:5]
+s_waitcnt vmcnt(1)
+v_add_f32_e32 v3, v2, v3
+s_waitcnt vmcnt(0)
+v_add_f32_e32 v3, v4, v3
+global_store_dword v1, v3, s[6:7]
+v_mul_f32_e32 v3, 2.0, v3
+global_store_dword v6, v3, s[6:7]
+"""
+
+
+def _run_memory(body: str, memory: bool, **kw):
+    blocks.MEMORY = memory
+    try:
+        return _run(body, True, **kw)
+    finally:
+        blocks.MEMORY = True
+
+
+@pytest.mark.parametrize("hazard", ["", "v_add_f32_e32 v5, v2, v3", "v_mov_b32_e32 v2, 0", "v_mov_b32_e32 v4, v3",
+                                    "global_store_dword v1, v2, s[6:7]", "s_load_dword s4, s[0:1], 0x0"])
+@pytest.mark.parametrize("kw", [dict(provenance=False), dict(provenance=True), dict(provenance=False, grid=3, batch=3)])
+def test_a_block_runs_its_memory_instructions_as_one_at_a_time_does(hazard, kw):
+    """blocks.MEMORY: loads and stores inside a block, through _execute, with the block stopping
+    where a register it names becomes pending: the same as blocks ending at each access and as no
+    blocks at all (outputs, findings, events, lane count). The hazards: an ALU row reading or
+    overwriting a load's register before its wait, a store reading one, a scalar load overwriting
+    the SGPRs a global access's address is read from (a later load reads them)."""
+    body = STRAIGHT.replace("{hazard}", hazard)
+    if hazard.startswith("s_load"):          # the next load's address read as poison: its fault, noted
+        msgs = []
+        for run in (lambda: _run_memory(body, True, **dict(kw)), lambda: _run_memory(body, False, **dict(kw)),
+                    lambda: _run(body, False, **dict(kw))):
+            with pytest.raises(GfxSimError, match="after a missing-wait") as e:
+                run()
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1] == msgs[2]
+        return
+    got = _run_memory(body, True, **dict(kw))
+    _same(got, _run_memory(body, False, **dict(kw)))
+    _same(got, _run(body, False, **dict(kw)))
+    assert bool(got[1].findings_of("missing-wait")) == (hazard != "")
+
+
+def test_with_memory_a_basic_block_is_one_block():
+    k = kernel_from_text(STRAIGHT.replace("{hazard}", ""), "test_blocks", args=ARGS)
+    run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))),
+            provenance=False, trace=False)
+    b = k.program.blocks[0]
+    assert b is not None and b.end == len(k.program.decoded)         # every instruction, s_endpgm last
+
+
+@pytest.mark.parametrize("bound", range(124, 135))
+def test_the_step_bound_raises_at_the_same_instruction_with_accesses_in_the_block(bound):
+    body = LOOP.format(trips=1000, wait="s_waitcnt vmcnt(0)").replace(
+        "s_add_u32 s8, s8, 1", "s_add_u32 s8, s8, 1\nglobal_load_dword v6, v1, s[4:5]\n"
+                               "s_load_dwordx4 s[12:15], s[0:1], 0x0\ns_waitcnt vmcnt(0) lgkmcnt(0)")
+    msgs = []
+    for memory in (True, False):       # a scalar load of 4 dwords is 4 events: more than a block counts
+        with pytest.raises(GfxSimError, match="max_steps") as e:
+            _run_memory(body, memory, options=LaunchOptions(provenance=False, trace=False, max_steps=bound))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("twin", ["qk_int8", "pv_bf16", "prefix_prefill", "paged_attention_decode"])
+def test_a_compiled_twin_gives_the_same_either_way_with_accesses_in_blocks(twin):
+    need_toolchain("gfx942")
+    same_either_way(twin, blocks, "MEMORY")
+
+
+def test_a_block_not_ready_runs_alone_only_to_its_first_access_or_wait():
+    """With accesses in blocks, a block entered with a register pending (the hazard reads v2 before
+    its wait) runs one at a time only past its next access or wait; from there blocks are looked up
+    and run again, not the rest of the basic block one at a time."""
+    k = kernel_from_text(STRAIGHT.replace("{hazard}", "v_add_f32_e32 v5, v2, v3"), "test_blocks", args=ARGS)
+    seen = []
+    real = blocks.Block.ready
+
+    def ready(self, st, w, tr):
+        ok = real(self, st, w, tr)
+        seen.append((self.start, ok))
+        return ok
+    blocks.Block.ready = ready
+    try:
+        run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))),
+                provenance=False, trace=False)
+    finally:
+        blocks.Block.ready = real
+    refused = next(i for i, (_, ok) in enumerate(seen) if not ok)
+    assert any(ok for _, ok in seen[refused + 1:])
+    b = k.program.blocks[seen[refused][0]]
+    assert b.alone < b.end

@@ -73,6 +73,28 @@ def test_an_lds_access_leaves_what_the_byte_moves_leave(line, lean):
                 np.testing.assert_array_equal(got[True][k], got[False][k], err_msg=f"{line}: {k}")
 
 
+@pytest.mark.parametrize("line", [x for x in LDS_LINES if x.startswith("ds_bpermute")])
+def test_a_bpermute_step_leaves_what_its_function_leaves(line):
+    """ds_bpermute_b32's prepared step (its operand forms checked once, translate.py) against its
+    semantics function, lean and not, under a partial EXEC and from a register never written."""
+    for seed in range(3):
+        for lean in (True, False):
+            got = {}
+            for translated in (True, False):
+                sb = _sandbox(seed)
+                sb.st.lean = lean
+                got[translated] = _state(sb.run(line, translated=translated))
+            assert got[True]["findings"] == got[False]["findings"], line
+            for k in ("v", "vw", "fv"):
+                np.testing.assert_array_equal(got[True][k], got[False][k], err_msg=f"{line}: {k}")
+    assert semantics.OPS["ds_bpermute_b32"].prepare(_decoded(line)) is not None
+
+
+def _decoded(line: str):
+    from gfxsim.asm.run import Program, kernel_from_text
+    return Program(kernel_from_text(line)).decoded[0]
+
+
 GLOBAL = ("s_load_dwordx2 s[4:5], s[0:1], 0x0\n  v_lshlrev_b32_e32 v1, 4, v0\n  s_waitcnt lgkmcnt(0)\n"
           "  v_cmp_gt_u32_e32 vcc, 50, v0\n  s_and_saveexec_b64 s[12:13], vcc\n"
           "  global_load_dwordx4 v[2:5], v1, s[4:5]\n  global_load_dword v6, v1, s[4:5] offset:1024\n"
