@@ -4,7 +4,18 @@ results, outputs) and ``same_buffers`` (bytes, written bits and provenance plane
 import numpy as np
 
 from gfxsim import Buffer
+from gfxsim.machine import fold as F
 from gfxsim.machine.provenance import Mask, Prov
+
+
+def random_fold(rng, M: int, L: int) -> F.Fold:
+    """A Fold of M members and L lanes: half the time with classes (members 0 and 1 in classes 0
+    and 1, the rest drawn from three), else one class."""
+    classes = None
+    if M > 1 and rng.random() < 0.5:
+        classes = rng.integers(0, 3, M)
+        classes[:2] = (0, 1)
+    return F.Fold(M, L, classes)
 
 
 def _same_masks(a: Mask, wa, b: Mask, wb, what):

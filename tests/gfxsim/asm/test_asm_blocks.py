@@ -75,14 +75,15 @@ def test_a_block_gives_what_one_instruction_at_a_time_gives(wait, kw):
     assert bool(got[1].findings_of("missing-wait")) == (wait != "s_waitcnt vmcnt(0)")
 
 
-def test_blocks_are_made_and_run_where_they_are_exact():
-    k = kernel_from_text(LOOP.format(trips=5, wait=""), "test_blocks", args=ARGS)
-    ran = []
+def _readiness(k) -> list:
+    """Run kernel ``k`` (one wave, no provenance) and return every block's (start, ready?) answer,
+    in the order the waves asked."""
+    seen = []
     real = blocks.Block.ready
 
     def ready(self, st, w, tr):
         ok = real(self, st, w, tr)
-        ran.append((self.start, ok))
+        seen.append((self.start, ok))
         return ok
     blocks.Block.ready = ready
     try:
@@ -90,6 +91,12 @@ def test_blocks_are_made_and_run_where_they_are_exact():
                 provenance=False, trace=False)
     finally:
         blocks.Block.ready = real
+    return seen
+
+
+def test_blocks_are_made_and_run_where_they_are_exact():
+    k = kernel_from_text(LOOP.format(trips=5, wait=""), "test_blocks", args=ARGS)
+    ran = _readiness(k)
     loop = k.labels[".LBB0_1"]
     assert (loop, True) in ran                       # the loop body: one function, run
     b = k.program.blocks[loop]
@@ -341,19 +348,7 @@ def test_a_block_not_ready_runs_alone_only_to_its_first_access_or_wait():
     its wait) runs one at a time only past its next access or wait; from there blocks are looked up
     and run again, not the rest of the basic block one at a time."""
     k = kernel_from_text(STRAIGHT.replace("{hazard}", "v_add_f32_e32 v5, v2, v3"), "test_blocks", args=ARGS)
-    seen = []
-    real = blocks.Block.ready
-
-    def ready(self, st, w, tr):
-        ok = real(self, st, w, tr)
-        seen.append((self.start, ok))
-        return ok
-    blocks.Block.ready = ready
-    try:
-        run_asm(k, 1, 64, args=dict(x=Buffer("x", np.zeros(64, np.float32)), y=Buffer("y", np.zeros(64, np.float32))),
-                provenance=False, trace=False)
-    finally:
-        blocks.Block.ready = real
+    seen = _readiness(k)
     refused = next(i for i, (_, ok) in enumerate(seen) if not ok)
     assert any(ok for _, ok in seen[refused + 1:])
     b = k.program.blocks[seen[refused][0]]

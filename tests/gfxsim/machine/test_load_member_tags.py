@@ -14,18 +14,11 @@ from gfxsim.machine import fold as F, vmem
 from gfxsim.machine.memory import Buffer
 from gfxsim.machine.provenance import Prov
 from kernels_py.int8_kv_cache import int8_kv_cache
-from support.fold import same_buffers, same_runs
+from support.cli import no_seconds
+from support.fold import random_fold, same_buffers, same_runs
 from support.twins import kv_setup, wrong_block_size
 from test_folded_store_check import kv_full
 from test_member_tags import _buffer, _moved
-
-
-def _fold(rng, M, L):
-    classes = None
-    if M > 1 and rng.random() < 0.5:
-        classes = rng.integers(0, 3, M)
-        classes[:2] = (0, 1)
-    return F.Fold(M, L, classes)
 
 
 def _state(fd):
@@ -76,7 +69,7 @@ def test_fold_member_tags_is_fold_prov(seed):
             assert u.dtype == np.int32 and u.shape[0] == M and j.shape == (R, L), seed
             placed = np.take(u, j, axis=1).transpose(1, 0, 2).reshape(R, M * L)
             assert np.array_equal(placed, tags[f]), (seed, f)
-    a = _fold(rng, M, L)
+    a = random_fold(rng, M, L)
     if seed % 3 == 0:                        # an earlier load's shifts (sometimes other ones)
         other = _moved(rng, shape, M, L, R) if seed % 2 else elem
         _outcome(lambda: a.fold_prov(Prov(4, buf.tags_at(other)), "earlier"))
@@ -134,15 +127,7 @@ def _report(capsys, monkeypatch, on, argv):
     monkeypatch.setattr(vmem.VmemOps, "_load_folded", lambda self, *a: answered.append(lf(self, *a)) or answered[-1])
     assert main(["run", *argv, "--report", "json", "--quiet"]) == 0
     assert any(x is not None for x in answered) == on       # the cache's loads (and the decode's scales)
-    return _no_seconds(json.loads(capsys.readouterr().out))
-
-
-def _no_seconds(x):
-    if isinstance(x, dict):
-        return {k: _no_seconds(v) for k, v in x.items() if "second" not in k}
-    if isinstance(x, list):
-        return [_no_seconds(v) for v in x]
-    return x
+    return no_seconds(json.loads(capsys.readouterr().out))
 
 
 @pytest.mark.parametrize("argv", [["int8_kv_cache", "--heads", "8", "--kv-heads", "2", "--context", "512"],

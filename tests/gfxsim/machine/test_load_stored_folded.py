@@ -19,7 +19,8 @@ from kernels_py.host.buffers import decode_buffers, make_cache
 from kernels_py.paged_attention_decode import paged_attention_decode, paged_attention_reduce
 from kernels_py.workloads.data import make_attention_inputs
 from support import DEFECTIVE
-from support.fold import same_buffers, same_runs
+from support.cli import no_seconds
+from support.fold import random_fold, same_buffers, same_runs
 
 
 class _Launch:
@@ -28,14 +29,6 @@ class _Launch:
     def __init__(self):
         self.wide = WideSets()
         self.mma_log = MmaLog(self.wide)
-
-
-def _fold(rng, M, L):
-    classes = None
-    if M > 1 and rng.random() < 0.5:
-        classes = rng.integers(0, 3, M)
-        classes[:2] = (0, 1)
-    return F.Fold(M, L, classes)
 
 
 def _state(fd):
@@ -134,7 +127,7 @@ def test_fold_stored_is_the_gather_then_fold_prov(seed):
         mem.fp["token"] = _footprints(rng, units, origin.wide if foreign else machine.wide, seed)
     if not foreign:                          # one launch's own stores: one WideSets
         machine_b = machine
-    a = _fold(rng, M, L)
+    a = random_fold(rng, M, L)
     if seed % 3 == 0:                        # an earlier load's shifts (sometimes other ones)
         other = _idx(rng, units, M, L, R, seed + 1) if seed % 2 else idx
         g = mem.gather(_addr(other), 4)
@@ -234,15 +227,7 @@ def _report(capsys, monkeypatch, on, argv):
                         lambda self, *a: answered.append(_STORED(self, *a)) or answered[-1])
     assert main(["run", *argv, "--report", "json", "--quiet"]) == 0
     assert any(x is not None for x in answered) == on
-    return _no_seconds(json.loads(capsys.readouterr().out))
-
-
-def _no_seconds(x):
-    if isinstance(x, dict):
-        return {k: _no_seconds(v) for k, v in x.items() if "second" not in k}
-    if isinstance(x, list):
-        return [_no_seconds(v) for v in x]
-    return x
+    return no_seconds(json.loads(capsys.readouterr().out))
 
 
 @pytest.mark.parametrize("argv", [

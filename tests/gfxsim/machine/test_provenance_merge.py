@@ -276,6 +276,15 @@ def _random_prov(rng, shape, wide, shared):
     return Prov(4, ids, fp, flags)
 
 
+def _same_planes(x, y, wide):
+    """Two merges' answers hold the same fields in the same order, identity planes and footprint sets."""
+    assert list(x.ids) == list(y.ids) and list(x.fp) == list(y.fp)
+    for f in x.ids:
+        np.testing.assert_array_equal(x.ids[f], y.ids[f])
+    for f in x.fp:
+        assert sets(x.fp[f], wide) == sets(y.fp[f], wide)
+
+
 def test_merge_plan_cache_gives_the_planned_afresh_merge():
     """merge_plan: a merge planned once per set of fields and reused (by operands of other values,
     the same fields) gives every plane, footprint, flag and conflict that planning afresh gives."""
@@ -303,11 +312,7 @@ def test_merge_plan_cache_gives_the_planned_afresh_merge():
             if x is None or y is None:
                 assert x is y
                 continue
-            assert list(x.ids) == list(y.ids) and list(x.fp) == list(y.fp)
-            for f in x.ids:
-                np.testing.assert_array_equal(x.ids[f], y.ids[f])
-            for f in x.fp:
-                assert sets(x.fp[f], wide) == sets(y.fp[f], wide)
+            _same_planes(x, y, wide)
             assert (x.flags is None) == (y.flags is None)
             if x.flags is not None:
                 np.testing.assert_array_equal(x.flags, y.flags)
@@ -367,11 +372,8 @@ def test_compiled_merges_see_one_array_type_whatever_the_planes_kinds(monkeypatc
             if want is None or got is None:
                 assert want is got
                 continue
-            assert list(got.ids) == list(want.ids) and list(got.fp) == list(want.fp)
-            for f in want.ids:
-                np.testing.assert_array_equal(got.ids[f], want.ids[f])
-            for f in want.fp:
-                assert isinstance(got.fp[f], Mask) and sets(got.fp[f], wide) == sets(want.fp[f], wide)
+            _same_planes(got, want, wide)
+            assert all(isinstance(m, Mask) for m in got.fp.values())
     assert {"_merge_ids", "_merge_field", "_merge_fp"} <= seen.keys()
     for name, types in seen.items():
         assert len(types) == 1, (name, types)
