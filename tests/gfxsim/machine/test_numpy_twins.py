@@ -213,3 +213,25 @@ def test_subset_windows_twin(seed):
     got = P._subset_windows_numpy(*a, *b, *outs[0])
     assert got == P._subset_windows(*a, *b, *outs[1])
     assert all(np.array_equal(x, y) for x, y in zip(*outs))
+
+
+def test_the_asm_decode_with_provenance_on_the_twins_reports_what_it_reports_compiled(monkeypatch, capsys):
+    """The asm decode with provenance (Mask.union's and subset_of's window passes, the merges), every
+    call of the provenance module on its numpy twins as while numba starts: the same report."""
+    import re
+    from support import need_toolchain
+    from gfxsim.cli import main
+    need_toolchain("gfx936")
+    argv = ["run", "paged_attention_decode", "--frontend", "asm", "--context", "1024", "--report", "json", "--quiet"]
+    reports, calls = [], []
+    for twins in (False, True):
+        with monkeypatch.context() as m:
+            if twins:
+                m.setattr(P, "starting", lambda mod: True)
+                for name in ("_union_windows_numpy", "_subset_windows_numpy"):
+                    twin = getattr(P, name)
+                    m.setattr(P, name, lambda *a, _t=twin, _n=name: calls.append(_n) or _t(*a))
+            assert main(argv) in (0, None)
+        reports.append(re.sub(r'"seconds":\s*[0-9.]+', "", capsys.readouterr().out))
+    assert {"_union_windows_numpy", "_subset_windows_numpy"} <= set(calls)
+    assert reports[0] == reports[1] and '"mmacs"' in reports[0]
