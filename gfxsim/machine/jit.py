@@ -135,8 +135,11 @@ def starting(mod: str) -> bool:
     """Whether a compiled function of module ``mod`` would now wait for numba's start on prewarm's
     thread (~0.3 s of the GIL), or start numba itself where the run asked for twins first
     (``twins_first``): a caller holding an exact numpy twin of it runs that meanwhile (its tests
-    hold the two to the same results), and the compiled one once the module is made."""
-    return (_STARTING or (_TWINS_FIRST and not _TARGET_STARTED)) and mod in _LAZY
+    hold the two to the same results), and the compiled one once every module is made."""
+    # all of prewarm's work holds the lock: a module it has made already still waits for the modules after it
+    if _STARTING:
+        return mod in _JIT_MODULES
+    return _TWINS_FIRST and not _TARGET_STARTED and mod in _LAZY
 
 
 _TWINS_FIRST = False                 # twins_first() was called: numba is not started for a twin's sake
@@ -278,9 +281,10 @@ def worth_starting(width: int, work: int = 1) -> bool:
 
 
 def running() -> bool:
-    """Whether numba's target has started in this process (prewarm or a compiled call): a compiled
-    path costs no start-up any more."""
-    return _TARGET_STARTED
+    """Whether numba's target has started in this process (prewarm or a compiled call) and prewarm's
+    thread is done making the dispatchers: a compiled path costs no start-up any more. While that
+    thread is at it (it holds the lock past the target's start), a compiled call would wait for it."""
+    return _TARGET_STARTED and not _STARTING
 
 
 def loaded() -> bool:

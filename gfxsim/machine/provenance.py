@@ -338,7 +338,8 @@ class Mask:
         n = flat[0].shape[0]
         ob, obits, ow = np.empty(n, np.int64), np.empty((n, WORDS), np.uint64), np.empty(n, np.uint32)
         need = np.empty(n, np.bool_)
-        any_need = _union_windows(*flat, ob, obits, ow, need)
+        union_windows = _union_windows_numpy if starting(__name__) else _union_windows   # numba's start: not awaited
+        any_need = union_windows(*flat, ob, obits, ow, need)
         out = Mask(ob.reshape(shape), obits.reshape(shape + (WORDS,)), ow.reshape(shape))
         need = need.reshape(shape)
         if any_need:                # two windows meet: the exact fallback, per distinct pair
@@ -390,11 +391,12 @@ class Mask:
             lift = lambda x, s: _shaped(x, s).reshape((1,) * (3 - len(shape)) + s)
             ok = np.empty(shape, np.bool_)
             odd = np.empty(shape, np.bool_)
-            any_odd = _subset_windows(lift(self.base, shape), lift(self.bits, shape + (WORDS,)),
-                                      lift(self.wide, shape), lift(other.base, shape),
-                                      lift(other.bits, shape + (WORDS,)), lift(other.wide, shape),
-                                      ok.reshape((1,) * (3 - len(shape)) + shape),
-                                      odd.reshape((1,) * (3 - len(shape)) + shape))
+            subset_windows = _subset_windows_numpy if starting(__name__) else _subset_windows   # numba's start
+            any_odd = subset_windows(lift(self.base, shape), lift(self.bits, shape + (WORDS,)),
+                                     lift(self.wide, shape), lift(other.base, shape),
+                                     lift(other.bits, shape + (WORDS,)), lift(other.wide, shape),
+                                     ok.reshape((1,) * (3 - len(shape)) + shape),
+                                     odd.reshape((1,) * (3 - len(shape)) + shape))
             if not any_odd:
                 return ok
         else:
@@ -1002,6 +1004,26 @@ def _merge_fp(a_base, a_bits, a_wide, a_has, b_base, b_bits, b_wide, b_has, ia, 
 
 # -- the numpy twins of the compiled merges, run while numba starts on prewarm's thread (jit.starting);
 # tests/gfxsim/machine/test_numpy_twins.py holds each to its compiled function
+
+def _union_windows_numpy(ab, abits, aw, bb, bbits, bw, ob, obits, ow, need):
+    """_union_windows in numpy passes: the same ob, obits, ow, need and answer."""
+    pa, pb, wa, wb = ab >= 0, bb >= 0, aw != 0, bw != 0
+    ob[:] = np.where(pa, ab, bb)
+    ow[:] = np.where(wa, aw, bw)
+    np.bitwise_or(abits, bbits, out=obits)
+    nd = (pa & pb & (ab != bb)) | ((wa | wb) & (wa | pa) & (wb | pb))
+    need[:] = nd
+    return bool(nd.any())
+
+
+def _subset_windows_numpy(ab, abits, aw, bb, bbits, bw, ok, odd):
+    """_subset_windows in numpy passes: the same ok, odd and answer."""
+    empty = (ab < 0) & (aw == 0)
+    o = ~empty & ((aw != 0) | (bw != 0))
+    ok[...] = empty | (~o & (ab == bb) & ((abits & ~bbits) == 0).all(axis=-1))
+    odd[...] = o
+    return bool(o.any())
+
 
 def _merge_ids_numpy(ia, ib, out, step):
     """_merge_ids in numpy passes: the same results (out/step unwritten where the planes are equal)."""

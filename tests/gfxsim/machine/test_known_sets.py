@@ -51,6 +51,7 @@ def _same(a, b):
 def test_a_union_of_one_sets_keeps_the_triple_a_pass_finds(monkeypatch):
     from gfxsim.machine import provenance
     jit.prewarm()
+    jit.join_start()                         # running(): prewarm's thread has made every module
     rng = np.random.default_rng(5)
     for numba in (True, False):                  # the compiled and the numpy pass
         if not numba:

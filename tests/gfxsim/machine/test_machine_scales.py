@@ -768,6 +768,7 @@ def test_group_membership_compiled_is_the_subset_check(monkeypatch):
     from gfxsim.machine import jit, scales
     from gfxsim.machine.provenance import WINDOW, Mask, WideSets
     jit.prewarm()
+    jit.join_start()                         # running(): prewarm's thread has made every module
     rng = np.random.default_rng(11)
     wide = WideSets()
     shape = (2, 16, 8)
@@ -798,6 +799,7 @@ def test_k_sets_within_the_scale_compiled_is_the_subset_check(monkeypatch):
     from gfxsim.machine import jit, scales
     from gfxsim.machine.provenance import WINDOW, Mask, WideSets
     jit.prewarm()
+    jit.join_start()                         # running(): prewarm's thread has made every module
     rng = np.random.default_rng(12)
     wide = WideSets()
     nb, M, N = 3, 16, 8

@@ -140,10 +140,98 @@ def test_a_launch_on_the_twins_leaves_what_it_leaves_on_the_compiled_functions(m
 
 
 def test_starting_only_while_prewarm_is_at_work(monkeypatch):
-    """No prewarm at work (none started, or its thread done), or a module already made: the compiled path."""
+    """No prewarm at work (none started, or its thread done), or a module that marks no function: the
+    compiled path. A module prewarm's thread has made already is still starting: the thread holds the
+    lock until it has made every module, so its compiled functions would wait for the rest."""
     monkeypatch.setattr(jit, "_STARTING", False)
     assert not jit.starting(P.__name__)
 
     monkeypatch.setattr(jit, "_STARTING", True)
     monkeypatch.setitem(jit._LAZY, "some.module", [])
-    assert jit.starting("some.module") and not jit.starting("not.lazy")
+    monkeypatch.setattr(jit, "_JIT_MODULES", jit._JIT_MODULES | {"some.module", "made.module"})
+    assert jit.starting("some.module") and jit.starting("made.module") and not jit.starting("not.lazy")
+
+
+def test_running_only_once_prewarm_is_done(monkeypatch):
+    """running(): numba's target has started and prewarm's thread has made every module (it starts
+    the target first, then makes the dispatchers under the lock: a compiled call meanwhile waits)."""
+    monkeypatch.setattr(jit, "_TARGET_STARTED", True)
+    monkeypatch.setattr(jit, "_STARTING", True)
+    assert not jit.running()
+    monkeypatch.setattr(jit, "_STARTING", False)
+    assert jit.running()
+    monkeypatch.setattr(jit, "_TARGET_STARTED", False)
+    assert not jit.running()
+
+
+def _window_sets(rng, n):
+    """(base, bits, wide) of n sets: empty (-1), a few windows (often equal), wide ids, zero bits."""
+    base = rng.choice([-1, 0, P.WINDOW, 2 * P.WINDOW], n).astype(np.int64)
+    bits = rng.integers(0, 2 ** 63, (n, P.WORDS), dtype=np.uint64) * np.uint64(rng.integers(1, 3))
+    bits[rng.random(n) < 0.2] = 0
+    wide = np.where(rng.random(n) < 0.15, rng.integers(1, 5, n), 0).astype(np.uint32)
+    return base, bits, wide
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_union_windows_twin(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    a = _window_sets(rng, n)
+    b = _window_sets(rng, n)
+    if seed % 3 == 0:                               # b: a's sets, some of them other bits or emptied
+        b = (np.where(rng.random(n) < 0.2, -1, a[0]), a[1] ^ (rng.random((n, 1)) < 0.3), a[2].copy())
+    if seed % 5 == 0:                               # no wide set on either side
+        a[2][:], b[2][:] = 0, 0
+    a, b = [tuple(P._frozen(np.ascontiguousarray(x)) for x in m) for m in (a, b)]
+    outs = [(np.full(n, 7, np.int64), np.full((n, P.WORDS), 5, np.uint64), np.full(n, 9, np.uint32),
+             np.zeros(n, np.bool_)) for _ in range(2)]
+    got = P._union_windows_numpy(*a, *b, *outs[0])
+    assert got == P._union_windows(*a, *b, *outs[1])
+    assert all(np.array_equal(x, y) for x, y in zip(*outs))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_subset_windows_twin(seed):
+    """[X, Y, Z] sets, b broadcast along an axis (as subset_of passes them) or not, b often a superset."""
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(x) for x in rng.integers(1, 7, 3))
+    a = [x.reshape(shape + x.shape[1:]) for x in _window_sets(rng, int(np.prod(shape)))]
+    if seed % 2:                                    # b: a's sets with bits added, some other windows or wide
+        b = [a[0].copy(), a[1] | rng.integers(0, 2 ** 63, a[1].shape, dtype=np.uint64) * np.uint64(seed % 4 == 1),
+             a[2].copy()]
+        b[0][rng.random(shape) < 0.1] = P.WINDOW * 3
+        b[2][rng.random(shape) < 0.1] = 1
+    else:
+        b = [x.reshape(shape + x.shape[1:]) for x in _window_sets(rng, int(np.prod(shape)))]
+    if seed % 4 == 0:                               # b one row broadcast along the first axis
+        b = [np.broadcast_to(x[:1], x.shape) for x in b]
+    if seed % 5 == 0:
+        a[2][:] = 0
+        b[2] = np.zeros_like(b[2])
+    outs = [(np.ones(shape, np.bool_), np.ones(shape, np.bool_)) for _ in range(2)]
+    got = P._subset_windows_numpy(*a, *b, *outs[0])
+    assert got == P._subset_windows(*a, *b, *outs[1])
+    assert all(np.array_equal(x, y) for x, y in zip(*outs))
+
+
+def test_the_asm_decode_with_provenance_on_the_twins_reports_what_it_reports_compiled(monkeypatch, capsys):
+    """The asm decode with provenance (Mask.union's and subset_of's window passes, the merges), every
+    call of the provenance module on its numpy twins as while numba starts: the same report."""
+    import re
+    from support import need_toolchain
+    from gfxsim.cli import main
+    need_toolchain("gfx936")
+    argv = ["run", "paged_attention_decode", "--frontend", "asm", "--context", "1024", "--report", "json", "--quiet"]
+    reports, calls = [], []
+    for twins in (False, True):
+        with monkeypatch.context() as m:
+            if twins:
+                m.setattr(P, "starting", lambda mod: True)
+                for name in ("_union_windows_numpy", "_subset_windows_numpy"):
+                    twin = getattr(P, name)
+                    m.setattr(P, name, lambda *a, _t=twin, _n=name: calls.append(_n) or _t(*a))
+            assert main(argv) in (0, None)
+        reports.append(re.sub(r'"seconds":\s*[0-9.]+', "", capsys.readouterr().out))
+    assert {"_union_windows_numpy", "_subset_windows_numpy"} <= set(calls)
+    assert reports[0] == reports[1] and '"mmacs"' in reports[0]

@@ -135,6 +135,7 @@ def test_the_compiled_direction_pass_is_the_gathered_marks_direction():
     from gfxsim.machine.provenance import Prov
     from gfxsim.machine.summaries import Field
     jit.prewarm()
+    jit.join_start()                         # running(): prewarm's thread has made every module
     rng = np.random.default_rng(4)
     marks = np.array([0, qdir.QPOS, qdir.QNEG, qdir.QPOS | qdir.QNEG, qdir.POS, qdir.QPOS | qdir.NEG], np.uint8)
     for arch, mnemonic in (("gfx942", MFMA), ("gfx942", "v_mfma_f32_32x32x8_bf16"), ("gfx942", "v_mfma_f32_4x4x4_16b_f16"),
@@ -168,6 +169,7 @@ def test_directions_of_operands_together_are_each_operands_own():
     from gfxsim.machine import jit
     from gfxsim.machine.plans import flat_plan
     jit.prewarm()
+    jit.join_start()                         # running(): prewarm's thread has made every module
     rng = np.random.default_rng(6)
     marks = np.array([0, qdir.QPOS, qdir.QNEG, qdir.QPOS | qdir.QNEG, qdir.POS], np.uint8)
     for arch, mnemonic in (("gfx942", MFMA), ("sm_90", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32")):

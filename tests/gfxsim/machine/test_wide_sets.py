@@ -107,6 +107,7 @@ def test_one_set_compiled_is_the_numpy_check(monkeypatch):
     """Mask.one_set's compiled pass (numba running) gives the numpy pass's answer, bits included."""
     from gfxsim.machine import jit, provenance
     jit.prewarm()
+    jit.join_start()                         # running(): prewarm's thread has made every module
     provenance._one_triple(np.zeros(1, np.int64), np.zeros((1, 4), np.uint64), np.zeros(1, np.uint32))
     masks = _one_set_masks()
     compiled = [m.one_set() for m in masks]
