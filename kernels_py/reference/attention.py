@@ -276,6 +276,28 @@ def _k_operands(cache: PagedKVCache, seq: int, g: int):
     return kf, cache.k_scale[blk, g].reshape(-1)[:ctx]
 
 
+# K cache blocks converted to float32 at a time by qk_int8_scores_of (512 KiB at head_dim 128 and
+# block 16: the copy stays in cache between its conversion and its product)
+K_BLOCKS = 64
+
+
+def qk_int8_scores_of(cache: PagedKVCache, seq: int, g: int, qq: np.ndarray, sq: np.ndarray) -> np.ndarray:
+    """qk_int8_scores(qq, sq, *_k_operands(cache, seq, g)) with K converted and multiplied K_BLOCKS
+    blocks at a time: each product Qq·Kq is an exact integer in float32, so the tiling changes no
+    bit, and the float32 copy of a kv head's K (8 MiB at 16K) is never made whole."""
+    blk = cache.seq_blocks(seq)
+    ctx, hd, bs = int(cache.context_lens[seq]), cache.head_dim, cache.block_size
+    qt = np.ascontiguousarray(np.swapaxes(np.asarray(qq, np.float32), -1, -2))          # [d, rows]
+    acc = np.empty((qq.shape[-2], ctx), np.float32)
+    for b0 in range(0, blk.size, K_BLOCKS):
+        t0 = b0 * bs
+        t1 = min(ctx, t0 + K_BLOCKS * bs)
+        kf = cache.k_cache[blk[b0:b0 + K_BLOCKS], g].transpose(0, 2, 1, 3).astype(np.float32, order="C")
+        acc[:, t0:t1] = np.matmul(kf.reshape(-1, hd)[:t1 - t0], qt).T
+    sk = cache.k_scale[blk, g].reshape(-1)[:ctx]
+    return acc * sq[..., :, None] * sk[..., None, :] * np.float32(1.0 / np.sqrt(hd))
+
+
 def _v_operands(cache: PagedKVCache, seq: int, g: int, T: int, pv: str):
     """_decode_operands' V operands and v_scale [ctx]."""
     if pv not in ("int8", "bf16"):
@@ -343,10 +365,8 @@ def decode_int8_partials_of(q, caches, *, grouping: Grouping = "fragment", parti
             svp = np.zeros(T, np.float32)
             svp[:ctx] = sv
             for cache, (tmp, mx, ls) in zip(caches, outs):
-                kf, sk = _k_operands(cache, s, g)
                 sc = np.full((ratio, T), -np.inf, np.float32)
-                sc[:, :ctx] = qk_int8_scores(qq, sq, kf, sk)
-                del kf                          # 8 MiB at 16K: the next cache's K reuses its pages
+                sc[:, :ctx] = qk_int8_scores_of(cache, s, g, qq, sq)
                 sc = sc.reshape(ratio, -1, partition_size)
                 m = sc.max(axis=-1)                                          # finite: every partition has a token
                 sc -= m[..., None]

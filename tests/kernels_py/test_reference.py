@@ -356,3 +356,27 @@ def test_int8_references_sharing_v_give_the_bits_of_each_alone(grouping, partiti
     other = build_paged_cache(d["k"], d["v"] * 2, d["context_lens"], smooth_k=True)
     with pytest.raises(ArgumentError):
         attention_int8_of(d["q"], (cache, other), **kw)
+
+
+@pytest.mark.parametrize("k_blocks", [1, 3, 64])
+@pytest.mark.parametrize("block_size", [16, 32])
+def test_qk_scores_from_the_cache_in_tiles_are_the_whole_k_scores_bit_for_bit(monkeypatch, k_blocks, block_size):
+    """qk_int8_scores_of (K converted a few blocks at a time) gives the bytes of qk_int8_scores on
+    the whole kv head's K, for every sequence and kv head: tails that end inside a block and inside
+    a tile, K bytes over the whole int8 range (the largest exact products)."""
+    from kernels_py.reference import attention as R
+    from kernels_py.reference.int8_cache import quantize_int8
+    monkeypatch.setattr(R, "K_BLOCKS", k_blocks)
+    d = make_attention_inputs(5, num_seqs=3, num_heads=4, num_kv_heads=2, head_dim=64, context_lens=[700, 97, 33])
+    cache = build_paged_cache(d["k"], d["v"], d["context_lens"], block_size=block_size, smooth_k=True)
+    rng = np.random.default_rng(0)
+    cache.k_cache[...] = rng.integers(-127, 128, cache.k_cache.shape)
+    cache.k_cache.flat[::7] = 127
+    for s in range(3):
+        for g in range(2):
+            qq, sq = quantize_int8(d["q"][s, 2 * g:2 * g + 2])
+            qq[0, ::3] = -127
+            whole = R.qk_int8_scores(qq, sq, *R._k_operands(cache, s, g))
+            tiled = R.qk_int8_scores_of(cache, s, g, qq, sq)
+            assert tiled.dtype == whole.dtype and tiled.shape == whole.shape
+            assert tiled.tobytes() == whole.tobytes()
