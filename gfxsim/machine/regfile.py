@@ -177,8 +177,8 @@ def _write_one(mem: Prov, first: int, p: Prov, width: int, holds: dict, seed: bo
             return None
     if flags_p is not None and (mem.flags is None or flags_p.shape != shape):
         return None
-    keys = [("i", f) for f in mem.ids] + [("f", f) for f in mem.fp] + (["flags"] if mem.flags is not None else [])
-    if any(k not in holds for k in keys):
+    # holds follows planes only (a key is made with its plane): every plane followed <=> as many keys
+    if len(holds) != len(mem.ids) + len(mem.fp) + (mem.flags is not None):
         return None
     rows = slice(4 * first, 4 * first + 4)
     ids = {}
