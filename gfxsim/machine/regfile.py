@@ -120,9 +120,13 @@ class RegisterFile:
             self._reads.pop(r, None)
         flagless = self.prov.flags is None
         w = self.wave
-        pact = act if w.fold is None else w.pexec("EXEC of a register write")
-        self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full,
-                            slice(first, first + n), self.holds)
+        one = None
+        if ONE_WRITE and n == 1 and p is not None and p.g == 4 and w.exec_full:
+            one = _write_one(self.prov, first, p, w.pw, self.holds, SEED_READS)
+        if one is None:
+            pact = act if w.fold is None else w.pexec("EXEC of a register write")
+            self.prov = _assign(self.prov, rows, pact, p, self.count * 4, w.pw, w.exec_full,
+                                slice(first, first + n), self.holds)
         if self._unread:
             self._unread.difference_update(range(first, first + n))
             if flagless and self.prov.flags is not None:
@@ -136,7 +140,7 @@ class RegisterFile:
         if p is not None:
             self.has[first:first + n] = True
             if SEED_READS and n == 1 and self.wave.exec_full and p.g == 4:
-                seeded = _seeded_read(self.prov, p, w.pw)
+                seeded = one[0] if one is not None else _seeded_read(self.prov, p, w.pw)
                 if seeded is not None:
                     self._reads[first] = {4: seeded}
                     self._unread.add(first)
@@ -149,6 +153,78 @@ class RegisterFile:
 # reading the planes back (most VALU results are read by the next instruction). Off: every read
 # after a write reads the planes (tests hold the two to the same answers).
 SEED_READS = True
+
+
+# A one-register write under full EXEC of a per-element value whose planes the file has already
+# made (most VALU results) is one walk over the file's planes: each set or cleared in the register's
+# four rows, and the seeded read taken in the same walk (``_assign`` and ``_seeded_read`` walk them
+# twice, a closure call and set unions a plane). Off: those two (tests hold both to the same file).
+ONE_WRITE = True
+
+
+def _write_one(mem: Prov, first: int, p: Prov, width: int, holds: dict, seed: bool) -> tuple | None:
+    """``_assign`` of ``p`` (per element of 4 bytes, every column) into register ``first``, in place,
+    with ``_seeded_read``'s answer (``seed``; else None) as a 1-tuple. None, nothing written, where
+    this form does not apply: a plane p carries that the file has not made, a plane ``holds`` does
+    not follow, a plane of p that is not one row over the provenance columns."""
+    ids_p, fp_p, flags_p = p.ids, p.fp, p.flags
+    shape = (1, width)
+    for f, a in ids_p.items():
+        if f not in mem.ids or a.shape != shape:
+            return None
+    for f, m in fp_p.items():
+        if f not in mem.fp or m.base.shape != shape or m.wide.shape != shape or m.bits.shape[:2] != shape:
+            return None
+    if flags_p is not None and (mem.flags is None or flags_p.shape != shape):
+        return None
+    # holds follows planes only (a key is made with its plane): every plane followed <=> as many keys
+    if len(holds) != len(mem.ids) + len(mem.fp) + (mem.flags is not None):
+        return None
+    rows = slice(4 * first, 4 * first + 4)
+    ids = {}
+    for f, plane in mem.ids.items():
+        src, h = ids_p.get(f), holds[("i", f)]
+        if src is None:
+            if h[first]:                     # (a plane that holds nothing here is not even cleared)
+                plane[rows] = -1
+                h[first] = False
+            continue
+        plane[rows] = src
+        h[first] = True
+        if seed and _max(src, axis=None) >= 0:
+            ids[f] = src.astype(plane.dtype)
+    fp = {}
+    for f, m in mem.fp.items():
+        src, h = fp_p.get(f), holds[("f", f)]
+        if src is None:
+            if h[first]:
+                for a in (m.base, m.bits, m.wide):
+                    a[rows] = fill_value(a)
+                h[first] = False
+            continue
+        m.base[rows] = src.base
+        m.bits[rows] = src.bits
+        m.wide[rows] = src.wide
+        h[first] = True
+        if seed:
+            x = Mask(src.base.astype(m.base.dtype), src.bits.astype(m.bits.dtype), src.wide.astype(m.wide.dtype))
+            if x.nonempty().any():
+                fp[f] = x
+    flags = None
+    if mem.flags is not None:
+        h = holds["flags"]
+        if flags_p is None:
+            if h[first]:
+                mem.flags[rows] = 0
+                h[first] = False
+            if seed:
+                flags = np.zeros(shape, mem.flags.dtype)
+        else:
+            mem.flags[rows] = flags_p
+            h[first] = True
+            if seed:
+                flags = flags_p.astype(mem.flags.dtype)
+    return (_read_only(Prov(4, ids, fp, flags)) if seed else None,)
 
 
 def _seeded_read(mem: Prov, p: Prov, width: int) -> Prov | None:

@@ -285,3 +285,87 @@ def test_a_read_seeded_by_a_one_register_write_is_the_read_of_the_planes():
     o = run(k)
     assert o["seeded"] > 50 and o["dropped"] > 0
     assert len(o["same"]) > 400 and all(o["same"])
+
+
+def test_a_one_register_write_in_one_walk_leaves_the_file_the_general_write_leaves():
+    """regfile.ONE_WRITE: a one-register write of a per-element value under full EXEC into planes
+    the file has made is one walk (planes set or cleared, the seeded read taken). Two files given
+    the same random writes (identities of two types, with and without a value, footprints empty
+    and not, flags or none, fields the file has not made yet, per byte, two registers, a broadcast
+    plane, partial EXEC, no provenance), one by the walk and one by ``_assign``/``_seeded_read``:
+    after every write their planes (field order, types, values), ``holds``, ``has``, ``whole``
+    and kept reads are the same, and so is every read."""
+    from gfxsim.machine import regfile
+    from gfxsim.machine.provenance import Mask, Prov
+    from gfxsim.machine.vgpr import VGPRs
+    rng = np.random.default_rng(11)
+    taken = []
+    walk = regfile._write_one
+
+    def counted(*a):
+        got = walk(*a)
+        taken.append(got is not None)
+        return got
+
+    def prov(w, rows, step):
+        ids = {}
+        for f in ("token", "head", "@mma", "dim")[:2 + min(step // 60, 2)]:     # fields the file makes later
+            if rng.integers(3):
+                ids[f] = (rng.integers(-1, 50, (rows, w.pw)) if rng.integers(3) else np.full((rows, w.pw), -1)) \
+                    .astype(np.int32 if rng.integers(2) else np.int64)
+        fp = {}
+        for f in ("token", "dim"):
+            if rng.integers(2):
+                fp[f] = Mask.of_values(rng.integers(-1, 300, (rows, w.pw)) if rng.integers(2)
+                                       else np.full((rows, w.pw), -1))
+        flags = rng.integers(0, 4, (rows, w.pw)).astype(np.uint8) if step > 30 and rng.integers(3) == 0 else None
+        if rng.integers(8) == 0 and ids:                    # a broadcast plane: the general write
+            f = next(iter(ids))
+            ids[f] = ids[f][:, :1]
+        return Prov(4 if rows in (1, 2) else 1, ids, fp, flags)
+
+    def planes(p):
+        return None if p is None else (p.g, [(f, a.dtype.str, a.tolist()) for f, a in p.ids.items()],
+                                       [(f, m.base.dtype.str, m.base.tolist(), m.bits.tolist(), m.wide.tolist())
+                                        for f, m in p.fp.items()],
+                                       None if p.flags is None else (p.flags.dtype.str, p.flags.tolist()))
+
+    def state(rf):
+        return (planes(rf.prov), [(k, h.tolist()) for k, h in rf.holds.items()], rf.has.tolist(), rf.whole.tolist(),
+                sorted((r, planes(x[4])) for r, x in rf._reads.items() if 4 in x), sorted(rf._unread))
+
+    def k(w, out):
+        fast, ref = w.register_file(6), w.register_file(6)
+        same = []
+        for step in range(500):
+            kind = int(rng.integers(6))
+            if kind == 0:
+                value = w.const(step, "u32")
+            elif kind == 1:                                  # two registers, per element
+                value = VGPRs(w, np.zeros((2, w.width), np.uint32), "u32", prov(w, 2, step))
+            elif kind == 2:                                  # one register, per byte
+                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", prov(w, 4, step))
+            else:
+                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", prov(w, 1, step))
+            n = value.nbytes // 4
+            first = int(rng.integers(0, 7 - n))
+            with w.if_(w.lane_id < (64 if rng.integers(5) else int(rng.integers(1, 64)))):
+                for f, on in ((fast, True), (ref, False)):
+                    regfile.ONE_WRITE = on
+                    try:
+                        f.write(first, value)
+                    finally:
+                        regfile.ONE_WRITE = True
+            same.append(state(fast) == state(ref))
+            for r in range(6):
+                if rng.integers(4) == 0:
+                    dtype = ["u32", "f32", "i32", "u16", "u8"][int(rng.integers(5))]
+                    same.append(planes(fast.read(r, 1, dtype).prov) == planes(ref.read(r, 1, dtype).prov))
+        out["same"] = same
+    regfile._write_one = counted
+    try:
+        o = run(k)
+    finally:
+        regfile._write_one = walk
+    assert sum(taken) > 100 and not all(taken)         # both forms met
+    assert len(o["same"]) > 500 and all(o["same"])
