@@ -408,9 +408,11 @@ class VmemOps:
         sel = words = None               # the bytes the active lanes write [nbytes, active columns]
         if self.machine.attempt is not None or with_prov:
             at = addr if self.exec_full else addr[act]
-            sel = at[None, :] + np.arange(nbytes)[:, None]
+            if NARROW_STORE_INDEX and buf.nbytes < 2 ** 31:      # int32: half the bytes every pass over it moves
+                at = at.astype(np.int32)
+            sel = at[None, :] + np.arange(nbytes, dtype=at.dtype)[:, None]
             if BYTE_WORDS:               # aligned runs of 8 bytes (an int8 cache row): a word each
-                words = byteruns.words_of(sel, buf.nbytes)
+                words = byteruns.words_of(sel, buf.nbytes, self.lanes)
         if self.machine.attempt is not None:                         # a folded attempt may be taken back
             self.machine.attempt.before_store(buf, sel, words)
         store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self.exec_full else act, words)
@@ -446,6 +448,9 @@ SEPARABLE_STORE_TAGS = True
 # a folded store's tags (equal to the values it places) made only where the destination's plane is
 # made (MemProv.scatter's tags), else at once; tests compare both ways
 DEFERRED_STORE_TAGS = True
+# a store's byte index (``sel``) in int32 where the buffer allows (else the addresses' int64); tests
+# compare both ways
+NARROW_STORE_INDEX = True
 # a store's bytes in aligned runs of 8 written, logged and marked a word at a time (byteruns); tests
 # compare both ways
 BYTE_WORDS = True
