@@ -12,7 +12,7 @@ import numpy as np
 
 from . import byteruns, encoding as enc, jit, member_words, ops
 from .addressing import addresses, byte_addr, integer, read_addr
-from .dtypes import div_const, dtype_name, itemsize, load_values, load_written, np_dtype, store_values
+from .dtypes import div_const, dtype_name, itemsize, load_strided, load_values, load_written, np_dtype, store_values
 from ..errors import ArgumentError
 from .errors import MemoryFault
 from .memory import Buffer
@@ -63,7 +63,8 @@ class VmemOps:
                 if self.fold is not None and prov is not None:
                     prov = self.fold.fold_prov(prov, f"global_load from {buf.name!r}")
         if buf.written is None:
-            val, every = load_values(buf.raw, a, nbytes, dtype), True
+            val = load_strided(buf.raw, a, nbytes, dtype, self.lanes) if STRIDED_LOADS and self.exec_full else None
+            val, every = val if val is not None else load_values(buf.raw, a, nbytes, dtype), True
         else:
             val, every = load_written(buf.raw, buf.written, a, nbytes, dtype)
         v = self.new_value(val, dtype, prov)
@@ -464,6 +465,10 @@ STORED_LOADS_FOLDED = True
 # below this many elements a load's tags looked up and folded one by one cost less than member_tags'
 # small numpy calls (the decode's k/v_scale, 32,768: ~0.23 against ~0.4 ms)
 SEPARABLE_LOAD_MIN = 65536
+
+# a dword load whose members read rows of consecutive dwords a stride apart copied from a strided view
+# (dtypes.load_strided); tests compare both ways
+STRIDED_LOADS = True
 
 # global_load_each checks and gathers its loads at once where it can (False: load by load, the A/B)
 LOADS_TOGETHER = True
