@@ -42,7 +42,7 @@ class VmemOps:
             self.wg.accesses.note(self, buf, addr, nbytes, store=False)
         a = read_addr(self, addr)
         prov = None
-        if self.machine.provenance:
+        if self.machine.provenance and not (UNTRACKED_LOADS and buf.untracked):     # else nothing to carry
             if buf.whole_elements(size):          # each element's first byte is enough
                 a0 = a.astype(np.int32) if buf.nbytes < 2 ** 31 else a      # the index passes in int32
                 starts = a0[None, :] + np.arange(0, nbytes, size, dtype=a0.dtype)[:, None]
@@ -466,6 +466,9 @@ STORED_LOADS_FOLDED = True
 # small numpy calls (the decode's k/v_scale, 32,768: ~0.23 against ~0.4 ms)
 SEPARABLE_LOAD_MIN = 65536
 
+# a load from a buffer with no tags, encoding or stored provenance (a slot mapping) makes no byte
+# addresses for a provenance it cannot have (Buffer.untracked); tests compare both ways
+UNTRACKED_LOADS = True
 # a dword load whose members read rows of consecutive dwords a stride apart copied from a strided view
 # (dtypes.load_strided); tests compare both ways
 STRIDED_LOADS = True
