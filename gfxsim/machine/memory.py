@@ -519,6 +519,12 @@ class Buffer:
             return None
         return self.prov.word_index(byte_addr, size)
 
+    @property
+    def untracked(self) -> bool:
+        """Whether a load from here carries no provenance (``load_prov`` None): no tags, no encoding,
+        nothing stored with provenance."""
+        return self.prov is None and not self._tags and self.encoding is None
+
     def whole_elements(self, size: int) -> bool:
         """Whether a load of ``size``-byte elements takes its provenance from ``element_prov``:
         nothing stored here with provenance, and each loaded element inside one buffer element."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import byteruns, encoding as enc, jit, member_words, ops
 from .addressing import addresses, byte_addr, integer, read_addr
-from .dtypes import div_const, dtype_name, itemsize, load_values, load_written, np_dtype, store_values
+from .dtypes import div_const, dtype_name, itemsize, load_strided, load_values, load_written, np_dtype, store_values
 from ..errors import ArgumentError
 from .errors import MemoryFault
 from .memory import Buffer
@@ -42,7 +42,7 @@ class VmemOps:
             self.wg.accesses.note(self, buf, addr, nbytes, store=False)
         a = read_addr(self, addr)
         prov = None
-        if self.machine.provenance:
+        if self.machine.provenance and not (UNTRACKED_LOADS and buf.untracked):     # else nothing to carry
             if buf.whole_elements(size):          # each element's first byte is enough
                 a0 = a.astype(np.int32) if buf.nbytes < 2 ** 31 else a      # the index passes in int32
                 starts = a0[None, :] + np.arange(0, nbytes, size, dtype=a0.dtype)[:, None]
@@ -63,7 +63,8 @@ class VmemOps:
                 if self.fold is not None and prov is not None:
                     prov = self.fold.fold_prov(prov, f"global_load from {buf.name!r}")
         if buf.written is None:
-            val, every = load_values(buf.raw, a, nbytes, dtype), True
+            val = load_strided(buf.raw, a, nbytes, dtype, self.lanes) if STRIDED_LOADS and self.exec_full else None
+            val, every = val if val is not None else load_values(buf.raw, a, nbytes, dtype), True
         else:
             val, every = load_written(buf.raw, buf.written, a, nbytes, dtype)
         v = self.new_value(val, dtype, prov)
@@ -408,9 +409,11 @@ class VmemOps:
         sel = words = None               # the bytes the active lanes write [nbytes, active columns]
         if self.machine.attempt is not None or with_prov:
             at = addr if self.exec_full else addr[act]
-            sel = at[None, :] + np.arange(nbytes)[:, None]
+            if NARROW_STORE_INDEX and buf.nbytes < 2 ** 31:      # int32: half the bytes every pass over it moves
+                at = at.astype(np.int32)
+            sel = at[None, :] + np.arange(nbytes, dtype=at.dtype)[:, None]
             if BYTE_WORDS:               # aligned runs of 8 bytes (an int8 cache row): a word each
-                words = byteruns.words_of(sel, buf.nbytes)
+                words = byteruns.words_of(sel, buf.nbytes, self.lanes)
         if self.machine.attempt is not None:                         # a folded attempt may be taken back
             self.machine.attempt.before_store(buf, sel, words)
         store_values(buf.raw, buf.written, addr, nbytes, value.val, None if self.exec_full else act, words)
@@ -446,6 +449,9 @@ SEPARABLE_STORE_TAGS = True
 # a folded store's tags (equal to the values it places) made only where the destination's plane is
 # made (MemProv.scatter's tags), else at once; tests compare both ways
 DEFERRED_STORE_TAGS = True
+# a store's byte index (``sel``) in int32 where the buffer allows (else the addresses' int64); tests
+# compare both ways
+NARROW_STORE_INDEX = True
 # a store's bytes in aligned runs of 8 written, logged and marked a word at a time (byteruns); tests
 # compare both ways
 BYTE_WORDS = True
@@ -459,6 +465,13 @@ STORED_LOADS_FOLDED = True
 # below this many elements a load's tags looked up and folded one by one cost less than member_tags'
 # small numpy calls (the decode's k/v_scale, 32,768: ~0.23 against ~0.4 ms)
 SEPARABLE_LOAD_MIN = 65536
+
+# a load from a buffer with no tags, encoding or stored provenance (a slot mapping) makes no byte
+# addresses for a provenance it cannot have (Buffer.untracked); tests compare both ways
+UNTRACKED_LOADS = True
+# a dword load whose members read rows of consecutive dwords a stride apart copied from a strided view
+# (dtypes.load_strided); tests compare both ways
+STRIDED_LOADS = True
 
 # global_load_each checks and gathers its loads at once where it can (False: load by load, the A/B)
 LOADS_TOGETHER = True

@@ -75,6 +75,85 @@ def test_put_take_put_back_are_byte_indexing(monkeypatch, dtype, seed):
         assert np.array_equal(plain, x) and np.array_equal(fast, x)
 
 
+def _interleaved_by_definition(a: np.ndarray, size: int, lanes: int):
+    """Word (g, l) of member group g's lane l where byte j of it is member 8g + j's lane l, else None."""
+    a = a.reshape(-1)
+    if a.size % (8 * lanes) or size % 8:
+        return None
+    cols = a.reshape(-1, 8, lanes)
+    out = []
+    for g in range(cols.shape[0]):
+        for lane in range(lanes):
+            run = [int(x) for x in cols[g, :, lane]]
+            if run[0] % 8 or run != list(range(run[0], run[0] + 8)):
+                return None
+            out.append(run[0] // 8)
+    return np.array(out)
+
+
+def _member_addresses(rng, kind: str, lanes: int = 4, groups: int = 6, size: int = 4096) -> np.ndarray:
+    """A V cache column's bytes: member 8g + j's lane l at word (g, l)'s byte j."""
+    words = rng.integers(0, size // 8, (groups, lanes))
+    if kind == "again":                          # two groups on the same words: the later wins
+        words[-1] = words[0]
+    a = words[:, None, :] * 8 + np.arange(8)[None, :, None]
+    if kind == "shuffled":                       # two members of a group swapped
+        g = int(rng.integers(groups))
+        a[g, [2, 5]] = a[g, [5, 2]]
+    elif kind == "misaligned":
+        a = a + 1
+    elif kind == "moved":
+        a.reshape(-1)[int(rng.integers(a.size))] += 8
+    return a.reshape(1, -1).astype(np.int32 if kind == "narrow" else np.int64)
+
+
+@pytest.mark.parametrize("kind", ["runs", "again", "narrow", "shuffled", "misaligned", "moved"])
+@pytest.mark.parametrize("seed", range(4))
+def test_words_of_finds_exactly_the_runs_across_members(monkeypatch, kind, seed):
+    monkeypatch.setattr(byteruns, "MIN_BYTES", 8)
+    a = _member_addresses(np.random.default_rng(seed), kind)
+    got, want = byteruns.words_of(a, 4096, 4), _interleaved_by_definition(a, 4096, 4)
+    assert (got is None) == (want is None) and (kind in ("runs", "again", "narrow")) == (got is not None)
+    if got is not None:
+        assert isinstance(got, byteruns.Interleaved) and np.array_equal(got.index, want)
+    assert byteruns.words_of(a, 4096) is None                          # no lanes given: runs in order only
+    assert byteruns.words_of(np.concatenate([a, a + 1]), 4096, 4) is None      # two bytes a lane
+    monkeypatch.setattr(byteruns, "INTERLEAVED", False)
+    assert byteruns.words_of(a, 4096, 4) is None
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.bool_, np.int32])
+@pytest.mark.parametrize("kind", ["runs", "again"])
+@pytest.mark.parametrize("seed", range(3))
+def test_put_take_put_back_across_members_are_byte_indexing(monkeypatch, dtype, kind, seed):
+    """Groups that land on the words of another (the later column wins), a scalar and values."""
+    monkeypatch.setattr(byteruns, "MIN_BYTES", 8)
+    rng = np.random.default_rng(seed)
+    a = _member_addresses(rng, kind)
+    words = byteruns.words_of(a, 4096, 4)
+    assert isinstance(words, byteruns.Interleaved)
+    x = rng.integers(0, 2, 4096).astype(dtype)
+    for v in (rng.integers(0, 200, a.shape).astype(dtype), dtype(1)):
+        plain, fast = x.copy(), x.copy()
+        saved_plain, saved_fast = byteruns.take(plain, a, None), byteruns.take(fast, a, words)
+        plain[a] = v
+        byteruns.put(fast, a, words, v)
+        assert np.array_equal(plain, fast)
+        byteruns.put_back(plain, a, None, saved_plain)
+        byteruns.put_back(fast, a, words, saved_fast)
+        assert np.array_equal(plain, x) and np.array_equal(fast, x)
+
+
+def kv_in_order():
+    """48 tokens of two kv heads in the slots of a shuffled block table, in order: each 8 tokens'
+    V cache bytes of a head element side by side (words across members)."""
+    rng = np.random.default_rng(7)
+    key, value = (rng.standard_normal((48, 2, 128)).astype(np.float32) for _ in range(2))
+    blocks = rng.permutation(4)
+    slots = (blocks[np.arange(48) // 16] * 16 + np.arange(48) % 16).astype(np.int32)
+    return H.kv_cache_buffers(key, value, slots, num_blocks=4, block_size=16)
+
+
 def kv_full():
     """40 tokens of two kv heads, none padding, head_dim 128: full EXEC, K cache rows of 16 bytes."""
     rng = np.random.default_rng(5)
@@ -98,8 +177,9 @@ def parted_after_stores(w, key, value, slot_mapping, k_cache, *caches, num_kv_he
     w.global_store(k_cache, (d // 16) * (block_size * 16) + d % 16 + (head + off * 16), seen)
 
 
-def _runs(monkeypatch, make, kernel, on: bool, launches: int):
+def _runs(monkeypatch, make, kernel, on: bool, launches: int, narrow: bool = True):
     monkeypatch.setattr(vmem, "BYTE_WORDS", on)
+    monkeypatch.setattr(vmem, "NARROW_STORE_INDEX", narrow)
     monkeypatch.setattr(byteruns, "MIN_BYTES", 8)                # the small batches' stores too
     found, undone = [], []
     words_of = byteruns.words_of
@@ -113,11 +193,17 @@ def _runs(monkeypatch, make, kernel, on: bool, launches: int):
 
 @pytest.mark.parametrize("make, kernel, finds", [(kv_full, int8_kv_cache, False), (kv_full, wrong_block_size, True),
                                                  (kv_full, parted_after_stores, False),
-                                                 (kv_setup, int8_kv_cache, False), (kv_setup, wrong_block_size, True)])
+                                                 (kv_setup, int8_kv_cache, False), (kv_setup, wrong_block_size, True),
+                                                 (kv_in_order, int8_kv_cache, False),
+                                                 (kv_in_order, parted_after_stores, False)])
 @pytest.mark.parametrize("launches", [1, 2])
 def test_words_leave_what_bytes_leave(monkeypatch, make, kernel, finds, launches):
-    (a, ra, _, _), (b, rb, found, undone) = (_runs(monkeypatch, make, kernel, on, launches) for on in (False, True))
+    """Bytes one at a time with the store's index in int64 against words (and across members) with it in int32."""
+    (a, ra, _, _), (b, rb, found, undone) = (_runs(monkeypatch, make, kernel, on, launches, narrow=on)
+                                             for on in (False, True))
     assert any(w is not None for w in found)              # some store went by words
+    if make is kv_in_order:                               # the V cache's across members
+        assert any(isinstance(w, byteruns.Interleaved) for w in found)
     if kernel is parted_after_stores:                     # stores by words taken back
         assert any(before[1] is not None for _, before in undone)
     for x, y in zip(ra, rb):
