@@ -38,7 +38,7 @@ def _launch(provenance, trace, v_type, inf_v, two_level=True):
         held[0]
 
 
-@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER", "OPERANDS_TOGETHER"])
+@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER", "OPERANDS_TOGETHER", "SIDES_TOGETHER"])
 @pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
                                                                      (True, True, "fp8", False, True),
                                                                      (False, False, "fp8_e4m3", True, True),
@@ -49,7 +49,9 @@ def test_a_k_step_together_is_the_instructions_one_by_one(monkeypatch, switch, p
     """mma_many's fast paths against their switch off: GATHER_TOGETHER, a K step's operands in one
     take over the distinct registers stacked (P~'s A fed to 16 instructions, each V's B to 2, every
     C its own) against a gather an operand; GRID_TOGETHER, a PV K step (each P~ row tile against
-    each V head-dim tile) through the accumulator model as one matrix (mmagrid) against the batch."""
+    each V head-dim tile) through the accumulator model as one matrix (mmagrid) against the batch;
+    SIDES_TOGETHER, a call's records sharing what each reads of one operand (its fields, their
+    planes, K-field set and D identities) and of EXEC against each record making its own."""
     import gfxsim.machine.matrix as MX
     fast = _launch(provenance, trace, v_type, inf_v, two_level)
     monkeypatch.setattr(MX, switch, False)
@@ -93,11 +95,14 @@ def _i8_launch(provenance):
     return d_out, run, recs
 
 
+@pytest.mark.parametrize("switch", ["ISSUE_TOGETHER", "SIDES_TOGETHER"])
 @pytest.mark.parametrize("provenance", [False, True], ids=["off", "provenance"])
-def test_mma_many_i8_is_mma_one_by_one(monkeypatch, provenance):
+def test_mma_many_i8_is_mma_one_by_one(monkeypatch, provenance, switch):
+    """(SIDES_TOGETHER: the first two share A, each with its own B and K sets: an operand's side
+    answers found for the second must be the first's, the others' their own.)"""
     import gfxsim.machine.matrix as MX
     many_d, many, many_recs = _i8_launch(provenance)
-    monkeypatch.setattr(MX, "ISSUE_TOGETHER", False)
+    monkeypatch.setattr(MX, switch, False)
     one_d, one, one_recs = _i8_launch(provenance)
     assert many_d.array.tobytes() == one_d.array.tobytes()
     assert many_recs == one_recs and len(one_recs) == 6
@@ -189,7 +194,7 @@ def _unknown_origin_many():
     return [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in run.findings]
 
 
-@pytest.mark.parametrize("switch", ["OPERANDS_TOGETHER", "ISSUE_TOGETHER"])
+@pytest.mark.parametrize("switch", ["OPERANDS_TOGETHER", "ISSUE_TOGETHER", "SIDES_TOGETHER"])
 def test_unknown_origin_operands_together_are_found_as_one_by_one(monkeypatch, switch):
     """An mma_many call's operand found of known origin is kept as such for the call (matrix._clean),
     one of unknown origin is asked again by each instruction: the findings are the one-by-one
