@@ -317,6 +317,7 @@ class MatrixOps:
         if self.machine.provenance:        # the call's answers, held while it issues
             self.mma_memos[_CALL_OPERANDS] = self._operands_together(insn, prepared) if OPERANDS_TOGETHER else {}
             self.mma_memos[_CALL_OPERANDS]["c values"] = [p[4] for p in prepared]
+            self.mma_memos[_CALL_OPERANDS]["issues"] = [p[2:6] for p in prepared]     # (a, b, c, live)
         try:
             return self._mma_many_issue(insn, prepared, issues)
         finally:
@@ -341,7 +342,16 @@ class MatrixOps:
         dvals[(slice(None),) + tuple(plans["D"])] = d_all.reshape((n, len(d_all) // n) + d_all.shape[1:])
         ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
         return [self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids)
-                for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))]
+                for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))
+                if self._issuing(i)]
+
+    def _issuing(self, i) -> bool:
+        """Notes that issue ``i`` of an mma_many call issues next (_d_planes finds its answers by
+        it); True."""
+        call = self.mma_memos.get(_CALL_OPERANDS)
+        if call is not None:
+            call["issue"] = i
+        return True
 
     def _operands_together(self, insn, prepared) -> dict:
         """{side: {provenance: _operand_fields' answer}} for the distinct operand provenances of
@@ -425,6 +435,7 @@ class MatrixOps:
         ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
         out = []
         for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
+            self._issuing(i)
             if dvals is not None:          # every D written at once, no overflow possible
                 out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids))
                 continue
@@ -851,6 +862,76 @@ class MatrixOps:
                     *((taken["@mma"][i], taken["@mn"][i]) if "@mma" in names else (None, None)), prevs[i])
                 for i, p in enumerate(ps)}
 
+    def _d_planes(self, insn, a, b, c, shape, flat_c, flat_d):
+        """([(field, D's identity plane)] where it names an element, clashes, unsure, the fields
+        whose K-slot check finds no slot that disagrees) of issue ``(a, b, c)`` of an mma_many
+        call, as _mma_provenance makes them, made for every issue of the call at once (a field's
+        planes in one compiled call, summaries.d_planes; its K-slot check over the issues
+        stacked) where each issue's operands carry the same fields and C names alike; else None."""
+        call = self.mma_memos.get(_CALL_OPERANDS) if SIDES_TOGETHER else None
+        if call is None or call.get("issue") is None:
+            return None
+        made = call.get("d planes")
+        if made is None:
+            made = call["d planes"] = self._d_planes_made(insn, call.get("issues", ()), shape, flat_c, flat_d)
+        i = call["issue"]
+        if i >= len(made) or made[i][0] is not a or made[i][1] is not b or made[i][2] is not c:
+            return None
+        return made[i][3]
+
+    def _d_planes_made(self, insn, issues, shape, flat_c, flat_d) -> list:
+        """_d_planes' answers, ``[(a, b, c, answer)]`` in issue order; empty where some issue's
+        provenance is not made (_mma_issue) or the issues' fields or C names differ."""
+        if len(issues) < 2 or not all(any(v.prov is not None and not encoding.only(v.prov) for v in x[:3]) for x in issues):
+            return []
+        sides = [(self._side(insn, "A", a), self._side(insn, "B", b)) for a, b, _, _ in issues]
+        pcs = [elem_prov(self, c, c.n) for _, _, c, _ in issues]
+        cs = [self._c_side(insn, p, flat_c) for p in pcs]
+        if any(p is not None and x is None for p, x in zip(pcs, cs)) or \
+                len({p is not None and "@mma" in p.ids for p in pcs}) > 1:
+            return []
+        fcs = [{} if x is None else x[0] for x in cs]
+        if len({(tuple(sa[6]), tuple(sb[6]), tuple(fc)) for (sa, sb), fc in zip(sides, fcs)}) > 1:
+            return []
+        named_c = pcs[0] is not None and "@mma" in pcs[0].ids
+        n, (nb, M, N) = len(issues), flat_d.shape
+        none2, none4 = np.empty((0, 0), np.int32), np.empty((n, 0, 0, 0), np.int32)
+        planes, clashes = [[] for _ in range(n)], [[] for _ in range(n)]
+        unsure = np.zeros((n,) + flat_d.shape, bool)
+        fa, fb, fc = sides[0][0][6], sides[0][1][6], fcs[0]
+        lr = np.stack([self._live_rows(insn, x[3])[0] for x in issues])[:, :, None]          # [n, nb, 1]
+        k_clean = [set() for _ in range(n)]
+        for f in sorted(fa.keys() & fb.keys()):
+            (la, ha), (lb, hb) = ([np.stack([getattr(x[j][1][f], a) for x in sides]) for a in ("lo_r", "hi_r")]
+                                  for j in (0, 1))
+            bad = (ha >= 0) & (hb >= 0) & (np.minimum(la, lb) != np.maximum(ha, hb)) & lr
+            for i in np.nonzero(~bad.reshape(n, -1).any(axis=1))[0].tolist():
+                k_clean[i].add(f)
+        for f in sorted(fa.keys() | fb.keys() | fc.keys()):
+            # each issue's rows' and columns' names (_side_identity), stacked; an issue without: -1
+            ra = [_side_identity(f, "A", sa[1], sa[2], f in sb[1], sa[7], none2)[1] for sa, sb in sides]
+            cb = [_side_identity(f, "B", sb[1], sb[2], f in sa[1], sb[7], none2)[1] for sa, sb in sides]
+            ra = np.stack([x if x.size else np.full((nb, M), -1, np.int32) for x in ra]) if any(x.size for x in ra) \
+                else np.empty((n, 0, 0), np.int32)
+            cb = np.stack([x if x.size else np.full((nb, N), -1, np.int32) for x in cb]) if any(x.size for x in cb) \
+                else np.empty((n, 0, 0), np.int32)
+            if not ra.size and not cb.size and f not in fc:
+                continue
+            plane = np.full((n,) + shape, -1, np.int32)
+            clash = np.full((n,) + flat_d.shape, -1, np.int32) if f in fc else none4
+            vc = np.stack([np.ascontiguousarray(x[f], np.int32) for x in fcs]) if f in fc else none4
+            got, clashed = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+            summaries.d_planes(ra, cb, vc, flat_d, plane.reshape(n, -1), clash, got, clashed)
+            for i in np.nonzero(got)[0].tolist():
+                planes[i].append((f, plane[i]))
+            for i in np.nonzero(clashed)[0].tolist():
+                clashes[i].append((f, clash[i], fcs[i][f]))
+            if f in fc:
+                unsure |= clash == -2
+            elif named_c:                  # C names no value of f: A's row or B's column does
+                unsure |= ((ra[:, :, :, None] >= 0) if ra.size else False) | ((cb[:, :, None, :] >= 0) if cb.size else False)
+        return [(a, b, c, (planes[i], clashes[i], unsure[i], k_clean[i])) for i, (a, b, c, _) in enumerate(issues)]
+
     def _mma_provenance(self, insn, a, b, c, idx, label, live):
         """K-slot check, the record's per-field K-slot values and K sets, and D's provenance, on the
         provenance columns (a folded batch's representatives: ``pmember_ids``). Returns (D's
@@ -864,8 +945,11 @@ class MatrixOps:
         pa, sa, compact_a, rows_a, quant_a, varies_a, fa, side_a = self._side(insn, "A", a)      # [nb, M, K]
         pb, sb, compact_b, rows_b, quant_b, varies_b, fb, side_b = self._side(insn, "B", b)      # [nb, N, K]; fb [nb, K, N]
         live_rows, every = self._live_rows(insn, live)
+        made = self._d_planes(insn, a, b, c, shape, flat_c, flat_d)       # made with the call's others
         # the K-slot check: on every field both carry, one value per K slot
         for f in sorted(fa.keys() & fb.keys()):
+            if made is not None and f in made[3]:       # no K slot disagrees (made with the call's others)
+                continue
             va, vb = fa[f], fb[f]                                     # [nb, M, K], [nb, K, N]
             la, lb, ha, hb = sa[f].lo_r, sb[f].lo_r, sa[f].hi_r, sb[f].hi_r
             # both sides hold a value in the slot, and the values are not all one
@@ -914,7 +998,10 @@ class MatrixOps:
         clashes = []                       # (field, D's value where C holds another, C's values)
         unsure = np.zeros(flat_d.shape, bool)  # C or A.B names the element on a field, the other does not
         named_c = pc is not None and "@mma" in pc.ids
-        for f in sorted(fa.keys() | fb.keys() | fc.keys()):
+        if made is not None:
+            planes, clashes, unsure, _ = made
+            ids.update(planes)
+        for f in sorted(fa.keys() | fb.keys() | fc.keys()) if made is None else ():
             # [nb, M], [nb, N] (None: no name) and as int32 ([0, 0]: none)
             ra, ra32 = _side_identity(f, "A", sa, compact_a, f in sb, side_a, none2)
             cb, cb32 = _side_identity(f, "B", sb, compact_b, f in sa, side_b, none2)
