@@ -36,16 +36,25 @@ from .valueprov import elem_prov
 from .vgpr import VGPRs
 
 
-def _d_identity(f, sa, sb, compact_a, compact_b):
-    """A's row values and B's column values of field ``f`` that name D[m][n] (None: no name).
-    A field on one side only (a query row, a V dim) names the row or column wherever it is one
-    value along K; a field on both sides is summed over (a token) or shared (a sequence), and
-    names D only where it is constant along K on both."""
-    if f in sa and f in sb:
-        return ((compact_a[f][1] if compact_a[f][0] == "mn" else None),
-                (compact_b[f][1] if compact_b[f][0] == "mn" else None))
-    return (sa[f].one_along_k() if f in sa else None), (sb[f].one_along_k() if f in sb else None)
-
+def _side_identity(f, op, s, compact, on_other, kept, empty):
+    """(values, values as contiguous int32 or ``empty``) of operand ``op``'s rows (A) or columns
+    (B) that name D[m][n] on field ``f`` (None: no name). A field on one side only (a query row, a
+    V dim) names the row or column wherever it is one value along K; a field on both sides
+    (``on_other``) is summed over (a token) or shared (a sequence), and names D only where it
+    is constant along K on both. ``kept``: the call's answers for this operand (_side), or None."""
+    key = ("identity", f, on_other)
+    got = None if kept is None else kept.get(key)
+    if got is None:
+        if f not in s:
+            v = None
+        elif on_other:
+            v = compact[f][1] if compact[f][0] == "mn" else None
+        else:
+            v = s[f].one_along_k()
+        got = (v, None if v is None else np.ascontiguousarray(v, np.int32))
+        if kept is not None:
+            kept[key] = got
+    return got[0], (empty if got[1] is None else got[1])
 
 
 def _content(x: np.ndarray | None) -> tuple | None:
@@ -210,6 +219,7 @@ GRID_TOGETHER = True       # and a float batch pairing each A with each B as one
 OPERANDS_TOGETHER = True  # and the distinct operands of a side have their provenance fields made together (False: each alone)
 _CALL_OPERANDS = "call operands"   # mma_memos' key of those answers, held while the call issues
 SUM_TOGETHER = True        # and an 8-bit record's D of all of them in one take and add (False: one by one)
+SIDES_TOGETHER = True      # and its records share what each reads of one operand or EXEC (False: each record its own)
 # mma_words' 8-bit records as one compiled pass (i8words.py; False: the numpy GEMM, the A/B and the
 # tests comparing both). A sum that leaves int32 takes the numpy path again, which says where.
 I8_COMPILED = True
@@ -304,8 +314,10 @@ class MatrixOps:
         if not prepared:
             return [self.mma(mnemonic, a, b, c, label) for a, b, c, label in issues]
         insn = prepared[0][0]
-        if OPERANDS_TOGETHER and self.machine.provenance:
-            self.mma_memos[_CALL_OPERANDS] = self._operands_together(insn, prepared)
+        if self.machine.provenance:        # the call's answers, held while it issues
+            self.mma_memos[_CALL_OPERANDS] = self._operands_together(insn, prepared) if OPERANDS_TOGETHER else {}
+            self.mma_memos[_CALL_OPERANDS]["c values"] = [p[4] for p in prepared]
+            self.mma_memos[_CALL_OPERANDS]["issues"] = [p[2:6] for p in prepared]     # (a, b, c, live)
         try:
             return self._mma_many_issue(insn, prepared, issues)
         finally:
@@ -330,7 +342,16 @@ class MatrixOps:
         dvals[(slice(None),) + tuple(plans["D"])] = d_all.reshape((n, len(d_all) // n) + d_all.shape[1:])
         ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
         return [self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids)
-                for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))]
+                for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))
+                if self._issuing(i)]
+
+    def _issuing(self, i) -> bool:
+        """Notes that issue ``i`` of an mma_many call issues next (_d_planes finds its answers by
+        it); True."""
+        call = self.mma_memos.get(_CALL_OPERANDS)
+        if call is not None:
+            call["issue"] = i
+        return True
 
     def _operands_together(self, insn, prepared) -> dict:
         """{side: {provenance: _operand_fields' answer}} for the distinct operand provenances of
@@ -414,6 +435,7 @@ class MatrixOps:
         ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
         out = []
         for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
+            self._issuing(i)
             if dvals is not None:          # every D written at once, no overflow possible
                 out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids))
                 continue
@@ -756,26 +778,178 @@ class MatrixOps:
                 memo.remember((insn, content(), p), out)
         return out
 
+    def _side(self, insn, op, v):
+        """(v's per-element provenance, then _operand_fields' answer for it, its fields' planes
+        [nb, M, K] (A) or [nb, K, N] (B), and a dict of further answers about it, or None) for
+        operand ``op``'s value ``v``. During an mma_many call its records share them
+        (SIDES_TOGETHER: P~ feeds 16 PV instructions, each V tile 2), found by the value and
+        its provenance object themselves (planes are not written in place once made)."""
+        call = self.mma_memos.get(_CALL_OPERANDS) if SIDES_TOGETHER else None
+        kept = None if call is None else call.setdefault(("side", op), [])
+        for x, p, got in kept or ():
+            if x is v and p is v.prov:
+                return got
+        p = elem_prov(self, v, v.n)
+        fields, compact, rows, quant, varies = self._operand_fields(insn, op, p)
+        planes = {f: x.v for f, x in fields.items()} if op == "A" else \
+            {f: np.swapaxes(x.v, 1, 2) for f, x in fields.items()}
+        got = (p, fields, compact, rows, quant, varies, planes, None if kept is None else {})
+        if kept is not None:
+            kept.append((v, v.prov, got))
+        return got
+
+    def _live_rows(self, insn, live):
+        """(the provenance rows that issue: ``live`` of the provenance columns, each block's,
+        whether all do), kept for an mma_many call's records (SIDES_TOGETHER) by the bytes of
+        ``live``."""
+        call = self.mma_memos.get(_CALL_OPERANDS) if SIDES_TOGETHER else None
+        key = None if call is None else live.tobytes()
+        got = None if call is None else call.get(("live rows", key))
+        if got is None:
+            rows = np.repeat(live[self.pmember_ids], insn.blocks)
+            got = (rows, bool(rows.all()))
+            if call is not None:
+                call[("live rows", key)] = got
+        return got
+
+    @staticmethod
+    def _k_fields(fields, compact, live_rows, every, varies, kept) -> set:
+        """The operand's fields that take K sets: not one value along K on a row (compact "mn")
+        and two present values in one row or column of a live member (_varies). Where every row
+        is live, kept for the call (``kept``: _side's further answers, or None)."""
+        got = kept.get("k fields") if kept is not None and every else None
+        if got is None:
+            got = {f for f, x in fields.items() if compact[f][0] != "mn" and _varies(x, f, live_rows, every, varies)}
+            if kept is not None and every:
+                kept["k fields"] = got
+        return got
+
+    def _c_side(self, insn, pc, flat_c):
+        """(C's fields but its names, gathered through C's flat plan; its @mma and @mn so gathered;
+        the record whose D it is: MmaLog.aligned), for C's per-element provenance ``pc`` during
+        an mma_many call (SIDES_TOGETHER): made for every C of the call at once where each has
+        the same planes (names, shapes and types), else None (each made alone)."""
+        call = self.mma_memos.get(_CALL_OPERANDS) if SIDES_TOGETHER and pc is not None else None
+        if call is None:
+            return None
+        made = call.get("c sides")
+        if made is None:
+            made = call["c sides"] = self._c_sides(insn, call.get("c values", ()), flat_c)
+        return made.get(pc)            # by the object itself (Prov defines no __eq__)
+
+    def _c_sides(self, insn, cs, flat_c) -> dict:
+        """_c_side's answers {provenance: answer} for the C values ``cs`` of a call: each plane
+        stacked over the distinct provenances and gathered in one take, the records found in
+        one pass (MmaLog.aligned_many). Empty where fewer than two, or their planes differ in
+        names, shape or type."""
+        ps = []
+        for c in cs:
+            p = elem_prov(self, c, c.n)
+            if p is not None and not any(q is p for q in ps):
+                ps.append(p)
+        names = tuple(ps[0].ids) if len(ps) > 1 else ()
+        if not names or any(tuple(p.ids) != names for p in ps) or ("@mma" in names) != ("@mn" in names):
+            return {}
+        taken = {}
+        for f in names:
+            xs = [p.ids[f] for p in ps]
+            if any(x.shape != xs[0].shape or x.dtype != xs[0].dtype for x in xs):
+                return {}
+            taken[f] = np.take(np.stack(xs).reshape(len(xs), -1), flat_c, axis=1)      # [n, nb, M, N]
+        prevs = [None] * len(ps) if "@mma" not in names else \
+            self.machine.mma_log.aligned_many(taken["@mma"], taken["@mn"], insn, self.pmember_ids)
+        return {p: ({f: taken[f][i] for f in names if f not in RESERVED},
+                    *((taken["@mma"][i], taken["@mn"][i]) if "@mma" in names else (None, None)), prevs[i])
+                for i, p in enumerate(ps)}
+
+    def _d_planes(self, insn, a, b, c, shape, flat_c, flat_d):
+        """([(field, D's identity plane)] where it names an element, clashes, unsure, the fields
+        whose K-slot check finds no slot that disagrees) of issue ``(a, b, c)`` of an mma_many
+        call, as _mma_provenance makes them, made for every issue of the call at once (a field's
+        planes in one compiled call, summaries.d_planes; its K-slot check over the issues
+        stacked) where each issue's operands carry the same fields and C names alike; else None."""
+        call = self.mma_memos.get(_CALL_OPERANDS) if SIDES_TOGETHER else None
+        if call is None or call.get("issue") is None:
+            return None
+        made = call.get("d planes")
+        if made is None:
+            made = call["d planes"] = self._d_planes_made(insn, call.get("issues", ()), shape, flat_c, flat_d)
+        i = call["issue"]
+        if i >= len(made) or made[i][0] is not a or made[i][1] is not b or made[i][2] is not c:
+            return None
+        return made[i][3]
+
+    def _d_planes_made(self, insn, issues, shape, flat_c, flat_d) -> list:
+        """_d_planes' answers, ``[(a, b, c, answer)]`` in issue order; empty where some issue's
+        provenance is not made (_mma_issue) or the issues' fields or C names differ."""
+        if len(issues) < 2 or not all(any(v.prov is not None and not encoding.only(v.prov) for v in x[:3]) for x in issues):
+            return []
+        sides = [(self._side(insn, "A", a), self._side(insn, "B", b)) for a, b, _, _ in issues]
+        pcs = [elem_prov(self, c, c.n) for _, _, c, _ in issues]
+        cs = [self._c_side(insn, p, flat_c) for p in pcs]
+        if any(p is not None and x is None for p, x in zip(pcs, cs)) or \
+                len({p is not None and "@mma" in p.ids for p in pcs}) > 1:
+            return []
+        fcs = [{} if x is None else x[0] for x in cs]
+        if len({(tuple(sa[6]), tuple(sb[6]), tuple(fc)) for (sa, sb), fc in zip(sides, fcs)}) > 1:
+            return []
+        named_c = pcs[0] is not None and "@mma" in pcs[0].ids
+        n, (nb, M, N) = len(issues), flat_d.shape
+        none2, none4 = np.empty((0, 0), np.int32), np.empty((n, 0, 0, 0), np.int32)
+        planes, clashes = [[] for _ in range(n)], [[] for _ in range(n)]
+        unsure = np.zeros((n,) + flat_d.shape, bool)
+        fa, fb, fc = sides[0][0][6], sides[0][1][6], fcs[0]
+        lr = np.stack([self._live_rows(insn, x[3])[0] for x in issues])[:, :, None]          # [n, nb, 1]
+        k_clean = [set() for _ in range(n)]
+        for f in sorted(fa.keys() & fb.keys()):
+            (la, ha), (lb, hb) = ([np.stack([getattr(x[j][1][f], a) for x in sides]) for a in ("lo_r", "hi_r")]
+                                  for j in (0, 1))
+            bad = (ha >= 0) & (hb >= 0) & (np.minimum(la, lb) != np.maximum(ha, hb)) & lr
+            for i in np.nonzero(~bad.reshape(n, -1).any(axis=1))[0].tolist():
+                k_clean[i].add(f)
+        for f in sorted(fa.keys() | fb.keys() | fc.keys()):
+            # each issue's rows' and columns' names (_side_identity), stacked; an issue without: -1
+            ra = [_side_identity(f, "A", sa[1], sa[2], f in sb[1], sa[7], none2)[1] for sa, sb in sides]
+            cb = [_side_identity(f, "B", sb[1], sb[2], f in sa[1], sb[7], none2)[1] for sa, sb in sides]
+            ra = np.stack([x if x.size else np.full((nb, M), -1, np.int32) for x in ra]) if any(x.size for x in ra) \
+                else np.empty((n, 0, 0), np.int32)
+            cb = np.stack([x if x.size else np.full((nb, N), -1, np.int32) for x in cb]) if any(x.size for x in cb) \
+                else np.empty((n, 0, 0), np.int32)
+            if not ra.size and not cb.size and f not in fc:
+                continue
+            plane = np.full((n,) + shape, -1, np.int32)
+            clash = np.full((n,) + flat_d.shape, -1, np.int32) if f in fc else none4
+            vc = np.stack([np.ascontiguousarray(x[f], np.int32) for x in fcs]) if f in fc else none4
+            got, clashed = np.zeros(n, np.bool_), np.zeros(n, np.bool_)
+            summaries.d_planes(ra, cb, vc, flat_d, plane.reshape(n, -1), clash, got, clashed)
+            for i in np.nonzero(got)[0].tolist():
+                planes[i].append((f, plane[i]))
+            for i in np.nonzero(clashed)[0].tolist():
+                clashes[i].append((f, clash[i], fcs[i][f]))
+            if f in fc:
+                unsure |= clash == -2
+            elif named_c:                  # C names no value of f: A's row or B's column does
+                unsure |= ((ra[:, :, :, None] >= 0) if ra.size else False) | ((cb[:, :, None, :] >= 0) if cb.size else False)
+        return [(a, b, c, (planes[i], clashes[i], unsure[i], k_clean[i])) for i, (a, b, c, _) in enumerate(issues)]
+
     def _mma_provenance(self, insn, a, b, c, idx, label, live):
         """K-slot check, the record's per-field K-slot values and K sets, and D's provenance, on the
         provenance columns (a folded batch's representatives: ``pmember_ids``). Returns (D's
         provenance, the record's fields: a, b, ks_a, ks_b, c_mma, c_mn)."""
-        bl = insn.blocks
         pm = len(self.pmember_ids)
         cache = self.machine.plan_cache
         shape, flat_c, flat_d, d_lanes, member_plane, mn_plane, absent = self._prov_plans(insn)
         if not self.exec_full:
             self.pexec(f"EXEC of {insn.mnemonic}")       # a folded batch's members all issue it, or none
         wide = self.machine.wide
-        pa = elem_prov(self, a, a.n)
-        pb = elem_prov(self, b, b.n)
-        sa, compact_a, rows_a, quant_a, varies_a = self._operand_fields(insn, "A", pa)       # [nb, M, K]
-        sb, compact_b, rows_b, quant_b, varies_b = self._operand_fields(insn, "B", pb)       # [nb, N, K]
-        fa = {f: x.v for f, x in sa.items()}                              # [nb, M, K]
-        fb = {f: np.swapaxes(x.v, 1, 2) for f, x in sb.items()}           # [nb, K, N]
-        live_rows = np.repeat(live[self.pmember_ids], bl)
+        pa, sa, compact_a, rows_a, quant_a, varies_a, fa, side_a = self._side(insn, "A", a)      # [nb, M, K]
+        pb, sb, compact_b, rows_b, quant_b, varies_b, fb, side_b = self._side(insn, "B", b)      # [nb, N, K]; fb [nb, K, N]
+        live_rows, every = self._live_rows(insn, live)
+        made = self._d_planes(insn, a, b, c, shape, flat_c, flat_d)       # made with the call's others
         # the K-slot check: on every field both carry, one value per K slot
         for f in sorted(fa.keys() & fb.keys()):
+            if made is not None and f in made[3]:       # no K slot disagrees (made with the call's others)
+                continue
             va, vb = fa[f], fb[f]                                     # [nb, M, K], [nb, K, N]
             la, lb, ha, hb = sa[f].lo_r, sb[f].lo_r, sa[f].hi_r, sb[f].hi_r
             # both sides hold a value in the slot, and the values are not all one
@@ -802,9 +976,8 @@ class MatrixOps:
         ks_a, ks_b = {}, {}
         # K sets per field that varies along K (two present values in one A row or B column of a
         # member that issues the instruction)
-        every = bool(live_rows.all())          # every row live: the operand's remembered answer
-        k_fields = {f for f, x in sa.items() if rec_a[f][0] != "mn" and _varies(x, f, live_rows, every, varies_a)} | \
-                   {f for f, x in sb.items() if rec_b[f][0] != "mn" and _varies(x, f, live_rows, every, varies_b)}
+        k_fields = self._k_fields(sa, compact_a, live_rows, every, varies_a, side_a) | \
+            self._k_fields(sb, compact_b, live_rows, every, varies_b, side_b)
         for f in k_fields:
             if f in fa:
                 if f not in rows_a:
@@ -817,21 +990,27 @@ class MatrixOps:
         # D[m][n]: the identities of A row m and B column n (_d_identity), then @mma/@mn
         ids = {}
         pc = elem_prov(self, c, c.n)
-        fc = {f: np.take(p, flat_c) for f, p in (pc.ids.items() if pc is not None else ()) if f not in RESERVED}
+        c_side = self._c_side(insn, pc, flat_c)       # (fc, C's @mma and @mn, the record whose D C is)
+        fc = c_side[0] if c_side is not None else \
+            {f: np.take(p, flat_c) for f, p in (pc.ids.items() if pc is not None else ()) if f not in RESERVED}
         none2, none3 = np.empty((0, 0), np.int32), np.empty((0, 0, 0), np.int32)
         as_i32 = lambda x, empty: empty if x is None else np.ascontiguousarray(x, np.int32)
         clashes = []                       # (field, D's value where C holds another, C's values)
         unsure = np.zeros(flat_d.shape, bool)  # C or A.B names the element on a field, the other does not
         named_c = pc is not None and "@mma" in pc.ids
-        for f in sorted(fa.keys() | fb.keys() | fc.keys()):
-            ra, cb = _d_identity(f, sa, sb, rec_a, rec_b) if f in sa or f in sb else (None, None)   # [nb, M], [nb, N]
+        if made is not None:
+            planes, clashes, unsure, _ = made
+            ids.update(planes)
+        for f in sorted(fa.keys() | fb.keys() | fc.keys()) if made is None else ():
+            # [nb, M], [nb, N] (None: no name) and as int32 ([0, 0]: none)
+            ra, ra32 = _side_identity(f, "A", sa, compact_a, f in sb, side_a, none2)
+            cb, cb32 = _side_identity(f, "B", sb, compact_b, f in sa, side_b, none2)
             if ra is None and cb is None and f not in fc:
                 continue
             plane = np.full(shape, -1, np.int32)
             clash = np.full(flat_d.shape, -1, np.int32) if f in fc else none3
             # D = A.B + C: the row's and column's identity where they agree, then C's element's
-            got, clashed = summaries.d_plane(as_i32(ra, none2), as_i32(cb, none2), as_i32(fc.get(f), none3), flat_d,
-                                             plane.reshape(-1), clash)
+            got, clashed = summaries.d_plane(ra32, cb32, as_i32(fc.get(f), none3), flat_d, plane.reshape(-1), clash)
             if got:
                 ids[f] = plane
             if clashed:
@@ -848,13 +1027,15 @@ class MatrixOps:
         c_mma = c_mn = None
         other = np.zeros(flat_d.shape, bool)     # elements whose C was summed for another element
         if pc is not None and "@mma" in pc.ids:
-            c_mma, c_mn = np.take(pc.ids["@mma"], flat_c), np.take(pc.ids["@mn"], flat_c)
+            c_mma, c_mn = (np.take(pc.ids["@mma"], flat_c), np.take(pc.ids["@mn"], flat_c)) if c_side is None \
+                else c_side[1:3]
         if clashes:
             other = chain.report_carried(self, insn, idx, label, clashes, c_mma, c_mn, d_lanes, live_rows)
             if c_mma is not None and other.any():     # another element's sums are no part of this one's
                 c_mma, c_mn = np.where(other, -1, c_mma), np.where(other, -1, c_mn)
         if c_mma is not None:
-            prev = self.machine.mma_log.aligned(c_mma, c_mn, insn, self.pmember_ids)
+            prev = c_side[3] if c_side is not None and c_mma is c_side[1] else \
+                self.machine.mma_log.aligned(c_mma, c_mn, insn, self.pmember_ids)
             rows = None if prev is None or self.fold is None else prev.rows_of(self.pmember_ids)
             if ks_a or ks_b:             # what C consumed, summed again by A.B
                 theirs = chain.c_sets(self.machine.mma_log, prev, rows, c_mma, c_mn, wide)

@@ -398,6 +398,27 @@ class MmaLog:
             return None
         return prev
 
+    def aligned_many(self, c_mma, c_mn, insn, members) -> list:
+        """``[self.aligned(c_mma[i], c_mn[i], insn, members) for i in range(len(c_mma))]`` for C
+        names stacked ``[n, nb, M, N]`` (an mma_many call's Cs): each compared in one pass."""
+        n = len(c_mma)
+        out = [None] * n
+        if not n or not c_mma[0].size:
+            return out
+        member, mn = self._d_names(insn, members)
+        if c_mma.shape[1] != member.shape[0]:
+            return out
+        prevs = [self.record_of(x) if x >= 0 else None for x in c_mma.reshape(n, -1)[:, 0].tolist()]
+        at = [i for i, r in enumerate(prevs) if r is not None and r.insn is insn]
+        if not at:
+            return out
+        first = np.array([prevs[i].first for i in at], np.int64)[:, None, None, None]
+        ok = ((c_mma[at] == first + member[None]).reshape(len(at), -1).all(axis=1) &
+              (c_mn[at] == mn[None]).reshape(len(at), -1).all(axis=1))
+        for i, good in zip(at, ok.tolist()):
+            out[i] = prevs[i] if good else None
+        return out
+
     def _d_names(self, insn, members):
         """([nb, 1, 1] member, [nb, M, N] @mn) of a D in its own layout, kept per (record, members):
         every chained C of a launch asks for the same few."""

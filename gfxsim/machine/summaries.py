@@ -190,6 +190,15 @@ def d_plane(ra, cb, vc, flat_d, out, clash):
     return any_v, any_clash
 
 
+@njit
+def d_planes(ra, cb, vc, flat_d, out, clash, got, clashed):
+    """``d_plane`` of n instructions' field at once: instruction i's ``ra[i]``, ``cb[i]``, ``vc[i]``
+    (ra [n, 0, 0], cb [n, 0, 0], vc [n, 0, 0, 0]: none for any), its plane ``out[i]`` and
+    ``clash[i]``; ``got[i]``, ``clashed[i]`` its answers."""
+    for i in range(out.shape[0]):
+        got[i], clashed[i] = d_plane(ra[i], cb[i], vc[i], flat_d, out[i], clash[i])
+
+
 
 def expand(kind: str, a: np.ndarray, op: str, M: int, N: int, K: int) -> np.ndarray:
     """A compact record form (Field.compact: "mn", "k" or "full") as the full [rows, M, K] (A) or

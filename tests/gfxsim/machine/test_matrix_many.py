@@ -38,7 +38,7 @@ def _launch(provenance, trace, v_type, inf_v, two_level=True):
         held[0]
 
 
-@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER", "OPERANDS_TOGETHER"])
+@pytest.mark.parametrize("switch", ["GATHER_TOGETHER", "GRID_TOGETHER", "OPERANDS_TOGETHER", "SIDES_TOGETHER"])
 @pytest.mark.parametrize("provenance,trace,v_type,inf_v,two_level", [(False, False, "fp8_e4m3", False, True),
                                                                      (True, True, "fp8", False, True),
                                                                      (False, False, "fp8_e4m3", True, True),
@@ -49,7 +49,9 @@ def test_a_k_step_together_is_the_instructions_one_by_one(monkeypatch, switch, p
     """mma_many's fast paths against their switch off: GATHER_TOGETHER, a K step's operands in one
     take over the distinct registers stacked (P~'s A fed to 16 instructions, each V's B to 2, every
     C its own) against a gather an operand; GRID_TOGETHER, a PV K step (each P~ row tile against
-    each V head-dim tile) through the accumulator model as one matrix (mmagrid) against the batch."""
+    each V head-dim tile) through the accumulator model as one matrix (mmagrid) against the batch;
+    SIDES_TOGETHER, a call's records sharing what each reads of one operand (its fields, their
+    planes, K-field set and D identities) and of EXEC against each record making its own."""
     import gfxsim.machine.matrix as MX
     fast = _launch(provenance, trace, v_type, inf_v, two_level)
     monkeypatch.setattr(MX, switch, False)
@@ -93,11 +95,14 @@ def _i8_launch(provenance):
     return d_out, run, recs
 
 
+@pytest.mark.parametrize("switch", ["ISSUE_TOGETHER", "SIDES_TOGETHER"])
 @pytest.mark.parametrize("provenance", [False, True], ids=["off", "provenance"])
-def test_mma_many_i8_is_mma_one_by_one(monkeypatch, provenance):
+def test_mma_many_i8_is_mma_one_by_one(monkeypatch, provenance, switch):
+    """(SIDES_TOGETHER: the first two share A, each with its own B and K sets: an operand's side
+    answers found for the second must be the first's, the others' their own.)"""
     import gfxsim.machine.matrix as MX
     many_d, many, many_recs = _i8_launch(provenance)
-    monkeypatch.setattr(MX, "ISSUE_TOGETHER", False)
+    monkeypatch.setattr(MX, switch, False)
     one_d, one, one_recs = _i8_launch(provenance)
     assert many_d.array.tobytes() == one_d.array.tobytes()
     assert many_recs == one_recs and len(one_recs) == 6
@@ -189,7 +194,7 @@ def _unknown_origin_many():
     return [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in run.findings]
 
 
-@pytest.mark.parametrize("switch", ["OPERANDS_TOGETHER", "ISSUE_TOGETHER"])
+@pytest.mark.parametrize("switch", ["OPERANDS_TOGETHER", "ISSUE_TOGETHER", "SIDES_TOGETHER"])
 def test_unknown_origin_operands_together_are_found_as_one_by_one(monkeypatch, switch):
     """An mma_many call's operand found of known origin is kept as such for the call (matrix._clean),
     one of unknown origin is asked again by each instruction: the findings are the one-by-one
@@ -200,3 +205,40 @@ def test_unknown_origin_operands_together_are_found_as_one_by_one(monkeypatch, s
     alone = _unknown_origin_many()
     assert together == alone and [f[0] for f in alone] == ["kslot-unknown-origin"] * 3
     assert all("(i1)" in f[3] or "(i3)" in f[3] or "(i5)" in f[3] for f in alone)
+
+
+def _chained_again(row_first):
+    """Two independent chains through mma_many (two token tiles), each k-step 0 chained twice
+    through C (a double-count), where one link's A carries a "row" name and the other's does not
+    (``row_first``: the first): C or A.B names D's rows, the other does not, so the element is not
+    shown to be one element and the double count is not reported there (_mma_provenance's
+    ``unsure``, in _d_planes made for both issues at once)."""
+    from gfxsim import Buffer, launch
+    rng = np.random.default_rng(0)
+    data = rng.integers(-5, 5, (16, 64)).astype(np.int8)
+    dims = np.broadcast_to(np.arange(64), (16, 64))
+    q_row = Buffer("q", data, {"row": np.broadcast_to(np.arange(16)[:, None], (16, 64)), "dim": dims})
+    q_plain = Buffer("q2", data.copy(), {"dim": dims})
+    k = Buffer("k", rng.integers(-5, 5, (32, 64)).astype(np.int8),
+               {"token": np.broadcast_to(np.arange(32)[:, None], (32, 64)), "dim": np.broadcast_to(np.arange(64), (32, 64))})
+    mma = "v_mmac_i32_16x16x32_i8"
+
+    def kernel(w):
+        r, c = w.lane_id // 16, w.lane_id % 16
+        qa = [w.global_load(q, c * 64 + 8 * r, 8, "i8") for q in ((q_row, q_plain) if row_first else (q_plain, q_row))]
+        kb = [w.global_load(k, (16 * t + c) * 64 + 8 * r, 8, "i8") for t in range(2)]
+        accs = [w.zeros("i32", 4)] * 2
+        for link in range(2):
+            accs = w.mma_many(mma, [(qa[link], kb[t], accs[t], f"tile {t} link {link}") for t in range(2)])
+    run = launch(kernel, arch="gfx936")
+    return [(f.kind, f.lane, f.instruction, f.message, repr(f.details)) for f in run.findings]
+
+
+@pytest.mark.parametrize("row_first", [True, False], ids=["c-names-rows", "ab-names-rows"])
+def test_a_chain_whose_links_name_other_fields_is_found_as_one_by_one(monkeypatch, row_first):
+    import gfxsim.machine.matrix as MX
+    together = _chained_again(row_first)
+    monkeypatch.setattr(MX, "SIDES_TOGETHER", False)
+    assert together == _chained_again(row_first)
+    monkeypatch.setattr(MX, "ISSUE_TOGETHER", False)
+    assert together == _chained_again(row_first)
