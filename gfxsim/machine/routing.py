@@ -26,6 +26,35 @@ from .vgpr import VGPRs
 _NONE = -1
 
 
+# a shuffle whose lane pattern is l ^ m (m a power of two: shfl_xor's butterfly) swaps adjacent
+# blocks of m lanes by two strided copies instead of a take by lane index; tests compare both ways
+XOR_BLOCKS = True
+
+
+def xor_blocks(val: np.ndarray, pattern: np.ndarray) -> np.ndarray | None:
+    """``val`` ``[rows, columns]`` with every run of ``len(pattern)`` columns read by ``pattern``
+    (``np.take`` over the lane axis), where the pattern is ``l ^ m`` for a power of two m: blocks of
+    m lanes swapped pairwise, copied as units of m lanes' bytes (a uint of that size where it is
+    one, else 8-byte words), never arithmetic on the values. None for any other pattern, for
+    blocks of 16 bytes (their 2-word strided copies cost more than the take) or a value whose rows
+    are not contiguous: the caller takes."""
+    lanes = len(pattern)
+    m = int(pattern[0])
+    s = val.itemsize
+    b = m * s                            # bytes in a block
+    if m <= 0 or m & (m - 1) or lanes % (2 * m) or b == 16 or (b > 8 and b % 8) or val.ndim != 2 \
+            or not val.flags.c_contiguous or val.shape[1] % lanes or s not in (1, 2, 4, 8) \
+            or not np.array_equal(pattern, np.arange(lanes) ^ m):
+        return None
+    rows = val.shape[0]
+    unit = np.dtype(f"u{min(b, 8)}")
+    r = val.view(unit).reshape(rows, -1, 2, max(b // 8, 1))
+    out = np.empty_like(r)
+    out[:, :, 0] = r[:, :, 1]
+    out[:, :, 1] = r[:, :, 0]
+    return out.reshape(rows, -1).view(val.dtype)
+
+
 def route_prov(p: Prov | None, src: np.ndarray, width: int) -> Prov | None:
     """Rows of a per-byte Prov gathered by ``src`` ``[out_bytes, width]`` (-1: a byte with none).
     A Prov of no field and no flags (what a concatenation of parts without any makes) routes to none."""
@@ -171,7 +200,9 @@ class RoutingOps:
             prov = v.prov.map(lambda a: np.take(a, psrc, axis=1))
         if pattern is not None:
             rows = v.val.shape[0]
-            val = np.take(v.val.reshape(rows, self.members, self.lanes), pattern, axis=2).reshape(rows, self.width)
+            val = xor_blocks(v.val, pattern) if XOR_BLOCKS else None
+            if val is None:
+                val = np.take(v.val.reshape(rows, self.members, self.lanes), pattern, axis=2).reshape(rows, self.width)
         else:
             val = cols(v.val)
         out = self.new_value(val, v.dtype, prov)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gfxsim import Buffer, launch
+from gfxsim.machine import routing
 
 MEMBERS = 4
 
@@ -53,3 +54,20 @@ def test_a_lane_pattern_shuffle_is_the_per_column_bpermute(provenance, partial):
         for f in o1.prov.ids:
             assert np.array_equal(o1.prov.ids[f], o2.prov.ids[f]), f
     assert r1.lane_instructions == r2.lane_instructions
+
+
+# the butterfly's l ^ m blocks swapped by strided copies (routing.xor_blocks) against the take
+@pytest.mark.parametrize("provenance", [False, True])
+@pytest.mark.parametrize("partial", [False, True])
+def test_launches_with_block_swaps_are_the_takes(monkeypatch, provenance, partial):
+    monkeypatch.setattr(routing, "XOR_BLOCKS", True)
+    r1, o1 = _shuffles(True, provenance, partial)
+    monkeypatch.setattr(routing, "XOR_BLOCKS", False)
+    r2, o2 = _shuffles(True, provenance, partial)
+    assert np.array_equal(o1.array.view(np.uint32), o2.array.view(np.uint32))
+    assert [(f.kind, f.message) for f in r1.findings] == [(f.kind, f.message) for f in r2.findings]
+    assert r1.lane_instructions == r2.lane_instructions
+    if provenance:
+        assert o1.prov.ids.keys() == o2.prov.ids.keys()
+        for f in o1.prov.ids:
+            assert np.array_equal(o1.prov.ids[f], o2.prov.ids[f]), f
