@@ -6,7 +6,7 @@ folded attempts taken back (put_back) and findings."""
 import numpy as np
 import pytest
 
-from gfxsim.machine import memory
+from gfxsim.machine import fpplane, memory
 from gfxsim.machine.fpplane import DensePlane, FpPlane
 from gfxsim.machine.provenance import WORDS, Mask
 from kernels_py.prefix_prefill import prefix_prefill
@@ -96,3 +96,77 @@ def test_a_launch_with_tabled_planes_leaves_what_dense_planes_leave(monkeypatch,
                 _same(m.mask(), a.prov.fp[f].mask())       # bit for bit, wide ids too
                 some = some or bool(m.mask().nonempty().any())
     assert some                                            # footprints were stored and compared
+
+
+# ---- one set in every entry (fpplane.ONE_SET): looked up once, the rows and table of the hash path
+def _table_state(t: FpPlane):
+    return t.index.copy(), t.table.base.copy(), t.table.bits.copy(), t.table.wide.copy()
+
+
+@pytest.mark.parametrize("compact_rows", [4096, 3])
+def test_one_set_everywhere_gives_the_hash_paths_rows_and_table(monkeypatch, compact_rows):
+    """Planes of one set (new, already held, empty, wide, a base with no bits) and planes that part
+    only in base, wide or bits: the same rows returned and the same table and index as rows_of
+    hashing every entry."""
+    monkeypatch.setattr(FpPlane, "COMPACT_ROWS", compact_rows)
+    states, rows = [], []
+    for one in (True, False):
+        monkeypatch.setattr(fpplane, "ONE_SET", one)
+        rng = np.random.default_rng(7)
+        n = 256
+        t = FpPlane(n)
+        got = []
+        for step in range(50):
+            shape = (int(rng.integers(1, 5)), int(rng.integers(1, 30)))
+            idx = rng.choice(n, shape[0] * shape[1], replace=False).reshape(shape)
+            m = _masks(rng, shape, 1 if step % 3 else 4)          # mostly one set
+            if step % 5 == 4:                                      # parts in one entry, one plane only
+                which = step // 5 % 3
+                x = (m.base, m.wide, m.bits)[which]
+                x.flat[-1] = x.flat[-1] + 1 if which != 2 else x.flat[-1] ^ np.uint64(1)
+            got.append(t.rows_of(m))
+            if step % 7 == 3:
+                t.clear(idx)
+            else:
+                t.assign(idx, m)
+        rows.append(got)
+        states.append(_table_state(t))
+    for a, b in zip(*rows):
+        assert a.dtype == b.dtype == np.int32 and np.array_equal(a, b)
+    for a, b in zip(*states):
+        assert np.array_equal(a, b)
+
+
+def test_one_set_is_seen_to_part_in_any_plane():
+    """The check can fail: an entry whose base, wide id or one word differs is not entry 0's set."""
+    base, wide, bits = np.zeros(8, np.int64), np.zeros(8, np.uint32), np.zeros((8, WORDS), np.uint64)
+    assert fpplane._one_set(base, wide, bits)
+    for x, at in ((base, 5), (wide, 7), (bits, (3, WORDS - 1))):
+        x[at] = 1
+        assert not fpplane._one_set(base, wide, bits)
+        x[at] = 0
+
+
+@pytest.mark.parametrize("kernel", [None, wrong_block_size])
+def test_a_launch_with_one_set_lookups_leaves_what_hashing_leaves(monkeypatch, kernel):
+    """int8_kv_cache's scales (one set in every lane 0 of a batch) with provenance, twice over one
+    setup: the same runs, buffers and footprint planes bit for bit, table rows included."""
+    if kernel is None:
+        from kernels_py.int8_kv_cache import int8_kv_cache as kernel
+    out = []
+    for one in (False, True):
+        monkeypatch.setattr(fpplane, "ONE_SET", one)
+        s = kv_setup()
+        out.append((s, [s.launch(kernel, trace=False) for _ in range(2)]))
+    (a, ra), (b, rb) = out
+    for x, y in zip(ra, rb):
+        same_runs(x, y)
+    some = False
+    for name in a.outputs:
+        same_buffers(a.buffers[name], b.buffers[name], ra[-1].machine.wide, rb[-1].machine.wide)
+        if b.buffers[name].prov is not None:
+            for f, m in b.buffers[name].prov.fp.items():
+                for x, y in zip(_table_state(a.buffers[name].prov.fp[f]), _table_state(m)):
+                    assert np.array_equal(x, y), (name, f)
+                some = some or bool(m.mask().nonempty().any())
+    assert some
