@@ -35,6 +35,7 @@ from .provenance import RESERVED, WINDOW, WORDS, Mask
 from . import identity
 from . import summaries          # compiled functions by the module: jit.njit rebinds their names
 from .summaries import expand, row_sets
+from .jit import starting
 
 _FIRST = 16                      # element indices a finding lists
 MIXED = -2                       # a cell: partials of different outputs (heads, rows) added
@@ -273,7 +274,18 @@ def _from_foreign(log, k, ids, mn, sel, n, cell, out, wide):
 
 
 def _uniform(ks: Mask) -> bool:
-    """Whether every row (M) of A, or column (N) of B, of each (workgroup, block) holds one set."""
+    """Whether every row (M) of A, or column (N) of B, of each (workgroup, block) holds one set:
+    one compiled pass (summaries.rows_uniform) once numba runs, else ``_uniform_numpy``."""
+    if UNIFORM_COMPILED and ks.base.ndim == 2 and ks.bits.ndim == 3 and not starting(summaries.__name__):
+        return bool(summaries.rows_uniform(ks.base, ks.bits, ks.wide))
+    return _uniform_numpy(ks)
+
+
+UNIFORM_COMPILED = True     # the switch tests/gfxsim/machine/test_consumed_uniform.py holds the two paths by
+
+
+def _uniform_numpy(ks: Mask) -> bool:
+    """``_uniform`` in numpy: its twin and the path while numba starts."""
     return bool((ks.base == ks.base[:, :1]).all() and (ks.wide == ks.wide[:, :1]).all() and
                 (ks.bits == ks.bits[:, :1]).all())
 
