@@ -18,6 +18,11 @@ callee's module compiles its callers again instead of running the old callee fro
 Only module-level functions can be cached (a closure's cells are not part of the key), so ``@njit``
 refuses anything else. ``announce_compiles`` has the first compilation of a process say so on
 stderr (`gfxsim run` unless --quiet); ``compiles()`` counts them.
+
+Loading a signature from the disk cache still costs 3-17 ms of CPU on the thread whose call first
+needs it (a 16K decode with provenance: 18 of them on its wave threads). A command names its kind
+(gfxsim.jitrecord, from the CLI), and prewarm's thread, once numba is up, loads the signatures the
+last command of that kind needed, in that order, while the run goes on (_load_recorded).
 """
 from __future__ import annotations
 
@@ -174,10 +179,10 @@ def _load_recorded() -> None:
         if fn is None or getattr(fn, "py_func", None) is None:
             _ABSENT.update((mod, name, n) for n in wanted)
             continue
-        if not hasattr(fn, "overloads"):            # still lazy: make the module's dispatchers
-            _compile_module(mod)
-            fn = module.__dict__.get(name)
         try:
+            if not hasattr(fn, "overloads"):        # still lazy: make the module's dispatchers
+                _compile_module(mod)
+                fn = module.__dict__[name]
             for sig in _cached_signatures(fn, wanted):
                 fn.compile(sig)
         except Exception:                           # noqa: BLE001 -- a hint only: the run loads what it needs
