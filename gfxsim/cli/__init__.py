@@ -288,14 +288,30 @@ def _main(argv) -> int:
 
 
 def run_command(args: argparse.Namespace, command: str) -> int:
-    """``args.func(args)``, ended as gfxsim.cli.failures says when it raises."""
+    """``args.func(args)``, ended as gfxsim.cli.failures says when it raises. Around it, the numba
+    signatures of this kind of command are remembered (gfxsim.jitrecord: loaded ahead at the next
+    start by prewarm's thread, written after a command that ran numba)."""
+    from .. import jitrecord
+    jitrecord.expect(command_kind(args, command))
     try:
-        return args.func(args) or 0
+        rc = args.func(args) or 0
     except BrokenPipeError:          # `gfxsim layout ... | head`
         return 0
     except Exception as e:           # noqa: BLE001 -- failures.report decides whose error it is
         from .failures import report
         return report(e, command, full=getattr(args, "traceback", False))
+    jitrecord.remember()
+    return rc
+
+
+def command_kind(args: argparse.Namespace, command: str) -> str:
+    """What decides which compiled signatures a command uses: the command and each of its settings
+    that is a word, a switch or unset (kernel, front end, arch, provenance...). Numbers (sizes,
+    seeds) are left out: a kind's record keeps what each of its commands used, so a size that takes
+    another path (a wide batch, a narrow wave) adds its signatures rather than a record of its own."""
+    settings = sorted((k, v) for k, v in vars(args).items()
+                      if k not in ("func", "given_options") and (v is None or isinstance(v, (str, bool))))
+    return repr([command, settings])
 
 
 if __name__ == "__main__":

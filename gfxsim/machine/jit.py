@@ -18,6 +18,11 @@ callee's module compiles its callers again instead of running the old callee fro
 Only module-level functions can be cached (a closure's cells are not part of the key), so ``@njit``
 refuses anything else. ``announce_compiles`` has the first compilation of a process say so on
 stderr (`gfxsim run` unless --quiet); ``compiles()`` counts them.
+
+Loading a signature from the disk cache still costs 3-17 ms of CPU on the thread whose call first
+needs it (a 16K decode with provenance: 18 of them on its wave threads). A command names its kind
+(gfxsim.jitrecord, from the CLI), and prewarm's thread, once numba is up, loads the signatures the
+last command of that kind needed, in that order, while the run goes on (_load_recorded).
 """
 from __future__ import annotations
 
@@ -31,6 +36,9 @@ _JIT_MODULES: set[str] = set()       # every module that marked a function (a ca
 _LOCK = threading.RLock()            # one thread starts numba and swaps a module's functions
 _PREWARMED = False                   # prewarm() has started (once per process)
 _COMPILED: list[str] = []            # module.function of each signature compiled (not loaded from the cache)
+_MADE: list = []                     # (module, name, dispatcher) of every dispatcher made, in order
+_LOADS: list = []                    # (module, name, type names) of each signature loaded from the disk cache, in order
+_ABSENT: set = set()                 # recorded signatures prewarm's thread found gone (module, name, type names)
 _NOTE: dict = {"stream": None, "said": False}   # announce_compiles' stream; whether the note is out
 PREWARM_SWITCH_INTERVAL = 0.0005     # seconds: the GIL switch interval while numba starts (see prewarm)
 
@@ -62,7 +70,8 @@ def _compile_module(mod: str) -> None:
         for lazy in _LAZY.pop(mod, ()):
             name = lazy.py_func.__name__
             if g.get(name) is lazy:
-                g[name] = _depends(numba.njit(cache=True)(lazy.py_func), mod, g)
+                g[name] = _noting_loads(_depends(numba.njit(cache=True)(lazy.py_func), mod, g), mod, name)
+                _MADE.append((mod, name, g[name]))
 
 
 def _depends(dispatcher, mod: str, g: dict):
@@ -88,11 +97,30 @@ def _depends(dispatcher, mod: str, g: dict):
     return dispatcher
 
 
+def _noting_loads(dispatcher, mod: str, name: str):
+    """``dispatcher`` with each signature it loads from the disk cache noted in _LOADS, in the order
+    the process needed them (the order a record keeps: prewarm's thread loads the first needed
+    first). Only a load is noted, not a call: numba's own dispatch is untouched."""
+    cache = dispatcher._cache                     # numba's internals, as _depends
+    load = cache.load_overload
+
+    def load_overload(sig, target_context):
+        got = load(sig, target_context)
+        if got is not None:
+            _LOADS.append((mod, name, _type_names(got.signature.args)))
+        return got
+    cache.load_overload = load_overload
+    return dispatcher
+
+
 def prewarm() -> threading.Thread | None:
     """Start numba beside the caller: import it, load its CPU target (~0.5 s, the cost of the
     first compiled call) and make dispatchers of every lazy function imported so far, on a
     daemon thread. A run with provenance calls this before it generates its data (numpy, which
     frees the GIL), so the start-up overlaps that work; a compiled call made meanwhile waits.
+    Then, with the gates open (``starting`` false, ``running`` true), the same thread loads from
+    numba's disk cache the signatures the last command of this kind used (gfxsim.jitrecord;
+    _load_recorded), which the run's first compiled calls would otherwise load on its critical path.
     Once per process (later calls return None): a sweep's worker runs many points."""
     global _PREWARMED, _STARTING, _THREAD
     with _LOCK:
@@ -109,12 +137,15 @@ def prewarm() -> threading.Thread | None:
     def work():
         global _STARTING
         try:
-            with _LOCK:
-                _start_target()
-                for mod in list(_LAZY):
-                    _compile_module(mod)
+            try:
+                with _LOCK:
+                    _start_target()
+                    for mod in list(_LAZY):
+                        _compile_module(mod)
+            finally:
+                _STARTING = False
+            _load_recorded()
         finally:
-            _STARTING = False
             sys.setswitchinterval(interval)
     t = _THREAD = threading.Thread(target=work, name="gfxsim-numba-start", daemon=True)
     t.start()
@@ -123,6 +154,69 @@ def prewarm() -> threading.Thread | None:
 
 _STARTING = False                    # prewarm's thread is at it (numba's target and dispatchers not all there yet)
 _THREAD: threading.Thread | None = None     # prewarm's thread
+
+
+PRELOAD = True                       # False: prewarm's thread loads no recorded signature (the tests' A/B)
+
+
+def _load_recorded() -> None:
+    """Load each signature of the command kind's record (gfxsim.jitrecord.expected) whose module is
+    imported and whose entry numba's cache index holds for this source and machine: a signature the
+    index lacks is skipped (never compiled here: that is the run's own business, where it needs it)
+    and left out of the next record. A compiled call of the run meanwhile takes numba's compiler lock
+    as ever: it finds its signature loaded, or loads it itself."""
+    if not PRELOAD:
+        return
+    from ..jitrecord import expected
+    by_fn: dict = {}
+    for mod, name, names in expected():
+        by_fn.setdefault((mod, name), []).append(names)
+    for (mod, name), wanted in by_fn.items():
+        module = sys.modules.get(mod)
+        if module is None or mod not in _JIT_MODULES:
+            continue                                # not imported (yet): kept in the record, not loaded
+        fn = module.__dict__.get(name)
+        if fn is None or getattr(fn, "py_func", None) is None:
+            _ABSENT.update((mod, name, n) for n in wanted)
+            continue
+        try:
+            if not hasattr(fn, "overloads"):        # still lazy: make the module's dispatchers
+                _compile_module(mod)
+                fn = module.__dict__[name]
+            for sig in _cached_signatures(fn, wanted):
+                fn.compile(sig)
+        except Exception:                           # noqa: BLE001 -- a hint only: the run loads what it needs
+            continue
+        have = {_type_names(s) for s in fn.overloads}
+        _ABSENT.update((mod, name, n) for n in wanted if n not in have)
+
+
+def _cached_signatures(dispatcher, wanted) -> list:
+    """The signatures of ``dispatcher``'s cache index, for this source and machine, whose argument
+    type names are in ``wanted`` (numba's internals, as _depends: no public hook)."""
+    cache = dispatcher._cache
+    index = cache._cache_file._load_index()
+    codegen = dispatcher.targetctx.codegen()
+    wanted = set(wanted)
+    return [key[0] for key in index
+            if _type_names(key[0]) in wanted and cache._index_key(key[0], codegen) == key]
+
+
+def _type_names(sig) -> tuple[str, ...]:
+    return tuple(str(t) for t in sig)
+
+
+def signatures_to_keep(read: list) -> list:
+    """The record to write after a command that read ``read``: its entries not found gone, in their
+    order, then each signature this process's dispatchers hold that it lacks, in the order they
+    were loaded (those compiled here last)."""
+    out = [e for e in read if e not in _ABSENT]
+    seen = set(out)
+    for e in list(_LOADS) + [(mod, name, _type_names(sig)) for mod, name, d in list(_MADE) for sig in list(d.overloads)]:
+        if e not in seen:                           # loaded first, in that order; then compiled here
+            seen.add(e)
+            out.append(e)
+    return out
 
 
 def join_start() -> None:

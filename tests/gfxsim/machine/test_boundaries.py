@@ -44,6 +44,10 @@ OUTSIDE: dict[str, str] = {
     "_cache_file": "numba: the cache's index file, holding the stamp it checks before loading",
     "_source_stamp": "numba: the stamp an index must match; numba has no public way to key an entry "
                      "by the files of the compiled functions it inlined from other modules",
+    "_load_index": "numba: the cache index's entries, read to find a recorded signature's types (by "
+                   "their names) and whether the cache holds it, before asking the dispatcher to load it",
+    "_index_key": "numba: the key an index entry must equal for this source and machine (numba's own "
+                  "check before it loads one); a signature the cache lacks is never compiled ahead",
 }
 
 
