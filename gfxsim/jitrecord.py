@@ -83,30 +83,10 @@ def _read(kind: str) -> list:
 
 
 def _write(kind: str, entries) -> None:
-    """The record, whole or not at all (a cache folder that cannot be written: not kept); then the
-    folder's records beyond the KEEP most recently written are removed."""
+    """The record, whole or not at all; the folder keeps the KEEP most recently written."""
+    from .cachedir import write_kept
     key = f"{kind}\n{_place()}"
-    path = _path(key)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"key": key, "entries": [[m, f, list(n)] for m, f, n in entries]}))
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        return
-    try:
-        files = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(path.parent) if e.name.endswith(".json")]
-    except OSError:
-        return
-    for _, old in sorted(files, reverse=True)[KEEP:]:
-        try:
-            os.remove(old)
-        except OSError:                             # another process removed it first
-            pass
+    write_kept(_path(key), {"key": key, "entries": [[m, f, list(n)] for m, f, n in entries]}, KEEP)
 
 
 __all__ = ["expect", "expected", "remember", "KEEP", "MOST"]

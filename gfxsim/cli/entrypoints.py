@@ -30,7 +30,7 @@ def group_entries(group: str) -> list[tuple[str, str]]:
     path = None
     if fp is not None:
         place, stamp = fp
-        from ..cachedir import cache_root
+        from ..cachedir import cache_root, write_kept
         path = cache_root() / _FOLDER / f"{zlib.crc32(place.encode()):08x}.json"
         try:
             got = json.loads(path.read_text())
@@ -41,7 +41,7 @@ def group_entries(group: str) -> list[tuple[str, str]]:
     from importlib.metadata import entry_points
     entries = [(ep.name, ep.value) for ep in entry_points(group=group)]
     if path is not None:
-        _write(path, {"place": place, "stamp": stamp, "entries": entries})
+        write_kept(path, {"place": place, "stamp": stamp, "entries": entries}, KEEP)
     return entries
 
 
@@ -81,36 +81,6 @@ def _fingerprint(group: str) -> tuple[str, str] | None:
                 except OSError:
                     parts.append(f"{name}|-")
     return "\n".join(place), "\n".join(parts)
-
-
-def _write(path, obj) -> None:
-    """``obj`` as JSON at ``path``, whole or not at all (a cache folder that cannot be written: not
-    kept); then the folder's files beyond the KEEP most recently written are removed."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(obj))
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        return
-    _prune(path.parent)
-
-
-def _prune(folder) -> None:
-    """The KEEP most recently written lists of ``folder`` kept, the others removed."""
-    try:
-        files = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(folder) if e.name.endswith(".json")]
-    except OSError:
-        return
-    for _, old in sorted(files, reverse=True)[KEEP:]:
-        try:
-            os.remove(old)
-        except OSError:                             # another process removed it first
-            pass
 
 
 __all__ = ["group_entries"]

@@ -63,16 +63,7 @@ def test_put_take_put_back_are_byte_indexing(monkeypatch, dtype, seed):
     a = np.concatenate([a, a[:16]])             # two runs written again
     words = byteruns.words_of(a, 4096)
     assert words is not None
-    x = rng.integers(0, 2, 4096).astype(dtype)
-    for v in (rng.integers(0, 200, a.size).astype(dtype), dtype(1)):
-        plain, fast = x.copy(), x.copy()
-        saved_plain, saved_fast = byteruns.take(plain, a, None), byteruns.take(fast, a, words)
-        plain[a] = v
-        byteruns.put(fast, a, words, v)
-        assert np.array_equal(plain, fast)
-        byteruns.put_back(plain, a, None, saved_plain)
-        byteruns.put_back(fast, a, words, saved_fast)
-        assert np.array_equal(plain, x) and np.array_equal(fast, x)
+    _put_take_put_back_as_bytes(rng, a, words, dtype)
 
 
 def _interleaved_by_definition(a: np.ndarray, size: int, lanes: int):
@@ -132,16 +123,7 @@ def test_put_take_put_back_across_members_are_byte_indexing(monkeypatch, dtype, 
     a = _member_addresses(rng, kind)
     words = byteruns.words_of(a, 4096, 4)
     assert isinstance(words, byteruns.Interleaved)
-    x = rng.integers(0, 2, 4096).astype(dtype)
-    for v in (rng.integers(0, 200, a.shape).astype(dtype), dtype(1)):
-        plain, fast = x.copy(), x.copy()
-        saved_plain, saved_fast = byteruns.take(plain, a, None), byteruns.take(fast, a, words)
-        plain[a] = v
-        byteruns.put(fast, a, words, v)
-        assert np.array_equal(plain, fast)
-        byteruns.put_back(plain, a, None, saved_plain)
-        byteruns.put_back(fast, a, words, saved_fast)
-        assert np.array_equal(plain, x) and np.array_equal(fast, x)
+    _put_take_put_back_as_bytes(rng, a, words, dtype)
 
 
 def kv_in_order():
@@ -211,3 +193,18 @@ def test_words_leave_what_bytes_leave(monkeypatch, make, kernel, finds, launches
         same_runs(x, y)
     for name in a.outputs:
         same_buffers(a.buffers[name], b.buffers[name], ra[-1].machine.wide, rb[-1].machine.wide)
+
+
+def _put_take_put_back_as_bytes(rng, a, words, dtype):
+    """put, take and put_back through ``words`` leave what byte indexing by ``a`` leaves, for an
+    array of values and for one value."""
+    x = rng.integers(0, 2, 4096).astype(dtype)
+    for v in (rng.integers(0, 200, a.shape).astype(dtype), dtype(1)):
+        plain, fast = x.copy(), x.copy()
+        saved_plain, saved_fast = byteruns.take(plain, a, None), byteruns.take(fast, a, words)
+        plain[a] = v
+        byteruns.put(fast, a, words, v)
+        assert np.array_equal(plain, fast)
+        byteruns.put_back(plain, a, None, saved_plain)
+        byteruns.put_back(fast, a, words, saved_fast)
+        assert np.array_equal(plain, x) and np.array_equal(fast, x)

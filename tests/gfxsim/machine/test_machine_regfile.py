@@ -206,6 +206,24 @@ def test_retype_regroups_each_lanes_bytes_as_the_byte_round_trip_does(src, dst):
 
 
 
+def _random_value(w, kind, prov, step):
+    """A constant (kind 0), two registers per element (1), one register per byte (2) or per element
+    (else), its provenance made by ``prov(w, rows, step)``."""
+    from gfxsim.machine.vgpr import VGPRs
+    if kind == 0:
+        return w.const(step, "u32")
+    regs, rows = {1: (2, 2), 2: (1, 4)}.get(kind, (1, 1))
+    return VGPRs(w, np.zeros((regs, w.width), np.uint32), "u32", prov(w, rows, step))
+
+
+def _typed_planes(p):
+    """A Prov's planes with their types, for comparing two files' values exactly (None: none)."""
+    return None if p is None else (p.g, [(f, a.dtype.str, a.tolist()) for f, a in p.ids.items()],
+                                   [(f, m.base.dtype.str, m.base.tolist(), m.bits.tolist(), m.wide.tolist())
+                                    for f, m in p.fp.items()],
+                                   None if p.flags is None else (p.flags.dtype.str, p.flags.tolist()))
+
+
 def test_a_read_seeded_by_a_one_register_write_is_the_read_of_the_planes():
     """A one-register write of a per-element value under full EXEC keeps what the next read of that
     register gives (regfile.SEED_READS). Two files given the same random writes (identities with
@@ -235,12 +253,6 @@ def test_a_read_seeded_by_a_one_register_write_is_the_read_of_the_planes():
             ids[f] = ids[f][:, :1]
         return Prov(4 if rows in (1, 2) else 1, ids, fp, flags)
 
-    def planes(p):
-        return None if p is None else (p.g, [(f, a.dtype.str, a.tolist()) for f, a in p.ids.items()],
-                                       [(f, m.base.dtype.str, m.base.tolist(), m.bits.tolist(), m.wide.tolist())
-                                        for f, m in p.fp.items()],
-                                       None if p.flags is None else (p.flags.dtype.str, p.flags.tolist()))
-
     def k(w, out):
         rf, ref = w.register_file(6), w.register_file(6)
         same, seeded, dropped = [], 0, 0
@@ -250,17 +262,11 @@ def test_a_read_seeded_by_a_one_register_write_is_the_read_of_the_planes():
                 plain = prov(w, 1, 0)
                 value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", Prov(4, {"token": np.zeros((1, w.pw), np.int32)},
                               flags=plain.flags if step == 0 else np.ones((1, w.pw), np.uint8)))
-            elif kind == 0:
-                value = w.const(step, "u32")
-            elif kind == 1:                                  # two registers, per element
-                value = VGPRs(w, np.zeros((2, w.width), np.uint32), "u32", prov(w, 2, step))
-            elif kind == 2:                                  # one register, per byte
-                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", prov(w, 4, step))
             else:
-                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", prov(w, 1, step))
+                value = _random_value(w, kind, prov, step)
             n = value.nbytes // 4
             first = step if step < 2 else int(rng.integers(0, 7 - n))
-            mine = None if value.prov is None else planes(value.prov)
+            mine = None if value.prov is None else _typed_planes(value.prov)
             unread = set(rf._unread) - set(range(first, first + n))
             with w.if_(w.lane_id < (64 if step < 2 or rng.integers(4) else int(rng.integers(1, 64)))):
                 for f, seed in ((rf, True), (ref, False)):
@@ -271,7 +277,7 @@ def test_a_read_seeded_by_a_one_register_write_is_the_read_of_the_planes():
                         regfile.SEED_READS = True
             dropped += bool(unread - rf._unread)         # a flags plane made: the seeded reads waiting dropped
             if mine is not None:                           # the value's own planes untouched, writable
-                same.append(planes(value.prov) == mine and all(a.flags.writeable for a in value.prov.ids.values()))
+                same.append(_typed_planes(value.prov) == mine and all(a.flags.writeable for a in value.prov.ids.values()))
             if first in rf._unread:
                 seeded += 1
                 same.append(first not in ref._reads)
@@ -280,7 +286,7 @@ def test_a_read_seeded_by_a_one_register_write_is_the_read_of_the_planes():
                 if step >= 2 and rng.integers(3) == 0:
                     dtype = ["u32", "f32", "i32", "u16", "u8"][int(rng.integers(5))]
                     got, want = rf.read(r, 1, dtype).prov, ref.read(r, 1, dtype).prov
-                    same.append(planes(got) == planes(want))
+                    same.append(_typed_planes(got) == _typed_planes(want))
         out["same"], out["seeded"], out["dropped"] = same, seeded, dropped
     o = run(k)
     assert o["seeded"] > 50 and o["dropped"] > 0
@@ -297,7 +303,6 @@ def test_a_one_register_write_in_one_walk_leaves_the_file_the_general_write_leav
     and kept reads are the same, and so is every read."""
     from gfxsim.machine import regfile
     from gfxsim.machine.provenance import Mask, Prov
-    from gfxsim.machine.vgpr import VGPRs
     rng = np.random.default_rng(11)
     taken = []
     walk = regfile._write_one
@@ -324,29 +329,16 @@ def test_a_one_register_write_in_one_walk_leaves_the_file_the_general_write_leav
             ids[f] = ids[f][:, :1]
         return Prov(4 if rows in (1, 2) else 1, ids, fp, flags)
 
-    def planes(p):
-        return None if p is None else (p.g, [(f, a.dtype.str, a.tolist()) for f, a in p.ids.items()],
-                                       [(f, m.base.dtype.str, m.base.tolist(), m.bits.tolist(), m.wide.tolist())
-                                        for f, m in p.fp.items()],
-                                       None if p.flags is None else (p.flags.dtype.str, p.flags.tolist()))
-
     def state(rf):
-        return (planes(rf.prov), [(k, h.tolist()) for k, h in rf.holds.items()], rf.has.tolist(), rf.whole.tolist(),
-                sorted((r, planes(x[4])) for r, x in rf._reads.items() if 4 in x), sorted(rf._unread))
+        return (_typed_planes(rf.prov), [(k, h.tolist()) for k, h in rf.holds.items()], rf.has.tolist(), rf.whole.tolist(),
+                sorted((r, _typed_planes(x[4])) for r, x in rf._reads.items() if 4 in x), sorted(rf._unread))
 
     def k(w, out):
         fast, ref = w.register_file(6), w.register_file(6)
         same = []
         for step in range(500):
             kind = int(rng.integers(6))
-            if kind == 0:
-                value = w.const(step, "u32")
-            elif kind == 1:                                  # two registers, per element
-                value = VGPRs(w, np.zeros((2, w.width), np.uint32), "u32", prov(w, 2, step))
-            elif kind == 2:                                  # one register, per byte
-                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", prov(w, 4, step))
-            else:
-                value = VGPRs(w, np.zeros((1, w.width), np.uint32), "u32", prov(w, 1, step))
+            value = _random_value(w, kind, prov, step)
             n = value.nbytes // 4
             first = int(rng.integers(0, 7 - n))
             with w.if_(w.lane_id < (64 if rng.integers(5) else int(rng.integers(1, 64)))):
@@ -360,7 +352,7 @@ def test_a_one_register_write_in_one_walk_leaves_the_file_the_general_write_leav
             for r in range(6):
                 if rng.integers(4) == 0:
                     dtype = ["u32", "f32", "i32", "u16", "u8"][int(rng.integers(5))]
-                    same.append(planes(fast.read(r, 1, dtype).prov) == planes(ref.read(r, 1, dtype).prov))
+                    same.append(_typed_planes(fast.read(r, 1, dtype).prov) == _typed_planes(ref.read(r, 1, dtype).prov))
         out["same"] = same
     regfile._write_one = counted
     try:
