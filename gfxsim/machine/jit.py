@@ -67,11 +67,24 @@ def _compile_module(mod: str) -> None:
         import numba
         _start_target()
         g = sys.modules[mod].__dict__
+        unbound = []
         for lazy in _LAZY.pop(mod, ()):
             name = lazy.py_func.__name__
             if g.get(name) is lazy:
                 g[name] = _noting_loads(_depends(numba.njit(cache=True)(lazy.py_func), mod, g), mod, name)
                 _MADE.append((mod, name, g[name]))
+            elif name not in g:      # decorated, not yet bound: its module is importing on another thread
+                unbound.append(lazy)
+        if unbound:                  # kept for the next call, or its first call would call itself
+            _LAZY.setdefault(mod, []).extend(unbound)
+
+
+def _importing(mod: str) -> bool:
+    """Whether module ``mod`` is being imported (its body still running, maybe on another thread):
+    prewarm's thread leaves it to its first call. Dispatchers made now would miss the functions it
+    has not yet defined, which theirs call through its globals."""
+    spec = getattr(sys.modules.get(mod), "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
 
 
 def _depends(dispatcher, mod: str, g: dict):
@@ -141,7 +154,8 @@ def prewarm() -> threading.Thread | None:
                 with _LOCK:
                     _start_target()
                     for mod in list(_LAZY):
-                        _compile_module(mod)
+                        if not _importing(mod):
+                            _compile_module(mod)
             finally:
                 _STARTING = False
             _load_recorded()
@@ -173,7 +187,7 @@ def _load_recorded() -> None:
         by_fn.setdefault((mod, name), []).append(names)
     for (mod, name), wanted in by_fn.items():
         module = sys.modules.get(mod)
-        if module is None or mod not in _JIT_MODULES:
+        if module is None or mod not in _JIT_MODULES or _importing(mod):
             continue                                # not imported (yet): kept in the record, not loaded
         fn = module.__dict__.get(name)
         if fn is None or getattr(fn, "py_func", None) is None:
