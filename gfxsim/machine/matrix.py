@@ -57,6 +57,14 @@ def _side_identity(f, op, s, compact, on_other, kept, empty):
     return got[0], (empty if got[1] is None else got[1])
 
 
+def _stacked_names(names: list, shape: tuple) -> np.ndarray:
+    """Each issue's row (A) or column (B) names ``shape`` as int32 stacked ``[n, *shape]``, an issue
+    without any as -1; ``[n, 0, 0]`` where no issue has any (summaries.d_planes' "none")."""
+    if not any(x.size for x in names):
+        return np.empty((len(names), 0, 0), np.int32)
+    return np.stack([x if x.size else np.full(shape, -1, np.int32) for x in names])
+
+
 def _content(x: np.ndarray | None) -> tuple | None:
     """An array's content as a key: equal keys are equal dtype, shape and bytes, so the same
     computation on either gives the same result (a bytes compare is one memcmp, where array_equal
@@ -341,17 +349,17 @@ class MatrixOps:
         dvals = np.empty((n, insn.elems("D"), self.width), np_dtype(insn.cd_type))
         dvals[(slice(None),) + tuple(plans["D"])] = d_all.reshape((n, len(d_all) // n) + d_all.shape[1:])
         ids = np.nonzero(prepared[0][5])[0].tolist()        # full EXEC: every issue's live members alike
-        return [self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids)
-                for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues))
-                if self._issuing(i)]
+        out = []
+        for i, ((insn, regs_in, a, b, c, live), (*_, label)) in enumerate(zip(prepared, issues)):
+            self._issuing(i)
+            out.append(self._mma_issue(insn, regs_in, a, b, c, live, label, plans, dvals[i], None, source, ids))
+        return out
 
-    def _issuing(self, i) -> bool:
-        """Notes that issue ``i`` of an mma_many call issues next (_d_planes finds its answers by
-        it); True."""
+    def _issuing(self, i) -> None:
+        """Notes that issue ``i`` of an mma_many call issues next (_d_planes finds its answers by it)."""
         call = self.mma_memos.get(_CALL_OPERANDS)
         if call is not None:
             call["issue"] = i
-        return True
 
     def _operands_together(self, insn, prepared) -> dict:
         """{side: {provenance: _operand_fields' answer}} for the distinct operand provenances of
@@ -911,10 +919,7 @@ class MatrixOps:
             # each issue's rows' and columns' names (_side_identity), stacked; an issue without: -1
             ra = [_side_identity(f, "A", sa[1], sa[2], f in sb[1], sa[7], none2)[1] for sa, sb in sides]
             cb = [_side_identity(f, "B", sb[1], sb[2], f in sa[1], sb[7], none2)[1] for sa, sb in sides]
-            ra = np.stack([x if x.size else np.full((nb, M), -1, np.int32) for x in ra]) if any(x.size for x in ra) \
-                else np.empty((n, 0, 0), np.int32)
-            cb = np.stack([x if x.size else np.full((nb, N), -1, np.int32) for x in cb]) if any(x.size for x in cb) \
-                else np.empty((n, 0, 0), np.int32)
+            ra, cb = _stacked_names(ra, (nb, M)), _stacked_names(cb, (nb, N))
             if not ra.size and not cb.size and f not in fc:
                 continue
             plane = np.full((n,) + shape, -1, np.int32)
