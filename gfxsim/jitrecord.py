@@ -60,13 +60,18 @@ def _place() -> str:
                       os.environ.get("NUMBA_CACHE_DIR", "")])
 
 
+def _key(kind: str) -> str:
+    """A record's key: its kind and place, kept in full in the record it names."""
+    return f"{kind}\n{_place()}"
+
+
 def _path(key: str):
     from .cachedir import cache_root
     return cache_root() / _FOLDER / f"{zlib.crc32(key.encode()):08x}.json"
 
 
 def _read(kind: str) -> list:
-    key = f"{kind}\n{_place()}"
+    key = _key(kind)
     try:
         got = json.loads(_path(key).read_text())
         if not isinstance(got, dict) or got.get("key") != key or not isinstance(got.get("entries"), list):
@@ -85,7 +90,7 @@ def _read(kind: str) -> list:
 def _write(kind: str, entries) -> None:
     """The record, whole or not at all; the folder keeps the KEEP most recently written."""
     from .cachedir import write_kept
-    key = f"{kind}\n{_place()}"
+    key = _key(kind)
     write_kept(_path(key), {"key": key, "entries": [[m, f, list(n)] for m, f, n in entries]}, KEEP)
 
 

@@ -246,7 +246,12 @@ def qk_int8_scores(qq: np.ndarray, sq: np.ndarray, kq: np.ndarray, sk: np.ndarra
     in a float32 product."""
     acc = np.swapaxes(np.matmul(np.asarray(kq, np.float32), np.swapaxes(np.asarray(qq, np.float32), -1, -2)),
                       -1, -2)                                   # K·Qqᵀ: the faster BLAS layout here
-    return acc * sq[..., :, None] * sk[..., None, :] * np.float32(1.0 / np.sqrt(qq.shape[-1]))
+    return _dequantized_scores(acc, sq, sk, qq.shape[-1])
+
+
+def _dequantized_scores(acc: np.ndarray, sq: np.ndarray, sk: np.ndarray, d: int) -> np.ndarray:
+    """The integer dot ``acc`` [..., rows, T] dequantized (sQ, then sK), then the softmax scale."""
+    return acc * sq[..., :, None] * sk[..., None, :] * np.float32(1.0 / np.sqrt(d))
 
 
 @dataclass(frozen=True)
@@ -294,8 +299,7 @@ def qk_int8_scores_of(cache: PagedKVCache, seq: int, g: int, qq: np.ndarray, sq:
         t1 = min(ctx, t0 + K_BLOCKS * bs)
         kf = cache.k_cache[blk[b0:b0 + K_BLOCKS], g].transpose(0, 2, 1, 3).astype(np.float32, order="C")
         acc[:, t0:t1] = np.matmul(kf.reshape(-1, hd)[:t1 - t0], qt).T
-    sk = cache.k_scale[blk, g].reshape(-1)[:ctx]
-    return acc * sq[..., :, None] * sk[..., None, :] * np.float32(1.0 / np.sqrt(hd))
+    return _dequantized_scores(acc, sq, cache.k_scale[blk, g].reshape(-1)[:ctx], hd)
 
 
 def _v_operands(cache: PagedKVCache, seq: int, g: int, T: int, pv: str):
